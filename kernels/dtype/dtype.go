@@ -1,0 +1,159 @@
+package dtype
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"strings"
+)
+
+// DType is an element type of a kernel buffer.
+type DType int
+
+// The element types. The zero value is invalid so that a forgotten dtype is
+// caught rather than silently treated as f32.
+const (
+	Invalid DType = iota
+	F32
+	F16
+	BF16
+	F64
+)
+
+var names = map[DType]string{F32: "f32", F16: "f16", BF16: "bf16", F64: "f64"}
+
+// All lists the valid dtypes in a stable order.
+func All() []DType { return []DType{F32, F16, BF16, F64} }
+
+// String returns the short name ("f32", "bf16", ...).
+func (d DType) String() string {
+	if s, ok := names[d]; ok {
+		return s
+	}
+	return fmt.Sprintf("dtype(%d)", int(d))
+}
+
+// Size returns the size of one element in bytes.
+func (d DType) Size() int {
+	switch d {
+	case F32:
+		return 4
+	case F16, BF16:
+		return 2
+	case F64:
+		return 8
+	}
+	return 0
+}
+
+// Valid reports whether d is one of the known dtypes.
+func (d DType) Valid() bool { _, ok := names[d]; return ok }
+
+// Parse turns a name such as "bf16" (also "float32", "half", "bfloat16")
+// into a DType.
+func Parse(s string) (DType, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "f32", "float32", "float", "fp32":
+		return F32, nil
+	case "f16", "float16", "half", "fp16":
+		return F16, nil
+	case "bf16", "bfloat16":
+		return BF16, nil
+	case "f64", "float64", "double", "fp64":
+		return F64, nil
+	}
+	return Invalid, fmt.Errorf("unknown dtype %q (accepted: f32, f16, bf16, f64)", s)
+}
+
+// ParseList parses a comma-separated list of dtypes.
+func ParseList(s string) ([]DType, error) {
+	var out []DType
+	seen := map[DType]bool{}
+	for _, f := range strings.Split(s, ",") {
+		if strings.TrimSpace(f) == "" {
+			continue
+		}
+		d, err := Parse(f)
+		if err != nil {
+			return nil, err
+		}
+		if !seen[d] {
+			seen[d] = true
+			out = append(out, d)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("empty dtype list (accepted: f32, f16, bf16, f64)")
+	}
+	return out, nil
+}
+
+// Round returns v rounded to the nearest value representable in d.
+func (d DType) Round(v float64) float64 {
+	switch d {
+	case F32:
+		return float64(float32(v))
+	case F16:
+		return F16ToFloat(FloatToF16(float32(v)))
+	case BF16:
+		return BF16ToFloat(FloatToBF16(float32(v)))
+	}
+	return v
+}
+
+// Encode writes vals as little-endian elements of type d.
+// Narrow types are rounded through f32 first (as a kernel would see them).
+func (d DType) Encode(vals []float64) []byte {
+	b := make([]byte, len(vals)*d.Size())
+	for i, v := range vals {
+		switch d {
+		case F32:
+			binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(float32(v)))
+		case F16:
+			binary.LittleEndian.PutUint16(b[2*i:], FloatToF16(float32(v)))
+		case BF16:
+			binary.LittleEndian.PutUint16(b[2*i:], FloatToBF16(float32(v)))
+		case F64:
+			binary.LittleEndian.PutUint64(b[8*i:], math.Float64bits(v))
+		}
+	}
+	return b
+}
+
+// Decode reads little-endian elements of type d into float64 values.
+func (d DType) Decode(b []byte) []float64 {
+	n := 0
+	if d.Size() > 0 {
+		n = len(b) / d.Size()
+	}
+	out := make([]float64, n)
+	for i := range out {
+		switch d {
+		case F32:
+			out[i] = float64(math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:])))
+		case F16:
+			out[i] = F16ToFloat(binary.LittleEndian.Uint16(b[2*i:]))
+		case BF16:
+			out[i] = BF16ToFloat(binary.LittleEndian.Uint16(b[2*i:]))
+		case F64:
+			out[i] = math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:]))
+		}
+	}
+	return out
+}
+
+// Epsilon returns the unit roundoff of d (half the distance from 1 to the
+// next representable value).
+func (d DType) Epsilon() float64 {
+	switch d {
+	case F32:
+		return 0x1p-24
+	case F16:
+		return 0x1p-11
+	case BF16:
+		return 0x1p-8
+	case F64:
+		return 0x1p-53
+	}
+	return 0
+}

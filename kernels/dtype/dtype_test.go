@@ -1,0 +1,88 @@
+package dtype
+
+import (
+	"math"
+	"testing"
+)
+
+func TestF16RoundTrip(t *testing.T) {
+	// Every finite half value must survive widen → narrow unchanged.
+	for h := 0; h < 0x10000; h++ {
+		v := F16ToFloat(uint16(h))
+		if math.IsNaN(v) {
+			continue
+		}
+		if got := FloatToF16(float32(v)); got != uint16(h) {
+			t.Fatalf("f16 %#04x -> %v -> %#04x", h, v, got)
+		}
+	}
+}
+
+func TestF16Rounding(t *testing.T) {
+	cases := []struct {
+		in   float32
+		want uint16
+	}{
+		{1, 0x3c00},
+		{65504, 0x7bff},
+		{65520, 0x7c00},         // rounds up to infinity
+		{1 + 0x1p-11, 0x3c00},   // tie, even stays
+		{1 + 3*0x1p-11, 0x3c02}, // tie, odd rounds up
+		{0x1p-24, 0x0001},       // smallest subnormal
+		{0x1p-25, 0x0000},       // tie to even zero
+		{0x1.8p-25, 0x0001},     // above tie
+		{-2, 0xc000},
+	}
+	for _, c := range cases {
+		if got := FloatToF16(c.in); got != c.want {
+			t.Errorf("FloatToF16(%g) = %#04x, want %#04x", c.in, got, c.want)
+		}
+	}
+}
+
+func TestBF16Rounding(t *testing.T) {
+	cases := []struct {
+		in   float32
+		want uint16
+	}{
+		{1, 0x3f80},
+		{1 + 0x1p-8, 0x3f80},   // tie to even
+		{1 + 3*0x1p-8, 0x3f82}, // tie to even (up)
+		{1 + 0x1.2p-8, 0x3f81}, // above tie
+		{float32(math.Inf(-1)), 0xff80},
+	}
+	for _, c := range cases {
+		if got := FloatToBF16(c.in); got != c.want {
+			t.Errorf("FloatToBF16(%g) = %#04x, want %#04x", c.in, got, c.want)
+		}
+	}
+	if !math.IsNaN(BF16ToFloat(FloatToBF16(float32(math.NaN())))) {
+		t.Error("NaN lost in bf16")
+	}
+}
+
+func TestEncodeDecode(t *testing.T) {
+	vals := []float64{0, 1.5, -3.25, 1e-3, 100}
+	for _, d := range All() {
+		got := d.Decode(d.Encode(vals))
+		for i, v := range vals {
+			if got[i] != d.Round(v) {
+				t.Errorf("%v: element %d = %v, want %v", d, i, got[i], d.Round(v))
+			}
+		}
+	}
+}
+
+func TestParse(t *testing.T) {
+	for _, s := range []string{"f32", "bf16", "half", "float64"} {
+		if _, err := Parse(s); err != nil {
+			t.Errorf("Parse(%q): %v", s, err)
+		}
+	}
+	if _, err := Parse("int8"); err == nil {
+		t.Error("Parse(int8) succeeded")
+	}
+	if l, err := ParseList("f32,bf16,f32"); err != nil || len(l) != 2 {
+		t.Errorf("ParseList = %v, %v", l, err)
+	}
+}

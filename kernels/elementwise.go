@@ -1,0 +1,323 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/gradtune/gradtune/kernels/dtype"
+	"github.com/gradtune/gradtune/kernels/ptx"
+	"github.com/gradtune/gradtune/variants"
+)
+
+// elementwise is a family whose output dx[i] depends only on dy[i] and
+// x[i]: the activation backward kernels. The math is done in f32 whatever
+// the storage type.
+type elementwise struct {
+	name, doc string
+	// emit computes dx from dy and x (f32 registers).
+	emit func(k *ptx.Func, dy, x ptx.Reg) ptx.Reg
+	// ref is the float64 reference of one element.
+	ref func(dy, x float64) float64
+	// atolF32 widens the f32 tolerance for families built on approximate
+	// instructions.
+	atolF32 float64
+}
+
+// maxElems bounds shapes so that unit indices fit in u32 arithmetic.
+const maxElems = 1<<31 - 1
+
+func (e *elementwise) Name() string          { return e.name }
+func (e *elementwise) Doc() string           { return e.doc }
+func (e *elementwise) Dims() []string        { return []string{"m", "n"} }
+func (e *elementwise) DTypes() []dtype.DType { return []dtype.DType{dtype.F32, dtype.F16, dtype.BF16} }
+
+// Shapes yields the MLP intermediate [tokens × intermediate] and the hidden
+// [tokens × hidden] activations of the preset.
+func (e *elementwise) Shapes(p variants.Preset, dts []dtype.DType) []variants.Shape {
+	var out []variants.Shape
+	for _, dt := range dts {
+		for _, n := range []int{p.Intermediate, p.Hidden} {
+			out = append(out, variants.Shape{Dims: []variants.Dim{{Name: "m", Value: p.Tokens}, {Name: "n", Value: n}}, DType: dt})
+		}
+	}
+	return out
+}
+
+// Shape accepts n=N (a flat tensor) or m=M,n=N.
+func (e *elementwise) Shape(sp variants.Spec, dt dtype.DType) (variants.Shape, error) {
+	n, okN := sp.Get("n")
+	m, okM := sp.Get("m")
+	if !okN || len(sp.Dims) != map[bool]int{true: 2, false: 1}[okM] {
+		return variants.Shape{}, fmt.Errorf("%s takes n=N or m=M,n=N (got %v)", e.name, dimNames(sp))
+	}
+	if err := checkDType(e, dt); err != nil {
+		return variants.Shape{}, err
+	}
+	s := variants.Shape{Dims: []variants.Dim{{Name: "n", Value: n}}, DType: dt}
+	if okM {
+		s.Dims = []variants.Dim{{Name: "m", Value: m}, {Name: "n", Value: n}}
+	}
+	if s.Elems() > maxElems {
+		return variants.Shape{}, fmt.Errorf("%s: %d elements is more than %d", e.name, s.Elems(), maxElems)
+	}
+	return s, nil
+}
+
+// Space: threads per block, elements per vector access, vector accesses
+// per thread per iteration (unrolled, all loads issued before any math), a
+// one-shot grid or a grid-stride loop over a full-occupancy grid, and the
+// register cap.
+func (e *elementwise) Space(s variants.Shape) variants.Space {
+	vecs := []int{1, 2, 4}
+	if s.DType.Size() == 2 {
+		vecs = []int{2, 4, 8}
+	}
+	return variants.Space{Axes: []variants.Axis{
+		variants.IntAxis("block", "threads per block", 128, 256, 512),
+		variants.IntAxis("vec", "elements per vector access (16 bytes at most)", vecs...),
+		variants.IntAxis("ept", "vector accesses per thread per iteration", 1, 2, 4),
+		{Name: "grid", Values: []string{"once", "stride"}, Doc: "one-shot grid or grid-stride loop over a full-occupancy grid"},
+		variants.IntAxis("maxnreg", "register cap (0 = none)", 0, 32, 64),
+	}}
+}
+
+func (e *elementwise) Buffers(s variants.Shape) []Buffer {
+	n := s.Elems()
+	return []Buffer{{"dy", s.DType, n, Input}, {"x", s.DType, n, Input}, {"dx", s.DType, n, Output}}
+}
+
+func (e *elementwise) Inputs(s variants.Shape, seed uint64) map[string][]float64 {
+	n := s.Elems()
+	return map[string][]float64{
+		"dy": Uniform(s.DType, n, -1, 1, seed, s.Key()+"/dy"),
+		"x":  Uniform(s.DType, n, -4, 4, seed, s.Key()+"/x"),
+	}
+}
+
+func (e *elementwise) Reference(s variants.Shape, in map[string][]float64) map[string][]float64 {
+	dy, x := in["dy"], in["x"]
+	dx := make([]float64, len(x))
+	for i := range x {
+		dx[i] = e.ref(dy[i], x[i])
+	}
+	return map[string][]float64{"dx": dx}
+}
+
+func (e *elementwise) Cost(s variants.Shape) Cost {
+	return Cost{Bytes: 3 * int64(s.Elems()) * int64(s.DType.Size())}
+}
+
+// Tolerance: f32 outputs within 1e-5 (plus the family's allowance for
+// approximate instructions); f16 and bf16 outputs within one unit in the
+// last place of the stored type.
+func (e *elementwise) Tolerance(s variants.Shape) Tolerance {
+	switch s.DType {
+	case dtype.F16, dtype.BF16:
+		return Tolerance{Atol: 1e-4, Rtol: 2 * s.DType.Epsilon()}
+	}
+	return Tolerance{Atol: 1e-5 + e.atolF32, Rtol: 1e-5}
+}
+
+// Emit generates one variant. Every thread handles ept vector units of vec
+// elements; unit u of iteration covers elements [u·vec, u·vec+vec). The
+// n mod vec leftover elements are done by thread 0 of CTA 0.
+func (e *elementwise) Emit(s variants.Shape, p variants.Params) (Program, error) {
+	if err := e.Space(s).Check(p); err != nil {
+		return Program{}, fmt.Errorf("%s: %w", e.name, err)
+	}
+	r := variants.NewReader(p)
+	block, vec, ept, maxnreg := r.Int("block"), r.Int("vec"), r.Int("ept"), r.Int("maxnreg")
+	stride := r.String("grid") == "stride"
+	if err := r.Err(); err != nil {
+		return Program{}, err
+	}
+	dt := s.DType
+	n := s.Elems()
+	units := n / vec
+	chunk := block * ept
+	entry := e.name + "_" + dt.String()
+
+	m := ptx.NewModule()
+	k := m.Func(entry)
+	k.ReqNTid(block)
+	k.MaxNReg(maxnreg)
+	pdy, px, pdx := k.Param("dy", ptx.U64), k.Param("x", ptx.U64), k.Param("dx", ptx.U64)
+	dy := k.Cvta(ptx.Global, k.LdParam(pdy))
+	x := k.Cvta(ptx.Global, k.LdParam(px))
+	dx := k.Cvta(ptx.Global, k.LdParam(pdx))
+	tid := k.Mov(ptx.U32, ptx.TidX)
+	cta := k.Mov(ptx.U32, ptx.CtaidX)
+	first := k.Mad(ptx.U32, cta, ptx.Imm(chunk), tid)
+	exact := units%chunk == 0 // no unit of any iteration falls past the end
+
+	body := func(u0 ptx.Reg) {
+		type unit struct {
+			ok      ptx.Reg
+			off     ptx.Reg
+			dyv, xv []ptx.Reg
+		}
+		us := make([]unit, ept)
+		// Issue every load first so ept×2 requests are in flight.
+		for j := range us {
+			u := k.Add(ptx.U32, u0, ptx.Imm(j*block))
+			if !exact {
+				us[j].ok = k.Setp("lt", ptx.U32, u, ptx.Imm(units))
+			}
+			us[j].off = k.MulWide(ptx.U32, u, ptx.Imm(vec*dt.Size()))
+			us[j].dyv = loadF32(k, dt, vec, k.Add(ptx.U64, dy, us[j].off), us[j].ok)
+			us[j].xv = loadF32(k, dt, vec, k.Add(ptx.U64, x, us[j].off), us[j].ok)
+		}
+		for j := range us {
+			out := make([]ptx.Reg, vec)
+			for i := range out {
+				out[i] = e.emit(k, us[j].dyv[i], us[j].xv[i])
+			}
+			storeF32(k, dt, k.Add(ptx.U64, dx, us[j].off), out, us[j].ok)
+		}
+	}
+	if units > 0 {
+		if stride {
+			step := k.Mul(ptx.U32, k.Mov(ptx.U32, ptx.NCtaidX), ptx.Imm(chunk))
+			u0 := k.Mov(ptx.U32, first)
+			k.While(func() ptx.Reg { return k.Setp("lt", ptx.U32, u0, ptx.Imm(units)) }, func() {
+				body(u0)
+				k.MovTo(u0, k.Add(ptx.U32, u0, step))
+			})
+		} else {
+			body(first)
+		}
+	}
+	if rem := n % vec; rem > 0 {
+		k.Comment("%d leftover elements, done by thread 0 of CTA 0", rem)
+		k.If(k.Setp("eq", ptx.U32, first, ptx.Imm(0)), func() {
+			for i := units * vec; i < n; i++ {
+				off := int64(i * dt.Size())
+				a := loadF32(k, dt, 1, k.Add(ptx.U64, dy, ptx.Imm(off)), ptx.Reg{})
+				b := loadF32(k, dt, 1, k.Add(ptx.U64, x, ptx.Imm(off)), ptx.Reg{})
+				storeF32(k, dt, k.Add(ptx.U64, dx, ptx.Imm(off)), []ptx.Reg{e.emit(k, a[0], b[0])}, ptx.Reg{})
+			}
+		})
+	}
+	built, err := m.Build()
+	if err != nil {
+		return Program{}, fmt.Errorf("%s %s: %w", e.name, p, err)
+	}
+	l := Launch{Entry: entry, Block: [3]int{block, 1, 1}, Args: []Arg{{Buffer: "dy"}, {Buffer: "x"}, {Buffer: "dx"}}}
+	grid := max(1, (units+chunk-1)/chunk)
+	if stride {
+		// One full-occupancy wave (2048 threads per SM), never more CTAs
+		// than there is work for.
+		l.GridPerSM = 2048 / block
+		if grid < l.GridPerSM {
+			l.GridPerSM = 0
+		}
+	}
+	l.Grid = [3]int{grid, 1, 1}
+	return Program{PTX: built.String(), Launches: []Launch{l}}, nil
+}
+
+// loadF32 loads vec elements of type dt at addr (guarded by ok when valid)
+// and returns them widened to f32. Guarded registers are zeroed first so
+// that no register is read before it is written.
+func loadF32(k *ptx.Func, dt dtype.DType, vec int, addr ptx.Reg, ok ptx.Reg) []ptx.Reg {
+	guard := func() {
+		if ok.Valid() {
+			k.Guard(ok, false)
+		}
+	}
+	at := ptx.At(addr, 0)
+	nc := ptx.LdOpts{NC: true}
+	if dt == dtype.F32 {
+		regs := make([]ptx.Reg, vec)
+		for i := range regs {
+			regs[i] = k.Reg(ptx.F32)
+			if ok.Valid() {
+				k.MovTo(regs[i], ptx.F32Imm(0))
+			}
+		}
+		k.LdTo(ptx.Global, ptx.F32, regs, at, nc)
+		guard()
+		return regs
+	}
+	if vec == 1 {
+		h := k.Reg(ptx.B16)
+		if ok.Valid() {
+			k.MovTo(h, ptx.Imm(0))
+		}
+		k.LdTo(ptx.Global, ptx.B16, []ptx.Reg{h}, at, nc)
+		guard()
+		return []ptx.Reg{k.Cvt(ptx.F32, halfType(dt), "", h)}
+	}
+	words := make([]ptx.Reg, vec/2)
+	for i := range words {
+		words[i] = k.Reg(ptx.B32)
+		if ok.Valid() {
+			k.MovTo(words[i], ptx.Imm(0))
+		}
+	}
+	k.LdTo(ptx.Global, ptx.B32, words, at, nc)
+	guard()
+	var out []ptx.Reg
+	for _, w := range words {
+		if dt == dtype.BF16 {
+			// bf16 is the top half of an f32: shift or mask, no cvt needed.
+			out = append(out, k.BitsToF32(k.Shl(ptx.B32, w, ptx.Imm(16))), k.BitsToF32(k.And(ptx.B32, w, ptx.Imm(-65536))))
+		} else {
+			lo, hi := k.Unpack(w)
+			out = append(out, k.Cvt(ptx.F32, ptx.F16, "", lo), k.Cvt(ptx.F32, ptx.F16, "", hi))
+		}
+	}
+	return out
+}
+
+// storeF32 rounds f32 values to dt (round to nearest even) and stores them
+// at addr, guarded by ok when valid.
+func storeF32(k *ptx.Func, dt dtype.DType, addr ptx.Reg, vals []ptx.Reg, ok ptx.Reg) {
+	at := ptx.At(addr, 0)
+	switch {
+	case dt == dtype.F32:
+		k.St(ptx.Global, ptx.F32, at, vals)
+	case len(vals) == 1:
+		k.St(ptx.Global, ptx.B16, at, []ptx.Reg{k.Cvt(halfType(dt), ptx.F32, "rn", vals[0])})
+	default:
+		pt := ptx.F16x2
+		if dt == dtype.BF16 {
+			pt = ptx.BF16x2
+		}
+		words := make([]ptx.Reg, len(vals)/2)
+		for i := range words {
+			words[i] = k.PackHalf2(pt, vals[2*i+1], vals[2*i])
+		}
+		k.St(ptx.Global, ptx.B32, at, words)
+	}
+	if ok.Valid() {
+		k.Guard(ok, false)
+	}
+}
+
+func halfType(dt dtype.DType) ptx.Type {
+	if dt == dtype.BF16 {
+		return ptx.BF16
+	}
+	return ptx.F16
+}
+
+func checkDType(f Family, dt dtype.DType) error {
+	for _, d := range f.DTypes() {
+		if d == dt {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s does not support dtype %v (dtypes: %v)", f.Name(), dt, f.DTypes())
+}
+
+func dimNames(sp variants.Spec) []string {
+	var n []string
+	for _, d := range sp.Dims {
+		n = append(n, d.Name)
+	}
+	return n
+}
+
+// log2e is log2(e) rounded to f32.
+const log2e = float32(math.Log2E)

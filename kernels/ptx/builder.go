@@ -1,0 +1,407 @@
+package ptx
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"strings"
+)
+
+// Module is a PTX module under construction: kernels plus the errors met
+// while writing them.
+type Module struct {
+	funcs []*Func
+	errs  []error
+	names map[string]bool
+}
+
+// NewModule starts an empty module.
+func NewModule() *Module { return &Module{names: map[string]bool{}} }
+
+// Func starts a kernel (.visible .entry) called name and returns its build
+// context.
+func (m *Module) Func(name string) *Func {
+	f := &Func{mod: m, name: name}
+	if !validIdent(name) {
+		f.errorf("invalid kernel name %q", name)
+	} else if m.names[name] {
+		f.errorf("kernel %q defined twice", name)
+	}
+	m.names[name] = true
+	f.body = &f.root
+	m.funcs = append(m.funcs, f)
+	return f
+}
+
+// Build finishes the module. It returns every error recorded while the
+// kernels were written, each prefixed with the caller's file:line, or the
+// finished, printable module.
+func (m *Module) Build() (*Built, error) {
+	errs := append([]error(nil), m.errs...)
+	for _, f := range m.funcs {
+		if len(f.stack) != 0 {
+			errs = append(errs, fmt.Errorf("kernel %s: unbalanced control flow", f.name))
+		}
+		errs = append(errs, f.validate()...)
+	}
+	if len(m.funcs) == 0 {
+		errs = append(errs, errors.New("module has no kernels"))
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	b := &Built{funcs: m.funcs, sm: 80, ptx: 70}
+	for _, f := range m.funcs {
+		walk(f.root.nodes, func(n node) {
+			if in, ok := n.(*Inst); ok {
+				b.sm = max(b.sm, in.sm)
+				b.ptx = max(b.ptx, in.ptx)
+			}
+		})
+	}
+	return b, nil
+}
+
+// Built is a finished module.
+type Built struct {
+	funcs   []*Func
+	sm, ptx int
+}
+
+// Target returns the derived target, e.g. "sm_80".
+func (b *Built) Target() string { return fmt.Sprintf("sm_%d", b.sm) }
+
+// Version returns the derived PTX ISA version, e.g. "7.0".
+func (b *Built) Version() string { return fmt.Sprintf("%d.%d", b.ptx/10, b.ptx%10) }
+
+// Entries lists the kernel names in definition order.
+func (b *Built) Entries() []string {
+	var n []string
+	for _, f := range b.funcs {
+		n = append(n, f.name)
+	}
+	return n
+}
+
+// Func is the build context of one kernel.
+type Func struct {
+	mod    *Module
+	name   string
+	params []Sym
+	shared []sharedDecl
+	dyn    *sharedDecl
+	nregs  [numClasses]int
+	labels int
+
+	maxnreg, minCTAs int
+	maxntid, reqntid []int
+
+	root  block
+	body  *block
+	stack []*block
+}
+
+type sharedDecl struct {
+	sym   Sym
+	count int
+	align int
+}
+
+// block is a list of nodes: a structured region.
+type block struct{ nodes []node }
+
+// node is an IR element: *Inst, *ifNode, *loopNode, *labelNode or *comment.
+type node interface{ isNode() }
+
+// Inst is one instruction.
+type Inst struct {
+	Guard   Reg  // predicate guard, zero if none
+	Negate  bool // @!p
+	Op      string
+	Args    []Operand
+	sm, ptx int
+	pos     string
+}
+
+func (*Inst) isNode() {}
+
+type ifNode struct {
+	cond      Reg
+	negate    bool
+	then, els block
+	id        int
+	hasElse   bool
+}
+
+func (*ifNode) isNode() {}
+
+type loopNode struct {
+	cond  block // evaluated at the top; computes condReg
+	condR Reg
+	body  block
+	id    int
+}
+
+func (*loopNode) isNode() {}
+
+type labelNode struct{ l Label }
+
+func (*labelNode) isNode() {}
+
+type comment string
+
+func (comment) isNode() {}
+
+func walk(ns []node, fn func(node)) {
+	for _, n := range ns {
+		fn(n)
+		switch x := n.(type) {
+		case *ifNode:
+			walk(x.then.nodes, fn)
+			walk(x.els.nodes, fn)
+		case *loopNode:
+			walk(x.cond.nodes, fn)
+			walk(x.body.nodes, fn)
+		}
+	}
+}
+
+// Name returns the kernel name.
+func (f *Func) Name() string { return f.name }
+
+// errorf records an error at the position of the first caller outside this
+// package.
+func (f *Func) errorf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	f.mod.errs = append(f.mod.errs, fmt.Errorf("%s: kernel %s: %s", callerPos(), f.name, msg))
+}
+
+func callerPos() string {
+	pcs := make([]uintptr, 16)
+	n := runtime.Callers(3, pcs)
+	frames := runtime.CallersFrames(pcs[:n])
+	for {
+		fr, more := frames.Next()
+		if !strings.Contains(fr.Function, "/kernels/ptx.") || strings.HasSuffix(fr.File, "_test.go") {
+			return fmt.Sprintf("%s:%d", filepath.Base(fr.File), fr.Line)
+		}
+		if !more {
+			return "?"
+		}
+	}
+}
+
+// Reg allocates a new virtual register of type t.
+func (f *Func) Reg(t Type) Reg {
+	if t.Bits() == 0 {
+		f.errorf("register of invalid type %v", t)
+		return Reg{}
+	}
+	c := classOf(t)
+	f.nregs[c]++
+	return Reg{t: t, id: f.nregs[c]}
+}
+
+// Param declares a kernel parameter of type t (U64 for pointers).
+func (f *Func) Param(name string, t Type) Sym {
+	s := Sym{Name: f.name + "_param_" + name, typ: t}
+	if !validIdent(name) {
+		f.errorf("invalid parameter name %q", name)
+	}
+	for _, p := range f.params {
+		if p.Name == s.Name {
+			f.errorf("parameter %q declared twice", name)
+		}
+	}
+	f.params = append(f.params, s)
+	return s
+}
+
+// SharedArray declares a static shared-memory array of count elements of
+// type t with the given alignment (0: natural).
+func (f *Func) SharedArray(name string, t Type, count, align int) Sym {
+	if count <= 0 {
+		f.errorf("shared array %s: count %d must be positive", name, count)
+	}
+	if align == 0 {
+		align = t.Bits() / 8
+	}
+	s := Sym{Name: f.name + "_smem_" + name, typ: t}
+	f.shared = append(f.shared, sharedDecl{s, count, align})
+	return s
+}
+
+// DynamicShared declares the kernel's dynamic shared memory (extern, size
+// given at launch) and returns its symbol.
+func (f *Func) DynamicShared(name string, align int) Sym {
+	if f.dyn != nil {
+		f.errorf("dynamic shared memory declared twice")
+		return f.dyn.sym
+	}
+	s := Sym{Name: f.name + "_dsmem_" + name}
+	f.dyn = &sharedDecl{sym: s, align: max(align, 16)}
+	return s
+}
+
+// StaticSharedBytes returns the bytes of static shared memory declared.
+func (f *Func) StaticSharedBytes() int {
+	n := 0
+	for _, s := range f.shared {
+		n = (n+s.align-1)/s.align*s.align + s.count*s.sym.typ.Bits()/8
+	}
+	return n
+}
+
+// MaxNReg sets .maxnreg (0 leaves it unset).
+func (f *Func) MaxNReg(n int) {
+	if n != 0 && (n < 16 || n > 255) {
+		f.errorf(".maxnreg %d out of range 16..255", n)
+	}
+	f.maxnreg = n
+}
+
+// MaxNTid sets .maxntid.
+func (f *Func) MaxNTid(dims ...int) { f.maxntid = f.checkDims(".maxntid", dims) }
+
+// ReqNTid sets .reqntid: the kernel must be launched with exactly this block.
+func (f *Func) ReqNTid(dims ...int) { f.reqntid = f.checkDims(".reqntid", dims) }
+
+// MinNCTAPerSM sets .minnctapersm.
+func (f *Func) MinNCTAPerSM(n int) {
+	if n < 0 {
+		f.errorf(".minnctapersm %d is negative", n)
+	}
+	f.minCTAs = n
+}
+
+func (f *Func) checkDims(what string, dims []int) []int {
+	prod := 1
+	for _, d := range dims {
+		prod *= d
+		if d <= 0 {
+			f.errorf("%s %v: dimensions must be positive", what, dims)
+			return nil
+		}
+	}
+	if len(dims) == 0 || len(dims) > 3 || prod > 1024 {
+		f.errorf("%s %v: want 1 to 3 dimensions of at most 1024 threads in all", what, dims)
+		return nil
+	}
+	return dims
+}
+
+// ReqNTidCount returns the number of threads .reqntid fixes, or 0.
+func (f *Func) ReqNTidCount() int {
+	if f.reqntid == nil {
+		return 0
+	}
+	n := 1
+	for _, d := range f.reqntid {
+		n *= d
+	}
+	return n
+}
+
+func (f *Func) label(kind string) int {
+	f.labels++
+	return f.labels
+}
+
+// emit appends an instruction to the current region.
+func (f *Func) emit(in *Inst) *Inst {
+	if in.sm == 0 {
+		in.sm = 80
+	}
+	if in.ptx == 0 {
+		in.ptx = 70
+	}
+	in.pos = callerPos()
+	f.body.nodes = append(f.body.nodes, in)
+	return in
+}
+
+// Comment adds a comment line to the kernel body.
+func (f *Func) Comment(format string, args ...any) {
+	f.body.nodes = append(f.body.nodes, comment(fmt.Sprintf(format, args...)))
+}
+
+// If runs then only in threads where p is true.
+func (f *Func) If(p Reg, then func()) { f.ifElse(p, false, then, nil) }
+
+// IfNot runs then only in threads where p is false.
+func (f *Func) IfNot(p Reg, then func()) { f.ifElse(p, true, then, nil) }
+
+// IfElse runs then where p is true and els elsewhere.
+func (f *Func) IfElse(p Reg, then, els func()) { f.ifElse(p, false, then, els) }
+
+func (f *Func) ifElse(p Reg, neg bool, then, els func()) {
+	if p.t != Pred {
+		f.errorf("If condition %v is not a predicate", p)
+	}
+	n := &ifNode{cond: p, negate: neg, id: f.label("if"), hasElse: els != nil}
+	f.body.nodes = append(f.body.nodes, n)
+	f.region(&n.then, then)
+	if els != nil {
+		f.region(&n.els, els)
+	}
+}
+
+// While emits a loop: cond is written at the top of every iteration and
+// returns a predicate; the body runs while it is true.
+func (f *Func) While(cond func() Reg, body func()) {
+	n := &loopNode{id: f.label("loop")}
+	f.body.nodes = append(f.body.nodes, n)
+	f.region(&n.cond, func() { n.condR = cond() })
+	if n.condR.t != Pred {
+		f.errorf("While condition %v is not a predicate", n.condR)
+	}
+	f.region(&n.body, body)
+}
+
+// For emits `for i := start; i < end; i += step` over an unsigned 32- or
+// 64-bit counter and calls body with the counter register. end may be a
+// register or an immediate; step is a positive immediate or a register.
+func (f *Func) For(t Type, start, end, step Operand, body func(i Reg)) {
+	if t != U32 && t != U64 && t != S32 && t != S64 {
+		f.errorf("For counter type %v: want u32, u64, s32 or s64", t)
+		return
+	}
+	i := f.Mov(t, start)
+	f.While(func() Reg { return f.Setp("lt", t, i, end) }, func() {
+		body(i)
+		f.emit(&Inst{Op: "add." + t.String(), Args: []Operand{i, i, step}})
+	})
+}
+
+func (f *Func) region(b *block, fn func()) {
+	if fn == nil {
+		return
+	}
+	f.stack = append(f.stack, f.body)
+	f.body = b
+	fn()
+	f.body = f.stack[len(f.stack)-1]
+	f.stack = f.stack[:len(f.stack)-1]
+}
+
+// validate checks what can only be checked once the kernel is complete.
+func (f *Func) validate() []error {
+	var errs []error
+	if f.reqntid != nil && f.maxntid != nil {
+		errs = append(errs, fmt.Errorf("kernel %s: .reqntid and .maxntid both set", f.name))
+	}
+	return errs
+}
+
+func validIdent(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, c := range s {
+		if !(c == '_' || c == '$' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}

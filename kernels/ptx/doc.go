@@ -1,0 +1,30 @@
+// Package ptx is a builder for PTX, the virtual instruction set of NVIDIA
+// GPUs, modelled on avo: typed virtual registers, operands, instruction
+// helpers that check operand types, structured control flow that generates
+// its own labels, kernel directives, and a printer.
+//
+// A Module collects kernels; each kernel is written through a *Func, the
+// build context. Mistakes (a float register given to an integer
+// instruction, a vector of the wrong length, an unknown special register)
+// do not panic: they are recorded with the caller's file and line, and
+// Module.Build returns them all at once.
+//
+//	m := ptx.NewModule()
+//	k := m.Func("scale")
+//	p := k.Param("buf", ptx.U64)
+//	...
+//	mod, err := m.Build()
+//	text := mod.String()
+//
+// Registers are printed in classes (%p pred, %h b16, %r b32, %rd b64, %f
+// f32, %fd f64) and declared by the printer. Floating-point add, sub, mul
+// and fma always carry .rn so that ptxas cannot contract them differently
+// from what a CPU interpreter computes. Approximate instructions (ex2,
+// tanh, rsqrt) are only emitted through helpers whose names say Approx.
+//
+// The .version and .target lines are derived from the instructions used:
+// sm_80 and PTX ISA 7.0 are the baseline; an instruction that needs more
+// raises them (bf16 arithmetic: sm_90, PTX 7.8).
+//
+// The package knows about no kernel in particular.
+package ptx

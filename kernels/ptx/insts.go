@@ -1,0 +1,517 @@
+package ptx
+
+import "fmt"
+
+// check verifies that operand o may be used by an instruction of type t:
+// registers must have the same width, and integer instructions do not take
+// f32/f64-class registers. Immediates must match the kind of t.
+func (f *Func) check(what string, t Type, o Operand) {
+	switch x := o.(type) {
+	case Reg:
+		if !x.Valid() {
+			f.errorf("%s: uninitialised register", what)
+			return
+		}
+		if x.t.Bits() != t.Bits() {
+			f.errorf("%s: register %v is %v, instruction type is %v", what, x, x.t, t)
+			return
+		}
+		c := classOf(x.t)
+		if t.IsInt() && (c == clsF32 || c == clsF64) {
+			f.errorf("%s: float register %v given to %v instruction", what, x, t)
+		}
+		if (t == F32 || t == F64) && !(c == clsF32 || c == clsF64 || c == clsB32 || c == clsB64) {
+			f.errorf("%s: register %v cannot feed %v", what, x, t)
+		}
+	case Imm:
+		if t.IsFloat() || t == Pred {
+			f.errorf("%s: integer immediate %v given to %v instruction", what, x, t)
+		}
+	case F32Imm:
+		if t != F32 && t != B32 {
+			f.errorf("%s: f32 immediate given to %v instruction", what, t)
+		}
+	case F64Imm:
+		if t != F64 && t != B64 {
+			f.errorf("%s: f64 immediate given to %v instruction", what, t)
+		}
+	case SReg:
+		if !knownSRegs[x] {
+			f.errorf("%s: unknown special register %s", what, x)
+		}
+		if t.Bits() != 32 {
+			f.errorf("%s: special register %s is 32-bit, instruction type is %v", what, x, t)
+		}
+	case Sym:
+		if t.Bits() != 32 && t.Bits() != 64 {
+			f.errorf("%s: symbol address %v needs a 32- or 64-bit type, not %v", what, x, t)
+		}
+	default:
+		f.errorf("%s: operand %v (%T) not allowed here", what, o, o)
+	}
+}
+
+// reqs returns the minimum sm and PTX version for arithmetic of type t.
+func reqs(t Type) (sm, ptxv int) {
+	if t == BF16 || t == BF16x2 {
+		return 90, 78
+	}
+	return 80, 70
+}
+
+// op3 emits "op.t d, a, b" into a fresh register and returns it.
+func (f *Func) op3(op string, t Type, a, b Operand) Reg {
+	f.check(op, t, a)
+	f.check(op, t, b)
+	d := f.Reg(t)
+	sm, v := reqs(t)
+	f.emit(&Inst{Op: op + "." + t.String(), Args: []Operand{d, a, b}, sm: sm, ptx: v})
+	return d
+}
+
+func (f *Func) op2(op string, t Type, a Operand) Reg {
+	f.check(op, t, a)
+	d := f.Reg(t)
+	sm, v := reqs(t)
+	f.emit(&Inst{Op: op + "." + t.String(), Args: []Operand{d, a}, sm: sm, ptx: v})
+	return d
+}
+
+func rnd(t Type) string {
+	if t.IsFloat() {
+		return ".rn"
+	}
+	return ""
+}
+
+// Mov copies src (register, immediate, special register or symbol address)
+// into a new register of type t.
+func (f *Func) Mov(t Type, src Operand) Reg { return f.op2("mov", t, src) }
+
+// MovTo copies src into the existing register d.
+func (f *Func) MovTo(d Reg, src Operand) {
+	f.check("mov", d.t, d)
+	f.check("mov", d.t, src)
+	f.emit(&Inst{Op: "mov." + movType(d.t), Args: []Operand{d, src}})
+}
+
+func movType(t Type) string {
+	if t == F16x2 || t == BF16x2 {
+		return "b32"
+	}
+	if t == F16 || t == BF16 {
+		return "b16"
+	}
+	return t.String()
+}
+
+// Add returns a+b (add.rn for floats).
+func (f *Func) Add(t Type, a, b Operand) Reg { return f.op3("add"+rnd(t), t, a, b) }
+
+// Sub returns a-b (sub.rn for floats).
+func (f *Func) Sub(t Type, a, b Operand) Reg { return f.op3("sub"+rnd(t), t, a, b) }
+
+// Mul returns a*b: mul.rn for floats, mul.lo for integers.
+func (f *Func) Mul(t Type, a, b Operand) Reg {
+	if t.IsInt() {
+		return f.op3("mul.lo", t, a, b)
+	}
+	return f.op3("mul"+rnd(t), t, a, b)
+}
+
+// MulWide returns the full 64-bit product of two 32-bit integers (t is U32
+// or S32; the result is U64 or S64).
+func (f *Func) MulWide(t Type, a, b Operand) Reg {
+	if t != U32 && t != S32 {
+		f.errorf("mul.wide needs u32 or s32, not %v", t)
+		return Reg{}
+	}
+	f.check("mul.wide", t, a)
+	f.check("mul.wide", t, b)
+	dt := U64
+	if t == S32 {
+		dt = S64
+	}
+	d := f.Reg(dt)
+	f.emit(&Inst{Op: "mul.wide." + t.String(), Args: []Operand{d, a, b}})
+	return d
+}
+
+// Mad returns a*b+c: mad.lo for integers, fma.rn for floats.
+func (f *Func) Mad(t Type, a, b, c Operand) Reg {
+	if t.IsFloat() {
+		return f.Fma(t, a, b, c)
+	}
+	for _, o := range []Operand{a, b, c} {
+		f.check("mad.lo", t, o)
+	}
+	d := f.Reg(t)
+	f.emit(&Inst{Op: "mad.lo." + t.String(), Args: []Operand{d, a, b, c}})
+	return d
+}
+
+// Fma returns a*b+c rounded once (fma.rn).
+func (f *Func) Fma(t Type, a, b, c Operand) Reg {
+	if !t.IsFloat() {
+		f.errorf("fma needs a float type, not %v", t)
+	}
+	for _, o := range []Operand{a, b, c} {
+		f.check("fma", t, o)
+	}
+	d := f.Reg(t)
+	sm, v := reqs(t)
+	f.emit(&Inst{Op: "fma.rn." + t.String(), Args: []Operand{d, a, b, c}, sm: sm, ptx: v})
+	return d
+}
+
+// Min returns min(a, b).
+func (f *Func) Min(t Type, a, b Operand) Reg { return f.op3("min", t, a, b) }
+
+// Max returns max(a, b).
+func (f *Func) Max(t Type, a, b Operand) Reg { return f.op3("max", t, a, b) }
+
+// Neg returns -a.
+func (f *Func) Neg(t Type, a Operand) Reg { return f.op2("neg", t, a) }
+
+// Abs returns |a|.
+func (f *Func) Abs(t Type, a Operand) Reg { return f.op2("abs", t, a) }
+
+// Div returns a/b: div.rn for floats (IEEE, exactly rounded), div for
+// integers.
+func (f *Func) Div(t Type, a, b Operand) Reg { return f.op3("div"+rnd(t), t, a, b) }
+
+// Rcp returns 1/a, exactly rounded (rcp.rn; f32 or f64).
+func (f *Func) Rcp(t Type, a Operand) Reg { return f.floatOnly("rcp.rn", t, a) }
+
+// Sqrt returns √a, exactly rounded (sqrt.rn).
+func (f *Func) Sqrt(t Type, a Operand) Reg { return f.floatOnly("sqrt.rn", t, a) }
+
+// Ex2Approx returns 2^a by ex2.approx.f32: maximum relative error 2^-22.5
+// over the full range (PTX ISA); subnormal results are kept (no .ftz).
+func (f *Func) Ex2Approx(a Operand) Reg { return f.floatOnly("ex2.approx", F32, a) }
+
+// RsqrtApprox returns 1/√a by rsqrt.approx.f32: maximum relative error
+// 2^-22.9 (PTX ISA).
+func (f *Func) RsqrtApprox(a Operand) Reg { return f.floatOnly("rsqrt.approx", F32, a) }
+
+// TanhApprox returns tanh(a) by tanh.approx.f32 (sm_75+): maximum relative
+// error 2^-10.987 (PTX ISA), too coarse for f32 references; kernels that
+// need f32 accuracy build tanh from Ex2Approx instead.
+func (f *Func) TanhApprox(a Operand) Reg { return f.floatOnly("tanh.approx", F32, a) }
+
+func (f *Func) floatOnly(op string, t Type, a Operand) Reg {
+	if t != F32 && t != F64 {
+		f.errorf("%s needs f32 or f64, not %v", op, t)
+	}
+	if t == F64 && (op == "ex2.approx" || op == "tanh.approx") {
+		f.errorf("%s has no f64 form", op)
+	}
+	return f.op2(op, t, a)
+}
+
+// Shl returns a << n.
+func (f *Func) Shl(t Type, a, n Operand) Reg { return f.shift("shl", t, a, n) }
+
+// Shr returns a >> n (arithmetic for signed types).
+func (f *Func) Shr(t Type, a, n Operand) Reg { return f.shift("shr", t, a, n) }
+
+func (f *Func) shift(op string, t Type, a, n Operand) Reg {
+	f.check(op, t, a)
+	f.check(op, U32, n)
+	d := f.Reg(t)
+	f.emit(&Inst{Op: op + "." + t.String(), Args: []Operand{d, a, n}})
+	return d
+}
+
+// And returns a & b (t is a bit or integer type; predicates allowed).
+func (f *Func) And(t Type, a, b Operand) Reg { return f.logic("and", t, a, b) }
+
+// Or returns a | b.
+func (f *Func) Or(t Type, a, b Operand) Reg { return f.logic("or", t, a, b) }
+
+// Xor returns a ^ b.
+func (f *Func) Xor(t Type, a, b Operand) Reg { return f.logic("xor", t, a, b) }
+
+func (f *Func) logic(op string, t Type, a, b Operand) Reg {
+	bt := t
+	switch t.Bits() {
+	case 16:
+		bt = B16
+	case 32:
+		bt = B32
+	case 64:
+		bt = B64
+	}
+	if t == Pred {
+		for _, o := range []Operand{a, b} {
+			if r, ok := o.(Reg); !ok || r.t != Pred {
+				f.errorf("%s.pred: operand %v is not a predicate", op, o)
+			}
+		}
+		d := f.Reg(Pred)
+		f.emit(&Inst{Op: op + ".pred", Args: []Operand{d, a, b}})
+		return d
+	}
+	return f.op3(op, bt, a, b)
+}
+
+// Setp compares a and b (cmp: eq, ne, lt, le, gt, ge; for floats also the
+// unordered forms equ, neu, ltu, leu, gtu, geu, num, nan) and returns a
+// predicate.
+func (f *Func) Setp(cmp string, t Type, a, b Operand) Reg {
+	switch cmp {
+	case "eq", "ne", "lt", "le", "gt", "ge":
+	case "equ", "neu", "ltu", "leu", "gtu", "geu", "num", "nan":
+		if !t.IsFloat() {
+			f.errorf("setp.%s needs a float type, not %v", cmp, t)
+		}
+	default:
+		f.errorf("unknown comparison %q", cmp)
+	}
+	if t.IsInt() && (cmp == "lt" || cmp == "le" || cmp == "gt" || cmp == "ge") && t.String()[0] == 'b' {
+		f.errorf("ordered comparison on bit type %v", t)
+	}
+	f.check("setp", t, a)
+	f.check("setp", t, b)
+	d := f.Reg(Pred)
+	f.emit(&Inst{Op: "setp." + cmp + "." + t.String(), Args: []Operand{d, a, b}})
+	return d
+}
+
+// Selp returns p ? a : b.
+func (f *Func) Selp(t Type, a, b Operand, p Reg) Reg {
+	if p.t != Pred {
+		f.errorf("selp: %v is not a predicate", p)
+	}
+	f.check("selp", t, a)
+	f.check("selp", t, b)
+	d := f.Reg(t)
+	f.emit(&Inst{Op: "selp." + movType(t), Args: []Operand{d, a, b, p}})
+	return d
+}
+
+// Cvt converts src of type from to type to with the rounding mode mode
+// ("rn", "rz", "rni", "rzi", ... or "" where none applies). A bf16 → f32
+// conversion is lowered to a 16-bit shift so that it runs on sm_80.
+func (f *Func) Cvt(to, from Type, mode string, src Operand) Reg {
+	f.check("cvt", from, src)
+	if from == BF16 && to == F32 {
+		w := f.Reg(B32)
+		f.emit(&Inst{Op: "cvt.u32.u16", Args: []Operand{w, src}})
+		return f.BitsToF32(f.Shl(B32, w, Imm(16)))
+	}
+	d := f.Reg(to)
+	op := "cvt"
+	if mode != "" {
+		op += "." + mode
+	}
+	sm, v := 80, 70
+	if from == BF16 || (to == BF16 && !from.IsFloat()) {
+		sm, v = 90, 78
+	}
+	f.emit(&Inst{Op: op + "." + to.String() + "." + from.String(), Args: []Operand{d, src}, sm: sm, ptx: v})
+	return d
+}
+
+// PackHalf2 converts two f32 values to one f16x2 or bf16x2 register
+// (cvt.rn.{f16x2,bf16x2}.f32): hi goes to the upper 16 bits.
+func (f *Func) PackHalf2(t Type, hi, lo Operand) Reg {
+	if t != F16x2 && t != BF16x2 {
+		f.errorf("PackHalf2 needs f16x2 or bf16x2, not %v", t)
+	}
+	f.check("cvt", F32, hi)
+	f.check("cvt", F32, lo)
+	d := f.Reg(t)
+	f.emit(&Inst{Op: "cvt.rn." + t.String() + ".f32", Args: []Operand{d, hi, lo}})
+	return d
+}
+
+// Unpack splits a 32-bit register into its low and high 16-bit halves.
+func (f *Func) Unpack(w Reg) (lo, hi Reg) {
+	if w.t.Bits() != 32 {
+		f.errorf("Unpack needs a 32-bit register, got %v", w.t)
+	}
+	lo, hi = f.Reg(B16), f.Reg(B16)
+	f.emit(&Inst{Op: "mov.b32", Args: []Operand{Vec{lo, hi}, w}})
+	return lo, hi
+}
+
+// BitsToF32 reinterprets a 32-bit register as f32 (mov.b32).
+func (f *Func) BitsToF32(w Reg) Reg {
+	if w.t.Bits() != 32 {
+		f.errorf("BitsToF32 needs a 32-bit register, got %v", w.t)
+	}
+	d := f.Reg(F32)
+	f.emit(&Inst{Op: "mov.b32", Args: []Operand{d, w}})
+	return d
+}
+
+// LdParam loads a kernel parameter.
+func (f *Func) LdParam(p Sym) Reg {
+	d := f.Reg(p.typ)
+	f.emit(&Inst{Op: "ld.param." + p.typ.String(), Args: []Operand{d, At(p, 0)}})
+	return d
+}
+
+// Cvta converts a generic address to the given state space (cvta.to.space.u64).
+func (f *Func) Cvta(sp Space, a Reg) Reg {
+	f.check("cvta", U64, a)
+	d := f.Reg(U64)
+	f.emit(&Inst{Op: "cvta.to." + string(sp) + ".u64", Args: []Operand{d, a}})
+	return d
+}
+
+// LdOpts are optional qualifiers of ld and st.
+type LdOpts struct {
+	NC    bool   // ld.global.nc: read-only data path
+	Cache string // cache operator without dot: ca, cg, cs, lu, cv (ld); wb, cg, cs, wt (st)
+}
+
+// Ld loads n (1, 2 or 4) consecutive elements of type t from addr in space
+// sp and returns them.
+func (f *Func) Ld(sp Space, t Type, n int, addr Addr, o ...LdOpts) []Reg {
+	out := make([]Reg, n)
+	for i := range out {
+		out[i] = f.Reg(t)
+	}
+	f.LdTo(sp, t, out, addr, o...)
+	return out
+}
+
+// LdTo loads into existing registers.
+func (f *Func) LdTo(sp Space, t Type, dst []Reg, addr Addr, o ...LdOpts) {
+	op := "ld." + string(sp)
+	if len(o) > 0 {
+		if o[0].NC {
+			if sp != Global {
+				f.errorf("ld.nc needs the global space, not %s", sp)
+			}
+			op += ".nc"
+		}
+		if o[0].Cache != "" {
+			op += "." + o[0].Cache
+		}
+	}
+	f.memop(op, t, dst, addr)
+}
+
+// St stores vals (1, 2 or 4 registers or immediates of type t) to addr.
+func (f *Func) St(sp Space, t Type, addr Addr, vals []Reg, o ...LdOpts) {
+	op := "st." + string(sp)
+	if len(o) > 0 && o[0].Cache != "" {
+		op += "." + o[0].Cache
+	}
+	f.memop(op, t, vals, addr)
+}
+
+func (f *Func) memop(op string, t Type, regs []Reg, addr Addr) {
+	switch len(regs) {
+	case 1:
+	case 2, 4:
+		op += fmt.Sprintf(".v%d", len(regs))
+		if len(regs)*t.Bits() > 128 {
+			f.errorf("%s: %d × %v is wider than 128 bits", op, len(regs), t)
+		}
+	default:
+		f.errorf("%s: vector of %d elements (want 1, 2 or 4)", op, len(regs))
+	}
+	for _, r := range regs {
+		f.check(op, t, r)
+	}
+	f.checkAddr(op, addr)
+	ts := t.String()
+	if t == F16 || t == BF16 {
+		ts = "b16"
+	}
+	if t == F16x2 || t == BF16x2 {
+		ts = "b32"
+	}
+	var data Operand = Vec(regs)
+	if len(regs) == 1 {
+		data = regs[0]
+	}
+	if op[0] == 'l' {
+		f.emit(&Inst{Op: op + "." + ts, Args: []Operand{data, addr}})
+	} else {
+		f.emit(&Inst{Op: op + "." + ts, Args: []Operand{addr, data}})
+	}
+}
+
+func (f *Func) checkAddr(op string, a Addr) {
+	switch b := a.Base.(type) {
+	case Reg:
+		if b.t.Bits() != 64 && b.t.Bits() != 32 {
+			f.errorf("%s: address register %v is not 32- or 64-bit", op, b)
+		}
+	case Sym:
+	default:
+		f.errorf("%s: address base %v must be a register or symbol", op, a.Base)
+	}
+}
+
+// BarSync emits bar.sync id: every thread of the CTA waits.
+func (f *Func) BarSync(id int) {
+	if id < 0 || id > 15 {
+		f.errorf("bar.sync %d: barrier id must be 0..15", id)
+	}
+	f.emit(&Inst{Op: "bar.sync", Args: []Operand{Imm(id)}})
+}
+
+// ShflSync emits shfl.sync.mode.b32 (mode: idx, up, down, bfly) with lane
+// operand b, clamp/segment operand c and member mask, returning the value.
+func (f *Func) ShflSync(mode string, a, b, c Operand, mask uint32) Reg {
+	switch mode {
+	case "idx", "up", "down", "bfly":
+	default:
+		f.errorf("shfl.sync mode %q (want idx, up, down, bfly)", mode)
+	}
+	f.check("shfl", B32, a)
+	f.check("shfl", B32, b)
+	f.check("shfl", B32, c)
+	d := f.Reg(B32)
+	f.emit(&Inst{Op: "shfl.sync." + mode + ".b32", Args: []Operand{d, a, b, c, Imm(int64(mask))}})
+	return d
+}
+
+// Atom performs an atomic read-modify-write (op: add, min, max, exch, cas
+// is not offered here) and returns the old value.
+func (f *Func) Atom(sp Space, op string, t Type, addr Addr, v Operand) Reg {
+	f.check("atom", t, v)
+	f.checkAddr("atom", addr)
+	d := f.Reg(t)
+	f.emit(&Inst{Op: "atom." + string(sp) + "." + op + "." + t.String(), Args: []Operand{d, addr, v}})
+	return d
+}
+
+// Red performs an atomic reduction without returning the old value.
+func (f *Func) Red(sp Space, op string, t Type, addr Addr, v Operand) {
+	f.check("red", t, v)
+	f.checkAddr("red", addr)
+	f.emit(&Inst{Op: "red." + string(sp) + "." + op + "." + t.String(), Args: []Operand{addr, v}})
+}
+
+// Ret ends the thread.
+func (f *Func) Ret() { f.emit(&Inst{Op: "ret"}) }
+
+// Raw emits an instruction the builder has no helper for. Its operands are
+// not type-checked; sm and ptxVersion (e.g. 80, 70) state what it needs.
+func (f *Func) Raw(sm, ptxVersion int, op string, args ...Operand) {
+	f.emit(&Inst{Op: op, Args: args, sm: sm, ptx: ptxVersion})
+}
+
+// Guard makes the last emitted instruction conditional on p (@p, or @!p
+// when negate is set).
+func (f *Func) Guard(p Reg, negate bool) {
+	if p.t != Pred {
+		f.errorf("guard %v is not a predicate", p)
+		return
+	}
+	ns := f.body.nodes
+	if len(ns) > 0 {
+		if in, ok := ns[len(ns)-1].(*Inst); ok {
+			in.Guard, in.Negate = p, negate
+			return
+		}
+	}
+	f.errorf("Guard must follow an instruction in the same region")
+}

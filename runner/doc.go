@@ -1,0 +1,25 @@
+// Package runner is gradtune's tuning loop and measurement protocol.
+//
+// The parent side (Runner) walks every (family, shape, params) point,
+// emits the variant's PTX, skips what a Recorder says is already done, and
+// sends the rest to a worker. The worker side (Serve) owns the GPU: it
+// JIT-compiles the module (a stage of its own), reads the kernel's
+// resources, prescreens, validates the outputs against the family's float64
+// CPU reference on deterministic inputs, and only then measures.
+//
+// The worker is a separate process (the tune binary re-executed in a hidden
+// mode) so that a sticky CUDA error or a hung kernel kills only the worker:
+// the parent records launch_error or timeout for that variant, starts a new
+// worker and goes on.
+//
+// Measurement protocol (cold mode): a few untimed warm-up runs; before each
+// sample an asynchronous memset of a buffer at least twice the L2 size
+// evicts the inputs from L2; CUDA events bracket the whole program
+// (including the zeroing of accumulate buffers); samples are taken in
+// batches and stop once there are at least MinSamples and the 95%
+// order-statistic confidence interval of the median is within TargetCI of
+// it, or at MaxSamples, or at MaxTime. Hot mode skips the flush.
+//
+// The runner never talks SQL: results go through the Recorder interface,
+// which the command adapts to the store.
+package runner

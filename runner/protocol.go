@@ -1,0 +1,69 @@
+package runner
+
+import (
+	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/variants"
+)
+
+// DeviceInfo describes the GPU a worker owns.
+type DeviceInfo struct {
+	Name     string
+	UUID     string
+	CC       string // "9.0"
+	Driver   string // driver API version, e.g. "13000"
+	SMs      int
+	L2Bytes  int
+	MemBytes uint64
+}
+
+// MeasureOpts sets the sampling protocol.
+type MeasureOpts struct {
+	Mode       string  // "cold" (flush L2 before every sample) or "hot"
+	Warmup     int     // untimed runs before sampling
+	MinSamples int     // at least this many samples
+	MaxSamples int     // at most this many samples
+	TargetCI   float64 // stop when the 95% CI half-width is within this fraction of the median
+	MaxTimeMS  float64 // stop sampling after this much wall time
+	MaxLocal   int     // prescreen: local (spill) bytes per thread above which a variant is skipped
+}
+
+// DefaultMeasure is the protocol the design fixes: at least 10 samples,
+// 0.5% CI, cold L2.
+var DefaultMeasure = MeasureOpts{Mode: "cold", Warmup: 3, MinSamples: 10, MaxSamples: 200,
+	TargetCI: 0.005, MaxTimeMS: 500, MaxLocal: 256}
+
+// request is one line the parent sends to a worker.
+type request struct {
+	Op      string // "hello", "copybw", "eval"
+	Eval    *evalRequest
+	Measure MeasureOpts
+}
+
+type evalRequest struct {
+	Kernel  string
+	Dims    []variants.Dim
+	DType   string
+	Program kernels.Program
+	Seed    uint64
+}
+
+// response is one line a worker sends back.
+type response struct {
+	Err      string // the request could not be served at all
+	Info     *DeviceInfo
+	CopyGBps float64
+	Eval     *evalResponse
+}
+
+type evalResponse struct {
+	Status     string
+	Message    string
+	Registers  int
+	SpillBytes int
+	SmemBytes  int
+	Occupancy  float64
+	MaxAbsErr  float64
+	MaxRelErr  float64
+	Samples    []float64 // µs
+	Fatal      bool      // the worker's context is unusable; it exits after this reply
+}

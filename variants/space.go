@@ -1,0 +1,151 @@
+package variants
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Axis is one tunable dimension: a name, the values tried, and what it means.
+type Axis struct {
+	Name   string
+	Values []string
+	Doc    string
+}
+
+// IntAxis builds an axis from integer values.
+func IntAxis(name, doc string, vals ...int) Axis {
+	a := Axis{Name: name, Doc: doc}
+	for _, v := range vals {
+		a.Values = append(a.Values, fmt.Sprint(v))
+	}
+	return a
+}
+
+// Constraint rules out combinations of axis values. OK returns nil for an
+// allowed point, or the reason it is not allowed.
+type Constraint struct {
+	Name string
+	OK   func(Params) error
+}
+
+// Space is the set of variants of a kernel for one shape: the cartesian
+// product of its axes, less the points a constraint rejects.
+type Space struct {
+	Axes        []Axis
+	Constraints []Constraint
+}
+
+// Axis returns the axis called name.
+func (s Space) Axis(name string) (Axis, bool) {
+	for _, a := range s.Axes {
+		if a.Name == name {
+			return a, true
+		}
+	}
+	return Axis{}, false
+}
+
+// Size is the number of points before constraints.
+func (s Space) Size() int {
+	n := 1
+	for _, a := range s.Axes {
+		n *= len(a.Values)
+	}
+	return n
+}
+
+// Check reports whether p names every axis with one of its values and
+// satisfies every constraint. The error names what is wrong and what is
+// accepted.
+func (s Space) Check(p Params) error {
+	for k := range p {
+		if _, ok := s.Axis(k); !ok {
+			return fmt.Errorf("unknown param %q (axes: %s)", k, s.axisNames())
+		}
+	}
+	for _, a := range s.Axes {
+		v, ok := p[a.Name]
+		if !ok {
+			return fmt.Errorf("param %q missing (axes: %s)", a.Name, s.axisNames())
+		}
+		if !contains(a.Values, v) {
+			return fmt.Errorf("param %s=%s not accepted (values: %s)", a.Name, v, strings.Join(a.Values, ", "))
+		}
+	}
+	for _, c := range s.Constraints {
+		if err := c.OK(p); err != nil {
+			return fmt.Errorf("params %s violate %s: %w", p, c.Name, err)
+		}
+	}
+	return nil
+}
+
+// Complete fills the axes p leaves out with their first value, so that a
+// user may give only the axes they care about.
+func (s Space) Complete(p Params) Params {
+	q := p.Clone()
+	for _, a := range s.Axes {
+		if _, ok := q[a.Name]; !ok && len(a.Values) > 0 {
+			q[a.Name] = a.Values[0]
+		}
+	}
+	return q
+}
+
+// Enumerate lists every allowed point, in axis order (the last axis varies
+// fastest).
+func (s Space) Enumerate() []Params {
+	var out []Params
+	idx := make([]int, len(s.Axes))
+	for _, a := range s.Axes {
+		if len(a.Values) == 0 {
+			return nil
+		}
+	}
+	for {
+		p := make(Params, len(s.Axes))
+		for i, a := range s.Axes {
+			p[a.Name] = a.Values[idx[i]]
+		}
+		if s.allowed(p) {
+			out = append(out, p)
+		}
+		i := len(idx) - 1
+		for ; i >= 0; i-- {
+			idx[i]++
+			if idx[i] < len(s.Axes[i].Values) {
+				break
+			}
+			idx[i] = 0
+		}
+		if i < 0 {
+			return out
+		}
+	}
+}
+
+func (s Space) allowed(p Params) bool {
+	for _, c := range s.Constraints {
+		if c.OK(p) != nil {
+			return false
+		}
+	}
+	return true
+}
+
+func (s Space) axisNames() string {
+	var n []string
+	for _, a := range s.Axes {
+		n = append(n, a.Name)
+	}
+	return strings.Join(n, ", ")
+}
+
+func contains(vals []string, v string) bool {
+	for _, x := range vals {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
