@@ -1,0 +1,72 @@
+// Package cuda is a small binding of the CUDA driver API, loaded at run time
+// through purego. It needs neither cgo nor the CUDA toolkit to build: the
+// binary builds anywhere (CGO_ENABLED=0 or 1) and needs only the NVIDIA
+// driver (libcuda.so.1) where it runs. It knows nothing about kernels; the
+// runner uses it to JIT PTX, inspect resources, move buffers, launch and time.
+//
+// # Loading and entry points
+//
+// [Open] dlopens libcuda.so.1 (RTLD_NOW|RTLD_GLOBAL) and looks up exactly
+// three symbols by name: cuInit, cuDriverGetVersion and cuGetProcAddress_v2
+// (so the driver must support CUDA 12.0 or newer). Every other entry point is
+// resolved by its base name ("cuMemAlloc", "cuEventElapsedTime", ...) through
+// cuGetProcAddress_v2 with CU_GET_PROC_ADDRESS_DEFAULT (the legacy
+// default-stream variants), the way the CUDA runtime does it, and bound with
+// purego. The package never names a _vN symbol itself, so CUDA 13's renames
+// do not concern it.
+//
+// Like the runtime, which asks for the CUDA version it was built against, the
+// package asks for the CUDA version whose signatures it declares: 12.0 for
+// most entry points, 12.8 for cuEventElapsedTime (capped at the driver's
+// version). The driver returns the ABI-compatible versioned function:
+// cuMemAlloc_v2, cuDeviceGetUuid_v2, cuEventElapsedTime_v2 and so on. Asking
+// with the driver's own version would return the newest ABI instead, whose
+// signature can differ: on driver 580 (CUDA 13.0) "cuCtxSynchronize" then
+// resolves to cuCtxSynchronize_v2, which takes a CUcontext argument.
+//
+// Open resolves everything once, caches the result (also a failure) for the
+// life of the process, and never panics: without a driver it returns an error
+// that wraps [ErrNoDriver] and carries the dlopen message.
+//
+// # Contexts and threads
+//
+// A [Context] is the device's primary context (cuDevicePrimaryCtxRetain) made
+// current on the calling OS thread (cuCtxSetCurrent). CUDA's current context
+// is per OS thread while goroutines move between threads, so a caller must
+// call runtime.LockOSThread before [Driver.Context] and keep the goroutine
+// locked for as long as it uses the context and everything made from it
+// (modules, functions, buffers, streams, events). The types here are not safe
+// for concurrent use; one goroutine (thread) drives one context.
+//
+// # Streams
+//
+// A nil *[Stream] means the legacy default stream (handle 0) wherever a stream
+// is taken. Streams made by [Context.NewStream] use default flags, so they
+// synchronize with the legacy default stream.
+//
+// # Errors
+//
+// Every failing driver call returns an [*Error] carrying the operation, the
+// CUresult code and the driver's name and description for it (from
+// cuGetErrorName/cuGetErrorString, with a built-in table as fallback), for
+// example "cuda: cuMemAlloc: CUDA_ERROR_OUT_OF_MEMORY (2): out of memory".
+// [IsSticky] tells apart errors after which the context is corrupt
+// (an illegal address, a failed launch, ...): the process must be restarted,
+// which is why the runner does GPU work in a worker process.
+//
+// # Memory passed to the driver
+//
+// Go memory handed to the driver (copy sources and destinations, JIT log
+// buffers, kernel argument storage, NUL-terminated names and PTX) is heap
+// memory kept alive, and pinned with runtime.Pinner where the driver receives
+// it inside another array, for the duration of the call. The driver keeps no
+// reference to any of it after the call returns: kernel arguments are copied
+// at launch and synchronous copies finish before they return.
+//
+// # Kernel arguments
+//
+// [Context.Launch] takes kernel arguments as DevicePtr, uint64, int64, uint32,
+// int32, float32 or float64, each passed by value with its own width. Any other
+// type, Go's int included (its width is not a PTX type), is rejected with an
+// error, so a mismatch between Go arguments and .param declarations is loud.
+package cuda

@@ -1,0 +1,61 @@
+// Package store keeps gradtune's results in an SQLite database: the runs of
+// the tuner, the variants it generated, every evaluation of a variant, and
+// the winner per kernel and shape.
+//
+// # Database file
+//
+// Open creates the file when it does not exist and brings its schema up to
+// date. The schema lives in numbered SQL files under migrations/ (0001_init.sql,
+// 0002_....sql, ...), embedded in the binary. The number of the last applied
+// migration is kept in the database header (PRAGMA user_version), and the
+// header's application_id marks the file as a gradtune database. Each
+// migration runs in its own transaction together with the version bump, so a
+// killed upgrade leaves the database at the previous version. A database
+// whose version is newer than this binary knows is refused (ErrSchemaTooNew)
+// rather than misread. A path that is a directory, a file that is not
+// SQLite, or an SQLite file of some other program is refused
+// (ErrNotDatabase) before anything is written to it.
+//
+// Connections use foreign keys, a busy timeout (so a second process, for
+// example a report generated while a tune runs, waits instead of failing),
+// immediate write transactions and synchronous=FULL. The journal is switched
+// to WAL once the file is known to be a gradtune database; WAL is a property
+// of the file and stays on for every later connection. The handle uses a
+// single connection, so a DB is safe for concurrent use by many goroutines of
+// one process, which are served one at a time.
+//
+// # Durability
+//
+// Every method that writes commits before it returns; there are no long
+// transactions. A run that is killed loses nothing it had finished, and Done
+// lets a re-run skip what is already there.
+//
+// # Content keys
+//
+// An evaluation is identified by content (Key): kernel, shape key, canonical
+// parameter string and PTX sha256 (together a variant), plus GPU UUID, driver
+// version and measurement mode ("cold" flushes L2 before each sample, "hot"
+// does not). Done returns the latest evaluation with that key unless its
+// status is launch_error or timeout, which are transient and retried.
+//
+// # Zero and NULL
+//
+// Measured quantities are NULL in the database when they were not measured and
+// read back as zero. The rules on writing are: timing (samples, median, CI,
+// min, throughput, TFLOP/s) and telemetry (clocks, temperature, power) are
+// NULL when zero; resources (registers, spill bytes, shared memory,
+// occupancy) are NULL when all four are zero, since a compiled kernel uses
+// registers, and otherwise stored as given, so "no spills" is a stored 0;
+// errors (max abs/rel) are NULL when both are zero and the status is not
+// "ok", so an exact match of a valid variant is a stored 0 while a variant
+// rejected before validation has none. A NaN (for example the error of a
+// variant that produced NaN) is kept: SQLite cannot hold a NaN REAL, so it is
+// stored as the text 'NaN' and read back as NaN. Sample times are a JSON
+// array of microseconds; a non-finite sample is written as null and read
+// back as NaN.
+//
+// # Layering
+//
+// The package imports no other package of gradtune. The command adapts the
+// runner's results into Evaluation values; the runner never talks SQL.
+package store

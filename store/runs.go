@@ -1,0 +1,129 @@
+package store
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// Run is one invocation of the tuner.
+type Run struct {
+	// ID is assigned by BeginRun.
+	ID int64
+	// Started is when the run began; BeginRun uses the current time when it
+	// is zero. Finished is set by FinishRun and is zero while running.
+	Started, Finished time.Time
+	// Host, GPUName, GPUUUID, CC (compute capability, "9.0"), Driver,
+	// ToolVersion and Args (the command line) describe where and how the
+	// run happened.
+	Host, GPUName, GPUUUID, CC, Driver, ToolVersion, Args string
+	// Status is "running", "ok", "failed" or "interrupted".
+	Status string
+	// CopyGBps is the device-to-device copy bandwidth measured during the
+	// run, in GB/s; zero when it was not measured.
+	CopyGBps float64
+}
+
+// Run statuses that FinishRun accepts.
+var finishStatuses = map[string]bool{"ok": true, "failed": true, "interrupted": true}
+
+// BeginRun records the start of a run with status "running" and returns its
+// ID. The Status and Finished fields of r are ignored.
+func (db *DB) BeginRun(r Run) (int64, error) {
+	if err := checkBandwidth(r.CopyGBps); err != nil {
+		return 0, db.errf("begin run", err)
+	}
+	started := r.Started
+	if started.IsZero() {
+		started = time.Now()
+	}
+	res, err := db.sql.Exec(`INSERT INTO runs
+		(started, host, gpu_name, gpu_uuid, cc, driver, tool_version, args, status, copy_gbps)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'running', ?)`,
+		formatTime(started), r.Host, r.GPUName, r.GPUUUID, r.CC, r.Driver, r.ToolVersion, r.Args,
+		optFloat(r.CopyGBps))
+	if err != nil {
+		return 0, db.errf("begin run", err)
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		return 0, db.errf("begin run", err)
+	}
+	return id, nil
+}
+
+// FinishRun marks run id as finished now with status "ok", "failed" or
+// "interrupted". A positive copyGBps records the run's measured copy
+// bandwidth; zero leaves the stored value as it is (NULL unless BeginRun set
+// it).
+func (db *DB) FinishRun(id int64, status string, copyGBps float64) error {
+	op := fmt.Sprintf("finish run %d", id)
+	if !finishStatuses[status] {
+		return db.errf(op, fmt.Errorf("status %q: want ok, failed or interrupted", status))
+	}
+	if err := checkBandwidth(copyGBps); err != nil {
+		return db.errf(op, err)
+	}
+	res, err := db.sql.Exec(`UPDATE runs SET status = ?, finished = ?, copy_gbps = coalesce(?, copy_gbps) WHERE id = ?`,
+		status, formatTime(time.Now()), optFloat(copyGBps), id)
+	if err != nil {
+		return db.errf(op, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return db.errf(op, err)
+	}
+	if n == 0 {
+		return db.errf(op, fmt.Errorf("no run with id %d", id))
+	}
+	return nil
+}
+
+func checkBandwidth(gbps float64) error {
+	if gbps < 0 || math.IsNaN(gbps) || math.IsInf(gbps, 0) {
+		return fmt.Errorf("copy bandwidth %v GB/s: want a finite value >= 0 (0 = not measured)", gbps)
+	}
+	return nil
+}
+
+const runColumns = `id, started, finished, host, gpu_name, gpu_uuid, cc, driver, tool_version, args, status, copy_gbps`
+
+func scanRun(s interface{ Scan(...any) error }) (Run, error) {
+	var r Run
+	err := s.Scan(&r.ID, timeCol{&r.Started}, timeCol{&r.Finished}, &r.Host, &r.GPUName, &r.GPUUUID,
+		&r.CC, &r.Driver, &r.ToolVersion, &r.Args, &r.Status, floatCol{&r.CopyGBps})
+	return r, err
+}
+
+// Runs returns all runs, oldest first.
+func (db *DB) Runs() ([]Run, error) {
+	rows, err := db.sql.Query(`SELECT ` + runColumns + ` FROM runs ORDER BY id`)
+	if err != nil {
+		return nil, db.errf("list runs", err)
+	}
+	defer rows.Close()
+	var runs []Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, db.errf("list runs", err)
+		}
+		runs = append(runs, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, db.errf("list runs", err)
+	}
+	return runs, nil
+}
+
+// requireRun returns an error naming the run when it does not exist.
+func requireRun(q execQuerier, id int64) error {
+	var one int
+	err := q.QueryRow(`SELECT 1 FROM runs WHERE id = ?`, id).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("no run with id %d (call BeginRun first)", id)
+	}
+	return err
+}

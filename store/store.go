@@ -1,0 +1,307 @@
+package store
+
+import (
+	"bytes"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	_ "github.com/mattn/go-sqlite3" // registers the "sqlite3" driver
+)
+
+// ErrNotDatabase is returned (wrapped) by Open for a path that exists but is
+// not a gradtune database: a file that is not SQLite, or an SQLite database
+// of some other program.
+var ErrNotDatabase = errors.New("not a gradtune database")
+
+// ErrSchemaTooNew is returned (wrapped) by Open for a gradtune database whose
+// schema was written by a newer version of gradtune than this one.
+var ErrSchemaTooNew = errors.New("database schema is newer than this gradtune knows")
+
+// applicationID marks the SQLite header of a gradtune database ("gTUN").
+const applicationID = 0x6754554e
+
+// sqliteMagic is the first 16 bytes of every SQLite 3 database file.
+const sqliteMagic = "SQLite format 3\x00"
+
+// busyTimeout is how long a connection waits for another process's lock.
+const busyTimeout = 30 * time.Second
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// migration is one numbered schema step.
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+var migrationName = regexp.MustCompile(`^([0-9]{4})_[a-z0-9_]+\.sql$`)
+
+// loadMigrations reads the embedded migrations and checks that they are
+// numbered 1, 2, 3, ... without gaps.
+func loadMigrations(fsys fs.FS) ([]migration, error) {
+	entries, err := fs.ReadDir(fsys, "migrations")
+	if err != nil {
+		return nil, fmt.Errorf("store: read embedded migrations: %w", err)
+	}
+	var ms []migration
+	for _, e := range entries {
+		m := migrationName.FindStringSubmatch(e.Name())
+		if m == nil {
+			return nil, fmt.Errorf("store: embedded migration %q: name must be NNNN_words.sql", e.Name())
+		}
+		v, _ := strconv.Atoi(m[1])
+		text, err := fs.ReadFile(fsys, "migrations/"+e.Name())
+		if err != nil {
+			return nil, fmt.Errorf("store: read embedded migration %s: %w", e.Name(), err)
+		}
+		ms = append(ms, migration{version: v, name: e.Name(), sql: string(text)})
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
+	for i, m := range ms {
+		if m.version != i+1 {
+			return nil, fmt.Errorf("store: embedded migration %s: want version %04d (migrations must be numbered from 0001 without gaps)", m.name, i+1)
+		}
+	}
+	return ms, nil
+}
+
+// DB is an open gradtune database. It is safe for concurrent use by
+// multiple goroutines.
+type DB struct {
+	sql  *sql.DB
+	path string
+}
+
+// Open opens the gradtune database at path, creating the file if it does not
+// exist, and applies any pending schema migrations. It refuses, without
+// writing to it, a path that is a directory, a file that is not an SQLite
+// database, an SQLite database of another program (ErrNotDatabase), and a
+// gradtune database with a newer schema than this binary knows
+// (ErrSchemaTooNew).
+func Open(path string) (*DB, error) {
+	if path == "" {
+		return nil, errors.New("store: open: empty database path")
+	}
+	if err := checkFile(path); err != nil {
+		return nil, err
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	// A file: URI with an escaped path keeps '?', '#' and '%' in file names
+	// from being read as URI syntax.
+	q := url.Values{}
+	q.Set("_busy_timeout", strconv.Itoa(int(busyTimeout/time.Millisecond)))
+	q.Set("_foreign_keys", "1")
+	q.Set("_synchronous", "FULL")
+	q.Set("_txlock", "immediate")
+	dsn := "file:" + (&url.URL{Path: filepath.ToSlash(abs)}).EscapedPath() + "?" + q.Encode()
+
+	sdb, err := sql.Open("sqlite3", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	// One connection: goroutines of this process take turns, so they never
+	// see SQLITE_BUSY from each other; other processes are handled by the
+	// busy timeout.
+	sdb.SetMaxOpenConns(1)
+	db := &DB{sql: sdb, path: path}
+	if err := db.init(); err != nil {
+		sdb.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// checkFile rejects a path that cannot hold a gradtune database, reading but
+// never writing it.
+func checkFile(path string) error {
+	fi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		dir := filepath.Dir(path)
+		if di, derr := os.Stat(dir); derr != nil {
+			return fmt.Errorf("store: open %s: directory %s: %w", path, dir, derr)
+		} else if !di.IsDir() {
+			return fmt.Errorf("store: open %s: %s is not a directory", path, dir)
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("store: open %s: %w", path, err)
+	}
+	if fi.IsDir() {
+		return fmt.Errorf("store: open %s: is a directory, want a database file (for example %s)", path, filepath.Join(path, "tune.db"))
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("store: open %s: not a regular file (mode %s)", path, fi.Mode())
+	}
+	if fi.Size() == 0 {
+		return nil // SQLite treats an empty file as an empty database.
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("store: open %s: %w", path, err)
+	}
+	defer f.Close()
+	head := make([]byte, len(sqliteMagic))
+	if _, err := io.ReadFull(f, head); err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("store: open %s: read header: %w", path, err)
+	}
+	if !bytes.Equal(head, []byte(sqliteMagic)) {
+		return fmt.Errorf("store: open %s: %w (the file is not an SQLite database; left unchanged)", path, ErrNotDatabase)
+	}
+	return nil
+}
+
+// init checks the identity of the database, migrates it and turns on WAL.
+func (db *DB) init() error {
+	ms, err := loadMigrations(migrationFS)
+	if err != nil {
+		return err
+	}
+	// Identity first, from a read: nothing is written to a foreign file.
+	st, err := readState(db.sql)
+	if err != nil {
+		return db.errf("read schema version", err)
+	}
+	if err := db.checkState(st, len(ms)); err != nil {
+		return err
+	}
+	if err := db.enableWAL(); err != nil {
+		return err
+	}
+	if st.version == len(ms) {
+		return nil
+	}
+	for {
+		done, err := db.applyNext(ms)
+		if err != nil || done {
+			return err
+		}
+	}
+}
+
+// dbState is what the SQLite header and catalogue say about a database.
+type dbState struct {
+	appID   int64
+	version int
+	objects int
+}
+
+type querier interface {
+	QueryRow(query string, args ...any) *sql.Row
+}
+
+func readState(q querier) (dbState, error) {
+	var st dbState
+	if err := q.QueryRow("PRAGMA application_id").Scan(&st.appID); err != nil {
+		return st, err
+	}
+	if err := q.QueryRow("PRAGMA user_version").Scan(&st.version); err != nil {
+		return st, err
+	}
+	if err := q.QueryRow("SELECT count(*) FROM sqlite_master").Scan(&st.objects); err != nil {
+		return st, err
+	}
+	return st, nil
+}
+
+// checkState accepts an empty database and a gradtune database this binary
+// can read.
+func (db *DB) checkState(st dbState, known int) error {
+	switch {
+	case st.appID == applicationID:
+		if st.version > known {
+			return fmt.Errorf("store: open %s: %w: schema version %d, this gradtune knows up to %d; use a newer gradtune or another --db file",
+				db.path, ErrSchemaTooNew, st.version, known)
+		}
+		return nil
+	case st.appID == 0 && st.version == 0 && st.objects == 0:
+		return nil // empty: a new database
+	default:
+		return fmt.Errorf("store: open %s: %w (an SQLite database with application_id %#x, user_version %d and %d schema objects; left unchanged)",
+			db.path, ErrNotDatabase, st.appID, st.version, st.objects)
+	}
+}
+
+// enableWAL switches the file to write-ahead logging. The setting is
+// persistent, so later connections use it too.
+func (db *DB) enableWAL() error {
+	var mode string
+	if err := db.sql.QueryRow("PRAGMA journal_mode = WAL").Scan(&mode); err != nil {
+		return db.errf("enable WAL journal", err)
+	}
+	if !strings.EqualFold(mode, "wal") {
+		return db.errf("enable WAL journal", fmt.Errorf("journal mode is %q, want wal (is the file on a file system without shared memory support?)", mode))
+	}
+	return nil
+}
+
+// applyNext applies the migration after the database's current version in
+// one transaction, re-reading the version under the write lock so that two
+// processes opening the same new file do not both migrate it. It reports
+// done when there was nothing left to apply.
+func (db *DB) applyNext(ms []migration) (done bool, err error) {
+	tx, err := db.sql.Begin() // BEGIN IMMEDIATE: takes the write lock now
+	if err != nil {
+		return false, db.errf("begin migration", err)
+	}
+	defer func() {
+		if err != nil {
+			tx.Rollback()
+		}
+	}()
+	st, err := readState(tx)
+	if err != nil {
+		return false, db.errf("read schema version", err)
+	}
+	if err := db.checkState(st, len(ms)); err != nil {
+		return false, err
+	}
+	if st.version == len(ms) {
+		return true, tx.Commit()
+	}
+	m := ms[st.version]
+	if _, err := tx.Exec(m.sql); err != nil {
+		return false, db.errf("apply migration "+m.name, err)
+	}
+	// PRAGMA takes no bound parameters; both values are integers.
+	if _, err := tx.Exec(fmt.Sprintf("PRAGMA user_version = %d", m.version)); err != nil {
+		return false, db.errf("set schema version after "+m.name, err)
+	}
+	if _, err := tx.Exec(fmt.Sprintf("PRAGMA application_id = %d", applicationID)); err != nil {
+		return false, db.errf("set application id", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return false, db.errf("commit migration "+m.name, err)
+	}
+	return false, nil
+}
+
+// Close closes the database. A DB must not be used after Close.
+func (db *DB) Close() error {
+	if err := db.sql.Close(); err != nil {
+		return db.errf("close", err)
+	}
+	return nil
+}
+
+// errf wraps err with the database path and the operation that failed.
+func (db *DB) errf(op string, err error) error {
+	return fmt.Errorf("store %s: %s: %w", db.path, op, err)
+}
