@@ -14,7 +14,9 @@
 //
 // Measurement protocol (cold mode): a few untimed warm-up runs; before each
 // sample an asynchronous memset of a buffer at least twice the L2 size
-// evicts the inputs from L2; CUDA events bracket the whole program
+// evicts the inputs from L2 (as triton.testing.do_bench does; the program
+// then writes back the memset's dirty lines as it would a previous
+// kernel's); CUDA events bracket the whole program
 // (including the zeroing of accumulate buffers); samples are taken in
 // batches and stop once there are at least MinSamples and the 95%
 // order-statistic confidence interval of the median is within TargetCI of

@@ -66,4 +66,6 @@ type evalResponse struct {
 	MaxRelErr  float64
 	Samples    []float64 // µs
 	Fatal      bool      // the worker's context is unusable; it exits after this reply
+	// Wall time of the stages in the worker, ms.
+	CompileMS, ValidateMS, TotalMS float64
 }

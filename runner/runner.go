@@ -1,0 +1,296 @@
+package runner
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/variants"
+)
+
+// Key identifies an evaluation by content: the same key means the same
+// code measured the same way on the same GPU and driver.
+type Key struct {
+	Kernel, ShapeKey, Params, PTXSHA256, GPUUUID, Driver, Mode string
+}
+
+// Result is one evaluated variant.
+type Result struct {
+	Key        Key
+	Status     string // ok, invalid, compile_error, launch_error, timeout, skipped
+	Message    string
+	Registers  int
+	SpillBytes int
+	SmemBytes  int
+	Occupancy  float64
+	MaxAbsErr  float64
+	MaxRelErr  float64
+	Samples    []float64 // µs
+	Stats      Stats
+	GBps       float64
+	TFLOPs     float64
+	Reused     bool // taken from an earlier run instead of measured now
+	// Worker wall time of the stages, ms (not stored).
+	CompileMS, ValidateMS, TotalMS float64
+}
+
+// Recorder stores results as they finish. The command adapts the store to
+// it; tests use memory.
+type Recorder interface {
+	// Done returns a finished result with that key, if one is stored.
+	Done(k Key) (Result, bool, error)
+	// Record stores a result at once.
+	Record(r Result) error
+	// Winner stores the best valid result of a (kernel, shape).
+	Winner(r Result) error
+}
+
+// Worker is the GPU side as the parent sees it. NewProcessWorker starts the
+// real one; tests substitute fakes.
+type Worker interface {
+	Hello() (DeviceInfo, error)
+	CopyBandwidth() (float64, error)
+	// Eval runs one variant; an error means the worker died or hung, and
+	// the Runner restarts it.
+	Eval(ctx context.Context, r *evalRequest, m MeasureOpts) (*evalResponse, error)
+	Close() error
+}
+
+// Job is one family tuned over a list of shapes.
+type Job struct {
+	Family kernels.Family
+	Shapes []variants.Shape
+}
+
+// Options configure a Runner.
+type Options struct {
+	Measure     MeasureOpts
+	Fresh       bool            // re-evaluate even what the Recorder has
+	Seed        uint64          // input data seed
+	Budget      int             // at most this many variants per shape (0: all)
+	Fix         variants.Params // only points with these axis values
+	EvalTimeout time.Duration   // a variant taking longer kills the worker
+	Progress    io.Writer       // progress lines; nil for none
+	NewWorker   func() (Worker, error)
+}
+
+// Summary of one (family, shape).
+type Summary struct {
+	Kernel string
+	Shape  variants.Shape
+	Best   *Result
+	Tried  int // variants considered
+	Valid  int // status ok
+	Failed int // invalid, compile_error, launch_error, timeout
+	Reused int // results taken from earlier runs
+	// Worker wall time spent compiling, validating and in all, seconds.
+	CompileS, ValidateS, TotalS float64
+}
+
+// Runner tunes jobs on one worker at a time.
+type Runner struct {
+	opt  Options
+	w    Worker
+	info DeviceInfo
+}
+
+// New starts a worker and asks it for its device. A machine without a
+// driver fails here.
+func New(opt Options) (*Runner, error) {
+	if opt.Measure.MinSamples == 0 {
+		opt.Measure = DefaultMeasure
+	}
+	if opt.EvalTimeout == 0 {
+		opt.EvalTimeout = 2 * time.Minute
+	}
+	r := &Runner{opt: opt}
+	if err := r.start(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *Runner) start() error {
+	w, err := r.opt.NewWorker()
+	if err != nil {
+		return err
+	}
+	info, err := w.Hello()
+	if err != nil {
+		w.Close()
+		return err
+	}
+	r.w, r.info = w, info
+	return nil
+}
+
+// Device returns the worker's GPU.
+func (r *Runner) Device() DeviceInfo { return r.info }
+
+// CopyBandwidth measures the device-to-device copy rate in GB/s.
+func (r *Runner) CopyBandwidth() (float64, error) { return r.w.CopyBandwidth() }
+
+// Close stops the worker.
+func (r *Runner) Close() error {
+	if r.w == nil {
+		return nil
+	}
+	return r.w.Close()
+}
+
+// Tune evaluates every variant of every job's shapes, records each result,
+// and returns a summary per shape. It stops early only when ctx ends or
+// the recorder fails.
+func (r *Runner) Tune(ctx context.Context, jobs []Job, rec Recorder) ([]Summary, error) {
+	var out []Summary
+	for _, j := range jobs {
+		for _, s := range j.Shapes {
+			sum, err := r.tuneShape(ctx, j.Family, s, rec)
+			out = append(out, sum)
+			if err != nil {
+				return out, err
+			}
+		}
+	}
+	return out, nil
+}
+
+func (r *Runner) tuneShape(ctx context.Context, f kernels.Family, s variants.Shape, rec Recorder) (Summary, error) {
+	start := time.Now()
+	sum := Summary{Kernel: f.Name(), Shape: s}
+	points := Pick(Filter(f.Space(s).Enumerate(), r.opt.Fix), r.opt.Budget)
+	cost := f.Cost(s)
+	for _, p := range points {
+		if err := ctx.Err(); err != nil {
+			return sum, err
+		}
+		res := r.evalOne(ctx, f, s, p, cost, rec)
+		sum.Tried++
+		sum.CompileS += res.CompileMS / 1e3
+		sum.ValidateS += res.ValidateMS / 1e3
+		sum.TotalS += res.TotalMS / 1e3
+		if res.Reused {
+			sum.Reused++
+		} else if err := rec.Record(*res); err != nil {
+			return sum, fmt.Errorf("recording %s %s %s: %w", f.Name(), s.Key(), p, err)
+		}
+		switch res.Status {
+		case "ok":
+			sum.Valid++
+			if sum.Best == nil || res.Stats.Median < sum.Best.Stats.Median {
+				sum.Best = res
+			}
+		case "skipped":
+		default:
+			sum.Failed++
+		}
+	}
+	if sum.Best != nil {
+		if err := rec.Winner(*sum.Best); err != nil {
+			return sum, fmt.Errorf("recording winner: %w", err)
+		}
+	}
+	if r.opt.Progress != nil {
+		best := "no valid variant"
+		if b := sum.Best; b != nil {
+			best = fmt.Sprintf("best %.2f µs (%.0f GB/s) %s", b.Stats.Median, b.GBps, b.Key.Params)
+		}
+		fmt.Fprintf(r.opt.Progress, "%-14s %-26s %4d variants: %d valid, %d failed, %d reused; %s [%.1fs: compile %.1fs, validate %.1fs, measure %.1fs]\n",
+			f.Name(), s.Key(), sum.Tried, sum.Valid, sum.Failed, sum.Reused, best, time.Since(start).Seconds(),
+			sum.CompileS, sum.ValidateS, sum.TotalS-sum.CompileS-sum.ValidateS)
+	}
+	return sum, nil
+}
+
+func (r *Runner) evalOne(ctx context.Context, f kernels.Family, s variants.Shape, p variants.Params, cost kernels.Cost, rec Recorder) *Result {
+	res := &Result{Key: Key{Kernel: f.Name(), ShapeKey: s.Key(), Params: p.String(),
+		GPUUUID: r.info.UUID, Driver: r.info.Driver, Mode: r.opt.Measure.Mode}}
+	prog, err := f.Emit(s, p)
+	if err != nil {
+		res.Status, res.Message = "compile_error", "emit: "+err.Error()
+		return res
+	}
+	sum := sha256.Sum256([]byte(prog.PTX))
+	res.Key.PTXSHA256 = hex.EncodeToString(sum[:])
+	if !r.opt.Fresh {
+		if old, ok, err := rec.Done(res.Key); err == nil && ok {
+			old.Reused = true
+			old.Key = res.Key
+			return &old
+		}
+	}
+	req := &evalRequest{Kernel: f.Name(), Dims: s.Dims, DType: s.DType.String(), Program: prog, Seed: r.opt.Seed}
+	ectx, cancel := context.WithTimeout(ctx, r.opt.EvalTimeout)
+	resp, err := r.w.Eval(ectx, req, r.opt.Measure)
+	cancel()
+	if err != nil {
+		// The worker died or hung: record it, start a fresh one.
+		res.Status = "launch_error"
+		if ectx.Err() == context.DeadlineExceeded {
+			res.Status = "timeout"
+		}
+		res.Message = err.Error()
+		r.w.Close()
+		if serr := r.start(); serr != nil {
+			res.Message += "; restarting the worker failed: " + serr.Error()
+		}
+		return res
+	}
+	res.Status, res.Message = resp.Status, resp.Message
+	res.Registers, res.SpillBytes, res.SmemBytes, res.Occupancy = resp.Registers, resp.SpillBytes, resp.SmemBytes, resp.Occupancy
+	res.MaxAbsErr, res.MaxRelErr = resp.MaxAbsErr, resp.MaxRelErr
+	res.Samples = resp.Samples
+	res.CompileMS, res.ValidateMS, res.TotalMS = resp.CompileMS, resp.ValidateMS, resp.TotalMS
+	if resp.Fatal {
+		r.w.Close()
+		if serr := r.start(); serr != nil {
+			res.Message += "; restarting the worker failed: " + serr.Error()
+		}
+	}
+	if res.Status == "ok" {
+		res.Stats = Summarize(res.Samples)
+		if m := res.Stats.Median; m > 0 {
+			res.GBps = float64(cost.Bytes) / (m * 1e-6) / 1e9
+			res.TFLOPs = float64(cost.Flops) / (m * 1e-6) / 1e12
+		}
+	}
+	return res
+}
+
+// Pick returns at most budget points spread evenly over all (budget 0: all).
+func Pick(all []variants.Params, budget int) []variants.Params {
+	if budget <= 0 || budget >= len(all) {
+		return all
+	}
+	out := make([]variants.Params, budget)
+	for i := range out {
+		out[i] = all[i*len(all)/budget]
+	}
+	return out
+}
+
+// Filter keeps the points whose values agree with fix on every axis fix
+// names.
+func Filter(all []variants.Params, fix variants.Params) []variants.Params {
+	if len(fix) == 0 {
+		return all
+	}
+	var out []variants.Params
+	for _, p := range all {
+		ok := true
+		for k, v := range fix {
+			if p[k] != v {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			out = append(out, p)
+		}
+	}
+	return out
+}
