@@ -1,0 +1,48 @@
+package runner
+
+// Ptr is a device address in a backend's address space.
+type Ptr uint64
+
+// Backend is what validation needs from a device: memory, compilation and
+// launches, in one stream order. The CUDA driver (real GPUs) and the CPU
+// interpreter (runner/sim) implement it, so the validation code is shared;
+// only the CUDA backend can time.
+type Backend interface {
+	// Name says which backend this is ("cuda", "sim").
+	Name() string
+	// Device describes the device; SMs sizes GridPerSM launches.
+	Device() DeviceInfo
+	Alloc(bytes int) (Ptr, error)
+	Free(p Ptr) error
+	Upload(dst Ptr, src []byte) error
+	Download(dst []byte, src Ptr) error
+	// Memset sets bytes bytes at p to v, in stream order.
+	Memset(p Ptr, v byte, bytes int) error
+	// Load compiles a PTX module.
+	Load(ptx string) (Module, error)
+	// Launch enqueues a kernel; args are Ptr or uint64 values.
+	Launch(fn Function, grid, block [3]int, sharedBytes int, args []any) error
+	// Sync waits for all enqueued work and reports its first error.
+	Sync() error
+}
+
+// Module is a loaded PTX module.
+type Module interface {
+	Function(entry string) (Function, error)
+	Unload() error
+}
+
+// Function is a kernel entry of a loaded module.
+type Function interface {
+	// Resources reports what a launch of threads threads per block with
+	// dynSmem bytes of dynamic shared memory uses.
+	Resources(threads, dynSmem int) (Resources, error)
+}
+
+// Resources of a compiled kernel.
+type Resources struct {
+	Registers   int
+	LocalBytes  int // local memory per thread (spills and local arrays)
+	SharedBytes int // static shared memory
+	Occupancy   float64
+}

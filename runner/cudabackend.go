@@ -1,0 +1,122 @@
+package runner
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/gradtune/gradtune/runner/cuda"
+)
+
+// cudaBackend is the Backend of a real GPU: one context, one stream.
+type cudaBackend struct {
+	ctx    *cuda.Context
+	stream *cuda.Stream
+	info   DeviceInfo
+}
+
+func openCUDA(ordinal int) (*cudaBackend, error) {
+	d, err := cuda.Open()
+	if err != nil {
+		return nil, err
+	}
+	n, err := d.DeviceCount()
+	if err != nil {
+		return nil, err
+	}
+	if ordinal < 0 || ordinal >= n {
+		return nil, fmt.Errorf("device %d does not exist (%d devices)", ordinal, n)
+	}
+	dev, err := d.Device(ordinal)
+	if err != nil {
+		return nil, err
+	}
+	ctx, err := d.Context(ordinal)
+	if err != nil {
+		return nil, err
+	}
+	st, err := ctx.NewStream()
+	if err != nil {
+		ctx.Close()
+		return nil, err
+	}
+	return &cudaBackend{ctx: ctx, stream: st, info: DeviceInfo{Name: dev.Name, UUID: dev.UUID,
+		CC: fmt.Sprintf("%d.%d", dev.Major, dev.Minor), Driver: strconv.Itoa(d.Version()),
+		SMs: dev.SMs, L2Bytes: dev.L2Bytes, MemBytes: dev.TotalMem}}, nil
+}
+
+func (b *cudaBackend) close() {
+	b.stream.Destroy()
+	b.ctx.Close()
+}
+
+func (b *cudaBackend) Name() string             { return "cuda" }
+func (b *cudaBackend) Device() DeviceInfo       { return b.info }
+func (b *cudaBackend) Alloc(n int) (Ptr, error) { p, err := b.ctx.Alloc(n); return Ptr(p), err }
+func (b *cudaBackend) Free(p Ptr) error         { return b.ctx.Free(cuda.DevicePtr(p)) }
+func (b *cudaBackend) Upload(dst Ptr, src []byte) error {
+	return b.ctx.CopyHtoD(cuda.DevicePtr(dst), src)
+}
+func (b *cudaBackend) Download(dst []byte, src Ptr) error {
+	if err := b.stream.Synchronize(); err != nil {
+		return err
+	}
+	return b.ctx.CopyDtoH(dst, cuda.DevicePtr(src))
+}
+func (b *cudaBackend) Memset(p Ptr, v byte, n int) error {
+	return b.ctx.MemsetD8Async(cuda.DevicePtr(p), v, n, b.stream)
+}
+func (b *cudaBackend) Sync() error { return b.stream.Synchronize() }
+
+func (b *cudaBackend) Load(ptx string) (Module, error) {
+	m, _, err := b.ctx.LoadPTX(ptx, cuda.JITOptions{OptLevel: -1})
+	if err != nil {
+		return nil, err
+	}
+	return cudaModule{m}, nil
+}
+
+func (b *cudaBackend) Launch(fn Function, grid, block [3]int, smem int, args []any) error {
+	f, ok := fn.(cudaFunction)
+	if !ok {
+		return fmt.Errorf("cuda backend: foreign function %T", fn)
+	}
+	conv := make([]any, len(args))
+	for i, a := range args {
+		if p, ok := a.(Ptr); ok {
+			conv[i] = cuda.DevicePtr(p)
+		} else {
+			conv[i] = a
+		}
+	}
+	return b.ctx.Launch(f.f, grid, block, smem, b.stream, conv...)
+}
+
+type cudaModule struct{ m *cuda.Module }
+
+func (m cudaModule) Unload() error { return m.m.Unload() }
+func (m cudaModule) Function(name string) (Function, error) {
+	f, err := m.m.Function(name)
+	if err != nil {
+		return nil, err
+	}
+	return cudaFunction{f}, nil
+}
+
+type cudaFunction struct{ f *cuda.Function }
+
+func (f cudaFunction) Resources(threads, dynSmem int) (Resources, error) {
+	a, err := f.f.Attributes()
+	if err != nil {
+		return Resources{}, err
+	}
+	if dynSmem > 48<<10 {
+		if err := f.f.SetMaxDynamicShared(dynSmem); err != nil {
+			return Resources{}, err
+		}
+	}
+	r := Resources{Registers: a.Registers, LocalBytes: a.LocalBytes, SharedBytes: a.SharedBytes}
+	if blocks, err := f.f.MaxActiveBlocksPerSM(threads, dynSmem); err == nil {
+		r.Occupancy = float64(blocks*threads) / 2048
+	}
+	return r, nil
+}

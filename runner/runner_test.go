@@ -1,0 +1,272 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/kernels/dtype"
+	"github.com/gradtune/gradtune/variants"
+)
+
+// fakeWorker answers evals from a function of the params string.
+type fakeWorker struct {
+	evals  *int
+	answer func(params string) (*evalResponse, error)
+	closed bool
+}
+
+func (f *fakeWorker) Hello() (DeviceInfo, error) {
+	return DeviceInfo{Name: "Fake GPU", UUID: "GPU-fake", CC: "9.0", Driver: "13000", SMs: 132, L2Bytes: 60 << 20}, nil
+}
+func (f *fakeWorker) CopyBandwidth() (float64, error) { return 4000, nil }
+func (f *fakeWorker) Eval(ctx context.Context, r *evalRequest, m MeasureOpts) (*evalResponse, error) {
+	*f.evals++
+	params := paramsOf(r.Program.PTX)
+	return f.answer(params)
+}
+func (f *fakeWorker) Close() error { f.closed = true; return nil }
+
+// paramsOf recovers which variant a program is: the test family writes its
+// params into a PTX comment.
+func paramsOf(ptx string) string {
+	_, after, _ := strings.Cut(ptx, "// params ")
+	line, _, _ := strings.Cut(after, "\n")
+	return line
+}
+
+// memRecorder is an in-memory Recorder.
+type memRecorder struct {
+	mu      sync.Mutex
+	done    map[Key]Result
+	records []Result
+	winners []Result
+}
+
+func newMem() *memRecorder { return &memRecorder{done: map[Key]Result{}} }
+
+func (m *memRecorder) Done(k Key) (Result, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, ok := m.done[k]
+	return r, ok && r.Status != "launch_error" && r.Status != "timeout", nil
+}
+func (m *memRecorder) Record(r Result) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.records = append(m.records, r)
+	m.done[r.Key] = r
+	return nil
+}
+func (m *memRecorder) Winner(r Result) error {
+	m.winners = append(m.winners, r)
+	return nil
+}
+
+// toyFamily has one axis "v" with values 1..4; its PTX names the params.
+type toyFamily struct{ kernels.Family }
+
+func (toyFamily) Name() string { return "toy" }
+func (toyFamily) Space(variants.Shape) variants.Space {
+	return variants.Space{Axes: []variants.Axis{variants.IntAxis("v", "", 1, 2, 3, 4)}}
+}
+func (toyFamily) Emit(s variants.Shape, p variants.Params) (kernels.Program, error) {
+	return kernels.Program{PTX: "// params " + p.String() + "\n", Launches: []kernels.Launch{{Entry: "toy"}}}, nil
+}
+func (toyFamily) Cost(variants.Shape) kernels.Cost { return kernels.Cost{Bytes: 1e6} }
+
+var toyShape = variants.Shape{Dims: []variants.Dim{{Name: "n", Value: 1000}}, DType: dtype.F32}
+
+func samples(center float64) []float64 {
+	xs := make([]float64, 20)
+	for i := range xs {
+		xs[i] = center + float64(i%3)*0.01
+	}
+	return xs
+}
+
+func newRunner(t *testing.T, answer func(string) (*evalResponse, error), starts *int, evals *int) *Runner {
+	t.Helper()
+	r, err := New(Options{Measure: DefaultMeasure, EvalTimeout: time.Second, NewWorker: func() (Worker, error) {
+		*starts++
+		return &fakeWorker{evals: evals, answer: answer}, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestTunePicksFastestValidAndSkipsDone(t *testing.T) {
+	answer := func(p string) (*evalResponse, error) {
+		switch p {
+		case "v=1":
+			return &evalResponse{Status: "ok", Samples: samples(10)}, nil
+		case "v=2":
+			// Fastest, but wrong: must never win.
+			return &evalResponse{Status: "invalid", Message: "dx[3] = 1, want 2"}, nil
+		case "v=3":
+			return &evalResponse{Status: "ok", Samples: samples(5)}, nil
+		}
+		return &evalResponse{Status: "compile_error", Message: "ptxas: boom"}, nil
+	}
+	var starts, evals int
+	r := newRunner(t, answer, &starts, &evals)
+	rec := newMem()
+	sums, err := r.Tune(context.Background(), []Job{{Family: toyFamily{}, Shapes: []variants.Shape{toyShape}}}, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := sums[0]
+	if s.Best == nil || s.Best.Key.Params != "v=3" {
+		t.Fatalf("best = %+v, want v=3", s.Best)
+	}
+	if s.Tried != 4 || s.Valid != 2 || s.Failed != 2 || evals != 4 || len(rec.records) != 4 {
+		t.Fatalf("summary %+v, evals %d, records %d", s, evals, len(rec.records))
+	}
+	if got := s.Best.GBps; got < 199 || got > 201 { // 1e6 bytes in ~5 µs
+		t.Errorf("GB/s = %v, want about 200", got)
+	}
+	if len(rec.winners) != 1 || rec.winners[0].Key.Params != "v=3" {
+		t.Errorf("winners = %+v", rec.winners)
+	}
+	// The same run again evaluates nothing and finds the same winner.
+	sums, err = r.Tune(context.Background(), []Job{{Family: toyFamily{}, Shapes: []variants.Shape{toyShape}}}, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if evals != 4 || sums[0].Reused != 4 || sums[0].Best.Key.Params != "v=3" {
+		t.Fatalf("re-run: evals %d, summary %+v", evals, sums[0])
+	}
+	// --fresh measures again.
+	r.opt.Fresh = true
+	if _, err := r.Tune(context.Background(), []Job{{Family: toyFamily{}, Shapes: []variants.Shape{toyShape}}}, rec); err != nil {
+		t.Fatal(err)
+	}
+	if evals != 8 {
+		t.Fatalf("fresh re-run evaluated %d, want 8", evals)
+	}
+}
+
+func TestWorkerCrashIsRecordedAndRestarted(t *testing.T) {
+	answer := func(p string) (*evalResponse, error) {
+		switch p {
+		case "v=2":
+			return nil, errors.New("worker died (signal: segmentation fault)")
+		case "v=3":
+			return &evalResponse{Status: "launch_error", Message: "CUDA_ERROR_ILLEGAL_ADDRESS", Fatal: true}, nil
+		}
+		return &evalResponse{Status: "ok", Samples: samples(7)}, nil
+	}
+	var starts, evals int
+	r := newRunner(t, answer, &starts, &evals)
+	rec := newMem()
+	sums, err := r.Tune(context.Background(), []Job{{Family: toyFamily{}, Shapes: []variants.Shape{toyShape}}}, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if starts != 3 {
+		t.Errorf("worker started %d times, want 3 (first, after the crash, after the sticky error)", starts)
+	}
+	if sums[0].Valid != 2 || sums[0].Failed != 2 {
+		t.Errorf("summary %+v", sums[0])
+	}
+	var statuses []string
+	for _, rr := range rec.records {
+		statuses = append(statuses, rr.Key.Params+":"+rr.Status)
+	}
+	if got := strings.Join(statuses, " "); got != "v=1:ok v=2:launch_error v=3:launch_error v=4:ok" {
+		t.Errorf("statuses = %s", got)
+	}
+	// launch errors are retried on the next run.
+	before := evals
+	r.Tune(context.Background(), []Job{{Family: toyFamily{}, Shapes: []variants.Shape{toyShape}}}, rec)
+	if evals-before != 2 {
+		t.Errorf("re-run evaluated %d variants, want the 2 launch errors", evals-before)
+	}
+}
+
+type hangWorker struct{ fakeWorker }
+
+func (h *hangWorker) Eval(ctx context.Context, r *evalRequest, m MeasureOpts) (*evalResponse, error) {
+	<-ctx.Done()
+	return nil, fmt.Errorf("worker killed: %w", ctx.Err())
+}
+
+func TestHungVariantTimesOut(t *testing.T) {
+	starts := 0
+	r, err := New(Options{EvalTimeout: 20 * time.Millisecond, NewWorker: func() (Worker, error) {
+		starts++
+		return &hangWorker{}, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.opt.Budget = 1
+	rec := newMem()
+	if _, err := r.Tune(context.Background(), []Job{{Family: toyFamily{}, Shapes: []variants.Shape{toyShape}}}, rec); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.records) != 1 || rec.records[0].Status != "timeout" || starts != 2 {
+		t.Fatalf("records %+v, starts %d", rec.records, starts)
+	}
+}
+
+func TestPickAndFilter(t *testing.T) {
+	all := toyFamily{}.Space(toyShape).Enumerate()
+	if got := Pick(all, 2); len(got) != 2 || got[0].String() != "v=1" || got[1].String() != "v=3" {
+		t.Errorf("Pick = %v", got)
+	}
+	if got := Pick(all, 0); len(got) != 4 {
+		t.Errorf("Pick(0) = %v", got)
+	}
+	if got := Filter(all, variants.Params{"v": "2"}); len(got) != 1 || got[0].String() != "v=2" {
+		t.Errorf("Filter = %v", got)
+	}
+}
+
+func TestConverged(t *testing.T) {
+	o := MeasureOpts{MinSamples: 10, MaxSamples: 50, TargetCI: 0.005}
+	tight := samples(100)
+	if !converged(tight, o) {
+		t.Error("tight samples did not converge")
+	}
+	if converged(tight[:5], o) {
+		t.Error("converged below MinSamples")
+	}
+	noisy := make([]float64, 20)
+	for i := range noisy {
+		noisy[i] = 100 + float64(i%7)*10
+	}
+	if converged(noisy, o) {
+		t.Error("noisy samples converged")
+	}
+	st := Summarize([]float64{3, 1, 2})
+	if st.Median != 2 || st.Min != 1 || st.N != 3 {
+		t.Errorf("Summarize = %+v", st)
+	}
+}
+
+func TestCompareFindsFirstBadElement(t *testing.T) {
+	ref := make([]float64, 200000)
+	for i := range ref {
+		ref[i] = dtype.F32.Round(float64(i%100) / 10)
+	}
+	raw := dtype.F32.Encode(ref)
+	tol := kernels.Tolerance{Atol: 1e-6, Rtol: 1e-6}
+	if m := compare(dtype.F32, raw, ref, tol); m.bad != -1 || m.maxAbs != 0 {
+		t.Fatalf("identical buffers: %+v", m)
+	}
+	bad := append([]float64(nil), ref...)
+	bad[150001] += 1
+	bad[70000] += 0.5
+	m := compare(dtype.F32, dtype.F32.Encode(bad), ref, tol)
+	if m.bad != 70000 || m.maxAbs < 0.99 {
+		t.Fatalf("got %+v, want first bad 70000 and max abs error 1", m)
+	}
+}

@@ -1,0 +1,215 @@
+package runner
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/variants"
+)
+
+// Session holds one shape's buffers, inputs and reference on a backend,
+// and validates programs against it. Inputs are uploaded and the reference
+// computed once per (family, shape, seed).
+type Session struct {
+	be      Backend
+	key     string
+	fam     kernels.Family
+	shape   variants.Shape
+	bufs    map[string]Ptr
+	specs   []kernels.Buffer
+	ref     map[string][]float64
+	scratch []byte
+}
+
+// NewSession returns a session on be with nothing prepared.
+func NewSession(be Backend) *Session { return &Session{be: be} }
+
+// Prepare makes the session hold shape s of family f with inputs from seed,
+// reusing what it holds when nothing changed.
+func (ss *Session) Prepare(f kernels.Family, s variants.Shape, seed uint64) error {
+	key := fmt.Sprintf("%s/%s/%d", f.Name(), s.Key(), seed)
+	if key == ss.key {
+		return nil
+	}
+	ss.Release()
+	in := f.Inputs(s, seed)
+	ss.fam, ss.shape = f, s
+	ss.ref = f.Reference(s, in)
+	ss.specs = f.Buffers(s)
+	ss.bufs = map[string]Ptr{}
+	for _, b := range ss.specs {
+		p, err := ss.be.Alloc(max(b.Bytes(), 16))
+		if err != nil {
+			return fmt.Errorf("allocating buffer %s (%d bytes): %w", b.Name, b.Bytes(), err)
+		}
+		ss.bufs[b.Name] = p
+		if b.Role == kernels.Input {
+			data, ok := in[b.Name]
+			if !ok || len(data) != b.Elems {
+				return fmt.Errorf("family %s gave no input data for buffer %s", f.Name(), b.Name)
+			}
+			if err := ss.be.Upload(p, b.DType.Encode(data)); err != nil {
+				return fmt.Errorf("uploading %s: %w", b.Name, err)
+			}
+		}
+	}
+	ss.key = key
+	return nil
+}
+
+// Release frees the session's buffers.
+func (ss *Session) Release() {
+	for _, p := range ss.bufs {
+		ss.be.Free(p)
+	}
+	ss.bufs, ss.ref, ss.specs, ss.key = nil, nil, nil, ""
+}
+
+// Loaded is a compiled program ready to launch on the session's buffers.
+type Loaded struct {
+	mod      Module
+	funcs    []Function
+	args     [][]any
+	grids    [][3]int
+	launches []kernels.Launch
+	// Res is the resource use of the heaviest launch.
+	Res Resources
+}
+
+// Unload frees the program's module.
+func (l *Loaded) Unload() error { return l.mod.Unload() }
+
+// Load compiles a program and binds its arguments to the session's buffers.
+func (ss *Session) Load(p kernels.Program) (*Loaded, error) {
+	mod, err := ss.be.Load(p.PTX)
+	if err != nil {
+		return nil, err
+	}
+	l := &Loaded{mod: mod, launches: p.Launches}
+	for i, ln := range p.Launches {
+		fn, err := mod.Function(ln.Entry)
+		if err != nil {
+			mod.Unload()
+			return nil, err
+		}
+		threads := ln.Block[0] * max(ln.Block[1], 1) * max(ln.Block[2], 1)
+		res, err := fn.Resources(threads, ln.SharedBytes)
+		if err != nil {
+			mod.Unload()
+			return nil, err
+		}
+		if i == 0 || res.Registers > l.Res.Registers {
+			l.Res = res
+			l.Res.SharedBytes += ln.SharedBytes
+		}
+		args := make([]any, len(ln.Args))
+		for j, a := range ln.Args {
+			if a.Buffer == "" {
+				args[j] = a.Scalar
+				continue
+			}
+			ptr, ok := ss.bufs[a.Buffer]
+			if !ok {
+				mod.Unload()
+				return nil, fmt.Errorf("launch %s names unknown buffer %q", ln.Entry, a.Buffer)
+			}
+			args[j] = ptr
+		}
+		grid := ln.Grid
+		if ln.GridPerSM > 0 {
+			grid[0] = ln.GridPerSM * ss.be.Device().SMs
+		}
+		for d := range grid {
+			grid[d] = max(grid[d], 1)
+		}
+		l.funcs = append(l.funcs, fn)
+		l.args = append(l.args, args)
+		l.grids = append(l.grids, grid)
+	}
+	return l, nil
+}
+
+// Run enqueues one run of the program: zeroing of accumulate buffers, then
+// every launch in order.
+func (ss *Session) Run(l *Loaded) error {
+	for _, b := range ss.specs {
+		if b.Role == kernels.Accumulate {
+			if err := ss.be.Memset(ss.bufs[b.Name], 0, b.Bytes()); err != nil {
+				return err
+			}
+		}
+	}
+	for i, fn := range l.funcs {
+		ln := l.launches[i]
+		if err := ss.be.Launch(fn, l.grids[i], ln.Block, ln.SharedBytes, l.args[i]); err != nil {
+			return fmt.Errorf("launching %s: %w", ln.Entry, err)
+		}
+	}
+	return nil
+}
+
+// Check is the outcome of validating a program.
+type Check struct {
+	OK             bool
+	Message        string // the first element outside tolerance, when not OK
+	MaxAbs, MaxRel float64
+}
+
+// Validate poisons every output with NaN (so an element the program never
+// writes cannot pass), runs the program once, and compares each output and
+// accumulate buffer with the reference under the family's tolerance. An
+// error means the run itself failed.
+func (ss *Session) Validate(l *Loaded) (Check, error) {
+	for _, b := range ss.specs {
+		if b.Role == kernels.Output {
+			if err := ss.be.Memset(ss.bufs[b.Name], 0xff, b.Bytes()); err != nil {
+				return Check{}, err
+			}
+		}
+	}
+	if err := ss.Run(l); err != nil {
+		return Check{}, err
+	}
+	if err := ss.be.Sync(); err != nil {
+		return Check{}, err
+	}
+	c := Check{OK: true}
+	tol := ss.fam.Tolerance(ss.shape)
+	for _, b := range ss.specs {
+		if b.Role != kernels.Output && b.Role != kernels.Accumulate {
+			continue
+		}
+		if cap(ss.scratch) < b.Bytes() {
+			ss.scratch = make([]byte, b.Bytes())
+		}
+		buf := ss.scratch[:b.Bytes()]
+		if err := ss.be.Download(buf, ss.bufs[b.Name]); err != nil {
+			return Check{}, err
+		}
+		ref := ss.ref[b.Name]
+		m := compare(b.DType, buf, ref, tol)
+		c.MaxAbs = math.Max(c.MaxAbs, m.maxAbs)
+		c.MaxRel = math.Max(c.MaxRel, m.maxRel)
+		if m.bad >= 0 && c.OK {
+			c.OK = false
+			c.Message = fmt.Sprintf("%s[%d] = %g, want %g (atol %g, rtol %g)", b.Name, m.bad, m.got, ref[m.bad], tol.Atol, tol.Rtol)
+		}
+	}
+	return c, nil
+}
+
+// Output downloads and decodes buffer name after a run (for comparisons
+// between backends).
+func (ss *Session) Output(name string) ([]float64, error) {
+	for _, b := range ss.specs {
+		if b.Name == name {
+			buf := make([]byte, b.Bytes())
+			if err := ss.be.Download(buf, ss.bufs[name]); err != nil {
+				return nil, err
+			}
+			return b.DType.Decode(buf), nil
+		}
+	}
+	return nil, fmt.Errorf("no buffer %q", name)
+}
