@@ -32,12 +32,22 @@ func (e *elementwise) Dims() []string        { return []string{"m", "n"} }
 func (e *elementwise) DTypes() []dtype.DType { return []dtype.DType{dtype.F32, dtype.F16, dtype.BF16} }
 
 // Shapes yields the MLP intermediate [tokens × intermediate] and the hidden
-// [tokens × hidden] activations of the preset.
+// [tokens × hidden] activations of the preset, once each (a preset whose
+// hidden and intermediate sizes agree gives one shape), in the dtypes of
+// dts the family supports.
 func (e *elementwise) Shapes(p variants.Preset, dts []dtype.DType) []variants.Shape {
 	var out []variants.Shape
+	seen := map[string]bool{}
 	for _, dt := range dts {
+		if checkDType(e, dt) != nil {
+			continue
+		}
 		for _, n := range []int{p.Intermediate, p.Hidden} {
-			out = append(out, variants.Shape{Dims: []variants.Dim{{Name: "m", Value: p.Tokens}, {Name: "n", Value: n}}, DType: dt})
+			s := variants.Shape{Dims: []variants.Dim{{Name: "m", Value: p.Tokens}, {Name: "n", Value: n}}, DType: dt}
+			if n > 0 && p.Tokens > 0 && !seen[s.Key()] {
+				seen[s.Key()] = true
+				out = append(out, s)
+			}
 		}
 	}
 	return out
@@ -52,6 +62,11 @@ func (e *elementwise) Shape(sp variants.Spec, dt dtype.DType) (variants.Shape, e
 	}
 	if err := checkDType(e, dt); err != nil {
 		return variants.Shape{}, err
+	}
+	for _, d := range sp.Dims {
+		if d.Value <= 0 || d.Value > maxElems {
+			return variants.Shape{}, fmt.Errorf("%s: %s=%d must be in 1..%d", e.name, d.Name, d.Value, maxElems)
+		}
 	}
 	s := variants.Shape{Dims: []variants.Dim{{Name: "n", Value: n}}, DType: dt}
 	if okM {
@@ -73,11 +88,12 @@ func (e *elementwise) Space(s variants.Shape) variants.Space {
 		vecs = []int{2, 4, 8}
 	}
 	return variants.Space{Axes: []variants.Axis{
-		variants.IntAxis("block", "threads per block", 128, 256, 512),
+		variants.IntAxis("block", "threads per block", 128, 256),
 		variants.IntAxis("vec", "elements per vector access (16 bytes at most)", vecs...),
 		variants.IntAxis("ept", "vector accesses per thread per iteration", 1, 2, 4),
 		{Name: "grid", Values: []string{"once", "stride"}, Doc: "one-shot grid or grid-stride loop over a full-occupancy grid"},
 		variants.IntAxis("maxnreg", "register cap (0 = none)", 0, 32, 64),
+		{Name: "cache", Values: []string{"default", "stream"}, Doc: "default caching, or streaming (.cs: evict first) loads and stores"},
 	}}
 }
 
@@ -128,6 +144,10 @@ func (e *elementwise) Emit(s variants.Shape, p variants.Params) (Program, error)
 	r := variants.NewReader(p)
 	block, vec, ept, maxnreg := r.Int("block"), r.Int("vec"), r.Int("ept"), r.Int("maxnreg")
 	stride := r.String("grid") == "stride"
+	loadCache, storeCache := "", ""
+	if r.String("cache") == "stream" {
+		loadCache, storeCache = "cs", "cs"
+	}
 	if err := r.Err(); err != nil {
 		return Program{}, err
 	}
@@ -147,6 +167,7 @@ func (e *elementwise) Emit(s variants.Shape, p variants.Params) (Program, error)
 	dx := k.Cvta(ptx.Global, k.LdParam(pdx))
 	tid := k.Mov(ptx.U32, ptx.TidX)
 	cta := k.Mov(ptx.U32, ptx.CtaidX)
+	grid := max(1, (units+chunk-1)/chunk)
 	first := k.Mad(ptx.U32, cta, ptx.Imm(chunk), tid)
 	exact := units%chunk == 0 // no unit of any iteration falls past the end
 
@@ -164,15 +185,15 @@ func (e *elementwise) Emit(s variants.Shape, p variants.Params) (Program, error)
 				us[j].ok = k.Setp("lt", ptx.U32, u, ptx.Imm(units))
 			}
 			us[j].off = k.MulWide(ptx.U32, u, ptx.Imm(vec*dt.Size()))
-			us[j].dyv = loadF32(k, dt, vec, k.Add(ptx.U64, dy, us[j].off), us[j].ok)
-			us[j].xv = loadF32(k, dt, vec, k.Add(ptx.U64, x, us[j].off), us[j].ok)
+			us[j].dyv = loadF32(k, dt, vec, k.Add(ptx.U64, dy, us[j].off), us[j].ok, loadCache)
+			us[j].xv = loadF32(k, dt, vec, k.Add(ptx.U64, x, us[j].off), us[j].ok, loadCache)
 		}
 		for j := range us {
 			out := make([]ptx.Reg, vec)
 			for i := range out {
 				out[i] = e.emit(k, us[j].dyv[i], us[j].xv[i])
 			}
-			storeF32(k, dt, k.Add(ptx.U64, dx, us[j].off), out, us[j].ok)
+			storeF32(k, dt, k.Add(ptx.U64, dx, us[j].off), out, us[j].ok, storeCache)
 		}
 	}
 	if units > 0 {
@@ -192,9 +213,9 @@ func (e *elementwise) Emit(s variants.Shape, p variants.Params) (Program, error)
 		k.If(k.Setp("eq", ptx.U32, first, ptx.Imm(0)), func() {
 			for i := units * vec; i < n; i++ {
 				off := int64(i * dt.Size())
-				a := loadF32(k, dt, 1, k.Add(ptx.U64, dy, ptx.Imm(off)), ptx.Reg{})
-				b := loadF32(k, dt, 1, k.Add(ptx.U64, x, ptx.Imm(off)), ptx.Reg{})
-				storeF32(k, dt, k.Add(ptx.U64, dx, ptx.Imm(off)), []ptx.Reg{e.emit(k, a[0], b[0])}, ptx.Reg{})
+				a := loadF32(k, dt, 1, k.Add(ptx.U64, dy, ptx.Imm(off)), ptx.Reg{}, loadCache)
+				b := loadF32(k, dt, 1, k.Add(ptx.U64, x, ptx.Imm(off)), ptx.Reg{}, loadCache)
+				storeF32(k, dt, k.Add(ptx.U64, dx, ptx.Imm(off)), []ptx.Reg{e.emit(k, a[0], b[0])}, ptx.Reg{}, storeCache)
 			}
 		})
 	}
@@ -203,7 +224,6 @@ func (e *elementwise) Emit(s variants.Shape, p variants.Params) (Program, error)
 		return Program{}, fmt.Errorf("%s %s: %w", e.name, p, err)
 	}
 	l := Launch{Entry: entry, Block: [3]int{block, 1, 1}, Args: []Arg{{Buffer: "dy"}, {Buffer: "x"}, {Buffer: "dx"}}}
-	grid := max(1, (units+chunk-1)/chunk)
 	if stride {
 		// One full-occupancy wave (2048 threads per SM), never more CTAs
 		// than there is work for.
@@ -217,16 +237,17 @@ func (e *elementwise) Emit(s variants.Shape, p variants.Params) (Program, error)
 }
 
 // loadF32 loads vec elements of type dt at addr (guarded by ok when valid)
-// and returns them widened to f32. Guarded registers are zeroed first so
-// that no register is read before it is written.
-func loadF32(k *ptx.Func, dt dtype.DType, vec int, addr ptx.Reg, ok ptx.Reg) []ptx.Reg {
+// through the read-only path with cache qualifier cache ("" for none) and
+// returns them widened to f32. Guarded registers are zeroed first so that
+// no register is read before it is written.
+func loadF32(k *ptx.Func, dt dtype.DType, vec int, addr ptx.Reg, ok ptx.Reg, cache string) []ptx.Reg {
 	guard := func() {
 		if ok.Valid() {
 			k.Guard(ok, false)
 		}
 	}
 	at := ptx.At(addr, 0)
-	nc := ptx.LdOpts{NC: true}
+	nc := ptx.LdOpts{NC: true, Cache: cache}
 	if dt == dtype.F32 {
 		regs := make([]ptx.Reg, vec)
 		for i := range regs {
@@ -271,14 +292,15 @@ func loadF32(k *ptx.Func, dt dtype.DType, vec int, addr ptx.Reg, ok ptx.Reg) []p
 }
 
 // storeF32 rounds f32 values to dt (round to nearest even) and stores them
-// at addr, guarded by ok when valid.
-func storeF32(k *ptx.Func, dt dtype.DType, addr ptx.Reg, vals []ptx.Reg, ok ptx.Reg) {
+// at addr with cache operator cache, guarded by ok when valid.
+func storeF32(k *ptx.Func, dt dtype.DType, addr ptx.Reg, vals []ptx.Reg, ok ptx.Reg, cache string) {
 	at := ptx.At(addr, 0)
+	o := ptx.LdOpts{Cache: cache}
 	switch {
 	case dt == dtype.F32:
-		k.St(ptx.Global, ptx.F32, at, vals)
+		k.St(ptx.Global, ptx.F32, at, vals, o)
 	case len(vals) == 1:
-		k.St(ptx.Global, ptx.B16, at, []ptx.Reg{k.Cvt(halfType(dt), ptx.F32, "rn", vals[0])})
+		k.St(ptx.Global, ptx.B16, at, []ptx.Reg{k.Cvt(halfType(dt), ptx.F32, "rn", vals[0])}, o)
 	default:
 		pt := ptx.F16x2
 		if dt == dtype.BF16 {
@@ -288,7 +310,7 @@ func storeF32(k *ptx.Func, dt dtype.DType, addr ptx.Reg, vals []ptx.Reg, ok ptx.
 		for i := range words {
 			words[i] = k.PackHalf2(pt, vals[2*i+1], vals[2*i])
 		}
-		k.St(ptx.Global, ptx.B32, at, words)
+		k.St(ptx.Global, ptx.B32, at, words, o)
 	}
 	if ok.Valid() {
 		k.Guard(ok, false)

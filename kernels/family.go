@@ -107,23 +107,40 @@ type Tolerance struct {
 
 // Check compares got with ref and returns the largest absolute and
 // relative errors and the index of the first element outside tolerance
-// (-1 if none). NaN in got where ref is finite fails.
+// (-1 if none). Non-finite values must match exactly: NaN where ref is
+// NaN and an infinity where ref has the same infinity pass; anything else
+// against a NaN or an infinity (in either slice) fails with infinite
+// absolute and relative errors. Elements where ref is 0 have no relative
+// error. Slices of different lengths fail at the first index only one of
+// them has, with an infinite absolute error.
 func (t Tolerance) Check(got, ref []float64) (maxAbs, maxRel float64, bad int) {
 	bad = -1
+	if len(got) != len(ref) {
+		n := min(len(got), len(ref))
+		maxAbs, maxRel, bad = t.Check(got[:n], ref[:n])
+		if bad < 0 {
+			bad = n
+		}
+		return math.Inf(1), maxRel, bad
+	}
+	inf := math.Inf(1)
 	for i := range ref {
-		d := math.Abs(got[i] - ref[i])
-		if math.IsNaN(got[i]) != math.IsNaN(ref[i]) || math.IsInf(got[i], 0) != math.IsInf(ref[i], 0) {
-			d = math.Inf(1)
-		} else if math.IsNaN(got[i]) || got[i] == ref[i] {
-			d = 0
+		g, r := got[i], ref[i]
+		var d, rel float64
+		switch {
+		case g == r || math.IsNaN(g) && math.IsNaN(r):
+			// Equal, including equal infinities.
+		case math.IsNaN(g) || math.IsNaN(r) || math.IsInf(g, 0) || math.IsInf(r, 0):
+			d, rel = inf, inf
+		default:
+			d = math.Abs(g - r)
+			if r != 0 {
+				rel = d / math.Abs(r)
+			}
 		}
-		if d > maxAbs {
-			maxAbs = d
-		}
-		if r := math.Abs(ref[i]); r > 0 && d/r > maxRel {
-			maxRel = d / r
-		}
-		if bad < 0 && d > t.Atol+t.Rtol*math.Abs(ref[i]) {
+		maxAbs, maxRel = max(maxAbs, d), max(maxRel, rel)
+		// With r finite the limit is finite, so an infinite d always fails.
+		if bad < 0 && d > 0 && (math.IsInf(d, 1) || d > t.Atol+t.Rtol*math.Abs(r)) {
 			bad = i
 		}
 	}

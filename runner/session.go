@@ -118,7 +118,9 @@ func (ss *Session) Load(p kernels.Program) (*Loaded, error) {
 		}
 		grid := ln.Grid
 		if ln.GridPerSM > 0 {
-			grid[0] = ln.GridPerSM * ss.be.Device().SMs
+			// A full-occupancy wave, but never more CTAs than Grid asks
+			// for: the extra ones would have no work.
+			grid[0] = min(ln.GridPerSM*ss.be.Device().SMs, max(grid[0], 1))
 		}
 		for d := range grid {
 			grid[d] = max(grid[d], 1)

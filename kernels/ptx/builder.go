@@ -93,8 +93,10 @@ type Func struct {
 	dyn    *sharedDecl
 	nregs  [numClasses]int
 	labels int
+	placed map[Label]bool // raw labels placed with Label
 
 	maxnreg, minCTAs int
+	minCTAsPos       string // where MinNCTAPerSM was called
 	maxntid, reqntid []int
 
 	root  block
@@ -121,7 +123,7 @@ type Inst struct {
 	Op      string
 	Args    []Operand
 	sm, ptx int
-	pos     string
+	pcs     [8]uintptr // where Raw wrote it, resolved by Pos
 }
 
 func (*Inst) isNode() {}
@@ -180,7 +182,26 @@ func (f *Func) errorf(format string, args ...any) {
 func callerPos() string {
 	pcs := make([]uintptr, 16)
 	n := runtime.Callers(3, pcs)
-	frames := runtime.CallersFrames(pcs[:n])
+	return framePos(pcs[:n])
+}
+
+// Pos returns the file:line of the first caller outside this package that
+// wrote the instruction with Raw, or "?" for other instructions (walking
+// the stack for each one would cost more than building it) and when it is
+// too deep to tell.
+func (in *Inst) Pos() string {
+	n := 0
+	for n < len(in.pcs) && in.pcs[n] != 0 {
+		n++
+	}
+	return framePos(in.pcs[:n])
+}
+
+func framePos(pcs []uintptr) string {
+	if len(pcs) == 0 {
+		return "?"
+	}
+	frames := runtime.CallersFrames(pcs)
 	for {
 		fr, more := frames.Next()
 		if !strings.Contains(fr.Function, "/kernels/ptx.") || strings.HasSuffix(fr.File, "_test.go") {
@@ -221,11 +242,21 @@ func (f *Func) Param(name string, t Type) Sym {
 // SharedArray declares a static shared-memory array of count elements of
 // type t with the given alignment (0: natural).
 func (f *Func) SharedArray(name string, t Type, count, align int) Sym {
+	if !validIdent(name) {
+		f.errorf("invalid shared array name %q", name)
+	}
 	if count <= 0 {
 		f.errorf("shared array %s: count %d must be positive", name, count)
 	}
+	if t.Bits() < 16 {
+		f.errorf("shared array %s: type %v cannot be stored", name, t)
+		t = B32
+	}
 	if align == 0 {
 		align = t.Bits() / 8
+	}
+	if align < t.Bits()/8 || align&(align-1) != 0 {
+		f.errorf("shared array %s: alignment %d must be a power of two of at least %d", name, align, t.Bits()/8)
 	}
 	s := Sym{Name: f.name + "_smem_" + name, typ: t}
 	f.shared = append(f.shared, sharedDecl{s, count, align})
@@ -238,6 +269,12 @@ func (f *Func) DynamicShared(name string, align int) Sym {
 	if f.dyn != nil {
 		f.errorf("dynamic shared memory declared twice")
 		return f.dyn.sym
+	}
+	if !validIdent(name) {
+		f.errorf("invalid dynamic shared memory name %q", name)
+	}
+	if align&(align-1) != 0 || align < 0 {
+		f.errorf("dynamic shared memory %s: alignment %d is not a power of two", name, align)
 	}
 	s := Sym{Name: f.name + "_dsmem_" + name}
 	f.dyn = &sharedDecl{sym: s, align: max(align, 16)}
@@ -261,18 +298,30 @@ func (f *Func) MaxNReg(n int) {
 	f.maxnreg = n
 }
 
-// MaxNTid sets .maxntid.
-func (f *Func) MaxNTid(dims ...int) { f.maxntid = f.checkDims(".maxntid", dims) }
+// MaxNTid sets .maxntid. A kernel takes .maxntid or .reqntid, not both.
+func (f *Func) MaxNTid(dims ...int) {
+	if f.reqntid != nil {
+		f.errorf(".maxntid %v: .reqntid is already set", dims)
+	}
+	f.maxntid = f.checkDims(".maxntid", dims)
+}
 
 // ReqNTid sets .reqntid: the kernel must be launched with exactly this block.
-func (f *Func) ReqNTid(dims ...int) { f.reqntid = f.checkDims(".reqntid", dims) }
+func (f *Func) ReqNTid(dims ...int) {
+	if f.maxntid != nil {
+		f.errorf(".reqntid %v: .maxntid is already set", dims)
+	}
+	f.reqntid = f.checkDims(".reqntid", dims)
+}
 
-// MinNCTAPerSM sets .minnctapersm.
+// MinNCTAPerSM sets .minnctapersm. ptxas ignores it unless .maxntid or
+// .reqntid is set too, so Build reports a kernel that has neither.
 func (f *Func) MinNCTAPerSM(n int) {
 	if n < 0 {
 		f.errorf(".minnctapersm %d is negative", n)
 	}
 	f.minCTAs = n
+	f.minCTAsPos = callerPos()
 }
 
 func (f *Func) checkDims(what string, dims []int) []int {
@@ -303,7 +352,7 @@ func (f *Func) ReqNTidCount() int {
 	return n
 }
 
-func (f *Func) label(kind string) int {
+func (f *Func) label() int {
 	f.labels++
 	return f.labels
 }
@@ -316,9 +365,28 @@ func (f *Func) emit(in *Inst) *Inst {
 	if in.ptx == 0 {
 		in.ptx = 70
 	}
-	in.pos = callerPos()
 	f.body.nodes = append(f.body.nodes, in)
 	return in
+}
+
+// Label places the raw label l at this point of the kernel, as a target
+// for branches written with Raw (Raw(0, 0, "bra", l)). A label may be
+// placed once; names beginning with "$L_" are reserved for structured
+// control flow. Build reports branches to labels never placed.
+func (f *Func) Label(l Label) {
+	switch {
+	case !validIdent(string(l)):
+		f.errorf("invalid label name %q", string(l))
+	case strings.HasPrefix(string(l), "$L_"):
+		f.errorf("label %s: names beginning with $L_ are reserved for structured control flow", l)
+	case f.placed[l]:
+		f.errorf("label %s placed twice", l)
+	}
+	if f.placed == nil {
+		f.placed = map[Label]bool{}
+	}
+	f.placed[l] = true
+	f.body.nodes = append(f.body.nodes, &labelNode{l})
 }
 
 // Comment adds a comment line to the kernel body.
@@ -339,7 +407,7 @@ func (f *Func) ifElse(p Reg, neg bool, then, els func()) {
 	if p.t != Pred {
 		f.errorf("If condition %v is not a predicate", p)
 	}
-	n := &ifNode{cond: p, negate: neg, id: f.label("if"), hasElse: els != nil}
+	n := &ifNode{cond: p, negate: neg, id: f.label(), hasElse: els != nil}
 	f.body.nodes = append(f.body.nodes, n)
 	f.region(&n.then, then)
 	if els != nil {
@@ -350,7 +418,7 @@ func (f *Func) ifElse(p Reg, neg bool, then, els func()) {
 // While emits a loop: cond is written at the top of every iteration and
 // returns a predicate; the body runs while it is true.
 func (f *Func) While(cond func() Reg, body func()) {
-	n := &loopNode{id: f.label("loop")}
+	n := &loopNode{id: f.label()}
 	f.body.nodes = append(f.body.nodes, n)
 	f.region(&n.cond, func() { n.condR = cond() })
 	if n.condR.t != Pred {
@@ -367,6 +435,7 @@ func (f *Func) For(t Type, start, end, step Operand, body func(i Reg)) {
 		f.errorf("For counter type %v: want u32, u64, s32 or s64", t)
 		return
 	}
+	f.check("for step", t, step)
 	i := f.Mov(t, start)
 	f.While(func() Reg { return f.Setp("lt", t, i, end) }, func() {
 		body(i)
@@ -388,8 +457,17 @@ func (f *Func) region(b *block, fn func()) {
 // validate checks what can only be checked once the kernel is complete.
 func (f *Func) validate() []error {
 	var errs []error
-	if f.reqntid != nil && f.maxntid != nil {
-		errs = append(errs, fmt.Errorf("kernel %s: .reqntid and .maxntid both set", f.name))
+	walk(f.root.nodes, func(n node) {
+		if in, ok := n.(*Inst); ok {
+			for _, a := range in.Args {
+				if l, ok := a.(Label); ok && !f.placed[l] {
+					errs = append(errs, fmt.Errorf("%s: kernel %s: %s branches to label %s, which is never placed", in.Pos(), f.name, in.Op, l))
+				}
+			}
+		}
+	})
+	if f.minCTAs > 0 && f.reqntid == nil && f.maxntid == nil {
+		errs = append(errs, fmt.Errorf("%s: kernel %s: .minnctapersm needs .maxntid or .reqntid (ptxas ignores it otherwise)", f.minCTAsPos, f.name))
 	}
 	return errs
 }

@@ -26,5 +26,16 @@
 // sm_80 and PTX ISA 7.0 are the baseline; an instruction that needs more
 // raises them (bf16 arithmetic: sm_90, PTX 7.8).
 //
+// The checks follow what ptxas accepts, so that a module that builds also
+// assembles: arithmetic takes integer or float types, never bit types
+// (add.b32 does not exist); shl is printed for bit types only; mov of
+// half-precision types moves bits; cvt must carry the rounding mode PTX
+// requires for the conversion and no other; atom and red take only the
+// types PTX allows each operation, with .noftz on half-precision adds;
+// 32-bit address registers are for shared memory only; dynamic shared
+// memory is declared at module scope; negative address offsets print as
+// [base+-8]. Raw writes anything else, and Label places raw branch
+// targets, which Build checks are placed.
+//
 // The package knows about no kernel in particular.
 package ptx

@@ -1,6 +1,10 @@
 package ptx
 
-import "fmt"
+import (
+	"fmt"
+	"runtime"
+	"strings"
+)
 
 // check verifies that operand o may be used by an instruction of type t:
 // registers must have the same width, and integer instructions do not take
@@ -59,6 +63,26 @@ func reqs(t Type) (sm, ptxv int) {
 	return 80, 70
 }
 
+// numeric records an error unless t is an integer or floating-point type:
+// PTX arithmetic has no form for bit types (add.b32) or predicates.
+func (f *Func) numeric(op string, t Type) {
+	if !t.IsInt() && !t.IsFloat() {
+		f.errorf("%s needs an integer or floating-point type, not %v", op, t)
+	}
+}
+
+// signed records an error unless t is a signed integer or floating-point
+// type (neg, abs).
+func (f *Func) signed(op string, t Type) {
+	switch t {
+	case S16, S32, S64:
+		return
+	}
+	if !t.IsFloat() {
+		f.errorf("%s needs a signed integer or floating-point type, not %v", op, t)
+	}
+}
+
 // op3 emits "op.t d, a, b" into a fresh register and returns it.
 func (f *Func) op3(op string, t Type, a, b Operand) Reg {
 	f.check(op, t, a)
@@ -86,13 +110,30 @@ func rnd(t Type) string {
 
 // Mov copies src (register, immediate, special register or symbol address)
 // into a new register of type t.
-func (f *Func) Mov(t Type, src Operand) Reg { return f.op2("mov", t, src) }
+// Half-precision types move as bit types (mov.b16, mov.b32), so an
+// integer immediate gives their bit pattern.
+func (f *Func) Mov(t Type, src Operand) Reg {
+	f.check("mov", movCheckType(t), src)
+	d := f.Reg(t)
+	f.emit(&Inst{Op: "mov." + movType(t), Args: []Operand{d, src}})
+	return d
+}
 
 // MovTo copies src into the existing register d.
 func (f *Func) MovTo(d Reg, src Operand) {
 	f.check("mov", d.t, d)
-	f.check("mov", d.t, src)
+	f.check("mov", movCheckType(d.t), src)
 	f.emit(&Inst{Op: "mov." + movType(d.t), Args: []Operand{d, src}})
+}
+
+// movCheckType is the type mov's source is checked against: the bit type
+// for half-precision types, which mov knows only as bits.
+func movCheckType(t Type) Type {
+	switch t {
+	case F16, BF16, F16x2, BF16x2:
+		return bitType(t)
+	}
+	return t
 }
 
 func movType(t Type) string {
@@ -106,13 +147,20 @@ func movType(t Type) string {
 }
 
 // Add returns a+b (add.rn for floats).
-func (f *Func) Add(t Type, a, b Operand) Reg { return f.op3("add"+rnd(t), t, a, b) }
+func (f *Func) Add(t Type, a, b Operand) Reg {
+	f.numeric("add", t)
+	return f.op3("add"+rnd(t), t, a, b)
+}
 
 // Sub returns a-b (sub.rn for floats).
-func (f *Func) Sub(t Type, a, b Operand) Reg { return f.op3("sub"+rnd(t), t, a, b) }
+func (f *Func) Sub(t Type, a, b Operand) Reg {
+	f.numeric("sub", t)
+	return f.op3("sub"+rnd(t), t, a, b)
+}
 
 // Mul returns a*b: mul.rn for floats, mul.lo for integers.
 func (f *Func) Mul(t Type, a, b Operand) Reg {
+	f.numeric("mul", t)
 	if t.IsInt() {
 		return f.op3("mul.lo", t, a, b)
 	}
@@ -142,6 +190,7 @@ func (f *Func) Mad(t Type, a, b, c Operand) Reg {
 	if t.IsFloat() {
 		return f.Fma(t, a, b, c)
 	}
+	f.numeric("mad", t)
 	for _, o := range []Operand{a, b, c} {
 		f.check("mad.lo", t, o)
 	}
@@ -165,20 +214,37 @@ func (f *Func) Fma(t Type, a, b, c Operand) Reg {
 }
 
 // Min returns min(a, b).
-func (f *Func) Min(t Type, a, b Operand) Reg { return f.op3("min", t, a, b) }
+func (f *Func) Min(t Type, a, b Operand) Reg {
+	f.numeric("min", t)
+	return f.op3("min", t, a, b)
+}
 
 // Max returns max(a, b).
-func (f *Func) Max(t Type, a, b Operand) Reg { return f.op3("max", t, a, b) }
+func (f *Func) Max(t Type, a, b Operand) Reg {
+	f.numeric("max", t)
+	return f.op3("max", t, a, b)
+}
 
-// Neg returns -a.
-func (f *Func) Neg(t Type, a Operand) Reg { return f.op2("neg", t, a) }
+// Neg returns -a (signed integer or floating-point t).
+func (f *Func) Neg(t Type, a Operand) Reg {
+	f.signed("neg", t)
+	return f.op2("neg", t, a)
+}
 
-// Abs returns |a|.
-func (f *Func) Abs(t Type, a Operand) Reg { return f.op2("abs", t, a) }
+// Abs returns |a| (signed integer or floating-point t).
+func (f *Func) Abs(t Type, a Operand) Reg {
+	f.signed("abs", t)
+	return f.op2("abs", t, a)
+}
 
 // Div returns a/b: div.rn for floats (IEEE, exactly rounded), div for
-// integers.
-func (f *Func) Div(t Type, a, b Operand) Reg { return f.op3("div"+rnd(t), t, a, b) }
+// integers. PTX has no half-precision division.
+func (f *Func) Div(t Type, a, b Operand) Reg {
+	if !t.IsInt() && t != F32 && t != F64 {
+		f.errorf("div needs an integer type, f32 or f64, not %v", t)
+	}
+	return f.op3("div"+rnd(t), t, a, b)
+}
 
 // Rcp returns 1/a, exactly rounded (rcp.rn; f32 or f64).
 func (f *Func) Rcp(t Type, a Operand) Reg { return f.floatOnly("rcp.rn", t, a) }
@@ -209,13 +275,38 @@ func (f *Func) floatOnly(op string, t Type, a Operand) Reg {
 	return f.op2(op, t, a)
 }
 
-// Shl returns a << n.
-func (f *Func) Shl(t Type, a, n Operand) Reg { return f.shift("shl", t, a, n) }
+// Shl returns a << n. PTX has shl only for bit types, so an integer t is
+// printed as the bit type of its width (shl.b32 for u32).
+func (f *Func) Shl(t Type, a, n Operand) Reg {
+	if t.IsInt() {
+		t = bitType(t)
+	}
+	return f.shift("shl", t, a, n)
+}
 
-// Shr returns a >> n (arithmetic for signed types).
+// Shr returns a >> n (arithmetic for signed types, logical for unsigned and
+// bit types).
 func (f *Func) Shr(t Type, a, n Operand) Reg { return f.shift("shr", t, a, n) }
 
+// bitType returns the bit type of t's width (b16, b32, b64), or t itself.
+func bitType(t Type) Type {
+	switch t.Bits() {
+	case 16:
+		return B16
+	case 32:
+		return B32
+	case 64:
+		return B64
+	}
+	return t
+}
+
 func (f *Func) shift(op string, t Type, a, n Operand) Reg {
+	switch t {
+	case B16, B32, B64, U16, U32, U64, S16, S32, S64:
+	default:
+		f.errorf("%s needs a bit or integer type, not %v", op, t)
+	}
 	f.check(op, t, a)
 	f.check(op, U32, n)
 	d := f.Reg(t)
@@ -233,15 +324,7 @@ func (f *Func) Or(t Type, a, b Operand) Reg { return f.logic("or", t, a, b) }
 func (f *Func) Xor(t Type, a, b Operand) Reg { return f.logic("xor", t, a, b) }
 
 func (f *Func) logic(op string, t Type, a, b Operand) Reg {
-	bt := t
-	switch t.Bits() {
-	case 16:
-		bt = B16
-	case 32:
-		bt = B32
-	case 64:
-		bt = B64
-	}
+	bt := bitType(t)
 	if t == Pred {
 		for _, o := range []Operand{a, b} {
 			if r, ok := o.(Reg); !ok || r.t != Pred {
@@ -268,13 +351,19 @@ func (f *Func) Setp(cmp string, t Type, a, b Operand) Reg {
 	default:
 		f.errorf("unknown comparison %q", cmp)
 	}
-	if t.IsInt() && (cmp == "lt" || cmp == "le" || cmp == "gt" || cmp == "ge") && t.String()[0] == 'b' {
-		f.errorf("ordered comparison on bit type %v", t)
+	switch t {
+	case B16, B32, B64:
+		if cmp != "eq" && cmp != "ne" {
+			f.errorf("setp.%s on bit type %v: bit types compare only with eq and ne", cmp, t)
+		}
+	case Pred, F16x2, BF16x2, invalidType:
+		f.errorf("setp cannot compare %v", t)
 	}
 	f.check("setp", t, a)
 	f.check("setp", t, b)
 	d := f.Reg(Pred)
-	f.emit(&Inst{Op: "setp." + cmp + "." + t.String(), Args: []Operand{d, a, b}})
+	sm, v := reqs(t)
+	f.emit(&Inst{Op: "setp." + cmp + "." + t.String(), Args: []Operand{d, a, b}, sm: sm, ptx: v})
 	return d
 }
 
@@ -290,11 +379,17 @@ func (f *Func) Selp(t Type, a, b Operand, p Reg) Reg {
 	return d
 }
 
-// Cvt converts src of type from to type to with the rounding mode mode
-// ("rn", "rz", "rni", "rzi", ... or "" where none applies). A bf16 → f32
-// conversion is lowered to a 16-bit shift so that it runs on sm_80.
+// Cvt converts src of type from to type to with the rounding mode mode.
+// PTX fixes which conversions take a mode, and the builder checks it:
+// float → narrower float and integer → float need a float mode (rn, rz, rm,
+// rp); float → integer needs an integer mode (rni, rzi, rmi, rpi); a float
+// to the same type takes an integer mode or none; widening floats and
+// integer → integer take none (""). A bf16 → f32 conversion is lowered to a
+// 16-bit shift so that it runs on sm_80; other conversions from bf16, and
+// to bf16 from anything but f32, need sm_90.
 func (f *Func) Cvt(to, from Type, mode string, src Operand) Reg {
 	f.check("cvt", from, src)
+	f.checkCvt(to, from, mode)
 	if from == BF16 && to == F32 {
 		w := f.Reg(B32)
 		f.emit(&Inst{Op: "cvt.u32.u16", Args: []Operand{w, src}})
@@ -306,11 +401,46 @@ func (f *Func) Cvt(to, from Type, mode string, src Operand) Reg {
 		op += "." + mode
 	}
 	sm, v := 80, 70
-	if from == BF16 || (to == BF16 && !from.IsFloat()) {
+	if from == BF16 || (to == BF16 && from != F32) {
 		sm, v = 90, 78
 	}
 	f.emit(&Inst{Op: op + "." + to.String() + "." + from.String(), Args: []Operand{d, src}, sm: sm, ptx: v})
 	return d
+}
+
+// checkCvt enforces the rounding-mode rules of cvt described at Cvt.
+func (f *Func) checkCvt(to, from Type, mode string) {
+	scalar := func(t Type) bool { return t.IsInt() || t == F16 || t == BF16 || t == F32 || t == F64 }
+	if !scalar(to) || !scalar(from) {
+		f.errorf("cvt.%v.%v: cvt converts between integer and scalar floating-point types (PackHalf2 packs pairs)", to, from)
+		return
+	}
+	floatMode := mode == "rn" || mode == "rz" || mode == "rm" || mode == "rp"
+	intMode := mode == "rni" || mode == "rzi" || mode == "rmi" || mode == "rpi"
+	if mode != "" && !floatMode && !intMode {
+		f.errorf("cvt: unknown rounding mode %q (rn, rz, rm, rp, rni, rzi, rmi, rpi)", mode)
+		return
+	}
+	var ok bool
+	var want string
+	switch {
+	case to.IsFloat() && from.IsFloat() && to == from:
+		ok, want = mode == "" || intMode, "an integer rounding mode or none"
+	case to.IsFloat() && from.IsFloat() && to.Bits() > from.Bits():
+		ok, want = mode == "", "no rounding mode (widening is exact)"
+	case to.IsFloat() && from.IsFloat():
+		// Narrowing, and f16 <-> bf16 which are of equal width.
+		ok, want = floatMode, "a float rounding mode (rn, rz, rm, rp)"
+	case to.IsFloat():
+		ok, want = floatMode, "a float rounding mode (rn, rz, rm, rp)"
+	case from.IsFloat():
+		ok, want = intMode, "an integer rounding mode (rni, rzi, rmi, rpi)"
+	default:
+		ok, want = mode == "", "no rounding mode"
+	}
+	if !ok {
+		f.errorf("cvt.%v.%v with mode %q: needs %s", to, from, mode, want)
+	}
 }
 
 // PackHalf2 converts two f32 values to one f16x2 or bf16x2 register
@@ -363,8 +493,11 @@ func (f *Func) Cvta(sp Space, a Reg) Reg {
 
 // LdOpts are optional qualifiers of ld and st.
 type LdOpts struct {
-	NC    bool   // ld.global.nc: read-only data path
-	Cache string // cache operator without dot: ca, cg, cs, lu, cv (ld); wb, cg, cs, wt (st)
+	NC bool // ld.global.nc: read-only data path
+	// Cache is the cache operator without its dot: ca, cg, cs, lu, cv (ld);
+	// wb, cg, cs, wt (st); or qualifiers with "::" (L1::no_allocate,
+	// L2::256B, several joined by dots), which need PTX ISA 7.4.
+	Cache string
 }
 
 // Ld loads n (1, 2 or 4) consecutive elements of type t from addr in space
@@ -392,7 +525,7 @@ func (f *Func) LdTo(sp Space, t Type, dst []Reg, addr Addr, o ...LdOpts) {
 			op += "." + o[0].Cache
 		}
 	}
-	f.memop(op, t, dst, addr)
+	f.memop(op, sp, t, dst, addr)
 }
 
 // St stores vals (1, 2 or 4 registers or immediates of type t) to addr.
@@ -401,10 +534,10 @@ func (f *Func) St(sp Space, t Type, addr Addr, vals []Reg, o ...LdOpts) {
 	if len(o) > 0 && o[0].Cache != "" {
 		op += "." + o[0].Cache
 	}
-	f.memop(op, t, vals, addr)
+	f.memop(op, sp, t, vals, addr)
 }
 
-func (f *Func) memop(op string, t Type, regs []Reg, addr Addr) {
+func (f *Func) memop(op string, sp Space, t Type, regs []Reg, addr Addr) {
 	switch len(regs) {
 	case 1:
 	case 2, 4:
@@ -418,7 +551,7 @@ func (f *Func) memop(op string, t Type, regs []Reg, addr Addr) {
 	for _, r := range regs {
 		f.check(op, t, r)
 	}
-	f.checkAddr(op, addr)
+	f.checkAddr(op, sp, addr)
 	ts := t.String()
 	if t == F16 || t == BF16 {
 		ts = "b16"
@@ -431,17 +564,25 @@ func (f *Func) memop(op string, t Type, regs []Reg, addr Addr) {
 		data = regs[0]
 	}
 	if op[0] == 'l' {
-		f.emit(&Inst{Op: op + "." + ts, Args: []Operand{data, addr}})
+		f.emit(&Inst{Op: op + "." + ts, Args: []Operand{data, addr}, ptx: ptxFor(op)})
 	} else {
-		f.emit(&Inst{Op: op + "." + ts, Args: []Operand{addr, data}})
+		f.emit(&Inst{Op: op + "." + ts, Args: []Operand{addr, data}, ptx: ptxFor(op)})
 	}
 }
 
-func (f *Func) checkAddr(op string, a Addr) {
+// checkAddr checks a memory operand of space sp: the base is a symbol or
+// a 64-bit register; 32-bit registers address only shared memory (ptxas
+// refuses 32-bit generic and global addresses under .address_size 64).
+func (f *Func) checkAddr(op string, sp Space, a Addr) {
 	switch b := a.Base.(type) {
 	case Reg:
-		if b.t.Bits() != 64 && b.t.Bits() != 32 {
-			f.errorf("%s: address register %v is not 32- or 64-bit", op, b)
+		switch {
+		case b.t.Bits() == 64 && classOf(b.t) == clsB64:
+		case b.t.Bits() == 32 && classOf(b.t) == clsB32 && sp == Shared:
+		case b.t.Bits() == 32 && classOf(b.t) == clsB32:
+			f.errorf("%s: 32-bit address register %v used for the %s space (only shared takes 32-bit addresses)", op, b, sp)
+		default:
+			f.errorf("%s: address register %v is not a 32- or 64-bit integer register", op, b)
 		}
 	case Sym:
 	default:
@@ -473,21 +614,67 @@ func (f *Func) ShflSync(mode string, a, b, c Operand, mask uint32) Reg {
 	return d
 }
 
-// Atom performs an atomic read-modify-write (op: add, min, max, exch, cas
-// is not offered here) and returns the old value.
+// Atom performs an atomic read-modify-write and returns the old value.
+// The operations and the types PTX allows them:
+//
+//	add        u32, s32, u64, f32, f64, f16, f16x2, bf16, bf16x2 (bf16: sm_90)
+//	min, max   u32, s32, u64, s64
+//	inc, dec   u32
+//	and, or, xor, exch   b32, b64
+//
+// Half-precision adds carry the .noftz qualifier PTX requires. cas is not
+// offered here.
 func (f *Func) Atom(sp Space, op string, t Type, addr Addr, v Operand) Reg {
+	q, sm, pv := f.atomOp("atom", op, t)
 	f.check("atom", t, v)
-	f.checkAddr("atom", addr)
+	f.checkAddr("atom", sp, addr)
 	d := f.Reg(t)
-	f.emit(&Inst{Op: "atom." + string(sp) + "." + op + "." + t.String(), Args: []Operand{d, addr, v}})
+	f.emit(&Inst{Op: "atom." + string(sp) + "." + q + "." + t.String(), Args: []Operand{d, addr, v}, sm: sm, ptx: pv})
 	return d
 }
 
-// Red performs an atomic reduction without returning the old value.
+// Red performs an atomic reduction without returning the old value. It
+// takes the operations and types of Atom except exch.
 func (f *Func) Red(sp Space, op string, t Type, addr Addr, v Operand) {
+	if op == "exch" {
+		f.errorf("red has no exch operation (use Atom)")
+	}
+	q, sm, pv := f.atomOp("red", op, t)
 	f.check("red", t, v)
-	f.checkAddr("red", addr)
-	f.emit(&Inst{Op: "red." + string(sp) + "." + op + "." + t.String(), Args: []Operand{addr, v}})
+	f.checkAddr("red", sp, addr)
+	f.emit(&Inst{Op: "red." + string(sp) + "." + q + "." + t.String(), Args: []Operand{addr, v}, sm: sm, ptx: pv})
+}
+
+// atomOp checks op against t for atom and red and returns the operation
+// qualifiers to print and the sm and PTX version they need.
+func (f *Func) atomOp(inst, op string, t Type) (q string, sm, ptxv int) {
+	var ok bool
+	switch op {
+	case "add":
+		switch t {
+		case U32, S32, U64, F32, F64, F16, F16x2, BF16, BF16x2:
+			ok = true
+		}
+	case "min", "max":
+		ok = t == U32 || t == S32 || t == U64 || t == S64
+	case "inc", "dec":
+		ok = t == U32
+	case "and", "or", "xor", "exch":
+		ok = t == B32 || t == B64
+	default:
+		f.errorf("%s: unknown operation %q (add, min, max, inc, dec, and, or, xor, exch)", inst, op)
+		return op, 80, 70
+	}
+	if !ok {
+		f.errorf("%s.%s does not take type %v", inst, op, t)
+	}
+	switch t {
+	case F16, F16x2:
+		return op + ".noftz", 80, 70
+	case BF16, BF16x2:
+		return op + ".noftz", 90, 78
+	}
+	return op, 80, 70
 }
 
 // Ret ends the thread.
@@ -496,7 +683,9 @@ func (f *Func) Ret() { f.emit(&Inst{Op: "ret"}) }
 // Raw emits an instruction the builder has no helper for. Its operands are
 // not type-checked; sm and ptxVersion (e.g. 80, 70) state what it needs.
 func (f *Func) Raw(sm, ptxVersion int, op string, args ...Operand) {
-	f.emit(&Inst{Op: op, Args: args, sm: sm, ptx: ptxVersion})
+	in := &Inst{Op: op, Args: args, sm: sm, ptx: ptxVersion}
+	runtime.Callers(2, in.pcs[:])
+	f.emit(in)
 }
 
 // Guard makes the last emitted instruction conditional on p (@p, or @!p
@@ -514,4 +703,13 @@ func (f *Func) Guard(p Reg, negate bool) {
 		}
 	}
 	f.errorf("Guard must follow an instruction in the same region")
+}
+
+// ptxFor returns the PTX ISA version a memory op needs: 7.4 for the
+// "::" cache qualifiers (L1::no_allocate, L2::256B, ...), else 7.0.
+func ptxFor(op string) int {
+	if strings.Contains(op, "::") {
+		return 74
+	}
+	return 70
 }

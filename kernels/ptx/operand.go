@@ -97,11 +97,9 @@ type Addr struct {
 func At(base Operand, off int64) Addr { return Addr{Base: base, Off: off} }
 
 func (a Addr) String() string {
-	switch {
-	case a.Off > 0:
+	if a.Off != 0 {
+		// PTX spells a negative offset [base+-8]; ptxas rejects [base-8].
 		return fmt.Sprintf("[%s+%d]", a.Base, a.Off)
-	case a.Off < 0:
-		return fmt.Sprintf("[%s%d]", a.Base, a.Off)
 	}
 	return fmt.Sprintf("[%s]", a.Base)
 }
