@@ -1,0 +1,59 @@
+package store
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestRecordedH200Run opens the database of the H200 activation run kept
+// under testdata/ (on a copy: Open may write) and checks that it reads with
+// the current schema and that every winner is the fastest valid evaluation
+// of its shape.
+func TestRecordedH200Run(t *testing.T) {
+	src, err := os.Open(filepath.Join("..", "testdata", "h200-activations.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	path := filepath.Join(t.TempDir(), "h200.db")
+	dst, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(dst, src); err != nil {
+		t.Fatal(err)
+	}
+	dst.Close()
+	db, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	runs, err := db.Runs()
+	if err != nil || len(runs) != 1 || runs[0].GPUName != "NVIDIA H200" || runs[0].Status != "ok" || runs[0].CopyGBps < 4000 {
+		t.Fatalf("runs = %+v, %v", runs, err)
+	}
+	evals, err := db.Evaluations(Filter{RunID: runs[0].ID})
+	if err != nil || len(evals) != 3888 {
+		t.Fatalf("%d evaluations, %v", len(evals), err)
+	}
+	winners, err := db.Winners(runs[0].ID)
+	if err != nil || len(winners) != 18 {
+		t.Fatalf("%d winners, %v", len(winners), err)
+	}
+	for _, w := range winners {
+		best, ok, err := db.Best(w.Kernel, w.ShapeKey, runs[0].GPUUUID, "cold")
+		if err != nil || !ok {
+			t.Fatalf("%s %s: Best: %v %v", w.Kernel, w.ShapeKey, ok, err)
+		}
+		if best.VariantID != w.VariantID || best.MedianUS != w.MedianUS {
+			t.Errorf("%s %s: winner %s at %.2f µs, but the fastest valid evaluation is variant %d at %.2f µs",
+				w.Kernel, w.ShapeKey, w.Params, w.MedianUS, best.VariantID, best.MedianUS)
+		}
+		if len(best.Samples) < 10 {
+			t.Errorf("%s %s: winner has %d samples, want at least 10", w.Kernel, w.ShapeKey, len(best.Samples))
+		}
+	}
+}
