@@ -4,11 +4,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"time"
 
 	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/kernels/ptx"
 	"github.com/gradtune/gradtune/variants"
 )
 
@@ -211,7 +213,13 @@ func (r *Runner) evalOne(ctx context.Context, f kernels.Family, s variants.Shape
 		GPUUUID: r.info.UUID, Driver: r.info.Driver, Mode: r.opt.Measure.Mode}}
 	prog, err := f.Emit(s, p)
 	if err != nil {
+		// A variant the static analyses reject (a barrier under divergent
+		// control, a shuffle mask that does not match its lanes, a shared
+		// access out of bounds) is wrong code, not a compiler failure.
 		res.Status, res.Message = "compile_error", "emit: "+err.Error()
+		if errors.Is(err, ptx.ErrUnsafe) {
+			res.Status = "invalid"
+		}
 		return res
 	}
 	sum := sha256.Sum256([]byte(prog.PTX))

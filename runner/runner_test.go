@@ -11,6 +11,7 @@ import (
 
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/dtype"
+	"github.com/gradtune/gradtune/kernels/ptx"
 	"github.com/gradtune/gradtune/variants"
 )
 
@@ -76,6 +77,17 @@ func (toyFamily) Space(variants.Shape) variants.Space {
 	return variants.Space{Axes: []variants.Axis{variants.IntAxis("v", "", 1, 2, 3, 4)}}
 }
 func (toyFamily) Emit(s variants.Shape, p variants.Params) (kernels.Program, error) {
+	if p["v"] == "4" {
+		// A kernel with a barrier under thread-dependent control.
+		m := ptx.NewModule()
+		k := m.Func("bad")
+		k.ReqNTid(64)
+		k.If(k.Setp("lt", ptx.U32, k.Mov(ptx.U32, ptx.TidX), ptx.Imm(7)), func() { k.BarSync(0) })
+		if _, err := m.Build(); err != nil {
+			return kernels.Program{}, fmt.Errorf("toy: %w", err)
+		}
+		return kernels.Program{}, errors.New("toy: the analyses passed a divergent barrier")
+	}
 	return kernels.Program{PTX: "// params " + p.String() + "\n", Launches: []kernels.Launch{{Entry: "toy"}}}, nil
 }
 func (toyFamily) Cost(variants.Shape) kernels.Cost { return kernels.Cost{Bytes: 1e6} }
@@ -113,7 +125,7 @@ func TestTunePicksFastestValidAndSkipsDone(t *testing.T) {
 		case "v=3":
 			return &evalResponse{Status: "ok", Samples: samples(5)}, nil
 		}
-		return &evalResponse{Status: "compile_error", Message: "ptxas: boom"}, nil
+		return nil, errors.New("v=4 must never reach the worker")
 	}
 	var starts, evals int
 	r := newRunner(t, answer, &starts, &evals)
@@ -126,7 +138,7 @@ func TestTunePicksFastestValidAndSkipsDone(t *testing.T) {
 	if s.Best == nil || s.Best.Key.Params != "v=3" {
 		t.Fatalf("best = %+v, want v=3", s.Best)
 	}
-	if s.Tried != 4 || s.Valid != 2 || s.Failed != 2 || evals != 4 || len(rec.records) != 4 {
+	if s.Tried != 4 || s.Valid != 2 || s.Failed != 2 || evals != 3 || len(rec.records) != 4 {
 		t.Fatalf("summary %+v, evals %d, records %d", s, evals, len(rec.records))
 	}
 	if got := s.Best.GBps; got < 199 || got > 201 { // 1e6 bytes in ~5 µs
@@ -140,7 +152,10 @@ func TestTunePicksFastestValidAndSkipsDone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if evals != 4 || sums[0].Reused != 4 || sums[0].Best.Key.Params != "v=3" {
+	if last := rec.records[3]; last.Status != "invalid" || !strings.Contains(last.Message, "bar.sync") {
+		t.Errorf("unsafe variant recorded as %s: %s", last.Status, last.Message)
+	}
+	if evals != 3 || sums[0].Reused != 3 || sums[0].Best.Key.Params != "v=3" {
 		t.Fatalf("re-run: evals %d, summary %+v", evals, sums[0])
 	}
 	// --fresh measures again.
@@ -148,8 +163,8 @@ func TestTunePicksFastestValidAndSkipsDone(t *testing.T) {
 	if _, err := r.Tune(context.Background(), []Job{{Family: toyFamily{}, Shapes: []variants.Shape{toyShape}}}, rec); err != nil {
 		t.Fatal(err)
 	}
-	if evals != 8 {
-		t.Fatalf("fresh re-run evaluated %d, want 8", evals)
+	if evals != 6 {
+		t.Fatalf("fresh re-run evaluated %d, want 6", evals)
 	}
 }
 
@@ -173,14 +188,14 @@ func TestWorkerCrashIsRecordedAndRestarted(t *testing.T) {
 	if starts != 3 {
 		t.Errorf("worker started %d times, want 3 (first, after the crash, after the sticky error)", starts)
 	}
-	if sums[0].Valid != 2 || sums[0].Failed != 2 {
+	if sums[0].Valid != 1 || sums[0].Failed != 3 {
 		t.Errorf("summary %+v", sums[0])
 	}
 	var statuses []string
 	for _, rr := range rec.records {
 		statuses = append(statuses, rr.Key.Params+":"+rr.Status)
 	}
-	if got := strings.Join(statuses, " "); got != "v=1:ok v=2:launch_error v=3:launch_error v=4:ok" {
+	if got := strings.Join(statuses, " "); got != "v=1:ok v=2:launch_error v=3:launch_error v=4:invalid" {
 		t.Errorf("statuses = %s", got)
 	}
 	// launch errors are retried on the next run.

@@ -12,6 +12,27 @@ import (
 type Dim struct {
 	Name  string
 	Value int
+	// Milli is the fractional part of the extent in thousandths (0..999):
+	// the extent is Value + Milli/1000. Only the dimension named
+	// FractionalDim may be fractional; for every other one Milli is 0.
+	Milli int `json:",omitempty"`
+}
+
+// FractionalDim names the one shape dimension that may take a decimal
+// value with up to three decimals: the norm exponent p of LP pooling
+// (p=1.5). Spec.Get and Shape.Get return its integer part; families that
+// accept fractions read it with Float.
+const FractionalDim = "p"
+
+// Float returns the extent as a number, fraction included.
+func (d Dim) Float() float64 { return float64(d.Value) + float64(d.Milli)/1000 }
+
+// ValueString prints the extent: "2048", or "1.5" for a fractional one.
+func (d Dim) ValueString() string {
+	if d.Milli == 0 {
+		return strconv.Itoa(d.Value)
+	}
+	return strings.TrimRight(fmt.Sprintf("%d.%03d", d.Value, d.Milli), "0")
 }
 
 // Shape is a problem size plus its element type. Shapes are baked into the
@@ -31,6 +52,16 @@ func (s Shape) Get(name string) int {
 	return 0
 }
 
+// Float returns the extent called name with its fraction, or 0.
+func (s Shape) Float(name string) float64 {
+	for _, d := range s.Dims {
+		if d.Name == name {
+			return d.Float()
+		}
+	}
+	return 0
+}
+
 // Has reports whether the shape names the extent.
 func (s Shape) Has(name string) bool {
 	for _, d := range s.Dims {
@@ -41,7 +72,7 @@ func (s Shape) Has(name string) bool {
 	return false
 }
 
-// Elems is the product of all extents.
+// Elems is the product of all extents (integer parts).
 func (s Shape) Elems() int {
 	n := 1
 	for _, d := range s.Dims {
@@ -55,7 +86,7 @@ func (s Shape) Elems() int {
 func (s Shape) Key() string {
 	var b strings.Builder
 	for _, d := range s.Dims {
-		fmt.Fprintf(&b, "%s=%d,", d.Name, d.Value)
+		fmt.Fprintf(&b, "%s=%s,", d.Name, d.ValueString())
 	}
 	b.WriteString("dtype=" + s.DType.String())
 	return b.String()
@@ -65,7 +96,7 @@ func (s Shape) Key() string {
 func (s Shape) Size() string {
 	var parts []string
 	for _, d := range s.Dims {
-		parts = append(parts, strconv.Itoa(d.Value))
+		parts = append(parts, d.ValueString())
 	}
 	return strings.Join(parts, "×")
 }
@@ -78,7 +109,9 @@ type Spec struct {
 }
 
 // ParseSpecs parses one or more shape specs separated by ';', each
-// "name=value,name=value[,dtype=D]". Values must be positive integers.
+// "name=value,name=value[,dtype=D]". Values must be positive integers,
+// except that FractionalDim (p) may also be a positive decimal with at most
+// three decimals (p=1.5).
 func ParseSpecs(s string) ([]Spec, error) {
 	var out []Spec
 	for _, part := range strings.Split(s, ";") {
@@ -118,13 +151,63 @@ func parseSpec(s string) (Spec, error) {
 			sp.DType = d
 			continue
 		}
+		if k == FractionalDim && strings.Contains(v, ".") {
+			d, ok := parseMilli(v)
+			if !ok {
+				return Spec{}, fmt.Errorf("malformed shape %q: %s=%s is not a positive number with at most three decimals", s, k, v)
+			}
+			d.Name = k
+			sp.Dims = append(sp.Dims, d)
+			continue
+		}
 		n, err := strconv.Atoi(v)
 		if err != nil || n <= 0 {
 			return Spec{}, fmt.Errorf("malformed shape %q: %s=%s is not a positive integer", s, k, v)
 		}
-		sp.Dims = append(sp.Dims, Dim{k, n})
+		sp.Dims = append(sp.Dims, Dim{Name: k, Value: n})
 	}
 	return sp, nil
+}
+
+// parseMilli parses a positive decimal "I.F" with one to three digits F
+// (and digits I, possibly none) into Value and Milli.
+func parseMilli(v string) (Dim, bool) {
+	ip, fp, _ := strings.Cut(v, ".")
+	if len(fp) == 0 || len(fp) > 3 || !allDigits(ip) || !allDigits(fp) {
+		return Dim{}, false
+	}
+	n := 0
+	if ip != "" {
+		var err error
+		if n, err = strconv.Atoi(ip); err != nil {
+			return Dim{}, false
+		}
+	}
+	m, _ := strconv.Atoi((fp + "00")[:3])
+	if n == 0 && m == 0 {
+		return Dim{}, false
+	}
+	return Dim{Value: n, Milli: m}, true
+}
+
+func allDigits(s string) bool {
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// Float returns the extent called name with its fraction and whether the
+// spec names it.
+func (sp Spec) Float(name string) (float64, bool) {
+	for _, d := range sp.Dims {
+		if d.Name == name {
+			return d.Float(), true
+		}
+	}
+	return 0, false
 }
 
 // Get returns the extent called name and whether the spec names it.

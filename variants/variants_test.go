@@ -88,7 +88,7 @@ func TestParseSpecs(t *testing.T) {
 }
 
 func TestShapeKey(t *testing.T) {
-	s := Shape{Dims: []Dim{{"m", 2048}, {"n", 8960}}, DType: dtype.F32}
+	s := Shape{Dims: []Dim{{Name: "m", Value: 2048}, {Name: "n", Value: 8960}}, DType: dtype.F32}
 	if s.Key() != "m=2048,n=8960,dtype=f32" || s.Elems() != 2048*8960 || s.Size() != "2048×8960" {
 		t.Errorf("key %q elems %d size %q", s.Key(), s.Elems(), s.Size())
 	}
@@ -104,5 +104,36 @@ func TestPresets(t *testing.T) {
 	}
 	if _, err := LookupPreset("llama", 0); err == nil || !strings.Contains(err.Error(), "qwen1.5b") {
 		t.Errorf("unknown preset error = %v", err)
+	}
+}
+
+func TestFractionalP(t *testing.T) {
+	sp, err := ParseSpecs("n=2,p=1.5;p=0.25,n=3;p=2;p=12.125;p=.5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		f     float64
+		i     int
+		print string
+	}{{1.5, 1, "1.5"}, {0.25, 0, "0.25"}, {2, 2, "2"}, {12.125, 12, "12.125"}, {0.5, 0, "0.5"}}
+	for i, w := range want {
+		f, ok := sp[i].Float("p")
+		v, _ := sp[i].Get("p")
+		if !ok || f != w.f || v != w.i {
+			t.Errorf("spec %d: Float = %v %v, Get = %d; want %v, %d", i, f, ok, v, w.f, w.i)
+		}
+		s := Shape{Dims: sp[i].Dims, DType: dtype.F32}
+		if s.Float("p") != w.f || !strings.Contains(s.Key(), "p="+w.print+",") || !strings.Contains(s.Size(), w.print) {
+			t.Errorf("spec %d: shape Float %v, Key %q, Size %q; want p=%s", i, s.Float("p"), s.Key(), s.Size(), w.print)
+		}
+	}
+	if k := (Shape{Dims: sp[0].Dims, DType: dtype.F32}).Key(); k != "n=2,p=1.5,dtype=f32" {
+		t.Errorf("Key = %q", k)
+	}
+	for _, bad := range []string{"p=1.5000", "p=0.0", "p=1.", "p=-1.5", "p=1.5e3", "p=1..5", "n=1.5", "m=2.0", "p=a.5"} {
+		if _, err := ParseSpecs(bad); err == nil {
+			t.Errorf("ParseSpecs(%q) succeeded", bad)
+		}
 	}
 }

@@ -55,13 +55,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdEmit(args, stdout)
 	case "devices":
 		err = cmdDevices(args, stdout)
+	case "check":
+		err = cmdCheck(args, stdout, stderr)
+	case "crosscheck":
+		err = cmdCrosscheck(args, stdout, stderr)
 	case "__worker":
 		err = cmdWorker(args)
 	case "help":
 		fmt.Fprint(stdout, usageText)
 		return exitOK
 	default:
-		err = usagef("unknown command %q (commands: tune, list, emit, devices, help)", cmd)
+		err = usagef("unknown command %q (commands: tune, list, emit, check, crosscheck, devices, help)", cmd)
 	}
 	if err == nil {
 		return exitOK
@@ -85,6 +89,17 @@ const usageText = `tune tunes GPU backward kernels.
   tune emit --kernel K --shapes SPEC --params P [--dtype D]
                                print the PTX of one variant
   tune devices                 the GPUs the driver sees
+  tune check --kernel K[,K...]|all --shapes SPEC [--dtype D] [--sample N]
+             [--params P] [--seed N] [--tokens N]
+                               validate variants on the CPU interpreter
+                               against the reference (correctness only: the
+                               interpreter never times; --sample N variants
+                               per shape, spread evenly, default 8, 0 = all)
+  tune crosscheck --out FILE [--kernel K|all] [--cases N] [--seed N]
+             [--device N] [--dtype D]
+                               run N small cases (default 240) on the GPU and
+                               on the interpreter, compare every output
+                               element, write JSON lines to FILE
 
 Flags of tune:
   --kernel K[,K...]|all   kernel families (default all)

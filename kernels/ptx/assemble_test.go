@@ -140,8 +140,9 @@ func everything(m *ptx.Module) *ptx.Func {
 		o := k.ShflSync(mode, sum, ptx.Imm(1), ptx.Imm(31), 0xffffffff)
 		k.MovTo(sum, k.Add(ptx.F32, sum, k.BitsToF32(o)))
 	}
+	low := k.Setp("lt", ptx.U32, k.Mov(ptx.U32, ptx.LaneID), ptx.Imm(16))
 	half := k.ShflSync("bfly", rb, ptx.Imm(2), ptx.Imm(0x1f), 0x0000ffff)
-	k.Guard(k.Setp("lt", ptx.U32, k.Mov(ptx.U32, ptx.LaneID), ptx.Imm(16)), false)
+	k.Guard(low, false) // lanes 0..15 only: the mask's lanes
 
 	k.Comment("atomics and reductions")
 	k.Atom(ptx.Global, "add", ptx.F32, ptx.At(out, 0), sum)

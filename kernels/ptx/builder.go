@@ -35,8 +35,12 @@ func (m *Module) Func(name string) *Func {
 }
 
 // Build finishes the module. It returns every error recorded while the
-// kernels were written, each prefixed with the caller's file:line, or the
-// finished, printable module.
+// kernels were written, each prefixed with the caller's file:line; or,
+// when there are none, the violations the static analyses find in the
+// kernels (barriers under non-uniform control, warp-synchronous masks that
+// differ from the lanes reaching them, shared-memory accesses out of
+// bounds: see analysis.go), each an *UnsafeError wrapping ErrUnsafe; or
+// the finished, printable module.
 func (m *Module) Build() (*Built, error) {
 	errs := append([]error(nil), m.errs...)
 	for _, f := range m.funcs {
@@ -47,6 +51,13 @@ func (m *Module) Build() (*Built, error) {
 	}
 	if len(m.funcs) == 0 {
 		errs = append(errs, errors.New("module has no kernels"))
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	// The analyses (analysis.go) need a complete, well-typed kernel.
+	for _, f := range m.funcs {
+		errs = append(errs, f.analyze()...)
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
@@ -124,6 +135,7 @@ type Inst struct {
 	Args    []Operand
 	sm, ptx int
 	pcs     [8]uintptr // where Raw wrote it, resolved by Pos
+	cls     opClass    // the analyses' reading of Op, filled by emit
 }
 
 func (*Inst) isNode() {}
@@ -365,6 +377,7 @@ func (f *Func) emit(in *Inst) *Inst {
 	if in.ptx == 0 {
 		in.ptx = 70
 	}
+	classify(in) // now, so that Build only reads the IR
 	f.body.nodes = append(f.body.nodes, in)
 	return in
 }

@@ -728,7 +728,7 @@ func TestSharedMemory(t *testing.T) {
 	k.Ld(ptx.Shared, ptx.F64, 2, ptx.At(b, 0))
 	k.Ld(ptx.Shared, ptx.B16, 1, ptx.At(c, 8))
 	k.Ld(ptx.Shared, ptx.F32, 1, ptx.At(d, 4))
-	k.Ld(ptx.Shared, ptx.F32, 1, ptx.At(r, -4))
+	k.Ld(ptx.Shared, ptx.F32, 1, ptx.At(k.Add(ptx.U32, r, ptx.Imm(4)), -4)) // a[0]: a[-1] is out of bounds
 	text := build(t, m)
 	for _, want := range []string{
 		"\n.extern .shared .align 16 .b8 k_dsmem_dyn[];\n.extern .shared .align 64 .b8 k2_dsmem_x[];\n\n.visible .entry k(",
@@ -737,7 +737,7 @@ func TestSharedMemory(t *testing.T) {
 		"ld.shared.v2.f64 {%fd1, %fd2}, [k_smem_b];",
 		"ld.shared.b16 %h1, [k_smem_c+8];",
 		"ld.shared.f32 %f1, [k_dsmem_dyn+4];",
-		"ld.shared.f32 %f2, [%r1+-4];",
+		"ld.shared.f32 %f2, [%r2+-4];",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("PTX lacks %q:\n%s", want, text)

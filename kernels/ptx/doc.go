@@ -37,5 +37,16 @@
 // [base+-8]. Raw writes anything else, and Label places raw branch
 // targets, which Build checks are placed.
 //
+// Build also runs static analyses on every kernel (analysis.go): bar.sync
+// only under CTA-uniform control flow, shfl.sync (and the other
+// warp-synchronous instructions) with a member mask equal to the lanes
+// that reach it, and shared-memory accesses within their array where the
+// index is bounded. Each violation is an *UnsafeError, naming the kernel,
+// the instruction as printed, the rule and the reason ("under the
+// condition %p3, which depends on %tid.x"); all of them wrap ErrUnsafe,
+// so that callers can tell an unsafe variant (errors.Is(err, ErrUnsafe))
+// from a builder error. The analyses run only on kernels that built
+// without errors.
+//
 // The package knows about no kernel in particular.
 package ptx

@@ -1,0 +1,120 @@
+package kernels_test
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/kernels/ptx"
+	"github.com/gradtune/gradtune/variants"
+)
+
+// analysisOddSpecs are small, odd shapes for the families' own dimensions;
+// each family must accept at least one of them.
+var analysisOddSpecs = []string{
+	"m=1,n=1", "m=3,n=37", "m=7,n=1003", "m=5,n=96", "m=33,n=513",
+	"n=1", "n=7", "n=1003",
+	"n=1,c=3,l=37,window=3,stride=2,p=2",
+	"n=2,c=3,l=17,window=4,stride=3,p=1.5,ceil=1",
+	"n=1,c=1,l=5,window=5,p=3",
+}
+
+// TestFamiliesPassAnalyses emits every variant of every registered family
+// at the qwen1.5b shapes and at small odd shapes: the static analyses of
+// kernels/ptx run in Build, so an unsafe variant (a barrier under
+// non-uniform control, a shuffle mask that is not the lanes reaching it, a
+// shared access out of bounds) fails to emit with ptx.ErrUnsafe. -short
+// emits a seventh of each space.
+func TestFamiliesPassAnalyses(t *testing.T) {
+	preset, err := variants.LookupPreset("qwen1.5b", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type job struct {
+		f kernels.Family
+		s variants.Shape
+	}
+	var jobs []job
+	for _, f := range kernels.All() {
+		shapes := f.Shapes(preset, f.DTypes())
+		odd := 0
+		for _, sp := range analysisOddSpecs {
+			specs, err := variants.ParseSpecs(sp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, dt := range f.DTypes() {
+				if s, err := f.Shape(specs[0], dt); err == nil {
+					shapes = append(shapes, s)
+					odd++
+				}
+			}
+		}
+		if odd == 0 {
+			t.Errorf("%s accepts none of the odd shapes %v", f.Name(), analysisOddSpecs)
+		}
+		for _, s := range shapes {
+			jobs = append(jobs, job{f, s})
+		}
+	}
+
+	var (
+		mu       sync.Mutex
+		unsafe   = map[string][]string{} // family → messages
+		failures []string
+		count    int
+	)
+	work := make(chan job)
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range work {
+				n := 0
+				for i, p := range j.f.Space(j.s).Enumerate() {
+					if testing.Short() && i%7 != 0 {
+						continue // -short: a seventh of each space
+					}
+					n++
+					_, err := j.f.Emit(j.s, p)
+					if err == nil {
+						continue
+					}
+					mu.Lock()
+					msg := fmt.Sprintf("%s %s %s: %v", j.f.Name(), j.s.Key(), p, err)
+					if errors.Is(err, ptx.ErrUnsafe) || strings.Contains(err.Error(), ": unsafe `") {
+						unsafe[j.f.Name()] = append(unsafe[j.f.Name()], msg)
+					} else {
+						failures = append(failures, msg)
+					}
+					mu.Unlock()
+				}
+				mu.Lock()
+				count += n
+				mu.Unlock()
+			}
+		}()
+	}
+	for _, j := range jobs {
+		work <- j
+	}
+	close(work)
+	wg.Wait()
+
+	for fam, msgs := range unsafe {
+		t.Errorf("%s: %d variants fail the analyses; the first:\n%s", fam, len(msgs), strings.Join(msgs[:min(3, len(msgs))], "\n"))
+	}
+	for i, msg := range failures {
+		if i == 5 {
+			t.Errorf("... and %d more emit failures", len(failures)-5)
+			break
+		}
+		t.Errorf("emit failed: %s", msg)
+	}
+	t.Logf("%d variants of %d families over %d shapes", count, len(kernels.All()), len(jobs))
+}

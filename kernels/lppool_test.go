@@ -1,0 +1,796 @@
+package kernels
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"regexp"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gradtune/gradtune/internal/ptxas"
+	"github.com/gradtune/gradtune/kernels/dtype"
+	"github.com/gradtune/gradtune/variants"
+)
+
+// lpBench is the benchmark shape of issue 4.
+const lpBench = "n=32,c=256,l=4096,window=4,stride=2,p=2"
+
+// lpOddShapes exercise the guards: rows that are no multiple of a unit,
+// ceil mode with a clipped last window, overlap, gaps, a single row, a
+// window longer than the row, fractional and small p.
+var lpOddShapes = []string{
+	"n=3,c=5,l=1001,window=4,stride=2,p=2,ceil=1",
+	"n=1,c=7,l=37,window=5,stride=3,p=1.5,ceil=1",
+	"n=2,c=3,l=29,window=2,stride=3,p=3",
+	"n=1,c=1,l=3,window=4,stride=2,p=0.5,ceil=1",
+	"n=2,c=2,l=64,window=3,stride=1,p=1",
+}
+
+func lpShape(t testing.TB, spec string, dt dtype.DType) variants.Shape {
+	t.Helper()
+	sp, err := variants.ParseSpecs(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := lpPoolBwd.Shape(sp[0], dt)
+	if err != nil {
+		t.Fatalf("%s %v: %v", spec, dt, err)
+	}
+	return s
+}
+
+func TestLPPoolOutLen(t *testing.T) {
+	// Values of PyTorch's pooling_output_shape (padding 0, dilation 1).
+	cases := []struct {
+		l, k, s int
+		ceil    bool
+		want    int
+	}{
+		{4096, 4, 2, false, 2047}, {4096, 4, 2, true, 2047},
+		{5, 2, 2, false, 2}, {5, 2, 2, true, 3},
+		{5, 3, 2, false, 2}, {5, 3, 2, true, 2},
+		{11, 4, 3, false, 3}, {11, 4, 3, true, 4},
+		{3, 4, 2, false, 0}, {3, 4, 2, true, 1},
+		{4, 1, 4, false, 1}, {4, 1, 4, true, 1}, // ceil: 2, less the window starting at 4 ≥ L
+		{29, 2, 3, false, 10}, {29, 2, 3, true, 10},
+		{1, 4, 2, true, 0},
+	}
+	for _, c := range cases {
+		if got := lpOutLen(c.l, c.k, c.s, c.ceil); got != c.want {
+			t.Errorf("lpOutLen(l=%d, k=%d, s=%d, ceil=%v) = %d, want %d", c.l, c.k, c.s, c.ceil, got, c.want)
+		}
+	}
+}
+
+func TestLPPoolShape(t *testing.T) {
+	s := lpShape(t, lpBench, dtype.F32)
+	if s.Key() != "n=32,c=256,l=4096,window=4,stride=2,p=2,dtype=f32" {
+		t.Errorf("Key = %q", s.Key())
+	}
+	g := lpGeomOf(s)
+	if g.rows != 8192 || g.lout != 2047 || g.lastC != 4 || g.p != 2 || g.partial() {
+		t.Errorf("geometry %+v", g)
+	}
+	if s := lpShape(t, "n=1,c=2,l=10,window=3,p=1.5,ceil=1", dtype.BF16); s.Key() != "n=1,c=2,l=10,window=3,stride=3,p=1.5,ceil=1,dtype=bf16" {
+		t.Errorf("stride default / ceil: Key = %q", s.Key())
+	} else if g := lpGeomOf(s); g.lout != 4 || g.lastC != 1 || !g.partial() {
+		t.Errorf("ceil geometry %+v", g)
+	}
+	bad := map[string]string{
+		"n=1,c=1,l=8,window=2":                    "p missing",
+		"n=1,c=1,l=8,window=2,p=2,m=3":            "takes n=N",
+		"n=1,c=1,l=8,window=2,p=2,ceil=2":         "ceil=2",
+		"n=1,c=1,l=3,window=4,p=2":                "no output",
+		"n=1,c=1,l=8,window=65,p=2":               "window=65",
+		"n=1,c=1,l=8,window=2,p=0.2":              "p=0.2",
+		"n=1,c=1,l=8,window=2,p=17":               "p=17",
+		"n=65536,c=65536,l=8,window=2,p=2":        "elements",
+		"n=1,c=1,l=8,window=2,stride=100,p=2":     "stride=100",
+		"n=1,c=1,l=64,window=64,p=0.25,dtype=f16": "f16 cannot hold y",
+	}
+	for spec, want := range bad {
+		sp, err := variants.ParseSpecs(spec)
+		if err != nil {
+			t.Fatalf("%s: %v", spec, err)
+		}
+		dt := dtype.F32
+		if sp[0].DType != dtype.Invalid {
+			dt = sp[0].DType
+		}
+		if _, err := lpPoolBwd.Shape(sp[0], dt); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Shape(%s) error = %v, want one containing %q", spec, err, want)
+		}
+	}
+	sp, _ := variants.ParseSpecs("n=1,c=1,l=8,window=2,p=1.5")
+	if _, err := lpPoolBwd.Shape(sp[0], dtype.F64); err == nil || !strings.Contains(err.Error(), "integer p") {
+		t.Errorf("f64 with p=1.5: %v", err)
+	}
+	p, _ := variants.LookupPreset("qwen1.5b", 0)
+	if sh := lpPoolBwd.Shapes(p, []dtype.DType{dtype.F32, dtype.BF16}); len(sh) != 2 || sh[1].Key() != lpBench+",dtype=bf16" {
+		t.Errorf("Shapes = %v", sh)
+	}
+}
+
+// lpTorchForward is PyTorch's lp_pool1d written out step by step:
+// avg_pool1d(x.pow(p)) with the clipped divisor, sign·relu(abs), ·k,
+// pow(1/p). x.pow(p) is signed, as in PyTorch.
+func lpTorchForward(g lpGeom, x []float64) (out, z, y []float64) {
+	out = make([]float64, g.rows*g.lout)
+	z = make([]float64, len(out))
+	y = make([]float64, len(out))
+	for r := 0; r < g.rows; r++ {
+		for w := 0; w < g.lout; w++ {
+			start, end := w*g.s, min(w*g.s+g.k, g.l) // pool_size with padding 0
+			var sum float64
+			for i := start; i < end; i++ {
+				sum += math.Pow(x[r*g.l+i], g.p)
+			}
+			o := sum / float64(end-start)
+			sign := 0.0
+			if o > 0 {
+				sign = 1
+			} else if o < 0 {
+				sign = -1
+			}
+			out[r*g.lout+w] = o
+			z[r*g.lout+w] = sign * math.Max(math.Abs(o), 0) * float64(g.k)
+			y[r*g.lout+w] = math.Pow(z[r*g.lout+w], 1/g.p)
+		}
+	}
+	return out, z, y
+}
+
+// lpTorchBackward is PyTorch's autograd through lpTorchForward: pow
+// backward (1/p)·z^(1/p−1), mul by k, mul by sign(out), relu backward
+// (threshold_backward: 0 where relu(|out|) ≤ 0), abs backward sgn(out),
+// avg_pool backward /c, pow backward p·x^(p−1).
+func lpTorchBackward(g lpGeom, x, dy []float64) []float64 {
+	out, z, _ := lpTorchForward(g, x)
+	dx := make([]float64, len(x))
+	for r := 0; r < g.rows; r++ {
+		for w := 0; w < g.lout; w++ {
+			o := out[r*g.lout+w]
+			gz := dy[r*g.lout+w] * (1 / g.p) * math.Pow(z[r*g.lout+w], 1/g.p-1)
+			gm := gz * float64(g.k)
+			sign := math.Copysign(1, o)
+			if o == 0 {
+				sign = 0
+			}
+			grelu := gm * sign
+			if math.Abs(o) <= 0 {
+				grelu = 0
+			}
+			gout := grelu * sign
+			start, end := w*g.s, min(w*g.s+g.k, g.l)
+			for i := start; i < end; i++ {
+				xi := x[r*g.l+i]
+				dx[r*g.l+i] += gout / float64(end-start) * g.p * math.Pow(xi, g.p-1)
+			}
+		}
+	}
+	return dx
+}
+
+// lpRandX returns x in [−2, 2] with |x| ≥ 0.25 and every 7th element 0,
+// and the whole first window of row 0 zero.
+func lpRandX(g lpGeom, seed uint64, nonneg bool) []float64 {
+	r := rand.New(rand.NewPCG(seed, 7))
+	x := make([]float64, g.rows*g.l)
+	for i := range x {
+		v := 0.25 + 1.75*r.Float64()
+		if !nonneg && r.IntN(2) == 0 {
+			v = -v
+		}
+		x[i] = v
+		if i%7 == 3 {
+			x[i] = 0
+		}
+	}
+	for i := 0; i < min(g.k, g.l); i++ {
+		x[i] = 0
+	}
+	return x
+}
+
+func lpRandDy(g lpGeom, seed uint64) []float64 {
+	r := rand.New(rand.NewPCG(seed, 11))
+	dy := make([]float64, g.rows*g.lout)
+	for i := range dy {
+		dy[i] = 2*r.Float64() - 1
+	}
+	return dy
+}
+
+func lpClose(a, b, tol float64) bool { return math.Abs(a-b) <= tol*(1+math.Abs(b)) }
+
+// TestLPPoolMatchesTorch checks the forward against PyTorch's formula and,
+// for p = 2 (and any p with x ≥ 0), the backward against PyTorch's
+// autograd chain, zero windows and zero elements included. For p = 1 with
+// signed x PyTorch computes sum pooling instead; that is shown, not
+// matched.
+func TestLPPoolMatchesTorch(t *testing.T) {
+	for _, spec := range []string{"n=1,c=2,l=13,window=4,stride=2,p=2,ceil=1", "n=1,c=1,l=11,window=3,stride=3,p=2,ceil=1",
+		"n=1,c=2,l=12,window=2,stride=3,p=3", "n=1,c=2,l=13,window=4,stride=2,p=1.5,ceil=1", "n=1,c=2,l=13,window=4,stride=1,p=1"} {
+		g := lpGeomOf(lpShape(t, spec, dtype.F32))
+		for _, nonneg := range []bool{true, false} {
+			if !nonneg && g.p != 2 {
+				continue
+			}
+			x := lpRandX(g, 1, nonneg)
+			dy := lpRandDy(g, 2)
+			_, _, yt := lpTorchForward(g, x)
+			y := lpForward(g, x)
+			for i := range y {
+				if !lpClose(y[i], yt[i], 1e-13) {
+					t.Errorf("%s nonneg=%v: y[%d] = %g, PyTorch's formula %g", spec, nonneg, i, y[i], yt[i])
+				}
+			}
+			dx := lpBackward(g, x, dy, y)
+			dxt := lpTorchBackward(g, x, dy)
+			for i := range dx {
+				if g.p == 1 && x[i] == 0 {
+					continue // PyTorch: x⁰ = 1; the LP norm's subgradient: 0
+				}
+				if !lpClose(dx[i], dxt[i], 1e-12) {
+					t.Errorf("%s nonneg=%v: dx[%d] = %g, PyTorch's autograd %g (x %g)", spec, nonneg, i, dx[i], dxt[i], x[i])
+				}
+			}
+		}
+	}
+	// p = 1 with a negative element: PyTorch sums signed values.
+	s := lpShape(t, "n=1,c=1,l=4,window=4,p=1", dtype.F64)
+	g := lpGeomOf(s)
+	_, _, yt := lpTorchForward(g, []float64{1, -1, 1, 1})
+	if y := lpForward(g, []float64{1, -1, 1, 1}); y[0] != 4 || yt[0] != 2 {
+		t.Errorf("p=1: LP norm %v, PyTorch's sum pooling %v; want 4 and 2", y, yt)
+	}
+}
+
+// TestLPPoolReferenceFiniteDifferences checks the reference backward
+// against central differences of the float64 forward: dx_i must be
+// ∂/∂x_i Σ_w dy_w·y_w(x), in floor and ceil mode, with overlapping
+// windows, gaps, a window longer than the row, and p = 1, 2, 3, 1.5, 0.5.
+// Zero elements and an all-zero window are included: the forward depends
+// on x_i only through |x_i|, so the central difference there is exactly
+// 0, the convention of the reference.
+func TestLPPoolReferenceFiniteDifferences(t *testing.T) {
+	geoms := []string{
+		"l=13,window=4,stride=2", "l=13,window=4,stride=2,ceil=1", "l=14,window=3,stride=1",
+		"l=14,window=2,stride=3", "l=15,window=2,stride=3,ceil=1", "l=11,window=4,stride=3,ceil=1",
+		"l=10,window=5,stride=5,ceil=1", "l=3,window=4,stride=2,ceil=1",
+	}
+	for _, gs := range geoms {
+		for _, p := range []string{"1", "2", "3", "1.5", "0.5"} {
+			spec := "n=1,c=2," + gs + ",p=" + p
+			g := lpGeomOf(lpShape(t, spec, dtype.F32))
+			x := lpRandX(g, 3, false)
+			dy := lpRandDy(g, 4)
+			dx := lpBackward(g, x, dy, lpForward(g, x))
+			loss := func(x []float64) float64 {
+				var l float64
+				for i, v := range lpForward(g, x) {
+					l += dy[i] * v
+				}
+				return l
+			}
+			const h = 1e-6
+			xp := append([]float64(nil), x...)
+			for i := range x {
+				xp[i] = x[i] + h
+				up := loss(xp)
+				xp[i] = x[i] - h
+				down := loss(xp)
+				xp[i] = x[i]
+				fd := (up - down) / (2 * h)
+				if !lpClose(dx[i], fd, 1e-6) {
+					t.Errorf("%s: dx[%d] = %.10g, central difference %.10g (x %g)", spec, i, dx[i], fd, x[i])
+				}
+			}
+		}
+	}
+}
+
+// lpTerm is the float64 value of one (element, window) term the kernels
+// compute, with their edge cases: windows with y = 0 (and slots that are
+// no window, loaded as dy = y = 0) give 0, x = 0 gives 0.
+func lpTerm(g lpGeom, x, dy, y float64, last bool) float64 {
+	if y == 0 || x == 0 {
+		return 0
+	}
+	if last {
+		dy *= float64(g.k) / float64(g.lastC)
+	}
+	return dy * math.Copysign(math.Pow(math.Abs(x)/y, g.p-1), x)
+}
+
+// lpSimGather runs a gather plan in float64, checking each guard against
+// the geometry it stands for.
+func lpSimGather(t *testing.T, g lpGeom, pl lpGatherPlan, x, dy, y []float64) []float64 {
+	dx := make([]float64, len(x))
+	writes := make([]int, len(x))
+	for r := 0; r < g.rows; r++ {
+		for q := 0; q < pl.U; q++ {
+			wins := make([]struct {
+				dy, y float64
+				last  bool
+			}, pl.nw)
+			for d := range wins {
+				w := q*pl.G - pl.back + d
+				ok := q >= pl.loQ[d] && (pl.hiQ[d] < 0 || q < pl.hiQ[d])
+				if ok != (w >= 0 && w < g.lout) {
+					t.Fatalf("gather G=%d q=%d slot %d: guard says %v for window %d of %d", pl.G, q, d, ok, w, g.lout)
+				}
+				last := pl.lastQ[d] >= 0 && q == pl.lastQ[d]
+				if last != (ok && w == g.lout-1 && g.partial()) {
+					t.Fatalf("gather G=%d q=%d slot %d: last = %v for window %d", pl.G, q, d, last, w)
+				}
+				if ok {
+					wins[d].dy, wins[d].y, wins[d].last = dy[r*g.lout+w], y[r*g.lout+w], last
+				}
+			}
+			for e := 0; e < pl.E; e++ {
+				v := e / pl.V
+				in := pl.tailQ[v] < 0 || q < pl.tailQ[v]
+				i := q*pl.E + e
+				if in != (i < g.l) {
+					t.Fatalf("gather G=%d V=%d q=%d element %d: tail guard says %v, L=%d", pl.G, pl.V, q, e, in, g.l)
+				}
+				if !in {
+					continue
+				}
+				var sum float64
+				for _, d := range pl.cover[e] {
+					sum += lpTerm(g, x[r*g.l+i], wins[d].dy, wins[d].y, wins[d].last)
+				}
+				dx[r*g.l+i] = sum
+				writes[r*g.l+i]++
+			}
+		}
+	}
+	for i, n := range writes {
+		if n != 1 {
+			t.Fatalf("gather G=%d: element %d written %d times", pl.G, i, n)
+		}
+	}
+	return dx
+}
+
+// lpSimScatter runs a scatter plan in float64: adds for shared elements,
+// plain stores for exclusive ones when edges is set (checking that no
+// other group writes them).
+func lpSimScatter(t *testing.T, g lpGeom, pl lpScatterPlan, edges bool, x, dy, y []float64) []float64 {
+	dx := make([]float64, len(x))
+	writers := make([]int, len(x))
+	stored := make([]bool, len(x))
+	for r := 0; r < g.rows; r++ {
+		for q := 0; q < pl.WG; q++ {
+			for e := 0; e < pl.span; e++ {
+				if len(pl.cover[e]) == 0 {
+					continue
+				}
+				i := q*pl.G*g.s + e
+				in := pl.elemHiQ[e] < 0 || q < pl.elemHiQ[e]
+				if in != (i < g.l) {
+					t.Fatalf("scatter G=%d q=%d element %d: guard says %v, L=%d", pl.G, q, e, in, g.l)
+				}
+				if !in {
+					continue
+				}
+				var sum float64
+				for _, j := range pl.cover[e] {
+					w := q*pl.G + j
+					ok := pl.winHiQ[j] < 0 || q < pl.winHiQ[j]
+					if ok != (w < g.lout) {
+						t.Fatalf("scatter G=%d q=%d slot %d: guard says %v for window %d of %d", pl.G, q, j, ok, w, g.lout)
+					}
+					last := pl.lastQ[j] >= 0 && q == pl.lastQ[j]
+					if last != (w == g.lout-1 && g.partial()) {
+						t.Fatalf("scatter G=%d q=%d slot %d: last = %v for window %d", pl.G, q, j, last, w)
+					}
+					if ok {
+						sum += lpTerm(g, x[r*g.l+i], dy[r*g.lout+w], y[r*g.lout+w], last)
+					}
+				}
+				k := r*g.l + i
+				writers[k]++
+				if edges && pl.excl[e] {
+					dx[k] = sum
+					stored[k] = true
+				} else {
+					dx[k] += sum
+				}
+			}
+		}
+	}
+	for i := range dx {
+		if stored[i] && writers[i] != 1 {
+			t.Fatalf("scatter G=%d: element %d is stored plainly but written by %d groups", pl.G, i, writers[i])
+		}
+	}
+	return dx
+}
+
+// TestLPPoolPlans runs every gather and scatter plan of many geometries in
+// float64 and compares it with the reference: the window slots, coverage
+// tables and guards that the kernels are generated from.
+func TestLPPoolPlans(t *testing.T) {
+	var specs []string
+	for _, l := range []int{1, 2, 3, 7, 16, 29} {
+		for _, k := range []int{1, 2, 3, 4, 7} {
+			for _, s := range []int{1, 2, 3, 5} {
+				for _, c := range []string{"", ",ceil=1"} {
+					specs = append(specs, fmt.Sprintf("n=1,c=3,l=%d,window=%d,stride=%d,p=1.5%s", l, k, s, c))
+				}
+			}
+		}
+	}
+	specs = append(specs, lpOddShapes...)
+	checked := 0
+	for _, spec := range specs {
+		sp, _ := variants.ParseSpecs(spec)
+		s, err := lpPoolBwd.Shape(sp[0], dtype.F64)
+		if err != nil {
+			s, err = lpPoolBwd.Shape(sp[0], dtype.F32)
+		}
+		if err != nil {
+			continue // no output
+		}
+		g := lpGeomOf(s)
+		x := lpRandX(g, 5, false)
+		dy := lpRandDy(g, 6)
+		y := lpForward(g, x)
+		ref := lpBackward(g, x, dy, y)
+		cmp := func(what string, got []float64) {
+			for i := range ref {
+				if !lpClose(got[i], ref[i], 1e-12) {
+					t.Fatalf("%s %s: dx[%d] = %g, reference %g", spec, what, i, got[i], ref[i])
+				}
+			}
+		}
+		for _, G := range []int{1, 2, 4} {
+			for _, V := range []int{1, 2, 4, 8} {
+				if (G*g.s)%V != 0 || g.l%V != 0 {
+					continue
+				}
+				cmp(fmt.Sprintf("gather spt=%d vec=%d", G, V), lpSimGather(t, g, lpNewGatherPlan(g, G, V), x, dy, y))
+			}
+			pl := lpNewScatterPlan(g, G)
+			cmp(fmt.Sprintf("scatter spt=%d", G), lpSimScatter(t, g, pl, false, x, dy, y))
+			cmp(fmt.Sprintf("scatter_edges spt=%d", G), lpSimScatter(t, g, pl, true, x, dy, y))
+		}
+		checked++
+	}
+	if checked < 100 {
+		t.Errorf("only %d geometries checked", checked)
+	}
+}
+
+func TestLPPoolInputsAndCost(t *testing.T) {
+	for _, dt := range lpPoolBwd.DTypes() {
+		for _, spec := range append([]string{"n=2,c=3,l=40,window=4,stride=2,p=2"}, lpOddShapes...) {
+			s, err := lpPoolBwd.Shape(func() variants.Spec { sp, _ := variants.ParseSpecs(spec); return sp[0] }(), dt)
+			if err != nil {
+				continue // f64 with fractional p
+			}
+			g := lpGeomOf(s)
+			in := lpPoolBwd.Inputs(s, 1)
+			again := lpPoolBwd.Inputs(s, 1)
+			for _, b := range lpPoolBwd.Buffers(s) {
+				if b.Role != Input {
+					continue
+				}
+				if len(in[b.Name]) != b.Elems {
+					t.Fatalf("%s %v: input %s has %d values for %d elements", spec, dt, b.Name, len(in[b.Name]), b.Elems)
+				}
+				for i, v := range in[b.Name] {
+					if v != again[b.Name][i] || v != dt.Round(v) || math.IsNaN(v) || math.IsInf(v, 0) {
+						t.Fatalf("%s %v: %s[%d] = %g (again %g) not reproducible, finite and of the dtype", spec, dt, b.Name, i, v, again[b.Name][i])
+					}
+				}
+			}
+			if g.rows > 1 && in["y"][g.lout] != 0 {
+				t.Errorf("%s %v: the zero window of row 1 has y = %g", spec, dt, in["y"][g.lout])
+			}
+			ref := lpPoolBwd.Reference(s, in)["dx"]
+			for i, v := range ref {
+				if math.IsNaN(v) || math.IsInf(v, 0) {
+					t.Fatalf("%s %v: reference dx[%d] = %g", spec, dt, i, v)
+				}
+			}
+			tol := lpPoolBwd.Tolerance(s)
+			if tol.Atol <= 0 || tol.Rtol <= 0 {
+				t.Errorf("%s %v: tolerance %+v", spec, dt, tol)
+			}
+		}
+	}
+	s := lpShape(t, lpBench, dtype.F32)
+	// x 134 MB + dy 67 MB + y 67 MB + dx 134 MB.
+	if c := lpPoolBwd.Cost(s); c.Bytes != 2*8192*4096*4+2*8192*2047*4 {
+		t.Errorf("Cost = %+v", c)
+	}
+	if b := lpPoolBwd.Buffers(lpShape(t, lpBench, dtype.BF16)); len(b) != 5 || b[4].Name != "acc" || b[4].Role != Scratch || b[4].DType != dtype.F32 {
+		t.Errorf("bf16 buffers %+v", b)
+	}
+}
+
+// TestLPPoolSpace checks the axes of the benchmark shape and that
+// constraints leave vector widths that fit.
+func TestLPPoolSpace(t *testing.T) {
+	want := map[dtype.DType]int{dtype.F32: 504, dtype.BF16: 540, dtype.F16: 540, dtype.F64: 216}
+	for dt, n := range want {
+		sp := lpPoolBwd.Space(lpShape(t, lpBench, dt))
+		if got := len(sp.Enumerate()); got != n {
+			t.Errorf("%v: %d variants, want %d", dt, got, n)
+		}
+	}
+	if a, _ := lpPoolBwd.Space(lpShape(t, "n=1,c=1,l=8,window=2,p=1.5", dtype.F32)).Axis("pow"); strings.Join(a.Values, ",") != "exp2" {
+		t.Errorf("p=1.5 pow axis %v", a.Values)
+	}
+	if a, _ := lpPoolBwd.Space(lpShape(t, "n=1,c=1,l=8,window=2,p=1", dtype.F32)).Axis("pow"); strings.Join(a.Values, ",") != "mul" {
+		t.Errorf("p=1 pow axis %v", a.Values)
+	}
+	for _, p := range lpPoolBwd.Space(lpShape(t, "n=1,c=1,l=37,window=5,stride=3,p=2", dtype.F32)).Enumerate() {
+		if p["vec"] != "1" {
+			t.Errorf("odd row accepts %v", p)
+		}
+	}
+	s := lpShape(t, lpBench, dtype.F32)
+	if _, err := lpPoolBwd.Emit(s, variants.Params{"form": "gather"}); err == nil {
+		t.Error("Emit accepted incomplete params")
+	}
+}
+
+var lpEntryRE = regexp.MustCompile(`lp_pool1d_bwd_(f32|f16|bf16|f64)`)
+
+type lpVariant struct {
+	shape  variants.Shape
+	params variants.Params
+	prog   Program
+}
+
+var (
+	lpVariantsOnce sync.Once
+	lpVariants     []lpVariant
+	lpVariantsErr  error
+)
+
+// lpAllVariants emits every variant of the benchmark shape and the odd
+// shapes in every dtype, once for all tests.
+func lpAllVariants(t *testing.T) []lpVariant {
+	t.Helper()
+	lpVariantsOnce.Do(func() { lpVariants, lpVariantsErr = lpEmitAll() })
+	if lpVariantsErr != nil {
+		t.Fatal(lpVariantsErr)
+	}
+	return lpVariants
+}
+
+func lpEmitAll() ([]lpVariant, error) {
+	var out []lpVariant
+	for _, dt := range lpPoolBwd.DTypes() {
+		for _, spec := range append([]string{lpBench}, lpOddShapes...) {
+			sp, _ := variants.ParseSpecs(spec)
+			s, err := lpPoolBwd.Shape(sp[0], dt)
+			if err != nil {
+				if dt == dtype.F64 && strings.Contains(err.Error(), "integer p") {
+					continue
+				}
+				return nil, fmt.Errorf("%s %v: %w", spec, dt, err)
+			}
+			ps := lpPoolBwd.Space(s).Enumerate()
+			if len(ps) == 0 {
+				return nil, fmt.Errorf("%s: empty space", s.Key())
+			}
+			for _, p := range ps {
+				prog, err := lpPoolBwd.Emit(s, p)
+				if err != nil {
+					return nil, fmt.Errorf("%s %s: %w", s.Key(), p, err)
+				}
+				out = append(out, lpVariant{s, p, prog})
+			}
+		}
+	}
+	return out, nil
+}
+
+// TestLPPoolPrograms checks the launches of every variant: entries that
+// exist in the module, arguments that name buffers of the shape, the
+// zeroing launch first for scatter, and grids that cover the work.
+func TestLPPoolPrograms(t *testing.T) {
+	for _, v := range lpAllVariants(t) {
+		bufs := map[string]bool{}
+		for _, b := range lpPoolBwd.Buffers(v.shape) {
+			bufs[b.Name] = true
+		}
+		want := 1
+		if v.params["form"] != "gather" {
+			want = 2
+			if v.shape.DType.Size() == 2 {
+				want = 3
+			}
+		}
+		if len(v.prog.Launches) != want {
+			t.Fatalf("%s %s: %d launches, want %d", v.shape.Key(), v.params, len(v.prog.Launches), want)
+		}
+		for _, l := range v.prog.Launches {
+			if !strings.Contains(v.prog.PTX, ".visible .entry "+l.Entry+"(") {
+				t.Fatalf("%s %s: launch %s has no kernel", v.shape.Key(), v.params, l.Entry)
+			}
+			if l.Grid[0] < 1 || l.Block[0] < 1 || l.SharedBytes != 0 {
+				t.Fatalf("%s %s: launch %+v", v.shape.Key(), v.params, l)
+			}
+			for _, a := range l.Args {
+				if !bufs[a.Buffer] {
+					t.Fatalf("%s %s: launch %s names buffer %q", v.shape.Key(), v.params, l.Entry, a.Buffer)
+				}
+			}
+		}
+		if want > 1 && !strings.HasSuffix(v.prog.Launches[0].Entry, "_zero") {
+			t.Fatalf("%s %s: scatter does not zero first", v.shape.Key(), v.params)
+		}
+		g := lpGeomOf(v.shape)
+		l := v.prog.Launches[min(1, want-1)]
+		var work int
+		spt, _ := v.params.Int("spt")
+		ept, _ := v.params.Int("ept")
+		if want == 1 {
+			work = g.rows * lpCeilDiv(g.l, spt*g.s)
+		} else {
+			work = g.rows * lpCeilDiv(g.lout, spt)
+		}
+		if n := l.Grid[0] * l.Block[0] * ept; n < work || n-work >= l.Block[0]*ept {
+			t.Fatalf("%s %s: grid %d × %d × %d for %d units", v.shape.Key(), v.params, l.Grid[0], l.Block[0], ept, work)
+		}
+	}
+}
+
+// TestLPPoolAssemble assembles every variant of the benchmark shape and
+// the odd shapes, in every dtype, with ptxas for sm_90, and reads ptxas'
+// report: no spills or stack without a register cap, the cap respected
+// with one, no shared memory. As TestAssembleAllVariants does, it
+// assembles a deterministic eighth of them for sm_80 too, all of them with
+// GRADTUNE_PTXAS_ALL=1 (about 3.5 minutes of two cores for both
+// architectures), and a sixteenth for both with -short. Kernels are
+// renamed and batched into modules of 40.
+func TestLPPoolAssemble(t *testing.T) {
+	path := ptxas.RequireOrSkip(t)
+	start := time.Now()
+	all := lpAllVariants(t)
+	type job struct {
+		arch    string
+		header  string
+		members []int
+	}
+	headers := map[string][]int{}
+	var order []string
+	for i, v := range all {
+		if testing.Short() && i%16 != 0 {
+			continue
+		}
+		h := v.prog.PTX[:strings.Index(v.prog.PTX, ".visible .entry ")]
+		if headers[h] == nil {
+			order = append(order, h)
+		}
+		headers[h] = append(headers[h], i)
+	}
+	const batch = 40
+	all80 := os.Getenv("GRADTUNE_PTXAS_ALL") == "1" || testing.Short()
+	var jobs []job
+	for _, arch := range []string{"sm_90", "sm_80"} {
+		for _, h := range order {
+			ms := headers[h]
+			if arch == "sm_80" && !all80 {
+				var some []int
+				for _, i := range ms {
+					if i%8 == 3 {
+						some = append(some, i)
+					}
+				}
+				ms = some
+			}
+			for len(ms) > 0 {
+				n := min(batch, len(ms))
+				jobs = append(jobs, job{arch, h, ms[:n]})
+				ms = ms[n:]
+			}
+		}
+	}
+	module := func(j job) (string, map[string]int) {
+		var b strings.Builder
+		b.WriteString(j.header)
+		names := map[string]int{}
+		for n, i := range j.members {
+			prefix := fmt.Sprintf("v%03d", n)
+			body := all[i].prog.PTX[len(j.header):]
+			b.WriteString(lpEntryRE.ReplaceAllString(body, prefix))
+			b.WriteString("\n")
+			for _, l := range all[i].prog.Launches {
+				names[lpEntryRE.ReplaceAllString(l.Entry, prefix)] = i
+			}
+		}
+		return b.String(), names
+	}
+	var (
+		mu       sync.Mutex
+		problems []string
+		counts   = map[string]int{}
+	)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	work := make(chan job)
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range work {
+				text, names := module(j)
+				reports, _, err := ptxas.Assemble(ctx, path, text, j.arch)
+				var ps []string
+				if err != nil {
+					for _, i := range j.members {
+						one, _ := module(job{j.arch, j.header, []int{i}})
+						if _, _, err := ptxas.Assemble(ctx, path, one, j.arch); err != nil {
+							ps = append(ps, fmt.Sprintf("%s: %s %s: %v", j.arch, all[i].shape.Key(), all[i].params, err))
+						}
+					}
+				}
+				seen := map[string]bool{}
+				for _, r := range reports {
+					i, ok := names[r.Function]
+					if !ok {
+						ps = append(ps, fmt.Sprintf("%s: report for unknown kernel %s", j.arch, r.Function))
+						continue
+					}
+					seen[r.Function] = true
+					v := all[i]
+					cap, _ := v.params.Int("maxnreg")
+					switch {
+					case cap == 0 && (r.SpillStores != 0 || r.SpillLoads != 0 || r.StackBytes != 0):
+						ps = append(ps, fmt.Sprintf("%s: %s %s %s: spills without a register cap: %d/%d bytes, %d stack, %d registers",
+							j.arch, v.shape.Key(), v.params, r.Function, r.SpillStores, r.SpillLoads, r.StackBytes, r.Registers))
+					case cap > 0 && r.Registers > cap:
+						ps = append(ps, fmt.Sprintf("%s: %s %s %s: %d registers above .maxnreg %d", j.arch, v.shape.Key(), v.params, r.Function, r.Registers, cap))
+					case r.SharedBytes != 0:
+						ps = append(ps, fmt.Sprintf("%s: %s %s: %d bytes shared memory", j.arch, v.shape.Key(), v.params, r.SharedBytes))
+					}
+				}
+				if err == nil && len(seen) != len(names) {
+					ps = append(ps, fmt.Sprintf("%s: %d reports for %d kernels", j.arch, len(seen), len(names)))
+				}
+				mu.Lock()
+				problems = append(problems, ps...)
+				if err == nil {
+					counts[j.arch] += len(j.members)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	for _, j := range jobs {
+		work <- j
+	}
+	close(work)
+	wg.Wait()
+	sort.Strings(problems)
+	for i, p := range problems {
+		if i == 20 {
+			t.Errorf("... and %d more problems", len(problems)-20)
+			break
+		}
+		t.Error(p)
+	}
+	if want := len(all); !testing.Short() && len(problems) == 0 && counts["sm_90"] != want {
+		t.Errorf("assembled %d variants for sm_90, want all %d", counts["sm_90"], want)
+	}
+	if testing.Verbose() {
+		t.Logf("%d variants; assembled %d for sm_90 and %d for sm_80 in %v", len(all), counts["sm_90"], counts["sm_80"], time.Since(start).Round(time.Millisecond))
+	}
+}

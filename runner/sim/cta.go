@@ -1,0 +1,397 @@
+package sim
+
+import (
+	"fmt"
+	"math/bits"
+	"strings"
+)
+
+// launchCtx is one kernel launch: the kernel, its configuration and the
+// memory it sees.
+type launchCtx struct {
+	k        *kernel
+	grid     [3]int
+	block    [3]int
+	nthreads int
+	nwarps   int
+	smem     int // static + dynamic shared bytes per CTA
+	params   []byte
+	allocs   []*alloc
+	mem      *memory
+	race     bool
+	maxSteps int64
+}
+
+// shadow records, for two bytes of shared memory, who last wrote and read
+// them in which barrier interval (epoch).
+type shadow struct {
+	wEpoch, rEpoch uint32
+	wTid, rTid     int32
+}
+
+const (
+	tidMany   = -2 // several readers
+	tidAtomic = -3 // atomics (by any threads)
+)
+
+// ctaRun is a worker's state for running CTAs of one launch, one after
+// another. Its buffers are reused from CTA to CTA.
+type ctaRun struct {
+	l      *launchCtx
+	ctaid  [3]int
+	linear int
+	warps  []*warp
+	smem   []byte
+	shadow []shadow
+	epoch  uint32
+	local  []byte
+	steps  int64
+	insts  uint64
+	last   *alloc // the global allocation hit last
+}
+
+// Warp states.
+const (
+	wsRun uint8 = iota
+	wsBarrier
+	wsDone
+)
+
+type warp struct {
+	c      *ctaRun
+	id     int
+	r      []uint64 // slot s of lane l at r[s*32+l]
+	rw     []uint32 // per slot: lanes that have written it
+	p      []uint32 // per predicate: lane bits
+	pw     []uint32 // per predicate: lanes that have written it
+	full   uint32   // lanes that exist
+	live   uint32   // lanes not exited
+	active uint32   // lanes executing at pc
+	pc     int32
+	next   int32 // smallest pc of a live lane outside active (merge point)
+	pcs    [32]int32
+	state  uint8
+	cp     *[32]cpLane
+	// bar.red contributions of the lanes waiting at the barrier.
+	redPopc        int
+	redAll, redAny bool
+}
+
+const noPC = int32(1<<31 - 1)
+
+func newCtaRun(l *launchCtx) *ctaRun {
+	c := &ctaRun{l: l, smem: make([]byte, l.smem)}
+	if l.race && l.smem > 0 {
+		c.shadow = make([]shadow, (l.smem+1)/2)
+	}
+	if l.k.localBytes > 0 {
+		c.local = make([]byte, l.k.localBytes*l.nthreads)
+	}
+	k := l.k
+	for i := 0; i < l.nwarps; i++ {
+		w := &warp{c: c, id: i, r: make([]uint64, k.nslots*32), rw: make([]uint32, k.nslots),
+			p: make([]uint32, k.npreds), pw: make([]uint32, k.npreds)}
+		n := min(32, l.nthreads-32*i)
+		w.full = uint32(1<<n - 1)
+		if n == 32 {
+			w.full = ^uint32(0)
+		}
+		for _, cs := range k.consts {
+			r := w.r[cs.slot*32 : cs.slot*32+32]
+			for j := range r {
+				r[j] = cs.val
+			}
+		}
+		c.warps = append(c.warps, w)
+	}
+	return c
+}
+
+// reset prepares the worker for CTA linear.
+func (c *ctaRun) reset(linear int) {
+	l := c.l
+	c.linear = linear
+	gx, gy := l.grid[0], l.grid[1]
+	c.ctaid = [3]int{linear % gx, linear / gx % gy, linear / (gx * gy)}
+	c.epoch++
+	c.steps = 0
+	c.last = nil
+	clear(c.smem)
+	clear(c.local)
+	for _, w := range c.warps {
+		clear(w.rw)
+		clear(w.pw)
+		w.live, w.active = w.full, w.full
+		w.pc, w.next = 0, noPC
+		w.state = wsRun
+		if w.cp != nil {
+			for i := range w.cp {
+				w.cp[i].ops, w.cp[i].groups = w.cp[i].ops[:0], w.cp[i].groups[:0]
+			}
+		}
+		w.initSregs()
+	}
+}
+
+func (w *warp) initSregs() {
+	c, l := w.c, w.c.l
+	bx, by := l.block[0], l.block[1]
+	for _, s := range l.k.sregs {
+		r := (*[32]uint64)(w.r[s.slot*32 : s.slot*32+32])
+		for lane := 0; lane < 32; lane++ {
+			tid := w.id*32 + lane
+			var v uint64
+			switch s.kind {
+			case srTidX:
+				v = uint64(tid % bx)
+			case srTidY:
+				v = uint64(tid / bx % by)
+			case srTidZ:
+				v = uint64(tid / (bx * by))
+			case srNtidX:
+				v = uint64(bx)
+			case srNtidY:
+				v = uint64(by)
+			case srNtidZ:
+				v = uint64(l.block[2])
+			case srCtaidX:
+				v = uint64(c.ctaid[0])
+			case srCtaidY:
+				v = uint64(c.ctaid[1])
+			case srCtaidZ:
+				v = uint64(c.ctaid[2])
+			case srNctaidX:
+				v = uint64(l.grid[0])
+			case srNctaidY:
+				v = uint64(l.grid[1])
+			case srNctaidZ:
+				v = uint64(l.grid[2])
+			case srLaneid:
+				v = uint64(lane)
+			case srWarpid:
+				v = uint64(w.id)
+			case srNwarpid:
+				v = 64
+			case srSmid:
+				v = uint64(c.linear % numSMs)
+			case srNsmid:
+				v = numSMs
+			case srLanemaskEq:
+				v = 1 << lane
+			case srLanemaskLt:
+				v = 1<<lane - 1
+			case srLanemaskLe:
+				v = 1<<(lane+1) - 1
+			case srLanemaskGt:
+				v = uint64(^uint32(0) << (lane + 1))
+				if lane == 31 {
+					v = 0
+				}
+			case srLanemaskGe:
+				v = uint64(^uint32(0) << lane)
+			case srGridid:
+				v = 1
+			case srClock, srClock64:
+				v = 0 // updated when read: see opMov
+			}
+			r[lane] = v
+		}
+	}
+}
+
+// run executes the CTA to completion.
+func (c *ctaRun) run() error {
+	for {
+		for _, w := range c.warps {
+			if w.state == wsRun {
+				if err := w.exec(); err != nil {
+					return err
+				}
+			}
+		}
+		var waiting []*warp
+		for _, w := range c.warps {
+			if w.state == wsBarrier {
+				waiting = append(waiting, w)
+			}
+		}
+		if len(waiting) == 0 {
+			return nil
+		}
+		first := waiting[0]
+		in := &c.l.k.code[first.pc]
+		for _, w := range waiting[1:] {
+			if w.pc != first.pc {
+				other := &c.l.k.code[w.pc]
+				return c.barrierError(in, first, fmt.Sprintf("warps %s wait at this barrier while warp %d waits at line %d `%s`",
+					warpList(waiting, first.pc), w.id, other.line, other.text))
+			}
+		}
+		// Release: exited threads do not hold a barrier up (PTX ISA), so
+		// warps that returned early are not waited for. A new barrier
+		// interval begins.
+		c.epoch++
+		if in.mode2 != 0 {
+			c.barRed(in, waiting)
+		}
+		for _, w := range waiting {
+			w.pc++
+			w.state = wsRun
+		}
+	}
+}
+
+// barRed completes bar.red: every waiting thread gets the reduction over
+// all of them.
+func (c *ctaRun) barRed(in *inst, ws []*warp) {
+	popc, all, any := 0, true, false
+	for _, w := range ws {
+		popc += w.redPopc
+		all = all && w.redAll
+		any = any || w.redAny
+	}
+	for _, w := range ws {
+		m := w.live
+		switch in.mode2 {
+		case barRedPopc:
+			D := w.lanes(in.d[0])
+			for l := range D {
+				if m&(1<<l) != 0 {
+					D[l] = uint64(popc)
+				}
+			}
+			w.rw[in.d[0]] |= m
+			continue
+		case barRedAnd:
+			if all {
+				w.p[in.d[0]] |= m
+			} else {
+				w.p[in.d[0]] &^= m
+			}
+		case barRedOr:
+			if any {
+				w.p[in.d[0]] |= m
+			} else {
+				w.p[in.d[0]] &^= m
+			}
+		}
+		w.pw[in.d[0]] |= m
+	}
+}
+
+func warpList(ws []*warp, pc int32) string {
+	var s []string
+	for _, w := range ws {
+		if pc < 0 || w.pc == pc {
+			s = append(s, fmt.Sprint(w.id))
+		}
+	}
+	return strings.Join(s, ",")
+}
+
+func (c *ctaRun) barrierError(in *inst, w *warp, detail string) error {
+	lane := bits.TrailingZeros32(w.full)
+	return c.execError(in, w, lane, ErrBarrier, 0, false, detail)
+}
+
+func (c *ctaRun) execError(in *inst, w *warp, lane int, sentinel error, addr uint64, hasAddr bool, detail string) error {
+	l := c.l
+	tid := w.id*32 + lane
+	bx, by := l.block[0], l.block[1]
+	return &ExecError{Kernel: l.k.name, Line: int(in.line), Inst: in.text, CTA: c.ctaid,
+		Thread: [3]int{tid % bx, tid / bx % by, tid / (bx * by)}, Addr: addr, HasAdd: hasAddr, Detail: detail, Err: sentinel}
+}
+
+// threadName prints a thread of the CTA by its index.
+func (c *ctaRun) threadName(tid int) string {
+	bx, by := c.l.block[0], c.l.block[1]
+	if c.l.block[1] == 1 && c.l.block[2] == 1 {
+		return fmt.Sprintf("thread %d", tid)
+	}
+	return fmt.Sprintf("thread (%d,%d,%d)", tid%bx, tid/bx%by, tid/(bx*by))
+}
+
+// reselect makes the lanes at the smallest pc the active group. The pcs
+// of all live lanes must be current in w.pcs.
+func (w *warp) reselect() {
+	minPC := noPC
+	for m := w.live; m != 0; m &= m - 1 {
+		l := bits.TrailingZeros32(m) & 31
+		if w.pcs[l] < minPC {
+			minPC = w.pcs[l]
+		}
+	}
+	act, next := uint32(0), noPC
+	for m := w.live; m != 0; m &= m - 1 {
+		l := bits.TrailingZeros32(m) & 31
+		switch p := w.pcs[l]; {
+		case p == minPC:
+			act |= 1 << l
+		case p < next:
+			next = p
+		}
+	}
+	w.pc, w.active, w.next = minPC, act, next
+}
+
+// setPCs records pc for the lanes of m.
+func (w *warp) setPCs(m uint32, pc int32) {
+	for ; m != 0; m &= m - 1 {
+		w.pcs[bits.TrailingZeros32(m)&31] = pc
+	}
+}
+
+// Shared-memory race detection, per two-byte granule.
+
+func (w *warp) raceCheck(in *inst, lane int, addr uint64, n int, write, atomic, record bool) error {
+	c := w.c
+	if c.shadow == nil {
+		return nil
+	}
+	tid := int32(w.id*32 + lane)
+	e := c.epoch
+	for g := addr / 2; g <= (addr+uint64(n)-1)/2; g++ {
+		s := &c.shadow[g]
+		if s.wEpoch == e && s.wTid != tid && !(atomic && s.wTid == tidAtomic) {
+			return w.raceError(in, lane, addr, write, "write", s.wTid)
+		}
+		if write && s.rEpoch == e && s.rTid != tid {
+			return w.raceError(in, lane, addr, write, "read", s.rTid)
+		}
+		if !record {
+			continue
+		}
+		if write {
+			s.wEpoch = e
+			if atomic {
+				s.wTid = tidAtomic
+			} else {
+				s.wTid = tid
+			}
+		} else if s.rEpoch != e {
+			s.rEpoch, s.rTid = e, tid
+		} else if s.rTid != tid {
+			s.rTid = tidMany
+		}
+	}
+	return nil
+}
+
+func (w *warp) raceError(in *inst, lane int, addr uint64, write bool, prior string, other int32) error {
+	c := w.c
+	what := "reads"
+	if write {
+		what = "writes"
+	}
+	who := "another thread"
+	switch {
+	case other == tidMany:
+		who = "several other threads"
+	case other == tidAtomic:
+		who = "an atomic of some thread"
+	case other >= 0:
+		who = c.threadName(int(other))
+	}
+	return c.execError(in, w, lane, ErrRace, addr, true,
+		fmt.Sprintf("%s shared memory that %s %s since the last barrier (missing bar.sync?)", what, who, map[string]string{"write": "wrote", "read": "read"}[prior]))
+}

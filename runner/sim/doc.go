@@ -1,0 +1,114 @@
+// Package sim is a CPU interpreter of the PTX that kernels/ptx prints,
+// with CUDA semantics, behind runner.Backend: validation code runs on it
+// unchanged, on any machine. It proves variants correct; it never times
+// them (tune refuses to time on it).
+//
+// # What it executes
+//
+// Parse reads the printer's dialect (registers declared in %x<N> ranges,
+// structured-control-flow labels, 0fXXXXXXXX immediates, vector operands)
+// and rejects anything else with an ErrParse naming the line. Instructions
+// are decoded once into small opcodes with every operand a register slot
+// (immediates, symbol addresses and special registers get slots of their
+// own), labels into instruction indexes.
+//
+// A launch runs CTAs of up to 1024 threads in warps of 32. A warp executes
+// its active lanes together, instruction by instruction; divergence is
+// handled by per-lane program counters and min-pc scheduling (the lanes
+// at the smallest pc run; lanes meet again where their pcs meet), which
+// reconverges structured code at the end of every if and loop. Warps of a
+// CTA run one after another until each reaches a barrier or exits. CTAs
+// run on Options.Workers goroutines; results are the same whatever the
+// worker count, except that float atomics of different CTAs on one
+// address add in a different order (as on a GPU).
+//
+// Covered: ld.param, ld/st in the global, shared (static and dynamic),
+// local and generic spaces including .v2/.v4 and cache qualifiers (which
+// have no effect); cvta; integer add/sub/mul.lo/hi/wide, mad, div, rem,
+// min, max, neg, abs, logic and shifts, popc, clz, brev, bfind, bfe, prmt;
+// float add/sub/mul/fma/div/min/max/neg/abs/rcp/sqrt in f32 and f64, in
+// f16, bf16, f16x2 and bf16x2 (add, sub, mul, fma, min, max, neg, abs);
+// the .approx functions; setp (all comparisons, boolean forms, p|q),
+// selp; cvt between all integer and float types with every rounding mode,
+// .ftz and .sat, and cvt.rn.{f16x2,bf16x2}.f32; mov including pack and
+// unpack ({lo, hi}); testp; min and max with .NaN; bra, ret, exit, trap;
+// bar.sync, bar.red (popc, and, or), bar.warp.sync, membar, fence and
+// prefetch (no effect); shfl.sync idx/up/down/bfly with the PTX ISA's
+// clamp and segment rules; vote.sync; redux.sync; activemask; atom and red on
+// global and shared memory (add, min, max, inc, dec, and, or, xor, exch,
+// cas; integer, f32, f64 and half types); mma.sync m16n8k16 f16/bf16 →
+// f32; ldmatrix m8n8 .x1/.x2/.x4 with .trans; cp.async .ca/.cg with
+// commit_group, wait_group and wait_all.
+//
+// # Errors
+//
+// Every error wraps a sentinel (ErrParse, ErrLaunch, ErrMemory,
+// ErrMisaligned, ErrUninitialized, ErrBarrier, ErrRace, ErrWarpSync,
+// ErrTrap, ErrTimeout); errors of running kernels are *ExecError values
+// naming the kernel, the instruction (line and text), the CTA, the thread
+// and, for memory errors, the address:
+//
+//   - a global access outside every allocation (allocations are 256-aligned,
+//     start at 0x100_0000_0000 and are followed by at least 1 MiB that
+//     belongs to nothing), a shared access beyond the CTA's static plus
+//     dynamic shared memory, a local access beyond the thread's .local
+//     arrays: ErrMemory;
+//   - an access whose address is not a multiple of its size (a .v4.f32
+//     access must be 16-byte aligned): ErrMisaligned;
+//   - a register or predicate read by a lane that never wrote it (the
+//     guard of a predicated instruction included): ErrUninitialized;
+//   - bar.sync reached by only some of the live lanes of a warp (a barrier
+//     in a divergent branch or under a guard), or warps waiting at
+//     different bar.sync instructions while no other thread can reach
+//     theirs: ErrBarrier. As on the GPU (and in the PTX ISA), threads that
+//     have exited do not hold a barrier up: a barrier completes when every
+//     live thread of the CTA waits at it;
+//   - two threads of a CTA accessing the same two bytes of shared memory
+//     between two barriers, one of them writing (atomics among themselves
+//     excepted): ErrRace. This is stricter than needed inside a warp,
+//     which needs no barrier where a shuffle already synchronizes;
+//   - shfl.sync, vote.sync and bar.warp.sync whose member mask names a lane
+//     that does not execute them, or lanes executing them that it does not
+//     name, a shuffle reading a lane outside the mask, and mma.sync or
+//     ldmatrix executed by fewer than 32 lanes: ErrWarpSync.
+//
+// A launch's configuration errors (block too large, .reqntid mismatch,
+// argument count, shared memory) are returned by Launch; errors of a
+// running kernel by the next Sync, the first one of the lowest-numbered
+// failing CTA.
+//
+// # Numerics and tolerances
+//
+// Exactly rounded instructions are bit-identical to the GPU: add, sub,
+// mul, fma, div, rcp and sqrt with .rn (and the directed modes) in f32 and
+// f64, half-precision arithmetic, and cvt. fma.rn.f32 is computed with
+// round-to-odd in float64 and then rounded to f32, which is correct (a
+// plain math.FMA followed by a rounding to f32 rounds twice and can be one
+// ulp off; the float64 sum is used directly when it is not an f32
+// midpoint). NaN results are the GPU's canonical NaN. min and max return
+// the non-NaN operand and order -0 below +0. atom.add.f32 flushes
+// subnormals, as the PTX ISA says the GPU does.
+//
+// Approximate instructions are computed in float64 and rounded once; the
+// GPU's special function unit differs from that by at most its documented
+// error (PTX ISA): ex2.approx.f32 2^-22.5 relative (2 ulp), rcp.approx
+// 2^-23, rsqrt.approx 2^-22.9, sqrt.approx 2^-23 relative, lg2.approx
+// 2^-22.6 absolute near 1, tanh.approx 2^-10.987 relative, sin/cos.approx
+// 2^-20.5 absolute; div.approx and div.full are computed exactly rounded
+// (the GPU: 2 ulp). Families built on them state tolerances at least that
+// wide. mma.sync sums the 16 exact products and C in float64 and rounds
+// once; the tensor cores' order and intermediate precision are not
+// specified, so results can differ from the GPU in the last bits of f32
+// (relative to the sum of the magnitudes of the terms, about 2^-23).
+//
+// # Not modelled
+//
+// Timing of any kind (%clock reads 0); the memory model beyond barriers
+// (fences have no effect; a warp's instruction is atomic with respect to
+// other warps); races in global memory; the L1/L2 caches and the .nc
+// path's incoherence; bar.sync with a thread count smaller than the CTA;
+// named-barrier producer/consumer patterns; clusters, wgmma, TMA and
+// other sm_90a instructions; textures and surfaces; the .const space;
+// function calls. %warpid is the warp's index in its CTA and %smid the
+// CTA's index modulo 132.
+package sim
