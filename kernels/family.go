@@ -105,6 +105,22 @@ type Tolerance struct {
 	Atol, Rtol float64
 }
 
+// OutputTolerancer is implemented by families whose outputs need
+// different tolerances (a row-wise dx next to a column sum over all rows).
+// Their Tolerance returns the loosest of them.
+type OutputTolerancer interface {
+	OutputTolerance(s variants.Shape, buffer string) Tolerance
+}
+
+// ToleranceFor returns the tolerance of buffer: the family's
+// OutputTolerance when it has one, else its Tolerance.
+func ToleranceFor(f Family, s variants.Shape, buffer string) Tolerance {
+	if o, ok := f.(OutputTolerancer); ok {
+		return o.OutputTolerance(s, buffer)
+	}
+	return f.Tolerance(s)
+}
+
 // Check compares got with ref and returns the largest absolute and
 // relative errors and the index of the first element outside tolerance
 // (-1 if none). Non-finite values must match exactly: NaN where ref is

@@ -177,11 +177,11 @@ func (ss *Session) Validate(l *Loaded) (Check, error) {
 		return Check{}, err
 	}
 	c := Check{OK: true}
-	tol := ss.fam.Tolerance(ss.shape)
 	for _, b := range ss.specs {
 		if b.Role != kernels.Output && b.Role != kernels.Accumulate {
 			continue
 		}
+		tol := kernels.ToleranceFor(ss.fam, ss.shape, b.Name)
 		if cap(ss.scratch) < b.Bytes() {
 			ss.scratch = make([]byte, b.Bytes())
 		}

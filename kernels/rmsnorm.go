@@ -1,0 +1,898 @@
+package kernels
+
+// rmsnorm_bwd (and, through the same generator, layernorm_bwd): the
+// backward of y = x·rstd·γ over [m tokens × n hidden], from dy, x, γ [n]
+// and the forward's saved per-row rstd [m] (f32):
+//
+//	x̂ = x·rstd, g = γ⊙dy
+//	dx = rstd·(g − x̂·mean_row(g⊙x̂))
+//	dγ = Σ_rows dy⊙x̂
+//
+// (the same as rstd·(γ⊙dy − x·rstd²·mean(γ⊙dy⊙x))). dx has the storage
+// dtype; dγ (and layernorm's dβ) are f32 whatever the storage dtype: a
+// column sum over thousands of rows accumulated in f32, kept as f32 (an
+// f32 master gradient); PyTorch would round it to the parameter's dtype.
+//
+// Shapes. From a preset, [Tokens × Hidden]: qwen1.5b gives [2048 × 1536].
+// Specs name m and n; a row must fit one tile (1024 threads holding at
+// most 32 elements each: n ≤ 32768 when 4 or 8 divides it).
+//
+// Byte floor. x and dy read once, dx written once, plus γ, rstd and dγ:
+// 3·m·n elements. At [2048 × 1536]: 37.7 MB in f32, 8.9 µs at the H200's
+// 4.25 TB/s; 18.9 MB in bf16, 4.4 µs. PyTorch eager takes 42.5 µs (f32)
+// and 81.4 µs (bf16), so the targets (3× and 5×: 14.2 and 16.3 µs, launch
+// and events included, about 3 µs) leave the f32 program about 11 µs. The
+// activation families, which move the same 37.7 MB at [2048 × 1536] f32,
+// take 13.9 µs on that harness (testdata/h200-activations.md): the f32
+// target needs one launch running at an elementwise kernel's speed. Hence
+// one pass over x and dy with the row in registers, 16-byte loads, γ
+// loaded once per thread, the next row's loads in flight during a row's
+// reduction (prefetch, or unroll 2), and column sums that need no second
+// launch (dgamma=ticket).
+//
+// Column sums (axis dgamma). Each thread owns the same columns in every
+// row it handles, so it keeps its share of dγ in registers across its
+// rows; the row groups of a CTA are added in shared memory, so a CTA
+// contributes one value per column. Then
+//   - atomic: one red.global.add.f32 per column per CTA into dγ, which a
+//     first launch of the program zeroes (a tiny kernel of the same module);
+//   - partial: each CTA stores its column sums in a Scratch buffer
+//     [CTAs × n] and a second launch (finalize) adds them: 32 columns per
+//     CTA, up to 32 slices of the CTAs per column, a shared-memory
+//     transpose and a warp butterfly;
+//   - ticket: one launch. Each CTA red.adds its sums into colsum, an f32
+//     accumulator that is zero before every run; every thread then
+//     executes membar.gl, and after a barrier thread 0 takes a ticket
+//     with atom.inc on a counter (wrapping at G−1, so that it is 0 again
+//     after the run). The CTA that draws G−1 finishes last: all the other
+//     CTAs' sums are in colsum; it copies them to dγ and writes zeros
+//     back. A second launch or a zeroing costs about as much as that tail
+//     (1–2 µs), which matters where the f32 targets leave no room.
+//
+// dγ has the role Output under every strategy (Buffers cannot depend on
+// params, and an Accumulate dγ would charge the runner's memset to the
+// strategies that overwrite it); validation poisons it with NaN, so the
+// zeroing launch and the ticket copy are checked too. colsum and ticket
+// are Input buffers whose generated data are zeros, and every run leaves
+// them zero: uploaded once per session or before every run, they hold
+// zeros when a program starts. (A role "zeroed once, left zeroed by every
+// run" would say so more plainly than Input.) The number of CTAs
+// (rows·rpg rows each) sets the trade-off: more CTAs fill the SMs better
+// but add column sums (G·n atomics, or G·n·8 bytes of partials).
+//
+// Tolerance (per output; Tolerance returns the loosest, for a runner that
+// checks every output with one). Inputs are built so that rstd ≤ 2
+// (rows of RMS, or standard deviation, in [0.5, 2]), |g| ≤ 1.5 and
+// mean(x̂²) ≤ 1; |x̂| ≤ min(√n, 4). The row sum S = Σ g·x̂ is added along
+// chains of K ≤ min(n, 32) + 40 additions (vpt·vec ≤ 32 terms per thread,
+// vec accumulators added pairwise, the butterfly, the warps), so |δS|/n ≤
+// (K+4)·u·gmax with u = 2⁻²⁴, and dx is off by at most
+// rmax·gmax·u·(x̂max·(K+8) + K + 13) plus 4u relative (plus the rounding of
+// the stored dx for f16 and bf16). dγ is a sum over m rows along chains
+// of at most G + 24 additions (rows per thread, row groups, then one per
+// CTA, G ≤ ⌈m/2⌉), each off by u times a running sum; the running sums
+// are random walks of terms dy·x̂ with E[(dy·x̂)²] ≤ 1/3, bounded (but for
+// a 4.8-sigma event) by 4.8·√(m/3) plus one term: Atol = (G+24)·u·
+// (4.8·√(m/3) + x̂max), Rtol = 8u; dβ likewise with terms |dy| ≤ 1.
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/gradtune/gradtune/kernels/dtype"
+	"github.com/gradtune/gradtune/kernels/ptx"
+	"github.com/gradtune/gradtune/variants"
+)
+
+func init() {
+	register(rmsNormBwd)
+	register(layerNormBwd)
+}
+
+// normBwd is rmsnorm_bwd or, with layer set, layernorm_bwd.
+type normBwd struct {
+	cfg   rowCfg
+	name  string
+	doc   string
+	layer bool
+	eps   float64
+}
+
+var rmsNormBwd = &normBwd{
+	cfg: rowCfg{name: "rmsnorm_bwd", minTPR: 32, rowsVals: []int{1, 2, 4}, rpgVals: []int{2, 4, 8},
+		blockMax: 1024, sums: 1, cols: 1},
+	name: "rmsnorm_bwd",
+	doc:  "RMSNorm backward over rows: dx and dγ from dy, x, γ and the saved rstd",
+	eps:  1e-6,
+}
+
+// normMaxN is the longest row the norm families take when vw is the
+// widest vector dividing it: one tile of maxTPR threads with vpt ≤ 16 and
+// 2·vpt·vw ≤ maxHeld.
+func normMaxN(vw int) int { return maxTPR * min(16, maxHeld/2/vw) * vw }
+
+func (f *normBwd) Name() string          { return f.name }
+func (f *normBwd) Doc() string           { return f.doc }
+func (f *normBwd) Dims() []string        { return []string{"m", "n"} }
+func (f *normBwd) DTypes() []dtype.DType { return []dtype.DType{dtype.F32, dtype.F16, dtype.BF16} }
+
+// Shapes yields the hidden states [Tokens × Hidden].
+func (f *normBwd) Shapes(p variants.Preset, dts []dtype.DType) []variants.Shape {
+	return rowShapes(f, p.Tokens, p.Hidden, dts)
+}
+
+// Shape accepts m=M,n=N with n short enough for one row tile.
+func (f *normBwd) Shape(sp variants.Spec, dt dtype.DType) (variants.Shape, error) {
+	s, err := parseRowShape(f, sp, dt)
+	if err != nil {
+		return s, err
+	}
+	n := s.Get("n")
+	if vw := widestVec(dt, n); n > normMaxN(vw) {
+		return variants.Shape{}, fmt.Errorf("%s: n=%d is too long: a row must fit one tile of %d threads holding at most %d elements each (n ≤ %d when n is a multiple of %d)",
+			f.name, n, maxTPR, normMaxN(vw)/maxTPR, normMaxN(vw), vw)
+	}
+	return s, nil
+}
+
+// ncols is the number of column sums: dγ, and dβ for layernorm.
+func (f *normBwd) ncols() int { return f.cfg.cols }
+
+// partRows is the row count of the partials buffer: the most CTAs a
+// partial variant may have.
+func partRows(m int) int { return min(ceilDiv(m, 2), 2048) }
+
+func (f *normBwd) Space(s variants.Shape) variants.Space {
+	axes := append(f.cfg.axes(s),
+		variants.Axis{Name: "dgamma", Values: []string{"atomic", "partial", "ticket"},
+			Doc: "column sums: red.add per column per CTA into dγ zeroed by a first launch; per-CTA partials added by a second launch; or red.add into a zeroed accumulator that the CTA finishing last copies to dγ and clears (one launch)"},
+		variants.IntAxis("maxnreg", "register cap (0 = none)", 0, 64))
+	cons := append(f.cfg.constraints(s), variants.Constraint{Name: "partials fit", OK: func(p variants.Params) error {
+		g, err := f.cfg.geom(s, p)
+		if err != nil {
+			return err
+		}
+		if g.dgamma == "partial" && g.grid > partRows(g.m) {
+			return fmt.Errorf("%d CTAs of partial sums (the buffer holds %d)", g.grid, partRows(g.m))
+		}
+		return nil
+	}})
+	return variants.Space{Axes: axes, Constraints: cons}
+}
+
+func (f *normBwd) Buffers(s variants.Shape) []Buffer {
+	m, n := s.Get("m"), s.Get("n")
+	b := []Buffer{{"dy", s.DType, m * n, Input}, {"x", s.DType, m * n, Input}, {"gamma", s.DType, n, Input}}
+	if f.layer {
+		b = append(b, Buffer{"mean", dtype.F32, m, Input})
+	}
+	b = append(b, Buffer{"rstd", dtype.F32, m, Input}, Buffer{"dx", s.DType, m * n, Output}, Buffer{"dgamma", dtype.F32, n, Output})
+	if f.layer {
+		b = append(b, Buffer{"dbeta", dtype.F32, n, Output})
+	}
+	// colsum and ticket are the ticket strategy's accumulator and counter:
+	// zeros that every run leaves zero (see the file comment).
+	return append(b, Buffer{"partials", dtype.F32, partRows(m) * f.ncols() * n, Scratch},
+		Buffer{"colsum", dtype.F32, f.ncols() * n, Input}, Buffer{"ticket", dtype.F32, 1, Input})
+}
+
+// Inputs: dy uniform in [−1, 1], γ uniform in [0.5, 1.5]; each row of x is
+// uniform noise scaled to a row RMS (rmsnorm) or standard deviation around
+// a row mean uniform in [−1, 1] (layernorm) uniform in [0.5, 2], rounded
+// to the dtype; rstd (and mean) are computed from the rounded x in float64
+// and rounded to f32, as the forward saves them.
+func (f *normBwd) Inputs(s variants.Shape, seed uint64) map[string][]float64 {
+	m, n := s.Get("m"), s.Get("n")
+	dt := s.DType
+	key := s.Key() + "/"
+	raw := Uniform(dtype.F64, m*n, -2, 2, seed, key+"x")
+	scale := Uniform(dtype.F64, m, 0.5, 2, seed, key+"scale")
+	center := Uniform(dtype.F64, m, -1, 1, seed, key+"center")
+	x := make([]float64, m*n)
+	rstd := make([]float64, m)
+	mean := make([]float64, m)
+	for r := 0; r < m; r++ {
+		row := raw[r*n : (r+1)*n]
+		var mu, ss float64
+		if f.layer {
+			for _, v := range row {
+				mu += v
+			}
+			mu /= float64(n)
+		}
+		for _, v := range row {
+			ss += (v - mu) * (v - mu)
+		}
+		sd := math.Sqrt(ss / float64(n))
+		for i, v := range row {
+			switch {
+			case f.layer && sd == 0:
+				x[r*n+i] = dt.Round(center[r])
+			case f.layer:
+				x[r*n+i] = dt.Round(center[r] + scale[r]*(v-mu)/sd)
+			case sd == 0:
+				x[r*n+i] = dt.Round(scale[r])
+			default:
+				x[r*n+i] = dt.Round(scale[r] * v / sd)
+			}
+		}
+		xr := x[r*n : (r+1)*n]
+		var xm, xv float64
+		if f.layer {
+			for _, v := range xr {
+				xm += v
+			}
+			xm /= float64(n)
+		}
+		for _, v := range xr {
+			xv += (v - xm) * (v - xm)
+		}
+		mean[r] = dtype.F32.Round(xm)
+		rstd[r] = dtype.F32.Round(1 / math.Sqrt(xv/float64(n)+f.eps))
+	}
+	in := map[string][]float64{
+		"dy":    Uniform(dt, m*n, -1, 1, seed, key+"dy"),
+		"x":     x,
+		"gamma": Uniform(dt, n, 0.5, 1.5, seed, key+"gamma"),
+		"rstd":  rstd,
+	}
+	if f.layer {
+		in["mean"] = mean
+	}
+	in["colsum"] = make([]float64, f.ncols()*n)
+	in["ticket"] = []float64{0}
+	return in
+}
+
+// Reference computes dx, dγ (and dβ) in float64 from the saved rstd (and
+// mean) as given.
+func (f *normBwd) Reference(s variants.Shape, in map[string][]float64) map[string][]float64 {
+	m, n := s.Get("m"), s.Get("n")
+	dy, x, gamma, rstd := in["dy"], in["x"], in["gamma"], in["rstd"]
+	dx := make([]float64, m*n)
+	dg := make([]float64, n)
+	db := make([]float64, n)
+	xh := make([]float64, n)
+	for r := 0; r < m; r++ {
+		var mu float64
+		if f.layer {
+			mu = in["mean"][r]
+		}
+		var s1, s2 float64
+		for i := 0; i < n; i++ {
+			xh[i] = (x[r*n+i] - mu) * rstd[r]
+			g := gamma[i] * dy[r*n+i]
+			s1 += g
+			s2 += g * xh[i]
+			dg[i] += dy[r*n+i] * xh[i]
+			db[i] += dy[r*n+i]
+		}
+		s1, s2 = s1/float64(n), s2/float64(n)
+		if !f.layer {
+			s1 = 0
+		}
+		for i := 0; i < n; i++ {
+			dx[r*n+i] = rstd[r] * (gamma[i]*dy[r*n+i] - s1 - xh[i]*s2)
+		}
+	}
+	out := map[string][]float64{"dx": dx, "dgamma": dg}
+	if f.layer {
+		out["dbeta"] = db
+	}
+	return out
+}
+
+// Cost: read dy, x (m·n each), γ (n), rstd (and mean) (m f32); write dx
+// (m·n) and the column sums (n f32 each). Flops per element: rmsnorm 7
+// (x̂, g, g·x̂, dy·x̂, r·g, the fma of dx), layernorm 10.
+func (f *normBwd) Cost(s variants.Shape) Cost {
+	m, n := int64(s.Get("m")), int64(s.Get("n"))
+	sz := int64(s.DType.Size())
+	stats, cols, flops := int64(1), int64(1), int64(7)
+	if f.layer {
+		stats, cols, flops = 2, 2, 10
+	}
+	return Cost{Bytes: 3*m*n*sz + n*sz + 4*stats*m + 4*cols*n, Flops: flops * m * n}
+}
+
+// normBounds returns rmax, x̂max and the longest row-sum chain K of the
+// generated inputs (see the file comment).
+func (f *normBwd) normBounds(s variants.Shape) (rmax, xhmax, k float64) {
+	n := s.Get("n")
+	rmax = 2 * (1 + 4*s.DType.Epsilon())
+	xhmax = math.Min(math.Sqrt(float64(n)), 4)
+	if f.layer && n == 1 {
+		rmax, xhmax = 1/math.Sqrt(f.eps), 0
+	}
+	return rmax, xhmax, float64(min(n, maxHeld/2) + 40)
+}
+
+// OutputTolerance gives dx and the column sums their own tolerances.
+func (f *normBwd) OutputTolerance(s variants.Shape, buffer string) Tolerance {
+	rmax, xhmax, k := f.normBounds(s)
+	const gmax = 1.5
+	m := s.Get("m")
+	// Column sums: G ≤ ⌈m/2⌉ CTAs (rows·rpg ≥ 2), and running sums within
+	// 4.8 standard deviations (√(m/3): E[dy²] = 1/3, E[x̂²] ≤ 1) plus a term.
+	kg := float64(ceilDiv(m, 2) + 24)
+	walk := 4.8 * math.Sqrt(float64(m)/3)
+	switch buffer {
+	case "dgamma":
+		return Tolerance{Atol: kg * u32 * (walk + math.Max(xhmax, 1)), Rtol: 8 * u32}
+	case "dbeta":
+		return Tolerance{Atol: kg * u32 * (walk + 1), Rtol: 8 * u32}
+	}
+	return storeTol(Tolerance{Atol: rmax * gmax * u32 * (xhmax*(k+8) + k + 13), Rtol: 4 * u32}, s.DType)
+}
+
+// Tolerance is the loosest of the outputs' tolerances.
+func (f *normBwd) Tolerance(s variants.Shape) Tolerance {
+	ts := []Tolerance{f.OutputTolerance(s, "dx"), f.OutputTolerance(s, "dgamma")}
+	if f.layer {
+		ts = append(ts, f.OutputTolerance(s, "dbeta"))
+	}
+	return loosest(ts...)
+}
+
+// Emit generates one variant: zero + main (atomic), main + finalize
+// (partial), or main alone (ticket).
+func (f *normBwd) Emit(s variants.Shape, p variants.Params) (Program, error) {
+	if err := f.Space(s).Check(p); err != nil {
+		return Program{}, errorf(f, "%w", err)
+	}
+	g, err := f.cfg.geom(s, p)
+	if err != nil {
+		return Program{}, errorf(f, "%w", err)
+	}
+	entry := f.name + "_" + s.DType.String()
+	mod := ptx.NewModule()
+	var launches []Launch
+	if g.dgamma == "atomic" {
+		launches = append(launches, f.emitZero(mod, entry+"_zero", g))
+	}
+	launches = append(launches, f.emitMain(mod, entry, g))
+	if g.dgamma == "partial" {
+		launches = append(launches, f.emitFinalize(mod, entry+"_finalize", g))
+	}
+	built, err := mod.Build()
+	if err != nil {
+		return Program{}, errorf(f, "%s: %w", p, err)
+	}
+	return Program{PTX: built.String(), Launches: launches}, nil
+}
+
+// colArgs are the column-sum buffers: dgamma (and dbeta).
+func (f *normBwd) colArgs() []Arg {
+	a := []Arg{{Buffer: "dgamma"}}
+	if f.layer {
+		a = append(a, Arg{Buffer: "dbeta"})
+	}
+	return a
+}
+
+// emitZero writes the kernel that zeroes the column sums: one thread per
+// column.
+func (f *normBwd) emitZero(mod *ptx.Module, entry string, g rowGeom) Launch {
+	const block = 256
+	k := mod.Func(entry)
+	k.ReqNTid(block)
+	var bases []ptx.Reg
+	for _, a := range f.colArgs() {
+		bases = append(bases, param(k, a.Buffer))
+	}
+	i := k.Mad(ptx.U32, k.Mov(ptx.U32, ptx.CtaidX), ptx.Imm(block), k.Mov(ptx.U32, ptx.TidX))
+	off := k.MulWide(ptx.U32, i, ptx.Imm(4))
+	var ok ptx.Reg
+	if g.n%block != 0 {
+		ok = k.Setp("lt", ptx.U32, i, ptx.Imm(g.n))
+	}
+	zero := k.Mov(ptx.F32, ptx.F32Imm(0))
+	for _, b := range bases {
+		k.St(ptx.Global, ptx.F32, ptx.At(k.Add(ptx.U64, b, off), 0), []ptx.Reg{zero})
+		if ok.Valid() {
+			k.Guard(ok, false)
+		}
+	}
+	return Launch{Entry: entry, Grid: [3]int{ceilDiv(g.n, block), 1, 1}, Block: [3]int{block, 1, 1}, Args: f.colArgs()}
+}
+
+// emitMain writes the row kernel: dx, and the CTA's column sums.
+func (f *normBwd) emitMain(mod *ptx.Module, entry string, g rowGeom) Launch {
+	k := mod.Func(entry)
+	args := []Arg{{Buffer: "dy"}, {Buffer: "x"}, {Buffer: "gamma"}}
+	dy, x, gamma := param(k, "dy"), param(k, "x"), param(k, "gamma")
+	var mean ptx.Reg
+	if f.layer {
+		mean = param(k, "mean")
+		args = append(args, Arg{Buffer: "mean"})
+	}
+	rstd, dx := param(k, "rstd"), param(k, "dx")
+	args = append(args, Arg{Buffer: "rstd"}, Arg{Buffer: "dx"})
+	// cols: where the CTA adds its column sums (atomic: dgamma and dbeta;
+	// ticket: the halves of colsum) or stores them (partial: partials).
+	var cols, outs []ptx.Reg
+	var ticket ptx.Reg
+	switch g.dgamma {
+	case "atomic":
+		for _, a := range f.colArgs() {
+			cols = append(cols, param(k, a.Buffer))
+			args = append(args, a)
+		}
+	case "partial":
+		cols = append(cols, param(k, "partials"))
+		args = append(args, Arg{Buffer: "partials"})
+	case "ticket":
+		acc := param(k, "colsum")
+		ticket = param(k, "ticket")
+		args = append(args, Arg{Buffer: "colsum"}, Arg{Buffer: "ticket"})
+		for i, a := range f.colArgs() {
+			cols = append(cols, k.Add(ptx.U64, acc, ptx.Imm(i*g.n*4)))
+			outs = append(outs, param(k, a.Buffer))
+			args = append(args, a)
+		}
+	}
+
+	rk := newRowKernel(k, g)
+	dt, vec, vpt, n := g.dt, g.vec, g.vpt, g.n
+	na := f.ncols()
+	tile := rk.oneTile()
+
+	// γ of this thread's columns, and its column sums.
+	gp := k.Add(ptx.U64, gamma, rk.laneOff)
+	gam := make([][]ptx.Reg, vpt)
+	for j := range gam {
+		gam[j] = widen(k, dt, ldRaw(k, ptx.Global, dt, vec, rk.chunkAt(gp, j), tile.ok[j], rk.ld))
+	}
+	acc := make([][][]ptx.Reg, na) // [column sum][chunk][element]
+	for a := range acc {
+		acc[a] = make([][]ptx.Reg, vpt)
+		for j := range acc[a] {
+			for range vec {
+				acc[a][j] = append(acc[a][j], k.Mov(ptx.F32, ptx.F32Imm(0)))
+			}
+		}
+	}
+	invN := f32Imm(1 / float64(n))
+
+	type rowStats struct{ r, mu ptx.Reg }
+	stats := func(r rowRef) rowStats {
+		var st rowStats
+		off := k.MulWide(ptx.U32, r.idx, ptx.Imm(4))
+		st.r = k.Ld(ptx.Global, ptx.F32, 1, ptx.At(k.Add(ptx.U64, rstd, off), 0), rk.ld)[0]
+		if f.layer {
+			st.mu = k.Ld(ptx.Global, ptx.F32, 1, ptx.At(k.Add(ptx.U64, mean, off), 0), rk.ld)[0]
+		}
+		return st
+	}
+	// xhat returns x̂ and g = γ·dy of one element.
+	xhat := func(xv, dyv, gm ptx.Reg, st rowStats) (xh, gg ptx.Reg) {
+		if f.layer {
+			xh = k.Mul(ptx.F32, k.Sub(ptx.F32, xv, st.mu), st.r)
+		} else {
+			xh = k.Mul(ptx.F32, xv, st.r)
+		}
+		return xh, k.Mul(ptx.F32, gm, dyv)
+	}
+	// Row sums in vec chains, started by the first chunk: s2 = Σ g·x̂
+	// and, for layernorm, s1 = Σ g.
+	type chains struct{ s1, s2 []ptx.Reg }
+	newChains := func() *chains { return &chains{s1: make([]ptx.Reg, vec), s2: make([]ptx.Reg, vec)} }
+	addChains := func(c *chains, e int, xh, gg ptx.Reg) {
+		if !c.s2[e].Valid() {
+			c.s2[e], c.s1[e] = k.Mul(ptx.F32, gg, xh), gg
+			return
+		}
+		c.s2[e] = k.Fma(ptx.F32, gg, xh, c.s2[e])
+		if f.layer {
+			c.s1[e] = k.Add(ptx.F32, c.s1[e], gg)
+		}
+	}
+	sumsOf := func(c *chains) []ptx.Reg {
+		if f.layer {
+			return []ptx.Reg{sumTree(k, c.s2), sumTree(k, c.s1)}
+		}
+		return []ptx.Reg{sumTree(k, c.s2)}
+	}
+	// colSums adds the row's contribution to the column sums (not for
+	// clamped rows past m).
+	colSums := func(r rowRef, j int, dyv, xh []ptx.Reg) {
+		for e := 0; e < vec; e++ {
+			k.MovTo(acc[0][j][e], k.Fma(ptx.F32, dyv[e], xh[e], acc[0][j][e]))
+			if r.valid.Valid() {
+				k.Guard(r.valid, false)
+			}
+			if f.layer {
+				k.MovTo(acc[1][j][e], k.Add(ptx.F32, acc[1][j][e], dyv[e]))
+				if r.valid.Valid() {
+					k.Guard(r.valid, false)
+				}
+			}
+		}
+	}
+	// coefs turns the row sums into dx = fma(x̂, ca, r·g + cb).
+	type coef struct{ ca, cb ptx.Reg }
+	coefs := func(sums []ptx.Reg, st rowStats) coef {
+		rn := k.Mul(ptx.F32, st.r, invN)
+		c := coef{ca: k.Neg(ptx.F32, k.Mul(ptx.F32, rn, sums[0]))}
+		if f.layer {
+			c.cb = k.Neg(ptx.F32, k.Mul(ptx.F32, rn, sums[1]))
+		}
+		return c
+	}
+	dxOf := func(xh, gg ptx.Reg, st rowStats, c coef) ptx.Reg {
+		var t ptx.Reg
+		if f.layer {
+			t = k.Fma(ptx.F32, st.r, gg, c.cb)
+		} else {
+			t = k.Mul(ptx.F32, st.r, gg)
+		}
+		return k.Fma(ptx.F32, xh, c.ca, t)
+	}
+
+	_, nw := rawType(dt, vec)
+	nst := 1 // registers of a row's saved statistics
+	if f.layer {
+		nst = 2
+	}
+	// load issues the loads of a batch (store=regs): per row, the words of
+	// x and dy of each chunk, then rstd (and mean).
+	load := func(rows []rowRef) []ptx.Reg {
+		if g.store != "regs" {
+			return nil
+		}
+		var regs []ptx.Reg
+		for _, r := range rows {
+			xp, dyp := rk.rowPtr(x, r, tile), rk.rowPtr(dy, r, tile)
+			for j := 0; j < vpt; j++ {
+				regs = append(regs, ldRaw(k, ptx.Global, dt, vec, rk.chunkAt(xp, j), tile.ok[j], rk.ld)...)
+				regs = append(regs, ldRaw(k, ptx.Global, dt, vec, rk.chunkAt(dyp, j), tile.ok[j], rk.ld)...)
+			}
+			st := stats(r)
+			regs = append(regs, st.r)
+			if f.layer {
+				regs = append(regs, st.mu)
+			}
+		}
+		return regs
+	}
+	rk.forRows(load, func(rows []rowRef, regs []ptx.Reg) {
+		if g.store == "regs" {
+			xs := make([][][]ptx.Reg, len(rows))
+			dys := make([][][]ptx.Reg, len(rows))
+			sts := make([]rowStats, len(rows))
+			for q := range rows {
+				for j := 0; j < vpt; j++ {
+					xs[q] = append(xs[q], widen(k, dt, regs[:nw]))
+					dys[q] = append(dys[q], widen(k, dt, regs[nw:2*nw]))
+					regs = regs[2*nw:]
+				}
+				sts[q].r = regs[0]
+				if f.layer {
+					sts[q].mu = regs[1]
+				}
+				regs = regs[nst:]
+			}
+			xhs := make([][][]ptx.Reg, len(rows))
+			ggs := make([][][]ptx.Reg, len(rows))
+			var sums []ptx.Reg
+			for q, r := range rows {
+				c := newChains()
+				for j := 0; j < vpt; j++ {
+					xh, gg := make([]ptx.Reg, vec), make([]ptx.Reg, vec)
+					for e := 0; e < vec; e++ {
+						xh[e], gg[e] = xhat(xs[q][j][e], dys[q][j][e], gam[j][e], sts[q])
+						addChains(c, e, xh[e], gg[e])
+					}
+					xhs[q], ggs[q] = append(xhs[q], xh), append(ggs[q], gg)
+					colSums(r, j, dys[q][j], xh)
+				}
+				sums = append(sums, sumsOf(c)...)
+			}
+			sums = rk.red.sum(sums)
+			for q, r := range rows {
+				c := coefs(sums[q*f.cfg.sums:], sts[q])
+				dxp := rk.rowPtr(dx, r, tile)
+				for j := 0; j < vpt; j++ {
+					out := make([]ptx.Reg, vec)
+					for e := range out {
+						out[e] = dxOf(xhs[q][j][e], ggs[q][j][e], sts[q], c)
+					}
+					stVals(k, dt, rk.chunkAt(dxp, j), out, both(k, r.valid, tile.ok[j]))
+				}
+			}
+			return
+		}
+
+		// reread or smem: one row, two passes.
+		r := rows[0]
+		st := stats(r)
+		xp, dyp := rk.rowPtr(x, r, tile), rk.rowPtr(dy, r, tile)
+		t := tile
+		t.stash = rk.stashBase()
+		c := newChains()
+		for j := 0; j < vpt; j++ {
+			xw := ldRaw(k, ptx.Global, dt, vec, rk.chunkAt(xp, j), t.ok[j], rk.ld)
+			dyw := ldRaw(k, ptx.Global, dt, vec, rk.chunkAt(dyp, j), t.ok[j], rk.ld)
+			if g.store == "smem" {
+				stRaw(k, ptx.Shared, rk.stashAt(t, j, 0), xw)
+				stRaw(k, ptx.Shared, rk.stashAt(t, j, 1), dyw)
+			}
+			xv, dyv := widen(k, dt, xw), widen(k, dt, dyw)
+			xh := make([]ptx.Reg, vec)
+			for e := 0; e < vec; e++ {
+				var gg ptx.Reg
+				xh[e], gg = xhat(xv[e], dyv[e], gam[j][e], st)
+				addChains(c, e, xh[e], gg)
+			}
+			colSums(r, j, dyv, xh)
+		}
+		sums := rk.red.sum(sumsOf(c))
+		cf := coefs(sums, st)
+		dxp := rk.rowPtr(dx, r, tile)
+		for j := 0; j < vpt; j++ {
+			var xw, dyw []ptx.Reg
+			if g.store == "smem" {
+				xw = ldRaw(k, ptx.Shared, dt, vec, rk.stashAt(t, j, 0), ptx.Reg{})
+				dyw = ldRaw(k, ptx.Shared, dt, vec, rk.stashAt(t, j, 1), ptx.Reg{})
+			} else {
+				xw = ldRaw(k, ptx.Global, dt, vec, rk.chunkAt(xp, j), t.ok[j], rk.ld)
+				dyw = ldRaw(k, ptx.Global, dt, vec, rk.chunkAt(dyp, j), t.ok[j], rk.ld)
+			}
+			xv, dyv := widen(k, dt, xw), widen(k, dt, dyw)
+			out := make([]ptx.Reg, vec)
+			for e := range out {
+				xh, gg := xhat(xv[e], dyv[e], gam[j][e], st)
+				out[e] = dxOf(xh, gg, st, cf)
+			}
+			stVals(k, dt, rk.chunkAt(dxp, j), out, both(k, r.valid, t.ok[j]))
+		}
+	})
+
+	// The CTA's column sums.
+	cta := k.Mov(ptx.U32, ptx.CtaidX)
+	var partBase ptx.Reg
+	if g.dgamma == "partial" {
+		partBase = k.Add(ptx.U64, cols[0], k.MulWide(ptx.U32, cta, ptx.Imm(na*n*4)))
+	}
+	if g.rows == 1 {
+		// This thread's columns are the CTA's.
+		lane4 := k.MulWide(ptx.U32, rk.lt, ptx.Imm(vec*4))
+		for a := 0; a < na; a++ {
+			var base ptx.Reg
+			if g.dgamma != "partial" {
+				base = k.Add(ptx.U64, cols[a], lane4)
+			} else {
+				base = k.Add(ptx.U64, k.Add(ptx.U64, partBase, lane4), ptx.Imm(a*n*4))
+			}
+			for j := 0; j < vpt; j++ {
+				off := int64(j * g.tpr * vec * 4)
+				if g.dgamma != "partial" {
+					for e := 0; e < vec; e++ {
+						k.Red(ptx.Global, "add", ptx.F32, ptx.At(base, off+int64(4*e)), acc[a][j][e])
+						if tile.ok[j].Valid() {
+							k.Guard(tile.ok[j], false)
+						}
+					}
+				} else {
+					stF32(k, ptx.Global, ptx.At(base, off), acc[a][j], tile.ok[j])
+				}
+			}
+		}
+	} else {
+		// Add the row groups' sums in shared memory: [group][column sum][n].
+		comb := k.Add(ptx.U32, rk.smem, ptx.Imm(g.combOff))
+		mine := k.Mad(ptx.U32, rk.grp, ptx.Imm(na*n*4), k.Mad(ptx.U32, rk.lt, ptx.Imm(vec*4), comb))
+		for a := 0; a < na; a++ {
+			for j := 0; j < vpt; j++ {
+				stF32(k, ptx.Shared, ptx.At(mine, int64((a*n+j*g.tpr*vec)*4)), acc[a][j], tile.ok[j])
+			}
+		}
+		k.BarSync(0)
+		q := na * g.nv // column vectors of all sums
+		for i := 0; i < ceilDiv(q, g.block); i++ {
+			qi := k.Add(ptx.U32, rk.tid, ptx.Imm(i*g.block))
+			var ok ptx.Reg
+			if (i+1)*g.block > q {
+				ok = k.Setp("lt", ptx.U32, qi, ptx.Imm(q))
+			}
+			at := k.Mad(ptx.U32, qi, ptx.Imm(vec*4), comb)
+			sum := ldF32(k, ptx.Shared, ptx.At(at, 0), vec, ok)
+			for gi := 1; gi < g.rows; gi++ {
+				more := ldF32(k, ptx.Shared, ptx.At(at, int64(gi*na*n*4)), vec, ok)
+				for e := range sum {
+					sum[e] = k.Add(ptx.F32, sum[e], more[e])
+				}
+			}
+			off64 := k.MulWide(ptx.U32, qi, ptx.Imm(vec*4))
+			if g.dgamma == "partial" {
+				stF32(k, ptx.Global, ptx.At(k.Add(ptx.U64, partBase, off64), 0), sum, ok)
+				continue
+			}
+			base := cols[0]
+			if na == 2 {
+				isB := k.Setp("ge", ptx.U32, qi, ptx.Imm(g.nv))
+				base = k.Selp(ptx.U64, k.Sub(ptx.U64, cols[1], ptx.Imm(n*4)), cols[0], isB)
+			}
+			addr := k.Add(ptx.U64, base, off64)
+			for e := range sum {
+				k.Red(ptx.Global, "add", ptx.F32, ptx.At(addr, int64(4*e)), sum[e])
+				if ok.Valid() {
+					k.Guard(ok, false)
+				}
+			}
+		}
+	}
+	if g.dgamma == "ticket" {
+		f.emitTicket(k, rk, cols[0], ticket, outs)
+	}
+	return Launch{Entry: entry, Grid: [3]int{g.grid, 1, 1}, Block: [3]int{g.block, 1, 1}, SharedBytes: g.smem, Args: args}
+}
+
+// emitTicket ends a ticket variant: every thread's red.adds into colsum
+// are performed at gpu scope (membar.gl) before the CTA takes a ticket
+// (atom.inc, wrapping at G−1 so that the counter is 0 again after the
+// run); the CTA that draws G−1 is the last, so every other CTA's sums are
+// in colsum: it copies them to dγ (and dβ) and clears colsum for the next
+// run. The copy loads first, eight vectors per thread at a time, then
+// stores, so that the loads are in flight together.
+func (f *normBwd) emitTicket(k *ptx.Func, rk *rowKernel, acc, ticket ptx.Reg, outs []ptx.Reg) {
+	g := rk.g
+	k.Membar("gl")
+	k.BarSync(0)
+	flag := k.SharedArray("last", ptx.U32, 1, 0)
+	k.If(k.Setp("eq", ptx.U32, rk.tid, ptx.Imm(0)), func() {
+		old := k.Atom(ptx.Global, "inc", ptx.U32, ptx.At(ticket, 0), ptx.Imm(g.grid-1))
+		v := k.Selp(ptx.U32, ptx.Imm(1), ptx.Imm(0), k.Setp("eq", ptx.U32, old, ptx.Imm(g.grid-1)))
+		k.St(ptx.Shared, ptx.U32, ptx.At(flag, 0), []ptx.Reg{v})
+	})
+	k.BarSync(0)
+	last := k.Setp("ne", ptx.U32, k.Ld(ptx.Shared, ptx.U32, 1, ptx.At(flag, 0))[0], ptx.Imm(0))
+	k.If(last, func() {
+		k.Membar("gl")
+		na, vec := f.ncols(), g.vec
+		q := na * g.nv // column vectors
+		iters := ceilDiv(q, g.block)
+		zero := k.Mov(ptx.F32, ptx.F32Imm(0))
+		zeros := make([]ptx.Reg, vec)
+		for e := range zeros {
+			zeros[e] = zero
+		}
+		for i0 := 0; i0 < iters; i0 += 8 {
+			type vecRef struct {
+				qi, ok, at ptx.Reg
+				vals       []ptx.Reg
+			}
+			var vs []vecRef
+			for i := i0; i < min(iters, i0+8); i++ {
+				var v vecRef
+				v.qi = k.Add(ptx.U32, rk.tid, ptx.Imm(i*g.block))
+				if (i+1)*g.block > q {
+					v.ok = k.Setp("lt", ptx.U32, v.qi, ptx.Imm(q))
+				}
+				v.at = k.Add(ptx.U64, acc, k.MulWide(ptx.U32, v.qi, ptx.Imm(vec*4)))
+				v.vals = ldF32(k, ptx.Global, ptx.At(v.at, 0), vec, v.ok, ptx.LdOpts{Cache: "cg"})
+				vs = append(vs, v)
+			}
+			for _, v := range vs {
+				base := outs[0]
+				if na == 2 {
+					isB := k.Setp("ge", ptx.U32, v.qi, ptx.Imm(g.nv))
+					base = k.Selp(ptx.U64, k.Sub(ptx.U64, outs[1], ptx.Imm(g.n*4)), outs[0], isB)
+				}
+				stF32(k, ptx.Global, ptx.At(k.Add(ptx.U64, base, k.MulWide(ptx.U32, v.qi, ptx.Imm(vec*4))), 0), v.vals, v.ok)
+				stF32(k, ptx.Global, ptx.At(v.at, 0), zeros, v.ok)
+			}
+		}
+	})
+}
+
+// emitFinalize writes the kernel that adds the CTAs' partial column sums:
+// a CTA takes 32 columns (of the na·n) and S = min(32, 2^⌈log2 G⌉) slices
+// of the G partial rows; slice s adds rows s, s+S, …; a shared-memory
+// transpose lets warp w add the slices of columns w, w+S, … with a
+// butterfly.
+func (f *normBwd) emitFinalize(mod *ptx.Module, entry string, g rowGeom) Launch {
+	k := mod.Func(entry)
+	na := f.ncols()
+	c := na * g.n
+	gr := g.grid
+	sl := min(32, pow2Ceil(gr))
+	block := 32 * sl
+	k.ReqNTid(block)
+	part := param(k, "partials")
+	var outs []ptx.Reg
+	for _, a := range f.colArgs() {
+		outs = append(outs, param(k, a.Buffer))
+	}
+	tid := k.Mov(ptx.U32, ptx.TidX)
+	lane := k.And(ptx.U32, tid, ptx.Imm(31))
+	slice := k.Shr(ptx.U32, tid, ptx.Imm(5))
+	col0 := k.Mul(ptx.U32, k.Mov(ptx.U32, ptx.CtaidX), ptx.Imm(32))
+	col := k.Add(ptx.U32, col0, lane)
+	colc := col
+	if c%32 != 0 {
+		colc = k.Min(ptx.U32, col, ptx.Imm(c-1))
+	}
+	ptr := k.Add(ptx.U64, part, k.MulWide(ptx.U32, k.Mad(ptx.U32, slice, ptx.Imm(c), colc), ptx.Imm(4)))
+	loads := ceilDiv(gr, sl) // partial rows per slice, at most
+	rowOK := func(i ptx.Operand) ptx.Reg {
+		// slice + i < G
+		return k.Setp("lt", ptx.U32, k.Add(ptx.U32, slice, i), ptx.Imm(gr))
+	}
+	nc := ptx.LdOpts{NC: true}
+	var acc ptx.Reg
+	if loads <= 16 {
+		var vals []ptx.Reg
+		for i := 0; i < loads; i++ {
+			var ok ptx.Reg
+			if (i+1)*sl > gr {
+				ok = rowOK(ptx.Imm(i * sl))
+			}
+			vals = append(vals, ldRaw(k, ptx.Global, dtype.F32, 1, ptx.At(ptr, int64(i*sl*c*4)), ok, nc)[0])
+		}
+		acc = sumTree(k, vals)
+	} else {
+		const unroll = 8
+		acc = k.Mov(ptx.F32, ptx.F32Imm(0))
+		k.For(ptx.U32, ptx.Imm(0), ptx.Imm(ceilDiv(loads, unroll)), ptx.Imm(1), func(it ptx.Reg) {
+			first := k.Mul(ptx.U32, it, ptx.Imm(unroll*sl))
+			at := k.Add(ptx.U64, ptr, k.MulWide(ptx.U32, first, ptx.Imm(c*4)))
+			var vals []ptx.Reg
+			for i := 0; i < unroll; i++ {
+				ok := rowOK(k.Add(ptx.U32, first, ptx.Imm(i*sl)))
+				vals = append(vals, ldRaw(k, ptx.Global, dtype.F32, 1, ptx.At(at, int64(i*sl*c*4)), ok, nc)[0])
+			}
+			k.MovTo(acc, k.Add(ptx.F32, acc, sumTree(k, vals)))
+		})
+	}
+	store := func(colr ptx.Reg, v ptx.Reg, ok ptx.Reg) {
+		base := outs[0]
+		if na == 2 {
+			isB := k.Setp("ge", ptx.U32, colr, ptx.Imm(g.n))
+			base = k.Selp(ptx.U64, k.Sub(ptx.U64, outs[1], ptx.Imm(g.n*4)), outs[0], isB)
+		}
+		k.St(ptx.Global, ptx.F32, ptx.At(k.Add(ptx.U64, base, k.MulWide(ptx.U32, colr, ptx.Imm(4))), 0), []ptx.Reg{v})
+		if ok.Valid() {
+			k.Guard(ok, false)
+		}
+	}
+	if sl == 1 {
+		var ok ptx.Reg
+		if c%32 != 0 {
+			ok = k.Setp("lt", ptx.U32, col, ptx.Imm(c))
+		}
+		store(col, acc, ok)
+	} else {
+		const pitch = 33 // floats per slice row: conflict-free columns
+		sm := k.Mov(ptx.U32, k.SharedArray("t", ptx.F32, sl*pitch, 0))
+		k.St(ptx.Shared, ptx.F32, ptx.At(k.Mad(ptx.U32, k.Mad(ptx.U32, slice, ptx.Imm(pitch), lane), ptx.Imm(4), sm), 0), []ptx.Reg{acc})
+		k.BarSync(0)
+		var laneOK ptx.Reg
+		if sl < 32 {
+			laneOK = k.Setp("lt", ptx.U32, lane, ptx.Imm(sl))
+		}
+		lane0 := k.Setp("eq", ptx.U32, lane, ptx.Imm(0))
+		// Lane l reads slice l of each column (lanes ≥ S read zeros; their
+		// address is clamped so that it stays in the array).
+		lc := lane
+		if sl < 32 {
+			lc = k.Min(ptx.U32, lane, ptx.Imm(sl-1))
+		}
+		for i := 0; i < 32/sl; i++ {
+			cc := k.Add(ptx.U32, slice, ptx.Imm(i*sl)) // column in the CTA
+			at := k.Mad(ptx.U32, k.Mad(ptx.U32, lc, ptx.Imm(pitch), cc), ptx.Imm(4), sm)
+			v := ldRaw(k, ptx.Shared, dtype.F32, 1, ptx.At(at, 0), laneOK)[0]
+			for off := 16; off >= 1; off /= 2 {
+				v = k.Add(ptx.F32, v, k.BitsToF32(k.ShflSync("bfly", v, ptx.Imm(off), ptx.Imm(31), 0xffffffff)))
+			}
+			colr := k.Add(ptx.U32, col0, cc)
+			ok := lane0
+			if c%32 != 0 {
+				ok = k.And(ptx.Pred, lane0, k.Setp("lt", ptx.U32, colr, ptx.Imm(c)))
+			}
+			store(colr, v, ok)
+		}
+	}
+	return Launch{Entry: entry, Grid: [3]int{ceilDiv(c, 32), 1, 1}, Block: [3]int{block, 1, 1},
+		Args: append([]Arg{{Buffer: "partials"}}, f.colArgs()...)}
+}

@@ -1,0 +1,363 @@
+package kernels_test
+
+import (
+	"math"
+	"testing"
+
+	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/kernels/dtype"
+	"github.com/gradtune/gradtune/variants"
+)
+
+// normForward is RMSNorm (layer false: y = x·rstd·γ, rstd =
+// 1/√(mean(x²)+eps)) or LayerNorm (y = (x−mean)·rstd·γ + β, rstd =
+// 1/√(var+eps)) of each row, in float64, with the saved mean and rstd.
+func normForward(layer bool, eps float64, x, gamma, beta []float64, m, n int) (y, mean, rstd []float64) {
+	y = make([]float64, m*n)
+	mean, rstd = make([]float64, m), make([]float64, m)
+	for r := 0; r < m; r++ {
+		row := x[r*n : (r+1)*n]
+		var mu, ss float64
+		if layer {
+			for _, v := range row {
+				mu += v
+			}
+			mu /= float64(n)
+		}
+		for _, v := range row {
+			ss += (v - mu) * (v - mu)
+		}
+		rs := 1 / math.Sqrt(ss/float64(n)+eps)
+		mean[r], rstd[r] = mu, rs
+		for i, v := range row {
+			y[r*n+i] = (v - mu) * rs * gamma[i]
+			if layer {
+				y[r*n+i] += beta[i]
+			}
+		}
+	}
+	return y, mean, rstd
+}
+
+// checkNormFiniteDifferences checks a norm family's Reference against
+// central differences of L = Σ dy ⊙ y(x, γ, β) for x, γ and β.
+func checkNormFiniteDifferences(t *testing.T, name string, layer bool, eps float64) {
+	f := rowFamily(t, name)
+	for _, c := range []struct{ m, n int }{{3, 1}, {2, 2}, {2, 7}, {3, 64}} {
+		s := shape(t, f, "m=1,n=1", dtype.F32)
+		s.Dims = []variants.Dim{{Name: "m", Value: c.m}, {Name: "n", Value: c.n}}
+		m, n := c.m, c.n
+		x := kernels.Uniform(dtype.F64, m*n, -2, 2, 3, "x")
+		gamma := kernels.Uniform(dtype.F64, n, 0.5, 1.5, 3, "gamma")
+		beta := kernels.Uniform(dtype.F64, n, -1, 1, 3, "beta")
+		dy := kernels.Uniform(dtype.F64, m*n, -1, 1, 3, "dy")
+		_, mean, rstd := normForward(layer, eps, x, gamma, beta, m, n)
+		in := map[string][]float64{"dy": dy, "x": x, "gamma": gamma, "rstd": rstd}
+		if layer {
+			in["mean"] = mean
+		}
+		ref := f.Reference(s, in)
+		loss := func(x, gamma, beta []float64) float64 {
+			y, _, _ := normForward(layer, eps, x, gamma, beta, m, n)
+			var l float64
+			for i := range y {
+				l += dy[i] * y[i]
+			}
+			return l
+		}
+		fd := func(v []float64, i int) float64 {
+			h := 1e-6 * math.Max(1, math.Abs(v[i]))
+			old := v[i]
+			v[i] = old + h
+			lp := loss(x, gamma, beta)
+			v[i] = old - h
+			lm := loss(x, gamma, beta)
+			v[i] = old
+			return (lp - lm) / (2 * h)
+		}
+		worst := 0.0
+		check := func(what string, got float64, want float64) {
+			d := math.Abs(got - want)
+			worst = math.Max(worst, d)
+			if d > 1e-7*(1+math.Abs(want)) || math.IsNaN(got) {
+				t.Errorf("%s m=%d n=%d: %s = %.12g, finite differences %.12g", name, m, n, what, got, want)
+			}
+		}
+		for i := range x {
+			check("dx", ref["dx"][i], fd(x, i))
+		}
+		for i := range gamma {
+			check("dγ", ref["dgamma"][i], fd(gamma, i))
+			if layer {
+				check("dβ", ref["dbeta"][i], fd(beta, i))
+			}
+		}
+		t.Logf("%s m=%d n=%d: worst difference %.2g", name, m, n, worst)
+	}
+}
+
+func TestRMSNormReferenceMatchesFiniteDifferences(t *testing.T) {
+	checkNormFiniteDifferences(t, "rmsnorm_bwd", false, 1e-6)
+}
+
+// checkNormInputs checks the generated inputs: deterministic, rounded to
+// their dtypes, and rstd (and mean) those of the rounded x, as the
+// forward saves them; rstd and x̂ within the tolerance's bounds.
+func checkNormInputs(t *testing.T, name string, layer bool, eps float64) {
+	f := rowFamily(t, name)
+	for _, dt := range f.DTypes() {
+		for _, sp := range []string{"m=5,n=1536", "m=3,n=37", "m=4,n=1", "m=64,n=2"} {
+			s := shape(t, f, sp, dt)
+			m, n := s.Get("m"), s.Get("n")
+			in := f.Inputs(s, 1)
+			again, other := f.Inputs(s, 1), f.Inputs(s, 2)
+			for _, b := range f.Buffers(s) {
+				if b.Role != kernels.Input {
+					if _, ok := in[b.Name]; ok {
+						t.Errorf("%s: Inputs fills the %s buffer %s", s.Key(), b.Role, b.Name)
+					}
+					continue
+				}
+				v := in[b.Name]
+				if len(v) != b.Elems || !equalFloats(v, again[b.Name]) {
+					t.Fatalf("%s: input %s: %d values (want %d) or not deterministic", s.Key(), b.Name, len(v), b.Elems)
+				}
+				if b.Name == "colsum" || b.Name == "ticket" {
+					for _, x := range v {
+						if x != 0 {
+							t.Fatalf("%s: %s holds %v, want zeros", s.Key(), b.Name, x)
+						}
+					}
+					continue
+				}
+				if len(v) > 1 && equalFloats(v, other[b.Name]) && !(layer && n == 1 && b.Name == "rstd") { // 1/√eps
+					t.Errorf("%s: input %s ignores the seed", s.Key(), b.Name)
+				}
+				for _, x := range v {
+					if b.DType.Round(x) != x {
+						t.Fatalf("%s: %s value %v is not a %v", s.Key(), b.Name, x, b.DType)
+					}
+				}
+			}
+			_, mean, rstd := normForward(layer, eps, in["x"], in["gamma"], make([]float64, n), m, n)
+			for r := 0; r < m; r++ {
+				if got := in["rstd"][r]; got != dtype.F32.Round(rstd[r]) {
+					t.Errorf("%s: rstd[%d] = %v, want %v", s.Key(), r, got, dtype.F32.Round(rstd[r]))
+				}
+				if layer && in["mean"][r] != dtype.F32.Round(mean[r]) {
+					t.Errorf("%s: mean[%d] = %v, want %v", s.Key(), r, in["mean"][r], dtype.F32.Round(mean[r]))
+				}
+				if !(layer && n == 1) && rstd[r] > 2*(1+4*dt.Epsilon()) {
+					t.Errorf("%s: rstd[%d] = %v above 2", s.Key(), r, rstd[r])
+				}
+				for i := 0; i < n; i++ {
+					xh := (in["x"][r*n+i] - mean[r]) * rstd[r]
+					if math.Abs(xh) > math.Min(4, math.Sqrt(float64(n))) {
+						t.Errorf("%s: x̂[%d,%d] = %v", s.Key(), r, i, xh)
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestRMSNormInputs(t *testing.T) { checkNormInputs(t, "rmsnorm_bwd", false, 1e-6) }
+
+// normModel computes the outputs as a kernel does in f32 (tree: vec
+// chains of 4 over a 32-lane butterfly; else one sequential chain), the
+// column sums in one sequential chain over the rows, dx rounded to dt.
+func normModel(layer bool, in map[string][]float64, m, n int, dt dtype.DType, tree bool) map[string][]float64 {
+	dx := make([]float64, m*n)
+	dg := make([]float32, n)
+	db := make([]float32, n)
+	invN := float32(1 / float64(n))
+	xh := make([]float32, n)
+	g := make([]float32, n)
+	for r := 0; r < m; r++ {
+		rs := float32(in["rstd"][r])
+		var mu float32
+		if layer {
+			mu = float32(in["mean"][r])
+		}
+		for i := 0; i < n; i++ {
+			x, dy, gm := float32(in["x"][r*n+i]), float32(in["dy"][r*n+i]), float32(in["gamma"][i])
+			if layer {
+				xh[i] = (x - mu) * rs
+			} else {
+				xh[i] = x * rs
+			}
+			g[i] = gm * dy
+			dg[i] = fma32(dy, xh[i], dg[i])
+			db[i] += dy
+		}
+		var s1, s2 float32
+		if tree {
+			var l1, l2 [32][4]float32
+			for i := 0; i < n; i++ {
+				l, e := (i/4)%32, i%4
+				l1[l][e] += g[i]
+				l2[l][e] = fma32(g[i], xh[i], l2[l][e])
+			}
+			var p1, p2 [32]float32
+			for l := range p1 {
+				p1[l] = (l1[l][0] + l1[l][1]) + (l1[l][2] + l1[l][3])
+				p2[l] = (l2[l][0] + l2[l][1]) + (l2[l][2] + l2[l][3])
+			}
+			for w := 16; w >= 1; w /= 2 {
+				for l := 0; l < w; l++ {
+					p1[l] += p1[l+w]
+					p2[l] += p2[l+w]
+				}
+			}
+			s1, s2 = p1[0], p2[0]
+		} else {
+			for i := 0; i < n; i++ {
+				s1 += g[i]
+				s2 = fma32(g[i], xh[i], s2)
+			}
+		}
+		rn := rs * invN
+		ca, cb := -(rn * s2), -(rn * s1)
+		for i := 0; i < n; i++ {
+			var v float32
+			if layer {
+				v = fma32(xh[i], ca, fma32(rs, g[i], cb))
+			} else {
+				v = fma32(xh[i], ca, rs*g[i])
+			}
+			dx[r*n+i] = dt.Round(float64(v))
+		}
+	}
+	out := map[string][]float64{"dx": dx, "dgamma": make([]float64, n), "dbeta": make([]float64, n)}
+	for i := range dg {
+		out["dgamma"][i], out["dbeta"][i] = float64(dg[i]), float64(db[i])
+	}
+	return out
+}
+
+// checkNormTolerance checks that each output's tolerance admits the f32
+// model of the kernels and rejects plausible mistakes.
+func checkNormTolerance(t *testing.T, name string, layer bool, wrongs map[string]func(ref, in map[string][]float64, m, n int) (string, []float64)) {
+	f := rowFamily(t, name)
+	outs := []string{"dx", "dgamma"}
+	if layer {
+		outs = append(outs, "dbeta")
+	}
+	for _, dt := range f.DTypes() {
+		for _, sp := range []string{"m=64,n=1536", "m=2048,n=32", "m=5,n=1", "m=16,n=37"} {
+			s := shape(t, f, sp, dt)
+			m, n := s.Get("m"), s.Get("n")
+			in := f.Inputs(s, 1)
+			ref := f.Reference(s, in)
+			for _, tree := range []bool{false, true} {
+				got := normModel(layer, in, m, n, dt, tree)
+				for _, o := range outs {
+					tol := kernels.ToleranceFor(f, s, o)
+					if a, r, bad := tol.Check(got[o], ref[o]); bad >= 0 {
+						t.Errorf("%s %s (tree %v): tolerance %+v rejects the f32 model at %d: %g, want %g", s.Key(), o, tree, tol, bad, got[o][bad], ref[o][bad])
+					} else if tree {
+						t.Logf("%s %s: tolerance %+v; model within %.2g abs, %.2g rel", s.Key(), o, tol, a, r)
+					}
+				}
+			}
+			if lo := f.Tolerance(s); lo.Atol < kernels.ToleranceFor(f, s, "dgamma").Atol || lo.Rtol < kernels.ToleranceFor(f, s, "dx").Rtol {
+				t.Errorf("%s: Tolerance %+v is not the loosest", s.Key(), lo)
+			}
+			if n == 1 {
+				continue
+			}
+			for what, w := range wrongs {
+				o, got := w(ref, in, m, n)
+				if o == "dx" {
+					for i := range got {
+						got[i] = dt.Round(got[i])
+					}
+				}
+				if _, _, bad := kernels.ToleranceFor(f, s, o).Check(got, ref[o]); bad < 0 {
+					t.Errorf("%s: the tolerance of %s accepts %s", s.Key(), o, what)
+				}
+			}
+			// The largest element of each output off by 4 ulp of dt (2^-11
+			// relative in f32).
+			for _, o := range outs {
+				big := 0
+				for i := range ref[o] {
+					if math.Abs(ref[o][i]) > math.Abs(ref[o][big]) {
+						big = i
+					}
+				}
+				got := append([]float64(nil), ref[o]...)
+				got[big] = ref[o][big] * (1 + 0x1p-11)
+				if o == "dx" && dt != dtype.F32 {
+					got[big] = perturbULP(ref[o][big], 4, dt)
+				}
+				if _, _, bad := kernels.ToleranceFor(f, s, o).Check(got, ref[o]); bad != big {
+					t.Errorf("%s: the tolerance of %s accepts %g for %g", s.Key(), o, got[big], ref[o][big])
+				}
+			}
+		}
+	}
+}
+
+// rowSums returns Σ_i v(r, i) for each row.
+func rowSums(m, n int, v func(r, i int) float64) []float64 {
+	s := make([]float64, m)
+	for r := range s {
+		for i := 0; i < n; i++ {
+			s[r] += v(r, i)
+		}
+	}
+	return s
+}
+
+func TestRMSNormTolerance(t *testing.T) {
+	checkNormTolerance(t, "rmsnorm_bwd", false, map[string]func(ref, in map[string][]float64, m, n int) (string, []float64){
+		"dx = rstd·γ·dy (no mean term)": func(ref, in map[string][]float64, m, n int) (string, []float64) {
+			dx := make([]float64, m*n)
+			for i := range dx {
+				dx[i] = in["rstd"][i/n] * in["gamma"][i%n] * in["dy"][i]
+			}
+			return "dx", dx
+		},
+		"dx with one rstd short in the mean term": func(ref, in map[string][]float64, m, n int) (string, []float64) {
+			s := rowSums(m, n, func(r, i int) float64 { return in["gamma"][i] * in["dy"][r*n+i] * in["x"][r*n+i] })
+			dx := make([]float64, m*n)
+			for i := range dx {
+				r := in["rstd"][i/n]
+				dx[i] = r * (in["gamma"][i%n]*in["dy"][i] - in["x"][i]*r*s[i/n]/float64(n))
+			}
+			return "dx", dx
+		},
+		"dγ = Σ dy·x (no rstd)": func(ref, in map[string][]float64, m, n int) (string, []float64) {
+			dg := make([]float64, n)
+			for i := 0; i < m*n; i++ {
+				dg[i%n] += in["dy"][i] * in["x"][i]
+			}
+			return "dgamma", dg
+		},
+		"dγ without the last row": func(ref, in map[string][]float64, m, n int) (string, []float64) {
+			dg := append([]float64(nil), ref["dgamma"]...)
+			for i := 0; i < n; i++ {
+				j := (m-1)*n + i
+				dg[i] -= in["dy"][j] * in["x"][j] * in["rstd"][m-1]
+			}
+			return "dgamma", dg
+		},
+	})
+}
+
+func TestRMSNormCost(t *testing.T) {
+	f := rowFamily(t, "rmsnorm_bwd")
+	s := shape(t, f, "m=2048,n=1536", dtype.BF16)
+	if c := f.Cost(s); c.Bytes != 3*2048*1536*2+1536*2+2048*4+1536*4 || c.Flops != 7*2048*1536 {
+		t.Errorf("Cost = %+v", c)
+	}
+	var names []string
+	for _, b := range f.Buffers(s) {
+		names = append(names, b.Name+":"+b.Role.String()+":"+b.DType.String())
+	}
+	if got := names; len(got) != 9 || got[3] != "rstd:input:f32" || got[5] != "dgamma:output:f32" || got[6] != "partials:scratch:f32" ||
+		got[7] != "colsum:input:f32" || got[8] != "ticket:input:f32" {
+		t.Errorf("Buffers = %v", got)
+	}
+}

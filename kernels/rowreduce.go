@@ -1,0 +1,756 @@
+package kernels
+
+// Row families: kernels over an [m × n] matrix whose outputs need one or
+// two sums over each row (softmax_bwd, rmsnorm_bwd, layernorm_bwd). This
+// file holds what they share: the work split and its parameter axes, the
+// row and tile loops, vector loads and stores, the row reduction (warp
+// butterflies, then shared memory across the warps of a row), the
+// shared-memory stash, shape parsing and tolerance helpers.
+//
+// Work split. A row is cut into vectors of vec elements (16 bytes at
+// most; vec divides n so that every row starts aligned). A row group of
+// tpr threads handles one row at a time; thread lt of the group takes
+// vectors lt, lt+tpr, …, lt+(vpt−1)·tpr of each tile (consecutive lanes
+// read consecutive vectors: coalesced). tpr is derived from vpt, the
+// vectors per thread: ⌈n/vec/vpt⌉ rounded up to a power of two (at most 32,
+// at least the family's minimum) or to whole warps above 32, at most 1024;
+// a vpt that leaves a whole chunk idle is not offered, so every point of
+// the space is distinct. A row longer than 1024·vpt vectors is walked in
+// tiles (softmax only). A CTA holds `rows` row groups side by side and
+// each group handles rpg rows one after the other, `unroll` of them at a
+// time with all their loads issued before any arithmetic, or (prefetch)
+// software-pipelined: the next row's loads are issued before this row's
+// reduction and stores, so that a group always has a row in flight;
+// CTAs = ⌈m/(rows·rpg)⌉, at least min(128, ⌈m/16⌉) so that the SMs fill. The rows past m of the last CTA are clamped to row m−1
+// and their stores (and column sums) are predicated off, so that control
+// flow stays CTA-uniform: every bar.sync and every shfl.sync is reached by
+// all threads of the CTA (warp), with full masks, and every loop counts
+// over immediates.
+//
+// Row storage (axis store): regs keeps the row's vectors in registers
+// between the reduction and the output pass (one pass over global
+// memory); reread loads them again from global memory in the second pass
+// (they are in L1/L2 by then), which keeps registers low and allows rows
+// of any length; smem keeps the raw vectors in a thread-private slice of
+// dynamic shared memory (each thread reads back only what it wrote, so no
+// barrier is needed for the stash).
+//
+// Reduction. Within a warp a butterfly of shfl.sync.bfly over the tpr
+// (≤ 32) lanes of the group leaves the sum in every lane. For tpr > 32
+// lane 0 of each warp writes its sum to a shared slot, one bar.sync, and
+// every thread adds the warps' slots in the same order (so all threads of
+// a row agree bit for bit). Slots are double-buffered, so one barrier per
+// row batch suffices: a slot is written again only two batches later,
+// after every thread has passed the barrier that follows its reads.
+//
+// Buffers of every variant have the same roles whatever the params, since
+// Buffers does not see them; see rmsnorm.go for the column sums.
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+
+	"github.com/gradtune/gradtune/kernels/dtype"
+	"github.com/gradtune/gradtune/kernels/ptx"
+	"github.com/gradtune/gradtune/variants"
+)
+
+// maxRowSmem bounds the dynamic shared memory of a row variant: two CTAs
+// fit in an SM of sm_80 (164 KiB) and sm_90 (228 KiB), and a launch above
+// 48 KiB only needs the runner to raise the kernel's limit, which it does.
+const maxRowSmem = 96 << 10
+
+// maxHeld bounds the f32 row values a thread holds at once (vpt·vec per
+// tensor, two tensors, unroll rows): beyond it ptxas spills.
+const maxHeld = 64
+
+// capHeld is the fewest row values held in registers (store=regs) for
+// which a register cap is tried: lighter variants stay far below any cap.
+const capHeld = 32
+
+// minCTAs is the fewest CTAs offered when the rows allow it (and at
+// least m/16): fewer leave SMs of an H200 (132) or A100 (108) idle.
+const minCTAs = 128
+
+// maxTPR is the most threads a row group may have.
+const maxTPR = 1024
+
+// rowCfg describes one row family's variant space.
+type rowCfg struct {
+	name     string
+	minTPR   int   // fewest threads per row: 4 (softmax) or 32 (norms)
+	rowsVals []int // values of the rows axis
+	rpgVals  []int // values of the rpg axis
+	blockMax int   // largest CTA (a row group alone may be larger)
+	tiles    bool  // rows longer than one tile are allowed (reread, smem)
+	narrow   bool  // also offer half the widest vector width (store=regs)
+	sums     int   // values reduced per row (1 softmax and rms, 2 layer)
+	cols     int   // column sums kept per thread (0 softmax, 1 rms, 2 layer)
+}
+
+// rowGeom is the work split of one variant, read from its params.
+type rowGeom struct {
+	m, n    int
+	dt      dtype.DType
+	vec     int  // elements per vector access
+	vb      int  // bytes per vector
+	nv      int  // vectors per row: n/vec
+	vpt     int  // vectors per thread per tile
+	tpr     int  // threads per row group
+	rows    int  // row groups per CTA
+	block   int  // threads per CTA
+	rpg     int  // rows per group
+	unroll  int  // rows loaded together (regs)
+	pref    bool // prefetch: the next batch's loads are issued before this batch's reduction
+	tiles   int  // tiles per row
+	grid    int  // CTAs
+	store   string
+	maxnreg int
+	dgamma  string // norms: atomic or partial
+
+	// Dynamic shared memory layout (byte offsets, 16-byte aligned).
+	redOff, redBuf     int // reduction slots: two buffers of redBuf bytes
+	stashOff, stashLen int // stash (smem)
+	combOff, combLen   int // column sums of the row groups (norms, rows > 1)
+	smem               int // total
+	nq                 int // values reduced per row batch
+	wp                 int // reduction slots per value: warps per row, padded to 4
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+func align16(n int) int { return (n + 15) &^ 15 }
+
+func pow2Ceil(n int) int {
+	if n <= 1 {
+		return 1
+	}
+	return 1 << bits.Len(uint(n-1))
+}
+
+// vecValues are the vector widths offered for dt: up to 16 bytes.
+func vecValues(dt dtype.DType) []int {
+	if dt.Size() == 2 {
+		return []int{1, 2, 4, 8}
+	}
+	return []int{1, 2, 4}
+}
+
+// widestVec is the widest offered vector width that divides n.
+func widestVec(dt dtype.DType, n int) int {
+	w := 1
+	for _, v := range vecValues(dt) {
+		if n%v == 0 {
+			w = v
+		}
+	}
+	return w
+}
+
+// tprFor derives the threads per row and tiles per row from the vectors
+// per row and per thread.
+func tprFor(nv, vpt, minTPR int) (tpr, tiles int) {
+	t := ceilDiv(nv, vpt)
+	switch {
+	case t > maxTPR:
+		tpr = maxTPR
+	case t <= 32:
+		tpr = max(minTPR, pow2Ceil(t))
+	default:
+		tpr = ceilDiv(t, 32) * 32
+	}
+	return tpr, ceilDiv(nv, tpr*vpt)
+}
+
+// axes returns the row axes of a shape (the family appends its own).
+func (c *rowCfg) axes(s variants.Shape) []variants.Axis {
+	return []variants.Axis{
+		variants.IntAxis("vec", "elements per vector access: the widest dividing n (softmax: or half that, with store=regs)", vecValues(s.DType)...),
+		variants.IntAxis("vpt", "vector accesses per thread per row tile; threads per row = ⌈n/vec/vpt⌉ rounded to a power of two ≤ 32 or to whole warps", 1, 2, 3, 4, 6, 8, 12, 16),
+		variants.IntAxis("rows", "row groups per CTA (rows handled side by side)", c.rowsVals...),
+		variants.IntAxis("rpg", "rows each row group handles one after another (CTAs = ⌈m/(rows·rpg)⌉)", c.rpgVals...),
+		variants.IntAxis("unroll", "rows loaded together before any arithmetic (store=regs)", 1, 2),
+		variants.IntAxis("prefetch", "1: load the group's next row before reducing this one (store=regs, software pipelined)", 0, 1),
+		{Name: "store", Values: []string{"regs", "reread", "smem"}, Doc: "row kept in registers, re-read from global memory, or stashed in shared memory between the reduction and the output pass"},
+	}
+}
+
+// geom reads the row params of p for shape s.
+func (c *rowCfg) geom(s variants.Shape, p variants.Params) (rowGeom, error) {
+	r := variants.NewReader(p)
+	g := rowGeom{m: s.Get("m"), n: s.Get("n"), dt: s.DType,
+		vec: r.Int("vec"), vpt: r.Int("vpt"), rows: r.Int("rows"), rpg: r.Int("rpg"),
+		unroll: r.Int("unroll"), store: r.String("store"), maxnreg: r.Int("maxnreg"), pref: r.Int("prefetch") == 1}
+	if c.cols > 0 {
+		g.dgamma = r.String("dgamma")
+	}
+	if err := r.Err(); err != nil {
+		return g, err
+	}
+	if g.vec <= 0 || g.vpt <= 0 || g.rows <= 0 || g.rpg <= 0 || g.unroll <= 0 || g.m <= 0 || g.n <= 0 {
+		return g, fmt.Errorf("non-positive size in %s", p)
+	}
+	g.vb = g.vec * g.dt.Size()
+	g.nv = g.n / g.vec
+	g.tpr, g.tiles = tprFor(g.nv, g.vpt, c.minTPR)
+	g.block = g.tpr * g.rows
+	g.grid = ceilDiv(g.m, g.rows*g.rpg)
+	g.nq = c.sums * g.unroll
+	if w := g.tpr / 32; w > 1 {
+		g.wp = (w + 3) &^ 3
+		g.redBuf = g.rows * g.nq * g.wp * 4
+	}
+	g.redOff = 0
+	g.stashOff = align16(2 * g.redBuf)
+	if g.store == "smem" {
+		g.stashLen = g.tiles * g.vpt * 2 * g.block * g.vb
+	}
+	g.combOff = align16(g.stashOff + g.stashLen)
+	if c.cols > 0 && g.rows > 1 {
+		g.combLen = g.rows * c.cols * g.n * 4
+	}
+	g.smem = align16(g.combOff + g.combLen)
+	return g, nil
+}
+
+// constraints are the rules every row family shares.
+func (c *rowCfg) constraints(s variants.Shape) []variants.Constraint {
+	rule := func(name string, ok func(g rowGeom) error) variants.Constraint {
+		return variants.Constraint{Name: name, OK: func(p variants.Params) error {
+			g, err := c.geom(s, p)
+			if err != nil {
+				return err
+			}
+			return ok(g)
+		}}
+	}
+	widest := widestVec(s.DType, s.Get("n"))
+	return []variants.Constraint{
+		rule("vec divides n", func(g rowGeom) error {
+			if g.n%g.vec != 0 {
+				return fmt.Errorf("vec=%d does not divide n=%d", g.vec, g.n)
+			}
+			if 2*g.vec < widest || g.vec < widest && !c.narrow {
+				return fmt.Errorf("vec=%d is narrower than the widest width dividing n (%d)%s", g.vec, widest, map[bool]string{true: " by more than half", false: ""}[c.narrow])
+			}
+			if g.vec < widest && g.store != "regs" {
+				return fmt.Errorf("vec=%d narrower than %d with store=%s (narrow vectors only hold more of a row in registers)", g.vec, widest, g.store)
+			}
+			return nil
+		}),
+		rule("vpt leaves no chunk idle", func(g rowGeom) error {
+			if g.tiles == 1 && ceilDiv(g.nv, g.tpr) != g.vpt {
+				return fmt.Errorf("vpt=%d with %d threads per row: %d vectors need only %d per thread", g.vpt, g.tpr, g.nv, ceilDiv(g.nv, g.tpr))
+			}
+			if g.tiles > 1 && !c.tiles {
+				return fmt.Errorf("a row of %d vectors needs %d tiles of %d×%d; %s needs it in one", g.nv, g.tiles, g.tpr, g.vpt, c.name)
+			}
+			if g.tiles > 1 && g.store == "regs" {
+				return fmt.Errorf("store=regs holds the row in one tile; %d vectors need %d tiles of %d×%d", g.nv, g.tiles, g.tpr, g.vpt)
+			}
+			return nil
+		}),
+		rule("block size", func(g rowGeom) error {
+			hi := max(c.blockMax, g.tpr)
+			lo := min(64, max(32, g.tpr))
+			if g.block < lo || g.block > hi || g.block%32 != 0 {
+				return fmt.Errorf("%d rows × %d threads per row = %d threads per CTA (want %d..%d, whole warps)", g.rows, g.tpr, g.block, lo, hi)
+			}
+			return nil
+		}),
+		rule("registers held", func(g rowGeom) error {
+			held := 2 * g.vpt * g.vec
+			if g.store == "regs" {
+				held *= g.unroll
+			}
+			if g.pref {
+				held *= 2
+			}
+			if held > maxHeld {
+				return fmt.Errorf("%d row values per thread held at once (at most %d)", held, maxHeld)
+			}
+			if g.maxnreg > 0 && (g.store != "regs" || held < capHeld) {
+				return fmt.Errorf("maxnreg=%d for a variant holding %d row values (a cap is tried from %d held in registers)", g.maxnreg, held, capHeld)
+			}
+			return nil
+		}),
+		rule("unroll", func(g rowGeom) error {
+			if g.unroll > 1 && g.store != "regs" {
+				return fmt.Errorf("unroll=%d with store=%s (only regs unrolls rows)", g.unroll, g.store)
+			}
+			if g.rpg%g.unroll != 0 {
+				return fmt.Errorf("unroll=%d does not divide rpg=%d", g.unroll, g.rpg)
+			}
+			if g.pref && (g.store != "regs" || g.unroll != 1 || g.rpg < 2) {
+				return fmt.Errorf("prefetch with store=%s, unroll=%d, rpg=%d (it pipelines single rows held in registers, two or more per group)", g.store, g.unroll, g.rpg)
+			}
+			return nil
+		}),
+		rule("enough CTAs", func(g rowGeom) error {
+			if want := min(minCTAs, ceilDiv(g.m, 16)); g.grid < want {
+				return fmt.Errorf("%d rows × %d per group: %d CTAs for %d rows (want at least %d)", g.rows, g.rpg, g.grid, g.m, want)
+			}
+			return nil
+		}),
+		rule("shared memory", func(g rowGeom) error {
+			if g.smem > maxRowSmem {
+				return fmt.Errorf("%d bytes of shared memory (at most %d)", g.smem, maxRowSmem)
+			}
+			return nil
+		}),
+	}
+}
+
+// parseRowShape accepts m=M,n=N.
+func parseRowShape(f Family, sp variants.Spec, dt dtype.DType) (variants.Shape, error) {
+	m, okM := sp.Get("m")
+	n, okN := sp.Get("n")
+	if !okM || !okN || len(sp.Dims) != 2 {
+		return variants.Shape{}, fmt.Errorf("%s takes m=M,n=N: rows and columns (got %v)", f.Name(), dimNames(sp))
+	}
+	if err := checkDType(f, dt); err != nil {
+		return variants.Shape{}, err
+	}
+	for _, d := range []variants.Dim{{Name: "m", Value: m}, {Name: "n", Value: n}} {
+		if d.Value <= 0 || d.Value > maxElems {
+			return variants.Shape{}, fmt.Errorf("%s: %s=%d must be in 1..%d", f.Name(), d.Name, d.Value, maxElems)
+		}
+	}
+	if m*n > maxElems {
+		return variants.Shape{}, fmt.Errorf("%s: %d elements is more than %d", f.Name(), m*n, maxElems)
+	}
+	return variants.Shape{Dims: []variants.Dim{{Name: "m", Value: m}, {Name: "n", Value: n}}, DType: dt}, nil
+}
+
+// rowShapes returns [m × n] in each dtype of dts the family supports.
+func rowShapes(f Family, m, n int, dts []dtype.DType) []variants.Shape {
+	var out []variants.Shape
+	seen := map[string]bool{}
+	if m <= 0 || n <= 0 {
+		return nil
+	}
+	for _, dt := range dts {
+		if checkDType(f, dt) != nil {
+			continue
+		}
+		s := variants.Shape{Dims: []variants.Dim{{Name: "m", Value: m}, {Name: "n", Value: n}}, DType: dt}
+		if !seen[s.Key()] {
+			seen[s.Key()] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// loosest combines tolerances into one that accepts what each accepts.
+func loosest(ts ...Tolerance) Tolerance {
+	var out Tolerance
+	for _, t := range ts {
+		out.Atol, out.Rtol = math.Max(out.Atol, t.Atol), math.Max(out.Rtol, t.Rtol)
+	}
+	return out
+}
+
+// u32 is the unit roundoff of the f32 arithmetic every row kernel does.
+const u32 = 0x1p-24
+
+// storeTol widens a tolerance of f32 results for storage in dt: rounding
+// to nearest adds at most Epsilon·|value| (and, for f16, half the spacing
+// of its subnormals).
+func storeTol(t Tolerance, dt dtype.DType) Tolerance {
+	switch dt {
+	case dtype.F16:
+		return Tolerance{Atol: t.Atol*(1+dt.Epsilon()) + 0x1p-25, Rtol: t.Rtol + dt.Epsilon()*(1+t.Rtol)}
+	case dtype.BF16:
+		return Tolerance{Atol: t.Atol * (1 + dt.Epsilon()), Rtol: t.Rtol + dt.Epsilon()*(1+t.Rtol)}
+	}
+	return t
+}
+
+// errorf returns an error that starts with the family's name.
+func errorf(f Family, format string, args ...any) error {
+	return fmt.Errorf("%s: "+format, append([]any{f.Name()}, args...)...)
+}
+
+// f32Imm is x rounded to f32, as an immediate.
+func f32Imm(x float64) ptx.F32Imm { return ptx.F32Imm(float32(x)) }
+
+// rowKernel is the emission state of one row kernel.
+type rowKernel struct {
+	k   *ptx.Func
+	g   rowGeom
+	tid ptx.Reg // u32
+	grp ptx.Reg // row group in the CTA
+	lt  ptx.Reg // thread in the row group
+	// laneOff is lt·vb as u64: this thread's chunk 0 in a tile.
+	laneOff ptx.Reg
+	smem    ptx.Reg // u32 address of the dynamic shared memory
+	// lastOK guards the last chunk of a one-tile row when the row's
+	// vectors do not fill the group's chunks.
+	lastOK ptx.Reg
+	// rowGuard: some rows of the grid fall past m.
+	rowGuard bool
+	red      reducer
+	ld       ptx.LdOpts
+}
+
+// rowRef is one row of a batch.
+type rowRef struct {
+	idx   ptx.Reg // u32 row index, clamped to m−1
+	off   ptx.Reg // u64 byte offset of this thread's chunk 0: idx·n·size + lt·vb
+	valid ptx.Reg // predicate: the row is < m; invalid Reg when all are
+}
+
+// tileRef is one tile of a row.
+type tileRef struct {
+	off   ptx.Reg   // u64 byte offset of the tile; invalid Reg for a one-tile row
+	ok    []ptx.Reg // per chunk: in range; invalid Reg when surely in range
+	stash ptx.Reg   // u32 address of this thread's stash slot 0 of the tile
+}
+
+func newRowKernel(k *ptx.Func, g rowGeom) *rowKernel {
+	rk := &rowKernel{k: k, g: g, ld: ptx.LdOpts{NC: true}}
+	k.ReqNTid(g.block)
+	k.MaxNReg(g.maxnreg)
+	rk.tid = k.Mov(ptx.U32, ptx.TidX)
+	if g.rows > 1 {
+		rk.grp = k.Div(ptx.U32, rk.tid, ptx.Imm(g.tpr))
+		rk.lt = k.Sub(ptx.U32, rk.tid, k.Mul(ptx.U32, rk.grp, ptx.Imm(g.tpr)))
+	} else {
+		rk.grp = k.Mov(ptx.U32, ptx.Imm(0))
+		rk.lt = rk.tid
+	}
+	rk.laneOff = k.MulWide(ptx.U32, rk.lt, ptx.Imm(g.vb))
+	if g.tiles == 1 && g.nv%g.tpr != 0 {
+		rk.lastOK = k.Setp("lt", ptx.U32, rk.lt, ptx.Imm(g.nv-(g.vpt-1)*g.tpr))
+	}
+	rk.rowGuard = g.grid*g.rows*g.rpg > g.m
+	if g.smem > 0 {
+		rk.smem = k.Mov(ptx.U32, k.DynamicShared("smem", 16))
+	}
+	rk.red = newReducer(rk)
+	return rk
+}
+
+// param declares a pointer parameter and returns it as a global address.
+func param(k *ptx.Func, name string) ptx.Reg {
+	return k.Cvta(ptx.Global, k.LdParam(k.Param(name, ptx.U64)))
+}
+
+// forRows emits the loop over the rows of this thread's group, in
+// batches of unroll rows: load issues a batch's loads and returns the
+// registers they fill, compute does the rest. With prefetch, the next
+// batch's loads are issued before the current batch is computed (the
+// registers are carried around the loop). The loop counter runs over
+// immediates, so the loop is CTA-uniform.
+func (rk *rowKernel) forRows(load func(rows []rowRef) []ptx.Reg, compute func(rows []rowRef, regs []ptx.Reg)) {
+	k, g := rk.k, rk.g
+	base := k.Mad(ptx.U32, k.Mov(ptx.U32, ptx.CtaidX), ptx.Imm(g.rows*g.rpg), rk.grp)
+	batch := func(it ptx.Operand) []rowRef {
+		r0 := base
+		switch it := it.(type) {
+		case ptx.Imm:
+			if it != 0 {
+				r0 = k.Add(ptx.U32, base, ptx.Imm(int64(it)*int64(g.unroll*g.rows)))
+			}
+		default:
+			r0 = k.Mad(ptx.U32, it, ptx.Imm(g.unroll*g.rows), base)
+		}
+		rows := make([]rowRef, g.unroll)
+		for q := range rows {
+			r := r0
+			if q > 0 {
+				r = k.Add(ptx.U32, r0, ptx.Imm(q*g.rows))
+			}
+			if rk.rowGuard {
+				rows[q].valid = k.Setp("lt", ptx.U32, r, ptx.Imm(g.m))
+				r = k.Min(ptx.U32, r, ptx.Imm(g.m-1))
+			}
+			rows[q].idx = r
+			rows[q].off = k.Add(ptx.U64, k.MulWide(ptx.U32, r, ptx.Imm(g.n*g.dt.Size())), rk.laneOff)
+		}
+		return rows
+	}
+	iters := g.rpg / g.unroll
+	switch {
+	case iters == 1:
+		rows := batch(ptx.Imm(0))
+		compute(rows, load(rows))
+	case g.pref:
+		cur := load(batch(ptx.Imm(0)))
+		k.For(ptx.U32, ptx.Imm(0), ptx.Imm(iters-1), ptx.Imm(1), func(it ptx.Reg) {
+			next := load(batch(k.Add(ptx.U32, it, ptx.Imm(1))))
+			compute(batch(it), cur)
+			for i := range cur {
+				k.MovTo(cur[i], next[i])
+			}
+		})
+		compute(batch(ptx.Imm(iters-1)), cur)
+	default:
+		k.For(ptx.U32, ptx.Imm(0), ptx.Imm(iters), ptx.Imm(1), func(it ptx.Reg) {
+			rows := batch(it)
+			compute(rows, load(rows))
+		})
+	}
+}
+
+// oneTile is the tile of a row that fits one.
+func (rk *rowKernel) oneTile() tileRef {
+	t := tileRef{ok: make([]ptx.Reg, rk.g.vpt)}
+	t.ok[rk.g.vpt-1] = rk.lastOK
+	return t
+}
+
+// forTiles calls body for each tile of a row: once for a one-tile row,
+// else in a CTA-uniform loop.
+func (rk *rowKernel) forTiles(stashBase ptx.Reg, body func(t tileRef)) {
+	k, g := rk.k, rk.g
+	if g.tiles == 1 {
+		t := rk.oneTile()
+		t.stash = stashBase
+		body(t)
+		return
+	}
+	span := g.tpr * g.vpt
+	k.For(ptx.U32, ptx.Imm(0), ptx.Imm(g.tiles), ptx.Imm(1), func(ti ptx.Reg) {
+		t := tileRef{ok: make([]ptx.Reg, g.vpt)}
+		t.off = k.MulWide(ptx.U32, ti, ptx.Imm(span*g.vb))
+		if g.nv%span != 0 {
+			vt := k.Mad(ptx.U32, ti, ptx.Imm(span), rk.lt)
+			for j := range t.ok {
+				t.ok[j] = k.Setp("lt", ptx.U32, vt, ptx.Imm(g.nv-j*g.tpr))
+			}
+		}
+		if stashBase.Valid() {
+			t.stash = k.Mad(ptx.U32, ti, ptx.Imm(g.vpt*2*g.block*g.vb), stashBase)
+		}
+		body(t)
+	})
+}
+
+// rowPtr returns base + the row's offset (+ the tile's).
+func (rk *rowKernel) rowPtr(base ptx.Reg, r rowRef, t tileRef) ptx.Reg {
+	p := rk.k.Add(ptx.U64, base, r.off)
+	if t.off.Valid() {
+		p = rk.k.Add(ptx.U64, p, t.off)
+	}
+	return p
+}
+
+// chunkAt is the address of chunk j relative to a row (tile) pointer.
+func (rk *rowKernel) chunkAt(p ptx.Reg, j int) ptx.Addr {
+	return ptx.At(p, int64(j*rk.g.tpr*rk.g.vb))
+}
+
+// stashAt is the shared address of chunk j of tensor ten (0 or 1) in a
+// tile's stash: slots [chunk][tensor][thread] of vb bytes.
+func (rk *rowKernel) stashAt(t tileRef, j, ten int) ptx.Addr {
+	return ptx.At(t.stash, int64((j*2+ten)*rk.g.block*rk.g.vb))
+}
+
+// stashBase is this thread's stash slot 0 (invalid unless store=smem).
+func (rk *rowKernel) stashBase() ptx.Reg {
+	if rk.g.store != "smem" {
+		return ptx.Reg{}
+	}
+	return rk.k.Mad(ptx.U32, rk.tid, ptx.Imm(rk.g.vb), rk.k.Add(ptx.U32, rk.smem, ptx.Imm(rk.g.stashOff)))
+}
+
+// both returns a ∧ b for predicates that may be invalid (always true).
+func both(k *ptx.Func, a, b ptx.Reg) ptx.Reg {
+	switch {
+	case !a.Valid():
+		return b
+	case !b.Valid():
+		return a
+	}
+	return k.And(ptx.Pred, a, b)
+}
+
+// rawType is the register type and count of the words of a vec-element
+// vector of dt: f32 elements, b32 words of two halves, or one b16.
+func rawType(dt dtype.DType, vec int) (ptx.Type, int) {
+	switch {
+	case dt == dtype.F32:
+		return ptx.F32, vec
+	case vec == 1:
+		return ptx.B16, 1
+	}
+	return ptx.B32, vec / 2
+}
+
+// ldRaw loads the vec elements of dt at at from space sp as raw words,
+// guarded by ok when valid (the words are zeroed first, so that a guarded
+// load reads as zeros).
+func ldRaw(k *ptx.Func, sp ptx.Space, dt dtype.DType, vec int, at ptx.Addr, ok ptx.Reg, o ...ptx.LdOpts) []ptx.Reg {
+	t, nw := rawType(dt, vec)
+	w := make([]ptx.Reg, nw)
+	for i := range w {
+		w[i] = k.Reg(t)
+		if ok.Valid() {
+			if t == ptx.F32 {
+				k.MovTo(w[i], ptx.F32Imm(0))
+			} else {
+				k.MovTo(w[i], ptx.Imm(0))
+			}
+		}
+	}
+	k.LdTo(sp, t, w, at, o...)
+	if ok.Valid() {
+		k.Guard(ok, false)
+	}
+	return w
+}
+
+// stRaw stores raw words as ldRaw returns them (no guard).
+func stRaw(k *ptx.Func, sp ptx.Space, at ptx.Addr, w []ptx.Reg) {
+	k.St(sp, w[0].Type(), at, w)
+}
+
+// widen converts raw words of dt to f32 values.
+func widen(k *ptx.Func, dt dtype.DType, w []ptx.Reg) []ptx.Reg {
+	switch {
+	case dt == dtype.F32:
+		return w
+	case len(w) == 1 && w[0].Type() == ptx.B16:
+		return []ptx.Reg{k.Cvt(ptx.F32, halfType(dt), "", w[0])}
+	}
+	var out []ptx.Reg
+	for _, x := range w {
+		if dt == dtype.BF16 {
+			// bf16 is the top half of an f32: shift or mask.
+			out = append(out, k.BitsToF32(k.Shl(ptx.B32, x, ptx.Imm(16))), k.BitsToF32(k.And(ptx.B32, x, ptx.Imm(-65536))))
+		} else {
+			lo, hi := k.Unpack(x)
+			out = append(out, k.Cvt(ptx.F32, ptx.F16, "", lo), k.Cvt(ptx.F32, ptx.F16, "", hi))
+		}
+	}
+	return out
+}
+
+// stVals rounds f32 values to dt and stores them at at, guarded by ok
+// when valid.
+func stVals(k *ptx.Func, dt dtype.DType, at ptx.Addr, vals []ptx.Reg, ok ptx.Reg) {
+	switch {
+	case dt == dtype.F32:
+		k.St(ptx.Global, ptx.F32, at, vals)
+	case len(vals) == 1:
+		k.St(ptx.Global, ptx.B16, at, []ptx.Reg{k.Cvt(halfType(dt), ptx.F32, "rn", vals[0])})
+	default:
+		pt := ptx.F16x2
+		if dt == dtype.BF16 {
+			pt = ptx.BF16x2
+		}
+		words := make([]ptx.Reg, len(vals)/2)
+		for i := range words {
+			words[i] = k.PackHalf2(pt, vals[2*i+1], vals[2*i])
+		}
+		k.St(ptx.Global, ptx.B32, at, words)
+	}
+	if ok.Valid() {
+		k.Guard(ok, false)
+	}
+}
+
+// stF32 stores f32 values (1, 2, 4 or 8) at at in vectors of at most
+// four, guarded by ok when valid. sp is Global or Shared.
+func stF32(k *ptx.Func, sp ptx.Space, at ptx.Addr, vals []ptx.Reg, ok ptx.Reg) {
+	for i := 0; i < len(vals); i += 4 {
+		part := vals[i:min(i+4, len(vals))]
+		k.St(sp, ptx.F32, ptx.At(at.Base, at.Off+int64(4*i)), part)
+		if ok.Valid() {
+			k.Guard(ok, false)
+		}
+	}
+}
+
+// ldF32 loads count f32 values (1, 2, 4 or 8) from at in vectors of at
+// most four, guarded by ok when valid.
+func ldF32(k *ptx.Func, sp ptx.Space, at ptx.Addr, count int, ok ptx.Reg, o ...ptx.LdOpts) []ptx.Reg {
+	var out []ptx.Reg
+	for i := 0; i < count; i += 4 {
+		out = append(out, ldRaw(k, sp, dtype.F32, min(4, count-i), ptx.At(at.Base, at.Off+int64(4*i)), ok, o...)...)
+	}
+	return out
+}
+
+// sumTree adds values pairwise.
+func sumTree(k *ptx.Func, v []ptx.Reg) ptx.Reg {
+	for len(v) > 1 {
+		var next []ptx.Reg
+		for i := 0; i+1 < len(v); i += 2 {
+			next = append(next, k.Add(ptx.F32, v[i], v[i+1]))
+		}
+		if len(v)%2 == 1 {
+			next = append(next, v[len(v)-1])
+		}
+		v = next
+	}
+	return v[0]
+}
+
+// reducer sums per-thread values over the threads of each row group.
+type reducer struct {
+	rk    *rowKernel
+	w     int     // warps per row (0 or 1: no shared memory)
+	base  ptx.Reg // u32: this group's slots in the current buffer
+	flip  ptx.Reg // u32: base of buffer 0 + base of buffer 1 (for this group)
+	wOff  ptx.Reg // u32: this warp's slot offset
+	lane0 ptx.Reg // pred: lane 0 of its warp
+}
+
+func newReducer(rk *rowKernel) reducer {
+	k, g := rk.k, rk.g
+	r := reducer{rk: rk, w: g.tpr / 32}
+	if r.w <= 1 {
+		return r
+	}
+	b0 := k.Mad(ptx.U32, rk.grp, ptx.Imm(g.nq*g.wp*4), k.Add(ptx.U32, rk.smem, ptx.Imm(g.redOff)))
+	r.base = k.Mov(ptx.U32, b0)
+	r.flip = k.Add(ptx.U32, k.Add(ptx.U32, b0, b0), ptx.Imm(g.redBuf))
+	r.wOff = k.Shl(ptx.U32, k.Shr(ptx.U32, rk.lt, ptx.Imm(5)), ptx.Imm(2))
+	r.lane0 = k.Setp("eq", ptx.U32, k.And(ptx.U32, rk.tid, ptx.Imm(31)), ptx.Imm(0))
+	return r
+}
+
+// sum returns the sums over the row group of each value (at most nq), in
+// every thread of the group. All threads of the CTA call it together.
+func (r *reducer) sum(vals []ptx.Reg) []ptx.Reg {
+	k, g := r.rk.k, r.rk.g
+	vals = append([]ptx.Reg(nil), vals...)
+	for off := min(g.tpr, 32) / 2; off >= 1; off /= 2 {
+		for i, v := range vals {
+			o := k.BitsToF32(k.ShflSync("bfly", v, ptx.Imm(off), ptx.Imm(31), 0xffffffff))
+			vals[i] = k.Add(ptx.F32, v, o)
+		}
+	}
+	if r.w <= 1 {
+		return vals
+	}
+	slot := k.Add(ptx.U32, r.base, r.wOff)
+	for i, v := range vals {
+		k.St(ptx.Shared, ptx.F32, ptx.At(slot, int64(i*g.wp*4)), []ptx.Reg{v})
+		k.Guard(r.lane0, false)
+	}
+	k.BarSync(0)
+	out := make([]ptx.Reg, len(vals))
+	for i := range vals {
+		var parts []ptx.Reg
+		for w := 0; w < r.w; {
+			n := 4
+			for n > r.w-w {
+				n /= 2
+			}
+			parts = append(parts, k.Ld(ptx.Shared, ptx.F32, n, ptx.At(r.base, int64((i*g.wp+w)*4)))...)
+			w += n
+		}
+		s := parts[0]
+		for _, p := range parts[1:] {
+			s = k.Add(ptx.F32, s, p)
+		}
+		out[i] = s
+	}
+	k.MovTo(r.base, k.Sub(ptx.U32, r.flip, r.base))
+	return out
+}

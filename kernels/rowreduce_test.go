@@ -1,0 +1,737 @@
+package kernels_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gradtune/gradtune/internal/ptxas"
+	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/kernels/dtype"
+	"github.com/gradtune/gradtune/kernels/internal/ptxtest"
+	"github.com/gradtune/gradtune/runner"
+	"github.com/gradtune/gradtune/runner/sim"
+	"github.com/gradtune/gradtune/variants"
+)
+
+// rowFamilies are the families built on rowreduce.go.
+var rowFamilies = []string{"softmax_bwd", "rmsnorm_bwd", "layernorm_bwd"}
+
+// rowModelShape is each row family's qwen1.5b shape at 2048 tokens.
+var rowModelShape = map[string]string{
+	"softmax_bwd":   "m=24576,n=512",
+	"rmsnorm_bwd":   "m=2048,n=1536",
+	"layernorm_bwd": "m=2048,n=1536",
+}
+
+// rowOddShapes are assembled (every variant) and run on the interpreter
+// besides the model shape: no vector width divides 37, and one element.
+var rowOddShapes = []string{"m=3,n=37", "m=1,n=1"}
+
+func rowFamily(t *testing.T, name string) kernels.Family {
+	t.Helper()
+	f, err := kernels.Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func TestRowFamiliesRegistered(t *testing.T) {
+	for _, name := range rowFamilies {
+		f := rowFamily(t, name)
+		if !slices.Equal(f.Dims(), []string{"m", "n"}) {
+			t.Errorf("%s: Dims = %v", name, f.Dims())
+		}
+		if !slices.Equal(f.DTypes(), []dtype.DType{dtype.F32, dtype.F16, dtype.BF16}) {
+			t.Errorf("%s: DTypes = %v", name, f.DTypes())
+		}
+		if f.Doc() == "" || strings.Contains(f.Doc(), "\n") {
+			t.Errorf("%s: Doc %q", name, f.Doc())
+		}
+	}
+}
+
+func TestRowShapes(t *testing.T) {
+	for _, name := range rowFamilies {
+		f := rowFamily(t, name)
+		for _, c := range []struct{ spec, key string }{
+			{"m=2048,n=1536", "m=2048,n=1536,dtype=f32"},
+			{"n=37,m=3", "m=3,n=37,dtype=f32"},
+			{"M=1,N=1", "m=1,n=1,dtype=f32"},
+		} {
+			if s := shape(t, f, c.spec, dtype.F32); s.Key() != c.key {
+				t.Errorf("%s.Shape(%s) = %s, want %s", name, c.spec, s.Key(), c.key)
+			}
+		}
+		bad := []struct {
+			spec variants.Spec
+			dt   dtype.DType
+			want string
+		}{
+			{spec(t, "n=4"), dtype.F32, name + " takes m=M,n=N: rows and columns (got [n])"},
+			{spec(t, "m=4"), dtype.F32, "takes m=M,n=N"},
+			{spec(t, "m=4,n=4,k=2"), dtype.F32, "takes m=M,n=N"},
+			{spec(t, "m=4,n=4"), dtype.F64, name + " does not support dtype f64"},
+			{spec(t, "m=65536,n=65536"), dtype.F32, "4294967296 elements is more than 2147483647"},
+			{variants.Spec{Dims: []variants.Dim{{Name: "m", Value: 0}, {Name: "n", Value: 3}}}, dtype.F32, "m=0 must be in 1..2147483647"},
+		}
+		if name != "softmax_bwd" {
+			bad = append(bad, struct {
+				spec variants.Spec
+				dt   dtype.DType
+				want string
+			}{spec(t, "m=2,n=32772"), dtype.BF16, "n=32772 is too long: a row must fit one tile of 1024 threads holding at most 32 elements each (n ≤ 32768 when n is a multiple of 4)"})
+			shape(t, f, "m=2,n=32768", dtype.BF16)
+			shape(t, f, "m=2,n=16383", dtype.F32)
+		} else {
+			shape(t, f, "m=2,n=1000003", dtype.F32)
+		}
+		for _, c := range bad {
+			if _, err := f.Shape(c.spec, c.dt); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%s.Shape(%v, %v) error = %v, want %q", name, c.spec.Dims, c.dt, err, c.want)
+			}
+		}
+	}
+
+	// Preset shapes.
+	want := map[string]map[int]string{
+		"softmax_bwd":   {2048: "m=24576,n=512,dtype=bf16", 512: "m=6144,n=512,dtype=bf16", 256: "m=3072,n=256,dtype=bf16", 1000: "m=6144,n=512,dtype=bf16"},
+		"rmsnorm_bwd":   {2048: "m=2048,n=1536,dtype=bf16", 512: "m=512,n=1536,dtype=bf16", 256: "m=256,n=1536,dtype=bf16", 1000: "m=1000,n=1536,dtype=bf16"},
+		"layernorm_bwd": {2048: "m=2048,n=1536,dtype=bf16", 512: "m=512,n=1536,dtype=bf16", 256: "m=256,n=1536,dtype=bf16", 1000: "m=1000,n=1536,dtype=bf16"},
+	}
+	for _, name := range rowFamilies {
+		f := rowFamily(t, name)
+		for tokens, key := range want[name] {
+			p, err := variants.LookupPreset("qwen1.5b", tokens)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := f.Shapes(p, []dtype.DType{dtype.BF16, dtype.F64, dtype.BF16})
+			if len(got) != 1 || got[0].Key() != key {
+				t.Errorf("%s.Shapes(qwen1.5b, %d tokens) = %v, want [%s]", name, tokens, got, key)
+			}
+		}
+	}
+}
+
+// TestRowSpaces checks the spaces over a sweep of shapes: never empty,
+// every point emits, Emit rejects what Check rejects, and each launch is
+// well formed.
+func TestRowSpaces(t *testing.T) {
+	var shapes []string
+	for _, n := range []int{1, 2, 3, 5, 7, 8, 16, 31, 33, 37, 64, 100, 127, 128, 129, 255, 1000, 1536, 4096, 4097, 8960, 16384, 32768} {
+		for _, m := range []int{1, 7, 300} {
+			shapes = append(shapes, fmt.Sprintf("m=%d,n=%d", m, n))
+		}
+	}
+	for _, name := range rowFamilies {
+		f := rowFamily(t, name)
+		for _, dt := range f.DTypes() {
+			for _, sp := range shapes {
+				s, err := f.Shape(spec(t, sp), dt)
+				if err != nil {
+					t.Errorf("%s %s %v: %v", name, sp, dt, err)
+					continue
+				}
+				space := f.Space(s)
+				all := space.Enumerate()
+				if len(all) == 0 {
+					t.Errorf("%s %s: empty space", name, s.Key())
+					continue
+				}
+				// Emit every point at a few shapes, a sample elsewhere.
+				pts := runner.Pick(all, 12)
+				if sp == "m=7,n=37" || sp == "m=300,n=1000" || sp == "m=7,n=1536" {
+					pts = all
+				}
+				for _, p := range pts {
+					prog, err := f.Emit(s, p)
+					if err != nil {
+						t.Errorf("%s %s %s: %v", name, s.Key(), p, err)
+						continue
+					}
+					checkRowProgram(t, f, s, p, prog)
+				}
+			}
+		}
+		// Bad params.
+		s := shape(t, f, "m=7,n=1536", dtype.F32)
+		sp := f.Space(s)
+		good := sp.Enumerate()[0]
+		for _, a := range sp.Axes {
+			if a.Doc == "" || len(a.Values) == 0 {
+				t.Errorf("%s: axis %s has no doc or no values", name, a.Name)
+			}
+			p := good.Clone()
+			p[a.Name] = "999"
+			if _, err := f.Emit(s, p); err == nil || !strings.HasPrefix(err.Error(), name+": ") || !strings.Contains(err.Error(), "not accepted") {
+				t.Errorf("%s: Emit(%s) error = %v", name, p, err)
+			}
+			delete(p, a.Name)
+			if _, err := f.Emit(s, p); err == nil || !strings.Contains(err.Error(), "missing") {
+				t.Errorf("%s: Emit(%s) error = %v", name, p, err)
+			}
+		}
+		allowed := map[string]bool{}
+		for _, p := range sp.Enumerate() {
+			allowed[p.String()] = true
+		}
+		for i, p := range product(sp) {
+			if i%5 == 0 && !allowed[p.String()] {
+				if _, err := f.Emit(s, p); err == nil || !strings.Contains(err.Error(), "violate") {
+					t.Errorf("%s: Emit(%s) of a point outside the space: %v", name, p, err)
+				}
+			}
+		}
+	}
+}
+
+var (
+	rowParamRE = regexp.MustCompile(`\.param \.u64 (\w+)_param_(\w+)`)
+	reqntidRE  = regexp.MustCompile(`\n\.reqntid (\d+)\n`)
+)
+
+// checkRowProgram checks what can be read off a program without running
+// it: launches against the buffers, directives, labels and registers.
+func checkRowProgram(t *testing.T, f kernels.Family, s variants.Shape, p variants.Params, prog kernels.Program) {
+	t.Helper()
+	errorf := func(format string, args ...any) {
+		t.Helper()
+		t.Errorf("%s %s %s: %s", f.Name(), s.Key(), p, fmt.Sprintf(format, args...))
+	}
+	bufs := map[string]kernels.Buffer{}
+	for _, b := range f.Buffers(s) {
+		bufs[b.Name] = b
+	}
+	wantLaunches := 1
+	if f.Name() != "softmax_bwd" && p["dgamma"] != "ticket" {
+		wantLaunches = 2
+	}
+	if len(prog.Launches) != wantLaunches {
+		errorf("%d launches, want %d", len(prog.Launches), wantLaunches)
+	}
+	if _, _, problems := ptxtest.Labels(prog.PTX); len(problems) > 0 {
+		errorf("labels: %v", problems)
+	}
+	if _, problems := ptxtest.Regs(prog.PTX); len(problems) > 0 {
+		errorf("registers: %v", problems)
+	}
+	if !strings.Contains(prog.PTX, "\n.target sm_80\n") {
+		errorf("not an sm_80 module")
+	}
+	kernelsByName := map[string]string{}
+	for _, k := range ptxtest.Kernels(prog.PTX) {
+		kernelsByName[k[:strings.IndexByte(k, '(')]] = k
+	}
+	maxnreg, _ := p.Int("maxnreg")
+	for _, l := range prog.Launches {
+		body, ok := kernelsByName[l.Entry]
+		if !ok {
+			errorf("launch of %s, which the module lacks", l.Entry)
+			continue
+		}
+		threads := l.Block[0] * l.Block[1] * l.Block[2]
+		if l.Grid[0] < 1 || l.Grid[1] != 1 || l.Grid[2] != 1 || l.GridPerSM != 0 || threads < 32 || threads > 1024 || threads%32 != 0 {
+			errorf("launch %s grid %v block %v", l.Entry, l.Grid, l.Block)
+		}
+		if m := reqntidRE.FindStringSubmatch(body); m == nil || m[1] != fmt.Sprint(threads) {
+			errorf("%s: .reqntid %v for %d threads", l.Entry, m, threads)
+		}
+		if l.SharedBytes < 0 || l.SharedBytes > 96<<10 || l.SharedBytes%16 != 0 {
+			errorf("%s: %d bytes of dynamic shared memory", l.Entry, l.SharedBytes)
+		}
+		if (l.SharedBytes > 0) != strings.Contains(prog.PTX, l.Entry+"_dsmem_smem[]") {
+			errorf("%s: dynamic shared memory %d bytes and its declaration disagree", l.Entry, l.SharedBytes)
+		}
+		params := rowParamRE.FindAllStringSubmatch(body, -1)
+		if len(params) != len(l.Args) {
+			errorf("%s: %d parameters, %d args", l.Entry, len(params), len(l.Args))
+			continue
+		}
+		for i, a := range l.Args {
+			b, ok := bufs[a.Buffer]
+			if !ok || params[i][2] != a.Buffer {
+				errorf("%s: arg %d is %q (buffer %v), parameter %s", l.Entry, i, a.Buffer, ok, params[i][2])
+			}
+			if b.Role == kernels.Scratch && l.Entry == f.Name()+"_"+s.DType.String()+"_zero" {
+				errorf("%s zeroes the scratch buffer %s", l.Entry, a.Buffer)
+			}
+		}
+		if l.Entry == f.Name()+"_"+s.DType.String() && maxnreg > 0 && !strings.Contains(body, fmt.Sprintf("\n.maxnreg %d\n", maxnreg)) {
+			errorf("no .maxnreg %d", maxnreg)
+		}
+	}
+}
+
+// rowVariants are the programs of every variant of the row families at
+// their model shape and the odd shapes, in every dtype.
+type rowVariant struct {
+	family string
+	shape  variants.Shape
+	params variants.Params
+	prog   kernels.Program
+}
+
+func (v rowVariant) String() string {
+	return fmt.Sprintf("%s %s %s", v.family, v.shape.Key(), v.params)
+}
+
+func emitRowVariants(t *testing.T) []rowVariant {
+	var out []rowVariant
+	for _, name := range rowFamilies {
+		f := rowFamily(t, name)
+		for _, dt := range f.DTypes() {
+			for _, sp := range append([]string{rowModelShape[name]}, rowOddShapes...) {
+				s := shape(t, f, sp, dt)
+				for _, p := range f.Space(s).Enumerate() {
+					prog, err := f.Emit(s, p)
+					if err != nil {
+						t.Errorf("%s %s %s: %v", name, s.Key(), p, err)
+						continue
+					}
+					out = append(out, rowVariant{name, s, p, prog})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// rowKernel is one distinct kernel of the row variants, renamed for
+// assembly with others.
+type rowKernelText struct {
+	v       rowVariant
+	entry   string
+	header  string // .version and .target
+	externs string // its extern shared declarations
+	body    string
+	count   int
+}
+
+// splitKernels returns the kernels of a program's module.
+func splitKernels(v rowVariant) []*rowKernelText {
+	text := v.prog.PTX
+	i := strings.Index(text, ".visible .entry ")
+	head := text[:i]
+	version := regexp.MustCompile(`(?m)^\.version .*\n\.target .*\n`).FindString(head)
+	var out []*rowKernelText
+	for _, body := range ptxtest.Kernels(text) {
+		name := body[:strings.IndexByte(body, '(')]
+		var ext []string
+		for _, line := range strings.Split(head, "\n") {
+			if strings.HasPrefix(line, ".extern") && strings.Contains(line, name+"_dsmem_") {
+				ext = append(ext, line)
+			}
+		}
+		out = append(out, &rowKernelText{v: v, entry: name, header: version, externs: strings.Join(ext, "\n"), body: ".visible .entry " + body, count: 1})
+	}
+	return out
+}
+
+// smallSpillBytes is the spill allowed to a row kernel without a register
+// cap. With .reqntid and no .minnctapersm, ptxas 12.4 picks a register
+// count for occupancy, and for some heavier variants (a 64-thread softmax
+// CTA stashing 8-element bf16 vectors: 48 registers, where it takes 60
+// without .reqntid) it then spills a few words; sm_80 does so more often
+// than sm_90. The runner's prescreen (256 bytes of local memory) lets such
+// variants be measured, and the measurement judges them.
+const smallSpillBytes = 64
+
+// TestRowVariantsAssemble assembles every distinct kernel of every row
+// variant at the model shapes and the odd shapes with ptxas, for sm_90
+// and a quarter of them for sm_80 (all with GRADTUNE_PTXAS_ALL=1; -short:
+// a sixteenth for both), and checks ptxas' report: no spills
+// without a register cap, the cap respected with one, and static shared
+// memory only in the finalize kernels and the ticket's flag.
+func TestRowVariantsAssemble(t *testing.T) {
+	path := ptxas.RequireOrSkip(t)
+	start := time.Now()
+	vs := emitRowVariants(t)
+	byKey := map[string]*rowKernelText{}
+	var uniq []*rowKernelText
+	for _, v := range vs {
+		for _, k := range splitKernels(v) {
+			key := k.header + strings.ReplaceAll(k.externs+k.body, k.entry, "K")
+			if u := byKey[key]; u != nil {
+				u.count++
+				continue
+			}
+			byKey[key] = k
+			uniq = append(uniq, k)
+		}
+	}
+	type job struct {
+		arch string
+		ks   []*rowKernelText
+	}
+	var jobs []job
+	for _, arch := range []string{"sm_90", "sm_80"} {
+		groups := map[string][]*rowKernelText{}
+		for i, k := range uniq {
+			switch {
+			case testing.Short() && i%16 != 0:
+				continue
+			case arch == "sm_80" && os.Getenv("GRADTUNE_PTXAS_ALL") != "1" && i%4 != 0:
+				continue
+			}
+			groups[k.header] = append(groups[k.header], k)
+		}
+		var headers []string
+		for h := range groups {
+			headers = append(headers, h)
+		}
+		sort.Strings(headers)
+		for _, h := range headers {
+			g := groups[h]
+			for len(g) > 0 {
+				n := min(40, len(g))
+				jobs = append(jobs, job{arch, g[:n]})
+				g = g[n:]
+			}
+		}
+	}
+	module := func(ks []*rowKernelText) (string, []string) {
+		var b strings.Builder
+		b.WriteString(ks[0].header + ".address_size 64\n\n")
+		names := make([]string, len(ks))
+		for i, k := range ks {
+			names[i] = fmt.Sprintf("k%03d", i)
+			if k.externs != "" {
+				b.WriteString(strings.ReplaceAll(k.externs, k.entry, names[i]) + "\n")
+			}
+		}
+		for i, k := range ks {
+			b.WriteString("\n" + strings.ReplaceAll(k.body, k.entry, names[i]))
+		}
+		return b.String(), names
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	var (
+		mu       sync.Mutex
+		problems []string
+		allowed  []string
+		counts   = map[string]int{}
+	)
+	report := func(format string, args ...any) {
+		mu.Lock()
+		problems = append(problems, fmt.Sprintf(format, args...))
+		mu.Unlock()
+	}
+	check := func(arch string, k *rowKernelText, r ptxas.Report) {
+		maxnreg := 0
+		if k.entry == k.v.family+"_"+k.v.shape.DType.String() {
+			maxnreg, _ = k.v.params.Int("maxnreg")
+		}
+		// Static shared memory: the finalize kernel's transpose, and the
+		// ticket's flag.
+		main := k.entry == k.v.family+"_"+k.v.shape.DType.String()
+		staticOK := strings.HasSuffix(k.entry, "_finalize") || main && k.v.params["dgamma"] == "ticket" && r.SharedBytes <= 16
+		spill := r.SpillStores != 0 || r.SpillLoads != 0 || r.StackBytes != 0
+		switch {
+		case maxnreg == 0 && spill && r.SpillStores <= smallSpillBytes && r.StackBytes <= smallSpillBytes+8:
+			mu.Lock()
+			allowed = append(allowed, fmt.Sprintf("%s %s (%v): %d/%d bytes spilled, %d stack, %d registers", arch, k.entry, k.v, r.SpillStores, r.SpillLoads, r.StackBytes, r.Registers))
+			mu.Unlock()
+		case maxnreg == 0 && spill:
+			report("%s %s (%v): spills without a register cap: %d/%d bytes, %d stack, %d registers", arch, k.entry, k.v, r.SpillStores, r.SpillLoads, r.StackBytes, r.Registers)
+		case maxnreg > 0 && r.Registers > maxnreg:
+			report("%s %s (%v): %d registers above .maxnreg %d", arch, k.entry, k.v, r.Registers, maxnreg)
+		case r.Registers <= 0 || r.SharedBytes != 0 && !staticOK:
+			report("%s %s (%v): %d registers, %d bytes static shared memory", arch, k.entry, k.v, r.Registers, r.SharedBytes)
+		}
+	}
+	work := make(chan job)
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range work {
+				text, names := module(j.ks)
+				reports, _, err := ptxas.Assemble(ctx, path, text, j.arch)
+				if err != nil {
+					for _, k := range j.ks {
+						one, _ := module([]*rowKernelText{k})
+						if _, _, err := ptxas.Assemble(ctx, path, one, j.arch); err != nil {
+							report("%s %s (%v, %d variants): %v", j.arch, k.entry, k.v, k.count, err)
+						}
+					}
+					continue
+				}
+				byName := map[string]ptxas.Report{}
+				for _, r := range reports {
+					byName[r.Function] = r
+				}
+				for i, k := range j.ks {
+					r, ok := byName[names[i]]
+					if !ok {
+						report("%s %s (%v): no ptxas report", j.arch, k.entry, k.v)
+						continue
+					}
+					check(j.arch, k, r)
+				}
+				mu.Lock()
+				counts[j.arch] += len(j.ks)
+				mu.Unlock()
+			}
+		}()
+	}
+	for _, j := range jobs {
+		work <- j
+	}
+	close(work)
+	wg.Wait()
+	sort.Strings(problems)
+	for i, p := range problems {
+		if i == 30 {
+			t.Errorf("... and %d more problems", len(problems)-30)
+			break
+		}
+		t.Error(p)
+	}
+	sort.Strings(allowed)
+	for i, a := range allowed {
+		if i == 10 {
+			t.Logf("... and %d more", len(allowed)-10)
+			break
+		}
+		t.Logf("allowed (ptxas register heuristic): %s", a)
+	}
+	t.Logf("%d variants, %d distinct kernels; assembled %d for sm_90 and %d for sm_80 in %v; %d small spills allowed",
+		len(vs), len(uniq), counts["sm_90"], counts["sm_80"], time.Since(start).Round(time.Millisecond), len(allowed))
+}
+
+// rowSimShapes are the shapes run on the interpreter, with how many
+// variants of each (0: all of them).
+func rowSimShapes(name string) []struct {
+	spec   string
+	sample int
+} {
+	out := []struct {
+		spec   string
+		sample int
+	}{
+		{"m=3,n=37", 0}, // no vector divides n; a partial last chunk
+		{"m=1,n=1", 0},
+		{"m=33,n=64", 24},  // sub-warp rows (softmax), rows past m
+		{"m=5,n=1536", 24}, // the model's row: tpr 96..768, vpt 1..12
+		{"m=67,n=200", 16}, // several warps per row with a partial chunk
+	}
+	if name == "softmax_bwd" {
+		out = append(out, struct {
+			spec   string
+			sample int
+		}{"m=2,n=20000", 8}) // rows of several tiles
+	} else {
+		out = append(out, struct {
+			spec   string
+			sample int
+		}{"m=2100,n=6", 8}) // more than 512 CTAs: the finalize loop
+	}
+	return out
+}
+
+// TestRowVariantsOnInterpreter runs row variants on the CPU interpreter
+// through runner.Session (outputs poisoned, Scratch left as it is) and
+// checks each output against the reference with its own tolerance.
+func TestRowVariantsOnInterpreter(t *testing.T) {
+	for _, name := range rowFamilies {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			f := rowFamily(t, name)
+			ss := runner.NewSession(sim.New(sim.Options{Workers: 1}))
+			defer ss.Release()
+			runs := 0
+			for _, dt := range f.DTypes() {
+				for _, c := range rowSimShapes(name) {
+					s := shape(t, f, c.spec, dt)
+					if err := ss.Prepare(f, s, 1); err != nil {
+						t.Fatalf("%s: %v", s.Key(), err)
+					}
+					ref := f.Reference(s, f.Inputs(s, 1))
+					pts := f.Space(s).Enumerate()
+					n := c.sample
+					if testing.Short() {
+						n = min(max(n, 1), 6)
+					}
+					pts = runner.Pick(pts, n)
+					for _, p := range pts {
+						runs++
+						if msg := runOnSim(ss, f, s, p, ref); msg != "" {
+							t.Errorf("%s %s: %s", s.Key(), p, msg)
+						}
+					}
+				}
+			}
+			t.Logf("%d variant runs", runs)
+		})
+	}
+}
+
+// runOnSim validates one variant and returns what is wrong, or "".
+func runOnSim(ss *runner.Session, f kernels.Family, s variants.Shape, p variants.Params, ref map[string][]float64) string {
+	prog, err := f.Emit(s, p)
+	if err != nil {
+		return "emit: " + err.Error()
+	}
+	l, err := ss.Load(prog)
+	if err != nil {
+		return "load: " + err.Error()
+	}
+	defer l.Unload()
+	c, err := ss.Validate(l)
+	if err != nil {
+		return err.Error()
+	}
+	if !c.OK {
+		return c.Message
+	}
+	for _, b := range f.Buffers(s) {
+		if b.Role != kernels.Output {
+			continue
+		}
+		got, err := ss.Output(b.Name)
+		if err != nil {
+			return err.Error()
+		}
+		tol := kernels.ToleranceFor(f, s, b.Name)
+		if _, _, bad := tol.Check(got, ref[b.Name]); bad >= 0 {
+			return fmt.Sprintf("%s[%d] = %g, want %g (atol %g, rtol %g)", b.Name, bad, got[bad], ref[b.Name][bad], tol.Atol, tol.Rtol)
+		}
+	}
+	return ""
+}
+
+// rowGolden pins one program per family and dtype in testdata/.
+var rowGolden = []struct{ family, dtype, shape, params string }{
+	{"softmax_bwd", "f32", "m=24576,n=512", "vec=4,vpt=4,rows=4,rpg=1,unroll=1,prefetch=0,store=regs,maxnreg=0"},
+	{"softmax_bwd", "bf16", "m=24576,n=512", "vec=8,vpt=2,rows=4,rpg=4,unroll=1,prefetch=1,store=regs,maxnreg=0"},
+	{"softmax_bwd", "bf16", "m=3,n=37", "vec=1,vpt=2,rows=2,rpg=2,unroll=1,store=smem,maxnreg=0"},
+	{"softmax_bwd", "f16", "m=2,n=20000", "vec=8,vpt=1,rows=1,rpg=1,unroll=1,store=reread,maxnreg=0"},
+	{"rmsnorm_bwd", "f32", "m=2048,n=1536", "vec=4,vpt=3,rows=1,rpg=4,unroll=2,store=regs,dgamma=atomic,maxnreg=0"},
+	{"rmsnorm_bwd", "bf16", "m=2048,n=1536", "vec=8,vpt=1,rows=2,rpg=4,unroll=1,prefetch=1,store=regs,dgamma=partial,maxnreg=0"},
+	{"layernorm_bwd", "f16", "m=3,n=37", "vec=1,vpt=2,rows=2,rpg=2,unroll=1,store=reread,dgamma=partial,maxnreg=0"},
+	{"layernorm_bwd", "bf16", "m=2048,n=1536", "vec=8,vpt=2,rows=2,rpg=4,unroll=1,store=smem,dgamma=atomic,maxnreg=0"},
+	{"layernorm_bwd", "f32", "m=2048,n=1536", "vec=4,vpt=3,rows=1,rpg=4,unroll=1,prefetch=1,store=regs,dgamma=ticket,maxnreg=0"},
+}
+
+func TestRowGoldenPTX(t *testing.T) {
+	for _, g := range rowGolden {
+		f, s, p, prog := emitVariant(t, g.family, g.dtype, g.shape, g.params)
+		if err := f.Space(s).Check(p); err != nil {
+			t.Errorf("%s: %v", g.params, err)
+		}
+		name := fmt.Sprintf("%s_%s_%s.golden", g.family, g.dtype, strings.NewReplacer("=", "", ",", "_").Replace(g.shape))
+		var b strings.Builder
+		fmt.Fprintf(&b, "// %s %s %s\n", g.family, s.Key(), p)
+		for _, l := range prog.Launches {
+			fmt.Fprintf(&b, "// launch %s grid=%v block=%v smem=%d args=%v\n", l.Entry, l.Grid, l.Block, l.SharedBytes, l.Args)
+		}
+		b.WriteString(prog.PTX)
+		path := filepath.Join("testdata", name)
+		if *update {
+			if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Errorf("%v (go test -update creates it)", err)
+			continue
+		}
+		if b.String() != string(want) {
+			t.Errorf("%s differs from the emitted program (go test -update rewrites it)", path)
+		}
+	}
+}
+
+// rowModelF32 holds f32 helpers shared by the families' tolerance tests.
+
+// f32seq adds values in f32 one after another (the longest chain of
+// roundings any variant has).
+func f32seq(vals []float64) float32 {
+	var s float32
+	for _, v := range vals {
+		s = float32(float64(s) + v)
+	}
+	return s
+}
+
+// perturbULP returns v moved by k units in the last place of dt.
+func perturbULP(v float64, k int, dt dtype.DType) float64 {
+	_, e := math.Frexp(v)
+	return v + float64(k)*math.Ldexp(2*dt.Epsilon(), e-1)
+}
+
+// TestRowSpaceSizes logs the size of each row family's space at its model
+// shape and keeps it tunable in one session (at most 800 points).
+func TestRowSpaceSizes(t *testing.T) {
+	for _, name := range rowFamilies {
+		f := rowFamily(t, name)
+		for _, dt := range f.DTypes() {
+			s := shape(t, f, rowModelShape[name], dt)
+			sp := f.Space(s)
+			n := len(sp.Enumerate())
+			if n == 0 || n > 800 {
+				t.Errorf("%s %s: %d points", name, s.Key(), n)
+			}
+			t.Logf("%s %s: %d of %d points", name, s.Key(), n, sp.Size())
+		}
+	}
+}
+
+// TestRowTicketRestoresState runs ticket variants twice in a row on the
+// interpreter (with several workers, so that CTAs finish in any order):
+// each run must leave the accumulator and the counter at zero, so that
+// the next run (and the next variant) starts from the state Inputs gives.
+func TestRowTicketRestoresState(t *testing.T) {
+	for _, name := range []string{"rmsnorm_bwd", "layernorm_bwd"} {
+		f := rowFamily(t, name)
+		ss := runner.NewSession(sim.New(sim.Options{Workers: 4}))
+		for _, sp := range []string{"m=67,n=200", "m=1,n=1"} {
+			s := shape(t, f, sp, dtype.F32)
+			if err := ss.Prepare(f, s, 1); err != nil {
+				t.Fatal(err)
+			}
+			ref := f.Reference(s, f.Inputs(s, 1))
+			var pts []variants.Params
+			for _, p := range f.Space(s).Enumerate() {
+				if p["dgamma"] == "ticket" {
+					pts = append(pts, p)
+				}
+			}
+			for _, p := range runner.Pick(pts, 6) {
+				for run := 0; run < 2; run++ {
+					if msg := runOnSim(ss, f, s, p, ref); msg != "" {
+						t.Errorf("%s %s run %d: %s", s.Key(), p, run, msg)
+					}
+					for _, b := range []string{"colsum", "ticket"} {
+						v, err := ss.Output(b)
+						if err != nil {
+							t.Fatal(err)
+						}
+						for i, x := range v {
+							if x != 0 {
+								t.Fatalf("%s %s run %d: %s[%d] = %v after the run", s.Key(), p, run, b, i, x)
+							}
+						}
+					}
+				}
+			}
+		}
+		ss.Release()
+	}
+}
