@@ -3,7 +3,6 @@ package kernels_test
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -68,43 +67,30 @@ func TestFamiliesPassAnalyses(t *testing.T) {
 		failures []string
 		count    int
 	)
-	work := make(chan job)
-	var wg sync.WaitGroup
-	for range runtime.GOMAXPROCS(0) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range work {
-				n := 0
-				for i, p := range j.f.Space(j.s).Enumerate() {
-					if testing.Short() && i%7 != 0 {
-						continue // -short: a seventh of each space
-					}
-					n++
-					_, err := j.f.Emit(j.s, p)
-					if err == nil {
-						continue
-					}
-					mu.Lock()
-					msg := fmt.Sprintf("%s %s %s: %v", j.f.Name(), j.s.Key(), p, err)
-					if errors.Is(err, ptx.ErrUnsafe) || strings.Contains(err.Error(), ": unsafe `") {
-						unsafe[j.f.Name()] = append(unsafe[j.f.Name()], msg)
-					} else {
-						failures = append(failures, msg)
-					}
-					mu.Unlock()
-				}
-				mu.Lock()
-				count += n
-				mu.Unlock()
+	kernels.Parallel(jobs, func(j job) {
+		n := 0
+		for i, p := range j.f.Space(j.s).Enumerate() {
+			if testing.Short() && i%7 != 0 {
+				continue // -short: a seventh of each space
 			}
-		}()
-	}
-	for _, j := range jobs {
-		work <- j
-	}
-	close(work)
-	wg.Wait()
+			n++
+			_, err := j.f.Emit(j.s, p)
+			if err == nil {
+				continue
+			}
+			mu.Lock()
+			msg := fmt.Sprintf("%s %s %s: %v", j.f.Name(), j.s.Key(), p, err)
+			if errors.Is(err, ptx.ErrUnsafe) || strings.Contains(err.Error(), ": unsafe `") {
+				unsafe[j.f.Name()] = append(unsafe[j.f.Name()], msg)
+			} else {
+				failures = append(failures, msg)
+			}
+			mu.Unlock()
+		}
+		mu.Lock()
+		count += n
+		mu.Unlock()
+	})
 
 	for fam, msgs := range unsafe {
 		t.Errorf("%s: %d variants fail the analyses; the first:\n%s", fam, len(msgs), strings.Join(msgs[:min(3, len(msgs))], "\n"))

@@ -187,42 +187,29 @@ func TestAssembleAllVariants(t *testing.T) {
 	)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	work := make(chan assembly)
-	var wg sync.WaitGroup
-	for range runtime.GOMAXPROCS(0) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for a := range work {
-				text, names := a.module()
-				reports, _, err := ptxas.Assemble(ctx, path, text, a.arch)
-				if err != nil {
-					// Find the variants at fault.
-					for _, u := range a.members {
-						one := assembly{a.arch, a.header, []*unique{u}}
-						text, _ := one.module()
-						if _, _, err := ptxas.Assemble(ctx, path, text, a.arch); err != nil {
-							mu.Lock()
-							failures = append(failures, failure{a.arch, u, err})
-							mu.Unlock()
-						}
-					}
-					continue
+	kernels.Parallel(jobs, func(a assembly) {
+		text, names := a.module()
+		reports, _, err := ptxas.Assemble(ctx, path, text, a.arch)
+		if err != nil {
+			// Find the variants at fault.
+			for _, u := range a.members {
+				one := assembly{a.arch, a.header, []*unique{u}}
+				text, _ := one.module()
+				if _, _, err := ptxas.Assemble(ctx, path, text, a.arch); err != nil {
+					mu.Lock()
+					failures = append(failures, failure{a.arch, u, err})
+					mu.Unlock()
 				}
-				ps, al := checkReports(a, names, reports)
-				mu.Lock()
-				problems = append(problems, ps...)
-				allowed = append(allowed, al...)
-				counts[a.arch] += len(a.members)
-				mu.Unlock()
 			}
-		}()
-	}
-	for _, j := range jobs {
-		work <- j
-	}
-	close(work)
-	wg.Wait()
+			return
+		}
+		ps, al := checkReports(a, names, reports)
+		mu.Lock()
+		problems = append(problems, ps...)
+		allowed = append(allowed, al...)
+		counts[a.arch] += len(a.members)
+		mu.Unlock()
+	})
 
 	for i, f := range failures {
 		if i == 10 {
@@ -231,14 +218,7 @@ func TestAssembleAllVariants(t *testing.T) {
 		}
 		t.Errorf("%s: %v (and %d variants with the same PTX): %v", f.arch, f.u.v, f.u.count-1, f.err)
 	}
-	sort.Strings(problems)
-	for i, p := range problems {
-		if i == 20 {
-			t.Errorf("... and %d more problems", len(problems)-20)
-			break
-		}
-		t.Error(p)
-	}
+	kernels.ReportSorted(t, problems, 20)
 	sort.Strings(allowed)
 	for _, a := range allowed {
 		t.Logf("allowed (rcp.rn.f32 slow path): %s", a)

@@ -144,9 +144,10 @@ func (e *elementwise) Emit(s variants.Shape, p variants.Params) (Program, error)
 	r := variants.NewReader(p)
 	block, vec, ept, maxnreg := r.Int("block"), r.Int("vec"), r.Int("ept"), r.Int("maxnreg")
 	stride := r.String("grid") == "stride"
-	loadCache, storeCache := "", ""
+	// Loads take the read-only path; cache=stream adds .cs to both.
+	ld, st := ptx.LdOpts{NC: true}, ptx.LdOpts{}
 	if r.String("cache") == "stream" {
-		loadCache, storeCache = "cs", "cs"
+		ld.Cache, st.Cache = "cs", "cs"
 	}
 	if err := r.Err(); err != nil {
 		return Program{}, err
@@ -185,15 +186,15 @@ func (e *elementwise) Emit(s variants.Shape, p variants.Params) (Program, error)
 				us[j].ok = k.Setp("lt", ptx.U32, u, ptx.Imm(units))
 			}
 			us[j].off = k.MulWide(ptx.U32, u, ptx.Imm(vec*dt.Size()))
-			us[j].dyv = loadF32(k, dt, vec, k.Add(ptx.U64, dy, us[j].off), us[j].ok, loadCache)
-			us[j].xv = loadF32(k, dt, vec, k.Add(ptx.U64, x, us[j].off), us[j].ok, loadCache)
+			us[j].dyv = ldVals(k, ptx.Global, dt, vec, ptx.At(k.Add(ptx.U64, dy, us[j].off), 0), us[j].ok, ld)
+			us[j].xv = ldVals(k, ptx.Global, dt, vec, ptx.At(k.Add(ptx.U64, x, us[j].off), 0), us[j].ok, ld)
 		}
 		for j := range us {
 			out := make([]ptx.Reg, vec)
 			for i := range out {
 				out[i] = e.emit(k, us[j].dyv[i], us[j].xv[i])
 			}
-			storeF32(k, dt, k.Add(ptx.U64, dx, us[j].off), out, us[j].ok, storeCache)
+			stVals(k, dt, ptx.At(k.Add(ptx.U64, dx, us[j].off), 0), out, us[j].ok, st)
 		}
 	}
 	if units > 0 {
@@ -213,9 +214,9 @@ func (e *elementwise) Emit(s variants.Shape, p variants.Params) (Program, error)
 		k.If(k.Setp("eq", ptx.U32, first, ptx.Imm(0)), func() {
 			for i := units * vec; i < n; i++ {
 				off := int64(i * dt.Size())
-				a := loadF32(k, dt, 1, k.Add(ptx.U64, dy, ptx.Imm(off)), ptx.Reg{}, loadCache)
-				b := loadF32(k, dt, 1, k.Add(ptx.U64, x, ptx.Imm(off)), ptx.Reg{}, loadCache)
-				storeF32(k, dt, k.Add(ptx.U64, dx, ptx.Imm(off)), []ptx.Reg{e.emit(k, a[0], b[0])}, ptx.Reg{}, storeCache)
+				a := ldVals(k, ptx.Global, dt, 1, ptx.At(k.Add(ptx.U64, dy, ptx.Imm(off)), 0), ptx.Reg{}, ld)
+				b := ldVals(k, ptx.Global, dt, 1, ptx.At(k.Add(ptx.U64, x, ptx.Imm(off)), 0), ptx.Reg{}, ld)
+				stVals(k, dt, ptx.At(k.Add(ptx.U64, dx, ptx.Imm(off)), 0), []ptx.Reg{e.emit(k, a[0], b[0])}, ptx.Reg{}, st)
 			}
 		})
 	}
@@ -234,94 +235,6 @@ func (e *elementwise) Emit(s variants.Shape, p variants.Params) (Program, error)
 	}
 	l.Grid = [3]int{grid, 1, 1}
 	return Program{PTX: built.String(), Launches: []Launch{l}}, nil
-}
-
-// loadF32 loads vec elements of type dt at addr (guarded by ok when valid)
-// through the read-only path with cache qualifier cache ("" for none) and
-// returns them widened to f32. Guarded registers are zeroed first so that
-// no register is read before it is written.
-func loadF32(k *ptx.Func, dt dtype.DType, vec int, addr ptx.Reg, ok ptx.Reg, cache string) []ptx.Reg {
-	guard := func() {
-		if ok.Valid() {
-			k.Guard(ok, false)
-		}
-	}
-	at := ptx.At(addr, 0)
-	nc := ptx.LdOpts{NC: true, Cache: cache}
-	if dt == dtype.F32 {
-		regs := make([]ptx.Reg, vec)
-		for i := range regs {
-			regs[i] = k.Reg(ptx.F32)
-			if ok.Valid() {
-				k.MovTo(regs[i], ptx.F32Imm(0))
-			}
-		}
-		k.LdTo(ptx.Global, ptx.F32, regs, at, nc)
-		guard()
-		return regs
-	}
-	if vec == 1 {
-		h := k.Reg(ptx.B16)
-		if ok.Valid() {
-			k.MovTo(h, ptx.Imm(0))
-		}
-		k.LdTo(ptx.Global, ptx.B16, []ptx.Reg{h}, at, nc)
-		guard()
-		return []ptx.Reg{k.Cvt(ptx.F32, halfType(dt), "", h)}
-	}
-	words := make([]ptx.Reg, vec/2)
-	for i := range words {
-		words[i] = k.Reg(ptx.B32)
-		if ok.Valid() {
-			k.MovTo(words[i], ptx.Imm(0))
-		}
-	}
-	k.LdTo(ptx.Global, ptx.B32, words, at, nc)
-	guard()
-	var out []ptx.Reg
-	for _, w := range words {
-		if dt == dtype.BF16 {
-			// bf16 is the top half of an f32: shift or mask, no cvt needed.
-			out = append(out, k.BitsToF32(k.Shl(ptx.B32, w, ptx.Imm(16))), k.BitsToF32(k.And(ptx.B32, w, ptx.Imm(-65536))))
-		} else {
-			lo, hi := k.Unpack(w)
-			out = append(out, k.Cvt(ptx.F32, ptx.F16, "", lo), k.Cvt(ptx.F32, ptx.F16, "", hi))
-		}
-	}
-	return out
-}
-
-// storeF32 rounds f32 values to dt (round to nearest even) and stores them
-// at addr with cache operator cache, guarded by ok when valid.
-func storeF32(k *ptx.Func, dt dtype.DType, addr ptx.Reg, vals []ptx.Reg, ok ptx.Reg, cache string) {
-	at := ptx.At(addr, 0)
-	o := ptx.LdOpts{Cache: cache}
-	switch {
-	case dt == dtype.F32:
-		k.St(ptx.Global, ptx.F32, at, vals, o)
-	case len(vals) == 1:
-		k.St(ptx.Global, ptx.B16, at, []ptx.Reg{k.Cvt(halfType(dt), ptx.F32, "rn", vals[0])}, o)
-	default:
-		pt := ptx.F16x2
-		if dt == dtype.BF16 {
-			pt = ptx.BF16x2
-		}
-		words := make([]ptx.Reg, len(vals)/2)
-		for i := range words {
-			words[i] = k.PackHalf2(pt, vals[2*i+1], vals[2*i])
-		}
-		k.St(ptx.Global, ptx.B32, at, words, o)
-	}
-	if ok.Valid() {
-		k.Guard(ok, false)
-	}
-}
-
-func halfType(dt dtype.DType) ptx.Type {
-	if dt == dtype.BF16 {
-		return ptx.BF16
-	}
-	return ptx.F16
 }
 
 func checkDType(f Family, dt dtype.DType) error {

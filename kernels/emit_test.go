@@ -3,8 +3,6 @@ package kernels_test
 import (
 	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -68,25 +66,7 @@ func TestGoldenPTX(t *testing.T) {
 			fmt.Fprintf(&b, "// launch %s grid=%v gridPerSM=%d block=%v smem=%d args=%v\n", l.Entry, l.Grid, l.GridPerSM, l.Block, l.SharedBytes, l.Args)
 		}
 		b.WriteString(prog.PTX)
-		got := b.String()
-		path := filepath.Join("testdata", name)
-		if *update {
-			if err := os.MkdirAll("testdata", 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		want, err := os.ReadFile(path)
-		if err != nil {
-			t.Errorf("%v (go test -update creates it)", err)
-			continue
-		}
-		if got != string(want) {
-			t.Errorf("%s differs from the emitted program (go test -update rewrites it); got:\n%s", path, got)
-		}
+		checkGolden(t, name, b.String())
 	}
 }
 

@@ -737,89 +737,6 @@ func lpRowIndex(k *ptx.Func, r, q ptx.Reg, rowLen, step int) ptx.Reg {
 	return k.Mad(ptx.U32, r, ptx.Imm(rowLen), qs)
 }
 
-// lpLoad loads vec elements of dt at at (guarded by ok when valid) through
-// the read-only path and returns them in the math type (f32, or f64 for
-// f64). Guarded registers are zeroed first.
-func lpLoad(k *ptx.Func, dt dtype.DType, vec int, at ptx.Addr, ok ptx.Reg) []ptx.Reg {
-	nc := ptx.LdOpts{NC: true}
-	guard := func() {
-		if ok.Valid() {
-			k.Guard(ok, false)
-		}
-	}
-	direct := func(t ptx.Type, zero ptx.Operand) []ptx.Reg {
-		regs := make([]ptx.Reg, vec)
-		for i := range regs {
-			regs[i] = k.Reg(t)
-			if ok.Valid() {
-				k.MovTo(regs[i], zero)
-			}
-		}
-		k.LdTo(ptx.Global, t, regs, at, nc)
-		guard()
-		return regs
-	}
-	switch {
-	case dt == dtype.F32:
-		return direct(ptx.F32, ptx.F32Imm(0))
-	case dt == dtype.F64:
-		return direct(ptx.F64, ptx.F64Imm(0))
-	case vec == 1:
-		h := k.Reg(ptx.B16)
-		if ok.Valid() {
-			k.MovTo(h, ptx.Imm(0))
-		}
-		k.LdTo(ptx.Global, ptx.B16, []ptx.Reg{h}, at, nc)
-		guard()
-		return []ptx.Reg{k.Cvt(ptx.F32, halfType(dt), "", h)}
-	}
-	words := make([]ptx.Reg, vec/2)
-	for i := range words {
-		words[i] = k.Reg(ptx.B32)
-		if ok.Valid() {
-			k.MovTo(words[i], ptx.Imm(0))
-		}
-	}
-	k.LdTo(ptx.Global, ptx.B32, words, at, nc)
-	guard()
-	var out []ptx.Reg
-	for _, w := range words {
-		if dt == dtype.BF16 {
-			out = append(out, k.BitsToF32(k.Shl(ptx.B32, w, ptx.Imm(16))), k.BitsToF32(k.And(ptx.B32, w, ptx.Imm(-65536))))
-		} else {
-			lo, hi := k.Unpack(w)
-			out = append(out, k.Cvt(ptx.F32, ptx.F16, "", lo), k.Cvt(ptx.F32, ptx.F16, "", hi))
-		}
-	}
-	return out
-}
-
-// lpStore rounds values of the math type to dt and stores them at at,
-// guarded by ok when valid.
-func lpStore(k *ptx.Func, dt dtype.DType, at ptx.Addr, vals []ptx.Reg, ok ptx.Reg) {
-	switch {
-	case dt == dtype.F32:
-		k.St(ptx.Global, ptx.F32, at, vals)
-	case dt == dtype.F64:
-		k.St(ptx.Global, ptx.F64, at, vals)
-	case len(vals) == 1:
-		k.St(ptx.Global, ptx.B16, at, []ptx.Reg{k.Cvt(halfType(dt), ptx.F32, "rn", vals[0])})
-	default:
-		pt := ptx.F16x2
-		if dt == dtype.BF16 {
-			pt = ptx.BF16x2
-		}
-		words := make([]ptx.Reg, len(vals)/2)
-		for i := range words {
-			words[i] = k.PackHalf2(pt, vals[2*i+1], vals[2*i])
-		}
-		k.St(ptx.Global, ptx.B32, at, words)
-	}
-	if ok.Valid() {
-		k.Guard(ok, false)
-	}
-}
-
 // lpBase loads a pointer parameter and converts it to a global address.
 func lpBase(k *ptx.Func, name string) ptx.Reg {
 	return k.Cvta(ptx.Global, k.LdParam(k.Param(name, ptx.U64)))
@@ -869,15 +786,15 @@ func lpEmitGather(m *ptx.Module, dt dtype.DType, g lpGeom, o lpOpts) []Launch {
 		for v := 0; v < pl.E/o.vec; v++ {
 			vok := lpAnd(k, ok, lpQLess(k, q, pl.tailQ[v]))
 			us[j].vok = append(us[j].vok, vok)
-			us[j].xs = append(us[j].xs, lpLoad(k, dt, o.vec, ptx.At(xa, int64(v*o.vec*size)), vok)...)
+			us[j].xs = append(us[j].xs, ldVals(k, ptx.Global, dt, o.vec, ptx.At(xa, int64(v*o.vec*size)), vok, ldNC)...)
 		}
 		woff := k.MulWide(ptx.U32, lpRowIndex(k, r, q, g.lout, pl.G), ptx.Imm(size))
 		dya, ya := k.Add(ptx.U64, dy, woff), k.Add(ptx.U64, y, woff)
 		for d := 0; d < pl.nw; d++ {
 			wok := lpAnd(k, ok, lpAnd(k, lpQAtLeast(k, q, pl.loQ[d]), lpQLess(k, q, pl.hiQ[d])))
 			off := int64((d - pl.back) * size)
-			us[j].dys = append(us[j].dys, lpLoad(k, dt, 1, ptx.At(dya, off), wok)[0])
-			us[j].ys = append(us[j].ys, lpLoad(k, dt, 1, ptx.At(ya, off), wok)[0])
+			us[j].dys = append(us[j].dys, ldVals(k, ptx.Global, dt, 1, ptx.At(dya, off), wok, ldNC)[0])
+			us[j].ys = append(us[j].ys, ldVals(k, ptx.Global, dt, 1, ptx.At(ya, off), wok, ldNC)[0])
 		}
 	}
 	for j := range us {
@@ -901,7 +818,7 @@ func lpEmitGather(m *ptx.Module, dt dtype.DType, g lpGeom, o lpOpts) []Launch {
 				}
 				out[i] = e.element(u.xs[el], cw)
 			}
-			lpStore(k, dt, ptx.At(dxa, int64(v*o.vec*size)), out, u.vok[v])
+			stVals(k, dt, ptx.At(dxa, int64(v*o.vec*size)), out, u.vok[v])
 		}
 	}
 	return []Launch{{Entry: entry, Grid: [3]int{lpCeilDiv(units, chunk), 1, 1}, Block: [3]int{o.block, 1, 1},
@@ -963,8 +880,8 @@ func lpEmitScatter(m *ptx.Module, dt dtype.DType, g lpGeom, o lpOpts) []Launch {
 		dya, ya := k.Add(ptx.U64, dy, woff), k.Add(ptx.U64, y, woff)
 		for w := 0; w < pl.G; w++ {
 			wok := lpAnd(k, ok, lpQLess(k, q, pl.winHiQ[w]))
-			gs[j].dys = append(gs[j].dys, lpLoad(k, dt, 1, ptx.At(dya, int64(w*size)), wok)[0])
-			gs[j].ys = append(gs[j].ys, lpLoad(k, dt, 1, ptx.At(ya, int64(w*size)), wok)[0])
+			gs[j].dys = append(gs[j].dys, ldVals(k, ptx.Global, dt, 1, ptx.At(dya, int64(w*size)), wok, ldNC)[0])
+			gs[j].ys = append(gs[j].ys, ldVals(k, ptx.Global, dt, 1, ptx.At(ya, int64(w*size)), wok, ldNC)[0])
 		}
 		gs[j].eok = make([]ptx.Reg, pl.span)
 		gs[j].xs = make([]ptx.Reg, pl.span)
@@ -973,7 +890,7 @@ func lpEmitScatter(m *ptx.Module, dt dtype.DType, g lpGeom, o lpOpts) []Launch {
 				continue
 			}
 			gs[j].eok[el] = lpAnd(k, ok, lpQLess(k, q, pl.elemHiQ[el]))
-			gs[j].xs[el] = lpLoad(k, dt, 1, ptx.At(xa, int64(el*size)), gs[j].eok[el])[0]
+			gs[j].xs[el] = ldVals(k, ptx.Global, dt, 1, ptx.At(xa, int64(el*size)), gs[j].eok[el], ldNC)[0]
 		}
 	}
 	for j := range gs {
@@ -1063,14 +980,14 @@ func lpConvertKernel(m *ptx.Module, name string, dt dtype.DType, n, block int) L
 		if units%block != 0 {
 			ok = k.Setp("lt", ptx.U32, u, ptx.Imm(units))
 		}
-		v := lpLoad(k, dtype.F32, 4, ptx.At(k.Add(ptx.U64, acc, k.MulWide(ptx.U32, u, ptx.Imm(16))), 0), ok)
-		lpStore(k, dt, ptx.At(k.Add(ptx.U64, dx, k.MulWide(ptx.U32, u, ptx.Imm(8))), 0), v, ok)
+		v := ldVals(k, ptx.Global, dtype.F32, 4, ptx.At(k.Add(ptx.U64, acc, k.MulWide(ptx.U32, u, ptx.Imm(16))), 0), ok, ldNC)
+		stVals(k, dt, ptx.At(k.Add(ptx.U64, dx, k.MulWide(ptx.U32, u, ptx.Imm(8))), 0), v, ok)
 	}
 	if units*4 < n {
 		k.If(k.Setp("eq", ptx.U32, u, ptx.Imm(0)), func() {
 			for i := units * 4; i < n; i++ {
-				v := lpLoad(k, dtype.F32, 1, ptx.At(acc, int64(i*4)), ptx.Reg{})
-				lpStore(k, dt, ptx.At(dx, int64(i*dt.Size())), v, ptx.Reg{})
+				v := ldVals(k, ptx.Global, dtype.F32, 1, ptx.At(acc, int64(i*4)), ptx.Reg{}, ldNC)
+				stVals(k, dt, ptx.At(dx, int64(i*dt.Size())), v, ptx.Reg{})
 			}
 		})
 	}

@@ -7,8 +7,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"regexp"
-	"runtime"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -724,69 +722,49 @@ func TestLPPoolAssemble(t *testing.T) {
 	)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	work := make(chan job)
-	var wg sync.WaitGroup
-	for range runtime.GOMAXPROCS(0) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range work {
-				text, names := module(j)
-				reports, _, err := ptxas.Assemble(ctx, path, text, j.arch)
-				var ps []string
-				if err != nil {
-					for _, i := range j.members {
-						one, _ := module(job{j.arch, j.header, []int{i}})
-						if _, _, err := ptxas.Assemble(ctx, path, one, j.arch); err != nil {
-							ps = append(ps, fmt.Sprintf("%s: %s %s: %v", j.arch, all[i].shape.Key(), all[i].params, err))
-						}
-					}
+	Parallel(jobs, func(j job) {
+		text, names := module(j)
+		reports, _, err := ptxas.Assemble(ctx, path, text, j.arch)
+		var ps []string
+		if err != nil {
+			for _, i := range j.members {
+				one, _ := module(job{j.arch, j.header, []int{i}})
+				if _, _, err := ptxas.Assemble(ctx, path, one, j.arch); err != nil {
+					ps = append(ps, fmt.Sprintf("%s: %s %s: %v", j.arch, all[i].shape.Key(), all[i].params, err))
 				}
-				seen := map[string]bool{}
-				for _, r := range reports {
-					i, ok := names[r.Function]
-					if !ok {
-						ps = append(ps, fmt.Sprintf("%s: report for unknown kernel %s", j.arch, r.Function))
-						continue
-					}
-					seen[r.Function] = true
-					v := all[i]
-					cap, _ := v.params.Int("maxnreg")
-					switch {
-					case cap == 0 && (r.SpillStores != 0 || r.SpillLoads != 0 || r.StackBytes != 0):
-						ps = append(ps, fmt.Sprintf("%s: %s %s %s: spills without a register cap: %d/%d bytes, %d stack, %d registers",
-							j.arch, v.shape.Key(), v.params, r.Function, r.SpillStores, r.SpillLoads, r.StackBytes, r.Registers))
-					case cap > 0 && r.Registers > cap:
-						ps = append(ps, fmt.Sprintf("%s: %s %s %s: %d registers above .maxnreg %d", j.arch, v.shape.Key(), v.params, r.Function, r.Registers, cap))
-					case r.SharedBytes != 0:
-						ps = append(ps, fmt.Sprintf("%s: %s %s: %d bytes shared memory", j.arch, v.shape.Key(), v.params, r.SharedBytes))
-					}
-				}
-				if err == nil && len(seen) != len(names) {
-					ps = append(ps, fmt.Sprintf("%s: %d reports for %d kernels", j.arch, len(seen), len(names)))
-				}
-				mu.Lock()
-				problems = append(problems, ps...)
-				if err == nil {
-					counts[j.arch] += len(j.members)
-				}
-				mu.Unlock()
 			}
-		}()
-	}
-	for _, j := range jobs {
-		work <- j
-	}
-	close(work)
-	wg.Wait()
-	sort.Strings(problems)
-	for i, p := range problems {
-		if i == 20 {
-			t.Errorf("... and %d more problems", len(problems)-20)
-			break
 		}
-		t.Error(p)
-	}
+		seen := map[string]bool{}
+		for _, r := range reports {
+			i, ok := names[r.Function]
+			if !ok {
+				ps = append(ps, fmt.Sprintf("%s: report for unknown kernel %s", j.arch, r.Function))
+				continue
+			}
+			seen[r.Function] = true
+			v := all[i]
+			cap, _ := v.params.Int("maxnreg")
+			switch {
+			case cap == 0 && (r.SpillStores != 0 || r.SpillLoads != 0 || r.StackBytes != 0):
+				ps = append(ps, fmt.Sprintf("%s: %s %s %s: spills without a register cap: %d/%d bytes, %d stack, %d registers",
+					j.arch, v.shape.Key(), v.params, r.Function, r.SpillStores, r.SpillLoads, r.StackBytes, r.Registers))
+			case cap > 0 && r.Registers > cap:
+				ps = append(ps, fmt.Sprintf("%s: %s %s %s: %d registers above .maxnreg %d", j.arch, v.shape.Key(), v.params, r.Function, r.Registers, cap))
+			case r.SharedBytes != 0:
+				ps = append(ps, fmt.Sprintf("%s: %s %s: %d bytes shared memory", j.arch, v.shape.Key(), v.params, r.SharedBytes))
+			}
+		}
+		if err == nil && len(seen) != len(names) {
+			ps = append(ps, fmt.Sprintf("%s: %d reports for %d kernels", j.arch, len(seen), len(names)))
+		}
+		mu.Lock()
+		problems = append(problems, ps...)
+		if err == nil {
+			counts[j.arch] += len(j.members)
+		}
+		mu.Unlock()
+	})
+	ReportSorted(t, problems, 20)
 	if want := len(all); !testing.Short() && len(problems) == 0 && counts["sm_90"] != want {
 		t.Errorf("assembled %d variants for sm_90, want all %d", counts["sm_90"], want)
 	}

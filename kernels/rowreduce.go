@@ -3,7 +3,7 @@ package kernels
 // Row families: kernels over an [m × n] matrix whose outputs need one or
 // two sums over each row (softmax_bwd, rmsnorm_bwd, layernorm_bwd). This
 // file holds what they share: the work split and its parameter axes, the
-// row and tile loops, vector loads and stores, the row reduction (warp
+// row and tile loops (vector loads and stores are in vecio.go), the row reduction (warp
 // butterflies, then shared memory across the warps of a row), the
 // shared-memory stash, shape parsing and tolerance helpers.
 //
@@ -566,91 +566,6 @@ func both(k *ptx.Func, a, b ptx.Reg) ptx.Reg {
 		return a
 	}
 	return k.And(ptx.Pred, a, b)
-}
-
-// rawType is the register type and count of the words of a vec-element
-// vector of dt: f32 elements, b32 words of two halves, or one b16.
-func rawType(dt dtype.DType, vec int) (ptx.Type, int) {
-	switch {
-	case dt == dtype.F32:
-		return ptx.F32, vec
-	case vec == 1:
-		return ptx.B16, 1
-	}
-	return ptx.B32, vec / 2
-}
-
-// ldRaw loads the vec elements of dt at at from space sp as raw words,
-// guarded by ok when valid (the words are zeroed first, so that a guarded
-// load reads as zeros).
-func ldRaw(k *ptx.Func, sp ptx.Space, dt dtype.DType, vec int, at ptx.Addr, ok ptx.Reg, o ...ptx.LdOpts) []ptx.Reg {
-	t, nw := rawType(dt, vec)
-	w := make([]ptx.Reg, nw)
-	for i := range w {
-		w[i] = k.Reg(t)
-		if ok.Valid() {
-			if t == ptx.F32 {
-				k.MovTo(w[i], ptx.F32Imm(0))
-			} else {
-				k.MovTo(w[i], ptx.Imm(0))
-			}
-		}
-	}
-	k.LdTo(sp, t, w, at, o...)
-	if ok.Valid() {
-		k.Guard(ok, false)
-	}
-	return w
-}
-
-// stRaw stores raw words as ldRaw returns them (no guard).
-func stRaw(k *ptx.Func, sp ptx.Space, at ptx.Addr, w []ptx.Reg) {
-	k.St(sp, w[0].Type(), at, w)
-}
-
-// widen converts raw words of dt to f32 values.
-func widen(k *ptx.Func, dt dtype.DType, w []ptx.Reg) []ptx.Reg {
-	switch {
-	case dt == dtype.F32:
-		return w
-	case len(w) == 1 && w[0].Type() == ptx.B16:
-		return []ptx.Reg{k.Cvt(ptx.F32, halfType(dt), "", w[0])}
-	}
-	var out []ptx.Reg
-	for _, x := range w {
-		if dt == dtype.BF16 {
-			// bf16 is the top half of an f32: shift or mask.
-			out = append(out, k.BitsToF32(k.Shl(ptx.B32, x, ptx.Imm(16))), k.BitsToF32(k.And(ptx.B32, x, ptx.Imm(-65536))))
-		} else {
-			lo, hi := k.Unpack(x)
-			out = append(out, k.Cvt(ptx.F32, ptx.F16, "", lo), k.Cvt(ptx.F32, ptx.F16, "", hi))
-		}
-	}
-	return out
-}
-
-// stVals rounds f32 values to dt and stores them at at, guarded by ok
-// when valid.
-func stVals(k *ptx.Func, dt dtype.DType, at ptx.Addr, vals []ptx.Reg, ok ptx.Reg) {
-	switch {
-	case dt == dtype.F32:
-		k.St(ptx.Global, ptx.F32, at, vals)
-	case len(vals) == 1:
-		k.St(ptx.Global, ptx.B16, at, []ptx.Reg{k.Cvt(halfType(dt), ptx.F32, "rn", vals[0])})
-	default:
-		pt := ptx.F16x2
-		if dt == dtype.BF16 {
-			pt = ptx.BF16x2
-		}
-		words := make([]ptx.Reg, len(vals)/2)
-		for i := range words {
-			words[i] = k.PackHalf2(pt, vals[2*i+1], vals[2*i])
-		}
-		k.St(ptx.Global, ptx.B32, at, words)
-	}
-	if ok.Valid() {
-		k.Guard(ok, false)
-	}
 }
 
 // stF32 stores f32 values (1, 2, 4 or 8) at at in vectors of at most

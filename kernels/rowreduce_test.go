@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -452,55 +450,35 @@ func TestRowVariantsAssemble(t *testing.T) {
 			report("%s %s (%v): %d registers, %d bytes static shared memory", arch, k.entry, k.v, r.Registers, r.SharedBytes)
 		}
 	}
-	work := make(chan job)
-	var wg sync.WaitGroup
-	for range runtime.GOMAXPROCS(0) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range work {
-				text, names := module(j.ks)
-				reports, _, err := ptxas.Assemble(ctx, path, text, j.arch)
-				if err != nil {
-					for _, k := range j.ks {
-						one, _ := module([]*rowKernelText{k})
-						if _, _, err := ptxas.Assemble(ctx, path, one, j.arch); err != nil {
-							report("%s %s (%v, %d variants): %v", j.arch, k.entry, k.v, k.count, err)
-						}
-					}
-					continue
+	kernels.Parallel(jobs, func(j job) {
+		text, names := module(j.ks)
+		reports, _, err := ptxas.Assemble(ctx, path, text, j.arch)
+		if err != nil {
+			for _, k := range j.ks {
+				one, _ := module([]*rowKernelText{k})
+				if _, _, err := ptxas.Assemble(ctx, path, one, j.arch); err != nil {
+					report("%s %s (%v, %d variants): %v", j.arch, k.entry, k.v, k.count, err)
 				}
-				byName := map[string]ptxas.Report{}
-				for _, r := range reports {
-					byName[r.Function] = r
-				}
-				for i, k := range j.ks {
-					r, ok := byName[names[i]]
-					if !ok {
-						report("%s %s (%v): no ptxas report", j.arch, k.entry, k.v)
-						continue
-					}
-					check(j.arch, k, r)
-				}
-				mu.Lock()
-				counts[j.arch] += len(j.ks)
-				mu.Unlock()
 			}
-		}()
-	}
-	for _, j := range jobs {
-		work <- j
-	}
-	close(work)
-	wg.Wait()
-	sort.Strings(problems)
-	for i, p := range problems {
-		if i == 30 {
-			t.Errorf("... and %d more problems", len(problems)-30)
-			break
+			return
 		}
-		t.Error(p)
-	}
+		byName := map[string]ptxas.Report{}
+		for _, r := range reports {
+			byName[r.Function] = r
+		}
+		for i, k := range j.ks {
+			r, ok := byName[names[i]]
+			if !ok {
+				report("%s %s (%v): no ptxas report", j.arch, k.entry, k.v)
+				continue
+			}
+			check(j.arch, k, r)
+		}
+		mu.Lock()
+		counts[j.arch] += len(j.ks)
+		mu.Unlock()
+	})
+	kernels.ReportSorted(t, problems, 30)
 	sort.Strings(allowed)
 	for i, a := range allowed {
 		if i == 10 {
@@ -640,21 +618,7 @@ func TestRowGoldenPTX(t *testing.T) {
 			fmt.Fprintf(&b, "// launch %s grid=%v block=%v smem=%d args=%v\n", l.Entry, l.Grid, l.Block, l.SharedBytes, l.Args)
 		}
 		b.WriteString(prog.PTX)
-		path := filepath.Join("testdata", name)
-		if *update {
-			if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		want, err := os.ReadFile(path)
-		if err != nil {
-			t.Errorf("%v (go test -update creates it)", err)
-			continue
-		}
-		if b.String() != string(want) {
-			t.Errorf("%s differs from the emitted program (go test -update rewrites it)", path)
-		}
+		checkGolden(t, name, b.String())
 	}
 }
 

@@ -16,7 +16,7 @@ func FloatToBF16(f float32) uint16 {
 
 // BF16ToFloat widens bfloat16 bits to float64 exactly.
 func BF16ToFloat(h uint16) float64 {
-	return float64(math.Float32frombits(uint32(h) << 16))
+	return float64(BF16ToFloat32(h))
 }
 
 // FloatToF16 converts f to IEEE binary16 bits, rounding to nearest even

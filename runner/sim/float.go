@@ -3,6 +3,8 @@ package sim
 import (
 	"math"
 	"math/big"
+
+	"github.com/gradtune/gradtune/kernels/dtype"
 )
 
 // Floating-point helpers. The GPU's exactly rounded instructions (add.rn,
@@ -92,82 +94,36 @@ func toF32Odd(x float64) float32 {
 	return math.Float32frombits(bits | 1)
 }
 
+// The half conversions are kernels/dtype's (round to nearest even, exact
+// widening); the GPU's canonical NaN replaces theirs.
+
 // f32ToF16 converts to IEEE binary16 bits with round to nearest even
 // (cvt.rn.f16.f32).
 func f32ToF16(f float32) uint16 {
-	b := math.Float32bits(f)
-	sign := uint16(b>>16) & 0x8000
-	exp := int((b >> 23) & 0xff)
-	man := b & 0x7fffff
-	if exp == 0xff {
-		if man != 0 {
-			return nanHalf
-		}
-		return sign | 0x7c00
+	if f != f {
+		return nanHalf
 	}
-	e := exp - 127 + 15
-	if e >= 0x1f {
-		return sign | 0x7c00
-	}
-	if e <= 0 {
-		if e < -10 {
-			return sign
-		}
-		man |= 0x800000
-		shift := uint32(14 - e)
-		half := uint32(1) << (shift - 1)
-		rest := man & ((1 << shift) - 1)
-		v := man >> shift
-		if rest > half || (rest == half && v&1 == 1) {
-			v++
-		}
-		return sign | uint16(v)
-	}
-	v := uint32(e)<<10 | man>>13
-	rest := man & 0x1fff
-	if rest > 0x1000 || (rest == 0x1000 && v&1 == 1) {
-		v++
-	}
-	return sign | uint16(v)
+	return dtype.FloatToF16(f)
 }
 
 // f16ToF32 widens binary16 bits exactly.
 func f16ToF32(h uint16) float32 {
-	sign := uint32(h&0x8000) << 16
-	exp := uint32(h>>10) & 0x1f
-	man := uint32(h & 0x3ff)
-	switch {
-	case exp == 0x1f:
-		if man != 0 {
-			return math.Float32frombits(0x7fffffff)
-		}
-		return math.Float32frombits(sign | 0x7f800000)
-	case exp == 0:
-		if man == 0 {
-			return math.Float32frombits(sign)
-		}
-		f := float32(man) * (1.0 / (1 << 24))
-		if sign != 0 {
-			f = -f
-		}
-		return f
+	if h&0x7fff > 0x7c00 {
+		return f32(nanF32)
 	}
-	return math.Float32frombits(sign | (exp+112)<<23 | man<<13)
+	return dtype.F16ToFloat32(h)
 }
 
 // f32ToBF16 converts to bfloat16 bits with round to nearest even.
 func f32ToBF16(f float32) uint16 {
-	b := math.Float32bits(f)
-	if b&0x7fffffff > 0x7f800000 {
+	if f != f {
 		return nanHalf
 	}
-	b += 0x7fff + (b>>16)&1
-	return uint16(b >> 16)
+	return dtype.FloatToBF16(f)
 }
 
-func bf16ToF32(h uint16) float32 {
-	return math.Float32frombits(uint32(h) << 16)
-}
+// bf16ToF32 widens bfloat16 bits exactly.
+func bf16ToF32(h uint16) float32 { return dtype.BF16ToFloat32(h) }
 
 // Rounding modes of cvt and of arithmetic.
 const (

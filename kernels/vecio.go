@@ -1,0 +1,122 @@
+package kernels
+
+// Vector loads and stores shared by the families: vec elements of a dtype
+// moved as raw words (f32 or f64 elements, b32 words of two halves, or one
+// b16), widened to the math type after a load and narrowed (round to
+// nearest even) before a store.
+
+import (
+	"github.com/gradtune/gradtune/kernels/dtype"
+	"github.com/gradtune/gradtune/kernels/ptx"
+)
+
+// rawType is the register type and count of the words of a vec-element
+// vector of dt: f32 or f64 elements, b32 words of two halves, or one b16.
+func rawType(dt dtype.DType, vec int) (ptx.Type, int) {
+	switch {
+	case dt == dtype.F32:
+		return ptx.F32, vec
+	case dt == dtype.F64:
+		return ptx.F64, vec
+	case vec == 1:
+		return ptx.B16, 1
+	}
+	return ptx.B32, vec / 2
+}
+
+// ldRaw loads the vec elements of dt at at from space sp as raw words,
+// guarded by ok when valid (the words are zeroed first, so that a guarded
+// load reads as zeros and no register is read before it is written).
+func ldRaw(k *ptx.Func, sp ptx.Space, dt dtype.DType, vec int, at ptx.Addr, ok ptx.Reg, o ...ptx.LdOpts) []ptx.Reg {
+	t, nw := rawType(dt, vec)
+	w := make([]ptx.Reg, nw)
+	for i := range w {
+		w[i] = k.Reg(t)
+		if ok.Valid() {
+			switch t {
+			case ptx.F32:
+				k.MovTo(w[i], ptx.F32Imm(0))
+			case ptx.F64:
+				k.MovTo(w[i], ptx.F64Imm(0))
+			default:
+				k.MovTo(w[i], ptx.Imm(0))
+			}
+		}
+	}
+	k.LdTo(sp, t, w, at, o...)
+	if ok.Valid() {
+		k.Guard(ok, false)
+	}
+	return w
+}
+
+// ldVals loads vec elements of dt at at like ldRaw and returns them in the
+// math type (f32, or f64 for f64).
+func ldVals(k *ptx.Func, sp ptx.Space, dt dtype.DType, vec int, at ptx.Addr, ok ptx.Reg, o ...ptx.LdOpts) []ptx.Reg {
+	return widen(k, dt, ldRaw(k, sp, dt, vec, at, ok, o...))
+}
+
+// stRaw stores raw words as ldRaw returns them (no guard).
+func stRaw(k *ptx.Func, sp ptx.Space, at ptx.Addr, w []ptx.Reg) {
+	k.St(sp, w[0].Type(), at, w)
+}
+
+// widen converts raw words of dt to values of the math type (f32, or f64
+// for f64).
+func widen(k *ptx.Func, dt dtype.DType, w []ptx.Reg) []ptx.Reg {
+	switch {
+	case dt == dtype.F32 || dt == dtype.F64:
+		return w
+	case len(w) == 1 && w[0].Type() == ptx.B16:
+		return []ptx.Reg{k.Cvt(ptx.F32, halfType(dt), "", w[0])}
+	}
+	var out []ptx.Reg
+	for _, x := range w {
+		if dt == dtype.BF16 {
+			// bf16 is the top half of an f32: shift or mask, no cvt needed.
+			out = append(out, k.BitsToF32(k.Shl(ptx.B32, x, ptx.Imm(16))), k.BitsToF32(k.And(ptx.B32, x, ptx.Imm(-65536))))
+		} else {
+			lo, hi := k.Unpack(x)
+			out = append(out, k.Cvt(ptx.F32, ptx.F16, "", lo), k.Cvt(ptx.F32, ptx.F16, "", hi))
+		}
+	}
+	return out
+}
+
+// stVals rounds values of the math type to dt (round to nearest even) and
+// stores them in global memory at at, guarded by ok when valid. o may set
+// a cache operator.
+func stVals(k *ptx.Func, dt dtype.DType, at ptx.Addr, vals []ptx.Reg, ok ptx.Reg, o ...ptx.LdOpts) {
+	switch {
+	case dt == dtype.F32:
+		k.St(ptx.Global, ptx.F32, at, vals, o...)
+	case dt == dtype.F64:
+		k.St(ptx.Global, ptx.F64, at, vals, o...)
+	case len(vals) == 1:
+		k.St(ptx.Global, ptx.B16, at, []ptx.Reg{k.Cvt(halfType(dt), ptx.F32, "rn", vals[0])}, o...)
+	default:
+		pt := ptx.F16x2
+		if dt == dtype.BF16 {
+			pt = ptx.BF16x2
+		}
+		words := make([]ptx.Reg, len(vals)/2)
+		for i := range words {
+			words[i] = k.PackHalf2(pt, vals[2*i+1], vals[2*i])
+		}
+		k.St(ptx.Global, ptx.B32, at, words, o...)
+	}
+	if ok.Valid() {
+		k.Guard(ok, false)
+	}
+}
+
+// halfType is the scalar PTX type of a 16-bit dtype.
+func halfType(dt dtype.DType) ptx.Type {
+	if dt == dtype.BF16 {
+		return ptx.BF16
+	}
+	return ptx.F16
+}
+
+// ldNC selects the read-only data path (ld.global.nc).
+var ldNC = ptx.LdOpts{NC: true}
