@@ -127,18 +127,7 @@ func (d DType) Decode(b []byte) []float64 {
 		n = len(b) / d.Size()
 	}
 	out := make([]float64, n)
-	for i := range out {
-		switch d {
-		case F32:
-			out[i] = float64(math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:])))
-		case F16:
-			out[i] = F16ToFloat(binary.LittleEndian.Uint16(b[2*i:]))
-		case BF16:
-			out[i] = BF16ToFloat(binary.LittleEndian.Uint16(b[2*i:]))
-		case F64:
-			out[i] = math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:]))
-		}
-	}
+	d.DecodeInto(out, b)
 	return out
 }
 
