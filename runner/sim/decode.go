@@ -1668,14 +1668,8 @@ func (d *decoder) decShfl(in *inst, q []string) error {
 	if !has(q, "sync") {
 		return d.errf("shfl without .sync is not supported (sm_70+ needs shfl.sync)")
 	}
-	modes := map[string]uint8{"idx": shIdx, "up": shUp, "down": shDown, "bfly": shBfly}
-	found := false
-	for _, x := range q {
-		if m, ok := modes[x]; ok {
-			in.mode, found = m, true
-		}
-	}
-	if !found {
+	var found bool
+	if in.mode, found = pickMode(q, map[string]uint8{"idx": shIdx, "up": shUp, "down": shDown, "bfly": shBfly}); !found {
 		return d.errf("shfl needs .idx, .up, .down or .bfly")
 	}
 	t, _ := lastType(q)
@@ -1709,14 +1703,8 @@ func (d *decoder) decVote(in *inst, q []string) error {
 	if !has(q, "sync") {
 		return d.errf("vote without .sync is not supported")
 	}
-	modes := map[string]uint8{"all": vtAll, "any": vtAny, "uni": vtUni, "ballot": vtBallot}
-	found := false
-	for _, x := range q {
-		if m, ok := modes[x]; ok {
-			in.mode, found = m, true
-		}
-	}
-	if !found {
+	var found bool
+	if in.mode, found = pickMode(q, map[string]uint8{"all": vtAll, "any": vtAny, "uni": vtUni, "ballot": vtBallot}); !found {
 		return d.errf("vote needs .all, .any, .uni or .ballot")
 	}
 	var err error
@@ -2009,3 +1997,13 @@ func (d *decoder) decCp(in *inst, q []string) error {
 
 // String describes a decoding for debugging.
 func (in *inst) String() string { return fmt.Sprintf("line %d: %s", in.line, in.text) }
+
+// pickMode returns the mode of the last qualifier in q that modes names.
+func pickMode(q []string, modes map[string]uint8) (mode uint8, found bool) {
+	for _, x := range q {
+		if m, ok := modes[x]; ok {
+			mode, found = m, true
+		}
+	}
+	return mode, found
+}

@@ -1110,21 +1110,15 @@ func compare(in *inst, a, b uint64) bool {
 		return a&mk != b&mk
 	}
 	if t.signed() {
-		x, y := sext(a, nb), sext(b, nb)
-		switch in.mode {
-		case cmpLt, cmpLo:
-			return x < y
-		case cmpLe, cmpLs:
-			return x <= y
-		case cmpGt, cmpHi:
-			return x > y
-		case cmpGe, cmpHs:
-			return x >= y
-		}
-		return false
+		return cmpOrdered(in.mode, sext(a, nb), sext(b, nb))
 	}
-	x, y := a&mk, b&mk
-	switch in.mode {
+	return cmpOrdered(in.mode, a&mk, b&mk)
+}
+
+// cmpOrdered applies an ordered integer comparison (lt/lo, le/ls, gt/hi,
+// ge/hs) to x and y.
+func cmpOrdered[T int64 | uint64](mode uint8, x, y T) bool {
+	switch mode {
 	case cmpLt, cmpLo:
 		return x < y
 	case cmpLe, cmpLs:
