@@ -611,13 +611,7 @@ func (f *normBwd) emitMain(mod *ptx.Module, entry string, g rowGeom) Launch {
 		t.stash = rk.stashBase()
 		c := newChains()
 		for j := 0; j < vpt; j++ {
-			xw := ldRaw(k, ptx.Global, dt, vec, rk.chunkAt(xp, j), t.ok[j], rk.ld)
-			dyw := ldRaw(k, ptx.Global, dt, vec, rk.chunkAt(dyp, j), t.ok[j], rk.ld)
-			if g.store == "smem" {
-				stRaw(k, ptx.Shared, rk.stashAt(t, j, 0), xw)
-				stRaw(k, ptx.Shared, rk.stashAt(t, j, 1), dyw)
-			}
-			xv, dyv := widen(k, dt, xw), widen(k, dt, dyw)
+			xv, dyv := rk.loadPair(t, j, xp, dyp)
 			xh := make([]ptx.Reg, vec)
 			for e := 0; e < vec; e++ {
 				var gg ptx.Reg
@@ -630,15 +624,7 @@ func (f *normBwd) emitMain(mod *ptx.Module, entry string, g rowGeom) Launch {
 		cf := coefs(sums, st)
 		dxp := rk.rowPtr(dx, r, tile)
 		for j := 0; j < vpt; j++ {
-			var xw, dyw []ptx.Reg
-			if g.store == "smem" {
-				xw = ldRaw(k, ptx.Shared, dt, vec, rk.stashAt(t, j, 0), ptx.Reg{})
-				dyw = ldRaw(k, ptx.Shared, dt, vec, rk.stashAt(t, j, 1), ptx.Reg{})
-			} else {
-				xw = ldRaw(k, ptx.Global, dt, vec, rk.chunkAt(xp, j), t.ok[j], rk.ld)
-				dyw = ldRaw(k, ptx.Global, dt, vec, rk.chunkAt(dyp, j), t.ok[j], rk.ld)
-			}
-			xv, dyv := widen(k, dt, xw), widen(k, dt, dyw)
+			xv, dyv := rk.reloadPair(t, j, xp, dyp)
 			out := make([]ptx.Reg, vec)
 			for e := range out {
 				xh, gg := xhat(xv[e], dyv[e], gam[j][e], st)

@@ -550,6 +550,36 @@ func (rk *rowKernel) stashAt(t tileRef, j, ten int) ptx.Addr {
 }
 
 // stashBase is this thread's stash slot 0 (invalid unless store=smem).
+// loadPair loads chunk j of two rows of tile t from global memory (at row
+// pointers p0 and p1), stashes the raw words in shared memory when the
+// variant keeps rows there (store=smem), and returns both widened to f32.
+func (rk *rowKernel) loadPair(t tileRef, j int, p0, p1 ptx.Reg) (a, b []ptx.Reg) {
+	k, g := rk.k, rk.g
+	aw := ldRaw(k, ptx.Global, g.dt, g.vec, rk.chunkAt(p0, j), t.ok[j], rk.ld)
+	bw := ldRaw(k, ptx.Global, g.dt, g.vec, rk.chunkAt(p1, j), t.ok[j], rk.ld)
+	if g.store == "smem" {
+		stRaw(k, ptx.Shared, rk.stashAt(t, j, 0), aw)
+		stRaw(k, ptx.Shared, rk.stashAt(t, j, 1), bw)
+	}
+	return widen(k, g.dt, aw), widen(k, g.dt, bw)
+}
+
+// reloadPair reads chunk j of the same two rows again for the output pass:
+// from the shared-memory stash (store=smem) or from global memory, widened
+// to f32.
+func (rk *rowKernel) reloadPair(t tileRef, j int, p0, p1 ptx.Reg) (a, b []ptx.Reg) {
+	k, g := rk.k, rk.g
+	var aw, bw []ptx.Reg
+	if g.store == "smem" {
+		aw = ldRaw(k, ptx.Shared, g.dt, g.vec, rk.stashAt(t, j, 0), ptx.Reg{})
+		bw = ldRaw(k, ptx.Shared, g.dt, g.vec, rk.stashAt(t, j, 1), ptx.Reg{})
+	} else {
+		aw = ldRaw(k, ptx.Global, g.dt, g.vec, rk.chunkAt(p0, j), t.ok[j], rk.ld)
+		bw = ldRaw(k, ptx.Global, g.dt, g.vec, rk.chunkAt(p1, j), t.ok[j], rk.ld)
+	}
+	return widen(k, g.dt, aw), widen(k, g.dt, bw)
+}
+
 func (rk *rowKernel) stashBase() ptx.Reg {
 	if rk.g.store != "smem" {
 		return ptx.Reg{}

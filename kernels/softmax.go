@@ -238,13 +238,7 @@ func (f *softmaxBwd) Emit(s variants.Shape, p variants.Params) (Program, error) 
 		rk.forTiles(stash, func(t tileRef) {
 			yp, dyp := rk.rowPtr(y, r, t), rk.rowPtr(dy, r, t)
 			for j := 0; j < vpt; j++ {
-				yw := ldRaw(k, ptx.Global, dt, vec, rk.chunkAt(yp, j), t.ok[j], rk.ld)
-				dyw := ldRaw(k, ptx.Global, dt, vec, rk.chunkAt(dyp, j), t.ok[j], rk.ld)
-				if g.store == "smem" {
-					stRaw(k, ptx.Shared, rk.stashAt(t, j, 0), yw)
-					stRaw(k, ptx.Shared, rk.stashAt(t, j, 1), dyw)
-				}
-				yv, dyv := widen(k, dt, yw), widen(k, dt, dyw)
+				yv, dyv := rk.loadPair(t, j, yp, dyp)
 				for e := range acc {
 					k.MovTo(acc[e], k.Fma(ptx.F32, yv[e], dyv[e], acc[e]))
 				}
@@ -254,15 +248,7 @@ func (f *softmaxBwd) Emit(s variants.Shape, p variants.Params) (Program, error) 
 		rk.forTiles(stash, func(t tileRef) {
 			yp, dyp, dxp := rk.rowPtr(y, r, t), rk.rowPtr(dy, r, t), rk.rowPtr(dx, r, t)
 			for j := 0; j < vpt; j++ {
-				var yw, dyw []ptx.Reg
-				if g.store == "smem" {
-					yw = ldRaw(k, ptx.Shared, dt, vec, rk.stashAt(t, j, 0), ptx.Reg{})
-					dyw = ldRaw(k, ptx.Shared, dt, vec, rk.stashAt(t, j, 1), ptx.Reg{})
-				} else {
-					yw = ldRaw(k, ptx.Global, dt, vec, rk.chunkAt(yp, j), t.ok[j], rk.ld)
-					dyw = ldRaw(k, ptx.Global, dt, vec, rk.chunkAt(dyp, j), t.ok[j], rk.ld)
-				}
-				yv, dyv := widen(k, dt, yw), widen(k, dt, dyw)
+				yv, dyv := rk.reloadPair(t, j, yp, dyp)
 				out := make([]ptx.Reg, vec)
 				for e := range out {
 					out[e] = k.Mul(ptx.F32, yv[e], k.Sub(ptx.F32, dyv[e], dot))
