@@ -20,20 +20,12 @@ Usage: python3 bench/peers_pool.py --out peers-pool.jsonl
            [--shapes "n=32,c=256,l=4096,window=4,stride=2,p=2;..."] [--dtypes f32,bf16,f16,f64]
 """
 import argparse
-import json
 import sys
 
 import torch
 import torch.nn.functional as F
-from triton.testing import do_bench
 
-DT = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16, "f64": torch.float64}
-
-
-def bench(fn):
-    fn()
-    torch.cuda.synchronize()
-    return do_bench(fn, warmup=25, rep=200, return_mode="median") * 1e3  # µs
+from peerlib import DT, bench, copy_row, finish, row
 
 
 def parse_shape(spec):
@@ -73,13 +65,7 @@ def main():
     a = ap.parse_args()
     rows = []
     if not a.no_copy:
-        n = 1 << 28  # 1 GiB of f32
-        src = torch.empty(n, device="cuda").uniform_()
-        dst = torch.empty_like(src)
-        t = bench(lambda: dst.copy_(src))
-        rows.append({"kernel": "copy", "shape": f"n={n}", "dtype": "f32", "peer": "torch.copy_",
-                     "median_us": t, "gbps": 2 * n * 4 / (t * 1e-6) / 1e9})
-        del src, dst
+        rows.append(copy_row())
     g = torch.Generator(device="cuda").manual_seed(0)
     for spec in a.shapes.split(";"):
         if not spec.strip():
@@ -97,18 +83,11 @@ def main():
                 print(f"warning: {spec} {dt}: non-finite dx from PyTorch", file=sys.stderr)
             nbytes = (2 * n * c * l + 2 * n * c * lout) * x.element_size()
             t = bench(lambda: torch.autograd.grad(y, x, dy, retain_graph=True))
-            rows.append({"kernel": "lp_pool1d_bwd", "shape": shape_key(n, c, l, k, s, p, ceil), "dtype": dt,
-                         "peer": "torch eager (autograd.grad of F.lp_pool1d)",
-                         "median_us": t, "gbps": nbytes / (t * 1e-6) / 1e9})
+            rows.append(row("lp_pool1d_bwd", shape_key(n, c, l, k, s, p, ceil), dt,
+                            "torch eager (autograd.grad of F.lp_pool1d)", t, nbytes))
             del x, y, dy, dx
             torch.cuda.empty_cache()
-    with open(a.out, "w") as f:
-        for r in rows:
-            f.write(json.dumps(r) + "\n")
-    print(f"{'kernel':14} {'shape':48} {'dtype':5} {'median µs':>10} {'GB/s':>8}")
-    for r in rows:
-        print(f"{r['kernel']:14} {r['shape']:48} {r['dtype']:5} {r['median_us']:10.2f} {r['gbps']:8.0f}")
-    print(torch.cuda.get_device_name(), "torch", torch.__version__, file=sys.stderr)
+    finish(rows, a.out, shape_width=48)
 
 
 if __name__ == "__main__":

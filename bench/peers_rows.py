@@ -19,22 +19,14 @@ Usage: python3 bench/peers_rows.py --out peers-rows.jsonl [--kernels softmax_bwd
            [--tokens 2048] [--dtypes f32,bf16,f16]
 """
 import argparse
-import json
-import sys
 
 import torch
 import torch.nn.functional as F
-from triton.testing import do_bench
 
-DT = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+from peerlib import DT, bench, copy_row, finish, row
+
 aten = torch.ops.aten
 HIDDEN, HEADS, SEQ = 1536, 12, 512  # qwen1.5b
-
-
-def bench(fn):
-    fn()
-    torch.cuda.synchronize()
-    return do_bench(fn, warmup=25, rep=200, return_mode="median") * 1e3  # µs
 
 
 def uniform(shape, lo, hi, g):
@@ -76,28 +68,14 @@ def main():
     a = ap.parse_args()
     rows = []
     if not a.no_copy:
-        n = 1 << 28  # 1 GiB of f32
-        src = torch.empty(n, device="cuda").uniform_()
-        dst = torch.empty_like(src)
-        t = bench(lambda: dst.copy_(src))
-        rows.append({"kernel": "copy", "shape": f"n={n}", "dtype": "f32", "peer": "torch.copy_",
-                     "median_us": t, "gbps": 2 * n * 4 / (t * 1e-6) / 1e9})
-        del src, dst
+        rows.append(copy_row())
     g = torch.Generator(device="cuda").manual_seed(0)
     for k in a.kernels.split(","):
         for dt in a.dtypes.split(","):
             m, n, fn, nbytes = case(k, a.tokens, dt, g)
-            t = bench(fn)
-            rows.append({"kernel": k, "shape": f"m={m},n={n}", "dtype": dt, "peer": "torch eager",
-                         "median_us": t, "gbps": nbytes / (t * 1e-6) / 1e9})
+            rows.append(row(k, f"m={m},n={n}", dt, "torch eager", bench(fn), nbytes))
             torch.cuda.empty_cache()
-    with open(a.out, "w") as f:
-        for r in rows:
-            f.write(json.dumps(r) + "\n")
-    print(f"{'kernel':14} {'shape':16} {'dtype':5} {'median µs':>10} {'GB/s':>8}")
-    for r in rows:
-        print(f"{r['kernel']:14} {r['shape']:16} {r['dtype']:5} {r['median_us']:10.2f} {r['gbps']:8.0f}")
-    print(torch.cuda.get_device_name(), "torch", torch.__version__, file=sys.stderr)
+    finish(rows, a.out)
 
 
 if __name__ == "__main__":
