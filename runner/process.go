@@ -112,7 +112,7 @@ func (p *processWorker) Eval(ctx context.Context, r *evalRequest, m MeasureOpts)
 		return nil, err
 	}
 	if resp.Err != "" {
-		return &evalResponse{Status: "launch_error", Message: resp.Err}, nil
+		return &evalResponse{Outcome: Outcome{Status: "launch_error", Message: resp.Err}}, nil
 	}
 	return resp.Eval, nil
 }

@@ -56,16 +56,6 @@ type response struct {
 }
 
 type evalResponse struct {
-	Status     string
-	Message    string
-	Registers  int
-	SpillBytes int
-	SmemBytes  int
-	Occupancy  float64
-	MaxAbsErr  float64
-	MaxRelErr  float64
-	Samples    []float64 // µs
-	Fatal      bool      // the worker's context is unusable; it exits after this reply
-	// Wall time of the stages in the worker, ms.
-	CompileMS, ValidateMS, TotalMS float64
+	Outcome
+	Fatal bool // the worker's context is unusable; it exits after this reply
 }

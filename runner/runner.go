@@ -20,9 +20,10 @@ type Key struct {
 	Kernel, ShapeKey, Params, PTXSHA256, GPUUUID, Driver, Mode string
 }
 
-// Result is one evaluated variant.
-type Result struct {
-	Key        Key
+// Outcome is what evaluating a variant found: its status, resources,
+// errors against the reference and raw samples. The worker sends it back
+// and Result carries it.
+type Outcome struct {
 	Status     string // ok, invalid, compile_error, launch_error, timeout, skipped
 	Message    string
 	Registers  int
@@ -32,12 +33,18 @@ type Result struct {
 	MaxAbsErr  float64
 	MaxRelErr  float64
 	Samples    []float64 // µs
-	Stats      Stats
-	GBps       float64
-	TFLOPs     float64
-	Reused     bool // taken from an earlier run instead of measured now
 	// Worker wall time of the stages, ms (not stored).
 	CompileMS, ValidateMS, TotalMS float64
+}
+
+// Result is one evaluated variant.
+type Result struct {
+	Key Key
+	Outcome
+	Stats  Stats
+	GBps   float64
+	TFLOPs float64
+	Reused bool // taken from an earlier run instead of measured now
 }
 
 // Recorder stores results as they finish. The command adapts the store to
@@ -248,11 +255,7 @@ func (r *Runner) evalOne(ctx context.Context, f kernels.Family, s variants.Shape
 		}
 		return res
 	}
-	res.Status, res.Message = resp.Status, resp.Message
-	res.Registers, res.SpillBytes, res.SmemBytes, res.Occupancy = resp.Registers, resp.SpillBytes, resp.SmemBytes, resp.Occupancy
-	res.MaxAbsErr, res.MaxRelErr = resp.MaxAbsErr, resp.MaxRelErr
-	res.Samples = resp.Samples
-	res.CompileMS, res.ValidateMS, res.TotalMS = resp.CompileMS, resp.ValidateMS, resp.TotalMS
+	res.Outcome = resp.Outcome
 	if resp.Fatal {
 		r.w.Close()
 		if serr := r.start(); serr != nil {

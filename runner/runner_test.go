@@ -118,12 +118,12 @@ func TestTunePicksFastestValidAndSkipsDone(t *testing.T) {
 	answer := func(p string) (*evalResponse, error) {
 		switch p {
 		case "v=1":
-			return &evalResponse{Status: "ok", Samples: samples(10)}, nil
+			return &evalResponse{Outcome: Outcome{Status: "ok", Samples: samples(10)}}, nil
 		case "v=2":
 			// Fastest, but wrong: must never win.
-			return &evalResponse{Status: "invalid", Message: "dx[3] = 1, want 2"}, nil
+			return &evalResponse{Outcome: Outcome{Status: "invalid", Message: "dx[3] = 1, want 2"}}, nil
 		case "v=3":
-			return &evalResponse{Status: "ok", Samples: samples(5)}, nil
+			return &evalResponse{Outcome: Outcome{Status: "ok", Samples: samples(5)}}, nil
 		}
 		return nil, errors.New("v=4 must never reach the worker")
 	}
@@ -174,9 +174,9 @@ func TestWorkerCrashIsRecordedAndRestarted(t *testing.T) {
 		case "v=2":
 			return nil, errors.New("worker died (signal: segmentation fault)")
 		case "v=3":
-			return &evalResponse{Status: "launch_error", Message: "CUDA_ERROR_ILLEGAL_ADDRESS", Fatal: true}, nil
+			return &evalResponse{Outcome: Outcome{Status: "launch_error", Message: "CUDA_ERROR_ILLEGAL_ADDRESS"}, Fatal: true}, nil
 		}
-		return &evalResponse{Status: "ok", Samples: samples(7)}, nil
+		return &evalResponse{Outcome: Outcome{Status: "ok", Samples: samples(7)}}, nil
 	}
 	var starts, evals int
 	r := newRunner(t, answer, &starts, &evals)

@@ -22,9 +22,9 @@ func (r *recorder) Done(k runner.Key) (runner.Result, bool, error) {
 	if err != nil || !ok {
 		return runner.Result{}, false, err
 	}
-	res := runner.Result{Key: k, Status: e.Status, Message: e.Message, Registers: e.Registers,
+	res := runner.Result{Key: k, Outcome: runner.Outcome{Status: e.Status, Message: e.Message, Registers: e.Registers,
 		SpillBytes: e.SpillBytes, SmemBytes: e.SmemBytes, Occupancy: e.Occupancy, MaxAbsErr: e.MaxAbsErr,
-		MaxRelErr: e.MaxRelErr, Samples: e.Samples, GBps: e.ThroughputGBps, TFLOPs: e.TFLOPs}
+		MaxRelErr: e.MaxRelErr, Samples: e.Samples}, GBps: e.ThroughputGBps, TFLOPs: e.TFLOPs}
 	res.Stats = runner.Summarize(e.Samples)
 	return res, true, nil
 }
