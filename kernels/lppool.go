@@ -770,14 +770,7 @@ func lpEmitGather(m *ptx.Module, dt dtype.DType, g lpGeom, o lpOpts) []Launch {
 	us := make([]unit, o.ept)
 	// Issue every load of every unit first.
 	for j := range us {
-		u := first
-		if j > 0 {
-			u = k.Add(ptx.U32, first, ptx.Imm(j*o.block))
-		}
-		var ok ptx.Reg
-		if units%chunk != 0 {
-			ok = k.Setp("lt", ptx.U32, u, ptx.Imm(units))
-		}
+		u, ok := lpItem(k, first, j, o.block, units, chunk)
 		r, q := lpSplit(k, u, pl.U, g.rows)
 		us[j].q, us[j].unitValid = q, ok
 		xoff := k.MulWide(ptx.U32, lpRowIndex(k, r, q, g.l, pl.E), ptx.Imm(size))
@@ -863,14 +856,7 @@ func lpEmitScatter(m *ptx.Module, dt dtype.DType, g lpGeom, o lpOpts) []Launch {
 	}
 	gs := make([]group, o.ept)
 	for j := range gs {
-		t := first
-		if j > 0 {
-			t = k.Add(ptx.U32, first, ptx.Imm(j*o.block))
-		}
-		var ok ptx.Reg
-		if groups%chunk != 0 {
-			ok = k.Setp("lt", ptx.U32, t, ptx.Imm(groups))
-		}
+		t, ok := lpItem(k, first, j, o.block, groups, chunk)
 		r, q := lpSplit(k, t, pl.WG, g.rows)
 		gs[j].q = q
 		xe := lpRowIndex(k, r, q, g.l, pl.G*g.s)
@@ -993,4 +979,17 @@ func lpConvertKernel(m *ptx.Module, name string, dt dtype.DType, n, block int) L
 	}
 	return Launch{Entry: name, Grid: [3]int{max(1, lpCeilDiv(units, block)), 1, 1}, Block: [3]int{block, 1, 1},
 		Args: []Arg{{Buffer: "acc"}, {Buffer: "dx"}}}
+}
+
+// lpItem returns the index of a thread's j-th item (first + j·block) and,
+// when the grid's last chunk is partial, the predicate index < total.
+func lpItem(k *ptx.Func, first ptx.Reg, j, block, total, chunk int) (idx, ok ptx.Reg) {
+	idx = first
+	if j > 0 {
+		idx = k.Add(ptx.U32, first, ptx.Imm(j*block))
+	}
+	if total%chunk != 0 {
+		ok = k.Setp("lt", ptx.U32, idx, ptx.Imm(total))
+	}
+	return idx, ok
 }
