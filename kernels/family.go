@@ -85,6 +85,17 @@ type Launch struct {
 	Block       [3]int
 	SharedBytes int // dynamic shared memory
 	Args        []Arg
+	// Dependent launches with programmatic stream serialization (sm_90:
+	// PDL): the runner may start it while the previous launch of the
+	// program is still running, so that its launch latency overlaps that
+	// launch's tail. Its kernel must execute griddepcontrol.wait
+	// (ptx.Func.GridDepWait) before it reads or writes memory that the
+	// previous launches touch; griddepcontrol.wait returns once they have
+	// completed and their writes are visible. The first launch of a
+	// program is never dependent: it follows the runner's L2 flush.
+	// Backends without the feature launch it in plain stream order, which
+	// is what the wait ensures anyway.
+	Dependent bool
 }
 
 // Program is everything one variant runs: one PTX module and the launches

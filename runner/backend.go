@@ -1,5 +1,7 @@
 package runner
 
+import "errors"
+
 // Ptr is a device address in a backend's address space.
 type Ptr uint64
 
@@ -25,6 +27,25 @@ type Backend interface {
 	// Sync waits for all enqueued work and reports its first error.
 	Sync() error
 }
+
+// DependentLauncher is implemented by backends that can launch a kernel
+// with programmatic dependent launch (kernels.Launch.Dependent): the kernel
+// may start before the work enqueued ahead of it has finished, and waits for
+// it with griddepcontrol.wait. Session.Run uses it for dependent launches
+// when the backend implements it, and Launch otherwise: plain stream order
+// gives what griddepcontrol.wait waits for.
+type DependentLauncher interface {
+	// LaunchDependent enqueues a dependent launch; arguments as for
+	// Backend.Launch. An error wrapping ErrNoDependentLaunch means that
+	// nothing was enqueued because this device or driver cannot launch
+	// dependently; the caller should use Launch instead.
+	LaunchDependent(fn Function, grid, block [3]int, sharedBytes int, args []any) error
+}
+
+// ErrNoDependentLaunch is wrapped by a DependentLauncher's error when the
+// device or driver cannot launch dependently (a CUDA driver without
+// cuLaunchKernelEx) and nothing was enqueued.
+var ErrNoDependentLaunch = errors.New("dependent launches not supported")
 
 // Module is a loaded PTX module.
 type Module interface {

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -76,9 +77,34 @@ func (b *cudaBackend) Load(ptx string) (Module, error) {
 }
 
 func (b *cudaBackend) Launch(fn Function, grid, block [3]int, smem int, args []any) error {
+	f, conv, err := cudaLaunchArgs(fn, args)
+	if err != nil {
+		return err
+	}
+	return b.ctx.Launch(f, grid, block, smem, b.stream, conv...)
+}
+
+// LaunchDependent implements DependentLauncher with cuLaunchKernelEx and
+// programmatic stream serialization. On a driver without cuLaunchKernelEx
+// the error wraps ErrNoDependentLaunch (and cuda.ErrNoLaunchKernelEx).
+func (b *cudaBackend) LaunchDependent(fn Function, grid, block [3]int, smem int, args []any) error {
+	f, conv, err := cudaLaunchArgs(fn, args)
+	if err != nil {
+		return err
+	}
+	err = b.ctx.LaunchDependent(f, grid, block, smem, b.stream, conv...)
+	if errors.Is(err, cuda.ErrNoLaunchKernelEx) {
+		return fmt.Errorf("%w: %w", ErrNoDependentLaunch, err)
+	}
+	return err
+}
+
+// cudaLaunchArgs unwraps fn and converts the launch arguments for the cuda
+// package: Ptr becomes cuda.DevicePtr, everything else passes unchanged.
+func cudaLaunchArgs(fn Function, args []any) (*cuda.Function, []any, error) {
 	f, ok := fn.(cudaFunction)
 	if !ok {
-		return fmt.Errorf("cuda backend: foreign function %T", fn)
+		return nil, nil, fmt.Errorf("cuda backend: foreign function %T", fn)
 	}
 	conv := make([]any, len(args))
 	for i, a := range args {
@@ -88,8 +114,10 @@ func (b *cudaBackend) Launch(fn Function, grid, block [3]int, smem int, args []a
 			conv[i] = a
 		}
 	}
-	return b.ctx.Launch(f.f, grid, block, smem, b.stream, conv...)
+	return f.f, conv, nil
 }
+
+var _ DependentLauncher = (*cudaBackend)(nil)
 
 type cudaModule struct{ m *cuda.Module }
 

@@ -22,6 +22,13 @@
 // order-statistic confidence interval of the median is within TargetCI of
 // it, or at MaxSamples, or at MaxTime. Hot mode skips the flush.
 //
+// Launches marked Dependent (kernels.Launch.Dependent) use programmatic
+// dependent launch where the backend implements DependentLauncher (CUDA with
+// cuLaunchKernelEx), so their launch latency overlaps the previous launch's
+// tail; elsewhere, and on drivers without cuLaunchKernelEx, they are plain
+// launches in stream order. Session.Load rejects a program whose first launch
+// is dependent.
+//
 // The runner never talks SQL: results go through the Recorder interface,
 // which the command adapts to the store.
 package runner

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"errors"
 	"fmt"
 	"math"
 
@@ -20,6 +21,9 @@ type Session struct {
 	specs   []kernels.Buffer
 	ref     map[string][]float64
 	scratch []byte
+	// plainOnly is set once the backend answered a dependent launch with
+	// ErrNoDependentLaunch: later dependent launches go straight to Launch.
+	plainOnly bool
 }
 
 // NewSession returns a session on be with nothing prepared.
@@ -81,7 +85,13 @@ type Loaded struct {
 func (l *Loaded) Unload() error { return l.mod.Unload() }
 
 // Load compiles a program and binds its arguments to the session's buffers.
+// A program whose first launch is Dependent is an error: the first launch
+// follows the zeroing of accumulate buffers and the L2 flush, which it must
+// not overlap.
 func (ss *Session) Load(p kernels.Program) (*Loaded, error) {
+	if len(p.Launches) > 0 && p.Launches[0].Dependent {
+		return nil, fmt.Errorf("launch 0 (%s) is dependent, but the first launch of a program must not be: it follows the zeroing of accumulate buffers and the L2 flush", p.Launches[0].Entry)
+	}
 	mod, err := ss.be.Load(p.PTX)
 	if err != nil {
 		return nil, err
@@ -133,7 +143,9 @@ func (ss *Session) Load(p kernels.Program) (*Loaded, error) {
 }
 
 // Run enqueues one run of the program: zeroing of accumulate buffers, then
-// every launch in order.
+// every launch in order. Dependent launches use the backend's
+// LaunchDependent when it implements DependentLauncher and can launch
+// dependently, and plain Launch otherwise.
 func (ss *Session) Run(l *Loaded) error {
 	for _, b := range ss.specs {
 		if b.Role == kernels.Accumulate {
@@ -144,11 +156,24 @@ func (ss *Session) Run(l *Loaded) error {
 	}
 	for i, fn := range l.funcs {
 		ln := l.launches[i]
-		if err := ss.be.Launch(fn, l.grids[i], ln.Block, ln.SharedBytes, l.args[i]); err != nil {
+		if err := ss.launch(fn, l.grids[i], ln, l.args[i]); err != nil {
 			return fmt.Errorf("launching %s: %w", ln.Entry, err)
 		}
 	}
 	return nil
+}
+
+// launch enqueues one launch of ln on grid, dependently when ln asks for it
+// and the backend can.
+func (ss *Session) launch(fn Function, grid [3]int, ln kernels.Launch, args []any) error {
+	if dl, ok := ss.be.(DependentLauncher); ok && ln.Dependent && !ss.plainOnly {
+		err := dl.LaunchDependent(fn, grid, ln.Block, ln.SharedBytes, args)
+		if !errors.Is(err, ErrNoDependentLaunch) {
+			return err
+		}
+		ss.plainOnly = true
+	}
+	return ss.be.Launch(fn, grid, ln.Block, ln.SharedBytes, args)
 }
 
 // Check is the outcome of validating a program.

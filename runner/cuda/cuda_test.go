@@ -292,3 +292,97 @@ func TestPackArgsRejects(t *testing.T) {
 		}
 	}
 }
+
+// TestLaunchStructLayout checks the Go mirrors of CUlaunchConfig and
+// CUlaunchAttribute against the x86-64 C layouts in cuda.h.
+func TestLaunchStructLayout(t *testing.T) {
+	var c launchConfig
+	var a launchAttribute
+	for _, tt := range []struct {
+		what      string
+		got, want uintptr
+	}{
+		{"sizeof(CUlaunchConfig)", unsafe.Sizeof(c), 56},
+		{"alignof(CUlaunchConfig)", unsafe.Alignof(c), 8},
+		{"offsetof(CUlaunchConfig, sharedMemBytes)", unsafe.Offsetof(c.sharedMemBytes), 24},
+		{"offsetof(CUlaunchConfig, hStream)", unsafe.Offsetof(c.hStream), 32},
+		{"offsetof(CUlaunchConfig, attrs)", unsafe.Offsetof(c.attrs), 40},
+		{"offsetof(CUlaunchConfig, numAttrs)", unsafe.Offsetof(c.numAttrs), 48},
+		{"sizeof(CUlaunchAttribute)", unsafe.Sizeof(a), 72},
+		{"alignof(CUlaunchAttribute)", unsafe.Alignof(a), 8},
+		{"offsetof(CUlaunchAttribute, value)", unsafe.Offsetof(a.value), 8},
+		{"sizeof(CUlaunchAttributeValue)", unsafe.Sizeof(a.value), 64},
+	} {
+		if tt.got != tt.want {
+			t.Errorf("%s = %d, want %d", tt.what, tt.got, tt.want)
+		}
+	}
+}
+
+func TestDependentConfig(t *testing.T) {
+	cfg := dependentConfig([3]int{132, 2, 1}, [3]int{256, 1, 1}, 4096, 0x1234)
+	if cfg.gridDimX != 132 || cfg.gridDimY != 2 || cfg.gridDimZ != 1 ||
+		cfg.blockDimX != 256 || cfg.blockDimY != 1 || cfg.blockDimZ != 1 ||
+		cfg.sharedMemBytes != 4096 || cfg.hStream != 0x1234 {
+		t.Errorf("config = %+v", *cfg)
+	}
+	if cfg.numAttrs != 1 || cfg.attrs == nil {
+		t.Fatalf("config has %d attributes at %p, want 1", cfg.numAttrs, cfg.attrs)
+	}
+	a := cfg.attrs
+	if a.id != 6 { // CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+		t.Errorf("attribute id = %d, want 6", a.id)
+	}
+	// programmaticStreamSerializationAllowed: an int in the union's first
+	// 4 bytes; the rest stays zero.
+	raw := unsafe.Slice((*byte)(unsafe.Pointer(&a.value)), unsafe.Sizeof(a.value))
+	if got := *(*int32)(unsafe.Pointer(&raw[0])); got != 1 {
+		t.Errorf("programmaticStreamSerializationAllowed = %d, want 1", got)
+	}
+	for i, b := range raw[4:] {
+		if b != 0 {
+			t.Errorf("attribute value byte %d = %#x, want 0", 4+i, b)
+		}
+	}
+}
+
+func TestLaunchDependentWithoutLaunchKernelEx(t *testing.T) {
+	// A driver whose cuLaunchKernelEx did not resolve: nothing is called,
+	// and the error says why so the caller can fall back to Launch.
+	c := &Context{d: &Driver{}}
+	f := &Function{name: "k"}
+	err := c.LaunchDependent(f, [3]int{1, 1, 1}, [3]int{32, 1, 1}, 0, nil, uint32(1))
+	if !errors.Is(err, ErrNoLaunchKernelEx) {
+		t.Fatalf("LaunchDependent = %v, want ErrNoLaunchKernelEx", err)
+	}
+	if !strings.Contains(err.Error(), "LaunchDependent k") {
+		t.Errorf("error %q does not name the method and kernel", err)
+	}
+	if c.d.HasLaunchKernelEx() {
+		t.Error("HasLaunchKernelEx = true without the entry point")
+	}
+}
+
+func TestMissingProc(t *testing.T) {
+	if !isMissingProc(fmt.Errorf("cuda: driver does not provide X: symbol not found: %w", errProcMissing)) {
+		t.Error("a null function pointer is not a missing entry point")
+	}
+	if !isMissingProc(newError(nil, "cuGetProcAddress(X)", 500)) {
+		t.Error("CUDA_ERROR_NOT_FOUND is not a missing entry point")
+	}
+	if isMissingProc(newError(nil, "cuGetProcAddress(X)", 1)) {
+		t.Error("CUDA_ERROR_INVALID_VALUE counts as a missing entry point")
+	}
+	optional := 0
+	for _, b := range new(api).bindings() {
+		if b.optional {
+			optional++
+			if b.name != "cuLaunchKernelEx" || b.abi != 12000 {
+				t.Errorf("unexpected optional binding %s (ABI %d)", b.name, b.abi)
+			}
+		}
+	}
+	if optional != 1 {
+		t.Errorf("%d optional bindings, want 1 (cuLaunchKernelEx)", optional)
+	}
+}

@@ -28,6 +28,10 @@
 // life of the process, and never panics: without a driver it returns an error
 // that wraps [ErrNoDriver] and carries the dlopen message.
 //
+// Every entry point is required except cuLaunchKernelEx (ABI 12.0), which
+// only dependent launches use: a driver without it still opens, and
+// [Driver.HasLaunchKernelEx] reports false.
+//
 // # Contexts and threads
 //
 // A [Context] is the device's primary context (cuDevicePrimaryCtxRetain) made
@@ -57,11 +61,13 @@
 // # Memory passed to the driver
 //
 // Go memory handed to the driver (copy sources and destinations, JIT log
-// buffers, kernel argument storage, NUL-terminated names and PTX) is heap
-// memory kept alive, and pinned with runtime.Pinner where the driver receives
-// it inside another array, for the duration of the call. The driver keeps no
-// reference to any of it after the call returns: kernel arguments are copied
-// at launch and synchronous copies finish before they return.
+// buffers, kernel argument storage, the CUlaunchConfig of a dependent launch
+// and its attribute array, NUL-terminated names and PTX) is heap memory kept
+// alive, and pinned with runtime.Pinner where the driver receives it inside
+// another array or structure (or it holds such a pointer itself), for the
+// duration of the call. The driver keeps no reference to any of it after the
+// call returns: kernel arguments and launch configurations are copied at
+// launch and synchronous copies finish before they return.
 //
 // # Kernel arguments
 //
@@ -69,4 +75,16 @@
 // int32, float32 or float64, each passed by value with its own width. Any other
 // type, Go's int included (its width is not a PTX type), is rejected with an
 // error, so a mismatch between Go arguments and .param declarations is loud.
+// [Context.LaunchDependent] takes the same arguments.
+//
+// # Dependent launches
+//
+// [Context.LaunchDependent] launches with programmatic stream serialization
+// (programmatic dependent launch, sm_90): cuLaunchKernelEx with the
+// attribute CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION allowed, so
+// the kernel may start before the work queued ahead of it on the stream has
+// finished; it must execute griddepcontrol.wait before touching memory that
+// work uses. On a driver without cuLaunchKernelEx it queues nothing and
+// returns an error wrapping [ErrNoLaunchKernelEx]; the caller may fall back
+// to [Context.Launch].
 package cuda

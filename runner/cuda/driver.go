@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"unsafe"
@@ -87,15 +88,21 @@ type api struct {
 
 	cuLaunchKernel func(fn uintptr, gridX, gridY, gridZ, blockX, blockY, blockZ, sharedBytes uint32,
 		stream uintptr, params, extra unsafe.Pointer) int32
+	// cuLaunchKernelEx takes a *launchConfig. It is optional: nil when the
+	// driver does not provide it.
+	cuLaunchKernelEx func(config unsafe.Pointer, fn uintptr, params, extra unsafe.Pointer) int32
 }
 
 // binding names one entry point resolved through cuGetProcAddress: the base
-// name, the api field it fills and the CUDA version whose ABI the field's
-// signature follows (0: baseABI).
+// name, the api field it fills, the CUDA version whose ABI the field's
+// signature follows (0: baseABI) and whether the driver may lack it. Open
+// fails when a required entry point is missing; a missing optional one
+// leaves its field nil, and the code using it must check.
 type binding struct {
-	name string
-	fn   any // pointer to a func field of api
-	abi  int
+	name     string
+	fn       any // pointer to a func field of api
+	abi      int
+	optional bool
 }
 
 // baseABI is the CUDA version the api signatures follow unless a binding
@@ -114,45 +121,48 @@ const baseABI = 12000
 // bindings lists every entry point resolved by base name.
 func (a *api) bindings() []binding {
 	return []binding{
-		{"cuGetErrorName", &a.cuGetErrorName, 0},
-		{"cuGetErrorString", &a.cuGetErrorString, 0},
-		{"cuDeviceGetCount", &a.cuDeviceGetCount, 0},
-		{"cuDeviceGet", &a.cuDeviceGet, 0},
-		{"cuDeviceGetName", &a.cuDeviceGetName, 0},
-		{"cuDeviceGetUuid", &a.cuDeviceGetUuid, 0},
-		{"cuDeviceTotalMem", &a.cuDeviceTotalMem, 0},
-		{"cuDeviceGetAttribute", &a.cuDeviceGetAttribute, 0},
-		{"cuDevicePrimaryCtxRetain", &a.cuDevicePrimaryCtxRetain, 0},
-		{"cuDevicePrimaryCtxRelease", &a.cuDevicePrimaryCtxRelease, 0},
-		{"cuCtxSetCurrent", &a.cuCtxSetCurrent, 0},
-		{"cuCtxSynchronize", &a.cuCtxSynchronize, 0},
-		{"cuMemGetInfo", &a.cuMemGetInfo, 0},
-		{"cuModuleLoadDataEx", &a.cuModuleLoadDataEx, 0},
-		{"cuModuleLoadData", &a.cuModuleLoadData, 0},
-		{"cuModuleUnload", &a.cuModuleUnload, 0},
-		{"cuModuleGetFunction", &a.cuModuleGetFunction, 0},
-		{"cuFuncGetAttribute", &a.cuFuncGetAttribute, 0},
-		{"cuFuncSetAttribute", &a.cuFuncSetAttribute, 0},
-		{"cuOccupancyMaxActiveBlocksPerMultiprocessor", &a.cuOccupancyMaxActiveBlocksPerMultiprocessor, 0},
-		{"cuMemAlloc", &a.cuMemAlloc, 0},
-		{"cuMemFree", &a.cuMemFree, 0},
-		{"cuMemcpyHtoD", &a.cuMemcpyHtoD, 0},
-		{"cuMemcpyDtoH", &a.cuMemcpyDtoH, 0},
-		{"cuMemcpyDtoDAsync", &a.cuMemcpyDtoDAsync, 0},
-		{"cuMemsetD8Async", &a.cuMemsetD8Async, 0},
-		{"cuMemsetD32Async", &a.cuMemsetD32Async, 0},
-		{"cuStreamCreate", &a.cuStreamCreate, 0},
-		{"cuStreamSynchronize", &a.cuStreamSynchronize, 0},
-		{"cuStreamDestroy", &a.cuStreamDestroy, 0},
-		{"cuEventCreate", &a.cuEventCreate, 0},
-		{"cuEventRecord", &a.cuEventRecord, 0},
-		{"cuEventSynchronize", &a.cuEventSynchronize, 0},
-		{"cuEventDestroy", &a.cuEventDestroy, 0},
+		{"cuGetErrorName", &a.cuGetErrorName, 0, false},
+		{"cuGetErrorString", &a.cuGetErrorString, 0, false},
+		{"cuDeviceGetCount", &a.cuDeviceGetCount, 0, false},
+		{"cuDeviceGet", &a.cuDeviceGet, 0, false},
+		{"cuDeviceGetName", &a.cuDeviceGetName, 0, false},
+		{"cuDeviceGetUuid", &a.cuDeviceGetUuid, 0, false},
+		{"cuDeviceTotalMem", &a.cuDeviceTotalMem, 0, false},
+		{"cuDeviceGetAttribute", &a.cuDeviceGetAttribute, 0, false},
+		{"cuDevicePrimaryCtxRetain", &a.cuDevicePrimaryCtxRetain, 0, false},
+		{"cuDevicePrimaryCtxRelease", &a.cuDevicePrimaryCtxRelease, 0, false},
+		{"cuCtxSetCurrent", &a.cuCtxSetCurrent, 0, false},
+		{"cuCtxSynchronize", &a.cuCtxSynchronize, 0, false},
+		{"cuMemGetInfo", &a.cuMemGetInfo, 0, false},
+		{"cuModuleLoadDataEx", &a.cuModuleLoadDataEx, 0, false},
+		{"cuModuleLoadData", &a.cuModuleLoadData, 0, false},
+		{"cuModuleUnload", &a.cuModuleUnload, 0, false},
+		{"cuModuleGetFunction", &a.cuModuleGetFunction, 0, false},
+		{"cuFuncGetAttribute", &a.cuFuncGetAttribute, 0, false},
+		{"cuFuncSetAttribute", &a.cuFuncSetAttribute, 0, false},
+		{"cuOccupancyMaxActiveBlocksPerMultiprocessor", &a.cuOccupancyMaxActiveBlocksPerMultiprocessor, 0, false},
+		{"cuMemAlloc", &a.cuMemAlloc, 0, false},
+		{"cuMemFree", &a.cuMemFree, 0, false},
+		{"cuMemcpyHtoD", &a.cuMemcpyHtoD, 0, false},
+		{"cuMemcpyDtoH", &a.cuMemcpyDtoH, 0, false},
+		{"cuMemcpyDtoDAsync", &a.cuMemcpyDtoDAsync, 0, false},
+		{"cuMemsetD8Async", &a.cuMemsetD8Async, 0, false},
+		{"cuMemsetD32Async", &a.cuMemsetD32Async, 0, false},
+		{"cuStreamCreate", &a.cuStreamCreate, 0, false},
+		{"cuStreamSynchronize", &a.cuStreamSynchronize, 0, false},
+		{"cuStreamDestroy", &a.cuStreamDestroy, 0, false},
+		{"cuEventCreate", &a.cuEventCreate, 0, false},
+		{"cuEventRecord", &a.cuEventRecord, 0, false},
+		{"cuEventSynchronize", &a.cuEventSynchronize, 0, false},
+		{"cuEventDestroy", &a.cuEventDestroy, 0, false},
 		// cuEventElapsedTime_v2 (CUDA 12.8) has the signature of the original,
 		// which CUDA 13 headers no longer declare; older drivers give the
 		// original.
-		{"cuEventElapsedTime", &a.cuEventElapsedTime, 12080},
-		{"cuLaunchKernel", &a.cuLaunchKernel, 0},
+		{"cuEventElapsedTime", &a.cuEventElapsedTime, 12080, false},
+		{"cuLaunchKernel", &a.cuLaunchKernel, 0, false},
+		// Drivers before CUDA 12.0 lack cuLaunchKernelEx; only dependent
+		// launches need it (Context.LaunchDependent).
+		{"cuLaunchKernelEx", &a.cuLaunchKernelEx, 12000, true},
 	}
 }
 
@@ -229,6 +239,9 @@ func load(path string) (d *Driver, err error) {
 	for _, b := range d.api.bindings() {
 		p, err := d.procAddress(b.name, requestVersion(b.abi, d.version))
 		if err != nil {
+			if b.optional && isMissingProc(err) {
+				continue // the field stays nil
+			}
 			return nil, err
 		}
 		purego.RegisterFunc(b.fn, p)
@@ -261,11 +274,27 @@ func (d *Driver) procAddress(name string, version int) (uintptr, error) {
 		case procVersionNotSufficient:
 			why = "version not sufficient"
 		}
-		return 0, fmt.Errorf("cuda: driver %s (CUDA %s) does not provide %s for CUDA %s: %s",
-			libName, versionString(d.version), name, versionString(version), why)
+		return 0, fmt.Errorf("cuda: driver %s (CUDA %s) does not provide %s for CUDA %s: %s: %w",
+			libName, versionString(d.version), name, versionString(version), why, errProcMissing)
 	}
 	return pfn, nil
 }
+
+// errProcMissing is wrapped by procAddress's error when the driver resolved
+// the lookup but has no such entry point (for the version asked).
+var errProcMissing = errors.New("entry point missing")
+
+// isMissingProc reports whether err, from procAddress, says that the driver
+// lacks the entry point, rather than that the lookup itself failed: a null
+// function pointer, or cuGetProcAddress failing with CUDA_ERROR_NOT_FOUND.
+func isMissingProc(err error) bool {
+	var e *Error
+	return errors.Is(err, errProcMissing) || errors.As(err, &e) && e.Code == cudaErrorNotFound
+}
+
+// HasLaunchKernelEx reports whether the driver provides cuLaunchKernelEx,
+// which [Context.LaunchDependent] needs.
+func (d *Driver) HasLaunchKernelEx() bool { return d.api.cuLaunchKernelEx != nil }
 
 // errorText calls cuGetErrorName or cuGetErrorString (fn, which may be nil)
 // for code and returns "" when the driver does not know it.

@@ -9,6 +9,12 @@ import (
 // [Open] wraps it together with the dynamic loader's message.
 var ErrNoDriver = errors.New("NVIDIA driver (libcuda.so.1) not found")
 
+// ErrNoLaunchKernelEx reports that the driver lacks cuLaunchKernelEx
+// (drivers before CUDA 12.0), so [Context.LaunchDependent] cannot launch.
+// Nothing was queued: the caller may fall back to [Context.Launch], which
+// runs the kernel in plain stream order.
+var ErrNoLaunchKernelEx = errors.New("driver has no cuLaunchKernelEx (CUDA 12.0 or newer is needed for dependent launches)")
+
 // Error is a failed CUDA driver call.
 type Error struct {
 	Op   string // the driver function, e.g. "cuMemAlloc"
@@ -34,6 +40,7 @@ func (e *Error) Error() string {
 const (
 	cudaSuccess                = 0
 	cudaErrorInvalidValue      = 1
+	cudaErrorNotFound          = 500
 	cudaErrorNotSupported      = 801
 	cudaErrorIllegalAddress    = 700
 	cudaErrorLaunchTimeout     = 702

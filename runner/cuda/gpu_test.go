@@ -354,6 +354,113 @@ func TestGPUBadPTX(t *testing.T) {
 	}
 }
 
+// addOneDepPTX is add_one for dependent launches: it lets the next
+// dependent launch start at once and waits for the launches before it
+// before touching x.
+const addOneDepPTX = `
+.version 7.8
+.target sm_90
+.address_size 64
+
+.visible .entry add_one_dep(
+	.param .u64 p_x,
+	.param .u32 p_n
+)
+{
+	.reg .pred  %p<2>;
+	.reg .b32   %r<6>;
+	.reg .f32   %f<3>;
+	.reg .b64   %rd<5>;
+
+	griddepcontrol.launch_dependents;
+	griddepcontrol.wait;
+	ld.param.u64    %rd1, [p_x];
+	ld.param.u32    %r1, [p_n];
+	mov.u32         %r2, %ctaid.x;
+	mov.u32         %r3, %ntid.x;
+	mov.u32         %r4, %tid.x;
+	mad.lo.s32      %r5, %r2, %r3, %r4;
+	setp.ge.u32     %p1, %r5, %r1;
+	@%p1 bra        DONE;
+	cvta.to.global.u64 %rd2, %rd1;
+	mul.wide.u32    %rd3, %r5, 4;
+	add.s64         %rd4, %rd2, %rd3;
+	ld.global.f32   %f1, [%rd4];
+	add.rn.f32      %f2, %f1, 0f3F800000;
+	st.global.f32   [%rd4], %f2;
+DONE:
+	ret;
+}
+`
+
+func TestGPULaunchDependent(t *testing.T) {
+	ctx := gpuContext(t)
+	dev, err := ctx.Driver().Device(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dev.Major < 9 {
+		t.Skipf("compute capability %d.%d: dependent launches need sm_90", dev.Major, dev.Minor)
+	}
+	if !ctx.Driver().HasLaunchKernelEx() {
+		t.Fatalf("driver CUDA %s has no cuLaunchKernelEx", versionString(ctx.Driver().Version()))
+	}
+	mod, _, err := ctx.LoadPTX(addOneDepPTX, JITOptions{OptLevel: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mod.Unload()
+	fn, err := mod.Function("add_one_dep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n, block, deps = 1 << 20, 256, 8
+	buf, err := ctx.Alloc(4 * n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctx.Free(buf)
+	stream, err := ctx.NewStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Destroy()
+	if err := ctx.MemsetD32Async(buf, 0, n, stream); err != nil {
+		t.Fatal(err)
+	}
+	grid := [3]int{n / block, 1, 1}
+	// One plain launch, then dependent ones: each waits for the one before.
+	if err := ctx.Launch(fn, grid, [3]int{block, 1, 1}, 0, stream, buf, uint32(n)); err != nil {
+		t.Fatal(err)
+	}
+	for range deps {
+		if err := ctx.LaunchDependent(fn, grid, [3]int{block, 1, 1}, 0, stream, buf, uint32(n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ctx.LaunchDependent(fn, [3]int{0, 1, 1}, [3]int{block, 1, 1}, 0, stream, buf, uint32(n)); err == nil {
+		t.Error("LaunchDependent with an empty grid succeeded")
+	}
+	if err := stream.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	out := make([]byte, 4*n)
+	if err := ctx.CopyDtoH(out, buf); err != nil {
+		t.Fatal(err)
+	}
+	bad := 0
+	for i := range n {
+		if got := math.Float32frombits(binary.LittleEndian.Uint32(out[4*i:])); got != 1+deps {
+			if bad++; bad <= 5 {
+				t.Errorf("x[%d] = %v, want %v", i, got, 1+deps)
+			}
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d of %d elements wrong", bad, n)
+	}
+}
+
 func TestGPUStickyError(t *testing.T) {
 	// An illegal address poisons the context for the rest of the process,
 	// so this test runs only when asked for by name.

@@ -756,7 +756,10 @@ func (d *decoder) inst(s stmt) (inst, error) {
 		err = d.nargs(0)
 	case "trap":
 		in.op = opTrap
-	case "membar", "fence", "nanosleep", "prefetch", "prefetchu":
+	case "membar", "fence", "nanosleep", "prefetch", "prefetchu", "griddepcontrol":
+		// griddepcontrol (PDL): launches run one after another here, so
+		// the previous grid is always complete when a kernel starts: wait
+		// has nothing to wait for and launch_dependents nothing to allow.
 		in.op = opNop
 	case "bar", "barrier":
 		err = d.decBar(&in, q)

@@ -32,9 +32,9 @@
 // selp; cvt between all integer and float types with every rounding mode,
 // .ftz and .sat, and cvt.rn.{f16x2,bf16x2}.f32; mov including pack and
 // unpack ({lo, hi}); testp; min and max with .NaN; bra, ret, exit, trap;
-// bar.sync, bar.red (popc, and, or), bar.warp.sync, membar, fence and
-// prefetch (no effect); shfl.sync idx/up/down/bfly with the PTX ISA's
-// clamp and segment rules; vote.sync; redux.sync; activemask; atom and red on
+// bar.sync, bar.red (popc, and, or), bar.warp.sync, membar, fence,
+// prefetch and griddepcontrol (no effect: launches run in order);
+// shfl.sync idx/up/down/bfly with the PTX ISA's clamp and segment rules; vote.sync; redux.sync; activemask; atom and red on
 // global and shared memory (add, min, max, inc, dec, and, or, xor, exch,
 // cas; integer, f32, f64 and half types); mma.sync m16n8k16 f16/bf16 →
 // f32; ldmatrix m8n8 .x1/.x2/.x4 with .trans; cp.async .ca/.cg with

@@ -1,0 +1,127 @@
+package runner
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gradtune/gradtune/kernels"
+)
+
+// fakeBackend records the launches enqueued on it; it runs nothing.
+type fakeBackend struct {
+	calls []string // "launch ENTRY" or "dependent ENTRY", in order
+	loads int
+}
+
+func (b *fakeBackend) Name() string                { return "fake" }
+func (b *fakeBackend) Device() DeviceInfo          { return DeviceInfo{Name: "Fake GPU", SMs: 4} }
+func (b *fakeBackend) Alloc(int) (Ptr, error)      { return 0x1000, nil }
+func (b *fakeBackend) Free(Ptr) error              { return nil }
+func (b *fakeBackend) Upload(Ptr, []byte) error    { return nil }
+func (b *fakeBackend) Download([]byte, Ptr) error  { return nil }
+func (b *fakeBackend) Memset(Ptr, byte, int) error { return nil }
+func (b *fakeBackend) Sync() error                 { return nil }
+func (b *fakeBackend) Load(string) (Module, error) { b.loads++; return fakeModule{}, nil }
+func (b *fakeBackend) Launch(fn Function, grid, block [3]int, smem int, args []any) error {
+	b.calls = append(b.calls, "launch "+string(fn.(fakeFunction)))
+	return nil
+}
+
+type fakeModule struct{}
+
+func (fakeModule) Function(entry string) (Function, error) { return fakeFunction(entry), nil }
+func (fakeModule) Unload() error                           { return nil }
+
+type fakeFunction string
+
+func (fakeFunction) Resources(int, int) (Resources, error) { return Resources{Registers: 32}, nil }
+
+// fakeDependentBackend also implements DependentLauncher; when unsupported
+// it answers like a CUDA driver without cuLaunchKernelEx.
+type fakeDependentBackend struct {
+	fakeBackend
+	unsupported bool
+	tried       int // LaunchDependent calls
+}
+
+func (b *fakeDependentBackend) LaunchDependent(fn Function, grid, block [3]int, smem int, args []any) error {
+	b.tried++
+	if b.unsupported {
+		return fmt.Errorf("fake: %w", ErrNoDependentLaunch)
+	}
+	b.calls = append(b.calls, "dependent "+string(fn.(fakeFunction)))
+	return nil
+}
+
+// dependentProgram launches a, then b and c as dependent launches.
+var dependentProgram = kernels.Program{PTX: "// fake", Launches: []kernels.Launch{
+	{Entry: "a", Grid: [3]int{8, 1, 1}, Block: [3]int{128, 1, 1}, Args: []kernels.Arg{{Scalar: 1}}},
+	{Entry: "b", Grid: [3]int{8, 1, 1}, Block: [3]int{128, 1, 1}, Dependent: true},
+	{Entry: "c", Grid: [3]int{8, 1, 1}, Block: [3]int{128, 1, 1}, Dependent: true},
+}}
+
+// runTwice loads dependentProgram on be and runs it twice.
+func runTwice(t *testing.T, be Backend) {
+	t.Helper()
+	ss := NewSession(be)
+	l, err := ss.Load(dependentProgram)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := ss.Run(l); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestRunDependentLaunches(t *testing.T) {
+	be := &fakeDependentBackend{}
+	runTwice(t, be)
+	want := []string{"launch a", "dependent b", "dependent c", "launch a", "dependent b", "dependent c"}
+	if !slices.Equal(be.calls, want) {
+		t.Errorf("launches %q, want %q", be.calls, want)
+	}
+}
+
+func TestRunDependentWithoutDependentLauncher(t *testing.T) {
+	be := &fakeBackend{}
+	runTwice(t, be)
+	want := []string{"launch a", "launch b", "launch c", "launch a", "launch b", "launch c"}
+	if !slices.Equal(be.calls, want) {
+		t.Errorf("launches %q, want %q", be.calls, want)
+	}
+}
+
+func TestRunDependentFallsBackWhenUnsupported(t *testing.T) {
+	// A DependentLauncher whose driver cannot launch dependently: the
+	// launches go through Launch, and after the first refusal the session
+	// no longer asks.
+	be := &fakeDependentBackend{unsupported: true}
+	runTwice(t, be)
+	want := []string{"launch a", "launch b", "launch c", "launch a", "launch b", "launch c"}
+	if !slices.Equal(be.calls, want) {
+		t.Errorf("launches %q, want %q", be.calls, want)
+	}
+	if be.tried != 1 {
+		t.Errorf("LaunchDependent called %d times, want 1", be.tried)
+	}
+}
+
+func TestLoadRejectsDependentFirstLaunch(t *testing.T) {
+	be := &fakeDependentBackend{}
+	p := kernels.Program{PTX: "// fake", Launches: slices.Clone(dependentProgram.Launches)}
+	p.Launches[0].Dependent = true
+	l, err := NewSession(be).Load(p)
+	if err == nil {
+		t.Fatalf("Load accepted a program whose first launch is dependent: %+v", l)
+	}
+	if !strings.Contains(err.Error(), "first launch") || !strings.Contains(err.Error(), "(a)") {
+		t.Errorf("error %q does not say that the first launch (a) is dependent", err)
+	}
+	if be.loads != 0 {
+		t.Errorf("the module was compiled %d times before the program was rejected", be.loads)
+	}
+}
