@@ -27,8 +27,10 @@ package kernels
 // target needs one launch running at an elementwise kernel's speed. Hence
 // one pass over x and dy with the row in registers, 16-byte loads, γ
 // loaded once per thread, the next row's loads in flight during a row's
-// reduction (prefetch, or unroll 2), and column sums that need no second
-// launch (dgamma=ticket).
+// reduction (prefetch, or unroll 2), and column sums whose second launch
+// costs as little as possible (dgamma=partial with pdl=1; measured on the
+// H200, every strategy still adds at least 2.3 µs to the row kernel:
+// testdata/h200-rows.md and bench/research).
 //
 // Column sums (axis dgamma). Each thread owns the same columns in every
 // row it handles, so it keeps its share of dγ in registers across its
@@ -48,6 +50,18 @@ package kernels
 //     CTAs' sums are in colsum; it copies them to dγ and writes zeros
 //     back. A second launch or a zeroing costs about as much as that tail
 //     (1–2 µs), which matters where the f32 targets leave no room.
+//
+// Axis pdl (sm_90): with pdl=1 the second launch is a programmatic
+// dependent launch (Launch.Dependent). The finalize of partial may then be
+// launched while the row kernel's last CTAs run, and starts with
+// griddepcontrol.wait, which returns once the row kernel has completed and
+// its partials are visible: the second launch's latency (about 2 µs of
+// the 5 µs two empty launches cost) overlaps the first one's tail. For
+// atomic, the zeroing kernel lets its dependent start at once
+// (griddepcontrol.launch_dependents) and the row kernel waits only before
+// its red.adds. The finalize gets no early trigger from the row kernel:
+// its CTAs would sit in the wait on SM slots the rows need (measured
+// slower). pdl=1 programs target sm_90; ticket has one launch and no pdl.
 //
 // dγ has the role Output under every strategy (Buffers cannot depend on
 // params, and an Accumulate dγ would charge the runner's memset to the
@@ -146,7 +160,8 @@ func (f *normBwd) Space(s variants.Shape) variants.Space {
 	axes := append(f.cfg.axes(s),
 		variants.Axis{Name: "dgamma", Values: []string{"atomic", "partial", "ticket"},
 			Doc: "column sums: red.add per column per CTA into dγ zeroed by a first launch; per-CTA partials added by a second launch; or red.add into a zeroed accumulator that the CTA finishing last copies to dγ and clears (one launch)"},
-		variants.IntAxis("maxnreg", "register cap (0 = none)", 0, 64))
+		variants.IntAxis("maxnreg", "register cap (0 = none)", 0, 64),
+		variants.IntAxis("pdl", "1: the second launch (atomic: the row kernel; partial: the finalize) is a programmatic dependent launch (sm_90) that starts during the first one's tail and waits in griddepcontrol.wait", 0, 1))
 	cons := append(f.cfg.constraints(s), variants.Constraint{Name: "partials fit", OK: func(p variants.Params) error {
 		g, err := f.cfg.geom(s, p)
 		if err != nil {
@@ -154,6 +169,16 @@ func (f *normBwd) Space(s variants.Shape) variants.Space {
 		}
 		if g.dgamma == "partial" && g.grid > partRows(g.m) {
 			return fmt.Errorf("%d CTAs of partial sums (the buffer holds %d)", g.grid, partRows(g.m))
+		}
+		return nil
+	}}, variants.Constraint{Name: "pdl needs two launches", OK: func(p variants.Params) error {
+		r := variants.NewReader(p)
+		pdl, d := r.Int("pdl"), r.String("dgamma")
+		if err := r.Err(); err != nil {
+			return err
+		}
+		if pdl == 1 && d == "ticket" {
+			return fmt.Errorf("pdl=1 with dgamma=ticket (one launch: nothing to overlap)")
 		}
 		return nil
 	}})
@@ -344,6 +369,11 @@ func (f *normBwd) Emit(s variants.Shape, p variants.Params) (Program, error) {
 	if err != nil {
 		return Program{}, errorf(f, "%w", err)
 	}
+	pdl, err := p.Int("pdl")
+	if err != nil {
+		return Program{}, errorf(f, "%w", err)
+	}
+	g.pdl = pdl == 1
 	entry := f.name + "_" + s.DType.String()
 	mod := ptx.NewModule()
 	var launches []Launch
@@ -353,6 +383,12 @@ func (f *normBwd) Emit(s variants.Shape, p variants.Params) (Program, error) {
 	launches = append(launches, f.emitMain(mod, entry, g))
 	if g.dgamma == "partial" {
 		launches = append(launches, f.emitFinalize(mod, entry+"_finalize", g))
+	}
+	// With pdl the second launch overlaps the first one's tail (see
+	// Launch.Dependent); its kernel waits before it touches what the first
+	// writes.
+	if g.pdl {
+		launches[1].Dependent = true
 	}
 	built, err := mod.Build()
 	if err != nil {
@@ -376,6 +412,11 @@ func (f *normBwd) emitZero(mod *ptx.Module, entry string, g rowGeom) Launch {
 	const block = 256
 	k := mod.Func(entry)
 	k.ReqNTid(block)
+	if g.pdl {
+		// The row kernel waits for this one before its red.adds, and may
+		// start streaming rows at once.
+		k.GridDepLaunch()
+	}
 	var bases []ptx.Reg
 	for _, a := range f.colArgs() {
 		bases = append(bases, param(k, a.Buffer))
@@ -635,6 +676,9 @@ func (f *normBwd) emitMain(mod *ptx.Module, entry string, g rowGeom) Launch {
 	})
 
 	// The CTA's column sums.
+	if g.pdl && g.dgamma == "atomic" {
+		k.GridDepWait() // dγ (and dβ) are zero from here on
+	}
 	cta := k.Mov(ptx.U32, ptx.CtaidX)
 	var partBase ptx.Reg
 	if g.dgamma == "partial" {
@@ -785,6 +829,9 @@ func (f *normBwd) emitFinalize(mod *ptx.Module, entry string, g rowGeom) Launch 
 	sl := min(32, pow2Ceil(gr))
 	block := 32 * sl
 	k.ReqNTid(block)
+	if g.pdl {
+		k.GridDepWait() // the row kernel's partials are complete from here on
+	}
 	part := param(k, "partials")
 	var outs []ptx.Reg
 	for _, a := range f.colArgs() {

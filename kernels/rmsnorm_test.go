@@ -2,10 +2,12 @@ package kernels_test
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/dtype"
+	"github.com/gradtune/gradtune/kernels/internal/ptxtest"
 	"github.com/gradtune/gradtune/variants"
 )
 
@@ -359,5 +361,58 @@ func TestRMSNormCost(t *testing.T) {
 	if got := names; len(got) != 9 || got[3] != "rstd:input:f32" || got[5] != "dgamma:output:f32" || got[6] != "partials:scratch:f32" ||
 		got[7] != "colsum:input:f32" || got[8] != "ticket:input:f32" {
 		t.Errorf("Buffers = %v", got)
+	}
+}
+
+// TestNormPDL checks the dependent launches of the norm families: exactly
+// the second launch of a pdl=1 variant is dependent, its kernel executes
+// griddepcontrol.wait before it touches what the first launch writes (the
+// finalize: before any global access; the row kernel of dgamma=atomic:
+// before its red.adds into the zeroed sums), and pdl=0 programs use
+// neither griddepcontrol instruction, so that they still run on sm_80.
+func TestNormPDL(t *testing.T) {
+	seen := 0
+	for _, v := range emitRowVariants(t) {
+		if v.family == "softmax_bwd" {
+			continue
+		}
+		pdl, err := v.params.Int("pdl")
+		if err != nil {
+			t.Fatal(err)
+		}
+		kernelsText := map[string]string{}
+		for _, body := range ptxtest.Kernels(v.prog.PTX) {
+			kernelsText[body[:strings.IndexByte(body, '(')]] = body
+		}
+		for i, ln := range v.prog.Launches {
+			if want := pdl == 1 && i == 1; ln.Dependent != want {
+				t.Fatalf("%s %s %s: launch %d (%s) dependent=%v, want %v", v.family, v.shape.Key(), v.params, i, ln.Entry, ln.Dependent, want)
+			}
+			body := kernelsText[ln.Entry]
+			wait := strings.Index(body, "griddepcontrol.wait")
+			if !ln.Dependent {
+				if wait >= 0 {
+					t.Fatalf("%s %s: %s waits but is not dependent", v.family, v.params, ln.Entry)
+				}
+				continue
+			}
+			seen++
+			if wait < 0 {
+				t.Fatalf("%s %s: dependent %s never waits", v.family, v.params, ln.Entry)
+			}
+			guarded := "red.global"
+			if strings.HasSuffix(ln.Entry, "_finalize") {
+				guarded = "ld.global"
+			}
+			if strings.Contains(body[:wait], guarded) {
+				t.Fatalf("%s %s: %s has %s before griddepcontrol.wait", v.family, v.params, ln.Entry, guarded)
+			}
+		}
+		if pdl == 0 && strings.Contains(v.prog.PTX, "griddepcontrol") {
+			t.Fatalf("%s %s: griddepcontrol without pdl", v.family, v.params)
+		}
+	}
+	if seen == 0 {
+		t.Fatal("no dependent launches among the norm variants")
 	}
 }

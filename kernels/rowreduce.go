@@ -107,7 +107,8 @@ type rowGeom struct {
 	grid    int  // CTAs
 	store   string
 	maxnreg int
-	dgamma  string // norms: atomic or partial
+	dgamma  string // norms: atomic, partial or ticket
+	pdl     bool   // norms: the second launch is dependent (Launch.Dependent)
 
 	// Dynamic shared memory layout (byte offsets, 16-byte aligned).
 	redOff, redBuf     int // reduction slots: two buffers of redBuf bytes
