@@ -5,17 +5,28 @@
 # session, join both into Markdown tables, and cross-check GPU and
 # interpreter outputs. Run from the repository root on the GPU host with
 # bin/tune built; writes into ${OUT:-out}.
+#
+# Usage: bash bench/issue4_h200.sh [rows] [pool] [crosscheck]
+# (no argument: all three parts).
 set -euo pipefail
 out=${OUT:-out}
 mkdir -p "$out"
 export LD_LIBRARY_PATH=/usr/local/nvidia/lib64:${LD_LIBRARY_PATH:-}
 export PYTHONUNBUFFERED=1
+parts=${*:-rows pool crosscheck}
+want() { [[ " $parts " == *" $1 "* ]]; }
 pool="n=32,c=256,l=4096,window=4,stride=2,p=2"
-./bin/tune --kernel softmax_bwd,rmsnorm_bwd,layernorm_bwd --shapes qwen1.5b --db "$out/h200-rows.db" > "$out/h200-rows.log" 2>&1 || echo "tune rows: exit $?"
-./bin/tune --kernel lp_pool1d_bwd --shapes "$pool" --db "$out/h200-pool.db" > "$out/h200-pool.log" 2>&1 || echo "tune pool: exit $?"
-python3 bench/peers_rows.py --out "$out/peers-rows.jsonl" > /dev/null
-python3 bench/peers_pool.py --out "$out/peers-pool.jsonl" --shapes "$pool" > /dev/null
-python3 bench/compare.py --db "$out/h200-rows.db" --peers "$out/peers-rows.jsonl" --out "$out/h200-rows.md"
-python3 bench/compare.py --db "$out/h200-pool.db" --peers "$out/peers-pool.jsonl" --out "$out/h200-pool.md"
-./bin/tune crosscheck --kernel all --cases 240 --seed 1 --out "$out/crosscheck.jsonl" > "$out/crosscheck.log" 2>&1 || echo "crosscheck: exit $?"
-tail -40 "$out/crosscheck.log"
+if want rows; then
+  ./bin/tune --kernel softmax_bwd,rmsnorm_bwd,layernorm_bwd --shapes qwen1.5b --db "$out/h200-rows.db" > "$out/h200-rows.log" 2>&1 || echo "tune rows: exit $?"
+  python3 bench/peers_rows.py --out "$out/peers-rows.jsonl" > /dev/null
+  python3 bench/compare.py --db "$out/h200-rows.db" --peers "$out/peers-rows.jsonl" --out "$out/h200-rows.md"
+fi
+if want pool; then
+  ./bin/tune --kernel lp_pool1d_bwd --shapes "$pool" --db "$out/h200-pool.db" > "$out/h200-pool.log" 2>&1 || echo "tune pool: exit $?"
+  python3 bench/peers_pool.py --out "$out/peers-pool.jsonl" --shapes "$pool" > /dev/null
+  python3 bench/compare.py --db "$out/h200-pool.db" --peers "$out/peers-pool.jsonl" --out "$out/h200-pool.md"
+fi
+if want crosscheck; then
+  ./bin/tune crosscheck --kernel all --cases 240 --seed 1 --out "$out/crosscheck.jsonl" > "$out/crosscheck.log" 2>&1 || echo "crosscheck: exit $?"
+  tail -40 "$out/crosscheck.log"
+fi
