@@ -7,12 +7,25 @@ import (
 	"testing"
 )
 
-// TestRecordedH200Run opens the database of the H200 activation run kept
-// under testdata/ (on a copy: Open may write) and checks that it reads with
-// the current schema and that every winner is the fastest valid evaluation
-// of its shape.
+// TestRecordedH200Run opens each database of an H200 run kept under
+// testdata/ (on a copy: Open may write) and checks that it reads with the
+// current schema, holds the run's evaluations, and that every winner is
+// the fastest valid evaluation of its shape.
 func TestRecordedH200Run(t *testing.T) {
-	src, err := os.Open(filepath.Join("..", "testdata", "h200-activations.db"))
+	for _, c := range []struct {
+		file           string
+		evals, winners int
+	}{
+		{"h200-activations.db", 3888, 18},
+		{"h200-rows.db", 6579, 9},
+		{"h200-pool.db", 1800, 4},
+	} {
+		t.Run(c.file, func(t *testing.T) { checkRecorded(t, c.file, c.evals, c.winners) })
+	}
+}
+
+func checkRecorded(t *testing.T, file string, nEvals, nWinners int) {
+	src, err := os.Open(filepath.Join("..", "testdata", file))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,11 +49,11 @@ func TestRecordedH200Run(t *testing.T) {
 		t.Fatalf("runs = %+v, %v", runs, err)
 	}
 	evals, err := db.Evaluations(Filter{RunID: runs[0].ID})
-	if err != nil || len(evals) != 3888 {
+	if err != nil || len(evals) != nEvals {
 		t.Fatalf("%d evaluations, %v", len(evals), err)
 	}
 	winners, err := db.Winners(runs[0].ID)
-	if err != nil || len(winners) != 18 {
+	if err != nil || len(winners) != nWinners {
 		t.Fatalf("%d winners, %v", len(winners), err)
 	}
 	for _, w := range winners {
