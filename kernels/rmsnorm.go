@@ -36,8 +36,9 @@ package kernels
 // row it handles, so it keeps its share of dγ in registers across its
 // rows; the row groups of a CTA are added in shared memory, so a CTA
 // contributes one value per column. Then
-//   - atomic: one red.global.add.f32 per column per CTA into dγ, which a
-//     first launch of the program zeroes (a tiny kernel of the same module);
+//   - atomic: one red.global.add.f32 per column per CTA into dγ (with
+//     pdl=1, one red.global.add.v4.f32 per four columns), which a first
+//     launch of the program zeroes (a tiny kernel of the same module);
 //   - partial: each CTA stores its column sums in a Scratch buffer
 //     [CTAs × n] and a second launch (finalize) adds them: 32 columns per
 //     CTA, up to 32 slices of the CTAs per column, a shared-memory
@@ -61,7 +62,10 @@ package kernels
 // (griddepcontrol.launch_dependents) and the row kernel waits only before
 // its red.adds. The finalize gets no early trigger from the row kernel:
 // its CTAs would sit in the wait on SM slots the rows need (measured
-// slower). pdl=1 programs target sm_90; ticket has one launch and no pdl.
+// slower). pdl=1 programs target sm_90, and there atomic adds its column
+// sums with vector reductions (red.global.add.v4.f32: a quarter of the
+// atomic operations, which contend for the same n addresses from every
+// CTA). Ticket has one launch and no pdl.
 //
 // dγ has the role Output under every strategy (Buffers cannot depend on
 // params, and an Accumulate dγ would charge the runner's memset to the
@@ -697,12 +701,7 @@ func (f *normBwd) emitMain(mod *ptx.Module, entry string, g rowGeom) Launch {
 			for j := 0; j < vpt; j++ {
 				off := int64(j * g.tpr * vec * 4)
 				if g.dgamma != "partial" {
-					for e := 0; e < vec; e++ {
-						k.Red(ptx.Global, "add", ptx.F32, ptx.At(base, off+int64(4*e)), acc[a][j][e])
-						if tile.ok[j].Valid() {
-							k.Guard(tile.ok[j], false)
-						}
-					}
+					redCols(k, base, off, acc[a][j], tile.ok[j], g.pdl)
 				} else {
 					stF32(k, ptx.Global, ptx.At(base, off), acc[a][j], tile.ok[j])
 				}
@@ -743,19 +742,36 @@ func (f *normBwd) emitMain(mod *ptx.Module, entry string, g rowGeom) Launch {
 				isB := k.Setp("ge", ptx.U32, qi, ptx.Imm(g.nv))
 				base = k.Selp(ptx.U64, k.Sub(ptx.U64, cols[1], ptx.Imm(n*4)), cols[0], isB)
 			}
-			addr := k.Add(ptx.U64, base, off64)
-			for e := range sum {
-				k.Red(ptx.Global, "add", ptx.F32, ptx.At(addr, int64(4*e)), sum[e])
-				if ok.Valid() {
-					k.Guard(ok, false)
-				}
-			}
+			redCols(k, k.Add(ptx.U64, base, off64), 0, sum, ok, g.pdl)
 		}
 	}
 	if g.dgamma == "ticket" {
 		f.emitTicket(k, rk, cols[0], ticket, outs)
 	}
 	return Launch{Entry: entry, Grid: [3]int{g.grid, 1, 1}, Block: [3]int{g.block, 1, 1}, SharedBytes: g.smem, Args: args}
+}
+
+// redCols adds vals into consecutive f32 column sums at base+off, under
+// ok when it is valid: scalar red.adds, or with vector (sm_90) as few
+// red.global.add.v4/.v2.f32 as the count allows. Each vector is aligned:
+// a chunk starts at a multiple of its vec·4 bytes.
+func redCols(k *ptx.Func, base ptx.Reg, off int64, vals []ptx.Reg, ok ptx.Reg, vector bool) {
+	for e := 0; e < len(vals); {
+		w := 1
+		if vector {
+			for _, c := range []int{4, 2} {
+				if e%c == 0 && e+c <= len(vals) {
+					w = c
+					break
+				}
+			}
+		}
+		k.RedAddF32(ptx.At(base, off+int64(4*e)), vals[e:e+w])
+		if ok.Valid() {
+			k.Guard(ok, false)
+		}
+		e += w
+	}
 }
 
 // emitTicket ends a ticket variant: every thread's red.adds into colsum

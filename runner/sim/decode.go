@@ -1737,19 +1737,39 @@ func (d *decoder) decAtom(in *inst, base string, q []string) error {
 	} else {
 		in.op = opRed
 	}
+	for _, x := range q {
+		if x == "v2" || x == "v4" || x == "v8" {
+			if base == "atom" {
+				return d.errf("atom.%s: vector atomics are not supported (only red.global.add.{v2,v4}.f32)", x)
+			}
+			if _, ok := lastType(q); !ok {
+				return d.errf("red: .%s must follow the operation, right before the type (red.global.add.%s.f32)", x, x)
+			}
+		}
+	}
 	t, ok := lastType(q)
 	if !ok {
 		return d.errf("%s needs a type", base)
 	}
 	in.t = t
 	in.space = spGeneric
+	in.vec = 1
 	opFound := false
-	for _, x := range q[:len(q)-1] {
+	for i, x := range q[:len(q)-1] {
 		switch x {
 		case "global":
 			in.space = spGlobal
 		case "shared":
 			in.space = spShared
+		case "v2", "v4", "v8":
+			// red{.sem}{.scope}.global.add{.level::cache_hint}.{v2,v4}.f32
+			// (PTX ISA 8.1, sm_90): the vector qualifier follows the
+			// operation and comes right before the type. Vector atom
+			// is refused above.
+			if !opFound || i != len(q)-2 {
+				return d.errf("red: .%s must follow the operation, right before the type (red.global.add.%s.f32)", x, x)
+			}
+			in.vec = map[string]uint8{"v2": 2, "v4": 4, "v8": 8}[x]
 		default:
 			if a, ok := atomNames[x]; ok {
 				in.mode, opFound = a, true
@@ -1784,6 +1804,9 @@ func (d *decoder) decAtom(in *inst, base string, q []string) error {
 	if t.bits() < 16 {
 		return d.errf("%s on .%v is not supported", base, t)
 	}
+	if in.vec > 1 {
+		return d.decRedVec(in, t)
+	}
 	n := 3
 	if base == "red" {
 		n = 2
@@ -1816,6 +1839,48 @@ func (d *decoder) decAtom(in *inst, base string, q []string) error {
 	in.base, in.off = b, off
 	for i, o := range args[1:] {
 		if in.a[i], err = d.src(o, t, in); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decRedVec decodes the vector reduction red.global.add.{v2,v4}.f32
+// [a], {b0, ...}: the only vector form supported (.global, .add, .f32).
+func (d *decoder) decRedVec(in *inst, t ptype) error {
+	v := fmt.Sprintf("v%d", in.vec)
+	if in.vec > 4 {
+		return d.errf("red.%s is not supported (only red.global.add.{v2,v4}.f32)", v)
+	}
+	if in.mode != atAdd {
+		return d.errf("red: vector reductions exist only for .add (red.global.add.%s.f32)", v)
+	}
+	if t != tyF32 {
+		return d.errf("red.global.add.%s.%v is not supported: vector reductions need .f32", v, t)
+	}
+	if in.space != spGlobal {
+		return d.errf("red.add.%s.f32 needs the .global space (found .%s)", v, spaceName(in.space))
+	}
+	if err := d.nargs(2); err != nil {
+		return err
+	}
+	b, off, symSpace, err := d.addr(d.st.args[0], in)
+	if err != nil {
+		return err
+	}
+	if symSpace != spGeneric && symSpace != spGlobal {
+		return d.errf("red.global.add.%s.f32 on .%s symbol %s", v, spaceName(symSpace), d.st.args[0].name)
+	}
+	in.base, in.off = b, off
+	if d.st.args[1].kind != oVec {
+		return d.errf("red.global.add.%s.f32 needs a vector of %d registers", v, in.vec)
+	}
+	regs, _ := d.vec(d.st.args[1])
+	if len(regs) != int(in.vec) {
+		return d.errf("red.global.add.%s.f32: %d registers for a .%s reduction", v, len(regs), v)
+	}
+	for i, r := range regs {
+		if in.a[i], err = d.src(r, t, in); err != nil {
 			return err
 		}
 	}

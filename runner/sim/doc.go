@@ -36,9 +36,11 @@
 // prefetch and griddepcontrol (no effect: launches run in order);
 // shfl.sync idx/up/down/bfly with the PTX ISA's clamp and segment rules; vote.sync; redux.sync; activemask; atom and red on
 // global and shared memory (add, min, max, inc, dec, and, or, xor, exch,
-// cas; integer, f32, f64 and half types); mma.sync m16n8k16 f16/bf16 →
-// f32; ldmatrix m8n8 .x1/.x2/.x4 with .trans; cp.async .ca/.cg with
-// commit_group, wait_group and wait_all.
+// cas; integer, f32, f64 and half types), and sm_90's vector reduction
+// red.global.add.v2.f32 and .v4.f32 (each element an independent atomic
+// add to consecutive words; vector atom is not supported); mma.sync
+// m16n8k16 f16/bf16 → f32; ldmatrix m8n8 .x1/.x2/.x4 with .trans;
+// cp.async .ca/.cg with commit_group, wait_group and wait_all.
 //
 // # Errors
 //
@@ -54,7 +56,8 @@
 //     dynamic shared memory, a local access beyond the thread's .local
 //     arrays: ErrMemory;
 //   - an access whose address is not a multiple of its size (a .v4.f32
-//     access must be 16-byte aligned): ErrMisaligned;
+//     access, red.global.add.v4.f32 included, must be 16-byte aligned):
+//     ErrMisaligned;
 //   - a register or predicate read by a lane that never wrote it (the
 //     guard of a predicated instruction included): ErrUninitialized;
 //   - bar.sync reached by only some of the live lanes of a warp (a barrier

@@ -130,6 +130,9 @@ func (w *warp) vote(in *inst, mask uint32) error {
 // atomic read-modify-writes, so their order across CTAs is not fixed
 // (as on the GPU).
 func (w *warp) atomic(in *inst, mask uint32) error {
+	if in.vec > 1 {
+		return w.redVec(in, mask)
+	}
 	size := in.t.bytes()
 	base := w.lanes(in.base)
 	V := w.lanes(in.a[0])
@@ -171,6 +174,35 @@ func (w *warp) atomic(in *inst, mask uint32) error {
 		}
 		if D != nil {
 			D[l] = in.t.ival(old)
+		}
+	}
+	return nil
+}
+
+// redVec implements red.global.add.{v2,v4}.f32 (the decoder admits no
+// other vector atomic): the address must be aligned to the vector's size,
+// and each element is an independent atomic add (rounded as scalar
+// red.add.f32 is) to consecutive 4-byte words. Lanes go in lane order,
+// each lane's elements in element order.
+func (w *warp) redVec(in *inst, mask uint32) error {
+	n := int(in.vec)
+	size := in.t.bytes()
+	total := size * n
+	base := w.lanes(in.base)
+	for m := mask; m != 0; m &= m - 1 {
+		l := bits.TrailingZeros32(m) & 31
+		addr := base[l] + uint64(in.off)
+		if addr%uint64(total) != 0 {
+			return w.fault(in, l, ErrMisaligned, addr, true,
+				fmt.Sprintf("%d-byte vector atomic is not %d-byte aligned", total, total))
+		}
+		b, sp, _, err := w.resolve(in, l, in.space, addr, total)
+		if err != nil {
+			return err
+		}
+		for i := 0; i < n; i++ {
+			v := w.lanes(in.a[i])[l]
+			rmw(b[i*size:], size, func(old uint64) uint64 { return atomicOp(in, old, v, 0, sp == spGlobal) })
 		}
 	}
 	return nil
