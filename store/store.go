@@ -17,7 +17,7 @@ import (
 	"strings"
 	"time"
 
-	_ "github.com/mattn/go-sqlite3" // registers the "sqlite3" driver
+	"github.com/mattn/go-sqlite3" // registers the "sqlite3" driver; its error codes
 )
 
 // ErrNotDatabase is returned (wrapped) by Open for a path that exists but is
@@ -207,18 +207,16 @@ type querier interface {
 	QueryRow(query string, args ...any) *sql.Row
 }
 
+// readState reads the three in one statement, so from one snapshot: read
+// one after another outside a transaction, they could straddle another
+// process's first migration and show its user_version and tables with
+// the application_id from before (a new database taken for a foreign one).
 func readState(q querier) (dbState, error) {
 	var st dbState
-	if err := q.QueryRow("PRAGMA application_id").Scan(&st.appID); err != nil {
-		return st, err
-	}
-	if err := q.QueryRow("PRAGMA user_version").Scan(&st.version); err != nil {
-		return st, err
-	}
-	if err := q.QueryRow("SELECT count(*) FROM sqlite_master").Scan(&st.objects); err != nil {
-		return st, err
-	}
-	return st, nil
+	err := q.QueryRow(`SELECT (SELECT application_id FROM pragma_application_id),
+		(SELECT user_version FROM pragma_user_version),
+		(SELECT count(*) FROM sqlite_master)`).Scan(&st.appID, &st.version, &st.objects)
+	return st, err
 }
 
 // checkState accepts an empty database and a gradtune database this binary
@@ -241,10 +239,24 @@ func (db *DB) checkState(st dbState, known int) error {
 
 // enableWAL switches the file to write-ahead logging. The setting is
 // persistent, so later connections use it too.
+//
+// Switching needs the file to itself, and SQLite answers a switch that
+// finds other connections on the file (another process opening the same
+// new database) with SQLITE_BUSY at once, without its busy handler: so
+// the switch is retried, with a short sleep, until busyTimeout.
 func (db *DB) enableWAL() error {
 	var mode string
-	if err := db.sql.QueryRow("PRAGMA journal_mode = WAL").Scan(&mode); err != nil {
-		return db.errf("enable WAL journal", err)
+	deadline := time.Now().Add(busyTimeout)
+	for {
+		err := db.sql.QueryRow("PRAGMA journal_mode = WAL").Scan(&mode)
+		if err == nil {
+			break
+		}
+		var se sqlite3.Error
+		if !errors.As(err, &se) || (se.Code != sqlite3.ErrBusy && se.Code != sqlite3.ErrLocked) || time.Now().After(deadline) {
+			return db.errf("enable WAL journal", err)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 	if !strings.EqualFold(mode, "wal") {
 		return db.errf("enable WAL journal", fmt.Errorf("journal mode is %q, want wal (is the file on a file system without shared memory support?)", mode))
