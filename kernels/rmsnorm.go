@@ -176,12 +176,11 @@ func (f *normBwd) Space(s variants.Shape) variants.Space {
 		}
 		return nil
 	}}, variants.Constraint{Name: "pdl needs two launches", OK: func(p variants.Params) error {
-		r := variants.NewReader(p)
-		pdl, d := r.Int("pdl"), r.String("dgamma")
-		if err := r.Err(); err != nil {
+		g, err := f.cfg.geom(s, p)
+		if err != nil {
 			return err
 		}
-		if pdl == 1 && d == "ticket" {
+		if g.pdl && g.dgamma == "ticket" {
 			return fmt.Errorf("pdl=1 with dgamma=ticket (one launch: nothing to overlap)")
 		}
 		return nil
@@ -373,11 +372,6 @@ func (f *normBwd) Emit(s variants.Shape, p variants.Params) (Program, error) {
 	if err != nil {
 		return Program{}, errorf(f, "%w", err)
 	}
-	pdl, err := p.Int("pdl")
-	if err != nil {
-		return Program{}, errorf(f, "%w", err)
-	}
-	g.pdl = pdl == 1
 	entry := f.name + "_" + s.DType.String()
 	mod := ptx.NewModule()
 	var launches []Launch

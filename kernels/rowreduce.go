@@ -185,6 +185,7 @@ func (c *rowCfg) geom(s variants.Shape, p variants.Params) (rowGeom, error) {
 		unroll: r.Int("unroll"), store: r.String("store"), maxnreg: r.Int("maxnreg"), pref: r.Int("prefetch") == 1}
 	if c.cols > 0 {
 		g.dgamma = r.String("dgamma")
+		g.pdl = r.Int("pdl") == 1
 	}
 	if err := r.Err(); err != nil {
 		return g, err

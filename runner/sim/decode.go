@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -1737,12 +1738,16 @@ func (d *decoder) decAtom(in *inst, base string, q []string) error {
 	} else {
 		in.op = opRed
 	}
-	for _, x := range q {
+	// red{.sem}{.scope}.global.add{.level::cache_hint}.{v2,v4}.f32 (PTX
+	// ISA 8.1, sm_90): the vector qualifier follows the operation and
+	// comes right before the type.
+	for i, x := range q {
 		if x == "v2" || x == "v4" || x == "v8" {
 			if base == "atom" {
 				return d.errf("atom.%s: vector atomics are not supported (only red.global.add.{v2,v4}.f32)", x)
 			}
-			if _, ok := lastType(q); !ok {
+			afterOp := slices.ContainsFunc(q[:i], func(y string) bool { _, ok := atomNames[y]; return ok })
+			if !afterOp || i != len(q)-2 {
 				return d.errf("red: .%s must follow the operation, right before the type (red.global.add.%s.f32)", x, x)
 			}
 		}
@@ -1755,20 +1760,13 @@ func (d *decoder) decAtom(in *inst, base string, q []string) error {
 	in.space = spGeneric
 	in.vec = 1
 	opFound := false
-	for i, x := range q[:len(q)-1] {
+	for _, x := range q[:len(q)-1] {
 		switch x {
 		case "global":
 			in.space = spGlobal
 		case "shared":
 			in.space = spShared
-		case "v2", "v4", "v8":
-			// red{.sem}{.scope}.global.add{.level::cache_hint}.{v2,v4}.f32
-			// (PTX ISA 8.1, sm_90): the vector qualifier follows the
-			// operation and comes right before the type. Vector atom
-			// is refused above.
-			if !opFound || i != len(q)-2 {
-				return d.errf("red: .%s must follow the operation, right before the type (red.global.add.%s.f32)", x, x)
-			}
+		case "v2", "v4", "v8": // placed and refused for atom above
 			in.vec = map[string]uint8{"v2": 2, "v4": 4, "v8": 8}[x]
 		default:
 			if a, ok := atomNames[x]; ok {
