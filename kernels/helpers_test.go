@@ -1,31 +1,14 @@
 package kernels_test
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
+
+	"github.com/gradtune/gradtune/kernels/internal/ptxtest"
 )
 
 // checkGolden compares got with testdata/name, or rewrites that file
 // under -update.
 func checkGolden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Errorf("%v (go test -update creates it)", err)
-		return
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from the emitted program (go test -update rewrites it); got:\n%s", path, got)
-	}
+	ptxtest.Golden(t, *update, name, got)
 }

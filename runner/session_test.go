@@ -62,8 +62,9 @@ var dependentProgram = kernels.Program{PTX: "// fake", Launches: []kernels.Launc
 	{Entry: "c", Grid: [3]int{8, 1, 1}, Block: [3]int{128, 1, 1}, Dependent: true},
 }}
 
-// runTwice loads dependentProgram on be and runs it twice.
-func runTwice(t *testing.T, be Backend) {
+// runTwice loads dependentProgram on be, runs it twice, and checks the
+// launches the fake backend fb (be itself or the one it embeds) saw.
+func runTwice(t *testing.T, be Backend, fb *fakeBackend, want ...string) {
 	t.Helper()
 	ss := NewSession(be)
 	l, err := ss.Load(dependentProgram)
@@ -75,24 +76,19 @@ func runTwice(t *testing.T, be Backend) {
 			t.Fatal(err)
 		}
 	}
+	if !slices.Equal(fb.calls, want) {
+		t.Errorf("launches %q, want %q", fb.calls, want)
+	}
 }
 
 func TestRunDependentLaunches(t *testing.T) {
 	be := &fakeDependentBackend{}
-	runTwice(t, be)
-	want := []string{"launch a", "dependent b", "dependent c", "launch a", "dependent b", "dependent c"}
-	if !slices.Equal(be.calls, want) {
-		t.Errorf("launches %q, want %q", be.calls, want)
-	}
+	runTwice(t, be, &be.fakeBackend, "launch a", "dependent b", "dependent c", "launch a", "dependent b", "dependent c")
 }
 
 func TestRunDependentWithoutDependentLauncher(t *testing.T) {
 	be := &fakeBackend{}
-	runTwice(t, be)
-	want := []string{"launch a", "launch b", "launch c", "launch a", "launch b", "launch c"}
-	if !slices.Equal(be.calls, want) {
-		t.Errorf("launches %q, want %q", be.calls, want)
-	}
+	runTwice(t, be, be, "launch a", "launch b", "launch c", "launch a", "launch b", "launch c")
 }
 
 func TestRunDependentFallsBackWhenUnsupported(t *testing.T) {
@@ -100,11 +96,7 @@ func TestRunDependentFallsBackWhenUnsupported(t *testing.T) {
 	// launches go through Launch, and after the first refusal the session
 	// no longer asks.
 	be := &fakeDependentBackend{unsupported: true}
-	runTwice(t, be)
-	want := []string{"launch a", "launch b", "launch c", "launch a", "launch b", "launch c"}
-	if !slices.Equal(be.calls, want) {
-		t.Errorf("launches %q, want %q", be.calls, want)
-	}
+	runTwice(t, be, &be.fakeBackend, "launch a", "launch b", "launch c", "launch a", "launch b", "launch c")
 	if be.tried != 1 {
 		t.Errorf("LaunchDependent called %d times, want 1", be.tried)
 	}

@@ -2,10 +2,9 @@ package ptx_test
 
 import (
 	"flag"
-	"os"
-	"path/filepath"
 	"testing"
 
+	"github.com/gradtune/gradtune/kernels/internal/ptxtest"
 	"github.com/gradtune/gradtune/kernels/ptx"
 )
 
@@ -15,23 +14,7 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 // -update.
 func golden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from the builder's output (go test -update rewrites it); got:\n%s", path, got)
-	}
+	ptxtest.Golden(t, *update, name, got)
 }
 
 // sumModule is a small hand-built module: a block reduction with a

@@ -254,22 +254,7 @@ func TestGPUAddOne(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	out := make([]byte, len(host))
-	if err := ctx.CopyDtoH(out, buf); err != nil {
-		t.Fatal(err)
-	}
-	bad := 0
-	for i := range n {
-		got := math.Float32frombits(binary.LittleEndian.Uint32(out[4*i:]))
-		if want := float32(i%1000)*0.5 + 1; got != want {
-			if bad++; bad <= 5 {
-				t.Errorf("x[%d] = %v, want %v", i, got, want)
-			}
-		}
-	}
-	if bad > 0 {
-		t.Errorf("%d of %d elements wrong", bad, n)
-	}
+	checkF32(t, ctx, buf, n, func(i int) float32 { return float32(i%1000)*0.5 + 1 })
 
 	// Memsets and a device-to-device copy on the default stream.
 	buf2, err := ctx.Alloc(len(host))
@@ -292,6 +277,7 @@ func TestGPUAddOne(t *testing.T) {
 	if err := ctx.Synchronize(); err != nil {
 		t.Fatal(err)
 	}
+	out := make([]byte, len(host))
 	if err := ctx.CopyDtoH(out, buf2); err != nil {
 		t.Fatal(err)
 	}
@@ -356,42 +342,12 @@ func TestGPUBadPTX(t *testing.T) {
 
 // addOneDepPTX is add_one for dependent launches: it lets the next
 // dependent launch start at once and waits for the launches before it
-// before touching x.
-const addOneDepPTX = `
-.version 7.8
-.target sm_90
-.address_size 64
-
-.visible .entry add_one_dep(
-	.param .u64 p_x,
-	.param .u32 p_n
-)
-{
-	.reg .pred  %p<2>;
-	.reg .b32   %r<6>;
-	.reg .f32   %f<3>;
-	.reg .b64   %rd<5>;
-
-	griddepcontrol.launch_dependents;
-	griddepcontrol.wait;
-	ld.param.u64    %rd1, [p_x];
-	ld.param.u32    %r1, [p_n];
-	mov.u32         %r2, %ctaid.x;
-	mov.u32         %r3, %ntid.x;
-	mov.u32         %r4, %tid.x;
-	mad.lo.s32      %r5, %r2, %r3, %r4;
-	setp.ge.u32     %p1, %r5, %r1;
-	@%p1 bra        DONE;
-	cvta.to.global.u64 %rd2, %rd1;
-	mul.wide.u32    %rd3, %r5, 4;
-	add.s64         %rd4, %rd2, %rd3;
-	ld.global.f32   %f1, [%rd4];
-	add.rn.f32      %f2, %f1, 0f3F800000;
-	st.global.f32   [%rd4], %f2;
-DONE:
-	ret;
-}
-`
+// before touching x (griddepcontrol needs PTX 7.8 and sm_90).
+var addOneDepPTX = strings.NewReplacer(
+	".target sm_80", ".target sm_90",
+	"add_one(", "add_one_dep(",
+	"\tld.param.u64    %rd1", "\tgriddepcontrol.launch_dependents;\n\tgriddepcontrol.wait;\n\tld.param.u64    %rd1",
+).Replace(addOnePTX)
 
 func TestGPULaunchDependent(t *testing.T) {
 	ctx := gpuContext(t)
@@ -404,6 +360,9 @@ func TestGPULaunchDependent(t *testing.T) {
 	}
 	if !ctx.Driver().HasLaunchKernelEx() {
 		t.Fatalf("driver CUDA %s has no cuLaunchKernelEx", versionString(ctx.Driver().Version()))
+	}
+	if !strings.Contains(addOneDepPTX, "griddepcontrol.wait;\n\tld.param.u64") || !strings.Contains(addOneDepPTX, "sm_90") {
+		t.Fatal("test PTX edit did not apply")
 	}
 	mod, _, err := ctx.LoadPTX(addOneDepPTX, JITOptions{OptLevel: -1})
 	if err != nil {
@@ -444,21 +403,7 @@ func TestGPULaunchDependent(t *testing.T) {
 	if err := stream.Synchronize(); err != nil {
 		t.Fatal(err)
 	}
-	out := make([]byte, 4*n)
-	if err := ctx.CopyDtoH(out, buf); err != nil {
-		t.Fatal(err)
-	}
-	bad := 0
-	for i := range n {
-		if got := math.Float32frombits(binary.LittleEndian.Uint32(out[4*i:])); got != 1+deps {
-			if bad++; bad <= 5 {
-				t.Errorf("x[%d] = %v, want %v", i, got, 1+deps)
-			}
-		}
-	}
-	if bad > 0 {
-		t.Errorf("%d of %d elements wrong", bad, n)
-	}
+	checkF32(t, ctx, buf, n, func(int) float32 { return 1 + deps })
 }
 
 func TestGPUStickyError(t *testing.T) {
@@ -483,5 +428,27 @@ func TestGPUStickyError(t *testing.T) {
 	t.Logf("expected sticky error: %v", err)
 	if !IsSticky(err) {
 		t.Errorf("IsSticky(%v) = false", err)
+	}
+}
+
+// checkF32 downloads n f32 values from buf and compares each with want(i),
+// naming the first few that differ.
+func checkF32(t *testing.T, ctx *Context, buf DevicePtr, n int, want func(i int) float32) {
+	t.Helper()
+	out := make([]byte, 4*n)
+	if err := ctx.CopyDtoH(out, buf); err != nil {
+		t.Fatal(err)
+	}
+	bad := 0
+	for i := range n {
+		got := math.Float32frombits(binary.LittleEndian.Uint32(out[4*i:]))
+		if w := want(i); got != w {
+			if bad++; bad <= 5 {
+				t.Errorf("x[%d] = %v, want %v", i, got, w)
+			}
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d of %d elements wrong", bad, n)
 	}
 }

@@ -70,11 +70,7 @@ func TestRedVecV4(t *testing.T) {
 			}
 		}
 	}
-	for i, w := range want {
-		if got := math.Float32frombits(binary.LittleEndian.Uint32(out[1][4*i:])); got != w {
-			t.Errorf("y[%d] (slot %d element %d) = %v, want %v", i, i/4, i%4, got, w)
-		}
-	}
+	checkWords(t, out[1], want[:])
 }
 
 // redVecV2PTX: thread t of CTA c adds {c+1, t%5} to the 8-byte slot t%8
@@ -120,8 +116,14 @@ func TestRedVecV2(t *testing.T) {
 			want[31] += 3
 		}
 	}
+	checkWords(t, out[1], want[:])
+}
+
+// checkWords compares the f32 words of out with want, exactly.
+func checkWords(t *testing.T, out []byte, want []float32) {
+	t.Helper()
 	for i, w := range want {
-		if got := math.Float32frombits(binary.LittleEndian.Uint32(out[1][4*i:])); got != w {
+		if got := math.Float32frombits(binary.LittleEndian.Uint32(out[4*i:])); got != w {
 			t.Errorf("y[%d] = %v, want %v", i, got, w)
 		}
 	}
