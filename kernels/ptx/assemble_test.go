@@ -161,6 +161,10 @@ func everything(m *ptx.Module) *ptx.Func {
 	k.Red(ptx.Global, "max", ptx.S32, ptx.At(out, 56), i)
 	k.Red(ptx.Global, "xor", ptx.B32, ptx.At(out, 60), u)
 	k.Red(ptx.Shared, "add", ptx.F32, ptx.At(ds, 0), r)
+	k.Atom(ptx.Global, "or", ptx.B32, ptx.At(out, 36), ptx.Imm(0), ptx.AtomOpts{Sem: "acquire"})
+	k.Atom(ptx.Global, "add", ptx.U32, ptx.At(out, 4), u, ptx.AtomOpts{Sem: "acq_rel", Scope: "sys"})
+	k.Red(ptx.Global, "inc", ptx.U32, ptx.At(out, 32), ptx.Imm(7), ptx.AtomOpts{Sem: "release"})
+	k.Red(ptx.Shared, "add", ptx.U32, ptx.At(ts, 0), u, ptx.AtomOpts{Scope: "cta"})
 	k.St(ptx.Global, ptx.S16, ptx.At(out, 64), []ptx.Reg{rs})
 
 	k.Comment("control flow in %s", k.Name())

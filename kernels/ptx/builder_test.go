@@ -219,6 +219,18 @@ func TestBuildErrors(t *testing.T) {
 			k.Red(ptx.Global, "exch", ptx.B32, ptx.At(p, 0), ptx.Imm(1))
 			return here(-1)
 		}, "red has no exch operation"},
+		{"red acquire", func(k *ptx.Func, p ptx.Reg) string {
+			k.Red(ptx.Global, "inc", ptx.U32, ptx.At(p, 0), ptx.Imm(3), ptx.AtomOpts{Sem: "acquire"})
+			return here(-1)
+		}, `red: memory order "acquire" (want relaxed or release)`},
+		{"atom bad order", func(k *ptx.Func, p ptx.Reg) string {
+			k.Atom(ptx.Global, "or", ptx.B32, ptx.At(p, 0), ptx.Imm(0), ptx.AtomOpts{Sem: "seq_cst"})
+			return here(-1)
+		}, `atom: memory order "seq_cst" (want relaxed, acquire, release or acq_rel)`},
+		{"atom bad scope", func(k *ptx.Func, p ptx.Reg) string {
+			k.Atom(ptx.Global, "or", ptx.B32, ptx.At(p, 0), ptx.Imm(0), ptx.AtomOpts{Scope: "cluster"})
+			return here(-1)
+		}, `atom: scope "cluster" (want cta, gpu or sys)`},
 		{"red max on f32", func(k *ptx.Func, p ptx.Reg) string {
 			k.Red(ptx.Global, "max", ptx.F32, ptx.At(p, 0), ptx.F32Imm(1))
 			return here(-1)
@@ -791,6 +803,9 @@ func TestTypedHelpers(t *testing.T) {
 	k.Mad(ptx.F32, f, f, f)
 	k.Atom(ptx.Global, "add", ptx.F16, ptx.At(p, 0), h)
 	k.Red(ptx.Global, "add", ptx.F16x2, ptx.At(p, 0), w)
+	k.Atom(ptx.Global, "or", ptx.B32, ptx.At(p, 0), ptx.Imm(0), ptx.AtomOpts{Sem: "acquire"})
+	k.Red(ptx.Global, "inc", ptx.U32, ptx.At(p, 0), ptx.Imm(7), ptx.AtomOpts{Sem: "release", Scope: "sys"})
+	k.Atom(ptx.Shared, "add", ptx.U32, ptx.At(k.Mov(ptx.U32, ptx.Imm(0)), 0), ptx.Imm(1), ptx.AtomOpts{Scope: "cta"})
 	k.Selp(ptx.F16, h, h, k.Setp("gt", ptx.F16, h, h))
 	text := build(t, m)
 	for _, want := range []string{
@@ -798,6 +813,8 @@ func TestTypedHelpers(t *testing.T) {
 		"and.b64 %rd3, %rd2, -16;", "add.rn.f16x2 %r5, %r1, %r1;", "sub.rn.f32 %f2, %f1, %f1;",
 		"mul.lo.u32 %r6, %r2, 3;", "div.rn.f32 %f3, %f1, %f1;", "fma.rn.f32 %f4, %f1, %f1, %f1;",
 		"atom.global.add.noftz.f16 %h3, [%rd2], %h2;", "red.global.add.noftz.f16x2 [%rd2], %r1;",
+		"atom.acquire.gpu.global.or.b32 %r7, [%rd2], 0;", "red.release.sys.global.inc.u32 [%rd2], 7;",
+		"atom.relaxed.cta.shared.add.u32 %r9, [%r8], 1;",
 		"setp.gt.f16 %p1, %h2, %h2;", "selp.b16 %h4, %h2, %h2, %p1;",
 	} {
 		if !strings.Contains(text, "\t"+want+"\n") {

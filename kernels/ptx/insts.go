@@ -623,26 +623,66 @@ func (f *Func) ShflSync(mode string, a, b, c Operand, mask uint32) Reg {
 //	and, or, xor, exch   b32, b64
 //
 // Half-precision adds carry the .noftz qualifier PTX requires. cas is not
-// offered here.
-func (f *Func) Atom(sp Space, op string, t Type, addr Addr, v Operand) Reg {
+// offered here. An AtomOpts gives the operation a memory order and scope
+// (atom.acquire.gpu.global…); without one it is relaxed at gpu scope, as
+// PTX defines an atom without qualifiers.
+func (f *Func) Atom(sp Space, op string, t Type, addr Addr, v Operand, o ...AtomOpts) Reg {
 	q, sm, pv := f.atomOp("atom", op, t)
 	f.check("atom", t, v)
 	f.checkAddr("atom", sp, addr)
 	d := f.Reg(t)
-	f.emit(&Inst{Op: "atom." + string(sp) + "." + q + "." + t.String(), Args: []Operand{d, addr, v}, sm: sm, ptx: pv})
+	f.emit(&Inst{Op: "atom" + f.order("atom", o) + "." + string(sp) + "." + q + "." + t.String(), Args: []Operand{d, addr, v}, sm: sm, ptx: pv})
 	return d
 }
 
 // Red performs an atomic reduction without returning the old value. It
-// takes the operations and types of Atom except exch.
-func (f *Func) Red(sp Space, op string, t Type, addr Addr, v Operand) {
+// takes the operations, types and options of Atom except exch.
+func (f *Func) Red(sp Space, op string, t Type, addr Addr, v Operand, o ...AtomOpts) {
 	if op == "exch" {
 		f.errorf("red has no exch operation (use Atom)")
 	}
 	q, sm, pv := f.atomOp("red", op, t)
 	f.check("red", t, v)
 	f.checkAddr("red", sp, addr)
-	f.emit(&Inst{Op: "red." + string(sp) + "." + q + "." + t.String(), Args: []Operand{addr, v}, sm: sm, ptx: pv})
+	f.emit(&Inst{Op: "red" + f.order("red", o) + "." + string(sp) + "." + q + "." + t.String(), Args: []Operand{addr, v}, sm: sm, ptx: pv})
+}
+
+// AtomOpts are the memory-consistency qualifiers of atom and red (PTX ISA
+// 6.0, sm_70, within what the builder's sm_80 and PTX 7.0 floor already
+// require). Sem: relaxed, acquire (atom only), release or acq_rel (atom
+// only); Scope: cta, gpu or sys. Either may be empty; a scope alone is
+// relaxed, a Sem alone is at gpu scope.
+type AtomOpts struct {
+	Sem, Scope string
+}
+
+// order returns the printed qualifiers of o (at most one), or "".
+func (f *Func) order(inst string, o []AtomOpts) string {
+	if len(o) > 1 {
+		f.errorf("%s: %d AtomOpts (want at most one)", inst, len(o))
+	}
+	if len(o) == 0 || o[0] == (AtomOpts{}) {
+		return ""
+	}
+	sem, scope := o[0].Sem, o[0].Scope
+	switch {
+	case sem == "":
+		sem = "relaxed"
+	case sem == "relaxed" || sem == "release":
+	case (sem == "acquire" || sem == "acq_rel") && inst == "atom":
+	case inst == "red":
+		f.errorf("red: memory order %q (want relaxed or release)", sem)
+	default:
+		f.errorf("atom: memory order %q (want relaxed, acquire, release or acq_rel)", sem)
+	}
+	switch scope {
+	case "":
+		scope = "gpu"
+	case "cta", "gpu", "sys":
+	default:
+		f.errorf("%s: scope %q (want cta, gpu or sys)", inst, scope)
+	}
+	return "." + sem + "." + scope
 }
 
 // atomOp checks op against t for atom and red and returns the operation
