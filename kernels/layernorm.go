@@ -25,7 +25,7 @@ package kernels
 
 var layerNormBwd = &normBwd{
 	cfg: rowCfg{name: "layernorm_bwd", minTPR: 32, rowsVals: []int{1, 2, 4}, rpgVals: []int{2, 4, 8},
-		blockMax: 1024, sums: 2, cols: 2},
+		blockMax: 1024, sums: 2, cols: 2, async: true},
 	name:  "layernorm_bwd",
 	doc:   "LayerNorm backward over rows: dx, dγ and dβ from dy, x, γ and the saved mean and rstd",
 	layer: true,

@@ -25,11 +25,12 @@ package kernels
 // activation families, which move the same 37.7 MB at [2048 × 1536] f32,
 // take 13.9 µs on that harness (testdata/h200-activations.md): the f32
 // target needs one launch running at an elementwise kernel's speed. Hence
-// one pass over x and dy with the row in registers, 16-byte loads, γ
-// loaded once per thread, the next row's loads in flight during a row's
-// reduction (prefetch, or unroll 2), and column sums whose second launch
-// costs as little as possible (dgamma=partial with pdl=1; measured on the
-// H200, every strategy still adds at least 2.3 µs to the row kernel:
+// one pass over x and dy with the row in registers or shared memory,
+// 16-byte loads, γ loaded once per thread, the next rows' loads in flight
+// during a row's reduction (prefetch, unroll 2, or store=async with all
+// of a group's rows in flight), and column sums that cost as little as
+// possible (dgamma=partial with pdl=1, or atomic1 in one launch; measured
+// on the H200, every strategy still adds about 2 µs to the row kernel:
 // testdata/h200-rows.md and bench/research).
 //
 // Column sums (axis dgamma). Each thread owns the same columns in every
@@ -51,6 +52,21 @@ package kernels
 //     CTAs' sums are in colsum; it copies them to dγ and writes zeros
 //     back. A second launch or a zeroing costs about as much as that tail
 //     (1–2 µs), which matters where the f32 targets leave no room.
+//   - atomic1: one launch and no tail. Thread 0 of each CTA draws a
+//     start ticket (atom.inc on ticket[0]) as the kernel starts; the CTA
+//     that draws 0 started first, and its warp 0 zeroes dγ (and dβ) while
+//     its first rows' loads are in flight, then raises a flag (membar.gl,
+//     red.inc on ticket[1]). Every other CTA's thread 0 waits for the flag
+//     (an acquire read) only when its column sums are ready, long after
+//     the zeros landed (waiting before the last row instead, to hide the
+//     read behind it, measured about 0.6 µs slower on the H200: thread 0's
+//     group stalls on the read; testdata/research/h200-atomic1-late.log),
+//     and the CTA then adds them with vector red.adds
+//     (sm_90; scalar ones where vec is 1). No CTA waits for one that has
+//     not started, so the wait cannot deadlock. Both words count to G and
+//     wrap to 0, so every run leaves them zero. It takes store=async, where
+//     the zeroing hides behind the rows' copies (with store=regs it
+//     measured 0.6 µs slower on the H200).
 //
 // Axis pdl (sm_90): with pdl=1 the second launch is a programmatic
 // dependent launch (Launch.Dependent). The finalize of partial may then be
@@ -70,10 +86,10 @@ package kernels
 // dγ has the role Output under every strategy (Buffers cannot depend on
 // params, and an Accumulate dγ would charge the runner's memset to the
 // strategies that overwrite it); validation poisons it with NaN, so the
-// zeroing launch and the ticket copy are checked too. colsum and ticket
-// are Input buffers whose generated data are zeros, and every run leaves
-// them zero: uploaded once per session or before every run, they hold
-// zeros when a program starts. (A role "zeroed once, left zeroed by every
+// zeroing launch, the ticket copy and atomic1's zeroing are checked too.
+// colsum and ticket are Input buffers whose generated data are zeros,
+// and every run leaves them zero: uploaded once per session or before
+// every run, they hold zeros when a program starts. (A role "zeroed once, left zeroed by every
 // run" would say so more plainly than Input.) The number of CTAs
 // (rows·rpg rows each) sets the trade-off: more CTAs fill the SMs better
 // but add column sums (G·n atomics, or G·n·8 bytes of partials).
@@ -118,7 +134,7 @@ type normBwd struct {
 
 var rmsNormBwd = &normBwd{
 	cfg: rowCfg{name: "rmsnorm_bwd", minTPR: 32, rowsVals: []int{1, 2, 4}, rpgVals: []int{2, 4, 8},
-		blockMax: 1024, sums: 1, cols: 1},
+		blockMax: 1024, sums: 1, cols: 1, async: true},
 	name: "rmsnorm_bwd",
 	doc:  "RMSNorm backward over rows: dx and dγ from dy, x, γ and the saved rstd",
 	eps:  1e-6,
@@ -162,8 +178,8 @@ func partRows(m int) int { return min(ceilDiv(m, 2), 2048) }
 
 func (f *normBwd) Space(s variants.Shape) variants.Space {
 	axes := append(f.cfg.axes(s),
-		variants.Axis{Name: "dgamma", Values: []string{"atomic", "partial", "ticket"},
-			Doc: "column sums: red.add per column per CTA into dγ zeroed by a first launch; per-CTA partials added by a second launch; or red.add into a zeroed accumulator that the CTA finishing last copies to dγ and clears (one launch)"},
+		variants.Axis{Name: "dgamma", Values: []string{"atomic", "partial", "ticket", "atomic1"},
+			Doc: "column sums: red.add per column per CTA into dγ zeroed by a first launch; per-CTA partials added by a second launch; red.add into a zeroed accumulator that the CTA finishing last copies to dγ and clears (one launch); or (store=async) vector red.adds into dγ zeroed by the CTA that starts first, which the others wait for before their red.adds (one launch)"},
 		variants.IntAxis("maxnreg", "register cap (0 = none)", 0, 64),
 		variants.IntAxis("pdl", "1: the second launch (atomic: the row kernel; partial: the finalize) is a programmatic dependent launch (sm_90) that starts during the first one's tail and waits in griddepcontrol.wait", 0, 1))
 	cons := append(f.cfg.constraints(s), variants.Constraint{Name: "partials fit", OK: func(p variants.Params) error {
@@ -180,8 +196,13 @@ func (f *normBwd) Space(s variants.Shape) variants.Space {
 		if err != nil {
 			return err
 		}
-		if g.pdl && g.dgamma == "ticket" {
-			return fmt.Errorf("pdl=1 with dgamma=ticket (one launch: nothing to overlap)")
+		if g.pdl && (g.dgamma == "ticket" || g.dgamma == "atomic1") {
+			return fmt.Errorf("pdl=1 with dgamma=%s (one launch: nothing to overlap)", g.dgamma)
+		}
+		return nil
+	}}, variants.Constraint{Name: "atomic1 zeroes behind the copies", OK: func(p variants.Params) error {
+		if p["dgamma"] == "atomic1" && p["store"] != "async" {
+			return fmt.Errorf("dgamma=atomic1 with store=%s (it zeroes dγ while the group's rows are in flight, which store=async issues first; with store=regs it measured 0.6 µs slower on the H200)", p["store"])
 		}
 		return nil
 	}})
@@ -198,10 +219,11 @@ func (f *normBwd) Buffers(s variants.Shape) []Buffer {
 	if f.layer {
 		b = append(b, Buffer{"dbeta", dtype.F32, n, Output})
 	}
-	// colsum and ticket are the ticket strategy's accumulator and counter:
-	// zeros that every run leaves zero (see the file comment).
+	// colsum and ticket are the ticket strategy's accumulator and counter
+	// (ticket[0]), and atomic1's counters (both words): zeros that every
+	// run leaves zero (see the file comment).
 	return append(b, Buffer{"partials", dtype.F32, partRows(m) * f.ncols() * n, Scratch},
-		Buffer{"colsum", dtype.F32, f.ncols() * n, Input}, Buffer{"ticket", dtype.F32, 1, Input})
+		Buffer{"colsum", dtype.F32, f.ncols() * n, Input}, Buffer{"ticket", dtype.F32, 2, Input})
 }
 
 // Inputs: dy uniform in [−1, 1], γ uniform in [0.5, 1.5]; each row of x is
@@ -268,7 +290,7 @@ func (f *normBwd) Inputs(s variants.Shape, seed uint64) map[string][]float64 {
 		in["mean"] = mean
 	}
 	in["colsum"] = make([]float64, f.ncols()*n)
-	in["ticket"] = []float64{0}
+	in["ticket"] = []float64{0, 0}
 	return in
 }
 
@@ -363,7 +385,7 @@ func (f *normBwd) Tolerance(s variants.Shape) Tolerance {
 }
 
 // Emit generates one variant: zero + main (atomic), main + finalize
-// (partial), or main alone (ticket).
+// (partial), or main alone (ticket, atomic1).
 func (f *normBwd) Emit(s variants.Shape, p variants.Params) (Program, error) {
 	if err := f.Space(s).Check(p); err != nil {
 		return Program{}, errorf(f, "%w", err)
@@ -452,10 +474,14 @@ func (f *normBwd) emitMain(mod *ptx.Module, entry string, g rowGeom) Launch {
 	var cols, outs []ptx.Reg
 	var ticket ptx.Reg
 	switch g.dgamma {
-	case "atomic":
+	case "atomic", "atomic1":
 		for _, a := range f.colArgs() {
 			cols = append(cols, param(k, a.Buffer))
 			args = append(args, a)
+		}
+		if g.dgamma == "atomic1" {
+			ticket = param(k, "ticket")
+			args = append(args, Arg{Buffer: "ticket"})
 		}
 	case "partial":
 		cols = append(cols, param(k, "partials"))
@@ -475,6 +501,10 @@ func (f *normBwd) emitMain(mod *ptx.Module, entry string, g rowGeom) Launch {
 	dt, vec, vpt, n := g.dt, g.vec, g.vpt, g.n
 	na := f.ncols()
 	tile := rk.oneTile()
+	var elect ptx.Reg
+	if g.dgamma == "atomic1" {
+		elect = f.atomic1Elect(k, rk, ticket, cols)
+	}
 
 	// γ of this thread's columns, and its column sums.
 	gp := k.Add(ptx.U64, gamma, rk.laneOff)
@@ -594,8 +624,8 @@ func (f *normBwd) emitMain(mod *ptx.Module, entry string, g rowGeom) Launch {
 		}
 		return regs
 	}
-	rk.forRows(load, func(rows []rowRef, regs []ptx.Reg) {
-		if g.store == "regs" {
+	compute := func(rows []rowRef, regs []ptx.Reg) {
+		if g.store == "regs" || g.store == "async" {
 			xs := make([][][]ptx.Reg, len(rows))
 			dys := make([][][]ptx.Reg, len(rows))
 			sts := make([]rowStats, len(rows))
@@ -671,18 +701,59 @@ func (f *normBwd) emitMain(mod *ptx.Module, entry string, g rowGeom) Launch {
 			}
 			stVals(k, dt, rk.chunkAt(dxp, j), out, both(k, r.valid, t.ok[j]))
 		}
-	})
+	}
+	if g.store == "async" {
+		// Row i's x and dy go to this thread's stash with cp.async; rstd
+		// (and mean) are loaded into registers at once.
+		stash := rk.stashBase()
+		cache := "ca"
+		if g.vb == 16 {
+			cache = "cg" // L2 only: the rows are read once
+		}
+		issue := func(r rowRef, i int) []ptx.Reg {
+			xp, dyp := rk.rowPtr(x, r, tile), rk.rowPtr(dy, r, tile)
+			for j := 0; j < vpt; j++ {
+				for ten, p := range []ptx.Reg{xp, dyp} {
+					k.CpAsync(cache, rk.asyncAt(stash, i, j, ten), rk.chunkAt(p, j), g.vb)
+					if tile.ok[j].Valid() {
+						k.Guard(tile.ok[j], false)
+					}
+				}
+			}
+			st := stats(r)
+			if f.layer {
+				return []ptx.Reg{st.r, st.mu}
+			}
+			return []ptx.Reg{st.r}
+		}
+		fetch := func(r rowRef, i int, held []ptx.Reg) []ptx.Reg {
+			var regs []ptx.Reg
+			for j := 0; j < vpt; j++ {
+				regs = append(regs, ldRaw(k, ptx.Shared, dt, vec, rk.asyncAt(stash, i, j, 0), tile.ok[j])...)
+				regs = append(regs, ldRaw(k, ptx.Shared, dt, vec, rk.asyncAt(stash, i, j, 1), tile.ok[j])...)
+			}
+			return append(regs, held...)
+		}
+		rk.forRowsAsync(issue, fetch, compute)
+	} else {
+		rk.forRows(load, compute)
+	}
 
 	// The CTA's column sums.
 	if g.pdl && g.dgamma == "atomic" {
 		k.GridDepWait() // dγ (and dβ) are zero from here on
 	}
+	vred := g.pdl || g.dgamma == "atomic1" // vector red.adds (sm_90)
 	cta := k.Mov(ptx.U32, ptx.CtaidX)
 	var partBase ptx.Reg
 	if g.dgamma == "partial" {
 		partBase = k.Add(ptx.U64, cols[0], k.MulWide(ptx.U32, cta, ptx.Imm(na*n*4)))
 	}
 	if g.rows == 1 {
+		if g.dgamma == "atomic1" {
+			f.atomic1Wait(k, rk, elect, ticket)
+			k.BarSync(0)
+		}
 		// This thread's columns are the CTA's.
 		lane4 := k.MulWide(ptx.U32, rk.lt, ptx.Imm(vec*4))
 		for a := 0; a < na; a++ {
@@ -695,7 +766,7 @@ func (f *normBwd) emitMain(mod *ptx.Module, entry string, g rowGeom) Launch {
 			for j := 0; j < vpt; j++ {
 				off := int64(j * g.tpr * vec * 4)
 				if g.dgamma != "partial" {
-					redCols(k, base, off, acc[a][j], tile.ok[j], g.pdl)
+					redCols(k, base, off, acc[a][j], tile.ok[j], vred)
 				} else {
 					stF32(k, ptx.Global, ptx.At(base, off), acc[a][j], tile.ok[j])
 				}
@@ -703,12 +774,18 @@ func (f *normBwd) emitMain(mod *ptx.Module, entry string, g rowGeom) Launch {
 		}
 	} else {
 		// Add the row groups' sums in shared memory: [group][column sum][n].
+		if g.store == "async" {
+			k.BarSync(0) // every thread has read its rows back: the stash is free
+		}
 		comb := k.Add(ptx.U32, rk.smem, ptx.Imm(g.combOff))
 		mine := k.Mad(ptx.U32, rk.grp, ptx.Imm(na*n*4), k.Mad(ptx.U32, rk.lt, ptx.Imm(vec*4), comb))
 		for a := 0; a < na; a++ {
 			for j := 0; j < vpt; j++ {
 				stF32(k, ptx.Shared, ptx.At(mine, int64((a*n+j*g.tpr*vec)*4)), acc[a][j], tile.ok[j])
 			}
+		}
+		if g.dgamma == "atomic1" {
+			f.atomic1Wait(k, rk, elect, ticket)
 		}
 		k.BarSync(0)
 		q := na * g.nv // column vectors of all sums
@@ -736,7 +813,7 @@ func (f *normBwd) emitMain(mod *ptx.Module, entry string, g rowGeom) Launch {
 				isB := k.Setp("ge", ptx.U32, qi, ptx.Imm(g.nv))
 				base = k.Selp(ptx.U64, k.Sub(ptx.U64, cols[1], ptx.Imm(n*4)), cols[0], isB)
 			}
-			redCols(k, k.Add(ptx.U64, base, off64), 0, sum, ok, g.pdl)
+			redCols(k, k.Add(ptx.U64, base, off64), 0, sum, ok, vred)
 		}
 	}
 	if g.dgamma == "ticket" {
@@ -766,6 +843,66 @@ func redCols(k *ptx.Func, base ptx.Reg, off int64, vals []ptx.Reg, ok ptx.Reg, v
 		}
 		e += w
 	}
+}
+
+// atomic1Elect starts an atomic1 kernel: thread 0 draws a start ticket
+// (atom.inc on ticket[0], wrapping at G−1 so that it is 0 again after the
+// run) and returns it; every other thread holds 1. The CTA that draws 0
+// started first, so it is running: its warp 0 zeroes dγ (and dβ) once
+// the first rows' loads are in flight (rk.early, which hides the atom's
+// latency behind them), makes the zeros visible at gpu scope (membar.gl)
+// and counts itself on ticket[1], the flag the others wait for
+// (atomic1Wait). No CTA waits for one that has not started, so the wait
+// cannot deadlock whatever the grid size.
+func (f *normBwd) atomic1Elect(k *ptx.Func, rk *rowKernel, ticket ptx.Reg, cols []ptx.Reg) ptx.Reg {
+	g := rk.g
+	t := k.Mov(ptx.U32, ptx.Imm(1))
+	k.If(k.Setp("eq", ptx.U32, rk.tid, ptx.Imm(0)), func() {
+		k.MovTo(t, k.Atom(ptx.Global, "inc", ptx.U32, ptx.At(ticket, 0), ptx.Imm(g.grid-1)))
+	})
+	rk.early = func() {
+		// Lane 0 of each warp holds 1 but in warp 0 (thread 0's ticket).
+		t0 := k.ShflSync("idx", t, ptx.Imm(0), ptx.Imm(31), 0xffffffff)
+		k.If(k.Setp("eq", ptx.U32, t0, ptx.Imm(0)), func() {
+			w := 4 // widest vector dividing n
+			for w > 1 && g.n%w != 0 {
+				w /= 2
+			}
+			zeros := make([]ptx.Reg, w)
+			zero := k.Mov(ptx.F32, ptx.F32Imm(0))
+			for e := range zeros {
+				zeros[e] = zero
+			}
+			for _, c := range cols {
+				k.For(ptx.U32, rk.tid, ptx.Imm(g.n/w), ptx.Imm(32), func(i ptx.Reg) {
+					k.St(ptx.Global, ptx.F32, ptx.At(k.Add(ptx.U64, c, k.MulWide(ptx.U32, i, ptx.Imm(4*w))), 0), zeros)
+				})
+			}
+			k.Membar("gl")
+			lane0 := k.Setp("eq", ptx.U32, rk.tid, ptx.Imm(0))
+			k.Red(ptx.Global, "inc", ptx.U32, ptx.At(ticket, 4), ptx.Imm(g.grid-1))
+			k.Guard(lane0, false)
+		})
+	}
+	return t
+}
+
+// atomic1Wait holds thread 0 of every CTA but the electing one until the
+// flag ticket[1] is non-zero (an acquire read: dγ's zeros are visible
+// after it; the caller's bar.sync passes that on to the CTA's threads),
+// then counts the CTA on the flag. The G counts (the electing CTA's
+// included) wrap it to 0: the CTA that counts last is the last to read
+// it, so the run leaves both words zero.
+func (f *normBwd) atomic1Wait(k *ptx.Func, rk *rowKernel, elect, ticket ptx.Reg) {
+	g := rk.g
+	waits := k.And(ptx.Pred, k.Setp("eq", ptx.U32, rk.tid, ptx.Imm(0)), k.Setp("ne", ptx.U32, elect, ptx.Imm(0)))
+	k.If(waits, func() {
+		k.While(func() ptx.Reg {
+			v := k.Atom(ptx.Global, "or", ptx.B32, ptx.At(ticket, 4), ptx.Imm(0), ptx.AtomOpts{Sem: "acquire"})
+			return k.Setp("eq", ptx.B32, v, ptx.Imm(0))
+		}, nil)
+		k.Red(ptx.Global, "inc", ptx.U32, ptx.At(ticket, 4), ptx.Imm(g.grid-1))
+	})
 }
 
 // emitTicket ends a ticket variant: every thread's red.adds into colsum

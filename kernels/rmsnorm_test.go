@@ -1,13 +1,16 @@
 package kernels_test
 
 import (
+	"fmt"
 	"math"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/dtype"
 	"github.com/gradtune/gradtune/kernels/internal/ptxtest"
+	"github.com/gradtune/gradtune/runner"
 	"github.com/gradtune/gradtune/variants"
 )
 
@@ -404,7 +407,9 @@ func TestNormPDL(t *testing.T) {
 			if strings.HasSuffix(ln.Entry, "_finalize") {
 				guarded = "ld.global"
 			}
-			if strings.Contains(body[:wait], guarded) {
+			// An instruction that starts with it (cp.async…shared.global
+			// contains "red.global").
+			if regexp.MustCompile(`(?m)^\t(@!?%p\d+ )?` + regexp.QuoteMeta(guarded)).MatchString(body[:wait]) {
 				t.Fatalf("%s %s: %s has %s before griddepcontrol.wait", v.family, v.params, ln.Entry, guarded)
 			}
 		}
@@ -415,4 +420,75 @@ func TestNormPDL(t *testing.T) {
 	if seen == 0 {
 		t.Fatal("no dependent launches among the norm variants")
 	}
+}
+
+// TestNormAtomic1 checks the order of an atomic1 kernel (dgamma=atomic1):
+// one launch; thread 0's start ticket (atom.inc wrapping at G−1) before
+// the rows' copies, the copies before the zeroing (which hides behind
+// them), the zeros made visible (membar.gl) before the flag is raised,
+// and the wait for the flag (an acquire atom) before the first column-sum
+// red.add and after every row's dx store.
+func TestNormAtomic1(t *testing.T) {
+	seen := 0
+	for _, name := range []string{"rmsnorm_bwd", "layernorm_bwd"} {
+		f := rowFamily(t, name)
+		for _, dt := range f.DTypes() {
+			for _, sp := range append([]string{rowModelShape[name]}, rowOddShapes...) {
+				s := shape(t, f, sp, dt)
+				for _, p := range runner.Filter(f.Space(s).Enumerate(), variants.Params{"dgamma": "atomic1"}) {
+					prog, err := f.Emit(s, p)
+					if err != nil {
+						t.Fatalf("%s %s %s: %v", name, s.Key(), p, err)
+					}
+					if len(prog.Launches) != 1 {
+						t.Fatalf("%s %s: %d launches", name, p, len(prog.Launches))
+					}
+					g := prog.Launches[0].Grid[0]
+					body := prog.PTX
+					at := func(re string) int {
+						loc := regexp.MustCompile(`(?m)^\t(@!?%p\d+ )?` + re).FindStringIndex(body)
+						if loc == nil {
+							t.Fatalf("%s %s %s: no %s", name, s.Key(), p, re)
+						}
+						return loc[0]
+					}
+					last := func(re string) int {
+						locs := regexp.MustCompile(`(?m)^\t(@!?%p\d+ )?`+re).FindAllStringIndex(body, -1)
+						if locs == nil {
+							t.Fatalf("%s %s %s: no %s", name, s.Key(), p, re)
+						}
+						return locs[len(locs)-1][0]
+					}
+					ticket := at(fmt.Sprintf(`atom\.global\.inc\.u32 %%r\d+, \[%%rd\d+\], %d;`, g-1))
+					copies, lastCopy := at(`cp\.async\.`), last(`cp\.async\.commit_group`)
+					zero, fence := at(`st\.global\.v?\d?\.?f32 \[%rd\d+\], \{?%f\d+`), at(`membar\.gl;`)
+					raise := at(fmt.Sprintf(`red\.global\.inc\.u32 \[%%rd\d+\+4\], %d;`, g-1))
+					wait := at(`atom\.acquire\.gpu\.global\.or\.b32`)
+					firstRed := at(`red\.global\.add`)
+					lastDx := last(`st\.global\.`)
+					for _, o := range []struct {
+						what string
+						a, b int
+					}{
+						{"ticket before the copies", ticket, copies},
+						{"copies before the zeroing", lastCopy, zero},
+						{"zeroing before membar.gl", zero, fence},
+						{"membar.gl before the flag", fence, raise},
+						{"flag before the wait", raise, wait},
+						{"wait before the red.adds", wait, firstRed},
+						{"dx stores before the wait", lastDx, wait},
+					} {
+						if o.a >= o.b {
+							t.Fatalf("%s %s %s: want %s", name, s.Key(), p, o.what)
+						}
+					}
+					seen++
+				}
+			}
+		}
+	}
+	if seen == 0 {
+		t.Fatal("no atomic1 variants")
+	}
+	t.Logf("%d atomic1 variants", seen)
 }

@@ -33,7 +33,13 @@ package kernels
 // (they are in L1/L2 by then), which keeps registers low and allows rows
 // of any length; smem keeps the raw vectors in a thread-private slice of
 // dynamic shared memory (each thread reads back only what it wrote, so no
-// barrier is needed for the stash).
+// barrier is needed for the stash); async (the norms) copies every row of
+// the group into such a slice with cp.async as the kernel starts, one
+// commit group per row, and row i waits only for its own group
+// (cp.async.wait_group rpg−1−i). A CTA then has rows·rpg rows in flight,
+// up to 227 KiB of them (one CTA per SM), where registers hold two rows per
+// group at most; on the H200 that took LayerNorm f32 [2048 × 1536] from
+// 16.77 to 16.26 µs in one session (testdata/h200-rows.md).
 //
 // Reduction. Within a warp a butterfly of shfl.sync.bfly over the tpr
 // (≤ 32) lanes of the group leaves the sum in every lane. For tpr > 32
@@ -61,6 +67,11 @@ import (
 // 48 KiB only needs the runner to raise the kernel's limit, which it does.
 const maxRowSmem = 96 << 10
 
+// maxAsyncSmem bounds the dynamic shared memory of a store=async variant,
+// which trades occupancy for rows in flight: one CTA in an SM of sm_90
+// (227 KiB of the 228 may go to one CTA).
+const maxAsyncSmem = 227 << 10
+
 // maxHeld bounds the f32 row values a thread holds at once (vpt·vec per
 // tensor, two tensors, unroll rows): beyond it ptxas spills.
 const maxHeld = 64
@@ -87,6 +98,7 @@ type rowCfg struct {
 	narrow   bool  // also offer half the widest vector width (store=regs)
 	sums     int   // values reduced per row (1 softmax and rms, 2 layer)
 	cols     int   // column sums kept per thread (0 softmax, 1 rms, 2 layer)
+	async    bool  // store=async is offered (the norms)
 }
 
 // rowGeom is the work split of one variant, read from its params.
@@ -173,8 +185,17 @@ func (c *rowCfg) axes(s variants.Shape) []variants.Axis {
 		variants.IntAxis("rpg", "rows each row group handles one after another (CTAs = ⌈m/(rows·rpg)⌉)", c.rpgVals...),
 		variants.IntAxis("unroll", "rows loaded together before any arithmetic (store=regs)", 1, 2),
 		variants.IntAxis("prefetch", "1: load the group's next row before reducing this one (store=regs, software pipelined)", 0, 1),
-		{Name: "store", Values: []string{"regs", "reread", "smem"}, Doc: "row kept in registers, re-read from global memory, or stashed in shared memory between the reduction and the output pass"},
+		c.storeAxis(),
 	}
+}
+
+func (c *rowCfg) storeAxis() variants.Axis {
+	a := variants.Axis{Name: "store", Values: []string{"regs", "reread", "smem"}, Doc: "row kept in registers, re-read from global memory, or stashed in shared memory between the reduction and the output pass"}
+	if c.async {
+		a.Values = append(a.Values, "async")
+		a.Doc += "; or every row of the group copied to shared memory with cp.async as the kernel starts, all in flight at once"
+	}
+	return a
 }
 
 // geom reads the row params of p for shape s.
@@ -205,14 +226,22 @@ func (c *rowCfg) geom(s variants.Shape, p variants.Params) (rowGeom, error) {
 	}
 	g.redOff = 0
 	g.stashOff = align16(2 * g.redBuf)
-	if g.store == "smem" {
+	switch g.store {
+	case "smem":
 		g.stashLen = g.tiles * g.vpt * 2 * g.block * g.vb
+	case "async":
+		g.stashLen = g.rpg * g.vpt * 2 * g.block * g.vb
 	}
 	g.combOff = align16(g.stashOff + g.stashLen)
+	if g.store == "async" {
+		// The rows are all read back before the column sums are combined:
+		// the combination reuses the stash (after a barrier).
+		g.combOff = g.stashOff
+	}
 	if c.cols > 0 && g.rows > 1 {
 		g.combLen = g.rows * c.cols * g.n * 4
 	}
-	g.smem = align16(g.combOff + g.combLen)
+	g.smem = align16(max(g.stashOff+g.stashLen, g.combOff+g.combLen))
 	return g, nil
 }
 
@@ -248,8 +277,8 @@ func (c *rowCfg) constraints(s variants.Shape) []variants.Constraint {
 			if g.tiles > 1 && !c.tiles {
 				return fmt.Errorf("a row of %d vectors needs %d tiles of %d×%d; %s needs it in one", g.nv, g.tiles, g.tpr, g.vpt, c.name)
 			}
-			if g.tiles > 1 && g.store == "regs" {
-				return fmt.Errorf("store=regs holds the row in one tile; %d vectors need %d tiles of %d×%d", g.nv, g.tiles, g.tpr, g.vpt)
+			if g.tiles > 1 && (g.store == "regs" || g.store == "async") {
+				return fmt.Errorf("store=%s holds the row in one tile; %d vectors need %d tiles of %d×%d", g.store, g.nv, g.tiles, g.tpr, g.vpt)
 			}
 			return nil
 		}),
@@ -296,8 +325,17 @@ func (c *rowCfg) constraints(s variants.Shape) []variants.Constraint {
 			return nil
 		}),
 		rule("shared memory", func(g rowGeom) error {
-			if g.smem > maxRowSmem {
+			if g.store == "async" && g.smem > maxAsyncSmem {
+				return fmt.Errorf("%d bytes of shared memory for %d rows in flight per group (at most %d)", g.smem, g.rpg, maxAsyncSmem)
+			}
+			if g.store != "async" && g.smem > maxRowSmem {
 				return fmt.Errorf("%d bytes of shared memory (at most %d)", g.smem, maxRowSmem)
+			}
+			return nil
+		}),
+		rule("cp.async sizes", func(g rowGeom) error {
+			if g.store == "async" && g.vb < 4 {
+				return fmt.Errorf("store=async with %d-byte vectors (cp.async copies 4, 8 or 16 bytes)", g.vb)
 			}
 			return nil
 		}),
@@ -395,6 +433,11 @@ type rowKernel struct {
 	rowGuard bool
 	red      reducer
 	ld       ptx.LdOpts
+	base     ptx.Reg // first row of the group (batch)
+	// early, when set, is emitted once by forRows as soon as the first
+	// batch's loads are issued (before the loop when each iteration
+	// loads its own batch): work that can hide behind those loads.
+	early func()
 }
 
 // rowRef is one row of a batch.
@@ -445,42 +488,27 @@ func param(k *ptx.Func, name string) ptx.Reg {
 // registers they fill, compute does the rest. With prefetch, the next
 // batch's loads are issued before the current batch is computed (the
 // registers are carried around the loop). The loop counter runs over
-// immediates, so the loop is CTA-uniform.
+// immediates, so the loop is CTA-uniform. rk.early, if any, follows the
+// first loads.
 func (rk *rowKernel) forRows(load func(rows []rowRef) []ptx.Reg, compute func(rows []rowRef, regs []ptx.Reg)) {
 	k, g := rk.k, rk.g
-	base := k.Mad(ptx.U32, k.Mov(ptx.U32, ptx.CtaidX), ptx.Imm(g.rows*g.rpg), rk.grp)
-	batch := func(it ptx.Operand) []rowRef {
-		r0 := base
-		switch it := it.(type) {
-		case ptx.Imm:
-			if it != 0 {
-				r0 = k.Add(ptx.U32, base, ptx.Imm(int64(it)*int64(g.unroll*g.rows)))
-			}
-		default:
-			r0 = k.Mad(ptx.U32, it, ptx.Imm(g.unroll*g.rows), base)
+	early := func() {
+		if rk.early != nil {
+			rk.early()
 		}
-		rows := make([]rowRef, g.unroll)
-		for q := range rows {
-			r := r0
-			if q > 0 {
-				r = k.Add(ptx.U32, r0, ptx.Imm(q*g.rows))
-			}
-			if rk.rowGuard {
-				rows[q].valid = k.Setp("lt", ptx.U32, r, ptx.Imm(g.m))
-				r = k.Min(ptx.U32, r, ptx.Imm(g.m-1))
-			}
-			rows[q].idx = r
-			rows[q].off = k.Add(ptx.U64, k.MulWide(ptx.U32, r, ptx.Imm(g.n*g.dt.Size())), rk.laneOff)
-		}
-		return rows
 	}
+	rk.setBase()
+	batch := rk.batch
 	iters := g.rpg / g.unroll
 	switch {
 	case iters == 1:
 		rows := batch(ptx.Imm(0))
-		compute(rows, load(rows))
+		regs := load(rows)
+		early()
+		compute(rows, regs)
 	case g.pref:
 		cur := load(batch(ptx.Imm(0)))
+		early()
 		k.For(ptx.U32, ptx.Imm(0), ptx.Imm(iters-1), ptx.Imm(1), func(it ptx.Reg) {
 			next := load(batch(k.Add(ptx.U32, it, ptx.Imm(1))))
 			compute(batch(it), cur)
@@ -490,11 +518,82 @@ func (rk *rowKernel) forRows(load func(rows []rowRef) []ptx.Reg, compute func(ro
 		})
 		compute(batch(ptx.Imm(iters-1)), cur)
 	default:
+		early()
 		k.For(ptx.U32, ptx.Imm(0), ptx.Imm(iters), ptx.Imm(1), func(it ptx.Reg) {
 			rows := batch(it)
 			compute(rows, load(rows))
 		})
 	}
+}
+
+// batch returns the rows of batch it (unroll rows, rows·unroll apart) of
+// this thread's group; setBase must have been emitted.
+func (rk *rowKernel) batch(it ptx.Operand) []rowRef {
+	k, g := rk.k, rk.g
+	base := rk.base
+	r0 := base
+	switch it := it.(type) {
+	case ptx.Imm:
+		if it != 0 {
+			r0 = k.Add(ptx.U32, base, ptx.Imm(int64(it)*int64(g.unroll*g.rows)))
+		}
+	default:
+		r0 = k.Mad(ptx.U32, it, ptx.Imm(g.unroll*g.rows), base)
+	}
+	rows := make([]rowRef, g.unroll)
+	for q := range rows {
+		r := r0
+		if q > 0 {
+			r = k.Add(ptx.U32, r0, ptx.Imm(q*g.rows))
+		}
+		if rk.rowGuard {
+			rows[q].valid = k.Setp("lt", ptx.U32, r, ptx.Imm(g.m))
+			r = k.Min(ptx.U32, r, ptx.Imm(g.m-1))
+		}
+		rows[q].idx = r
+		rows[q].off = k.Add(ptx.U64, k.MulWide(ptx.U32, r, ptx.Imm(g.n*g.dt.Size())), rk.laneOff)
+	}
+	return rows
+}
+
+// setBase emits the group's first row, where batch counts from.
+func (rk *rowKernel) setBase() {
+	k, g := rk.k, rk.g
+	rk.base = k.Mad(ptx.U32, k.Mov(ptx.U32, ptx.CtaidX), ptx.Imm(g.rows*g.rpg), rk.grp)
+}
+
+// forRowsAsync is forRows for store=async (one row per batch): every row
+// of the group is copied into this thread's stash with cp.async first,
+// one commit group per row, so that all rpg rows are in flight at once
+// (in shared memory, not registers); issue(r, i) emits row i's copies and
+// returns what it loads into registers itself. rk.early follows. Row i
+// then waits for its own group only (cp.async.wait_group rpg−1−i), and
+// fetch(r, i, held) reads it back for compute. Each thread reads back only
+// what it copied, so no barrier is needed.
+func (rk *rowKernel) forRowsAsync(issue func(r rowRef, i int) []ptx.Reg, fetch func(r rowRef, i int, held []ptx.Reg) []ptx.Reg, compute func(rows []rowRef, regs []ptx.Reg)) {
+	k, g := rk.k, rk.g
+	rk.setBase()
+	rows := make([]rowRef, g.rpg)
+	held := make([][]ptx.Reg, g.rpg)
+	for i := range rows {
+		rows[i] = rk.batch(ptx.Imm(i))[0]
+		held[i] = issue(rows[i], i)
+		k.CpAsyncCommit()
+	}
+	if rk.early != nil {
+		rk.early()
+	}
+	for i, r := range rows {
+		k.CpAsyncWait(g.rpg - 1 - i)
+		compute(rows[i:i+1], fetch(r, i, held[i]))
+	}
+}
+
+// asyncAt is the shared address of chunk j of tensor ten (0 or 1) of the
+// group's row i in this thread's stash (store=async): slots [row][chunk]
+// [tensor][thread] of vb bytes.
+func (rk *rowKernel) asyncAt(stash ptx.Reg, i, j, ten int) ptx.Addr {
+	return ptx.At(stash, int64(((i*rk.g.vpt+j)*2+ten)*rk.g.block*rk.g.vb))
 }
 
 // oneTile is the tile of a row that fits one.
@@ -551,7 +650,8 @@ func (rk *rowKernel) stashAt(t tileRef, j, ten int) ptx.Addr {
 	return ptx.At(t.stash, int64((j*2+ten)*rk.g.block*rk.g.vb))
 }
 
-// stashBase is this thread's stash slot 0 (invalid unless store=smem).
+// stashBase is this thread's stash slot 0 (invalid unless store=smem or
+// async).
 // loadPair loads chunk j of two rows of tile t from global memory (at row
 // pointers p0 and p1), stashes the raw words in shared memory when the
 // variant keeps rows there (store=smem), and returns both widened to f32.
@@ -583,7 +683,7 @@ func (rk *rowKernel) reloadPair(t tileRef, j int, p0, p1 ptx.Reg) (a, b []ptx.Re
 }
 
 func (rk *rowKernel) stashBase() ptx.Reg {
-	if rk.g.store != "smem" {
+	if rk.g.store != "smem" && rk.g.store != "async" {
 		return ptx.Reg{}
 	}
 	return rk.k.Mad(ptx.U32, rk.tid, ptx.Imm(rk.g.vb), rk.k.Add(ptx.U32, rk.smem, ptx.Imm(rk.g.stashOff)))
