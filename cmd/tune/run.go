@@ -13,6 +13,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/dtype"
@@ -376,8 +377,12 @@ func cmdList(args []string, stdout io.Writer) error {
 			continue
 		}
 		sp := f.Space(shapes[0])
+		width := 22 // of the values column: the family's longest list
 		for _, a := range sp.Axes {
-			fmt.Fprintf(stdout, "    %-8s %-22s %s\n", a.Name, strings.Join(a.Values, ","), a.Doc)
+			width = max(width, utf8.RuneCountInString(strings.Join(a.Values, ",")))
+		}
+		for _, a := range sp.Axes {
+			fmt.Fprintf(stdout, "    %-8s %-*s %s\n", a.Name, width, strings.Join(a.Values, ","), a.Doc)
 		}
 	}
 	fmt.Fprintln(stdout, "presets:")
