@@ -7,7 +7,10 @@
 # bin/tune built; writes into ${OUT:-out}.
 #
 # Usage: bash bench/issue4_h200.sh [rows] [pool] [crosscheck]
-# (no argument: all three parts).
+# (no argument: all three parts). rows is the sum of softmax, rmsnorm,
+# layernorm and rowpeers (PyTorch and the tables), which may also be run
+# one or a few at a time into the same $OUT, e.g. where one command may
+# not take the whole rows part's nine minutes.
 set -euo pipefail
 out=${OUT:-out}
 mkdir -p "$out"
@@ -16,8 +19,12 @@ export PYTHONUNBUFFERED=1
 parts=${*:-rows pool crosscheck}
 want() { [[ " $parts " == *" $1 "* ]]; }
 pool="n=32,c=256,l=4096,window=4,stride=2,p=2"
-if want rows; then
-  ./bin/tune --kernel softmax_bwd,rmsnorm_bwd,layernorm_bwd --shapes qwen1.5b --db "$out/h200-rows.db" > "$out/h200-rows.log" 2>&1 || echo "tune rows: exit $?"
+for k in softmax rmsnorm layernorm; do
+  if want rows || want $k; then
+    ./bin/tune --kernel ${k}_bwd --shapes qwen1.5b --db "$out/h200-rows.db" >> "$out/h200-rows.log" 2>&1 || echo "tune $k: exit $?"
+  fi
+done
+if want rows || want rowpeers; then
   python3 bench/peers_rows.py --out "$out/peers-rows.jsonl" > /dev/null
   python3 bench/compare.py --db "$out/h200-rows.db" --peers "$out/peers-rows.jsonl" --out "$out/h200-rows.md"
 fi
