@@ -861,13 +861,11 @@ func (f *normBwd) atomic1Elect(k *ptx.Func, rk *rowKernel, ticket ptx.Reg, cols 
 		k.MovTo(t, k.Atom(ptx.Global, "inc", ptx.U32, ptx.At(ticket, 0), ptx.Imm(g.grid-1)))
 	})
 	rk.early = func() {
-		// Lane 0 of each warp holds 1 but in warp 0 (thread 0's ticket).
+		// Lane 0 of warp 0 holds thread 0's ticket, lane 0 of every other
+		// warp 1: only warp 0 of the electing CTA zeroes.
 		t0 := k.ShflSync("idx", t, ptx.Imm(0), ptx.Imm(31), 0xffffffff)
 		k.If(k.Setp("eq", ptx.U32, t0, ptx.Imm(0)), func() {
-			w := 4 // widest vector dividing n
-			for w > 1 && g.n%w != 0 {
-				w /= 2
-			}
+			w := widestVec(dtype.F32, g.n)
 			zeros := make([]ptx.Reg, w)
 			zero := k.Mov(ptx.F32, ptx.F32Imm(0))
 			for e := range zeros {

@@ -39,7 +39,7 @@ package kernels
 // (cp.async.wait_group rpg−1−i). A CTA then has rows·rpg rows in flight,
 // up to 227 KiB of them (one CTA per SM), where registers hold two rows per
 // group at most; on the H200 that took LayerNorm f32 [2048 × 1536] from
-// 16.77 to 16.26 µs in one session (testdata/h200-rows.md).
+// 16.77 to 16.26 µs in one session (testdata/research/h200-async-only.log).
 //
 // Reduction. Within a warp a butterfly of shfl.sync.bfly over the tpr
 // (≤ 32) lanes of the group leaves the sum in every lane. For tpr > 32
@@ -492,11 +492,7 @@ func param(k *ptx.Func, name string) ptx.Reg {
 // first loads.
 func (rk *rowKernel) forRows(load func(rows []rowRef) []ptx.Reg, compute func(rows []rowRef, regs []ptx.Reg)) {
 	k, g := rk.k, rk.g
-	early := func() {
-		if rk.early != nil {
-			rk.early()
-		}
-	}
+	early := rk.emitEarly
 	rk.setBase()
 	batch := rk.batch
 	iters := g.rpg / g.unroll
@@ -556,6 +552,13 @@ func (rk *rowKernel) batch(it ptx.Operand) []rowRef {
 	return rows
 }
 
+// emitEarly emits rk.early, if any.
+func (rk *rowKernel) emitEarly() {
+	if rk.early != nil {
+		rk.early()
+	}
+}
+
 // setBase emits the group's first row, where batch counts from.
 func (rk *rowKernel) setBase() {
 	k, g := rk.k, rk.g
@@ -580,9 +583,7 @@ func (rk *rowKernel) forRowsAsync(issue func(r rowRef, i int) []ptx.Reg, fetch f
 		held[i] = issue(rows[i], i)
 		k.CpAsyncCommit()
 	}
-	if rk.early != nil {
-		rk.early()
-	}
+	rk.emitEarly()
 	for i, r := range rows {
 		k.CpAsyncWait(g.rpg - 1 - i)
 		compute(rows[i:i+1], fetch(r, i, held[i]))
