@@ -624,6 +624,21 @@ func (e *lpMath) ipow(a ptx.Reg, n int) ptx.Reg {
 // window, whose dy and y load as 0) get g = gd = 0.
 type lpWin struct{ g, ly ptx.Reg }
 
+// windows prepares the windows of one unit from their dy and y: slot d is
+// the clipped last window where q == lastQ[d] (never where lastQ[d] < 0).
+func (e *lpMath) windows(dys, ys []ptx.Reg, q ptx.Reg, lastQ []int) []lpWin {
+	k := e.k
+	ws := make([]lpWin, len(dys))
+	for d := range ws {
+		var last ptx.Reg
+		if lastQ[d] >= 0 {
+			last = k.Setp("eq", ptx.U32, q, ptx.Imm(lastQ[d]))
+		}
+		ws[d] = e.window(dys[d], ys[d], last)
+	}
+	return ws
+}
+
 // window prepares a window from dy and y; last, when valid, says it is the
 // clipped last window.
 func (e *lpMath) window(dy, y, last ptx.Reg) lpWin {
@@ -689,17 +704,6 @@ func (e *lpMath) element(x ptx.Reg, ws []lpWin) ptx.Reg {
 		out = k.Selp(mt, e.imm(0), out, k.Setp("eq", mt, x, e.imm(0)))
 	}
 	return out
-}
-
-// lpAnd combines optional predicates (an invalid Reg is "always").
-func lpAnd(k *ptx.Func, a, b ptx.Reg) ptx.Reg {
-	switch {
-	case !a.Valid():
-		return b
-	case !b.Valid():
-		return a
-	}
-	return k.And(ptx.Pred, a, b)
 }
 
 // lpQLess returns the predicate q < t, or "always" for t < 0.
@@ -777,14 +781,14 @@ func lpEmitGather(m *ptx.Module, dt dtype.DType, g lpGeom, o lpOpts) []Launch {
 		us[j].xoff = xoff
 		xa := k.Add(ptx.U64, x, xoff)
 		for v := 0; v < pl.E/o.vec; v++ {
-			vok := lpAnd(k, ok, lpQLess(k, q, pl.tailQ[v]))
+			vok := both(k, ok, lpQLess(k, q, pl.tailQ[v]))
 			us[j].vok = append(us[j].vok, vok)
 			us[j].xs = append(us[j].xs, ldVals(k, ptx.Global, dt, o.vec, ptx.At(xa, int64(v*o.vec*size)), vok, ldNC)...)
 		}
 		woff := k.MulWide(ptx.U32, lpRowIndex(k, r, q, g.lout, pl.G), ptx.Imm(size))
 		dya, ya := k.Add(ptx.U64, dy, woff), k.Add(ptx.U64, y, woff)
 		for d := 0; d < pl.nw; d++ {
-			wok := lpAnd(k, ok, lpAnd(k, lpQAtLeast(k, q, pl.loQ[d]), lpQLess(k, q, pl.hiQ[d])))
+			wok := both(k, ok, both(k, lpQAtLeast(k, q, pl.loQ[d]), lpQLess(k, q, pl.hiQ[d])))
 			off := int64((d - pl.back) * size)
 			us[j].dys = append(us[j].dys, ldVals(k, ptx.Global, dt, 1, ptx.At(dya, off), wok, ldNC)[0])
 			us[j].ys = append(us[j].ys, ldVals(k, ptx.Global, dt, 1, ptx.At(ya, off), wok, ldNC)[0])
@@ -792,14 +796,7 @@ func lpEmitGather(m *ptx.Module, dt dtype.DType, g lpGeom, o lpOpts) []Launch {
 	}
 	for j := range us {
 		u := &us[j]
-		ws := make([]lpWin, pl.nw)
-		for d := range ws {
-			var last ptx.Reg
-			if pl.lastQ[d] >= 0 {
-				last = k.Setp("eq", ptx.U32, u.q, ptx.Imm(pl.lastQ[d]))
-			}
-			ws[d] = e.window(u.dys[d], u.ys[d], last)
-		}
+		ws := e.windows(u.dys, u.ys, u.q, pl.lastQ)
 		dxa := k.Add(ptx.U64, dx, u.xoff)
 		for v := 0; v < pl.E/o.vec; v++ {
 			out := make([]ptx.Reg, o.vec)
@@ -865,7 +862,7 @@ func lpEmitScatter(m *ptx.Module, dt dtype.DType, g lpGeom, o lpOpts) []Launch {
 		woff := k.MulWide(ptx.U32, lpRowIndex(k, r, q, g.lout, pl.G), ptx.Imm(size))
 		dya, ya := k.Add(ptx.U64, dy, woff), k.Add(ptx.U64, y, woff)
 		for w := 0; w < pl.G; w++ {
-			wok := lpAnd(k, ok, lpQLess(k, q, pl.winHiQ[w]))
+			wok := both(k, ok, lpQLess(k, q, pl.winHiQ[w]))
 			gs[j].dys = append(gs[j].dys, ldVals(k, ptx.Global, dt, 1, ptx.At(dya, int64(w*size)), wok, ldNC)[0])
 			gs[j].ys = append(gs[j].ys, ldVals(k, ptx.Global, dt, 1, ptx.At(ya, int64(w*size)), wok, ldNC)[0])
 		}
@@ -875,20 +872,13 @@ func lpEmitScatter(m *ptx.Module, dt dtype.DType, g lpGeom, o lpOpts) []Launch {
 			if len(pl.cover[el]) == 0 {
 				continue
 			}
-			gs[j].eok[el] = lpAnd(k, ok, lpQLess(k, q, pl.elemHiQ[el]))
+			gs[j].eok[el] = both(k, ok, lpQLess(k, q, pl.elemHiQ[el]))
 			gs[j].xs[el] = ldVals(k, ptx.Global, dt, 1, ptx.At(xa, int64(el*size)), gs[j].eok[el], ldNC)[0]
 		}
 	}
 	for j := range gs {
 		gr := &gs[j]
-		ws := make([]lpWin, pl.G)
-		for w := range ws {
-			var last ptx.Reg
-			if pl.lastQ[w] >= 0 {
-				last = k.Setp("eq", ptx.U32, gr.q, ptx.Imm(pl.lastQ[w]))
-			}
-			ws[w] = e.window(gr.dys[w], gr.ys[w], last)
-		}
+		ws := e.windows(gr.dys, gr.ys, gr.q, pl.lastQ)
 		aa := k.Add(ptx.U64, acc, gr.aoff)
 		for el := 0; el < pl.span; el++ {
 			if len(pl.cover[el]) == 0 {

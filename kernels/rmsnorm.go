@@ -89,8 +89,8 @@ package kernels
 // zeroing launch, the ticket copy and atomic1's zeroing are checked too.
 // colsum and ticket are Input buffers whose generated data are zeros,
 // and every run leaves them zero: uploaded once per session or before
-// every run, they hold zeros when a program starts. (A role "zeroed once, left zeroed by every
-// run" would say so more plainly than Input.) The number of CTAs
+// every run, they hold zeros when a program starts. (A role "zeroed once,
+// left zeroed by every run" would say so more plainly than Input.) The number of CTAs
 // (rows·rpg rows each) sets the trade-off: more CTAs fill the SMs better
 // but add column sums (G·n atomics, or G·n·8 bytes of partials).
 //
@@ -243,16 +243,7 @@ func (f *normBwd) Inputs(s variants.Shape, seed uint64) map[string][]float64 {
 	mean := make([]float64, m)
 	for r := 0; r < m; r++ {
 		row := raw[r*n : (r+1)*n]
-		var mu, ss float64
-		if f.layer {
-			for _, v := range row {
-				mu += v
-			}
-			mu /= float64(n)
-		}
-		for _, v := range row {
-			ss += (v - mu) * (v - mu)
-		}
+		mu, ss := f.moments(row)
 		sd := math.Sqrt(ss / float64(n))
 		for i, v := range row {
 			switch {
@@ -266,17 +257,7 @@ func (f *normBwd) Inputs(s variants.Shape, seed uint64) map[string][]float64 {
 				x[r*n+i] = dt.Round(scale[r] * v / sd)
 			}
 		}
-		xr := x[r*n : (r+1)*n]
-		var xm, xv float64
-		if f.layer {
-			for _, v := range xr {
-				xm += v
-			}
-			xm /= float64(n)
-		}
-		for _, v := range xr {
-			xv += (v - xm) * (v - xm)
-		}
+		xm, xv := f.moments(x[r*n : (r+1)*n])
 		mean[r] = dtype.F32.Round(xm)
 		rstd[r] = dtype.F32.Round(1 / math.Sqrt(xv/float64(n)+f.eps))
 	}
@@ -292,6 +273,21 @@ func (f *normBwd) Inputs(s variants.Shape, seed uint64) map[string][]float64 {
 	in["colsum"] = make([]float64, f.ncols()*n)
 	in["ticket"] = []float64{0, 0}
 	return in
+}
+
+// moments returns a row's mean (layernorm; 0 for rmsnorm, which does not
+// center) and the sum of squared deviations from it, in float64.
+func (f *normBwd) moments(row []float64) (mu, ss float64) {
+	if f.layer {
+		for _, v := range row {
+			mu += v
+		}
+		mu /= float64(len(row))
+	}
+	for _, v := range row {
+		ss += (v - mu) * (v - mu)
+	}
+	return mu, ss
 }
 
 // Reference computes dx, dγ (and dβ) in float64 from the saved rstd (and
@@ -387,12 +383,9 @@ func (f *normBwd) Tolerance(s variants.Shape) Tolerance {
 // Emit generates one variant: zero + main (atomic), main + finalize
 // (partial), or main alone (ticket, atomic1).
 func (f *normBwd) Emit(s variants.Shape, p variants.Params) (Program, error) {
-	if err := f.Space(s).Check(p); err != nil {
-		return Program{}, errorf(f, "%w", err)
-	}
-	g, err := f.cfg.geom(s, p)
+	g, err := f.cfg.checkedGeom(f, s, p)
 	if err != nil {
-		return Program{}, errorf(f, "%w", err)
+		return Program{}, err
 	}
 	entry := f.name + "_" + s.DType.String()
 	mod := ptx.NewModule()

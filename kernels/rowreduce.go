@@ -245,6 +245,19 @@ func (c *rowCfg) geom(s variants.Shape, p variants.Params) (rowGeom, error) {
 	return g, nil
 }
 
+// checkedGeom checks p against f's space at s and returns its geometry;
+// errors name the family.
+func (c *rowCfg) checkedGeom(f Family, s variants.Shape, p variants.Params) (rowGeom, error) {
+	if err := f.Space(s).Check(p); err != nil {
+		return rowGeom{}, errorf(f, "%w", err)
+	}
+	g, err := c.geom(s, p)
+	if err != nil {
+		return rowGeom{}, errorf(f, "%w", err)
+	}
+	return g, nil
+}
+
 // constraints are the rules every row family shares.
 func (c *rowCfg) constraints(s variants.Shape) []variants.Constraint {
 	rule := func(name string, ok func(g rowGeom) error) variants.Constraint {
@@ -494,29 +507,28 @@ func (rk *rowKernel) forRows(load func(rows []rowRef) []ptx.Reg, compute func(ro
 	k, g := rk.k, rk.g
 	early := rk.emitEarly
 	rk.setBase()
-	batch := rk.batch
 	iters := g.rpg / g.unroll
 	switch {
 	case iters == 1:
-		rows := batch(ptx.Imm(0))
+		rows := rk.batch(ptx.Imm(0))
 		regs := load(rows)
 		early()
 		compute(rows, regs)
 	case g.pref:
-		cur := load(batch(ptx.Imm(0)))
+		cur := load(rk.batch(ptx.Imm(0)))
 		early()
 		k.For(ptx.U32, ptx.Imm(0), ptx.Imm(iters-1), ptx.Imm(1), func(it ptx.Reg) {
-			next := load(batch(k.Add(ptx.U32, it, ptx.Imm(1))))
-			compute(batch(it), cur)
+			next := load(rk.batch(k.Add(ptx.U32, it, ptx.Imm(1))))
+			compute(rk.batch(it), cur)
 			for i := range cur {
 				k.MovTo(cur[i], next[i])
 			}
 		})
-		compute(batch(ptx.Imm(iters-1)), cur)
+		compute(rk.batch(ptx.Imm(iters-1)), cur)
 	default:
 		early()
 		k.For(ptx.U32, ptx.Imm(0), ptx.Imm(iters), ptx.Imm(1), func(it ptx.Reg) {
-			rows := batch(it)
+			rows := rk.batch(it)
 			compute(rows, load(rows))
 		})
 	}

@@ -155,12 +155,9 @@ func softmaxYMax(s variants.Shape) float64 {
 
 // Emit generates one variant: a single kernel, one launch.
 func (f *softmaxBwd) Emit(s variants.Shape, p variants.Params) (Program, error) {
-	if err := f.Space(s).Check(p); err != nil {
-		return Program{}, errorf(f, "%w", err)
-	}
-	g, err := f.cfg.geom(s, p)
+	g, err := f.cfg.checkedGeom(f, s, p)
 	if err != nil {
-		return Program{}, errorf(f, "%w", err)
+		return Program{}, err
 	}
 	entry := f.Name() + "_" + s.DType.String()
 	m := ptx.NewModule()
