@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/gradtune/gradtune/kernels/dtype"
+	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/variants"
 )
 

@@ -3,7 +3,7 @@ package kernels_test
 import (
 	"testing"
 
-	"github.com/gradtune/gradtune/kernels/dtype"
+	"github.com/gradtune/gradtune/dtype"
 )
 
 func TestLayerNormReferenceMatchesFiniteDifferences(t *testing.T) {

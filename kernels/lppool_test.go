@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/internal/ptxas"
-	"github.com/gradtune/gradtune/kernels/dtype"
 	"github.com/gradtune/gradtune/variants"
 )
 

@@ -113,7 +113,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/gradtune/gradtune/kernels/dtype"
+	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels/ptx"
 	"github.com/gradtune/gradtune/variants"
 )

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
-	"github.com/gradtune/gradtune/kernels/dtype"
 	"github.com/gradtune/gradtune/kernels/internal/ptxtest"
 	"github.com/gradtune/gradtune/runner"
 	"github.com/gradtune/gradtune/variants"

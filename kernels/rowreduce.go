@@ -57,7 +57,7 @@ import (
 	"math"
 	"math/bits"
 
-	"github.com/gradtune/gradtune/kernels/dtype"
+	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels/ptx"
 	"github.com/gradtune/gradtune/variants"
 )

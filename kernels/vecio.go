@@ -6,7 +6,7 @@ package kernels
 // nearest even) before a store.
 
 import (
-	"github.com/gradtune/gradtune/kernels/dtype"
+	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels/ptx"
 )
 

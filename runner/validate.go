@@ -4,8 +4,8 @@ import (
 	"runtime"
 	"sync"
 
+	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
-	"github.com/gradtune/gradtune/kernels/dtype"
 )
 
 // mismatch is the outcome of comparing a device buffer with its reference.

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gradtune/gradtune/kernels/dtype"
+	"github.com/gradtune/gradtune/dtype"
 )
 
 // Dim is one named extent of a problem, such as m=2048.

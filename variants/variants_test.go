@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gradtune/gradtune/kernels/dtype"
+	"github.com/gradtune/gradtune/dtype"
 )
 
 func TestParamsRoundTrip(t *testing.T) {

@@ -9,8 +9,8 @@ import (
 	"sync"
 	"text/tabwriter"
 
+	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
-	"github.com/gradtune/gradtune/kernels/dtype"
 	"github.com/gradtune/gradtune/runner"
 	"github.com/gradtune/gradtune/runner/sim"
 	"github.com/gradtune/gradtune/variants"

@@ -16,8 +16,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
-	"github.com/gradtune/gradtune/kernels/dtype"
 	"github.com/gradtune/gradtune/runner"
 	"github.com/gradtune/gradtune/runner/cuda"
 	"github.com/gradtune/gradtune/runner/sim"

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
-	"github.com/gradtune/gradtune/kernels/dtype"
 	"github.com/gradtune/gradtune/store"
 	"github.com/gradtune/gradtune/variants"
 )

@@ -4,7 +4,7 @@ import (
 	"math"
 	"math/big"
 
-	"github.com/gradtune/gradtune/kernels/dtype"
+	"github.com/gradtune/gradtune/dtype"
 )
 
 // Floating-point helpers. The GPU's exactly rounded instructions (add.rn,
@@ -94,7 +94,7 @@ func toF32Odd(x float64) float32 {
 	return math.Float32frombits(bits | 1)
 }
 
-// The half conversions are kernels/dtype's (round to nearest even, exact
+// The half conversions are dtype's (round to nearest even, exact
 // widening); the GPU's canonical NaN replaces theirs.
 
 // f32ToF16 converts to IEEE binary16 bits with round to nearest even
