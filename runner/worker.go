@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/gradtune/gradtune/dtype"
-	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/kernels/catalog"
 	"github.com/gradtune/gradtune/runner/cuda"
 	"github.com/gradtune/gradtune/variants"
 )
@@ -140,7 +140,7 @@ func (w *gpuWorker) eval(r *evalRequest, mo MeasureOpts) (res *evalResponse) {
 		res.Fatal = cuda.IsSticky(err)
 		return res
 	}
-	f, err := kernels.Lookup(r.Kernel)
+	f, err := catalog.Lookup(r.Kernel)
 	if err != nil {
 		return fail("launch_error", err)
 	}

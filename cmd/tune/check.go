@@ -11,6 +11,7 @@ import (
 
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/kernels/catalog"
 	"github.com/gradtune/gradtune/runner"
 	"github.com/gradtune/gradtune/runner/sim"
 	"github.com/gradtune/gradtune/variants"
@@ -56,7 +57,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *kernelList == "" {
-		return usagef("check needs --kernel (kernels: %s, or all)", strings.Join(kernels.Names(), ", "))
+		return usagef("check needs --kernel (kernels: %s, or all)", strings.Join(catalog.Names(), ", "))
 	}
 	if *shapes == "" {
 		return usagef("check needs --shapes: a spec such as m=64,n=1001 (the interpreter runs about 10^8 thread-instructions per second per core, so keep shapes small) or a preset with --tokens")
@@ -154,7 +155,7 @@ func acceptingFamilies(shapes string, w io.Writer) string {
 		return "all" // resolve reports the malformed spec
 	}
 	var names []string
-	for _, f := range kernels.All() {
+	for _, f := range catalog.All() {
 		var why error
 		for _, sp := range specs {
 			ok := false

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/kernels/catalog"
 	"github.com/gradtune/gradtune/runner"
 	"github.com/gradtune/gradtune/runner/cuda"
 	"github.com/gradtune/gradtune/runner/sim"
@@ -53,7 +53,7 @@ func TestCheckAllSkipsFamiliesWithOtherDims(t *testing.T) {
 	if !strings.Contains(out, "relu_bwd") {
 		t.Errorf("relu_bwd not checked:\n%s", out)
 	}
-	for _, f := range kernels.All() {
+	for _, f := range catalog.All() {
 		if _, err := f.Shape(mustSpec(t, "m=2,n=33"), f.DTypes()[0]); err != nil && !strings.Contains(errs, "skipping "+f.Name()) {
 			t.Errorf("%s does not take m,n but is not reported as skipped: %s", f.Name(), errs)
 		}
@@ -102,7 +102,7 @@ func TestCrosscheckWithoutGPU(t *testing.T) {
 }
 
 func TestCrossCases(t *testing.T) {
-	fams := kernels.All()
+	fams := catalog.All()
 	cs := crossCases(fams, nil, 240, 1)
 	if len(cs) < 240 {
 		t.Fatalf("%d cases for 240", len(cs))
@@ -150,7 +150,7 @@ func TestInexactReason(t *testing.T) {
 }
 
 func TestVerdict(t *testing.T) {
-	f, err := kernels.Lookup("relu_bwd")
+	f, err := catalog.Lookup("relu_bwd")
 	if err != nil {
 		t.Fatal(err)
 	}

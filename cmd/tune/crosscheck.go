@@ -18,6 +18,7 @@ import (
 
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/kernels/catalog"
 	"github.com/gradtune/gradtune/runner"
 	"github.com/gradtune/gradtune/runner/cuda"
 	"github.com/gradtune/gradtune/runner/sim"
@@ -312,7 +313,7 @@ func cmdCrosscheck(args []string, stdout, stderr io.Writer) error {
 	if *dev < 0 {
 		return usagef("--device must be a GPU ordinal, got %d", *dev)
 	}
-	fams, err := kernels.ParseList(*kernelList)
+	fams, err := catalog.ParseList(*kernelList)
 	if err != nil {
 		return usageError{err}
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/gradtune/gradtune/dtype"
-	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/kernels/catalog"
 	"github.com/gradtune/gradtune/store"
 	"github.com/gradtune/gradtune/variants"
 )
@@ -35,7 +35,7 @@ func TestRecordedWinnersStillEmit(t *testing.T) {
 				t.Fatalf("winners: %d %v", len(winners), err)
 			}
 			for _, w := range winners {
-				f, err := kernels.Lookup(w.Kernel)
+				f, err := catalog.Lookup(w.Kernel)
 				if err != nil {
 					t.Fatal(err)
 				}

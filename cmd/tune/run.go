@@ -17,6 +17,7 @@ import (
 
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/kernels/catalog"
 	"github.com/gradtune/gradtune/runner"
 	"github.com/gradtune/gradtune/runner/cuda"
 	"github.com/gradtune/gradtune/store"
@@ -145,7 +146,7 @@ type selection struct {
 }
 
 func resolve(kernelList, shapes string, tokens int, dtypes string) (selection, error) {
-	fams, err := kernels.ParseList(kernelList)
+	fams, err := catalog.ParseList(kernelList)
 	if err != nil {
 		return selection{}, usageError{err}
 	}
@@ -367,7 +368,7 @@ func cmdList(args []string, stdout io.Writer) error {
 		return err
 	}
 	fmt.Fprintln(stdout, "kernels:")
-	for _, f := range kernels.All() {
+	for _, f := range catalog.All() {
 		fmt.Fprintf(stdout, "  %s — %s\n", f.Name(), f.Doc())
 		fmt.Fprintf(stdout, "    dims: %s; dtypes: %v\n", strings.Join(f.Dims(), ", "), f.DTypes())
 		// Axes of the first supported dtype's space at a representative shape.
@@ -405,7 +406,7 @@ func cmdEmit(args []string, stdout io.Writer) error {
 		return err
 	}
 	if *kernel == "" || strings.Contains(*kernel, ",") || *kernel == "all" {
-		return usagef("emit needs one --kernel (kernels: %s)", strings.Join(kernels.Names(), ", "))
+		return usagef("emit needs one --kernel (kernels: %s)", strings.Join(catalog.Names(), ", "))
 	}
 	if *shapes == "" {
 		return usagef("emit needs --shapes, e.g. --shapes m=2048,n=8960")

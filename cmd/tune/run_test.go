@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/kernels/catalog"
 	"github.com/gradtune/gradtune/runner/cuda"
 )
 
@@ -73,7 +73,7 @@ func TestUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--kernel", "nope"}, `unknown kernel "nope" (kernels: ` + strings.Join(kernels.Names(), ", ") + ")"},
+		{[]string{"--kernel", "nope"}, `unknown kernel "nope" (kernels: ` + strings.Join(catalog.Names(), ", ") + ")"},
 		{[]string{"--bogus"}, "flag provided but not defined: -bogus"},
 		{[]string{"--shapes", "llama7b"}, `malformed shape "llama7b"`},
 		{[]string{"--shapes", "m=0,n=4"}, "m=0 is not a positive integer"},

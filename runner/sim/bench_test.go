@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/gradtune/gradtune/dtype"
-	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/kernels/catalog"
 	"github.com/gradtune/gradtune/runner"
 	"github.com/gradtune/gradtune/runner/sim"
 	"github.com/gradtune/gradtune/variants"
@@ -16,7 +16,7 @@ import (
 // instructions of the lanes that executed them, per second of wall time.
 // Run it on one core with -cpu 1 (the backend then uses one worker).
 func BenchmarkInterpreter(b *testing.B) {
-	f, err := kernels.Lookup("gelu_bwd")
+	f, err := catalog.Lookup("gelu_bwd")
 	if err != nil {
 		b.Fatal(err)
 	}
