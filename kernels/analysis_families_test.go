@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/kernels/catalog"
+	"github.com/gradtune/gradtune/kernels/internal/ptxtest"
 	"github.com/gradtune/gradtune/kernels/ptx"
 	"github.com/gradtune/gradtune/variants"
 )
@@ -38,7 +40,7 @@ func TestFamiliesPassAnalyses(t *testing.T) {
 		s variants.Shape
 	}
 	var jobs []job
-	for _, f := range kernels.All() {
+	for _, f := range catalog.All() {
 		shapes := f.Shapes(preset, f.DTypes())
 		odd := 0
 		for _, sp := range analysisOddSpecs {
@@ -67,7 +69,7 @@ func TestFamiliesPassAnalyses(t *testing.T) {
 		failures []string
 		count    int
 	)
-	kernels.Parallel(jobs, func(j job) {
+	ptxtest.Parallel(jobs, func(j job) {
 		n := 0
 		for i, p := range j.f.Space(j.s).Enumerate() {
 			if testing.Short() && i%7 != 0 {
@@ -102,5 +104,5 @@ func TestFamiliesPassAnalyses(t *testing.T) {
 		}
 		t.Errorf("emit failed: %s", msg)
 	}
-	t.Logf("%d variants of %d families over %d shapes", count, len(kernels.All()), len(jobs))
+	t.Logf("%d variants of %d families over %d shapes", count, len(catalog.All()), len(jobs))
 }

@@ -15,6 +15,8 @@ import (
 
 	"github.com/gradtune/gradtune/internal/ptxas"
 	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/kernels/catalog"
+	"github.com/gradtune/gradtune/kernels/internal/ptxtest"
 	"github.com/gradtune/gradtune/variants"
 )
 
@@ -51,7 +53,7 @@ func allVariants(t *testing.T) []variant {
 }
 
 func emitAll() (out []variant, problems []string) {
-	for _, f := range kernels.All() {
+	for _, f := range catalog.All() {
 		if !slices.Contains(seedFamilies, f.Name()) {
 			continue // the elementwise families; others test their own spaces
 		}
@@ -187,7 +189,7 @@ func TestAssembleAllVariants(t *testing.T) {
 	)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	kernels.Parallel(jobs, func(a assembly) {
+	ptxtest.Parallel(jobs, func(a assembly) {
 		text, names := a.module()
 		reports, _, err := ptxas.Assemble(ctx, path, text, a.arch)
 		if err != nil {
@@ -218,7 +220,7 @@ func TestAssembleAllVariants(t *testing.T) {
 		}
 		t.Errorf("%s: %v (and %d variants with the same PTX): %v", f.arch, f.u.v, f.u.count-1, f.err)
 	}
-	kernels.ReportSorted(t, problems, 20)
+	ptxtest.ReportSorted(t, problems, 20)
 	sort.Strings(allowed)
 	for _, a := range allowed {
 		t.Logf("allowed (rcp.rn.f32 slow path): %s", a)

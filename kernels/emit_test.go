@@ -9,6 +9,7 @@ import (
 
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/kernels/catalog"
 	"github.com/gradtune/gradtune/kernels/internal/ptxtest"
 	"github.com/gradtune/gradtune/variants"
 )
@@ -35,7 +36,7 @@ var goldenVariants = []struct {
 
 func emitVariant(t *testing.T, family, dt, sp, params string) (kernels.Family, variants.Shape, variants.Params, kernels.Program) {
 	t.Helper()
-	f, err := kernels.Lookup(family)
+	f, err := catalog.Lookup(family)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,18 +1,17 @@
 package kernels
 
 import (
-	"fmt"
 	"hash/fnv"
-	"math"
 	"math/rand/v2"
-	"sort"
-	"strings"
 
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/variants"
 )
 
-// Family is one tunable kernel.
+// Family is one tunable kernel, seen untyped: shapes in their canonical
+// form and params as k=v strings, as commands, runners and the store see
+// them. Families are written against their own typed shape and params
+// and become a Family through Define.
 type Family interface {
 	// Name is the family's identifier, e.g. "relu_bwd".
 	Name() string
@@ -31,7 +30,9 @@ type Family interface {
 	Space(s variants.Shape) variants.Space
 	// Emit generates the program of one variant.
 	Emit(s variants.Shape, p variants.Params) (Program, error)
-	// Buffers lists the device buffers of a shape with their roles.
+	// Buffers lists the shape's data: the Input buffers Inputs fills and
+	// the Output and Accumulate buffers Reference computes. A program's
+	// own state and scratch are in Program.Buffers.
 	Buffers(s variants.Shape) []Buffer
 	// Inputs returns deterministic input data for the Input buffers.
 	Inputs(s variants.Shape, seed uint64) map[string][]float64
@@ -39,8 +40,9 @@ type Family interface {
 	Reference(s variants.Shape, in map[string][]float64) map[string][]float64
 	// Cost is the work of one program run.
 	Cost(s variants.Shape) Cost
-	// Tolerance is the accepted error of outputs against the reference.
-	Tolerance(s variants.Shape) Tolerance
+	// Tolerance is the accepted error of the output buffer against the
+	// reference.
+	Tolerance(s variants.Shape, buffer string) Tolerance
 }
 
 // Role says how a buffer is used.
@@ -52,10 +54,14 @@ const (
 	Output                 // written by the program; poisoned before validation
 	Accumulate             // zeroed inside the timed program, then accumulated into
 	Scratch                // workspace; contents are not checked
+	// State is zeroed once, when the program is loaded, and every run
+	// must leave it zero again (counters that wrap, accumulators that the
+	// last CTA clears); validation checks that it does.
+	State
 )
 
 func (r Role) String() string {
-	return [...]string{"input", "output", "accumulate", "scratch"}[r]
+	return [...]string{"input", "output", "accumulate", "scratch", "state"}[r]
 }
 
 // Buffer is a device buffer of a program.
@@ -98,80 +104,19 @@ type Launch struct {
 	Dependent bool
 }
 
-// Program is everything one variant runs: one PTX module and the launches
-// made from it, in order.
+// Program is everything one variant runs: one PTX module, the launches
+// made from it, in order, and the buffers of its own (State and Scratch)
+// that it needs beside the shape's data. Launches name either.
 type Program struct {
 	PTX      string
 	Launches []Launch
+	Buffers  []Buffer
 }
 
 // Cost is the work of one program run, for throughput figures.
 type Cost struct {
 	Bytes int64 // fewest bytes moved through device memory (reads + writes)
 	Flops int64
-}
-
-// Tolerance is the accepted error: |got − ref| ≤ Atol + Rtol·|ref|.
-type Tolerance struct {
-	Atol, Rtol float64
-}
-
-// OutputTolerancer is implemented by families whose outputs need
-// different tolerances (a row-wise dx next to a column sum over all rows).
-// Their Tolerance returns the loosest of them.
-type OutputTolerancer interface {
-	OutputTolerance(s variants.Shape, buffer string) Tolerance
-}
-
-// ToleranceFor returns the tolerance of buffer: the family's
-// OutputTolerance when it has one, else its Tolerance.
-func ToleranceFor(f Family, s variants.Shape, buffer string) Tolerance {
-	if o, ok := f.(OutputTolerancer); ok {
-		return o.OutputTolerance(s, buffer)
-	}
-	return f.Tolerance(s)
-}
-
-// Check compares got with ref and returns the largest absolute and
-// relative errors and the index of the first element outside tolerance
-// (-1 if none). Non-finite values must match exactly: NaN where ref is
-// NaN and an infinity where ref has the same infinity pass; anything else
-// against a NaN or an infinity (in either slice) fails with infinite
-// absolute and relative errors. Elements where ref is 0 have no relative
-// error. Slices of different lengths fail at the first index only one of
-// them has, with an infinite absolute error.
-func (t Tolerance) Check(got, ref []float64) (maxAbs, maxRel float64, bad int) {
-	bad = -1
-	if len(got) != len(ref) {
-		n := min(len(got), len(ref))
-		maxAbs, maxRel, bad = t.Check(got[:n], ref[:n])
-		if bad < 0 {
-			bad = n
-		}
-		return math.Inf(1), maxRel, bad
-	}
-	inf := math.Inf(1)
-	for i := range ref {
-		g, r := got[i], ref[i]
-		var d, rel float64
-		switch {
-		case g == r || math.IsNaN(g) && math.IsNaN(r):
-			// Equal, including equal infinities.
-		case math.IsNaN(g) || math.IsNaN(r) || math.IsInf(g, 0) || math.IsInf(r, 0):
-			d, rel = inf, inf
-		default:
-			d = math.Abs(g - r)
-			if r != 0 {
-				rel = d / math.Abs(r)
-			}
-		}
-		maxAbs, maxRel = max(maxAbs, d), max(maxRel, rel)
-		// With r finite the limit is finite, so an infinite d always fails.
-		if bad < 0 && d > 0 && (math.IsInf(d, 1) || d > t.Atol+t.Rtol*math.Abs(r)) {
-			bad = i
-		}
-	}
-	return maxAbs, maxRel, bad
 }
 
 // Uniform returns n values uniform in [lo, hi) rounded to dt, from a
@@ -186,67 +131,4 @@ func Uniform(dt dtype.DType, n int, lo, hi float64, seed uint64, stream string) 
 		out[i] = dt.Round(lo + (hi-lo)*r.Float64())
 	}
 	return out
-}
-
-// registry of families, filled by init functions of this package.
-var registry = map[string]Family{}
-
-func register(f Family) {
-	if _, dup := registry[f.Name()]; dup {
-		panic("kernels: family registered twice: " + f.Name())
-	}
-	registry[f.Name()] = f
-}
-
-// Lookup returns the family called name.
-func Lookup(name string) (Family, error) {
-	f, ok := registry[name]
-	if !ok {
-		return nil, fmt.Errorf("unknown kernel %q (kernels: %s)", name, strings.Join(Names(), ", "))
-	}
-	return f, nil
-}
-
-// Names lists the registered families, sorted.
-func Names() []string {
-	var n []string
-	for k := range registry {
-		n = append(n, k)
-	}
-	sort.Strings(n)
-	return n
-}
-
-// All returns the registered families sorted by name.
-func All() []Family {
-	var out []Family
-	for _, n := range Names() {
-		out = append(out, registry[n])
-	}
-	return out
-}
-
-// ParseList resolves "a,b" or "all" into families.
-func ParseList(s string) ([]Family, error) {
-	if strings.TrimSpace(s) == "all" {
-		return All(), nil
-	}
-	var out []Family
-	seen := map[string]bool{}
-	for _, n := range strings.Split(s, ",") {
-		n = strings.TrimSpace(n)
-		if n == "" || seen[n] {
-			continue
-		}
-		seen[n] = true
-		f, err := Lookup(n)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, f)
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("no kernel named (kernels: %s, or all)", strings.Join(Names(), ", "))
-	}
-	return out, nil
 }

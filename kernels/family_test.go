@@ -9,6 +9,7 @@ import (
 
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/kernels/catalog"
 	"github.com/gradtune/gradtune/variants"
 )
 
@@ -16,7 +17,7 @@ import (
 var seedFamilies = []string{"gelu_bwd", "relu_bwd", "silu_bwd"}
 
 func TestRegistry(t *testing.T) {
-	names := kernels.Names()
+	names := catalog.Names()
 	if !sort.StringsAreSorted(names) {
 		t.Errorf("Names not sorted: %v", names)
 	}
@@ -28,7 +29,7 @@ func TestRegistry(t *testing.T) {
 			t.Errorf("Names %v lacks %s", names, n)
 		}
 	}
-	all := kernels.All()
+	all := catalog.All()
 	if len(all) != len(names) {
 		t.Fatalf("All has %d families, Names %d", len(all), len(names))
 	}
@@ -36,7 +37,7 @@ func TestRegistry(t *testing.T) {
 		if f.Name() != names[i] {
 			t.Errorf("All()[%d] = %s, Names()[%d] = %s", i, f.Name(), i, names[i])
 		}
-		g, err := kernels.Lookup(f.Name())
+		g, err := catalog.Lookup(f.Name())
 		if err != nil || g != f {
 			t.Errorf("Lookup(%s) = %v, %v", f.Name(), g, err)
 		}
@@ -45,7 +46,7 @@ func TestRegistry(t *testing.T) {
 		}
 	}
 
-	_, err := kernels.Lookup("nope_bwd")
+	_, err := catalog.Lookup("nope_bwd")
 	if err == nil {
 		t.Fatal("Lookup(nope_bwd) succeeded")
 	}
@@ -69,7 +70,7 @@ func TestRegistry(t *testing.T) {
 		{in: "all,relu_bwd", err: `unknown kernel "all"`},
 	}
 	for _, c := range lists {
-		fs, err := kernels.ParseList(c.in)
+		fs, err := catalog.ParseList(c.in)
 		if c.err != "" {
 			if err == nil || !strings.Contains(err.Error(), c.err) {
 				t.Errorf("ParseList(%q) error = %v, want %q", c.in, err, c.err)
@@ -206,7 +207,7 @@ func shape(t *testing.T, f kernels.Family, s string, dt dtype.DType) variants.Sh
 
 func TestShapeParsing(t *testing.T) {
 	for _, name := range seedFamilies {
-		f, _ := kernels.Lookup(name)
+		f, _ := catalog.Lookup(name)
 		if !slices.Equal(f.Dims(), []string{"m", "n"}) {
 			t.Errorf("%s: Dims = %v", name, f.Dims())
 		}
@@ -276,7 +277,7 @@ func TestShapesFromPreset(t *testing.T) {
 		{p, nil, nil},
 	}
 	for _, name := range seedFamilies {
-		f, _ := kernels.Lookup(name)
+		f, _ := catalog.Lookup(name)
 		for _, c := range cases {
 			var got []string
 			for _, s := range f.Shapes(c.p, c.dts) {
@@ -312,7 +313,7 @@ func product(sp variants.Space) []variants.Params {
 
 func TestSpaceAndEmitRejectBadParams(t *testing.T) {
 	for _, name := range seedFamilies {
-		f, _ := kernels.Lookup(name)
+		f, _ := catalog.Lookup(name)
 		for _, dt := range f.DTypes() {
 			s := shape(t, f, "m=4,n=1003", dt)
 			sp := f.Space(s)
@@ -414,7 +415,7 @@ func TestBuffersAndCost(t *testing.T) {
 		{"m=2048,n=8960", dtype.F32, 2048 * 8960, 3 * 2048 * 8960 * 4},
 	}
 	for _, name := range seedFamilies {
-		f, _ := kernels.Lookup(name)
+		f, _ := catalog.Lookup(name)
 		for _, c := range cases {
 			s := shape(t, f, c.spec, c.dt)
 			bufs := f.Buffers(s)
@@ -448,7 +449,7 @@ func TestBuffersAndCost(t *testing.T) {
 
 func TestInputs(t *testing.T) {
 	for _, name := range seedFamilies {
-		f, _ := kernels.Lookup(name)
+		f, _ := catalog.Lookup(name)
 		for _, dt := range f.DTypes() {
 			s := shape(t, f, "m=3,n=1001", dt)
 			in := f.Inputs(s, 1)

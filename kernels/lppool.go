@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/gradtune/gradtune/dtype"
+	"github.com/gradtune/gradtune/kernels/gen"
 	"github.com/gradtune/gradtune/kernels/ptx"
 	"github.com/gradtune/gradtune/variants"
 )
@@ -100,7 +101,6 @@ import (
 // pair as ex2.approx((p−1)·(lg2.approx|x_i| − lg2.approx y_w)); the ratio is
 // at most about 1 for p ≥ 1, so nothing overflows.
 
-func init() { register(lpPoolBwd) }
 
 var lpPoolBwd = &lpPool{}
 
@@ -229,8 +229,8 @@ func (f *lpPool) Shape(sp variants.Spec, dt dtype.DType) (variants.Shape, error)
 		val["stride"] = variants.Dim{Name: "stride", Value: val["window"].Value}
 	}
 	for _, n := range []string{"n", "c", "l"} {
-		if v := val[n].Value; v <= 0 || v > maxElems {
-			return variants.Shape{}, fmt.Errorf("%s: %s=%d must be in 1..%d", lpName, n, v, maxElems)
+		if v := val[n].Value; v <= 0 || v > gen.MaxElems {
+			return variants.Shape{}, fmt.Errorf("%s: %s=%d must be in 1..%d", lpName, n, v, gen.MaxElems)
 		}
 	}
 	for _, n := range []string{"window", "stride"} {
@@ -258,8 +258,8 @@ func (f *lpPool) Shape(sp variants.Spec, dt dtype.DType) (variants.Shape, error)
 		s.Dims = append(s.Dims, variants.Dim{Name: "ceil", Value: 1})
 	}
 	g := lpGeomOf(s)
-	if g.rows > maxElems || g.rows*g.l > maxElems {
-		return variants.Shape{}, fmt.Errorf("%s: %d×%d elements is more than %d", lpName, g.rows, g.l, maxElems)
+	if g.rows > gen.MaxElems || g.rows*g.l > gen.MaxElems {
+		return variants.Shape{}, fmt.Errorf("%s: %d×%d elements is more than %d", lpName, g.rows, g.l, gen.MaxElems)
 	}
 	if g.lout < 1 {
 		return variants.Shape{}, fmt.Errorf("%s: l=%d, window=%d, stride=%d give no output (PyTorch: output size is too small)", lpName, g.l, g.k, g.s)
@@ -431,7 +431,7 @@ func (f *lpPool) Cost(s variants.Shape) Cost {
 // ceil(k/s) terms each bounded by max|dy| · k/c_w · (|x|/y)^(p−1), where
 // |x|/y ≤ 1 for p ≥ 1 and ≤ ymax/0.25 for p < 1 (the inputs keep |x| ≥
 // 0.25). atol scales with that bound; 16-bit outputs add one rounding.
-func (f *lpPool) Tolerance(s variants.Shape) Tolerance {
+func (f *lpPool) Tolerance(s variants.Shape, _ string) Tolerance {
 	g := lpGeomOf(s)
 	bound := float64(lpCeilDiv(g.k, g.s)) * float64(g.k) / float64(g.lastC)
 	if g.pm < 1000 {
@@ -732,7 +732,7 @@ func lpSplit(k *ptx.Func, u ptx.Reg, per, rows int) (r, q ptx.Reg) {
 	return r, k.Sub(ptx.U32, u, k.Mul(ptx.U32, r, ptx.Imm(per)))
 }
 
-// lpRowIndex returns r·rowLen + q·step (u32).
+// lpRowIndex returns r·rowLen + q·step (U32).
 func lpRowIndex(k *ptx.Func, r, q ptx.Reg, rowLen, step int) ptx.Reg {
 	qs := k.Mul(ptx.U32, q, ptx.Imm(step))
 	if !r.Valid() {
@@ -781,17 +781,17 @@ func lpEmitGather(m *ptx.Module, dt dtype.DType, g lpGeom, o lpOpts) []Launch {
 		us[j].xoff = xoff
 		xa := k.Add(ptx.U64, x, xoff)
 		for v := 0; v < pl.E/o.vec; v++ {
-			vok := both(k, ok, lpQLess(k, q, pl.tailQ[v]))
+			vok := gen.Both(k, ok, lpQLess(k, q, pl.tailQ[v]))
 			us[j].vok = append(us[j].vok, vok)
-			us[j].xs = append(us[j].xs, ldVals(k, ptx.Global, dt, o.vec, ptx.At(xa, int64(v*o.vec*size)), vok, ldNC)...)
+			us[j].xs = append(us[j].xs, gen.LdVals(k, ptx.Global, dt, o.vec, ptx.At(xa, int64(v*o.vec*size)), vok, gen.LdNC)...)
 		}
 		woff := k.MulWide(ptx.U32, lpRowIndex(k, r, q, g.lout, pl.G), ptx.Imm(size))
 		dya, ya := k.Add(ptx.U64, dy, woff), k.Add(ptx.U64, y, woff)
 		for d := 0; d < pl.nw; d++ {
-			wok := both(k, ok, both(k, lpQAtLeast(k, q, pl.loQ[d]), lpQLess(k, q, pl.hiQ[d])))
+			wok := gen.Both(k, ok, gen.Both(k, lpQAtLeast(k, q, pl.loQ[d]), lpQLess(k, q, pl.hiQ[d])))
 			off := int64((d - pl.back) * size)
-			us[j].dys = append(us[j].dys, ldVals(k, ptx.Global, dt, 1, ptx.At(dya, off), wok, ldNC)[0])
-			us[j].ys = append(us[j].ys, ldVals(k, ptx.Global, dt, 1, ptx.At(ya, off), wok, ldNC)[0])
+			us[j].dys = append(us[j].dys, gen.LdVals(k, ptx.Global, dt, 1, ptx.At(dya, off), wok, gen.LdNC)[0])
+			us[j].ys = append(us[j].ys, gen.LdVals(k, ptx.Global, dt, 1, ptx.At(ya, off), wok, gen.LdNC)[0])
 		}
 	}
 	for j := range us {
@@ -808,7 +808,7 @@ func lpEmitGather(m *ptx.Module, dt dtype.DType, g lpGeom, o lpOpts) []Launch {
 				}
 				out[i] = e.element(u.xs[el], cw)
 			}
-			stVals(k, dt, ptx.At(dxa, int64(v*o.vec*size)), out, u.vok[v])
+			gen.StVals(k, dt, ptx.At(dxa, int64(v*o.vec*size)), out, u.vok[v])
 		}
 	}
 	return []Launch{{Entry: entry, Grid: [3]int{lpCeilDiv(units, chunk), 1, 1}, Block: [3]int{o.block, 1, 1},
@@ -862,9 +862,9 @@ func lpEmitScatter(m *ptx.Module, dt dtype.DType, g lpGeom, o lpOpts) []Launch {
 		woff := k.MulWide(ptx.U32, lpRowIndex(k, r, q, g.lout, pl.G), ptx.Imm(size))
 		dya, ya := k.Add(ptx.U64, dy, woff), k.Add(ptx.U64, y, woff)
 		for w := 0; w < pl.G; w++ {
-			wok := both(k, ok, lpQLess(k, q, pl.winHiQ[w]))
-			gs[j].dys = append(gs[j].dys, ldVals(k, ptx.Global, dt, 1, ptx.At(dya, int64(w*size)), wok, ldNC)[0])
-			gs[j].ys = append(gs[j].ys, ldVals(k, ptx.Global, dt, 1, ptx.At(ya, int64(w*size)), wok, ldNC)[0])
+			wok := gen.Both(k, ok, lpQLess(k, q, pl.winHiQ[w]))
+			gs[j].dys = append(gs[j].dys, gen.LdVals(k, ptx.Global, dt, 1, ptx.At(dya, int64(w*size)), wok, gen.LdNC)[0])
+			gs[j].ys = append(gs[j].ys, gen.LdVals(k, ptx.Global, dt, 1, ptx.At(ya, int64(w*size)), wok, gen.LdNC)[0])
 		}
 		gs[j].eok = make([]ptx.Reg, pl.span)
 		gs[j].xs = make([]ptx.Reg, pl.span)
@@ -872,8 +872,8 @@ func lpEmitScatter(m *ptx.Module, dt dtype.DType, g lpGeom, o lpOpts) []Launch {
 			if len(pl.cover[el]) == 0 {
 				continue
 			}
-			gs[j].eok[el] = both(k, ok, lpQLess(k, q, pl.elemHiQ[el]))
-			gs[j].xs[el] = ldVals(k, ptx.Global, dt, 1, ptx.At(xa, int64(el*size)), gs[j].eok[el], ldNC)[0]
+			gs[j].eok[el] = gen.Both(k, ok, lpQLess(k, q, pl.elemHiQ[el]))
+			gs[j].xs[el] = gen.LdVals(k, ptx.Global, dt, 1, ptx.At(xa, int64(el*size)), gs[j].eok[el], gen.LdNC)[0]
 		}
 	}
 	for j := range gs {
@@ -956,14 +956,14 @@ func lpConvertKernel(m *ptx.Module, name string, dt dtype.DType, n, block int) L
 		if units%block != 0 {
 			ok = k.Setp("lt", ptx.U32, u, ptx.Imm(units))
 		}
-		v := ldVals(k, ptx.Global, dtype.F32, 4, ptx.At(k.Add(ptx.U64, acc, k.MulWide(ptx.U32, u, ptx.Imm(16))), 0), ok, ldNC)
-		stVals(k, dt, ptx.At(k.Add(ptx.U64, dx, k.MulWide(ptx.U32, u, ptx.Imm(8))), 0), v, ok)
+		v := gen.LdVals(k, ptx.Global, dtype.F32, 4, ptx.At(k.Add(ptx.U64, acc, k.MulWide(ptx.U32, u, ptx.Imm(16))), 0), ok, gen.LdNC)
+		gen.StVals(k, dt, ptx.At(k.Add(ptx.U64, dx, k.MulWide(ptx.U32, u, ptx.Imm(8))), 0), v, ok)
 	}
 	if units*4 < n {
 		k.If(k.Setp("eq", ptx.U32, u, ptx.Imm(0)), func() {
 			for i := units * 4; i < n; i++ {
-				v := ldVals(k, ptx.Global, dtype.F32, 1, ptx.At(acc, int64(i*4)), ptx.Reg{}, ldNC)
-				stVals(k, dt, ptx.At(dx, int64(i*dt.Size())), v, ptx.Reg{})
+				v := gen.LdVals(k, ptx.Global, dtype.F32, 1, ptx.At(acc, int64(i*4)), ptx.Reg{}, gen.LdNC)
+				gen.StVals(k, dt, ptx.At(dx, int64(i*dt.Size())), v, ptx.Reg{})
 			}
 		})
 	}

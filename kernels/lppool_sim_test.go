@@ -3,7 +3,7 @@ package kernels_test
 import (
 	"testing"
 
-	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/kernels/catalog"
 	"github.com/gradtune/gradtune/runner"
 	"github.com/gradtune/gradtune/runner/sim"
 	"github.com/gradtune/gradtune/variants"
@@ -32,7 +32,7 @@ var lpSimShapes = []string{
 // misaligned, no register read before it is written. -short runs every
 // fourth variant.
 func TestLPPoolOnInterpreter(t *testing.T) {
-	f, err := kernels.Lookup("lp_pool1d_bwd")
+	f, err := catalog.Lookup("lp_pool1d_bwd")
 	if err != nil {
 		t.Fatal(err)
 	}

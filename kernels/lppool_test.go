@@ -14,6 +14,7 @@ import (
 
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/internal/ptxas"
+	"github.com/gradtune/gradtune/kernels/internal/ptxtest"
 	"github.com/gradtune/gradtune/variants"
 )
 
@@ -502,7 +503,7 @@ func TestLPPoolInputsAndCost(t *testing.T) {
 					t.Fatalf("%s %v: reference dx[%d] = %g", spec, dt, i, v)
 				}
 			}
-			tol := lpPoolBwd.Tolerance(s)
+			tol := lpPoolBwd.Tolerance(s, "dx")
 			if tol.Atol <= 0 || tol.Rtol <= 0 {
 				t.Errorf("%s %v: tolerance %+v", spec, dt, tol)
 			}
@@ -722,7 +723,7 @@ func TestLPPoolAssemble(t *testing.T) {
 	)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	Parallel(jobs, func(j job) {
+	ptxtest.Parallel(jobs, func(j job) {
 		text, names := module(j)
 		reports, _, err := ptxas.Assemble(ctx, path, text, j.arch)
 		var ps []string
@@ -764,7 +765,7 @@ func TestLPPoolAssemble(t *testing.T) {
 		}
 		mu.Unlock()
 	})
-	ReportSorted(t, problems, 20)
+	ptxtest.ReportSorted(t, problems, 20)
 	if want := len(all); !testing.Short() && len(problems) == 0 && counts["sm_90"] != want {
 		t.Errorf("assembled %d variants for sm_90, want all %d", counts["sm_90"], want)
 	}

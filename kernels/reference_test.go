@@ -7,6 +7,7 @@ import (
 
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/kernels/catalog"
 	"github.com/gradtune/gradtune/variants"
 )
 
@@ -62,7 +63,7 @@ func TestReferenceMatchesFiniteDifferences(t *testing.T) {
 		if fwd == nil {
 			t.Fatalf("no forward function for %s", name)
 		}
-		f, _ := kernels.Lookup(name)
+		f, _ := catalog.Lookup(name)
 		xs := points()
 		dy := kernels.Uniform(dtype.F64, len(xs), -2, 2, 3, name)
 		dy[0] = 1
@@ -87,7 +88,7 @@ func TestReferenceMatchesFiniteDifferences(t *testing.T) {
 }
 
 func TestReferenceEdges(t *testing.T) {
-	relu, _ := kernels.Lookup("relu_bwd")
+	relu, _ := catalog.Lookup("relu_bwd")
 	// At the kink PyTorch's threshold_backward gives 0 (x <= 0).
 	got := reference(t, relu, dtype.F32, []float64{3, 3, 3, 3}, []float64{0, math.Copysign(0, -1), 1e-30, -1e-30})
 	if got[0] != 0 || got[1] != 0 || got[2] != 3 || got[3] != 0 {
@@ -96,7 +97,7 @@ func TestReferenceEdges(t *testing.T) {
 	// Large |x|: the derivatives tend to 1 (x → ∞) and 0 (x → -∞)
 	// without NaN.
 	for _, name := range seedFamilies {
-		f, _ := kernels.Lookup(name)
+		f, _ := catalog.Lookup(name)
 		got := reference(t, f, dtype.F32, []float64{1, 1, 2, 0}, []float64{1000, -1000, 50, 3})
 		if math.Abs(got[0]-1) > 1e-12 || math.Abs(got[1]) > 1e-12 || math.Abs(got[2]-2) > 1e-12 || got[3] != 0 {
 			t.Errorf("%s: dx at x=±1000, 50 (dy=2), dy=0 = %v, want [1 0 2 0]", name, got)
@@ -181,7 +182,7 @@ func dtypeInputs(dt dtype.DType) []float64 {
 // ex2.approx off by its error bound either way.
 func TestToleranceAdmitsKernelArithmetic(t *testing.T) {
 	for _, name := range seedFamilies {
-		f, _ := kernels.Lookup(name)
+		f, _ := catalog.Lookup(name)
 		model := models[name]
 		for _, dt := range f.DTypes() {
 			xs := dtypeInputs(dt)
@@ -191,7 +192,7 @@ func TestToleranceAdmitsKernelArithmetic(t *testing.T) {
 			}
 			ref := reference(t, f, dt, dy, xs)
 			s, _ := f.Shape(variants.Spec{Dims: []variants.Dim{{Name: "n", Value: len(xs)}}}, dt)
-			tol := f.Tolerance(s)
+			tol := f.Tolerance(s, "dx")
 			for _, e := range []float64{-ex2Err, 0, ex2Err} {
 				got := make([]float64, len(xs))
 				for i := range xs {
@@ -239,13 +240,13 @@ func TestToleranceRejectsWrongResults(t *testing.T) {
 		},
 	}
 	for _, name := range seedFamilies {
-		f, _ := kernels.Lookup(name)
+		f, _ := catalog.Lookup(name)
 		for _, dt := range f.DTypes() {
 			xs := dtypeInputs(dt)
 			dy := kernels.Uniform(dt, len(xs), -1, 1, 5, name)
 			ref := reference(t, f, dt, dy, xs)
 			s, _ := f.Shape(variants.Spec{Dims: []variants.Dim{{Name: "n", Value: len(xs)}}}, dt)
-			tol := f.Tolerance(s)
+			tol := f.Tolerance(s, "dx")
 			for _, w := range wrong[name] {
 				got := make([]float64, len(xs))
 				for i := range xs {

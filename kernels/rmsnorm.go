@@ -114,14 +114,11 @@ import (
 	"math"
 
 	"github.com/gradtune/gradtune/dtype"
+	"github.com/gradtune/gradtune/kernels/gen"
 	"github.com/gradtune/gradtune/kernels/ptx"
 	"github.com/gradtune/gradtune/variants"
 )
 
-func init() {
-	register(rmsNormBwd)
-	register(layerNormBwd)
-}
 
 // normBwd is rmsnorm_bwd or, with layer set, layernorm_bwd.
 type normBwd struct {
@@ -174,7 +171,7 @@ func (f *normBwd) ncols() int { return f.cfg.cols }
 
 // partRows is the row count of the partials buffer: the most CTAs a
 // partial variant may have.
-func partRows(m int) int { return min(ceilDiv(m, 2), 2048) }
+func partRows(m int) int { return min(gen.CeilDiv(m, 2), 2048) }
 
 func (f *normBwd) Space(s variants.Shape) variants.Space {
 	axes := append(f.cfg.axes(s),
@@ -353,31 +350,22 @@ func (f *normBwd) normBounds(s variants.Shape) (rmax, xhmax, k float64) {
 	return rmax, xhmax, float64(min(n, maxHeld/2) + 40)
 }
 
-// OutputTolerance gives dx and the column sums their own tolerances.
-func (f *normBwd) OutputTolerance(s variants.Shape, buffer string) Tolerance {
+// Tolerance gives dx and the column sums their own tolerances.
+func (f *normBwd) Tolerance(s variants.Shape, buffer string) Tolerance {
 	rmax, xhmax, k := f.normBounds(s)
 	const gmax = 1.5
 	m := s.Get("m")
 	// Column sums: G ≤ ⌈m/2⌉ CTAs (rows·rpg ≥ 2), and running sums within
 	// 4.8 standard deviations (√(m/3): E[dy²] = 1/3, E[x̂²] ≤ 1) plus a term.
-	kg := float64(ceilDiv(m, 2) + 24)
+	kg := float64(gen.CeilDiv(m, 2) + 24)
 	walk := 4.8 * math.Sqrt(float64(m)/3)
 	switch buffer {
 	case "dgamma":
-		return Tolerance{Atol: kg * u32 * (walk + math.Max(xhmax, 1)), Rtol: 8 * u32}
+		return Tolerance{Atol: kg * U32 * (walk + math.Max(xhmax, 1)), Rtol: 8 * U32}
 	case "dbeta":
-		return Tolerance{Atol: kg * u32 * (walk + 1), Rtol: 8 * u32}
+		return Tolerance{Atol: kg * U32 * (walk + 1), Rtol: 8 * U32}
 	}
-	return storeTol(Tolerance{Atol: rmax * gmax * u32 * (xhmax*(k+8) + k + 13), Rtol: 4 * u32}, s.DType)
-}
-
-// Tolerance is the loosest of the outputs' tolerances.
-func (f *normBwd) Tolerance(s variants.Shape) Tolerance {
-	ts := []Tolerance{f.OutputTolerance(s, "dx"), f.OutputTolerance(s, "dgamma")}
-	if f.layer {
-		ts = append(ts, f.OutputTolerance(s, "dbeta"))
-	}
-	return loosest(ts...)
+	return StoreTol(Tolerance{Atol: rmax * gmax * U32 * (xhmax*(k+8) + k + 13), Rtol: 4 * U32}, s.DType)
 }
 
 // Emit generates one variant: zero + main (atomic), main + finalize
@@ -432,7 +420,7 @@ func (f *normBwd) emitZero(mod *ptx.Module, entry string, g rowGeom) Launch {
 	}
 	var bases []ptx.Reg
 	for _, a := range f.colArgs() {
-		bases = append(bases, param(k, a.Buffer))
+		bases = append(bases, gen.Param(k, a.Buffer))
 	}
 	i := k.Mad(ptx.U32, k.Mov(ptx.U32, ptx.CtaidX), ptx.Imm(block), k.Mov(ptx.U32, ptx.TidX))
 	off := k.MulWide(ptx.U32, i, ptx.Imm(4))
@@ -447,20 +435,20 @@ func (f *normBwd) emitZero(mod *ptx.Module, entry string, g rowGeom) Launch {
 			k.Guard(ok, false)
 		}
 	}
-	return Launch{Entry: entry, Grid: [3]int{ceilDiv(g.n, block), 1, 1}, Block: [3]int{block, 1, 1}, Args: f.colArgs()}
+	return Launch{Entry: entry, Grid: [3]int{gen.CeilDiv(g.n, block), 1, 1}, Block: [3]int{block, 1, 1}, Args: f.colArgs()}
 }
 
 // emitMain writes the row kernel: dx, and the CTA's column sums.
 func (f *normBwd) emitMain(mod *ptx.Module, entry string, g rowGeom) Launch {
 	k := mod.Func(entry)
 	args := []Arg{{Buffer: "dy"}, {Buffer: "x"}, {Buffer: "gamma"}}
-	dy, x, gamma := param(k, "dy"), param(k, "x"), param(k, "gamma")
+	dy, x, gamma := gen.Param(k, "dy"), gen.Param(k, "x"), gen.Param(k, "gamma")
 	var mean ptx.Reg
 	if f.layer {
-		mean = param(k, "mean")
+		mean = gen.Param(k, "mean")
 		args = append(args, Arg{Buffer: "mean"})
 	}
-	rstd, dx := param(k, "rstd"), param(k, "dx")
+	rstd, dx := gen.Param(k, "rstd"), gen.Param(k, "dx")
 	args = append(args, Arg{Buffer: "rstd"}, Arg{Buffer: "dx"})
 	// cols: where the CTA adds its column sums (atomic: dgamma and dbeta;
 	// ticket: the halves of colsum) or stores them (partial: partials).
@@ -469,23 +457,23 @@ func (f *normBwd) emitMain(mod *ptx.Module, entry string, g rowGeom) Launch {
 	switch g.dgamma {
 	case "atomic", "atomic1":
 		for _, a := range f.colArgs() {
-			cols = append(cols, param(k, a.Buffer))
+			cols = append(cols, gen.Param(k, a.Buffer))
 			args = append(args, a)
 		}
 		if g.dgamma == "atomic1" {
-			ticket = param(k, "ticket")
+			ticket = gen.Param(k, "ticket")
 			args = append(args, Arg{Buffer: "ticket"})
 		}
 	case "partial":
-		cols = append(cols, param(k, "partials"))
+		cols = append(cols, gen.Param(k, "partials"))
 		args = append(args, Arg{Buffer: "partials"})
 	case "ticket":
-		acc := param(k, "colsum")
-		ticket = param(k, "ticket")
+		acc := gen.Param(k, "colsum")
+		ticket = gen.Param(k, "ticket")
 		args = append(args, Arg{Buffer: "colsum"}, Arg{Buffer: "ticket"})
 		for i, a := range f.colArgs() {
 			cols = append(cols, k.Add(ptx.U64, acc, ptx.Imm(i*g.n*4)))
-			outs = append(outs, param(k, a.Buffer))
+			outs = append(outs, gen.Param(k, a.Buffer))
 			args = append(args, a)
 		}
 	}
@@ -503,7 +491,7 @@ func (f *normBwd) emitMain(mod *ptx.Module, entry string, g rowGeom) Launch {
 	gp := k.Add(ptx.U64, gamma, rk.laneOff)
 	gam := make([][]ptx.Reg, vpt)
 	for j := range gam {
-		gam[j] = widen(k, dt, ldRaw(k, ptx.Global, dt, vec, rk.chunkAt(gp, j), tile.ok[j], rk.ld))
+		gam[j] = gen.Widen(k, dt, gen.LdRaw(k, ptx.Global, dt, vec, rk.chunkAt(gp, j), tile.ok[j], rk.ld))
 	}
 	acc := make([][][]ptx.Reg, na) // [column sum][chunk][element]
 	for a := range acc {
@@ -514,7 +502,7 @@ func (f *normBwd) emitMain(mod *ptx.Module, entry string, g rowGeom) Launch {
 			}
 		}
 	}
-	invN := f32Imm(1 / float64(n))
+	invN := gen.F32Imm(1 / float64(n))
 
 	type rowStats struct{ r, mu ptx.Reg }
 	stats := func(r rowRef) rowStats {
@@ -551,9 +539,9 @@ func (f *normBwd) emitMain(mod *ptx.Module, entry string, g rowGeom) Launch {
 	}
 	sumsOf := func(c *chains) []ptx.Reg {
 		if f.layer {
-			return []ptx.Reg{sumTree(k, c.s2), sumTree(k, c.s1)}
+			return []ptx.Reg{gen.SumTree(k, c.s2), gen.SumTree(k, c.s1)}
 		}
-		return []ptx.Reg{sumTree(k, c.s2)}
+		return []ptx.Reg{gen.SumTree(k, c.s2)}
 	}
 	// colSums adds the row's contribution to the column sums (not for
 	// clamped rows past m).
@@ -591,7 +579,7 @@ func (f *normBwd) emitMain(mod *ptx.Module, entry string, g rowGeom) Launch {
 		return k.Fma(ptx.F32, xh, c.ca, t)
 	}
 
-	_, nw := rawType(dt, vec)
+	_, nw := gen.RawType(dt, vec)
 	nst := 1 // registers of a row's saved statistics
 	if f.layer {
 		nst = 2
@@ -606,8 +594,8 @@ func (f *normBwd) emitMain(mod *ptx.Module, entry string, g rowGeom) Launch {
 		for _, r := range rows {
 			xp, dyp := rk.rowPtr(x, r, tile), rk.rowPtr(dy, r, tile)
 			for j := 0; j < vpt; j++ {
-				regs = append(regs, ldRaw(k, ptx.Global, dt, vec, rk.chunkAt(xp, j), tile.ok[j], rk.ld)...)
-				regs = append(regs, ldRaw(k, ptx.Global, dt, vec, rk.chunkAt(dyp, j), tile.ok[j], rk.ld)...)
+				regs = append(regs, gen.LdRaw(k, ptx.Global, dt, vec, rk.chunkAt(xp, j), tile.ok[j], rk.ld)...)
+				regs = append(regs, gen.LdRaw(k, ptx.Global, dt, vec, rk.chunkAt(dyp, j), tile.ok[j], rk.ld)...)
 			}
 			st := stats(r)
 			regs = append(regs, st.r)
@@ -624,8 +612,8 @@ func (f *normBwd) emitMain(mod *ptx.Module, entry string, g rowGeom) Launch {
 			sts := make([]rowStats, len(rows))
 			for q := range rows {
 				for j := 0; j < vpt; j++ {
-					xs[q] = append(xs[q], widen(k, dt, regs[:nw]))
-					dys[q] = append(dys[q], widen(k, dt, regs[nw:2*nw]))
+					xs[q] = append(xs[q], gen.Widen(k, dt, regs[:nw]))
+					dys[q] = append(dys[q], gen.Widen(k, dt, regs[nw:2*nw]))
 					regs = regs[2*nw:]
 				}
 				sts[q].r = regs[0]
@@ -659,7 +647,7 @@ func (f *normBwd) emitMain(mod *ptx.Module, entry string, g rowGeom) Launch {
 					for e := range out {
 						out[e] = dxOf(xhs[q][j][e], ggs[q][j][e], sts[q], c)
 					}
-					stVals(k, dt, rk.chunkAt(dxp, j), out, both(k, r.valid, tile.ok[j]))
+					gen.StVals(k, dt, rk.chunkAt(dxp, j), out, gen.Both(k, r.valid, tile.ok[j]))
 				}
 			}
 			return
@@ -692,7 +680,7 @@ func (f *normBwd) emitMain(mod *ptx.Module, entry string, g rowGeom) Launch {
 				xh, gg := xhat(xv[e], dyv[e], gam[j][e], st)
 				out[e] = dxOf(xh, gg, st, cf)
 			}
-			stVals(k, dt, rk.chunkAt(dxp, j), out, both(k, r.valid, t.ok[j]))
+			gen.StVals(k, dt, rk.chunkAt(dxp, j), out, gen.Both(k, r.valid, t.ok[j]))
 		}
 	}
 	if g.store == "async" {
@@ -722,8 +710,8 @@ func (f *normBwd) emitMain(mod *ptx.Module, entry string, g rowGeom) Launch {
 		fetch := func(r rowRef, i int, held []ptx.Reg) []ptx.Reg {
 			var regs []ptx.Reg
 			for j := 0; j < vpt; j++ {
-				regs = append(regs, ldRaw(k, ptx.Shared, dt, vec, rk.asyncAt(stash, i, j, 0), tile.ok[j])...)
-				regs = append(regs, ldRaw(k, ptx.Shared, dt, vec, rk.asyncAt(stash, i, j, 1), tile.ok[j])...)
+				regs = append(regs, gen.LdRaw(k, ptx.Shared, dt, vec, rk.asyncAt(stash, i, j, 0), tile.ok[j])...)
+				regs = append(regs, gen.LdRaw(k, ptx.Shared, dt, vec, rk.asyncAt(stash, i, j, 1), tile.ok[j])...)
 			}
 			return append(regs, held...)
 		}
@@ -761,7 +749,7 @@ func (f *normBwd) emitMain(mod *ptx.Module, entry string, g rowGeom) Launch {
 				if g.dgamma != "partial" {
 					redCols(k, base, off, acc[a][j], tile.ok[j], vred)
 				} else {
-					stF32(k, ptx.Global, ptx.At(base, off), acc[a][j], tile.ok[j])
+					gen.StF32(k, ptx.Global, ptx.At(base, off), acc[a][j], tile.ok[j])
 				}
 			}
 		}
@@ -774,7 +762,7 @@ func (f *normBwd) emitMain(mod *ptx.Module, entry string, g rowGeom) Launch {
 		mine := k.Mad(ptx.U32, rk.grp, ptx.Imm(na*n*4), k.Mad(ptx.U32, rk.lt, ptx.Imm(vec*4), comb))
 		for a := 0; a < na; a++ {
 			for j := 0; j < vpt; j++ {
-				stF32(k, ptx.Shared, ptx.At(mine, int64((a*n+j*g.tpr*vec)*4)), acc[a][j], tile.ok[j])
+				gen.StF32(k, ptx.Shared, ptx.At(mine, int64((a*n+j*g.tpr*vec)*4)), acc[a][j], tile.ok[j])
 			}
 		}
 		if g.dgamma == "atomic1" {
@@ -782,23 +770,23 @@ func (f *normBwd) emitMain(mod *ptx.Module, entry string, g rowGeom) Launch {
 		}
 		k.BarSync(0)
 		q := na * g.nv // column vectors of all sums
-		for i := 0; i < ceilDiv(q, g.block); i++ {
+		for i := 0; i < gen.CeilDiv(q, g.block); i++ {
 			qi := k.Add(ptx.U32, rk.tid, ptx.Imm(i*g.block))
 			var ok ptx.Reg
 			if (i+1)*g.block > q {
 				ok = k.Setp("lt", ptx.U32, qi, ptx.Imm(q))
 			}
 			at := k.Mad(ptx.U32, qi, ptx.Imm(vec*4), comb)
-			sum := ldF32(k, ptx.Shared, ptx.At(at, 0), vec, ok)
+			sum := gen.LdF32(k, ptx.Shared, ptx.At(at, 0), vec, ok)
 			for gi := 1; gi < g.rows; gi++ {
-				more := ldF32(k, ptx.Shared, ptx.At(at, int64(gi*na*n*4)), vec, ok)
+				more := gen.LdF32(k, ptx.Shared, ptx.At(at, int64(gi*na*n*4)), vec, ok)
 				for e := range sum {
 					sum[e] = k.Add(ptx.F32, sum[e], more[e])
 				}
 			}
 			off64 := k.MulWide(ptx.U32, qi, ptx.Imm(vec*4))
 			if g.dgamma == "partial" {
-				stF32(k, ptx.Global, ptx.At(k.Add(ptx.U64, partBase, off64), 0), sum, ok)
+				gen.StF32(k, ptx.Global, ptx.At(k.Add(ptx.U64, partBase, off64), 0), sum, ok)
 				continue
 			}
 			base := cols[0]
@@ -919,7 +907,7 @@ func (f *normBwd) emitTicket(k *ptx.Func, rk *rowKernel, acc, ticket ptx.Reg, ou
 		k.Membar("gl")
 		na, vec := f.ncols(), g.vec
 		q := na * g.nv // column vectors
-		iters := ceilDiv(q, g.block)
+		iters := gen.CeilDiv(q, g.block)
 		zero := k.Mov(ptx.F32, ptx.F32Imm(0))
 		zeros := make([]ptx.Reg, vec)
 		for e := range zeros {
@@ -938,7 +926,7 @@ func (f *normBwd) emitTicket(k *ptx.Func, rk *rowKernel, acc, ticket ptx.Reg, ou
 					v.ok = k.Setp("lt", ptx.U32, v.qi, ptx.Imm(q))
 				}
 				v.at = k.Add(ptx.U64, acc, k.MulWide(ptx.U32, v.qi, ptx.Imm(vec*4)))
-				v.vals = ldF32(k, ptx.Global, ptx.At(v.at, 0), vec, v.ok, ptx.LdOpts{Cache: "cg"})
+				v.vals = gen.LdF32(k, ptx.Global, ptx.At(v.at, 0), vec, v.ok, ptx.LdOpts{Cache: "cg"})
 				vs = append(vs, v)
 			}
 			for _, v := range vs {
@@ -947,8 +935,8 @@ func (f *normBwd) emitTicket(k *ptx.Func, rk *rowKernel, acc, ticket ptx.Reg, ou
 					isB := k.Setp("ge", ptx.U32, v.qi, ptx.Imm(g.nv))
 					base = k.Selp(ptx.U64, k.Sub(ptx.U64, outs[1], ptx.Imm(g.n*4)), outs[0], isB)
 				}
-				stF32(k, ptx.Global, ptx.At(k.Add(ptx.U64, base, k.MulWide(ptx.U32, v.qi, ptx.Imm(vec*4))), 0), v.vals, v.ok)
-				stF32(k, ptx.Global, ptx.At(v.at, 0), zeros, v.ok)
+				gen.StF32(k, ptx.Global, ptx.At(k.Add(ptx.U64, base, k.MulWide(ptx.U32, v.qi, ptx.Imm(vec*4))), 0), v.vals, v.ok)
+				gen.StF32(k, ptx.Global, ptx.At(v.at, 0), zeros, v.ok)
 			}
 		}
 	})
@@ -964,16 +952,16 @@ func (f *normBwd) emitFinalize(mod *ptx.Module, entry string, g rowGeom) Launch 
 	na := f.ncols()
 	c := na * g.n
 	gr := g.grid
-	sl := min(32, pow2Ceil(gr))
+	sl := min(32, gen.Pow2Ceil(gr))
 	block := 32 * sl
 	k.ReqNTid(block)
 	if g.pdl {
 		k.GridDepWait() // the row kernel's partials are complete from here on
 	}
-	part := param(k, "partials")
+	part := gen.Param(k, "partials")
 	var outs []ptx.Reg
 	for _, a := range f.colArgs() {
-		outs = append(outs, param(k, a.Buffer))
+		outs = append(outs, gen.Param(k, a.Buffer))
 	}
 	tid := k.Mov(ptx.U32, ptx.TidX)
 	lane := k.And(ptx.U32, tid, ptx.Imm(31))
@@ -985,7 +973,7 @@ func (f *normBwd) emitFinalize(mod *ptx.Module, entry string, g rowGeom) Launch 
 		colc = k.Min(ptx.U32, col, ptx.Imm(c-1))
 	}
 	ptr := k.Add(ptx.U64, part, k.MulWide(ptx.U32, k.Mad(ptx.U32, slice, ptx.Imm(c), colc), ptx.Imm(4)))
-	loads := ceilDiv(gr, sl) // partial rows per slice, at most
+	loads := gen.CeilDiv(gr, sl) // partial rows per slice, at most
 	rowOK := func(i ptx.Operand) ptx.Reg {
 		// slice + i < G
 		return k.Setp("lt", ptx.U32, k.Add(ptx.U32, slice, i), ptx.Imm(gr))
@@ -999,21 +987,21 @@ func (f *normBwd) emitFinalize(mod *ptx.Module, entry string, g rowGeom) Launch 
 			if (i+1)*sl > gr {
 				ok = rowOK(ptx.Imm(i * sl))
 			}
-			vals = append(vals, ldRaw(k, ptx.Global, dtype.F32, 1, ptx.At(ptr, int64(i*sl*c*4)), ok, nc)[0])
+			vals = append(vals, gen.LdRaw(k, ptx.Global, dtype.F32, 1, ptx.At(ptr, int64(i*sl*c*4)), ok, nc)[0])
 		}
-		acc = sumTree(k, vals)
+		acc = gen.SumTree(k, vals)
 	} else {
 		const unroll = 8
 		acc = k.Mov(ptx.F32, ptx.F32Imm(0))
-		k.For(ptx.U32, ptx.Imm(0), ptx.Imm(ceilDiv(loads, unroll)), ptx.Imm(1), func(it ptx.Reg) {
+		k.For(ptx.U32, ptx.Imm(0), ptx.Imm(gen.CeilDiv(loads, unroll)), ptx.Imm(1), func(it ptx.Reg) {
 			first := k.Mul(ptx.U32, it, ptx.Imm(unroll*sl))
 			at := k.Add(ptx.U64, ptr, k.MulWide(ptx.U32, first, ptx.Imm(c*4)))
 			var vals []ptx.Reg
 			for i := 0; i < unroll; i++ {
 				ok := rowOK(k.Add(ptx.U32, first, ptx.Imm(i*sl)))
-				vals = append(vals, ldRaw(k, ptx.Global, dtype.F32, 1, ptx.At(at, int64(i*sl*c*4)), ok, nc)[0])
+				vals = append(vals, gen.LdRaw(k, ptx.Global, dtype.F32, 1, ptx.At(at, int64(i*sl*c*4)), ok, nc)[0])
 			}
-			k.MovTo(acc, k.Add(ptx.F32, acc, sumTree(k, vals)))
+			k.MovTo(acc, k.Add(ptx.F32, acc, gen.SumTree(k, vals)))
 		})
 	}
 	store := func(colr ptx.Reg, v ptx.Reg, ok ptx.Reg) {
@@ -1052,7 +1040,7 @@ func (f *normBwd) emitFinalize(mod *ptx.Module, entry string, g rowGeom) Launch 
 		for i := 0; i < 32/sl; i++ {
 			cc := k.Add(ptx.U32, slice, ptx.Imm(i*sl)) // column in the CTA
 			at := k.Mad(ptx.U32, k.Mad(ptx.U32, lc, ptx.Imm(pitch), cc), ptx.Imm(4), sm)
-			v := ldRaw(k, ptx.Shared, dtype.F32, 1, ptx.At(at, 0), laneOK)[0]
+			v := gen.LdRaw(k, ptx.Shared, dtype.F32, 1, ptx.At(at, 0), laneOK)[0]
 			for off := 16; off >= 1; off /= 2 {
 				v = k.Add(ptx.F32, v, k.BitsToF32(k.ShflSync("bfly", v, ptx.Imm(off), ptx.Imm(31), 0xffffffff)))
 			}
@@ -1064,6 +1052,6 @@ func (f *normBwd) emitFinalize(mod *ptx.Module, entry string, g rowGeom) Launch 
 			store(colr, v, ok)
 		}
 	}
-	return Launch{Entry: entry, Grid: [3]int{ceilDiv(c, 32), 1, 1}, Block: [3]int{block, 1, 1},
+	return Launch{Entry: entry, Grid: [3]int{gen.CeilDiv(c, 32), 1, 1}, Block: [3]int{block, 1, 1},
 		Args: append([]Arg{{Buffer: "partials"}}, f.colArgs()...)}
 }

@@ -54,10 +54,9 @@ package kernels
 
 import (
 	"fmt"
-	"math"
-	"math/bits"
 
 	"github.com/gradtune/gradtune/dtype"
+	"github.com/gradtune/gradtune/kernels/gen"
 	"github.com/gradtune/gradtune/kernels/ptx"
 	"github.com/gradtune/gradtune/variants"
 )
@@ -131,17 +130,6 @@ type rowGeom struct {
 	wp                 int // reduction slots per value: warps per row, padded to 4
 }
 
-func ceilDiv(a, b int) int { return (a + b - 1) / b }
-
-func align16(n int) int { return (n + 15) &^ 15 }
-
-func pow2Ceil(n int) int {
-	if n <= 1 {
-		return 1
-	}
-	return 1 << bits.Len(uint(n-1))
-}
-
 // vecValues are the vector widths offered for dt: up to 16 bytes.
 func vecValues(dt dtype.DType) []int {
 	if dt.Size() == 2 {
@@ -164,16 +152,16 @@ func widestVec(dt dtype.DType, n int) int {
 // tprFor derives the threads per row and tiles per row from the vectors
 // per row and per thread.
 func tprFor(nv, vpt, minTPR int) (tpr, tiles int) {
-	t := ceilDiv(nv, vpt)
+	t := gen.CeilDiv(nv, vpt)
 	switch {
 	case t > maxTPR:
 		tpr = maxTPR
 	case t <= 32:
-		tpr = max(minTPR, pow2Ceil(t))
+		tpr = max(minTPR, gen.Pow2Ceil(t))
 	default:
-		tpr = ceilDiv(t, 32) * 32
+		tpr = gen.CeilDiv(t, 32) * 32
 	}
-	return tpr, ceilDiv(nv, tpr*vpt)
+	return tpr, gen.CeilDiv(nv, tpr*vpt)
 }
 
 // axes returns the row axes of a shape (the family appends its own).
@@ -218,21 +206,21 @@ func (c *rowCfg) geom(s variants.Shape, p variants.Params) (rowGeom, error) {
 	g.nv = g.n / g.vec
 	g.tpr, g.tiles = tprFor(g.nv, g.vpt, c.minTPR)
 	g.block = g.tpr * g.rows
-	g.grid = ceilDiv(g.m, g.rows*g.rpg)
+	g.grid = gen.CeilDiv(g.m, g.rows*g.rpg)
 	g.nq = c.sums * g.unroll
 	if w := g.tpr / 32; w > 1 {
 		g.wp = (w + 3) &^ 3
 		g.redBuf = g.rows * g.nq * g.wp * 4
 	}
 	g.redOff = 0
-	g.stashOff = align16(2 * g.redBuf)
+	g.stashOff = gen.Align16(2 * g.redBuf)
 	switch g.store {
 	case "smem":
 		g.stashLen = g.tiles * g.vpt * 2 * g.block * g.vb
 	case "async":
 		g.stashLen = g.rpg * g.vpt * 2 * g.block * g.vb
 	}
-	g.combOff = align16(g.stashOff + g.stashLen)
+	g.combOff = gen.Align16(g.stashOff + g.stashLen)
 	if g.store == "async" {
 		// The rows are all read back before the column sums are combined:
 		// the combination reuses the stash (after a barrier).
@@ -241,7 +229,7 @@ func (c *rowCfg) geom(s variants.Shape, p variants.Params) (rowGeom, error) {
 	if c.cols > 0 && g.rows > 1 {
 		g.combLen = g.rows * c.cols * g.n * 4
 	}
-	g.smem = align16(max(g.stashOff+g.stashLen, g.combOff+g.combLen))
+	g.smem = gen.Align16(max(g.stashOff+g.stashLen, g.combOff+g.combLen))
 	return g, nil
 }
 
@@ -284,8 +272,8 @@ func (c *rowCfg) constraints(s variants.Shape) []variants.Constraint {
 			return nil
 		}),
 		rule("vpt leaves no chunk idle", func(g rowGeom) error {
-			if g.tiles == 1 && ceilDiv(g.nv, g.tpr) != g.vpt {
-				return fmt.Errorf("vpt=%d with %d threads per row: %d vectors need only %d per thread", g.vpt, g.tpr, g.nv, ceilDiv(g.nv, g.tpr))
+			if g.tiles == 1 && gen.CeilDiv(g.nv, g.tpr) != g.vpt {
+				return fmt.Errorf("vpt=%d with %d threads per row: %d vectors need only %d per thread", g.vpt, g.tpr, g.nv, gen.CeilDiv(g.nv, g.tpr))
 			}
 			if g.tiles > 1 && !c.tiles {
 				return fmt.Errorf("a row of %d vectors needs %d tiles of %d×%d; %s needs it in one", g.nv, g.tiles, g.tpr, g.vpt, c.name)
@@ -332,7 +320,7 @@ func (c *rowCfg) constraints(s variants.Shape) []variants.Constraint {
 			return nil
 		}),
 		rule("enough CTAs", func(g rowGeom) error {
-			if want := min(minCTAs, ceilDiv(g.m, 16)); g.grid < want {
+			if want := min(minCTAs, gen.CeilDiv(g.m, 16)); g.grid < want {
 				return fmt.Errorf("%d rows × %d per group: %d CTAs for %d rows (want at least %d)", g.rows, g.rpg, g.grid, g.m, want)
 			}
 			return nil
@@ -366,12 +354,12 @@ func parseRowShape(f Family, sp variants.Spec, dt dtype.DType) (variants.Shape, 
 		return variants.Shape{}, err
 	}
 	for _, d := range []variants.Dim{{Name: "m", Value: m}, {Name: "n", Value: n}} {
-		if d.Value <= 0 || d.Value > maxElems {
-			return variants.Shape{}, fmt.Errorf("%s: %s=%d must be in 1..%d", f.Name(), d.Name, d.Value, maxElems)
+		if d.Value <= 0 || d.Value > gen.MaxElems {
+			return variants.Shape{}, fmt.Errorf("%s: %s=%d must be in 1..%d", f.Name(), d.Name, d.Value, gen.MaxElems)
 		}
 	}
-	if m*n > maxElems {
-		return variants.Shape{}, fmt.Errorf("%s: %d elements is more than %d", f.Name(), m*n, maxElems)
+	if m*n > gen.MaxElems {
+		return variants.Shape{}, fmt.Errorf("%s: %d elements is more than %d", f.Name(), m*n, gen.MaxElems)
 	}
 	return variants.Shape{Dims: []variants.Dim{{Name: "m", Value: m}, {Name: "n", Value: n}}, DType: dt}, nil
 }
@@ -396,49 +384,21 @@ func rowShapes(f Family, m, n int, dts []dtype.DType) []variants.Shape {
 	return out
 }
 
-// loosest combines tolerances into one that accepts what each accepts.
-func loosest(ts ...Tolerance) Tolerance {
-	var out Tolerance
-	for _, t := range ts {
-		out.Atol, out.Rtol = math.Max(out.Atol, t.Atol), math.Max(out.Rtol, t.Rtol)
-	}
-	return out
-}
-
-// u32 is the unit roundoff of the f32 arithmetic every row kernel does.
-const u32 = 0x1p-24
-
-// storeTol widens a tolerance of f32 results for storage in dt: rounding
-// to nearest adds at most Epsilon·|value| (and, for f16, half the spacing
-// of its subnormals).
-func storeTol(t Tolerance, dt dtype.DType) Tolerance {
-	switch dt {
-	case dtype.F16:
-		return Tolerance{Atol: t.Atol*(1+dt.Epsilon()) + 0x1p-25, Rtol: t.Rtol + dt.Epsilon()*(1+t.Rtol)}
-	case dtype.BF16:
-		return Tolerance{Atol: t.Atol * (1 + dt.Epsilon()), Rtol: t.Rtol + dt.Epsilon()*(1+t.Rtol)}
-	}
-	return t
-}
-
 // errorf returns an error that starts with the family's name.
 func errorf(f Family, format string, args ...any) error {
 	return fmt.Errorf("%s: "+format, append([]any{f.Name()}, args...)...)
 }
 
-// f32Imm is x rounded to f32, as an immediate.
-func f32Imm(x float64) ptx.F32Imm { return ptx.F32Imm(float32(x)) }
-
 // rowKernel is the emission state of one row kernel.
 type rowKernel struct {
 	k   *ptx.Func
 	g   rowGeom
-	tid ptx.Reg // u32
+	tid ptx.Reg // U32
 	grp ptx.Reg // row group in the CTA
 	lt  ptx.Reg // thread in the row group
 	// laneOff is lt·vb as u64: this thread's chunk 0 in a tile.
 	laneOff ptx.Reg
-	smem    ptx.Reg // u32 address of the dynamic shared memory
+	smem    ptx.Reg // U32 address of the dynamic shared memory
 	// lastOK guards the last chunk of a one-tile row when the row's
 	// vectors do not fill the group's chunks.
 	lastOK ptx.Reg
@@ -455,7 +415,7 @@ type rowKernel struct {
 
 // rowRef is one row of a batch.
 type rowRef struct {
-	idx   ptx.Reg // u32 row index, clamped to m−1
+	idx   ptx.Reg // U32 row index, clamped to m−1
 	off   ptx.Reg // u64 byte offset of this thread's chunk 0: idx·n·size + lt·vb
 	valid ptx.Reg // predicate: the row is < m; invalid Reg when all are
 }
@@ -464,7 +424,7 @@ type rowRef struct {
 type tileRef struct {
 	off   ptx.Reg   // u64 byte offset of the tile; invalid Reg for a one-tile row
 	ok    []ptx.Reg // per chunk: in range; invalid Reg when surely in range
-	stash ptx.Reg   // u32 address of this thread's stash slot 0 of the tile
+	stash ptx.Reg   // U32 address of this thread's stash slot 0 of the tile
 }
 
 func newRowKernel(k *ptx.Func, g rowGeom) *rowKernel {
@@ -489,11 +449,6 @@ func newRowKernel(k *ptx.Func, g rowGeom) *rowKernel {
 	}
 	rk.red = newReducer(rk)
 	return rk
-}
-
-// param declares a pointer parameter and returns it as a global address.
-func param(k *ptx.Func, name string) ptx.Reg {
-	return k.Cvta(ptx.Global, k.LdParam(k.Param(name, ptx.U64)))
 }
 
 // forRows emits the loop over the rows of this thread's group, in
@@ -670,13 +625,13 @@ func (rk *rowKernel) stashAt(t tileRef, j, ten int) ptx.Addr {
 // variant keeps rows there (store=smem), and returns both widened to f32.
 func (rk *rowKernel) loadPair(t tileRef, j int, p0, p1 ptx.Reg) (a, b []ptx.Reg) {
 	k, g := rk.k, rk.g
-	aw := ldRaw(k, ptx.Global, g.dt, g.vec, rk.chunkAt(p0, j), t.ok[j], rk.ld)
-	bw := ldRaw(k, ptx.Global, g.dt, g.vec, rk.chunkAt(p1, j), t.ok[j], rk.ld)
+	aw := gen.LdRaw(k, ptx.Global, g.dt, g.vec, rk.chunkAt(p0, j), t.ok[j], rk.ld)
+	bw := gen.LdRaw(k, ptx.Global, g.dt, g.vec, rk.chunkAt(p1, j), t.ok[j], rk.ld)
 	if g.store == "smem" {
-		stRaw(k, ptx.Shared, rk.stashAt(t, j, 0), aw)
-		stRaw(k, ptx.Shared, rk.stashAt(t, j, 1), bw)
+		gen.StRaw(k, ptx.Shared, rk.stashAt(t, j, 0), aw)
+		gen.StRaw(k, ptx.Shared, rk.stashAt(t, j, 1), bw)
 	}
-	return widen(k, g.dt, aw), widen(k, g.dt, bw)
+	return gen.Widen(k, g.dt, aw), gen.Widen(k, g.dt, bw)
 }
 
 // reloadPair reads chunk j of the same two rows again for the output pass:
@@ -686,13 +641,13 @@ func (rk *rowKernel) reloadPair(t tileRef, j int, p0, p1 ptx.Reg) (a, b []ptx.Re
 	k, g := rk.k, rk.g
 	var aw, bw []ptx.Reg
 	if g.store == "smem" {
-		aw = ldRaw(k, ptx.Shared, g.dt, g.vec, rk.stashAt(t, j, 0), ptx.Reg{})
-		bw = ldRaw(k, ptx.Shared, g.dt, g.vec, rk.stashAt(t, j, 1), ptx.Reg{})
+		aw = gen.LdRaw(k, ptx.Shared, g.dt, g.vec, rk.stashAt(t, j, 0), ptx.Reg{})
+		bw = gen.LdRaw(k, ptx.Shared, g.dt, g.vec, rk.stashAt(t, j, 1), ptx.Reg{})
 	} else {
-		aw = ldRaw(k, ptx.Global, g.dt, g.vec, rk.chunkAt(p0, j), t.ok[j], rk.ld)
-		bw = ldRaw(k, ptx.Global, g.dt, g.vec, rk.chunkAt(p1, j), t.ok[j], rk.ld)
+		aw = gen.LdRaw(k, ptx.Global, g.dt, g.vec, rk.chunkAt(p0, j), t.ok[j], rk.ld)
+		bw = gen.LdRaw(k, ptx.Global, g.dt, g.vec, rk.chunkAt(p1, j), t.ok[j], rk.ld)
 	}
-	return widen(k, g.dt, aw), widen(k, g.dt, bw)
+	return gen.Widen(k, g.dt, aw), gen.Widen(k, g.dt, bw)
 }
 
 func (rk *rowKernel) stashBase() ptx.Reg {
@@ -702,61 +657,13 @@ func (rk *rowKernel) stashBase() ptx.Reg {
 	return rk.k.Mad(ptx.U32, rk.tid, ptx.Imm(rk.g.vb), rk.k.Add(ptx.U32, rk.smem, ptx.Imm(rk.g.stashOff)))
 }
 
-// both returns a ∧ b for predicates that may be invalid (always true).
-func both(k *ptx.Func, a, b ptx.Reg) ptx.Reg {
-	switch {
-	case !a.Valid():
-		return b
-	case !b.Valid():
-		return a
-	}
-	return k.And(ptx.Pred, a, b)
-}
-
-// stF32 stores f32 values (1, 2, 4 or 8) at at in vectors of at most
-// four, guarded by ok when valid. sp is Global or Shared.
-func stF32(k *ptx.Func, sp ptx.Space, at ptx.Addr, vals []ptx.Reg, ok ptx.Reg) {
-	for i := 0; i < len(vals); i += 4 {
-		part := vals[i:min(i+4, len(vals))]
-		k.St(sp, ptx.F32, ptx.At(at.Base, at.Off+int64(4*i)), part)
-		if ok.Valid() {
-			k.Guard(ok, false)
-		}
-	}
-}
-
-// ldF32 loads count f32 values (1, 2, 4 or 8) from at in vectors of at
-// most four, guarded by ok when valid.
-func ldF32(k *ptx.Func, sp ptx.Space, at ptx.Addr, count int, ok ptx.Reg, o ...ptx.LdOpts) []ptx.Reg {
-	var out []ptx.Reg
-	for i := 0; i < count; i += 4 {
-		out = append(out, ldRaw(k, sp, dtype.F32, min(4, count-i), ptx.At(at.Base, at.Off+int64(4*i)), ok, o...)...)
-	}
-	return out
-}
-
-// sumTree adds values pairwise.
-func sumTree(k *ptx.Func, v []ptx.Reg) ptx.Reg {
-	for len(v) > 1 {
-		var next []ptx.Reg
-		for i := 0; i+1 < len(v); i += 2 {
-			next = append(next, k.Add(ptx.F32, v[i], v[i+1]))
-		}
-		if len(v)%2 == 1 {
-			next = append(next, v[len(v)-1])
-		}
-		v = next
-	}
-	return v[0]
-}
-
 // reducer sums per-thread values over the threads of each row group.
 type reducer struct {
 	rk    *rowKernel
 	w     int     // warps per row (0 or 1: no shared memory)
-	base  ptx.Reg // u32: this group's slots in the current buffer
-	flip  ptx.Reg // u32: base of buffer 0 + base of buffer 1 (for this group)
-	wOff  ptx.Reg // u32: this warp's slot offset
+	base  ptx.Reg // U32: this group's slots in the current buffer
+	flip  ptx.Reg // U32: base of buffer 0 + base of buffer 1 (for this group)
+	wOff  ptx.Reg // U32: this warp's slot offset
 	lane0 ptx.Reg // pred: lane 0 of its warp
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/internal/ptxas"
 	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/kernels/catalog"
 	"github.com/gradtune/gradtune/kernels/internal/ptxtest"
 	"github.com/gradtune/gradtune/runner"
 	"github.com/gradtune/gradtune/runner/sim"
@@ -38,7 +39,7 @@ var rowOddShapes = []string{"m=3,n=37", "m=1,n=1"}
 
 func rowFamily(t *testing.T, name string) kernels.Family {
 	t.Helper()
-	f, err := kernels.Lookup(name)
+	f, err := catalog.Lookup(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -468,7 +469,7 @@ func TestRowVariantsAssemble(t *testing.T) {
 			report("%s %s (%v): %d registers, %d bytes static shared memory", arch, k.entry, k.v, r.Registers, r.SharedBytes)
 		}
 	}
-	kernels.Parallel(jobs, func(j job) {
+	ptxtest.Parallel(jobs, func(j job) {
 		text, names := module(j.ks)
 		reports, _, err := ptxas.Assemble(ctx, path, text, j.arch)
 		if err != nil {
@@ -496,7 +497,7 @@ func TestRowVariantsAssemble(t *testing.T) {
 		counts[j.arch] += len(j.ks)
 		mu.Unlock()
 	})
-	kernels.ReportSorted(t, problems, 30)
+	ptxtest.ReportSorted(t, problems, 30)
 	sort.Strings(allowed)
 	for i, a := range allowed {
 		if i == 10 {
@@ -602,7 +603,7 @@ func runOnSim(ss *runner.Session, f kernels.Family, s variants.Shape, p variants
 		if err != nil {
 			return err.Error()
 		}
-		tol := kernels.ToleranceFor(f, s, b.Name)
+		tol := f.Tolerance(s, b.Name)
 		if _, _, bad := tol.Check(got, ref[b.Name]); bad >= 0 {
 			return fmt.Sprintf("%s[%d] = %g, want %g (atol %g, rtol %g)", b.Name, bad, got[bad], ref[b.Name][bad], tol.Atol, tol.Rtol)
 		}

@@ -5,7 +5,7 @@ import (
 	"hash/fnv"
 	"testing"
 
-	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/kernels/catalog"
 	"github.com/gradtune/gradtune/runner"
 	"github.com/gradtune/gradtune/runner/sim"
 	"github.com/gradtune/gradtune/variants"
@@ -24,7 +24,7 @@ const simVariantsPerShape = 12
 // variant may touch memory out of bounds, race in shared memory, diverge
 // at a barrier or read an uninitialized register.
 func TestVariantsOnInterpreter(t *testing.T) {
-	for _, f := range kernels.All() {
+	for _, f := range catalog.All() {
 		t.Run(f.Name(), func(t *testing.T) {
 			t.Parallel()
 			be := sim.New(sim.Options{Workers: 1})

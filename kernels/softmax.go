@@ -43,11 +43,11 @@ import (
 	"math"
 
 	"github.com/gradtune/gradtune/dtype"
+	"github.com/gradtune/gradtune/kernels/gen"
 	"github.com/gradtune/gradtune/kernels/ptx"
 	"github.com/gradtune/gradtune/variants"
 )
 
-func init() { register(softmaxBwdFamily) }
 
 type softmaxBwd struct{ cfg rowCfg }
 
@@ -137,10 +137,10 @@ func (f *softmaxBwd) Cost(s variants.Shape) Cost {
 }
 
 // Tolerance: see the file comment.
-func (f *softmaxBwd) Tolerance(s variants.Shape) Tolerance {
+func (f *softmaxBwd) Tolerance(s variants.Shape, _ string) Tolerance {
 	n := float64(s.Get("n"))
 	k := n/maxTPR + 56
-	return storeTol(Tolerance{Atol: softmaxYMax(s) * (1.01*k + 8) * u32, Rtol: 4 * u32}, s.DType)
+	return StoreTol(Tolerance{Atol: softmaxYMax(s) * (1.01*k + 8) * U32, Rtol: 4 * U32}, s.DType)
 }
 
 // softmaxYMax bounds the generated y of a shape (see the file comment).
@@ -162,11 +162,11 @@ func (f *softmaxBwd) Emit(s variants.Shape, p variants.Params) (Program, error) 
 	entry := f.Name() + "_" + s.DType.String()
 	m := ptx.NewModule()
 	k := m.Func(entry)
-	y, dy, dx := param(k, "y"), param(k, "dy"), param(k, "dx")
+	y, dy, dx := gen.Param(k, "y"), gen.Param(k, "dy"), gen.Param(k, "dx")
 	rk := newRowKernel(k, g)
 	dt, vec, vpt := g.dt, g.vec, g.vpt
 
-	_, nw := rawType(dt, vec)
+	_, nw := gen.RawType(dt, vec)
 	// load issues the loads of a batch (store=regs): per row and chunk,
 	// the words of y then of dy.
 	load := func(rows []rowRef) []ptx.Reg {
@@ -178,8 +178,8 @@ func (f *softmaxBwd) Emit(s variants.Shape, p variants.Params) (Program, error) 
 		for _, r := range rows {
 			yp, dyp := rk.rowPtr(y, r, t), rk.rowPtr(dy, r, t)
 			for j := 0; j < vpt; j++ {
-				regs = append(regs, ldRaw(k, ptx.Global, dt, vec, rk.chunkAt(yp, j), t.ok[j], rk.ld)...)
-				regs = append(regs, ldRaw(k, ptx.Global, dt, vec, rk.chunkAt(dyp, j), t.ok[j], rk.ld)...)
+				regs = append(regs, gen.LdRaw(k, ptx.Global, dt, vec, rk.chunkAt(yp, j), t.ok[j], rk.ld)...)
+				regs = append(regs, gen.LdRaw(k, ptx.Global, dt, vec, rk.chunkAt(dyp, j), t.ok[j], rk.ld)...)
 			}
 		}
 		return regs
@@ -192,8 +192,8 @@ func (f *softmaxBwd) Emit(s variants.Shape, p variants.Params) (Program, error) 
 			dys := make([][][]ptx.Reg, len(rows))
 			for q := range rows {
 				for j := 0; j < vpt; j++ {
-					ys[q] = append(ys[q], widen(k, dt, regs[:nw]))
-					dys[q] = append(dys[q], widen(k, dt, regs[nw:2*nw]))
+					ys[q] = append(ys[q], gen.Widen(k, dt, regs[:nw]))
+					dys[q] = append(dys[q], gen.Widen(k, dt, regs[nw:2*nw]))
 					regs = regs[2*nw:]
 				}
 			}
@@ -209,7 +209,7 @@ func (f *softmaxBwd) Emit(s variants.Shape, p variants.Params) (Program, error) 
 						}
 					}
 				}
-				dots[q] = sumTree(k, acc)
+				dots[q] = gen.SumTree(k, acc)
 			}
 			dots = rk.red.sum(dots)
 			for q, r := range rows {
@@ -219,7 +219,7 @@ func (f *softmaxBwd) Emit(s variants.Shape, p variants.Params) (Program, error) 
 					for e := range out {
 						out[e] = k.Mul(ptx.F32, ys[q][j][e], k.Sub(ptx.F32, dys[q][j][e], dots[q]))
 					}
-					stVals(k, dt, rk.chunkAt(dxp, j), out, both(k, r.valid, t.ok[j]))
+					gen.StVals(k, dt, rk.chunkAt(dxp, j), out, gen.Both(k, r.valid, t.ok[j]))
 				}
 			}
 			return
@@ -241,7 +241,7 @@ func (f *softmaxBwd) Emit(s variants.Shape, p variants.Params) (Program, error) 
 				}
 			}
 		})
-		dot := rk.red.sum([]ptx.Reg{sumTree(k, acc)})[0]
+		dot := rk.red.sum([]ptx.Reg{gen.SumTree(k, acc)})[0]
 		rk.forTiles(stash, func(t tileRef) {
 			yp, dyp, dxp := rk.rowPtr(y, r, t), rk.rowPtr(dy, r, t), rk.rowPtr(dx, r, t)
 			for j := 0; j < vpt; j++ {
@@ -250,7 +250,7 @@ func (f *softmaxBwd) Emit(s variants.Shape, p variants.Params) (Program, error) 
 				for e := range out {
 					out[e] = k.Mul(ptx.F32, yv[e], k.Sub(ptx.F32, dyv[e], dot))
 				}
-				stVals(k, dt, rk.chunkAt(dxp, j), out, both(k, r.valid, t.ok[j]))
+				gen.StVals(k, dt, rk.chunkAt(dxp, j), out, gen.Both(k, r.valid, t.ok[j]))
 			}
 		})
 	})

@@ -93,7 +93,7 @@ func TestSoftmaxInputs(t *testing.T) {
 				t.Errorf("%s: max y %v above %v", s.Key(), ymax, bound)
 			}
 			// The tolerance's bound (six sigma of the sum of e^z).
-			if bound := f.Tolerance(s).Atol / ((1.01*(float64(n)/1024+56) + 8) * 0x1p-24); dt == dtype.F32 && ymax > bound*(1+1e-9) {
+			if bound := f.Tolerance(s, "dx").Atol / ((1.01*(float64(n)/1024+56) + 8) * 0x1p-24); dt == dtype.F32 && ymax > bound*(1+1e-9) {
 				t.Errorf("%s: max y %v above the tolerance's bound %v", s.Key(), ymax, bound)
 			}
 			for r := 0; r < m; r++ {
@@ -178,7 +178,7 @@ func TestSoftmaxTolerance(t *testing.T) {
 			m, n := s.Get("m"), s.Get("n")
 			in := f.Inputs(s, 1)
 			ref := f.Reference(s, in)["dx"]
-			tol := f.Tolerance(s)
+			tol := f.Tolerance(s, "dx")
 			for _, tree := range []bool{false, true} {
 				got := softmaxModel(in["y"], in["dy"], m, n, dt, tree)
 				if a, r, bad := tol.Check(got, ref); bad >= 0 {

@@ -70,8 +70,12 @@ func (ss *Session) Release() {
 	ss.bufs, ss.ref, ss.specs, ss.key = nil, nil, nil, ""
 }
 
-// Loaded is a compiled program ready to launch on the session's buffers.
+// Loaded is a compiled program ready to launch on the session's buffers
+// and its own.
 type Loaded struct {
+	be       Backend
+	own      []kernels.Buffer // the program's State and Scratch buffers
+	ownPtrs  map[string]Ptr
 	mod      Module
 	funcs    []Function
 	args     [][]any
@@ -81,8 +85,45 @@ type Loaded struct {
 	Res Resources
 }
 
-// Unload frees the program's module.
-func (l *Loaded) Unload() error { return l.mod.Unload() }
+// Unload frees the program's module and its own buffers.
+func (l *Loaded) Unload() error {
+	for _, p := range l.ownPtrs {
+		l.be.Free(p)
+	}
+	l.ownPtrs = nil
+	return l.mod.Unload()
+}
+
+// allocOwn allocates the program's own buffers, State ones zeroed.
+func (ss *Session) allocOwn(l *Loaded) error {
+	l.ownPtrs = map[string]Ptr{}
+	for _, b := range l.own {
+		if _, dup := ss.bufs[b.Name]; dup || l.ownPtrs[b.Name] != 0 {
+			return fmt.Errorf("program buffer %s is declared twice", b.Name)
+		}
+		if b.Role != kernels.State && b.Role != kernels.Scratch {
+			return fmt.Errorf("program buffer %s has role %v (a program declares State and Scratch buffers; data buffers are the family's)", b.Name, b.Role)
+		}
+		p, err := ss.be.Alloc(max(b.Bytes(), 16))
+		if err != nil {
+			return fmt.Errorf("allocating buffer %s (%d bytes): %w", b.Name, b.Bytes(), err)
+		}
+		l.ownPtrs[b.Name] = p
+		if err := ss.be.Memset(p, 0, max(b.Bytes(), 16)); err != nil {
+			return fmt.Errorf("zeroing buffer %s: %w", b.Name, err)
+		}
+	}
+	return nil
+}
+
+// ptr is the address of buffer name: the program's own or the session's.
+func (ss *Session) ptr(l *Loaded, name string) (Ptr, bool) {
+	if p, ok := l.ownPtrs[name]; ok {
+		return p, true
+	}
+	p, ok := ss.bufs[name]
+	return p, ok
+}
 
 // Load compiles a program and binds its arguments to the session's buffers.
 // A program whose first launch is Dependent is an error: the first launch
@@ -96,17 +137,21 @@ func (ss *Session) Load(p kernels.Program) (*Loaded, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Loaded{mod: mod, launches: p.Launches}
+	l := &Loaded{be: ss.be, own: p.Buffers, mod: mod, launches: p.Launches}
+	if err := ss.allocOwn(l); err != nil {
+		l.Unload()
+		return nil, err
+	}
 	for i, ln := range p.Launches {
 		fn, err := mod.Function(ln.Entry)
 		if err != nil {
-			mod.Unload()
+			l.Unload()
 			return nil, err
 		}
 		threads := ln.Block[0] * max(ln.Block[1], 1) * max(ln.Block[2], 1)
 		res, err := fn.Resources(threads, ln.SharedBytes)
 		if err != nil {
-			mod.Unload()
+			l.Unload()
 			return nil, err
 		}
 		if i == 0 || res.Registers > l.Res.Registers {
@@ -119,9 +164,9 @@ func (ss *Session) Load(p kernels.Program) (*Loaded, error) {
 				args[j] = a.Scalar
 				continue
 			}
-			ptr, ok := ss.bufs[a.Buffer]
+			ptr, ok := ss.ptr(l, a.Buffer)
 			if !ok {
-				mod.Unload()
+				l.Unload()
 				return nil, fmt.Errorf("launch %s names unknown buffer %q", ln.Entry, a.Buffer)
 			}
 			args[j] = ptr
@@ -206,7 +251,7 @@ func (ss *Session) Validate(l *Loaded) (Check, error) {
 		if b.Role != kernels.Output && b.Role != kernels.Accumulate {
 			continue
 		}
-		tol := kernels.ToleranceFor(ss.fam, ss.shape, b.Name)
+		tol := ss.fam.Tolerance(ss.shape, b.Name)
 		if cap(ss.scratch) < b.Bytes() {
 			ss.scratch = make([]byte, b.Bytes())
 		}
@@ -223,7 +268,30 @@ func (ss *Session) Validate(l *Loaded) (Check, error) {
 			c.Message = fmt.Sprintf("%s[%d] = %g, want %g (atol %g, rtol %g)", b.Name, m.bad, m.got, ref[m.bad], tol.Atol, tol.Rtol)
 		}
 	}
+	if c.OK {
+		c.OK, c.Message = ss.stateZero(l)
+	}
 	return c, nil
+}
+
+// stateZero checks that the run left every State buffer of the program
+// zero, as the next run expects it.
+func (ss *Session) stateZero(l *Loaded) (bool, string) {
+	for _, b := range l.own {
+		if b.Role != kernels.State {
+			continue
+		}
+		buf := make([]byte, b.Bytes())
+		if err := ss.be.Download(buf, l.ownPtrs[b.Name]); err != nil {
+			return false, fmt.Sprintf("reading state buffer %s: %v", b.Name, err)
+		}
+		for i, v := range buf {
+			if v != 0 {
+				return false, fmt.Sprintf("state buffer %s not left zero by the run (byte %d is %#x)", b.Name, i, v)
+			}
+		}
+	}
+	return true, ""
 }
 
 // Output downloads and decodes buffer name after a run (for comparisons

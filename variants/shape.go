@@ -13,16 +13,11 @@ type Dim struct {
 	Name  string
 	Value int
 	// Milli is the fractional part of the extent in thousandths (0..999):
-	// the extent is Value + Milli/1000. Only the dimension named
-	// FractionalDim may be fractional; for every other one Milli is 0.
+	// the extent is Value + Milli/1000. A family's typed shape decides
+	// which extents may have one (a Milli field); Get returns the integer
+	// part and Float the whole.
 	Milli int `json:",omitempty"`
 }
-
-// FractionalDim names the one shape dimension that may take a decimal
-// value with up to three decimals: the norm exponent p of LP pooling
-// (p=1.5). Spec.Get and Shape.Get return its integer part; families that
-// accept fractions read it with Float.
-const FractionalDim = "p"
 
 // Float returns the extent as a number, fraction included.
 func (d Dim) Float() float64 { return float64(d.Value) + float64(d.Milli)/1000 }
@@ -109,9 +104,9 @@ type Spec struct {
 }
 
 // ParseSpecs parses one or more shape specs separated by ';', each
-// "name=value,name=value[,dtype=D]". Values must be positive integers,
-// except that FractionalDim (p) may also be a positive decimal with at most
-// three decimals (p=1.5).
+// "name=value,name=value[,dtype=D]". Values are positive integers or
+// positive decimals with at most three decimals (p=1.5); which extents may
+// be decimal is the family's typed shape's business.
 func ParseSpecs(s string) ([]Spec, error) {
 	var out []Spec
 	for _, part := range strings.Split(s, ";") {
@@ -151,7 +146,7 @@ func parseSpec(s string) (Spec, error) {
 			sp.DType = d
 			continue
 		}
-		if k == FractionalDim && strings.Contains(v, ".") {
+		if strings.Contains(v, ".") {
 			d, ok := parseMilli(v)
 			if !ok {
 				return Spec{}, fmt.Errorf("malformed shape %q: %s=%s is not a positive number with at most three decimals", s, k, v)

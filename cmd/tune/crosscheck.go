@@ -201,7 +201,6 @@ func verdict(c *xcase) (string, []bufferDiff) {
 	if c.emitErr != nil || c.gpu.err != nil || c.sim.err != nil {
 		return vError, nil
 	}
-	tol := c.f.Tolerance(c.s)
 	v := vIdentical
 	var diffs []bufferDiff
 	names := make([]string, 0, len(c.gpu.outs))
@@ -223,7 +222,7 @@ func verdict(c *xcase) (string, []bufferDiff) {
 				}
 			}
 		}
-		d.MaxAbs, d.MaxRel, d.OutsideAt = tol.Check(g, s)
+		d.MaxAbs, d.MaxRel, d.OutsideAt = c.f.Tolerance(c.s, name).Check(g, s)
 		if math.IsInf(d.MaxAbs, 0) {
 			d.MaxAbs = math.MaxFloat64 // JSON has no infinity
 		}

@@ -4,14 +4,19 @@ package catalog
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/kernels/elementwise"
 )
 
-// families is every family, in the order listings show them.
-var families = kernels.All()
+// families is every family.
+var families = slices.Concat(
+	elementwise.Families(),
+	kernels.Legacy(),
+)
 
 // All returns every family, sorted by name.
 func All() []kernels.Family {

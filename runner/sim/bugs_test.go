@@ -48,7 +48,7 @@ func (f *testFamily) Reference(s variants.Shape, in map[string][]float64) map[st
 	return map[string][]float64{"y": f.ref(in["x"])}
 }
 func (f *testFamily) Cost(variants.Shape) kernels.Cost { return kernels.Cost{} }
-func (f *testFamily) Tolerance(variants.Shape) kernels.Tolerance {
+func (f *testFamily) Tolerance(variants.Shape, string) kernels.Tolerance {
 	return kernels.Tolerance{Atol: 1e-6, Rtol: 1e-6}
 }
 func (f *testFamily) Emit(s variants.Shape, p variants.Params) (kernels.Program, error) {

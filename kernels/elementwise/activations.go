@@ -1,19 +1,19 @@
-package kernels
+package elementwise
 
 import (
 	"math"
 
+	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/ptx"
 )
 
-func init() {
-	register(reluBwd)
-	register(geluBwd)
-	register(siluBwd)
+// Families are the activation backward families.
+func Families() []kernels.Family {
+	return []kernels.Family{kernels.Define(reluBwd), kernels.Define(geluBwd), kernels.Define(siluBwd)}
 }
 
 // reluBwd: dx = x ≤ 0 ? 0 : dy, as PyTorch's threshold_backward.
-var reluBwd = &elementwise{
+var reluBwd = &family{
 	name: "relu_bwd",
 	doc:  "ReLU backward: dx = (x > 0) · dy",
 	emit: func(k *ptx.Func, dy, x ptx.Reg) ptx.Reg {
@@ -42,7 +42,7 @@ const (
 //
 // tanh is built from ex2.approx as t = 1 − 2/(2^(2u·log2 e)+1): accurate
 // to about 2⁻²¹ absolute, where tanh.approx.f32 would give only 2⁻¹¹.
-var geluBwd = &elementwise{
+var geluBwd = &family{
 	name: "gelu_bwd",
 	doc:  "GELU backward, tanh approximation (PyTorch approximate=\"tanh\")",
 	emit: func(k *ptx.Func, dy, x ptx.Reg) ptx.Reg {
@@ -69,7 +69,7 @@ var geluBwd = &elementwise{
 
 // siluBwd: s = σ(x), dx = dy · s · (1 + x(1 − s)), with σ from ex2.approx
 // and an exactly rounded reciprocal.
-var siluBwd = &elementwise{
+var siluBwd = &family{
 	name: "silu_bwd",
 	doc:  "SiLU backward: dx = dy · σ(x) · (1 + x(1 − σ(x)))",
 	emit: func(k *ptx.Func, dy, x ptx.Reg) ptx.Reg {

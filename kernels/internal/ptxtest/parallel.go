@@ -1,7 +1,4 @@
-package kernels
-
-// Helpers shared by the tests of package kernels and kernels_test
-// (exported only in the test build).
+package ptxtest
 
 import (
 	"runtime"

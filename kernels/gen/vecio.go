@@ -1,4 +1,4 @@
-package kernels
+package gen
 
 // Vector loads and stores shared by the families: vec elements of a dtype
 // moved as raw words (f32 or f64 elements, b32 words of two halves, or one
@@ -10,9 +10,9 @@ import (
 	"github.com/gradtune/gradtune/kernels/ptx"
 )
 
-// rawType is the register type and count of the words of a vec-element
+// RawType is the register type and count of the words of a vec-element
 // vector of dt: f32 or f64 elements, b32 words of two halves, or one b16.
-func rawType(dt dtype.DType, vec int) (ptx.Type, int) {
+func RawType(dt dtype.DType, vec int) (ptx.Type, int) {
 	switch {
 	case dt == dtype.F32:
 		return ptx.F32, vec
@@ -24,11 +24,11 @@ func rawType(dt dtype.DType, vec int) (ptx.Type, int) {
 	return ptx.B32, vec / 2
 }
 
-// ldRaw loads the vec elements of dt at at from space sp as raw words,
+// LdRaw loads the vec elements of dt at at from space sp as raw words,
 // guarded by ok when valid (the words are zeroed first, so that a guarded
 // load reads as zeros and no register is read before it is written).
-func ldRaw(k *ptx.Func, sp ptx.Space, dt dtype.DType, vec int, at ptx.Addr, ok ptx.Reg, o ...ptx.LdOpts) []ptx.Reg {
-	t, nw := rawType(dt, vec)
+func LdRaw(k *ptx.Func, sp ptx.Space, dt dtype.DType, vec int, at ptx.Addr, ok ptx.Reg, o ...ptx.LdOpts) []ptx.Reg {
+	t, nw := RawType(dt, vec)
 	w := make([]ptx.Reg, nw)
 	for i := range w {
 		w[i] = k.Reg(t)
@@ -50,25 +50,25 @@ func ldRaw(k *ptx.Func, sp ptx.Space, dt dtype.DType, vec int, at ptx.Addr, ok p
 	return w
 }
 
-// ldVals loads vec elements of dt at at like ldRaw and returns them in the
+// LdVals loads vec elements of dt at at like LdRaw and returns them in the
 // math type (f32, or f64 for f64).
-func ldVals(k *ptx.Func, sp ptx.Space, dt dtype.DType, vec int, at ptx.Addr, ok ptx.Reg, o ...ptx.LdOpts) []ptx.Reg {
-	return widen(k, dt, ldRaw(k, sp, dt, vec, at, ok, o...))
+func LdVals(k *ptx.Func, sp ptx.Space, dt dtype.DType, vec int, at ptx.Addr, ok ptx.Reg, o ...ptx.LdOpts) []ptx.Reg {
+	return Widen(k, dt, LdRaw(k, sp, dt, vec, at, ok, o...))
 }
 
-// stRaw stores raw words as ldRaw returns them (no guard).
-func stRaw(k *ptx.Func, sp ptx.Space, at ptx.Addr, w []ptx.Reg) {
+// StRaw stores raw words as LdRaw returns them (no guard).
+func StRaw(k *ptx.Func, sp ptx.Space, at ptx.Addr, w []ptx.Reg) {
 	k.St(sp, w[0].Type(), at, w)
 }
 
-// widen converts raw words of dt to values of the math type (f32, or f64
+// Widen converts raw words of dt to values of the math type (f32, or f64
 // for f64).
-func widen(k *ptx.Func, dt dtype.DType, w []ptx.Reg) []ptx.Reg {
+func Widen(k *ptx.Func, dt dtype.DType, w []ptx.Reg) []ptx.Reg {
 	switch {
 	case dt == dtype.F32 || dt == dtype.F64:
 		return w
 	case len(w) == 1 && w[0].Type() == ptx.B16:
-		return []ptx.Reg{k.Cvt(ptx.F32, halfType(dt), "", w[0])}
+		return []ptx.Reg{k.Cvt(ptx.F32, HalfType(dt), "", w[0])}
 	}
 	var out []ptx.Reg
 	for _, x := range w {
@@ -83,17 +83,17 @@ func widen(k *ptx.Func, dt dtype.DType, w []ptx.Reg) []ptx.Reg {
 	return out
 }
 
-// stVals rounds values of the math type to dt (round to nearest even) and
+// StVals rounds values of the math type to dt (round to nearest even) and
 // stores them in global memory at at, guarded by ok when valid. o may set
 // a cache operator.
-func stVals(k *ptx.Func, dt dtype.DType, at ptx.Addr, vals []ptx.Reg, ok ptx.Reg, o ...ptx.LdOpts) {
+func StVals(k *ptx.Func, dt dtype.DType, at ptx.Addr, vals []ptx.Reg, ok ptx.Reg, o ...ptx.LdOpts) {
 	switch {
 	case dt == dtype.F32:
 		k.St(ptx.Global, ptx.F32, at, vals, o...)
 	case dt == dtype.F64:
 		k.St(ptx.Global, ptx.F64, at, vals, o...)
 	case len(vals) == 1:
-		k.St(ptx.Global, ptx.B16, at, []ptx.Reg{k.Cvt(halfType(dt), ptx.F32, "rn", vals[0])}, o...)
+		k.St(ptx.Global, ptx.B16, at, []ptx.Reg{k.Cvt(HalfType(dt), ptx.F32, "rn", vals[0])}, o...)
 	default:
 		pt := ptx.F16x2
 		if dt == dtype.BF16 {
@@ -110,13 +110,13 @@ func stVals(k *ptx.Func, dt dtype.DType, at ptx.Addr, vals []ptx.Reg, ok ptx.Reg
 	}
 }
 
-// halfType is the scalar PTX type of a 16-bit dtype.
-func halfType(dt dtype.DType) ptx.Type {
+// HalfType is the scalar PTX type of a 16-bit dtype.
+func HalfType(dt dtype.DType) ptx.Type {
 	if dt == dtype.BF16 {
 		return ptx.BF16
 	}
 	return ptx.F16
 }
 
-// ldNC selects the read-only data path (ld.global.nc).
-var ldNC = ptx.LdOpts{NC: true}
+// LdNC selects the read-only data path (ld.global.nc).
+var LdNC = ptx.LdOpts{NC: true}

@@ -1,0 +1,226 @@
+package variants
+
+import (
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Typed is a family's parameter space over its own params struct P. The
+// struct declares the axes: each field tagged `axis:"name"` is one axis,
+// in field order (the last varies fastest when enumerating), with its
+// documentation in a `doc:"…"` tag and, when they do not depend on the
+// shape, its values in a `values:"a,b,c"` tag. Fields are ints, bools
+// (printed 0 and 1) or strings (named string types included).
+//
+//	type Params struct {
+//		Block int  `axis:"block" values:"128,256" doc:"threads per block"`
+//		Vec   int  `axis:"vec" doc:"elements per vector access"`
+//		PDL   bool `axis:"pdl" values:"0,1" doc:"dependent second launch"`
+//	}
+//
+// Params is the canonical k=v form the store keys on; Encode and Decode
+// are the one place that converts between it and P.
+type Typed[P any] struct {
+	// Values sets the values of axes whose tag gives none (or overrides
+	// them), for one shape. Keys are axis names.
+	Values map[string][]string
+	// Rules are the constraints: each returns nil for an allowed point or
+	// the reason it is not allowed.
+	Rules []Rule[P]
+}
+
+// Rule is one named constraint over typed params.
+type Rule[P any] struct {
+	Name  string
+	Check func(P) error
+}
+
+// Ints prints integer axis values for Typed.Values.
+func Ints(vals ...int) []string {
+	out := make([]string, len(vals))
+	for i, v := range vals {
+		out[i] = strconv.Itoa(v)
+	}
+	return out
+}
+
+// Space is the untyped view of t: its axes with their values, and one
+// constraint per rule over decoded params.
+func (t Typed[P]) Space() Space {
+	c, err := codecOf[P]()
+	if err != nil {
+		return brokenSpace(err)
+	}
+	var s Space
+	for _, f := range c.fields {
+		vals, ok := t.Values[f.axis]
+		if !ok {
+			vals = f.values
+		}
+		s.Axes = append(s.Axes, Axis{Name: f.axis, Values: vals, Doc: f.doc})
+	}
+	for name := range t.Values {
+		if _, ok := s.Axis(name); !ok {
+			return brokenSpace(fmt.Errorf("values given for %q, which %v has no axis for", name, c.typ))
+		}
+	}
+	for _, a := range s.Axes {
+		if len(a.Values) == 0 {
+			return brokenSpace(fmt.Errorf("axis %q of %v has no values", a.Name, c.typ))
+		}
+	}
+	for _, r := range t.Rules {
+		s.Constraints = append(s.Constraints, Constraint{Name: r.Name, OK: func(p Params) error {
+			v, err := Decode[P](p)
+			if err != nil {
+				return err
+			}
+			return r.Check(v)
+		}})
+	}
+	return s
+}
+
+// brokenSpace is a space with no points whose Check reports err: a family
+// whose params struct or values are malformed.
+func brokenSpace(err error) Space {
+	return Space{Constraints: []Constraint{{Name: "a well-formed space", OK: func(Params) error { return err }}}}
+}
+
+// Encode prints typed params in their canonical k=v form.
+func Encode[P any](v P) Params {
+	c, err := codecOf[P]()
+	if err != nil {
+		return Params{}
+	}
+	rv := reflect.ValueOf(v)
+	p := make(Params, len(c.fields))
+	for _, f := range c.fields {
+		fv := rv.Field(f.index)
+		switch fv.Kind() {
+		case reflect.Bool:
+			p[f.axis] = map[bool]string{false: "0", true: "1"}[fv.Bool()]
+		case reflect.Int:
+			p[f.axis] = strconv.Itoa(int(fv.Int()))
+		default:
+			p[f.axis] = fv.String()
+		}
+	}
+	return p
+}
+
+// Decode reads typed params from their k=v form. Every axis must be
+// present with a value of its field's kind; whether the value is one of
+// the axis's values is Space.Check's business.
+func Decode[P any](p Params) (P, error) {
+	var v P
+	c, err := codecOf[P]()
+	if err != nil {
+		return v, err
+	}
+	rv := reflect.ValueOf(&v).Elem()
+	for _, f := range c.fields {
+		s, ok := p[f.axis]
+		if !ok {
+			return v, fmt.Errorf("param %q missing", f.axis)
+		}
+		fv := rv.Field(f.index)
+		switch fv.Kind() {
+		case reflect.Bool:
+			if s != "0" && s != "1" {
+				return v, fmt.Errorf("param %s=%q is not 0 or 1", f.axis, s)
+			}
+			fv.SetBool(s == "1")
+		case reflect.Int:
+			n, err := strconv.Atoi(s)
+			if err != nil {
+				return v, fmt.Errorf("param %s=%q is not an integer", f.axis, s)
+			}
+			fv.SetInt(int64(n))
+		default:
+			fv.SetString(s)
+		}
+	}
+	return v, nil
+}
+
+// AxisNames lists the axes P declares, in order.
+func AxisNames[P any]() []string {
+	c, err := codecOf[P]()
+	if err != nil {
+		return nil
+	}
+	var n []string
+	for _, f := range c.fields {
+		n = append(n, f.axis)
+	}
+	return n
+}
+
+// paramCodec maps the tagged fields of a params struct to axes.
+type paramCodec struct {
+	typ    reflect.Type
+	fields []paramField
+}
+
+type paramField struct {
+	index  int
+	axis   string
+	doc    string
+	values []string
+}
+
+var codecs sync.Map // reflect.Type → *paramCodec or error
+
+func codecOf[P any]() (*paramCodec, error) {
+	t := reflect.TypeFor[P]()
+	if c, ok := codecs.Load(t); ok {
+		if err, bad := c.(error); bad {
+			return nil, err
+		}
+		return c.(*paramCodec), nil
+	}
+	c, err := buildCodec(t)
+	if err != nil {
+		codecs.Store(t, err)
+		return nil, err
+	}
+	codecs.Store(t, c)
+	return c, nil
+}
+
+func buildCodec(t reflect.Type) (*paramCodec, error) {
+	if t.Kind() != reflect.Struct {
+		return nil, fmt.Errorf("params type %v is not a struct", t)
+	}
+	c := &paramCodec{typ: t}
+	seen := map[string]bool{}
+	for i := range t.NumField() {
+		sf := t.Field(i)
+		name, ok := sf.Tag.Lookup("axis")
+		if !ok {
+			continue
+		}
+		switch k := sf.Type.Kind(); {
+		case name == "" || seen[name]:
+			return nil, fmt.Errorf("%v.%s: axis name %q empty or repeated", t, sf.Name, name)
+		case !sf.IsExported():
+			return nil, fmt.Errorf("%v.%s: an axis field must be exported", t, sf.Name)
+		case k != reflect.Int && k != reflect.Bool && k != reflect.String:
+			return nil, fmt.Errorf("%v.%s: axis field of kind %v (want int, bool or string)", t, sf.Name, k)
+		}
+		seen[name] = true
+		f := paramField{index: i, axis: name, doc: sf.Tag.Get("doc")}
+		if vs, ok := sf.Tag.Lookup("values"); ok {
+			f.values = strings.Split(vs, ",")
+		}
+		c.fields = append(c.fields, f)
+	}
+	if len(c.fields) == 0 {
+		return nil, fmt.Errorf("params type %v has no field tagged axis", t)
+	}
+	return c, nil
+}

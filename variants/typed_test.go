@@ -1,0 +1,151 @@
+package variants
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/gradtune/gradtune/dtype"
+)
+
+type mode string
+
+type testParams struct {
+	Block int  `axis:"block" values:"64,128" doc:"threads"`
+	Vec   int  `axis:"vec" doc:"width"`
+	Mode  mode `axis:"mode" values:"a,b"`
+	PDL   bool `axis:"pdl" values:"0,1"`
+	note  string
+}
+
+func testSpace() Typed[testParams] {
+	return Typed[testParams]{
+		Values: map[string][]string{"vec": Ints(1, 2, 4)},
+		Rules: []Rule[testParams]{{Name: "small", Check: func(p testParams) error {
+			if p.Block*p.Vec > 256 {
+				return errors.New("too big")
+			}
+			return nil
+		}}},
+	}
+}
+
+func TestTypedRoundTrip(t *testing.T) {
+	p := testParams{Block: 128, Vec: 2, Mode: "b", PDL: true}
+	enc := Encode(p)
+	if got := enc.String(); got != "block=128,mode=b,pdl=1,vec=2" {
+		t.Fatalf("Encode = %q", got)
+	}
+	back, err := Decode[testParams](enc)
+	if err != nil || back != p {
+		t.Fatalf("Decode(Encode(p)) = %+v, %v; want %+v", back, err, p)
+	}
+	for in, want := range map[string]string{
+		"block=x,mode=a,pdl=0,vec=1":    `block="x" is not an integer`,
+		"block=64,mode=a,pdl=2,vec=1":   `pdl="2" is not 0 or 1`,
+		"block=64,mode=a,vec=1":         `"pdl" missing`,
+		"block=64,mode=a,pdl=yes,vec=1": "not 0 or 1",
+	} {
+		q, _ := ParseParams(in)
+		if _, err := Decode[testParams](q); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Decode(%s) = %v, want error containing %q", in, err, want)
+		}
+	}
+}
+
+func TestTypedSpace(t *testing.T) {
+	s := testSpace().Space()
+	var names []string
+	for _, a := range s.Axes {
+		names = append(names, a.Name+"="+strings.Join(a.Values, "|"))
+	}
+	if got := strings.Join(names, " "); got != "block=64|128 vec=1|2|4 mode=a|b pdl=0|1" {
+		t.Fatalf("axes in field order: %s", got)
+	}
+	if a, _ := s.Axis("block"); a.Doc != "threads" {
+		t.Errorf("block doc = %q", a.Doc)
+	}
+	all := s.Enumerate()
+	// 2·3·2·2 = 24 points; block=128,vec=4 (4 points) breaks the rule.
+	if len(all) != 20 || all[0].String() != "block=64,mode=a,pdl=0,vec=1" {
+		t.Fatalf("Enumerate: %d points, first %v", len(all), all[0])
+	}
+	p, _ := ParseParams("block=128,vec=4,mode=a,pdl=0")
+	if err := s.Check(p); err == nil || !strings.Contains(err.Error(), "violate small: too big") {
+		t.Errorf("Check = %v, want the rule named", err)
+	}
+}
+
+func TestTypedSpaceMalformed(t *testing.T) {
+	type noAxes struct{ X int }
+	type badKind struct {
+		F float64 `axis:"f" values:"1"`
+	}
+	type dup struct {
+		A int `axis:"a" values:"1"`
+		B int `axis:"a" values:"1"`
+	}
+	cases := map[string]Space{
+		"no field tagged axis": Typed[noAxes]{}.Space(),
+		"kind float64":         Typed[badKind]{}.Space(),
+		"empty or repeated":    Typed[dup]{}.Space(),
+		`axis "vec" of`:        Typed[testParams]{}.Space(),
+		`values given for "warp"`: Typed[testParams]{Values: map[string][]string{
+			"vec": Ints(1), "warp": Ints(2)}}.Space(),
+	}
+	for want, s := range cases {
+		if len(s.Enumerate()) != 0 {
+			t.Errorf("%s: a malformed space has points", want)
+		}
+		if err := s.Check(Params{}); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Check = %v, want error containing %q", err, want)
+		}
+	}
+}
+
+type testShape struct {
+	M     int   `dim:"m,optional"`
+	N     int   `dim:"n"`
+	P     Milli `dim:"p,optional"`
+	DType dtype.DType
+}
+
+func TestShapeCodec(t *testing.T) {
+	sp, err := ParseSpecs("m=4,n=7,p=1.5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := DecodeShape[testShape](sp[0].Dims, dtype.BF16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (testShape{M: 4, N: 7, P: 1500, DType: dtype.BF16}); s != want {
+		t.Fatalf("DecodeShape = %+v, want %+v", s, want)
+	}
+	if got := ShapeOf(s).Key(); got != "m=4,n=7,p=1.5,dtype=bf16" {
+		t.Errorf("key = %q", got)
+	}
+	if got := ShapeOf(testShape{N: 9, DType: dtype.F32}).Key(); got != "n=9,dtype=f32" {
+		t.Errorf("optional extents left out: key = %q", got)
+	}
+	if got := DimNamesOf[testShape](); !reflect.DeepEqual(got, []string{"m", "n", "p"}) {
+		t.Errorf("DimNamesOf = %v", got)
+	}
+	for in, want := range map[string]string{
+		"m=4":                 "takes m=M (optional),n=N,p=P (optional) (got m=4)",
+		"n=4,k=2":             "(got n=4,k=2)",
+		"n=2.5":               "n=2.5 is not an integer",
+	} {
+		sp, err := ParseSpecs(in)
+		if err != nil {
+			if want != "" {
+				t.Errorf("ParseSpecs(%s): %v", in, err)
+			}
+			continue
+		}
+		if _, err := DecodeShape[testShape](sp[0].Dims, dtype.F32); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("DecodeShape(%s) = %v, want error containing %q", in, err, want)
+		}
+	}
+}
