@@ -237,18 +237,18 @@ func TestShapeParsing(t *testing.T) {
 			dt   dtype.DType
 			want string
 		}{
-			{spec(t, "k=4"), dtype.F32, name + " takes n=N or m=M,n=N (got [k])"},
-			{spec(t, "m=4"), dtype.F32, "takes n=N or m=M,n=N (got [m])"},
-			{spec(t, "n=4,k=2"), dtype.F32, "takes n=N or m=M,n=N (got [n k])"},
-			{spec(t, "m=2,n=4,k=2"), dtype.F32, "takes n=N or m=M,n=N (got [m n k])"},
-			{variants.Spec{}, dtype.F32, "takes n=N or m=M,n=N (got [])"},
+			{spec(t, "k=4"), dtype.F32, name + " takes m=M (optional),n=N (got k=4)"},
+			{spec(t, "m=4"), dtype.F32, "takes m=M (optional),n=N (got m=4)"},
+			{spec(t, "n=4,k=2"), dtype.F32, "takes m=M (optional),n=N (got n=4,k=2)"},
+			{spec(t, "m=2,n=4,k=2"), dtype.F32, "takes m=M (optional),n=N (got m=2,n=4,k=2)"},
+			{variants.Spec{}, dtype.F32, "takes m=M (optional),n=N (got no extents)"},
 			{spec(t, "n=4"), dtype.F64, name + " does not support dtype f64 (dtypes: [f32 f16 bf16])"},
 			{spec(t, "n=4"), dtype.Invalid, "does not support dtype dtype(0)"},
 			{spec(t, "m=65536,n=65536"), dtype.F32, name + ": 4294967296 elements is more than 2147483647"},
 			{spec(t, "m=2,n=1073741824"), dtype.BF16, "2147483648 elements is more than 2147483647"},
 			{spec(t, "m=4294967296,n=4294967296"), dtype.F32, "m=4294967296 must be in 1..2147483647"},
-			{variants.Spec{Dims: []variants.Dim{{Name: "n", Value: 0}}}, dtype.F32, "n=0 must be in 1..2147483647"},
-			{variants.Spec{Dims: []variants.Dim{{Name: "m", Value: -2}, {Name: "n", Value: -3}}}, dtype.F32, "m=-2 must be in"},
+			{variants.Spec{Dims: []variants.Dim{{Name: "n", Value: 0}}}, dtype.F32, "n=0 is not positive"},
+			{variants.Spec{Dims: []variants.Dim{{Name: "m", Value: -2}, {Name: "n", Value: -3}}}, dtype.F32, "m=-2 is not positive"},
 		}
 		for _, c := range bad {
 			if _, err := f.Shape(c.spec, c.dt); err == nil || !strings.Contains(err.Error(), c.want) {
