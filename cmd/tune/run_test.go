@@ -77,7 +77,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"--bogus"}, "flag provided but not defined: -bogus"},
 		{[]string{"--shapes", "llama7b"}, `malformed shape "llama7b"`},
 		{[]string{"--shapes", "m=0,n=4"}, "m=0 is not a positive integer"},
-		{[]string{"--shapes", "k=4"}, "takes n=N or m=M,n=N (got [k])"},
+		{[]string{"--shapes", "k=4"}, "takes m=M (optional),n=N (got k=4)"},
 		{[]string{"--kernel", "relu_bwd", "--dtype", "f64"}, "relu_bwd supports none of --dtype f64"},
 		{[]string{"--dtype", "int4"}, `unknown dtype "int4"`},
 		{[]string{"--mode", "warm"}, `--mode "warm": want cold or hot`},
