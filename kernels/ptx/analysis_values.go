@@ -580,32 +580,6 @@ func component(op string, n int) string {
 	return op
 }
 
-// isPure reports whether instructions of opcode head compute their result
-// from their operands only (with no interval the analysis tracks).
-func isPure(head string) bool {
-	switch head {
-	case "fma", "rcp", "sqrt", "rsqrt", "ex2", "lg2", "sin", "cos", "tanh", "testp", "copysign", "bfe", "bfi",
-		"brev", "prmt", "lop3", "shf", "dp4a", "dp2a", "sad", "mul24", "mad24", "addc", "subc", "madc", "slct",
-		"set", "fns", "cvta", "isspacep", "bfind", "cnot", "mov", "cvt":
-		return true
-	}
-	return false
-}
-
-// hasDest reports whether the first operand of op is written.
-func hasDest(head, op string) bool {
-	switch head {
-	case "st", "red", "bra", "ret", "exit", "cp", "membar", "fence", "prefetch", "prefetchu", "trap",
-		"brkpt", "nanosleep", "stmatrix", "griddepcontrol", "discard", "applypriority", "pmevent":
-		return false
-	case "bar", "barrier":
-		return strings.Contains(op, ".red")
-	case "wmma":
-		return !strings.HasPrefix(op, "wmma.store")
-	}
-	return true
-}
-
 // transfer applies the effect of instruction in on its destination.
 func (a *analyzer) transfer(in *Inst, cls *opClass, c *ctx) {
 	guarded := in.Guard.Valid()

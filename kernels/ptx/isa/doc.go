@@ -35,6 +35,7 @@
 //     require all 32 lanes at it (Aligned) and bound its shared access;
 //     the interpreter knows the opcode and reports it unsupported rather
 //     than unknown.
+//
 //  2. Its semantics, where they differ from what the effects imply: a
 //     builder helper in kernels/ptx that emits it with typed operands
 //     (Stmatrix), the access width in the shared-bounds analysis
