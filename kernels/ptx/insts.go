@@ -736,12 +736,12 @@ func (f *Func) Guard(p Reg, negate bool) {
 func (f *Func) checkArgs(r *isa.Row, in *Inst) {
 	lo, hi := r.Arity()
 	if n := len(in.Args); n < lo || n > hi {
-		f.errorf("%s takes %d to %d operands, not %d", in.Op, lo, hi, n)
+		f.errorf("%s takes %s operands, not %d", in.Op, r.ArityString(), n)
 		return
 	}
 	for i, a := range in.Args {
 		if k := r.Args[i]; !kindOK(k, a) {
-			f.errorf("%s: operand %d (%v) is not a %v", in.Op, i+1, a, k)
+			f.errorf("%s: operand %d (%v) is not %v", in.Op, i+1, a, k)
 		}
 	}
 }

@@ -733,7 +733,7 @@ func (d *decoder) inst(s stmt) (inst, error) {
 		return in, d.errf("instruction %s is not supported by the interpreter", r.Name)
 	}
 	if lo, hi := r.Arity(); len(s.args) < lo || len(s.args) > hi {
-		return in, d.errf("%s takes %d to %d operands, found %d", r.Name, lo, hi, len(s.args))
+		return in, d.errf("%s takes %s operands, found %d", r.Name, r.ArityString(), len(s.args))
 	}
 	return in, dec(d, &in, base, q)
 }

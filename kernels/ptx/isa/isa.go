@@ -1,6 +1,10 @@
 package isa
 
-import "strings"
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
 
 // Row is one PTX instruction: what the builder, the analyses and the
 // interpreter know about it without looking at its operands' values.
@@ -57,15 +61,15 @@ const (
 func (k Kind) String() string {
 	switch k {
 	case Dst:
-		return "destination"
+		return "a destination"
 	case Src:
-		return "source"
+		return "a source"
 	case Addr:
-		return "address"
+		return "an address"
 	case Label:
-		return "label"
+		return "a label"
 	case Mask:
-		return "member mask"
+		return "a member mask"
 	}
 	return "?"
 }
@@ -194,6 +198,18 @@ func (r *Row) Target(op string) (sm, ptx int) {
 
 // Arity returns the fewest and most operands r takes.
 func (r *Row) Arity() (lo, hi int) { return len(r.Args) - r.Opt, len(r.Args) }
+
+// ArityString describes the operand counts r takes: "3", "3 or 4".
+func (r *Row) ArityString() string {
+	lo, hi := r.Arity()
+	if lo == hi {
+		return strconv.Itoa(lo)
+	}
+	if hi == lo+1 {
+		return fmt.Sprintf("%d or %d", lo, hi)
+	}
+	return fmt.Sprintf("%d to %d", lo, hi)
+}
 
 // Rows returns the table, sorted by name.
 func Rows() []*Row { return sorted }
