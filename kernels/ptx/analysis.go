@@ -797,7 +797,6 @@ const (
 	cShared
 	cDest
 	cPure
-	cSpecial
 )
 
 // classify returns in's opcode class, computing it once. An opcode
@@ -833,9 +832,6 @@ func classify(in *Inst) *opClass {
 		}
 		if r.Has(isa.Pure) {
 			f |= cPure
-		}
-		if isSpecial(head) {
-			f |= cSpecial
 		}
 	}
 	c.row, c.head, c.t, c.flags = r, head, opType(op), f

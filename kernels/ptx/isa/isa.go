@@ -92,6 +92,20 @@ const (
 
 var spaceNames = [...]string{"global", "shared", "local", "param", "const"}
 
+// String names the spaces of s, joined by "|": "shared|global".
+func (s Space) String() string {
+	var n []string
+	for i, name := range spaceNames {
+		if s&(1<<i) != 0 {
+			n = append(n, name)
+		}
+	}
+	if s&Generic != 0 {
+		n = append(n, "generic")
+	}
+	return strings.Join(n, "|")
+}
+
 // spaceOf returns the space a qualifier names ("shared::cta" is shared),
 // or 0.
 func spaceOf(q string) Space {
