@@ -23,24 +23,28 @@
 //
 // # Adding an instruction
 //
-// Take stmatrix (sm_90, PTX ISA 7.8): each lane of the warp stores a
-// 16-byte row of 8×8 matrices to shared memory.
+// An instruction is a row plus its semantics. Take stmatrix (sm_90, PTX
+// ISA 7.8): each lane of the warp stores one 16-byte row of 8×8 matrices
+// to shared memory.
 //
-//  1. The row, in table.go:
+// 1. The row, in table.go:
 //
-//     {Name: "stmatrix.sync", Args: as, Spaces: Shared, Effects: Store | Aligned, SM: 90, PTX: 78},
+//	{Name: "stmatrix.sync", Args: as, Spaces: Shared, Effects: Store | Aligned, SM: 90, PTX: 78},
 //
-//     The builder now raises a module that uses it to sm_90 and PTX 7.8
-//     and checks that it gets an address and a source; the analyses
-//     require all 32 lanes at it (Aligned) and bound its shared access;
-//     the interpreter knows the opcode and reports it unsupported rather
-//     than unknown.
+// With the row alone, Raw(0, 0, "stmatrix.sync.aligned.m8n8.x1.shared.b16",
+// addr, vec) raises the module to sm_90 and PTX 7.8 and is refused unless
+// it gets an address and a source; the analyses require all 32 lanes at
+// it (Aligned) and bound its shared access; the interpreter reports it
+// unsupported rather than unknown (TestRowAlone in kernels/ptx and TestDecodeByRow in runner/sim
+// show it).
 //
-//  2. Its semantics, where they differ from what the effects imply: a
-//     builder helper in kernels/ptx that emits it with typed operands
-//     (Stmatrix), the access width in the shared-bounds analysis
-//     (accessBytes), and a decoder and executor in runner/sim registered
-//     under the row's name (semantics in runner/sim/decode.go).
+// 2. Its semantics, where they say more than the effects: a builder
+// helper with typed operands (see tensor.go's Ldmatrix), the bytes one
+// lane accesses for the shared-bounds rule (accessBytes in
+// kernels/ptx/analysis.go) and, for a result the analyses should bound,
+// a case in compute (analysis_values.go); in runner/sim a decoder
+// registered under the row's name in semantics (decode.go) and the
+// execution of the opcode it decodes to (exec.go, warpops.go).
 //
 // Forms that need more than the row's minimum are Raise entries: a
 // qualifier (red's .v4 needs sm_90 and PTX 8.1) or a rule over the
