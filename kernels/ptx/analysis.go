@@ -87,9 +87,11 @@ package ptx
 //     size at build time and is skipped, as are addresses not derived
 //     from a shared symbol (generic addresses, absolute offsets).
 //
-// Raw instructions are modelled by their opcode where the analysis knows
-// it and conservatively otherwise (a result of an unknown instruction
-// varies). A raw branch is analysed conservatively: control after it (for
+// What an instruction is (a barrier, warp-synchronous, warp-collective,
+// a shared-memory access, pure, whether it writes its first operand)
+// comes from its row in the ISA table (kernels/ptx/isa); how its result
+// is bounded is modelled here by opcode. An opcode without a row (only
+// Raw writes one) is checked by no rule, and its result varies. A raw branch is analysed conservatively: control after it (for
 // the rest of the kernel, and from its target label on for backward
 // branches) is as non-uniform as its guard and the control it sits in,
 // unless it is bra.uni, whose promise of uniformity is trusted.
@@ -106,6 +108,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/gradtune/gradtune/kernels/ptx/isa"
 )
 
 // ErrUnsafe is wrapped by the errors Build returns for kernels that the
@@ -776,10 +780,12 @@ func sameVal(x, y aval) bool {
 	return x == y
 }
 
-// opClass is what the analyses read off an instruction's opcode.
+// opClass is what the analyses read off an instruction's opcode: its row
+// in the ISA table and the effects they check.
 type opClass struct {
-	head  string // the opcode's first component: "ld", "bar"
-	t     Type   // the type its last component names, if any
+	row   *isa.Row // nil for an opcode the table lacks (Raw)
+	head  string   // the opcode's first component: "ld", "bar"
+	t     Type     // the type its last component names, if any
 	flags uint16
 }
 
@@ -791,42 +797,44 @@ const (
 	cShared
 	cDest
 	cPure
-	cSpecial
 )
 
-// classify returns in's opcode class, computing it once.
+// classify returns in's opcode class, computing it once. An opcode
+// without a row writes its first operand, with a value that varies.
 func classify(in *Inst) *opClass {
 	c := &in.cls
 	if c.flags&cDone != 0 {
 		return c
 	}
 	op := in.Op
-	head := op
-	if i := strings.IndexByte(op, '.'); i >= 0 {
-		head = op[:i]
-	}
+	head, _, _ := strings.Cut(op, ".")
 	f := cDone
+	r, ok := isa.Lookup(op)
 	switch {
-	case isBarrier(head, op):
-		f |= cBarrier
-	case isWarpSync(head, op):
-		f |= cWarpSync
-	case strings.Contains(op, ".aligned"):
-		f |= cAligned
+	case !ok:
+		if len(in.Args) > 0 {
+			f |= cDest
+		}
+	default:
+		switch {
+		case r.Has(isa.Barrier):
+			f |= cBarrier
+		case r.Has(isa.WarpSync):
+			f |= cWarpSync
+		case r.Has(isa.Aligned):
+			f |= cAligned
+		}
+		if r.Effects&(isa.Load|isa.Store) != 0 && r.Space(op)&isa.Shared != 0 {
+			f |= cShared
+		}
+		if r.Has(isa.Dest) && len(in.Args) > 0 {
+			f |= cDest
+		}
+		if r.Has(isa.Pure) {
+			f |= cPure
+		}
 	}
-	if strings.Contains(op, ".shared") {
-		f |= cShared
-	}
-	if len(in.Args) > 0 && hasDest(head, op) {
-		f |= cDest
-	}
-	if isPure(head) {
-		f |= cPure
-	}
-	if isSpecial(head) {
-		f |= cSpecial
-	}
-	c.head, c.t, c.flags = head, opType(op), f
+	c.row, c.head, c.t, c.flags = r, head, opType(op), f
 	return c
 }
 
@@ -855,7 +863,7 @@ func (a *analyzer) inst(in *Inst, c *ctx) {
 
 	switch {
 	case cls.flags&cBarrier != 0:
-		a.checkBarrier(in, op, &ec)
+		a.checkBarrier(in, cls.row, &ec)
 	case cls.flags&cWarpSync != 0:
 		a.checkWarp(in, &ec, true)
 	case cls.flags&cAligned != 0:
@@ -899,29 +907,14 @@ func (a *analyzer) inst(in *Inst, c *ctx) {
 	}
 }
 
-func isBarrier(head, op string) bool {
-	return head == "bar" && !strings.HasPrefix(op, "bar.warp") || head == "barrier"
-}
-
-func isWarpSync(head, op string) bool {
-	switch head {
-	case "shfl", "vote", "redux", "match", "elect":
-		return strings.Contains(op, ".sync")
-	}
-	return strings.HasPrefix(op, "bar.warp.sync")
-}
-
 // checkBarrier applies RuleBarrier.
-func (a *analyzer) checkBarrier(in *Inst, op string, c *ctx) {
-	// Thread count operand: bar.sync a, b; bar.red.op d, a, b, c;
-	// bar.arrive always has one.
-	counted := strings.Contains(op, ".arrive")
-	switch {
-	case strings.Contains(op, ".red"):
-		counted = counted || len(in.Args) == 4
-	default:
-		counted = counted || len(in.Args) == 2
-	}
+func (a *analyzer) checkBarrier(in *Inst, row *isa.Row, c *ctx) {
+	// Counted: the thread count the row lets one leave out is given
+	// (bar.sync a, b; bar.red.op d, a, b, c), or it is never optional
+	// (bar.arrive a, b).
+	lo, _ := row.Arity()
+	counted := len(in.Args) > lo || row.Opt == 0
+	red := row.Has(isa.Dest)
 	need := ctaUniform
 	if counted {
 		need = warpUniform
@@ -935,7 +928,7 @@ func (a *analyzer) checkBarrier(in *Inst, op string, c *ctx) {
 		// Barrier id and count must be uniform too.
 		for _, o := range in.Args {
 			if r, ok := o.(Reg); ok && r.t != Pred {
-				if v := &a.st[a.idx(r)]; v.lvl > need && !(strings.Contains(op, ".red") && r == in.Args[0]) {
+				if v := &a.st[a.idx(r)]; v.lvl > need && !(red && r == in.Args[0]) {
 					a.violate(in, RuleBarrier, fmt.Sprintf("its operand %v depends on %s", r, a.fmtReason(v.why)))
 					return
 				}

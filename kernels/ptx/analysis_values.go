@@ -3,6 +3,8 @@ package ptx
 import (
 	"math/bits"
 	"strings"
+
+	"github.com/gradtune/gradtune/kernels/ptx/isa"
 )
 
 // inf stands for an unbounded end of an interval; arithmetic saturates
@@ -580,32 +582,6 @@ func component(op string, n int) string {
 	return op
 }
 
-// isPure reports whether instructions of opcode head compute their result
-// from their operands only (with no interval the analysis tracks).
-func isPure(head string) bool {
-	switch head {
-	case "fma", "rcp", "sqrt", "rsqrt", "ex2", "lg2", "sin", "cos", "tanh", "testp", "copysign", "bfe", "bfi",
-		"brev", "prmt", "lop3", "shf", "dp4a", "dp2a", "sad", "mul24", "mad24", "addc", "subc", "madc", "slct",
-		"set", "fns", "cvta", "isspacep", "bfind", "cnot", "mov", "cvt":
-		return true
-	}
-	return false
-}
-
-// hasDest reports whether the first operand of op is written.
-func hasDest(head, op string) bool {
-	switch head {
-	case "st", "red", "bra", "ret", "exit", "cp", "membar", "fence", "prefetch", "prefetchu", "trap",
-		"brkpt", "nanosleep", "stmatrix", "griddepcontrol", "discard", "applypriority", "pmevent":
-		return false
-	case "bar", "barrier":
-		return strings.Contains(op, ".red")
-	case "wmma":
-		return !strings.HasPrefix(op, "wmma.store")
-	}
-	return true
-}
-
 // transfer applies the effect of instruction in on its destination.
 func (a *analyzer) transfer(in *Inst, cls *opClass, c *ctx) {
 	guarded := in.Guard.Valid()
@@ -686,9 +662,6 @@ func (a *analyzer) compute(in *Inst, cls *opClass, dt Type) aval {
 		top(&x.aval)
 		return x
 	}
-	if cls.flags&cSpecial == 0 {
-		return a.arith(in, cls, arg)
-	}
 	switch head {
 	case "mov":
 		if _, ok := in.Args[1].(Vec); ok || dt == invalidType {
@@ -699,14 +672,11 @@ func (a *analyzer) compute(in *Inst, cls *opClass, dt Type) aval {
 		v.f = stored(x.f)
 		return v
 	case "ld", "ldu":
-		sp := component(op, 1)
-		switch sp {
-		case "param", "const":
+		sp := cls.row.Space(op)
+		if sp&(isa.Param|isa.Const) != 0 {
 			return a.pure(in)
-		case "global", "shared", "local":
-			return a.varyK(srcKey{kind: kLoad, s: sp})
 		}
-		return a.varyK(srcKey{kind: kLoad, s: "generic"})
+		return a.varyK(srcKey{kind: kLoad, s: sp.String()})
 	case "atom":
 		return a.varyK(srcKey{kind: kResult, s: "an atomic"})
 	case "shfl":
@@ -746,21 +716,15 @@ func (a *analyzer) compute(in *Inst, cls *opClass, dt Type) aval {
 			v.f = stored(x.f)
 		}
 		return v
-	case "mma", "wmma", "wgmma", "ldmatrix", "movmatrix", "match":
+	}
+	switch {
+	case cls.row == nil:
+		return a.varyK(srcKey{kind: kUnmod, s: op})
+	case cls.flags&cPure == 0:
+		// Memory, other lanes or state: mma, ldmatrix, match, activemask.
 		return a.varyK(srcKey{kind: kResult, s: head})
 	}
 	return a.arith(in, cls, arg)
-}
-
-// isSpecial reports whether compute handles opcode head other than as
-// arithmetic.
-func isSpecial(head string) bool {
-	switch head {
-	case "mov", "ld", "ldu", "atom", "shfl", "vote", "redux", "bar", "barrier", "setp", "selp",
-		"mma", "wmma", "wgmma", "ldmatrix", "movmatrix", "match":
-		return true
-	}
-	return false
 }
 
 // arith returns the value of an arithmetic, logic or conversion result.

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+
+	"github.com/gradtune/gradtune/kernels/ptx/isa"
 )
 
 // Module is a PTX module under construction: kernels plus the errors met
@@ -369,13 +371,17 @@ func (f *Func) label() int {
 	return f.labels
 }
 
-// emit appends an instruction to the current region.
+// emit appends an instruction to the current region. It needs what its
+// row in the ISA table says (isa.Lookup), at least the builder's floor of
+// sm_80 and PTX ISA 7.0, and what Raw's caller states; its operands must
+// be of the kinds the row lists. An opcode without a row (Raw only) is
+// taken as written.
 func (f *Func) emit(in *Inst) *Inst {
-	if in.sm == 0 {
-		in.sm = 80
-	}
-	if in.ptx == 0 {
-		in.ptx = 70
+	in.sm, in.ptx = max(in.sm, 80), max(in.ptx, 70)
+	if r, ok := isa.Lookup(in.Op); ok {
+		sm, pv := r.Target(in.Op)
+		in.sm, in.ptx = max(in.sm, sm), max(in.ptx, pv)
+		f.checkArgs(r, in)
 	}
 	classify(in) // now, so that Build only reads the IR
 	f.body.nodes = append(f.body.nodes, in)

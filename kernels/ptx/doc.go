@@ -22,9 +22,17 @@
 // from what a CPU interpreter computes. Approximate instructions (ex2,
 // tanh, rsqrt) are only emitted through helpers whose names say Approx.
 //
+// What an instruction is comes from one table, package isa: one row per
+// instruction with its operand kinds, state spaces, effects and minimum
+// target and PTX ISA version. The builder, the analyses and the CPU
+// interpreter (runner/sim) all read it; see package isa for how to add an
+// instruction.
+//
 // The .version and .target lines are derived from the instructions used:
-// sm_80 and PTX ISA 7.0 are the baseline; an instruction that needs more
-// raises them (bf16 arithmetic: sm_90, PTX 7.8).
+// sm_80 and PTX ISA 7.0 are the baseline; an instruction whose row needs
+// more raises them (bf16 arithmetic: sm_90, PTX 7.8). Every instruction's
+// operands, Raw's included, are counted and matched to the kinds its row
+// lists (a destination, a source, an address, a label, a member mask).
 //
 // The checks follow what ptxas accepts, so that a module that builds also
 // assembles: arithmetic takes integer or float types, never bit types
@@ -37,7 +45,9 @@
 // [base+-8]. Raw writes anything else, and Label places raw branch
 // targets, which Build checks are placed.
 //
-// Build also runs static analyses on every kernel (analysis.go): bar.sync
+// Build also runs static analyses on every kernel (analysis.go), which
+// take barriers, warp-synchronous and warp-collective instructions, shared
+// accesses, destinations and purity from the rows: bar.sync
 // only under CTA-uniform control flow, shfl.sync (and the other
 // warp-synchronous instructions) with a member mask equal to the lanes
 // that reach it, and shared-memory accesses within their array where the

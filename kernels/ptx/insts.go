@@ -3,7 +3,8 @@ package ptx
 import (
 	"fmt"
 	"runtime"
-	"strings"
+
+	"github.com/gradtune/gradtune/kernels/ptx/isa"
 )
 
 // check verifies that operand o may be used by an instruction of type t:
@@ -55,14 +56,6 @@ func (f *Func) check(what string, t Type, o Operand) {
 	}
 }
 
-// reqs returns the minimum sm and PTX version for arithmetic of type t.
-func reqs(t Type) (sm, ptxv int) {
-	if t == BF16 || t == BF16x2 {
-		return 90, 78
-	}
-	return 80, 70
-}
-
 // numeric records an error unless t is an integer or floating-point type:
 // PTX arithmetic has no form for bit types (add.b32) or predicates.
 func (f *Func) numeric(op string, t Type) {
@@ -88,16 +81,14 @@ func (f *Func) op3(op string, t Type, a, b Operand) Reg {
 	f.check(op, t, a)
 	f.check(op, t, b)
 	d := f.Reg(t)
-	sm, v := reqs(t)
-	f.emit(&Inst{Op: op + "." + t.String(), Args: []Operand{d, a, b}, sm: sm, ptx: v})
+	f.emit(&Inst{Op: op + "." + t.String(), Args: []Operand{d, a, b}})
 	return d
 }
 
 func (f *Func) op2(op string, t Type, a Operand) Reg {
 	f.check(op, t, a)
 	d := f.Reg(t)
-	sm, v := reqs(t)
-	f.emit(&Inst{Op: op + "." + t.String(), Args: []Operand{d, a}, sm: sm, ptx: v})
+	f.emit(&Inst{Op: op + "." + t.String(), Args: []Operand{d, a}})
 	return d
 }
 
@@ -208,8 +199,7 @@ func (f *Func) Fma(t Type, a, b, c Operand) Reg {
 		f.check("fma", t, o)
 	}
 	d := f.Reg(t)
-	sm, v := reqs(t)
-	f.emit(&Inst{Op: "fma.rn." + t.String(), Args: []Operand{d, a, b, c}, sm: sm, ptx: v})
+	f.emit(&Inst{Op: "fma.rn." + t.String(), Args: []Operand{d, a, b, c}})
 	return d
 }
 
@@ -362,8 +352,7 @@ func (f *Func) Setp(cmp string, t Type, a, b Operand) Reg {
 	f.check("setp", t, a)
 	f.check("setp", t, b)
 	d := f.Reg(Pred)
-	sm, v := reqs(t)
-	f.emit(&Inst{Op: "setp." + cmp + "." + t.String(), Args: []Operand{d, a, b}, sm: sm, ptx: v})
+	f.emit(&Inst{Op: "setp." + cmp + "." + t.String(), Args: []Operand{d, a, b}})
 	return d
 }
 
@@ -400,11 +389,7 @@ func (f *Func) Cvt(to, from Type, mode string, src Operand) Reg {
 	if mode != "" {
 		op += "." + mode
 	}
-	sm, v := 80, 70
-	if from == BF16 || (to == BF16 && from != F32) {
-		sm, v = 90, 78
-	}
-	f.emit(&Inst{Op: op + "." + to.String() + "." + from.String(), Args: []Operand{d, src}, sm: sm, ptx: v})
+	f.emit(&Inst{Op: op + "." + to.String() + "." + from.String(), Args: []Operand{d, src}})
 	return d
 }
 
@@ -564,9 +549,9 @@ func (f *Func) memop(op string, sp Space, t Type, regs []Reg, addr Addr) {
 		data = regs[0]
 	}
 	if op[0] == 'l' {
-		f.emit(&Inst{Op: op + "." + ts, Args: []Operand{data, addr}, ptx: ptxFor(op)})
+		f.emit(&Inst{Op: op + "." + ts, Args: []Operand{data, addr}})
 	} else {
-		f.emit(&Inst{Op: op + "." + ts, Args: []Operand{addr, data}, ptx: ptxFor(op)})
+		f.emit(&Inst{Op: op + "." + ts, Args: []Operand{addr, data}})
 	}
 }
 
@@ -627,11 +612,11 @@ func (f *Func) ShflSync(mode string, a, b, c Operand, mask uint32) Reg {
 // (atom.acquire.gpu.global…); without one it is relaxed at gpu scope, as
 // PTX defines an atom without qualifiers.
 func (f *Func) Atom(sp Space, op string, t Type, addr Addr, v Operand, o ...AtomOpts) Reg {
-	q, sm, pv := f.atomOp("atom", op, t)
+	q := f.atomOp("atom", op, t)
 	f.check("atom", t, v)
 	f.checkAddr("atom", sp, addr)
 	d := f.Reg(t)
-	f.emit(&Inst{Op: "atom" + f.order("atom", o) + "." + string(sp) + "." + q + "." + t.String(), Args: []Operand{d, addr, v}, sm: sm, ptx: pv})
+	f.emit(&Inst{Op: "atom" + f.order("atom", o) + "." + string(sp) + "." + q + "." + t.String(), Args: []Operand{d, addr, v}})
 	return d
 }
 
@@ -641,10 +626,10 @@ func (f *Func) Red(sp Space, op string, t Type, addr Addr, v Operand, o ...AtomO
 	if op == "exch" {
 		f.errorf("red has no exch operation (use Atom)")
 	}
-	q, sm, pv := f.atomOp("red", op, t)
+	q := f.atomOp("red", op, t)
 	f.check("red", t, v)
 	f.checkAddr("red", sp, addr)
-	f.emit(&Inst{Op: "red" + f.order("red", o) + "." + string(sp) + "." + q + "." + t.String(), Args: []Operand{addr, v}, sm: sm, ptx: pv})
+	f.emit(&Inst{Op: "red" + f.order("red", o) + "." + string(sp) + "." + q + "." + t.String(), Args: []Operand{addr, v}})
 }
 
 // AtomOpts are the memory-consistency qualifiers of atom and red (PTX ISA
@@ -686,8 +671,8 @@ func (f *Func) order(inst string, o []AtomOpts) string {
 }
 
 // atomOp checks op against t for atom and red and returns the operation
-// qualifiers to print and the sm and PTX version they need.
-func (f *Func) atomOp(inst, op string, t Type) (q string, sm, ptxv int) {
+// qualifiers to print.
+func (f *Func) atomOp(inst, op string, t Type) string {
 	var ok bool
 	switch op {
 	case "add":
@@ -703,25 +688,26 @@ func (f *Func) atomOp(inst, op string, t Type) (q string, sm, ptxv int) {
 		ok = t == B32 || t == B64
 	default:
 		f.errorf("%s: unknown operation %q (add, min, max, inc, dec, and, or, xor, exch)", inst, op)
-		return op, 80, 70
+		return op
 	}
 	if !ok {
 		f.errorf("%s.%s does not take type %v", inst, op, t)
 	}
-	switch t {
-	case F16, F16x2:
-		return op + ".noftz", 80, 70
-	case BF16, BF16x2:
-		return op + ".noftz", 90, 78
+	if t == F16 || t == F16x2 || t == BF16 || t == BF16x2 {
+		return op + ".noftz"
 	}
-	return op, 80, 70
+	return op
 }
 
 // Ret ends the thread.
 func (f *Func) Ret() { f.emit(&Inst{Op: "ret"}) }
 
 // Raw emits an instruction the builder has no helper for. Its operands are
-// not type-checked; sm and ptxVersion (e.g. 80, 70) state what it needs.
+// not type-checked, only counted and matched to the kinds its row in the
+// ISA table lists; it needs what the row says, and at least sm and
+// ptxVersion (e.g. 80, 70) when the caller knows of more. An opcode the
+// table lacks is written as given, and the analyses take its result to
+// vary.
 func (f *Func) Raw(sm, ptxVersion int, op string, args ...Operand) {
 	in := &Inst{Op: op, Args: args, sm: sm, ptx: ptxVersion}
 	runtime.Callers(2, in.pcs[:])
@@ -745,11 +731,34 @@ func (f *Func) Guard(p Reg, negate bool) {
 	f.errorf("Guard must follow an instruction in the same region")
 }
 
-// ptxFor returns the PTX ISA version a memory op needs: 7.4 for the
-// "::" cache qualifiers (L1::no_allocate, L2::256B, ...), else 7.0.
-func ptxFor(op string) int {
-	if strings.Contains(op, "::") {
-		return 74
+// checkArgs checks in's operands against its row: their number, and each
+// of the kind the row lists.
+func (f *Func) checkArgs(r *isa.Row, in *Inst) {
+	lo, hi := r.Arity()
+	if n := len(in.Args); n < lo || n > hi {
+		f.errorf("%s takes %s operands, not %d", in.Op, r.ArityString(), n)
+		return
 	}
-	return 70
+	for i, a := range in.Args {
+		if k := r.Args[i]; !kindOK(k, a) {
+			f.errorf("%s: operand %d (%v) is not %v", in.Op, i+1, a, k)
+		}
+	}
+}
+
+// kindOK reports whether operand a may stand where the table wants kind k.
+func kindOK(k isa.Kind, a Operand) bool {
+	switch a.(type) {
+	case Reg, Vec:
+		return k == isa.Dst || k == isa.Src || k == isa.Mask
+	case Imm:
+		return k == isa.Src || k == isa.Mask
+	case F32Imm, F64Imm, SReg, Sym:
+		return k == isa.Src
+	case Addr:
+		return k == isa.Addr
+	case Label:
+		return k == isa.Label
+	}
+	return false
 }

@@ -18,13 +18,13 @@ import "fmt"
 // GridDepWait emits griddepcontrol.wait: what the previous launches wrote
 // is visible after it, and what they read may be overwritten.
 func (f *Func) GridDepWait() {
-	f.emit(&Inst{Op: "griddepcontrol.wait", sm: 90, ptx: 78})
+	f.emit(&Inst{Op: "griddepcontrol.wait"})
 }
 
 // GridDepLaunch emits griddepcontrol.launch_dependents: once every CTA of
 // this kernel has executed it (or exited), the dependent launch may begin.
 func (f *Func) GridDepLaunch() {
-	f.emit(&Inst{Op: "griddepcontrol.launch_dependents", sm: 90, ptx: 78})
+	f.emit(&Inst{Op: "griddepcontrol.launch_dependents"})
 }
 
 // RedAddF32 adds the f32 values vals to consecutive words at addr in
@@ -47,5 +47,5 @@ func (f *Func) RedAddF32(addr Addr, vals []Reg) {
 		f.check("red.global.add.f32", F32, v)
 	}
 	f.checkAddr("red", Global, addr)
-	f.emit(&Inst{Op: fmt.Sprintf("red.global.add.v%d.f32", len(vals)), Args: []Operand{addr, Vec(vals)}, sm: 90, ptx: 81})
+	f.emit(&Inst{Op: fmt.Sprintf("red.global.add.v%d.f32", len(vals)), Args: []Operand{addr, Vec(vals)}})
 }

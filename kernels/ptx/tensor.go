@@ -43,7 +43,7 @@ func (f *Func) MmaSyncTo(ab Type, d [4]Reg, a [4]Reg, b [2]Reg, c [4]Reg) {
 		f.checkAcc(fmt.Sprintf("mma.sync d[%d]", i), d[i])
 	}
 	op := fmt.Sprintf("mma.sync.aligned.m16n8k16.row.col.f32.%v.%v.f32", ab, ab)
-	f.emit(&Inst{Op: op, Args: []Operand{Vec(d[:]), Vec(a[:]), Vec(b[:]), Vec(c[:])}, sm: 80, ptx: 70})
+	f.emit(&Inst{Op: op, Args: []Operand{Vec(d[:]), Vec(a[:]), Vec(b[:]), Vec(c[:])}})
 }
 
 // checkFrag checks a multiplicand fragment register: 32 bits holding two
@@ -89,7 +89,7 @@ func (f *Func) Ldmatrix(n int, trans bool, addr Addr) []Reg {
 	if trans {
 		op += ".trans"
 	}
-	f.emit(&Inst{Op: op + ".shared.b16", Args: []Operand{Vec(d), addr}, sm: 80, ptx: 70})
+	f.emit(&Inst{Op: op + ".shared.b16", Args: []Operand{Vec(d), addr}})
 	return d
 }
 
@@ -114,13 +114,13 @@ func (f *Func) CpAsync(cache string, dst, src Addr, bytes int) {
 	if _, ok := src.Base.(Sym); ok {
 		f.errorf("cp.async source must be a global address register, not a symbol")
 	}
-	f.emit(&Inst{Op: "cp.async." + cache + ".shared.global", Args: []Operand{dst, src, Imm(bytes)}, sm: 80, ptx: 70})
+	f.emit(&Inst{Op: "cp.async." + cache + ".shared.global", Args: []Operand{dst, src, Imm(bytes)}})
 }
 
 // CpAsyncCommit emits cp.async.commit_group: the thread's copies issued
 // since the last commit form a group.
 func (f *Func) CpAsyncCommit() {
-	f.emit(&Inst{Op: "cp.async.commit_group", sm: 80, ptx: 70})
+	f.emit(&Inst{Op: "cp.async.commit_group"})
 }
 
 // CpAsyncWait emits cp.async.wait_group n: the thread waits until at most
@@ -131,5 +131,5 @@ func (f *Func) CpAsyncWait(n int) {
 		f.errorf("cp.async.wait_group %d: want a count of at least 0", n)
 		return
 	}
-	f.emit(&Inst{Op: "cp.async.wait_group", Args: []Operand{Imm(n)}, sm: 80, ptx: 70})
+	f.emit(&Inst{Op: "cp.async.wait_group", Args: []Operand{Imm(n)}})
 }

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/gradtune/gradtune/kernels/ptx/isa"
 )
 
 // This file turns the syntax tree into pre-decoded kernels: opcodes as
@@ -722,76 +724,92 @@ func (d *decoder) inst(s stmt) (inst, error) {
 		in.pchk = append(in.pchk, g)
 	}
 	base, q := quals(s.op)
+	r, ok := isa.Lookup(s.op)
+	if !ok {
+		return in, d.errf("instruction %s is not supported: the ISA table (kernels/ptx/isa) has no row for %s", base, s.op)
+	}
+	dec, ok := semantics[r.Name]
+	if !ok {
+		return in, d.errf("instruction %s is not supported by the interpreter", r.Name)
+	}
+	if lo, hi := r.Arity(); len(s.args) < lo || len(s.args) > hi {
+		return in, d.errf("%s takes %s operands, found %d", r.Name, r.ArityString(), len(s.args))
+	}
+	return in, dec(d, &in, base, q)
+}
+
+// decodeFn decodes the statement d.st into in: base is its opcode's first
+// component, q the components after it.
+type decodeFn func(d *decoder, in *inst, base string, q []string) error
+
+// semantics maps the name of a row of the ISA table to the decoder of its
+// instructions; adding an instruction to the interpreter is registering
+// its row here, with a decoder and whatever execution it needs.
+var semantics = map[string]decodeFn{}
+
+func init() {
+	reg := func(fn decodeFn, names ...string) {
+		for _, n := range names {
+			semantics[n] = fn
+		}
+	}
+	q := func(f func(*decoder, *inst, []string) error) decodeFn {
+		return func(d *decoder, in *inst, _ string, q []string) error { return f(d, in, q) }
+	}
+	reg(q((*decoder).decMov), "mov")
+	reg((*decoder).decMem, "ld", "st")
+	reg(q((*decoder).decCvta), "cvta")
+	reg((*decoder).decBinary, "add", "sub", "mul", "mad", "fma", "div", "rem", "min", "max", "and", "or", "xor",
+		"shl", "shr", "copysign")
+	reg((*decoder).decUnary, "neg", "abs", "not", "cnot", "rcp", "sqrt", "rsqrt", "ex2", "lg2", "tanh", "sin", "cos",
+		"popc", "clz", "brev", "bfind")
+	reg((*decoder).decTernaryBits, "bfe", "prmt")
+	reg(q((*decoder).decSetp), "setp")
+	reg(q((*decoder).decSelp), "selp")
+	reg(q((*decoder).decCvt), "cvt")
+	reg(decBra, "bra")
+	reg(decOp(opRet), "ret", "exit")
+	reg(decOp(opTrap), "trap")
+	// griddepcontrol (PDL): launches run one after another here, so the
+	// previous grid is always complete when a kernel starts: wait has
+	// nothing to wait for and launch_dependents nothing to allow.
+	reg(decOp(opNop), "membar", "fence", "nanosleep", "prefetch", "prefetchu", "griddepcontrol")
+	reg(q((*decoder).decBar), "bar.sync", "bar.red", "bar.cta.sync", "bar.cta.red", "barrier.sync", "barrier.red",
+		"barrier.cta.sync", "barrier.cta.red", "bar.warp.sync")
+	reg(q((*decoder).decShfl), "shfl.sync")
+	reg(q((*decoder).decRedux), "redux.sync")
+	reg(q((*decoder).decTestp), "testp")
+	reg(q((*decoder).decVote), "vote.sync")
+	reg(decActivemask, "activemask")
+	reg((*decoder).decAtom, "atom", "red")
+	reg(q((*decoder).decMma), "mma.sync")
+	reg(q((*decoder).decLdmatrix), "ldmatrix.sync")
+	reg(q((*decoder).decCp), "cp.async", "cp.async.commit_group", "cp.async.wait_group", "cp.async.wait_all")
+}
+
+// decOp decodes an instruction without operands the interpreter needs.
+func decOp(op opcode) decodeFn {
+	return func(_ *decoder, in *inst, _ string, _ []string) error {
+		in.op = op
+		return nil
+	}
+}
+
+func decBra(d *decoder, in *inst, _ string, _ []string) error {
+	a := d.st.args[0]
+	t, ok := d.labels[a.name]
+	if !ok || a.kind != oReg {
+		return d.errf("branch to undefined label %s", a.name)
+	}
+	in.op, in.target = opBra, t
+	return nil
+}
+
+func decActivemask(d *decoder, in *inst, _ string, _ []string) error {
+	in.op = opActivemask
 	var err error
-	switch base {
-	case "mov":
-		err = d.decMov(&in, q)
-	case "ld", "st":
-		err = d.decMem(&in, base, q)
-	case "cvta":
-		err = d.decCvta(&in, q)
-	case "add", "sub", "mul", "mad", "fma", "div", "rem", "min", "max", "and", "or", "xor", "shl", "shr",
-		"copysign":
-		err = d.decBinary(&in, base, q)
-	case "neg", "abs", "not", "cnot", "rcp", "sqrt", "rsqrt", "ex2", "lg2", "tanh", "sin", "cos", "popc",
-		"clz", "brev", "bfind":
-		err = d.decUnary(&in, base, q)
-	case "bfe", "prmt":
-		err = d.decTernaryBits(&in, base, q)
-	case "setp":
-		err = d.decSetp(&in, q)
-	case "selp":
-		err = d.decSelp(&in, q)
-	case "cvt":
-		err = d.decCvt(&in, q)
-	case "bra":
-		if err = d.nargs(1); err == nil {
-			t, ok := d.labels[s.args[0].name]
-			if !ok || s.args[0].kind != oReg {
-				return in, d.errf("branch to undefined label %s", s.args[0].name)
-			}
-			in.op, in.target = opBra, t
-		}
-	case "ret", "exit":
-		in.op = opRet
-		err = d.nargs(0)
-	case "trap":
-		in.op = opTrap
-	case "membar", "fence", "nanosleep", "prefetch", "prefetchu", "griddepcontrol":
-		// griddepcontrol (PDL): launches run one after another here, so
-		// the previous grid is always complete when a kernel starts: wait
-		// has nothing to wait for and launch_dependents nothing to allow.
-		in.op = opNop
-	case "bar", "barrier":
-		err = d.decBar(&in, q)
-	case "shfl":
-		err = d.decShfl(&in, q)
-	case "redux":
-		err = d.decRedux(&in, q)
-	case "testp":
-		err = d.decTestp(&in, q)
-	case "vote":
-		err = d.decVote(&in, q)
-	case "activemask":
-		in.op = opActivemask
-		if err = d.nargs(1); err == nil {
-			in.d[0], err = d.dst(s.args[0], &in)
-		}
-	case "atom", "red":
-		err = d.decAtom(&in, base, q)
-	case "mma":
-		err = d.decMma(&in, q)
-	case "ldmatrix":
-		err = d.decLdmatrix(&in, q)
-	case "cp":
-		err = d.decCp(&in, q)
-	default:
-		return in, d.errf("instruction %s is not supported by the interpreter", base)
-	}
-	if err != nil {
-		return in, err
-	}
-	return in, nil
+	in.d[0], err = d.dst(d.st.args[0], in)
+	return err
 }
 
 func (d *decoder) decMov(in *inst, q []string) error {

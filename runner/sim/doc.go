@@ -12,6 +12,14 @@
 // (immediates, symbol addresses and special registers get slots of their
 // own), labels into instruction indexes.
 //
+// An opcode is decoded through its row in the ISA table (kernels/ptx/isa),
+// the one list of instructions the builder, its analyses and this
+// interpreter share: an opcode without a row is an unknown instruction, a
+// row's operand count is checked here, and the decoder of a row's
+// instructions is registered under the row's name (semantics, in
+// decode.go). A row without a decoder is an instruction the interpreter
+// does not support; both are ErrParse errors naming the line.
+//
 // A launch runs CTAs of up to 1024 threads in warps of 32. A warp executes
 // its active lanes together, instruction by instruction; divergence is
 // handled by per-lane program counters and min-pc scheduling (the lanes
