@@ -926,7 +926,7 @@ func (f *normBwd) emitTicket(k *ptx.Func, rk *rowKernel, acc, ticket ptx.Reg, ou
 					v.ok = k.Setp("lt", ptx.U32, v.qi, ptx.Imm(q))
 				}
 				v.at = k.Add(ptx.U64, acc, k.MulWide(ptx.U32, v.qi, ptx.Imm(vec*4)))
-				v.vals = gen.LdF32(k, ptx.Global, ptx.At(v.at, 0), vec, v.ok, ptx.LdOpts{Cache: "cg"})
+				v.vals = gen.LdF32(k, ptx.Global, ptx.At(v.at, 0), vec, v.ok, ptx.LdOpts{Cache: ptx.CacheGlobal})
 				vs = append(vs, v)
 			}
 			for _, v := range vs {

@@ -156,7 +156,7 @@ func (e *family) Emit(s Shape, p Params) (kernels.Program, error) {
 	// Loads take the read-only path; cache=stream adds .cs to both.
 	ld, st := ptx.LdOpts{NC: true}, ptx.LdOpts{}
 	if p.Cache == CacheStream {
-		ld.Cache, st.Cache = "cs", "cs"
+		ld.Cache, st.Cache = ptx.CacheStreaming, ptx.CacheStreaming
 	}
 	dt := s.DType
 	n := s.elems()

@@ -63,6 +63,14 @@ func TestBuildErrors(t *testing.T) {
 			k.Mul(ptx.F32, k.Mov(ptx.F32, ptx.F32Imm(1)), ptx.Imm(2))
 			return here(-1)
 		}, "integer immediate 2 given to f32 instruction"},
+		{"store-only cache operator on a load", func(k *ptx.Func, p ptx.Reg) string {
+			k.Ld(ptx.Global, ptx.F32, 1, ptx.At(p, 0), ptx.LdOpts{Cache: ptx.CacheWriteBack})
+			return here(-1)
+		}, `ld: cache operator "wb"`},
+		{"load-only cache operator on a store", func(k *ptx.Func, p ptx.Reg) string {
+			k.St(ptx.Global, ptx.F32, ptx.At(p, 0), []ptx.Reg{k.Mov(ptx.F32, ptx.F32Imm(1))}, ptx.LdOpts{Cache: ptx.CacheLastUse})
+			return here(-1)
+		}, `st: cache operator "lu"`},
 		{"f32 immediate to integer", func(k *ptx.Func, p ptx.Reg) string {
 			k.Mov(ptx.U32, ptx.F32Imm(1))
 			return here(-1)

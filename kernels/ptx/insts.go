@@ -3,6 +3,8 @@ package ptx
 import (
 	"fmt"
 	"runtime"
+	"slices"
+	"strings"
 
 	"github.com/gradtune/gradtune/kernels/ptx/isa"
 )
@@ -479,10 +481,42 @@ func (f *Func) Cvta(sp Space, a Reg) Reg {
 // LdOpts are optional qualifiers of ld and st.
 type LdOpts struct {
 	NC bool // ld.global.nc: read-only data path
-	// Cache is the cache operator without its dot: ca, cg, cs, lu, cv (ld);
-	// wb, cg, cs, wt (st); or qualifiers with "::" (L1::no_allocate,
+	// Cache is a cache operator (CacheAll … CacheWriteThrough), or
+	// eviction and prefetch qualifiers with "::" (L1::no_allocate,
 	// L2::256B, several joined by dots), which need PTX ISA 7.4.
-	Cache string
+	Cache CacheOp
+}
+
+// CacheOp is a cache operator of ld and st, printed without its dot.
+type CacheOp string
+
+// The cache operators. ld takes ca, cg, cs, lu and cv; st takes wb, cg,
+// cs and wt.
+const (
+	CacheAll          CacheOp = "ca" // ld: cache at all levels
+	CacheGlobal       CacheOp = "cg" // ld, st: cache in L2, not L1
+	CacheStreaming    CacheOp = "cs" // ld, st: evict first
+	CacheLastUse      CacheOp = "lu" // ld: last use
+	CacheVolatile     CacheOp = "cv" // ld: fetch again
+	CacheWriteBack    CacheOp = "wb" // st: write back
+	CacheWriteThrough CacheOp = "wt" // st: write through to system memory
+)
+
+// ldCacheOps and stCacheOps are the operators each instruction takes.
+var (
+	ldCacheOps = []CacheOp{CacheAll, CacheGlobal, CacheStreaming, CacheLastUse, CacheVolatile}
+	stCacheOps = []CacheOp{CacheWriteBack, CacheGlobal, CacheStreaming, CacheWriteThrough}
+)
+
+// cacheQual checks c for an ld (or st) and returns it as a qualifier.
+func (f *Func) cacheQual(op string, c CacheOp, allowed []CacheOp) string {
+	if c == "" {
+		return ""
+	}
+	if !strings.Contains(string(c), "::") && !slices.Contains(allowed, c) {
+		f.errorf("%s: cache operator %q (want one of %v, or L1::/L2:: qualifiers)", op, c, allowed)
+	}
+	return "." + string(c)
 }
 
 // Ld loads n (1, 2 or 4) consecutive elements of type t from addr in space
@@ -506,9 +540,7 @@ func (f *Func) LdTo(sp Space, t Type, dst []Reg, addr Addr, o ...LdOpts) {
 			}
 			op += ".nc"
 		}
-		if o[0].Cache != "" {
-			op += "." + o[0].Cache
-		}
+		op += f.cacheQual("ld", o[0].Cache, ldCacheOps)
 	}
 	f.memop(op, sp, t, dst, addr)
 }
@@ -516,8 +548,8 @@ func (f *Func) LdTo(sp Space, t Type, dst []Reg, addr Addr, o ...LdOpts) {
 // St stores vals (1, 2 or 4 registers or immediates of type t) to addr.
 func (f *Func) St(sp Space, t Type, addr Addr, vals []Reg, o ...LdOpts) {
 	op := "st." + string(sp)
-	if len(o) > 0 && o[0].Cache != "" {
-		op += "." + o[0].Cache
+	if len(o) > 0 {
+		op += f.cacheQual("st", o[0].Cache, stCacheOps)
 	}
 	f.memop(op, sp, t, vals, addr)
 }
