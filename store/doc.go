@@ -56,6 +56,7 @@
 //
 // # Layering
 //
-// The package imports no other package of gradtune. The command adapts the
-// runner's results into Evaluation values; the runner never talks SQL.
+// Of gradtune, the package imports only the leaf package eval, whose Status
+// and Mode values are exactly those the schema allows. The command adapts
+// the runner's results into Evaluation values; the runner never talks SQL.
 package store

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"testing/fstest"
 	"time"
+
+	"github.com/gradtune/gradtune/eval"
 )
 
 // openTemp opens a new database in a temporary directory and closes it when
@@ -290,7 +292,7 @@ func TestRunsBeginFinish(t *testing.T) {
 	tests := []struct {
 		name     string
 		id       int64
-		status   string
+		status   RunStatus
 		copy     float64
 		wantErr  string
 		wantCopy float64
@@ -413,17 +415,17 @@ func TestRecordThenDone(t *testing.T) {
 func TestDoneRetriesTransientFailures(t *testing.T) {
 	tests := []struct {
 		name     string
-		statuses []string // recorded in order for the same key
-		want     string   // status Done returns, "" for not done
+		statuses []eval.Status // recorded in order for the same key
+		want     eval.Status   // status Done returns, "" for not done
 	}{
-		{"launch_error", []string{"launch_error"}, ""},
-		{"timeout", []string{"timeout"}, ""},
-		{"invalid is final", []string{"invalid"}, "invalid"},
-		{"compile_error is final", []string{"compile_error"}, "compile_error"},
-		{"skipped is final", []string{"skipped"}, "skipped"},
-		{"ok after timeout", []string{"timeout", "ok"}, "ok"},
-		{"earlier ok survives a later launch_error", []string{"ok", "launch_error"}, "ok"},
-		{"latest final wins", []string{"invalid", "ok"}, "ok"},
+		{"launch_error", []eval.Status{"launch_error"}, ""},
+		{"timeout", []eval.Status{"timeout"}, ""},
+		{"invalid is final", []eval.Status{"invalid"}, "invalid"},
+		{"compile_error is final", []eval.Status{"compile_error"}, "compile_error"},
+		{"skipped is final", []eval.Status{"skipped"}, "skipped"},
+		{"ok after timeout", []eval.Status{"timeout", "ok"}, "ok"},
+		{"earlier ok survives a later launch_error", []eval.Status{"ok", "launch_error"}, "ok"},
+		{"latest final wins", []eval.Status{"invalid", "ok"}, "ok"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -431,7 +433,7 @@ func TestDoneRetriesTransientFailures(t *testing.T) {
 			run := mustBeginRun(t, db)
 			var lastFinal int64
 			for _, s := range tc.statuses {
-				e := Evaluation{Key: baseKey, Status: s, Message: "status " + s}
+				e := Evaluation{Key: baseKey, Status: s, Message: "status " + string(s)}
 				if s == "ok" {
 					e = okEval(baseKey, 10)
 				}
@@ -461,7 +463,7 @@ func TestBest(t *testing.T) {
 	db, _ := openTemp(t)
 	run1 := mustBeginRun(t, db)
 	run2 := mustBeginRun(t, db)
-	k := func(params, gpu, mode, driver string) Key {
+	k := func(params, gpu string, mode eval.Mode, driver string) Key {
 		key := baseKey
 		key.Params, key.GPUUUID, key.Mode, key.Driver = params, gpu, mode, driver
 		key.PTXSHA256 = params // distinct variants
@@ -480,11 +482,12 @@ func TestBest(t *testing.T) {
 	mustRecord(t, db, run2, Evaluation{Key: k("h", "GPU-a", "cold", "580"), Status: "timeout"})
 
 	tests := []struct {
-		name                    string
-		kernel, shape, gpu, mod string
-		wantID                  int64
-		wantMedian              float64
-		wantErr                 string
+		name               string
+		kernel, shape, gpu string
+		mod                eval.Mode
+		wantID             int64
+		wantMedian         float64
+		wantErr            string
 	}{
 		{"lowest ok across runs", baseKey.Kernel, baseKey.ShapeKey, "GPU-a", "cold", wantID, 5, ""},
 		{"other gpu", baseKey.Kernel, baseKey.ShapeKey, "GPU-b", "cold", -1, 2, ""},

@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gradtune/gradtune/dtype"
+	"github.com/gradtune/gradtune/eval"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/catalog"
 	"github.com/gradtune/gradtune/runner"
@@ -234,8 +235,9 @@ func cmdTune(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usagef("--params: %v", err)
 	}
-	if *mode != "cold" && *mode != "hot" {
-		return usagef("--mode %q: want cold or hot", *mode)
+	tmode, err := eval.ParseMode(*mode)
+	if err != nil {
+		return usagef("--mode: %v", err)
 	}
 	if *strategy != "auto" && *strategy != "exhaustive" {
 		return usagef("--strategy %q: want auto or exhaustive", *strategy)
@@ -262,7 +264,7 @@ func cmdTune(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("finding the tune binary for its worker: %w", err)
 	}
 	measure := runner.DefaultMeasure
-	measure.Mode = *mode
+	measure.Mode = tmode
 	r, err := runner.New(runner.Options{
 		Measure: measure, Fresh: *fresh, Seed: *seed, Budget: *budget, Fix: fix, Progress: stdout,
 		NewWorker: runner.NewProcessWorker([]string{exe, "__worker", "--device", strconv.Itoa(*dev)}),
@@ -288,7 +290,7 @@ func cmdTune(args []string, stdout, stderr io.Writer) error {
 		*dev, info.Name, strings.ReplaceAll(info.CC, ".", ""), info.SMs, info.L2Bytes>>20, info.Driver, runID, *dbPath)
 	copyGBps, err := r.CopyBandwidth()
 	if err != nil {
-		db.FinishRun(runID, "failed", 0)
+		db.FinishRun(runID, store.RunFailed, 0)
 		return fmt.Errorf("measuring copy bandwidth: %w", err)
 	}
 	fmt.Fprintf(stdout, "device-to-device copy: %.0f GB/s\n", copyGBps)
@@ -297,12 +299,12 @@ func cmdTune(args []string, stdout, stderr io.Writer) error {
 	defer stop()
 	rec := &recorder{db: db, run: runID}
 	sums, err := r.Tune(ctx, sel.jobs, rec)
-	status := "ok"
+	status := store.RunOK
 	switch {
 	case ctx.Err() != nil:
-		status = "interrupted"
+		status = store.RunInterrupted
 	case err != nil:
-		status = "failed"
+		status = store.RunFailed
 	}
 	if ferr := db.FinishRun(runID, status, copyGBps); ferr != nil && err == nil {
 		err = ferr

@@ -80,7 +80,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"--shapes", "k=4"}, "takes n=N or m=M,n=N (got [k])"},
 		{[]string{"--kernel", "relu_bwd", "--dtype", "f64"}, "relu_bwd supports none of --dtype f64"},
 		{[]string{"--dtype", "int4"}, `unknown dtype "int4"`},
-		{[]string{"--mode", "warm"}, `--mode "warm": want cold or hot`},
+		{[]string{"--mode", "warm"}, `mode "warm": want cold or hot`},
 		{[]string{"--tokens", "-3"}, "--tokens must be positive"},
 		{[]string{"--budget", "-1"}, "--budget must be positive"},
 		{[]string{"--params", "vec"}, "malformed params"},
