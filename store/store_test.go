@@ -146,6 +146,14 @@ func TestOpenConcurrentlyOnNewFile(t *testing.T) {
 	}
 }
 
+// closeOpened closes what an opener returned and passes its error on.
+func closeOpened(db *DB, err error) error {
+	if err == nil {
+		db.Close()
+	}
+	return err
+}
+
 func TestOpenRejects(t *testing.T) {
 	dir := t.TempDir()
 	text := filepath.Join(dir, "notes.txt")
@@ -195,38 +203,48 @@ func TestOpenRejects(t *testing.T) {
 		{"missing directory", filepath.Join(dir, "nope", "tune.db"), nil, []string{"nope"}, false},
 		{"empty path", "", nil, []string{"empty database path"}, false},
 	}
+	// Open, OpenReadOnly and Probe refuse the same paths alike.
+	openers := []struct {
+		name string
+		open func(string) error
+	}{
+		{"Open", func(p string) error { return closeOpened(Open(p)) }},
+		{"OpenReadOnly", func(p string) error { return closeOpened(OpenReadOnly(p)) }},
+		{"Probe", Probe},
+	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			var before []byte
-			if tc.unchanged {
-				var err error
-				if before, err = os.ReadFile(tc.path); err != nil {
-					t.Fatal(err)
+		for _, o := range openers {
+			t.Run(tc.name+"/"+o.name, func(t *testing.T) {
+				var before []byte
+				if tc.unchanged {
+					var err error
+					if before, err = os.ReadFile(tc.path); err != nil {
+						t.Fatal(err)
+					}
 				}
-			}
-			db, err := Open(tc.path)
-			if err == nil {
-				db.Close()
-				t.Fatalf("Open(%q) succeeded, want an error", tc.path)
-			}
-			if tc.is != nil && !errors.Is(err, tc.is) {
-				t.Errorf("Open(%q) = %v, want errors.Is %v", tc.path, err, tc.is)
-			}
-			for _, p := range tc.wantParts {
-				if !strings.Contains(err.Error(), p) {
-					t.Errorf("Open(%q) error %q does not mention %q", tc.path, err, p)
+				err := o.open(tc.path)
+				if err == nil {
+					t.Fatalf("%s(%q) succeeded, want an error", o.name, tc.path)
 				}
-			}
-			if tc.unchanged {
-				after, err := os.ReadFile(tc.path)
-				if err != nil {
-					t.Fatal(err)
+				if tc.is != nil && !errors.Is(err, tc.is) {
+					t.Errorf("%s(%q) = %v, want errors.Is %v", o.name, tc.path, err, tc.is)
 				}
-				if !bytes.Equal(before, after) {
-					t.Errorf("Open(%q) changed the file", tc.path)
+				for _, p := range tc.wantParts {
+					if !strings.Contains(err.Error(), p) {
+						t.Errorf("%s(%q) error %q does not mention %q", o.name, tc.path, err, p)
+					}
 				}
-			}
-		})
+				if tc.unchanged {
+					after, err := os.ReadFile(tc.path)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !bytes.Equal(before, after) {
+						t.Errorf("%s(%q) changed the file", o.name, tc.path)
+					}
+				}
+			})
+		}
 	}
 	// Nothing was created next to the text file.
 	for _, suffix := range []string{"-wal", "-shm", "-journal"} {
