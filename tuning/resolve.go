@@ -64,7 +64,7 @@ type resolver struct {
 // Resolve turns req into a Selection; see the package documentation for
 // the rules. Every error it returns is an *InputError.
 func Resolve(req Request) (Selection, error) {
-	fams, all, err := parseKernels(req.Kernels)
+	fams, all, err := ParseKernels(req.Kernels)
 	if err != nil {
 		return Selection{}, err
 	}
@@ -100,8 +100,9 @@ func Resolve(req Request) (Selection, error) {
 	return sel, nil
 }
 
-// parseKernels resolves "a,b" or "all"; a name given twice is an error.
-func parseKernels(list string) (fams []kernels.Family, all bool, err error) {
+// ParseKernels resolves "a,b" or "all" (then all is true); a name given
+// twice is an error (an *InputError).
+func ParseKernels(list string) (fams []kernels.Family, all bool, err error) {
 	if strings.TrimSpace(list) == "all" {
 		return catalog.All(), true, nil
 	}
