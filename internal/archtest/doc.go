@@ -7,5 +7,6 @@
 //   - runner (any runner/...) does not import store;
 //   - kernels (any kernels/...) imports nothing of runner.
 //
-// The package has no code besides the test.
+// A second test keeps README.md in step with go.mod and the commands.
+// The package has no code besides the tests.
 package archtest
