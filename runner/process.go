@@ -11,6 +11,8 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+
+	"github.com/gradtune/gradtune/eval"
 )
 
 // processWorker talks to a worker process over its stdin and stdout.
@@ -112,7 +114,7 @@ func (p *processWorker) Eval(ctx context.Context, r *evalRequest, m MeasureOpts)
 		return nil, err
 	}
 	if resp.Err != "" {
-		return &evalResponse{Outcome: Outcome{Status: "launch_error", Message: resp.Err}}, nil
+		return &evalResponse{Outcome: Outcome{Status: eval.LaunchError, Message: resp.Err}}, nil
 	}
 	return resp.Eval, nil
 }

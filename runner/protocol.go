@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"github.com/gradtune/gradtune/eval"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/variants"
 )
@@ -18,18 +19,18 @@ type DeviceInfo struct {
 
 // MeasureOpts sets the sampling protocol.
 type MeasureOpts struct {
-	Mode       string  // "cold" (flush L2 before every sample) or "hot"
-	Warmup     int     // untimed runs before sampling
-	MinSamples int     // at least this many samples
-	MaxSamples int     // at most this many samples
-	TargetCI   float64 // stop when the 95% CI half-width is within this fraction of the median
-	MaxTimeMS  float64 // stop sampling after this much wall time
-	MaxLocal   int     // prescreen: local (spill) bytes per thread above which a variant is skipped
+	Mode       eval.Mode // flush L2 before every sample (cold) or not (hot)
+	Warmup     int       // untimed runs before sampling
+	MinSamples int       // at least this many samples
+	MaxSamples int       // at most this many samples
+	TargetCI   float64   // stop when the 95% CI half-width is within this fraction of the median
+	MaxTimeMS  float64   // stop sampling after this much wall time
+	MaxLocal   int       // prescreen: local (spill) bytes per thread above which a variant is skipped
 }
 
 // DefaultMeasure is the protocol the design fixes: at least 10 samples,
 // 0.5% CI, cold L2.
-var DefaultMeasure = MeasureOpts{Mode: "cold", Warmup: 3, MinSamples: 10, MaxSamples: 200,
+var DefaultMeasure = MeasureOpts{Mode: eval.Cold, Warmup: 3, MinSamples: 10, MaxSamples: 200,
 	TargetCI: 0.005, MaxTimeMS: 500, MaxLocal: 256}
 
 // request is one line the parent sends to a worker.

@@ -9,6 +9,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/gradtune/gradtune/eval"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/ptx"
 	"github.com/gradtune/gradtune/variants"
@@ -17,14 +18,15 @@ import (
 // Key identifies an evaluation by content: the same key means the same
 // code measured the same way on the same GPU and driver.
 type Key struct {
-	Kernel, ShapeKey, Params, PTXSHA256, GPUUUID, Driver, Mode string
+	Kernel, ShapeKey, Params, PTXSHA256, GPUUUID, Driver string
+	Mode                                                 eval.Mode
 }
 
 // Outcome is what evaluating a variant found: its status, resources,
 // errors against the reference and raw samples. The worker sends it back
 // and Result carries it.
 type Outcome struct {
-	Status     string // ok, invalid, compile_error, launch_error, timeout, skipped
+	Status     eval.Status
 	Message    string
 	Registers  int
 	SpillBytes int
@@ -188,12 +190,12 @@ func (r *Runner) tuneShape(ctx context.Context, f kernels.Family, s variants.Sha
 			return sum, fmt.Errorf("recording %s %s %s: %w", f.Name(), s.Key(), p, err)
 		}
 		switch res.Status {
-		case "ok":
+		case eval.OK:
 			sum.Valid++
 			if sum.Best == nil || res.Stats.Median < sum.Best.Stats.Median {
 				sum.Best = res
 			}
-		case "skipped":
+		case eval.Skipped:
 		default:
 			sum.Failed++
 		}
@@ -223,9 +225,9 @@ func (r *Runner) evalOne(ctx context.Context, f kernels.Family, s variants.Shape
 		// A variant the static analyses reject (a barrier under divergent
 		// control, a shuffle mask that does not match its lanes, a shared
 		// access out of bounds) is wrong code, not a compiler failure.
-		res.Status, res.Message = "compile_error", "emit: "+err.Error()
+		res.Status, res.Message = eval.CompileError, "emit: "+err.Error()
 		if errors.Is(err, ptx.ErrUnsafe) {
-			res.Status = "invalid"
+			res.Status = eval.Invalid
 		}
 		return res
 	}
@@ -244,9 +246,9 @@ func (r *Runner) evalOne(ctx context.Context, f kernels.Family, s variants.Shape
 	cancel()
 	if err != nil {
 		// The worker died or hung: record it, start a fresh one.
-		res.Status = "launch_error"
+		res.Status = eval.LaunchError
 		if ectx.Err() == context.DeadlineExceeded {
-			res.Status = "timeout"
+			res.Status = eval.Timeout
 		}
 		res.Message = err.Error()
 		r.w.Close()
@@ -262,7 +264,7 @@ func (r *Runner) evalOne(ctx context.Context, f kernels.Family, s variants.Shape
 			res.Message += "; restarting the worker failed: " + serr.Error()
 		}
 	}
-	if res.Status == "ok" {
+	if res.Status == eval.OK {
 		res.Stats = Summarize(res.Samples)
 		if m := res.Stats.Median; m > 0 {
 			res.GBps = float64(cost.Bytes) / (m * 1e-6) / 1e9

@@ -193,7 +193,7 @@ func TestWorkerCrashIsRecordedAndRestarted(t *testing.T) {
 	}
 	var statuses []string
 	for _, rr := range rec.records {
-		statuses = append(statuses, rr.Key.Params+":"+rr.Status)
+		statuses = append(statuses, rr.Key.Params+":"+string(rr.Status))
 	}
 	if got := strings.Join(statuses, " "); got != "v=1:ok v=2:launch_error v=3:launch_error v=4:invalid" {
 		t.Errorf("statuses = %s", got)

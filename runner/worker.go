@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gradtune/gradtune/dtype"
+	"github.com/gradtune/gradtune/eval"
 	"github.com/gradtune/gradtune/kernels/catalog"
 	"github.com/gradtune/gradtune/runner/cuda"
 	"github.com/gradtune/gradtune/variants"
@@ -125,7 +126,7 @@ func (w *gpuWorker) copyBandwidth() (float64, error) {
 	if err := ctx.MemsetD8Async(src, 1, n, w.be.stream); err != nil {
 		return 0, err
 	}
-	samples, err := w.sample(10, func() error { return ctx.CopyDtoDAsync(dst, src, n, w.be.stream) }, "hot")
+	samples, err := w.sample(10, func() error { return ctx.CopyDtoDAsync(dst, src, n, w.be.stream) }, eval.Hot)
 	if err != nil {
 		return 0, err
 	}
@@ -135,21 +136,21 @@ func (w *gpuWorker) copyBandwidth() (float64, error) {
 
 func (w *gpuWorker) eval(r *evalRequest, mo MeasureOpts) (res *evalResponse) {
 	res = &evalResponse{}
-	fail := func(status string, err error) *evalResponse {
+	fail := func(status eval.Status, err error) *evalResponse {
 		res.Status, res.Message = status, err.Error()
 		res.Fatal = cuda.IsSticky(err)
 		return res
 	}
 	f, err := catalog.Lookup(r.Kernel)
 	if err != nil {
-		return fail("launch_error", err)
+		return fail(eval.LaunchError, err)
 	}
 	dt, err := dtype.Parse(r.DType)
 	if err != nil {
-		return fail("launch_error", err)
+		return fail(eval.LaunchError, err)
 	}
 	if err := w.ss.Prepare(f, variants.Shape{Dims: r.Dims, DType: dt}, r.Seed); err != nil {
-		return fail("launch_error", err)
+		return fail(eval.LaunchError, err)
 	}
 
 	// Stage 1: compile.
@@ -158,22 +159,22 @@ func (w *gpuWorker) eval(r *evalRequest, mo MeasureOpts) (res *evalResponse) {
 	l, err := w.ss.Load(r.Program)
 	res.CompileMS = ms(time.Since(t0))
 	if err != nil {
-		return fail("compile_error", err)
+		return fail(eval.CompileError, err)
 	}
 	defer l.Unload()
 	res.Registers, res.SpillBytes, res.SmemBytes, res.Occupancy = l.Res.Registers, l.Res.LocalBytes, l.Res.SharedBytes, l.Res.Occupancy
 	if mo.MaxLocal > 0 && res.SpillBytes > mo.MaxLocal {
-		return fail("skipped", fmt.Errorf("prescreen: %d bytes of local memory per thread (limit %d)", res.SpillBytes, mo.MaxLocal))
+		return fail(eval.Skipped, fmt.Errorf("prescreen: %d bytes of local memory per thread (limit %d)", res.SpillBytes, mo.MaxLocal))
 	}
 
 	// Stage 2: validate.
 	c, err := w.ss.Validate(l)
 	if err != nil {
-		return fail("launch_error", err)
+		return fail(eval.LaunchError, err)
 	}
 	res.MaxAbsErr, res.MaxRelErr = c.MaxAbs, c.MaxRel
 	if !c.OK {
-		res.Status, res.Message = "invalid", c.Message
+		res.Status, res.Message = eval.Invalid, c.Message
 		return res
 	}
 	res.ValidateMS = ms(time.Since(t0)) - res.CompileMS
@@ -181,14 +182,14 @@ func (w *gpuWorker) eval(r *evalRequest, mo MeasureOpts) (res *evalResponse) {
 	// Stage 3: measure.
 	for i := 0; i < mo.Warmup; i++ {
 		if err := w.ss.Run(l); err != nil {
-			return fail("launch_error", err)
+			return fail(eval.LaunchError, err)
 		}
 	}
 	samples, err := w.sampleUntil(mo, func() error { return w.ss.Run(l) })
 	if err != nil {
-		return fail("launch_error", err)
+		return fail(eval.LaunchError, err)
 	}
-	res.Status, res.Samples = "ok", samples
+	res.Status, res.Samples = eval.OK, samples
 	return res
 }
 
@@ -217,8 +218,8 @@ func (w *gpuWorker) sampleUntil(mo MeasureOpts, run func() error) ([]float64, er
 // steady state. (Measured on the H200: a flush that also cleaned L2 made
 // a 3-stream kernel appear faster than a device-to-device copy, so gradtune
 // does not do that.)
-func (w *gpuWorker) flushL2(mode string, i int) error {
-	if mode == "hot" {
+func (w *gpuWorker) flushL2(mode eval.Mode, i int) error {
+	if mode == eval.Hot {
 		return nil
 	}
 	return w.be.ctx.MemsetD32Async(w.flush, uint32(i+1), w.flushN/4, w.be.stream)
@@ -226,7 +227,7 @@ func (w *gpuWorker) flushL2(mode string, i int) error {
 
 // sample times n runs with CUDA events, each preceded by the L2 flush of
 // mode, and returns the times in µs. Events are pooled per worker.
-func (w *gpuWorker) sample(n int, run func() error, mode string) ([]float64, error) {
+func (w *gpuWorker) sample(n int, run func() error, mode eval.Mode) ([]float64, error) {
 	for len(w.events) < 2*n {
 		e, err := w.be.ctx.NewEvent()
 		if err != nil {

@@ -16,6 +16,14 @@
 // SQLite, or an SQLite file of some other program is refused
 // (ErrNotDatabase) before anything is written to it.
 //
+// OpenReadOnly opens an existing database for reading and never writes or
+// creates a file: when no writer has the database open it opens it
+// immutable, so reading a WAL database leaves no -wal and -shm files (the
+// databases committed under testdata/ are read this way). Probe answers,
+// without creating or changing anything, whether Open would succeed and be
+// able to write, so that a command can refuse a bad path before it starts
+// a GPU.
+//
 // Connections use foreign keys, a busy timeout (so a second process, for
 // example a report generated while a tune runs, waits instead of failing),
 // immediate write transactions and synchronous=FULL. The journal is switched
@@ -56,6 +64,7 @@
 //
 // # Layering
 //
-// The package imports no other package of gradtune. The command adapts the
-// runner's results into Evaluation values; the runner never talks SQL.
+// Of gradtune, the package imports only the leaf package eval, whose Status
+// and Mode values are exactly those the schema allows. The command adapts
+// the runner's results into Evaluation values; the runner never talks SQL.
 package store

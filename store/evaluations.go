@@ -8,6 +8,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/gradtune/gradtune/eval"
 )
 
 // Variant is one generated kernel: a family, a shape, a parameter choice and
@@ -29,8 +31,8 @@ type Key struct {
 	Kernel, ShapeKey, Params, PTXSHA256 string
 	// GPUUUID and Driver name the device and driver version.
 	GPUUUID, Driver string
-	// Mode is "cold" (L2 flushed before each sample) or "hot".
-	Mode string
+	// Mode is how the samples were timed.
+	Mode eval.Mode
 }
 
 // Evaluation is the finished outcome of compiling, validating and timing one
@@ -41,9 +43,9 @@ type Evaluation struct {
 	ID, RunID, VariantID int64
 	// Key identifies what was evaluated.
 	Key Key
-	// Status is one of ok, invalid, compile_error, launch_error, timeout and
-	// skipped; Message explains a status other than ok.
-	Status, Message string
+	// Status is the outcome; Message explains a status other than ok.
+	Status  eval.Status
+	Message string
 	// Registers, SpillBytes and SmemBytes (static shared memory) come from
 	// the compiled kernel; Occupancy is the fraction of resident warps.
 	Registers, SpillBytes, SmemBytes int
@@ -73,9 +75,16 @@ type Filter struct {
 	Kernel, ShapeKey string
 }
 
-var evalStatuses = map[string]bool{
-	"ok": true, "invalid": true, "compile_error": true, "launch_error": true, "timeout": true, "skipped": true,
-}
+// transientStatuses is the SQL list of the statuses Done retries.
+var transientStatuses = func() string {
+	var q []string
+	for _, s := range eval.Statuses() {
+		if s.Transient() {
+			q = append(q, "'"+string(s)+"'")
+		}
+	}
+	return "(" + strings.Join(q, ", ") + ")"
+}()
 
 func checkVariant(v Variant) error {
 	if v.Kernel == "" {
@@ -91,8 +100,8 @@ func checkKey(k Key) error {
 	if err := checkVariant(k.variant()); err != nil {
 		return err
 	}
-	if k.Mode != "cold" && k.Mode != "hot" {
-		return fmt.Errorf("mode %q: want cold or hot", k.Mode)
+	if _, err := eval.ParseMode(string(k.Mode)); err != nil {
+		return err
 	}
 	return nil
 }
@@ -159,8 +168,8 @@ func checkEvaluation(e Evaluation) error {
 	if err := checkKey(e.Key); err != nil {
 		return err
 	}
-	if !evalStatuses[e.Status] {
-		return fmt.Errorf("status %q: want ok, invalid, compile_error, launch_error, timeout or skipped", e.Status)
+	if _, err := eval.ParseStatus(string(e.Status)); err != nil {
+		return err
 	}
 	for _, c := range []struct {
 		name string
@@ -198,7 +207,7 @@ func (db *DB) record(runID int64, e Evaluation) (id int64, err error) {
 	}
 	// Errors: NULL when validation did not run.
 	var absErr, relErr any
-	if e.Status == "ok" || e.MaxAbsErr != 0 || e.MaxRelErr != 0 {
+	if e.Status == eval.OK || e.MaxAbsErr != 0 || e.MaxRelErr != 0 {
 		absErr, relErr = realValue(e.MaxAbsErr), realValue(e.MaxRelErr)
 	}
 	created := e.Created
@@ -304,7 +313,7 @@ func (db *DB) Done(k Key) (Evaluation, bool, error) {
 	}
 	e, ok, err := db.queryOne(`WHERE v.kernel = ? AND v.shape_key = ? AND v.params = ? AND v.ptx_sha256 = ?
 		AND e.gpu_uuid = ? AND e.driver = ? AND e.mode = ?
-		AND e.status NOT IN ('launch_error', 'timeout')
+		AND e.status NOT IN `+transientStatuses+`
 		ORDER BY e.id DESC`,
 		k.Kernel, k.ShapeKey, k.Params, k.PTXSHA256, k.GPUUUID, k.Driver, k.Mode)
 	if err != nil {
@@ -342,17 +351,16 @@ func (db *DB) Evaluations(f Filter) ([]Evaluation, error) {
 }
 
 // Best returns the evaluation with the lowest median among the "ok"
-// evaluations of kernel and shapeKey on GPU gpuUUID in mode ("cold" or
-// "hot"), across all runs and drivers. Evaluations without a median are
+// evaluations of kernel and shapeKey on GPU gpuUUID in mode, across all runs and drivers. Evaluations without a median are
 // ignored; ties go to the earliest recorded. It reports false when there is
 // none.
-func (db *DB) Best(kernel, shapeKey, gpuUUID, mode string) (Evaluation, bool, error) {
+func (db *DB) Best(kernel, shapeKey, gpuUUID string, mode eval.Mode) (Evaluation, bool, error) {
 	op := fmt.Sprintf("best of %s %s on %s %s", kernel, shapeKey, gpuUUID, mode)
 	if err := checkKey(Key{Kernel: kernel, ShapeKey: shapeKey, Mode: mode}); err != nil {
 		return Evaluation{}, false, db.errf(op, err)
 	}
 	e, ok, err := db.queryOne(`WHERE v.kernel = ? AND v.shape_key = ? AND e.gpu_uuid = ? AND e.mode = ?
-		AND e.status = 'ok' AND typeof(e.median_us) = 'real' AND e.median_us > 0
+		AND e.status = '`+string(eval.OK)+`' AND typeof(e.median_us) = 'real' AND e.median_us > 0
 		ORDER BY e.median_us, e.id`,
 		kernel, shapeKey, gpuUUID, mode)
 	if err != nil {

@@ -1,14 +1,12 @@
 package store
 
 import (
-	"io"
-	"os"
 	"path/filepath"
 	"testing"
 )
 
 // TestRecordedH200Run opens each database of an H200 run kept under
-// testdata/ (on a copy: Open may write) and checks that it reads with the
+// testdata/ read-only and checks that it reads with the
 // current schema, holds the run's evaluations, and that every winner is
 // the fastest valid evaluation of its shape.
 func TestRecordedH200Run(t *testing.T) {
@@ -25,21 +23,7 @@ func TestRecordedH200Run(t *testing.T) {
 }
 
 func checkRecorded(t *testing.T, file string, nEvals, nWinners int) {
-	src, err := os.Open(filepath.Join("..", "testdata", file))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	path := filepath.Join(t.TempDir(), "h200.db")
-	dst, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(dst, src); err != nil {
-		t.Fatal(err)
-	}
-	dst.Close()
-	db, err := Open(path)
+	db, err := OpenReadOnly(filepath.Join("..", "testdata", file))
 	if err != nil {
 		t.Fatal(err)
 	}

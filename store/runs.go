@@ -19,15 +19,26 @@ type Run struct {
 	// ToolVersion and Args (the command line) describe where and how the
 	// run happened.
 	Host, GPUName, GPUUUID, CC, Driver, ToolVersion, Args string
-	// Status is "running", "ok", "failed" or "interrupted".
-	Status string
+	// Status is RunRunning until FinishRun sets one of the others.
+	Status RunStatus
 	// CopyGBps is the device-to-device copy bandwidth measured during the
 	// run, in GB/s; zero when it was not measured.
 	CopyGBps float64
 }
 
-// Run statuses that FinishRun accepts.
-var finishStatuses = map[string]bool{"ok": true, "failed": true, "interrupted": true}
+// RunStatus is the state of a run.
+type RunStatus string
+
+// Run statuses: the schema allows exactly these (runs.status).
+const (
+	RunRunning     RunStatus = "running"
+	RunOK          RunStatus = "ok"
+	RunFailed      RunStatus = "failed"
+	RunInterrupted RunStatus = "interrupted"
+)
+
+// RunStatuses lists every run status.
+func RunStatuses() []RunStatus { return []RunStatus{RunRunning, RunOK, RunFailed, RunInterrupted} }
 
 // BeginRun records the start of a run with status "running" and returns its
 // ID. The Status and Finished fields of r are ignored.
@@ -41,8 +52,8 @@ func (db *DB) BeginRun(r Run) (int64, error) {
 	}
 	res, err := db.sql.Exec(`INSERT INTO runs
 		(started, host, gpu_name, gpu_uuid, cc, driver, tool_version, args, status, copy_gbps)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'running', ?)`,
-		formatTime(started), r.Host, r.GPUName, r.GPUUUID, r.CC, r.Driver, r.ToolVersion, r.Args,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		formatTime(started), r.Host, r.GPUName, r.GPUUUID, r.CC, r.Driver, r.ToolVersion, r.Args, RunRunning,
 		optFloat(r.CopyGBps))
 	if err != nil {
 		return 0, db.errf("begin run", err)
@@ -54,13 +65,13 @@ func (db *DB) BeginRun(r Run) (int64, error) {
 	return id, nil
 }
 
-// FinishRun marks run id as finished now with status "ok", "failed" or
-// "interrupted". A positive copyGBps records the run's measured copy
+// FinishRun marks run id as finished now with status RunOK, RunFailed or
+// RunInterrupted. A positive copyGBps records the run's measured copy
 // bandwidth; zero leaves the stored value as it is (NULL unless BeginRun set
 // it).
-func (db *DB) FinishRun(id int64, status string, copyGBps float64) error {
+func (db *DB) FinishRun(id int64, status RunStatus, copyGBps float64) error {
 	op := fmt.Sprintf("finish run %d", id)
-	if !finishStatuses[status] {
+	if status != RunOK && status != RunFailed && status != RunInterrupted {
 		return db.errf(op, fmt.Errorf("status %q: want ok, failed or interrupted", status))
 	}
 	if err := checkBandwidth(copyGBps); err != nil {

@@ -99,22 +99,14 @@ func Open(path string) (*DB, error) {
 	if err := checkFile(path); err != nil {
 		return nil, err
 	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil, fmt.Errorf("store: open %s: %w", path, err)
-	}
-	// A file: URI with an escaped path keeps '?', '#' and '%' in file names
-	// from being read as URI syntax.
 	q := url.Values{}
 	q.Set("_busy_timeout", strconv.Itoa(int(busyTimeout/time.Millisecond)))
 	q.Set("_foreign_keys", "1")
 	q.Set("_synchronous", "FULL")
 	q.Set("_txlock", "immediate")
-	dsn := "file:" + (&url.URL{Path: filepath.ToSlash(abs)}).EscapedPath() + "?" + q.Encode()
-
-	sdb, err := sql.Open("sqlite3", dsn)
+	sdb, err := openSQL(path, q)
 	if err != nil {
-		return nil, fmt.Errorf("store: open %s: %w", path, err)
+		return nil, err
 	}
 	// One connection: goroutines of this process take turns, so they never
 	// see SQLITE_BUSY from each other; other processes are handled by the
@@ -126,6 +118,22 @@ func Open(path string) (*DB, error) {
 		return nil, err
 	}
 	return db, nil
+}
+
+// openSQL opens path with the connection parameters q. A file: URI with an
+// escaped path keeps '?', '#' and '%' in file names from being read as URI
+// syntax.
+func openSQL(path string, q url.Values) (*sql.DB, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	dsn := "file:" + (&url.URL{Path: filepath.ToSlash(abs)}).EscapedPath() + "?" + q.Encode()
+	sdb, err := sql.Open("sqlite3", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	return sdb, nil
 }
 
 // checkFile rejects a path that cannot hold a gradtune database, reading but

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"testing/fstest"
 	"time"
+
+	"github.com/gradtune/gradtune/eval"
 )
 
 // openTemp opens a new database in a temporary directory and closes it when
@@ -144,6 +146,14 @@ func TestOpenConcurrentlyOnNewFile(t *testing.T) {
 	}
 }
 
+// closeOpened closes what an opener returned and passes its error on.
+func closeOpened(db *DB, err error) error {
+	if err == nil {
+		db.Close()
+	}
+	return err
+}
+
 func TestOpenRejects(t *testing.T) {
 	dir := t.TempDir()
 	text := filepath.Join(dir, "notes.txt")
@@ -193,38 +203,48 @@ func TestOpenRejects(t *testing.T) {
 		{"missing directory", filepath.Join(dir, "nope", "tune.db"), nil, []string{"nope"}, false},
 		{"empty path", "", nil, []string{"empty database path"}, false},
 	}
+	// Open, OpenReadOnly and Probe refuse the same paths alike.
+	openers := []struct {
+		name string
+		open func(string) error
+	}{
+		{"Open", func(p string) error { return closeOpened(Open(p)) }},
+		{"OpenReadOnly", func(p string) error { return closeOpened(OpenReadOnly(p)) }},
+		{"Probe", Probe},
+	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			var before []byte
-			if tc.unchanged {
-				var err error
-				if before, err = os.ReadFile(tc.path); err != nil {
-					t.Fatal(err)
+		for _, o := range openers {
+			t.Run(tc.name+"/"+o.name, func(t *testing.T) {
+				var before []byte
+				if tc.unchanged {
+					var err error
+					if before, err = os.ReadFile(tc.path); err != nil {
+						t.Fatal(err)
+					}
 				}
-			}
-			db, err := Open(tc.path)
-			if err == nil {
-				db.Close()
-				t.Fatalf("Open(%q) succeeded, want an error", tc.path)
-			}
-			if tc.is != nil && !errors.Is(err, tc.is) {
-				t.Errorf("Open(%q) = %v, want errors.Is %v", tc.path, err, tc.is)
-			}
-			for _, p := range tc.wantParts {
-				if !strings.Contains(err.Error(), p) {
-					t.Errorf("Open(%q) error %q does not mention %q", tc.path, err, p)
+				err := o.open(tc.path)
+				if err == nil {
+					t.Fatalf("%s(%q) succeeded, want an error", o.name, tc.path)
 				}
-			}
-			if tc.unchanged {
-				after, err := os.ReadFile(tc.path)
-				if err != nil {
-					t.Fatal(err)
+				if tc.is != nil && !errors.Is(err, tc.is) {
+					t.Errorf("%s(%q) = %v, want errors.Is %v", o.name, tc.path, err, tc.is)
 				}
-				if !bytes.Equal(before, after) {
-					t.Errorf("Open(%q) changed the file", tc.path)
+				for _, p := range tc.wantParts {
+					if !strings.Contains(err.Error(), p) {
+						t.Errorf("%s(%q) error %q does not mention %q", o.name, tc.path, err, p)
+					}
 				}
-			}
-		})
+				if tc.unchanged {
+					after, err := os.ReadFile(tc.path)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !bytes.Equal(before, after) {
+						t.Errorf("%s(%q) changed the file", o.name, tc.path)
+					}
+				}
+			})
+		}
 	}
 	// Nothing was created next to the text file.
 	for _, suffix := range []string{"-wal", "-shm", "-journal"} {
@@ -290,7 +310,7 @@ func TestRunsBeginFinish(t *testing.T) {
 	tests := []struct {
 		name     string
 		id       int64
-		status   string
+		status   RunStatus
 		copy     float64
 		wantErr  string
 		wantCopy float64
@@ -413,17 +433,17 @@ func TestRecordThenDone(t *testing.T) {
 func TestDoneRetriesTransientFailures(t *testing.T) {
 	tests := []struct {
 		name     string
-		statuses []string // recorded in order for the same key
-		want     string   // status Done returns, "" for not done
+		statuses []eval.Status // recorded in order for the same key
+		want     eval.Status   // status Done returns, "" for not done
 	}{
-		{"launch_error", []string{"launch_error"}, ""},
-		{"timeout", []string{"timeout"}, ""},
-		{"invalid is final", []string{"invalid"}, "invalid"},
-		{"compile_error is final", []string{"compile_error"}, "compile_error"},
-		{"skipped is final", []string{"skipped"}, "skipped"},
-		{"ok after timeout", []string{"timeout", "ok"}, "ok"},
-		{"earlier ok survives a later launch_error", []string{"ok", "launch_error"}, "ok"},
-		{"latest final wins", []string{"invalid", "ok"}, "ok"},
+		{"launch_error", []eval.Status{"launch_error"}, ""},
+		{"timeout", []eval.Status{"timeout"}, ""},
+		{"invalid is final", []eval.Status{"invalid"}, "invalid"},
+		{"compile_error is final", []eval.Status{"compile_error"}, "compile_error"},
+		{"skipped is final", []eval.Status{"skipped"}, "skipped"},
+		{"ok after timeout", []eval.Status{"timeout", "ok"}, "ok"},
+		{"earlier ok survives a later launch_error", []eval.Status{"ok", "launch_error"}, "ok"},
+		{"latest final wins", []eval.Status{"invalid", "ok"}, "ok"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -431,7 +451,7 @@ func TestDoneRetriesTransientFailures(t *testing.T) {
 			run := mustBeginRun(t, db)
 			var lastFinal int64
 			for _, s := range tc.statuses {
-				e := Evaluation{Key: baseKey, Status: s, Message: "status " + s}
+				e := Evaluation{Key: baseKey, Status: s, Message: "status " + string(s)}
 				if s == "ok" {
 					e = okEval(baseKey, 10)
 				}
@@ -461,7 +481,7 @@ func TestBest(t *testing.T) {
 	db, _ := openTemp(t)
 	run1 := mustBeginRun(t, db)
 	run2 := mustBeginRun(t, db)
-	k := func(params, gpu, mode, driver string) Key {
+	k := func(params, gpu string, mode eval.Mode, driver string) Key {
 		key := baseKey
 		key.Params, key.GPUUUID, key.Mode, key.Driver = params, gpu, mode, driver
 		key.PTXSHA256 = params // distinct variants
@@ -480,11 +500,12 @@ func TestBest(t *testing.T) {
 	mustRecord(t, db, run2, Evaluation{Key: k("h", "GPU-a", "cold", "580"), Status: "timeout"})
 
 	tests := []struct {
-		name                    string
-		kernel, shape, gpu, mod string
-		wantID                  int64
-		wantMedian              float64
-		wantErr                 string
+		name               string
+		kernel, shape, gpu string
+		mod                eval.Mode
+		wantID             int64
+		wantMedian         float64
+		wantErr            string
 	}{
 		{"lowest ok across runs", baseKey.Kernel, baseKey.ShapeKey, "GPU-a", "cold", wantID, 5, ""},
 		{"other gpu", baseKey.Kernel, baseKey.ShapeKey, "GPU-b", "cold", -1, 2, ""},

@@ -6,13 +6,20 @@
 //	tune [--kernel K[,K...]|all] [--shapes PRESET|SPEC] [--tokens N] [--dtype D[,D]]
 //	     [--params P] [--budget N] [--db tune.db] [--device 0] [--mode cold|hot] [--fresh]
 //	tune list
-//	tune emit --kernel K --shapes SPEC --params P [--dtype D]
+//	tune emit --kernel K --shapes SPEC [--params P] [--dtype D]
 //	tune check --kernel K --shapes SPEC [--sample N] [--params P]
-//	tune crosscheck --out FILE [--kernel K|all] [--cases N]
+//	tune crosscheck --out FILE [--force] [--kernel K|all] [--cases N]
 //	tune devices
+//	tune help [COMMAND]
+//
+// The command parses flags, prints and chooses exit codes; what to run and
+// how is decided in packages tuning and crosscheck.
 //
 // Exit codes: 0 success, 1 failure (no GPU, a GPU error, no valid variant,
-// a wrong variant in check), 2 usage error. The worker mode (`tune
+// a wrong variant in check, an internal error: a panic, reported with its
+// stack), 2 usage error (every bad input, named with what is accepted; a
+// flag given twice is one). Help (tune help [COMMAND], -h, --help) goes to
+// stdout and exits 0. The worker mode (`tune
 // __worker`) is internal: the tuning loop re-executes the binary in it so
 // that a crashing kernel takes down only the worker.
 package main

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -25,7 +23,11 @@ func TestRecordedWinnersStillEmit(t *testing.T) {
 	}
 	for _, file := range files {
 		t.Run(filepath.Base(file), func(t *testing.T) {
-			db := openCopy(t, file)
+			db, err := store.OpenReadOnly(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
 			runs, err := db.Runs()
 			if err != nil || len(runs) == 0 {
 				t.Fatalf("runs: %v %v", runs, err)
@@ -72,31 +74,4 @@ func TestRecordedWinnersStillEmit(t *testing.T) {
 			}
 		})
 	}
-}
-
-// openCopy opens a copy of the database at path (Open may write).
-func openCopy(t *testing.T, path string) *store.DB {
-	t.Helper()
-	src, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	cp := filepath.Join(t.TempDir(), filepath.Base(path))
-	dst, err := os.Create(cp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(dst, src); err != nil {
-		t.Fatal(err)
-	}
-	if err := dst.Close(); err != nil {
-		t.Fatal(err)
-	}
-	db, err := store.Open(cp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
 }

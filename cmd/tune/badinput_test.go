@@ -1,0 +1,178 @@
+package main
+
+import (
+	"crypto/sha256"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gradtune/gradtune/eval"
+	"github.com/gradtune/gradtune/runner/cuda"
+	"github.com/gradtune/gradtune/store"
+)
+
+// badInputFiles makes a directory with a results database holding a run,
+// a file of notes and an earlier crosscheck output; the matrix's
+// arguments name them as {db}, {notes}, {xcheck} and {dir}.
+func badInputFiles(t *testing.T) map[string]string {
+	t.Helper()
+	dir := t.TempDir()
+	files := map[string]string{"{dir}": dir, "{db}": filepath.Join(dir, "tune.db"),
+		"{notes}": filepath.Join(dir, "notes.txt"), "{xcheck}": filepath.Join(dir, "x.jsonl")}
+	db, err := store.Open(files["{db}"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := db.BeginRun(store.Run{GPUName: "NVIDIA H200"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := store.Key{Kernel: "relu_bwd", ShapeKey: "n=8,dtype=f32", Params: "vec=1", PTXSHA256: "ab", GPUUUID: "GPU-1", Driver: "1", Mode: eval.Cold}
+	if _, err := db.Record(run, store.Evaluation{Key: k, Status: eval.OK, Samples: []float64{1, 2, 3}, MedianUS: 2}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	for name, content := range map[string]string{"{notes}": "my notes\n", "{xcheck}": `{"kind":"case","verdict":"identical"}` + "\n"} {
+		if err := os.WriteFile(files[name], []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return files
+}
+
+// snapshot hashes every file of dir by name.
+func snapshot(t *testing.T, dir string) map[string][32]byte {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][32]byte{}
+	for _, e := range es {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err == nil {
+			out[e.Name()] = sha256.Sum256(b)
+		}
+	}
+	return out
+}
+
+// badInputs is the matrix: each bad command line, its exit code, a
+// fragment of its message, and whether it gets as far as opening a GPU
+// (those cases run only on machines without a driver, where they fail
+// there, exit 1). In every case the files of badInputFiles stay as they
+// were and no file is added beside them.
+var badInputs = []struct {
+	args       []string
+	code       int
+	want       string
+	needsNoGPU bool
+}{
+	// Flags, as Go's flag package would have reported them.
+	{[]string{"--bogus"}, 2, "unknown flag --bogus (flags of tune: --budget, --db, --device, --dtype, --fresh, --kernel, --mode, --params, --seed, --shapes, --tokens)", false},
+	{[]string{"--tokens", "abc"}, 2, `--tokens "abc": want an integer (--tokens N: rows of a preset's shapes`, false},
+	{[]string{"--fresh=maybe"}, 2, `--fresh "maybe": want true or false`, false},
+	{[]string{"--seed", "-1"}, 2, `--seed "-1": want a non-negative integer`, false},
+	{[]string{"--kernel", "relu_bwd", "--shapes"}, 2, "--shapes needs a value: --shapes PRESET|SPEC", false},
+	{[]string{"--strategy", "auto"}, 2, "unknown flag --strategy", false},
+	{[]string{"list", "--kernel", "x"}, 2, "unknown flag --kernel (tune list takes no flags)", false},
+	{[]string{"list", "extra"}, 2, `unexpected argument "extra"`, false},
+	{[]string{"frobnicate"}, 2, `unknown command "frobnicate" (commands: tune, check, crosscheck, devices, emit, list, help)`, false},
+	{[]string{"help", "bogus"}, 2, `no help topic "bogus"`, false},
+	// Conflicts.
+	{[]string{"--kernel", "relu_bwd", "--kernel", "gelu_bwd"}, 2, "--kernel given twice: give it once", false},
+	{[]string{"--kernel", "relu_bwd,relu_bwd"}, 2, "relu_bwd named twice", false},
+	{[]string{"--kernel", "relu_bwd", "--shapes", "n=8,dtype=bf16", "--dtype", "f32"}, 2, "--shapes n=8,dtype=bf16 asks for dtype=bf16 but --dtype is f32", false},
+	{[]string{"--kernel", "relu_bwd", "--shapes", "n=8", "--tokens", "64"}, 2, "--tokens sets the rows of a preset's shapes", false},
+	{[]string{"--tokens", "0"}, 2, "--tokens must be positive, got 0", false},
+	{[]string{"--tokens", "-3"}, 2, "--tokens must be positive, got -3", false},
+	// Values.
+	{[]string{"--kernel", "nope"}, 2, `unknown kernel "nope" (kernels: gelu_bwd,`, false},
+	{[]string{"--shapes", "llama7b"}, 2, `malformed shape "llama7b"`, false},
+	{[]string{"--shapes", "m=0,n=4"}, 2, "m=0 is not a positive integer", false},
+	{[]string{"--kernel", "relu_bwd", "--shapes", "k=4"}, 2, "takes m=M (optional),n=N (got k=4)", false},
+	{[]string{"--shapes", "k=4"}, 2, "no kernel takes k=4", false},
+	{[]string{"--kernel", "relu_bwd", "--dtype", "f64"}, 2, "relu_bwd supports none of --dtype f64 (dtypes: [f32 f16 bf16])", false},
+	{[]string{"--dtype", "int4"}, 2, `unknown dtype "int4"`, false},
+	{[]string{"--mode", "warm"}, 2, `--mode: mode "warm": want cold or hot`, false},
+	{[]string{"--budget", "-1"}, 2, "--budget must be 0 (every variant) or more", false},
+	{[]string{"--device", "-1"}, 2, "--device must be a GPU ordinal", false},
+	{[]string{"--params", "vec"}, 2, "malformed params", false},
+	{[]string{"--kernel", "relu_bwd", "--params", "warps=4"}, 2, `relu_bwd has no axis "warps" (axes: block, vec, ept, grid, maxnreg, cache)`, false},
+	{[]string{"--kernel", "relu_bwd", "--dtype", "f32", "--params", "vec=8"}, 2, "vec=8 not accepted for m=2048,n=8960,dtype=f32 (values: 1, 2, 4)", false},
+	{[]string{"--kernel", "relu_bwd", "--tokens", "99999999999"}, 2, "relu_bwd: m=99999999999 must be in 1..2147483647", false},
+	// --db is checked before a GPU starts; a usable one is left as it was.
+	{[]string{"--kernel", "relu_bwd", "--db", "{dir}"}, 2, "is a directory", false},
+	{[]string{"--kernel", "relu_bwd", "--db", "{notes}"}, 2, "not a gradtune database (the file is not an SQLite database; left unchanged)", false},
+	{[]string{"--kernel", "relu_bwd", "--db", "{dir}/missing/tune.db"}, 2, "missing: no such file or directory", false},
+	{[]string{"--kernel", "relu_bwd", "--shapes", "n=8", "--db", "{db}"}, 1, "NVIDIA driver (libcuda.so.1) not found", true},
+	// emit.
+	{[]string{"emit", "--kernel", "relu_bwd"}, 2, "emit needs --shapes", false},
+	{[]string{"emit", "--kernel", "relu_bwd,gelu_bwd", "--shapes", "n=4"}, 2, "emit needs one --kernel", false},
+	{[]string{"emit", "--kernel", "relu_bwd", "--shapes", "n=4"}, 2, "emit needs exactly one shape and dtype", false},
+	{[]string{"emit", "--kernel", "relu_bwd", "--shapes", "n=4", "--dtype", "f32,f16"}, 2, "emit takes one --dtype", false},
+	{[]string{"emit", "--kernel", "relu_bwd", "--shapes", "n=4", "--dtype", "f32", "--params", "vec=3"}, 2, "vec=3 not accepted for n=4,dtype=f32 (values: 1, 2, 4)", false},
+	// check: validation, the family's limits on preset shapes, memory.
+	{[]string{"check", "--shapes", "n=4"}, 2, "check needs --kernel", false},
+	{[]string{"check", "--kernel", "relu_bwd"}, 2, "check needs --shapes", false},
+	{[]string{"check", "--kernel", "relu_bwd", "--shapes", "n=4", "--mode", "hot"}, 2, "--mode does not apply to tune check: check validates on the CPU interpreter and never times", false},
+	{[]string{"check", "--kernel", "relu_bwd", "--shapes", "n=4", "--db={db}"}, 2, "--db does not apply to tune check", false},
+	{[]string{"check", "--kernel", "relu_bwd", "--shapes", "n=4", "--sample", "-1"}, 2, "--sample must be 0", false},
+	{[]string{"check", "--kernel", "relu_bwd", "--shapes", "qwen1.5b", "--tokens", "99999999999"}, 2, "--shapes qwen1.5b with 99999999999 tokens: relu_bwd: m=99999999999 must be in 1..2147483647", false},
+	{[]string{"check", "--kernel", "rmsnorm_bwd", "--shapes", "qwen1.5b", "--tokens", "3000000000"}, 2, "with 3000000000 tokens: rmsnorm_bwd: m=3000000000 must be in 1..2147483647", false},
+	{[]string{"check", "--kernel", "softmax_bwd", "--shapes", "m=40000,n=50000", "--dtype", "f32"}, 2, "softmax_bwd m=40000,n=50000,dtype=f32 needs 89.4 GiB of host memory on the interpreter, more than the 16.0 GiB of test memory", false},
+	{[]string{"check", "--kernel", "relu_bwd", "--shapes", "n=2147483647", "--dtype", "f32"}, 2, "relu_bwd n=2147483647,dtype=f32 needs 96.0 GiB of host memory", false},
+	{[]string{"check", "--kernel", "all", "--shapes", "k=4"}, 2, "no kernel takes k=4", false},
+	{[]string{"check", "--kernel", "nope", "--shapes", "n=4"}, 2, `unknown kernel "nope"`, false},
+	// crosscheck: never over a database, over other files only with --force.
+	{[]string{"crosscheck", "--cases", "5"}, 2, "crosscheck needs --out", false},
+	{[]string{"crosscheck", "--out", "{dir}/new.jsonl", "--cases", "0"}, 2, "--cases must be positive", false},
+	{[]string{"crosscheck", "--out", "{dir}/new.jsonl", "--kernel", "nope"}, 2, `unknown kernel "nope"`, false},
+	{[]string{"crosscheck", "--out", "{db}"}, 2, "is an SQLite database: crosscheck never writes over one", false},
+	{[]string{"crosscheck", "--out", "{db}", "--force"}, 2, "even with --force", false},
+	{[]string{"crosscheck", "--out", "{notes}"}, 2, "exists and is not a crosscheck output (JSON lines of cases and probes): --force replaces it", false},
+	{[]string{"crosscheck", "--out", "{dir}"}, 2, "is a directory", false},
+	{[]string{"crosscheck", "--out", "{notes}", "--force", "--kernel", "relu_bwd", "--cases", "1"}, 1, "libcuda.so.1", true},
+	{[]string{"crosscheck", "--out", "{xcheck}", "--kernel", "relu_bwd", "--cases", "1"}, 1, "libcuda.so.1", true},
+}
+
+func TestBadInputs(t *testing.T) {
+	_, driverErr := cuda.Open()
+	for _, c := range badInputs {
+		name := strings.Join(c.args, " ")
+		t.Run(name, func(t *testing.T) {
+			if c.needsNoGPU && driverErr == nil {
+				t.Skip("an NVIDIA driver is present; this case fails for want of one")
+			}
+			files := badInputFiles(t)
+			args := make([]string, len(c.args))
+			for i, a := range c.args {
+				for k, v := range files {
+					a = strings.ReplaceAll(a, k, v)
+				}
+				args[i] = a
+			}
+			before := snapshot(t, files["{dir}"])
+			code, out, errs := runTune(t, args...)
+			if code != c.code || !strings.Contains(errs, c.want) {
+				t.Errorf("exit %d, stderr %q\nwant exit %d and %q", code, errs, c.code, c.want)
+			}
+			if c.code == 2 && (out != "" || !strings.Contains(errs, "Run 'tune help' for usage.")) {
+				t.Errorf("usage error with stdout %q, stderr %q", out, errs)
+			}
+			after := snapshot(t, files["{dir}"])
+			if len(after) != len(before) {
+				t.Errorf("files before %d, after %d", len(before), len(after))
+			}
+			for n, h := range before {
+				if after[n] != h {
+					t.Errorf("%s changed", n)
+				}
+			}
+		})
+	}
+	if len(badInputs) < 40 {
+		t.Errorf("%d cases in the matrix, want at least 40", len(badInputs))
+	}
+}

@@ -1,0 +1,162 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/gradtune/gradtune/eval"
+	"github.com/gradtune/gradtune/runner"
+	"github.com/gradtune/gradtune/store"
+	"github.com/gradtune/gradtune/tuning"
+	"github.com/gradtune/gradtune/variants"
+)
+
+// selectionFlags are the flags that say what to work on, shared by tune,
+// check and emit.
+func selectionFlags(fs *flagSet, kernelDefault, shapesDefault string) {
+	fs.String("kernel", kernelDefault, "K[,K...]|all\tkernel families, as tune list names them")
+	fs.String("shapes", shapesDefault, "PRESET|SPEC\ta model preset (qwen1.5b) or shape specs such as m=2048,n=8960, several separated by ';', each may add dtype=bf16")
+	fs.Int("tokens", variants.DefaultTokens, "N\trows of a preset's shapes; not with explicit specs")
+	fs.String("dtype", "", "D[,D...]\tf32, f16, bf16, f64 (default: every dtype the family supports)")
+	fs.String("params", "", "P\tfix some axes, e.g. vec=4,grid=once; the others vary")
+}
+
+// request reads the selection flags.
+func request(fs *flagSet) tuning.Request {
+	tokens, _ := strconv.Atoi(fs.Lookup("tokens").Value.String())
+	return tuning.Request{Kernels: fs.Lookup("kernel").Value.String(), Shapes: fs.Lookup("shapes").Value.String(),
+		Tokens: tokens, TokensGiven: fs.Given("tokens"), DTypes: fs.Lookup("dtype").Value.String(),
+		Params: fs.Lookup("params").Value.String()}
+}
+
+// resolve resolves the selection flags; notes go to stderr.
+func resolve(req tuning.Request, title string, stderr io.Writer) (tuning.Selection, error) {
+	sel, err := tuning.Resolve(req)
+	if err != nil {
+		return sel, usageError{err}
+	}
+	for _, n := range sel.Notes {
+		fmt.Fprintf(stderr, "%s: %s\n", title, n)
+	}
+	return sel, nil
+}
+
+func tuneCommand() *command {
+	return &command{
+		name:    "",
+		usage:   "[flags]",
+		summary: "tune kernels over shapes on a GPU and store the results",
+		flags: func(fs *flagSet) {
+			selectionFlags(fs, "all", "qwen1.5b")
+			fs.Int("budget", 0, "N\tat most N variants per shape, spread evenly (default: all)")
+			fs.String("db", "tune.db", "FILE\tSQLite results database")
+			fs.Int("device", 0, "N\tGPU ordinal")
+			fs.String("mode", string(eval.Cold), "cold|hot\tflush L2 before every sample (cold) or not")
+			fs.Bool("fresh", false, "\tre-measure variants already in the database")
+			fs.Uint64("seed", 1, "N\tinput data seed")
+		},
+		run: cmdTune,
+	}
+}
+
+func cmdTune(fs *flagSet, stdout, stderr io.Writer) error {
+	mode, err := eval.ParseMode(fs.Lookup("mode").Value.String())
+	if err != nil {
+		return usagef("--mode: %v", err)
+	}
+	budget, dev := intFlag(fs, "budget"), intFlag(fs, "device")
+	if budget < 0 {
+		return usagef("--budget must be 0 (every variant) or more, got %d", budget)
+	}
+	if dev < 0 {
+		return usagef("--device must be a GPU ordinal (0 or more), got %d", dev)
+	}
+	sel, err := resolve(request(fs), "tune", stderr)
+	if err != nil {
+		return err
+	}
+	dbPath := fs.Lookup("db").Value.String()
+	if err := store.Probe(dbPath); err != nil {
+		return usagef("--db %s: %w", dbPath, err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("finding the tune binary for its worker: %w", err)
+	}
+	measure := runner.DefaultMeasure
+	measure.Mode = mode
+	seed, _ := strconv.ParseUint(fs.Lookup("seed").Value.String(), 10, 64)
+	r, err := runner.New(runner.Options{
+		Measure: measure, Fresh: fs.Given("fresh"), Seed: seed, Budget: budget, Fix: sel.Fix, Progress: stdout,
+		NewWorker: runner.NewProcessWorker([]string{exe, "__worker", "--device", strconv.Itoa(dev)}),
+	})
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	info := r.Device()
+	if err := tuning.CheckDevice(sel, info); err != nil {
+		return usageError{err}
+	}
+	return tuneOn(r, sel, dbPath, dev, fs.raw, stdout)
+}
+
+// tuneOn records a run of sel on r's GPU in the database at dbPath.
+func tuneOn(r *runner.Runner, sel tuning.Selection, dbPath string, dev int, args []string, stdout io.Writer) error {
+	db, err := store.Open(dbPath)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	info := r.Device()
+	host, _ := os.Hostname()
+	runID, err := db.BeginRun(store.Run{Started: time.Now(), Host: host, GPUName: info.Name, GPUUUID: info.UUID,
+		CC: info.CC, Driver: info.Driver, ToolVersion: version, Args: strings.Join(append([]string{"tune"}, args...), " ")})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "device %d: %s (sm_%s, %d SMs, %d MiB L2), driver %s; run %d in %s\n",
+		dev, info.Name, strings.ReplaceAll(info.CC, ".", ""), info.SMs, info.L2Bytes>>20, info.Driver, runID, dbPath)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	copyGBps, sums, err := tuning.TuneOnGPU(ctx, tuning.GPURun{Runner: r, DB: db, RunID: runID, Progress: stdout}, sel)
+	printTable(stdout, sums, copyGBps)
+	if err != nil {
+		return err
+	}
+	return tuning.NoValid(sums)
+}
+
+func intFlag(fs *flagSet, name string) int {
+	n, _ := strconv.Atoi(fs.Lookup(name).Value.String())
+	return n
+}
+
+func printTable(w io.Writer, sums []runner.Summary, copyGBps float64) {
+	if len(sums) == 0 {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "kernel\tshape\tdtype\tbest params\tmedian µs\tGB/s\t% copy BW\ttried/valid/failed\t")
+	for _, s := range sums {
+		params, med, gbps, pct := "-", "-", "-", "-"
+		if b := s.Best; b != nil {
+			params = b.Key.Params
+			med = fmt.Sprintf("%.2f", b.Stats.Median)
+			gbps = fmt.Sprintf("%.0f", b.GBps)
+			if copyGBps > 0 {
+				pct = fmt.Sprintf("%.1f%%", 100*b.GBps/copyGBps)
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d/%d/%d\t\n", s.Kernel, s.Shape.Size(), s.Shape.DType,
+			params, med, gbps, pct, s.Tried, s.Valid, s.Failed)
+	}
+	tw.Flush()
+}

@@ -1,0 +1,12 @@
+// Package eval is the vocabulary that the runner, the store and the
+// commands share about an evaluation of a variant: its Status and the
+// timing Mode it was measured in.
+//
+// Each value is defined here once. The store's schema allows exactly these
+// values (the CHECK constraints of store/migrations/0001_init.sql, which a
+// store test compares with Statuses and Modes), the runner produces them and
+// the commands parse and print them.
+//
+// The package imports only the standard library, so that every other
+// package may import it.
+package eval
