@@ -105,3 +105,6 @@ func (db *DB) Run(id int64) (Run, error) {
 
 // ErrNoRun is returned (wrapped) by Run for an id that no run has.
 var ErrNoRun = errors.New("no run with id")
+
+// Path is the database file the DB was opened from.
+func (db *DB) Path() string { return db.path }
