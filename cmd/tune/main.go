@@ -2,4 +2,4 @@ package main
 
 import "os"
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() { os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr)) }
