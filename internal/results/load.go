@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/catalog"
 	"github.com/gradtune/gradtune/store"
 	"github.com/gradtune/gradtune/variants"
@@ -185,6 +186,10 @@ func buildShape(db *store.DB, k groupKey, g *group, run store.Run) (*Shape, erro
 	}
 	sh.rank()
 	sh.Baseline = baseline(sh, g.winner)
+	if f, s, ok := familyShape(k.kernel, k.shape); ok {
+		c := f.Cost(s)
+		sh.Bytes, sh.Flops = c.Bytes, c.Flops
+	}
 	return sh, nil
 }
 
@@ -233,20 +238,29 @@ func baseline(sh *Shape, w *store.Winner) *Baseline {
 	return nil
 }
 
-// defaultParams is the canonical parameter string of the family's untuned
-// variant at the shape: every axis at its first value.
-func defaultParams(kernel, key string) (string, bool) {
+// familyShape resolves a kernel and shape key through the catalog.
+func familyShape(kernel, key string) (kernels.Family, variants.Shape, bool) {
 	f, err := catalog.Lookup(kernel)
 	if err != nil {
-		return "", false
+		return nil, variants.Shape{}, false
 	}
 	dims, dt := splitKey(key)
 	specs, err := variants.ParseSpecs(dims + ",dtype=" + dt)
 	if err != nil || len(specs) != 1 {
-		return "", false
+		return nil, variants.Shape{}, false
 	}
 	s, err := f.Shape(specs[0], specs[0].DType)
 	if err != nil {
+		return nil, variants.Shape{}, false
+	}
+	return f, s, true
+}
+
+// defaultParams is the canonical parameter string of the family's untuned
+// variant at the shape: every axis at its first value.
+func defaultParams(kernel, key string) (string, bool) {
+	f, s, ok := familyShape(kernel, key)
+	if !ok {
 		return "", false
 	}
 	return f.Space(s).Complete(variants.Params{}).String(), true

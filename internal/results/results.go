@@ -52,6 +52,9 @@ type Shape struct {
 	// Valid are the timed variants, fastest first; Failed the others in
 	// recorded order; Order all of them in recorded order.
 	Valid, Failed, Order []*Variant
+	// Bytes and Flops are the family's cost model of one run at the
+	// shape, zero when the kernel is not in this build's catalog.
+	Bytes, Flops int64
 }
 
 // Variant is one evaluation of a shape.
