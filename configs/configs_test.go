@@ -182,7 +182,6 @@ int main(void) {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
-
 func mustShape(t *testing.T, s string) Shape {
 	t.Helper()
 	sh, err := ParseShape(s)

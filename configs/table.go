@@ -69,8 +69,12 @@ type Entry struct {
 	// PTX is the name of the winner's PTX file beside the table (empty
 	// when it was exported without --ptx); PTXSHA256 the hex sha256 of
 	// the PTX text that was timed.
-	PTX        string     `json:"ptx,omitempty"`
-	PTXSHA256  string     `json:"ptx_sha256"`
+	PTX       string `json:"ptx,omitempty"`
+	PTXSHA256 string `json:"ptx_sha256"`
+	// Note is set when this gradtune's generator no longer emits the PTX
+	// that was timed (a stale entry: no PTX file, launches of the current
+	// generator).
+	Note       string     `json:"note,omitempty"`
 	Provenance Provenance `json:"provenance"`
 }
 

@@ -36,8 +36,17 @@ var (
 	purple = color.RGBA{R: 148, G: 103, B: 189, A: 255}
 )
 
-// Render draws the chart as "svg" or "png".
-func (c *Chart) Render(format string) ([]byte, error) {
+// Render draws the chart as "svg" or "png". A log axis whose range holds
+// a single value is widened to a decade around it.
+func (c *Chart) Render(format string) (out []byte, err error) {
+	for _, a := range []*plot.Axis{&c.plot.X, &c.plot.Y} {
+		widenLog(a)
+	}
+	defer func() {
+		if r := recover(); r != nil { // gonum/plot panics on some degenerate ranges
+			out, err = nil, fmt.Errorf("render %s.%s: %v", c.Name, format, r)
+		}
+	}()
 	wt, err := c.plot.WriterTo(c.width, c.height, format)
 	if err != nil {
 		return nil, fmt.Errorf("render %s.%s: %w", c.Name, format, err)
@@ -47,6 +56,24 @@ func (c *Chart) Render(format string) ([]byte, error) {
 		return nil, fmt.Errorf("render %s.%s: %w", c.Name, format, err)
 	}
 	return b.Bytes(), nil
+}
+
+// widenLog gives a log axis a positive range of at least a decade.
+func widenLog(a *plot.Axis) {
+	if _, ok := a.Scale.(plot.LogScale); !ok {
+		return
+	}
+	if !(a.Max > 0) {
+		a.Min, a.Max = 1, 10
+		return
+	}
+	if !(a.Min > 0) || a.Min > a.Max/10 {
+		mid := math.Sqrt(a.Max * math.Max(a.Min, a.Max/10))
+		a.Min, a.Max = math.Min(a.Min, mid/math.Sqrt(10)), math.Max(a.Max, mid*math.Sqrt(10))
+		if !(a.Min > 0) {
+			a.Min = a.Max / 10
+		}
+	}
 }
 
 func newPlot(title, x, y string) *plot.Plot {

@@ -48,7 +48,7 @@ func cmdExport(args []string, stdout io.Writer) error {
 		return userError(err)
 	}
 	files, err := export.Write(t, *out, export.Options{Format: *format, PTX: *withPTX, Force: *force, Name: *name, Package: *pkg})
-	if errors.Is(err, export.ErrExists) || errors.Is(err, configs.ErrMalformed) {
+	if errors.Is(err, export.ErrExists) || errors.Is(err, configs.ErrMalformed) || errors.Is(err, export.ErrPTXChanged) {
 		return usageError{err}
 	}
 	if err != nil {
@@ -57,6 +57,14 @@ func cmdExport(args []string, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "%d entries of %s (cc %s) from %s:\n", len(t.Entries), t.GPU.Name, t.GPU.CC, set.Path)
 	for _, f := range files {
 		fmt.Fprintf(stdout, "  %s\n", f)
+	}
+	for _, s := range t.Skipped {
+		fmt.Fprintf(stdout, "warning: left out: %s\n", s)
+	}
+	for _, e := range t.Entries {
+		if e.Note != "" {
+			fmt.Fprintf(stdout, "warning: %s [%s]: %s\n", e.Key(), e.Params, e.Note)
+		}
 	}
 	return nil
 }

@@ -4,11 +4,14 @@
 // The database stores each variant's PTX hash, not its text: the exporter
 // re-emits every winner through its kernel family (kernels/catalog) from
 // the recorded shape key and parameters, checks that the sha256 of the
-// emitted PTX is the recorded one, and refuses the export otherwise (the
-// generator changed since the run, so the file would not be the code that
-// was timed). The launch geometry and buffers come from the same emitted
-// program. Without --ptx the check still runs, so a table never names a
-// launch geometry that differs from what was measured.
+// emitted PTX is the recorded one. When it is not (the generator changed
+// since the run; the A/B databases under testdata/research/ were timed
+// with experimental generators), the entry is kept with a Note saying so
+// and without a PTX file, and Write refuses --ptx for it: a PTX file
+// beside a table is always the code that was timed. The launch geometry
+// and buffers come from the emitted program. A winner that cannot be
+// emitted at all (its kernel is gone, or its parameters are no longer a
+// point of the family's space) is left out and listed in Table.Skipped.
 //
 // A table holds one GPU model: results from runs on different GPU models
 // are refused, naming them, so that the user picks one with --run.

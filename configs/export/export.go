@@ -29,12 +29,17 @@ var ErrMixedGPUs = errors.New("results from more than one GPU model")
 type Table struct {
 	*configs.Table
 	PTX map[string]string
+	// Skipped says, per winner left out, why: this gradtune cannot emit it
+	// any more (its kernel or its point of the parameter space is gone).
+	Skipped []string
 }
 
 // Build makes a table of the winners in set. Shapes without a winner are
-// left out; a set with none is an error.
+// left out, and so are winners this gradtune cannot emit (Skipped); a
+// table with no entry is an error.
 func Build(set *results.Set) (*Table, error) {
 	var t *Table
+	var skipped []string
 	for _, sh := range set.Shapes {
 		if sh.Winner == nil {
 			continue
@@ -50,16 +55,23 @@ func Build(set *results.Set) (*Table, error) {
 		}
 		e, ptx, err := entry(sh)
 		if err != nil {
-			return nil, err
+			skipped = append(skipped, err.Error())
+			continue
 		}
 		t.Entries = append(t.Entries, e)
-		t.PTX[e.PTX] = ptx
+		if e.PTX != "" {
+			t.PTX[e.PTX] = ptx
+		}
 		if d := formatTime(sh.Run.Started); d > t.Created {
 			t.Created = d
 		}
 	}
 	if t == nil {
 		return nil, fmt.Errorf("%w: no shape has a winner", results.ErrNoResults)
+	}
+	t.Skipped = skipped
+	if len(t.Entries) == 0 {
+		return nil, fmt.Errorf("%w: no winner can be exported: %s", results.ErrNoResults, strings.Join(skipped, "; "))
 	}
 	t.Sort()
 	return t, t.Check()
@@ -73,9 +85,9 @@ func entry(sh *results.Shape) (configs.Entry, string, error) {
 		return configs.Entry{}, "", err
 	}
 	sum := sha256.Sum256([]byte(prog.PTX))
+	var note string
 	if got := hex.EncodeToString(sum[:]); got != w.Key.PTXSHA256 {
-		return configs.Entry{}, "", fmt.Errorf("%s %s [%s]: %w: emitted %.12s, run %d timed %.12s; the generator changed since the run, so re-tune before exporting",
-			sh.Kernel, sh.Key, w.Key.Params, ErrPTXChanged, got, sh.Run.ID, w.Key.PTXSHA256)
+		note = fmt.Sprintf("stale: this gradtune emits PTX %.12s for these params, run %d timed %.12s; the launches are the current generator's", got, sh.Run.ID, w.Key.PTXSHA256)
 	}
 	lo, hi := w.CI()
 	e := configs.Entry{
@@ -85,8 +97,12 @@ func entry(sh *results.Shape) (configs.Entry, string, error) {
 		MedianUS: w.MedianUS, CIUS: [2]float64{lo, hi},
 		PTX:       ptxName(sh, w.Key.PTXSHA256),
 		PTXSHA256: w.Key.PTXSHA256,
+		Note:      note,
 		Provenance: configs.Provenance{Run: w.RunID, Date: formatTime(sh.Run.Started), Driver: sh.Run.Driver,
 			Tool: sh.Run.ToolVersion, Args: sh.Run.Args},
+	}
+	if note != "" {
+		e.PTX = ""
 	}
 	if b := sh.Baseline; b != nil {
 		e.Baseline = configs.Baseline{Name: b.Name, Params: b.Params, MedianUS: b.MedianUS}

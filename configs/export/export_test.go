@@ -109,8 +109,27 @@ func TestGoFormatRoundTrips(t *testing.T) {
 func TestBuildRefuses(t *testing.T) {
 	set := load(t, "h200-pool.db", results.Options{})
 	set.Shapes[0].Winner.Key.PTXSHA256 = strings.Repeat("ab", 32)
-	if _, err := Build(set); !errors.Is(err, ErrPTXChanged) {
-		t.Errorf("tampered hash: err = %v, want ErrPTXChanged", err)
+	tb, err := Build(set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := 0
+	for _, e := range tb.Entries {
+		if e.Note != "" {
+			stale++
+			if e.PTX != "" || !strings.Contains(e.Note, "stale") {
+				t.Errorf("stale entry %s: ptx %q, note %q", e.Key(), e.PTX, e.Note)
+			}
+		}
+	}
+	if stale != 1 || len(tb.PTX) != 3 {
+		t.Errorf("%d stale entries and %d PTX files, want 1 and 3", stale, len(tb.PTX))
+	}
+	if _, err := Write(tb, filepath.Join(t.TempDir(), "t.json"), Options{Format: "json", PTX: true}); !errors.Is(err, ErrPTXChanged) {
+		t.Errorf("--ptx with a stale entry: err = %v, want ErrPTXChanged", err)
+	}
+	if _, err := Write(tb, filepath.Join(t.TempDir(), "t.json"), Options{Format: "json"}); err != nil {
+		t.Errorf("without --ptx: %v", err)
 	}
 	set = load(t, "h200-pool.db", results.Options{})
 	set.Shapes[1].Run.GPUName = "NVIDIA A100-SXM4-80GB"
@@ -119,8 +138,15 @@ func TestBuildRefuses(t *testing.T) {
 	}
 	set = load(t, "h200-pool.db", results.Options{})
 	set.Shapes[0].Kernel = "nf4_gemm_bwd"
-	if _, err := Build(set); err == nil || !strings.Contains(err.Error(), "unknown kernel") {
-		t.Errorf("unknown kernel: err = %v", err)
+	tb, err = Build(set)
+	if err != nil || len(tb.Entries) != 3 || len(tb.Skipped) != 1 || !strings.Contains(tb.Skipped[0], "unknown kernel") {
+		t.Errorf("one unknown kernel: %v, skipped %q", err, tb.Skipped)
+	}
+	for _, sh := range set.Shapes {
+		sh.Kernel = "nf4_gemm_bwd"
+	}
+	if _, err := Build(set); !errors.Is(err, results.ErrNoResults) || !strings.Contains(err.Error(), "unknown kernel") {
+		t.Errorf("only unknown kernels: err = %v", err)
 	}
 	for _, sh := range set.Shapes {
 		sh.Winner = nil

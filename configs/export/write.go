@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"go/token"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -39,6 +40,13 @@ type Options struct {
 // it with opt.PTX. It checks every target before writing any, and returns
 // the files written.
 func Write(t *Table, path string, opt Options) ([]string, error) {
+	if opt.PTX {
+		for _, e := range t.Entries {
+			if e.Note != "" {
+				return nil, fmt.Errorf("%s [%s]: %w (%s); export without --ptx, or re-tune", e.Key(), e.Params, ErrPTXChanged, e.Note)
+			}
+		}
+	}
 	out := t.Table
 	if !opt.PTX {
 		c := *t.Table
@@ -161,8 +169,8 @@ func goPackage(pkg, path string) string {
 		return "configs"
 	}
 	p := strings.ToLower(strings.Trim(nonIdent.ReplaceAllString(filepath.Base(filepath.Dir(abs)), "_"), "_"))
-	if p == "" || (p[0] >= '0' && p[0] <= '9') {
-		return "tables"
+	if !token.IsIdentifier(p) {
+		return "tables" // empty, a digit first, or a keyword ("go")
 	}
 	return p
 }
