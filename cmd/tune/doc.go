@@ -10,6 +10,14 @@
 //	tune check --kernel K --shapes SPEC [--sample N] [--params P]
 //	tune crosscheck --out FILE [--kernel K|all] [--cases N]
 //	tune devices
+//	tune show [--db F] [--run ID] [--kernel K] [--shapes S] [--variants]
+//	tune report [--db F] [--run ID] [--peers FILE.jsonl] [--force] -o DIR
+//	tune export [--db F] [--run ID] --format json|go|c [--ptx] [--force] -o PATH
+//
+// show, report and export read a database without writing to it; their
+// logic lives in internal/results, reports and configs/export, and their
+// flags in show.go, report.go and export.go (dispatched from main through
+// results.go, before the tuning commands).
 //
 // Exit codes: 0 success, 1 failure (no GPU, a GPU error, no valid variant,
 // a wrong variant in check), 2 usage error. The worker mode (`tune
