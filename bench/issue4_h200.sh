@@ -26,12 +26,12 @@ for k in softmax rmsnorm layernorm; do
 done
 if want rows || want rowpeers; then
   python3 bench/peers_rows.py --out "$out/peers-rows.jsonl" > /dev/null
-  python3 bench/compare.py --db "$out/h200-rows.db" --peers "$out/peers-rows.jsonl" --out "$out/h200-rows.md"
+  ./bin/tune report --db "$out/h200-rows.db" --peers "$out/peers-rows.jsonl" --force -o "$out/report-rows"
 fi
 if want pool; then
   ./bin/tune --kernel lp_pool1d_bwd --shapes "$pool" --db "$out/h200-pool.db" > "$out/h200-pool.log" 2>&1 || echo "tune pool: exit $?"
   python3 bench/peers_pool.py --out "$out/peers-pool.jsonl" --shapes "$pool" > /dev/null
-  python3 bench/compare.py --db "$out/h200-pool.db" --peers "$out/peers-pool.jsonl" --out "$out/h200-pool.md"
+  ./bin/tune report --db "$out/h200-pool.db" --peers "$out/peers-pool.jsonl" --force -o "$out/report-pool"
 fi
 if want crosscheck; then
   ./bin/tune crosscheck --kernel all --cases 240 --seed 1 --out "$out/crosscheck.jsonl" > "$out/crosscheck.log" 2>&1 || echo "crosscheck: exit $?"

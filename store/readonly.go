@@ -29,6 +29,9 @@ func openReadOnly(path string, upgradable bool) (*DB, error) {
 		return nil, errors.New("store: open: empty database path")
 	}
 	fi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("store: open %s: %w", path, ErrNoDatabase)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s read-only: %w", path, err)
 	}

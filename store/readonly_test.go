@@ -95,7 +95,7 @@ func TestOpenReadOnlyRejectsMissingAndEmpty(t *testing.T) {
 		t.Fatal(err)
 	}
 	for path, want := range map[string]string{
-		filepath.Join(dir, "missing.db"): "no such file",
+		filepath.Join(dir, "missing.db"): "no database file",
 		empty:                            "the file is empty",
 	} {
 		if db, err := OpenReadOnly(path); err == nil {

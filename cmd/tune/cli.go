@@ -48,7 +48,7 @@ var commands map[string]*command
 func init() {
 	commands = map[string]*command{}
 	for _, c := range []*command{tuneCommand(), listCommand(), emitCommand(), checkCommand(),
-		crosscheckCommand(), devicesCommand(), workerCommand()} {
+		crosscheckCommand(), devicesCommand(), showCommand(), reportCommand(), exportCommand(), workerCommand()} {
 		commands[c.name] = c
 	}
 }

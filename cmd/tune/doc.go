@@ -10,10 +10,15 @@
 //	tune check --kernel K --shapes SPEC [--sample N] [--params P]
 //	tune crosscheck --out FILE [--force] [--kernel K|all] [--cases N]
 //	tune devices
+//	tune show [--db F] [--run ID] [--kernel K] [--shapes S] [--variants]
+//	tune report [--db F] [--run ID] [--peers FILE.jsonl] [--force] -o DIR
+//	tune export [--db F] [--run ID] --format json|go|c [--ptx] [--force] -o PATH
 //	tune help [COMMAND]
 //
 // The command parses flags, prints and chooses exit codes; what to run and
-// how is decided in packages tuning and crosscheck.
+// how is decided in packages tuning and crosscheck, and show, report and
+// export read a database without writing to it through internal/results,
+// reports and export.
 //
 // Exit codes: 0 success, 1 failure (no GPU, a GPU error, no valid variant,
 // a wrong variant in check, an internal error: a panic, reported with its

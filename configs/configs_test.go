@@ -1,0 +1,192 @@
+package configs
+
+import (
+	"bytes"
+	"errors"
+	"go/parser"
+	"go/token"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+var h200 = GPU{Name: "NVIDIA H200", CC: "9.0"}
+
+func TestEmbeddedTables(t *testing.T) {
+	s, err := Embedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Tables) != 3 {
+		t.Fatalf("%d embedded tables, want activations, pool and rows", len(s.Tables))
+	}
+	n := 0
+	for _, tb := range s.Tables {
+		for _, e := range tb.Entries {
+			m, err := s.Lookup(tb.GPU, e.Kernel, e.DType, mustShape(t, e.Shape))
+			if err != nil || m.Rule != Exact || m.Entry.Params != e.Params {
+				t.Errorf("%s: %+v %v", e.Key(), m.Rule, err)
+				continue
+			}
+			ptx, err := s.PTX(m)
+			if err != nil {
+				t.Errorf("%s: %v", e.Key(), err)
+			}
+			if !bytes.Contains(ptx, []byte(".entry "+e.Launches[0].Entry)) {
+				t.Errorf("%s: PTX has no entry %s", e.Key(), e.Launches[0].Entry)
+			}
+			n++
+		}
+	}
+	if n != 31 {
+		t.Errorf("%d entries, want 31 (18 activations, 9 rows, 4 pool)", n)
+	}
+}
+
+func TestLookupRules(t *testing.T) {
+	s, err := Embedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name          string
+		gpu           GPU
+		kernel, dtype string
+		shape         string
+		rule          Rule
+		want          string // the entry's shape
+		err           error
+	}{
+		{"exact", h200, "relu_bwd", "bf16", "m=2048,n=8960", Exact, "m=2048,n=8960", nil},
+		{"name case", GPU{Name: "nvidia h200"}, "relu_bwd", "bf16", "m=2048,n=1536", Exact, "m=2048,n=1536", nil},
+		{"nearest", h200, "relu_bwd", "f32", "m=4096,n=8192", Nearest, "m=2048,n=8960", nil},
+		{"nearest small", h200, "silu_bwd", "f16", "m=512,n=1024", Nearest, "m=2048,n=1536", nil},
+		{"same cc", GPU{Name: "NVIDIA H100 80GB HBM3", CC: "9.0"}, "gelu_bwd", "f16", "m=2048,n=8960", SameCC, "m=2048,n=8960", nil},
+		{"unknown gpu", GPU{Name: "NVIDIA A100-SXM4-80GB", CC: "8.0"}, "relu_bwd", "f32", "m=1,n=1", 0, "", ErrUnknownGPU},
+		{"unknown kernel", h200, "gemm_bwd", "f32", "m=1,n=1", 0, "", ErrUnknownKernel},
+		{"no dtype", h200, "relu_bwd", "f64", "m=2048,n=8960", 0, "", ErrNoConfig},
+		{"other dims", h200, "relu_bwd", "f32", "n=8960", 0, "", ErrNoConfig},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m, err := s.Lookup(c.gpu, c.kernel, c.dtype, mustShape(t, c.shape))
+			if c.err != nil {
+				if !errors.Is(err, c.err) {
+					t.Fatalf("err = %v, want %v", err, c.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Rule != c.rule || m.Entry.Shape != c.want || m.Entry.Kernel != c.kernel || m.Entry.DType != c.dtype {
+				t.Errorf("got %s %s %s by %v, want %s by %v", m.Entry.Kernel, m.Entry.DType, m.Entry.Shape, m.Rule, c.want, c.rule)
+			}
+			if m.Rule == Exact && m.Distance != 0 || m.Rule == Nearest && m.Distance == 0 {
+				t.Errorf("rule %v with distance %v", m.Rule, m.Distance)
+			}
+		})
+	}
+}
+
+func TestParseRefuses(t *testing.T) {
+	good, err := os.ReadFile(filepath.Join("h200", "pool.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, data string
+		want       error
+	}{
+		{"not json", "{", ErrMalformed},
+		{"no schema", `{"gpu": {"name": "x", "cc": "9.0"}}`, ErrMalformed},
+		{"newer schema", `{"schema": 2, "what": "comes next"}`, ErrSchemaTooNew},
+		{"unknown field", strings.Replace(string(good), `"source"`, `"sauce"`, 1), ErrMalformed},
+		{"bad cc", strings.Replace(string(good), `"cc": "9.0"`, `"cc": "sm90"`, 1), ErrMalformed},
+		{"no median", strings.Replace(string(good), `"median_us": `, `"median_us": -`, 1), ErrMalformed},
+		{"bad shape", strings.Replace(string(good), `"shape": "n=32,`, `"shape": "n=,`, 1), ErrMalformed},
+		{"trailing data", string(good) + "{}", ErrMalformed},
+	} {
+		if _, err := Parse(strings.NewReader(c.data)); !errors.Is(err, c.want) {
+			t.Errorf("%s: err = %v, want %v", c.name, err, c.want)
+		}
+	}
+	if _, err := Parse(bytes.NewReader(good)); err != nil {
+		t.Errorf("the committed table: %v", err)
+	}
+}
+
+func TestPTXHashChecked(t *testing.T) {
+	s, err := Embedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := s.Lookup(h200, "relu_bwd", "f32", mustShape(t, "m=2048,n=8960"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Entry.PTXSHA256 = strings.Repeat("0", 64)
+	if _, err := s.PTX(m); err == nil || !strings.Contains(err.Error(), "sha256") {
+		t.Errorf("a PTX file that does not match its hash: err = %v", err)
+	}
+}
+
+func TestWriteGoAndC(t *testing.T) {
+	s, err := Embedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb := s.Tables[0]
+	var g bytes.Buffer
+	if err := WriteGo(&g, tb, "tables", "Activations"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := parser.ParseFile(token.NewFileSet(), "activations.go", g.Bytes(), 0); err != nil {
+		t.Fatalf("generated Go does not parse: %v", err)
+	}
+	var c bytes.Buffer
+	if err := WriteC(&c, tb, "gradtune_rows"); err != nil {
+		t.Fatal(err)
+	}
+	cc, err := exec.LookPath("gcc")
+	if err != nil {
+		t.Skip("gcc not found: the C header is not compiled")
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "rows.h"), c.Bytes(), 0o644)
+	os.WriteFile(filepath.Join(dir, "main.c"), []byte(`#include <stdio.h>
+#include "rows.h"
+#include "rows.h"
+int main(void) {
+	const struct gradtune_config *c = &gradtune_rows_configs[0];
+	printf("%d %s %s %s %d %s\n", GRADTUNE_ROWS_COUNT, c->kernel, c->dtype, c->shape, c->launches[0].block[0], c->launches[0].args[0].buffer);
+	return 0;
+}
+`), 0o644)
+	out, err := exec.Command(cc, "-std=c99", "-Wall", "-Werror", "-o", filepath.Join(dir, "main"), filepath.Join(dir, "main.c")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	out, err = exec.Command(filepath.Join(dir, "main")).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := tb.Entries[0]
+	want := strings.Join([]string{itoa(len(tb.Entries)), e.Kernel, e.DType, e.Shape, itoa(e.Launches[0].Block[0]), e.Launches[0].Args[0].Buffer}, " ")
+	if strings.TrimSpace(string(out)) != want {
+		t.Errorf("C program printed %q, want %q", out, want)
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func mustShape(t *testing.T, s string) Shape {
+	t.Helper()
+	sh, err := ParseShape(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sh
+}

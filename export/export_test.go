@@ -1,0 +1,157 @@
+package export
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gradtune/gradtune/internal/results"
+	"github.com/gradtune/gradtune/store"
+)
+
+func load(t *testing.T, db string, opt results.Options) *results.Set {
+	t.Helper()
+	d, err := store.OpenReadOnly(filepath.Join("..", "testdata", db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	set, err := results.Load(d, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set
+}
+
+// TestCommittedTablesInSync regenerates the tables under configs/h200/
+// from the recorded databases and compares them byte for byte, PTX files
+// included: a change of the exporter, the table format or the generator
+// that would change them fails here (regenerate with the commands in
+// the package documentation of configs).
+func TestCommittedTablesInSync(t *testing.T) {
+	for _, name := range []string{"activations", "rows", "pool"} {
+		t.Run(name, func(t *testing.T) {
+			tb, err := Build(load(t, "h200-"+name+".db", results.Options{}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			files, err := Write(tb, filepath.Join(dir, name+".json"), Options{Format: "json", PTX: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range files {
+				got, _ := os.ReadFile(f)
+				want, err := os.ReadFile(filepath.Join("..", "configs", "h200", filepath.Base(f)))
+				if err != nil {
+					t.Errorf("%s is not committed under configs/h200: %v", filepath.Base(f), err)
+					continue
+				}
+				if !bytes.Equal(got, want) {
+					t.Errorf("configs/h200/%s differs from a fresh export of testdata/h200-%s.db", filepath.Base(f), name)
+				}
+			}
+		})
+	}
+}
+
+func TestWriteRefusesToOverwrite(t *testing.T) {
+	tb, err := Build(load(t, "h200-pool.db", results.Options{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "pool.h")
+	if err := os.WriteFile(path, []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Write(tb, path, Options{Format: "c", PTX: true}); !errors.Is(err, ErrExists) {
+		t.Fatalf("err = %v, want ErrExists", err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "mine" {
+		t.Fatal("the existing file was changed")
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Fatalf("%d files in the directory, want none written beside the refused one", len(entries))
+	}
+	files, err := Write(tb, path, Options{Format: "c", PTX: true, Force: true})
+	if err != nil || len(files) != 5 {
+		t.Fatalf("with Force: %v %v", files, err)
+	}
+	if b, _ := os.ReadFile(path); !strings.Contains(string(b), "gradtune_pool_configs[4]") {
+		t.Errorf("header has no gradtune_pool_configs[4]:\n%.400s", b)
+	}
+	if _, err := Write(tb, filepath.Join(dir, "no", "such.json"), Options{Format: "json"}); err == nil {
+		t.Error("a missing directory was accepted")
+	}
+}
+
+func TestGoFormatRoundTrips(t *testing.T) {
+	tb, err := Build(load(t, "h200-rows.db", results.Options{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if _, err := Write(tb, filepath.Join(dir, "rows.go"), Options{Format: "go", Package: "main", Name: "Rows"}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "rows.go"))
+	for _, want := range []string{"package main", "var Rows = configs.Table{", `Kernel: "layernorm_bwd"`, `PTX: ""`} {
+		if !bytes.Contains(b, []byte(want)) {
+			t.Errorf("Go source lacks %q", want)
+		}
+	}
+}
+
+func TestBuildRefuses(t *testing.T) {
+	set := load(t, "h200-pool.db", results.Options{})
+	set.Shapes[0].Winner.Key.PTXSHA256 = strings.Repeat("ab", 32)
+	tb, err := Build(set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := 0
+	for _, e := range tb.Entries {
+		if e.Note != "" {
+			stale++
+			if e.PTX != "" || !strings.Contains(e.Note, "stale") {
+				t.Errorf("stale entry %s: ptx %q, note %q", e.Key(), e.PTX, e.Note)
+			}
+		}
+	}
+	if stale != 1 || len(tb.PTX) != 3 {
+		t.Errorf("%d stale entries and %d PTX files, want 1 and 3", stale, len(tb.PTX))
+	}
+	if _, err := Write(tb, filepath.Join(t.TempDir(), "t.json"), Options{Format: "json", PTX: true}); !errors.Is(err, ErrPTXChanged) {
+		t.Errorf("--ptx with a stale entry: err = %v, want ErrPTXChanged", err)
+	}
+	if _, err := Write(tb, filepath.Join(t.TempDir(), "t.json"), Options{Format: "json"}); err != nil {
+		t.Errorf("without --ptx: %v", err)
+	}
+	set = load(t, "h200-pool.db", results.Options{})
+	set.Shapes[1].Run.GPUName = "NVIDIA A100-SXM4-80GB"
+	if _, err := Build(set); !errors.Is(err, ErrMixedGPUs) {
+		t.Errorf("two GPUs: err = %v, want ErrMixedGPUs", err)
+	}
+	set = load(t, "h200-pool.db", results.Options{})
+	set.Shapes[0].Kernel = "nf4_gemm_bwd"
+	tb, err = Build(set)
+	if err != nil || len(tb.Entries) != 3 || len(tb.Skipped) != 1 || !strings.Contains(tb.Skipped[0], "unknown kernel") {
+		t.Errorf("one unknown kernel: %v, skipped %q", err, tb.Skipped)
+	}
+	for _, sh := range set.Shapes {
+		sh.Kernel = "nf4_gemm_bwd"
+	}
+	if _, err := Build(set); !errors.Is(err, results.ErrNoResults) || !strings.Contains(err.Error(), "unknown kernel") {
+		t.Errorf("only unknown kernels: err = %v", err)
+	}
+	for _, sh := range set.Shapes {
+		sh.Winner = nil
+	}
+	if _, err := Build(set); !errors.Is(err, results.ErrNoResults) {
+		t.Errorf("no winners: err = %v", err)
+	}
+}

@@ -1,0 +1,31 @@
+// Package results reads a gradtune database into what `tune show`,
+// `tune report` and `tune export` present: per kernel and shape, the run
+// that tuned it, its winner, every valid variant ranked by median time,
+// the failures, and the baseline the winner is compared with.
+//
+// # Which run
+//
+// With Options.RunID set, every shape that run evaluated or chose a winner
+// for is loaded. Without it, each (kernel, shape) comes from the newest run
+// that evaluated it or chose a winner for it, as bench/compare.py did: a
+// later, narrower run of a shape (a re-measurement with --params) replaces
+// the earlier one. A shape's variants are the evaluations recorded in its
+// run; a winner that the run reused from an earlier run (a re-run skips
+// recorded evaluations) is added from that run and marked Reused.
+//
+// # Derived figures
+//
+// A variant's bytes moved and arithmetic intensity come from the stored
+// throughput (GB/s and TFLOP/s) and median; "% bound" compares the
+// achieved throughput with the run's measured copy bandwidth when the
+// kernel's intensity is below the ridge point of the GPU's peak FP32 rate
+// (from a small table of data-sheet figures, Peaks) and with that peak
+// otherwise. Two variants tie when their 95% confidence intervals of the
+// median overlap: the ranking between them is not established.
+//
+// # Baseline
+//
+// The winner is compared with the baseline recorded with it when there is
+// one; otherwise with the family's default variant (every axis at its first
+// value, what a user gets without tuning) when the run evaluated it.
+package results

@@ -1,0 +1,125 @@
+package results
+
+import (
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"github.com/gradtune/gradtune/store"
+	"github.com/gradtune/gradtune/variants"
+)
+
+func open(t *testing.T, name string) *store.DB {
+	t.Helper()
+	db, err := store.OpenReadOnly(filepath.Join("..", "..", "testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func TestLoadActivations(t *testing.T) {
+	db := open(t, "h200-activations.db")
+	set, err := Load(db, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(set.Shapes) != 18 || len(set.Runs) != 1 {
+		t.Fatalf("%d shapes in %d runs, want 18 in 1", len(set.Shapes), len(set.Runs))
+	}
+	first := set.Shapes[0]
+	if first.Kernel != "relu_bwd" || first.Key != "m=2048,n=8960,dtype=f32" || first.Size != "2048×8960" || first.DType != "f32" {
+		t.Errorf("first shape %s %s %s %s, want relu_bwd at 2048×8960 f32 (recorded order)", first.Kernel, first.Key, first.Size, first.DType)
+	}
+	ws, _ := db.Winners(0)
+	for i, sh := range set.Shapes {
+		if sh.Winner == nil {
+			t.Fatalf("%s %s: no winner", sh.Kernel, sh.Key)
+		}
+		if len(sh.Valid) != 216 || len(sh.Failed) != 0 || sh.Valid[0].Rank != 1 {
+			t.Errorf("%s %s: %d valid, %d failed", sh.Kernel, sh.Key, len(sh.Valid), len(sh.Failed))
+		}
+		for j := 1; j < len(sh.Valid); j++ {
+			if sh.Valid[j].MedianUS < sh.Valid[j-1].MedianUS {
+				t.Fatalf("%s %s: ranking not sorted at %d", sh.Kernel, sh.Key, j)
+			}
+		}
+		found := false
+		for _, w := range ws {
+			if w.Kernel == sh.Kernel && w.ShapeKey == sh.Key {
+				found = true
+				if w.VariantID != sh.Winner.VariantID || w.MedianUS != sh.Winner.MedianUS {
+					t.Errorf("%s %s: winner %d %.3f, table says %d %.3f", sh.Kernel, sh.Key, sh.Winner.VariantID, sh.Winner.MedianUS, w.VariantID, w.MedianUS)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("shape %d %s %s is not in the winners table", i, sh.Kernel, sh.Key)
+		}
+		if sh.Baseline == nil || sh.Baseline.Name != "default" || sh.Speedup() < 1 {
+			t.Errorf("%s %s: baseline %+v speedup %.3f, want the default variant, slower than the winner", sh.Kernel, sh.Key, sh.Baseline, sh.Speedup())
+		}
+		pct, of := sh.Bound(sh.Winner)
+		if of != "BW" || pct < 30 || pct > 100 {
+			t.Errorf("%s %s: bound %.1f%% of %s, want a share of the copy bandwidth", sh.Kernel, sh.Key, pct, of)
+		}
+		lo, hi := sh.Winner.CI()
+		for _, v := range sh.Valid[1:] {
+			vlo, _ := v.CI()
+			if v.Tie != (vlo <= hi) || lo > sh.Winner.MedianUS {
+				t.Fatalf("%s %s: tie flag of rank %d wrong", sh.Kernel, sh.Key, v.Rank)
+			}
+		}
+	}
+}
+
+func TestLoadNewestRun(t *testing.T) {
+	db := open(t, filepath.Join("research", "h200-async-only.db"))
+	set, err := Load(db, Options{Kernels: []string{"rmsnorm_bwd"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sh := range set.Shapes {
+		want := int64(1)
+		if sh.DType == "f32" {
+			want = 2 // re-measured with fixed --params in run 2
+		}
+		if sh.Run.ID != want {
+			t.Errorf("%s: from run %d, want %d", sh.Key, sh.Run.ID, want)
+		}
+	}
+	one, err := Load(db, Options{RunID: 1, Shapes: []variants.Spec{mustSpec(t, "m=2048,dtype=f32")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(one.Shapes) != 2 {
+		t.Errorf("run 1 f32: %d shapes, want rmsnorm and layernorm", len(one.Shapes))
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	db := open(t, "h200-pool.db")
+	for _, c := range []struct {
+		name string
+		opt  Options
+		want error
+	}{
+		{"unknown run", Options{RunID: 7}, store.ErrNoRun},
+		{"unknown kernel", Options{Kernels: []string{"relu_bwd"}}, ErrNoResults},
+		{"no such shape", Options{Shapes: []variants.Spec{mustSpec(t, "n=1")}}, ErrNoResults},
+	} {
+		if _, err := Load(db, c.opt); !errors.Is(err, c.want) {
+			t.Errorf("%s: err = %v, want %v", c.name, err, c.want)
+		}
+	}
+}
+
+func mustSpec(t *testing.T, s string) variants.Spec {
+	t.Helper()
+	sp, err := variants.ParseSpecs(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sp[0]
+}

@@ -1,0 +1,79 @@
+package reports
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+)
+
+// ErrBadPeers is returned (wrapped) by ReadPeers for a malformed file.
+var ErrBadPeers = errors.New("malformed peers file")
+
+// Peer is one row of the bench scripts' JSON lines.
+type Peer struct {
+	Kernel   string  `json:"kernel"`
+	Shape    string  `json:"shape"`
+	DType    string  `json:"dtype"`
+	Name     string  `json:"peer"`
+	MedianUS float64 `json:"median_us"`
+	GBps     float64 `json:"gbps"`
+}
+
+// Peers are the rows of a peers file: by kernel and shape key, and the
+// peer's copy bandwidth ("copy" row), zero when absent.
+type Peers struct {
+	rows     map[string]Peer
+	CopyGBps float64
+	CopyName string
+}
+
+// ReadPeers reads JSON lines; blank lines are skipped.
+func ReadPeers(r io.Reader) (*Peers, error) {
+	p := &Peers{rows: map[string]Peer{}}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<16), 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" {
+			continue
+		}
+		var row Peer
+		dec := json.NewDecoder(strings.NewReader(line))
+		if err := dec.Decode(&row); err != nil {
+			return nil, fmt.Errorf("%w: line %d: %v", ErrBadPeers, n, err)
+		}
+		if row.Kernel == "" || row.Shape == "" || !(row.MedianUS > 0) || math.IsInf(row.MedianUS, 0) {
+			return nil, fmt.Errorf("%w: line %d: want kernel, shape and a positive median_us", ErrBadPeers, n)
+		}
+		if row.Kernel == "copy" {
+			p.CopyGBps, p.CopyName = row.GBps, row.Name
+			continue
+		}
+		p.rows[row.Kernel+" "+row.Shape+",dtype="+row.DType] = row
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read peers: %w", err)
+	}
+	return p, nil
+}
+
+// Lookup returns the peer row of kernel at the shape key.
+func (p *Peers) Lookup(kernel, key string) (Peer, bool) {
+	if p == nil {
+		return Peer{}, false
+	}
+	r, ok := p.rows[kernel+" "+key]
+	return r, ok
+}
+
+// Len is the number of peer rows besides the copy row.
+func (p *Peers) Len() int {
+	if p == nil {
+		return 0
+	}
+	return len(p.rows)
+}
