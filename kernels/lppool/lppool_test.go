@@ -1,22 +1,16 @@
 package lppool
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/gradtune/gradtune/dtype"
-	"github.com/gradtune/gradtune/internal/ptxas"
 	"github.com/gradtune/gradtune/kernels"
-	"github.com/gradtune/gradtune/kernels/internal/ptxtest"
 	"github.com/gradtune/gradtune/variants"
 )
 
@@ -620,8 +614,6 @@ func TestSpaceOrder(t *testing.T) {
 	}
 }
 
-var lpEntryRE = regexp.MustCompile(`lp_pool1d_bwd_(f32|f16|bf16|f64)`)
-
 type lpVariant struct {
 	shape  variants.Shape
 	geom   geom
@@ -723,129 +715,5 @@ func TestPrograms(t *testing.T) {
 		if n := l.Grid[0] * l.Block[0] * v.params.EPT; n < work || n-work >= l.Block[0]*v.params.EPT {
 			t.Fatalf("%s %s: grid %d × %d × %d for %d units", v.shape.Key(), v.key, l.Grid[0], l.Block[0], v.params.EPT, work)
 		}
-	}
-}
-
-// TestAssemble assembles every variant of the benchmark shape and
-// the odd shapes, in every dtype, with ptxas for sm_90, and reads ptxas'
-// report: no spills or stack without a register cap, the cap respected
-// with one, no shared memory. As TestAssembleAllVariants does, it
-// assembles a deterministic eighth of them for sm_80 too, all of them with
-// GRADTUNE_PTXAS_ALL=1 (about 3.5 minutes of two cores for both
-// architectures), and a sixteenth for both with -short. Kernels are
-// renamed and batched into modules of 40.
-func TestAssemble(t *testing.T) {
-	path := ptxas.RequireOrSkip(t)
-	start := time.Now()
-	all := lpAllVariants(t)
-	type job struct {
-		arch    string
-		header  string
-		members []int
-	}
-	headers := map[string][]int{}
-	var order []string
-	for i, v := range all {
-		if testing.Short() && i%16 != 0 {
-			continue
-		}
-		h := v.prog.PTX[:strings.Index(v.prog.PTX, ".visible .entry ")]
-		if headers[h] == nil {
-			order = append(order, h)
-		}
-		headers[h] = append(headers[h], i)
-	}
-	const batch = 40
-	all80 := os.Getenv("GRADTUNE_PTXAS_ALL") == "1" || testing.Short()
-	var jobs []job
-	for _, arch := range []string{"sm_90", "sm_80"} {
-		for _, h := range order {
-			ms := headers[h]
-			if arch == "sm_80" && !all80 {
-				var some []int
-				for _, i := range ms {
-					if i%8 == 3 {
-						some = append(some, i)
-					}
-				}
-				ms = some
-			}
-			for len(ms) > 0 {
-				n := min(batch, len(ms))
-				jobs = append(jobs, job{arch, h, ms[:n]})
-				ms = ms[n:]
-			}
-		}
-	}
-	module := func(j job) (string, map[string]int) {
-		var b strings.Builder
-		b.WriteString(j.header)
-		names := map[string]int{}
-		for n, i := range j.members {
-			prefix := fmt.Sprintf("v%03d", n)
-			body := all[i].prog.PTX[len(j.header):]
-			b.WriteString(lpEntryRE.ReplaceAllString(body, prefix))
-			b.WriteString("\n")
-			for _, l := range all[i].prog.Launches {
-				names[lpEntryRE.ReplaceAllString(l.Entry, prefix)] = i
-			}
-		}
-		return b.String(), names
-	}
-	var (
-		mu       sync.Mutex
-		problems []string
-		counts   = map[string]int{}
-	)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-	defer cancel()
-	ptxtest.Parallel(jobs, func(j job) {
-		text, names := module(j)
-		reports, _, err := ptxas.Assemble(ctx, path, text, j.arch)
-		var ps []string
-		if err != nil {
-			for _, i := range j.members {
-				one, _ := module(job{j.arch, j.header, []int{i}})
-				if _, _, err := ptxas.Assemble(ctx, path, one, j.arch); err != nil {
-					ps = append(ps, fmt.Sprintf("%s: %s %s: %v", j.arch, all[i].shape.Key(), all[i].key, err))
-				}
-			}
-		}
-		seen := map[string]bool{}
-		for _, r := range reports {
-			i, ok := names[r.Function]
-			if !ok {
-				ps = append(ps, fmt.Sprintf("%s: report for unknown kernel %s", j.arch, r.Function))
-				continue
-			}
-			seen[r.Function] = true
-			v := all[i]
-			cap := v.params.MaxNReg
-			switch {
-			case cap == 0 && (r.SpillStores != 0 || r.SpillLoads != 0 || r.StackBytes != 0):
-				ps = append(ps, fmt.Sprintf("%s: %s %s %s: spills without a register cap: %d/%d bytes, %d stack, %d registers",
-					j.arch, v.shape.Key(), v.key, r.Function, r.SpillStores, r.SpillLoads, r.StackBytes, r.Registers))
-			case cap > 0 && r.Registers > cap:
-				ps = append(ps, fmt.Sprintf("%s: %s %s %s: %d registers above .maxnreg %d", j.arch, v.shape.Key(), v.key, r.Function, r.Registers, cap))
-			case r.SharedBytes != 0:
-				ps = append(ps, fmt.Sprintf("%s: %s %s: %d bytes shared memory", j.arch, v.shape.Key(), v.key, r.SharedBytes))
-			}
-		}
-		if err == nil && len(seen) != len(names) {
-			ps = append(ps, fmt.Sprintf("%s: %d reports for %d kernels", j.arch, len(seen), len(names)))
-		}
-		mu.Lock()
-		problems = append(problems, ps...)
-		if err == nil {
-			counts[j.arch] += len(j.members)
-		}
-		mu.Unlock()
-	})
-	ptxtest.ReportSorted(t, problems, 20)
-	if want := len(all); !testing.Short() && len(problems) == 0 && counts["sm_90"] != want {
-		t.Errorf("assembled %d variants for sm_90, want all %d", counts["sm_90"], want)
-	}
-	if testing.Verbose() {
-		t.Logf("%d variants; assembled %d for sm_90 and %d for sm_80 in %v", len(all), counts["sm_90"], counts["sm_80"], time.Since(start).Round(time.Millisecond))
 	}
 }
