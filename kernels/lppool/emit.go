@@ -165,8 +165,8 @@ func emitScatter(m *ptx.Module, dt dtype.DType, g geom, p Params) ([]kernels.Lau
 // scatterLaunch writes the kernel that adds the windows' contributions
 // into target.
 func scatterLaunch(m *ptx.Module, dt dtype.DType, g geom, p Params, target string, tt ptx.Type) kernels.Launch {
-	name := entry(dt) + "_scatter"
-	sk := scatterKernel{k: m.Func(name), dt: dt, g: g, pl: newScatterPlan(g, p.SPT), edges: p.Form == ScatterEdges, tt: tt}
+	ent := entry(dt) + "_scatter"
+	sk := scatterKernel{k: m.Func(ent), dt: dt, g: g, pl: newScatterPlan(g, p.SPT), edges: p.Form == ScatterEdges, tt: tt}
 	k, pl := sk.k, sk.pl
 	k.ReqNTid(p.Block)
 	k.MaxNReg(p.MaxNReg)
@@ -183,7 +183,7 @@ func scatterLaunch(m *ptx.Module, dt dtype.DType, g geom, p Params, target strin
 	for _, gr := range gs {
 		sk.add(e, gr)
 	}
-	return kernels.Launch{Entry: name, Grid: [3]int{ceilDiv(groups, chunk), 1, 1}, Block: [3]int{p.Block, 1, 1},
+	return kernels.Launch{Entry: ent, Grid: [3]int{ceilDiv(groups, chunk), 1, 1}, Block: [3]int{p.Block, 1, 1},
 		Args: []kernels.Arg{{Buffer: "x"}, {Buffer: "dy"}, {Buffer: "y"}, {Buffer: target}}}
 }
 
