@@ -1,20 +1,16 @@
-package kernels
+package lppool
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
-	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/gradtune/gradtune/dtype"
-	"github.com/gradtune/gradtune/internal/ptxas"
-	"github.com/gradtune/gradtune/kernels/internal/ptxtest"
+	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/variants"
 )
 
@@ -32,20 +28,43 @@ var lpOddShapes = []string{
 	"n=2,c=2,l=64,window=3,stride=1,p=1",
 }
 
-func lpShape(t testing.TB, spec string, dt dtype.DType) variants.Shape {
-	t.Helper()
+// fam is the family as commands and runners see it.
+var fam = Families()[0]
+
+// parseShape turns spec into the family's canonical shape and its typed
+// form, or says why the family refuses it.
+func parseShape(spec string, dt dtype.DType) (variants.Shape, Shape, error) {
 	sp, err := variants.ParseSpecs(spec)
 	if err != nil {
-		t.Fatal(err)
+		return variants.Shape{}, Shape{}, err
 	}
-	s, err := lpPoolBwd.Shape(sp[0], dt)
+	s, err := fam.Shape(sp[0], dt)
+	if err != nil {
+		return variants.Shape{}, Shape{}, err
+	}
+	v, err := variants.DecodeShape[Shape](s.Dims, s.DType)
+	return s, v, err
+}
+
+func lpShape(t testing.TB, spec string, dt dtype.DType) variants.Shape {
+	t.Helper()
+	s, _, err := parseShape(spec, dt)
 	if err != nil {
 		t.Fatalf("%s %v: %v", spec, dt, err)
 	}
 	return s
 }
 
-func TestLPPoolOutLen(t *testing.T) {
+func lpGeom(t testing.TB, spec string, dt dtype.DType) geom {
+	t.Helper()
+	_, v, err := parseShape(spec, dt)
+	if err != nil {
+		t.Fatalf("%s %v: %v", spec, dt, err)
+	}
+	return geomOf(v)
+}
+
+func TestOutLen(t *testing.T) {
 	// Values of PyTorch's pooling_output_shape (padding 0, dilation 1).
 	cases := []struct {
 		l, k, s int
@@ -62,28 +81,30 @@ func TestLPPoolOutLen(t *testing.T) {
 		{1, 4, 2, true, 0},
 	}
 	for _, c := range cases {
-		if got := lpOutLen(c.l, c.k, c.s, c.ceil); got != c.want {
-			t.Errorf("lpOutLen(l=%d, k=%d, s=%d, ceil=%v) = %d, want %d", c.l, c.k, c.s, c.ceil, got, c.want)
+		if got := outLen(c.l, c.k, c.s, c.ceil); got != c.want {
+			t.Errorf("outLen(l=%d, k=%d, s=%d, ceil=%v) = %d, want %d", c.l, c.k, c.s, c.ceil, got, c.want)
 		}
 	}
 }
 
-func TestLPPoolShape(t *testing.T) {
+func TestShape(t *testing.T) {
 	s := lpShape(t, lpBench, dtype.F32)
 	if s.Key() != "n=32,c=256,l=4096,window=4,stride=2,p=2,dtype=f32" {
 		t.Errorf("Key = %q", s.Key())
 	}
-	g := lpGeomOf(s)
+	g := lpGeom(t, lpBench, dtype.F32)
 	if g.rows != 8192 || g.lout != 2047 || g.lastC != 4 || g.p != 2 || g.partial() {
 		t.Errorf("geometry %+v", g)
 	}
-	if s := lpShape(t, "n=1,c=2,l=10,window=3,p=1.5,ceil=1", dtype.BF16); s.Key() != "n=1,c=2,l=10,window=3,stride=3,p=1.5,ceil=1,dtype=bf16" {
+	const ceilSpec = "n=1,c=2,l=10,window=3,p=1.5,ceil=1"
+	if s := lpShape(t, ceilSpec, dtype.BF16); s.Key() != "n=1,c=2,l=10,window=3,stride=3,p=1.5,ceil=1,dtype=bf16" {
 		t.Errorf("stride default / ceil: Key = %q", s.Key())
-	} else if g := lpGeomOf(s); g.lout != 4 || g.lastC != 1 || !g.partial() {
+	} else if g := lpGeom(t, ceilSpec, dtype.BF16); g.lout != 4 || g.lastC != 1 || !g.partial() {
 		t.Errorf("ceil geometry %+v", g)
 	}
 	bad := map[string]string{
-		"n=1,c=1,l=8,window=2":                    "p missing",
+		"n=1,c=1,l=8,window=2":                    "takes n=N,c=C,l=L,window=WINDOW,stride=STRIDE (optional),p=P,ceil=CEIL (optional)",
+		"n=1,c=1,l=8.5,window=2,p=2":              "l=8.5 is not an integer",
 		"n=1,c=1,l=8,window=2,p=2,m=3":            "takes n=N",
 		"n=1,c=1,l=8,window=2,p=2,ceil=2":         "ceil=2",
 		"n=1,c=1,l=3,window=4,p=2":                "no output",
@@ -103,16 +124,16 @@ func TestLPPoolShape(t *testing.T) {
 		if sp[0].DType != dtype.Invalid {
 			dt = sp[0].DType
 		}
-		if _, err := lpPoolBwd.Shape(sp[0], dt); err == nil || !strings.Contains(err.Error(), want) {
+		if _, err := fam.Shape(sp[0], dt); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Shape(%s) error = %v, want one containing %q", spec, err, want)
 		}
 	}
 	sp, _ := variants.ParseSpecs("n=1,c=1,l=8,window=2,p=1.5")
-	if _, err := lpPoolBwd.Shape(sp[0], dtype.F64); err == nil || !strings.Contains(err.Error(), "integer p") {
+	if _, err := fam.Shape(sp[0], dtype.F64); err == nil || !strings.Contains(err.Error(), "integer p") {
 		t.Errorf("f64 with p=1.5: %v", err)
 	}
 	p, _ := variants.LookupPreset("qwen1.5b", 0)
-	if sh := lpPoolBwd.Shapes(p, []dtype.DType{dtype.F32, dtype.BF16}); len(sh) != 2 || sh[1].Key() != lpBench+",dtype=bf16" {
+	if sh := fam.Shapes(p, []dtype.DType{dtype.F32, dtype.BF16}); len(sh) != 2 || sh[1].Key() != lpBench+",dtype=bf16" {
 		t.Errorf("Shapes = %v", sh)
 	}
 }
@@ -120,7 +141,7 @@ func TestLPPoolShape(t *testing.T) {
 // lpTorchForward is PyTorch's lp_pool1d written out step by step:
 // avg_pool1d(x.pow(p)) with the clipped divisor, sign·relu(abs), ·k,
 // pow(1/p). x.pow(p) is signed, as in PyTorch.
-func lpTorchForward(g lpGeom, x []float64) (out, z, y []float64) {
+func lpTorchForward(g geom, x []float64) (out, z, y []float64) {
 	out = make([]float64, g.rows*g.lout)
 	z = make([]float64, len(out))
 	y = make([]float64, len(out))
@@ -150,7 +171,7 @@ func lpTorchForward(g lpGeom, x []float64) (out, z, y []float64) {
 // backward (1/p)·z^(1/p−1), mul by k, mul by sign(out), relu backward
 // (threshold_backward: 0 where relu(|out|) ≤ 0), abs backward sgn(out),
 // avg_pool backward /c, pow backward p·x^(p−1).
-func lpTorchBackward(g lpGeom, x, dy []float64) []float64 {
+func lpTorchBackward(g geom, x, dy []float64) []float64 {
 	out, z, _ := lpTorchForward(g, x)
 	dx := make([]float64, len(x))
 	for r := 0; r < g.rows; r++ {
@@ -179,7 +200,7 @@ func lpTorchBackward(g lpGeom, x, dy []float64) []float64 {
 
 // lpRandX returns x in [−2, 2] with |x| ≥ 0.25 and every 7th element 0,
 // and the whole first window of row 0 zero.
-func lpRandX(g lpGeom, seed uint64, nonneg bool) []float64 {
+func lpRandX(g geom, seed uint64, nonneg bool) []float64 {
 	r := rand.New(rand.NewPCG(seed, 7))
 	x := make([]float64, g.rows*g.l)
 	for i := range x {
@@ -198,7 +219,7 @@ func lpRandX(g lpGeom, seed uint64, nonneg bool) []float64 {
 	return x
 }
 
-func lpRandDy(g lpGeom, seed uint64) []float64 {
+func lpRandDy(g geom, seed uint64) []float64 {
 	r := rand.New(rand.NewPCG(seed, 11))
 	dy := make([]float64, g.rows*g.lout)
 	for i := range dy {
@@ -209,15 +230,15 @@ func lpRandDy(g lpGeom, seed uint64) []float64 {
 
 func lpClose(a, b, tol float64) bool { return math.Abs(a-b) <= tol*(1+math.Abs(b)) }
 
-// TestLPPoolMatchesTorch checks the forward against PyTorch's formula and,
+// TestMatchesTorch checks the forward against PyTorch's formula and,
 // for p = 2 (and any p with x ≥ 0), the backward against PyTorch's
 // autograd chain, zero windows and zero elements included. For p = 1 with
 // signed x PyTorch computes sum pooling instead; that is shown, not
 // matched.
-func TestLPPoolMatchesTorch(t *testing.T) {
+func TestMatchesTorch(t *testing.T) {
 	for _, spec := range []string{"n=1,c=2,l=13,window=4,stride=2,p=2,ceil=1", "n=1,c=1,l=11,window=3,stride=3,p=2,ceil=1",
 		"n=1,c=2,l=12,window=2,stride=3,p=3", "n=1,c=2,l=13,window=4,stride=2,p=1.5,ceil=1", "n=1,c=2,l=13,window=4,stride=1,p=1"} {
-		g := lpGeomOf(lpShape(t, spec, dtype.F32))
+		g := lpGeom(t, spec, dtype.F32)
 		for _, nonneg := range []bool{true, false} {
 			if !nonneg && g.p != 2 {
 				continue
@@ -225,13 +246,13 @@ func TestLPPoolMatchesTorch(t *testing.T) {
 			x := lpRandX(g, 1, nonneg)
 			dy := lpRandDy(g, 2)
 			_, _, yt := lpTorchForward(g, x)
-			y := lpForward(g, x)
+			y := forward(g, x)
 			for i := range y {
 				if !lpClose(y[i], yt[i], 1e-13) {
 					t.Errorf("%s nonneg=%v: y[%d] = %g, PyTorch's formula %g", spec, nonneg, i, y[i], yt[i])
 				}
 			}
-			dx := lpBackward(g, x, dy, y)
+			dx := backward(g, x, dy, y)
 			dxt := lpTorchBackward(g, x, dy)
 			for i := range dx {
 				if g.p == 1 && x[i] == 0 {
@@ -244,22 +265,21 @@ func TestLPPoolMatchesTorch(t *testing.T) {
 		}
 	}
 	// p = 1 with a negative element: PyTorch sums signed values.
-	s := lpShape(t, "n=1,c=1,l=4,window=4,p=1", dtype.F64)
-	g := lpGeomOf(s)
+	g := lpGeom(t, "n=1,c=1,l=4,window=4,p=1", dtype.F64)
 	_, _, yt := lpTorchForward(g, []float64{1, -1, 1, 1})
-	if y := lpForward(g, []float64{1, -1, 1, 1}); y[0] != 4 || yt[0] != 2 {
+	if y := forward(g, []float64{1, -1, 1, 1}); y[0] != 4 || yt[0] != 2 {
 		t.Errorf("p=1: LP norm %v, PyTorch's sum pooling %v; want 4 and 2", y, yt)
 	}
 }
 
-// TestLPPoolReferenceFiniteDifferences checks the reference backward
+// TestReferenceFiniteDifferences checks the reference backward
 // against central differences of the float64 forward: dx_i must be
 // ∂/∂x_i Σ_w dy_w·y_w(x), in floor and ceil mode, with overlapping
 // windows, gaps, a window longer than the row, and p = 1, 2, 3, 1.5, 0.5.
 // Zero elements and an all-zero window are included: the forward depends
 // on x_i only through |x_i|, so the central difference there is exactly
 // 0, the convention of the reference.
-func TestLPPoolReferenceFiniteDifferences(t *testing.T) {
+func TestReferenceFiniteDifferences(t *testing.T) {
 	geoms := []string{
 		"l=13,window=4,stride=2", "l=13,window=4,stride=2,ceil=1", "l=14,window=3,stride=1",
 		"l=14,window=2,stride=3", "l=15,window=2,stride=3,ceil=1", "l=11,window=4,stride=3,ceil=1",
@@ -268,13 +288,13 @@ func TestLPPoolReferenceFiniteDifferences(t *testing.T) {
 	for _, gs := range geoms {
 		for _, p := range []string{"1", "2", "3", "1.5", "0.5"} {
 			spec := "n=1,c=2," + gs + ",p=" + p
-			g := lpGeomOf(lpShape(t, spec, dtype.F32))
+			g := lpGeom(t, spec, dtype.F32)
 			x := lpRandX(g, 3, false)
 			dy := lpRandDy(g, 4)
-			dx := lpBackward(g, x, dy, lpForward(g, x))
+			dx := backward(g, x, dy, forward(g, x))
 			loss := func(x []float64) float64 {
 				var l float64
-				for i, v := range lpForward(g, x) {
+				for i, v := range forward(g, x) {
 					l += dy[i] * v
 				}
 				return l
@@ -299,7 +319,7 @@ func TestLPPoolReferenceFiniteDifferences(t *testing.T) {
 // lpTerm is the float64 value of one (element, window) term the kernels
 // compute, with their edge cases: windows with y = 0 (and slots that are
 // no window, loaded as dy = y = 0) give 0, x = 0 gives 0.
-func lpTerm(g lpGeom, x, dy, y float64, last bool) float64 {
+func lpTerm(g geom, x, dy, y float64, last bool) float64 {
 	if y == 0 || x == 0 {
 		return 0
 	}
@@ -311,7 +331,7 @@ func lpTerm(g lpGeom, x, dy, y float64, last bool) float64 {
 
 // lpSimGather runs a gather plan in float64, checking each guard against
 // the geometry it stands for.
-func lpSimGather(t *testing.T, g lpGeom, pl lpGatherPlan, x, dy, y []float64) []float64 {
+func lpSimGather(t *testing.T, g geom, pl gatherPlan, x, dy, y []float64) []float64 {
 	dx := make([]float64, len(x))
 	writes := make([]int, len(x))
 	for r := 0; r < g.rows; r++ {
@@ -364,7 +384,7 @@ func lpSimGather(t *testing.T, g lpGeom, pl lpGatherPlan, x, dy, y []float64) []
 // lpSimScatter runs a scatter plan in float64: adds for shared elements,
 // plain stores for exclusive ones when edges is set (checking that no
 // other group writes them).
-func lpSimScatter(t *testing.T, g lpGeom, pl lpScatterPlan, edges bool, x, dy, y []float64) []float64 {
+func lpSimScatter(t *testing.T, g geom, pl scatterPlan, edges bool, x, dy, y []float64) []float64 {
 	dx := make([]float64, len(x))
 	writers := make([]int, len(x))
 	stored := make([]bool, len(x))
@@ -416,10 +436,10 @@ func lpSimScatter(t *testing.T, g lpGeom, pl lpScatterPlan, edges bool, x, dy, y
 	return dx
 }
 
-// TestLPPoolPlans runs every gather and scatter plan of many geometries in
+// TestPlans runs every gather and scatter plan of many geometries in
 // float64 and compares it with the reference: the window slots, coverage
 // tables and guards that the kernels are generated from.
-func TestLPPoolPlans(t *testing.T) {
+func TestPlans(t *testing.T) {
 	var specs []string
 	for _, l := range []int{1, 2, 3, 7, 16, 29} {
 		for _, k := range []int{1, 2, 3, 4, 7} {
@@ -433,19 +453,18 @@ func TestLPPoolPlans(t *testing.T) {
 	specs = append(specs, lpOddShapes...)
 	checked := 0
 	for _, spec := range specs {
-		sp, _ := variants.ParseSpecs(spec)
-		s, err := lpPoolBwd.Shape(sp[0], dtype.F64)
+		_, s, err := parseShape(spec, dtype.F64)
 		if err != nil {
-			s, err = lpPoolBwd.Shape(sp[0], dtype.F32)
+			_, s, err = parseShape(spec, dtype.F32)
 		}
 		if err != nil {
 			continue // no output
 		}
-		g := lpGeomOf(s)
+		g := geomOf(s)
 		x := lpRandX(g, 5, false)
 		dy := lpRandDy(g, 6)
-		y := lpForward(g, x)
-		ref := lpBackward(g, x, dy, y)
+		y := forward(g, x)
+		ref := backward(g, x, dy, y)
 		cmp := func(what string, got []float64) {
 			for i := range ref {
 				if !lpClose(got[i], ref[i], 1e-12) {
@@ -458,9 +477,9 @@ func TestLPPoolPlans(t *testing.T) {
 				if (G*g.s)%V != 0 || g.l%V != 0 {
 					continue
 				}
-				cmp(fmt.Sprintf("gather spt=%d vec=%d", G, V), lpSimGather(t, g, lpNewGatherPlan(g, G, V), x, dy, y))
+				cmp(fmt.Sprintf("gather spt=%d vec=%d", G, V), lpSimGather(t, g, newGatherPlan(g, G, V), x, dy, y))
 			}
-			pl := lpNewScatterPlan(g, G)
+			pl := newScatterPlan(g, G)
 			cmp(fmt.Sprintf("scatter spt=%d", G), lpSimScatter(t, g, pl, false, x, dy, y))
 			cmp(fmt.Sprintf("scatter_edges spt=%d", G), lpSimScatter(t, g, pl, true, x, dy, y))
 		}
@@ -471,18 +490,18 @@ func TestLPPoolPlans(t *testing.T) {
 	}
 }
 
-func TestLPPoolInputsAndCost(t *testing.T) {
-	for _, dt := range lpPoolBwd.DTypes() {
+func TestInputsAndCost(t *testing.T) {
+	for _, dt := range fam.DTypes() {
 		for _, spec := range append([]string{"n=2,c=3,l=40,window=4,stride=2,p=2"}, lpOddShapes...) {
-			s, err := lpPoolBwd.Shape(func() variants.Spec { sp, _ := variants.ParseSpecs(spec); return sp[0] }(), dt)
+			s, v, err := parseShape(spec, dt)
 			if err != nil {
 				continue // f64 with fractional p
 			}
-			g := lpGeomOf(s)
-			in := lpPoolBwd.Inputs(s, 1)
-			again := lpPoolBwd.Inputs(s, 1)
-			for _, b := range lpPoolBwd.Buffers(s) {
-				if b.Role != Input {
+			g := geomOf(v)
+			in := fam.Inputs(s, 1)
+			again := fam.Inputs(s, 1)
+			for _, b := range fam.Buffers(s) {
+				if b.Role != kernels.Input {
 					continue
 				}
 				if len(in[b.Name]) != b.Elems {
@@ -497,13 +516,13 @@ func TestLPPoolInputsAndCost(t *testing.T) {
 			if g.rows > 1 && in["y"][g.lout] != 0 {
 				t.Errorf("%s %v: the zero window of row 1 has y = %g", spec, dt, in["y"][g.lout])
 			}
-			ref := lpPoolBwd.Reference(s, in)["dx"]
+			ref := fam.Reference(s, in)["dx"]
 			for i, v := range ref {
 				if math.IsNaN(v) || math.IsInf(v, 0) {
 					t.Fatalf("%s %v: reference dx[%d] = %g", spec, dt, i, v)
 				}
 			}
-			tol := lpPoolBwd.Tolerance(s, "dx")
+			tol := fam.Tolerance(s, "dx")
 			if tol.Atol <= 0 || tol.Rtol <= 0 {
 				t.Errorf("%s %v: tolerance %+v", spec, dt, tol)
 			}
@@ -511,47 +530,96 @@ func TestLPPoolInputsAndCost(t *testing.T) {
 	}
 	s := lpShape(t, lpBench, dtype.F32)
 	// x 134 MB + dy 67 MB + y 67 MB + dx 134 MB.
-	if c := lpPoolBwd.Cost(s); c.Bytes != 2*8192*4096*4+2*8192*2047*4 {
+	if c := fam.Cost(s); c.Bytes != 2*8192*4096*4+2*8192*2047*4 {
 		t.Errorf("Cost = %+v", c)
-	}
-	if b := lpPoolBwd.Buffers(lpShape(t, lpBench, dtype.BF16)); len(b) != 5 || b[4].Name != "acc" || b[4].Role != Scratch || b[4].DType != dtype.F32 {
-		t.Errorf("bf16 buffers %+v", b)
 	}
 }
 
-// TestLPPoolSpace checks the axes of the benchmark shape and that
+// TestBuffers checks that the shape's buffers are its data alone and
+// that exactly the scatter variants of 16-bit dtypes declare their f32
+// accumulator, one element per x element, as scratch.
+func TestBuffers(t *testing.T) {
+	const spec = "n=2,c=3,l=40,window=4,stride=2,p=2"
+	for _, dt := range fam.DTypes() {
+		s := lpShape(t, spec, dt)
+		var names []string
+		for _, b := range fam.Buffers(s) {
+			names = append(names, fmt.Sprintf("%s:%v:%v:%d", b.Name, b.DType, b.Role, b.Elems))
+		}
+		want := fmt.Sprintf("x:%[1]v:input:240 dy:%[1]v:input:114 y:%[1]v:input:114 dx:%[1]v:output:240", dt)
+		if got := strings.Join(names, " "); got != want {
+			t.Errorf("%v: Buffers %s, want %s", dt, got, want)
+		}
+		for _, form := range []Form{Gather, Scatter, ScatterEdges} {
+			p := Params{Form: form, SPT: 1, Vec: 1, EPT: 1, Block: 128, Pow: PowMul}
+			prog, err := fam.Emit(s, variants.Encode(p))
+			if err != nil {
+				t.Fatalf("%v %s: %v", dt, form, err)
+			}
+			wantAcc := form != Gather && dt.Size() == 2
+			acc := []kernels.Buffer{{Name: "acc", DType: dtype.F32, Elems: 240, Role: kernels.Scratch}}
+			if got := prog.Buffers; wantAcc && !slices.Equal(got, acc) || !wantAcc && len(got) != 0 {
+				t.Errorf("%v %s: program buffers %+v, want the accumulator: %v", dt, form, got, wantAcc)
+			}
+		}
+	}
+}
+
+// TestSpace checks the axes of the benchmark shape and that
 // constraints leave vector widths that fit.
-func TestLPPoolSpace(t *testing.T) {
+func TestSpace(t *testing.T) {
 	want := map[dtype.DType]int{dtype.F32: 504, dtype.BF16: 540, dtype.F16: 540, dtype.F64: 216}
 	for dt, n := range want {
-		sp := lpPoolBwd.Space(lpShape(t, lpBench, dt))
+		sp := fam.Space(lpShape(t, lpBench, dt))
 		if got := len(sp.Enumerate()); got != n {
 			t.Errorf("%v: %d variants, want %d", dt, got, n)
 		}
 	}
-	if a, _ := lpPoolBwd.Space(lpShape(t, "n=1,c=1,l=8,window=2,p=1.5", dtype.F32)).Axis("pow"); strings.Join(a.Values, ",") != "exp2" {
+	if a, _ := fam.Space(lpShape(t, "n=1,c=1,l=8,window=2,p=1.5", dtype.F32)).Axis("pow"); strings.Join(a.Values, ",") != "exp2" {
 		t.Errorf("p=1.5 pow axis %v", a.Values)
 	}
-	if a, _ := lpPoolBwd.Space(lpShape(t, "n=1,c=1,l=8,window=2,p=1", dtype.F32)).Axis("pow"); strings.Join(a.Values, ",") != "mul" {
+	if a, _ := fam.Space(lpShape(t, "n=1,c=1,l=8,window=2,p=1", dtype.F32)).Axis("pow"); strings.Join(a.Values, ",") != "mul" {
 		t.Errorf("p=1 pow axis %v", a.Values)
 	}
-	for _, p := range lpPoolBwd.Space(lpShape(t, "n=1,c=1,l=37,window=5,stride=3,p=2", dtype.F32)).Enumerate() {
+	for _, p := range fam.Space(lpShape(t, "n=1,c=1,l=37,window=5,stride=3,p=2", dtype.F32)).Enumerate() {
 		if p["vec"] != "1" {
 			t.Errorf("odd row accepts %v", p)
 		}
 	}
 	s := lpShape(t, lpBench, dtype.F32)
-	if _, err := lpPoolBwd.Emit(s, variants.Params{"form": "gather"}); err == nil {
+	if _, err := fam.Emit(s, variants.Params{"form": "gather"}); err == nil {
 		t.Error("Emit accepted incomplete params")
+	}
+	scalar := variants.Encode(Params{Form: Scatter, SPT: 1, Vec: 2, EPT: 1, Block: 128, Pow: PowMul})
+	if err := fam.Space(s).Check(scalar); err == nil || !strings.Contains(err.Error(), "moves scalars") {
+		t.Errorf("scatter with vec=2: %v", err)
 	}
 }
 
-var lpEntryRE = regexp.MustCompile(`lp_pool1d_bwd_(f32|f16|bf16|f64)`)
+// TestSpaceOrder pins the axes in enumeration order (the last
+// varies fastest; --budget picks by it) and the first and last variants.
+func TestSpaceOrder(t *testing.T) {
+	if got := strings.Join(variants.AxisNames[Params](), ","); got != "form,spt,vec,ept,block,pow,maxnreg" {
+		t.Errorf("axes %s", got)
+	}
+	ps := fam.Space(lpShape(t, lpBench, dtype.F32)).Enumerate()
+	first := Params{Form: Gather, SPT: 1, Vec: 1, EPT: 1, Block: 128, Pow: PowMul}
+	second := first
+	second.MaxNReg = 32
+	last := Params{Form: ScatterEdges, SPT: 4, Vec: 1, EPT: 4, Block: 256, Pow: PowExp2, MaxNReg: 64}
+	for i, want := range map[int]Params{0: first, 1: second, len(ps) - 1: last} {
+		if got, err := variants.Decode[Params](ps[i]); err != nil || got != want {
+			t.Errorf("variant %d: %v (%v), want %+v", i, ps[i], err, want)
+		}
+	}
+}
 
 type lpVariant struct {
 	shape  variants.Shape
-	params variants.Params
-	prog   Program
+	geom   geom
+	params Params
+	key    variants.Params
+	prog   kernels.Program
 }
 
 var (
@@ -573,203 +641,79 @@ func lpAllVariants(t *testing.T) []lpVariant {
 
 func lpEmitAll() ([]lpVariant, error) {
 	var out []lpVariant
-	for _, dt := range lpPoolBwd.DTypes() {
+	for _, dt := range fam.DTypes() {
 		for _, spec := range append([]string{lpBench}, lpOddShapes...) {
-			sp, _ := variants.ParseSpecs(spec)
-			s, err := lpPoolBwd.Shape(sp[0], dt)
+			s, v, err := parseShape(spec, dt)
 			if err != nil {
 				if dt == dtype.F64 && strings.Contains(err.Error(), "integer p") {
 					continue
 				}
 				return nil, fmt.Errorf("%s %v: %w", spec, dt, err)
 			}
-			ps := lpPoolBwd.Space(s).Enumerate()
+			ps := fam.Space(s).Enumerate()
 			if len(ps) == 0 {
 				return nil, fmt.Errorf("%s: empty space", s.Key())
 			}
 			for _, p := range ps {
-				prog, err := lpPoolBwd.Emit(s, p)
+				prog, err := fam.Emit(s, p)
 				if err != nil {
 					return nil, fmt.Errorf("%s %s: %w", s.Key(), p, err)
 				}
-				out = append(out, lpVariant{s, p, prog})
+				pv, err := variants.Decode[Params](p)
+				if err != nil {
+					return nil, fmt.Errorf("%s %s: %w", s.Key(), p, err)
+				}
+				out = append(out, lpVariant{s, geomOf(v), pv, p, prog})
 			}
 		}
 	}
 	return out, nil
 }
 
-// TestLPPoolPrograms checks the launches of every variant: entries that
-// exist in the module, arguments that name buffers of the shape, the
-// zeroing launch first for scatter, and grids that cover the work.
-func TestLPPoolPrograms(t *testing.T) {
+// TestPrograms checks the launches of every variant: entries that
+// exist in the module, arguments that name buffers of the shape or the
+// program, the zeroing launch first for scatter, and grids that cover the
+// work.
+func TestPrograms(t *testing.T) {
 	for _, v := range lpAllVariants(t) {
 		bufs := map[string]bool{}
-		for _, b := range lpPoolBwd.Buffers(v.shape) {
+		for _, b := range append(fam.Buffers(v.shape), v.prog.Buffers...) {
 			bufs[b.Name] = true
 		}
 		want := 1
-		if v.params["form"] != "gather" {
+		if v.params.Form != Gather {
 			want = 2
 			if v.shape.DType.Size() == 2 {
 				want = 3
 			}
 		}
 		if len(v.prog.Launches) != want {
-			t.Fatalf("%s %s: %d launches, want %d", v.shape.Key(), v.params, len(v.prog.Launches), want)
+			t.Fatalf("%s %s: %d launches, want %d", v.shape.Key(), v.key, len(v.prog.Launches), want)
 		}
 		for _, l := range v.prog.Launches {
 			if !strings.Contains(v.prog.PTX, ".visible .entry "+l.Entry+"(") {
-				t.Fatalf("%s %s: launch %s has no kernel", v.shape.Key(), v.params, l.Entry)
+				t.Fatalf("%s %s: launch %s has no kernel", v.shape.Key(), v.key, l.Entry)
 			}
 			if l.Grid[0] < 1 || l.Block[0] < 1 || l.SharedBytes != 0 {
-				t.Fatalf("%s %s: launch %+v", v.shape.Key(), v.params, l)
+				t.Fatalf("%s %s: launch %+v", v.shape.Key(), v.key, l)
 			}
 			for _, a := range l.Args {
 				if !bufs[a.Buffer] {
-					t.Fatalf("%s %s: launch %s names buffer %q", v.shape.Key(), v.params, l.Entry, a.Buffer)
+					t.Fatalf("%s %s: launch %s names buffer %q", v.shape.Key(), v.key, l.Entry, a.Buffer)
 				}
 			}
 		}
 		if want > 1 && !strings.HasSuffix(v.prog.Launches[0].Entry, "_zero") {
-			t.Fatalf("%s %s: scatter does not zero first", v.shape.Key(), v.params)
+			t.Fatalf("%s %s: scatter does not zero first", v.shape.Key(), v.key)
 		}
-		g := lpGeomOf(v.shape)
+		g := v.geom
 		l := v.prog.Launches[min(1, want-1)]
-		var work int
-		spt, _ := v.params.Int("spt")
-		ept, _ := v.params.Int("ept")
-		if want == 1 {
-			work = g.rows * lpCeilDiv(g.l, spt*g.s)
-		} else {
-			work = g.rows * lpCeilDiv(g.lout, spt)
+		work := g.rows * ceilDiv(g.l, v.params.SPT*g.s)
+		if want > 1 {
+			work = g.rows * ceilDiv(g.lout, v.params.SPT)
 		}
-		if n := l.Grid[0] * l.Block[0] * ept; n < work || n-work >= l.Block[0]*ept {
-			t.Fatalf("%s %s: grid %d × %d × %d for %d units", v.shape.Key(), v.params, l.Grid[0], l.Block[0], ept, work)
+		if n := l.Grid[0] * l.Block[0] * v.params.EPT; n < work || n-work >= l.Block[0]*v.params.EPT {
+			t.Fatalf("%s %s: grid %d × %d × %d for %d units", v.shape.Key(), v.key, l.Grid[0], l.Block[0], v.params.EPT, work)
 		}
-	}
-}
-
-// TestLPPoolAssemble assembles every variant of the benchmark shape and
-// the odd shapes, in every dtype, with ptxas for sm_90, and reads ptxas'
-// report: no spills or stack without a register cap, the cap respected
-// with one, no shared memory. As TestAssembleAllVariants does, it
-// assembles a deterministic eighth of them for sm_80 too, all of them with
-// GRADTUNE_PTXAS_ALL=1 (about 3.5 minutes of two cores for both
-// architectures), and a sixteenth for both with -short. Kernels are
-// renamed and batched into modules of 40.
-func TestLPPoolAssemble(t *testing.T) {
-	path := ptxas.RequireOrSkip(t)
-	start := time.Now()
-	all := lpAllVariants(t)
-	type job struct {
-		arch    string
-		header  string
-		members []int
-	}
-	headers := map[string][]int{}
-	var order []string
-	for i, v := range all {
-		if testing.Short() && i%16 != 0 {
-			continue
-		}
-		h := v.prog.PTX[:strings.Index(v.prog.PTX, ".visible .entry ")]
-		if headers[h] == nil {
-			order = append(order, h)
-		}
-		headers[h] = append(headers[h], i)
-	}
-	const batch = 40
-	all80 := os.Getenv("GRADTUNE_PTXAS_ALL") == "1" || testing.Short()
-	var jobs []job
-	for _, arch := range []string{"sm_90", "sm_80"} {
-		for _, h := range order {
-			ms := headers[h]
-			if arch == "sm_80" && !all80 {
-				var some []int
-				for _, i := range ms {
-					if i%8 == 3 {
-						some = append(some, i)
-					}
-				}
-				ms = some
-			}
-			for len(ms) > 0 {
-				n := min(batch, len(ms))
-				jobs = append(jobs, job{arch, h, ms[:n]})
-				ms = ms[n:]
-			}
-		}
-	}
-	module := func(j job) (string, map[string]int) {
-		var b strings.Builder
-		b.WriteString(j.header)
-		names := map[string]int{}
-		for n, i := range j.members {
-			prefix := fmt.Sprintf("v%03d", n)
-			body := all[i].prog.PTX[len(j.header):]
-			b.WriteString(lpEntryRE.ReplaceAllString(body, prefix))
-			b.WriteString("\n")
-			for _, l := range all[i].prog.Launches {
-				names[lpEntryRE.ReplaceAllString(l.Entry, prefix)] = i
-			}
-		}
-		return b.String(), names
-	}
-	var (
-		mu       sync.Mutex
-		problems []string
-		counts   = map[string]int{}
-	)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-	defer cancel()
-	ptxtest.Parallel(jobs, func(j job) {
-		text, names := module(j)
-		reports, _, err := ptxas.Assemble(ctx, path, text, j.arch)
-		var ps []string
-		if err != nil {
-			for _, i := range j.members {
-				one, _ := module(job{j.arch, j.header, []int{i}})
-				if _, _, err := ptxas.Assemble(ctx, path, one, j.arch); err != nil {
-					ps = append(ps, fmt.Sprintf("%s: %s %s: %v", j.arch, all[i].shape.Key(), all[i].params, err))
-				}
-			}
-		}
-		seen := map[string]bool{}
-		for _, r := range reports {
-			i, ok := names[r.Function]
-			if !ok {
-				ps = append(ps, fmt.Sprintf("%s: report for unknown kernel %s", j.arch, r.Function))
-				continue
-			}
-			seen[r.Function] = true
-			v := all[i]
-			cap, _ := v.params.Int("maxnreg")
-			switch {
-			case cap == 0 && (r.SpillStores != 0 || r.SpillLoads != 0 || r.StackBytes != 0):
-				ps = append(ps, fmt.Sprintf("%s: %s %s %s: spills without a register cap: %d/%d bytes, %d stack, %d registers",
-					j.arch, v.shape.Key(), v.params, r.Function, r.SpillStores, r.SpillLoads, r.StackBytes, r.Registers))
-			case cap > 0 && r.Registers > cap:
-				ps = append(ps, fmt.Sprintf("%s: %s %s %s: %d registers above .maxnreg %d", j.arch, v.shape.Key(), v.params, r.Function, r.Registers, cap))
-			case r.SharedBytes != 0:
-				ps = append(ps, fmt.Sprintf("%s: %s %s: %d bytes shared memory", j.arch, v.shape.Key(), v.params, r.SharedBytes))
-			}
-		}
-		if err == nil && len(seen) != len(names) {
-			ps = append(ps, fmt.Sprintf("%s: %d reports for %d kernels", j.arch, len(seen), len(names)))
-		}
-		mu.Lock()
-		problems = append(problems, ps...)
-		if err == nil {
-			counts[j.arch] += len(j.members)
-		}
-		mu.Unlock()
-	})
-	ptxtest.ReportSorted(t, problems, 20)
-	if want := len(all); !testing.Short() && len(problems) == 0 && counts["sm_90"] != want {
-		t.Errorf("assembled %d variants for sm_90, want all %d", counts["sm_90"], want)
-	}
-	if testing.Verbose() {
-		t.Logf("%d variants; assembled %d for sm_90 and %d for sm_80 in %v", len(all), counts["sm_90"], counts["sm_80"], time.Since(start).Round(time.Millisecond))
 	}
 }

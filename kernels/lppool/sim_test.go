@@ -1,9 +1,9 @@
-package kernels_test
+package lppool_test
 
 import (
 	"testing"
 
-	"github.com/gradtune/gradtune/kernels/catalog"
+	"github.com/gradtune/gradtune/kernels/lppool"
 	"github.com/gradtune/gradtune/runner"
 	"github.com/gradtune/gradtune/runner/sim"
 	"github.com/gradtune/gradtune/variants"
@@ -24,18 +24,15 @@ var lpSimShapes = []string{
 	"n=1,c=2,l=24,window=6,stride=2,p=2.5",
 }
 
-// TestLPPoolOnInterpreter validates every variant of lp_pool1d_bwd (but the
+// TestOnInterpreter validates every variant of lp_pool1d_bwd (but the
 // register caps, which leave the PTX's meaning unchanged) at the small
 // shapes, in every dtype, on the CPU interpreter through runner.Session as
 // tune does: outputs poisoned with NaN beforehand, every element within the
 // tolerance of the float64 reference, no access out of bounds or
 // misaligned, no register read before it is written. -short runs every
 // fourth variant.
-func TestLPPoolOnInterpreter(t *testing.T) {
-	f, err := catalog.Lookup("lp_pool1d_bwd")
-	if err != nil {
-		t.Fatal(err)
-	}
+func TestOnInterpreter(t *testing.T) {
+	f := lppool.Families()[0]
 	be := sim.New(sim.Options{Workers: 2})
 	ss := runner.NewSession(be)
 	defer ss.Release()
@@ -54,7 +51,11 @@ func TestLPPoolOnInterpreter(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i, p := range f.Space(s).Enumerate() {
-				if p["maxnreg"] != "0" || testing.Short() && i%4 != 0 {
+				pv, err := variants.Decode[lppool.Params](p)
+				if err != nil {
+					t.Fatalf("%s %s: %v", s.Key(), p, err)
+				}
+				if pv.MaxNReg != 0 || testing.Short() && i%4 != 0 {
 					continue
 				}
 				prog, err := f.Emit(s, p)

@@ -1,0 +1,361 @@
+package lppool
+
+import (
+	"github.com/gradtune/gradtune/dtype"
+	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/kernels/gen"
+	"github.com/gradtune/gradtune/kernels/ptx"
+)
+
+// Emit writes one variant: gather as one launch; scatter as a launch that
+// zeroes its target, the scatter launch and, for 16-bit dtypes, a launch
+// that rounds the f32 accumulator the program declares into dx.
+func (def) Emit(s Shape, p Params) (kernels.Program, error) {
+	g := geomOf(s)
+	m := ptx.NewModule()
+	var launches []kernels.Launch
+	var own []kernels.Buffer
+	if p.Form == Gather {
+		launches = emitGather(m, s.DType, g, p)
+	} else {
+		launches, own = emitScatter(m, s.DType, g, p)
+	}
+	built, err := m.Build()
+	if err != nil {
+		return kernels.Program{}, err
+	}
+	return kernels.Program{PTX: built.String(), Launches: launches, Buffers: own}, nil
+}
+
+// entry is the name of a dtype's main kernel; the others add a suffix.
+func entry(dt dtype.DType) string { return name + "_" + dt.String() }
+
+// firstItem returns the index of a thread's first item, cta·chunk + tid.
+func firstItem(k *ptx.Func, chunk int) ptx.Reg {
+	tid := k.Mov(ptx.U32, ptx.TidX)
+	cta := k.Mov(ptx.U32, ptx.CtaidX)
+	return k.Mad(ptx.U32, cta, ptx.Imm(chunk), tid)
+}
+
+// gatherKernel is the gather kernel being written.
+type gatherKernel struct {
+	k            *ptx.Func
+	dt           dtype.DType
+	g            geom
+	pl           gatherPlan
+	x, dy, y, dx ptx.Reg
+}
+
+// gatherUnit is one unit of a thread once its loads are issued.
+type gatherUnit struct {
+	q, xoff          ptx.Reg
+	vok, xs, dys, ys []ptx.Reg
+}
+
+// emitGather writes the gather kernel: one launch.
+func emitGather(m *ptx.Module, dt dtype.DType, g geom, p Params) []kernels.Launch {
+	gk := gatherKernel{k: m.Func(entry(dt)), dt: dt, g: g, pl: newGatherPlan(g, p.SPT, p.Vec)}
+	k, pl := gk.k, gk.pl
+	k.ReqNTid(p.Block)
+	k.MaxNReg(p.MaxNReg)
+	gk.x, gk.dy, gk.y, gk.dx = base(k, "x"), base(k, "dy"), base(k, "y"), base(k, "dx")
+	e := newPowMath(k, g, dt, p.Pow)
+	chunk := p.Block * p.EPT
+	units := g.rows * pl.U
+	first := firstItem(k, chunk)
+	k.Comment("gather: unit of %d elements (%d windows of stride %d), %d window slots, %d units per row", pl.E, pl.G, g.s, pl.nw, pl.U)
+	us := make([]gatherUnit, p.EPT)
+	// Issue every load of every unit first.
+	for j := range us {
+		us[j] = gk.load(item(k, first, j, p.Block, units, chunk))
+	}
+	for _, u := range us {
+		gk.store(e, u)
+	}
+	return []kernels.Launch{{Entry: entry(dt), Grid: [3]int{ceilDiv(units, chunk), 1, 1}, Block: [3]int{p.Block, 1, 1},
+		Args: []kernels.Arg{{Buffer: "x"}, {Buffer: "dy"}, {Buffer: "y"}, {Buffer: "dx"}}}}
+}
+
+// load issues the loads of unit u (ok: u is a unit of the grid): its
+// x vectors and the dy and y of its window slots.
+func (gk *gatherKernel) load(u, ok ptx.Reg) gatherUnit {
+	k, g, pl, dt := gk.k, gk.g, gk.pl, gk.dt
+	size := dt.Size()
+	r, q := split(k, u, pl.U, g.rows)
+	un := gatherUnit{q: q}
+	un.xoff = k.MulWide(ptx.U32, rowIndex(k, r, q, g.l, pl.E), ptx.Imm(size))
+	xa := k.Add(ptx.U64, gk.x, un.xoff)
+	for v := 0; v < pl.E/pl.V; v++ {
+		vok := gen.Both(k, ok, qLess(k, q, pl.tailQ[v]))
+		un.vok = append(un.vok, vok)
+		un.xs = append(un.xs, gen.LdVals(k, ptx.Global, dt, pl.V, ptx.At(xa, int64(v*pl.V*size)), vok, gen.LdNC)...)
+	}
+	woff := k.MulWide(ptx.U32, rowIndex(k, r, q, g.lout, pl.G), ptx.Imm(size))
+	dya, ya := k.Add(ptx.U64, gk.dy, woff), k.Add(ptx.U64, gk.y, woff)
+	for d := 0; d < pl.nw; d++ {
+		wok := gen.Both(k, ok, gen.Both(k, qAtLeast(k, q, pl.loQ[d]), qLess(k, q, pl.hiQ[d])))
+		off := int64((d - pl.back) * size)
+		un.dys = append(un.dys, gen.LdVals(k, ptx.Global, dt, 1, ptx.At(dya, off), wok, gen.LdNC)[0])
+		un.ys = append(un.ys, gen.LdVals(k, ptx.Global, dt, 1, ptx.At(ya, off), wok, gen.LdNC)[0])
+	}
+	return un
+}
+
+// store computes a unit's dx from its windows and stores it in vectors.
+func (gk *gatherKernel) store(e *powMath, u gatherUnit) {
+	k, pl := gk.k, gk.pl
+	size := gk.dt.Size()
+	ws := e.windows(u.dys, u.ys, u.q, pl.lastQ)
+	dxa := k.Add(ptx.U64, gk.dx, u.xoff)
+	for v := 0; v < pl.E/pl.V; v++ {
+		out := make([]ptx.Reg, pl.V)
+		for i := range out {
+			el := v*pl.V + i
+			var cw []win
+			for _, d := range pl.cover[el] {
+				cw = append(cw, ws[d])
+			}
+			out[i] = e.element(u.xs[el], cw)
+		}
+		gen.StVals(k, gk.dt, ptx.At(dxa, int64(v*pl.V*size)), out, u.vok[v])
+	}
+}
+
+// scatterKernel is the scatter kernel being written: it adds into target,
+// of type tt.
+type scatterKernel struct {
+	k                *ptx.Func
+	dt               dtype.DType
+	g                geom
+	pl               scatterPlan
+	edges            bool
+	tt               ptx.Type
+	x, dy, y, target ptx.Reg
+}
+
+// scatterGroup is one group of windows of a thread once its loads are
+// issued; eok and xs are set for the elements its windows cover.
+type scatterGroup struct {
+	q, aoff          ptx.Reg
+	eok, xs, dys, ys []ptx.Reg
+}
+
+// emitScatter writes the scatter program: zero the target, add every
+// window's contributions into it and, for 16-bit dtypes, whose target is
+// the program's f32 accumulator acc, convert acc into dx. It returns the
+// launches and the program's own buffers.
+func emitScatter(m *ptx.Module, dt dtype.DType, g geom, p Params) ([]kernels.Launch, []kernels.Buffer) {
+	n := g.rows * g.l
+	target, tt := "dx", ptx.F32
+	if dt == dtype.F64 {
+		tt = ptx.F64
+	}
+	if dt.Size() == 2 {
+		target = "acc"
+	}
+	launches := []kernels.Launch{zeroKernel(m, entry(dt)+"_zero", target, n*tt.Bits()/8, p.Block)}
+	launches = append(launches, scatterLaunch(m, dt, g, p, target, tt))
+	if target != "acc" {
+		return launches, nil
+	}
+	launches = append(launches, convertKernel(m, entry(dt)+"_convert", dt, n, p.Block))
+	return launches, []kernels.Buffer{{Name: "acc", DType: dtype.F32, Elems: n, Role: kernels.Scratch}}
+}
+
+// scatterLaunch writes the kernel that adds the windows' contributions
+// into target.
+func scatterLaunch(m *ptx.Module, dt dtype.DType, g geom, p Params, target string, tt ptx.Type) kernels.Launch {
+	ent := entry(dt) + "_scatter"
+	sk := scatterKernel{k: m.Func(ent), dt: dt, g: g, pl: newScatterPlan(g, p.SPT), edges: p.Form == ScatterEdges, tt: tt}
+	k, pl := sk.k, sk.pl
+	k.ReqNTid(p.Block)
+	k.MaxNReg(p.MaxNReg)
+	sk.x, sk.dy, sk.y, sk.target = base(k, "x"), base(k, "dy"), base(k, "y"), base(k, target)
+	e := newPowMath(k, g, dt, p.Pow)
+	chunk := p.Block * p.EPT
+	groups := g.rows * pl.WG
+	first := firstItem(k, chunk)
+	k.Comment("scatter: %d windows per thread covering %d elements, %d groups per row", pl.G, pl.span, pl.WG)
+	gs := make([]scatterGroup, p.EPT)
+	for j := range gs {
+		gs[j] = sk.load(item(k, first, j, p.Block, groups, chunk))
+	}
+	for _, gr := range gs {
+		sk.add(e, gr)
+	}
+	return kernels.Launch{Entry: ent, Grid: [3]int{ceilDiv(groups, chunk), 1, 1}, Block: [3]int{p.Block, 1, 1},
+		Args: []kernels.Arg{{Buffer: "x"}, {Buffer: "dy"}, {Buffer: "y"}, {Buffer: target}}}
+}
+
+// load issues the loads of group t (ok: t is a group of the grid): the dy
+// and y of its windows and the x its windows cover.
+func (sk *scatterKernel) load(t, ok ptx.Reg) scatterGroup {
+	k, g, pl, dt := sk.k, sk.g, sk.pl, sk.dt
+	size := dt.Size()
+	r, q := split(k, t, pl.WG, g.rows)
+	gr := scatterGroup{q: q}
+	xe := rowIndex(k, r, q, g.l, pl.G*g.s)
+	xa := k.Add(ptx.U64, sk.x, k.MulWide(ptx.U32, xe, ptx.Imm(size)))
+	gr.aoff = k.MulWide(ptx.U32, xe, ptx.Imm(sk.tt.Bits()/8))
+	woff := k.MulWide(ptx.U32, rowIndex(k, r, q, g.lout, pl.G), ptx.Imm(size))
+	dya, ya := k.Add(ptx.U64, sk.dy, woff), k.Add(ptx.U64, sk.y, woff)
+	for w := 0; w < pl.G; w++ {
+		wok := gen.Both(k, ok, qLess(k, q, pl.winHiQ[w]))
+		gr.dys = append(gr.dys, gen.LdVals(k, ptx.Global, dt, 1, ptx.At(dya, int64(w*size)), wok, gen.LdNC)[0])
+		gr.ys = append(gr.ys, gen.LdVals(k, ptx.Global, dt, 1, ptx.At(ya, int64(w*size)), wok, gen.LdNC)[0])
+	}
+	gr.eok = make([]ptx.Reg, pl.span)
+	gr.xs = make([]ptx.Reg, pl.span)
+	for el := 0; el < pl.span; el++ {
+		if len(pl.cover[el]) == 0 {
+			continue
+		}
+		gr.eok[el] = gen.Both(k, ok, qLess(k, q, pl.elemHiQ[el]))
+		gr.xs[el] = gen.LdVals(k, ptx.Global, dt, 1, ptx.At(xa, int64(el*size)), gr.eok[el], gen.LdNC)[0]
+	}
+	return gr
+}
+
+// add adds a group's contributions into the target: red.add, or with
+// scatter_edges a plain store for the elements no other group covers.
+func (sk *scatterKernel) add(e *powMath, gr scatterGroup) {
+	k, pl := sk.k, sk.pl
+	tsize := sk.tt.Bits() / 8
+	ws := e.windows(gr.dys, gr.ys, gr.q, pl.lastQ)
+	aa := k.Add(ptx.U64, sk.target, gr.aoff)
+	for el := 0; el < pl.span; el++ {
+		if len(pl.cover[el]) == 0 {
+			continue
+		}
+		var cw []win
+		for _, w := range pl.cover[el] {
+			cw = append(cw, ws[w])
+		}
+		v := e.element(gr.xs[el], cw)
+		at := ptx.At(aa, int64(el*tsize))
+		if sk.edges && pl.excl[el] {
+			k.St(ptx.Global, sk.tt, at, []ptx.Reg{v})
+		} else {
+			k.Red(ptx.Global, "add", sk.tt, at, v)
+		}
+		if gr.eok[el].Valid() {
+			k.Guard(gr.eok[el], false)
+		}
+	}
+}
+
+// qLess returns the predicate q < t, or "always" for t < 0.
+func qLess(k *ptx.Func, q ptx.Reg, t int) ptx.Reg {
+	if t < 0 {
+		return ptx.Reg{}
+	}
+	return k.Setp("lt", ptx.U32, q, ptx.Imm(t))
+}
+
+// qAtLeast returns the predicate q ≥ t, or "always" for t ≤ 0.
+func qAtLeast(k *ptx.Func, q ptx.Reg, t int) ptx.Reg {
+	if t <= 0 {
+		return ptx.Reg{}
+	}
+	return k.Setp("ge", ptx.U32, q, ptx.Imm(t))
+}
+
+// split splits a flat index u into row r = u / per and q = u mod per
+// (r invalid when there is one row).
+func split(k *ptx.Func, u ptx.Reg, per, rows int) (r, q ptx.Reg) {
+	if rows == 1 {
+		return ptx.Reg{}, u
+	}
+	r = k.Div(ptx.U32, u, ptx.Imm(per))
+	return r, k.Sub(ptx.U32, u, k.Mul(ptx.U32, r, ptx.Imm(per)))
+}
+
+// rowIndex returns r·rowLen + q·step (U32).
+func rowIndex(k *ptx.Func, r, q ptx.Reg, rowLen, step int) ptx.Reg {
+	qs := k.Mul(ptx.U32, q, ptx.Imm(step))
+	if !r.Valid() {
+		return qs
+	}
+	return k.Mad(ptx.U32, r, ptx.Imm(rowLen), qs)
+}
+
+// base loads a pointer parameter and converts it to a global address.
+func base(k *ptx.Func, name string) ptx.Reg {
+	return k.Cvta(ptx.Global, k.LdParam(k.Param(name, ptx.U64)))
+}
+
+// zeroKernel writes a kernel that zeroes bytes (a multiple of 4) of
+// buffer buf, 16 bytes per thread; thread 0 of CTA 0 does the 4-byte tail.
+func zeroKernel(m *ptx.Module, name, buf string, bytes, block int) kernels.Launch {
+	k := m.Func(name)
+	k.ReqNTid(block)
+	b := base(k, "buf")
+	tid := k.Mov(ptx.U32, ptx.TidX)
+	cta := k.Mov(ptx.U32, ptx.CtaidX)
+	u := k.Mad(ptx.U32, cta, ptx.Imm(block), tid)
+	z := k.Mov(ptx.B32, ptx.Imm(0))
+	nvec := bytes / 16
+	if nvec > 0 {
+		var ok ptx.Reg
+		if nvec%block != 0 {
+			ok = k.Setp("lt", ptx.U32, u, ptx.Imm(nvec))
+		}
+		a := k.Add(ptx.U64, b, k.MulWide(ptx.U32, u, ptx.Imm(16)))
+		k.St(ptx.Global, ptx.B32, ptx.At(a, 0), []ptx.Reg{z, z, z, z})
+		if ok.Valid() {
+			k.Guard(ok, false)
+		}
+	}
+	if nvec*16 < bytes {
+		k.If(k.Setp("eq", ptx.U32, u, ptx.Imm(0)), func() {
+			for i := nvec * 16; i < bytes; i += 4 {
+				k.St(ptx.Global, ptx.B32, ptx.At(b, int64(i)), []ptx.Reg{z})
+			}
+		})
+	}
+	return kernels.Launch{Entry: name, Grid: [3]int{max(1, ceilDiv(nvec, block)), 1, 1}, Block: [3]int{block, 1, 1}, Args: []kernels.Arg{{Buffer: buf}}}
+}
+
+// convertKernel writes a kernel that rounds the f32 accumulator acc to dx
+// of dtype dt (16-bit), 4 elements per thread; thread 0 of CTA 0 does the
+// tail.
+func convertKernel(m *ptx.Module, name string, dt dtype.DType, n, block int) kernels.Launch {
+	k := m.Func(name)
+	k.ReqNTid(block)
+	acc, dx := base(k, "acc"), base(k, "dx")
+	tid := k.Mov(ptx.U32, ptx.TidX)
+	cta := k.Mov(ptx.U32, ptx.CtaidX)
+	u := k.Mad(ptx.U32, cta, ptx.Imm(block), tid)
+	units := n / 4
+	if units > 0 {
+		var ok ptx.Reg
+		if units%block != 0 {
+			ok = k.Setp("lt", ptx.U32, u, ptx.Imm(units))
+		}
+		v := gen.LdVals(k, ptx.Global, dtype.F32, 4, ptx.At(k.Add(ptx.U64, acc, k.MulWide(ptx.U32, u, ptx.Imm(16))), 0), ok, gen.LdNC)
+		gen.StVals(k, dt, ptx.At(k.Add(ptx.U64, dx, k.MulWide(ptx.U32, u, ptx.Imm(8))), 0), v, ok)
+	}
+	if units*4 < n {
+		k.If(k.Setp("eq", ptx.U32, u, ptx.Imm(0)), func() {
+			for i := units * 4; i < n; i++ {
+				v := gen.LdVals(k, ptx.Global, dtype.F32, 1, ptx.At(acc, int64(i*4)), ptx.Reg{}, gen.LdNC)
+				gen.StVals(k, dt, ptx.At(dx, int64(i*dt.Size())), v, ptx.Reg{})
+			}
+		})
+	}
+	return kernels.Launch{Entry: name, Grid: [3]int{max(1, ceilDiv(units, block)), 1, 1}, Block: [3]int{block, 1, 1},
+		Args: []kernels.Arg{{Buffer: "acc"}, {Buffer: "dx"}}}
+}
+
+// item returns the index of a thread's j-th item (first + j·block) and,
+// when the grid's last chunk is partial, the predicate index < total.
+func item(k *ptx.Func, first ptx.Reg, j, block, total, chunk int) (idx, ok ptx.Reg) {
+	idx = first
+	if j > 0 {
+		idx = k.Add(ptx.U32, first, ptx.Imm(j*block))
+	}
+	if total%chunk != 0 {
+		ok = k.Setp("lt", ptx.U32, idx, ptx.Imm(total))
+	}
+	return idx, ok
+}
