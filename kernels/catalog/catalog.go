@@ -10,11 +10,13 @@ import (
 
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/elementwise"
+	"github.com/gradtune/gradtune/kernels/softmax"
 )
 
 // families is every family.
 var families = slices.Concat(
 	elementwise.Families(),
+	softmax.Families(),
 	kernels.Legacy(),
 )
 
