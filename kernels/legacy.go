@@ -8,7 +8,7 @@ import (
 )
 
 // Legacy lists the families not yet moved to packages of their own.
-func Legacy() []Family { return []Family{rmsNormBwd, layerNormBwd, lpPoolBwd} }
+func Legacy() []Family { return []Family{lpPoolBwd} }
 
 func checkDType(f Family, dt dtype.DType) error {
 	for _, d := range f.DTypes() {

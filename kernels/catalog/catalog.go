@@ -10,6 +10,7 @@ import (
 
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/elementwise"
+	"github.com/gradtune/gradtune/kernels/norm"
 	"github.com/gradtune/gradtune/kernels/softmax"
 )
 
@@ -17,6 +18,7 @@ import (
 var families = slices.Concat(
 	elementwise.Families(),
 	softmax.Families(),
+	norm.Families(),
 	kernels.Legacy(),
 )
 
