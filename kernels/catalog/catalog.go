@@ -11,13 +11,16 @@ import (
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/elementwise"
 	"github.com/gradtune/gradtune/kernels/lppool"
+	"github.com/gradtune/gradtune/kernels/norm"
+	"github.com/gradtune/gradtune/kernels/softmax"
 )
 
-// families is every family.
+// families is every family, in no particular order: listings sort them.
 var families = slices.Concat(
 	elementwise.Families(),
+	softmax.Families(),
+	norm.Families(),
 	lppool.Families(),
-	kernels.Legacy(),
 )
 
 // All returns every family, sorted by name.

@@ -1,4 +1,4 @@
-package kernels_test
+package norm_test
 
 import (
 	"fmt"
@@ -10,6 +10,7 @@ import (
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/internal/ptxtest"
+	"github.com/gradtune/gradtune/kernels/internal/rowtest"
 	"github.com/gradtune/gradtune/runner"
 	"github.com/gradtune/gradtune/variants"
 )
@@ -47,9 +48,9 @@ func normForward(layer bool, eps float64, x, gamma, beta []float64, m, n int) (y
 // checkNormFiniteDifferences checks a norm family's Reference against
 // central differences of L = Σ dy ⊙ y(x, γ, β) for x, γ and β.
 func checkNormFiniteDifferences(t *testing.T, name string, layer bool, eps float64) {
-	f := rowFamily(t, name)
+	f := rowtest.Family(t, name)
 	for _, c := range []struct{ m, n int }{{3, 1}, {2, 2}, {2, 7}, {3, 64}} {
-		s := shape(t, f, "m=1,n=1", dtype.F32)
+		s := rowtest.Shape(t, f, "m=1,n=1", dtype.F32)
 		s.Dims = []variants.Dim{{Name: "m", Value: c.m}, {Name: "n", Value: c.n}}
 		m, n := c.m, c.n
 		x := kernels.Uniform(dtype.F64, m*n, -2, 2, 3, "x")
@@ -109,10 +110,10 @@ func TestRMSNormReferenceMatchesFiniteDifferences(t *testing.T) {
 // their dtypes, and rstd (and mean) those of the rounded x, as the
 // forward saves them; rstd and x̂ within the tolerance's bounds.
 func checkNormInputs(t *testing.T, name string, layer bool, eps float64) {
-	f := rowFamily(t, name)
+	f := rowtest.Family(t, name)
 	for _, dt := range f.DTypes() {
 		for _, sp := range []string{"m=5,n=1536", "m=3,n=37", "m=4,n=1", "m=64,n=2"} {
-			s := shape(t, f, sp, dt)
+			s := rowtest.Shape(t, f, sp, dt)
 			m, n := s.Get("m"), s.Get("n")
 			in := f.Inputs(s, 1)
 			again, other := f.Inputs(s, 1), f.Inputs(s, 2)
@@ -124,18 +125,10 @@ func checkNormInputs(t *testing.T, name string, layer bool, eps float64) {
 					continue
 				}
 				v := in[b.Name]
-				if len(v) != b.Elems || !equalFloats(v, again[b.Name]) {
+				if len(v) != b.Elems || !rowtest.EqualFloats(v, again[b.Name]) {
 					t.Fatalf("%s: input %s: %d values (want %d) or not deterministic", s.Key(), b.Name, len(v), b.Elems)
 				}
-				if b.Name == "colsum" || b.Name == "ticket" {
-					for _, x := range v {
-						if x != 0 {
-							t.Fatalf("%s: %s holds %v, want zeros", s.Key(), b.Name, x)
-						}
-					}
-					continue
-				}
-				if len(v) > 1 && equalFloats(v, other[b.Name]) && !(layer && n == 1 && b.Name == "rstd") { // 1/√eps
+				if len(v) > 1 && rowtest.EqualFloats(v, other[b.Name]) && !(layer && n == 1 && b.Name == "rstd") { // 1/√eps
 					t.Errorf("%s: input %s ignores the seed", s.Key(), b.Name)
 				}
 				for _, x := range v {
@@ -192,7 +185,7 @@ func normModel(layer bool, in map[string][]float64, m, n int, dt dtype.DType, tr
 				xh[i] = x * rs
 			}
 			g[i] = gm * dy
-			dg[i] = fma32(dy, xh[i], dg[i])
+			dg[i] = rowtest.FMA32(dy, xh[i], dg[i])
 			db[i] += dy
 		}
 		var s1, s2 float32
@@ -201,7 +194,7 @@ func normModel(layer bool, in map[string][]float64, m, n int, dt dtype.DType, tr
 			for i := 0; i < n; i++ {
 				l, e := (i/4)%32, i%4
 				l1[l][e] += g[i]
-				l2[l][e] = fma32(g[i], xh[i], l2[l][e])
+				l2[l][e] = rowtest.FMA32(g[i], xh[i], l2[l][e])
 			}
 			var p1, p2 [32]float32
 			for l := range p1 {
@@ -218,7 +211,7 @@ func normModel(layer bool, in map[string][]float64, m, n int, dt dtype.DType, tr
 		} else {
 			for i := 0; i < n; i++ {
 				s1 += g[i]
-				s2 = fma32(g[i], xh[i], s2)
+				s2 = rowtest.FMA32(g[i], xh[i], s2)
 			}
 		}
 		rn := rs * invN
@@ -226,9 +219,9 @@ func normModel(layer bool, in map[string][]float64, m, n int, dt dtype.DType, tr
 		for i := 0; i < n; i++ {
 			var v float32
 			if layer {
-				v = fma32(xh[i], ca, fma32(rs, g[i], cb))
+				v = rowtest.FMA32(xh[i], ca, rowtest.FMA32(rs, g[i], cb))
 			} else {
-				v = fma32(xh[i], ca, rs*g[i])
+				v = rowtest.FMA32(xh[i], ca, rs*g[i])
 			}
 			dx[r*n+i] = dt.Round(float64(v))
 		}
@@ -243,14 +236,14 @@ func normModel(layer bool, in map[string][]float64, m, n int, dt dtype.DType, tr
 // checkNormTolerance checks that each output's tolerance admits the f32
 // model of the kernels and rejects plausible mistakes.
 func checkNormTolerance(t *testing.T, name string, layer bool, wrongs map[string]func(ref, in map[string][]float64, m, n int) (string, []float64)) {
-	f := rowFamily(t, name)
+	f := rowtest.Family(t, name)
 	outs := []string{"dx", "dgamma"}
 	if layer {
 		outs = append(outs, "dbeta")
 	}
 	for _, dt := range f.DTypes() {
 		for _, sp := range []string{"m=64,n=1536", "m=2048,n=32", "m=5,n=1", "m=16,n=37"} {
-			s := shape(t, f, sp, dt)
+			s := rowtest.Shape(t, f, sp, dt)
 			m, n := s.Get("m"), s.Get("n")
 			in := f.Inputs(s, 1)
 			ref := f.Reference(s, in)
@@ -291,7 +284,7 @@ func checkNormTolerance(t *testing.T, name string, layer bool, wrongs map[string
 				got := append([]float64(nil), ref[o]...)
 				got[big] = ref[o][big] * (1 + 0x1p-11)
 				if o == "dx" && dt != dtype.F32 {
-					got[big] = perturbULP(ref[o][big], 4, dt)
+					got[big] = rowtest.PerturbULP(ref[o][big], 4, dt)
 				}
 				if _, _, bad := f.Tolerance(s, o).Check(got, ref[o]); bad != big {
 					t.Errorf("%s: the tolerance of %s accepts %g for %g", s.Key(), o, got[big], ref[o][big])
@@ -349,8 +342,8 @@ func TestRMSNormTolerance(t *testing.T) {
 }
 
 func TestRMSNormCost(t *testing.T) {
-	f := rowFamily(t, "rmsnorm_bwd")
-	s := shape(t, f, "m=2048,n=1536", dtype.BF16)
+	f := rowtest.Family(t, "rmsnorm_bwd")
+	s := rowtest.Shape(t, f, "m=2048,n=1536", dtype.BF16)
 	if c := f.Cost(s); c.Bytes != 3*2048*1536*2+1536*2+2048*4+1536*4 || c.Flops != 7*2048*1536 {
 		t.Errorf("Cost = %+v", c)
 	}
@@ -358,9 +351,8 @@ func TestRMSNormCost(t *testing.T) {
 	for _, b := range f.Buffers(s) {
 		names = append(names, b.Name+":"+b.Role.String()+":"+b.DType.String())
 	}
-	if got := names; len(got) != 9 || got[3] != "rstd:input:f32" || got[5] != "dgamma:output:f32" || got[6] != "partials:scratch:f32" ||
-		got[7] != "colsum:input:f32" || got[8] != "ticket:input:f32" {
-		t.Errorf("Buffers = %v", got)
+	if got, want := strings.Join(names, " "), "dy:input:bf16 x:input:bf16 gamma:input:bf16 rstd:input:f32 dx:output:bf16 dgamma:output:f32"; got != want {
+		t.Errorf("Buffers = %s, want %s", got, want)
 	}
 }
 
@@ -372,33 +364,30 @@ func TestRMSNormCost(t *testing.T) {
 // neither griddepcontrol instruction, so that they still run on sm_80.
 func TestNormPDL(t *testing.T) {
 	seen := 0
-	for _, v := range emitRowVariants(t) {
-		if v.family == "softmax_bwd" {
-			continue
-		}
-		pdl, err := v.params.Int("pdl")
+	for _, v := range rowtest.EmitAll(t, "rmsnorm_bwd", "layernorm_bwd") {
+		pdl, err := v.Params.Int("pdl")
 		if err != nil {
 			t.Fatal(err)
 		}
 		kernelsText := map[string]string{}
-		for _, body := range ptxtest.Kernels(v.prog.PTX) {
+		for _, body := range ptxtest.Kernels(v.Prog.PTX) {
 			kernelsText[body[:strings.IndexByte(body, '(')]] = body
 		}
-		for i, ln := range v.prog.Launches {
+		for i, ln := range v.Prog.Launches {
 			if want := pdl == 1 && i == 1; ln.Dependent != want {
-				t.Fatalf("%s %s %s: launch %d (%s) dependent=%v, want %v", v.family, v.shape.Key(), v.params, i, ln.Entry, ln.Dependent, want)
+				t.Fatalf("%s %s %s: launch %d (%s) dependent=%v, want %v", v.Family, v.Shape.Key(), v.Params, i, ln.Entry, ln.Dependent, want)
 			}
 			body := kernelsText[ln.Entry]
 			wait := strings.Index(body, "griddepcontrol.wait")
 			if !ln.Dependent {
 				if wait >= 0 {
-					t.Fatalf("%s %s: %s waits but is not dependent", v.family, v.params, ln.Entry)
+					t.Fatalf("%s %s: %s waits but is not dependent", v.Family, v.Params, ln.Entry)
 				}
 				continue
 			}
 			seen++
 			if wait < 0 {
-				t.Fatalf("%s %s: dependent %s never waits", v.family, v.params, ln.Entry)
+				t.Fatalf("%s %s: dependent %s never waits", v.Family, v.Params, ln.Entry)
 			}
 			guarded := "red.global"
 			if strings.HasSuffix(ln.Entry, "_finalize") {
@@ -407,11 +396,11 @@ func TestNormPDL(t *testing.T) {
 			// An instruction that starts with it (cp.async…shared.global
 			// contains "red.global").
 			if regexp.MustCompile(`(?m)^\t(@!?%p\d+ )?` + regexp.QuoteMeta(guarded)).MatchString(body[:wait]) {
-				t.Fatalf("%s %s: %s has %s before griddepcontrol.wait", v.family, v.params, ln.Entry, guarded)
+				t.Fatalf("%s %s: %s has %s before griddepcontrol.wait", v.Family, v.Params, ln.Entry, guarded)
 			}
 		}
-		if pdl == 0 && strings.Contains(v.prog.PTX, "griddepcontrol") {
-			t.Fatalf("%s %s: griddepcontrol without pdl", v.family, v.params)
+		if pdl == 0 && strings.Contains(v.Prog.PTX, "griddepcontrol") {
+			t.Fatalf("%s %s: griddepcontrol without pdl", v.Family, v.Params)
 		}
 	}
 	if seen == 0 {
@@ -428,10 +417,10 @@ func TestNormPDL(t *testing.T) {
 func TestNormAtomic1(t *testing.T) {
 	seen := 0
 	for _, name := range []string{"rmsnorm_bwd", "layernorm_bwd"} {
-		f := rowFamily(t, name)
+		f := rowtest.Family(t, name)
 		for _, dt := range f.DTypes() {
-			for _, sp := range append([]string{rowModelShape[name]}, rowOddShapes...) {
-				s := shape(t, f, sp, dt)
+			for _, sp := range append([]string{rowtest.ModelShape[name]}, rowtest.OddShapes...) {
+				s := rowtest.Shape(t, f, sp, dt)
 				for _, p := range runner.Filter(f.Space(s).Enumerate(), variants.Params{"dgamma": "atomic1"}) {
 					prog, err := f.Emit(s, p)
 					if err != nil {

@@ -1,11 +1,14 @@
-package kernels_test
+package softmax_test
 
 import (
+	"flag"
 	"math"
 	"testing"
 
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/kernels/internal/ptxtest"
+	"github.com/gradtune/gradtune/kernels/internal/rowtest"
 	"github.com/gradtune/gradtune/variants"
 )
 
@@ -32,9 +35,9 @@ func softmaxRows(z []float64, m, n int) []float64 {
 // TestSoftmaxReferenceMatchesFiniteDifferences checks dx against central
 // differences of L(z) = Σ dy ⊙ softmax(z) with respect to the logits.
 func TestSoftmaxReferenceMatchesFiniteDifferences(t *testing.T) {
-	f := rowFamily(t, "softmax_bwd")
+	f := rowtest.Family(t, "softmax_bwd")
 	for _, c := range []struct{ m, n int }{{3, 1}, {2, 5}, {4, 37}, {1, 512}} {
-		s := shape(t, f, "m=1,n=1", dtype.F32)
+		s := rowtest.Shape(t, f, "m=1,n=1", dtype.F32)
 		s.Dims = []variants.Dim{{Name: "m", Value: c.m}, {Name: "n", Value: c.n}}
 		z := kernels.Uniform(dtype.F64, c.m*c.n, -3, 3, 7, "z")
 		dy := kernels.Uniform(dtype.F64, c.m*c.n, -1, 1, 7, "dy")
@@ -64,18 +67,18 @@ func TestSoftmaxReferenceMatchesFiniteDifferences(t *testing.T) {
 }
 
 func TestSoftmaxInputs(t *testing.T) {
-	f := rowFamily(t, "softmax_bwd")
+	f := rowtest.Family(t, "softmax_bwd")
 	for _, dt := range f.DTypes() {
 		for _, sp := range []string{"m=5,n=512", "m=3,n=37", "m=1,n=1", "m=64,n=2", "m=200,n=16", "m=2,n=20000"} {
-			s := shape(t, f, sp, dt)
+			s := rowtest.Shape(t, f, sp, dt)
 			m, n := s.Get("m"), s.Get("n")
 			in := f.Inputs(s, 1)
 			again, other := f.Inputs(s, 1), f.Inputs(s, 2)
 			for _, name := range []string{"y", "dy"} {
-				if len(in[name]) != m*n || !equalFloats(in[name], again[name]) {
+				if len(in[name]) != m*n || !rowtest.EqualFloats(in[name], again[name]) {
 					t.Errorf("%s: input %s has %d values or is not deterministic", s.Key(), name, len(in[name]))
 				}
-				if m*n > 1 && equalFloats(in[name], other[name]) {
+				if m*n > 1 && rowtest.EqualFloats(in[name], other[name]) {
 					t.Errorf("%s: input %s ignores the seed", s.Key(), name)
 				}
 				for _, v := range in[name] {
@@ -115,22 +118,10 @@ func TestSoftmaxInputs(t *testing.T) {
 			}
 		}
 	}
-	s := shape(t, f, "m=24576,n=512", dtype.BF16)
+	s := rowtest.Shape(t, f, "m=24576,n=512", dtype.BF16)
 	if c := f.Cost(s); c.Bytes != 3*24576*512*2 || c.Flops != 4*24576*512 {
 		t.Errorf("Cost = %+v", c)
 	}
-}
-
-func equalFloats(a, b []float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // softmaxModel computes dx the way a kernel does in f32, with the row sum
@@ -144,7 +135,7 @@ func softmaxModel(y, dy []float64, m, n int, dt dtype.DType, tree bool) []float6
 			var lanes [32][4]float32
 			for i := 0; i < n; i++ {
 				l, e := (i/4)%32, i%4
-				lanes[l][e] = fma32(float32(y[r*n+i]), float32(dy[r*n+i]), lanes[l][e])
+				lanes[l][e] = rowtest.FMA32(float32(y[r*n+i]), float32(dy[r*n+i]), lanes[l][e])
 			}
 			var part [32]float32
 			for l := range lanes {
@@ -158,7 +149,7 @@ func softmaxModel(y, dy []float64, m, n int, dt dtype.DType, tree bool) []float6
 			dot = part[0]
 		} else {
 			for i := r * n; i < (r+1)*n; i++ {
-				dot = fma32(float32(y[i]), float32(dy[i]), dot)
+				dot = rowtest.FMA32(float32(y[i]), float32(dy[i]), dot)
 			}
 		}
 		for i := r * n; i < (r+1)*n; i++ {
@@ -171,10 +162,10 @@ func softmaxModel(y, dy []float64, m, n int, dt dtype.DType, tree bool) []float6
 // TestSoftmaxTolerance checks that the tolerance admits the f32 arithmetic
 // of the kernels and rejects plausible mistakes.
 func TestSoftmaxTolerance(t *testing.T) {
-	f := rowFamily(t, "softmax_bwd")
+	f := rowtest.Family(t, "softmax_bwd")
 	for _, dt := range f.DTypes() {
 		for _, sp := range []string{"m=64,n=512", "m=16,n=37", "m=4,n=1", "m=2,n=20000", "m=256,n=64"} {
-			s := shape(t, f, sp, dt)
+			s := rowtest.Shape(t, f, sp, dt)
 			m, n := s.Get("m"), s.Get("n")
 			in := f.Inputs(s, 1)
 			ref := f.Reference(s, in)["dx"]
@@ -229,13 +220,44 @@ func TestSoftmaxTolerance(t *testing.T) {
 				}
 			}
 			got := append([]float64(nil), ref...)
-			got[big] = perturbULP(ref[big], 4, dt)
+			got[big] = rowtest.PerturbULP(ref[big], 4, dt)
 			if dt == dtype.F32 {
 				got[big] = ref[big] * (1 + 0x1p-11)
 			}
 			if _, _, bad := tol.Check(got, ref); bad != big {
 				t.Errorf("%s: tolerance %+v accepts %g for %g", s.Key(), tol, got[big], ref[big])
 			}
+		}
+	}
+}
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+// golden pins softmax_bwd programs in testdata/: the model shape's H200
+// winners in f32 and bf16, an odd shape stashed in shared memory, and a
+// row of several tiles.
+var golden = []pin{
+	{"softmax_bwd", "f32", "m=24576,n=512", "vec=4,vpt=4,rows=4,rpg=1,unroll=1,prefetch=0,store=regs,maxnreg=0"},
+	{"softmax_bwd", "bf16", "m=24576,n=512", "vec=8,vpt=2,rows=4,rpg=4,unroll=1,prefetch=1,store=regs,maxnreg=0"},
+	{"softmax_bwd", "bf16", "m=3,n=37", "vec=1,vpt=2,rows=2,rpg=2,unroll=1,store=smem,maxnreg=0"},
+	{"softmax_bwd", "f16", "m=2,n=20000", "vec=8,vpt=1,rows=1,rpg=1,unroll=1,store=reread,maxnreg=0"},
+}
+
+// pin is a rowtest.Golden, spelled unkeyed.
+type pin struct{ Family, DType, Shape, Params string }
+
+func TestGoldenPTX(t *testing.T) {
+	for _, g := range golden {
+		ptxtest.Golden(t, *update, rowtest.Golden(g).File(), rowtest.Golden(g).Text(t))
+	}
+}
+
+// TestSoftmaxProgramBuffers: softmax programs need no buffers of their
+// own.
+func TestSoftmaxProgramBuffers(t *testing.T) {
+	for _, v := range rowtest.EmitAll(t, "softmax_bwd") {
+		if len(v.Prog.Buffers) != 0 {
+			t.Fatalf("%v: program buffers %v", v, v.Prog.Buffers)
 		}
 	}
 }

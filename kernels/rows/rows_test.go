@@ -1,9 +1,8 @@
-package kernels_test
+package rows_test
 
 import (
 	"context"
 	"fmt"
-	"math"
 	"os"
 	"regexp"
 	"slices"
@@ -16,39 +15,16 @@ import (
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/internal/ptxas"
 	"github.com/gradtune/gradtune/kernels"
-	"github.com/gradtune/gradtune/kernels/catalog"
 	"github.com/gradtune/gradtune/kernels/internal/ptxtest"
+	"github.com/gradtune/gradtune/kernels/internal/rowtest"
 	"github.com/gradtune/gradtune/runner"
 	"github.com/gradtune/gradtune/runner/sim"
 	"github.com/gradtune/gradtune/variants"
 )
 
-// rowFamilies are the families built on rowreduce.go.
-var rowFamilies = []string{"softmax_bwd", "rmsnorm_bwd", "layernorm_bwd"}
-
-// rowModelShape is each row family's qwen1.5b shape at 2048 tokens.
-var rowModelShape = map[string]string{
-	"softmax_bwd":   "m=24576,n=512",
-	"rmsnorm_bwd":   "m=2048,n=1536",
-	"layernorm_bwd": "m=2048,n=1536",
-}
-
-// rowOddShapes are assembled (every variant) and run on the interpreter
-// besides the model shape: no vector width divides 37, and one element.
-var rowOddShapes = []string{"m=3,n=37", "m=1,n=1"}
-
-func rowFamily(t *testing.T, name string) kernels.Family {
-	t.Helper()
-	f, err := catalog.Lookup(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f
-}
-
 func TestRowFamiliesRegistered(t *testing.T) {
-	for _, name := range rowFamilies {
-		f := rowFamily(t, name)
+	for _, name := range rowtest.Families {
+		f := rowtest.Family(t, name)
 		if !slices.Equal(f.Dims(), []string{"m", "n"}) {
 			t.Errorf("%s: Dims = %v", name, f.Dims())
 		}
@@ -62,14 +38,14 @@ func TestRowFamiliesRegistered(t *testing.T) {
 }
 
 func TestRowShapes(t *testing.T) {
-	for _, name := range rowFamilies {
-		f := rowFamily(t, name)
+	for _, name := range rowtest.Families {
+		f := rowtest.Family(t, name)
 		for _, c := range []struct{ spec, key string }{
 			{"m=2048,n=1536", "m=2048,n=1536,dtype=f32"},
 			{"n=37,m=3", "m=3,n=37,dtype=f32"},
 			{"M=1,N=1", "m=1,n=1,dtype=f32"},
 		} {
-			if s := shape(t, f, c.spec, dtype.F32); s.Key() != c.key {
+			if s := rowtest.Shape(t, f, c.spec, dtype.F32); s.Key() != c.key {
 				t.Errorf("%s.Shape(%s) = %s, want %s", name, c.spec, s.Key(), c.key)
 			}
 		}
@@ -78,23 +54,24 @@ func TestRowShapes(t *testing.T) {
 			dt   dtype.DType
 			want string
 		}{
-			{spec(t, "n=4"), dtype.F32, name + " takes m=M,n=N: rows and columns (got [n])"},
-			{spec(t, "m=4"), dtype.F32, "takes m=M,n=N"},
-			{spec(t, "m=4,n=4,k=2"), dtype.F32, "takes m=M,n=N"},
-			{spec(t, "m=4,n=4"), dtype.F64, name + " does not support dtype f64"},
-			{spec(t, "m=65536,n=65536"), dtype.F32, "4294967296 elements is more than 2147483647"},
-			{variants.Spec{Dims: []variants.Dim{{Name: "m", Value: 0}, {Name: "n", Value: 3}}}, dtype.F32, "m=0 must be in 1..2147483647"},
+			{rowtest.Spec(t, "n=4"), dtype.F32, name + " takes m=M,n=N (got n=4)"},
+			{rowtest.Spec(t, "m=4"), dtype.F32, "takes m=M,n=N"},
+			{rowtest.Spec(t, "m=4,n=4,k=2"), dtype.F32, "takes m=M,n=N"},
+			{rowtest.Spec(t, "m=4,n=4"), dtype.F64, name + " does not support dtype f64"},
+			{rowtest.Spec(t, "m=65536,n=65536"), dtype.F32, "4294967296 elements is more than 2147483647"},
+			{variants.Spec{Dims: []variants.Dim{{Name: "m", Value: 0}, {Name: "n", Value: 3}}}, dtype.F32, name + " m=0 is not positive"},
+			{rowtest.Spec(t, "m=2147483648,n=1"), dtype.F32, name + ": m=2147483648 must be in 1..2147483647"},
 		}
 		if name != "softmax_bwd" {
 			bad = append(bad, struct {
 				spec variants.Spec
 				dt   dtype.DType
 				want string
-			}{spec(t, "m=2,n=32772"), dtype.BF16, "n=32772 is too long: a row must fit one tile of 1024 threads holding at most 32 elements each (n ≤ 32768 when n is a multiple of 4)"})
-			shape(t, f, "m=2,n=32768", dtype.BF16)
-			shape(t, f, "m=2,n=16383", dtype.F32)
+			}{rowtest.Spec(t, "m=2,n=32772"), dtype.BF16, "n=32772 is too long: a row must fit one tile of 1024 threads holding at most 32 elements each (n ≤ 32768 when n is a multiple of 4)"})
+			rowtest.Shape(t, f, "m=2,n=32768", dtype.BF16)
+			rowtest.Shape(t, f, "m=2,n=16383", dtype.F32)
 		} else {
-			shape(t, f, "m=2,n=1000003", dtype.F32)
+			rowtest.Shape(t, f, "m=2,n=1000003", dtype.F32)
 		}
 		for _, c := range bad {
 			if _, err := f.Shape(c.spec, c.dt); err == nil || !strings.Contains(err.Error(), c.want) {
@@ -109,8 +86,8 @@ func TestRowShapes(t *testing.T) {
 		"rmsnorm_bwd":   {2048: "m=2048,n=1536,dtype=bf16", 512: "m=512,n=1536,dtype=bf16", 256: "m=256,n=1536,dtype=bf16", 1000: "m=1000,n=1536,dtype=bf16"},
 		"layernorm_bwd": {2048: "m=2048,n=1536,dtype=bf16", 512: "m=512,n=1536,dtype=bf16", 256: "m=256,n=1536,dtype=bf16", 1000: "m=1000,n=1536,dtype=bf16"},
 	}
-	for _, name := range rowFamilies {
-		f := rowFamily(t, name)
+	for _, name := range rowtest.Families {
+		f := rowtest.Family(t, name)
 		for tokens, key := range want[name] {
 			p, err := variants.LookupPreset("qwen1.5b", tokens)
 			if err != nil {
@@ -134,11 +111,11 @@ func TestRowSpaces(t *testing.T) {
 			shapes = append(shapes, fmt.Sprintf("m=%d,n=%d", m, n))
 		}
 	}
-	for _, name := range rowFamilies {
-		f := rowFamily(t, name)
+	for _, name := range rowtest.Families {
+		f := rowtest.Family(t, name)
 		for _, dt := range f.DTypes() {
 			for _, sp := range shapes {
-				s, err := f.Shape(spec(t, sp), dt)
+				s, err := f.Shape(rowtest.Spec(t, sp), dt)
 				if err != nil {
 					t.Errorf("%s %s %v: %v", name, sp, dt, err)
 					continue
@@ -165,7 +142,7 @@ func TestRowSpaces(t *testing.T) {
 			}
 		}
 		// Bad params.
-		s := shape(t, f, "m=7,n=1536", dtype.F32)
+		s := rowtest.Shape(t, f, "m=7,n=1536", dtype.F32)
 		sp := f.Space(s)
 		good := sp.Enumerate()[0]
 		for _, a := range sp.Axes {
@@ -211,6 +188,18 @@ func checkRowProgram(t *testing.T, f kernels.Family, s variants.Shape, p variant
 	}
 	bufs := map[string]kernels.Buffer{}
 	for _, b := range f.Buffers(s) {
+		bufs[b.Name] = b
+	}
+	used := map[string]bool{}
+	for _, l := range prog.Launches {
+		for _, a := range l.Args {
+			used[a.Buffer] = true
+		}
+	}
+	for _, b := range prog.Buffers {
+		if _, dup := bufs[b.Name]; dup || b.Role != kernels.State && b.Role != kernels.Scratch || b.Elems <= 0 || !used[b.Name] {
+			errorf("program buffer %+v: a duplicate, not State or Scratch, empty, or unused", b)
+		}
 		bufs[b.Name] = b
 	}
 	wantLaunches := 1
@@ -284,44 +273,10 @@ func checkRowProgram(t *testing.T, f kernels.Family, s variants.Shape, p variant
 	}
 }
 
-// rowVariants are the programs of every variant of the row families at
-// their model shape and the odd shapes, in every dtype.
-type rowVariant struct {
-	family string
-	shape  variants.Shape
-	params variants.Params
-	prog   kernels.Program
-}
-
-func (v rowVariant) String() string {
-	return fmt.Sprintf("%s %s %s", v.family, v.shape.Key(), v.params)
-}
-
-func emitRowVariants(t *testing.T) []rowVariant {
-	var out []rowVariant
-	for _, name := range rowFamilies {
-		f := rowFamily(t, name)
-		for _, dt := range f.DTypes() {
-			for _, sp := range append([]string{rowModelShape[name]}, rowOddShapes...) {
-				s := shape(t, f, sp, dt)
-				for _, p := range f.Space(s).Enumerate() {
-					prog, err := f.Emit(s, p)
-					if err != nil {
-						t.Errorf("%s %s %s: %v", name, s.Key(), p, err)
-						continue
-					}
-					out = append(out, rowVariant{name, s, p, prog})
-				}
-			}
-		}
-	}
-	return out
-}
-
-// rowKernel is one distinct kernel of the row variants, renamed for
+// rowKernelText is one distinct kernel of the row variants, renamed for
 // assembly with others.
 type rowKernelText struct {
-	v       rowVariant
+	v       rowtest.Variant
 	entry   string
 	header  string // .version and .target
 	externs string // its extern shared declarations
@@ -330,8 +285,8 @@ type rowKernelText struct {
 }
 
 // splitKernels returns the kernels of a program's module.
-func splitKernels(v rowVariant) []*rowKernelText {
-	text := v.prog.PTX
+func splitKernels(v rowtest.Variant) []*rowKernelText {
+	text := v.Prog.PTX
 	i := strings.Index(text, ".visible .entry ")
 	head := text[:i]
 	version := regexp.MustCompile(`(?m)^\.version .*\n\.target .*\n`).FindString(head)
@@ -350,12 +305,9 @@ func splitKernels(v rowVariant) []*rowKernelText {
 }
 
 // smallSpillBytes is the spill allowed to a row kernel without a register
-// cap. With .reqntid and no .minnctapersm, ptxas 12.4 picks a register
-// count for occupancy, and for some heavier variants (a 64-thread softmax
-// CTA stashing 8-element bf16 vectors: 48 registers, where it takes 60
-// without .reqntid) it then spills a few words; sm_80 does so more often
-// than sm_90. The runner's prescreen (256 bytes of local memory) lets such
-// variants be measured, and the measurement judges them.
+// cap: ptxas' register choice under .reqntid spills a few words for some
+// heavier variants, which the runner's prescreen lets be measured
+// (docs/kernels/rows.md, "Spills the assembly test allows").
 const smallSpillBytes = 64
 
 // TestRowVariantsAssemble assembles every distinct kernel of every row
@@ -367,7 +319,7 @@ const smallSpillBytes = 64
 func TestRowVariantsAssemble(t *testing.T) {
 	path := ptxas.RequireOrSkip(t)
 	start := time.Now()
-	vs := emitRowVariants(t)
+	vs := rowtest.EmitAll(t, rowtest.Families...)
 	byKey := map[string]*rowKernelText{}
 	var uniq []*rowKernelText
 	for _, v := range vs {
@@ -448,13 +400,13 @@ func TestRowVariantsAssemble(t *testing.T) {
 	}
 	check := func(arch string, k *rowKernelText, r ptxas.Report) {
 		maxnreg := 0
-		if k.entry == k.v.family+"_"+k.v.shape.DType.String() {
-			maxnreg, _ = k.v.params.Int("maxnreg")
+		if k.entry == k.v.Family+"_"+k.v.Shape.DType.String() {
+			maxnreg, _ = k.v.Params.Int("maxnreg")
 		}
 		// Static shared memory: the finalize kernel's transpose, and the
 		// ticket's flag.
-		main := k.entry == k.v.family+"_"+k.v.shape.DType.String()
-		staticOK := strings.HasSuffix(k.entry, "_finalize") || main && k.v.params["dgamma"] == "ticket" && r.SharedBytes <= 16
+		main := k.entry == k.v.Family+"_"+k.v.Shape.DType.String()
+		staticOK := strings.HasSuffix(k.entry, "_finalize") || main && k.v.Params["dgamma"] == "ticket" && r.SharedBytes <= 16
 		spill := r.SpillStores != 0 || r.SpillLoads != 0 || r.StackBytes != 0
 		switch {
 		case maxnreg == 0 && spill && r.SpillStores <= smallSpillBytes && r.StackBytes <= smallSpillBytes+8:
@@ -544,16 +496,16 @@ func rowSimShapes(name string) []struct {
 // through runner.Session (outputs poisoned, Scratch left as it is) and
 // checks each output against the reference with its own tolerance.
 func TestRowVariantsOnInterpreter(t *testing.T) {
-	for _, name := range rowFamilies {
+	for _, name := range rowtest.Families {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			f := rowFamily(t, name)
+			f := rowtest.Family(t, name)
 			ss := runner.NewSession(sim.New(sim.Options{Workers: 1}))
 			defer ss.Release()
 			runs := 0
 			for _, dt := range f.DTypes() {
 				for _, c := range rowSimShapes(name) {
-					s := shape(t, f, c.spec, dt)
+					s := rowtest.Shape(t, f, c.spec, dt)
 					if err := ss.Prepare(f, s, 1); err != nil {
 						t.Fatalf("%s: %v", s.Key(), err)
 					}
@@ -566,7 +518,7 @@ func TestRowVariantsOnInterpreter(t *testing.T) {
 					pts = runner.Pick(pts, n)
 					for _, p := range pts {
 						runs++
-						if msg := runOnSim(ss, f, s, p, ref); msg != "" {
+						if msg := rowtest.RunOnSim(ss, f, s, p, ref); msg != "" {
 							t.Errorf("%s %s: %s", s.Key(), p, msg)
 						}
 					}
@@ -577,115 +529,14 @@ func TestRowVariantsOnInterpreter(t *testing.T) {
 	}
 }
 
-// runOnSim validates one variant and returns what is wrong, or "".
-func runOnSim(ss *runner.Session, f kernels.Family, s variants.Shape, p variants.Params, ref map[string][]float64) string {
-	prog, err := f.Emit(s, p)
-	if err != nil {
-		return "emit: " + err.Error()
-	}
-	l, err := ss.Load(prog)
-	if err != nil {
-		return "load: " + err.Error()
-	}
-	defer l.Unload()
-	c, err := ss.Validate(l)
-	if err != nil {
-		return err.Error()
-	}
-	if !c.OK {
-		return c.Message
-	}
-	for _, b := range f.Buffers(s) {
-		if b.Role != kernels.Output {
-			continue
-		}
-		got, err := ss.Output(b.Name)
-		if err != nil {
-			return err.Error()
-		}
-		tol := f.Tolerance(s, b.Name)
-		if _, _, bad := tol.Check(got, ref[b.Name]); bad >= 0 {
-			return fmt.Sprintf("%s[%d] = %g, want %g (atol %g, rtol %g)", b.Name, bad, got[bad], ref[b.Name][bad], tol.Atol, tol.Rtol)
-		}
-	}
-	return ""
-}
-
-// rowGolden pins one program per family and dtype in testdata/.
-var rowGolden = []struct{ family, dtype, shape, params string }{
-	{"softmax_bwd", "f32", "m=24576,n=512", "vec=4,vpt=4,rows=4,rpg=1,unroll=1,prefetch=0,store=regs,maxnreg=0"},
-	{"softmax_bwd", "bf16", "m=24576,n=512", "vec=8,vpt=2,rows=4,rpg=4,unroll=1,prefetch=1,store=regs,maxnreg=0"},
-	{"softmax_bwd", "bf16", "m=3,n=37", "vec=1,vpt=2,rows=2,rpg=2,unroll=1,store=smem,maxnreg=0"},
-	{"softmax_bwd", "f16", "m=2,n=20000", "vec=8,vpt=1,rows=1,rpg=1,unroll=1,store=reread,maxnreg=0"},
-	{"rmsnorm_bwd", "f32", "m=2048,n=1536", "vec=4,vpt=3,rows=1,rpg=4,unroll=2,store=regs,dgamma=atomic,maxnreg=0"},
-	{"rmsnorm_bwd", "bf16", "m=2048,n=1536", "vec=8,vpt=1,rows=2,rpg=4,unroll=1,prefetch=1,store=regs,dgamma=partial,maxnreg=0"},
-	{"layernorm_bwd", "f16", "m=3,n=37", "vec=1,vpt=2,rows=2,rpg=2,unroll=1,store=reread,dgamma=partial,maxnreg=0"},
-	{"layernorm_bwd", "bf16", "m=2048,n=1536", "vec=8,vpt=2,rows=2,rpg=4,unroll=1,store=smem,dgamma=atomic,maxnreg=0"},
-	{"layernorm_bwd", "f32", "m=2048,n=1536", "vec=4,vpt=3,rows=1,rpg=4,unroll=1,prefetch=1,store=regs,dgamma=ticket,maxnreg=0"},
-	// The H200 winners (testdata/h200-rows.md): PDL finalize, vector atomics.
-	{"rmsnorm_bwd", "f32", "m=2048,n=1536", "vec=4,vpt=3,rows=4,rpg=2,unroll=1,prefetch=1,store=regs,dgamma=partial,maxnreg=64,pdl=1"},
-	{"layernorm_bwd", "f32", "m=2048,n=1536", "vec=4,vpt=4,rows=4,rpg=4,unroll=1,prefetch=1,store=regs,dgamma=atomic,maxnreg=0,pdl=1"},
-	// This session's winners: rows copied with cp.async; atomic1.
-	{"layernorm_bwd", "f32", "m=2048,n=1536", "vec=4,vpt=4,rows=4,rpg=4,unroll=1,prefetch=0,store=async,dgamma=atomic1,maxnreg=0,pdl=0"},
-	{"rmsnorm_bwd", "bf16", "m=2048,n=1536", "vec=8,vpt=1,rows=2,rpg=4,unroll=1,prefetch=0,store=async,dgamma=partial,maxnreg=0,pdl=1"},
-}
-
-func TestRowGoldenPTX(t *testing.T) {
-	for _, g := range rowGolden {
-		f, s, p, prog := emitVariant(t, g.family, g.dtype, g.shape, g.params)
-		if err := f.Space(s).Check(p); err != nil {
-			t.Errorf("%s: %v", g.params, err)
-		}
-		name := fmt.Sprintf("%s_%s_%s", g.family, g.dtype, strings.NewReplacer("=", "", ",", "_").Replace(g.shape))
-		if strings.Contains(g.params, "pdl=1") {
-			name += "_pdl"
-		}
-		if strings.Contains(g.params, "store=async") {
-			name += "_async"
-		}
-		name += ".golden"
-		var b strings.Builder
-		fmt.Fprintf(&b, "// %s %s %s\n", g.family, s.Key(), p)
-		for _, l := range prog.Launches {
-			dep := ""
-			if l.Dependent {
-				dep = " dependent"
-			}
-			fmt.Fprintf(&b, "// launch %s grid=%v block=%v smem=%d args=%v%s\n", l.Entry, l.Grid, l.Block, l.SharedBytes, l.Args, dep)
-		}
-		b.WriteString(prog.PTX)
-		checkGolden(t, name, b.String())
-	}
-}
-
-// rowModelF32 holds f32 helpers shared by the families' tolerance tests.
-
-// f32seq adds values in f32 one after another (the longest chain of
-// roundings any variant has).
-func f32seq(vals []float64) float32 {
-	var s float32
-	for _, v := range vals {
-		s = float32(float64(s) + v)
-	}
-	return s
-}
-
-// perturbULP returns v moved by k units in the last place of dt.
-func perturbULP(v float64, k int, dt dtype.DType) float64 {
-	_, e := math.Frexp(v)
-	return v + float64(k)*math.Ldexp(2*dt.Epsilon(), e-1)
-}
-
 // TestRowSpaceSizes logs the size of each row family's space at its model
-// shape and keeps it tunable in one session (at most 1500 points: the
-// norms' 1190 at [2048 × 1536] f32 took 50–60 s each on the H200,
-// testdata/h200-rows.log, before store=async and atomic1 brought them to
-// about 1400).
+// shape and keeps it tunable in one session: at most 1500 points
+// (docs/kernels/rows.md, "Space sizes").
 func TestRowSpaceSizes(t *testing.T) {
-	for _, name := range rowFamilies {
-		f := rowFamily(t, name)
+	for _, name := range rowtest.Families {
+		f := rowtest.Family(t, name)
 		for _, dt := range f.DTypes() {
-			s := shape(t, f, rowModelShape[name], dt)
+			s := rowtest.Shape(t, f, rowtest.ModelShape[name], dt)
 			sp := f.Space(s)
 			n := len(sp.Enumerate())
 			if n == 0 || n > 1500 {
@@ -696,45 +547,20 @@ func TestRowSpaceSizes(t *testing.T) {
 	}
 }
 
-// TestRowTicketRestoresState runs ticket and atomic1 variants twice in a
-// row on the interpreter (with several workers, so that CTAs start and
-// finish in any order, and atomic1's CTAs really wait for the one that
-// zeroes dγ): each run must leave the accumulator and the counters at
-// zero, so that the next run (and the next variant) starts from the state
-// Inputs gives.
-func TestRowTicketRestoresState(t *testing.T) {
-	for _, name := range []string{"rmsnorm_bwd", "layernorm_bwd"} {
-		f := rowFamily(t, name)
-		ss := runner.NewSession(sim.New(sim.Options{Workers: 4}))
-		for _, sp := range []string{"m=67,n=200", "m=1,n=1"} {
-			s := shape(t, f, sp, dtype.F32)
-			if err := ss.Prepare(f, s, 1); err != nil {
-				t.Fatal(err)
-			}
-			ref := f.Reference(s, f.Inputs(s, 1))
-			var pts []variants.Params
-			for _, strategy := range []string{"ticket", "atomic1"} {
-				pts = append(pts, runner.Pick(runner.Filter(f.Space(s).Enumerate(), variants.Params{"dgamma": strategy}), 6)...)
-			}
-			for _, p := range pts {
-				for run := 0; run < 2; run++ {
-					if msg := runOnSim(ss, f, s, p, ref); msg != "" {
-						t.Errorf("%s %s run %d: %s", s.Key(), p, run, msg)
-					}
-					for _, b := range []string{"colsum", "ticket"} {
-						v, err := ss.Output(b)
-						if err != nil {
-							t.Fatal(err)
-						}
-						for i, x := range v {
-							if x != 0 {
-								t.Fatalf("%s %s run %d: %s[%d] = %v after the run", s.Key(), p, run, b, i, x)
-							}
-						}
-					}
-				}
+// product lists every combination of the space's axis values, whether the
+// constraints allow it or not.
+func product(sp variants.Space) []variants.Params {
+	out := []variants.Params{{}}
+	for _, a := range sp.Axes {
+		var next []variants.Params
+		for _, p := range out {
+			for _, v := range a.Values {
+				q := p.Clone()
+				q[a.Name] = v
+				next = append(next, q)
 			}
 		}
-		ss.Release()
+		out = next
 	}
+	return out
 }
