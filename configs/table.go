@@ -103,7 +103,9 @@ type Arg struct {
 }
 
 // Buffer is a device buffer the launches use. Role is "input", "output",
-// "accumulate" (zeroed by the program itself) or "scratch".
+// "accumulate" (zero it before every run of the launches), "state" (zero
+// it once when allocating it; every run leaves it zero) or "scratch"
+// (workspace, any contents).
 type Buffer struct {
 	Name  string `json:"name"`
 	DType string `json:"dtype"`

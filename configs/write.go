@@ -101,7 +101,7 @@ struct gradtune_launch {
 	const struct gradtune_arg *args;
 };
 
-/* role: "input", "output", "accumulate" (zeroed by the program) or "scratch". */
+/* role: "input", "output", "accumulate" (zero before every run), "state" (zero once; runs leave it zero) or "scratch". */
 struct gradtune_buffer {
 	const char *name;
 	const char *dtype;

@@ -147,7 +147,7 @@ func Emit(kernel, shapeKey, params string) (kernels.Program, []kernels.Buffer, e
 	if err != nil {
 		return fail(err)
 	}
-	return prog, f.Buffers(s), nil
+	return prog, append(f.Buffers(s), prog.Buffers...), nil
 }
 
 func launches(ls []kernels.Launch) []configs.Launch {

@@ -133,9 +133,9 @@ func TestShapeCodec(t *testing.T) {
 		t.Errorf("DimNamesOf = %v", got)
 	}
 	for in, want := range map[string]string{
-		"m=4":                 "takes m=M (optional),n=N,p=P (optional) (got m=4)",
-		"n=4,k=2":             "(got n=4,k=2)",
-		"n=2.5":               "n=2.5 is not an integer",
+		"m=4":     "takes m=M (optional),n=N,p=P (optional) (got m=4)",
+		"n=4,k=2": "(got n=4,k=2)",
+		"n=2.5":   "n=2.5 is not an integer",
 	} {
 		sp, err := ParseSpecs(in)
 		if err != nil {

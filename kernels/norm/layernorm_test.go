@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/gradtune/gradtune/dtype"
-	"github.com/gradtune/gradtune/kernels/internal/rowtest"
+	"github.com/gradtune/gradtune/internal/rowtest"
 )
 
 func TestLayerNormReferenceMatchesFiniteDifferences(t *testing.T) {

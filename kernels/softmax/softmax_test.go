@@ -8,7 +8,7 @@ import (
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/internal/ptxtest"
-	"github.com/gradtune/gradtune/kernels/internal/rowtest"
+	"github.com/gradtune/gradtune/internal/rowtest"
 	"github.com/gradtune/gradtune/variants"
 )
 
