@@ -17,13 +17,21 @@ type Dim struct {
 	// which extents may have one (a Milli field); Get returns the integer
 	// part and Float the whole.
 	Milli int `json:",omitempty"`
+	// Text is the value of an extent that names a choice rather than a
+	// size (grad=dx); Value is then 0. The typed shape decides which
+	// extents are choices (a string field) and which names they take.
+	Text string `json:",omitempty"`
 }
 
 // Float returns the extent as a number, fraction included.
 func (d Dim) Float() float64 { return float64(d.Value) + float64(d.Milli)/1000 }
 
-// ValueString prints the extent: "2048", or "1.5" for a fractional one.
+// ValueString prints the extent: "2048", "1.5" for a fractional one, or
+// the name of a choice.
 func (d Dim) ValueString() string {
+	if d.Text != "" {
+		return d.Text
+	}
 	if d.Milli == 0 {
 		return strconv.Itoa(d.Value)
 	}
@@ -67,11 +75,13 @@ func (s Shape) Has(name string) bool {
 	return false
 }
 
-// Elems is the product of all extents (integer parts).
+// Elems is the product of all extents (integer parts; choices count 1).
 func (s Shape) Elems() int {
 	n := 1
 	for _, d := range s.Dims {
-		n *= d.Value
+		if d.Text == "" {
+			n *= d.Value
+		}
 	}
 	return n
 }
@@ -104,9 +114,10 @@ type Spec struct {
 }
 
 // ParseSpecs parses one or more shape specs separated by ';', each
-// "name=value,name=value[,dtype=D]". Values are positive integers or
-// positive decimals with at most three decimals (p=1.5); which extents may
-// be decimal is the family's typed shape's business.
+// "name=value,name=value[,dtype=D]". Values are positive integers,
+// positive decimals with at most three decimals (p=1.5), or names
+// (grad=dx); which extents take which is the family's typed shape's
+// business.
 func ParseSpecs(s string) ([]Spec, error) {
 	var out []Spec
 	for _, part := range strings.Split(s, ";") {
@@ -146,6 +157,10 @@ func parseSpec(s string) (Spec, error) {
 			sp.DType = d
 			continue
 		}
+		if isName(v) {
+			sp.Dims = append(sp.Dims, Dim{Name: k, Text: v})
+			continue
+		}
 		if strings.Contains(v, ".") {
 			d, ok := parseMilli(v)
 			if !ok {
@@ -183,6 +198,17 @@ func parseMilli(v string) (Dim, bool) {
 		return Dim{}, false
 	}
 	return Dim{Value: n, Milli: m}, true
+}
+
+// isName reports whether v is a choice's name: a lower-case letter, then
+// letters, digits and underscores.
+func isName(v string) bool {
+	for i, c := range v {
+		if !(c >= 'a' && c <= 'z' || i > 0 && (c >= '0' && c <= '9' || c == '_')) {
+			return false
+		}
+	}
+	return v != ""
 }
 
 func allDigits(s string) bool {

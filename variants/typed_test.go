@@ -149,3 +149,42 @@ func TestShapeCodec(t *testing.T) {
 		}
 	}
 }
+
+type gradShape struct {
+	M     int    `dim:"m"`
+	Grad  string `dim:"grad" values:"dx,dw"`
+	DType dtype.DType
+}
+
+func TestShapeChoices(t *testing.T) {
+	sp, err := ParseSpecs("m=100,grad=dw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := DecodeShape[gradShape](sp[0].Dims, dtype.BF16)
+	if err != nil || s != (gradShape{M: 100, Grad: "dw", DType: dtype.BF16}) {
+		t.Fatalf("DecodeShape = %+v, %v", s, err)
+	}
+	vs := ShapeOf(s)
+	if vs.Key() != "m=100,grad=dw,dtype=bf16" || vs.Elems() != 100 {
+		t.Errorf("key %q, elems %d", vs.Key(), vs.Elems())
+	}
+	for in, want := range map[string]string{
+		"m=100,grad=dy": "grad=dy: want one of dx, dw",
+		"m=x,grad=dx":   "m=x is not a number",
+		"m=100":         "takes m=M,grad=dx|dw (got m=100)",
+	} {
+		sp, err := ParseSpecs(in)
+		if err != nil {
+			t.Fatalf("ParseSpecs(%s): %v", in, err)
+		}
+		if _, err := DecodeShape[gradShape](sp[0].Dims, dtype.F32); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("DecodeShape(%s) = %v, want error containing %q", in, err, want)
+		}
+	}
+	for _, bad := range []string{"grad=Dx", "grad=d-x", "grad=_x"} {
+		if _, err := ParseSpecs(bad); err == nil {
+			t.Errorf("ParseSpecs(%q) succeeded", bad)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package variants
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 
@@ -18,9 +19,11 @@ import (
 //		DType dtype.DType
 //	}
 //
-// Extent fields are int (a positive integer) or Milli (a positive decimal
-// with at most three decimals, p=1.5). `dim:"m,optional"` marks an extent
-// a spec may leave out; it is then 0 and the key omits it. ShapeOf and
+// Extent fields are int (a positive integer), Milli (a positive decimal
+// with at most three decimals, p=1.5) or a string type (a choice such as
+// grad=dx, whose names a `values:"dx,dw"` tag lists). `dim:"m,optional"`
+// marks an extent a spec may leave out; it is then zero and the key omits
+// it. ShapeOf and
 // DecodeShape are the one place that converts between a typed shape and
 // the canonical Shape the store keys on.
 
@@ -40,7 +43,14 @@ func ShapeOf[S any](s S) Shape {
 	rv := reflect.ValueOf(s)
 	out := Shape{DType: rv.Field(c.dtype).Interface().(dtype.DType)}
 	for _, f := range c.dims {
-		v := int(rv.Field(f.index).Int())
+		fv := rv.Field(f.index)
+		if f.choices != nil {
+			if t := fv.String(); t != "" || !f.optional {
+				out.Dims = append(out.Dims, Dim{Name: f.name, Text: t})
+			}
+			continue
+		}
+		v := int(fv.Int())
 		if f.optional && v == 0 {
 			continue
 		}
@@ -71,6 +81,15 @@ func DecodeShape[S any](dims []Dim, dt dtype.DType) (S, error) {
 		switch {
 		case !ok || given[d.Name]:
 			return s, fmt.Errorf("takes %s (got %s)", c.usage(), dimList(dims))
+		case f.choices != nil:
+			if !slices.Contains(f.choices, d.Text) {
+				return s, fmt.Errorf("%s=%s: want one of %s", d.Name, d.ValueString(), strings.Join(f.choices, ", "))
+			}
+			given[d.Name] = true
+			rv.Field(f.index).SetString(d.Text)
+			continue
+		case d.Text != "":
+			return s, fmt.Errorf("%s=%s is not a number", d.Name, d.Text)
 		case d.Milli != 0 && !f.milli:
 			return s, fmt.Errorf("%s=%s is not an integer", d.Name, d.ValueString())
 		case d.Value < 0 || d.Value == 0 && d.Milli == 0:
@@ -128,6 +147,7 @@ type shapeField struct {
 	index           int
 	name            string
 	optional, milli bool
+	choices         []string // a string extent's names
 }
 
 func (c *shapeCodec) dim(name string) (shapeField, bool) {
@@ -144,6 +164,9 @@ func (c *shapeCodec) usage() string {
 	var parts []string
 	for _, f := range c.dims {
 		p := f.name + "=" + strings.ToUpper(f.name)
+		if f.choices != nil {
+			p = f.name + "=" + strings.Join(f.choices, "|")
+		}
 		if f.optional {
 			p += " (optional)"
 		}
@@ -192,12 +215,20 @@ func buildShapeCodec(t reflect.Type) (*shapeCodec, error) {
 			continue
 		}
 		name, opt, _ := strings.Cut(tag, ",")
+		if sf.Type.Kind() == reflect.Int && sf.Tag.Get("values") != "" {
+			return nil, fmt.Errorf("%v.%s: a values tag is for choice (string) extents", t, sf.Name)
+		}
 		f := shapeField{index: i, name: name, optional: opt == "optional", milli: sf.Type == milliType}
-		switch {
+		if vs, ok := sf.Tag.Lookup("values"); ok {
+			f.choices = strings.Split(vs, ",")
+		}
+		switch k := sf.Type.Kind(); {
 		case name == "" || opt != "" && opt != "optional":
 			return nil, fmt.Errorf("%v.%s: malformed dim tag %q", t, sf.Name, tag)
-		case sf.Type.Kind() != reflect.Int:
-			return nil, fmt.Errorf("%v.%s: an extent is an int or a variants.Milli, not %v", t, sf.Name, sf.Type)
+		case k == reflect.String && len(f.choices) == 0:
+			return nil, fmt.Errorf("%v.%s: a choice extent needs a values tag", t, sf.Name)
+		case k != reflect.Int && k != reflect.String:
+			return nil, fmt.Errorf("%v.%s: an extent is an int, a variants.Milli or a string choice, not %v", t, sf.Name, sf.Type)
 		}
 		if _, dup := c.dim(name); dup {
 			return nil, fmt.Errorf("%v: extent %q declared twice", t, name)

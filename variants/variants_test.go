@@ -80,7 +80,7 @@ func TestParseSpecs(t *testing.T) {
 	if v, ok := sp[0].Get("n"); !ok || v != 8960 {
 		t.Errorf("n = %d %v", v, ok)
 	}
-	for _, bad := range []string{"m=0", "m=-1", "m=abc", "m", "m=1,m=2", "m=1,dtype=int4", ""} {
+	for _, bad := range []string{"m=0", "m=-1", "m=Abc", "m=1x", "m", "m=1,m=2", "m=1,dtype=int4", ""} {
 		if _, err := ParseSpecs(bad); err == nil {
 			t.Errorf("ParseSpecs(%q) succeeded", bad)
 		}
