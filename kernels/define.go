@@ -32,8 +32,33 @@ type Def[S, P any] interface {
 	Tolerance(s S, buffer string) Tolerance
 }
 
+// Baseliner is a family with baselines (Baseline) for some shapes; a Def
+// that has a method Baselines(S) []Baseline gets one through Define.
+type Baseliner interface {
+	Baselines(s variants.Shape) []Baseline
+}
+
 // Define returns the untyped Family of d.
-func Define[S, P any](d Def[S, P]) Family { return typed[S, P]{d} }
+func Define[S, P any](d Def[S, P]) Family {
+	if b, ok := d.(interface{ Baselines(S) []Baseline }); ok {
+		return baselined[S, P]{typed[S, P]{d}, b.Baselines}
+	}
+	return typed[S, P]{d}
+}
+
+// baselined is a typed family with baselines.
+type baselined[S, P any] struct {
+	typed[S, P]
+	baselines func(S) []Baseline
+}
+
+func (b baselined[S, P]) Baselines(s variants.Shape) []Baseline {
+	v, err := b.shape(s)
+	if err != nil {
+		return nil
+	}
+	return b.baselines(v)
+}
 
 // typed adapts a Def to Family: it decodes shapes and params on the way in
 // and encodes them on the way out.

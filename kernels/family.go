@@ -75,10 +75,31 @@ type Buffer struct {
 // Bytes is the buffer's size.
 func (b Buffer) Bytes() int { return b.Elems * b.DType.Size() }
 
-// Arg is one kernel argument: the address of a named buffer, or a scalar.
+// Arg is one kernel argument: the address of a named buffer, a TMA
+// tensor map of one, or a scalar.
 type Arg struct {
 	Buffer string // non-empty: pass the buffer's device address
-	Scalar uint64 // otherwise this 64-bit value (u64 parameter)
+	// TensorMap, when set, passes a tensor map of buffer TensorMap.Buffer
+	// by value (a 128-byte, 64-byte aligned .param, as
+	// cuTensorMapEncodeTiled makes it); Buffer is then empty.
+	TensorMap *TensorMap `json:",omitempty"`
+	Scalar    uint64     // otherwise this 64-bit value (u64 parameter)
+}
+
+// TensorMap describes the tiled TMA tensor map of a buffer
+// (cuTensorMapEncodeTiled): a tensor of Dims elements, innermost first,
+// whose dimension i > 0 starts every Strides[i-1] bytes, copied in boxes
+// of Box elements. Elements outside the tensor read as zero and are not
+// written. Interleave is none and L2 promotion is 128 bytes.
+type TensorMap struct {
+	Buffer  string
+	DType   dtype.DType
+	Dims    []int // extents, innermost first (1 to 5)
+	Strides []int // byte strides of Dims[1:], multiples of 16
+	Box     []int // box extents, innermost first, each ≤ 256
+	// Swizzle is 0 (none) or the span in bytes of the shared-memory
+	// swizzle: 32, 64 or 128. With a swizzle, Box[0]·size ≤ Swizzle.
+	Swizzle int
 }
 
 // Launch is one kernel launch of a program.
@@ -102,6 +123,9 @@ type Launch struct {
 	// Backends without the feature launch it in plain stream order, which
 	// is what the wait ensures anyway.
 	Dependent bool
+	// Cluster, when not zero, launches the grid in thread-block clusters
+	// of this shape (sm_90); Grid is a multiple of it.
+	Cluster [3]int `json:",omitempty"`
 }
 
 // Program is everything one variant runs: one PTX module, the launches
@@ -111,6 +135,27 @@ type Program struct {
 	PTX      string
 	Launches []Launch
 	Buffers  []Buffer
+}
+
+// Baseline is a vendor library's implementation of the same problem,
+// timed beside the variants with the same protocol and validated against
+// the same reference. GEMM is the one kind so far.
+type Baseline struct {
+	Name string // "cublas"
+	GEMM *GEMMCall
+}
+
+// GEMMCall is C = op(A)·op(B) on the family's buffers, row-major: C is
+// [M×N] with rows LDC elements apart; op(A) is [M×K]: A itself ([M×K],
+// rows LDA apart) or, with TransA, the transpose of A ([K×M]); likewise
+// op(B) is [K×N]: B or, with TransB, the transpose of B ([N×K]).
+// Inputs are In (f16 or bf16), accumulation f32, C is Out (f32 or In).
+type GEMMCall struct {
+	A, B, C        string
+	M, N, K        int
+	TransA, TransB bool
+	LDA, LDB, LDC  int
+	In, Out        dtype.DType
 }
 
 // Cost is the work of one program run, for throughput figures.

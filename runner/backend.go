@@ -1,6 +1,10 @@
 package runner
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/gradtune/gradtune/kernels"
+)
 
 // Ptr is a device address in a backend's address space.
 type Ptr uint64
@@ -66,4 +70,23 @@ type Resources struct {
 	LocalBytes  int // local memory per thread (spills and local arrays)
 	SharedBytes int // static shared memory
 	Occupancy   float64
+}
+
+// TensorMapArg is a kernel argument passed by value: the 128 bytes of a
+// TMA tensor map (kernels.TensorMap), as the backend encodes it.
+type TensorMapArg [128]byte
+
+// TensorMapEncoder is implemented by backends whose kernels can take TMA
+// tensor maps: EncodeTensorMap returns the map of m over the buffer at
+// base. The CUDA backend calls cuTensorMapEncodeTiled; the interpreter
+// uses an encoding of its own that its TMA instructions decode.
+type TensorMapEncoder interface {
+	EncodeTensorMap(m kernels.TensorMap, base Ptr) (TensorMapArg, error)
+}
+
+// ClusterLauncher is implemented by backends that launch grids in
+// thread-block clusters (kernels.Launch.Cluster, sm_90). The cluster
+// shape divides the grid.
+type ClusterLauncher interface {
+	LaunchCluster(fn Function, grid, block, cluster [3]int, sharedBytes int, args []any) error
 }

@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	"github.com/gradtune/gradtune/dtype"
+	"github.com/gradtune/gradtune/internal/rowtest"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/internal/ptxtest"
-	"github.com/gradtune/gradtune/internal/rowtest"
 	"github.com/gradtune/gradtune/variants"
 )
 
