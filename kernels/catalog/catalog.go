@@ -1,5 +1,3 @@
-// Package catalog lists gradtune's kernel families: the one place that
-// names them all. Commands, runners and tests find families here.
 package catalog
 
 import (
