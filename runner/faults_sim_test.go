@@ -44,7 +44,9 @@ func TestPlantedFaultsOnTheInterpreter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	timer := func(v runner.Variant) ([]float64, error) { return []float64{3, 3.1, 2.9, 3, 3, 3.05, 2.95, 3, 3, 3}, nil }
+	timer := func(v runner.Variant) ([]float64, error) {
+		return []float64{3, 3.1, 2.9, 3, 3, 3.05, 2.95, 3, 3, 3}, nil
+	}
 	r, err := runner.New(runner.Options{EvalTimeout: time.Minute,
 		NewWorker: runner.NewLocalWorker(func() runner.Backend { return sim.New(sim.Options{MaxSteps: 20000, Workers: 1}) },
 			runner.Families{f}, timer)})

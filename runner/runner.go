@@ -101,18 +101,18 @@ type Job struct {
 
 // Options configure a Runner.
 type Options struct {
-	Measure     MeasureOpts
-	Fresh       bool            // re-evaluate even what the Recorder has
-	Seed        uint64          // input data seed
-	Budget      int             // at most this many variants per shape (0: all)
-	Fix         variants.Params // only points with these axis values
+	Measure MeasureOpts
+	Fresh   bool            // re-evaluate even what the Recorder has
+	Seed    uint64          // input data seed
+	Budget  int             // at most this many variants per shape (0: all)
+	Fix     variants.Params // only points with these axis values
 	// EvalTimeout is the watchdog: an evaluation taking longer kills the
 	// worker and is recorded as a timeout (0: Deadline of Measure).
 	EvalTimeout time.Duration
 	// PrepareTimeout bounds the preparation of a shape (0: 5 minutes).
 	PrepareTimeout time.Duration
-	Progress    io.Writer       // progress lines; nil for none
-	NewWorker   func() (Worker, error)
+	Progress       io.Writer // progress lines; nil for none
+	NewWorker      func() (Worker, error)
 }
 
 // Summary of one (family, shape).

@@ -30,8 +30,10 @@ const block = 128
 
 type family struct{}
 
-func (family) Name() string          { return Name }
-func (family) Doc() string           { return "planted faults: a copy dx = dy, or one that hangs, stores out of bounds, traps or executes brkpt" }
+func (family) Name() string { return Name }
+func (family) Doc() string {
+	return "planted faults: a copy dx = dy, or one that hangs, stores out of bounds, traps or executes brkpt"
+}
 func (family) DTypes() []dtype.DType { return []dtype.DType{dtype.F32} }
 func (family) Shapes(p variants.Preset, dt dtype.DType) []Shape {
 	return []Shape{{N: 1 << 20, DType: dt}}
