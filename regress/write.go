@@ -73,15 +73,17 @@ func writeRow(w io.Writer, row Row) {
 
 // WriteBenchfmt writes both sides' samples in the Go benchmark format,
 // one line per sample in ns/op, the sides told apart by the configuration
-// key "run" (baseline, new): `benchstat -col run FILE` compares them.
+// key "run" (baseline, new): `benchstat -col run FILE` compares them. The
+// GPU is named once (a key that differed between the sides would split
+// benchstat's tables); the sources are named in lines benchstat skips.
 func WriteBenchfmt(w io.Writer, r *Report) error {
-	fmt.Fprintf(w, "pkg: github.com/gradtune/gradtune\n")
+	fmt.Fprintf(w, "# gradtune regression gate: %s against %s\n", oneWord(r.New.Label), oneWord(r.Base.Label))
+	fmt.Fprintf(w, "pkg: github.com/gradtune/gradtune\ngpu: %s\n", oneWord(r.New.Run.GPUName))
 	for _, s := range []struct {
 		name string
 		side Side
 	}{{"baseline", r.Base}, {"new", r.New}} {
-		fmt.Fprintf(w, "gpu: %s\ndriver: %s\nsource: %s\nrun: %s\n", oneWord(s.side.Run.GPUName), oneWord(s.side.Run.Driver),
-			oneWord(s.side.Label), s.name)
+		fmt.Fprintf(w, "run: %s\n", s.name)
 		for _, c := range s.side.Cases {
 			name := BenchName(c)
 			for _, x := range c.Samples {
