@@ -6,7 +6,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/gradtune/gradtune/eval"
 	"github.com/gradtune/gradtune/internal/results"
+	"github.com/gradtune/gradtune/runner"
 )
 
 // WriteRuns writes one line per run of the set: GPU, driver, tool and
@@ -15,6 +17,9 @@ func WriteRuns(w io.Writer, set *results.Set) {
 	for _, r := range set.Runs {
 		fmt.Fprintf(w, "run %d of %s: %s (cc %s), driver %s, %s, %s; copy %s GB/s\n",
 			r.ID, set.Path, r.GPUName, r.CC, r.Driver, r.ToolVersion, r.Started.UTC().Format("2006-01-02 15:04 UTC"), num(r.CopyGBps, 0))
+		if r.Telemetry != "" {
+			fmt.Fprintf(w, "  GPU at the start: %s\n", r.Telemetry)
+		}
 	}
 }
 
@@ -44,7 +49,33 @@ func WriteWinners(w io.Writer, set *results.Set) error {
 	}
 	fmt.Fprintln(w, "% bound: of the run's measured copy bandwidth (BW), or of the GPU's FP32 peak for compute-bound kernels;")
 	fmt.Fprintln(w, "vs baseline: baseline median / winner median; tie(n): n variants whose 95% CI overlaps the winner's.")
+	writeNotes(w, set)
 	return nil
+}
+
+// writeNotes says, per winner, how a tie was broken and what benchmath
+// warned about its samples.
+func writeNotes(w io.Writer, set *results.Set) {
+	var notes []string
+	for _, sh := range set.Shapes {
+		v := sh.Winner
+		if v == nil {
+			continue
+		}
+		name := fmt.Sprintf("%s %s %s", sh.Kernel, sh.Size, sh.DType)
+		switch {
+		case sh.Rule != "" && sh.Ties() > 0:
+			notes = append(notes, fmt.Sprintf("%s: %s", name, sh.Rule))
+		case sh.Rule == "" && sh.Ties() > 0:
+			notes = append(notes, fmt.Sprintf("%s: tie(%d), winner picked by the lowest median (recorded before tie rules)", name, sh.Ties()))
+		}
+		for _, wn := range v.Warnings {
+			notes = append(notes, fmt.Sprintf("%s: warning: %s", name, wn))
+		}
+	}
+	if len(notes) > 0 {
+		fmt.Fprintf(w, "notes:\n  %s\n", strings.Join(notes, "\n  "))
+	}
 }
 
 // WriteVariants writes the ranked list of one shape: every valid variant
@@ -85,6 +116,12 @@ func note(sh *results.Shape, v *results.Variant) string {
 	if v.Reused {
 		n = append(n, fmt.Sprintf("from run %d", v.RunID))
 	}
+	if len(v.Excluded) > 0 {
+		n = append(n, fmt.Sprintf("%d throttled samples left out", len(v.Excluded)))
+	}
+	if len(v.Warnings) > 0 {
+		n = append(n, "warnings: "+strings.Join(v.Warnings, "; "))
+	}
 	return strings.Join(n, ",")
 }
 
@@ -122,4 +159,37 @@ func num(v float64, decimals int) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.*f", decimals, v)
+}
+
+// WriteRunSummaries writes what each run recorded: its header and
+// telemetry, evaluations by status, telemetry coverage, throttled samples,
+// warnings and ties.
+func WriteRunSummaries(w io.Writer, path string, sums []results.RunSummary) {
+	for _, s := range sums {
+		r := s.Run
+		fmt.Fprintf(w, "run %d of %s (%s), %s, %s driver %s: %s\n", r.ID, path, r.Status,
+			r.Started.UTC().Format("2006-01-02 15:04 UTC"), r.GPUName, r.Driver, r.Args)
+		if r.Telemetry != "" {
+			fmt.Fprintf(w, "  at start: %s\n", r.Telemetry)
+		}
+		var st []string
+		for _, status := range eval.Statuses() {
+			if n := s.Statuses[status]; n > 0 {
+				st = append(st, fmt.Sprintf("%s %d", status, n))
+			}
+		}
+		fmt.Fprintf(w, "  evaluations: %d (%s)\n", s.Evaluations, strings.Join(st, ", "))
+		fmt.Fprintf(w, "  telemetry: %d of %d timed evaluations", s.WithTelemetry, s.Timed)
+		if s.WithTelemetry > 0 {
+			reasons := "none"
+			if names := runner.ReasonNames(s.Reasons); len(names) > 0 {
+				reasons = strings.Join(names, ", ")
+			}
+			fmt.Fprintf(w, "; SM %d–%d MHz, memory %d–%d MHz, up to %d °C and %.0f W; clock event reasons: %s",
+				s.SMMin, s.SMMax, s.MemMin, s.MemMax, s.MaxTempC, s.MaxPowerW, reasons)
+		}
+		fmt.Fprintf(w, "\n  throttled: %d samples left out of %d evaluations; benchmath warnings on %d evaluations\n",
+			s.ExcludedSamples, s.ThrottledEvals, s.WarnedEvals)
+		fmt.Fprintf(w, "  winners: %d, %d of them chosen among statistical ties\n", s.Winners, s.TiedWinners)
+	}
 }

@@ -108,6 +108,17 @@ func (p *processWorker) CopyBandwidth() (float64, error) {
 	return resp.CopyGBps, nil
 }
 
+func (p *processWorker) Prepare(ctx context.Context, r *evalRequest) (*evalResponse, error) {
+	resp, err := p.call(ctx, &request{Op: "prepare", Eval: r})
+	if err != nil {
+		return nil, err
+	}
+	if resp.Err != "" {
+		return &evalResponse{Outcome: Outcome{Status: eval.LaunchError, Message: resp.Err}}, nil
+	}
+	return resp.Eval, nil
+}
+
 func (p *processWorker) Eval(ctx context.Context, r *evalRequest, m MeasureOpts) (*evalResponse, error) {
 	resp, err := p.call(ctx, &request{Op: "eval", Eval: r, Measure: m})
 	if err != nil {

@@ -15,6 +15,12 @@ type DeviceInfo struct {
 	SMs      int
 	L2Bytes  int
 	MemBytes uint64
+	// Telemetry is the GPU's state when the worker started ("SM 1980 MHz,
+	// ..."), or why it has none ("NVML unavailable: ..."); empty from a
+	// worker that does not read telemetry.
+	Telemetry string
+	// HasTelemetry is set when evaluations carry GPU readings.
+	HasTelemetry bool
 }
 
 // MeasureOpts sets the sampling protocol.
@@ -35,13 +41,17 @@ var DefaultMeasure = MeasureOpts{Mode: eval.Cold, Warmup: 3, MinSamples: 10, Max
 
 // request is one line the parent sends to a worker.
 type request struct {
-	Op      string // "hello", "copybw", "eval"
+	Op      string // "hello", "copybw", "prepare", "eval"
 	Eval    *evalRequest
 	Measure MeasureOpts
 }
 
+// evalRequest asks for one variant; "prepare" uses only the shape and
+// seed, and makes the worker compute the inputs and the reference before
+// the timed part of an evaluation begins.
 type evalRequest struct {
 	Kernel  string
+	Params  string
 	Dims    []variants.Dim
 	DType   string
 	Program kernels.Program

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gradtune/gradtune/eval"
 	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/kernels/faults"
 	"github.com/gradtune/gradtune/kernels/ptx"
 	"github.com/gradtune/gradtune/variants"
 )
@@ -35,6 +36,11 @@ type Outcome struct {
 	MaxAbsErr  float64
 	MaxRelErr  float64
 	Samples    []float64 // µs
+	// Throttled are the indexes of the samples taken while the GPU
+	// throttled (see Reading.Throttled); GPU is the GPU's state during
+	// sampling, zero without telemetry.
+	Throttled []int
+	GPU       Reading
 	// Worker wall time of the stages, ms (not stored).
 	CompileMS, ValidateMS, TotalMS float64
 }
@@ -56,8 +62,20 @@ type Recorder interface {
 	Done(k Key) (Result, bool, error)
 	// Record stores a result at once.
 	Record(r Result) error
-	// Winner stores the best valid result of a (kernel, shape).
-	Winner(r Result) error
+	// Winner stores the chosen result of a (kernel, shape).
+	Winner(w Winner) error
+}
+
+// Winner is the result chosen for a (kernel, shape), how it was chosen,
+// and the baseline it is compared with (nil when none was measured).
+type Winner struct {
+	Result
+	Ties     int
+	Rule     string
+	Baseline *Result
+	// BaselineName says what the baseline is ("default": the family's
+	// untuned variant).
+	BaselineName string
 }
 
 // Worker is the GPU side as the parent sees it. NewProcessWorker starts the
@@ -65,6 +83,10 @@ type Recorder interface {
 type Worker interface {
 	Hello() (DeviceInfo, error)
 	CopyBandwidth() (float64, error)
+	// Prepare makes the worker compute a shape's inputs and reference
+	// (CPU work that may take long for large shapes) before the timed
+	// part of the shape's first evaluation.
+	Prepare(ctx context.Context, r *evalRequest) (*evalResponse, error)
 	// Eval runs one variant; an error means the worker died or hung, and
 	// the Runner restarts it.
 	Eval(ctx context.Context, r *evalRequest, m MeasureOpts) (*evalResponse, error)
@@ -79,14 +101,18 @@ type Job struct {
 
 // Options configure a Runner.
 type Options struct {
-	Measure     MeasureOpts
-	Fresh       bool            // re-evaluate even what the Recorder has
-	Seed        uint64          // input data seed
-	Budget      int             // at most this many variants per shape (0: all)
-	Fix         variants.Params // only points with these axis values
-	EvalTimeout time.Duration   // a variant taking longer kills the worker
-	Progress    io.Writer       // progress lines; nil for none
-	NewWorker   func() (Worker, error)
+	Measure MeasureOpts
+	Fresh   bool            // re-evaluate even what the Recorder has
+	Seed    uint64          // input data seed
+	Budget  int             // at most this many variants per shape (0: all)
+	Fix     variants.Params // only points with these axis values
+	// EvalTimeout is the watchdog: an evaluation taking longer kills the
+	// worker and is recorded as a timeout (0: Deadline of Measure).
+	EvalTimeout time.Duration
+	// PrepareTimeout bounds the preparation of a shape (0: 5 minutes).
+	PrepareTimeout time.Duration
+	Progress       io.Writer // progress lines; nil for none
+	NewWorker      func() (Worker, error)
 }
 
 // Summary of one (family, shape).
@@ -98,15 +124,33 @@ type Summary struct {
 	Valid  int // status ok
 	Failed int // invalid, compile_error, launch_error, timeout
 	Reused int // results taken from earlier runs
+	// Ties and Rule say how Best was chosen (see Choose); Baseline is the
+	// baseline measured beside it by Bench.
+	Ties     int
+	Rule     string
+	Baseline *Result
 	// Worker wall time spent compiling, validating and in all, seconds.
 	CompileS, ValidateS, TotalS float64
 }
 
 // Runner tunes jobs on one worker at a time.
 type Runner struct {
-	opt  Options
-	w    Worker
-	info DeviceInfo
+	opt      Options
+	w        Worker
+	info     DeviceInfo
+	prepared string // the shape the worker holds
+}
+
+// setupAllowance is the part of the watchdog's deadline for what precedes
+// sampling: the JIT, the resource queries, validation and warm-up.
+const setupAllowance = 20 * time.Second
+
+// Deadline is the watchdog's time limit for one evaluation under m: the
+// setup allowance plus four times the sampling time limit (the last batch
+// may run past it). The shape's inputs and reference are prepared before,
+// under their own limit, so a large shape does not eat into it.
+func Deadline(m MeasureOpts) time.Duration {
+	return setupAllowance + time.Duration(4*m.MaxTimeMS*float64(time.Millisecond))
 }
 
 // New starts a worker and asks it for its device. A machine without a
@@ -116,7 +160,10 @@ func New(opt Options) (*Runner, error) {
 		opt.Measure = DefaultMeasure
 	}
 	if opt.EvalTimeout == 0 {
-		opt.EvalTimeout = 2 * time.Minute
+		opt.EvalTimeout = Deadline(opt.Measure)
+	}
+	if opt.PrepareTimeout == 0 {
+		opt.PrepareTimeout = 5 * time.Minute
 	}
 	r := &Runner{opt: opt}
 	if err := r.start(); err != nil {
@@ -135,8 +182,17 @@ func (r *Runner) start() error {
 		w.Close()
 		return err
 	}
-	r.w, r.info = w, info
+	r.w, r.info, r.prepared = w, info, ""
 	return nil
+}
+
+// restart replaces a dead or hung worker with a fresh one; what went wrong
+// is appended to res.
+func (r *Runner) restart(res *Result) {
+	r.w.Close()
+	if err := r.start(); err != nil {
+		res.Message += "; restarting the worker failed: " + err.Error()
+	}
 }
 
 // Device returns the worker's GPU.
@@ -175,15 +231,13 @@ func (r *Runner) tuneShape(ctx context.Context, f kernels.Family, s variants.Sha
 	sum := Summary{Kernel: f.Name(), Shape: s}
 	points := Pick(Filter(f.Space(s).Enumerate(), r.opt.Fix), r.opt.Budget)
 	cost := f.Cost(s)
+	var valid []*Result
 	for _, p := range points {
 		if err := ctx.Err(); err != nil {
 			return sum, err
 		}
-		res := r.evalOne(ctx, f, s, p, cost, rec)
-		sum.Tried++
-		sum.CompileS += res.CompileMS / 1e3
-		sum.ValidateS += res.ValidateMS / 1e3
-		sum.TotalS += res.TotalMS / 1e3
+		res := r.evalOne(ctx, f, s, p, cost, rec, 0)
+		sum.add(res)
 		if res.Reused {
 			sum.Reused++
 		} else if err := rec.Record(*res); err != nil {
@@ -192,35 +246,57 @@ func (r *Runner) tuneShape(ctx context.Context, f kernels.Family, s variants.Sha
 		switch res.Status {
 		case eval.OK:
 			sum.Valid++
-			if sum.Best == nil || res.Stats.Median < sum.Best.Stats.Median {
-				sum.Best = res
-			}
+			valid = append(valid, res)
 		case eval.Skipped:
 		default:
 			sum.Failed++
 		}
 	}
+	c := Choose(valid)
+	sum.Best, sum.Ties, sum.Rule = c.Best, c.Ties, c.Rule
 	if sum.Best != nil {
-		if err := rec.Winner(*sum.Best); err != nil {
+		if err := rec.Winner(Winner{Result: *sum.Best, Ties: c.Ties, Rule: c.Rule}); err != nil {
 			return sum, fmt.Errorf("recording winner: %w", err)
 		}
 	}
-	if r.opt.Progress != nil {
-		best := "no valid variant"
-		if b := sum.Best; b != nil {
-			best = fmt.Sprintf("best %.2f µs (%.0f GB/s) %s", b.Stats.Median, b.GBps, b.Key.Params)
-		}
-		fmt.Fprintf(r.opt.Progress, "%-14s %-26s %4d variants: %d valid, %d failed, %d reused; %s [%.1fs: compile %.1fs, validate %.1fs, measure %.1fs]\n",
-			f.Name(), s.Key(), sum.Tried, sum.Valid, sum.Failed, sum.Reused, best, time.Since(start).Seconds(),
-			sum.CompileS, sum.ValidateS, sum.TotalS-sum.CompileS-sum.ValidateS)
-	}
+	r.progress(sum, time.Since(start))
 	return sum, nil
 }
 
-func (r *Runner) evalOne(ctx context.Context, f kernels.Family, s variants.Shape, p variants.Params, cost kernels.Cost, rec Recorder) *Result {
+// progress prints the line of a finished shape.
+func (r *Runner) progress(sum Summary, took time.Duration) {
+	if r.opt.Progress == nil {
+		return
+	}
+	best := "no valid variant"
+	if b := sum.Best; b != nil {
+		best = fmt.Sprintf("best %.2f µs (%.0f GB/s) %s", b.Stats.Median, b.GBps, b.Key.Params)
+		if sum.Ties > 0 {
+			best += " [" + sum.Rule + "]"
+		}
+	}
+	fmt.Fprintf(r.opt.Progress, "%-14s %-26s %4d variants: %d valid, %d failed, %d reused; %s [%.1fs: compile %.1fs, validate %.1fs, measure %.1fs]\n",
+		sum.Kernel, sum.Shape.Key(), sum.Tried, sum.Valid, sum.Failed, sum.Reused, best, took.Seconds(),
+		sum.CompileS, sum.ValidateS, sum.TotalS-sum.CompileS-sum.ValidateS)
+}
+
+// add counts a result's worker time.
+func (sum *Summary) add(res *Result) {
+	sum.Tried++
+	sum.CompileS += res.CompileMS / 1e3
+	sum.ValidateS += res.ValidateMS / 1e3
+	sum.TotalS += res.TotalMS / 1e3
+}
+
+// evalOne emits, looks up and evaluates one variant; delay > 0 plants a
+// slowdown (faults.Delay) in its program.
+func (r *Runner) evalOne(ctx context.Context, f kernels.Family, s variants.Shape, p variants.Params, cost kernels.Cost, rec Recorder, delay time.Duration) *Result {
 	res := &Result{Key: Key{Kernel: f.Name(), ShapeKey: s.Key(), Params: p.String(),
 		GPUUUID: r.info.UUID, Driver: r.info.Driver, Mode: r.opt.Measure.Mode}}
 	prog, err := f.Emit(s, p)
+	if err == nil && delay > 0 {
+		prog, err = faults.Delay(prog, uint64(delay.Nanoseconds()))
+	}
 	if err != nil {
 		// A variant the static analyses reject (a barrier under divergent
 		// control, a shuffle mask that does not match its lanes, a shared
@@ -240,38 +316,73 @@ func (r *Runner) evalOne(ctx context.Context, f kernels.Family, s variants.Shape
 			return &old
 		}
 	}
-	req := &evalRequest{Kernel: f.Name(), Dims: s.Dims, DType: s.DType.String(), Program: prog, Seed: r.opt.Seed}
+	req := &evalRequest{Kernel: f.Name(), Params: p.String(), Dims: s.Dims, DType: s.DType.String(), Program: prog, Seed: r.opt.Seed}
+	if !r.prepare(ctx, req, res) {
+		return res
+	}
+	r.run(ctx, req, res, cost)
+	if delay > 0 && res.Message == "" {
+		res.Message = fmt.Sprintf("planted slowdown: a %v delay launch after the program", delay)
+	}
+	return res
+}
+
+// prepare has the worker prepare the request's shape unless it holds it;
+// on failure it fills res and reports false.
+func (r *Runner) prepare(ctx context.Context, req *evalRequest, res *Result) bool {
+	key := res.Key.Kernel + "/" + res.Key.ShapeKey
+	if key == r.prepared {
+		return true
+	}
+	pctx, cancel := context.WithTimeout(ctx, r.opt.PrepareTimeout)
+	resp, err := r.w.Prepare(pctx, req)
+	cancel()
+	if err == nil && resp.Status == eval.OK {
+		r.prepared = key
+		return true
+	}
+	if err != nil {
+		res.Status, res.Message = eval.LaunchError, "preparing the shape: "+err.Error()
+		if pctx.Err() == context.DeadlineExceeded {
+			res.Status = eval.Timeout
+		}
+	} else {
+		res.Outcome = resp.Outcome
+		res.Message = "preparing the shape: " + res.Message
+	}
+	if err != nil || resp.Fatal {
+		r.restart(res)
+	}
+	return false
+}
+
+// run evaluates req on the worker under the watchdog. A worker that dies
+// or hangs is recorded (timeout when the watchdog killed it) and replaced.
+func (r *Runner) run(ctx context.Context, req *evalRequest, res *Result, cost kernels.Cost) {
 	ectx, cancel := context.WithTimeout(ctx, r.opt.EvalTimeout)
 	resp, err := r.w.Eval(ectx, req, r.opt.Measure)
 	cancel()
 	if err != nil {
-		// The worker died or hung: record it, start a fresh one.
 		res.Status = eval.LaunchError
 		if ectx.Err() == context.DeadlineExceeded {
 			res.Status = eval.Timeout
+			err = fmt.Errorf("watchdog: no answer within %v: %w", r.opt.EvalTimeout, err)
 		}
 		res.Message = err.Error()
-		r.w.Close()
-		if serr := r.start(); serr != nil {
-			res.Message += "; restarting the worker failed: " + serr.Error()
-		}
-		return res
+		r.restart(res)
+		return
 	}
 	res.Outcome = resp.Outcome
 	if resp.Fatal {
-		r.w.Close()
-		if serr := r.start(); serr != nil {
-			res.Message += "; restarting the worker failed: " + serr.Error()
-		}
+		r.restart(res)
 	}
 	if res.Status == eval.OK {
-		res.Stats = Summarize(res.Samples)
+		res.Stats = SummarizeKept(res.Samples, res.Throttled)
 		if m := res.Stats.Median; m > 0 {
 			res.GBps = float64(cost.Bytes) / (m * 1e-6) / 1e9
 			res.TFLOPs = float64(cost.Flops) / (m * 1e-6) / 1e12
 		}
 	}
-	return res
 }
 
 // Pick returns at most budget points spread evenly over all (budget 0: all).

@@ -32,6 +32,9 @@ func (f *fakeWorker) Eval(ctx context.Context, r *evalRequest, m MeasureOpts) (*
 	return f.answer(params)
 }
 func (f *fakeWorker) Close() error { f.closed = true; return nil }
+func (f *fakeWorker) Prepare(context.Context, *evalRequest) (*evalResponse, error) {
+	return &evalResponse{Outcome: Outcome{Status: "ok"}}, nil
+}
 
 // paramsOf recovers which variant a program is: the test family writes its
 // params into a PTX comment.
@@ -47,6 +50,7 @@ type memRecorder struct {
 	done    map[Key]Result
 	records []Result
 	winners []Result
+	choices []Winner
 }
 
 func newMem() *memRecorder { return &memRecorder{done: map[Key]Result{}} }
@@ -64,8 +68,9 @@ func (m *memRecorder) Record(r Result) error {
 	m.done[r.Key] = r
 	return nil
 }
-func (m *memRecorder) Winner(r Result) error {
-	m.winners = append(m.winners, r)
+func (m *memRecorder) Winner(w Winner) error {
+	m.winners = append(m.winners, w.Result)
+	m.choices = append(m.choices, w)
 	return nil
 }
 
@@ -248,17 +253,20 @@ func TestPickAndFilter(t *testing.T) {
 func TestConverged(t *testing.T) {
 	o := MeasureOpts{MinSamples: 10, MaxSamples: 50, TargetCI: 0.005}
 	tight := samples(100)
-	if !converged(tight, o) {
+	if !converged(tight, nil, o) {
 		t.Error("tight samples did not converge")
 	}
-	if converged(tight[:5], o) {
+	if converged(tight[:5], nil, o) {
 		t.Error("converged below MinSamples")
+	}
+	if converged(tight, []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, o) {
+		t.Error("converged with fewer than MinSamples unthrottled samples")
 	}
 	noisy := make([]float64, 20)
 	for i := range noisy {
 		noisy[i] = 100 + float64(i%7)*10
 	}
-	if converged(noisy, o) {
+	if converged(noisy, nil, o) {
 		t.Error("noisy samples converged")
 	}
 	st := Summarize([]float64{3, 1, 2})

@@ -10,21 +10,27 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/eval"
-	"github.com/gradtune/gradtune/kernels/catalog"
 	"github.com/gradtune/gradtune/runner/cuda"
-	"github.com/gradtune/gradtune/variants"
 )
+
+// ServeOptions configure the worker side.
+type ServeOptions struct {
+	// Families are found by name before the catalog: families kept out of
+	// it, such as the planted faults of kernels/faults.
+	Families Families
+	// Telemetry opens the GPU's telemetry; nil: none.
+	Telemetry OpenTelemetry
+}
 
 // Serve runs the worker side: it owns GPU ordinal dev, reads one JSON
 // request per line from in and answers one JSON response per line on out.
 // It returns when in is closed, or after answering a request that left the
 // CUDA context unusable.
-func Serve(in io.Reader, out io.Writer, dev int) error {
+func Serve(in io.Reader, out io.Writer, dev int, opt ServeOptions) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	w := &gpuWorker{ordinal: dev}
+	w := &gpuWorker{ordinal: dev, opt: opt}
 	defer w.close()
 	dec := json.NewDecoder(bufio.NewReaderSize(in, 1<<20))
 	enc := json.NewEncoder(out)
@@ -48,8 +54,10 @@ func Serve(in io.Reader, out io.Writer, dev int) error {
 
 type gpuWorker struct {
 	ordinal int
+	opt     ServeOptions
 	be      *cudaBackend
 	ss      *Session
+	tel     Telemetry
 	flush   cuda.DevicePtr
 	flushN  int
 	events  []*cuda.Event
@@ -69,11 +77,14 @@ func (w *gpuWorker) serve(req *request) *response {
 			return &response{Err: err.Error()}
 		}
 		return &response{CopyGBps: gbps}
-	case "eval":
+	case "prepare", "eval":
 		if req.Eval == nil {
-			return &response{Err: "eval request without body"}
+			return &response{Err: req.Op + " request without body"}
 		}
-		return &response{Eval: w.eval(req.Eval, req.Measure)}
+		if req.Op == "prepare" {
+			return &response{Eval: prepare(w.ss, w.opt.Families, req.Eval)}
+		}
+		return &response{Eval: evaluate(w.ss, w.opt.Families, req.Eval, req.Measure, w.measure)}
 	}
 	return &response{Err: fmt.Sprintf("unknown request %q", req.Op)}
 }
@@ -93,12 +104,36 @@ func (w *gpuWorker) open() error {
 	if w.flush, err = be.ctx.Alloc(w.flushN); err != nil {
 		return fmt.Errorf("allocating the %d-byte L2 flush buffer: %w", w.flushN, err)
 	}
+	w.openTelemetry()
 	return nil
+}
+
+// openTelemetry opens the GPU's telemetry and describes it in the device
+// info: the clocks now, or why there are none.
+func (w *gpuWorker) openTelemetry() {
+	info := &w.be.info
+	if w.opt.Telemetry == nil {
+		info.Telemetry = "no telemetry: this worker reads none"
+		return
+	}
+	t, err := w.opt.Telemetry(info.UUID)
+	if err == nil {
+		var r Reading
+		if r, err = t.Read(); err == nil {
+			w.tel, info.Telemetry, info.HasTelemetry = t, r.String(), true
+			return
+		}
+		t.Close()
+	}
+	info.Telemetry = fmt.Sprintf("no telemetry (%v): clock, temperature and power columns stay empty", err)
 }
 
 func (w *gpuWorker) close() {
 	if w.be == nil {
 		return
+	}
+	if w.tel != nil {
+		w.tel.Close()
 	}
 	w.ss.Release()
 	for _, e := range w.events {
@@ -134,78 +169,34 @@ func (w *gpuWorker) copyBandwidth() (float64, error) {
 	return 2 * n / (st.Median * 1e-6) / 1e9, nil
 }
 
-func (w *gpuWorker) eval(r *evalRequest, mo MeasureOpts) (res *evalResponse) {
-	res = &evalResponse{}
-	fail := func(status eval.Status, err error) *evalResponse {
-		res.Status, res.Message = status, err.Error()
-		res.Fatal = cuda.IsSticky(err)
-		return res
-	}
-	f, err := catalog.Lookup(r.Kernel)
-	if err != nil {
-		return fail(eval.LaunchError, err)
-	}
-	dt, err := dtype.Parse(r.DType)
-	if err != nil {
-		return fail(eval.LaunchError, err)
-	}
-	if err := w.ss.Prepare(f, variants.Shape{Dims: r.Dims, DType: dt}, r.Seed); err != nil {
-		return fail(eval.LaunchError, err)
-	}
-
-	// Stage 1: compile.
-	t0 := time.Now()
-	defer func() { res.TotalMS = ms(time.Since(t0)) }()
-	l, err := w.ss.Load(r.Program)
-	res.CompileMS = ms(time.Since(t0))
-	if err != nil {
-		return fail(eval.CompileError, err)
-	}
-	defer l.Unload()
-	res.Registers, res.SpillBytes, res.SmemBytes, res.Occupancy = l.Res.Registers, l.Res.LocalBytes, l.Res.SharedBytes, l.Res.Occupancy
-	if mo.MaxLocal > 0 && res.SpillBytes > mo.MaxLocal {
-		return fail(eval.Skipped, fmt.Errorf("prescreen: %d bytes of local memory per thread (limit %d)", res.SpillBytes, mo.MaxLocal))
-	}
-
-	// Stage 2: validate.
-	c, err := w.ss.Validate(l)
-	if err != nil {
-		return fail(eval.LaunchError, err)
-	}
-	res.MaxAbsErr, res.MaxRelErr = c.MaxAbs, c.MaxRel
-	if !c.OK {
-		res.Status, res.Message = eval.Invalid, c.Message
-		return res
-	}
-	res.ValidateMS = ms(time.Since(t0)) - res.CompileMS
-
-	// Stage 3: measure.
+// measure is the timed stage of an evaluation on the GPU: warm-up runs,
+// then batches of samples until the protocol says stop, with a telemetry
+// reading before the first batch and after each.
+func (w *gpuWorker) measure(l *Loaded, mo MeasureOpts) (Measured, error) {
 	for i := 0; i < mo.Warmup; i++ {
 		if err := w.ss.Run(l); err != nil {
-			return fail(eval.LaunchError, err)
+			return Measured{}, err
 		}
 	}
-	samples, err := w.sampleUntil(mo, func() error { return w.ss.Run(l) })
-	if err != nil {
-		return fail(eval.LaunchError, err)
-	}
-	res.Status, res.Samples = eval.OK, samples
-	return res
-}
-
-// sampleUntil takes samples in batches until the protocol says stop.
-func (w *gpuWorker) sampleUntil(mo MeasureOpts, run func() error) ([]float64, error) {
+	g := &gauge{t: w.tel}
+	g.read()
 	start := time.Now()
-	var all []float64
+	var m Measured
 	for {
-		n := min(max(mo.MinSamples, 10), mo.MaxSamples-len(all))
-		xs, err := w.sample(n, run, mo.Mode)
+		n := min(max(mo.MinSamples, 10), mo.MaxSamples-len(m.Samples))
+		xs, err := w.sample(n, func() error { return w.ss.Run(l) }, mo.Mode)
 		if err != nil {
-			return nil, err
+			return Measured{}, err
 		}
-		all = append(all, xs...)
-		if converged(all, mo) || len(all) >= mo.MaxSamples || time.Since(start).Seconds()*1e3 > mo.MaxTimeMS {
-			return all, nil
+		if g.read() {
+			for i := range xs {
+				m.Throttled = append(m.Throttled, len(m.Samples)+i)
+			}
+		}
+		m.Samples = append(m.Samples, xs...)
+		if converged(m.Samples, m.Throttled, mo) || time.Since(start).Seconds()*1e3 > mo.MaxTimeMS {
+			m.GPU = g.summary()
+			return m, nil
 		}
 	}
 }

@@ -184,3 +184,18 @@ func encodeSamples(samples []float64) any {
 	b = append(b, ']')
 	return string(b)
 }
+
+// encodeIndexes writes sample indexes as a JSON array; none is NULL.
+func encodeIndexes(idx []int) any {
+	if len(idx) == 0 {
+		return nil
+	}
+	b := []byte{'['}
+	for i, x := range idx {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, int64(x), 10)
+	}
+	return string(append(b, ']'))
+}

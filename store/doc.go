@@ -19,7 +19,10 @@
 // OpenReadOnly opens an existing database for reading and never writes or
 // creates a file: when no writer has the database open it opens it
 // immutable, so reading a WAL database leaves no -wal and -shm files (the
-// databases committed under testdata/ are read this way). Probe answers,
+// databases committed under testdata/ are read this way). It reads a
+// database at an older schema as it is: columns that later migrations
+// added read as NULL (zero), so recorded databases stay readable; every
+// write on a read-only DB fails with ErrReadOnly. Probe answers,
 // without creating or changing anything, whether Open would succeed and be
 // able to write, so that a command can refuse a bad path before it starts
 // a GPU.
@@ -51,7 +54,8 @@
 // Measured quantities are NULL in the database when they were not measured and
 // read back as zero. The rules on writing are: timing (samples, median, CI,
 // min, throughput, TFLOP/s) and telemetry (clocks, temperature, power) are
-// NULL when zero; resources (registers, spill bytes, shared memory,
+// NULL when zero (throttle reasons are NULL exactly when there is no
+// telemetry); resources (registers, spill bytes, shared memory,
 // occupancy) are NULL when all four are zero, since a compiled kernel uses
 // registers, and otherwise stored as given, so "no spills" is a stored 0;
 // errors (max abs/rel) are NULL when both are zero and the status is not

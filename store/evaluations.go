@@ -64,6 +64,16 @@ type Evaluation struct {
 	// during measurement.
 	SMClockMHz, MemClockMHz, TemperatureC int
 	PowerW                                float64
+	// ThrottleReasons is the mask of NVML clock event reasons seen while
+	// sampling; it is stored only with telemetry (SMClockMHz > 0), so
+	// "no reason" is a stored 0 and "no NVML" is NULL. Excluded are the
+	// indexes into Samples of the samples taken while the GPU throttled,
+	// which MedianUS and its interval leave out.
+	ThrottleReasons uint64
+	Excluded        []int
+	// Warnings are benchmath's warnings about the samples (too few for a
+	// confidence interval, and the like).
+	Warnings []string
 	// Created is when the evaluation was recorded; Record uses the current
 	// time when it is zero.
 	Created time.Time
@@ -126,6 +136,9 @@ func shortHash(h string) string {
 // VariantID returns the ID of v, inserting it if it is new. Only Kernel,
 // ShapeKey, Params and PTXSHA256 are used.
 func (db *DB) VariantID(v Variant) (int64, error) {
+	if err := db.writable("insert variant"); err != nil {
+		return 0, err
+	}
 	id, err := variantID(db.sql, v)
 	if err != nil {
 		return 0, db.errf(fmt.Sprintf("variant %s %s [%s]", v.Kernel, v.ShapeKey, v.Params), err)
@@ -154,6 +167,9 @@ func variantID(q execQuerier, v Variant) (int64, error) {
 // ignored.
 func (db *DB) Record(runID int64, e Evaluation) (int64, error) {
 	op := fmt.Sprintf("record evaluation of %s in run %d", e.Key, runID)
+	if err := db.writable(op); err != nil {
+		return 0, err
+	}
 	if err := checkEvaluation(e); err != nil {
 		return 0, db.errf(op, err)
 	}
@@ -177,6 +193,11 @@ func checkEvaluation(e Evaluation) error {
 	}{{"registers", e.Registers}, {"spill bytes", e.SpillBytes}, {"shared memory bytes", e.SmemBytes}} {
 		if c.v < 0 {
 			return fmt.Errorf("%s %d: want >= 0", c.name, c.v)
+		}
+	}
+	for _, i := range e.Excluded {
+		if i < 0 || i >= len(e.Samples) {
+			return fmt.Errorf("excluded sample %d: want an index into the %d samples", i, len(e.Samples))
 		}
 	}
 	return nil
@@ -218,15 +239,16 @@ func (db *DB) record(runID int64, e Evaluation) (id int64, err error) {
 			run_id, variant_id, gpu_uuid, driver, mode, status, message,
 			registers, spill_bytes, smem_bytes, occupancy, max_abs_err, max_rel_err,
 			samples, samples_json, median_us, ci_lo_us, ci_hi_us, min_us, throughput_gbps, tflops,
-			sm_clock_mhz, mem_clock_mhz, temperature_c, power_w, created)
-		VALUES (?, ?, ?, ?, ?, ?, ?,  ?, ?, ?, ?, ?, ?,  ?, ?, ?, ?, ?, ?, ?, ?,  ?, ?, ?, ?, ?)`,
+			sm_clock_mhz, mem_clock_mhz, temperature_c, power_w, created,
+			throttle_reasons, excluded_json, warnings)
+		VALUES (?, ?, ?, ?, ?, ?, ?,  ?, ?, ?, ?, ?, ?,  ?, ?, ?, ?, ?, ?, ?, ?,  ?, ?, ?, ?, ?,  ?, ?, ?)`,
 		runID, vid, e.Key.GPUUUID, e.Key.Driver, e.Key.Mode, e.Status, optString(e.Message),
 		regs, spill, smem, occ, absErr, relErr,
 		optInt(len(e.Samples)), encodeSamples(e.Samples),
 		optFloat(e.MedianUS), optFloat(e.CILoUS), optFloat(e.CIHiUS), optFloat(e.MinUS),
 		optFloat(e.ThroughputGBps), optFloat(e.TFLOPs),
 		optInt(e.SMClockMHz), optInt(e.MemClockMHz), optInt(e.TemperatureC), optFloat(e.PowerW),
-		formatTime(created))
+		formatTime(created), throttleValue(e), encodeIndexes(e.Excluded), optString(strings.Join(e.Warnings, "\n")))
 	if err != nil {
 		return 0, err
 	}
@@ -236,16 +258,30 @@ func (db *DB) record(runID int64, e Evaluation) (id int64, err error) {
 	return id, tx.Commit()
 }
 
-const evalSelect = `SELECT e.id, e.run_id, e.variant_id,
+// evalSelect is the query of evaluations; columns of migration 0002 read
+// as NULL in an older database opened read-only.
+func (db *DB) evalSelect() string {
+	return `SELECT e.id, e.run_id, e.variant_id,
 	v.kernel, v.shape_key, v.params, v.ptx_sha256, e.gpu_uuid, e.driver, e.mode,
 	e.status, e.message, e.registers, e.spill_bytes, e.smem_bytes, e.occupancy, e.max_abs_err, e.max_rel_err,
 	e.samples_json, e.median_us, e.ci_lo_us, e.ci_hi_us, e.min_us, e.throughput_gbps, e.tflops,
-	e.sm_clock_mhz, e.mem_clock_mhz, e.temperature_c, e.power_w, e.created
+	e.sm_clock_mhz, e.mem_clock_mhz, e.temperature_c, e.power_w, e.created, ` +
+		db.column("e.throttle_reasons", 2) + `, ` + db.column("e.excluded_json", 2) + `, ` + db.column("e.warnings", 2) + `
 	FROM evaluations e JOIN variants v ON v.id = e.variant_id`
+}
+
+// throttleValue is the throttle_reasons column: NULL without telemetry.
+func throttleValue(e Evaluation) any {
+	if e.SMClockMHz == 0 {
+		return nil
+	}
+	return int64(e.ThrottleReasons)
+}
 
 func scanEvaluation(s interface{ Scan(...any) error }) (Evaluation, error) {
 	var e Evaluation
-	var samples string
+	var samples, excluded, warnings string
+	var throttle int
 	k := &e.Key
 	err := s.Scan(&e.ID, &e.RunID, &e.VariantID,
 		&k.Kernel, &k.ShapeKey, &k.Params, &k.PTXSHA256, &k.GPUUUID, &k.Driver, &k.Mode,
@@ -254,9 +290,18 @@ func scanEvaluation(s interface{ Scan(...any) error }) (Evaluation, error) {
 		stringCol{&samples}, floatCol{&e.MedianUS}, floatCol{&e.CILoUS}, floatCol{&e.CIHiUS}, floatCol{&e.MinUS},
 		floatCol{&e.ThroughputGBps}, floatCol{&e.TFLOPs},
 		intCol{&e.SMClockMHz}, intCol{&e.MemClockMHz}, intCol{&e.TemperatureC}, floatCol{&e.PowerW},
-		timeCol{&e.Created})
+		timeCol{&e.Created}, intCol{&throttle}, stringCol{&excluded}, stringCol{&warnings})
 	if err != nil {
 		return e, err
+	}
+	e.ThrottleReasons = uint64(throttle)
+	if warnings != "" {
+		e.Warnings = strings.Split(warnings, "\n")
+	}
+	if excluded != "" {
+		if err := json.Unmarshal([]byte(excluded), &e.Excluded); err != nil {
+			return e, fmt.Errorf("evaluation %d: excluded_json: %w", e.ID, err)
+		}
 	}
 	if samples != "" {
 		var ps []*float64
@@ -277,7 +322,7 @@ func scanEvaluation(s interface{ Scan(...any) error }) (Evaluation, error) {
 
 // queryEvaluations runs evalSelect with the given tail (WHERE/ORDER BY).
 func (db *DB) queryEvaluations(tail string, args ...any) ([]Evaluation, error) {
-	rows, err := db.sql.Query(evalSelect+" "+tail, args...)
+	rows, err := db.sql.Query(db.evalSelect()+" "+tail, args...)
 	if err != nil {
 		return nil, err
 	}

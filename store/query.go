@@ -11,7 +11,7 @@ var ErrNoDatabase = errors.New("no database file")
 
 // Run returns the run with the given id.
 func (db *DB) Run(id int64) (Run, error) {
-	r, err := scanRun(db.sql.QueryRow(`SELECT `+runColumns+` FROM runs WHERE id = ?`, id))
+	r, err := scanRun(db.sql.QueryRow(`SELECT `+db.runColumns()+` FROM runs WHERE id = ?`, id))
 	if errNoRows(err) {
 		return Run{}, db.errf(fmt.Sprintf("read run %d", id), fmt.Errorf("%w: %d", ErrNoRun, id))
 	}

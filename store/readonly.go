@@ -17,14 +17,12 @@ import (
 // takes no locks and keeps its WAL index in memory); otherwise it is opened
 // read-only beside the writer, whose -wal and -shm files already exist.
 //
-// It refuses what Open refuses, a missing file, and a database whose
-// schema is older than this binary's (only Open upgrades it). Every method
-// that writes fails on the returned DB.
-func OpenReadOnly(path string) (*DB, error) { return openReadOnly(path, false) }
-
-// openReadOnly is OpenReadOnly; upgradable accepts an older schema, which
-// Open would upgrade.
-func openReadOnly(path string, upgradable bool) (*DB, error) {
+// It refuses what Open refuses and a missing file. A database at an older
+// schema than this binary's is read as it is (only Open upgrades it): the
+// columns later migrations added read as not recorded (NULL, so zero),
+// which keeps recorded databases readable by every later gradtune. Every
+// method that writes fails on the returned DB.
+func OpenReadOnly(path string) (*DB, error) {
 	if path == "" {
 		return nil, errors.New("store: open: empty database path")
 	}
@@ -53,8 +51,8 @@ func openReadOnly(path string, upgradable bool) (*DB, error) {
 		return nil, err
 	}
 	sdb.SetMaxOpenConns(1)
-	db := &DB{sql: sdb, path: path}
-	if err := db.checkReadable(upgradable); err != nil {
+	db := &DB{sql: sdb, path: path, readOnly: true}
+	if err := db.checkReadable(); err != nil {
 		sdb.Close()
 		return nil, err
 	}
@@ -62,8 +60,8 @@ func openReadOnly(path string, upgradable bool) (*DB, error) {
 }
 
 // checkReadable accepts a gradtune database at this binary's schema
-// version, or (upgradable) an older one.
-func (db *DB) checkReadable(upgradable bool) error {
+// version or an older one, and notes its version.
+func (db *DB) checkReadable() error {
 	ms, err := loadMigrations(migrationFS)
 	if err != nil {
 		return err
@@ -79,10 +77,7 @@ func (db *DB) checkReadable(upgradable bool) error {
 	if err := db.checkState(st, len(ms)); err != nil {
 		return err
 	}
-	if st.version < len(ms) && !upgradable {
-		return fmt.Errorf("store: open %s read-only: schema version %d is older than this gradtune's %d; a run of tune with --db %s upgrades it",
-			db.path, st.version, len(ms), db.path)
-	}
+	db.schema = st.version
 	return nil
 }
 
@@ -112,7 +107,7 @@ func Probe(path string) error {
 	if err := syscall.Access(path, 2 /* W_OK */); err != nil {
 		return fmt.Errorf("store: open %s: the file is not writable: %w", path, err)
 	}
-	db, err := openReadOnly(path, true)
+	db, err := OpenReadOnly(path)
 	if err != nil {
 		return err
 	}

@@ -24,6 +24,9 @@ type Run struct {
 	// CopyGBps is the device-to-device copy bandwidth measured during the
 	// run, in GB/s; zero when it was not measured.
 	CopyGBps float64
+	// Telemetry is the GPU's clocks, temperature and power when the run
+	// began, or why they are unknown (no NVML); empty when not recorded.
+	Telemetry string
 }
 
 // RunStatus is the state of a run.
@@ -43,6 +46,9 @@ func RunStatuses() []RunStatus { return []RunStatus{RunRunning, RunOK, RunFailed
 // BeginRun records the start of a run with status "running" and returns its
 // ID. The Status and Finished fields of r are ignored.
 func (db *DB) BeginRun(r Run) (int64, error) {
+	if err := db.writable("begin run"); err != nil {
+		return 0, err
+	}
 	if err := checkBandwidth(r.CopyGBps); err != nil {
 		return 0, db.errf("begin run", err)
 	}
@@ -51,10 +57,10 @@ func (db *DB) BeginRun(r Run) (int64, error) {
 		started = time.Now()
 	}
 	res, err := db.sql.Exec(`INSERT INTO runs
-		(started, host, gpu_name, gpu_uuid, cc, driver, tool_version, args, status, copy_gbps)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		(started, host, gpu_name, gpu_uuid, cc, driver, tool_version, args, status, copy_gbps, telemetry)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		formatTime(started), r.Host, r.GPUName, r.GPUUUID, r.CC, r.Driver, r.ToolVersion, r.Args, RunRunning,
-		optFloat(r.CopyGBps))
+		optFloat(r.CopyGBps), optString(r.Telemetry))
 	if err != nil {
 		return 0, db.errf("begin run", err)
 	}
@@ -71,6 +77,9 @@ func (db *DB) BeginRun(r Run) (int64, error) {
 // it).
 func (db *DB) FinishRun(id int64, status RunStatus, copyGBps float64) error {
 	op := fmt.Sprintf("finish run %d", id)
+	if err := db.writable(op); err != nil {
+		return err
+	}
 	if status != RunOK && status != RunFailed && status != RunInterrupted {
 		return db.errf(op, fmt.Errorf("status %q: want ok, failed or interrupted", status))
 	}
@@ -99,18 +108,23 @@ func checkBandwidth(gbps float64) error {
 	return nil
 }
 
-const runColumns = `id, started, finished, host, gpu_name, gpu_uuid, cc, driver, tool_version, args, status, copy_gbps`
+// runColumns are the columns of a run; telemetry reads as NULL in an
+// older database opened read-only.
+func (db *DB) runColumns() string {
+	return `id, started, finished, host, gpu_name, gpu_uuid, cc, driver, tool_version, args, status, copy_gbps, ` +
+		db.column("telemetry", 2)
+}
 
 func scanRun(s interface{ Scan(...any) error }) (Run, error) {
 	var r Run
 	err := s.Scan(&r.ID, timeCol{&r.Started}, timeCol{&r.Finished}, &r.Host, &r.GPUName, &r.GPUUUID,
-		&r.CC, &r.Driver, &r.ToolVersion, &r.Args, &r.Status, floatCol{&r.CopyGBps})
+		&r.CC, &r.Driver, &r.ToolVersion, &r.Args, &r.Status, floatCol{&r.CopyGBps}, stringCol{&r.Telemetry})
 	return r, err
 }
 
 // Runs returns all runs, oldest first.
 func (db *DB) Runs() ([]Run, error) {
-	rows, err := db.sql.Query(`SELECT ` + runColumns + ` FROM runs ORDER BY id`)
+	rows, err := db.sql.Query(`SELECT ` + db.runColumns() + ` FROM runs ORDER BY id`)
 	if err != nil {
 		return nil, db.errf("list runs", err)
 	}

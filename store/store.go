@@ -84,6 +84,26 @@ func loadMigrations(fsys fs.FS) ([]migration, error) {
 type DB struct {
 	sql  *sql.DB
 	path string
+	// schema is the database's schema version: this binary's after Open,
+	// possibly an older one after OpenReadOnly. Columns added by a later
+	// migration read as NULL (see column).
+	schema int
+	// readOnly is set by OpenReadOnly; every write fails with ErrReadOnly
+	// before it reaches SQLite (whose own refusal would name a missing
+	// column first in an older database).
+	readOnly bool
+}
+
+// ErrReadOnly is returned (wrapped) by every method that writes, on a DB
+// from OpenReadOnly.
+var ErrReadOnly = errors.New("database opened readonly")
+
+// writable fails on a DB opened read-only.
+func (db *DB) writable(op string) error {
+	if db.readOnly {
+		return db.errf(op, ErrReadOnly)
+	}
+	return nil
 }
 
 // Open opens the gradtune database at path, creating the file if it does not
@@ -193,6 +213,7 @@ func (db *DB) init() error {
 	if err := db.enableWAL(); err != nil {
 		return err
 	}
+	db.schema = len(ms)
 	if st.version == len(ms) {
 		return nil
 	}
@@ -202,6 +223,16 @@ func (db *DB) init() error {
 			return err
 		}
 	}
+}
+
+// column is expr when the database's schema has the column, which
+// migration since added, and NULL otherwise: a database opened read-only
+// at an older schema reads the newer columns as not recorded.
+func (db *DB) column(expr string, since int) string {
+	if db.schema >= since {
+		return expr
+	}
+	return "NULL"
 }
 
 // dbState is what the SQLite header and catalogue say about a database.

@@ -19,6 +19,11 @@ type Winner struct {
 	// winner was compared with; both are empty when there was no baseline.
 	BaselineName     string
 	BaselineMedianUS float64
+	// Ties is how many other variants' 95% CIs overlapped the fastest's,
+	// and Rule the rule that chose the winner among them ("" when not
+	// recorded, in databases from before it was).
+	Ties int
+	Rule string
 }
 
 // SetWinner records w as the winner for its run, kernel and shape,
@@ -26,6 +31,9 @@ type Winner struct {
 // must exist and belong to the same kernel and shape.
 func (db *DB) SetWinner(w Winner) error {
 	op := fmt.Sprintf("set winner of %s %s in run %d", w.Kernel, w.ShapeKey, w.RunID)
+	if err := db.writable(op); err != nil {
+		return err
+	}
 	if err := checkWinner(w); err != nil {
 		return db.errf(op, err)
 	}
@@ -47,6 +55,9 @@ func checkWinner(w Winner) error {
 	}
 	if w.BaselineMedianUS < 0 || math.IsNaN(w.BaselineMedianUS) || math.IsInf(w.BaselineMedianUS, 0) {
 		return fmt.Errorf("baseline median %v µs: want a finite time >= 0 (0 = no baseline)", w.BaselineMedianUS)
+	}
+	if w.Ties < 0 {
+		return fmt.Errorf("ties %d: want >= 0", w.Ties)
 	}
 	if w.BaselineName == "" && w.BaselineMedianUS != 0 {
 		return fmt.Errorf("baseline median %v µs without a baseline name", w.BaselineMedianUS)
@@ -79,15 +90,17 @@ func (db *DB) setWinner(w Winner) (err error) {
 		return fmt.Errorf("variant %d is of %s %s, not of %s %s", w.VariantID, kernel, shape, w.Kernel, w.ShapeKey)
 	}
 	if _, err := tx.Exec(`INSERT INTO winners
-			(run_id, kernel, shape_key, variant_id, median_us, baseline_name, baseline_median_us)
-		VALUES (?, ?, ?, ?, ?, ?, ?)
+			(run_id, kernel, shape_key, variant_id, median_us, baseline_name, baseline_median_us, ties, rule)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (run_id, kernel, shape_key) DO UPDATE SET
 			variant_id = excluded.variant_id,
 			median_us = excluded.median_us,
 			baseline_name = excluded.baseline_name,
-			baseline_median_us = excluded.baseline_median_us`,
+			baseline_median_us = excluded.baseline_median_us,
+			ties = excluded.ties,
+			rule = excluded.rule`,
 		w.RunID, w.Kernel, w.ShapeKey, w.VariantID, w.MedianUS,
-		optString(w.BaselineName), optFloat(w.BaselineMedianUS)); err != nil {
+		optString(w.BaselineName), optFloat(w.BaselineMedianUS), int64(w.Ties), optString(w.Rule)); err != nil {
 		return err
 	}
 	return tx.Commit()
@@ -99,7 +112,7 @@ func (db *DB) setWinner(w Winner) (err error) {
 func (db *DB) Winners(runID int64) ([]Winner, error) {
 	op := fmt.Sprintf("list winners of run %d", runID)
 	q := `SELECT w.run_id, w.kernel, w.shape_key, v.params, w.variant_id,
-			w.median_us, w.baseline_name, w.baseline_median_us
+			w.median_us, w.baseline_name, w.baseline_median_us, ` + db.column("w.ties", 2) + `, ` + db.column("w.rule", 2) + `
 		FROM winners w JOIN variants v ON v.id = w.variant_id`
 	var args []any
 	if runID != 0 {
@@ -116,7 +129,8 @@ func (db *DB) Winners(runID int64) ([]Winner, error) {
 	for rows.Next() {
 		var w Winner
 		if err := rows.Scan(&w.RunID, &w.Kernel, &w.ShapeKey, &w.Params, &w.VariantID,
-			floatCol{&w.MedianUS}, stringCol{&w.BaselineName}, floatCol{&w.BaselineMedianUS}); err != nil {
+			floatCol{&w.MedianUS}, stringCol{&w.BaselineName}, floatCol{&w.BaselineMedianUS},
+			intCol{&w.Ties}, stringCol{&w.Rule}); err != nil {
 			return nil, db.errf(op, err)
 		}
 		ws = append(ws, w)

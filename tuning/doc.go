@@ -29,6 +29,11 @@
 // records every result in the store (Recorder adapts the store to the
 // runner, which never imports the store).
 //
+// BenchCases turns a config table into runner cases (the tuned variant and
+// its baseline per entry, a planted slowdown where asked) and BenchOnGPU
+// measures them into a run: the first half of the nightly regression run,
+// whose second half is package regress.
+//
 // Errors a user can fix by changing the request are *InputError; the
 // commands exit 2 on them.
 package tuning

@@ -27,8 +27,10 @@ func (r *Recorder) Done(k runner.Key) (runner.Result, bool, error) {
 	}
 	res := runner.Result{Key: k, Outcome: runner.Outcome{Status: e.Status, Message: e.Message, Registers: e.Registers,
 		SpillBytes: e.SpillBytes, SmemBytes: e.SmemBytes, Occupancy: e.Occupancy, MaxAbsErr: e.MaxAbsErr,
-		MaxRelErr: e.MaxRelErr, Samples: e.Samples}, GBps: e.ThroughputGBps, TFLOPs: e.TFLOPs}
-	res.Stats = runner.Summarize(e.Samples)
+		MaxRelErr: e.MaxRelErr, Samples: e.Samples, Throttled: e.Excluded,
+		GPU: runner.Reading{SMClockMHz: e.SMClockMHz, MemClockMHz: e.MemClockMHz, TemperatureC: e.TemperatureC,
+			PowerW: e.PowerW, Reasons: e.ThrottleReasons}}, GBps: e.ThroughputGBps, TFLOPs: e.TFLOPs}
+	res.Stats = runner.SummarizeKept(e.Samples, e.Excluded)
 	return res, true, nil
 }
 
@@ -37,17 +39,25 @@ func (r *Recorder) Record(res runner.Result) error {
 	_, err := r.DB.Record(r.Run, store.Evaluation{Key: storeKey(res.Key), Status: res.Status, Message: res.Message,
 		Registers: res.Registers, SpillBytes: res.SpillBytes, SmemBytes: res.SmemBytes, Occupancy: res.Occupancy,
 		MaxAbsErr: res.MaxAbsErr, MaxRelErr: res.MaxRelErr, Samples: res.Samples, MedianUS: res.Stats.Median,
-		CILoUS: res.Stats.Lo, CIHiUS: res.Stats.Hi, MinUS: res.Stats.Min, ThroughputGBps: res.GBps, TFLOPs: res.TFLOPs})
+		CILoUS: res.Stats.Lo, CIHiUS: res.Stats.Hi, MinUS: res.Stats.Min, ThroughputGBps: res.GBps, TFLOPs: res.TFLOPs,
+		SMClockMHz: res.GPU.SMClockMHz, MemClockMHz: res.GPU.MemClockMHz, TemperatureC: res.GPU.TemperatureC,
+		PowerW: res.GPU.PowerW, ThrottleReasons: res.GPU.Reasons, Excluded: res.Stats.Excluded, Warnings: res.Stats.Warnings})
 	return err
 }
 
-// Winner stores res as the run's winner of its kernel and shape.
-func (r *Recorder) Winner(res runner.Result) error {
+// Winner stores w as the run's winner of its kernel and shape, with how it
+// was chosen and its baseline.
+func (r *Recorder) Winner(w runner.Winner) error {
+	res := w.Result
 	id, err := r.DB.VariantID(store.Variant{Kernel: res.Key.Kernel, ShapeKey: res.Key.ShapeKey,
 		Params: res.Key.Params, PTXSHA256: res.Key.PTXSHA256})
 	if err != nil {
 		return err
 	}
-	return r.DB.SetWinner(store.Winner{RunID: r.Run, Kernel: res.Key.Kernel, ShapeKey: res.Key.ShapeKey,
-		VariantID: id, MedianUS: res.Stats.Median})
+	sw := store.Winner{RunID: r.Run, Kernel: res.Key.Kernel, ShapeKey: res.Key.ShapeKey,
+		VariantID: id, MedianUS: res.Stats.Median, Ties: w.Ties, Rule: w.Rule}
+	if w.Baseline != nil && w.BaselineName != "" {
+		sw.BaselineName, sw.BaselineMedianUS = w.BaselineName, w.Baseline.Stats.Median
+	}
+	return r.DB.SetWinner(sw)
 }

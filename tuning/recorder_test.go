@@ -31,7 +31,7 @@ func TestRecorderRoundTrip(t *testing.T) {
 	if err != nil || !ok || got.Status != eval.OK || got.Registers != 10 || got.Stats.Median != 3 || got.GBps != 100 {
 		t.Fatalf("Done = %+v %v %v", got, ok, err)
 	}
-	if err := rec.Winner(res); err != nil {
+	if err := rec.Winner(runner.Winner{Result: res}); err != nil {
 		t.Fatal(err)
 	}
 	ws, err := db.Winners(run)

@@ -21,6 +21,9 @@ type Request struct {
 	TokensGiven bool   // --tokens was given (0 is then an error, not the default)
 	DTypes      string // "f32,bf16"; "": every dtype a family supports
 	Params      string // fixed axes, "vec=4,grid=once"
+	// Extra are families outside the catalog that Kernels may name (the
+	// planted faults of kernels/faults); "all" leaves them out.
+	Extra []kernels.Family
 }
 
 // Selection is the work a Request resolves to.
@@ -64,7 +67,7 @@ type resolver struct {
 // Resolve turns req into a Selection; see the package documentation for
 // the rules. Every error it returns is an *InputError.
 func Resolve(req Request) (Selection, error) {
-	fams, all, err := ParseKernels(req.Kernels)
+	fams, all, err := parseKernels(req.Kernels, req.Extra)
 	if err != nil {
 		return Selection{}, err
 	}
@@ -103,6 +106,11 @@ func Resolve(req Request) (Selection, error) {
 // ParseKernels resolves "a,b" or "all" (then all is true); a name given
 // twice is an error (an *InputError).
 func ParseKernels(list string) (fams []kernels.Family, all bool, err error) {
+	return parseKernels(list, nil)
+}
+
+// parseKernels is ParseKernels where names may also be those of extra.
+func parseKernels(list string, extra runner.Families) (fams []kernels.Family, all bool, err error) {
 	if strings.TrimSpace(list) == "all" {
 		return catalog.All(), true, nil
 	}
@@ -118,7 +126,7 @@ func ParseKernels(list string) (fams []kernels.Family, all bool, err error) {
 			return nil, false, inputf("--kernel %q: %s named twice", list, n)
 		}
 		seen[n] = true
-		f, err := catalog.Lookup(n)
+		f, err := extra.Lookup(n)
 		if err != nil {
 			return nil, false, &InputError{err}
 		}

@@ -78,7 +78,7 @@ var badInputs = []struct {
 	{[]string{"--strategy", "auto"}, 2, "unknown flag --strategy", false},
 	{[]string{"list", "--kernel", "x"}, 2, "unknown flag --kernel (tune list takes no flags)", false},
 	{[]string{"list", "extra"}, 2, `unexpected argument "extra"`, false},
-	{[]string{"frobnicate"}, 2, `unknown command "frobnicate" (commands: tune, check, crosscheck, devices, emit, export, list, report, show, help)`, false},
+	{[]string{"frobnicate"}, 2, `unknown command "frobnicate" (commands: tune, bench, check, crosscheck, devices, emit, export, list, regress, report, runs, show, help)`, false},
 	{[]string{"help", "bogus"}, 2, `no help topic "bogus"`, false},
 	// Conflicts.
 	{[]string{"--kernel", "relu_bwd", "--kernel", "gelu_bwd"}, 2, "--kernel given twice: give it once", false},

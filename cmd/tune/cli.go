@@ -40,6 +40,9 @@ type command struct {
 	run      func(fs *flagSet, stdout, stderr io.Writer) error
 	misplace map[string]string // flags of other commands, and why they do not apply here
 	hidden   bool
+	// hiddenFlags are accepted but left out of the help: test and
+	// diagnosis switches (planted faults, replay) that normal runs never use.
+	hiddenFlags map[string]bool
 }
 
 // commands is every subcommand by name; "" is tune itself.
@@ -48,7 +51,8 @@ var commands map[string]*command
 func init() {
 	commands = map[string]*command{}
 	for _, c := range []*command{tuneCommand(), listCommand(), emitCommand(), checkCommand(),
-		crosscheckCommand(), devicesCommand(), showCommand(), reportCommand(), exportCommand(), workerCommand()} {
+		crosscheckCommand(), devicesCommand(), showCommand(), reportCommand(), exportCommand(), workerCommand(),
+		benchCommand(), regressCommand(), runsCommand()} {
 		commands[c.name] = c
 	}
 }

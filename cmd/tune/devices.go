@@ -6,8 +6,10 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/gradtune/gradtune/kernels/faults"
 	"github.com/gradtune/gradtune/runner"
 	"github.com/gradtune/gradtune/runner/cuda"
+	"github.com/gradtune/gradtune/runner/nvml"
 )
 
 func devicesCommand() *command {
@@ -36,14 +38,23 @@ func cmdDevices(_ *flagSet, stdout, _ io.Writer) error {
 }
 
 // workerCommand is the hidden mode the tuning loop re-executes the binary
-// in, so that a crashing kernel takes down only the worker.
+// in, so that a crashing kernel takes down only the worker. It reads GPU
+// telemetry through NVML when the library is there; --faults lets it run
+// the planted-fault family.
 func workerCommand() *command {
 	return &command{
-		name: "__worker", usage: "__worker [--device N]", summary: "internal: serve the tuning loop over stdin and stdout", hidden: true,
-		flags: func(fs *flagSet) { fs.Int("device", 0, "N\tGPU ordinal") },
+		name: "__worker", usage: "__worker [--device N] [--faults]", summary: "internal: serve the tuning loop over stdin and stdout", hidden: true,
+		flags: func(fs *flagSet) {
+			fs.Int("device", 0, "N\tGPU ordinal")
+			fs.Bool("faults", false, "\tserve the planted-fault family too")
+		},
 		run: func(fs *flagSet, _, _ io.Writer) error {
 			dev, _ := strconv.Atoi(fs.Lookup("device").Value.String())
-			return runner.Serve(os.Stdin, os.Stdout, dev)
+			opt := runner.ServeOptions{Telemetry: nvml.Open}
+			if fs.Given("faults") {
+				opt.Families = runner.Families{faults.Family()}
+			}
+			return runner.Serve(os.Stdin, os.Stdout, dev, opt)
 		},
 	}
 }

@@ -13,6 +13,9 @@
 //	tune show [--db F] [--run ID] [--kernel K] [--shapes S] [--variants]
 //	tune report [--db F] [--run ID] [--peers FILE.jsonl] [--force] -o DIR
 //	tune export [--db F] [--run ID] --format json|go|c [--ptx] [--force] -o PATH
+//	tune bench --configs TABLE.json [--db F] [--kernel K] [--shapes S]
+//	tune regress --baseline A.db[:RUN] --db B.db[:RUN] [--threshold 2%] [--format markdown|bench]
+//	tune runs [--db F]
 //	tune help [COMMAND]
 //
 // The command parses flags, prints and chooses exit codes; what to run and
@@ -24,7 +27,11 @@
 // a wrong variant in check, an internal error: a panic, reported with its
 // stack), 2 usage error (every bad input, named with what is accepted; a
 // flag given twice is one). Help (tune help [COMMAND], -h, --help) goes to
-// stdout and exits 0. The worker mode (`tune
+// stdout and exits 0. regress exits 1 when the gate fails (a case
+// regressed, or is missing from the new run). Hidden flags, for tests of
+// the gate and of the runner's defences: tune --faults (the planted-fault
+// family), bench --replay DB (answer from recorded samples) and bench
+// --plant-slowdown 'KERNEL DTYPE SHAPE=PCT%'. The worker mode (`tune
 // __worker`) is internal: the tuning loop re-executes the binary in it so
 // that a crashing kernel takes down only the worker.
 package main

@@ -91,7 +91,11 @@ func (c *command) title() string { return strings.TrimSpace("tune " + c.name) }
 // flagList names the command's flags.
 func (c *command) flagList() string {
 	var names []string
-	c.newFlagSet().VisitAll(func(f *flag.Flag) { names = append(names, "--"+f.Name) })
+	c.newFlagSet().VisitAll(func(f *flag.Flag) {
+		if !c.hiddenFlags[f.Name] {
+			names = append(names, "--"+f.Name)
+		}
+	})
 	if len(names) == 0 {
 		return c.title() + " takes no flags"
 	}
@@ -105,6 +109,9 @@ func (c *command) flagHelp() string {
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	n := 0
 	c.newFlagSet().VisitAll(func(f *flag.Flag) {
+		if c.hiddenFlags[f.Name] {
+			return
+		}
 		n++
 		desc := description(f)
 		if f.DefValue != "" && f.DefValue != "false" && !strings.Contains(desc, "default") {

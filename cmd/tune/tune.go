@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/gradtune/gradtune/eval"
+	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/kernels/faults"
 	"github.com/gradtune/gradtune/runner"
 	"github.com/gradtune/gradtune/store"
 	"github.com/gradtune/gradtune/tuning"
@@ -61,8 +63,10 @@ func tuneCommand() *command {
 			fs.String("mode", string(eval.Cold), "cold|hot\tflush L2 before every sample (cold) or not")
 			fs.Bool("fresh", false, "\tre-measure variants already in the database")
 			fs.Uint64("seed", 1, "N\tinput data seed")
+			fs.Bool("faults", false, "\tlet --kernel name the planted-fault family (kernels/faults)")
 		},
-		run: cmdTune,
+		hiddenFlags: map[string]bool{"faults": true},
+		run:         cmdTune,
 	}
 }
 
@@ -78,7 +82,11 @@ func cmdTune(fs *flagSet, stdout, stderr io.Writer) error {
 	if dev < 0 {
 		return usagef("--device must be a GPU ordinal (0 or more), got %d", dev)
 	}
-	sel, err := resolve(request(fs), "tune", stderr)
+	req := request(fs)
+	if fs.Given("faults") {
+		req.Extra = []kernels.Family{faults.Family()}
+	}
+	sel, err := resolve(req, "tune", stderr)
 	if err != nil {
 		return err
 	}
@@ -86,16 +94,16 @@ func cmdTune(fs *flagSet, stdout, stderr io.Writer) error {
 	if err := store.Probe(dbPath); err != nil {
 		return usagef("--db %s: %w", dbPath, err)
 	}
-	exe, err := os.Executable()
+	worker, err := processWorker(dev, fs.Given("faults"))
 	if err != nil {
-		return fmt.Errorf("finding the tune binary for its worker: %w", err)
+		return err
 	}
 	measure := runner.DefaultMeasure
 	measure.Mode = mode
 	seed, _ := strconv.ParseUint(fs.Lookup("seed").Value.String(), 10, 64)
 	r, err := runner.New(runner.Options{
 		Measure: measure, Fresh: fs.Given("fresh"), Seed: seed, Budget: budget, Fix: sel.Fix, Progress: stdout,
-		NewWorker: runner.NewProcessWorker([]string{exe, "__worker", "--device", strconv.Itoa(dev)}),
+		NewWorker: worker,
 	})
 	if err != nil {
 		return err
@@ -108,22 +116,53 @@ func cmdTune(fs *flagSet, stdout, stderr io.Writer) error {
 	return tuneOn(r, sel, dbPath, dev, fs.raw, stdout)
 }
 
+// processWorker is the constructor of worker processes on GPU dev: this
+// binary in its hidden worker mode.
+func processWorker(dev int, withFaults bool) (func() (runner.Worker, error), error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("finding the tune binary for its worker: %w", err)
+	}
+	argv := []string{exe, "__worker", "--device", strconv.Itoa(dev)}
+	if withFaults {
+		argv = append(argv, "--faults")
+	}
+	return runner.NewProcessWorker(argv), nil
+}
+
+// beginRun opens the database at dbPath, records the start of a run on
+// r's GPU and prints the run's header: the device, the run, and the GPU's
+// clocks (or, once, why there are none).
+func beginRun(r *runner.Runner, dbPath string, dev int, args []string, stdout io.Writer) (*store.DB, int64, error) {
+	db, err := store.Open(dbPath)
+	if err != nil {
+		return nil, 0, err
+	}
+	info := r.Device()
+	host, _ := os.Hostname()
+	runID, err := db.BeginRun(store.Run{Started: time.Now(), Host: host, GPUName: info.Name, GPUUUID: info.UUID,
+		CC: info.CC, Driver: info.Driver, ToolVersion: version, Args: strings.Join(args, " "), Telemetry: info.Telemetry})
+	if err != nil {
+		db.Close()
+		return nil, 0, err
+	}
+	fmt.Fprintf(stdout, "device %d: %s (sm_%s, %d SMs, %d MiB L2), driver %s; run %d in %s\n",
+		dev, info.Name, strings.ReplaceAll(info.CC, ".", ""), info.SMs, info.L2Bytes>>20, info.Driver, runID, dbPath)
+	if info.HasTelemetry {
+		fmt.Fprintf(stdout, "clocks: %s\n", info.Telemetry)
+	} else if info.Telemetry != "" {
+		fmt.Fprintf(stdout, "%s\n", info.Telemetry)
+	}
+	return db, runID, nil
+}
+
 // tuneOn records a run of sel on r's GPU in the database at dbPath.
 func tuneOn(r *runner.Runner, sel tuning.Selection, dbPath string, dev int, args []string, stdout io.Writer) error {
-	db, err := store.Open(dbPath)
+	db, runID, err := beginRun(r, dbPath, dev, append([]string{"tune"}, args...), stdout)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	info := r.Device()
-	host, _ := os.Hostname()
-	runID, err := db.BeginRun(store.Run{Started: time.Now(), Host: host, GPUName: info.Name, GPUUUID: info.UUID,
-		CC: info.CC, Driver: info.Driver, ToolVersion: version, Args: strings.Join(append([]string{"tune"}, args...), " ")})
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "device %d: %s (sm_%s, %d SMs, %d MiB L2), driver %s; run %d in %s\n",
-		dev, info.Name, strings.ReplaceAll(info.CC, ".", ""), info.SMs, info.L2Bytes>>20, info.Driver, runID, dbPath)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	copyGBps, sums, err := tuning.TuneOnGPU(ctx, tuning.GPURun{Runner: r, DB: db, RunID: runID, Progress: stdout}, sel)

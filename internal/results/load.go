@@ -183,6 +183,7 @@ func buildShape(db *store.DB, k groupKey, g *group, run store.Run) (*Shape, erro
 			return nil, err
 		}
 		sh.Winner = w
+		sh.Rule = g.winner.Rule
 	}
 	sh.rank()
 	sh.Baseline = baseline(sh, g.winner)

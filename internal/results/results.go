@@ -49,6 +49,9 @@ type Shape struct {
 	Winner *Variant
 	// Baseline is what the winner is compared with, nil when none.
 	Baseline *Baseline
+	// Rule is how the run chose the winner among statistical ties, as it
+	// recorded it ("" in databases from before it did).
+	Rule string
 	// Valid are the timed variants, fastest first; Failed the others in
 	// recorded order; Order all of them in recorded order.
 	Valid, Failed, Order []*Variant

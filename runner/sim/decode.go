@@ -74,6 +74,7 @@ const (
 	opBar
 	opBarWarp
 	opTrap
+	opBrkpt
 	opShfl
 	opVote
 	opActivemask
@@ -770,6 +771,7 @@ func init() {
 	reg(decBra, "bra")
 	reg(decOp(opRet), "ret", "exit")
 	reg(decOp(opTrap), "trap")
+	reg(decOp(opBrkpt), "brkpt")
 	// griddepcontrol (PDL): launches run one after another here, so the
 	// previous grid is always complete when a kernel starts: wait has
 	// nothing to wait for and launch_dependents nothing to allow.

@@ -39,7 +39,8 @@
 // the .approx functions; setp (all comparisons, boolean forms, p|q),
 // selp; cvt between all integer and float types with every rounding mode,
 // .ftz and .sat, and cvt.rn.{f16x2,bf16x2}.f32; mov including pack and
-// unpack ({lo, hi}); testp; min and max with .NaN; bra, ret, exit, trap;
+// unpack ({lo, hi}); testp; min and max with .NaN; bra, ret, exit, trap, brkpt (an
+// illegal instruction without a debugger, as on a GPU);
 // bar.sync, bar.red (popc, and, or), bar.warp.sync, membar, fence,
 // prefetch and griddepcontrol (no effect: launches run in order);
 // shfl.sync idx/up/down/bfly with the PTX ISA's clamp and segment rules; vote.sync; redux.sync; activemask; atom and red on
@@ -54,7 +55,7 @@
 //
 // Every error wraps a sentinel (ErrParse, ErrLaunch, ErrMemory,
 // ErrMisaligned, ErrUninitialized, ErrBarrier, ErrRace, ErrWarpSync,
-// ErrTrap, ErrTimeout); errors of running kernels are *ExecError values
+// ErrTrap, ErrTimeout, ErrIllegal); errors of running kernels are *ExecError values
 // naming the kernel, the instruction (line and text), the CTA, the thread
 // and, for memory errors, the address:
 //

@@ -41,6 +41,9 @@ var (
 	// ErrTimeout: a CTA executed more instructions than Options.MaxSteps
 	// allows (an endless loop, most likely).
 	ErrTimeout = errors.New("instruction limit exceeded")
+	// ErrIllegal: the kernel executed brkpt with no debugger attached,
+	// which a GPU reports as an illegal instruction.
+	ErrIllegal = errors.New("illegal instruction")
 )
 
 // ExecError is a failure while a kernel runs: which kernel, which
@@ -73,6 +76,11 @@ func (e *ExecError) Error() string {
 }
 
 func (e *ExecError) Unwrap() error { return e.Err }
+
+// Timeout reports whether the kernel was stopped by the instruction limit:
+// the runner records such a variant as a timeout, as it records a GPU
+// kernel that its watchdog stopped.
+func (e *ExecError) Timeout() bool { return errors.Is(e.Err, ErrTimeout) }
 
 // parseError builds an ErrParse error naming the line and its text.
 func parseError(line int, text, format string, args ...any) error {

@@ -339,6 +339,10 @@ func (w *warp) exec() error {
 			if mask != 0 {
 				return w.fault(in, bits.TrailingZeros32(mask), ErrTrap, 0, false, "trap executed")
 			}
+		case opBrkpt:
+			if mask != 0 {
+				return w.fault(in, bits.TrailingZeros32(mask), ErrIllegal, 0, false, "brkpt executed with no debugger attached")
+			}
 		case opBar:
 			if mask == 0 {
 				break

@@ -1,0 +1,195 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/gradtune/gradtune/configs"
+	"github.com/gradtune/gradtune/eval"
+	"github.com/gradtune/gradtune/runner"
+	"github.com/gradtune/gradtune/store"
+	"github.com/gradtune/gradtune/tuning"
+	"github.com/gradtune/gradtune/variants"
+)
+
+func benchCommand() *command {
+	return &command{
+		name:  "bench",
+		usage: "bench --configs TABLE.json [--db FILE] [--kernel K] [--shapes S] [--device N] [--mode cold|hot] [--seed N]",
+		summary: "measure again, without searching, the tuned variant of every entry of a config table\n" +
+			"and its baseline (the table's, else the family's default variant), into a new run;\n" +
+			"tune regress then compares that run with an earlier one",
+		flags: func(fs *flagSet) {
+			fs.String("configs", "", "TABLE.json\ta config table (tune export, configs/h200/*.json); several separated by ','")
+			fs.String("db", "tune.db", "FILE\tSQLite results database")
+			fs.String("kernel", "", "K[,K...]\tonly these kernels")
+			fs.String("shapes", "", "S\tonly entries matching these dims (a subset matches; dtype=bf16; several separated by ';')")
+			fs.Int("device", 0, "N\tGPU ordinal")
+			fs.String("mode", string(eval.Cold), "cold|hot\tflush L2 before every sample (cold) or not")
+			fs.Uint64("seed", 1, "N\tinput data seed")
+			fs.String("plant-slowdown", "", "'KERNEL DTYPE SHAPE=PCT%'\tadd a delay launch of PCT% of the table's median to that case (tests of the gate)")
+			fs.String("replay", "", "DB\tanswer from the samples recorded in DB instead of a GPU (tests of the gate)")
+		},
+		hiddenFlags: map[string]bool{"plant-slowdown": true, "replay": true},
+		run:         cmdBench,
+	}
+}
+
+func cmdBench(fs *flagSet, stdout, stderr io.Writer) error {
+	cases, err := benchSelection(fs, stderr)
+	if err != nil {
+		return err
+	}
+	mode, err := eval.ParseMode(fs.Lookup("mode").Value.String())
+	if err != nil {
+		return usagef("--mode: %v", err)
+	}
+	dev := intFlag(fs, "device")
+	if dev < 0 {
+		return usagef("--device must be a GPU ordinal (0 or more), got %d", dev)
+	}
+	dbPath := fs.Lookup("db").Value.String()
+	if err := store.Probe(dbPath); err != nil {
+		return usagef("--db %s: %w", dbPath, err)
+	}
+	seed, _ := strconv.ParseUint(fs.Lookup("seed").Value.String(), 10, 64)
+	worker, err := benchWorker(fs, dev, seed)
+	if err != nil {
+		return err
+	}
+	measure := runner.DefaultMeasure
+	measure.Mode = mode
+	r, err := runner.New(runner.Options{Measure: measure, Seed: seed, Progress: stdout, NewWorker: worker})
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	db, runID, err := beginRun(r, dbPath, dev, append([]string{"tune", "bench"}, fs.raw...), stdout)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	copyGBps, sums, err := tuning.BenchOnGPU(ctx, tuning.GPURun{Runner: r, DB: db, RunID: runID, Progress: stdout}, cases)
+	printTable(stdout, sums, copyGBps)
+	if err != nil {
+		return err
+	}
+	return tuning.NoValid(sums)
+}
+
+// benchSelection reads the tables and the filters into cases; notes go to
+// stderr.
+func benchSelection(fs *flagSet, stderr io.Writer) ([]runner.Case, error) {
+	paths := fs.Lookup("configs").Value.String()
+	if paths == "" {
+		return nil, usagef("bench needs --configs TABLE.json (for example configs/h200/activations.json)")
+	}
+	keep, err := entryFilter(fs)
+	if err != nil {
+		return nil, err
+	}
+	var plant *tuning.Plant
+	if s := fs.Lookup("plant-slowdown").Value.String(); s != "" {
+		p, err := tuning.ParsePlant(s)
+		if err != nil {
+			return nil, usageError{err}
+		}
+		plant = &p
+	}
+	t := &configs.Table{}
+	for _, path := range strings.Split(paths, ",") {
+		one, err := tuning.LoadTable(strings.TrimSpace(path))
+		if err != nil {
+			return nil, usageError{err}
+		}
+		t.Entries = append(t.Entries, one.Entries...)
+	}
+	cases, notes, err := tuning.BenchCases(t, keep, plant)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	for _, n := range notes {
+		fmt.Fprintf(stderr, "bench: %s\n", n)
+	}
+	return cases, nil
+}
+
+// entryFilter is --kernel and --shapes as a test of a table entry.
+func entryFilter(fs *flagSet) (func(configs.Entry) bool, error) {
+	var kernels []string
+	for _, k := range strings.Split(fs.Lookup("kernel").Value.String(), ",") {
+		if k = strings.TrimSpace(k); k != "" && k != "all" {
+			kernels = append(kernels, k)
+		}
+	}
+	var specs []variants.Spec
+	if sh := fs.Lookup("shapes").Value.String(); sh != "" {
+		var err error
+		if specs, err = variants.ParseSpecs(sh); err != nil {
+			return nil, usagef("--shapes: %w (want dims such as m=2048,n=8960, optionally dtype=bf16; several separated by ';')", err)
+		}
+	}
+	return func(e configs.Entry) bool {
+		if len(kernels) > 0 && !slices.Contains(kernels, e.Kernel) {
+			return false
+		}
+		if len(specs) == 0 {
+			return true
+		}
+		for _, sp := range specs {
+			if entryMatches(e, sp) {
+				return true
+			}
+		}
+		return false
+	}, nil
+}
+
+func entryMatches(e configs.Entry, sp variants.Spec) bool {
+	have := map[string]string{}
+	for _, kv := range strings.Split(e.Shape, ",") {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			have[k] = v
+		}
+	}
+	for _, d := range sp.Dims {
+		if have[d.Name] != d.ValueString() {
+			return false
+		}
+	}
+	return !sp.DType.Valid() || sp.DType.String() == e.DType
+}
+
+// benchWorker is a GPU worker process, or with --replay a replay of a
+// recorded database.
+func benchWorker(fs *flagSet, dev int, seed uint64) (func() (runner.Worker, error), error) {
+	path := fs.Lookup("replay").Value.String()
+	if path == "" {
+		return processWorker(dev, false)
+	}
+	db, err := store.OpenReadOnly(path)
+	if err != nil {
+		return nil, userError(fmt.Errorf("--replay: %w", err))
+	}
+	defer db.Close()
+	recs, err := tuning.ReplayRecords(db)
+	if err != nil {
+		return nil, err
+	}
+	runs, err := db.Runs()
+	if err != nil || len(runs) == 0 {
+		return nil, usagef("--replay %s: no runs recorded (%v)", path, err)
+	}
+	last := runs[len(runs)-1]
+	info := runner.DeviceInfo{Name: last.GPUName, UUID: last.GPUUUID, CC: last.CC, Driver: last.Driver,
+		Telemetry: "no telemetry: replaying the samples recorded in " + path}
+	return runner.NewReplay(recs, seed, 0).Worker(info), nil
+}

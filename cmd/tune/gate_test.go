@@ -1,0 +1,100 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// replayBench runs tune bench on the activations table, answered from the
+// recorded H200 database, into a new database in dir.
+func replayBench(t *testing.T, dir, name, seed string, extra ...string) string {
+	t.Helper()
+	db := filepath.Join(dir, name)
+	args := append([]string{"bench", "--configs", filepath.Join("..", "..", "configs", "h200", "activations.json"),
+		"--replay", filepath.Join("..", "..", "testdata", "h200-activations.db"), "--db", db, "--seed", seed}, extra...)
+	code, out, errs := runResults(args...)
+	if code != 0 || !strings.Contains(out, "relu_bwd") || !strings.Contains(out, "no telemetry: replaying") {
+		t.Fatalf("bench %v: exit %d\n%s\n%s", extra, code, out, errs)
+	}
+	return db
+}
+
+// TestGateOnReplays: bench re-measures the table's 18 cases (tuned and
+// baseline) into a run; an A/A pair passes the gate, a planted 5%
+// slowdown fails it with exit 1 naming the case, and both outputs read.
+func TestGateOnReplays(t *testing.T) {
+	dir := t.TempDir()
+	a := replayBench(t, dir, "a.db", "1")
+	b := replayBench(t, dir, "b.db", "2")
+	c := replayBench(t, dir, "c.db", "3", "--plant-slowdown", "relu_bwd f32 m=2048,n=8960=5%")
+
+	code, out, errs := runResults("runs", "--db", a)
+	if code != 0 || !strings.Contains(out, "evaluations: 36 (ok 36)") || !strings.Contains(out, "winners: 18") {
+		t.Errorf("runs: exit %d\n%s%s", code, out, errs)
+	}
+	code, out, errs = runResults("regress", "--baseline", a, "--db", b+":1")
+	if code != 0 || !strings.Contains(out, "0 regressed, 0 missing") || !strings.Contains(out, "| ~ | relu_bwd | f32 | m=2048,n=8960 |") {
+		t.Errorf("A/A: exit %d\n%s%s", code, out, errs)
+	}
+	code, out, errs = runResults("regress", "--baseline", a, "--db", c)
+	if code != 1 || !strings.Contains(out, "| **regressed** | relu_bwd | f32 | m=2048,n=8960 |") ||
+		!strings.Contains(errs, "1 of 18 cases: relu_bwd f32 m=2048,n=8960 regressed +5.") {
+		t.Errorf("planted: exit %d\n%s%s", code, out, errs)
+	}
+	code, out, _ = runResults("regress", "--baseline", a, "--db", c, "--format", "bench")
+	if code != 1 || !strings.Contains(out, "run: baseline\n") || !strings.Contains(out, "run: new\n") ||
+		!strings.Contains(out, "BenchmarkRelu_bwd/m=2048/n=8960/dtype=f32 1 ") {
+		t.Errorf("bench format: exit %d\n%.600s", code, out)
+	}
+	code, _, errs = runResults("regress", "--baseline", a, "--db", c, "--threshold", "10%")
+	if code != 0 {
+		t.Errorf("a 5%% slowdown failed a 10%% gate: %s", errs)
+	}
+}
+
+// TestGateBadInput: every wrong input exits 2, names what is accepted,
+// and creates or changes no file.
+func TestGateBadInput(t *testing.T) {
+	dir := t.TempDir()
+	a := replayBench(t, dir, "a.db", "1")
+	pool := filepath.Join("..", "..", "testdata", "h200-pool.db")
+	notJSON := filepath.Join(dir, "table.json")
+	os.WriteFile(notJSON, []byte("{not json"), 0o644)
+	table := filepath.Join("..", "..", "configs", "h200", "activations.json")
+	fresh := filepath.Join(dir, "fresh.db")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"regress"}, "regress needs --baseline"},
+		{[]string{"regress", "--baseline", a}, "regress needs --baseline"},
+		{[]string{"regress", "--baseline", filepath.Join(dir, "none.db"), "--db", a}, "no database file"},
+		{[]string{"regress", "--baseline", a + ":9", "--db", a}, "no run with id"},
+		{[]string{"regress", "--baseline", a + ":x", "--db", a}, "must be a run id"},
+		{[]string{"regress", "--baseline", pool, "--db", a}, "share no kernel and shape"},
+		{[]string{"regress", "--baseline", a, "--db", a, "--threshold", "two"}, "want a percentage"},
+		{[]string{"regress", "--baseline", a, "--db", a, "--alpha", "2"}, "want a level between 0 and 1"},
+		{[]string{"regress", "--baseline", a, "--db", a, "--format", "csv"}, "want markdown or bench"},
+		{[]string{"bench", "--db", fresh}, "bench needs --configs"},
+		{[]string{"bench", "--db", fresh, "--configs", filepath.Join(dir, "none.json")}, "no such file"},
+		{[]string{"bench", "--db", fresh, "--configs", notJSON}, "malformed config table"},
+		{[]string{"bench", "--db", fresh, "--configs", table, "--kernel", "softmax_bwd"}, "no entry of the table matches"},
+		{[]string{"bench", "--db", fresh, "--configs", table, "--plant-slowdown", "relu_bwd f32 m=1,n=1=5%"}, "no selected case is"},
+		{[]string{"bench", "--db", fresh, "--configs", table, "--plant-slowdown", "relu_bwd f32 m=2048,n=8960=0%"}, "percentage in (0, 100]"},
+		{[]string{"bench", "--db", notJSON, "--configs", table, "--replay", pool}, "not an SQLite database"},
+		{[]string{"runs", "--db", filepath.Join(dir, "none.db")}, "no database file"},
+	} {
+		code, _, errs := runResults(c.args...)
+		if code != 2 || !strings.Contains(errs, c.want) {
+			t.Errorf("%v: exit %d, %q; want 2 and %q", c.args, code, errs, c.want)
+		}
+	}
+	if _, err := os.Stat(fresh); err == nil {
+		t.Error("a refused bench created its database")
+	}
+	if b, _ := os.ReadFile(notJSON); string(b) != "{not json" {
+		t.Error("a refused bench changed a file")
+	}
+}

@@ -1,0 +1,306 @@
+package regress
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/aclements/go-moremath/stats"
+	"golang.org/x/perf/benchmath"
+
+	"github.com/gradtune/gradtune/internal/results"
+	"github.com/gradtune/gradtune/store"
+)
+
+// ErrNothingToCompare is returned (wrapped) when the two runs share no
+// case: a wrong database or run, not a regression.
+var ErrNothingToCompare = errors.New("nothing to compare")
+
+// Options set the gate.
+type Options struct {
+	Threshold float64 // relative change that matters (0.02: 2%)
+	Alpha     float64 // significance level of the U test
+}
+
+// DefaultOptions: 2%, α = 0.05.
+var DefaultOptions = Options{Threshold: 0.02, Alpha: 0.05}
+
+// Case is one kernel, dtype and shape of a run: its winner's samples.
+type Case struct {
+	Kernel, ShapeKey, Dims, DType, Params string
+	Samples                               []float64 // µs, without excluded ones
+	Excluded                              int       // samples left out (GPU throttled)
+	Warnings                              []string
+}
+
+// Side is one of the two runs compared.
+type Side struct {
+	Label string // "new.db run 3"
+	Run   store.Run
+	Cases []Case
+}
+
+// Verdict is what the gate says of one case.
+type Verdict string
+
+// Verdicts.
+const (
+	Regressed Verdict = "regressed"
+	Improved  Verdict = "improved"
+	Unchanged Verdict = "~"
+	Missing   Verdict = "missing" // in the baseline, not in the new run
+	Added     Verdict = "new"     // only in the new run
+)
+
+// Fails reports whether v fails the gate.
+func (v Verdict) Fails() bool { return v == Regressed || v == Missing }
+
+// Row is the comparison of one case.
+type Row struct {
+	Base, New *Case
+	// BaseMedian and NewMedian are in µs; Change is the Hodges–Lehmann
+	// estimate of the shift relative to BaseMedian, and Lo and Hi bound
+	// it (95%).
+	BaseMedian, NewMedian float64
+	Change, Lo, Hi        float64
+	P                     float64
+	Verdict               Verdict
+	Warnings              []string
+}
+
+// Key names the row's case: "kernel dtype dims".
+func (r Row) Key() string {
+	c := r.Base
+	if c == nil {
+		c = r.New
+	}
+	return c.Kernel + " " + c.DType + " " + c.Dims
+}
+
+// Report is the gate's answer.
+type Report struct {
+	Base, New Side
+	Options   Options
+	Rows      []Row
+}
+
+// Failed lists the rows that fail the gate.
+func (r *Report) Failed() []Row {
+	var out []Row
+	for _, row := range r.Rows {
+		if row.Verdict.Fails() {
+			out = append(out, row)
+		}
+	}
+	return out
+}
+
+// Count returns how many rows have verdict v.
+func (r *Report) Count(v Verdict) int {
+	n := 0
+	for _, row := range r.Rows {
+		if row.Verdict == v {
+			n++
+		}
+	}
+	return n
+}
+
+// Load reads the cases of one run of db (0: the newest run), labelled with
+// the database's path.
+func Load(db *store.DB, runID int64) (Side, error) {
+	if runID == 0 {
+		runs, err := db.Runs()
+		if err != nil {
+			return Side{}, err
+		}
+		if len(runs) == 0 {
+			return Side{}, fmt.Errorf("%w: %s has no runs", results.ErrNoResults, db.Path())
+		}
+		runID = runs[len(runs)-1].ID
+	}
+	set, err := results.Load(db, results.Options{RunID: runID})
+	if err != nil {
+		return Side{}, err
+	}
+	side := Side{Label: fmt.Sprintf("%s run %d", db.Path(), runID)}
+	for _, r := range set.Runs {
+		if r.ID == runID {
+			side.Run = r
+		}
+	}
+	for _, sh := range set.Shapes {
+		if w := sh.Winner; w != nil {
+			side.Cases = append(side.Cases, caseOf(sh, w))
+		}
+	}
+	if len(side.Cases) == 0 {
+		return Side{}, fmt.Errorf("%w: %s has no winners", results.ErrNoResults, side.Label)
+	}
+	return side, nil
+}
+
+func caseOf(sh *results.Shape, w *results.Variant) Case {
+	drop := map[int]bool{}
+	for _, i := range w.Excluded {
+		drop[i] = true
+	}
+	c := Case{Kernel: sh.Kernel, ShapeKey: sh.Key, Dims: sh.Dims, DType: sh.DType, Params: w.Key.Params,
+		Excluded: len(drop), Warnings: w.Warnings}
+	for i, x := range w.Samples {
+		if !drop[i] && !math.IsNaN(x) {
+			c.Samples = append(c.Samples, x)
+		}
+	}
+	return c
+}
+
+// Compare runs the gate on two sides.
+func Compare(base, cur Side, opt Options) (*Report, error) {
+	rep := &Report{Base: base, New: cur, Options: opt}
+	byKey := map[string]*Case{}
+	for i := range cur.Cases {
+		byKey[cur.Cases[i].Kernel+" "+cur.Cases[i].ShapeKey] = &cur.Cases[i]
+	}
+	common := 0
+	for i := range base.Cases {
+		b := &base.Cases[i]
+		n := byKey[b.Kernel+" "+b.ShapeKey]
+		delete(byKey, b.Kernel+" "+b.ShapeKey)
+		if n == nil {
+			rep.Rows = append(rep.Rows, Row{Base: b, BaseMedian: median(b.Samples), Verdict: Missing})
+			continue
+		}
+		common++
+		rep.Rows = append(rep.Rows, compareCase(b, n, opt))
+	}
+	for i := range cur.Cases {
+		if n := &cur.Cases[i]; byKey[n.Kernel+" "+n.ShapeKey] != nil {
+			rep.Rows = append(rep.Rows, Row{New: n, NewMedian: median(n.Samples), Verdict: Added})
+		}
+	}
+	if common == 0 {
+		return nil, fmt.Errorf("%w: %s and %s share no kernel and shape", ErrNothingToCompare, base.Label, cur.Label)
+	}
+	sort.SliceStable(rep.Rows, func(i, j int) bool { return rep.Rows[i].Key() < rep.Rows[j].Key() })
+	return rep, nil
+}
+
+// compareCase is the test of one case.
+func compareCase(b, n *Case, opt Options) Row {
+	row := Row{Base: b, New: n, BaseMedian: median(b.Samples), NewMedian: median(n.Samples), Verdict: Unchanged}
+	th := benchmath.Thresholds{CompareAlpha: opt.Alpha}
+	c := benchmath.AssumeNothing.Compare(benchmath.NewSample(clone(b.Samples), &th), benchmath.NewSample(clone(n.Samples), &th))
+	row.P = c.P
+	for _, w := range c.Warnings {
+		row.Warnings = append(row.Warnings, w.Error())
+	}
+	row.Warnings = append(row.Warnings, b.Warnings...)
+	row.Warnings = append(row.Warnings, n.Warnings...)
+	if !(row.BaseMedian > 0) {
+		row.Warnings = append(row.Warnings, "the baseline has no median")
+		return row
+	}
+	shift, lo, hi, ok := hodgesLehmann(b.Samples, n.Samples, 0.95)
+	if !ok {
+		row.Warnings = append(row.Warnings, "too few samples for a 95% interval of the change")
+	}
+	row.Change, row.Lo, row.Hi = shift/row.BaseMedian, lo/row.BaseMedian, hi/row.BaseMedian
+	switch {
+	case c.P < opt.Alpha && row.Change > opt.Threshold && row.Lo > 0:
+		row.Verdict = Regressed
+	case c.P < opt.Alpha && row.Change < -opt.Threshold && row.Hi < 0:
+		row.Verdict = Improved
+	}
+	return row
+}
+
+// hodgesLehmann estimates the shift y - x as the median of the nm
+// pairwise differences, and its confidence interval as their order
+// statistics k and nm-k+1, with k from the normal approximation of the U
+// statistic's distribution. ok is false when the samples are too few for
+// the level (the interval is then the whole range of the differences).
+// Unlike the difference of the medians, the estimate does not jump
+// between the modes of a multimodal sample.
+func hodgesLehmann(x, y []float64, level float64) (shift, lo, hi float64, ok bool) {
+	n, m := len(x), len(y)
+	if n == 0 || m == 0 {
+		return 0, math.Inf(-1), math.Inf(1), false
+	}
+	d := pairDiffs{x: clone(x), y: clone(y)}
+	sort.Float64s(d.x)
+	sort.Float64s(d.y)
+	nm := n * m
+	z := stats.NormalDist{Mu: 0, Sigma: 1}.InvCDF(1 - (1-level)/2)
+	k := int(math.Floor(float64(nm)/2 - z*math.Sqrt(float64(nm*(n+m+1))/12)))
+	ok = k >= 1
+	k = max(k, 1)
+	return d.kth((nm + 1) / 2), d.kth(k), d.kth(nm - k + 1), ok
+}
+
+// pairDiffs are the differences y[j] - x[i] of two sorted samples, never
+// built: kth finds an order statistic by bisection on the value, counting
+// the differences at or below it in one pass over both samples.
+type pairDiffs struct{ x, y []float64 }
+
+// atMost counts the differences <= t.
+func (d pairDiffs) atMost(t float64) int {
+	// For x ascending the bound x[i]+t rises, so j moves forward only.
+	c, j := 0, 0
+	for _, xi := range d.x {
+		for j < len(d.y) && d.y[j] <= xi+t {
+			j++
+		}
+		c += j
+	}
+	return c
+}
+
+// kth is the k-th smallest difference (1-based).
+func (d pairDiffs) kth(k int) float64 {
+	lo := d.y[0] - d.x[len(d.x)-1]
+	hi := d.y[len(d.y)-1] - d.x[0]
+	if d.atMost(lo) >= k {
+		return lo
+	}
+	eps := 1e-9 * max(math.Abs(lo), math.Abs(hi), 1)
+	for hi-lo > eps {
+		mid := lo + (hi-lo)/2
+		if d.atMost(mid) >= k {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return d.below(hi)
+}
+
+// below is the largest difference <= t: bisection ends within a rounding
+// error above the k-th difference, and this snaps to the difference itself.
+func (d pairDiffs) below(t float64) float64 {
+	best, j := math.Inf(-1), 0
+	for _, xi := range d.x {
+		for j < len(d.y) && d.y[j] <= xi+t {
+			j++
+		}
+		if j > 0 {
+			best = max(best, d.y[j-1]-xi)
+		}
+	}
+	return best
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := clone(xs)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func clone(xs []float64) []float64 { return append([]float64(nil), xs...) }

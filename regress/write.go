@@ -1,0 +1,132 @@
+package regress
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"unicode"
+)
+
+// WriteMarkdown writes the report as a Markdown table, failures first,
+// then a line of counts and the warnings.
+func WriteMarkdown(w io.Writer, r *Report) error {
+	fmt.Fprintf(w, "### Regression gate: %s against %s\n\n", r.New.Label, r.Base.Label)
+	for _, s := range []Side{r.Base, r.New} {
+		if s.Run.Telemetry != "" {
+			fmt.Fprintf(w, "- %s (%s): %s\n", s.Label, s.Run.GPUName, s.Run.Telemetry)
+		}
+	}
+	fmt.Fprintf(w, "\nA case regresses when the Mann–Whitney U test gives p < %g, its median is more than %s slower "+
+		"and the 95%% CI of the change (Hodges–Lehmann) lies above zero.\n\n", r.Options.Alpha, pct(r.Options.Threshold))
+	fmt.Fprintln(w, "| verdict | kernel | dtype | shape | params | baseline µs | new µs | change | 95% CI | p | n |")
+	fmt.Fprintln(w, "|---|---|---|---|---|--:|--:|--:|---|--:|--:|")
+	for _, pass := range []bool{true, false} {
+		for _, row := range r.Rows {
+			if row.Verdict.Fails() == pass {
+				writeRow(w, row)
+			}
+		}
+	}
+	fmt.Fprintf(w, "\n%d regressed, %d missing, %d improved, %d unchanged, %d new.\n",
+		r.Count(Regressed), r.Count(Missing), r.Count(Improved), r.Count(Unchanged), r.Count(Added))
+	var warns []string
+	for _, row := range r.Rows {
+		for _, wn := range dedup(row.Warnings) {
+			warns = append(warns, fmt.Sprintf("- %s: %s", row.Key(), wn))
+		}
+	}
+	if len(warns) > 0 {
+		fmt.Fprintf(w, "\nWarnings:\n%s\n", strings.Join(warns, "\n"))
+	}
+	return nil
+}
+
+func writeRow(w io.Writer, row Row) {
+	c := row.Base
+	if c == nil {
+		c = row.New
+	}
+	verdict := string(row.Verdict)
+	if row.Verdict.Fails() {
+		verdict = "**" + verdict + "**"
+	}
+	params := c.Params
+	if row.Base != nil && row.New != nil && row.New.Params != row.Base.Params {
+		params = fmt.Sprintf("%s → %s", row.Base.Params, row.New.Params)
+	}
+	base, cur, change, ci, p, n := "-", "-", "-", "-", "-", "-"
+	if row.Base != nil {
+		base = fmt.Sprintf("%.2f", row.BaseMedian)
+	}
+	if row.New != nil {
+		cur = fmt.Sprintf("%.2f", row.NewMedian)
+	}
+	if row.Base != nil && row.New != nil {
+		change = signedPct(row.Change)
+		ci = signedPct(row.Lo) + " … " + signedPct(row.Hi)
+		p = fmt.Sprintf("%.3f", row.P)
+		n = fmt.Sprintf("%d+%d", len(row.Base.Samples), len(row.New.Samples))
+	}
+	fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", verdict, c.Kernel, c.DType, c.Dims,
+		params, base, cur, change, ci, p, n)
+}
+
+// WriteBenchfmt writes both sides' samples in the Go benchmark format,
+// one line per sample in ns/op, the sides told apart by the configuration
+// key "run" (baseline, new): `benchstat -col run FILE` compares them. The
+// GPU is named once (a key that differed between the sides would split
+// benchstat's tables); the sources are named in lines benchstat skips.
+func WriteBenchfmt(w io.Writer, r *Report) error {
+	fmt.Fprintf(w, "# gradtune regression gate: %s against %s\n", oneWord(r.New.Label), oneWord(r.Base.Label))
+	fmt.Fprintf(w, "pkg: github.com/gradtune/gradtune\ngpu: %s\n", oneWord(r.New.Run.GPUName))
+	for _, s := range []struct {
+		name string
+		side Side
+	}{{"baseline", r.Base}, {"new", r.New}} {
+		fmt.Fprintf(w, "run: %s\n", s.name)
+		for _, c := range s.side.Cases {
+			name := BenchName(c)
+			for _, x := range c.Samples {
+				if _, err := fmt.Fprintf(w, "%s 1 %.0f ns/op\n", name, x*1e3); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// BenchName is the benchmark name of a case: "BenchmarkRelu_bwd" and the
+// shape as name keys, "/m=2048/n=8960/dtype=f32".
+func BenchName(c Case) string {
+	r := []rune(c.Kernel)
+	if len(r) > 0 {
+		r[0] = unicode.ToUpper(r[0])
+	}
+	return "Benchmark" + string(r) + "/" + strings.ReplaceAll(c.ShapeKey, ",", "/")
+}
+
+// oneWord makes a configuration value of s (no newlines; "-" for none).
+func oneWord(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func pct(f float64) string { return fmt.Sprintf("%g%%", 100*f) }
+
+func signedPct(f float64) string { return fmt.Sprintf("%+.1f%%", 100*f) }
+
+func dedup(ss []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range ss {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}

@@ -1,0 +1,124 @@
+package runner
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gradtune/gradtune/dtype"
+	"github.com/gradtune/gradtune/eval"
+	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/kernels/catalog"
+	"github.com/gradtune/gradtune/runner/cuda"
+	"github.com/gradtune/gradtune/variants"
+)
+
+// Families are families a worker finds by name before the catalog's.
+type Families []kernels.Family
+
+// Lookup returns the family called name: one of fs, else the catalog's.
+func (fs Families) Lookup(name string) (kernels.Family, error) {
+	for _, f := range fs {
+		if f.Name() == name {
+			return f, nil
+		}
+	}
+	return catalog.Lookup(name)
+}
+
+// Measured is what the timed stage of an evaluation found.
+type Measured struct {
+	Samples   []float64 // µs
+	Throttled []int     // indexes of samples taken while the GPU throttled
+	GPU       Reading
+}
+
+// measureFunc times a loaded, validated program.
+type measureFunc func(l *Loaded, mo MeasureOpts) (Measured, error)
+
+// failure is the outcome of an error: timeout when the backend says the
+// kernel ran too long (an error with a Timeout method that reports true,
+// as the interpreter's step limit), else launch_error; fatal when the
+// CUDA context is unusable after it.
+func failure(status eval.Status, err error) *evalResponse {
+	var t interface{ Timeout() bool }
+	if status == eval.LaunchError && errors.As(err, &t) && t.Timeout() {
+		status = eval.Timeout
+	}
+	return &evalResponse{Outcome: Outcome{Status: status, Message: err.Error()}, Fatal: cuda.IsSticky(err)}
+}
+
+// prepare makes ss hold the request's shape: inputs and reference, before
+// any kernel of it runs.
+func prepare(ss *Session, fams Families, r *evalRequest) *evalResponse {
+	f, s, err := requestShape(fams, r)
+	if err == nil {
+		err = ss.Prepare(f, s, r.Seed)
+	}
+	if err != nil {
+		return failure(eval.LaunchError, err)
+	}
+	return &evalResponse{Outcome: Outcome{Status: eval.OK}}
+}
+
+func requestShape(fams Families, r *evalRequest) (kernels.Family, variants.Shape, error) {
+	f, err := fams.Lookup(r.Kernel)
+	if err != nil {
+		return nil, variants.Shape{}, err
+	}
+	dt, err := dtype.Parse(r.DType)
+	if err != nil {
+		return nil, variants.Shape{}, err
+	}
+	return f, variants.Shape{Dims: r.Dims, DType: dt}, nil
+}
+
+// evaluate runs the stages of one evaluation on ss: compile, read the
+// resources, prescreen, validate, and only then measure. The backend does
+// not matter to it: the GPU worker measures with CUDA events, a local
+// worker as its timer says.
+func evaluate(ss *Session, fams Families, r *evalRequest, mo MeasureOpts, measure measureFunc) (res *evalResponse) {
+	if p := prepare(ss, fams, r); p.Status != eval.OK {
+		return p
+	}
+	t0 := time.Now()
+	res = &evalResponse{}
+	defer func() { res.TotalMS = ms(time.Since(t0)) }()
+	l, err := ss.Load(r.Program)
+	compileMS := ms(time.Since(t0))
+	if err != nil {
+		res = failure(eval.CompileError, err)
+		res.CompileMS = compileMS
+		return res
+	}
+	defer l.Unload()
+	res.CompileMS = compileMS
+	res.Registers, res.SpillBytes, res.SmemBytes, res.Occupancy = l.Res.Registers, l.Res.LocalBytes, l.Res.SharedBytes, l.Res.Occupancy
+	keep := func(f *evalResponse) *evalResponse {
+		f.Outcome.Registers, f.SpillBytes, f.SmemBytes, f.Occupancy = res.Registers, res.SpillBytes, res.SmemBytes, res.Occupancy
+		f.CompileMS, f.MaxAbsErr, f.MaxRelErr = res.CompileMS, res.MaxAbsErr, res.MaxRelErr
+		return f
+	}
+	if mo.MaxLocal > 0 && res.SpillBytes > mo.MaxLocal {
+		res.Status, res.Message = eval.Skipped, fmt.Sprintf("prescreen: %d bytes of local memory per thread (limit %d)", res.SpillBytes, mo.MaxLocal)
+		return res
+	}
+	c, err := ss.Validate(l)
+	if err != nil {
+		res = keep(failure(eval.LaunchError, err))
+		return res
+	}
+	res.MaxAbsErr, res.MaxRelErr = c.MaxAbs, c.MaxRel
+	if !c.OK {
+		res.Status, res.Message = eval.Invalid, c.Message
+		return res
+	}
+	res.ValidateMS = ms(time.Since(t0)) - res.CompileMS
+	m, err := measure(l, mo)
+	if err != nil {
+		res = keep(failure(eval.LaunchError, err))
+		return res
+	}
+	res.Status, res.Samples, res.Throttled, res.GPU = eval.OK, m.Samples, m.Throttled, m.GPU
+	return res
+}

@@ -1,0 +1,102 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/gradtune/gradtune/dtype"
+	"github.com/gradtune/gradtune/eval"
+	"github.com/gradtune/gradtune/kernels/faults"
+	"github.com/gradtune/gradtune/variants"
+)
+
+// Recorded is one recorded evaluation that a Replay answers with.
+type Recorded struct {
+	Kernel, ShapeKey, Params string
+	Samples                  []float64 // µs
+	Registers, SmemBytes     int
+}
+
+// Replay is a statistical model of a GPU built from recorded evaluations:
+// a variant's samples are a bootstrap resample (drawn with replacement) of
+// its recorded samples, as many as were recorded, times the replay's
+// drift factor, plus the spin of a planted delay launch (faults.Delay). It
+// stands in for the GPU where none is present: the regression gate's
+// detection tests and tune bench --replay.
+type Replay struct {
+	recs  map[string]Recorded
+	rng   *rand.Rand
+	drift float64
+}
+
+// NewReplay returns a replay of recs drawing from seed. drift is the
+// standard deviation of a factor common to every sample of the replay (a
+// model of night-to-night change of the whole GPU: 0.003 is ±0.3%); 0 for
+// none.
+func NewReplay(recs []Recorded, seed uint64, drift float64) *Replay {
+	rp := &Replay{recs: map[string]Recorded{}, rng: rand.New(rand.NewPCG(seed, 0x6754554e)), drift: 1}
+	for _, r := range recs {
+		rp.recs[replayKey(r.Kernel, r.ShapeKey, r.Params)] = r
+	}
+	if drift > 0 {
+		rp.drift = 1 + drift*rp.rng.NormFloat64()
+	}
+	return rp
+}
+
+func replayKey(kernel, shapeKey, params string) string { return kernel + " " + shapeKey + " " + params }
+
+// Draw returns new samples of the variant, extraUS added to each, and
+// false when nothing was recorded for it.
+func (rp *Replay) Draw(kernel, shapeKey, params string, extraUS float64) ([]float64, bool) {
+	r, ok := rp.recs[replayKey(kernel, shapeKey, params)]
+	if !ok || len(r.Samples) == 0 {
+		return nil, false
+	}
+	out := make([]float64, len(r.Samples))
+	for i := range out {
+		out[i] = r.Samples[rp.rng.IntN(len(r.Samples))]*rp.drift + extraUS
+	}
+	return out, true
+}
+
+// Worker returns a constructor of workers that answer from rp, describing
+// their device as info.
+func (rp *Replay) Worker(info DeviceInfo) func() (Worker, error) {
+	if info.Telemetry == "" {
+		info.Telemetry = "no telemetry: replaying recorded samples"
+	}
+	return func() (Worker, error) { return &replayWorker{rp: rp, info: info}, nil }
+}
+
+type replayWorker struct {
+	rp   *Replay
+	info DeviceInfo
+}
+
+func (w *replayWorker) Hello() (DeviceInfo, error) { return w.info, nil }
+func (w *replayWorker) CopyBandwidth() (float64, error) {
+	return 0, errors.New("replay: no copy bandwidth was recorded")
+}
+func (w *replayWorker) Close() error { return nil }
+
+func (w *replayWorker) Prepare(context.Context, *evalRequest) (*evalResponse, error) {
+	return &evalResponse{Outcome: Outcome{Status: eval.OK}}, nil
+}
+
+func (w *replayWorker) Eval(_ context.Context, r *evalRequest, _ MeasureOpts) (*evalResponse, error) {
+	dt, err := dtype.Parse(r.DType)
+	if err != nil {
+		return &evalResponse{Outcome: Outcome{Status: eval.LaunchError, Message: err.Error()}}, nil
+	}
+	key := variants.Shape{Dims: r.Dims, DType: dt}.Key()
+	xs, ok := w.rp.Draw(r.Kernel, key, r.Params, float64(faults.DelayNS(r.Program))/1e3)
+	if !ok {
+		return &evalResponse{Outcome: Outcome{Status: eval.LaunchError,
+			Message: fmt.Sprintf("replay: nothing recorded for %s %s [%s]", r.Kernel, key, r.Params)}}, nil
+	}
+	rec := w.rp.recs[replayKey(r.Kernel, key, r.Params)]
+	return &evalResponse{Outcome: Outcome{Status: eval.OK, Samples: xs, Registers: rec.Registers, SmemBytes: rec.SmemBytes}}, nil
+}

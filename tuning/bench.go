@@ -1,0 +1,206 @@
+package tuning
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gradtune/gradtune/configs"
+	"github.com/gradtune/gradtune/dtype"
+	"github.com/gradtune/gradtune/eval"
+	"github.com/gradtune/gradtune/kernels/catalog"
+	"github.com/gradtune/gradtune/runner"
+	"github.com/gradtune/gradtune/store"
+	"github.com/gradtune/gradtune/variants"
+)
+
+// Plant is a slowdown planted in one case of a bench: Key is the case's
+// "kernel dtype shape" (configs.Entry.Key), Fraction the slowdown (0.05).
+type Plant struct {
+	Key      string
+	Fraction float64
+}
+
+// ParsePlant reads "KERNEL DTYPE SHAPE=PCT%", e.g.
+// "relu_bwd f32 m=2048,n=8960=5%".
+func ParsePlant(s string) (Plant, error) {
+	i := strings.LastIndex(s, "=")
+	if i < 0 {
+		return Plant{}, inputf("--plant-slowdown %q: want KERNEL DTYPE SHAPE=PCT%%, e.g. 'relu_bwd f32 m=2048,n=8960=5%%'", s)
+	}
+	pct, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(s[i+1:]), "%"), 64)
+	if err != nil || pct <= 0 || pct > 100 {
+		return Plant{}, inputf("--plant-slowdown %q: the slowdown must be a percentage in (0, 100], e.g. 5%%", s)
+	}
+	return Plant{Key: strings.Join(strings.Fields(s[:i]), " "), Fraction: pct / 100}, nil
+}
+
+// BenchCases turns the entries of a config table that keep accepts into
+// runner cases: each entry's tuned params and its baseline (the table's,
+// else the family's default variant). An entry this gradtune cannot emit
+// is an error (the table and the binary disagree); one whose PTX is not
+// the PTX that was timed gives a note and is measured as it is emitted
+// now. A plant that names no selected case is an error.
+func BenchCases(t *configs.Table, keep func(configs.Entry) bool, plant *Plant) ([]runner.Case, []string, error) {
+	var cases []runner.Case
+	var notes []string
+	planted := false
+	for _, e := range t.Entries {
+		if keep != nil && !keep(e) {
+			continue
+		}
+		c, note, err := benchCase(e)
+		if err != nil {
+			return nil, nil, err
+		}
+		if note != "" {
+			notes = append(notes, note)
+		}
+		if plant != nil && plant.Key == e.Key() {
+			c.Delay = time.Duration(math.Round(plant.Fraction * e.MedianUS * 1e3))
+			planted = true
+			notes = append(notes, fmt.Sprintf("%s: planted slowdown, a %v delay launch (%.1f%% of the table's %.2f µs) after the program",
+				e.Key(), c.Delay, 100*plant.Fraction, e.MedianUS))
+		}
+		cases = append(cases, c)
+	}
+	if len(cases) == 0 {
+		return nil, nil, inputf("no entry of the table matches --kernel and --shapes")
+	}
+	if plant != nil && !planted {
+		var keys []string
+		for _, c := range cases {
+			keys = append(keys, c.Family.Name()+" "+c.Shape.DType.String()+" "+dimsOf(c.Shape))
+		}
+		return nil, nil, inputf("--plant-slowdown: no selected case is %q (cases: %s)", plant.Key, strings.Join(keys, "; "))
+	}
+	return cases, notes, nil
+}
+
+func benchCase(e configs.Entry) (runner.Case, string, error) {
+	bad := func(err error) (runner.Case, string, error) {
+		return runner.Case{}, "", inputf("table entry %s: %v (re-export the table with this gradtune)", e.Key(), err)
+	}
+	f, err := catalog.Lookup(e.Kernel)
+	if err != nil {
+		return bad(err)
+	}
+	dt, err := dtype.Parse(e.DType)
+	if err != nil {
+		return bad(err)
+	}
+	specs, err := variants.ParseSpecs(e.Shape)
+	if err != nil || len(specs) != 1 {
+		return bad(fmt.Errorf("shape %q: %v", e.Shape, err))
+	}
+	s, err := f.Shape(specs[0], dt)
+	if err != nil {
+		return bad(err)
+	}
+	p, err := variants.ParseParams(e.Params)
+	if err == nil {
+		err = f.Space(s).Check(p)
+	}
+	if err != nil {
+		return bad(err)
+	}
+	c := runner.Case{Family: f, Shape: s, Params: p, BaselineName: "default"}
+	c.Baseline = f.Space(s).Complete(variants.Params{})
+	if e.Baseline.Params != "" {
+		if c.Baseline, err = variants.ParseParams(e.Baseline.Params); err != nil {
+			return bad(err)
+		}
+		c.BaselineName = e.Baseline.Name
+	}
+	prog, err := f.Emit(s, p)
+	if err != nil {
+		return bad(err)
+	}
+	var note string
+	if sum := sha256.Sum256([]byte(prog.PTX)); hex.EncodeToString(sum[:]) != e.PTXSHA256 {
+		note = fmt.Sprintf("%s: this gradtune emits other PTX than the table timed (%.12s); measuring what it emits", e.Key(), e.PTXSHA256)
+	}
+	return c, note, nil
+}
+
+// dimsOf is the shape key without its dtype ("m=2048,n=8960").
+func dimsOf(s variants.Shape) string {
+	k := s.Key()
+	if i := strings.LastIndex(k, ",dtype="); i >= 0 {
+		return k[:i]
+	}
+	return k
+}
+
+// ReplayRecords reads every valid evaluation of db as a replay record
+// (the newest one of each variant wins).
+func ReplayRecords(db *store.DB) ([]runner.Recorded, error) {
+	es, err := db.Evaluations(store.Filter{})
+	if err != nil {
+		return nil, err
+	}
+	var recs []runner.Recorded
+	for _, e := range es {
+		if e.Status != eval.OK || len(e.Samples) == 0 {
+			continue
+		}
+		drop := map[int]bool{}
+		for _, i := range e.Excluded {
+			drop[i] = true
+		}
+		var xs []float64
+		for i, x := range e.Samples {
+			if !drop[i] && !math.IsNaN(x) {
+				xs = append(xs, x)
+			}
+		}
+		recs = append(recs, runner.Recorded{Kernel: e.Key.Kernel, ShapeKey: e.Key.ShapeKey, Params: e.Key.Params,
+			Samples: xs, Registers: e.Registers, SmemBytes: e.SmemBytes})
+	}
+	return recs, nil
+}
+
+// BenchOnGPU measures the cases on g's runner into g's run, finishing it
+// as ok, failed or interrupted. The copy bandwidth is measured first; a
+// worker that cannot (a replay) says so and the run goes on without it.
+func BenchOnGPU(ctx context.Context, g GPURun, cases []runner.Case) (copyGBps float64, sums []runner.Summary, err error) {
+	if bw, berr := g.Runner.CopyBandwidth(); berr != nil {
+		fmt.Fprintf(g.Progress, "device-to-device copy: not measured (%v)\n", berr)
+	} else {
+		copyGBps = bw
+		fmt.Fprintf(g.Progress, "device-to-device copy: %.0f GB/s\n", copyGBps)
+	}
+	sums, err = g.Runner.Bench(ctx, cases, &Recorder{DB: g.DB, Run: g.RunID})
+	status := store.RunOK
+	switch {
+	case ctx.Err() != nil:
+		status = store.RunInterrupted
+	case err != nil:
+		status = store.RunFailed
+	}
+	if ferr := g.DB.FinishRun(g.RunID, status, copyGBps); ferr != nil && err == nil {
+		err = ferr
+	}
+	return copyGBps, sums, err
+}
+
+// LoadTable reads a config table file; a missing or malformed file is an
+// *InputError.
+func LoadTable(path string) (*configs.Table, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, inputf("--configs: %w", err)
+	}
+	defer f.Close()
+	t, err := configs.Parse(f)
+	if err != nil {
+		return nil, inputf("--configs %s: %w", path, err)
+	}
+	return t, nil
+}
