@@ -168,6 +168,13 @@ func (cl *clusterRun) settle() (bool, error) {
 	if moved || !cl.l.hopper {
 		return moved, nil
 	}
+	for _, c := range cl.ctas {
+		for _, w := range c.warps {
+			if w.state == wsRun { // woken by another warp's arrival
+				return true, nil
+			}
+		}
+	}
 	if cl.wakeCluster() {
 		return true, nil
 	}
@@ -246,7 +253,7 @@ func (cl *clusterRun) finish() error {
 	w := blocked[0]
 	in := &cl.l.k.code[w.pc]
 	return w.c.execError(in, w, bits.TrailingZeros32(w.active), ErrDeadlock, 0, false,
-		"every warp waits and nothing is in flight: "+strings.Join(lines, "; "))
+		"every warp waits and nothing is in flight (a wait on the wrong phase parity, or a missing arrive?): "+strings.Join(lines, "; "))
 }
 
 // waitDesc says what a blocked warp waits for.

@@ -321,6 +321,7 @@ func (d *decoder) decMbar(in *inst, q []string) error {
 // [dst], [tmap, {c...}], [mbar]{, ctaMask}; cp.async.bulk.tensor.{2d,3d}.global.shared::cta.tile.bulk_group [tmap, {c...}], [src].
 func (d *decoder) decTma(in *inst, q []string) error {
 	d.k.hopper = true
+	in.space = spShared // the shared-memory operands are shared::cta or shared::cluster addresses
 	// q: async bulk tensor Nd dstSpace srcSpace ...
 	if len(q) < 6 || (q[3] != "2d" && q[3] != "3d") {
 		return d.errf("only cp.async.bulk.tensor.{2d,3d} is supported")
