@@ -382,7 +382,7 @@ func (c *ctaRun) asyncRead(ch uint32) string {
 	}
 	for g := ch * 8; g < ch*8+8 && int(g) < len(hs.proxy); g++ {
 		if m := hs.proxy[g]; m.tid != 0 && hs.fences[m.tid-1] == m.fence {
-			return fmt.Sprintf("%s wrote it through the generic proxy (st.shared, stmatrix) and executed no fence.proxy.async since",
+			return fmt.Sprintf("%s wrote through the generic proxy (st.shared, stmatrix) with no fence.proxy.async of that thread since",
 				c.threadName(int(m.tid-1)))
 		}
 	}

@@ -23,6 +23,7 @@ type gemmOpts struct {
 	noFence    bool // epilogue: no fence.proxy.async between st.shared and the TMA store
 	badParity  bool // producer waits on the empty barrier's current phase on its first pass
 	earlyRead  bool // last k-tile: wgmma.wait_group 1 instead of 0 before reading the accumulators
+	overwrite  bool // thread 0 writes B's tile while the first wgmma group is in flight
 }
 
 func defaultGemm() gemmOpts { return gemmOpts{n: 64, k: 192, descLayout: 1, sbo: 1024} }
@@ -78,6 +79,9 @@ func gemmPTX(o gemmOpts) string {
 			p("\twgmma.mma_async.sync.aligned.m64n%dk16.f32.bf16.bf16 {%s}, %%rd3, %%rd4, %d, 1, 1, 0, 0;", o.n, strings.Join(acc, ", "), scale)
 		}
 		p("\twgmma.commit_group.sync.aligned;")
+		if o.overwrite && kt == 0 {
+			p("\t@%%p1 st.shared.u32 [smB+64], %%r1;")
+		}
 		if o.earlyRead && kt == o.k/64-1 {
 			p("\twgmma.wait_group.sync.aligned 1;")
 		} else {
@@ -226,7 +230,9 @@ func TestHopperOrderingBugs(t *testing.T) {
 		text string
 	}{
 		{"missing fence.proxy.async", func(o *gemmOpts) { o.noFence = true }, sim.ErrProxy,
-			"executed no fence.proxy.async since"},
+			"with no fence.proxy.async of that thread since"},
+		{"shared memory overwritten under an in-flight wgmma", func(o *gemmOpts) { o.overwrite = true }, sim.ErrAsync,
+			"writes shared memory that an in-flight wgmma.mma_async or bulk tensor store reads"},
 		{"wrong mbarrier parity", func(o *gemmOpts) { o.badParity = true }, sim.ErrDeadlock,
 			"waits on the mbarrier at shared"},
 		{"accumulators read before wait_group", func(o *gemmOpts) { o.earlyRead = true }, sim.ErrAsync,
@@ -239,6 +245,202 @@ func TestHopperOrderingBugs(t *testing.T) {
 			t.Errorf("%s: got %v, want %v containing %q", c.name, err, c.want, c.text)
 		} else {
 			t.Logf("%s: %v", c.name, err)
+		}
+	}
+}
+
+const clusterPTX = `.version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry k(
+	.param .align 64 .b8 tm[128],
+	.param .u64 out
+)
+{
+	.reg .pred %p<4>;
+	.reg .b32 %r<16>;
+	.reg .b64 %rd<8>;
+	.reg .f32 %f<4>;
+	.shared .align 128 .b8 tile[128];
+	.shared .align 8 .b64 bar[1];
+	.shared .align 8 .b64 bar2[1];
+	mov.u32 %r1, %tid.x;
+	mov.u32 %r2, %cluster_ctarank;
+	elect.sync %r3|%p1, 0xffffffff;
+	@%p1 mbarrier.init.shared::cta.b64 [bar], 1;
+	@%p1 mbarrier.init.shared::cta.b64 [bar2], 1;
+	fence.mbarrier_init.release.cluster;
+	barrier.cluster.arrive.release.aligned;
+	barrier.cluster.wait.acquire.aligned;
+	@%p1 mbarrier.arrive.expect_tx.shared::cta.b64 _, [bar], 128;
+	setp.eq.u32 %p2, %r2, 0;
+	and.pred %p2, %p2, %p1;
+	mov.u32 %r4, 0;
+	mov.u16 %rs1, 3;
+	@%p2 cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [tile], [tm, {%r4, %r4}], [bar], %rs1;
+WAIT:
+	mbarrier.try_wait.parity.shared::cta.b64 %p3, [bar], 0;
+	@!%p3 bra WAIT;
+	ld.param.u64 %rd1, [out];
+	shl.b32 %r5, %r1, 2;
+	mov.u32 %r6, tile;
+	add.u32 %r7, %r6, %r5;
+	ld.shared.f32 %f1, [%r7];
+	mul.lo.u32 %r8, %r2, 32;
+	add.u32 %r8, %r8, %r1;
+	mul.wide.u32 %rd2, %r8, 4;
+	add.u64 %rd3, %rd1, %rd2;
+	st.global.f32 [%rd3], %f1;
+	setp.eq.u32 %p2, %r2, 1;
+	@!%p2 bra SKIP;
+	mapa.shared::cluster.u32 %r9, %r7, 0;
+	ld.shared::cluster.f32 %f2, [%r9];
+	st.global.f32 [%rd3+128], %f2;
+	mapa.shared::cluster.u32 %r10, bar2, 0;
+	@%p1 mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%r10];
+SKIP:
+	setp.eq.u32 %p2, %r2, 0;
+	@!%p2 bra END;
+WAIT2:
+	mbarrier.try_wait.parity.shared::cta.b64 %p3, [bar2], 0;
+	@!%p3 bra WAIT2;
+	@%p1 st.global.u32 [%rd1+512], %r2;
+END:
+	barrier.cluster.arrive.aligned;
+	barrier.cluster.wait.aligned;
+	ret;
+}
+`
+
+// TestHopperCluster: a 2-CTA cluster; rank 0 multicasts one TMA box into
+// both CTAs' shared memory, each CTA reads it after its own mbarrier
+// phase, rank 1 reads rank 0's copy through mapa and arrives on rank 0's
+// mbarrier remotely, and rank 0 waits for that arrival.
+func TestHopperCluster(t *testing.T) {
+	text := strings.Replace(clusterPTX, ".reg .f32 %f<4>;", ".reg .f32 %f<4>;\n\t.reg .b16 %rs<2>;", 1)
+	be := sim.New(sim.Options{Workers: 1, MaxSteps: 1 << 20})
+	mod, err := be.Load(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn, _ := mod.Function("k")
+	src := make([]float64, 64)
+	for i := range src {
+		src[i] = float64(i)
+	}
+	ps, _ := be.Alloc(256)
+	be.Upload(ps, dtype.F32.Encode(src))
+	po, _ := be.Alloc(516)
+	tm, err := be.EncodeTensorMap(kernels.TensorMap{Buffer: "src", DType: dtype.F32, Dims: []int{8, 8}, Strides: []int{32}, Box: []int{8, 4}}, ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := be.LaunchCluster(fn, [3]int{2, 1, 1}, [3]int{32, 1, 1}, [3]int{2, 1, 1}, 0, []any{tm, po}); err != nil {
+		t.Fatal(err)
+	}
+	if err := be.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	out := make([]byte, 516)
+	be.Download(out, po)
+	got := dtype.F32.Decode(out[:512])
+	for i := 0; i < 96; i++ {
+		if want := float64(i % 32); got[i] != want {
+			t.Fatalf("out[%d] = %v, want %v", i, got[i], want)
+		}
+	}
+	if flag := binary.LittleEndian.Uint32(out[512:]); flag != 0 {
+		t.Errorf("rank 0's flag %d, want its rank 0 written after the remote arrival", flag)
+	}
+	// Without the cluster launch the multicast names a CTA that is not there.
+	if err := be.Launch(fn, [3]int{2, 1, 1}, [3]int{32, 1, 1}, 0, []any{tm, po}); err != nil {
+		t.Fatal(err)
+	}
+	if err := be.Sync(); !errors.Is(err, sim.ErrTrap) || !strings.Contains(err.Error(), "ctaMask 0x3 in a cluster of 1 CTAs") {
+		t.Errorf("without clusters: got %v, want a trap naming the ctaMask", err)
+	}
+}
+
+// TestWarpgroupCollectives: wgmma instructions need complete warpgroups
+// with all their lanes.
+func TestWarpgroupCollectives(t *testing.T) {
+	text := ".version 8.0\n.target sm_90a\n.address_size 64\n.visible .entry k()\n{\n\t.reg .b32 %r<2>;\n" +
+		"\tmov.u32 %r1, %tid.x;\n\tsetmaxnreg.inc.sync.aligned.u32 232;\n\twgmma.fence.sync.aligned;\n\twgmma.commit_group.sync.aligned;\n\twgmma.wait_group.sync.aligned 0;\n\tret;\n}\n"
+	if _, err := launchPTX(t, text, "k", [3]int{1, 1, 1}, [3]int{256, 1, 1}, 0); err != nil {
+		t.Errorf("two complete warpgroups: %v", err)
+	}
+	_, err := launchPTX(t, text, "k", [3]int{1, 1, 1}, [3]int{64, 1, 1}, 0)
+	if !errors.Is(err, sim.ErrWarpSync) || !strings.Contains(err.Error(), "is incomplete") {
+		t.Errorf("64 threads: got %v, want ErrWarpSync about an incomplete warpgroup", err)
+	}
+	guarded := strings.Replace(text, "\twgmma.fence", "\tsetp.lt.u32 %p1, %r1, 64;\n\t@%p1 bra SKIP;\n\twgmma.fence", 1)
+	guarded = strings.Replace(guarded, "\tret;", "SKIP:\n\tret;", 1)
+	guarded = strings.Replace(guarded, ".reg .b32 %r<2>;", ".reg .b32 %r<2>;\n\t.reg .pred %p<2>;", 1)
+	_, err = launchPTX(t, guarded, "k", [3]int{1, 1, 1}, [3]int{128, 1, 1}, 0)
+	if !errors.Is(err, sim.ErrWarpSync) || !strings.Contains(err.Error(), "exited without executing") {
+		t.Errorf("half a warpgroup at wgmma.fence: got %v, want ErrWarpSync", err)
+	}
+}
+
+// TestStmatrix: stmatrix writes the rows ldmatrix reads, with and without
+// .trans, and elect.sync elects lane 0.
+func TestStmatrix(t *testing.T) {
+	text := `.version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry k(.param .u64 out)
+{
+	.reg .b32 %r<12>;
+	.reg .b64 %rd<4>;
+	.reg .pred %p<2>;
+	.shared .align 16 .b8 sm[256];
+	mov.u32 %r1, %tid.x;
+	shl.b32 %r2, %r1, 1;
+	add.u32 %r3, %r2, 1;
+	shl.b32 %r3, %r3, 16;
+	or.b32 %r4, %r2, %r3;
+	and.b32 %r5, %r1, 7;
+	shl.b32 %r5, %r5, 4;
+	mov.u32 %r6, sm;
+	add.u32 %r6, %r6, %r5;
+	stmatrix.sync.aligned.m8n8.x1.shared.b16 [%r6], {%r4};
+	add.u32 %r9, %r6, 128;
+	stmatrix.sync.aligned.m8n8.x1.trans.shared.b16 [%r9], {%r4};
+	bar.sync 0;
+	ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16 {%r7}, [%r9];
+	ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%r8}, [%r9];
+	elect.sync %r10|%p1, 0xffffffff;
+	ld.param.u64 %rd1, [out];
+	mul.wide.u32 %rd2, %r1, 12;
+	add.u64 %rd2, %rd1, %rd2;
+	st.global.u32 [%rd2], %r7;
+	st.global.u32 [%rd2+4], %r8;
+	selp.u32 %r11, 1, 0, %p1;
+	add.u32 %r11, %r11, %r10;
+	st.global.u32 [%rd2+8], %r11;
+	ret;
+}
+`
+	out, err := launchPTX(t, text, "k", [3]int{1, 1, 1}, [3]int{32, 1, 1}, 0, make([]byte, 12*32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for l := 0; l < 32; l++ {
+		rt := binary.LittleEndian.Uint32(out[0][12*l:])
+		tr := binary.LittleEndian.Uint32(out[0][12*l+4:])
+		el := binary.LittleEndian.Uint32(out[0][12*l+8:])
+		if want := uint32(2*l) | uint32(2*l+1)<<16; rt != want {
+			t.Errorf("lane %d: trans round trip %#x, want %#x", l, rt, want)
+		}
+		// Transposed store, plain load: lane l gets row l/4 of the
+		// transpose, i.e. the elements at rows 2(l%4), 2(l%4)+1 of column
+		// l/4 of the original, which lanes 4·row + col/2 held.
+		v := func(r, c int) uint32 { return uint32(2*(4*r+c/2) + c%2) }
+		if want := v(2*(l%4), l/4) | v(2*(l%4)+1, l/4)<<16; tr != want {
+			t.Errorf("lane %d: transposed %#x, want %#x", l, tr, want)
+		}
+		if want := uint32(map[bool]uint32{true: 1}[l == 0]); el != want {
+			t.Errorf("lane %d: elect %d, want %d", l, el, want)
 		}
 	}
 }
