@@ -35,22 +35,22 @@ const (
 
 // Flags of the sm_90 instructions (inst.mode2 unless said otherwise).
 const (
-	mbExpectTx  uint8 = 1 << iota // mbarrier.arrive.expect_tx
-	mbCount                       // mbarrier.arrive with a count operand
-	mbParity                      // try_wait.parity / test_wait.parity
-	mbTest                        // test_wait: does not block
-	mbSink                        // the destination is _
-	tmaMulticast                  // .multicast::cluster
+	mbExpectTx   uint8 = 1 << iota // mbarrier.arrive.expect_tx
+	mbCount                        // mbarrier.arrive with a count operand
+	mbParity                       // try_wait.parity / test_wait.parity
+	mbTest                         // test_wait: does not block
+	mbSink                         // the destination is _
+	tmaMulticast                   // .multicast::cluster
 )
 
 // wgmma operand modes (inst.mode).
 const (
-	wgNegA   uint8 = 1 << iota // imm-scale-a = -1
-	wgNegB                     // imm-scale-b = -1
-	wgTransA                   // imm-trans-a = 1 (A is MN-major)
-	wgTransB                   // imm-trans-b = 1
-	wgRegA                     // A in registers
-	wgScaleImm                 // scale-d is the immediate in imm bit 32
+	wgNegA     uint8 = 1 << iota // imm-scale-a = -1
+	wgNegB                       // imm-scale-b = -1
+	wgTransA                     // imm-trans-a = 1 (A is MN-major)
+	wgTransB                     // imm-trans-b = 1
+	wgRegA                       // A in registers
+	wgScaleImm                   // scale-d is the immediate in imm bit 32
 )
 
 func init() {

@@ -186,9 +186,9 @@ type operand struct {
 	neg   bool   // !%p
 	pipe  string // %r1|%p1: the second destination
 	i     int64
-	u     uint64 // float bits
-	fbits int    // 32 or 64 for oFloat
-	off   int64  // address offset
+	u     uint64   // float bits
+	fbits int      // 32 or 64 for oFloat
+	off   int64    // address offset
 	elems []string // oVec: the registers; oAddr: TMA coordinates
 	line  int
 }
