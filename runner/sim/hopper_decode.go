@@ -85,7 +85,7 @@ func init() {
 	reg(q((*decoder).decSetmaxnreg), "setmaxnreg")
 	reg(q((*decoder).decElect), "elect.sync")
 	reg(q((*decoder).decStmatrix), "stmatrix.sync")
-	reg(q((*decoder).decFence), "fence")
+	reg(q((*decoder).decFence), "fence", "fence.proxy.async", "fence.mbarrier_init")
 }
 
 // decFence: fence.proxy.async{.space} orders the thread's generic-proxy
@@ -93,7 +93,7 @@ func init() {
 // (and fence.mbarrier_init) has no effect in a sequential interpreter.
 func (d *decoder) decFence(in *inst, q []string) error {
 	in.op = opNop
-	if len(q) >= 2 && q[0] == "proxy" && q[1] == "async" {
+	if len(q) >= 2 && q[0] == "proxy" && q[1] == "async" && (len(q) == 2 || strings.HasPrefix(q[2], "shared")) {
 		in.op = opFenceProxy
 		d.k.hopper = true
 	}
