@@ -568,7 +568,12 @@ func (d *decoder) src(o operand, t ptype, in *inst) (int32, error) {
 			case spShared, spLocal:
 				return d.constant(sym.addr), nil
 			}
-			return 0, d.errf("parameter %s can only be read with ld.param", o.name)
+			if t == tyU64 || t == tyB64 || t == tyS64 {
+				// The address of a by-value parameter (a tensor map), in
+				// the generic window of the parameter space.
+				return d.constant(paramWindow + sym.addr), nil
+			}
+			return 0, d.errf("parameter %s can only be read with ld.param (or its address taken as a 64-bit value)", o.name)
 		}
 		return 0, d.errf("unknown register or symbol %s", o.name)
 	case oImm:
@@ -1032,10 +1037,12 @@ func (d *decoder) decCvta(in *inst, q []string) error {
 			sp = spShared
 		case "local":
 			sp = spLocal
+		case "param":
+			sp = spParam // addresses of parameters are generic already (paramWindow)
 		}
 	}
 	if sp == 255 {
-		return d.errf("cvta needs .global, .shared or .local")
+		return d.errf("cvta needs .global, .shared, .local or .param")
 	}
 	in.space = sp
 	if to {

@@ -395,7 +395,11 @@ func (d *decoder) tmapOperand(o operand, dims int, in *inst) error {
 		in.a[1] = b
 	}
 	for _, e := range o.elems {
-		s, err := d.src(operand{kind: oReg, name: e}, tyS32, in)
+		eo := operand{kind: oReg, name: e}
+		if v, err := parseInt(e); err == nil {
+			eo = operand{kind: oImm, i: v}
+		}
+		s, err := d.src(eo, tyS32, in)
 		if err != nil {
 			return err
 		}

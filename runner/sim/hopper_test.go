@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"strings"
 	"testing"
 
@@ -442,5 +443,18 @@ func TestStmatrix(t *testing.T) {
 		if want := uint32(map[bool]uint32{true: 1}[l == 0]); el != want {
 			t.Errorf("lane %d: elect %d, want %d", l, el, want)
 		}
+	}
+}
+
+// TestBuilderHopperPTX: the module kernels/ptx's Hopper API prints (its
+// golden file) decodes: tensor maps by parameter address (mov, cvta.param),
+// immediate coordinates, elect.sync _|p, register-A wgmma.
+func TestBuilderHopperPTX(t *testing.T) {
+	text, err := os.ReadFile("../../kernels/ptx/testdata/hopper.golden")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sim.New(sim.Options{}).Load(string(text)); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -672,8 +672,8 @@ func (p *parser) operand() (operand, error) {
 		o.kind = oVec
 		for {
 			e := p.next()
-			if e.kind != tIdent {
-				return o, p.errf(e, "want a register in a vector, found %q", e.s)
+			if e.kind != tIdent && e.kind != tNum {
+				return o, p.errf(e, "want a register or an integer in a vector, found %q", e.s)
 			}
 			o.elems = append(o.elems, e.s)
 			if p.accept("}") {

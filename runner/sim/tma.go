@@ -131,12 +131,20 @@ func (w *warp) tmap(in *inst, l int) (*tensorMap, error) {
 		b = c.l.params[in.target:]
 	} else {
 		addr := w.lanes(in.a[1])[l]
+		if off := addr - paramWindow; off < windowSize {
+			if off+128 > uint64(len(c.l.params)) {
+				return nil, w.fault(in, l, ErrMemory, addr, true, "tensor map address beyond the kernel's parameters")
+			}
+			b = c.l.params[off:]
+			goto decode
+		}
 		a := findAlloc(c.l.allocs, addr, 128)
 		if a == nil {
 			return nil, w.fault(in, l, ErrMemory, addr, true, "tensor map address: "+c.l.mem.describe(c.l.allocs, addr, 128))
 		}
 		b = a.data[addr-a.base:]
 	}
+decode:
 	m, err := decodeTmap(b)
 	if err != nil {
 		return nil, w.fault(in, l, ErrTrap, 0, false, "the tensor map operand is "+err.Error())
