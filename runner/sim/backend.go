@@ -192,8 +192,32 @@ func (b *Backend) Launch(fn runner.Function, grid, block [3]int, smem int, args 
 	if !ok {
 		return fmt.Errorf("%w: sim backend given a foreign function %T", ErrLaunch, fn)
 	}
+	return b.launch(f, grid, block, [3]int{}, smem, args)
+}
+
+// LaunchCluster runs fn over the grid in thread-block clusters of shape
+// cluster (sm_90): the CTAs of a cluster run together, share their
+// shared memory through shared::cluster addresses, and meet at
+// barrier.cluster. The cluster shape divides the grid; at most 16 CTAs.
+func (b *Backend) LaunchCluster(fn runner.Function, grid, block, cluster [3]int, smem int, args []any) error {
+	f, ok := fn.(*Function)
+	if !ok {
+		return fmt.Errorf("%w: sim backend given a foreign function %T", ErrLaunch, fn)
+	}
+	return b.launch(f, grid, block, cluster, smem, args)
+}
+
+var (
+	_ runner.ClusterLauncher  = (*Backend)(nil)
+	_ runner.TensorMapEncoder = (*Backend)(nil)
+)
+
+func (b *Backend) launch(f *Function, grid, block, cluster [3]int, smem int, args []any) error {
 	l, err := b.prepare(f.k, grid, block, smem, args)
 	if err != nil {
+		return err
+	}
+	if err := l.setCluster(cluster); err != nil {
 		return err
 	}
 	b.mu.Lock()
@@ -250,6 +274,14 @@ func (b *Backend) prepare(k *kernel, grid, block [3]int, smem int, args []any) (
 	params := make([]byte, k.paramBytes+8)
 	for i, p := range k.params {
 		var v uint64
+		if tm, ok := args[i].(runner.TensorMapArg); ok {
+			if p.size != len(tm) || p.off%64 != 0 {
+				return nil, fmt.Errorf("%w: kernel %s: tensor map argument %d (%s) needs a 128-byte parameter aligned to 64 (.param .align 64 .b8 %s[128]), not %d bytes at offset %d",
+					ErrLaunch, k.name, i, p.name, p.name, p.size, p.off)
+			}
+			copy(params[p.off:], tm[:])
+			continue
+		}
 		switch a := args[i].(type) {
 		case runner.Ptr:
 			v = uint64(a)
@@ -293,7 +325,7 @@ func (b *Backend) prepare(k *kernel, grid, block [3]int, smem int, args []any) (
 // the error reported is that of the lowest-numbered failing CTA, so it
 // does not depend on scheduling.
 func (b *Backend) run(l *launchCtx) error {
-	n := l.grid[0] * l.grid[1] * l.grid[2]
+	n := l.grid[0] * l.grid[1] * l.grid[2] / l.csize
 	workers := b.opt.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -305,15 +337,19 @@ func (b *Backend) run(l *launchCtx) error {
 	var mu sync.Mutex
 	errs := map[int64]error{}
 	work := func() {
-		c := newCtaRun(l)
-		defer func() { b.insts.Add(c.insts) }()
+		cl := newClusterRun(l)
+		defer func() {
+			for _, c := range cl.ctas {
+				b.insts.Add(c.insts)
+			}
+		}()
 		for {
 			i := next.Add(1) - 1
 			if i >= int64(n) || i > errIdx.Load() {
 				return
 			}
-			c.reset(int(i))
-			if err := c.run(); err != nil {
+			cl.reset(int(i))
+			if err := cl.run(); err != nil {
 				mu.Lock()
 				errs[i] = err
 				mu.Unlock()
@@ -350,4 +386,37 @@ func (b *Backend) run(l *launchCtx) error {
 func IsExecError(err error) bool {
 	var e *ExecError
 	return errors.As(err, &e)
+}
+
+// setCluster sets the launch's cluster shape: cluster, or the kernel's
+// .reqnctapercluster, or one CTA.
+func (l *launchCtx) setCluster(cluster [3]int) error {
+	k := l.k
+	if cluster == ([3]int{}) && len(k.reqncta) > 0 {
+		cluster = [3]int{1, 1, 1}
+		copy(cluster[:], k.reqncta)
+	}
+	if cluster == ([3]int{}) {
+		cluster = [3]int{1, 1, 1}
+	}
+	if len(k.reqncta) > 0 {
+		want := [3]int{1, 1, 1}
+		copy(want[:], k.reqncta)
+		if want != cluster {
+			return fmt.Errorf("%w: kernel %s: .reqnctapercluster %v but launched with clusters of %v", ErrLaunch, k.name, k.reqncta, cluster)
+		}
+	}
+	n := 1
+	for i, c := range cluster {
+		if c <= 0 || l.grid[i]%c != 0 {
+			return fmt.Errorf("%w: kernel %s: cluster %v does not divide grid %v", ErrLaunch, k.name, cluster, l.grid)
+		}
+		n *= c
+	}
+	if n > 16 {
+		return fmt.Errorf("%w: kernel %s: cluster %v has %d CTAs (at most 16)", ErrLaunch, k.name, cluster, n)
+	}
+	l.cluster, l.csize = cluster, n
+	l.hopper = k.hopper || n > 1
+	return nil
 }

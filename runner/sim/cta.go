@@ -20,6 +20,9 @@ type launchCtx struct {
 	mem      *memory
 	race     bool
 	maxSteps int64
+	cluster  [3]int // cluster shape ({1,1,1} without clusters)
+	csize    int    // CTAs per cluster
+	hopper   bool   // the CTAs need sm_90 state (hopperState)
 }
 
 // shadow records, for two bytes of shared memory, who last wrote and read
@@ -48,6 +51,12 @@ type ctaRun struct {
 	steps  int64
 	insts  uint64
 	last   *alloc // the global allocation hit last
+	// The cluster the CTA runs in, its rank there and the cluster's index
+	// in the grid; sm_90 state (nil for kernels that do not need it).
+	cl        *clusterRun
+	rank      int
+	clusterID [3]int
+	hs        *hopperState
 }
 
 // Warp states.
@@ -72,6 +81,7 @@ type warp struct {
 	pcs    [32]int32
 	state  uint8
 	cp     *[32]cpLane
+	hw     *hopperWarp // sm_90 async state, allocated on first use
 	// bar.red contributions of the lanes waiting at the barrier.
 	redPopc        int
 	redAll, redAny bool
@@ -86,6 +96,9 @@ func newCtaRun(l *launchCtx) *ctaRun {
 	}
 	if l.k.localBytes > 0 {
 		c.local = make([]byte, l.k.localBytes*l.nthreads)
+	}
+	if l.hopper {
+		c.hs = newHopperState(l)
 	}
 	k := l.k
 	for i := 0; i < l.nwarps; i++ {
@@ -107,12 +120,14 @@ func newCtaRun(l *launchCtx) *ctaRun {
 	return c
 }
 
-// reset prepares the worker for CTA linear.
-func (c *ctaRun) reset(linear int) {
+// resetAt prepares the worker for the CTA ctaid.
+func (c *ctaRun) resetAt(ctaid [3]int) {
 	l := c.l
-	c.linear = linear
-	gx, gy := l.grid[0], l.grid[1]
-	c.ctaid = [3]int{linear % gx, linear / gx % gy, linear / (gx * gy)}
+	c.ctaid = ctaid
+	c.linear = ctaid[0] + l.grid[0]*(ctaid[1]+l.grid[1]*ctaid[2])
+	if c.hs != nil {
+		c.hs.reset()
+	}
 	c.epoch++
 	c.steps = 0
 	c.last = nil
@@ -124,6 +139,9 @@ func (c *ctaRun) reset(linear int) {
 		w.live, w.active = w.full, w.full
 		w.pc, w.next = 0, noPC
 		w.state = wsRun
+		if w.hw != nil {
+			w.hw.reset()
+		}
 		if w.cp != nil {
 			for i := range w.cp {
 				w.cp[i].ops, w.cp[i].groups = w.cp[i].ops[:0], w.cp[i].groups[:0]
@@ -193,50 +211,10 @@ func (w *warp) initSregs() {
 				v = 1
 			case srClock, srClock64:
 				v = 0 // updated when read: see opMov
+			default:
+				v = c.clusterSreg(s.kind)
 			}
 			r[lane] = v
-		}
-	}
-}
-
-// run executes the CTA to completion.
-func (c *ctaRun) run() error {
-	for {
-		for _, w := range c.warps {
-			if w.state == wsRun {
-				if err := w.exec(); err != nil {
-					return err
-				}
-			}
-		}
-		var waiting []*warp
-		for _, w := range c.warps {
-			if w.state == wsBarrier {
-				waiting = append(waiting, w)
-			}
-		}
-		if len(waiting) == 0 {
-			return nil
-		}
-		first := waiting[0]
-		in := &c.l.k.code[first.pc]
-		for _, w := range waiting[1:] {
-			if w.pc != first.pc {
-				other := &c.l.k.code[w.pc]
-				return c.barrierError(in, first, fmt.Sprintf("warps %s wait at this barrier while warp %d waits at line %d `%s`",
-					warpList(waiting, first.pc), w.id, other.line, other.text))
-			}
-		}
-		// Release: exited threads do not hold a barrier up (PTX ISA), so
-		// warps that returned early are not waited for. A new barrier
-		// interval begins.
-		c.epoch++
-		if in.mode2 != 0 {
-			c.barRed(in, waiting)
-		}
-		for _, w := range waiting {
-			w.pc++
-			w.state = wsRun
 		}
 	}
 }

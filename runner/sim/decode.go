@@ -97,6 +97,7 @@ const (
 	spShared
 	spLocal
 	spParam
+	spCluster // another CTA's shared memory (resolve's answer only)
 )
 
 // Flags.
@@ -195,6 +196,21 @@ const (
 	srGridid
 	srClock
 	srClock64
+	srClusterCtarank
+	srClusterNctarank
+	srClusterCtaidX
+	srClusterCtaidY
+	srClusterCtaidZ
+	srClusterNctaidX
+	srClusterNctaidY
+	srClusterNctaidZ
+	srClusteridX
+	srClusteridY
+	srClusteridZ
+	srNclusteridX
+	srNclusteridY
+	srNclusteridZ
+	srIsExplicitCluster
 )
 
 var sregNames = map[string]sreg{"%tid.x": srTidX, "%tid.y": srTidY, "%tid.z": srTidZ,
@@ -204,7 +220,13 @@ var sregNames = map[string]sreg{"%tid.x": srTidX, "%tid.y": srTidY, "%tid.z": sr
 	"%laneid": srLaneid, "%warpid": srWarpid, "%nwarpid": srNwarpid, "%smid": srSmid, "%nsmid": srNsmid,
 	"%lanemask_eq": srLanemaskEq, "%lanemask_lt": srLanemaskLt, "%lanemask_le": srLanemaskLe,
 	"%lanemask_gt": srLanemaskGt, "%lanemask_ge": srLanemaskGe, "%gridid": srGridid,
-	"%clock": srClock, "%clock64": srClock64}
+	"%clock": srClock, "%clock64": srClock64,
+	"%cluster_ctarank": srClusterCtarank, "%cluster_nctarank": srClusterNctarank,
+	"%cluster_ctaid.x": srClusterCtaidX, "%cluster_ctaid.y": srClusterCtaidY, "%cluster_ctaid.z": srClusterCtaidZ,
+	"%cluster_nctaid.x": srClusterNctaidX, "%cluster_nctaid.y": srClusterNctaidY, "%cluster_nctaid.z": srClusterNctaidZ,
+	"%clusterid.x": srClusteridX, "%clusterid.y": srClusteridY, "%clusterid.z": srClusteridZ,
+	"%nclusterid.x": srNclusteridX, "%nclusterid.y": srNclusteridY, "%nclusterid.z": srNclusteridZ,
+	"%is_explicit_cluster": srIsExplicitCluster}
 
 // inst is one decoded instruction. Register operands are slot numbers:
 // the warp keeps slot s of lane l at r[s*32+l].
@@ -271,7 +293,9 @@ type kernel struct {
 	reqntid    []int
 	maxntid    []int
 	maxnreg    int
+	reqncta    []int // .reqnctapercluster
 	code       []inst
+	hopper     bool // uses sm_90 async machinery: warps and CTAs need its state
 }
 
 // regRange names registers: a %r<N> range (prefix, first slot, count) or
@@ -354,7 +378,7 @@ type decoder struct {
 }
 
 func decodeKernel(ast *modAST, ka *kernelAST, src string) (*kernel, error) {
-	k := &kernel{name: ka.name, maxnreg: ka.maxnreg, reqntid: ka.reqntid, maxntid: ka.maxntid}
+	k := &kernel{name: ka.name, maxnreg: ka.maxnreg, reqntid: ka.reqntid, maxntid: ka.maxntid, reqncta: ka.reqncta}
 	d := &decoder{k: k, regs: map[string]int32{}, preds: map[string]int32{}, ranges: map[string][2]int{},
 		rpred: map[string]bool{}, syms: map[string]symbol{}, consts: map[uint64]int32{}, sregs: map[sreg]int32{},
 		labels: map[string]int32{}}
@@ -545,7 +569,12 @@ func (d *decoder) src(o operand, t ptype, in *inst) (int32, error) {
 			case spShared, spLocal:
 				return d.constant(sym.addr), nil
 			}
-			return 0, d.errf("parameter %s can only be read with ld.param", o.name)
+			if t == tyU64 || t == tyB64 || t == tyS64 {
+				// The address of a by-value parameter (a tensor map), in
+				// the generic window of the parameter space.
+				return d.constant(paramWindow + sym.addr), nil
+			}
+			return 0, d.errf("parameter %s can only be read with ld.param (or its address taken as a 64-bit value)", o.name)
 		}
 		return 0, d.errf("unknown register or symbol %s", o.name)
 	case oImm:
@@ -775,7 +804,7 @@ func init() {
 	// griddepcontrol (PDL): launches run one after another here, so the
 	// previous grid is always complete when a kernel starts: wait has
 	// nothing to wait for and launch_dependents nothing to allow.
-	reg(decOp(opNop), "membar", "fence", "nanosleep", "prefetch", "prefetchu", "griddepcontrol")
+	reg(decOp(opNop), "membar", "nanosleep", "prefetch", "prefetchu", "griddepcontrol")
 	reg(q((*decoder).decBar), "bar.sync", "bar.red", "bar.cta.sync", "bar.cta.red", "barrier.sync", "barrier.red",
 		"barrier.cta.sync", "barrier.cta.red", "bar.warp.sync")
 	reg(q((*decoder).decShfl), "shfl.sync")
@@ -1010,10 +1039,12 @@ func (d *decoder) decCvta(in *inst, q []string) error {
 			sp = spShared
 		case "local":
 			sp = spLocal
+		case "param":
+			sp = spParam // addresses of parameters are generic already (paramWindow)
 		}
 	}
 	if sp == 255 {
-		return d.errf("cvta needs .global, .shared or .local")
+		return d.errf("cvta needs .global, .shared, .local or .param")
 	}
 	in.space = sp
 	if to {

@@ -48,8 +48,97 @@
 // cas; integer, f32, f64 and half types), and sm_90's vector reduction
 // red.global.add.v2.f32 and .v4.f32 (each element an independent atomic
 // add to consecutive words; vector atom is not supported); mma.sync
-// m16n8k16 f16/bf16 → f32; ldmatrix m8n8 .x1/.x2/.x4 with .trans;
-// cp.async .ca/.cg with commit_group, wait_group and wait_all.
+// m16n8k16 f16/bf16 → f32; ldmatrix and stmatrix m8n8 .x1/.x2/.x4 with
+// .trans; cp.async .ca/.cg with commit_group, wait_group and wait_all.
+//
+// # sm_90: wgmma, mbarriers, TMA, clusters
+//
+// Also covered: wgmma.mma_async m64nNk16 .f32.{bf16,f16} (A from a shared
+// memory descriptor or registers, B from a descriptor; scale-d, imm-scale
+// ±1, imm-trans), wgmma.fence, commit_group and wait_group; mbarrier.init,
+// arrive (with a count, .expect_tx, on shared::cluster addresses),
+// expect_tx, complete_tx, try_wait and test_wait (.parity or a state
+// token); cp.async.bulk.tensor.{2d,3d} loads (shared::cluster ← global,
+// mbarrier::complete_tx::bytes, .multicast::cluster) and stores (global ←
+// shared::cta, .bulk_group) with cp.async.bulk.commit_group and
+// wait_group{.read}; fence.proxy.async; barrier.cluster.arrive/wait; mapa
+// and ld/st on shared::cluster addresses; the %cluster_* special
+// registers; elect.sync; setmaxnreg (no effect beyond its checks);
+// fence.mbarrier_init (no effect). Backend.LaunchCluster runs clusters
+// (a kernel's .reqnctapercluster also makes one); Backend.EncodeTensorMap
+// makes the by-value tensor maps the TMA instructions read (an encoding
+// of the interpreter's own, checked as cuTensorMapEncodeTiled checks).
+//
+// Scheduling. The CTAs of a cluster run together on one worker; a warp
+// runs until it exits, waits at bar.sync, blocks in mbarrier.try_wait or
+// barrier.cluster.wait, or yields after a false test_wait. When no warp
+// can run, barriers are released; when still none can, every in-flight
+// TMA load completes (in issue order); when still none can, the cluster
+// is deadlocked: ErrDeadlock names every waiting warp, the mbarrier it
+// waits on, its phase, pending arrivals and tx-count. A try_wait never
+// returns false: it blocks until its phase completes. MaxSteps ends
+// runaway loops (a test_wait spin, for one) with ErrTimeout.
+//
+// These rules hold (violations are errors naming instruction and thread):
+//
+//   - Phases. An mbarrier's phase completes when its pending arrivals and
+//     its tx-count both reach 0; the next phase then expects the init
+//     count again. try_wait.parity P returns once the phase with parity P
+//     has completed, i.e. when the current phase's parity is not P (so
+//     waiting on the parity before the first phase returns at once).
+//     More arrivals than pending is ErrTrap; use before mbarrier.init is
+//     ErrUninitialized. A completed phase starts a new race-detection
+//     interval for its CTA, as a barrier does (so the race check trusts
+//     mbarrier synchronization; see below).
+//   - TMA. A load's box lands when the load completes, zeros outside the
+//     tensor, in the shared-memory layout of the map's swizzle (the 16-byte
+//     chunk index, address bits [4,7), XORed with bits [7,10) for 128B,
+//     [7,9) for 64B, bit 7 for 32B, of the absolute shared address), and
+//     then completes the box's bytes on the mbarrier of each destination
+//     CTA. Until then any generic access to its destination is ErrAsync.
+//     A store reads shared memory at issue and writes the elements inside
+//     the tensor; its shared memory may not be written until the bulk
+//     group's wait_group (ErrAsync).
+//   - wgmma. Each warp computes its 16 rows at issue (a warp's rows need
+//     only its rows of A and all of B). Until the wgmma.wait_group that
+//     retires its group, no instruction but wgmma may read or write its
+//     accumulator or A registers (ErrAsync), no generic store and no TMA
+//     load may write the shared memory it reads (ErrAsync), and a warp
+//     may not exit. A warp's first wgmma.mma_async must follow a
+//     wgmma.fence. wgmma.*, setmaxnreg are warpgroup-collective: all 32
+//     lanes of all four warps of a complete warpgroup execute the same
+//     sequence of them (ErrWarpSync otherwise, also when a warp exits
+//     without its share). Descriptors must be warp-uniform.
+//   - Descriptors follow CUTLASS's canonical layouts
+//     (cute/arch/mma_sm90_desc.hpp): fields hold bytes>>4 (start [0,14),
+//     LBO [16,30), SBO [32,46), base offset [49,52), layout [62,64): 0
+//     interleave, 1 128B, 2 64B, 3 32B). K-major with swizzle S: element
+//     (mn, k) is at start + (mn%8)·S + (mn/8)·SBO + (k%8)·2 + (k/8)·16;
+//     interleaved: (mn%8)·16 + (mn/8)·SBO + (k%8)·2 + (k/8)·LBO;
+//     MN-major (imm-trans): (mn%(S/2))·2 + (mn/(S/2))·LBO + (k%8)·S +
+//     (k/8)·SBO, interleaved (mn%8)·2 + (mn/8)·SBO + (k%8)·16 +
+//     (k/8)·LBO; then swizzled as TMA does. A base offset other than 0
+//     (or, swizzled, (start>>7)&7, which the absolute-address swizzle
+//     already implies) is not modelled: ErrTrap.
+//   - Proxies. The async proxy (wgmma operands, TMA stores) may read
+//     shared memory written by the generic proxy (st, stmatrix) only if
+//     the writing thread executed fence.proxy.async after the write;
+//     otherwise ErrProxy. TMA writes are async-proxy writes and need no
+//     fence. (That a barrier also separates the fence from the async read
+//     is not checked.)
+//   - Clusters. shared::cluster addresses (mapa) carry the target CTA's
+//     rank+1 in bits 24 and up; accesses to another CTA's shared memory
+//     are not race-checked. barrier.cluster.wait returns when every warp
+//     of the cluster that has not exited has arrived as often as the
+//     waiter; it starts a new race interval in every CTA of the cluster.
+//
+// wgmma numerics: the 16 products of a k16 step are exact in float64,
+// summed in k order in float64, added to the old accumulator (scale-d)
+// and rounded once to f32 per wgmma; a GEMM thus rounds once per k16
+// step, like the tensor cores, whose internal order and precision within
+// a step are unspecified: expect agreement with the GPU to about
+// 2^-23 of the sum of the magnitudes per step (bit-exact where all
+// partial sums are exact in f32, e.g. small integers).
 //
 // # Errors
 //
@@ -115,12 +204,17 @@
 //
 // # Not modelled
 //
-// Timing of any kind (%clock reads 0); the memory model beyond barriers
-// (fences have no effect; a warp's instruction is atomic with respect to
-// other warps); races in global memory; the L1/L2 caches and the .nc
-// path's incoherence; bar.sync with a thread count smaller than the CTA;
-// named-barrier producer/consumer patterns; clusters, wgmma, TMA and
-// other sm_90a instructions; textures and surfaces; the .const space;
-// function calls. %warpid is the warp's index in its CTA and %smid the
+// Timing of any kind (%clock reads 0); the memory model beyond barriers,
+// mbarriers and the proxy rule (other fences have no effect; a warp's
+// instruction is atomic with respect to other warps); races in global
+// memory; the L1/L2 caches and the .nc path's incoherence; bar.sync with
+// a thread count smaller than the CTA; named-barrier producer/consumer
+// patterns; the happens-before order of mbarriers for the race check (a
+// completed phase orders everything before it in the CTA, an
+// optimistic approximation); atomics on shared memory under the async
+// rules; lanes of one warp waiting on different mbarriers; TMA im2col
+// mode, 1d/4d/5d boxes, the non-tensor cp.async.bulk forms and
+// reductions; wgmma on tf32/fp8/integer types; textures and surfaces;
+// the .const space; function calls. %warpid is the warp's index in its CTA and %smid the
 // CTA's index modulo 132.
 package sim

@@ -44,6 +44,19 @@ var (
 	// ErrIllegal: the kernel executed brkpt with no debugger attached,
 	// which a GPU reports as an illegal instruction.
 	ErrIllegal = errors.New("illegal instruction")
+	// ErrDeadlock: every warp of a cluster waits (on an mbarrier phase, a
+	// barrier or the cluster barrier) and no asynchronous operation is in
+	// flight that could release one: a GPU would hang.
+	ErrDeadlock = errors.New("deadlock")
+	// ErrAsync: an access that the asynchronous operations in flight
+	// forbid: registers of a wgmma.mma_async before the wgmma.wait_group
+	// that covers it, shared memory an in-flight TMA load writes, or a
+	// write to shared memory an in-flight wgmma or TMA store reads.
+	ErrAsync = errors.New("access to the operands of an in-flight asynchronous operation")
+	// ErrProxy: the async proxy (wgmma operands, TMA stores) reads shared
+	// memory that the generic proxy (st.shared, stmatrix) wrote, without
+	// a fence.proxy.async of the writing thread in between.
+	ErrProxy = errors.New("missing proxy fence")
 )
 
 // ExecError is a failure while a kernel runs: which kernel, which

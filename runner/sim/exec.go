@@ -46,6 +46,11 @@ func (w *warp) exec() error {
 				return w.uninit(in, mask&^w.pw[p], "predicate "+regName(c.l.k.pnames, int(p)))
 			}
 		}
+		if w.hw != nil && w.hw.npend != 0 && in.op != opWgmma {
+			if err := w.checkAsyncRegs(in, mask); err != nil {
+				return err
+			}
+		}
 		c.steps++
 		if c.steps > maxSteps {
 			return c.execError(in, w, bits.TrailingZeros32(act), ErrTimeout, 0, false,
@@ -329,6 +334,11 @@ func (w *warp) exec() error {
 			w.active &^= mask
 			if w.active == 0 {
 				if w.live == 0 {
+					if w.hw != nil {
+						if err := w.exitAsync(in); err != nil {
+							return err
+						}
+					}
 					w.state = wsDone
 					return nil
 				}
@@ -458,6 +468,16 @@ func (w *warp) exec() error {
 			if err := w.cpWait(in, mask, int(in.imm)); err != nil {
 				return err
 			}
+		case opWgmma, opWgFence, opWgCommit, opWgWait, opMbarInit, opMbarArrive, opMbarExpectTx, opMbarCompleteTx,
+			opMbarWait, opTmaLoad, opTmaStore, opBulkCommit, opBulkWait, opFenceProxy, opClusterArrive, opClusterWait,
+			opMapa, opSetmaxnreg, opElect, opStmatrix:
+			stop, err := w.hopperOp(in, mask)
+			if err != nil {
+				return err
+			}
+			if stop {
+				return nil
+			}
 		default:
 			return w.fault(in, 0, ErrParse, 0, false, "opcode not implemented")
 		}
@@ -541,6 +561,15 @@ func (w *warp) resolve(in *inst, lane int, sp uint8, addr uint64, n int) ([]byte
 		return a.data[off : off+uint64(n)], sp, addr, nil
 	case spShared:
 		if addr > uint64(len(c.smem)) || uint64(len(c.smem))-addr < uint64(n) {
+			if addr>>clusterAddrShift != 0 && c.cl != nil && len(c.cl.ctas) > 1 {
+				// A shared::cluster address of another CTA (mapa): its
+				// accesses are not race- or proxy-checked.
+				rc, off, err := w.sharedAt(&inst{space: spShared, line: in.line, text: in.text}, lane, addr, n, 1)
+				if err != nil {
+					return nil, sp, addr, err
+				}
+				return rc.smem[off : off+uint32(n)], spCluster, addr, nil
+			}
 			return nil, sp, addr, w.fault(in, lane, ErrMemory, addr, true,
 				fmt.Sprintf("%d-byte shared access outside the CTA's %d bytes of shared memory", n, len(c.smem)))
 		}
@@ -576,6 +605,11 @@ func (w *warp) memOp(in *inst, mask uint32) error {
 		}
 		if sp == spShared && w.c.shadow != nil {
 			if err := w.raceCheck(in, l, saddr, total, !load, false, true); err != nil {
+				return err
+			}
+		}
+		if sp == spShared && w.c.hs != nil {
+			if err := w.asyncAccess(in, l, saddr, total, !load); err != nil {
 				return err
 			}
 		}

@@ -39,7 +39,7 @@ func TestDecodeByRow(t *testing.T) {
 		{"\tfrob.b32 %r1, %r2;\n", "line 9 `frob.b32 %r1, %r2;`: instruction frob is not supported: the ISA table (kernels/ptx/isa) has no row for frob.b32"},
 		{"\tshfl.bfly.b32 %r1, %r2, 1, 31;\n", "has no row for shfl.bfly.b32"},
 		{"\tlop3.b32 %r1, %r2, %r2, %r2, 0xe8;\n", "instruction lop3 is not supported by the interpreter"},
-		{"\tstmatrix.sync.aligned.m8n8.x1.shared.b16 [%r1], {%r2};\n", "instruction stmatrix.sync is not supported by the interpreter"},
+		{"\tmovmatrix.sync.aligned.m8n8.trans.b16 %r1, %r2;\n", "instruction movmatrix.sync is not supported by the interpreter"},
 		{"\tadd.u32 %r1, %r2;\n", "add takes 3 operands, found 2"},
 		{"\tbar.sync 0, 32, 1;\n", "bar.sync takes 1 or 2 operands, found 3"},
 	} {

@@ -17,6 +17,7 @@ const (
 	allocGap     = 1 << 20
 	sharedWindow = 0x0001_0000_0000_0000
 	localWindow  = 0x0002_0000_0000_0000
+	paramWindow  = 0x0003_0000_0000_0000 // kernel parameters (read-only; TMA tensor maps)
 	windowSize   = 0x0000_0001_0000_0000
 )
 

@@ -129,6 +129,7 @@ type kernelAST struct {
 	maxnreg int
 	reqntid []int
 	maxntid []int
+	reqncta []int // .reqnctapercluster
 	regs    []regDecl
 	shared  []arrDecl
 	local   []arrDecl
@@ -185,10 +186,10 @@ type operand struct {
 	neg   bool   // !%p
 	pipe  string // %r1|%p1: the second destination
 	i     int64
-	u     uint64 // float bits
-	fbits int    // 32 or 64 for oFloat
-	off   int64  // address offset
-	elems []string
+	u     uint64   // float bits
+	fbits int      // 32 or 64 for oFloat
+	off   int64    // address offset
+	elems []string // oVec: the registers; oAddr: TMA coordinates
 	line  int
 }
 
@@ -459,7 +460,16 @@ func (p *parser) entry() (*kernelAST, error) {
 			}
 			k.maxnreg = int(n)
 			continue
-		case ".reqntid", ".maxntid":
+		case ".explicitcluster":
+			p.next()
+			continue
+		case ".maxclusterrank":
+			p.next()
+			if _, err := p.number(); err != nil {
+				return nil, err
+			}
+			continue
+		case ".reqntid", ".maxntid", ".reqnctapercluster":
 			p.next()
 			var dims []int
 			for {
@@ -472,9 +482,12 @@ func (p *parser) entry() (*kernelAST, error) {
 					break
 				}
 			}
-			if t.s == ".reqntid" {
+			switch t.s {
+			case ".reqntid":
 				k.reqntid = dims
-			} else {
+			case ".reqnctapercluster":
+				k.reqncta = dims
+			default:
 				k.maxntid = dims
 			}
 			continue
@@ -628,6 +641,18 @@ func (p *parser) operand() (operand, error) {
 			return o, p.errf(b, "want an address base, found %q", b.s)
 		}
 		o.kind, o.name = oAddr, b.s
+		if p.accept(",") {
+			// [tensorMap, {c0, c1}]: a TMA tensor map and coordinates.
+			v, err := p.operand()
+			if err != nil {
+				return o, err
+			}
+			if v.kind != oVec {
+				return o, p.errf(b, "want {coordinates} after the tensor map %s", b.s)
+			}
+			o.elems = v.elems
+			return o, p.expect("]")
+		}
 		if p.accept("+") {
 			n, err := p.number()
 			if err != nil {
@@ -647,8 +672,8 @@ func (p *parser) operand() (operand, error) {
 		o.kind = oVec
 		for {
 			e := p.next()
-			if e.kind != tIdent {
-				return o, p.errf(e, "want a register in a vector, found %q", e.s)
+			if e.kind != tIdent && e.kind != tNum {
+				return o, p.errf(e, "want a register or an integer in a vector, found %q", e.s)
 			}
 			o.elems = append(o.elems, e.s)
 			if p.accept("}") {

@@ -424,6 +424,11 @@ func (w *warp) ldmatrix(in *inst, mask uint32) error {
 					return err
 				}
 			}
+			if w.c.hs != nil {
+				if err := w.asyncAccess(in, l, saddr, 16, false); err != nil {
+					return err
+				}
+			}
 			for c := 0; c < 8; c++ {
 				M[i][r][c] = uint16(loadN(b[2*c:], 2))
 			}

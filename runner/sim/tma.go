@@ -1,0 +1,359 @@
+package sim
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/bits"
+
+	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/runner"
+)
+
+// The interpreter's tensor map (runner.TensorMapArg), little-endian:
+//
+//	[0,4)   magic "GTTM"
+//	4       element size in bytes
+//	5       rank (1 to 5)
+//	6       swizzle span in bytes / 16 (0: none)
+//	[8,16)  global base address
+//	[16,56) dims, 5 × u64
+//	[56,88) byte strides of dims 1 to 4, 4 × u64
+//	[88,98) box, 5 × u16
+const tmapMagic = "GTTM"
+
+// tensorMap is a decoded tensor map.
+type tensorMap struct {
+	base    uint64
+	esize   int
+	rank    int
+	swizzle int
+	dims    [5]int64
+	strides [5]int64 // byte stride of each dimension (strides[0] = esize)
+	box     [5]int
+}
+
+// boxBytes is the size of one box in shared memory.
+func (m *tensorMap) boxBytes() int {
+	n := m.esize
+	for i := 0; i < m.rank; i++ {
+		n *= m.box[i]
+	}
+	return n
+}
+
+// EncodeTensorMap encodes m over the buffer at base for the interpreter's
+// TMA instructions, checking what cuTensorMapEncodeTiled checks: rank 1
+// to 5, a 16-byte aligned base, extents from 1 to 2^32, strides that are
+// multiples of 16 below 2^40, box extents from 1 to 256 with an inner
+// extent of a multiple of 16 bytes and, with a swizzle, at most the
+// swizzle span.
+func (b *Backend) EncodeTensorMap(m kernels.TensorMap, base runner.Ptr) (runner.TensorMapArg, error) {
+	var out runner.TensorMapArg
+	bad := func(format string, args ...any) (runner.TensorMapArg, error) {
+		return out, fmt.Errorf("%w: tensor map of %s: %s", ErrLaunch, m.Buffer, fmt.Sprintf(format, args...))
+	}
+	es := m.DType.Size()
+	r := len(m.Dims)
+	switch {
+	case es <= 0:
+		return bad("element type %v", m.DType)
+	case r < 1 || r > 5:
+		return bad("rank %d (want 1 to 5)", r)
+	case len(m.Strides) != r-1 || len(m.Box) != r:
+		return bad("%d dims need %d strides and %d box extents (have %d and %d)", r, r-1, r, len(m.Strides), len(m.Box))
+	case uint64(base)%16 != 0:
+		return bad("global address %#x is not 16-byte aligned", base)
+	case m.Swizzle != 0 && m.Swizzle != 32 && m.Swizzle != 64 && m.Swizzle != 128:
+		return bad("swizzle %d (want 0, 32, 64 or 128)", m.Swizzle)
+	case m.Box[0]*es%16 != 0:
+		return bad("inner box extent %d × %d bytes is not a multiple of 16 bytes", m.Box[0], es)
+	case m.Swizzle != 0 && m.Box[0]*es > m.Swizzle:
+		return bad("inner box extent %d × %d bytes exceeds the %d-byte swizzle span", m.Box[0], es, m.Swizzle)
+	}
+	for i, d := range m.Dims {
+		if d < 1 || d > 1<<32 {
+			return bad("dim %d extent %d (want 1 to 2^32)", i, d)
+		}
+		if m.Box[i] < 1 || m.Box[i] > 256 {
+			return bad("box extent %d of dim %d (want 1 to 256)", m.Box[i], i)
+		}
+	}
+	for i, s := range m.Strides {
+		if s <= 0 || s%16 != 0 || s >= 1<<40 {
+			return bad("stride %d of dim %d (want a positive multiple of 16 below 2^40)", s, i+1)
+		}
+	}
+	copy(out[0:4], tmapMagic)
+	out[4], out[5], out[6] = byte(es), byte(r), byte(m.Swizzle/16)
+	binary.LittleEndian.PutUint64(out[8:], uint64(base))
+	for i, d := range m.Dims {
+		binary.LittleEndian.PutUint64(out[16+8*i:], uint64(d))
+		binary.LittleEndian.PutUint16(out[88+2*i:], uint16(m.Box[i]))
+	}
+	for i, s := range m.Strides {
+		binary.LittleEndian.PutUint64(out[56+8*i:], uint64(s))
+	}
+	return out, nil
+}
+
+var errTmap = errors.New("not a tensor map made by EncodeTensorMap")
+
+func decodeTmap(b []byte) (*tensorMap, error) {
+	if len(b) < 128 || string(b[0:4]) != tmapMagic {
+		return nil, errTmap
+	}
+	m := &tensorMap{esize: int(b[4]), rank: int(b[5]), swizzle: 16 * int(b[6]), base: binary.LittleEndian.Uint64(b[8:])}
+	if m.rank < 1 || m.rank > 5 {
+		return nil, errTmap
+	}
+	m.strides[0] = int64(m.esize)
+	for i := 0; i < 5; i++ {
+		m.dims[i] = 1
+		m.box[i] = 1
+	}
+	for i := 0; i < m.rank; i++ {
+		m.dims[i] = int64(binary.LittleEndian.Uint64(b[16+8*i:]))
+		m.box[i] = int(binary.LittleEndian.Uint16(b[88+2*i:]))
+		if i > 0 {
+			m.strides[i] = int64(binary.LittleEndian.Uint64(b[56+8*(i-1):]))
+		}
+	}
+	return m, nil
+}
+
+// tmap reads the tensor map operand of lane l: a by-value parameter or
+// one in global memory at the address the register holds.
+func (w *warp) tmap(in *inst, l int) (*tensorMap, error) {
+	c := w.c
+	var b []byte
+	if in.a[1] < 0 {
+		b = c.l.params[in.target:]
+	} else {
+		addr := w.lanes(in.a[1])[l]
+		if off := addr - paramWindow; off < windowSize {
+			if off+128 > uint64(len(c.l.params)) {
+				return nil, w.fault(in, l, ErrMemory, addr, true, "tensor map address beyond the kernel's parameters")
+			}
+			b = c.l.params[off:]
+			goto decode
+		}
+		a := findAlloc(c.l.allocs, addr, 128)
+		if a == nil {
+			return nil, w.fault(in, l, ErrMemory, addr, true, "tensor map address: "+c.l.mem.describe(c.l.allocs, addr, 128))
+		}
+		b = a.data[addr-a.base:]
+	}
+decode:
+	m, err := decodeTmap(b)
+	if err != nil {
+		return nil, w.fault(in, l, ErrTrap, 0, false, "the tensor map operand is "+err.Error())
+	}
+	return m, nil
+}
+
+// tmaOp is an in-flight TMA load: its box lands in the shared memory of
+// each target CTA at dst, and completes bytes of transactions on the
+// mbarrier at bar in each.
+type tmaOp struct {
+	w       *warp
+	in      *inst
+	lane    int
+	m       *tensorMap
+	coords  [5]int64
+	targets []*ctaRun
+	dst     uint32
+	bar     uint32
+}
+
+// boxEach calls f for every element of the box: its byte offset in the
+// box (before swizzling), its global address and whether it is inside
+// the tensor.
+func (m *tensorMap) boxEach(coords [5]int64, f func(off int, g uint64, in bool) error) error {
+	off := 0
+	var idx [5]int
+	for {
+		g, inside := m.base, true
+		for d := 0; d < 5; d++ {
+			x := coords[d] + int64(idx[d])
+			if x < 0 || x >= m.dims[d] {
+				inside = false
+			}
+			g += uint64(x * m.strides[d])
+		}
+		if err := f(off, g, inside); err != nil {
+			return err
+		}
+		off += m.esize
+		d := 0
+		for ; d < 5; d++ {
+			if idx[d]++; idx[d] < m.box[d] {
+				break
+			}
+			idx[d] = 0
+		}
+		if d == 5 {
+			return nil
+		}
+	}
+}
+
+// tmaLoad issues cp.async.bulk.tensor loads: the bytes land when the
+// load completes (when no warp of the cluster can run), which then
+// completes its transactions on the mbarrier.
+func (w *warp) tmaLoad(in *inst, mask uint32) error {
+	c := w.c
+	for m := mask; m != 0; m &= m - 1 {
+		l := bits.TrailingZeros32(m) & 31
+		tm, err := w.tmap(in, l)
+		if err != nil {
+			return err
+		}
+		op := &tmaOp{w: w, in: in, lane: l, m: tm}
+		for i, s := range in.x {
+			op.coords[i] = int64(int32(w.lanes(s)[l]))
+		}
+		n := tm.boxBytes()
+		dc, dst, err := w.sharedAt(in, l, w.lanes(in.a[0])[l]+uint64(in.imm), n, 128)
+		if err != nil {
+			return err
+		}
+		bc, bar, _, err := w.mbarAt(in, l, true)
+		if err != nil {
+			return err
+		}
+		op.dst, op.bar, op.targets = dst, bar, []*ctaRun{dc}
+		if bc != dc {
+			return w.fault(in, l, ErrTrap, uint64(bar), true, "the destination and the mbarrier of a TMA load are in different CTAs")
+		}
+		if in.mode2&tmaMulticast != 0 {
+			cm := uint32(w.lanes(in.a[2])[l] & 0xffff)
+			if cm>>len(c.cl.ctas) != 0 || cm == 0 {
+				return w.fault(in, l, ErrTrap, 0, false, fmt.Sprintf("multicast ctaMask %#x in a cluster of %d CTAs", cm, len(c.cl.ctas)))
+			}
+			op.targets = op.targets[:0]
+			for ; cm != 0; cm &= cm - 1 {
+				op.targets = append(op.targets, c.cl.ctas[bits.TrailingZeros32(cm)])
+			}
+		}
+		for _, t := range op.targets {
+			if t.hs.mbars[bar] == nil {
+				return w.fault(in, l, ErrUninitialized, uint64(bar), true, "TMA load signals an mbarrier that mbarrier.init never initialized")
+			}
+			for ch := dst >> 4; ch < (dst+uint32(n))>>4; ch++ {
+				t.hs.asyncWr[ch]++
+			}
+		}
+		c.cl.loads = append(c.cl.loads, op)
+	}
+	return nil
+}
+
+// completeLoads completes every in-flight TMA load, in issue order.
+func (cl *clusterRun) completeLoads() error {
+	loads := cl.loads
+	cl.loads = nil
+	for _, op := range loads {
+		if err := op.complete(); err != nil {
+			return err
+		}
+	}
+	cl.loads = loads[:0]
+	return nil
+}
+
+// complete writes the box to every target (zeros outside the tensor) and
+// completes its transactions on their mbarriers.
+func (op *tmaOp) complete() error {
+	w, tm := op.w, op.m
+	c := w.c
+	n := tm.boxBytes()
+	for _, t := range op.targets {
+		for ch := op.dst >> 4; ch < (op.dst+uint32(n))>>4; ch++ {
+			if t.hs.asyncRd[ch] != 0 {
+				return w.fault(op.in, op.lane, ErrAsync, uint64(ch)*16, true,
+					"the TMA load overwrites shared memory that an in-flight wgmma.mma_async or bulk tensor store still reads (its buffer was refilled before the wait)")
+			}
+			t.hs.asyncWr[ch]--
+		}
+		err := tm.boxEach(op.coords, func(off int, g uint64, inside bool) error {
+			s := swizzle(op.dst+uint32(off), uint32(tm.swizzle))
+			dst := t.smem[s : s+uint32(tm.esize)]
+			if !inside {
+				clear(dst)
+				return nil
+			}
+			a := findAlloc(c.l.allocs, g, uint64(tm.esize))
+			if a == nil {
+				return w.fault(op.in, op.lane, ErrMemory, g, true, "TMA load: "+c.l.mem.describe(c.l.allocs, g, uint64(tm.esize)))
+			}
+			copy(dst, a.data[g-a.base:])
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for g := op.dst / 2; g < (op.dst+uint32(n))/2; g++ {
+			t.hs.proxy[g] = proxyMark{}
+		}
+		mb := t.hs.mbars[op.bar]
+		if mb == nil {
+			return w.fault(op.in, op.lane, ErrUninitialized, uint64(op.bar), true, "TMA load completes on an mbarrier that is no longer initialized")
+		}
+		if mb.tx -= int64(n); mb.pending == 0 && mb.tx == 0 {
+			t.completePhase(mb)
+		}
+	}
+	return nil
+}
+
+// tmaStore executes cp.async.bulk.tensor stores: the box is read from
+// shared memory (which the async proxy must be allowed to read) and its
+// elements inside the tensor are written at once; the shared memory
+// counts as read until the bulk group's wait_group.
+func (w *warp) tmaStore(in *inst, mask uint32) error {
+	hw := w.hwState()
+	for m := mask; m != 0; m &= m - 1 {
+		l := bits.TrailingZeros32(m) & 31
+		tm, err := w.tmap(in, l)
+		if err != nil {
+			return err
+		}
+		var coords [5]int64
+		for i, s := range in.x {
+			coords[i] = int64(int32(w.lanes(s)[l]))
+		}
+		n := tm.boxBytes()
+		sc, src, err := w.sharedAt(in, l, w.lanes(in.a[0])[l]+uint64(in.imm), n, 128)
+		if err != nil {
+			return err
+		}
+		if sc != w.c {
+			return w.fault(in, l, ErrTrap, uint64(src), true, "a TMA store reads the CTA's own shared memory")
+		}
+		for ch := src >> 4; ch < (src+uint32(n))>>4; ch++ {
+			if why := w.c.asyncRead(ch); why != "" {
+				return w.fault(in, l, ErrProxy, uint64(ch)*16, true, "the TMA store reads shared memory that "+why)
+			}
+			w.c.hs.asyncRd[ch]++
+			hw.bulkOpen = append(hw.bulkOpen, ch)
+		}
+		c := w.c
+		err = tm.boxEach(coords, func(off int, g uint64, inside bool) error {
+			if !inside {
+				return nil
+			}
+			s := swizzle(src+uint32(off), uint32(tm.swizzle))
+			a := findAlloc(c.l.allocs, g, uint64(tm.esize))
+			if a == nil {
+				return w.fault(in, l, ErrMemory, g, true, "TMA store: "+c.l.mem.describe(c.l.allocs, g, uint64(tm.esize)))
+			}
+			copy(a.data[g-a.base:g-a.base+uint64(tm.esize)], c.smem[s:])
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
