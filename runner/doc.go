@@ -29,6 +29,20 @@
 // launches in stream order. Session.Load rejects a program whose first launch
 // is dependent.
 //
+// Hopper programs may pass TMA tensor maps (kernels.Arg.TensorMap) and
+// launch in thread-block clusters (kernels.Launch.Cluster). Session.Load
+// checks both before compiling: the backend must implement TensorMapEncoder
+// and ClusterLauncher (CUDA does; a backend without them fails the program
+// with an error naming the interface), a cluster has at most 16 blocks and
+// divides the grid (a GridPerSM grid is rounded down to whole clusters), and
+// a tensor map passes CheckTensorMap (rank, element type, 16-byte strides,
+// boxes of at most 256, the swizzle span, and the whole tensor inside its
+// buffer). Load then encodes each map over its buffer's address (the
+// session's data buffer or the program's own) and passes its 128 bytes by
+// value. Clustered launches are never dependent. Dynamic shared memory above
+// 48 KiB is opted in when the program is loaded, before any launch, and more
+// than the device allows a block (227 KiB on sm_90) is a load error.
+//
 // The runner never talks SQL: results go through the Recorder interface,
 // which the command adapts to the store.
 package runner
