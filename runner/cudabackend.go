@@ -18,6 +18,10 @@ type cudaBackend struct {
 	// maxShared is the most shared memory (static and dynamic) a block
 	// may opt in to: 227 KiB on sm_90.
 	maxShared int
+	// blas is the cuBLAS handle of baselines, opened at the first GEMM;
+	// blasErr why it could not be.
+	blas    *cuda.BLAS
+	blasErr error
 }
 
 func openCUDA(ordinal int) (*cudaBackend, error) {
@@ -51,6 +55,7 @@ func openCUDA(ordinal int) (*cudaBackend, error) {
 }
 
 func (b *cudaBackend) close() {
+	b.blas.Close()
 	b.stream.Destroy()
 	b.ctx.Close()
 }

@@ -35,6 +35,9 @@ type Outcome struct {
 	MaxAbsErr  float64
 	MaxRelErr  float64
 	Samples    []float64 // µs
+	// Unavailable marks a baseline whose library the worker lacks: it
+	// was not run, and is not recorded.
+	Unavailable bool `json:",omitempty"`
 	// Worker wall time of the stages, ms (not stored).
 	CompileMS, ValidateMS, TotalMS float64
 }
@@ -56,8 +59,9 @@ type Recorder interface {
 	Done(k Key) (Result, bool, error)
 	// Record stores a result at once.
 	Record(r Result) error
-	// Winner stores the best valid result of a (kernel, shape).
-	Winner(r Result) error
+	// Winner stores the best valid result of a (kernel, shape) and the
+	// baseline it is compared with (nil: none).
+	Winner(best Result, baseline *Result) error
 }
 
 // Worker is the GPU side as the parent sees it. NewProcessWorker starts the
@@ -94,10 +98,13 @@ type Summary struct {
 	Kernel string
 	Shape  variants.Shape
 	Best   *Result
-	Tried  int // variants considered
-	Valid  int // status ok
-	Failed int // invalid, compile_error, launch_error, timeout
-	Reused int // results taken from earlier runs
+	// Baseline is the family's first valid baseline (kernels.Baseliner)
+	// at the shape, measured now or reused; nil when there is none.
+	Baseline *Result
+	Tried    int // variants considered
+	Valid    int // status ok
+	Failed   int // invalid, compile_error, launch_error, timeout
+	Reused   int // results taken from earlier runs
 	// Worker wall time spent compiling, validating and in all, seconds.
 	CompileS, ValidateS, TotalS float64
 }
@@ -107,6 +114,9 @@ type Runner struct {
 	opt  Options
 	w    Worker
 	info DeviceInfo
+	// unavailable names the baselines whose library the worker lacks:
+	// said once, then no longer asked for.
+	unavailable map[string]bool
 }
 
 // New starts a worker and asks it for its device. A machine without a
@@ -118,7 +128,7 @@ func New(opt Options) (*Runner, error) {
 	if opt.EvalTimeout == 0 {
 		opt.EvalTimeout = 2 * time.Minute
 	}
-	r := &Runner{opt: opt}
+	r := &Runner{opt: opt, unavailable: map[string]bool{}}
 	if err := r.start(); err != nil {
 		return nil, err
 	}
@@ -200,8 +210,13 @@ func (r *Runner) tuneShape(ctx context.Context, f kernels.Family, s variants.Sha
 			sum.Failed++
 		}
 	}
+	base, err := r.tuneBaselines(ctx, f, s, cost, rec)
+	if err != nil {
+		return sum, err
+	}
+	sum.Baseline = base
 	if sum.Best != nil {
-		if err := rec.Winner(*sum.Best); err != nil {
+		if err := rec.Winner(*sum.Best, sum.Baseline); err != nil {
 			return sum, fmt.Errorf("recording winner: %w", err)
 		}
 	}
@@ -209,6 +224,10 @@ func (r *Runner) tuneShape(ctx context.Context, f kernels.Family, s variants.Sha
 		best := "no valid variant"
 		if b := sum.Best; b != nil {
 			best = fmt.Sprintf("best %.2f µs (%.0f GB/s) %s", b.Stats.Median, b.GBps, b.Key.Params)
+		}
+		if b := sum.Baseline; b != nil {
+			name, _ := eval.BaselineName(b.Key.Params)
+			best += fmt.Sprintf("; %s %.2f µs", name, b.Stats.Median)
 		}
 		fmt.Fprintf(r.opt.Progress, "%-14s %-26s %4d variants: %d valid, %d failed, %d reused; %s [%.1fs: compile %.1fs, validate %.1fs, measure %.1fs]\n",
 			f.Name(), s.Key(), sum.Tried, sum.Valid, sum.Failed, sum.Reused, best, time.Since(start).Seconds(),
@@ -218,8 +237,7 @@ func (r *Runner) tuneShape(ctx context.Context, f kernels.Family, s variants.Sha
 }
 
 func (r *Runner) evalOne(ctx context.Context, f kernels.Family, s variants.Shape, p variants.Params, cost kernels.Cost, rec Recorder) *Result {
-	res := &Result{Key: Key{Kernel: f.Name(), ShapeKey: s.Key(), Params: p.String(),
-		GPUUUID: r.info.UUID, Driver: r.info.Driver, Mode: r.opt.Measure.Mode}}
+	res := r.newResult(f, s, p.String())
 	prog, err := f.Emit(s, p)
 	if err != nil {
 		// A variant the static analyses reject (a barrier under divergent
@@ -231,8 +249,26 @@ func (r *Runner) evalOne(ctx context.Context, f kernels.Family, s variants.Shape
 		}
 		return res
 	}
-	sum := sha256.Sum256([]byte(prog.PTX))
-	res.Key.PTXSHA256 = hex.EncodeToString(sum[:])
+	res.Key.PTXSHA256 = sha256Hex([]byte(prog.PTX))
+	req := &evalRequest{Kernel: f.Name(), Dims: s.Dims, DType: s.DType.String(), Program: prog, Seed: r.opt.Seed}
+	return r.evaluate(ctx, res, req, cost, rec)
+}
+
+// newResult is a result keyed by f, s and params on the worker's GPU.
+func (r *Runner) newResult(f kernels.Family, s variants.Shape, params string) *Result {
+	return &Result{Key: Key{Kernel: f.Name(), ShapeKey: s.Key(), Params: params,
+		GPUUUID: r.info.UUID, Driver: r.info.Driver, Mode: r.opt.Measure.Mode}}
+}
+
+func sha256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// evaluate fills res (keyed) with the recorded result of its key, unless
+// Fresh, or with what the worker answers to req; a worker that died, hung
+// or lost its context is restarted.
+func (r *Runner) evaluate(ctx context.Context, res *Result, req *evalRequest, cost kernels.Cost, rec Recorder) *Result {
 	if !r.opt.Fresh {
 		if old, ok, err := rec.Done(res.Key); err == nil && ok {
 			old.Reused = true
@@ -240,7 +276,6 @@ func (r *Runner) evalOne(ctx context.Context, f kernels.Family, s variants.Shape
 			return &old
 		}
 	}
-	req := &evalRequest{Kernel: f.Name(), Dims: s.Dims, DType: s.DType.String(), Program: prog, Seed: r.opt.Seed}
 	ectx, cancel := context.WithTimeout(ctx, r.opt.EvalTimeout)
 	resp, err := r.w.Eval(ectx, req, r.opt.Measure)
 	cancel()
@@ -251,18 +286,12 @@ func (r *Runner) evalOne(ctx context.Context, f kernels.Family, s variants.Shape
 			res.Status = eval.Timeout
 		}
 		res.Message = err.Error()
-		r.w.Close()
-		if serr := r.start(); serr != nil {
-			res.Message += "; restarting the worker failed: " + serr.Error()
-		}
+		r.restart(res)
 		return res
 	}
 	res.Outcome = resp.Outcome
 	if resp.Fatal {
-		r.w.Close()
-		if serr := r.start(); serr != nil {
-			res.Message += "; restarting the worker failed: " + serr.Error()
-		}
+		r.restart(res)
 	}
 	if res.Status == eval.OK {
 		res.Stats = Summarize(res.Samples)
@@ -272,6 +301,14 @@ func (r *Runner) evalOne(ctx context.Context, f kernels.Family, s variants.Shape
 		}
 	}
 	return res
+}
+
+// restart replaces the worker, noting in res when that fails.
+func (r *Runner) restart(res *Result) {
+	r.w.Close()
+	if serr := r.start(); serr != nil {
+		res.Message += "; restarting the worker failed: " + serr.Error()
+	}
 }
 
 // Pick returns at most budget points spread evenly over all (budget 0: all).

@@ -29,6 +29,9 @@ func (f *fakeWorker) CopyBandwidth() (float64, error) { return 4000, nil }
 func (f *fakeWorker) Eval(ctx context.Context, r *evalRequest, m MeasureOpts) (*evalResponse, error) {
 	*f.evals++
 	params := paramsOf(r.Program.PTX)
+	if r.Baseline != nil {
+		params = "baseline=" + r.Baseline.Name
+	}
 	return f.answer(params)
 }
 func (f *fakeWorker) Close() error { f.closed = true; return nil }
@@ -47,6 +50,7 @@ type memRecorder struct {
 	done    map[Key]Result
 	records []Result
 	winners []Result
+	bases   []*Result // the baseline given with each winner
 }
 
 func newMem() *memRecorder { return &memRecorder{done: map[Key]Result{}} }
@@ -64,8 +68,9 @@ func (m *memRecorder) Record(r Result) error {
 	m.done[r.Key] = r
 	return nil
 }
-func (m *memRecorder) Winner(r Result) error {
+func (m *memRecorder) Winner(r Result, base *Result) error {
 	m.winners = append(m.winners, r)
+	m.bases = append(m.bases, base)
 	return nil
 }
 

@@ -83,6 +83,11 @@ type Loaded struct {
 	grids    [][3]int
 	clusters [][3]int // 1, 1, 1 for launches without a cluster
 	launches []kernels.Launch
+	// call, when set, is the whole run instead of launches: a baseline's
+	// library call (LoadBaseline). checks, when set, are the only buffers
+	// Validate compares.
+	call   func() error
+	checks []string
 	// Res is the resource use of the heaviest launch.
 	Res Resources
 }
@@ -93,6 +98,9 @@ func (l *Loaded) Unload() error {
 		l.be.Free(p)
 	}
 	l.ownPtrs = nil
+	if l.mod == nil {
+		return nil
+	}
 	return l.mod.Unload()
 }
 
@@ -313,6 +321,9 @@ func (ss *Session) Run(l *Loaded) error {
 	if err := ss.zeroAccumulators(); err != nil {
 		return err
 	}
+	if l.call != nil {
+		return l.call()
+	}
 	for i, fn := range l.funcs {
 		ln := l.launches[i]
 		if err := ss.launch(fn, l.grids[i], l.clusters[i], ln, l.args[i]); err != nil {
@@ -363,8 +374,9 @@ type Check struct {
 
 // Validate poisons every output with NaN (so an element the program never
 // writes cannot pass), runs the program once, and compares each output and
-// accumulate buffer with the reference under the family's tolerance. An
-// error means the run itself failed.
+// accumulate buffer (of a baseline: each buffer it writes) with the
+// reference under the family's tolerance. An error means the run itself
+// failed.
 func (ss *Session) Validate(l *Loaded) (Check, error) {
 	for _, b := range ss.specs {
 		if b.Role == kernels.Output {
@@ -381,30 +393,48 @@ func (ss *Session) Validate(l *Loaded) (Check, error) {
 	}
 	c := Check{OK: true}
 	for _, b := range ss.specs {
-		if b.Role != kernels.Output && b.Role != kernels.Accumulate {
+		if !l.checked(b) {
 			continue
 		}
-		tol := ss.fam.Tolerance(ss.shape, b.Name)
-		if cap(ss.scratch) < b.Bytes() {
-			ss.scratch = make([]byte, b.Bytes())
-		}
-		buf := ss.scratch[:b.Bytes()]
-		if err := ss.be.Download(buf, ss.bufs[b.Name]); err != nil {
+		if err := ss.compareBuffer(b, &c); err != nil {
 			return Check{}, err
-		}
-		ref := ss.ref[b.Name]
-		m := compare(b.DType, buf, ref, tol)
-		c.MaxAbs = math.Max(c.MaxAbs, m.maxAbs)
-		c.MaxRel = math.Max(c.MaxRel, m.maxRel)
-		if m.bad >= 0 && c.OK {
-			c.OK = false
-			c.Message = fmt.Sprintf("%s[%d] = %g, want %g (atol %g, rtol %g)", b.Name, m.bad, m.got, ref[m.bad], tol.Atol, tol.Rtol)
 		}
 	}
 	if c.OK {
 		c.OK, c.Message = ss.stateZero(l)
 	}
 	return c, nil
+}
+
+// checked reports whether Validate compares buffer b after a run of l:
+// every output and accumulate buffer, or those of l.checks.
+func (l *Loaded) checked(b kernels.Buffer) bool {
+	if b.Role != kernels.Output && b.Role != kernels.Accumulate {
+		return false
+	}
+	return l.checks == nil || slices.Contains(l.checks, b.Name)
+}
+
+// compareBuffer downloads buffer b and compares it with the reference
+// under the family's tolerance, adding the outcome to c.
+func (ss *Session) compareBuffer(b kernels.Buffer, c *Check) error {
+	tol := ss.fam.Tolerance(ss.shape, b.Name)
+	if cap(ss.scratch) < b.Bytes() {
+		ss.scratch = make([]byte, b.Bytes())
+	}
+	buf := ss.scratch[:b.Bytes()]
+	if err := ss.be.Download(buf, ss.bufs[b.Name]); err != nil {
+		return err
+	}
+	ref := ss.ref[b.Name]
+	m := compare(b.DType, buf, ref, tol)
+	c.MaxAbs = math.Max(c.MaxAbs, m.maxAbs)
+	c.MaxRel = math.Max(c.MaxRel, m.maxRel)
+	if m.bad >= 0 && c.OK {
+		c.OK = false
+		c.Message = fmt.Sprintf("%s[%d] = %g, want %g (atol %g, rtol %g)", b.Name, m.bad, m.got, ref[m.bad], tol.Atol, tol.Rtol)
+	}
+	return nil
 }
 
 // stateZero checks that the run left every State buffer of the program

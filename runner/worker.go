@@ -12,6 +12,7 @@ import (
 
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/eval"
+	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/catalog"
 	"github.com/gradtune/gradtune/runner/cuda"
 	"github.com/gradtune/gradtune/variants"
@@ -134,16 +135,27 @@ func (w *gpuWorker) copyBandwidth() (float64, error) {
 	return 2 * n / (st.Median * 1e-6) / 1e9, nil
 }
 
-func (w *gpuWorker) eval(r *evalRequest, mo MeasureOpts) (res *evalResponse) {
+func (w *gpuWorker) eval(r *evalRequest, mo MeasureOpts) *evalResponse {
+	f, err := catalog.Lookup(r.Kernel)
+	if err != nil {
+		return &evalResponse{Outcome: Outcome{Status: eval.LaunchError, Message: err.Error()}}
+	}
+	return w.evalFamily(f, r, mo)
+}
+
+// evalFamily evaluates the program or the baseline of r, a request of
+// family f, in three stages: compile (or bind the baseline), validate,
+// measure. A baseline whose library is absent comes back skipped and
+// Unavailable.
+func (w *gpuWorker) evalFamily(f kernels.Family, r *evalRequest, mo MeasureOpts) (res *evalResponse) {
 	res = &evalResponse{}
 	fail := func(status eval.Status, err error) *evalResponse {
 		res.Status, res.Message = status, err.Error()
 		res.Fatal = cuda.IsSticky(err)
+		if errors.Is(err, ErrNoBaselineLibrary) {
+			res.Status, res.Unavailable = eval.Skipped, true
+		}
 		return res
-	}
-	f, err := catalog.Lookup(r.Kernel)
-	if err != nil {
-		return fail(eval.LaunchError, err)
 	}
 	dt, err := dtype.Parse(r.DType)
 	if err != nil {
@@ -156,7 +168,12 @@ func (w *gpuWorker) eval(r *evalRequest, mo MeasureOpts) (res *evalResponse) {
 	// Stage 1: compile.
 	t0 := time.Now()
 	defer func() { res.TotalMS = ms(time.Since(t0)) }()
-	l, err := w.ss.Load(r.Program)
+	var l *Loaded
+	if r.Baseline != nil {
+		l, err = w.ss.LoadBaseline(*r.Baseline)
+	} else {
+		l, err = w.ss.Load(r.Program)
+	}
 	res.CompileMS = ms(time.Since(t0))
 	if err != nil {
 		return fail(eval.CompileError, err)
@@ -180,17 +197,23 @@ func (w *gpuWorker) eval(r *evalRequest, mo MeasureOpts) (res *evalResponse) {
 	res.ValidateMS = ms(time.Since(t0)) - res.CompileMS
 
 	// Stage 3: measure.
-	for i := 0; i < mo.Warmup; i++ {
-		if err := w.ss.Run(l); err != nil {
-			return fail(eval.LaunchError, err)
-		}
-	}
-	samples, err := w.sampleUntil(mo, func() error { return w.ss.Run(l) })
+	samples, err := w.measure(mo, func() error { return w.ss.Run(l) })
 	if err != nil {
 		return fail(eval.LaunchError, err)
 	}
 	res.Status, res.Samples = eval.OK, samples
 	return res
+}
+
+// measure does mo.Warmup untimed runs, then samples until the protocol
+// says stop.
+func (w *gpuWorker) measure(mo MeasureOpts, run func() error) ([]float64, error) {
+	for i := 0; i < mo.Warmup; i++ {
+		if err := run(); err != nil {
+			return nil, err
+		}
+	}
+	return w.sampleUntil(mo, run)
 }
 
 // sampleUntil takes samples in batches until the protocol says stop.

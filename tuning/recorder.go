@@ -1,6 +1,9 @@
 package tuning
 
 import (
+	"fmt"
+
+	"github.com/gradtune/gradtune/eval"
 	"github.com/gradtune/gradtune/runner"
 	"github.com/gradtune/gradtune/store"
 )
@@ -41,13 +44,24 @@ func (r *Recorder) Record(res runner.Result) error {
 	return err
 }
 
-// Winner stores res as the run's winner of its kernel and shape.
-func (r *Recorder) Winner(res runner.Result) error {
+// Winner stores res as the run's winner of its kernel and shape, with the
+// name and median of the baseline it is compared with (nil: none) in the
+// winner's baseline columns, where tune show and report find it. The
+// baseline's own evaluation is recorded like a variant's, under the
+// pseudo-variant eval.BaselineParams(name).
+func (r *Recorder) Winner(res runner.Result, baseline *runner.Result) error {
 	id, err := r.DB.VariantID(store.Variant{Kernel: res.Key.Kernel, ShapeKey: res.Key.ShapeKey,
 		Params: res.Key.Params, PTXSHA256: res.Key.PTXSHA256})
 	if err != nil {
 		return err
 	}
-	return r.DB.SetWinner(store.Winner{RunID: r.Run, Kernel: res.Key.Kernel, ShapeKey: res.Key.ShapeKey,
-		VariantID: id, MedianUS: res.Stats.Median})
+	w := store.Winner{RunID: r.Run, Kernel: res.Key.Kernel, ShapeKey: res.Key.ShapeKey, VariantID: id, MedianUS: res.Stats.Median}
+	if baseline != nil && baseline.Stats.Median > 0 {
+		name, ok := eval.BaselineName(baseline.Key.Params)
+		if !ok {
+			return fmt.Errorf("winner of %s %s: baseline params %q name no baseline", res.Key.Kernel, res.Key.ShapeKey, baseline.Key.Params)
+		}
+		w.BaselineName, w.BaselineMedianUS = name, baseline.Stats.Median
+	}
+	return r.DB.SetWinner(w)
 }
