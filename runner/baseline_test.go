@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/gradtune/gradtune/dtype"
@@ -15,27 +17,39 @@ import (
 )
 
 // rowMajorGEMM is C = op(A)·op(B) as kernels.GEMMCall defines it, on
-// row-major float64 matrices.
+// row-major float64 matrices; rows of C in parallel (the GPU self-check
+// validates GEMMs of 2048³).
 func rowMajorGEMM(c kernels.GEMMCall, a, b []float64) []float64 {
 	out := make([]float64, (c.M-1)*c.LDC+c.N)
-	for i := range c.M {
-		for j := range c.N {
-			sum := 0.0
-			for l := range c.K {
-				ia, ib := i*c.LDA+l, l*c.LDB+j
-				if c.TransA {
-					ia = l*c.LDA + i
-				}
-				if c.TransB {
-					ib = j*c.LDB + l
-				}
-				x, y := a[ia], b[ib]
-				sum += x * y
+	var wg sync.WaitGroup
+	workers := min(runtime.GOMAXPROCS(0), c.M)
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < c.M; i += workers {
+				gemmRow(c, a, b, i, out[i*c.LDC:i*c.LDC+c.N])
 			}
-			out[i*c.LDC+j] = sum
-		}
+		})
 	}
+	wg.Wait()
 	return out
+}
+
+// gemmRow computes row i of C into row.
+func gemmRow(c kernels.GEMMCall, a, b []float64, i int, row []float64) {
+	for j := range c.N {
+		sum := 0.0
+		for l := range c.K {
+			ia, ib := i*c.LDA+l, l*c.LDB+j
+			if c.TransA {
+				ia = l*c.LDA + i
+			}
+			if c.TransB {
+				ib = j*c.LDB + l
+			}
+			sum += a[ia] * b[ib]
+		}
+		row[j] = sum
+	}
 }
 
 // columnMajorGEMM is what cublasGemmEx computes for g: column-major
@@ -113,12 +127,14 @@ func randMatrix(rng *rand.Rand, n int) []float64 {
 	return x
 }
 
-// gemmFamily is C[m×n] f32 = A[m×k] bf16 · B[n×k]ᵀ bf16 with a cuBLAS
-// baseline; its variants are never emitted here.
+// gemmFamily is C[m×n] = op(A)·op(B) with bf16 inputs, dense, by default
+// A[m×k]·B[n×k]ᵀ (transB is then true: set notB for B[k×n]); it has a
+// cuBLAS baseline, and variants that only the fake worker sees.
 type gemmFamily struct {
 	kernels.Family
-	m, n, k int
-	out     dtype.DType
+	m, n, k      int
+	out          dtype.DType
+	transA, notB bool
 }
 
 func (gemmFamily) Name() string { return "gemm_toy" }
@@ -131,8 +147,15 @@ func (f gemmFamily) Buffers(variants.Shape) []kernels.Buffer {
 	}
 }
 func (f gemmFamily) call() kernels.GEMMCall {
-	return kernels.GEMMCall{A: "a", B: "b", C: "c", M: f.m, N: f.n, K: f.k, TransB: true, LDA: f.k, LDB: f.k, LDC: f.n,
-		In: dtype.BF16, Out: f.out}
+	c := kernels.GEMMCall{A: "a", B: "b", C: "c", M: f.m, N: f.n, K: f.k, TransA: f.transA, TransB: !f.notB,
+		LDA: f.k, LDB: f.k, LDC: f.n, In: dtype.BF16, Out: f.out}
+	if c.TransA {
+		c.LDA = f.m
+	}
+	if !c.TransB {
+		c.LDB = f.n
+	}
+	return c
 }
 func (f gemmFamily) Inputs(_ variants.Shape, seed uint64) map[string][]float64 {
 	rng := rand.New(rand.NewPCG(seed, 0))
@@ -141,7 +164,14 @@ func (f gemmFamily) Inputs(_ variants.Shape, seed uint64) map[string][]float64 {
 func (f gemmFamily) Reference(_ variants.Shape, in map[string][]float64) map[string][]float64 {
 	return map[string][]float64{"c": rowMajorGEMM(f.call(), in["a"], in["b"]), "d": make([]float64, 4)}
 }
-func (gemmFamily) Tolerance(variants.Shape, string) kernels.Tolerance { return kernels.Tolerance{Atol: 1e-6} }
+// Tolerance: the inputs are small integers, so f32 sums are exact; a bf16
+// C is the exact sum rounded once.
+func (f gemmFamily) Tolerance(variants.Shape, string) kernels.Tolerance {
+	if f.out == dtype.BF16 {
+		return kernels.Tolerance{Atol: 1e-6, Rtol: 1.0 / 256}
+	}
+	return kernels.Tolerance{Atol: 1e-6}
+}
 func (f gemmFamily) Baselines(variants.Shape) []kernels.Baseline {
 	c := f.call()
 	return []kernels.Baseline{{Name: "cublas", GEMM: &c}}
@@ -204,8 +234,13 @@ func (b *memBackend) GEMM(call kernels.GEMMCall, a, bp, c Ptr) error {
 }
 
 func TestBaselineValidates(t *testing.T) {
-	for _, out := range []dtype.DType{dtype.F32, dtype.BF16} {
-		f := gemmFamily{m: 5, n: 7, k: 9, out: out}
+	for i, f := range []gemmFamily{
+		{m: 5, n: 7, k: 9, out: dtype.F32},
+		{m: 5, n: 7, k: 9, out: dtype.BF16},
+		{m: 6, n: 3, k: 4, out: dtype.F32, transA: true},
+		{m: 6, n: 3, k: 4, out: dtype.BF16, transA: true, notB: true},
+	} {
+		out := fmt.Sprint(i, f.out)
 		be := newMemBackend()
 		be.gemm = true
 		ss := NewSession(be)
