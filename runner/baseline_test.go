@@ -164,6 +164,7 @@ func (f gemmFamily) Inputs(_ variants.Shape, seed uint64) map[string][]float64 {
 func (f gemmFamily) Reference(_ variants.Shape, in map[string][]float64) map[string][]float64 {
 	return map[string][]float64{"c": rowMajorGEMM(f.call(), in["a"], in["b"]), "d": make([]float64, 4)}
 }
+
 // Tolerance: the inputs are small integers, so f32 sums are exact; a bf16
 // C is the exact sum rounded once.
 func (f gemmFamily) Tolerance(variants.Shape, string) kernels.Tolerance {

@@ -220,20 +220,27 @@ func (r *Runner) tuneShape(ctx context.Context, f kernels.Family, s variants.Sha
 			return sum, fmt.Errorf("recording winner: %w", err)
 		}
 	}
-	if r.opt.Progress != nil {
-		best := "no valid variant"
-		if b := sum.Best; b != nil {
-			best = fmt.Sprintf("best %.2f µs (%.0f GB/s) %s", b.Stats.Median, b.GBps, b.Key.Params)
-		}
-		if b := sum.Baseline; b != nil {
-			name, _ := eval.BaselineName(b.Key.Params)
-			best += fmt.Sprintf("; %s %.2f µs", name, b.Stats.Median)
-		}
-		fmt.Fprintf(r.opt.Progress, "%-14s %-26s %4d variants: %d valid, %d failed, %d reused; %s [%.1fs: compile %.1fs, validate %.1fs, measure %.1fs]\n",
-			f.Name(), s.Key(), sum.Tried, sum.Valid, sum.Failed, sum.Reused, best, time.Since(start).Seconds(),
-			sum.CompileS, sum.ValidateS, sum.TotalS-sum.CompileS-sum.ValidateS)
-	}
+	r.progress(sum, time.Since(start))
 	return sum, nil
+}
+
+// progress prints sum's line on Progress, if any: the winner, the
+// baseline's time and where the worker's time went.
+func (r *Runner) progress(sum Summary, took time.Duration) {
+	if r.opt.Progress == nil {
+		return
+	}
+	best := "no valid variant"
+	if b := sum.Best; b != nil {
+		best = fmt.Sprintf("best %.2f µs (%.0f GB/s) %s", b.Stats.Median, b.GBps, b.Key.Params)
+	}
+	if b := sum.Baseline; b != nil {
+		name, _ := eval.BaselineName(b.Key.Params)
+		best += fmt.Sprintf("; %s %.2f µs", name, b.Stats.Median)
+	}
+	fmt.Fprintf(r.opt.Progress, "%-14s %-26s %4d variants: %d valid, %d failed, %d reused; %s [%.1fs: compile %.1fs, validate %.1fs, measure %.1fs]\n",
+		sum.Kernel, sum.Shape.Key(), sum.Tried, sum.Valid, sum.Failed, sum.Reused, best, took.Seconds(),
+		sum.CompileS, sum.ValidateS, sum.TotalS-sum.CompileS-sum.ValidateS)
 }
 
 func (r *Runner) evalOne(ctx context.Context, f kernels.Family, s variants.Shape, p variants.Params, cost kernels.Cost, rec Recorder) *Result {
