@@ -91,3 +91,21 @@ func join[T ~string](vs []T) string {
 	}
 	return strings.Join(parts[:len(parts)-1], ", ") + " or " + parts[len(parts)-1]
 }
+
+// baselinePrefix starts the parameter string of a baseline's evaluation.
+const baselinePrefix = "baseline="
+
+// BaselineParams is the parameter string under which a family's baseline
+// called name ("cublas") is stored: a pseudo-variant of the kernel and
+// shape, "baseline=cublas", which no family's parameter space produces
+// (axis names are the family's own).
+func BaselineParams(name string) string { return baselinePrefix + name }
+
+// BaselineName returns the baseline's name when params is a baseline's
+// parameter string.
+func BaselineName(params string) (string, bool) {
+	if len(params) > len(baselinePrefix) && params[:len(baselinePrefix)] == baselinePrefix {
+		return params[len(baselinePrefix):], true
+	}
+	return "", false
+}

@@ -38,3 +38,18 @@ func TestClasses(t *testing.T) {
 		}
 	}
 }
+
+func TestBaselineParams(t *testing.T) {
+	p := BaselineParams("cublas")
+	if p != "baseline=cublas" {
+		t.Errorf("BaselineParams(cublas) = %q", p)
+	}
+	if name, ok := BaselineName(p); !ok || name != "cublas" {
+		t.Errorf("BaselineName(%q) = %q, %v", p, name, ok)
+	}
+	for _, q := range []string{"", "baseline=", "bm=64,bn=128", "x=1,baseline=cublas"} {
+		if name, ok := BaselineName(q); ok {
+			t.Errorf("BaselineName(%q) = %q, true", q, name)
+		}
+	}
+}

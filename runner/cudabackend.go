@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/gradtune/gradtune/dtype"
+	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/runner/cuda"
 )
 
@@ -13,6 +15,13 @@ type cudaBackend struct {
 	ctx    *cuda.Context
 	stream *cuda.Stream
 	info   DeviceInfo
+	// maxShared is the most shared memory (static and dynamic) a block
+	// may opt in to: 227 KiB on sm_90.
+	maxShared int
+	// blas is the cuBLAS handle of baselines, opened at the first GEMM;
+	// blasErr why it could not be.
+	blas    *cuda.BLAS
+	blasErr error
 }
 
 func openCUDA(ordinal int) (*cudaBackend, error) {
@@ -42,10 +51,11 @@ func openCUDA(ordinal int) (*cudaBackend, error) {
 	}
 	return &cudaBackend{ctx: ctx, stream: st, info: DeviceInfo{Name: dev.Name, UUID: dev.UUID,
 		CC: fmt.Sprintf("%d.%d", dev.Major, dev.Minor), Driver: strconv.Itoa(d.Version()),
-		SMs: dev.SMs, L2Bytes: dev.L2Bytes, MemBytes: dev.TotalMem}}, nil
+		SMs: dev.SMs, L2Bytes: dev.L2Bytes, MemBytes: dev.TotalMem}, maxShared: dev.MaxSharedPerBlockOptin}, nil
 }
 
 func (b *cudaBackend) close() {
+	b.blas.Close()
 	b.stream.Destroy()
 	b.ctx.Close()
 }
@@ -73,7 +83,7 @@ func (b *cudaBackend) Load(ptx string) (Module, error) {
 	if err != nil {
 		return nil, err
 	}
-	return cudaModule{m}, nil
+	return cudaModule{m, b.maxShared}, nil
 }
 
 func (b *cudaBackend) Launch(fn Function, grid, block [3]int, smem int, args []any) error {
@@ -99,8 +109,46 @@ func (b *cudaBackend) LaunchDependent(fn Function, grid, block [3]int, smem int,
 	return err
 }
 
+// LaunchCluster implements ClusterLauncher with cuLaunchKernelEx and the
+// cluster dimension attribute.
+func (b *cudaBackend) LaunchCluster(fn Function, grid, block, cluster [3]int, smem int, args []any) error {
+	f, conv, err := cudaLaunchArgs(fn, args)
+	if err != nil {
+		return err
+	}
+	return b.ctx.LaunchEx(f, cuda.LaunchConfig{Grid: grid, Block: block, SharedBytes: smem, Cluster: cluster}, b.stream, conv...)
+}
+
+// tensorTypes maps element types to tensor map data types.
+var tensorTypes = map[dtype.DType]cuda.TensorDataType{
+	dtype.F16: cuda.TensorFloat16, dtype.BF16: cuda.TensorBFloat16, dtype.F32: cuda.TensorFloat32,
+}
+
+// EncodeTensorMap implements TensorMapEncoder with cuTensorMapEncodeTiled.
+func (b *cudaBackend) EncodeTensorMap(m kernels.TensorMap, base Ptr) (TensorMapArg, error) {
+	if err := checkTensorMapShape(m); err != nil {
+		return TensorMapArg{}, fmt.Errorf("tensor map of %s: %w", m.Buffer, err)
+	}
+	s := cuda.TensorMapSpec{DataType: tensorTypes[m.DType], Global: cuda.DevicePtr(base), Swizzle: m.Swizzle}
+	for _, d := range m.Dims {
+		s.Dims = append(s.Dims, uint64(d))
+	}
+	for _, st := range m.Strides {
+		s.Strides = append(s.Strides, uint64(st))
+	}
+	for _, x := range m.Box {
+		s.Box = append(s.Box, uint32(x))
+	}
+	tm, err := b.ctx.Driver().EncodeTensorMapTiled(s)
+	if err != nil {
+		return TensorMapArg{}, fmt.Errorf("tensor map of %s: %w", m.Buffer, err)
+	}
+	return TensorMapArg(tm), nil
+}
+
 // cudaLaunchArgs unwraps fn and converts the launch arguments for the cuda
-// package: Ptr becomes cuda.DevicePtr, everything else passes unchanged.
+// package: Ptr becomes cuda.DevicePtr, TensorMapArg cuda.TensorMap,
+// everything else passes unchanged.
 func cudaLaunchArgs(fn Function, args []any) (*cuda.Function, []any, error) {
 	f, ok := fn.(cudaFunction)
 	if !ok {
@@ -108,18 +156,28 @@ func cudaLaunchArgs(fn Function, args []any) (*cuda.Function, []any, error) {
 	}
 	conv := make([]any, len(args))
 	for i, a := range args {
-		if p, ok := a.(Ptr); ok {
-			conv[i] = cuda.DevicePtr(p)
-		} else {
+		switch v := a.(type) {
+		case Ptr:
+			conv[i] = cuda.DevicePtr(v)
+		case TensorMapArg:
+			conv[i] = cuda.TensorMap(v)
+		default:
 			conv[i] = a
 		}
 	}
 	return f.f, conv, nil
 }
 
-var _ DependentLauncher = (*cudaBackend)(nil)
+var (
+	_ DependentLauncher = (*cudaBackend)(nil)
+	_ ClusterLauncher   = (*cudaBackend)(nil)
+	_ TensorMapEncoder  = (*cudaBackend)(nil)
+)
 
-type cudaModule struct{ m *cuda.Module }
+type cudaModule struct {
+	m         *cuda.Module
+	maxShared int
+}
 
 func (m cudaModule) Unload() error { return m.m.Unload() }
 func (m cudaModule) Function(name string) (Function, error) {
@@ -127,15 +185,25 @@ func (m cudaModule) Function(name string) (Function, error) {
 	if err != nil {
 		return nil, err
 	}
-	return cudaFunction{f}, nil
+	return cudaFunction{f, m.maxShared}, nil
 }
 
-type cudaFunction struct{ f *cuda.Function }
+type cudaFunction struct {
+	f         *cuda.Function
+	maxShared int
+}
 
+// Resources reads the kernel's resources and opts it in to dynSmem bytes
+// of dynamic shared memory when that is over 48 KiB; static and dynamic
+// shared memory together beyond the device's opt-in limit are an error.
 func (f cudaFunction) Resources(threads, dynSmem int) (Resources, error) {
 	a, err := f.f.Attributes()
 	if err != nil {
 		return Resources{}, err
+	}
+	if f.maxShared > 0 && a.SharedBytes+dynSmem > f.maxShared {
+		return Resources{}, fmt.Errorf("kernel %s: %d bytes of static and %d of dynamic shared memory exceed the %d bytes a block may use on this device",
+			f.f.Name(), a.SharedBytes, dynSmem, f.maxShared)
 	}
 	if dynSmem > 48<<10 {
 		if err := f.f.SetMaxDynamicShared(dynSmem); err != nil {

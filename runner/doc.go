@@ -69,6 +69,43 @@
 // (a bootstrap resample per evaluation), the stand-in GPU of the
 // regression gate's tests and of tune bench --replay.
 //
+// Hopper programs may pass TMA tensor maps (kernels.Arg.TensorMap) and
+// launch in thread-block clusters (kernels.Launch.Cluster). Session.Load
+// checks both before compiling: the backend must implement TensorMapEncoder
+// and ClusterLauncher (CUDA does; a backend without them fails the program
+// with an error naming the interface), a cluster has at most 16 blocks and
+// divides the grid (a GridPerSM grid is rounded down to whole clusters), and
+// a tensor map passes CheckTensorMap (rank, element type, 16-byte strides,
+// boxes of at most 256, the swizzle span, and the whole tensor inside its
+// buffer). Load then encodes each map over its buffer's address (the
+// session's data buffer or the program's own) and passes its 128 bytes by
+// value. Clustered launches are never dependent. Dynamic shared memory above
+// 48 KiB is opted in when the program is loaded, before any launch, and more
+// than the device allows a block (227 KiB on sm_90) is a load error.
+//
+// # Vendor baselines
+//
+// A family that implements kernels.Baseliner names, per shape, vendor
+// implementations of the same problem (a kernels.GEMMCall for cuBLAS). The
+// Runner evaluates them after the shape's variants, in the worker, with the
+// variants' protocol: Session.LoadBaseline binds the call to the session's
+// buffers (checking types, leading dimensions and extents), Validate poisons
+// the outputs and compares the buffers the call writes with the family's
+// reference, then the same warm-up, L2 flush and adaptive sampling time it.
+// On CUDA, cuBLAS (libcublas.so.13, .12 or .11 from the loader path,
+// /usr/local/cuda/lib64 or $CUDA_HOME/lib64) runs the row-major call as the
+// column-major Cᵀ = op(B)ᵀ·op(A)ᵀ with cublasGemmEx, f32 compute and the
+// default algorithm, on the worker's stream. Without the library the worker
+// answers Unavailable; the Runner says so once on Progress and asks no more.
+//
+// A baseline's result is keyed like a variant's: params
+// eval.BaselineParams(name) ("baseline=cublas") and, for the PTX hash,
+// BaselineHash of its description, so a re-run on the same GPU, driver and
+// mode reuses it. The Recorder stores it as an evaluation of that
+// pseudo-variant, and Recorder.Winner receives the first valid baseline
+// with the winner (the store keeps its name and median in the winner's
+// baseline columns, which tune show and report compare against).
+//
 // The runner never talks SQL: results go through the Recorder interface,
 // which the command adapts to the store.
 package runner

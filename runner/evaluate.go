@@ -39,13 +39,18 @@ type measureFunc func(l *Loaded, mo MeasureOpts) (Measured, error)
 // failure is the outcome of an error: timeout when the backend says the
 // kernel ran too long (an error with a Timeout method that reports true,
 // as the interpreter's step limit), else launch_error; fatal when the
-// CUDA context is unusable after it.
+// CUDA context is unusable after it. A baseline whose library the
+// backend lacks is skipped and Unavailable.
 func failure(status eval.Status, err error) *evalResponse {
 	var t interface{ Timeout() bool }
 	if status == eval.LaunchError && errors.As(err, &t) && t.Timeout() {
 		status = eval.Timeout
 	}
-	return &evalResponse{Outcome: Outcome{Status: status, Message: err.Error()}, Fatal: cuda.IsSticky(err)}
+	res := &evalResponse{Outcome: Outcome{Status: status, Message: err.Error()}, Fatal: cuda.IsSticky(err)}
+	if errors.Is(err, ErrNoBaselineLibrary) {
+		res.Status, res.Unavailable = eval.Skipped, true
+	}
+	return res
 }
 
 // prepare makes ss hold the request's shape: inputs and reference, before
@@ -73,8 +78,9 @@ func requestShape(fams Families, r *evalRequest) (kernels.Family, variants.Shape
 	return f, variants.Shape{Dims: r.Dims, DType: dt}, nil
 }
 
-// evaluate runs the stages of one evaluation on ss: compile, read the
-// resources, prescreen, validate, and only then measure. The backend does
+// evaluate runs the stages of one evaluation on ss: compile (or, for a
+// baseline, bind the vendor call), read the resources, prescreen,
+// validate, and only then measure. The backend does
 // not matter to it: the GPU worker measures with CUDA events, a local
 // worker as its timer says.
 func evaluate(ss *Session, fams Families, r *evalRequest, mo MeasureOpts, measure measureFunc) (res *evalResponse) {
@@ -84,7 +90,13 @@ func evaluate(ss *Session, fams Families, r *evalRequest, mo MeasureOpts, measur
 	t0 := time.Now()
 	res = &evalResponse{}
 	defer func() { res.TotalMS = ms(time.Since(t0)) }()
-	l, err := ss.Load(r.Program)
+	var l *Loaded
+	var err error
+	if r.Baseline != nil {
+		l, err = ss.LoadBaseline(*r.Baseline)
+	} else {
+		l, err = ss.Load(r.Program)
+	}
 	compileMS := ms(time.Since(t0))
 	if err != nil {
 		res = failure(eval.CompileError, err)

@@ -55,7 +55,9 @@ type evalRequest struct {
 	Dims    []variants.Dim
 	DType   string
 	Program kernels.Program
-	Seed    uint64
+	// Baseline, when set, is evaluated instead of Program.
+	Baseline *kernels.Baseline `json:",omitempty"`
+	Seed     uint64
 }
 
 // response is one line a worker sends back.

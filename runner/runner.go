@@ -41,6 +41,9 @@ type Outcome struct {
 	// sampling, zero without telemetry.
 	Throttled []int
 	GPU       Reading
+	// Unavailable marks a baseline whose library the worker lacks: it
+	// was not run, and is not recorded.
+	Unavailable bool `json:",omitempty"`
 	// Worker wall time of the stages, ms (not stored).
 	CompileMS, ValidateMS, TotalMS float64
 }
@@ -139,6 +142,9 @@ type Runner struct {
 	w        Worker
 	info     DeviceInfo
 	prepared string // the shape the worker holds
+	// unavailable names the baselines whose library the worker lacks:
+	// said once, then no longer asked for.
+	unavailable map[string]bool
 }
 
 // setupAllowance is the part of the watchdog's deadline for what precedes
@@ -165,7 +171,7 @@ func New(opt Options) (*Runner, error) {
 	if opt.PrepareTimeout == 0 {
 		opt.PrepareTimeout = 5 * time.Minute
 	}
-	r := &Runner{opt: opt}
+	r := &Runner{opt: opt, unavailable: map[string]bool{}}
 	if err := r.start(); err != nil {
 		return nil, err
 	}
@@ -254,8 +260,17 @@ func (r *Runner) tuneShape(ctx context.Context, f kernels.Family, s variants.Sha
 	}
 	c := Choose(valid)
 	sum.Best, sum.Ties, sum.Rule = c.Best, c.Ties, c.Rule
+	base, err := r.tuneBaselines(ctx, f, s, cost, rec)
+	if err != nil {
+		return sum, err
+	}
+	sum.Baseline = base
 	if sum.Best != nil {
-		if err := rec.Winner(Winner{Result: *sum.Best, Ties: c.Ties, Rule: c.Rule}); err != nil {
+		w := Winner{Result: *sum.Best, Ties: c.Ties, Rule: c.Rule, Baseline: base}
+		if base != nil {
+			w.BaselineName, _ = eval.BaselineName(base.Key.Params)
+		}
+		if err := rec.Winner(w); err != nil {
 			return sum, fmt.Errorf("recording winner: %w", err)
 		}
 	}
@@ -263,7 +278,8 @@ func (r *Runner) tuneShape(ctx context.Context, f kernels.Family, s variants.Sha
 	return sum, nil
 }
 
-// progress prints the line of a finished shape.
+// progress prints sum's line on Progress, if any: the winner, the
+// baseline's time and where the worker's time went.
 func (r *Runner) progress(sum Summary, took time.Duration) {
 	if r.opt.Progress == nil {
 		return
@@ -274,6 +290,10 @@ func (r *Runner) progress(sum Summary, took time.Duration) {
 		if sum.Ties > 0 {
 			best += " [" + sum.Rule + "]"
 		}
+	}
+	if b := sum.Baseline; b != nil {
+		name, _ := eval.BaselineName(b.Key.Params)
+		best += fmt.Sprintf("; %s %.2f µs", name, b.Stats.Median)
 	}
 	fmt.Fprintf(r.opt.Progress, "%-14s %-26s %4d variants: %d valid, %d failed, %d reused; %s [%.1fs: compile %.1fs, validate %.1fs, measure %.1fs]\n",
 		sum.Kernel, sum.Shape.Key(), sum.Tried, sum.Valid, sum.Failed, sum.Reused, best, took.Seconds(),
@@ -291,8 +311,7 @@ func (sum *Summary) add(res *Result) {
 // evalOne emits, looks up and evaluates one variant; delay > 0 plants a
 // slowdown (faults.Delay) in its program.
 func (r *Runner) evalOne(ctx context.Context, f kernels.Family, s variants.Shape, p variants.Params, cost kernels.Cost, rec Recorder, delay time.Duration) *Result {
-	res := &Result{Key: Key{Kernel: f.Name(), ShapeKey: s.Key(), Params: p.String(),
-		GPUUUID: r.info.UUID, Driver: r.info.Driver, Mode: r.opt.Measure.Mode}}
+	res := r.newResult(f, s, p.String())
 	prog, err := f.Emit(s, p)
 	if err == nil && delay > 0 {
 		prog, err = faults.Delay(prog, uint64(delay.Nanoseconds()))
@@ -307,8 +326,30 @@ func (r *Runner) evalOne(ctx context.Context, f kernels.Family, s variants.Shape
 		}
 		return res
 	}
-	sum := sha256.Sum256([]byte(prog.PTX))
-	res.Key.PTXSHA256 = hex.EncodeToString(sum[:])
+	res.Key.PTXSHA256 = sha256Hex([]byte(prog.PTX))
+	req := &evalRequest{Kernel: f.Name(), Params: p.String(), Dims: s.Dims, DType: s.DType.String(), Program: prog, Seed: r.opt.Seed}
+	res = r.evaluate(ctx, res, req, cost, rec)
+	if delay > 0 && res.Message == "" {
+		res.Message = fmt.Sprintf("planted slowdown: a %v delay launch after the program", delay)
+	}
+	return res
+}
+
+// newResult is a result keyed by f, s and params on the worker's GPU.
+func (r *Runner) newResult(f kernels.Family, s variants.Shape, params string) *Result {
+	return &Result{Key: Key{Kernel: f.Name(), ShapeKey: s.Key(), Params: params,
+		GPUUUID: r.info.UUID, Driver: r.info.Driver, Mode: r.opt.Measure.Mode}}
+}
+
+func sha256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// evaluate fills res (keyed) with the recorded result of its key, unless
+// Fresh, or with what the worker answers to req; a worker that died, hung
+// or lost its context is restarted.
+func (r *Runner) evaluate(ctx context.Context, res *Result, req *evalRequest, cost kernels.Cost, rec Recorder) *Result {
 	if !r.opt.Fresh {
 		if old, ok, err := rec.Done(res.Key); err == nil && ok {
 			old.Reused = true
@@ -316,14 +357,10 @@ func (r *Runner) evalOne(ctx context.Context, f kernels.Family, s variants.Shape
 			return &old
 		}
 	}
-	req := &evalRequest{Kernel: f.Name(), Params: p.String(), Dims: s.Dims, DType: s.DType.String(), Program: prog, Seed: r.opt.Seed}
 	if !r.prepare(ctx, req, res) {
 		return res
 	}
 	r.run(ctx, req, res, cost)
-	if delay > 0 && res.Message == "" {
-		res.Message = fmt.Sprintf("planted slowdown: a %v delay launch after the program", delay)
-	}
 	return res
 }
 

@@ -29,6 +29,9 @@ func (f *fakeWorker) CopyBandwidth() (float64, error) { return 4000, nil }
 func (f *fakeWorker) Eval(ctx context.Context, r *evalRequest, m MeasureOpts) (*evalResponse, error) {
 	*f.evals++
 	params := paramsOf(r.Program.PTX)
+	if r.Baseline != nil {
+		params = "baseline=" + r.Baseline.Name
+	}
 	return f.answer(params)
 }
 func (f *fakeWorker) Close() error { f.closed = true; return nil }
@@ -51,6 +54,7 @@ type memRecorder struct {
 	records []Result
 	winners []Result
 	choices []Winner
+	bases   []*Result // the baseline given with each winner
 }
 
 func newMem() *memRecorder { return &memRecorder{done: map[Key]Result{}} }
@@ -71,6 +75,7 @@ func (m *memRecorder) Record(r Result) error {
 func (m *memRecorder) Winner(w Winner) error {
 	m.winners = append(m.winners, w.Result)
 	m.choices = append(m.choices, w)
+	m.bases = append(m.bases, w.Baseline)
 	return nil
 }
 

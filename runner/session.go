@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/variants"
@@ -80,7 +81,13 @@ type Loaded struct {
 	funcs    []Function
 	args     [][]any
 	grids    [][3]int
+	clusters [][3]int // 1, 1, 1 for launches without a cluster
 	launches []kernels.Launch
+	// call, when set, is the whole run instead of launches: a baseline's
+	// library call (LoadBaseline). checks, when set, are the only buffers
+	// Validate compares.
+	call   func() error
+	checks []string
 	// Res is the resource use of the heaviest launch.
 	Res Resources
 }
@@ -91,6 +98,9 @@ func (l *Loaded) Unload() error {
 		l.be.Free(p)
 	}
 	l.ownPtrs = nil
+	if l.mod == nil {
+		return nil
+	}
 	return l.mod.Unload()
 }
 
@@ -116,22 +126,33 @@ func (ss *Session) allocOwn(l *Loaded) error {
 	return nil
 }
 
-// ptr is the address of buffer name: the program's own or the session's.
-func (ss *Session) ptr(l *Loaded, name string) (Ptr, bool) {
+// buffer is the address and size in bytes of buffer name: the program's
+// own or the session's.
+func (ss *Session) buffer(l *Loaded, name string) (Ptr, int, bool) {
 	if p, ok := l.ownPtrs[name]; ok {
-		return p, true
+		return p, bufferBytes(l.own, name), true
 	}
 	p, ok := ss.bufs[name]
-	return p, ok
+	return p, bufferBytes(ss.specs, name), ok
 }
 
-// Load compiles a program and binds its arguments to the session's buffers.
-// A program whose first launch is Dependent is an error: the first launch
-// follows the zeroing of accumulate buffers and the L2 flush, which it must
-// not overlap.
+// bufferBytes is the size of buffer name of specs, as allocated.
+func bufferBytes(specs []kernels.Buffer, name string) int {
+	for _, b := range specs {
+		if b.Name == name {
+			return max(b.Bytes(), 16)
+		}
+	}
+	return 0
+}
+
+// Load compiles a program and binds its arguments to the session's buffers:
+// buffer addresses, tensor maps encoded by the backend, scalars. It checks
+// first, before compiling, what the program asks of the backend (see
+// checkProgram).
 func (ss *Session) Load(p kernels.Program) (*Loaded, error) {
-	if len(p.Launches) > 0 && p.Launches[0].Dependent {
-		return nil, fmt.Errorf("launch 0 (%s) is dependent, but the first launch of a program must not be: it follows the zeroing of accumulate buffers and the L2 flush", p.Launches[0].Entry)
+	if err := ss.checkProgram(p); err != nil {
+		return nil, err
 	}
 	mod, err := ss.be.Load(p.PTX)
 	if err != nil {
@@ -143,55 +164,177 @@ func (ss *Session) Load(p kernels.Program) (*Loaded, error) {
 		return nil, err
 	}
 	for i, ln := range p.Launches {
-		fn, err := mod.Function(ln.Entry)
-		if err != nil {
+		if err := ss.bindLaunch(l, i, ln); err != nil {
 			l.Unload()
 			return nil, err
 		}
-		threads := ln.Block[0] * max(ln.Block[1], 1) * max(ln.Block[2], 1)
-		res, err := fn.Resources(threads, ln.SharedBytes)
-		if err != nil {
-			l.Unload()
-			return nil, err
-		}
-		if i == 0 || res.Registers > l.Res.Registers {
-			l.Res = res
-			l.Res.SharedBytes += ln.SharedBytes
-		}
-		args := make([]any, len(ln.Args))
-		for j, a := range ln.Args {
-			if a.Buffer == "" {
-				args[j] = a.Scalar
-				continue
-			}
-			ptr, ok := ss.ptr(l, a.Buffer)
-			if !ok {
-				l.Unload()
-				return nil, fmt.Errorf("launch %s names unknown buffer %q", ln.Entry, a.Buffer)
-			}
-			args[j] = ptr
-		}
-		grid := ln.Grid
-		if ln.GridPerSM > 0 {
-			// A full-occupancy wave, but never more CTAs than Grid asks
-			// for: the extra ones would have no work.
-			grid[0] = min(ln.GridPerSM*ss.be.Device().SMs, max(grid[0], 1))
-		}
-		for d := range grid {
-			grid[d] = max(grid[d], 1)
-		}
-		l.funcs = append(l.funcs, fn)
-		l.args = append(l.args, args)
-		l.grids = append(l.grids, grid)
 	}
 	return l, nil
 }
 
+// bindLaunch adds launch i of l: its function, resources, arguments and
+// grid.
+func (ss *Session) bindLaunch(l *Loaded, i int, ln kernels.Launch) error {
+	fn, err := l.mod.Function(ln.Entry)
+	if err != nil {
+		return err
+	}
+	threads := ln.Block[0] * max(ln.Block[1], 1) * max(ln.Block[2], 1)
+	// Resources also opts the function in to ln's dynamic shared memory,
+	// before any launch, clustered or not.
+	res, err := fn.Resources(threads, ln.SharedBytes)
+	if err != nil {
+		return err
+	}
+	if i == 0 || res.Registers > l.Res.Registers {
+		l.Res = res
+		l.Res.SharedBytes += ln.SharedBytes
+	}
+	args, err := ss.bindArgs(l, ln)
+	if err != nil {
+		return err
+	}
+	grid, cluster := ss.launchGrid(ln)
+	for d := range grid {
+		if grid[d]%cluster[d] != 0 {
+			return fmt.Errorf("launch %s: grid %v is not a multiple of its cluster %v", ln.Entry, grid, cluster)
+		}
+	}
+	l.funcs = append(l.funcs, fn)
+	l.args = append(l.args, args)
+	l.grids = append(l.grids, grid)
+	l.clusters = append(l.clusters, cluster)
+	return nil
+}
+
+// launchGrid returns the grid and the cluster shape (1, 1, 1 without one)
+// of ln, every dimension at least 1. GridPerSM makes a full-occupancy
+// wave, but never more CTAs than Grid asks for (the extra ones would have
+// no work), rounded down to whole clusters.
+func (ss *Session) launchGrid(ln kernels.Launch) (grid, cluster [3]int) {
+	grid = ln.Grid
+	for d := range cluster {
+		cluster[d] = max(ln.Cluster[d], 1)
+	}
+	if ln.GridPerSM > 0 {
+		grid[0] = min(ln.GridPerSM*ss.be.Device().SMs, max(grid[0], 1))
+		grid[0] = max(grid[0]/cluster[0], 1) * cluster[0]
+	}
+	for d := range grid {
+		grid[d] = max(grid[d], 1)
+	}
+	return grid, cluster
+}
+
+// bindArgs resolves ln's arguments: buffer addresses, encoded tensor maps
+// and scalars.
+func (ss *Session) bindArgs(l *Loaded, ln kernels.Launch) ([]any, error) {
+	args := make([]any, len(ln.Args))
+	for j, a := range ln.Args {
+		switch {
+		case a.TensorMap != nil:
+			m, err := ss.tensorMap(l, *a.TensorMap)
+			if err != nil {
+				return nil, fmt.Errorf("launch %s argument %d: %w", ln.Entry, j, err)
+			}
+			args[j] = m
+		case a.Buffer != "":
+			ptr, _, ok := ss.buffer(l, a.Buffer)
+			if !ok {
+				return nil, fmt.Errorf("launch %s names unknown buffer %q", ln.Entry, a.Buffer)
+			}
+			args[j] = ptr
+		default:
+			args[j] = a.Scalar
+		}
+	}
+	return args, nil
+}
+
+// tensorMap checks m against its buffer and has the backend encode it.
+func (ss *Session) tensorMap(l *Loaded, m kernels.TensorMap) (TensorMapArg, error) {
+	enc, ok := ss.be.(TensorMapEncoder)
+	if !ok {
+		return TensorMapArg{}, errNoTensorMaps(ss.be)
+	}
+	ptr, bytes, ok := ss.buffer(l, m.Buffer)
+	if !ok {
+		return TensorMapArg{}, fmt.Errorf("tensor map of unknown buffer %q", m.Buffer)
+	}
+	if err := CheckTensorMap(m, ptr, bytes); err != nil {
+		return TensorMapArg{}, err
+	}
+	return enc.EncodeTensorMap(m, ptr)
+}
+
+func errNoTensorMaps(be Backend) error {
+	return fmt.Errorf("the %s backend cannot pass tensor maps (it does not implement runner.TensorMapEncoder)", be.Name())
+}
+
+// checkProgram rejects, before anything is compiled, a program that the
+// backend cannot run or that breaks a launch rule: a first launch that is
+// Dependent (it follows the zeroing of accumulate buffers and the L2
+// flush, which it must not overlap); tensor-map arguments on a backend
+// without TensorMapEncoder, or malformed ones; clusters on a backend
+// without ClusterLauncher, or of more than 16 blocks.
+func (ss *Session) checkProgram(p kernels.Program) error {
+	if len(p.Launches) > 0 && p.Launches[0].Dependent {
+		return fmt.Errorf("launch 0 (%s) is dependent, but the first launch of a program must not be: it follows the zeroing of accumulate buffers and the L2 flush", p.Launches[0].Entry)
+	}
+	_, encodes := ss.be.(TensorMapEncoder)
+	_, clusters := ss.be.(ClusterLauncher)
+	for _, ln := range p.Launches {
+		for j, a := range ln.Args {
+			if a.TensorMap == nil {
+				continue
+			}
+			if !encodes {
+				return fmt.Errorf("launch %s argument %d: %w", ln.Entry, j, errNoTensorMaps(ss.be))
+			}
+			if err := checkTensorMapShape(*a.TensorMap); err != nil {
+				return fmt.Errorf("launch %s argument %d: tensor map of %s: %w", ln.Entry, j, a.TensorMap.Buffer, err)
+			}
+		}
+		if ln.Cluster == [3]int{} {
+			continue
+		}
+		if !clusters {
+			return fmt.Errorf("launch %s asks for clusters %v, but the %s backend cannot launch clusters (it does not implement runner.ClusterLauncher)", ln.Entry, ln.Cluster, ss.be.Name())
+		}
+		if n := max(ln.Cluster[0], 1) * max(ln.Cluster[1], 1) * max(ln.Cluster[2], 1); n > maxClusterSize || slices.Min(ln.Cluster[:]) < 0 {
+			return fmt.Errorf("launch %s: cluster %v has %d blocks; at most %d are possible (8 portably)", ln.Entry, ln.Cluster, n, maxClusterSize)
+		}
+	}
+	return nil
+}
+
+// maxClusterSize is the most blocks a cluster may have (sm_90, with
+// non-portable sizes allowed).
+const maxClusterSize = 16
+
 // Run enqueues one run of the program: zeroing of accumulate buffers, then
 // every launch in order. Dependent launches use the backend's
 // LaunchDependent when it implements DependentLauncher and can launch
-// dependently, and plain Launch otherwise.
+// dependently, and plain Launch otherwise; launches with a cluster use
+// the backend's LaunchCluster (and are not dependent).
 func (ss *Session) Run(l *Loaded) error {
+	if err := ss.zeroAccumulators(); err != nil {
+		return err
+	}
+	if l.call != nil {
+		return l.call()
+	}
+	for i, fn := range l.funcs {
+		ln := l.launches[i]
+		if err := ss.launch(fn, l.grids[i], l.clusters[i], ln, l.args[i]); err != nil {
+			return fmt.Errorf("launching %s: %w", ln.Entry, err)
+		}
+	}
+	return nil
+}
+
+// zeroAccumulators enqueues the zeroing of the accumulate buffers.
+func (ss *Session) zeroAccumulators() error {
 	for _, b := range ss.specs {
 		if b.Role == kernels.Accumulate {
 			if err := ss.be.Memset(ss.bufs[b.Name], 0, b.Bytes()); err != nil {
@@ -199,18 +342,19 @@ func (ss *Session) Run(l *Loaded) error {
 			}
 		}
 	}
-	for i, fn := range l.funcs {
-		ln := l.launches[i]
-		if err := ss.launch(fn, l.grids[i], ln, l.args[i]); err != nil {
-			return fmt.Errorf("launching %s: %w", ln.Entry, err)
-		}
-	}
 	return nil
 }
 
-// launch enqueues one launch of ln on grid, dependently when ln asks for it
-// and the backend can.
-func (ss *Session) launch(fn Function, grid [3]int, ln kernels.Launch, args []any) error {
+// launch enqueues one launch of ln on grid: in clusters when ln has one,
+// dependently when ln asks for it and the backend can.
+func (ss *Session) launch(fn Function, grid, cluster [3]int, ln kernels.Launch, args []any) error {
+	if ln.Cluster != [3]int{} {
+		cl, ok := ss.be.(ClusterLauncher)
+		if !ok {
+			return fmt.Errorf("the %s backend cannot launch clusters", ss.be.Name())
+		}
+		return cl.LaunchCluster(fn, grid, ln.Block, cluster, ln.SharedBytes, args)
+	}
 	if dl, ok := ss.be.(DependentLauncher); ok && ln.Dependent && !ss.plainOnly {
 		err := dl.LaunchDependent(fn, grid, ln.Block, ln.SharedBytes, args)
 		if !errors.Is(err, ErrNoDependentLaunch) {
@@ -230,8 +374,9 @@ type Check struct {
 
 // Validate poisons every output with NaN (so an element the program never
 // writes cannot pass), runs the program once, and compares each output and
-// accumulate buffer with the reference under the family's tolerance. An
-// error means the run itself failed.
+// accumulate buffer (of a baseline: each buffer it writes) with the
+// reference under the family's tolerance. An error means the run itself
+// failed.
 func (ss *Session) Validate(l *Loaded) (Check, error) {
 	for _, b := range ss.specs {
 		if b.Role == kernels.Output {
@@ -248,30 +393,48 @@ func (ss *Session) Validate(l *Loaded) (Check, error) {
 	}
 	c := Check{OK: true}
 	for _, b := range ss.specs {
-		if b.Role != kernels.Output && b.Role != kernels.Accumulate {
+		if !l.checked(b) {
 			continue
 		}
-		tol := ss.fam.Tolerance(ss.shape, b.Name)
-		if cap(ss.scratch) < b.Bytes() {
-			ss.scratch = make([]byte, b.Bytes())
-		}
-		buf := ss.scratch[:b.Bytes()]
-		if err := ss.be.Download(buf, ss.bufs[b.Name]); err != nil {
+		if err := ss.compareBuffer(b, &c); err != nil {
 			return Check{}, err
-		}
-		ref := ss.ref[b.Name]
-		m := compare(b.DType, buf, ref, tol)
-		c.MaxAbs = math.Max(c.MaxAbs, m.maxAbs)
-		c.MaxRel = math.Max(c.MaxRel, m.maxRel)
-		if m.bad >= 0 && c.OK {
-			c.OK = false
-			c.Message = fmt.Sprintf("%s[%d] = %g, want %g (atol %g, rtol %g)", b.Name, m.bad, m.got, ref[m.bad], tol.Atol, tol.Rtol)
 		}
 	}
 	if c.OK {
 		c.OK, c.Message = ss.stateZero(l)
 	}
 	return c, nil
+}
+
+// checked reports whether Validate compares buffer b after a run of l:
+// every output and accumulate buffer, or those of l.checks.
+func (l *Loaded) checked(b kernels.Buffer) bool {
+	if b.Role != kernels.Output && b.Role != kernels.Accumulate {
+		return false
+	}
+	return l.checks == nil || slices.Contains(l.checks, b.Name)
+}
+
+// compareBuffer downloads buffer b and compares it with the reference
+// under the family's tolerance, adding the outcome to c.
+func (ss *Session) compareBuffer(b kernels.Buffer, c *Check) error {
+	tol := ss.fam.Tolerance(ss.shape, b.Name)
+	if cap(ss.scratch) < b.Bytes() {
+		ss.scratch = make([]byte, b.Bytes())
+	}
+	buf := ss.scratch[:b.Bytes()]
+	if err := ss.be.Download(buf, ss.bufs[b.Name]); err != nil {
+		return err
+	}
+	ref := ss.ref[b.Name]
+	m := compare(b.DType, buf, ref, tol)
+	c.MaxAbs = math.Max(c.MaxAbs, m.maxAbs)
+	c.MaxRel = math.Max(c.MaxRel, m.maxRel)
+	if m.bad >= 0 && c.OK {
+		c.OK = false
+		c.Message = fmt.Sprintf("%s[%d] = %g, want %g (atol %g, rtol %g)", b.Name, m.bad, m.got, ref[m.bad], tol.Atol, tol.Rtol)
+	}
+	return nil
 }
 
 // stateZero checks that the run left every State buffer of the program

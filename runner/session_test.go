@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -11,13 +12,24 @@ import (
 
 // fakeBackend records the launches enqueued on it; it runs nothing.
 type fakeBackend struct {
-	calls []string // "launch ENTRY" or "dependent ENTRY", in order
-	loads int
+	calls    []string // "launch ENTRY", "dependent ENTRY" or "cluster ENTRY", in order
+	launched []fakeLaunch
+	loads    int
+	sms      int // 4 when 0
+	next     Ptr // the last address Alloc returned
 }
 
-func (b *fakeBackend) Name() string                { return "fake" }
-func (b *fakeBackend) Device() DeviceInfo          { return DeviceInfo{Name: "Fake GPU", SMs: 4} }
-func (b *fakeBackend) Alloc(int) (Ptr, error)      { return 0x1000, nil }
+// fakeLaunch is what a launch was given.
+type fakeLaunch struct {
+	grid, cluster [3]int
+	args          []any
+}
+
+func (b *fakeBackend) Name() string { return "fake" }
+func (b *fakeBackend) Device() DeviceInfo {
+	return DeviceInfo{Name: "Fake GPU", SMs: cmp.Or(b.sms, 4)}
+}
+func (b *fakeBackend) Alloc(int) (Ptr, error)      { b.next += 0x1000; return 0x100000 + b.next, nil }
 func (b *fakeBackend) Free(Ptr) error              { return nil }
 func (b *fakeBackend) Upload(Ptr, []byte) error    { return nil }
 func (b *fakeBackend) Download([]byte, Ptr) error  { return nil }
@@ -26,6 +38,7 @@ func (b *fakeBackend) Sync() error                 { return nil }
 func (b *fakeBackend) Load(string) (Module, error) { b.loads++; return fakeModule{}, nil }
 func (b *fakeBackend) Launch(fn Function, grid, block [3]int, smem int, args []any) error {
 	b.calls = append(b.calls, "launch "+string(fn.(fakeFunction)))
+	b.launched = append(b.launched, fakeLaunch{grid, [3]int{1, 1, 1}, args})
 	return nil
 }
 

@@ -49,6 +49,13 @@
 // does not). Done returns the latest evaluation with that key unless its
 // status is launch_error or timeout, which are transient and retried.
 //
+// A vendor baseline (cuBLAS) is stored the same way, as the evaluation of a
+// pseudo-variant of the kernel and shape whose params are
+// eval.BaselineParams(name) ("baseline=cublas") and whose PTX hash is that
+// of the baseline's description, so Done skips it on re-runs like a
+// variant; the winner's baseline_name and baseline_median_us say what the
+// winner was compared with.
+//
 // # Zero and NULL
 //
 // Measured quantities are NULL in the database when they were not measured and

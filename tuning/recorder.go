@@ -1,6 +1,9 @@
 package tuning
 
 import (
+	"fmt"
+
+	"github.com/gradtune/gradtune/eval"
 	"github.com/gradtune/gradtune/runner"
 	"github.com/gradtune/gradtune/store"
 )
@@ -46,7 +49,11 @@ func (r *Recorder) Record(res runner.Result) error {
 }
 
 // Winner stores w as the run's winner of its kernel and shape, with how it
-// was chosen and its baseline.
+// was chosen, and the name and median of the baseline it is compared with
+// (none when w.Baseline is nil) in the winner's baseline columns, where
+// tune show and report find it. A vendor baseline's own evaluation is
+// recorded like a variant's, under the pseudo-variant
+// eval.BaselineParams(name).
 func (r *Recorder) Winner(w runner.Winner) error {
 	res := w.Result
 	id, err := r.DB.VariantID(store.Variant{Kernel: res.Key.Kernel, ShapeKey: res.Key.ShapeKey,
@@ -56,8 +63,15 @@ func (r *Recorder) Winner(w runner.Winner) error {
 	}
 	sw := store.Winner{RunID: r.Run, Kernel: res.Key.Kernel, ShapeKey: res.Key.ShapeKey,
 		VariantID: id, MedianUS: res.Stats.Median, Ties: w.Ties, Rule: w.Rule}
-	if w.Baseline != nil && w.BaselineName != "" {
-		sw.BaselineName, sw.BaselineMedianUS = w.BaselineName, w.Baseline.Stats.Median
+	if b := w.Baseline; b != nil && b.Stats.Median > 0 {
+		name := w.BaselineName
+		if name == "" {
+			var ok bool
+			if name, ok = eval.BaselineName(b.Key.Params); !ok {
+				return fmt.Errorf("winner of %s %s: baseline params %q name no baseline", res.Key.Kernel, res.Key.ShapeKey, b.Key.Params)
+			}
+		}
+		sw.BaselineName, sw.BaselineMedianUS = name, b.Stats.Median
 	}
 	return r.DB.SetWinner(sw)
 }

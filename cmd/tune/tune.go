@@ -178,12 +178,24 @@ func intFlag(fs *flagSet, name string) int {
 	return n
 }
 
+// printTable prints a line per shape: the winner, its throughput and, when
+// some family of the run has a vendor baseline, a "vs baseline" column:
+// the baseline's median over the winner's and its name ("1.08× cublas":
+// the winner is 8% faster than cuBLAS).
 func printTable(w io.Writer, sums []runner.Summary, copyGBps float64) {
 	if len(sums) == 0 {
 		return
 	}
+	withBase := false
+	for _, s := range sums {
+		withBase = withBase || s.Baseline != nil
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "kernel\tshape\tdtype\tbest params\tmedian µs\tGB/s\t% copy BW\ttried/valid/failed\t")
+	head := "kernel\tshape\tdtype\tbest params\tmedian µs\tGB/s\t% copy BW\t"
+	if withBase {
+		head += "vs baseline\t"
+	}
+	fmt.Fprintln(tw, head+"tried/valid/failed\t")
 	for _, s := range sums {
 		params, med, gbps, pct := "-", "-", "-", "-"
 		if b := s.Best; b != nil {
@@ -194,8 +206,21 @@ func printTable(w io.Writer, sums []runner.Summary, copyGBps float64) {
 				pct = fmt.Sprintf("%.1f%%", 100*b.GBps/copyGBps)
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d/%d/%d\t\n", s.Kernel, s.Shape.Size(), s.Shape.DType,
-			params, med, gbps, pct, s.Tried, s.Valid, s.Failed)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t", s.Kernel, s.Shape.Size(), s.Shape.DType, params, med, gbps, pct)
+		if withBase {
+			fmt.Fprintf(tw, "%s\t", vsBaseline(s))
+		}
+		fmt.Fprintf(tw, "%d/%d/%d\t\n", s.Tried, s.Valid, s.Failed)
 	}
 	tw.Flush()
+}
+
+// vsBaseline is the baseline's median over the winner's with the
+// baseline's name, "-" without either.
+func vsBaseline(s runner.Summary) string {
+	if s.Best == nil || s.Baseline == nil || s.Best.Stats.Median <= 0 {
+		return "-"
+	}
+	name, _ := eval.BaselineName(s.Baseline.Key.Params)
+	return fmt.Sprintf("%.2f× %s", s.Baseline.Stats.Median/s.Best.Stats.Median, name)
 }

@@ -26,6 +26,10 @@
 // # Baseline
 //
 // The winner is compared with the baseline recorded with it when there is
-// one; otherwise with the family's default variant (every axis at its first
-// value, what a user gets without tuning) when the run evaluated it.
+// one (a vendor library's time, "cublas", in the winner's baseline
+// columns); otherwise with the family's default variant (every axis at its
+// first value, what a user gets without tuning) when the run evaluated it.
+// A vendor baseline's own evaluation is stored as a pseudo-variant
+// (eval.BaselineParams) and is left out of the variants, rankings and
+// failures.
 package results

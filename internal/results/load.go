@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gradtune/gradtune/eval"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/catalog"
 	"github.com/gradtune/gradtune/store"
@@ -169,6 +170,9 @@ func buildShape(db *store.DB, k groupKey, g *group, run store.Run) (*Shape, erro
 	dims, dt := splitKey(k.shape)
 	sh := &Shape{Kernel: k.kernel, Key: k.shape, Dims: dims, DType: dt, Size: size(dims), Run: run}
 	for _, e := range g.evals {
+		if _, ok := eval.BaselineName(e.Key.Params); ok {
+			continue // a vendor baseline: it reaches the shape through the winner
+		}
 		v := &Variant{Evaluation: e}
 		sh.Order = append(sh.Order, v)
 		if valid(e) {

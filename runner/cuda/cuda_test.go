@@ -220,9 +220,9 @@ func TestCStrings(t *testing.T) {
 	}
 }
 
-// slotBytes returns the 8 bytes of a packed slot in memory order.
-func slotBytes(s uint64) []byte {
-	return unsafe.Slice((*byte)(unsafe.Pointer(&s)), 8)
+// argBytes returns the n bytes of packed argument i.
+func argBytes(p *packedArgs, i, n int) []byte {
+	return unsafe.Slice((*byte)(p.ptrs[i]), n)
 }
 
 func TestPackArgs(t *testing.T) {
@@ -254,25 +254,63 @@ func TestPackArgs(t *testing.T) {
 	if one := uint16(1); *(*byte)(unsafe.Pointer(&one)) != 1 {
 		t.Skip("big-endian host")
 	}
-	slots, err := packArgs(args)
+	p, err := packArgs(args)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(slots) != len(args) {
-		t.Fatalf("packArgs returned %d slots for %d args", len(slots), len(args))
+	if len(p.ptrs) != len(args) {
+		t.Fatalf("packArgs returned %d pointers for %d args", len(p.ptrs), len(args))
 	}
 	for i, w := range want {
-		got := slotBytes(slots[i])[:len(w)]
-		if string(got) != string(w) {
+		if got := argBytes(p, i, len(w)); string(got) != string(w) {
 			t.Errorf("arg %d (%T %v): slot bytes % x, want % x", i, args[i], args[i], got, w)
 		}
+		if uintptr(p.ptrs[i])%8 != 0 {
+			t.Errorf("arg %d at %p: not 8-byte aligned", i, p.ptrs[i])
+		}
+		if i > 0 && uintptr(p.ptrs[i])-uintptr(p.ptrs[i-1]) != 8 {
+			t.Errorf("arg %d is %d bytes after arg %d, want 8", i, uintptr(p.ptrs[i])-uintptr(p.ptrs[i-1]), i-1)
+		}
 	}
-	if got := slotBytes(slots[5])[:4]; string(got) != "\x00\x00\xc0\x3f" {
+	if got := argBytes(p, 5, 4); string(got) != "\x00\x00\xc0\x3f" {
 		t.Errorf("float32 1.5 packed as % x", got)
 	}
 
-	if slots, err := packArgs(nil); err != nil || len(slots) != 0 {
-		t.Errorf("packArgs(nil) = %v, %v", slots, err)
+	if p, err := packArgs(nil); err != nil || len(p.ptrs) != 0 {
+		t.Errorf("packArgs(nil) = %v, %v", p, err)
+	}
+}
+
+// TestPackArgsTensorMap: a TensorMap is passed by value, all 128 bytes,
+// 64-byte aligned, between scalars that keep their values.
+func TestPackArgsTensorMap(t *testing.T) {
+	var m1, m2 TensorMap
+	for i := range m1 {
+		m1[i], m2[i] = byte(i+1), byte(255-i)
+	}
+	args := []any{uint32(0xabcdef01), m1, DevicePtr(0x1234), m2, float32(2)}
+	for range 20 { // heap addresses vary: align from several starts
+		p, err := packArgs(args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, i := range []int{1, 3} {
+			if uintptr(p.ptrs[i])%64 != 0 {
+				t.Errorf("tensor map %d at %p: not 64-byte aligned", i, p.ptrs[i])
+			}
+			if got := *(*TensorMap)(p.ptrs[i]); got != args[i].(TensorMap) {
+				t.Errorf("tensor map %d packed as % x", i, got[:16])
+			}
+		}
+		if *(*uint32)(p.ptrs[0]) != 0xabcdef01 || *(*DevicePtr)(p.ptrs[2]) != 0x1234 || *(*float32)(p.ptrs[4]) != 2 {
+			t.Error("scalars around tensor maps changed")
+		}
+		for i := 1; i < len(args); i++ {
+			if d := uintptr(p.ptrs[i]) - uintptr(p.ptrs[i-1]); d < 8 || (i == 2 || i == 4) && d != 128 {
+				t.Errorf("arg %d starts %d bytes after arg %d", i, d, i-1)
+			}
+		}
+		_ = make([]byte, 8*(1+len(p.buf)%7)) // move the next allocation
 	}
 }
 
@@ -320,29 +358,158 @@ func TestLaunchStructLayout(t *testing.T) {
 }
 
 func TestDependentConfig(t *testing.T) {
-	cfg := dependentConfig([3]int{132, 2, 1}, [3]int{256, 1, 1}, 4096, 0x1234)
-	if cfg.gridDimX != 132 || cfg.gridDimY != 2 || cfg.gridDimZ != 1 ||
-		cfg.blockDimX != 256 || cfg.blockDimY != 1 || cfg.blockDimZ != 1 ||
-		cfg.sharedMemBytes != 4096 || cfg.hStream != 0x1234 {
-		t.Errorf("config = %+v", *cfg)
+	cfg := LaunchConfig{Grid: [3]int{132, 2, 1}, Block: [3]int{256, 1, 1}, SharedBytes: 4096, Dependent: true}
+	attrs := cfg.attributes()
+	ex := exConfig(cfg, 0x1234, attrs)
+	if ex.gridDimX != 132 || ex.gridDimY != 2 || ex.gridDimZ != 1 ||
+		ex.blockDimX != 256 || ex.blockDimY != 1 || ex.blockDimZ != 1 ||
+		ex.sharedMemBytes != 4096 || ex.hStream != 0x1234 {
+		t.Errorf("config = %+v", *ex)
 	}
-	if cfg.numAttrs != 1 || cfg.attrs == nil {
-		t.Fatalf("config has %d attributes at %p, want 1", cfg.numAttrs, cfg.attrs)
-	}
-	a := cfg.attrs
-	if a.id != 6 { // CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
-		t.Errorf("attribute id = %d, want 6", a.id)
+	if ex.numAttrs != 1 || ex.attrs != &attrs[0] {
+		t.Fatalf("config has %d attributes at %p, want 1", ex.numAttrs, ex.attrs)
 	}
 	// programmaticStreamSerializationAllowed: an int in the union's first
 	// 4 bytes; the rest stays zero.
-	raw := unsafe.Slice((*byte)(unsafe.Pointer(&a.value)), unsafe.Sizeof(a.value))
-	if got := *(*int32)(unsafe.Pointer(&raw[0])); got != 1 {
-		t.Errorf("programmaticStreamSerializationAllowed = %d, want 1", got)
+	checkAttr(t, attrs[0], 6, 1) // CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+}
+
+// checkAttr checks a launch attribute's id and the int32 values at the
+// start of its value; the rest of the value must be zero.
+func checkAttr(t *testing.T, a launchAttribute, id int32, vals ...int32) {
+	t.Helper()
+	if a.id != id {
+		t.Errorf("attribute id = %d, want %d", a.id, id)
 	}
-	for i, b := range raw[4:] {
-		if b != 0 {
-			t.Errorf("attribute value byte %d = %#x, want 0", 4+i, b)
+	raw := unsafe.Slice((*byte)(unsafe.Pointer(&a.value)), unsafe.Sizeof(a.value))
+	for i, v := range vals {
+		if got := *(*int32)(unsafe.Pointer(&raw[4*i])); got != v {
+			t.Errorf("attribute %d value[%d] = %d, want %d", id, i, got, v)
 		}
+	}
+	for i, b := range raw[4*len(vals):] {
+		if b != 0 {
+			t.Errorf("attribute %d value byte %d = %#x, want 0", id, 4*len(vals)+i, b)
+		}
+	}
+}
+
+func TestClusterConfig(t *testing.T) {
+	cfg := LaunchConfig{Grid: [3]int{132, 4, 1}, Block: [3]int{384, 1, 1}, SharedBytes: 200 << 10,
+		Cluster: [3]int{2, 2, 1}, Dependent: true}
+	if err := cfg.check(); err != nil {
+		t.Fatal(err)
+	}
+	attrs := cfg.attributes()
+	if len(attrs) != 2 {
+		t.Fatalf("%d attributes, want cluster and dependent", len(attrs))
+	}
+	checkAttr(t, attrs[0], 4, 2, 2, 1) // CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION {x, y, z}
+	checkAttr(t, attrs[1], 6, 1)
+	if ex := exConfig(cfg, 0, attrs); ex.numAttrs != 2 || ex.sharedMemBytes != 200<<10 {
+		t.Errorf("config = %+v", *ex)
+	}
+	plain := LaunchConfig{Grid: [3]int{1, 1, 1}, Block: [3]int{32, 1, 1}}
+	if a := plain.attributes(); len(a) != 0 {
+		t.Errorf("a plain launch has attributes %+v", a)
+	}
+	if ex := exConfig(plain, 0, nil); ex.numAttrs != 0 || ex.attrs != nil {
+		t.Errorf("plain config = %+v", *ex)
+	}
+}
+
+func TestClusterConfigRejects(t *testing.T) {
+	for _, tt := range []struct {
+		grid, cluster [3]int
+		want          string
+	}{
+		{[3]int{6, 1, 1}, [3]int{4, 1, 1}, "divide"},
+		{[3]int{8, 1, 1}, [3]int{2, 0, 1}, "at least 1"},
+		{[3]int{8, 1, 1}, [3]int{-2, 1, 1}, "at least 1"},
+		{[3]int{32, 2, 1}, [3]int{16, 2, 1}, "32 blocks"},
+		{[3]int{34, 1, 1}, [3]int{17, 1, 1}, "at least 1"},
+	} {
+		cfg := LaunchConfig{Grid: tt.grid, Block: [3]int{128, 1, 1}, Cluster: tt.cluster}
+		err := cfg.check()
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("grid %v cluster %v: error %v, want one saying %q", tt.grid, tt.cluster, err, tt.want)
+		}
+	}
+	ok := LaunchConfig{Grid: [3]int{32, 1, 1}, Block: [3]int{128, 1, 1}, Cluster: [3]int{16, 1, 1}}
+	if err := ok.check(); err != nil || ok.clusterSize() != 16 {
+		t.Errorf("a 16-block cluster: %v (size %d)", err, ok.clusterSize())
+	}
+}
+
+func TestClusterLaunchWithoutLaunchKernelEx(t *testing.T) {
+	c := &Context{d: &Driver{}}
+	f := &Function{name: "k"}
+	cfg := LaunchConfig{Grid: [3]int{2, 1, 1}, Block: [3]int{32, 1, 1}, Cluster: [3]int{2, 1, 1}}
+	if err := c.LaunchEx(f, cfg, nil); !errors.Is(err, ErrNoLaunchKernelEx) {
+		t.Fatalf("LaunchEx with a cluster = %v, want ErrNoLaunchKernelEx", err)
+	}
+}
+
+func TestEncodeTensorMapChecks(t *testing.T) {
+	if _, err := new(Driver).EncodeTensorMapTiled(TensorMapSpec{}); !errors.Is(err, ErrNoTensorMap) {
+		t.Errorf("without cuTensorMapEncodeTiled: %v, want ErrNoTensorMap", err)
+	}
+	called := 0
+	d := &Driver{}
+	d.api.cuTensorMapEncodeTiled = func(unsafe.Pointer, int32, uint32, uintptr, unsafe.Pointer, unsafe.Pointer, unsafe.Pointer, unsafe.Pointer, int32, int32, int32, int32) int32 {
+		called++
+		return 0
+	}
+	for _, s := range []TensorMapSpec{
+		{Dims: nil},
+		{Dims: []uint64{1, 2, 3, 4, 5, 6}, Strides: make([]uint64, 5), Box: make([]uint32, 6)},
+		{Dims: []uint64{64, 64}, Strides: nil, Box: []uint32{64, 64}},
+		{Dims: []uint64{64, 64}, Strides: []uint64{128}, Box: []uint32{64}},
+		{Dims: []uint64{64}, Box: []uint32{64}, Swizzle: 16},
+	} {
+		if _, err := d.EncodeTensorMapTiled(s); err == nil {
+			t.Errorf("spec %+v accepted", s)
+		}
+	}
+	if called != 0 {
+		t.Errorf("the driver was called %d times for malformed specs", called)
+	}
+}
+
+// TestEncodeTensorMapArgs: what the driver receives, through a stand-in
+// for cuTensorMapEncodeTiled.
+func TestEncodeTensorMapArgs(t *testing.T) {
+	d := &Driver{}
+	d.api.cuTensorMapEncodeTiled = func(tm unsafe.Pointer, dt int32, rank uint32, global uintptr, dims, strides, box, elem unsafe.Pointer,
+		interleave, swizzle, l2, oob int32) int32 {
+		if uintptr(tm)%64 != 0 {
+			t.Errorf("tensor map at %p: not 64-byte aligned", tm)
+		}
+		if dt != 9 || rank != 3 || global != 0x7000 || interleave != 0 || swizzle != 3 || l2 != 2 || oob != 0 {
+			t.Errorf("type %d rank %d global %#x interleave %d swizzle %d l2 %d oob %d", dt, rank, global, interleave, swizzle, l2, oob)
+		}
+		if got := unsafe.Slice((*uint64)(dims), 3); got[0] != 64 || got[1] != 128 || got[2] != 4 {
+			t.Errorf("dims %v", got)
+		}
+		if got := unsafe.Slice((*uint64)(strides), 2); got[0] != 8192 || got[1] != 128 {
+			t.Errorf("strides %v", got)
+		}
+		if got := unsafe.Slice((*uint32)(box), 3); got[0] != 64 || got[1] != 32 || got[2] != 1 {
+			t.Errorf("box %v", got)
+		}
+		if got := unsafe.Slice((*uint32)(elem), 3); got[0] != 1 || got[1] != 1 || got[2] != 1 {
+			t.Errorf("element strides %v", got)
+		}
+		*(*byte)(tm), *(*byte)(unsafe.Add(tm, 127)) = 0xaa, 0xbb
+		return 0
+	}
+	m, err := d.EncodeTensorMapTiled(TensorMapSpec{DataType: TensorBFloat16, Global: 0x7000,
+		Dims: []uint64{64, 128, 4}, Strides: []uint64{8192, 128}, Box: []uint32{64, 32, 1}, Swizzle: 128})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m[0] != 0xaa || m[127] != 0xbb {
+		t.Errorf("map bytes % x … % x: not what the driver wrote", m[:4], m[124:])
 	}
 }
 
@@ -373,16 +540,16 @@ func TestMissingProc(t *testing.T) {
 	if isMissingProc(newError(nil, "cuGetProcAddress(X)", 1)) {
 		t.Error("CUDA_ERROR_INVALID_VALUE counts as a missing entry point")
 	}
-	optional := 0
+	var optional []string
 	for _, b := range new(api).bindings() {
 		if b.optional {
-			optional++
-			if b.name != "cuLaunchKernelEx" || b.abi != 12000 {
-				t.Errorf("unexpected optional binding %s (ABI %d)", b.name, b.abi)
+			optional = append(optional, b.name)
+			if b.abi != 12000 {
+				t.Errorf("optional binding %s has ABI %d, want 12000", b.name, b.abi)
 			}
 		}
 	}
-	if optional != 1 {
-		t.Errorf("%d optional bindings, want 1 (cuLaunchKernelEx)", optional)
+	if got := strings.Join(optional, ","); got != "cuLaunchKernelEx,cuTensorMapEncodeTiled" {
+		t.Errorf("optional bindings %s, want cuLaunchKernelEx and cuTensorMapEncodeTiled", got)
 	}
 }

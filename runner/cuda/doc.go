@@ -28,9 +28,10 @@
 // life of the process, and never panics: without a driver it returns an error
 // that wraps [ErrNoDriver] and carries the dlopen message.
 //
-// Every entry point is required except cuLaunchKernelEx (ABI 12.0), which
-// only dependent launches use: a driver without it still opens, and
-// [Driver.HasLaunchKernelEx] reports false.
+// Every entry point is required except cuLaunchKernelEx and
+// cuTensorMapEncodeTiled (ABI 12.0), which only launches with attributes and
+// tensor maps use: a driver without them still opens, and
+// [Driver.HasLaunchKernelEx] and [Driver.HasTensorMap] report false.
 //
 // # Contexts and threads
 //
@@ -72,10 +73,21 @@
 // # Kernel arguments
 //
 // [Context.Launch] takes kernel arguments as DevicePtr, uint64, int64, uint32,
-// int32, float32 or float64, each passed by value with its own width. Any other
-// type, Go's int included (its width is not a PTX type), is rejected with an
-// error, so a mismatch between Go arguments and .param declarations is loud.
-// [Context.LaunchDependent] takes the same arguments.
+// int32, float32, float64 or [TensorMap], each passed by value with its own
+// width: scalars in 8-byte aligned slots, a TensorMap's 128 bytes 64-byte
+// aligned (the .param is `.param .align 64 .b8 name[128]`). Any other type,
+// Go's int included (its width is not a PTX type), is rejected with an error,
+// so a mismatch between Go arguments and .param declarations is loud.
+// [Context.LaunchDependent] and [Context.LaunchEx] take the same arguments.
+//
+// # Tensor maps
+//
+// [Driver.EncodeTensorMapTiled] calls cuTensorMapEncodeTiled for a
+// [TensorMapSpec] (f16, bf16 or f32 elements, rank 1 to 5, byte strides of
+// the outer dimensions, box extents, a swizzle of 0, 32, 64 or 128 bytes;
+// element strides 1, no interleave, L2 promotion 128 B, out-of-bounds
+// elements read as zero) into a 64-byte aligned [TensorMap]. It needs no
+// context.
 //
 // # Dependent launches
 //
@@ -87,4 +99,16 @@
 // work uses. On a driver without cuLaunchKernelEx it queues nothing and
 // returns an error wrapping [ErrNoLaunchKernelEx]; the caller may fall back
 // to [Context.Launch].
+//
+// # Launches with attributes
+//
+// Launch, LaunchDependent and [Context.LaunchEx] share one path: a
+// [LaunchConfig] without attributes goes to cuLaunchKernel, one with a
+// cluster shape (CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) or Dependent
+// (programmatic stream serialization) to cuLaunchKernelEx with a short
+// attribute array. A cluster divides the grid and has at most 16 blocks;
+// above 8 (the portable limit) the function is first allowed non-portable
+// cluster sizes (CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED). Dynamic
+// shared memory above 48 KiB needs [Function.SetMaxDynamicShared] before any
+// launch, clustered or not.
 package cuda

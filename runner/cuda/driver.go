@@ -91,6 +91,12 @@ type api struct {
 	// cuLaunchKernelEx takes a *launchConfig. It is optional: nil when the
 	// driver does not provide it.
 	cuLaunchKernelEx func(config unsafe.Pointer, fn uintptr, params, extra unsafe.Pointer) int32
+	// cuTensorMapEncodeTiled writes a CUtensorMap (64-byte aligned) for
+	// the tensor at global (a device address). Optional like
+	// cuLaunchKernelEx.
+	cuTensorMapEncodeTiled func(tensorMap unsafe.Pointer, dataType int32, rank uint32, global uintptr,
+		globalDim, globalStrides, boxDim, elementStrides unsafe.Pointer,
+		interleave, swizzle, l2Promotion, oobFill int32) int32
 }
 
 // binding names one entry point resolved through cuGetProcAddress: the base
@@ -163,6 +169,9 @@ func (a *api) bindings() []binding {
 		// Drivers before CUDA 12.0 lack cuLaunchKernelEx; only dependent
 		// launches need it (Context.LaunchDependent).
 		{"cuLaunchKernelEx", &a.cuLaunchKernelEx, 12000, true},
+		// Likewise cuTensorMapEncodeTiled (CUDA 12.0); only tensor-map
+		// arguments need it (Driver.EncodeTensorMapTiled).
+		{"cuTensorMapEncodeTiled", &a.cuTensorMapEncodeTiled, 12000, true},
 	}
 }
 

@@ -7,43 +7,11 @@ import (
 	"unsafe"
 )
 
-// packArgs stores each kernel argument by value in its own 8-byte, 8-byte
-// aligned slot, enough for every accepted type. A 4-byte argument occupies
-// the first 4 bytes of its slot: the driver reads the parameter's size from
-// the slot's address. Accepted
-// types: DevicePtr, uint64, int64, uint32, int32, float32, float64; anything
-// else is an error naming the argument's position and type.
-func packArgs(args []any) ([]uint64, error) {
-	// []uint64 guarantees the 8-byte alignment of every slot.
-	slots := make([]uint64, len(args))
-	for i, a := range args {
-		p := unsafe.Pointer(&slots[i])
-		switch v := a.(type) {
-		case DevicePtr:
-			*(*uint64)(p) = uint64(v)
-		case uint64:
-			*(*uint64)(p) = v
-		case int64:
-			*(*int64)(p) = v
-		case uint32:
-			*(*uint32)(p) = v
-		case int32:
-			*(*int32)(p) = v
-		case float32:
-			*(*float32)(p) = v
-		case float64:
-			*(*float64)(p) = v
-		case int, uint, uintptr:
-			return nil, fmt.Errorf("cuda: kernel argument %d: %T has no fixed width; use int32, uint32, int64, uint64 or DevicePtr", i, a)
-		default:
-			return nil, fmt.Errorf("cuda: kernel argument %d: unsupported type %T (want DevicePtr, uint64, int64, uint32, int32, float32 or float64)", i, a)
-		}
-	}
-	return slots, nil
-}
-
-// Launch attribute values for dependent launches (cuda.h).
+// Launch attribute IDs and values (cuda.h, CUlaunchAttributeID).
 const (
+	// launchAttributeClusterDimension is CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+	// its value is the union member clusterDim {x, y, z unsigned int}.
+	launchAttributeClusterDimension = 4
 	// launchAttributeProgrammaticStreamSerialization is
 	// CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION.
 	launchAttributeProgrammaticStreamSerialization = 6
@@ -51,6 +19,27 @@ const (
 	// member programmaticStreamSerializationAllowed that allows it.
 	programmaticStreamSerializationAllowed = 1
 )
+
+// Cluster sizes (blocks per cluster) on sm_90: up to 8 is portable; up to
+// 16 needs CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED.
+const (
+	MaxPortableClusterSize = 8
+	MaxClusterSize         = 16
+)
+
+// LaunchConfig is the geometry and attributes of one kernel launch.
+type LaunchConfig struct {
+	Grid, Block [3]int
+	SharedBytes int // dynamic shared memory per block
+	// Cluster, when not all zero, launches the grid in thread-block
+	// clusters of this shape (sm_90, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION):
+	// every dimension at least 1 and dividing the grid's, at most
+	// MaxClusterSize blocks in all.
+	Cluster [3]int
+	// Dependent allows programmatic stream serialization
+	// (CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION).
+	Dependent bool
+}
 
 // launchConfig mirrors CUlaunchConfig (x86-64 layout, 56 bytes).
 type launchConfig struct {
@@ -73,36 +62,91 @@ type launchAttribute struct {
 	value [8]uint64 // CUlaunchAttributeValue
 }
 
-// setInt32 stores v in the first 4 bytes of the attribute's value, the
-// union member of int-valued attributes.
-func (a *launchAttribute) setInt32(v int32) {
-	*(*int32)(unsafe.Pointer(&a.value)) = v
+// setInt32s stores vs in the first 4·len(vs) bytes of the attribute's
+// value: one int for int-valued attributes, three for clusterDim.
+func (a *launchAttribute) setInt32s(vs ...int32) {
+	for i, v := range vs {
+		*(*int32)(unsafe.Add(unsafe.Pointer(&a.value), 4*i)) = v
+	}
 }
 
-// dependentConfig returns the cuLaunchKernelEx configuration of a launch
-// with programmatic stream serialization allowed. Its attribute array is
-// Go memory the caller must pin along with the configuration.
-func dependentConfig(grid, block [3]int, sharedBytes int, stream uintptr) *launchConfig {
-	attr := &launchAttribute{id: launchAttributeProgrammaticStreamSerialization}
-	attr.setInt32(programmaticStreamSerializationAllowed)
-	return &launchConfig{
-		gridDimX: uint32(grid[0]), gridDimY: uint32(grid[1]), gridDimZ: uint32(grid[2]),
-		blockDimX: uint32(block[0]), blockDimY: uint32(block[1]), blockDimZ: uint32(block[2]),
-		sharedMemBytes: uint32(sharedBytes),
-		hStream:        stream,
-		attrs:          attr,
-		numAttrs:       1,
+// attributes returns the launch attributes cfg needs: the cluster shape
+// and programmatic stream serialization, each when asked for.
+func (cfg LaunchConfig) attributes() []launchAttribute {
+	var attrs []launchAttribute
+	if cfg.Cluster != [3]int{} {
+		a := launchAttribute{id: launchAttributeClusterDimension}
+		a.setInt32s(int32(cfg.Cluster[0]), int32(cfg.Cluster[1]), int32(cfg.Cluster[2]))
+		attrs = append(attrs, a)
 	}
+	if cfg.Dependent {
+		a := launchAttribute{id: launchAttributeProgrammaticStreamSerialization}
+		a.setInt32s(programmaticStreamSerializationAllowed)
+		attrs = append(attrs, a)
+	}
+	return attrs
+}
+
+// exConfig returns the cuLaunchKernelEx configuration of cfg on stream
+// with attrs (from cfg.attributes). attrs is Go memory the caller must pin
+// along with the configuration.
+func exConfig(cfg LaunchConfig, stream uintptr, attrs []launchAttribute) *launchConfig {
+	c := &launchConfig{
+		gridDimX: uint32(cfg.Grid[0]), gridDimY: uint32(cfg.Grid[1]), gridDimZ: uint32(cfg.Grid[2]),
+		blockDimX: uint32(cfg.Block[0]), blockDimY: uint32(cfg.Block[1]), blockDimZ: uint32(cfg.Block[2]),
+		sharedMemBytes: uint32(cfg.SharedBytes),
+		hStream:        stream,
+		numAttrs:       uint32(len(attrs)),
+	}
+	if len(attrs) > 0 {
+		c.attrs = &attrs[0]
+	}
+	return c
+}
+
+// check validates cfg's geometry.
+func (cfg LaunchConfig) check() error {
+	for i := range 3 {
+		if cfg.Grid[i] <= 0 || uint64(cfg.Grid[i]) > math.MaxUint32 || cfg.Block[i] <= 0 || uint64(cfg.Block[i]) > math.MaxUint32 {
+			return fmt.Errorf("grid %v and block %v must have dimensions from 1 to 2^32-1", cfg.Grid, cfg.Block)
+		}
+	}
+	if cfg.SharedBytes < 0 || cfg.SharedBytes > math.MaxInt32 {
+		return fmt.Errorf("dynamic shared memory %d bytes out of range", cfg.SharedBytes)
+	}
+	if cfg.Cluster == [3]int{} {
+		return nil
+	}
+	size := 1
+	for i, c := range cfg.Cluster {
+		if c < 1 || c > MaxClusterSize || cfg.Grid[i]%c != 0 {
+			return fmt.Errorf("cluster %v: every dimension must be at least 1 and divide the grid's (grid %v)", cfg.Cluster, cfg.Grid)
+		}
+		size *= c
+	}
+	if size > MaxClusterSize {
+		return fmt.Errorf("cluster %v has %d blocks; at most %d are possible (%d portably)", cfg.Cluster, size, MaxClusterSize, MaxPortableClusterSize)
+	}
+	return nil
+}
+
+// clusterSize is the number of blocks in cfg's cluster, 1 without one.
+func (cfg LaunchConfig) clusterSize() int {
+	if cfg.Cluster == [3]int{} {
+		return 1
+	}
+	return cfg.Cluster[0] * cfg.Cluster[1] * cfg.Cluster[2]
 }
 
 // Launch launches f on a grid of grid blocks of block threads with
 // sharedBytes of dynamic shared memory on s (nil: the default stream)
 // (cuLaunchKernel). args are the kernel's parameters in order, each a
-// DevicePtr, uint64, int64, uint32, int32, float32 or float64 matching the
-// width of the .param it fills. Launch returns once the launch is queued;
-// errors of the kernel's execution show up at the next synchronization.
+// DevicePtr, uint64, int64, uint32, int32, float32, float64 or TensorMap
+// matching the width of the .param it fills. Launch returns once the
+// launch is queued; errors of the kernel's execution show up at the next
+// synchronization.
 func (c *Context) Launch(f *Function, grid, block [3]int, sharedBytes int, s *Stream, args ...any) error {
-	return c.launch("Launch", f, grid, block, sharedBytes, s, false, args)
+	return c.launch("Launch", f, LaunchConfig{Grid: grid, Block: block, SharedBytes: sharedBytes}, s, args)
 }
 
 // LaunchDependent is Launch with programmatic stream serialization allowed
@@ -114,67 +158,73 @@ func (c *Context) Launch(f *Function, grid, block [3]int, sharedBytes int, s *St
 // [ErrNoLaunchKernelEx]; the caller may then use Launch, whose plain stream
 // order is what griddepcontrol.wait waits for anyway.
 func (c *Context) LaunchDependent(f *Function, grid, block [3]int, sharedBytes int, s *Stream, args ...any) error {
-	return c.launch("LaunchDependent", f, grid, block, sharedBytes, s, true, args)
+	return c.launch("LaunchDependent", f, LaunchConfig{Grid: grid, Block: block, SharedBytes: sharedBytes, Dependent: true}, s, args)
 }
 
-// launch does the work of Launch (cuLaunchKernel) and, when dependent, of
-// LaunchDependent (cuLaunchKernelEx); op names the method in errors.
-func (c *Context) launch(op string, f *Function, grid, block [3]int, sharedBytes int, s *Stream, dependent bool, args []any) error {
+// LaunchEx launches f as cfg says on s (nil: the default stream): with
+// cuLaunchKernel when cfg asks for no attribute, else with
+// cuLaunchKernelEx and the attributes (cluster shape, programmatic stream
+// serialization). Arguments as for Launch. A cluster of more than
+// MaxPortableClusterSize blocks first allows f non-portable cluster
+// sizes. Without cuLaunchKernelEx a launch with attributes queues nothing
+// and returns an error wrapping [ErrNoLaunchKernelEx].
+func (c *Context) LaunchEx(f *Function, cfg LaunchConfig, s *Stream, args ...any) error {
+	return c.launch("LaunchEx", f, cfg, s, args)
+}
+
+// launch does the work of every launch method; op names the method in
+// errors.
+func (c *Context) launch(op string, f *Function, cfg LaunchConfig, s *Stream, args []any) error {
 	if f == nil {
 		return fmt.Errorf("cuda: %s: nil function", op)
 	}
-	if dependent && c.d.api.cuLaunchKernelEx == nil {
+	attrs := cfg.attributes()
+	if len(attrs) > 0 && c.d.api.cuLaunchKernelEx == nil {
 		return fmt.Errorf("cuda: %s %s: %w", op, f.name, ErrNoLaunchKernelEx)
 	}
-	for i := range 3 {
-		if grid[i] <= 0 || uint64(grid[i]) > math.MaxUint32 || block[i] <= 0 || uint64(block[i]) > math.MaxUint32 {
-			return fmt.Errorf("cuda: %s %s: grid %v and block %v must have dimensions from 1 to 2^32-1", op, f.name, grid, block)
+	if err := cfg.check(); err != nil {
+		return fmt.Errorf("cuda: %s %s: %w", op, f.name, err)
+	}
+	if cfg.clusterSize() > MaxPortableClusterSize {
+		if err := f.allowNonPortableCluster(); err != nil {
+			return err
 		}
 	}
-	if sharedBytes < 0 || sharedBytes > math.MaxInt32 {
-		return fmt.Errorf("cuda: %s %s: dynamic shared memory %d bytes out of range", op, f.name, sharedBytes)
-	}
-	slots, err := packArgs(args)
+	packed, err := packArgs(args)
 	if err != nil {
 		return fmt.Errorf("%w (launching %s)", err, f.name)
 	}
-
-	// kernelParams is a void*[] whose entries point at the slots. Both are Go
-	// heap memory, pinned for the call (the slots' addresses are stored
-	// inside another array the driver reads).
-	var params unsafe.Pointer
-	var pin runtime.Pinner
-	defer pin.Unpin()
-	if len(slots) > 0 {
-		ptrs := make([]unsafe.Pointer, len(slots))
-		pin.Pin(&slots[0])
-		for i := range slots {
-			ptrs[i] = unsafe.Pointer(&slots[i])
-		}
-		pin.Pin(&ptrs[0])
-		params = unsafe.Pointer(&ptrs[0])
-		defer runtime.KeepAlive(ptrs)
-	}
-	call := "cuLaunchKernel"
-	var code int32
-	if dependent {
-		// The configuration holds the address of its attribute array:
-		// both are pinned for the call, like the argument arrays.
-		call = "cuLaunchKernelEx"
-		cfg := dependentConfig(grid, block, sharedBytes, s.handle())
-		pin.Pin(cfg.attrs)
-		pin.Pin(cfg)
-		code = c.d.api.cuLaunchKernelEx(unsafe.Pointer(cfg), f.h, params, nil)
-		runtime.KeepAlive(cfg)
-	} else {
-		code = c.d.api.cuLaunchKernel(f.h,
-			uint32(grid[0]), uint32(grid[1]), uint32(grid[2]),
-			uint32(block[0]), uint32(block[1]), uint32(block[2]),
-			uint32(sharedBytes), s.handle(), params, nil)
-	}
-	runtime.KeepAlive(slots)
+	code, call := c.enqueue(f, cfg, attrs, s, packed)
 	if err := c.d.check(call, code); err != nil {
-		return fmt.Errorf("%w (kernel %s, grid %v, block %v, shared %d)", err, f.name, grid, block, sharedBytes)
+		return fmt.Errorf("%w (kernel %s, grid %v, block %v, cluster %v, shared %d)", err, f.name, cfg.Grid, cfg.Block, cfg.Cluster, cfg.SharedBytes)
 	}
 	return nil
+}
+
+// enqueue makes the driver call of a checked launch and returns its
+// result and the entry point's name. kernelParams is a void*[] whose
+// entries point into the argument storage; both are Go heap memory,
+// pinned for the call (the storage's addresses are stored inside another
+// array the driver reads), like the configuration and its attributes.
+func (c *Context) enqueue(f *Function, cfg LaunchConfig, attrs []launchAttribute, s *Stream, packed *packedArgs) (int32, string) {
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	var params unsafe.Pointer
+	if len(packed.ptrs) > 0 {
+		pin.Pin(&packed.buf[0])
+		pin.Pin(&packed.ptrs[0])
+		params = unsafe.Pointer(&packed.ptrs[0])
+	}
+	defer runtime.KeepAlive(packed)
+	if len(attrs) == 0 {
+		return c.d.api.cuLaunchKernel(f.h,
+			uint32(cfg.Grid[0]), uint32(cfg.Grid[1]), uint32(cfg.Grid[2]),
+			uint32(cfg.Block[0]), uint32(cfg.Block[1]), uint32(cfg.Block[2]),
+			uint32(cfg.SharedBytes), s.handle(), params, nil), "cuLaunchKernel"
+	}
+	ex := exConfig(cfg, s.handle(), attrs)
+	pin.Pin(&attrs[0])
+	pin.Pin(ex)
+	defer runtime.KeepAlive(ex)
+	return c.d.api.cuLaunchKernelEx(unsafe.Pointer(ex), f.h, params, nil), "cuLaunchKernelEx"
 }

@@ -30,6 +30,9 @@ const (
 	funcPTXVersion           = 5 // CU_FUNC_ATTRIBUTE_PTX_VERSION
 	funcBinaryVersion        = 6 // CU_FUNC_ATTRIBUTE_BINARY_VERSION
 	funcMaxDynamicSharedSize = 8 // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+	// funcNonPortableClusterSizeAllowed is
+	// CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED.
+	funcNonPortableClusterSizeAllowed = 14
 )
 
 // JITOptions are the options of a PTX JIT compilation.
@@ -180,6 +183,9 @@ type Function struct {
 	d    *Driver
 	h    uintptr // CUfunction
 	name string
+	// nonPortable is set once launches may use clusters of more than
+	// MaxPortableClusterSize blocks.
+	nonPortable bool
 }
 
 // Name returns the kernel's name.
@@ -245,4 +251,19 @@ func (f *Function) MaxActiveBlocksPerSM(blockSize, dynSmem int) (int, error) {
 		return 0, err
 	}
 	return int(n), nil
+}
+
+// allowNonPortableCluster lets launches of f use clusters of up to
+// MaxClusterSize blocks (CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED),
+// once per function.
+func (f *Function) allowNonPortableCluster() error {
+	if f.nonPortable {
+		return nil
+	}
+	if err := f.d.check("cuFuncSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED)",
+		f.d.api.cuFuncSetAttribute(f.h, funcNonPortableClusterSizeAllowed, 1)); err != nil {
+		return fmt.Errorf("%w (kernel %s)", err, f.name)
+	}
+	f.nonPortable = true
+	return nil
 }

@@ -1,0 +1,73 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/gradtune/gradtune/eval"
+	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/variants"
+)
+
+// tuneBaselines evaluates the baselines of family f at shape s (when f is
+// a kernels.Baseliner) with the variants' protocol, records each one
+// measured now (a reused one is already stored), and returns the first
+// valid one. A baseline whose library the worker lacks is said once on
+// Progress and not asked for again.
+func (r *Runner) tuneBaselines(ctx context.Context, f kernels.Family, s variants.Shape, cost kernels.Cost, rec Recorder) (*Result, error) {
+	bl, ok := f.(kernels.Baseliner)
+	if !ok {
+		return nil, nil
+	}
+	var first *Result
+	for _, b := range bl.Baselines(s) {
+		if r.unavailable[b.Name] {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return first, err
+		}
+		res := r.evalBaseline(ctx, f, s, b, cost, rec)
+		if res.Unavailable {
+			r.unavailable[b.Name] = true
+			if r.opt.Progress != nil {
+				fmt.Fprintf(r.opt.Progress, "%s baseline: not measured (%s)\n", b.Name, res.Message)
+			}
+			continue
+		}
+		if !res.Reused {
+			if err := rec.Record(*res); err != nil {
+				return first, fmt.Errorf("recording %s %s baseline %s: %w", f.Name(), s.Key(), b.Name, err)
+			}
+		}
+		if res.Status == eval.OK && first == nil {
+			first = res
+		}
+		if res.Status != eval.OK && r.opt.Progress != nil {
+			fmt.Fprintf(r.opt.Progress, "%s %s baseline %s: %s: %s\n", f.Name(), s.Key(), b.Name, res.Status, res.Message)
+		}
+	}
+	return first, nil
+}
+
+// evalBaseline evaluates baseline b of f at s. Its key is a pseudo-variant
+// (eval.BaselineParams) whose PTX hash is that of the baseline's
+// description, so a re-run on the same GPU, driver and mode reuses it.
+func (r *Runner) evalBaseline(ctx context.Context, f kernels.Family, s variants.Shape, b kernels.Baseline, cost kernels.Cost, rec Recorder) *Result {
+	res := r.newResult(f, s, eval.BaselineParams(b.Name))
+	res.Key.PTXSHA256 = BaselineHash(b)
+	req := &evalRequest{Kernel: f.Name(), Dims: s.Dims, DType: s.DType.String(), Baseline: &b, Seed: r.opt.Seed}
+	return r.evaluate(ctx, res, req, cost, rec)
+}
+
+// BaselineHash is the stable content hash stored as a baseline's
+// ptx_sha256: the sha256 of "gradtune baseline v1\n" and the baseline's
+// JSON (its name and call, fields in declaration order).
+func BaselineHash(b kernels.Baseline) string {
+	desc, err := json.Marshal(b)
+	if err != nil {
+		panic(fmt.Sprintf("runner: baseline %s does not encode: %v", b.Name, err)) // plain data always does
+	}
+	return sha256Hex(append([]byte("gradtune baseline v1\n"), desc...))
+}
