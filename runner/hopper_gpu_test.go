@@ -323,7 +323,7 @@ func TestHopperCublasBaseline(t *testing.T) {
 	} {
 		b := f.Baselines(toyShape)[0]
 		req := &evalRequest{Kernel: f.Name(), Dims: toyShape.Dims, DType: "bf16", Baseline: &b, Seed: 1}
-		res := w.evalFamily(f, req, DefaultMeasure)
+		res := evaluate(w.ss, Families{f}, req, DefaultMeasure, w.measure)
 		what := fmt.Sprintf("%d×%d×%d transA=%v transB=%v bf16→%v", f.m, f.n, f.k, b.GEMM.TransA, b.GEMM.TransB, f.out)
 		if res.Status != eval.OK {
 			t.Fatalf("%s: %s: %s", what, res.Status, res.Message)
