@@ -7,13 +7,19 @@ package ptx
 // pass:
 //
 // Uniformity. Every register value is CTA-uniform (the same in every
-// thread of the CTA), warp-uniform (the same in every thread of each warp)
+// thread of the CTA), warpgroup-uniform (the same in the 128 threads of
+// each warpgroup), warp-uniform (the same in every thread of each warp)
 // or thread-varying.
 //
 //   - CTA-uniform: immediates, symbols, ld.param and ld.const from uniform
-//     addresses, %ctaid.*, %nctaid.*, %ntid.*, %smid, the result of a
+//     addresses, %ctaid.*, %nctaid.*, %ntid.*, %smid, the cluster special
+//     registers (%cluster_ctarank ...), the result of a
 //     bar.red over the whole CTA, any value the interval domain proves to
 //     be one constant, and anything computed only from CTA-uniform values.
+//   - Warpgroup-uniform: when .reqntid makes the x-dimension a multiple
+//     of 128, %tid.y, %tid.z and floor(%tid.x / d) for d a multiple of 128
+//     (shr by 7 or more, div by 128·j, and by a mask whose low seven bits
+//     are clear).
 //   - Warp-uniform: %warpid; when .reqntid makes the x-dimension a multiple
 //     of 32 (so that warps never straddle rows of x): %tid.y, %tid.z and
 //     floor(%tid.x / d) for d a multiple of 32 (shr by 5 or more, div by
@@ -54,7 +60,9 @@ package ptx
 // The rules, each reported as an *UnsafeError wrapping ErrUnsafe:
 //
 //   - RuleBarrier: bar.sync, barrier.sync and bar.red without a thread
-//     count must be reached by the whole CTA: every enclosing If, loop
+//     count, and barrier.cluster.arrive and .wait, must be reached by the
+//     whole CTA (for the cluster barrier, whether the other CTAs of the
+//     cluster take the same path is not checked): every enclosing If, loop
 //     condition and guard must be CTA-uniform, no ret or exit under
 //     thread-varying control may precede them in program order (nor
 //     follow them in the same loop), and no raw branch that is neither
@@ -76,7 +84,8 @@ package ptx
 //     them unknown. A mask that is not an immediate (or a register the
 //     intervals prove constant), or lanes that cannot be proven, are
 //     reported.
-//   - RuleSharedBounds: ld, st, atom and red on .shared, ldmatrix and the
+//   - RuleSharedBounds: ld, st, atom and red on .shared, ldmatrix,
+//     stmatrix, the mbarrier instructions (8 bytes) and the
 //     shared side of cp.async whose address is a static shared array plus
 //     an offset must stay within the array: the bytes accessed (the
 //     offset interval plus the access width) must lie in [0, size). Only a
@@ -86,6 +95,33 @@ package ptx
 //     either way and is skipped silently. Dynamic shared memory has no
 //     size at build time and is skipped, as are addresses not derived
 //     from a shared symbol (generic addresses, absolute offsets).
+//
+//   - RuleWarpGroup: wgmma.* and setmaxnreg (rows with the WarpGroup
+//     effect) need a CTA of whole warpgroups (.reqntid a multiple of 128),
+//     warpgroup-uniform control (conditions on %tid.x/128 are fine, on
+//     warps, lanes or elect.sync are not) and no thread exited under
+//     control that is not warpgroup-uniform. Whether the warpgroup's
+//     first warp is a multiple of 4 follows from .reqntid; that all four
+//     warps take the same path through raw branches is not checked
+//     beyond the taint rules above.
+//   - RuleSwizzleAlign: WgmmaDesc's start address, when it is a static
+//     shared array plus an offset, or a shared address rounded down with
+//     and (the dynamic base rounded up to 1024 bytes) plus an offset: the
+//     base must be aligned to the swizzle atom (8 rows of the swizzle
+//     span, 1024 bytes for 128B) and the offset, where the intervals pin
+//     it modulo the atom, must lie within the atom's first row and be a
+//     multiple of 16. Dynamic shared memory used without rounding,
+//     offsets known only by bounds, and descriptors not built with
+//     WgmmaDesc are not checked.
+//   - RuleMbarPhase: an mbarrier.try_wait.parity in a loop (its own spin
+//     loop aside), not guarded nor under an If inside the loop, whose
+//     barrier address and parity the loop never changes (immediates,
+//     symbols, registers the loop does not write, values the intervals
+//     pin): after the first completion it returns at once. Assumed: the
+//     loop may run twice. Not checked: whether a parity that does change
+//     follows the phases (flips once per completion), arrival counts
+//     against MbarInit, expect_tx bytes against the copies, use of an
+//     uninitialised barrier, and waits written with raw branches.
 //
 // What an instruction is (a barrier, warp-synchronous, warp-collective,
 // a shared-memory access, pure, whether it writes its first operand)

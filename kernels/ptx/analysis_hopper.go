@@ -32,12 +32,13 @@ func (a *analyzer) checkWarpGroup(in *Inst, c *ctx) bool {
 // WgmmaDesc: with base offset 0, a swizzled tile starts at an atom
 // boundary (8 rows of the swizzle span: 1024 bytes for 128B), and the
 // start address lies within the atom's first row (k steps of a K-major
-// tile); an unswizzled one at a multiple of 16. Reported: an address
-// that is a static shared array (declared aligned to less than the atom)
-// plus an offset, or an absolute value known modulo the atom (a dynamic
-// base rounded up with and), whose offset provably breaks this.
-// Addresses the intervals do not pin modulo the atom, and offsets from
-// dynamic shared memory that was not rounded, are not checked.
+// tile); an unswizzled one at a multiple of 16. The address is checked
+// when it is a static shared array, or a shared address rounded down
+// with and (a dynamic base rounded up), plus an offset: reported are a
+// base aligned to less than the atom, and an offset the intervals pin
+// modulo the atom (a constant, or a congruence) to a bad residue.
+// Offsets not pinned so, offsets from dynamic shared memory that was not
+// rounded, and addresses of no shared base are not checked.
 func (a *analyzer) checkDesc(in *Inst) {
 	n := in.desc
 	i := a.idx(n.addr)
@@ -47,15 +48,19 @@ func (a *analyzer) checkDesc(in *Inst) {
 	if n.sw == SwizzleNone {
 		atom = 16
 	}
-	name := "the address"
-	if v.sym > 0 {
+	var name string
+	var align int64
+	switch tz := alignedOf(v.sym); {
+	case v.sym > 0:
 		d := a.f.shared[v.sym-1]
-		name = d.sym.Name
-		if int64(d.align) < atom {
-			a.violate(in, RuleSwizzleAlign, fmt.Sprintf("%s is aligned to %d bytes; a tile of %s needs %d", name, d.align, swizzleName(n.sw), atom))
-			return
-		}
-	} else if v.sym < 0 {
+		name, align = d.sym.Name, int64(d.align)
+	case tz > 0:
+		name, align = "the rounded base", int64(1)<<tz
+	default:
+		return // dynamic shared memory's base, or no shared base
+	}
+	if align < atom {
+		a.violate(in, RuleSwizzleAlign, fmt.Sprintf("%s is aligned to %d bytes; a tile of %s needs %d", name, align, swizzleName(n.sw), atom))
 		return
 	}
 	lo, hi := a.eval(i)

@@ -889,20 +889,22 @@ func (a *analyzer) arith(in *Inst, cls *opClass, arg func(int, Type) opv) aval {
 		return a.clamp(v, t)
 	case "and":
 		x, y := arg(1, t), arg(2, t)
-		if y.cnst && !x.cnst {
+		// A constant mask is a number: a shared symbol plus a constant
+		// offset is an address unknown at build time.
+		if y.cnst && y.sym == 0 && !(x.cnst && x.sym == 0) {
 			x, y = y, x
 		}
-		if !x.cnst || x.lo < 0 || y.sym != 0 {
+		if tz := roundMask(x.lo, t); x.cnst && x.sym == 0 && y.sym != 0 && y.lo == y.hi && tz > 0 {
+			// A shared address rounded down to 2^tz bytes: the base of
+			// a pseudo-array aligned so.
+			v.sym, v.lo, v.hi = alignedSym(tz), 0, 0
+			return v
+		}
+		if !x.cnst || x.sym != 0 || x.lo < 0 || y.sym != 0 {
 			// Neither side constant: bounded by a non-negative side.
 			if x.sym == 0 && y.sym == 0 && x.lo >= 0 && y.lo >= 0 {
 				v.lo, v.hi = 0, min(x.hi, y.hi)
 				return a.clamp(v, t)
-			}
-			if x.cnst && x.lo > 0 && x.sym == 0 {
-				// An address rounded down (a shared symbol's plus
-				// slack, masked): unknown, but a multiple of the mask's
-				// lowest bit.
-				maskCong(&v, x.lo)
 			}
 			return v
 		}
@@ -919,9 +921,7 @@ func (a *analyzer) arith(in *Inst, cls *opClass, arg func(int, Type) opv) aval {
 				v.lvl, v.why = a.tdivLevel(g), a.srcK(srcKey{kind: kTdiv, n: g})
 			}
 		}
-		v = a.clamp(v, t)
-		maskCong(&v, m)
-		return v
+		return a.clamp(v, t)
 	case "or", "xor":
 		x, y := arg(1, t), arg(2, t)
 		if x.sym == 0 && y.sym == 0 && x.lo >= 0 && y.lo >= 0 && x.hi < inf && y.hi < inf {
@@ -1023,13 +1023,42 @@ func (a *analyzer) tdivLevel(d int64) uint8 {
 	return warpUniform
 }
 
-// maskCong gives v, the result of an and with the positive constant m,
-// the congruence its clear low bits imply: a multiple of m's lowest set
-// bit.
-func maskCong(v *aval, m int64) {
-	if tz := bits.TrailingZeros64(uint64(m)); tz > 0 && tz < 31 && v.cm == 0 {
-		setCong(v, int64(1)<<tz, 0)
+// Pseudo-arrays: a shared address (a symbol plus a constant) rounded down
+// to a power of two with and is the base of no declared array, but is
+// aligned. Its value carries sym = alignedSym(tz) (below -1, dynamic
+// shared memory's sym) with offset 0; additions keep it, the bounds rule
+// skips it (sym < 0), and the wgmma alignment rule reads tz.
+const symAligned0 = -32
+
+func alignedSym(tz int) int16 { return int16(symAligned0 - tz) }
+
+// alignedOf returns the alignment exponent of pseudo-array sym, or 0.
+func alignedOf(sym int16) int {
+	if sym <= symAligned0 && sym > symAligned0-32 {
+		return int(symAligned0 - sym)
 	}
+	return 0
+}
+
+// roundMask returns tz when m, read in type t's width, is -2^tz (4 ≤ tz ≤
+// 20: an and with it rounds down to 2^tz), or 0.
+func roundMask(m int64, t Type) int {
+	w := t.Bits()
+	if w != 32 && w != 64 || m <= 0 {
+		return 0
+	}
+	tz := bits.TrailingZeros64(uint64(m))
+	if tz < 4 || tz > 20 {
+		return 0
+	}
+	want := uint64(1)<<w - uint64(1)<<tz
+	if w == 64 {
+		want = -(uint64(1) << tz)
+	}
+	if uint64(m) != want {
+		return 0
+	}
+	return tz
 }
 
 // endFacts makes the facts appended to a.factBuf since s a set and

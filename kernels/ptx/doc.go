@@ -30,7 +30,11 @@
 //
 // The .version and .target lines are derived from the instructions used:
 // sm_80 and PTX ISA 7.0 are the baseline; an instruction whose row needs
-// more raises them (bf16 arithmetic: sm_90, PTX 7.8). Every instruction's
+// more raises them (bf16 arithmetic: sm_90, PTX 7.8), and so do the
+// special registers and directives package isa lists (%cluster_ctarank,
+// .reqnctapercluster: sm_90, PTX 7.8). A row marked ArchSpecific (wgmma,
+// setmaxnreg) makes the target sm_90a, which ptxas assembles for sm_90a
+// only. Every instruction's
 // operands, Raw's included, are counted and matched to the kinds its row
 // lists (a destination, a source, an address, a label, a member mask).
 //
@@ -56,7 +60,40 @@
 // condition %p3, which depends on %tid.x"); all of them wrap ErrUnsafe,
 // so that callers can tell an unsafe variant (errors.Is(err, ErrUnsafe))
 // from a builder error. The analyses run only on kernels that built
-// without errors.
+// without errors. For Hopper they also check that warpgroup-collective
+// instructions (wgmma, setmaxnreg) run under warpgroup-uniform control,
+// that wgmma tiles start at swizzle-atom boundaries where the address is
+// provable, and that an mbarrier wait in a loop does not wait on the same
+// phase parity in every iteration.
+//
+// # Hopper
+//
+// insts_hopper.go and insts_tma.go hold the sm_90 helpers a tensor-core
+// GEMM needs, each documented with its contract:
+//
+//   - warpgroup MMA: WgmmaAcc (N/2 f32 accumulators), WgmmaDesc (the
+//     64-bit shared-memory descriptor of a tile from its 32-bit shared
+//     address, LBO, SBO and Swizzle), WgmmaDescAdd (k steps), Wgmma (A
+//     and B descriptors) and WgmmaRegA (A in registers) with WgmmaOpts
+//     (scale-d, negation, transposition), WgmmaFence, WgmmaCommit,
+//     WgmmaWait; SetMaxNReg (needs MaxNReg: Build reports it missing);
+//   - mbarriers: MbarInit, MbarArrive (the state), MbarArriveDrop (`_`),
+//     MbarArriveExpectTx, MbarArriveCluster (remote, after Mapa),
+//     MbarTryWait and MbarWait (a loop until the phase of a parity
+//     completes);
+//   - TMA: TensorMapParam (a `.param .align 64 .b8 name[128]` the runner
+//     fills with a tensor map by value), TensorMapAddr (its generic
+//     address, the operand ptxas takes), TmaLoad, TmaLoadMulticast,
+//     TmaStore, BulkCommit, BulkWait;
+//   - FenceProxyAsync, FenceMbarrierInit, ClusterArrive, ClusterWait,
+//     Mapa, the cluster special registers (ClusterCtaRank ...),
+//     ReqNCtaPerCluster, ElectSync, Stmatrix (and, of sm_80, MmaSync and
+//     Ldmatrix in tensor.go).
+//
+// Sink (`_`), DstPair (d|p) and TensorAddr ([map, {coords}]) are the
+// operands they print, available to Raw too. The analyses add three
+// rules for them (RuleWarpGroup, RuleSwizzleAlign, RuleMbarPhase; see
+// analysis.go).
 //
 // The package knows about no kernel in particular.
 package ptx
