@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
 
@@ -84,6 +85,15 @@ type Arg struct {
 	// cuTensorMapEncodeTiled makes it); Buffer is then empty.
 	TensorMap *TensorMap `json:",omitempty"`
 	Scalar    uint64     // otherwise this 64-bit value (u64 parameter)
+}
+
+// String prints the argument as {buffer scalar}, or {tensormap(buffer) box}
+// for a tensor map.
+func (a Arg) String() string {
+	if m := a.TensorMap; m != nil {
+		return fmt.Sprintf("{tensormap(%s) box=%v swizzle=%d}", m.Buffer, m.Box, m.Swizzle)
+	}
+	return fmt.Sprintf("{%s %d}", a.Buffer, a.Scalar)
 }
 
 // TensorMap describes the tiled TMA tensor map of a buffer
