@@ -48,7 +48,16 @@
 //
 // Forms that need more than the row's minimum are Raise entries: a
 // qualifier (red's .v4 needs sm_90 and PTX 8.1) or a rule over the
-// qualifiers (cvt from bf16).
+// qualifiers (cvt from bf16). A row marked ArchSpecific (wgmma,
+// setmaxnreg) needs the architecture-specific target: the module is
+// printed with .target sm_90a, which runs on sm_90 devices only.
+// WarpGroup marks warpgroup-collective rows (all 128 threads of a
+// warpgroup execute them together); they are Aligned as well.
+//
+// Operands and directives that raise the target have small tables of
+// their own beside the rows: special registers (LookupSReg: the cluster's,
+// %cluster_ctarank and the like, need sm_90 and PTX 7.8) and kernel
+// directives (LookupDirective: .reqnctapercluster).
 //
 // The tests of kernels/ptx and runner/sim check that the readers agree
 // with the table: every opcode the builder's helpers emit has a row and

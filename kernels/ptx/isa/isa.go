@@ -29,6 +29,11 @@ type Row struct {
 	SM, PTX int
 	// Raise lists forms that need more than SM and PTX.
 	Raise []Raise
+	// ArchSpecific: the instruction exists only on the
+	// architecture-specific target sm_<SM>a (wgmma, setmaxnreg need
+	// sm_90a), whose code runs on that architecture alone. A module using
+	// it is printed with .target sm_<SM>a.
+	ArchSpecific bool
 }
 
 // Raise is a form of an instruction that needs a later target or PTX ISA
@@ -153,6 +158,11 @@ const (
 	Fence
 	// Async: the effect completes later, at a wait of its own kind.
 	Async
+	// WarpGroup: warpgroup-collective (wgmma, setmaxnreg): the four
+	// warps of a warpgroup (threads 128·i to 128·i+127 of the CTA)
+	// execute the same instruction together; every row with it is
+	// Aligned too.
+	WarpGroup
 )
 
 // Lookup returns the row of opcode op ("ld.global.nc.v4.f32"), or false
@@ -235,4 +245,39 @@ func has(q []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// SpecialReg is a special register the builder may read, with the target
+// and PTX ISA version that introduced it.
+type SpecialReg struct {
+	Name    string // "%cluster_ctarank", "%tid.x"
+	SM, PTX int
+}
+
+// LookupSReg returns the special register called name, or false if the
+// table has none.
+func LookupSReg(name string) (SpecialReg, bool) {
+	s, ok := sregs[name]
+	return s, ok
+}
+
+// SRegs returns the special registers, sorted by name.
+func SRegs() []SpecialReg { return sortedSRegs }
+
+// Directive is a kernel directive (.reqnctapercluster) with the target and
+// PTX ISA version it needs.
+type Directive struct {
+	Name    string
+	SM, PTX int
+}
+
+// LookupDirective returns the directive called name (with its dot), or
+// false.
+func LookupDirective(name string) (Directive, bool) {
+	for _, d := range directives {
+		if d.Name == name {
+			return d, true
+		}
+	}
+	return Directive{}, false
 }

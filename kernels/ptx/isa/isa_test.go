@@ -1,6 +1,7 @@
 package isa_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/gradtune/gradtune/kernels/ptx/isa"
@@ -43,6 +44,12 @@ func TestTable(t *testing.T) {
 		if r.Has(isa.Pure) && (mem || r.Effects&(isa.Barrier|isa.WarpSync|isa.Aligned|isa.Branch|isa.Exit|isa.Fence|isa.Async) != 0) {
 			t.Errorf("%s: pure, with effects %b", r.Name, r.Effects)
 		}
+		if r.Has(isa.WarpGroup) && !r.Has(isa.Aligned) {
+			t.Errorf("%s: warpgroup-collective, but not Aligned", r.Name)
+		}
+		if r.ArchSpecific && r.SM < 90 {
+			t.Errorf("%s: architecture-specific on sm_%d (sm_90a is the first)", r.Name, r.SM)
+		}
 		if r.Has(isa.Atomic) && !r.Has(isa.Load|isa.Store) {
 			t.Errorf("%s: atomic, but not a load and a store", r.Name)
 		}
@@ -70,6 +77,18 @@ func TestLookup(t *testing.T) {
 		"bar.red.popc.u32":                         "bar.red",
 		"match.any.sync.b32":                       "match.any.sync",
 		"ret":                                      "ret",
+		"wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16":                            "wgmma.mma_async",
+		"wgmma.wait_group.sync.aligned":                                                    "wgmma.wait_group",
+		"mbarrier.arrive.expect_tx.shared::cta.b64":                                        "mbarrier.arrive",
+		"mbarrier.try_wait.parity.shared::cta.b64":                                         "mbarrier.try_wait",
+		"cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes": "cp.async.bulk.tensor",
+		"cp.async.bulk.wait_group.read":                                                    "cp.async.bulk.wait_group",
+		"cp.async.bulk.global.shared::cta.bulk_group":                                      "cp.async.bulk",
+		"fence.proxy.async.shared::cta":                                                    "fence.proxy.async",
+		"fence.acq_rel.gpu":                                                                "fence",
+		"barrier.cluster.arrive.release":                                                   "barrier.cluster.arrive",
+		"setmaxnreg.inc.sync.aligned.u32":                                                  "setmaxnreg",
+		"mapa.shared::cluster.u32":                                                         "mapa",
 	} {
 		r, ok := isa.Lookup(op)
 		if !ok || r.Name != want {
@@ -103,6 +122,22 @@ func TestTarget(t *testing.T) {
 		{"atom.global.add.noftz.bf16", 90, 78},
 		{"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", 80, 70},
 		{"griddepcontrol.wait", 90, 78},
+		{"fence.proxy.async.shared::cta", 90, 80},
+		{"fence.mbarrier_init.release.cluster", 90, 80},
+		{"wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16", 90, 80},
+		{"setmaxnreg.dec.sync.aligned.u32", 90, 80},
+		{"mbarrier.init.shared::cta.b64", 80, 78},
+		{"mbarrier.init.shared.b64", 80, 70},
+		{"mbarrier.arrive.shared::cta.b64", 80, 78},
+		{"mbarrier.arrive.expect_tx.shared::cta.b64", 90, 80},
+		{"mbarrier.arrive.release.cluster.shared::cluster.b64", 90, 80},
+		{"mbarrier.try_wait.parity.shared::cta.b64", 90, 78},
+		{"cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster", 90, 80},
+		{"barrier.cluster.arrive", 90, 78},
+		{"barrier.cluster.wait.acquire", 90, 80},
+		{"cvta.param.u64", 70, 77},
+		{"cvta.to.global.u64", 20, 20},
+		{"mapa.shared::cluster.u32", 90, 78},
 	} {
 		r, ok := isa.Lookup(c.op)
 		if !ok {
@@ -127,5 +162,40 @@ func TestSpace(t *testing.T) {
 		if got := r.Space(op); got != want {
 			t.Errorf("Space(%q) = %b, want %b", op, got, want)
 		}
+	}
+}
+
+// TestArchSpecific pins which rows need the sm_90a target: wgmma and
+// setmaxnreg, and nothing else of Hopper's.
+func TestArchSpecific(t *testing.T) {
+	var got []string
+	for _, r := range isa.Rows() {
+		if r.ArchSpecific {
+			got = append(got, r.Name)
+		}
+	}
+	want := "setmaxnreg wgmma.commit_group wgmma.fence wgmma.mma_async wgmma.wait_group"
+	if g := strings.Join(got, " "); g != want {
+		t.Errorf("architecture-specific rows: %s, want %s", g, want)
+	}
+}
+
+// TestSRegs pins the targets of special registers: the cluster's need
+// sm_90 and PTX ISA 7.8, the CTA's none beyond the floor.
+func TestSRegs(t *testing.T) {
+	for name, want := range map[string][2]int{
+		"%tid.x": {20, 10}, "%laneid": {20, 13}, "%cluster_ctarank": {90, 78}, "%cluster_nctarank": {90, 78},
+		"%clusterid.x": {90, 78}, "%cluster_ctaid.y": {90, 78}, "%nclusterid.z": {90, 78},
+	} {
+		s, ok := isa.LookupSReg(name)
+		if !ok || [2]int{s.SM, s.PTX} != want {
+			t.Errorf("%s: %+v, %v; want sm_%d, PTX %d", name, s, ok, want[0], want[1])
+		}
+	}
+	if _, ok := isa.LookupSReg("%cluster_rank"); ok {
+		t.Errorf("%%cluster_rank has a row")
+	}
+	if d, ok := isa.LookupDirective(".reqnctapercluster"); !ok || d.SM != 90 || d.PTX != 78 {
+		t.Errorf(".reqnctapercluster: %+v, %v", d, ok)
 	}
 }

@@ -54,7 +54,9 @@ var table = []Row{
 	{Name: "ld", Args: da, Spaces: Memory, Effects: Dest | Load, SM: 20, PTX: 10, Raise: []Raise{cacheHint}},
 	{Name: "ldu", Args: da, Spaces: Global | Generic, Effects: Dest | Load, SM: 20, PTX: 20},
 	{Name: "st", Args: as, Spaces: Global | Shared | Local | Generic, Effects: Store, SM: 20, PTX: 10, Raise: []Raise{cacheHint}},
-	{Name: "cvta", Args: ds, Spaces: Global | Shared | Local | Const | Param, Effects: pureDS, SM: 20, PTX: 20},
+	{Name: "cvta", Args: ds, Spaces: Global | Shared | Local | Const | Param, Effects: pureDS, SM: 20, PTX: 20,
+		Raise: []Raise{{Qual: "param", SM: 70, PTX: 77}}},
+	{Name: "mapa", Args: dss, Effects: pureDS, SM: 90, PTX: 78},
 	{Name: "isspacep", Args: ds, Spaces: Global | Shared | Local | Const | Param, Effects: pureDS, SM: 20, PTX: 20},
 	{Name: "cvt", Args: dss, Opt: 1, Effects: pureDS, SM: 20, PTX: 10, Raise: []Raise{cvtBF16}},
 	{Name: "prefetch", Args: []Kind{Addr}, Spaces: Global | Local | Generic, SM: 20, PTX: 20},
@@ -139,6 +141,10 @@ var table = []Row{
 	{Name: "bar.warp.sync", Args: []Kind{Mask}, Effects: WarpSync, SM: 30, PTX: 60},
 	{Name: "membar", Args: none, Effects: Fence, SM: 20, PTX: 14},
 	{Name: "fence", Args: none, Effects: Fence, SM: 70, PTX: 60},
+	{Name: "fence.proxy.async", Args: none, Effects: Fence, SM: 90, PTX: 80},
+	{Name: "fence.mbarrier_init", Args: none, Effects: Fence, SM: 90, PTX: 80},
+	{Name: "barrier.cluster.arrive", Args: none, Effects: Barrier, SM: 90, PTX: 78, Raise: clusterSem},
+	{Name: "barrier.cluster.wait", Args: none, Effects: Barrier, SM: 90, PTX: 78, Raise: clusterSem},
 	{Name: "griddepcontrol", Args: none, SM: 90, PTX: 78},
 
 	// Warp-synchronous instructions.
@@ -169,6 +175,82 @@ var table = []Row{
 	{Name: "cp.async.commit_group", Args: none, Effects: Async, SM: 80, PTX: 70},
 	{Name: "cp.async.wait_group", Args: []Kind{Src}, Effects: Async, SM: 80, PTX: 70},
 	{Name: "cp.async.wait_all", Args: none, Effects: Async, SM: 80, PTX: 70},
+
+	// Hopper: warpgroup MMA, mbarriers, bulk (TMA) copies. wgmma reads its
+	// A and B tiles from shared memory through 64-bit descriptors (A may
+	// be registers); its operands are d, a, b, scale-d, imm-scale-a,
+	// imm-scale-b and, for f16 and bf16, imm-trans-a (descriptor A only)
+	// and imm-trans-b.
+	{Name: "wgmma.mma_async", Args: []Kind{Dst, Src, Src, Src, Src, Src, Src, Src}, Opt: 2, Spaces: Shared,
+		Effects: Dest | Load | Aligned | WarpGroup | Async, SM: 90, PTX: 80, ArchSpecific: true},
+	{Name: "wgmma.fence", Args: none, Effects: Aligned | WarpGroup | Fence, SM: 90, PTX: 80, ArchSpecific: true},
+	{Name: "wgmma.commit_group", Args: none, Effects: Aligned | WarpGroup | Async, SM: 90, PTX: 80, ArchSpecific: true},
+	{Name: "wgmma.wait_group", Args: []Kind{Src}, Effects: Aligned | WarpGroup | Async, SM: 90, PTX: 80, ArchSpecific: true},
+	{Name: "setmaxnreg", Args: []Kind{Src}, Effects: Aligned | WarpGroup, SM: 90, PTX: 80, ArchSpecific: true},
+	{Name: "mbarrier.init", Args: as, Spaces: Shared | Generic, Effects: Store, SM: 80, PTX: 70, Raise: mbar},
+	{Name: "mbarrier.arrive", Args: []Kind{Dst, Addr, Src}, Opt: 1, Spaces: Shared | Generic,
+		Effects: Dest | Load | Store | Atomic, SM: 80, PTX: 70, Raise: mbar},
+	{Name: "mbarrier.expect_tx", Args: as, Spaces: Shared | Generic, Effects: Load | Store | Atomic, SM: 90, PTX: 80},
+	{Name: "mbarrier.try_wait", Args: []Kind{Dst, Addr, Src, Src}, Opt: 1, Spaces: Shared | Generic,
+		Effects: Dest | Load, SM: 90, PTX: 78, Raise: mbar},
+	{Name: "cp.async.bulk", Args: []Kind{Addr, Addr, Src, Addr, Src}, Opt: 2, Spaces: Global | Shared,
+		Effects: Load | Store | Async, SM: 90, PTX: 80},
+	{Name: "cp.async.bulk.tensor", Args: []Kind{Addr, Addr, Addr, Src}, Opt: 2, Spaces: Global | Shared,
+		Effects: Load | Store | Async, SM: 90, PTX: 80},
+	{Name: "cp.async.bulk.commit_group", Args: none, Effects: Async, SM: 90, PTX: 80},
+	{Name: "cp.async.bulk.wait_group", Args: []Kind{Src}, Effects: Async, SM: 90, PTX: 80},
+}
+
+// mbar raises mbarrier forms: .shared::cta needs PTX ISA 7.8; expect_tx,
+// the .shared::cluster window and the .release/.acquire and .cluster
+// qualifiers need sm_90 and PTX ISA 8.0.
+var mbar = []Raise{
+	{Qual: "shared::cta", SM: 80, PTX: 78},
+	{Qual: "expect_tx", SM: 90, PTX: 80},
+	{Qual: "shared::cluster", SM: 90, PTX: 80},
+	{Qual: "release", SM: 90, PTX: 80},
+	{Qual: "acquire", SM: 90, PTX: 80},
+	{Qual: "cluster", SM: 90, PTX: 80},
+}
+
+// clusterSem raises barrier.cluster with a memory-order qualifier to PTX
+// ISA 8.0.
+var clusterSem = []Raise{{Qual: "release", SM: 90, PTX: 80}, {Qual: "acquire", SM: 90, PTX: 80}, {Qual: "relaxed", SM: 90, PTX: 80}}
+
+// sregs are the special registers: the CTA's and the warp's of every
+// target, and the cluster's of sm_90 (PTX ISA 7.8).
+var sregs = map[string]SpecialReg{}
+
+func init() {
+	for _, n := range []string{"%tid", "%ntid", "%ctaid", "%nctaid"} {
+		for _, d := range []string{".x", ".y", ".z"} {
+			sregs[n+d] = SpecialReg{Name: n + d, SM: 20, PTX: 10}
+		}
+	}
+	for _, n := range []string{"%laneid", "%warpid", "%smid"} {
+		sregs[n] = SpecialReg{Name: n, SM: 20, PTX: 13}
+	}
+	for _, n := range []string{"%clusterid", "%nclusterid", "%cluster_ctaid", "%cluster_nctaid"} {
+		for _, d := range []string{".x", ".y", ".z"} {
+			sregs[n+d] = SpecialReg{Name: n + d, SM: 90, PTX: 78}
+		}
+	}
+	for _, n := range []string{"%cluster_ctarank", "%cluster_nctarank"} {
+		sregs[n] = SpecialReg{Name: n, SM: 90, PTX: 78}
+	}
+	for _, s := range sregs {
+		sortedSRegs = append(sortedSRegs, s)
+	}
+	sort.Slice(sortedSRegs, func(i, j int) bool { return sortedSRegs[i].Name < sortedSRegs[j].Name })
+}
+
+var sortedSRegs []SpecialReg
+
+// directives are the kernel directives that need more than the floor.
+var directives = []Directive{
+	{Name: ".reqnctapercluster", SM: 90, PTX: 78},
+	{Name: ".explicitcluster", SM: 90, PTX: 78},
+	{Name: ".maxclusterrank", SM: 90, PTX: 78},
 }
 
 var (
