@@ -121,6 +121,9 @@ const (
 	RuleBarrier      = "barrier not reached by the whole CTA (bar.sync needs CTA-uniform control flow)"
 	RuleWarpSync     = "warp-synchronous instruction whose mask is not the set of lanes that reach it"
 	RuleSharedBounds = "shared-memory access outside the declared array"
+	RuleWarpGroup    = "warpgroup-collective instruction not executed by whole warpgroups together (wgmma and setmaxnreg need warpgroup-uniform control flow)"
+	RuleSwizzleAlign = "wgmma tile not at a swizzle-atom boundary"
+	RuleMbarPhase    = "mbarrier wait on the same phase parity in every iteration of a loop"
 )
 
 // UnsafeError is one violation found by the analyses.
@@ -150,6 +153,7 @@ const maxViolations = 8
 // Uniformity levels, ordered: the join of two levels is their maximum.
 const (
 	ctaUniform uint8 = iota
+	wgUniform        // the same in the 128 threads of each warpgroup
 	warpUniform
 	varying
 )
@@ -227,6 +231,18 @@ type analyzer struct {
 	loops    uint32
 
 	taintWhy, taintAssign int32 // the assign reason of the last raw taint
+
+	frames  []loopFrame                  // the loops enclosing the instruction analysed
+	ifDepth int                          // the Ifs enclosing it
+	written map[*loopNode]map[int32]bool // registers each loop writes (mbarPhase)
+}
+
+// loopFrame is a loop enclosing the instruction analysed: in its
+// condition block or its body, inside ifDepth Ifs.
+type loopFrame struct {
+	x       *loopNode
+	inCond  bool
+	ifDepth int
 }
 
 // State indices of the two taints, pseudo-registers joined like any other.
@@ -269,7 +285,8 @@ func getAnalyzer() *analyzer {
 	case a := <-freeAnalyzers:
 		return a
 	default:
-		return &analyzer{shared: map[string]int16{}, srcWhy: map[srcKey]int32{}, phi: map[int64]int32{}, labelLvl: map[Label]aval{}}
+		return &analyzer{shared: map[string]int16{}, srcWhy: map[srcKey]int32{}, phi: map[int64]int32{}, labelLvl: map[Label]aval{},
+			written: map[*loopNode]map[int32]bool{}}
 	}
 }
 
@@ -317,6 +334,8 @@ func (f *Func) analyze() []error {
 	clear(a.srcWhy)
 	clear(a.phi)
 	clear(a.labelLvl)
+	clear(a.written)
+	a.frames, a.ifDepth = a.frames[:0], 0
 	for i, s := range f.shared {
 		a.shared[s.sym.Name] = int16(i + 1)
 	}
@@ -417,6 +436,9 @@ func (a *analyzer) srcK(k srcKey) int32 {
 		text = "a " + k.s + " result, which is uniform within each warp only"
 	case kTdiv:
 		text = fmt.Sprintf("%%tid.x / %d, which is uniform within each warp only", k.n)
+		if a.tdivLevel(k.n) == wgUniform {
+			text = fmt.Sprintf("%%tid.x / %d, which is uniform within each warpgroup only", k.n)
+		}
 	}
 	i := a.newReason(reason{kind: rSrc, text: text})
 	a.srcWhy[k] = i
@@ -628,6 +650,8 @@ func (a *analyzer) ifNode(x *ifNode, c *ctx) {
 	tc := a.enter(*c, x.cond, x.negate, rCond)
 	m0 := len(a.log)
 	a.refine(a.predFacts(x.cond, x.negate))
+	a.ifDepth++
+	defer func() { a.ifDepth-- }()
 	a.block(x.then.nodes, &tc)
 	// a.scr[t0:t1]: the registers the then branch wrote, with their
 	// values at its end.
@@ -694,12 +718,15 @@ func (a *analyzer) loop(x *loopNode, c *ctx) {
 			bc.lanes = cc.lanes
 			cc = bc
 		}
+		a.frames = append(a.frames, loopFrame{x: x, inCond: true, ifDepth: a.ifDepth})
 		a.block(x.cond.nodes, &cc)
+		a.frames[len(a.frames)-1].inCond = false
 		afterCond := len(a.log)
 		cv := a.st[a.idx(x.condR)]
 		bc := a.enterVal(cc, x.condR, cv, false, rLoop)
 		a.refine(cv.factsT)
 		a.block(x.body.nodes, &bc)
+		a.frames = a.frames[:len(a.frames)-1]
 		// Back edge: join into the head.
 		changed := first && (cv.lvl > ctaUniform || cv.lkind != laneNone)
 		if !first && (cv.lvl != prevCond.lvl || cv.lkind != prevCond.lkind || cv.lmask != prevCond.lmask) {
@@ -797,6 +824,7 @@ const (
 	cShared
 	cDest
 	cPure
+	cWarpGroup
 )
 
 // classify returns in's opcode class, computing it once. An opcode
@@ -833,6 +861,9 @@ func classify(in *Inst) *opClass {
 		if r.Has(isa.Pure) {
 			f |= cPure
 		}
+		if r.Has(isa.WarpGroup) {
+			f |= cWarpGroup
+		}
 	}
 	c.row, c.head, c.t, c.flags = r, head, opType(op), f
 	return c
@@ -864,6 +895,8 @@ func (a *analyzer) inst(in *Inst, c *ctx) {
 	switch {
 	case cls.flags&cBarrier != 0:
 		a.checkBarrier(in, cls.row, &ec)
+	case cls.flags&cWarpGroup != 0 && !a.checkWarpGroup(in, &ec):
+		// Reported once: the lanes follow from the warpgroup.
 	case cls.flags&cWarpSync != 0:
 		a.checkWarp(in, &ec, true)
 	case cls.flags&cAligned != 0:
@@ -871,6 +904,12 @@ func (a *analyzer) inst(in *Inst, c *ctx) {
 	}
 	if cls.flags&cShared != 0 {
 		a.checkShared(in, op, head)
+	}
+	if in.desc != nil {
+		a.checkDesc(in)
+	}
+	if head == "mbarrier" && strings.HasPrefix(op, "mbarrier.try_wait.parity") {
+		a.checkPhase(in)
 	}
 
 	switch head {
@@ -913,7 +952,7 @@ func (a *analyzer) checkBarrier(in *Inst, row *isa.Row, c *ctx) {
 	// (bar.sync a, b; bar.red.op d, a, b, c), or it is never optional
 	// (bar.arrive a, b).
 	lo, _ := row.Arity()
-	counted := len(in.Args) > lo || row.Opt == 0
+	counted := len(row.Args) > 0 && (len(in.Args) > lo || row.Opt == 0)
 	red := row.Has(isa.Dest)
 	need := ctaUniform
 	if counted {
@@ -1018,7 +1057,12 @@ func accessBytes(in *Inst, op, head string) int64 {
 	switch head {
 	case "ldmatrix", "stmatrix":
 		return 16 // each lane gives the address of one 16-byte row
+	case "mbarrier":
+		return 8
 	case "cp":
+		if strings.HasPrefix(op, "cp.async.bulk") {
+			return 0 // the box's size is in the tensor map
+		}
 		for _, o := range in.Args[1:] {
 			if n, ok := o.(Imm); ok {
 				return int64(n)

@@ -437,6 +437,8 @@ func (a *analyzer) sreg(x *opv, s SReg) {
 			set(varying, 0, inf)
 		case n == 1:
 			set(ctaUniform, 0, 0)
+		case i > 0 && a.ntid[0]%128 == 0:
+			set(wgUniform, 0, n-1)
 		case i > 0 && a.xWarp:
 			set(warpUniform, 0, n-1)
 		default:
@@ -462,6 +464,14 @@ func (a *analyzer) sreg(x *opv, s SReg) {
 		x.lane = true
 	case WarpID:
 		set(warpUniform, 0, inf)
+	case ClusterCtaRank, ClusterCtaidX, ClusterCtaidY, ClusterCtaidZ:
+		set(ctaUniform, 0, 15)
+	case ClusterNCtaRank, ClusterNCtaidX, ClusterNCtaidY, ClusterNCtaidZ:
+		set(ctaUniform, 1, 16)
+	case ClusterIDX, ClusterIDY, ClusterIDZ:
+		set(ctaUniform, 0, inf)
+	case NClusterIDX, NClusterIDY, NClusterIDZ:
+		set(ctaUniform, 1, inf)
 	default:
 		set(varying, -inf, inf)
 	}
@@ -595,6 +605,13 @@ func (a *analyzer) transfer(in *Inst, cls *opClass, c *ctx) {
 		for _, r := range d {
 			a.def(r, v, c, guarded)
 		}
+	case DstPair:
+		// elect.sync: the elected lane and whether this lane is it.
+		v := a.varyK(srcKey{kind: kResult, s: cls.head})
+		if r, ok := d.D.(Reg); ok {
+			a.def(r, v, c, guarded)
+		}
+		a.def(d.P, v, c, guarded)
 	}
 }
 
@@ -619,6 +636,14 @@ func (a *analyzer) lvlOf(o Operand) (uint8, int32) {
 		return x.lvl, x.why
 	case Addr:
 		return a.lvlOf(v.Base)
+	case TensorAddr:
+		l, w := a.lvlOf(v.Map)
+		for _, o := range v.Coords {
+			if ol, ow := a.lvlOf(o); ol > l {
+				l, w = ol, ow
+			}
+		}
+		return l, w
 	case Vec:
 		var l uint8
 		var w int32
@@ -873,6 +898,12 @@ func (a *analyzer) arith(in *Inst, cls *opClass, arg func(int, Type) opv) aval {
 				v.lo, v.hi = 0, min(x.hi, y.hi)
 				return a.clamp(v, t)
 			}
+			if x.cnst && x.lo > 0 && x.sym == 0 {
+				// An address rounded down (a shared symbol's plus
+				// slack, masked): unknown, but a multiple of the mask's
+				// lowest bit.
+				maskCong(&v, x.lo)
+			}
 			return v
 		}
 		m := x.lo // the mask; y the value
@@ -885,10 +916,12 @@ func (a *analyzer) arith(in *Inst, cls *opClass, arg func(int, Type) opv) aval {
 		}
 		if y.tdiv != 0 && m != 0 {
 			if g := int64(y.tdiv) << bits.TrailingZeros64(uint64(m)); g%32 == 0 && g < 1<<30 && a.xWarp {
-				v.lvl, v.why = warpUniform, a.srcK(srcKey{kind: kTdiv, n: g})
+				v.lvl, v.why = a.tdivLevel(g), a.srcK(srcKey{kind: kTdiv, n: g})
 			}
 		}
-		return a.clamp(v, t)
+		v = a.clamp(v, t)
+		maskCong(&v, m)
+		return v
 	case "or", "xor":
 		x, y := arg(1, t), arg(2, t)
 		if x.sym == 0 && y.sym == 0 && x.lo >= 0 && y.lo >= 0 && x.hi < inf && y.hi < inf {
@@ -976,7 +1009,26 @@ func (a *analyzer) clamp(v aval, t Type) aval {
 func (a *analyzer) tdivOf(v *aval, d int32) {
 	v.tdiv = d
 	if a.xWarp && d%32 == 0 {
-		v.lvl, v.why = warpUniform, a.srcK(srcKey{kind: kTdiv, n: int64(d)})
+		v.lvl, v.why = a.tdivLevel(int64(d)), a.srcK(srcKey{kind: kTdiv, n: int64(d)})
+	}
+}
+
+// tdivLevel returns the level of floor(%tid.x / d), d a multiple of 32,
+// when warps are rows of x: warpgroup-uniform when d is a multiple of 128
+// and so is ntid.x (warpgroups never straddle rows of x).
+func (a *analyzer) tdivLevel(d int64) uint8 {
+	if d%128 == 0 && a.ntid[0]%128 == 0 {
+		return wgUniform
+	}
+	return warpUniform
+}
+
+// maskCong gives v, the result of an and with the positive constant m,
+// the congruence its clear low bits imply: a multiple of m's lowest set
+// bit.
+func maskCong(v *aval, m int64) {
+	if tz := bits.TrailingZeros64(uint64(m)); tz > 0 && tz < 31 && v.cm == 0 {
+		setCong(v, int64(1)<<tz, 0)
 	}
 }
 

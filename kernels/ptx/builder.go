@@ -66,10 +66,12 @@ func (m *Module) Build() (*Built, error) {
 	}
 	b := &Built{funcs: m.funcs, sm: 80, ptx: 70}
 	for _, f := range m.funcs {
+		b.sm, b.ptx = max(b.sm, f.dirSM), max(b.ptx, f.dirPTX)
 		walk(f.root.nodes, func(n node) {
 			if in, ok := n.(*Inst); ok {
 				b.sm = max(b.sm, in.sm)
 				b.ptx = max(b.ptx, in.ptx)
+				b.specific = b.specific || in.specific
 			}
 		})
 	}
@@ -78,12 +80,20 @@ func (m *Module) Build() (*Built, error) {
 
 // Built is a finished module.
 type Built struct {
-	funcs   []*Func
-	sm, ptx int
+	funcs    []*Func
+	sm, ptx  int
+	specific bool // an instruction needs the architecture-specific target
 }
 
-// Target returns the derived target, e.g. "sm_80".
-func (b *Built) Target() string { return fmt.Sprintf("sm_%d", b.sm) }
+// Target returns the derived target, e.g. "sm_80", or "sm_90a" when an
+// instruction exists only on the architecture-specific target (wgmma,
+// setmaxnreg: their rows are ArchSpecific).
+func (b *Built) Target() string {
+	if b.specific {
+		return fmt.Sprintf("sm_%da", b.sm)
+	}
+	return fmt.Sprintf("sm_%d", b.sm)
+}
 
 // Version returns the derived PTX ISA version, e.g. "7.0".
 func (b *Built) Version() string { return fmt.Sprintf("%d.%d", b.ptx/10, b.ptx%10) }
@@ -111,6 +121,9 @@ type Func struct {
 	maxnreg, minCTAs int
 	minCTAsPos       string // where MinNCTAPerSM was called
 	maxntid, reqntid []int
+	cluster          []int  // .reqnctapercluster
+	setmaxnregPos    string // where SetMaxNReg was first called
+	dirSM, dirPTX    int    // what the kernel's directives need
 
 	root  block
 	body  *block
@@ -131,13 +144,15 @@ type node interface{ isNode() }
 
 // Inst is one instruction.
 type Inst struct {
-	Guard   Reg  // predicate guard, zero if none
-	Negate  bool // @!p
-	Op      string
-	Args    []Operand
-	sm, ptx int
-	pcs     [8]uintptr // where Raw wrote it, resolved by Pos
-	cls     opClass    // the analyses' reading of Op, filled by emit
+	Guard    Reg  // predicate guard, zero if none
+	Negate   bool // @!p
+	Op       string
+	Args     []Operand
+	sm, ptx  int
+	specific bool       // its row is ArchSpecific (sm_90a)
+	pcs      [8]uintptr // where Raw wrote it, resolved by Pos
+	cls      opClass    // the analyses' reading of Op, filled by emit
+	desc     *descNote  // WgmmaDesc's first instruction: the tile it describes
 }
 
 func (*Inst) isNode() {}
@@ -354,6 +369,24 @@ func (f *Func) checkDims(what string, dims []int) []int {
 	return dims
 }
 
+// ReqNCtaPerCluster sets .reqnctapercluster: the kernel runs in clusters
+// of this shape (sm_90, PTX ISA 7.8, which it raises the module to), and
+// its launch must give the same shape (kernels.Launch.Cluster). At most 8
+// CTAs, the portable cluster size.
+func (f *Func) ReqNCtaPerCluster(dims ...int) {
+	n := 1
+	for _, d := range dims {
+		n *= max(d, 0)
+	}
+	if len(dims) == 0 || len(dims) > 3 || n == 0 || n > 8 {
+		f.errorf(".reqnctapercluster %v: want 1 to 3 positive dimensions of at most 8 CTAs in all", dims)
+		return
+	}
+	d, _ := isa.LookupDirective(".reqnctapercluster")
+	f.dirSM, f.dirPTX = max(f.dirSM, d.SM), max(f.dirPTX, d.PTX)
+	f.cluster = dims
+}
+
 // ReqNTidCount returns the number of threads .reqntid fixes, or 0.
 func (f *Func) ReqNTidCount() int {
 	if f.reqntid == nil {
@@ -381,7 +414,15 @@ func (f *Func) emit(in *Inst) *Inst {
 	if r, ok := isa.Lookup(in.Op); ok {
 		sm, pv := r.Target(in.Op)
 		in.sm, in.ptx = max(in.sm, sm), max(in.ptx, pv)
+		in.specific = r.ArchSpecific
 		f.checkArgs(r, in)
+	}
+	for _, a := range in.Args {
+		if s, ok := a.(SReg); ok {
+			if sr, ok := isa.LookupSReg(string(s)); ok {
+				in.sm, in.ptx = max(in.sm, sr.SM), max(in.ptx, sr.PTX)
+			}
+		}
 	}
 	classify(in) // now, so that Build only reads the IR
 	f.body.nodes = append(f.body.nodes, in)
@@ -485,6 +526,9 @@ func (f *Func) validate() []error {
 			}
 		}
 	})
+	if f.setmaxnregPos != "" && f.maxnreg == 0 {
+		errs = append(errs, fmt.Errorf("%s: kernel %s: setmaxnreg needs .maxnreg (ptxas ignores it otherwise, C7508)", f.setmaxnregPos, f.name))
+	}
 	if f.minCTAs > 0 && f.reqntid == nil && f.maxntid == nil {
 		errs = append(errs, fmt.Errorf("%s: kernel %s: .minnctapersm needs .maxntid or .reqntid (ptxas ignores it otherwise)", f.minCTAsPos, f.name))
 	}

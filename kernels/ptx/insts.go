@@ -43,13 +43,16 @@ func (f *Func) check(what string, t Type, o Operand) {
 			f.errorf("%s: f64 immediate given to %v instruction", what, t)
 		}
 	case SReg:
-		if !knownSRegs[x] {
+		if _, ok := isa.LookupSReg(string(x)); !ok {
 			f.errorf("%s: unknown special register %s", what, x)
 		}
 		if t.Bits() != 32 {
 			f.errorf("%s: special register %s is 32-bit, instruction type is %v", what, x, t)
 		}
 	case Sym:
+		if x.tmap && t.Bits() != 64 {
+			f.errorf("%s: the address of tensor map %v needs a 64-bit type, not %v", what, x, t)
+		}
 		if t.Bits() != 32 && t.Bits() != 64 {
 			f.errorf("%s: symbol address %v needs a 32- or 64-bit type, not %v", what, x, t)
 		}
@@ -463,8 +466,13 @@ func (f *Func) BitsToF32(w Reg) Reg {
 	return d
 }
 
-// LdParam loads a kernel parameter.
+// LdParam loads a kernel parameter. A tensor-map parameter is not
+// loaded: pass it (or TensorMapAddr's address of it) to TmaLoad.
 func (f *Func) LdParam(p Sym) Reg {
+	if p.tmap {
+		f.errorf("ld.param: %s is a 128-byte tensor map; pass it or TensorMapAddr(%s) to TmaLoad and TmaStore", p, p)
+		return f.Reg(U64)
+	}
 	d := f.Reg(p.typ)
 	f.emit(&Inst{Op: "ld.param." + p.typ.String(), Args: []Operand{d, At(p, 0)}})
 	return d
@@ -781,6 +789,10 @@ func (f *Func) checkArgs(r *isa.Row, in *Inst) {
 // kindOK reports whether operand a may stand where the table wants kind k.
 func kindOK(k isa.Kind, a Operand) bool {
 	switch a.(type) {
+	case Sink, DstPair:
+		return k == isa.Dst
+	case TensorAddr:
+		return k == isa.Addr
 	case Reg, Vec:
 		return k == isa.Dst || k == isa.Src || k == isa.Mask
 	case Imm:

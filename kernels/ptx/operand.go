@@ -71,8 +71,25 @@ const (
 	SMID    SReg = "%smid"
 )
 
-var knownSRegs = map[SReg]bool{TidX: true, TidY: true, TidZ: true, NTidX: true, NTidY: true, CtaidX: true,
-	CtaidY: true, CtaidZ: true, NCtaidX: true, NCtaidY: true, LaneID: true, WarpID: true, SMID: true}
+// Cluster special registers (sm_90, PTX ISA 7.8; a module reading one is
+// raised to them): the CTA's rank in its cluster and the cluster's size,
+// the cluster's index in the grid and the CTA's in the cluster.
+const (
+	ClusterCtaRank  SReg = "%cluster_ctarank"
+	ClusterNCtaRank SReg = "%cluster_nctarank"
+	ClusterIDX      SReg = "%clusterid.x"
+	ClusterIDY      SReg = "%clusterid.y"
+	ClusterIDZ      SReg = "%clusterid.z"
+	NClusterIDX     SReg = "%nclusterid.x"
+	NClusterIDY     SReg = "%nclusterid.y"
+	NClusterIDZ     SReg = "%nclusterid.z"
+	ClusterCtaidX   SReg = "%cluster_ctaid.x"
+	ClusterCtaidY   SReg = "%cluster_ctaid.y"
+	ClusterCtaidZ   SReg = "%cluster_ctaid.z"
+	ClusterNCtaidX  SReg = "%cluster_nctaid.x"
+	ClusterNCtaidY  SReg = "%cluster_nctaid.y"
+	ClusterNCtaidZ  SReg = "%cluster_nctaid.z"
+)
 
 func (s SReg) String() string { return string(s) }
 func (SReg) isOperand()       {}
@@ -82,6 +99,7 @@ func (SReg) isOperand()       {}
 type Sym struct {
 	Name string
 	typ  Type
+	tmap bool // a tensor-map parameter (.align 64 .b8 [128])
 }
 
 func (s Sym) String() string { return s.Name }
@@ -116,6 +134,41 @@ func (v Vec) String() string {
 	return "{" + strings.Join(s, ", ") + "}"
 }
 func (Vec) isOperand() {}
+
+// Sink is PTX's sink operand `_`: a destination whose value is dropped
+// (mbarrier.arrive's state, elect.sync's lane index).
+type Sink struct{}
+
+func (Sink) String() string { return "_" }
+func (Sink) isOperand()     {}
+
+// DstPair is a destination of two parts, printed d|p: elect.sync writes
+// the elected lane to D (a b32 register or Sink) and the predicate P.
+type DstPair struct {
+	D Operand
+	P Reg
+}
+
+func (d DstPair) String() string { return d.D.String() + "|" + d.P.String() }
+func (DstPair) isOperand()       {}
+
+// TensorAddr is the tensor operand of cp.async.bulk.tensor,
+// [map, {c0, c1, ...}]: the tensor map (its generic address in a 64-bit
+// register, or the tensor-map parameter itself) and the box's
+// coordinates, innermost first, in elements (s32).
+type TensorAddr struct {
+	Map    Operand
+	Coords []Operand
+}
+
+func (t TensorAddr) String() string {
+	c := make([]string, len(t.Coords))
+	for i, o := range t.Coords {
+		c[i] = o.String()
+	}
+	return fmt.Sprintf("[%s, {%s}]", t.Map, strings.Join(c, ", "))
+}
+func (TensorAddr) isOperand() {}
 
 // Label is a branch target. Structured control flow makes its own; raw
 // labels are for hand-written branches.

@@ -32,6 +32,10 @@ func (f *Func) print(w *strings.Builder) {
 		if i > 0 {
 			w.WriteString(",")
 		}
+		if p.tmap {
+			fmt.Fprintf(w, "\n\t.param .align 64 .b8 %s[128]", p.Name)
+			continue
+		}
 		fmt.Fprintf(w, "\n\t.param .%s %s", p.typ, p.Name)
 	}
 	w.WriteString("\n)\n")
@@ -43,6 +47,9 @@ func (f *Func) print(w *strings.Builder) {
 	}
 	if f.reqntid != nil {
 		fmt.Fprintf(w, ".reqntid %s\n", joinInts(f.reqntid))
+	}
+	if f.cluster != nil {
+		fmt.Fprintf(w, ".reqnctapercluster %s\n", joinInts(f.cluster))
 	}
 	if f.minCTAs > 0 {
 		fmt.Fprintf(w, ".minnctapersm %d\n", f.minCTAs)
