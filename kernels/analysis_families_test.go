@@ -22,6 +22,7 @@ var analysisOddSpecs = []string{
 	"n=1,c=3,l=37,window=3,stride=2,p=2",
 	"n=2,c=3,l=17,window=4,stride=3,p=1.5,ceil=1",
 	"n=1,c=1,l=5,window=5,p=3",
+	"m=1,n=8,k=8,grad=dx", "m=100,n=72,k=136,grad=dw", "m=37,n=264,k=1000,grad=dx",
 }
 
 // TestFamiliesPassAnalyses emits every variant of every registered family

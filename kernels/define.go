@@ -41,15 +41,17 @@ type Baseliner interface {
 // Define returns the untyped Family of d.
 func Define[S, P any](d Def[S, P]) Family {
 	if b, ok := d.(interface{ Baselines(S) []Baseline }); ok {
-		return baselined[S, P]{typed[S, P]{d}, b.Baselines}
+		return baselined[S, P]{typed[S, P]{d}, b}
 	}
 	return typed[S, P]{d}
 }
 
-// baselined is a typed family with baselines.
+// baselined is a typed family with baselines. It holds the Def's method
+// set, not a method value, so that families stay comparable (catalog
+// lookups compare them).
 type baselined[S, P any] struct {
 	typed[S, P]
-	baselines func(S) []Baseline
+	b interface{ Baselines(S) []Baseline }
 }
 
 func (b baselined[S, P]) Baselines(s variants.Shape) []Baseline {
@@ -57,7 +59,7 @@ func (b baselined[S, P]) Baselines(s variants.Shape) []Baseline {
 	if err != nil {
 		return nil
 	}
-	return b.baselines(v)
+	return b.b.Baselines(v)
 }
 
 // typed adapts a Def to Family: it decodes shapes and params on the way in

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/elementwise"
+	"github.com/gradtune/gradtune/kernels/gemm"
 	"github.com/gradtune/gradtune/kernels/lppool"
 	"github.com/gradtune/gradtune/kernels/norm"
 	"github.com/gradtune/gradtune/kernels/softmax"
@@ -16,6 +17,7 @@ import (
 // families is every family, in no particular order: listings sort them.
 var families = slices.Concat(
 	elementwise.Families(),
+	gemm.Families(),
 	softmax.Families(),
 	norm.Families(),
 	lppool.Families(),

@@ -1,0 +1,86 @@
+package gemm
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/gradtune/gradtune/dtype"
+	"github.com/gradtune/gradtune/internal/ptxas"
+	"github.com/gradtune/gradtune/kernels/internal/ptxtest"
+	"github.com/gradtune/gradtune/variants"
+)
+
+// asmCase is one module to assemble for one architecture.
+type asmCase struct {
+	arch, what string
+	ptx        string
+}
+
+// TestAssemble assembles a deterministic sample of the preset's variants
+// with ptxas (every third in enumeration order, both dtypes): the sync
+// path for sm_80 and sm_90. ptxas must accept each module and report no
+// spills and no stack frame.
+func TestAssemble(t *testing.T) {
+	path := ptxas.RequireOrSkip(t)
+	f := Families()[0]
+	pr, _ := variants.LookupPreset("qwen1.5b", 0)
+	var cases []asmCase
+	i := 0
+	for _, vs := range f.Shapes(pr, []dtype.DType{dtype.BF16, dtype.F16}) {
+		for _, ps := range f.Space(vs).Enumerate() {
+			if i++; i%3 != 0 {
+				continue
+			}
+			prog, err := f.Emit(vs, ps)
+			if err != nil {
+				t.Fatal(err)
+			}
+			what := vs.Key() + " " + ps.String()
+			for _, arch := range archs(ps) {
+				cases = append(cases, asmCase{arch: arch, what: what, ptx: prog.PTX})
+			}
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	var problems []string
+	results := make([][]string, len(cases))
+	ptxtest.Parallel(indices(len(cases)), func(j int) { results[j] = assembleOne(ctx, path, cases[j]) })
+	for _, r := range results {
+		problems = append(problems, r...)
+	}
+	ptxtest.ReportSorted(t, problems, 20)
+	t.Logf("%d modules assembled", len(cases))
+}
+
+// archs lists the architectures a variant is assembled for.
+func archs(ps variants.Params) []string {
+	if ps["mma"] == string(Sync) {
+		return []string{"sm_80", "sm_90"}
+	}
+	return []string{"sm_90a"}
+}
+
+func indices(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+func assembleOne(ctx context.Context, path string, c asmCase) []string {
+	reports, _, err := ptxas.Assemble(ctx, path, c.ptx, c.arch)
+	if err != nil {
+		return []string{fmt.Sprintf("%s %s: %v", c.arch, c.what, err)}
+	}
+	var ps []string
+	for _, r := range reports {
+		if r.SpillStores != 0 || r.SpillLoads != 0 || r.StackBytes != 0 {
+			ps = append(ps, fmt.Sprintf("%s %s %s: spills %d/%d bytes, stack %d, %d registers", c.arch, c.what, r.Function, r.SpillStores, r.SpillLoads, r.StackBytes, r.Registers))
+		}
+	}
+	return ps
+}

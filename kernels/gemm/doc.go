@@ -1,0 +1,103 @@
+// Package gemm is gemm_bwd: the two backward GEMMs of nn.Linear,
+// y = x·Wᵀ with x of [M×K] and W of [N×K] (out×in), in f16 or bf16 with
+// f32 accumulation. docs/kernels/gemm.md has the design, the reasoning
+// behind the rules and the H200 measurements.
+//
+// # Shapes
+//
+// m, n, k and grad (dx|dw) are required: grad=dx is dX[M×K] = dY[M×N]·W,
+// grad=dw is dW[N×K] = dYᵀ·X. out=f32 (dw only) writes dW in f32, for an
+// f32 main-grad; without it every output has the inputs' dtype, as
+// PyTorch's bf16 and f16 backward does. The output dtype is a shape choice,
+// not an axis, because it changes the buffers. n and k are multiples of 8
+// (rows of 16 bytes, which cp.async and TMA need); m is any size. The
+// preset qwen1.5b gives its four distinct projections (q·o 1536×1536, k·v
+// 256×1536, gate·up 8960×1536, down 1536×8960, W as [N×K]) at --tokens
+// rows, each for dx then dw.
+//
+// # The GEMM and its layouts
+//
+// Both grads are C[r×c] = A[r×l]·B[l×c], a reduction over l, with every
+// buffer row-major:
+//
+//	grad  r  c  l  A                          B
+//	dx    M  K  N  dy [M×N]: K-major (ld N)   w [N×K]: MN-major (ld K)
+//	dw    N  K  M  dyᵀ: dy [M×N] MN-major     x [M×K]: MN-major (ld K)
+//
+// K-major: the reduction index is contiguous; MN-major: the row (A) or
+// column (B) index is. B is MN-major in both grads; A is K-major for dx
+// and MN-major for dw. For wgmma that is imm-trans-b = 1 always and
+// imm-trans-a = 1 for dw (both operands from shared memory, transposed
+// descriptors: 128B swizzle, SBO 1024 between 8-row groups of k, LBO
+// between 64-element atoms of m or n, a k16 step 2048 bytes).
+//
+// # The sync path (mma=sync, sm_80 and later)
+//
+// A CTA of 4 warps (2×2) or 8 (2×4 or 4×2 on 128×128 tiles) computes a
+// BM×BN tile of C; warps hold m16n8 accumulator blocks. A ring of `stages`
+// slots in dynamic shared memory holds [BM][BK] (K-major A) or [BK][BM]
+// (MN-major A) and [BK][BN] tiles, each row of 16-byte chunks XOR-swizzled
+// by row bits (swizzle.go) so ldmatrix phases and cp.async stores spread
+// over the banks. cp.async.cg copies 16-byte chunks, zero-filling those
+// outside the matrix (source size 0); `stages`−1 k-tiles are in flight.
+// Fragments come by ldmatrix.x4: non-transposed for a K-major A,
+// transposed for an MN-major A and for B. The epilogue stores pairs from
+// the accumulators (rounded to the output dtype), guarded at the edges.
+//
+// # The wgmma path (mma=wgmma, sm_90a): designed, not yet emitted
+//
+// A producer warpgroup (one elected thread issuing TMA loads into a
+// full/empty mbarrier ring, setmaxnreg.dec) and two consumer warpgroups
+// (setmaxnreg.inc) each owning BM/2 rows (one or two m64nBNk16 per k16
+// step); cluster=2 pairs tile rows that multicast the shared B tile;
+// persistent grids walk grouped tiles and end them with a TMA store. The
+// space's wgmma rules are in place and tested; `paths` lists the paths
+// Emit writes, and wgmma joins it when its emission and interpreter runs
+// land.
+//
+// # Split-K
+//
+// splitk=S cuts the reduction into S ranges of whole k-tiles (split s:
+// k-tiles ⌊s·T/S⌋ to ⌊(s+1)·T/S⌋); each CTA stores its f32 partial tile
+// into its slice of a workspace the program declares as Scratch
+// ([S][r][c] f32), and a second launch sums the slices in split order
+// (deterministic) and rounds once to the output.
+//
+// # Rules
+//
+//   - sync path: cluster=1, multicast=0, persistent=0, epilogue=direct,
+//     regsplit=0 (sm_80 has none of these).
+//   - tile shape: sync tiles at most 128×128 with bk=32; wgmma bk=64, 64 or
+//     128 rows per consumer, bm and bn ≥ 128, bn a multiple of 64 (a
+//     128-byte swizzled TMA box of the MN-major B is 64 elements wide).
+//   - warp layout: wgmma takes consumers=2 with regsplit=1; sync takes 8
+//     warps only on 128×128 tiles.
+//   - multicast exactly with cluster=2; the cluster divides the tile rows.
+//   - accumulators + 48 registers fit the per-thread cap (240 with the
+//     register split, else 65536/threads, at most 255).
+//   - shared memory: stages·(BM+BN)·BK·2 (+ the TMA-store tile, barriers
+//     and 1 KB of alignment slack for wgmma) ≤ 227 KB (sync: 163 KB, for
+//     sm_80).
+//   - stages: the deepest that fits (sync: at most 4), but no more than
+//     the k-tiles of a split.
+//   - split-K only with fewer tiles than the H200's 132 SMs, at least two
+//     k-tiles per split, at most two waves of CTAs; the workspace within
+//     u32 indexing; split partials stored directly.
+//   - tile order and persistence only past one wave (within one, every
+//     order is the same run): order=m persistent=0 there; past it,
+//     persistent=1 exactly with order=grouped, and with epilogue=tma.
+//
+// # Validation
+//
+// Shapes whose reduction is at most exactMaxL = 1024 get integer inputs in
+// −3..3: every partial sum is an integer below 2²⁴, so f32 accumulation
+// is exact in any order and whatever the tensor cores truncate, and the
+// output, rounded once, equals the float64 reference rounded to the output
+// dtype bit for bit: the tolerance is zero. Longer reductions get inputs
+// uniform in [−1, 1) rounded to the dtype, so Σ_k|a·b| ≤ L, and the bound
+// |C − C_ref| ≤ γ·L with γ = (2·⌈L/16⌉ + 16)·2⁻²³: products are exact in
+// f32, each k16 step may lose an ulp of its block sum and one of its
+// addition to the accumulator, and the split-K reduce adds at most 16
+// partials; widened by the output's rounding (kernels.StoreTol). The
+// runner poisons outputs with NaN, so unwritten tiles fail.
+package gemm

@@ -1,0 +1,107 @@
+package gemm
+
+import (
+	"flag"
+	"strings"
+	"testing"
+
+	"github.com/gradtune/gradtune/dtype"
+	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/kernels/internal/ptxtest"
+	"github.com/gradtune/gradtune/variants"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+// TestEmitPreset emits every variant of the preset's shapes in both
+// dtypes: each passes Build's analyses (Emit builds), launches what the
+// rules promise (grid, block, shared memory) and declares its workspace
+// with split-K.
+func TestEmitPreset(t *testing.T) {
+	f := Families()[0]
+	pr, _ := variants.LookupPreset("qwen1.5b", 0)
+	n := 0
+	for _, vs := range f.Shapes(pr, []dtype.DType{dtype.BF16, dtype.F16}) {
+		s, _ := variants.DecodeShape[Shape](vs.Dims, vs.DType)
+		g := problemOf(s)
+		for _, ps := range f.Space(vs).Enumerate() {
+			prog, err := f.Emit(vs, ps)
+			if err != nil {
+				t.Fatalf("%s %s: %v", vs.Key(), ps, err)
+			}
+			p, _ := variants.Decode[Params](ps)
+			checkProgram(t, g, p, prog)
+			n++
+		}
+	}
+	t.Logf("%d variants emitted", n)
+}
+
+func checkProgram(t *testing.T, g problem, p Params, prog kernels.Program) {
+	t.Helper()
+	main := prog.Launches[0]
+	if got, want := main.Grid[0], tiles(g, p)*p.SplitK; got != want || main.SharedBytes != smemBytes(g, p, p.Stages) {
+		t.Errorf("%s: grid %d, shared %d; want %d, %d", variants.Encode(p), got, main.SharedBytes, want, smemBytes(g, p, p.Stages))
+	}
+	if want := 1 + min(p.SplitK-1, 1); len(prog.Launches) != want || len(prog.Buffers) != want-1 {
+		t.Errorf("%s: %d launches and %d buffers", variants.Encode(p), len(prog.Launches), len(prog.Buffers))
+	}
+	if p.SplitK > 1 && prog.Buffers[0].Elems != p.SplitK*g.r*g.c {
+		t.Errorf("%s: workspace of %d elements", variants.Encode(p), prog.Buffers[0].Elems)
+	}
+}
+
+// TestGoldenSync pins the PTX of one sync variant: dW (both operands
+// MN-major, so every ldmatrix is .trans) with split-K.
+func TestGoldenSync(t *testing.T) {
+	f := Families()[0]
+	s := variants.ShapeOf(Shape{M: 300, N: 72, K: 136, Grad: DW, DType: dtype.BF16})
+	p := Params{MMA: Sync, BM: 64, BN: 64, BK: 32, Stages: 4, Consumers: 1, Cluster: 1, SplitK: 2, Order: OrderM, Epilogue: Direct}
+	prog, err := f.Emit(s, variants.Encode(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, probs := ptxtest.Labels(prog.PTX); len(probs) > 0 {
+		t.Errorf("labels: %v", probs)
+	}
+	if !strings.Contains(prog.PTX, ".target sm_80") {
+		t.Errorf("the sync path must target sm_80")
+	}
+	ptxtest.Golden(t, *update, "sync_dw_bf16.ptx", prog.PTX)
+}
+
+// TestSwizzle: the 8 rows an ldmatrix phase (or a cp.async quarter-warp)
+// touches at one logical chunk land in 8 distinct 16-byte bank groups.
+func TestSwizzle(t *testing.T) {
+	for _, cols := range []int{32, 64, 128} {
+		chunks := cols / 8
+		for r0 := 0; r0 < 64; r0 += 8 {
+			for c := range chunks {
+				seen := map[int]bool{}
+				for r := r0; r < r0+8; r++ {
+					byteOff := r*cols*2 + swizzleGo(r, c, chunks)*16
+					seen[byteOff/16%8] = true
+				}
+				if len(seen) != 8 {
+					t.Errorf("cols %d rows %d.. chunk %d: %d bank groups", cols, r0, c, len(seen))
+				}
+			}
+		}
+	}
+}
+
+// TestTileOrder: every order visits each (tile, split) exactly once.
+func TestTileOrder(t *testing.T) {
+	g := problemOf(Shape{M: 2048, N: 8960, K: 1536, Grad: DW, DType: dtype.BF16}) // 70 × 12 tiles of 128
+	for _, o := range []Order{OrderM, OrderN, Grouped} {
+		p := Params{BM: 128, BN: 128, BK: 64, SplitK: 2, Order: o}
+		seen := map[[3]int]bool{}
+		for i := range tiles(g, p) * p.SplitK {
+			r, c, s := tileOrderGo(g, p, i)
+			if r < 0 || r >= tilesR(g, p) || c < 0 || c >= tilesC(g, p) || seen[[3]int{r, c, s}] {
+				t.Fatalf("order %s: tile %d maps to (%d, %d, %d)", o, i, r, c, s)
+			}
+			seen[[3]int{r, c, s}] = true
+		}
+	}
+}

@@ -1,0 +1,122 @@
+package gemm
+
+import (
+	"fmt"
+
+	"github.com/gradtune/gradtune/dtype"
+	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/kernels/gen"
+	"github.com/gradtune/gradtune/variants"
+)
+
+// name is the family's name, and the prefix of its kernels' entries.
+const name = "gemm_bwd"
+
+// Grad is which gradient of y = x·Wᵀ a shape computes.
+type Grad string
+
+// The gradients.
+const (
+	DX Grad = "dx" // dX[M×K] = dY[M×N]·W[N×K]
+	DW Grad = "dw" // dW[N×K] = dY[M×N]ᵀ·X[M×K]
+)
+
+// Shape is the backward of nn.Linear y = x·Wᵀ with x of [M×K] (M tokens,
+// K in-features) and W of [N×K] (N out-features): Grad names the product.
+// Out=f32 (dw only) writes dW in f32 (for an f32 main-grad); left out,
+// the output has the inputs' dtype, as PyTorch's bf16 and f16 backward do.
+type Shape struct {
+	M     int    `dim:"m"`
+	N     int    `dim:"n"`
+	K     int    `dim:"k"`
+	Grad  Grad   `dim:"grad" values:"dx,dw"`
+	Out   string `dim:"out,optional" values:"f32"`
+	DType dtype.DType
+}
+
+// Families lists gemm_bwd.
+func Families() []kernels.Family { return []kernels.Family{kernels.Define(def{})} }
+
+// def is gemm_bwd written against Shape and Params.
+type def struct{}
+
+func (def) Name() string { return name }
+func (def) Doc() string {
+	return "nn.Linear backward GEMMs: dX = dY·W (grad=dx) or dW = dYᵀ·X (grad=dw), f16/bf16 in, f32 accumulation"
+}
+func (def) DTypes() []dtype.DType { return []dtype.DType{dtype.BF16, dtype.F16} }
+
+// Shapes: the preset's four distinct projections (q and o, k and v, gate
+// and up, down), W of [out×in] = [N×K], at Tokens rows, each for dx then
+// dw.
+func (d def) Shapes(p variants.Preset, dt dtype.DType) []Shape {
+	kv := p.KVHeads * p.HeadDim
+	proj := [][2]int{{p.Hidden, p.Hidden}, {kv, p.Hidden}, {p.Intermediate, p.Hidden}, {p.Hidden, p.Intermediate}}
+	var out []Shape
+	for _, nk := range proj {
+		for _, g := range []Grad{DX, DW} {
+			s := Shape{M: p.Tokens, N: nk[0], K: nk[1], Grad: g, DType: dt}
+			if d.CheckShape(s) == nil {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+// CheckShape: n and k multiples of 8 (every row of dY, W and X starts on
+// 16 bytes, as cp.async and TMA need), every matrix within u32 element
+// indexing, out=f32 only for dw.
+func (def) CheckShape(s Shape) error {
+	switch {
+	case s.N%8 != 0 || s.K%8 != 0:
+		return fmt.Errorf("n=%d and k=%d must be multiples of 8 (rows of 16 bytes)", s.N, s.K)
+	case s.M*s.N > gen.MaxElems || s.M*s.K > gen.MaxElems || s.N*s.K > gen.MaxElems:
+		return fmt.Errorf("m=%d, n=%d, k=%d: a matrix has more than %d elements", s.M, s.N, s.K, gen.MaxElems)
+	case s.Out != "" && s.Grad != DW:
+		return fmt.Errorf("out=%s is for grad=dw (dx has the inputs' dtype)", s.Out)
+	}
+	return nil
+}
+
+// outDType is the dtype of the output.
+func (s Shape) outDType() dtype.DType {
+	if s.Out == "f32" {
+		return dtype.F32
+	}
+	return s.DType
+}
+
+// Buffers: dy and w (dx) or dy and x (dw) in, the gradient out.
+func (def) Buffers(s Shape) []kernels.Buffer {
+	p := problemOf(s)
+	return []kernels.Buffer{
+		{Name: "dy", DType: s.DType, Elems: s.M * s.N, Role: kernels.Input},
+		{Name: p.b.buf, DType: s.DType, Elems: p.l * p.c, Role: kernels.Input},
+		{Name: p.out, DType: s.outDType(), Elems: p.r * p.c, Role: kernels.Output},
+	}
+}
+
+// Cost: 2·R·C·L flops; both operands read once and the output written
+// once.
+func (def) Cost(s Shape) kernels.Cost {
+	p := problemOf(s)
+	in := int64(s.DType.Size())
+	return kernels.Cost{
+		Flops: 2 * int64(p.r) * int64(p.c) * int64(p.l),
+		Bytes: in*int64(p.r*p.l+p.l*p.c) + int64(s.outDType().Size())*int64(p.r*p.c),
+	}
+}
+
+// Baselines: cuBLAS on the same buffers. Row-major, C = op(A)·op(B):
+// dx is dy·w (no transposes); dw is dyᵀ·x (A = dy transposed).
+func (def) Baselines(s Shape) []kernels.Baseline {
+	g := &kernels.GEMMCall{A: "dy", C: string(s.Grad), In: s.DType, Out: s.outDType(), LDA: s.N, LDB: s.K, LDC: s.K}
+	switch s.Grad {
+	case DX:
+		g.B, g.M, g.N, g.K = "w", s.M, s.K, s.N
+	default:
+		g.B, g.M, g.N, g.K, g.TransA = "x", s.N, s.K, s.M, true
+	}
+	return []kernels.Baseline{{Name: "cublas", GEMM: g}}
+}

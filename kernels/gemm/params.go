@@ -1,0 +1,47 @@
+package gemm
+
+// MMA is the tensor-core path of a variant.
+type MMA string
+
+// The paths.
+const (
+	WGMMA MMA = "wgmma" // sm_90a: TMA, mbarrier ring, warp-specialized wgmma
+	Sync  MMA = "sync"  // sm_80+: cp.async ring, ldmatrix, mma.sync m16n8k16
+)
+
+// Order is the order in which tiles are handed out.
+type Order string
+
+// The tile orders.
+const (
+	OrderM  Order = "m"       // consecutive tiles go down a column of tiles (along M of C)
+	OrderN  Order = "n"       // consecutive tiles go along a row of tiles
+	Grouped Order = "grouped" // groups of groupRows tile rows, column by column within a group
+)
+
+// Epilogue is how a tile of C leaves the CTA.
+type Epilogue string
+
+// The epilogues.
+const (
+	Direct   Epilogue = "direct" // st.global from the accumulator registers
+	TMAStore Epilogue = "tma"    // through shared memory and a TMA bulk tensor store
+)
+
+// Params is one variant. See the package doc for what each axis means on
+// each path and for the rules between them.
+type Params struct {
+	MMA        MMA      `axis:"mma" doc:"wgmma: TMA + mbarrier ring + warp-specialized wgmma (sm_90a); sync: cp.async ring + ldmatrix + mma.sync m16n8k16 (sm_80+)"`
+	BM         int      `axis:"bm" values:"64,128,256" doc:"tile rows of C"`
+	BN         int      `axis:"bn" values:"64,128,192,256" doc:"tile columns of C"`
+	BK         int      `axis:"bk" values:"32,64" doc:"reduction elements per pipeline stage"`
+	Stages     int      `axis:"stages" values:"2,3,4,5,6" doc:"pipeline stages in shared memory"`
+	Consumers  int      `axis:"consumers" values:"1,2" doc:"math warpgroups (sync: 4 or 8 warps)"`
+	Cluster    int      `axis:"cluster" values:"1,2" doc:"CTAs per cluster, along the rows of C (wgmma)"`
+	Multicast  bool     `axis:"multicast" values:"0,1" doc:"1: the cluster's CTAs share the B tile through TMA multicast"`
+	SplitK     int      `axis:"splitk" doc:"splits of the reduction: f32 partials in a workspace, summed by a second launch"`
+	Order      Order    `axis:"order" values:"m,n,grouped" doc:"tile order: down the rows, along the columns, or grouped"`
+	Persistent bool     `axis:"persistent" values:"0,1" doc:"1: one CTA per SM loops over tiles (wgmma)"`
+	Epilogue   Epilogue `axis:"epilogue" values:"direct,tma" doc:"direct stores from registers, or shared memory + TMA store (wgmma)"`
+	RegSplit   bool     `axis:"regsplit" values:"0,1" doc:"1: setmaxnreg moves registers from the producer warpgroup to the consumers (wgmma)"`
+}

@@ -1,0 +1,49 @@
+package gemm
+
+import "github.com/gradtune/gradtune/dtype"
+
+// problem is a shape seen as the GEMM it is: C[r×c] = A[r×l]·B[l×c],
+// a reduction over l, with each operand as the buffers store it.
+//
+//	grad  r  c  l   A              B
+//	dx    M  K  N   dy, K-major    w, MN-major
+//	dw    N  K  M   dy, MN-major   x, MN-major
+type problem struct {
+	r, c, l int
+	a, b    operand
+	out     string // the output buffer
+	in, od  dtype.DType
+}
+
+// operand is one GEMM operand in its buffer: row-major with rows ld
+// elements apart. A K-major operand has the reduction index contiguous
+// (A[i][k] at i·ld+k); an MN-major one has its other index contiguous
+// (A[i][k] at k·ld+i; B[k][j] at k·ld+j).
+type operand struct {
+	buf    string
+	kMajor bool
+	ld     int
+}
+
+func problemOf(s Shape) problem {
+	p := problem{c: s.K, out: string(s.Grad), in: s.DType, od: s.outDType()}
+	switch s.Grad {
+	case DX:
+		p.r, p.l = s.M, s.N
+		p.a = operand{buf: "dy", kMajor: true, ld: s.N}
+		p.b = operand{buf: "w", ld: s.K}
+	default:
+		p.r, p.l = s.N, s.M
+		p.a = operand{buf: "dy", ld: s.N}
+		p.b = operand{buf: "x", ld: s.K}
+	}
+	return p
+}
+
+// index is the position in the buffer of A[row][k] (B: of B[k][row]).
+func (o operand) index(row, k int) int {
+	if o.kMajor {
+		return row*o.ld + k
+	}
+	return k*o.ld + row
+}

@@ -1,0 +1,73 @@
+package gemm
+
+import (
+	"github.com/gradtune/gradtune/kernels/ptx"
+)
+
+// tile is the work of one CTA (or one turn of a persistent CTA): the
+// first row and column of C it computes and its split of the reduction,
+// k-tiles kt0 up to kt0+nk.
+type tile struct {
+	row0, col0, split ptx.Reg // u32
+	kt0, nk           ptx.Reg // u32
+}
+
+// tileOf maps the linear tile index t (u32) to its tile: the split is the
+// outermost index; within a split, tiles go down the rows (order m), along
+// the columns (order n) or in groups of groupRows tile rows walked column
+// by column (grouped).
+func tileOf(k *ptx.Func, g problem, p Params, t ptx.Reg) tile {
+	n, tr, tc := tiles(g, p), tilesR(g, p), tilesC(g, p)
+	var out tile
+	out.split = k.Div(ptx.U32, t, ptx.Imm(n))
+	t = k.Sub(ptx.U32, t, k.Mul(ptx.U32, out.split, ptx.Imm(n)))
+	var r, c ptx.Reg
+	switch p.Order {
+	case OrderM:
+		c = k.Div(ptx.U32, t, ptx.Imm(tr))
+		r = k.Sub(ptx.U32, t, k.Mul(ptx.U32, c, ptx.Imm(tr)))
+	case OrderN:
+		r = k.Div(ptx.U32, t, ptx.Imm(tc))
+		c = k.Sub(ptx.U32, t, k.Mul(ptx.U32, r, ptx.Imm(tc)))
+	default:
+		r, c = grouped(k, t, tr, tc)
+	}
+	out.row0 = k.Mul(ptx.U32, r, ptx.Imm(p.BM))
+	out.col0 = k.Mul(ptx.U32, c, ptx.Imm(p.BN))
+	kt := kTiles(g, p)
+	out.kt0 = k.Div(ptx.U32, k.Mul(ptx.U32, out.split, ptx.Imm(kt)), ptx.Imm(p.SplitK))
+	end := k.Div(ptx.U32, k.Mad(ptx.U32, out.split, ptx.Imm(kt), ptx.Imm(kt)), ptx.Imm(p.SplitK))
+	out.nk = k.Sub(ptx.U32, end, out.kt0)
+	return out
+}
+
+// grouped is Triton's grouped order: groups of groupRows tile rows (the
+// last group may be shorter), each walked column by column.
+func grouped(k *ptx.Func, t ptx.Reg, tr, tc int) (r, c ptx.Reg) {
+	per := groupRows * tc
+	grp := k.Div(ptx.U32, t, ptx.Imm(per))
+	in := k.Sub(ptx.U32, t, k.Mul(ptx.U32, grp, ptx.Imm(per)))
+	first := k.Mul(ptx.U32, grp, ptx.Imm(groupRows))
+	size := k.Min(ptx.U32, k.Sub(ptx.U32, k.Mov(ptx.U32, ptx.Imm(tr)), first), ptx.Imm(groupRows))
+	c = k.Div(ptx.U32, in, size)
+	r = k.Add(ptx.U32, first, k.Sub(ptx.U32, in, k.Mul(ptx.U32, c, size)))
+	return r, c
+}
+
+// tileOrderGo is tileOf in Go, for tests: the tile row, column and split
+// of linear index t.
+func tileOrderGo(g problem, p Params, t int) (r, c, split int) {
+	n, tr, tc := tiles(g, p), tilesR(g, p), tilesC(g, p)
+	split, t = t/n, t%n
+	switch p.Order {
+	case OrderM:
+		return t % tr, t / tr, split
+	case OrderN:
+		return t / tc, t % tc, split
+	}
+	per := groupRows * tc
+	first := t / per * groupRows
+	size := min(tr-first, groupRows)
+	in := t % per
+	return first + in%size, in / size, split
+}

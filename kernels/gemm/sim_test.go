@@ -1,0 +1,102 @@
+package gemm_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/gradtune/gradtune/dtype"
+	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/kernels/gemm"
+	"github.com/gradtune/gradtune/runner"
+	"github.com/gradtune/gradtune/runner/sim"
+	"github.com/gradtune/gradtune/variants"
+)
+
+// simRun validates the variants of spec that keep returns true on the
+// CPU interpreter through runner.Session, as tune does: outputs poisoned
+// with NaN, every element within the tolerance of the float64 reference,
+// no access out of bounds or misaligned, no shared-memory race.
+func simRun(t *testing.T, spec string, dt dtype.DType, keep func(gemm.Params) bool) int {
+	t.Helper()
+	f := gemm.Families()[0]
+	sp, err := variants.ParseSpecs(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := f.Shape(sp[0], dt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss := runner.NewSession(sim.New(sim.Options{Workers: 2}))
+	defer ss.Release()
+	if err := ss.Prepare(f, s, 1); err != nil {
+		t.Fatal(err)
+	}
+	runs := 0
+	for _, p := range f.Space(s).Enumerate() {
+		pv, err := variants.Decode[gemm.Params](p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !keep(pv) {
+			continue
+		}
+		runs++
+		if err := validate(ss, f, s, p); err != nil {
+			t.Errorf("%s %s: %v", s.Key(), p, err)
+		}
+	}
+	return runs
+}
+
+func validate(ss *runner.Session, f kernels.Family, s variants.Shape, p variants.Params) error {
+	prog, err := f.Emit(s, p)
+	if err != nil {
+		return err
+	}
+	l, err := ss.Load(prog)
+	if err != nil {
+		return err
+	}
+	c, err := ss.Validate(l)
+	if err != nil {
+		return err
+	}
+	if !c.OK {
+		return fmtCheck(c)
+	}
+	return nil
+}
+
+func fmtCheck(c runner.Check) error {
+	return fmt.Errorf("%s (max abs error %g, rel %g)", c.Message, c.MaxAbs, c.MaxRel)
+}
+
+// syncShapes are small shapes for the interpreter: M = 1 (a one-row dX,
+// a one-term reduction for dW), row, column and k tails of every tile
+// (100, 72, 136), a skinny dW whose few tiles take split-K, an f32 dW,
+// more tiles than SMs (orders m and n), and reductions longer than
+// exactMaxL (random inputs) in both grads.
+var syncShapes = []struct {
+	spec string
+	dt   dtype.DType
+}{
+	{"m=1,n=64,k=64,grad=dx", dtype.BF16},
+	{"m=1,n=64,k=64,grad=dw", dtype.F16},
+	{"m=100,n=72,k=136,grad=dx", dtype.BF16},
+	{"m=100,n=72,k=136,grad=dw", dtype.F16},
+	{"m=100,n=72,k=136,grad=dw,out=f32", dtype.BF16},
+	{"m=256,n=256,k=200,grad=dw", dtype.BF16},
+	{"m=770,n=16,k=776,grad=dx", dtype.F16},
+	{"m=1040,n=40,k=48,grad=dw", dtype.BF16},
+	{"m=130,n=1040,k=24,grad=dx", dtype.F16},
+}
+
+// TestSyncOnInterpreter runs every sync variant of syncShapes.
+func TestSyncOnInterpreter(t *testing.T) {
+	all := func(p gemm.Params) bool { return p.MMA == gemm.Sync }
+	for _, c := range syncShapes {
+		n := simRun(t, c.spec, c.dt, all)
+		t.Logf("%s %v: %d variants", c.spec, c.dt, n)
+	}
+}

@@ -1,0 +1,255 @@
+package gemm
+
+import (
+	"fmt"
+
+	"github.com/gradtune/gradtune/kernels/gen"
+	"github.com/gradtune/gradtune/variants"
+)
+
+// Limits the rules enforce.
+const (
+	numSMs      = 132        // H200 multiprocessors: what "one wave" means in the rules
+	smemMax     = 227 * 1024 // dynamic shared memory per CTA on sm_90 (sm_80: 163 KB, see syncSmemMax)
+	syncSmemMax = 163 * 1024 // on sm_80, which the sync path also targets
+	smemSlack   = 1024       // to round the dynamic shared base up to 1024 bytes (128B swizzle)
+	regOverhead = 48         // registers besides the accumulators (addresses, counters, descriptors)
+	groupRows   = 8          // tile rows per group of the grouped order
+)
+
+// splitKs are the split-K factors.
+var splitKs = variants.Ints(1, 2, 3, 4, 6, 8)
+
+// paths lists the MMA paths the family emits.
+var paths = []string{string(Sync)}
+
+// Space: the paths the family emits and the split-K factors, under the
+// rules the package doc lists.
+func (def) Space(s Shape) variants.Typed[Params] {
+	g := problemOf(s)
+	rule := func(name string, f func(problem, Params) error) variants.Rule[Params] {
+		return variants.Rule[Params]{Name: name, Check: func(p Params) error { return f(g, p) }}
+	}
+	return variants.Typed[Params]{
+		Values: map[string][]string{"mma": paths, "splitk": splitKs},
+		Rules: []variants.Rule[Params]{
+			rule("sync path has no cluster, multicast, persistent grid, TMA epilogue or register split", syncFeatures),
+			rule("tile shape the path supports", tileShape),
+			rule("warp layout: wgmma two consumers with a register split; sync 8 warps on 128×128 tiles", warpLayout),
+			rule("multicast exactly with a cluster", multicast),
+			rule("clusters pair tile rows", clusterRows),
+			rule("accumulators fit in registers", registers),
+			rule("shared memory fits", sharedFits),
+			rule("pipeline as deep as fits and the k-loop needs", pipelineDepth),
+			rule("split-K only below one wave, each split at least two k-tiles", splitK),
+			rule("split-K workspace within u32 indexing", workspaceSize),
+			rule("split-K partials are stored directly", splitEpilogue),
+			rule("tile order and persistence past one wave only; persistent grids grouped with the TMA store", tileOrder),
+		},
+	}
+}
+
+// geometry of a variant on a problem.
+func tilesR(g problem, p Params) int { return gen.CeilDiv(g.r, p.BM) }
+func tilesC(g problem, p Params) int { return gen.CeilDiv(g.c, p.BN) }
+func tiles(g problem, p Params) int  { return tilesR(g, p) * tilesC(g, p) }
+func kTiles(g problem, p Params) int { return gen.CeilDiv(g.l, p.BK) }
+
+func syncFeatures(_ problem, p Params) error {
+	if p.MMA != Sync {
+		return nil
+	}
+	if p.Cluster != 1 || p.Multicast || p.Persistent || p.Epilogue != Direct || p.RegSplit {
+		return fmt.Errorf("mma=sync takes cluster=1 multicast=0 persistent=0 epilogue=direct regsplit=0")
+	}
+	return nil
+}
+
+// tileShape: sync tiles are at most 128×128 with bk=32 (warp tiles of
+// 16-multiples); wgmma tiles are one or two m64 rows of wgmma per consumer,
+// at least 128×128 (small-N wgmma runs far below peak), columns in
+// 64-element atoms (B is MN-major: a 128-byte swizzled TMA box is 64
+// elements wide) and bk=64 (one 128-byte swizzle row of a K-major A).
+func tileShape(_ problem, p Params) error {
+	switch p.MMA {
+	case Sync:
+		if p.BM > 128 || p.BN > 128 || p.BK != 32 {
+			return fmt.Errorf("mma=sync tiles are at most 128×128 with bk=32, not %d×%d×%d", p.BM, p.BN, p.BK)
+		}
+	case WGMMA:
+		rows := p.BM / p.Consumers
+		if p.BK != 64 || rows != 64 && rows != 128 || p.BN%64 != 0 || p.BM < 128 || p.BN < 128 {
+			return fmt.Errorf("mma=wgmma needs bk=64, 64 or 128 rows per consumer, bm and bn at least 128, bn a multiple of 64 (bm=%d consumers=%d bn=%d bk=%d)", p.BM, p.Consumers, p.BN, p.BK)
+		}
+	}
+	return nil
+}
+
+// warpLayout: wgmma runs a producer and two consumer warpgroups, whose
+// 384 threads hold large accumulators only with the register split (the
+// ladder's step 5); sync runs 8 warps only on 128×128 tiles (warp tiles of
+// 64×32), 4 warps otherwise.
+func warpLayout(_ problem, p Params) error {
+	switch {
+	case p.MMA == WGMMA && (p.Consumers != 2 || !p.RegSplit):
+		return fmt.Errorf("mma=wgmma takes consumers=2 regsplit=1")
+	case p.MMA == Sync && p.Consumers == 2 && (p.BM != 128 || p.BN != 128):
+		return fmt.Errorf("mma=sync takes consumers=2 only with 128×128 tiles")
+	}
+	return nil
+}
+
+// multicast: a cluster exists to share the B tile.
+func multicast(_ problem, p Params) error {
+	if p.Multicast != (p.Cluster == 2) {
+		return fmt.Errorf("multicast=1 exactly with cluster=2")
+	}
+	return nil
+}
+
+func clusterRows(g problem, p Params) error {
+	if tr := tilesR(g, p); tr%p.Cluster != 0 {
+		return fmt.Errorf("cluster=%d does not divide the %d tile rows", p.Cluster, tr)
+	}
+	return nil
+}
+
+// accRegs is the f32 accumulator registers per math thread.
+func accRegs(p Params) int {
+	if p.MMA == Sync {
+		wm, wn := syncWarps(p)
+		return (p.BM / wm) * (p.BN / wn) / 32
+	}
+	return p.BM / p.Consumers * p.BN / 128
+}
+
+// regCap is the registers a math thread may use: 240 with setmaxnreg,
+// else the register file shared by the CTA's threads (at most 255).
+func regCap(p Params) int {
+	if p.RegSplit {
+		return 240
+	}
+	threads := 128 * p.Consumers
+	if p.MMA == WGMMA {
+		threads += 128 // the producer warpgroup
+	}
+	return min(255, 65536/threads/8*8)
+}
+
+func registers(_ problem, p Params) error {
+	need := accRegs(p) + regOverhead
+	if p.MMA == Sync {
+		wm, wn := syncWarps(p)
+		need += p.BM/wm/16*4 + p.BN/wn/8*2 // A and B fragments of a k16 step
+	}
+	if c := regCap(p); need > c {
+		return fmt.Errorf("%d accumulator registers need %d per thread, more than %d", accRegs(p), need, c)
+	}
+	return nil
+}
+
+// smemBytes is the dynamic shared memory of a variant.
+func smemBytes(g problem, p Params, stages int) int {
+	n := stages * (p.BM + p.BN) * p.BK * g.in.Size()
+	if p.MMA == WGMMA {
+		n += smemSlack + 2*8*stages // and the full and empty barriers
+		if p.Epilogue == TMAStore {
+			n += p.BM * p.BN * g.od.Size()
+		}
+	}
+	return n
+}
+
+func smemLimit(p Params) int {
+	if p.MMA == Sync {
+		return syncSmemMax
+	}
+	return smemMax
+}
+
+func sharedFits(g problem, p Params) error {
+	if n := smemBytes(g, p, p.Stages); n > smemLimit(p) {
+		return fmt.Errorf("%d bytes of shared memory, more than %d", n, smemLimit(p))
+	}
+	return nil
+}
+
+// maxStages is the deepest pipeline that fits (sync: at most 4).
+func maxStages(g problem, p Params) int {
+	n := 6
+	if p.MMA == Sync {
+		n = 4
+	}
+	for n > 2 && smemBytes(g, p, n) > smemLimit(p) {
+		n--
+	}
+	return n
+}
+
+// pipelineDepth: the deepest ring that fits, but no more stages than a
+// split has k-tiles.
+func pipelineDepth(g problem, p Params) error {
+	deepest, loop := maxStages(g, p), max(kTiles(g, p)/p.SplitK, 2)
+	want := min(deepest, loop)
+	if p.Stages == want {
+		return nil
+	}
+	return fmt.Errorf("stages=%d: want %d (%d fit in shared memory, %d k-tiles per split)", p.Stages, want, deepest, loop)
+}
+
+func splitK(g problem, p Params) error {
+	switch t := tiles(g, p); {
+	case p.SplitK == 1:
+	case t >= numSMs:
+		return fmt.Errorf("splitk=%d with %d tiles, already a wave", p.SplitK, t)
+	case kTiles(g, p) < 2*p.SplitK:
+		return fmt.Errorf("splitk=%d over %d k-tiles", p.SplitK, kTiles(g, p))
+	case t*p.SplitK > 2*numSMs:
+		return fmt.Errorf("splitk=%d makes %d CTAs, more than two waves", p.SplitK, t*p.SplitK)
+	}
+	return nil
+}
+
+func workspaceSize(g problem, p Params) error {
+	if p.SplitK > 1 && p.SplitK*g.r*g.c > gen.MaxElems {
+		return fmt.Errorf("splitk=%d: a workspace of %d×%d×%d f32", p.SplitK, p.SplitK, g.r, g.c)
+	}
+	return nil
+}
+
+func splitEpilogue(_ problem, p Params) error {
+	if p.SplitK > 1 && p.Epilogue != Direct {
+		return fmt.Errorf("splitk=%d takes epilogue=direct", p.SplitK)
+	}
+	return nil
+}
+
+// tileOrder: with every CTA resident at once the order of tiles and a
+// persistent loop change nothing, so such points would repeat others:
+// order=m there. Past a wave, a persistent grid walks grouped tiles and
+// ends them with the TMA store (overlapping the next tile's loads); other
+// grids take order m or n.
+func tileOrder(g problem, p Params) error {
+	ctas := tiles(g, p) * p.SplitK
+	switch {
+	case ctas <= numSMs && (p.Order != OrderM || p.Persistent):
+		return fmt.Errorf("%d CTAs fit one wave: order=m persistent=0", ctas)
+	case ctas > numSMs && p.Persistent != (p.Order == Grouped):
+		return fmt.Errorf("order=grouped exactly with persistent=1")
+	case p.Persistent && p.Epilogue != TMAStore:
+		return fmt.Errorf("persistent=1 takes epilogue=tma")
+	}
+	return nil
+}
+
+// syncWarps is the warp grid of the sync path: 2×2 warps, or 2×4 (4×2
+// when the tile is taller than wide) with two warpgroups.
+func syncWarps(p Params) (wm, wn int) {
+	switch {
+	case p.Consumers == 1:
+		return 2, 2
+	case p.BM > p.BN:
+		return 4, 2
+	}
+	return 2, 4
+}

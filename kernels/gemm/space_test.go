@@ -1,0 +1,125 @@
+package gemm
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gradtune/gradtune/dtype"
+	"github.com/gradtune/gradtune/variants"
+)
+
+func presetShapes(t *testing.T) []Shape {
+	t.Helper()
+	pr, err := variants.LookupPreset("qwen1.5b", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return def{}.Shapes(pr, dtype.BF16)
+}
+
+// TestPresetShapes: four projections, dx then dw, W of [out×in].
+func TestPresetShapes(t *testing.T) {
+	var got []string
+	for _, s := range presetShapes(t) {
+		got = append(got, variants.ShapeOf(s).Key())
+	}
+	want := []string{
+		"m=2048,n=1536,k=1536,grad=dx,dtype=bf16", "m=2048,n=1536,k=1536,grad=dw,dtype=bf16",
+		"m=2048,n=256,k=1536,grad=dx,dtype=bf16", "m=2048,n=256,k=1536,grad=dw,dtype=bf16",
+		"m=2048,n=8960,k=1536,grad=dx,dtype=bf16", "m=2048,n=8960,k=1536,grad=dw,dtype=bf16",
+		"m=2048,n=1536,k=8960,grad=dx,dtype=bf16", "m=2048,n=1536,k=8960,grad=dw,dtype=bf16",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("shapes\n%v\nwant\n%v", got, want)
+	}
+}
+
+// TestSpaceSizes keeps the preset's space within what tune times in
+// three minutes on the H200 (about 500 modules compiled at ~20/s): per
+// shape and in all, with both paths; and checks the sync path alone.
+func TestSpaceSizes(t *testing.T) {
+	defer func(old []string) { paths = old }(paths)
+	for _, c := range []struct {
+		paths         []string
+		lo, hi, total int
+	}{
+		{[]string{string(WGMMA), string(Sync)}, 40, 100, 520},
+		{[]string{string(Sync)}, 5, 40, 150},
+	} {
+		paths = c.paths
+		total := 0
+		for _, s := range presetShapes(t) {
+			n := len(def{}.Space(s).Space().Enumerate())
+			if n < c.lo || n > c.hi {
+				t.Errorf("paths %v: %s has %d variants, want %d..%d", c.paths, variants.ShapeOf(s).Key(), n, c.lo, c.hi)
+			}
+			total += n
+		}
+		if total > c.total {
+			t.Errorf("paths %v: %d variants in all, more than %d", c.paths, total, c.total)
+		}
+	}
+}
+
+// TestRules checks the rule names and that each rejects what it says.
+func TestRules(t *testing.T) {
+	defer func(old []string) { paths = old }(paths)
+	paths = []string{string(WGMMA), string(Sync)}
+	s := Shape{M: 2048, N: 256, K: 1536, Grad: DW, DType: dtype.BF16} // 256×1536, L = 2048
+	sp := def{}.Space(s)
+	var names []string
+	for _, r := range sp.Rules {
+		names = append(names, r.Name)
+	}
+	want := []string{
+		"sync path has no cluster, multicast, persistent grid, TMA epilogue or register split",
+		"tile shape the path supports",
+		"warp layout: wgmma two consumers with a register split; sync 8 warps on 128×128 tiles",
+		"multicast exactly with a cluster",
+		"clusters pair tile rows",
+		"accumulators fit in registers",
+		"shared memory fits",
+		"pipeline as deep as fits and the k-loop needs",
+		"split-K only below one wave, each split at least two k-tiles",
+		"split-K workspace within u32 indexing",
+		"split-K partials are stored directly",
+		"tile order and persistence past one wave only; persistent grids grouped with the TMA store",
+	}
+	if !slices.Equal(names, want) {
+		t.Fatalf("rules\n%q\nwant\n%q", names, want)
+	}
+	wg := Params{MMA: WGMMA, BM: 128, BN: 256, BK: 64, Stages: 4, Consumers: 2, Cluster: 1, SplitK: 8, Order: OrderM, Epilogue: Direct, RegSplit: true}
+	sy := Params{MMA: Sync, BM: 128, BN: 128, BK: 32, Stages: 4, Consumers: 1, Cluster: 1, SplitK: 4, Order: OrderM, Epilogue: Direct}
+	for _, c := range []struct {
+		p    Params
+		edit func(*Params)
+		rule string
+	}{
+		{wg, func(p *Params) {}, ""},
+		{sy, func(p *Params) {}, ""},
+		{sy, func(p *Params) { p.Persistent = true }, want[0]},
+		{wg, func(p *Params) { p.BN = 64 }, want[1]},
+		{sy, func(p *Params) { p.BM = 256 }, want[1]},
+		{wg, func(p *Params) { p.RegSplit = false }, want[2]},
+		{wg, func(p *Params) { p.Cluster = 2 }, want[3]},
+		{wg, func(p *Params) { p.BM, p.Stages, p.Cluster, p.Multicast = 256, 3, 2, true }, want[4]}, // one tile row
+		{wg, func(p *Params) { p.BM, p.BN, p.Stages = 256, 256, 3 }, want[5]},
+		{wg, func(p *Params) { p.Stages = 5 }, want[6]},
+		{wg, func(p *Params) { p.Stages = 3 }, want[7]},
+		{wg, func(p *Params) { p.SplitK = 16 }, "param splitk=16 not accepted"},
+		{sy, func(p *Params) { p.BM, p.BN, p.SplitK = 64, 64, 3 }, want[8]}, // 96 tiles × 3: more than two waves
+		{wg, func(p *Params) { p.Epilogue, p.Stages = TMAStore, 3 }, want[10]},
+		{wg, func(p *Params) { p.Order = Grouped }, want[11]},
+	} {
+		p := c.p
+		c.edit(&p)
+		err := sp.Space().Check(variants.Encode(p))
+		switch {
+		case c.rule == "" && err != nil:
+			t.Errorf("%s: %v", variants.Encode(p), err)
+		case c.rule != "" && (err == nil || !strings.Contains(err.Error(), c.rule)):
+			t.Errorf("%s: got %v, want a violation of %q", variants.Encode(p), err, c.rule)
+		}
+	}
+}
