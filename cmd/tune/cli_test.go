@@ -9,10 +9,12 @@ import (
 	"testing"
 
 	"github.com/gradtune/gradtune/crosscheck"
+	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels/catalog"
 	"github.com/gradtune/gradtune/runner"
 	"github.com/gradtune/gradtune/runner/cuda"
 	"github.com/gradtune/gradtune/runner/sim"
+	"github.com/gradtune/gradtune/variants"
 )
 
 // TestHelp: every way to ask for help prints on stdout and exits 0; a
@@ -130,9 +132,18 @@ func TestCheckAllSendsEachSpecWhereItFits(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
+	specs, err := variants.ParseSpecs("m=8,n=8;n=2,c=3,l=50,window=3,p=2")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, f := range catalog.All() {
-		if !strings.Contains(out, f.Name()) {
-			t.Errorf("%s not checked:\n%s", f.Name(), out)
+		takes := false
+		for _, sp := range specs {
+			_, err := f.Shape(sp, dtype.F32)
+			takes = takes || err == nil
+		}
+		if takes != strings.Contains(out, f.Name()) {
+			t.Errorf("%s takes one of the specs: %v; checked: %v\n%s", f.Name(), takes, !takes, out)
 		}
 	}
 	code, _, errs = runTune(t, "check", "--kernel", "all", "--shapes", "m=2,n=33", "--dtype", "f32", "--sample", "1")
