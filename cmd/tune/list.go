@@ -46,8 +46,9 @@ func printAxes(w io.Writer, axes []tuning.AxisListing) {
 		}
 		return v
 	}
-	width := 22 // of the values column: the family's longest cell
+	width, nameWidth := 22, 8 // the values and names columns: the family's longest
 	for _, a := range axes {
+		nameWidth = max(nameWidth, utf8.RuneCountInString(a.Name))
 		for _, g := range a.Groups {
 			width = max(width, utf8.RuneCountInString(cell(a, g)))
 		}
@@ -58,7 +59,7 @@ func printAxes(w io.Writer, axes []tuning.AxisListing) {
 			if i > 0 {
 				name, doc = "", ""
 			}
-			fmt.Fprintln(w, strings.TrimRight(fmt.Sprintf("    %-8s %-*s %s", name, width, cell(a, g), doc), " "))
+			fmt.Fprintln(w, strings.TrimRight(fmt.Sprintf("    %-*s %-*s %s", nameWidth, name, width, cell(a, g), doc), " "))
 		}
 	}
 }
