@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/gradtune/gradtune/internal/sweep"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/catalog"
 	"github.com/gradtune/gradtune/kernels/internal/ptxtest"
@@ -25,12 +26,17 @@ var analysisOddSpecs = []string{
 	"m=1,n=8,k=8,grad=dx", "m=100,n=72,k=136,grad=dw", "m=37,n=264,k=1000,grad=dx",
 }
 
-// TestFamiliesPassAnalyses emits every variant of every registered family
-// at the qwen1.5b shapes and at small odd shapes: the static analyses of
+// analysisSample is the share of each space TestFamiliesPassAnalyses
+// emits by default: one in analysisSample (all with GRADTUNE_SWEEP=full).
+const analysisSample = 4
+
+// TestFamiliesPassAnalyses emits the variants of every family at the
+// qwen1.5b shapes and at small odd shapes: the static analyses of
 // kernels/ptx run in Build, so an unsafe variant (a barrier under
 // non-uniform control, a shuffle mask that is not the lanes reaching it, a
-// shared access out of bounds) fails to emit with ptx.ErrUnsafe. -short
-// emits a seventh of each space.
+// shared access out of bounds) fails to emit with ptx.ErrUnsafe. It takes
+// a sample of each space, shifted per shape (internal/sweep), unless
+// GRADTUNE_SWEEP=full.
 func TestFamiliesPassAnalyses(t *testing.T) {
 	preset, err := variants.LookupPreset("qwen1.5b", 0)
 	if err != nil {
@@ -73,8 +79,8 @@ func TestFamiliesPassAnalyses(t *testing.T) {
 	ptxtest.Parallel(jobs, func(j job) {
 		n := 0
 		for i, p := range j.f.Space(j.s).Enumerate() {
-			if testing.Short() && i%7 != 0 {
-				continue // -short: a seventh of each space
+			if !sweep.TakeKeyed(j.s.Key(), i, analysisSample) {
+				continue
 			}
 			n++
 			_, err := j.f.Emit(j.s, p)
@@ -105,5 +111,5 @@ func TestFamiliesPassAnalyses(t *testing.T) {
 		}
 		t.Errorf("emit failed: %s", msg)
 	}
-	t.Logf("%d variants of %d families over %d shapes", count, len(catalog.All()), len(jobs))
+	t.Logf("%d variants of %d families over %d shapes: %s", count, len(catalog.All()), len(jobs), sweep.Describe(analysisSample))
 }

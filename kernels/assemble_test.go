@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
-	"os"
 	"runtime"
 	"slices"
 	"sort"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gradtune/gradtune/internal/ptxas"
+	"github.com/gradtune/gradtune/internal/sweep"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/catalog"
 	"github.com/gradtune/gradtune/kernels/internal/ptxtest"
@@ -37,7 +37,7 @@ func (v variant) String() string { return fmt.Sprintf("%s %s %s", v.family, v.sh
 
 var (
 	sweepOnce     sync.Once
-	sweep         []variant
+	emitted       []variant
 	sweepProblems []string
 )
 
@@ -45,11 +45,11 @@ var (
 // dtype the family supports, at the sweep shapes, once for all tests.
 func allVariants(t *testing.T) []variant {
 	t.Helper()
-	sweepOnce.Do(func() { sweep, sweepProblems = emitAll() })
+	sweepOnce.Do(func() { emitted, sweepProblems = emitAll() })
 	for _, p := range sweepProblems {
 		t.Error(p)
 	}
-	return sweep
+	return emitted
 }
 
 func emitAll() (out []variant, problems []string) {
@@ -101,7 +101,7 @@ type unique struct {
 	header  string // everything before the first .visible .entry
 	body    string
 	maxnreg int
-	sample  bool // also assembled for sm_80 when sampling
+	hash    int // of the PTX: picks the sample (internal/sweep)
 }
 
 // TestAssembleAllVariants assembles every distinct program of every
@@ -115,9 +115,9 @@ type unique struct {
 // module that fails is assembled again kernel by kernel to name the
 // variants at fault.
 //
-// Every distinct program is assembled for sm_90. For sm_80 a deterministic
-// eighth of them (by hash of the PTX) is, unless GRADTUNE_PTXAS_ALL=1 asks
-// for all of them; -short assembles a sixteenth for both.
+// A deterministic sample of the distinct programs (by hash of the PTX) is
+// assembled: a quarter for sm_90 and a sixteenth for sm_80, or every one
+// for both with GRADTUNE_SWEEP=full (internal/sweep).
 func TestAssembleAllVariants(t *testing.T) {
 	path := ptxas.RequireOrSkip(t)
 	start := time.Now()
@@ -138,7 +138,7 @@ func TestAssembleAllVariants(t *testing.T) {
 		h := fnv.New32a()
 		h.Write([]byte(v.prog.PTX))
 		n, _ := v.params.Int("maxnreg")
-		u := &unique{v: v, count: 1, header: v.prog.PTX[:i], body: v.prog.PTX[i:], maxnreg: n, sample: h.Sum32()%8 == 0}
+		u := &unique{v: v, count: 1, header: v.prog.PTX[:i], body: v.prog.PTX[i:], maxnreg: n, hash: int(h.Sum32() >> 1)}
 		byText[v.prog.PTX] = u
 		uniq = append(uniq, u)
 	}
@@ -146,18 +146,13 @@ func TestAssembleAllVariants(t *testing.T) {
 	// every run.
 	sort.SliceStable(uniq, func(i, j int) bool { return uniq[i].header < uniq[j].header })
 
-	all80 := os.Getenv("GRADTUNE_PTXAS_ALL") == "1"
 	const batchSize = 40
 	var jobs []assembly
 	for _, arch := range []string{"sm_90", "sm_80"} {
 		groups := map[string][]*unique{}
 		var headers []string
-		for i, u := range uniq {
-			take := arch == "sm_90" || all80 || u.sample
-			if testing.Short() {
-				take = i%16 == 0
-			}
-			if !take {
+		for _, u := range uniq {
+			if !sweep.Take(u.hash, map[string]int{"sm_90": 4, "sm_80": 16}[arch]) {
 				continue
 			}
 			if groups[u.header] == nil {
@@ -225,11 +220,11 @@ func TestAssembleAllVariants(t *testing.T) {
 	for _, a := range allowed {
 		t.Logf("allowed (rcp.rn.f32 slow path): %s", a)
 	}
-	if !testing.Short() && counts["sm_90"] != len(uniq) && len(failures) == 0 {
+	if sweep.Full() && counts["sm_90"] != len(uniq) && len(failures) == 0 {
 		t.Errorf("assembled %d programs for sm_90, want all %d", counts["sm_90"], len(uniq))
 	}
-	t.Logf("%d variants, %d distinct programs; assembled %d for sm_90 and %d for sm_80 in %v with %d workers",
-		len(all), len(uniq), counts["sm_90"], counts["sm_80"], time.Since(start).Round(time.Millisecond), runtime.GOMAXPROCS(0))
+	t.Logf("%d variants, %d distinct programs; assembled %d for sm_90 and %d for sm_80 in %v with %d workers (sm_90: %s)",
+		len(all), len(uniq), counts["sm_90"], counts["sm_80"], time.Since(start).Round(time.Millisecond), runtime.GOMAXPROCS(0), sweep.Describe(4))
 }
 
 // module returns the PTX of an assembly and the entry names it gives its

@@ -33,6 +33,9 @@ type Constraint struct {
 type Space struct {
 	Axes        []Axis
 	Constraints []Constraint
+	// rules, when set (a Typed space's view), checks every constraint at
+	// once, decoding the params once: what Constraints check one by one.
+	rules func(Params) (rule string, err error)
 }
 
 // Axis returns the axis called name.
@@ -72,12 +75,23 @@ func (s Space) Check(p Params) error {
 			return fmt.Errorf("param %s=%s not accepted (values: %s)", a.Name, v, strings.Join(a.Values, ", "))
 		}
 	}
-	for _, c := range s.Constraints {
-		if err := c.OK(p); err != nil {
-			return fmt.Errorf("params %s violate %s: %w", p, c.Name, err)
-		}
+	if rule, err := s.violated(p); err != nil {
+		return fmt.Errorf("params %s violate %s: %w", p, rule, err)
 	}
 	return nil
+}
+
+// violated returns the first constraint p violates and why.
+func (s Space) violated(p Params) (rule string, err error) {
+	if s.rules != nil {
+		return s.rules(p)
+	}
+	for _, c := range s.Constraints {
+		if err := c.OK(p); err != nil {
+			return c.Name, err
+		}
+	}
+	return "", nil
 }
 
 // Complete fills the axes p leaves out with their first value, so that a
@@ -125,12 +139,8 @@ func (s Space) Enumerate() []Params {
 }
 
 func (s Space) allowed(p Params) bool {
-	for _, c := range s.Constraints {
-		if c.OK(p) != nil {
-			return false
-		}
-	}
-	return true
+	_, err := s.violated(p)
+	return err == nil
 }
 
 func (s Space) axisNames() string {

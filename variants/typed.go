@@ -81,6 +81,18 @@ func (t Typed[P]) Space() Space {
 			return r.Check(v)
 		}})
 	}
+	s.rules = func(p Params) (string, error) {
+		v, err := Decode[P](p)
+		if err != nil {
+			return "the params' types", err
+		}
+		for _, r := range t.Rules {
+			if err := r.Check(v); err != nil {
+				return r.Name, err
+			}
+		}
+		return "", nil
+	}
 	return s
 }
 

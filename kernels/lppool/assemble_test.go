@@ -3,7 +3,6 @@ package lppool
 import (
 	"context"
 	"fmt"
-	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gradtune/gradtune/internal/ptxas"
+	"github.com/gradtune/gradtune/internal/sweep"
 	"github.com/gradtune/gradtune/kernels/internal/ptxtest"
 )
 
@@ -28,10 +28,10 @@ type asmJob struct {
 // the odd shapes, in every dtype, with ptxas for sm_90, and reads ptxas'
 // report: no spills or stack without a register cap, the cap respected
 // with one, no shared memory. As TestAssembleAllVariants does, it
-// assembles a deterministic eighth of them for sm_80 too, all of them with
-// GRADTUNE_PTXAS_ALL=1 (about 3.5 minutes of two cores for both
-// architectures), and a sixteenth for both with -short. Kernels are
-// renamed and batched into modules of 40.
+// assembles a deterministic sample: a quarter for sm_90 and a sixteenth
+// for sm_80, or all of them for both with GRADTUNE_SWEEP=full (about 3.5
+// minutes of two cores; internal/sweep). Kernels are renamed and batched
+// into modules of 40.
 func TestAssemble(t *testing.T) {
 	path := ptxas.RequireOrSkip(t)
 	start := time.Now()
@@ -53,7 +53,7 @@ func TestAssemble(t *testing.T) {
 		mu.Unlock()
 	})
 	ptxtest.ReportSorted(t, problems, 20)
-	if want := len(all); !testing.Short() && len(problems) == 0 && counts["sm_90"] != want {
+	if want := len(all); sweep.Full() && len(problems) == 0 && counts["sm_90"] != want {
 		t.Errorf("assembled %d variants for sm_90, want all %d", counts["sm_90"], want)
 	}
 	if testing.Verbose() {
@@ -61,15 +61,12 @@ func TestAssemble(t *testing.T) {
 	}
 }
 
-// asmJobs groups the variants by module header into batches of 40, for
-// sm_90 and (a sample, unless GRADTUNE_PTXAS_ALL=1 or -short) sm_80.
+// asmJobs groups the sampled variants by module header into batches of
+// 40, for sm_90 and sm_80.
 func asmJobs(all []lpVariant) []asmJob {
 	headers := map[string][]int{}
 	var order []string
 	for i, v := range all {
-		if testing.Short() && i%16 != 0 {
-			continue
-		}
 		h := v.prog.PTX[:strings.Index(v.prog.PTX, ".visible .entry ")]
 		if headers[h] == nil {
 			order = append(order, h)
@@ -77,19 +74,14 @@ func asmJobs(all []lpVariant) []asmJob {
 		headers[h] = append(headers[h], i)
 	}
 	const batch = 40
-	all80 := os.Getenv("GRADTUNE_PTXAS_ALL") == "1" || testing.Short()
 	var jobs []asmJob
 	for _, arch := range []string{"sm_90", "sm_80"} {
 		for _, h := range order {
-			ms := headers[h]
-			if arch == "sm_80" && !all80 {
-				var some []int
-				for _, i := range ms {
-					if i%8 == 3 {
-						some = append(some, i)
-					}
+			var ms []int
+			for _, i := range headers[h] {
+				if sweep.Take(i+3, map[string]int{"sm_90": 4, "sm_80": 16}[arch]) {
+					ms = append(ms, i)
 				}
-				ms = some
 			}
 			for len(ms) > 0 {
 				n := min(batch, len(ms))

@@ -3,7 +3,6 @@ package rows_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"regexp"
 	"slices"
 	"sort"
@@ -15,6 +14,7 @@ import (
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/internal/ptxas"
 	"github.com/gradtune/gradtune/internal/rowtest"
+	"github.com/gradtune/gradtune/internal/sweep"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/internal/ptxtest"
 	"github.com/gradtune/gradtune/runner"
@@ -103,7 +103,9 @@ func TestRowShapes(t *testing.T) {
 
 // TestRowSpaces checks the spaces over a sweep of shapes: never empty,
 // every point emits, Emit rejects what Check rejects, and each launch is
-// well formed.
+// well formed. Every point of three shapes is emitted in every dtype; of
+// the other (shape, dtype) pairs a third is swept (all with
+// GRADTUNE_SWEEP=full).
 func TestRowSpaces(t *testing.T) {
 	var shapes []string
 	for _, n := range []int{1, 2, 3, 5, 7, 8, 16, 31, 33, 37, 64, 100, 127, 128, 129, 255, 1000, 1536, 4096, 4097, 8960, 16384, 32768} {
@@ -113,8 +115,12 @@ func TestRowSpaces(t *testing.T) {
 	}
 	for _, name := range rowtest.Families {
 		f := rowtest.Family(t, name)
-		for _, dt := range f.DTypes() {
-			for _, sp := range shapes {
+		for d, dt := range f.DTypes() {
+			for i, sp := range shapes {
+				every := sp == "m=7,n=37" || sp == "m=300,n=1000" || sp == "m=7,n=1536"
+				if !every && !sweep.Take(i+d, 3) {
+					continue
+				}
 				s, err := f.Shape(rowtest.Spec(t, sp), dt)
 				if err != nil {
 					t.Errorf("%s %s %v: %v", name, sp, dt, err)
@@ -128,7 +134,7 @@ func TestRowSpaces(t *testing.T) {
 				}
 				// Emit every point at a few shapes, a sample elsewhere.
 				pts := runner.Pick(all, 12)
-				if sp == "m=7,n=37" || sp == "m=300,n=1000" || sp == "m=7,n=1536" {
+				if every {
 					pts = all
 				}
 				for _, p := range pts {
@@ -310,10 +316,10 @@ func splitKernels(v rowtest.Variant) []*rowKernelText {
 // (docs/kernels/rows.md, "Spills the assembly test allows").
 const smallSpillBytes = 64
 
-// TestRowVariantsAssemble assembles every distinct kernel of every row
-// variant at the model shapes and the odd shapes with ptxas, for sm_90
-// and a quarter of them for sm_80 (all with GRADTUNE_PTXAS_ALL=1; -short:
-// a sixteenth for both), and checks ptxas' report: no spills
+// TestRowVariantsAssemble assembles the distinct kernels of the row
+// variants at the model shapes and the odd shapes with ptxas: a quarter
+// of them for sm_90 and a sixteenth for sm_80, or all of them for both
+// with GRADTUNE_SWEEP=full (internal/sweep); and checks ptxas' report: no spills
 // without a register cap, the cap respected with one, and static shared
 // memory only in the finalize kernels and the ticket's flag.
 func TestRowVariantsAssemble(t *testing.T) {
@@ -347,9 +353,7 @@ func TestRowVariantsAssemble(t *testing.T) {
 		groups := map[string][]*rowKernelText{}
 		for i, k := range uniq {
 			switch {
-			case testing.Short() && i%16 != 0:
-				continue
-			case arch == "sm_80" && os.Getenv("GRADTUNE_PTXAS_ALL") != "1" && i%4 != 0:
+			case !sweep.Take(i, map[string]int{"sm_90": 4, "sm_80": 16}[arch]):
 				continue
 			case arch == "sm_80" && strings.Contains(k.header, ".target sm_90"):
 				continue // griddepcontrol (pdl=1) needs sm_90
