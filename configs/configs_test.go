@@ -190,3 +190,25 @@ func mustShape(t *testing.T, s string) Shape {
 	}
 	return sh
 }
+
+func TestShapeChoices(t *testing.T) {
+	a, err := ParseShape("m=2048,n=256,k=1536,grad=dw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.String() != "grad=dw,k=1536,m=2048,n=256" {
+		t.Errorf("String = %q", a.String())
+	}
+	b := mustShape(t, "m=1024,n=256,k=1536,grad=dw")
+	if d, ok := a.Distance(b); !ok || d < 0.69 || d > 0.7 {
+		t.Errorf("same choice: Distance = %v %v, want ln 2", d, ok)
+	}
+	if _, ok := a.Distance(mustShape(t, "m=2048,n=256,k=1536,grad=dx")); ok {
+		t.Error("other choice: Distance comparable")
+	}
+	for _, bad := range []string{"m=2048,grad=Dx", "m=x-1", "m=2048,m=dx"} {
+		if _, err := ParseShape(bad); err == nil {
+			t.Errorf("ParseShape(%q) succeeded", bad)
+		}
+	}
+}

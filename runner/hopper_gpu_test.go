@@ -50,10 +50,10 @@ const tmaPTX = `
 .extern .shared .align 1024 .b8 dsmem[];
 .shared .align 8 .b64 mbar;
 
-// tma_copy: block (bx, by) loads the 32×8 f32 box at column 32·bx, row
-// 8·by of the map's tensor into dynamic shared memory with TMA, then its
+// tma_copy: block (bx, by) loads the 32x8 f32 box at column 32*bx, row
+// 8*by of the map's tensor into dynamic shared memory with TMA, then its
 // 256 threads copy it to y (64 columns) and thread 0 writes
-// ctarank + 10·nctarank of its cluster to r[by·gridDim.x + bx].
+// ctarank + 10*nctarank of its cluster to r[by*gridDim.x + bx].
 .visible .entry tma_copy(
 	.param .align 64 .b8 p_map[128],
 	.param .u64 p_y,
@@ -88,7 +88,7 @@ SYNC:
 WAIT:
 	mbarrier.try_wait.parity.shared::cta.b64 %p2, [%r5], 0;
 	@!%p2 bra        WAIT;
-	// y[(8·by + tid/32)·64 + 32·bx + tid%32] = smem[tid]
+	// y[(8*by + tid/32)*64 + 32*bx + tid%32] = smem[tid]
 	shl.b32          %r8, %r1, 2;
 	add.u32          %r9, %r4, %r8;
 	ld.shared.f32    %f1, [%r9];
@@ -128,7 +128,7 @@ const clusterPTX = `
 .target sm_90
 .address_size 64
 
-// cluster_rank: r[ctaid.x] = %cluster_ctarank + 100·%cluster_nctarank.
+// cluster_rank: r[ctaid.x] = %cluster_ctarank + 100*%cluster_nctarank.
 .visible .entry cluster_rank(
 	.param .u64 p_r
 )
@@ -322,6 +322,7 @@ func TestHopperCublasBaseline(t *testing.T) {
 		{m: 512, n: 768, k: 256, out: dtype.BF16, notB: true},                 // A·B
 	} {
 		b := f.Baselines(toyShape)[0]
+		w.ss.Release() // the toy families share a name and shape: prepare each anew
 		req := &evalRequest{Kernel: f.Name(), Dims: toyShape.Dims, DType: "bf16", Baseline: &b, Seed: 1}
 		res := evaluate(w.ss, Families{f}, req, DefaultMeasure, w.measure)
 		what := fmt.Sprintf("%d×%d×%d transA=%v transB=%v bf16→%v", f.m, f.n, f.k, b.GEMM.TransA, b.GEMM.TransB, f.out)

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"unicode"
 
 	"github.com/gradtune/gradtune/kernels/ptx/isa"
 )
@@ -451,7 +452,14 @@ func (f *Func) Label(l Label) {
 
 // Comment adds a comment line to the kernel body.
 func (f *Func) Comment(format string, args ...any) {
-	f.body.nodes = append(f.body.nodes, comment(fmt.Sprintf(format, args...)))
+	text := fmt.Sprintf(format, args...)
+	for _, r := range text {
+		if r > unicode.MaxASCII {
+			f.errorf("comment %q: PTX text must be ASCII (ptxas refuses %q)", text, r)
+			return
+		}
+	}
+	f.body.nodes = append(f.body.nodes, comment(text))
 }
 
 // If runs then only in threads where p is true.

@@ -63,6 +63,10 @@ func TestBuildErrors(t *testing.T) {
 			k.Mul(ptx.F32, k.Mov(ptx.F32, ptx.F32Imm(1)), ptx.Imm(2))
 			return here(-1)
 		}, "integer immediate 2 given to f32 instruction"},
+		{"non-ASCII comment", func(k *ptx.Func, p ptx.Reg) string {
+			k.Comment("tile 64×64")
+			return here(-1)
+		}, "PTX text must be ASCII"},
 		{"store-only cache operator on a load", func(k *ptx.Func, p ptx.Reg) string {
 			k.Ld(ptx.Global, ptx.F32, 1, ptx.At(p, 0), ptx.LdOpts{Cache: ptx.CacheWriteBack})
 			return here(-1)
