@@ -75,6 +75,9 @@ func (r *Runner) benchCase(ctx context.Context, c Case, rec Recorder) (Summary, 
 		}
 	}
 	sum.Best, sum.Baseline = tuned, base
+	if base != nil {
+		sum.BaselineName = c.BaselineName
+	}
 	if tuned != nil {
 		w := Winner{Result: *tuned, Rule: sum.Rule, Baseline: base}
 		if base != nil {

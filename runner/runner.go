@@ -128,10 +128,12 @@ type Summary struct {
 	Failed int // invalid, compile_error, launch_error, timeout
 	Reused int // results taken from earlier runs
 	// Ties and Rule say how Best was chosen (see Choose); Baseline is the
-	// baseline measured beside it by Bench.
-	Ties     int
-	Rule     string
-	Baseline *Result
+	// baseline measured beside it (a vendor library's, or by Bench the
+	// variant BaselineName names), nil when none.
+	Ties         int
+	Rule         string
+	Baseline     *Result
+	BaselineName string
 	// Worker wall time spent compiling, validating and in all, seconds.
 	CompileS, ValidateS, TotalS float64
 }
@@ -265,11 +267,11 @@ func (r *Runner) tuneShape(ctx context.Context, f kernels.Family, s variants.Sha
 		return sum, err
 	}
 	sum.Baseline = base
+	if base != nil {
+		sum.BaselineName, _ = eval.BaselineName(base.Key.Params)
+	}
 	if sum.Best != nil {
-		w := Winner{Result: *sum.Best, Ties: c.Ties, Rule: c.Rule, Baseline: base}
-		if base != nil {
-			w.BaselineName, _ = eval.BaselineName(base.Key.Params)
-		}
+		w := Winner{Result: *sum.Best, Ties: c.Ties, Rule: c.Rule, Baseline: base, BaselineName: sum.BaselineName}
 		if err := rec.Winner(w); err != nil {
 			return sum, fmt.Errorf("recording winner: %w", err)
 		}
@@ -292,8 +294,7 @@ func (r *Runner) progress(sum Summary, took time.Duration) {
 		}
 	}
 	if b := sum.Baseline; b != nil {
-		name, _ := eval.BaselineName(b.Key.Params)
-		best += fmt.Sprintf("; %s %.2f µs", name, b.Stats.Median)
+		best += fmt.Sprintf("; %s %.2f µs", sum.BaselineName, b.Stats.Median)
 	}
 	fmt.Fprintf(r.opt.Progress, "%-14s %-26s %4d variants: %d valid, %d failed, %d reused; %s [%.1fs: compile %.1fs, validate %.1fs, measure %.1fs]\n",
 		sum.Kernel, sum.Shape.Key(), sum.Tried, sum.Valid, sum.Failed, sum.Reused, best, took.Seconds(),

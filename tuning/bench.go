@@ -111,7 +111,7 @@ func benchCase(e configs.Entry) (runner.Case, string, error) {
 		return bad(err)
 	}
 	c := runner.Case{Family: f, Shape: s, Params: p, BaselineName: "default"}
-	c.Baseline = f.Space(s).Complete(variants.Params{})
+	c.Baseline, _ = f.Space(s).First() // p is a point, so the space has one
 	if e.Baseline.Params != "" {
 		if c.Baseline, err = variants.ParseParams(e.Baseline.Params); err != nil {
 			return bad(err)

@@ -35,7 +35,11 @@ func CheckParams(f kernels.Family, s variants.Shape, fix variants.Params) error 
 // that has fix's values: the variant a user means who names only some
 // axes.
 func FirstPoint(sp variants.Space, fix variants.Params) (variants.Params, error) {
-	if pts := runner.Filter(sp.Enumerate(), fix); len(pts) > 0 {
+	if len(fix) == 0 {
+		if p, ok := sp.First(); ok {
+			return p, nil
+		}
+	} else if pts := runner.Filter(sp.Enumerate(), fix); len(pts) > 0 {
 		return pts[0], nil
 	}
 	if len(fix) == 0 {

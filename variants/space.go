@@ -106,14 +106,36 @@ func (s Space) Complete(p Params) Params {
 	return q
 }
 
+// First returns the first allowed point in enumeration order: a family's
+// default variant, what a user gets who fixes no axis. It reports false
+// for a space with no allowed point.
+func (s Space) First() (Params, bool) {
+	var first Params
+	s.walk(func(p Params) bool {
+		first = p
+		return false
+	})
+	return first, first != nil
+}
+
 // Enumerate lists every allowed point, in axis order (the last axis varies
 // fastest).
 func (s Space) Enumerate() []Params {
 	var out []Params
+	s.walk(func(p Params) bool {
+		out = append(out, p)
+		return true
+	})
+	return out
+}
+
+// walk calls yield with every allowed point in enumeration order until it
+// returns false.
+func (s Space) walk(yield func(Params) bool) {
 	idx := make([]int, len(s.Axes))
 	for _, a := range s.Axes {
 		if len(a.Values) == 0 {
-			return nil
+			return
 		}
 	}
 	for {
@@ -121,8 +143,8 @@ func (s Space) Enumerate() []Params {
 		for i, a := range s.Axes {
 			p[a.Name] = a.Values[idx[i]]
 		}
-		if s.allowed(p) {
-			out = append(out, p)
+		if s.allowed(p) && !yield(p) {
+			return
 		}
 		i := len(idx) - 1
 		for ; i >= 0; i-- {
@@ -133,7 +155,7 @@ func (s Space) Enumerate() []Params {
 			idx[i] = 0
 		}
 		if i < 0 {
-			return out
+			return
 		}
 	}
 }

@@ -27,8 +27,9 @@
 //
 // The winner is compared with the baseline recorded with it when there is
 // one (a vendor library's time, "cublas", in the winner's baseline
-// columns); otherwise with the family's default variant (every axis at its
-// first value, what a user gets without tuning) when the run evaluated it.
+// columns); otherwise with the family's default variant (the first valid
+// point of its space, what a user gets without tuning) when the run
+// evaluated it.
 // A vendor baseline's own evaluation is stored as a pseudo-variant
 // (eval.BaselineParams) and is left out of the variants, rankings and
 // failures.

@@ -262,13 +262,15 @@ func familyShape(kernel, key string) (kernels.Family, variants.Shape, bool) {
 }
 
 // defaultParams is the canonical parameter string of the family's untuned
-// variant at the shape: every axis at its first value.
+// variant at the shape: the first valid point of its space
+// (variants.Space.First).
 func defaultParams(kernel, key string) (string, bool) {
 	f, s, ok := familyShape(kernel, key)
 	if !ok {
 		return "", false
 	}
-	return f.Space(s).Complete(variants.Params{}).String(), true
+	p, ok := f.Space(s).First()
+	return p.String(), ok
 }
 
 func runIDs(runs []store.Run) string {

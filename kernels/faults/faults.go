@@ -28,6 +28,10 @@ type Params struct {
 
 const block = 128
 
+// hangSentinel is the f32 bit pattern the hang waits for in dx[0]: a NaN
+// payload that neither the inputs nor the poison of validation have.
+const hangSentinel = 0x7fc0dead
+
 type family struct{}
 
 func (family) Name() string { return Name }
@@ -100,8 +104,13 @@ func (family) Emit(s Shape, p Params) (kernels.Program, error) {
 func plant(k *ptx.Func, fault string, dx, n ptx.Reg) {
 	switch fault {
 	case "hang":
-		// n > 0 always: the loop never ends, and no analysis can tell.
-		k.While(func() ptx.Reg { return k.Setp("ne", ptx.U32, n, ptx.Imm(0)) }, func() {})
+		// Reload dx[0] until it holds a NaN payload that no input has: the
+		// loop never ends, and since the load is volatile ptxas can
+		// neither prove that nor drop the loop (it drops an empty one).
+		k.While(func() ptx.Reg {
+			v := k.Ld(ptx.Global, ptx.U32, 1, ptx.At(dx, 0), ptx.LdOpts{Volatile: true})[0]
+			return k.Setp("ne", ptx.U32, v, ptx.Imm(hangSentinel))
+		}, func() {})
 	case "oob":
 		far := k.Add(ptx.U64, dx, ptx.Imm(int64(1)<<40))
 		k.St(ptx.Global, ptx.F32, ptx.At(far, 0), []ptx.Reg{k.Mov(ptx.F32, ptx.F32Imm(1))})

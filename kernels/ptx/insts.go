@@ -489,6 +489,9 @@ func (f *Func) Cvta(sp Space, a Reg) Reg {
 // LdOpts are optional qualifiers of ld and st.
 type LdOpts struct {
 	NC bool // ld.global.nc: read-only data path
+	// Volatile (ld only) loads again every time it executes: ptxas may
+	// neither drop nor hoist it (ld.volatile).
+	Volatile bool
 	// Cache is a cache operator (CacheAll … CacheWriteThrough), or
 	// eviction and prefetch qualifiers with "::" (L1::no_allocate,
 	// L2::256B, several joined by dots), which need PTX ISA 7.4.
@@ -541,6 +544,12 @@ func (f *Func) Ld(sp Space, t Type, n int, addr Addr, o ...LdOpts) []Reg {
 // LdTo loads into existing registers.
 func (f *Func) LdTo(sp Space, t Type, dst []Reg, addr Addr, o ...LdOpts) {
 	op := "ld." + string(sp)
+	if len(o) > 0 && o[0].Volatile {
+		if o[0].NC || o[0].Cache != "" {
+			f.errorf("ld.volatile takes no .nc and no cache operator")
+		}
+		op = "ld.volatile." + string(sp)
+	}
 	if len(o) > 0 {
 		if o[0].NC {
 			if sp != Global {
