@@ -293,24 +293,6 @@ func TestShapesFromPreset(t *testing.T) {
 	}
 }
 
-// product lists every combination of the space's axis values, whether the
-// constraints allow it or not.
-func product(sp variants.Space) []variants.Params {
-	out := []variants.Params{{}}
-	for _, a := range sp.Axes {
-		var next []variants.Params
-		for _, p := range out {
-			for _, v := range a.Values {
-				q := p.Clone()
-				q[a.Name] = v
-				next = append(next, q)
-			}
-		}
-		out = next
-	}
-	return out
-}
-
 func TestSpaceAndEmitRejectBadParams(t *testing.T) {
 	for _, name := range seedFamilies {
 		f, _ := catalog.Lookup(name)
@@ -350,7 +332,7 @@ func TestSpaceAndEmitRejectBadParams(t *testing.T) {
 			if len(allowed) == 0 {
 				t.Fatalf("%s %v: empty space", name, dt)
 			}
-			for _, p := range product(sp) {
+			for _, p := range sp.Product() {
 				_, err := f.Emit(s, p)
 				if allowed[p.String()] != (err == nil) {
 					t.Errorf("%s %v: Emit(%v): allowed %v, err %v", name, dt, p, allowed[p.String()], err)

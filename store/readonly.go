@@ -62,20 +62,13 @@ func OpenReadOnly(path string) (*DB, error) {
 // checkReadable accepts a gradtune database at this binary's schema
 // version or an older one, and notes its version.
 func (db *DB) checkReadable() error {
-	ms, err := loadMigrations(migrationFS)
+	_, st, err := db.identify()
 	if err != nil {
 		return err
-	}
-	st, err := readState(db.sql)
-	if err != nil {
-		return db.errf("read schema version", err)
 	}
 	if st.appID != applicationID {
 		return fmt.Errorf("store: open %s: %w (an SQLite database with application_id %#x and %d schema objects)",
 			db.path, ErrNotDatabase, st.appID, st.objects)
-	}
-	if err := db.checkState(st, len(ms)); err != nil {
-		return err
 	}
 	db.schema = st.version
 	return nil

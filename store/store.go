@@ -196,18 +196,25 @@ func checkFile(path string) error {
 	return nil
 }
 
-// init checks the identity of the database, migrates it and turns on WAL.
-func (db *DB) init() error {
+// identify reads the database's identity and version and checks them
+// against the migrations this binary knows (checkState); it writes
+// nothing, so a foreign file is left as it is.
+func (db *DB) identify() ([]migration, dbState, error) {
 	ms, err := loadMigrations(migrationFS)
 	if err != nil {
-		return err
+		return nil, dbState{}, err
 	}
-	// Identity first, from a read: nothing is written to a foreign file.
 	st, err := readState(db.sql)
 	if err != nil {
-		return db.errf("read schema version", err)
+		return nil, dbState{}, db.errf("read schema version", err)
 	}
-	if err := db.checkState(st, len(ms)); err != nil {
+	return ms, st, db.checkState(st, len(ms))
+}
+
+// init checks the identity of the database, migrates it and turns on WAL.
+func (db *DB) init() error {
+	ms, st, err := db.identify()
+	if err != nil {
 		return err
 	}
 	if err := db.enableWAL(); err != nil {

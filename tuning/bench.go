@@ -177,17 +177,7 @@ func BenchOnGPU(ctx context.Context, g GPURun, cases []runner.Case) (copyGBps fl
 		fmt.Fprintf(g.Progress, "device-to-device copy: %.0f GB/s\n", copyGBps)
 	}
 	sums, err = g.Runner.Bench(ctx, cases, &Recorder{DB: g.DB, Run: g.RunID})
-	status := store.RunOK
-	switch {
-	case ctx.Err() != nil:
-		status = store.RunInterrupted
-	case err != nil:
-		status = store.RunFailed
-	}
-	if ferr := g.DB.FinishRun(g.RunID, status, copyGBps); ferr != nil && err == nil {
-		err = ferr
-	}
-	return copyGBps, sums, err
+	return copyGBps, sums, g.finish(ctx, copyGBps, err)
 }
 
 // LoadTable reads a config table file; a missing or malformed file is an

@@ -29,6 +29,12 @@ func TuneOnGPU(ctx context.Context, g GPURun, sel Selection) (copyGBps float64, 
 	}
 	fmt.Fprintf(g.Progress, "device-to-device copy: %.0f GB/s\n", copyGBps)
 	sums, err = g.Runner.Tune(ctx, sel.Jobs, &Recorder{DB: g.DB, Run: g.RunID})
+	return copyGBps, sums, g.finish(ctx, copyGBps, err)
+}
+
+// finish records how the run ended: interrupted (ctx done), failed (err)
+// or ok, with its copy bandwidth. It returns err, or the store's error.
+func (g GPURun) finish(ctx context.Context, copyGBps float64, err error) error {
 	status := store.RunOK
 	switch {
 	case ctx.Err() != nil:
@@ -39,7 +45,7 @@ func TuneOnGPU(ctx context.Context, g GPURun, sel Selection) (copyGBps float64, 
 	if ferr := g.DB.FinishRun(g.RunID, status, copyGBps); ferr != nil && err == nil {
 		err = ferr
 	}
-	return copyGBps, sums, err
+	return err
 }
 
 // NoValid returns an error naming the first shape of sums without a valid

@@ -129,9 +129,27 @@ func (s Space) Enumerate() []Params {
 	return out
 }
 
+// Product lists every combination of the axis values, in enumeration
+// order, whether the constraints allow it or not (for tests that check
+// what the constraints reject).
+func (s Space) Product() []Params {
+	var out []Params
+	s.each(func(p Params) bool {
+		out = append(out, p)
+		return true
+	})
+	return out
+}
+
 // walk calls yield with every allowed point in enumeration order until it
 // returns false.
 func (s Space) walk(yield func(Params) bool) {
+	s.each(func(p Params) bool { return !s.allowed(p) || yield(p) })
+}
+
+// each calls yield with every combination of axis values in enumeration
+// order until it returns false.
+func (s Space) each(yield func(Params) bool) {
 	idx := make([]int, len(s.Axes))
 	for _, a := range s.Axes {
 		if len(a.Values) == 0 {
@@ -143,7 +161,7 @@ func (s Space) walk(yield func(Params) bool) {
 		for i, a := range s.Axes {
 			p[a.Name] = a.Values[idx[i]]
 		}
-		if s.allowed(p) && !yield(p) {
+		if !yield(p) {
 			return
 		}
 		i := len(idx) - 1

@@ -185,23 +185,26 @@ type paramField struct {
 	values []string
 }
 
-var codecs sync.Map // reflect.Type → *paramCodec or error
+var codecs sync.Map // reflect.Type → codecResult[*paramCodec]
 
 func codecOf[P any]() (*paramCodec, error) {
-	t := reflect.TypeFor[P]()
-	if c, ok := codecs.Load(t); ok {
-		if err, bad := c.(error); bad {
-			return nil, err
-		}
-		return c.(*paramCodec), nil
+	return cachedCodec(&codecs, reflect.TypeFor[P](), buildCodec)
+}
+
+// codecResult is a built codec or why it could not be built.
+type codecResult[C any] struct {
+	c   C
+	err error
+}
+
+// cachedCodec returns the codec of t from cache, building it once.
+func cachedCodec[C any](cache *sync.Map, t reflect.Type, build func(reflect.Type) (C, error)) (C, error) {
+	if r, ok := cache.Load(t); ok {
+		return r.(codecResult[C]).c, r.(codecResult[C]).err
 	}
-	c, err := buildCodec(t)
-	if err != nil {
-		codecs.Store(t, err)
-		return nil, err
-	}
-	codecs.Store(t, c)
-	return c, nil
+	c, err := build(t)
+	cache.Store(t, codecResult[C]{c, err})
+	return c, err
 }
 
 func buildCodec(t reflect.Type) (*paramCodec, error) {

@@ -188,3 +188,18 @@ func TestShapeChoices(t *testing.T) {
 		}
 	}
 }
+
+func TestProductAndFirst(t *testing.T) {
+	s := testSpace().Space()
+	if got := len(s.Product()); got != s.Size() {
+		t.Errorf("Product: %d points, Size %d", got, s.Size())
+	}
+	first, ok := s.First()
+	if !ok || first.String() != s.Enumerate()[0].String() {
+		t.Errorf("First = %v %v, want the first enumerated point", first, ok)
+	}
+	none := Typed[testParams]{Values: map[string][]string{"vec": Ints(4)}, Rules: []Rule[testParams]{{Name: "never", Check: func(testParams) error { return errors.New("no") }}}}.Space()
+	if _, ok := none.First(); ok {
+		t.Error("First of a space with no allowed point reports one")
+	}
+}

@@ -175,23 +175,10 @@ func (c *shapeCodec) usage() string {
 	return strings.Join(parts, ",")
 }
 
-var shapeCodecs sync.Map // reflect.Type → *shapeCodec or error
+var shapeCodecs sync.Map // reflect.Type → codecResult[*shapeCodec]
 
 func shapeCodecOf[S any]() (*shapeCodec, error) {
-	t := reflect.TypeFor[S]()
-	if c, ok := shapeCodecs.Load(t); ok {
-		if err, bad := c.(error); bad {
-			return nil, err
-		}
-		return c.(*shapeCodec), nil
-	}
-	c, err := buildShapeCodec(t)
-	if err != nil {
-		shapeCodecs.Store(t, err)
-		return nil, err
-	}
-	shapeCodecs.Store(t, c)
-	return c, nil
+	return cachedCodec(&shapeCodecs, reflect.TypeFor[S](), buildShapeCodec)
 }
 
 var (

@@ -1,7 +1,6 @@
 package elementwise
 
 import (
-	"fmt"
 	"math"
 
 	"github.com/gradtune/gradtune/dtype"
@@ -83,18 +82,7 @@ func (e *family) Shapes(p variants.Preset, dt dtype.DType) []Shape {
 
 // CheckShape keeps element indices within u32 arithmetic.
 func (e *family) CheckShape(s Shape) error {
-	for _, d := range []struct {
-		name string
-		v    int
-	}{{"m", s.M}, {"n", s.N}} {
-		if d.v > gen.MaxElems {
-			return fmt.Errorf("%s=%d must be in 1..%d", d.name, d.v, gen.MaxElems)
-		}
-	}
-	if s.elems() > gen.MaxElems {
-		return fmt.Errorf("%d elements is more than %d", s.elems(), gen.MaxElems)
-	}
-	return nil
+	return gen.CheckIndexable([]string{"m", "n"}, s.M, s.N)
 }
 
 // Space: vector widths up to 16 bytes; every point is valid.

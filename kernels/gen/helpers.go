@@ -1,6 +1,7 @@
 package gen
 
 import (
+	"fmt"
 	"math/bits"
 
 	"github.com/gradtune/gradtune/dtype"
@@ -78,4 +79,21 @@ func SumTree(k *ptx.Func, v []ptx.Reg) ptx.Reg {
 		v = next
 	}
 	return v[0]
+}
+
+// CheckIndexable keeps the element indices of a tensor within u32
+// arithmetic: each extent (names[i] = extents[i]; 0 means absent) and
+// their product are at most MaxElems.
+func CheckIndexable(names []string, extents ...int) error {
+	prod := 1
+	for i, v := range extents {
+		if v > MaxElems {
+			return fmt.Errorf("%s=%d must be in 1..%d", names[i], v, MaxElems)
+		}
+		prod *= max(v, 1)
+		if prod > MaxElems {
+			return fmt.Errorf("%d elements is more than %d", prod, MaxElems)
+		}
+	}
+	return nil
 }

@@ -1,8 +1,6 @@
 package rows
 
 import (
-	"fmt"
-
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels/gen"
 )
@@ -177,16 +175,5 @@ func DTypes() []dtype.DType { return []dtype.DType{dtype.F32, dtype.F16, dtype.B
 
 // CheckShape keeps element indices within u32 arithmetic.
 func CheckShape(s Shape) error {
-	for _, d := range []struct {
-		name string
-		v    int
-	}{{"m", s.M}, {"n", s.N}} {
-		if d.v > gen.MaxElems {
-			return fmt.Errorf("%s=%d must be in 1..%d", d.name, d.v, gen.MaxElems)
-		}
-	}
-	if s.Elems() > gen.MaxElems {
-		return fmt.Errorf("%d elements is more than %d", s.Elems(), gen.MaxElems)
-	}
-	return nil
+	return gen.CheckIndexable([]string{"m", "n"}, s.M, s.N)
 }

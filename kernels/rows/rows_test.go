@@ -169,7 +169,7 @@ func TestRowSpaces(t *testing.T) {
 		for _, p := range sp.Enumerate() {
 			allowed[p.String()] = true
 		}
-		for i, p := range product(sp) {
+		for i, p := range sp.Product() {
 			if i%5 == 0 && !allowed[p.String()] {
 				if _, err := f.Emit(s, p); err == nil || !strings.Contains(err.Error(), "violate") {
 					t.Errorf("%s: Emit(%s) of a point outside the space: %v", name, p, err)
@@ -549,22 +549,4 @@ func TestRowSpaceSizes(t *testing.T) {
 			t.Logf("%s %s: %d of %d points", name, s.Key(), n, sp.Size())
 		}
 	}
-}
-
-// product lists every combination of the space's axis values, whether the
-// constraints allow it or not.
-func product(sp variants.Space) []variants.Params {
-	out := []variants.Params{{}}
-	for _, a := range sp.Axes {
-		var next []variants.Params
-		for _, p := range out {
-			for _, v := range a.Values {
-				q := p.Clone()
-				q[a.Name] = v
-				next = append(next, q)
-			}
-		}
-		out = next
-	}
-	return out
 }
