@@ -157,23 +157,11 @@ func (cl *clusterRun) run() error {
 // settle makes blocked warps runnable where it can; it reports whether
 // any warp can run.
 func (cl *clusterRun) settle() (bool, error) {
-	moved := false
 	for _, c := range cl.ctas {
-		ok, err := c.releaseBarrier()
-		if err != nil {
-			return false, err
-		}
-		moved = moved || ok
+		c.exitBars()
 	}
-	if moved || !cl.l.hopper {
-		return moved, nil
-	}
-	for _, c := range cl.ctas {
-		for _, w := range c.warps {
-			if w.state == wsRun { // woken by another warp's arrival
-				return true, nil
-			}
-		}
+	if cl.runnable() || !cl.l.hopper {
+		return cl.runnable(), nil
 	}
 	if cl.wakeCluster() {
 		return true, nil
@@ -181,6 +169,7 @@ func (cl *clusterRun) settle() (bool, error) {
 	if len(cl.loads) > 0 {
 		return true, cl.completeLoads()
 	}
+	moved := false
 	for _, c := range cl.ctas {
 		for _, w := range c.warps {
 			if w.state == wsYield {
@@ -191,40 +180,17 @@ func (cl *clusterRun) settle() (bool, error) {
 	return moved, nil
 }
 
-// releaseBarrier releases the CTA's warps waiting at bar.sync when every
-// live warp waits there. Exited threads do not hold a barrier up (PTX ISA).
-func (c *ctaRun) releaseBarrier() (bool, error) {
-	var waiting []*warp
-	for _, w := range c.warps {
-		switch w.state {
-		case wsBarrier:
-			waiting = append(waiting, w)
-		case wsDone:
-		default:
-			return false, nil // blocked elsewhere; it may still come
+// runnable reports whether a warp of the cluster can run (one woken by
+// another warp's arrival, or by a barrier completed in settle).
+func (cl *clusterRun) runnable() bool {
+	for _, c := range cl.ctas {
+		for _, w := range c.warps {
+			if w.state == wsRun {
+				return true
+			}
 		}
 	}
-	if len(waiting) == 0 {
-		return false, nil
-	}
-	first := waiting[0]
-	in := &c.l.k.code[first.pc]
-	for _, w := range waiting[1:] {
-		if w.pc != first.pc {
-			other := &c.l.k.code[w.pc]
-			return false, c.barrierError(in, first, fmt.Sprintf("warps %s wait at this barrier while warp %d waits at line %d `%s`",
-				warpList(waiting, first.pc), w.id, other.line, other.text))
-		}
-	}
-	c.epoch++ // a new barrier interval begins
-	if in.mode2 != 0 {
-		c.barRed(in, waiting)
-	}
-	for _, w := range waiting {
-		w.pc++
-		w.state = wsRun
-	}
-	return true, nil
+	return false
 }
 
 // finish runs when nothing can move: either every warp is done, or the
@@ -247,13 +213,18 @@ func (cl *clusterRun) finish() error {
 		return nil
 	}
 	var lines []string
+	for _, c := range cl.ctas {
+		lines = append(lines, c.barWaits()...)
+	}
 	for _, w := range blocked {
-		lines = append(lines, w.waitDesc())
+		if w.state != wsBarrier {
+			lines = append(lines, w.waitDesc())
+		}
 	}
 	w := blocked[0]
 	in := &cl.l.k.code[w.pc]
 	return w.c.execError(in, w, bits.TrailingZeros32(w.active), ErrDeadlock, 0, false,
-		"every warp waits and nothing is in flight (a wait on the wrong phase parity, or a missing arrive?): "+strings.Join(lines, "; "))
+		"every warp waits and nothing is in flight (a wrong barrier count, a wait on the wrong phase parity, or a missing arrive?): "+strings.Join(lines, "; "))
 }
 
 // waitDesc says what a blocked warp waits for.
@@ -269,7 +240,7 @@ func (w *warp) waitDesc() string {
 	case wsCluster:
 		return where + " waits at barrier.cluster.wait for warps that never arrive"
 	case wsBarrier:
-		return where + " waits at the CTA barrier for warps blocked elsewhere"
+		return fmt.Sprintf("%s waits at barrier %d", where, in.imm)
 	}
 	return where + " cannot run"
 }
@@ -499,7 +470,7 @@ func (w *warp) mbarUpdate(in *inst, mask uint32) error {
 func (c *ctaRun) completePhase(mb *mbarrier) {
 	mb.phase++
 	mb.pending, mb.tx = mb.count, 0
-	c.epoch++
+	c.fullSync()
 	keep := mb.waiters[:0]
 	for _, w := range mb.waiters {
 		if !w.hw.wait.ready(mb) {
@@ -605,7 +576,7 @@ func (cl *clusterRun) advanceCluster() {
 	if low > cl.cphase {
 		cl.cphase = low
 		for _, c := range cl.ctas {
-			c.epoch++
+			c.fullSync()
 		}
 	}
 }
