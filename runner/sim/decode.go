@@ -1551,11 +1551,7 @@ func (d *decoder) decBar(in *inst, base string, q []string) error {
 	in.mode = barMode(base, q)
 	for _, x := range q {
 		switch x {
-		case "sync", "aligned", "cta":
-		case "arrive":
-			if len(d.st.args) != 2 {
-				return d.errf("%s.arrive needs a thread count", base)
-			}
+		case "sync", "arrive", "aligned", "cta": // arrive: the ISA table asks for the count
 		default:
 			return d.errf("%s: unknown qualifier .%s", base, x)
 		}
