@@ -52,7 +52,7 @@ func (w *warp) barrier(in *inst, mask uint32) error {
 	b.arrived |= 1 << w.id
 	if in.mode&barArrive != 0 {
 		if c.shadow != nil {
-			w.release(b)
+			w.releaseTo(&b.release)
 		}
 	} else {
 		b.waiting |= 1 << w.id

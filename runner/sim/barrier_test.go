@@ -223,3 +223,77 @@ func TestBarrierCounts(t *testing.T) {
 		}
 	}
 }
+
+// mbarOrderPTX: warp 0 writes data and arrives on an mbarrier (count 32);
+// warps 1 and 2 read it after waiting on the phase. With skip, warp 2
+// reads without waiting: the phase orders warp 0's writes before what the
+// waiting warps do, not before warp 2, so that is a race.
+func mbarOrderPTX(skip bool) string {
+	jump := ""
+	if skip {
+		jump = "\t@%p3 bra READ;"
+	}
+	return `.version 8.0
+.target sm_90a
+.address_size 64
+
+.visible .entry mb(
+	.param .u64 mb_param_x,
+	.param .u64 mb_param_y
+)
+.reqntid 96
+{
+	.reg .pred %p<4>;
+	.reg .b32 %r<8>;
+	.reg .b64 %rd<4>;
+	.reg .f32 %f<4>;
+	.shared .align 8 .b64 bar[1];
+	.shared .align 16 .b8 data[128];
+
+	mov.u32 %r1, %tid.x;
+	shr.u32 %r2, %r1, 5;
+	setp.eq.u32 %p1, %r1, 0;
+	@%p1 mbarrier.init.shared::cta.b64 [bar], 32;
+	fence.mbarrier_init.release.cluster;
+	bar.sync 0;
+	and.b32 %r3, %r1, 31;
+	shl.b32 %r3, %r3, 2;
+	mov.u32 %r4, data;
+	add.u32 %r4, %r4, %r3;
+	setp.eq.u32 %p2, %r2, 0;
+	setp.eq.u32 %p3, %r2, 2;
+	@!%p2 bra CONSUME;
+	mov.f32 %f1, 0f3F800000;
+	st.shared.f32 [%r4], %f1;
+	mbarrier.arrive.shared::cta.b64 %rd1, [bar];
+	ret;
+CONSUME:
+` + jump + `
+WAIT:
+	mbarrier.try_wait.parity.shared::cta.b64 %p2, [bar], 0;
+	@!%p2 bra WAIT;
+READ:
+	ld.shared.f32 %f2, [%r4];
+	ret;
+}
+`
+}
+
+// TestMbarrierOrdersOnlyItsWaiters: a completed mbarrier phase orders the
+// arriving warps' accesses before the waiting warps' only.
+func TestMbarrierOrdersOnlyItsWaiters(t *testing.T) {
+	run := func(skip bool) error {
+		_, err := launchPTX(t, mbarOrderPTX(skip), "mb", [3]int{1, 1, 1}, [3]int{96, 1, 1}, 0, []byte{0}, []byte{0})
+		return err
+	}
+	if err := run(false); err != nil {
+		t.Fatalf("readers that wait on the phase: %v", err)
+	}
+	err := run(true)
+	// Warp 2 runs first (it completes bar.sync 0 and goes on): warp 0's
+	// write finds its read unordered.
+	if !errors.Is(err, sim.ErrRace) || !strings.Contains(err.Error(), "thread (0,0,0)") ||
+		!strings.Contains(err.Error(), "writes shared memory that thread 64 read") {
+		t.Fatalf("warp 2 reads without waiting: %v, want ErrRace naming thread 0 and thread 64", err)
+	}
+}

@@ -55,6 +55,11 @@ type mbarrier struct {
 	tx             int64
 	phase          uint32
 	waiters        []*warp
+	// For the race detector (see race.go): what the arrivals of the open
+	// phase released, and what the last completed phase of each parity
+	// released (a wait that finds it complete acquires that).
+	rel  [32]uint32
+	done [2][32]uint32
 }
 
 // hopperWarp is a warp's sm_90 state.
@@ -86,6 +91,7 @@ type waitRec struct {
 	ready  func(*mbarrier) bool
 	holder *ctaRun
 	off    uint32
+	parity uint32
 }
 
 func newClusterRun(l *launchCtx) *clusterRun {
@@ -456,6 +462,9 @@ func (w *warp) mbarUpdate(in *inst, mask uint32) error {
 					fmt.Sprintf("arrival on an mbarrier with only %d of %d arrivals pending in its phase", mb.pending, mb.count))
 			}
 			mb.pending -= n
+			if c == w.c && c.shadow != nil {
+				w.releaseTo(&mb.rel)
+			}
 		}
 		if mb.pending == 0 && mb.tx == 0 {
 			c.completePhase(mb)
@@ -468,9 +477,9 @@ func (w *warp) mbarUpdate(in *inst, mask uint32) error {
 // begins, waiters whose phase completed are released (their try_wait
 // returns true), and a new race-detection interval begins.
 func (c *ctaRun) completePhase(mb *mbarrier) {
+	mb.done[mb.phase&1], mb.rel = mb.rel, [32]uint32{}
 	mb.phase++
 	mb.pending, mb.tx = mb.count, 0
-	c.fullSync()
 	keep := mb.waiters[:0]
 	for _, w := range mb.waiters {
 		if !w.hw.wait.ready(mb) {
@@ -478,6 +487,7 @@ func (c *ctaRun) completePhase(mb *mbarrier) {
 			continue
 		}
 		wt := w.hw.wait
+		w.acquireMbar(c, mb, wt.parity)
 		w.p[wt.in.d[0]] |= wt.mask
 		w.pw[wt.in.d[0]] |= wt.mask
 		w.pc++
@@ -505,8 +515,8 @@ func (w *warp) mbarWait(in *inst, mask uint32) (bool, error) {
 	}
 	arg := w.lanes(in.a[0])[first]
 	var ready func(*mbarrier) bool
+	parity := uint32(arg & 1) // of the phase waited for
 	if in.mode2&mbParity != 0 {
-		parity := uint32(arg & 1)
 		ready = func(mb *mbarrier) bool { return mb.phase&1 != parity }
 	} else {
 		ph := uint32(arg)
@@ -514,6 +524,7 @@ func (w *warp) mbarWait(in *inst, mask uint32) (bool, error) {
 	}
 	p := in.d[0]
 	if ready(mb) {
+		w.acquireMbar(c, mb, parity)
 		w.p[p] |= mask
 		return false, nil
 	}
@@ -525,7 +536,7 @@ func (w *warp) mbarWait(in *inst, mask uint32) (bool, error) {
 		return true, nil
 	}
 	hw := w.hwState()
-	hw.wait = waitRec{in: in, mask: mask, bar: mb, ready: ready, holder: c, off: off}
+	hw.wait = waitRec{in: in, mask: mask, bar: mb, ready: ready, parity: parity, holder: c, off: off}
 	mb.waiters = append(mb.waiters, w)
 	w.state = wsMbar
 	return true, nil

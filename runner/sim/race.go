@@ -46,17 +46,32 @@ func (w *warp) before(e, ws uint32) bool {
 	return true
 }
 
-// release records what the warp's arrival at b releases (everything it
-// did, and everything ordered before it) and starts a new interval for
-// it: bar.arrive does not wait, so what it does next is not ordered.
-func (w *warp) release(b *namedBar) {
+// releaseTo adds to rel what the warp's arrival at a barrier releases
+// (everything it did, and everything ordered before it) and starts a new
+// interval for it: what it does next is not ordered by the arrival.
+func (w *warp) releaseTo(rel *[32]uint32) {
 	c := w.c
 	s := c.tick()
 	for v := 0; v < c.l.nwarps; v++ {
-		b.release[v] = max(b.release[v], w.vc[v])
+		rel[v] = max(rel[v], w.vc[v])
 	}
-	b.release[w.id] = s
+	rel[w.id] = s
 	w.stamp, w.vc[w.id] = s, s
+}
+
+// acquireMbar orders after the warp's present what the arrivals of the
+// completed phase of mb (of CTA c) with the given parity released. A
+// warp of another CTA learns nothing: accesses to other CTAs' shared
+// memory are not race-checked.
+func (w *warp) acquireMbar(c *ctaRun, mb *mbarrier, parity uint32) {
+	if c != w.c || c.shadow == nil {
+		return
+	}
+	rel := &mb.done[parity]
+	for v := 0; v < c.l.nwarps; v++ {
+		w.vc[v] = max(w.vc[v], rel[v])
+	}
+	w.vc[w.id] = w.stamp
 }
 
 // orderPhase applies a completed phase of b to the race detector: what
