@@ -16,12 +16,24 @@ import (
 // instructions of the lanes that executed them, per second of wall time.
 // Run it on one core with -cpu 1 (the backend then uses one worker).
 func BenchmarkInterpreter(b *testing.B) {
-	f, err := catalog.Lookup("gelu_bwd")
+	benchFamily(b, "gelu_bwd", variants.Params{"block": "128", "vec": "4", "ept": "1", "grid": "once"})
+}
+
+// BenchmarkInterpreterShared runs softmax_bwd (f32, 64×4096, the first
+// variant of its space): row sums reduced through shared memory between
+// bar.sync barriers, so the race detector and the barrier model are on
+// its path.
+func BenchmarkInterpreterShared(b *testing.B) {
+	benchFamily(b, "softmax_bwd", variants.Params{"vec": "4", "vpt": "4"})
+}
+
+func benchFamily(b *testing.B, name string, params variants.Params) {
+	f, err := catalog.Lookup(name)
 	if err != nil {
 		b.Fatal(err)
 	}
 	s := variants.Shape{Dims: []variants.Dim{{Name: "m", Value: 64}, {Name: "n", Value: 4096}}, DType: dtype.F32}
-	p := f.Space(s).Complete(variants.Params{"block": "128", "vec": "4", "ept": "1", "grid": "once"})
+	p := f.Space(s).Complete(params)
 	prog, err := f.Emit(s, p)
 	if err != nil {
 		b.Fatal(err)

@@ -3,7 +3,6 @@ package sim
 import (
 	"fmt"
 	"math/bits"
-	"strings"
 )
 
 // launchCtx is one kernel launch: the kernel, its configuration and the
@@ -26,10 +25,12 @@ type launchCtx struct {
 }
 
 // shadow records, for two bytes of shared memory, who last wrote and read
-// them in which barrier interval (epoch).
+// them: the thread (or tidMany, tidAtomic), the warps (a mask) and the
+// stamp of the interval they accessed it in (the largest, for several).
 type shadow struct {
 	wEpoch, rEpoch uint32
 	wTid, rTid     int32
+	wWarps, rWarps uint32
 }
 
 const (
@@ -46,11 +47,15 @@ type ctaRun struct {
 	warps  []*warp
 	smem   []byte
 	shadow []shadow
-	epoch  uint32
-	local  []byte
-	steps  int64
-	insts  uint64
-	last   *alloc // the global allocation hit last
+	// The race detector's clock: clock numbers intervals (stamps); every
+	// access stamped below floor happens before everything now.
+	clock, floor uint32
+	bars         [16]namedBar
+	done         uint32 // warps that exited
+	local        []byte
+	steps        int64
+	insts        uint64
+	last         *alloc // the global allocation hit last
 	// The cluster the CTA runs in, its rank there and the cluster's index
 	// in the grid; sm_90 state (nil for kernels that do not need it).
 	cl        *clusterRun
@@ -82,6 +87,11 @@ type warp struct {
 	state  uint8
 	cp     *[32]cpLane
 	hw     *hopperWarp // sm_90 async state, allocated on first use
+	// The race detector's view of the warp: the stamp of its current
+	// interval, and vc[v], the stamp below which warp v's accesses happen
+	// before the warp's present (vc[id] == stamp).
+	stamp uint32
+	vc    [32]uint32
 	// bar.red contributions of the lanes waiting at the barrier.
 	redPopc        int
 	redAll, redAny bool
@@ -128,7 +138,12 @@ func (c *ctaRun) resetAt(ctaid [3]int) {
 	if c.hs != nil {
 		c.hs.reset()
 	}
-	c.epoch++
+	if c.clock > 1<<31 { // far from wrapping around: start the stamps again
+		clear(c.shadow)
+		c.clock = 0
+	}
+	c.done = 0
+	clear(c.bars[:])
 	c.steps = 0
 	c.last = nil
 	clear(c.smem)
@@ -149,6 +164,7 @@ func (c *ctaRun) resetAt(ctaid [3]int) {
 		}
 		w.initSregs()
 	}
+	c.fullSync()
 }
 
 func (w *warp) initSregs() {
@@ -219,52 +235,43 @@ func (w *warp) initSregs() {
 	}
 }
 
-// barRed completes bar.red: every waiting thread gets the reduction over
-// all of them.
-func (c *ctaRun) barRed(in *inst, ws []*warp) {
+// barRed completes bar.red: every waiting warp (in ws) gets the reduction
+// over all of them, in the destination of its own bar.red.
+func (c *ctaRun) barRed(ws uint32) {
 	popc, all, any := 0, true, false
-	for _, w := range ws {
+	for m := ws; m != 0; m &= m - 1 {
+		w := c.warps[bits.TrailingZeros32(m)]
 		popc += w.redPopc
 		all = all && w.redAll
 		any = any || w.redAny
 	}
-	for _, w := range ws {
-		m := w.live
+	for m := ws; m != 0; m &= m - 1 {
+		w := c.warps[bits.TrailingZeros32(m)]
+		in, lv := &c.l.k.code[w.pc], w.live
 		switch in.mode2 {
 		case barRedPopc:
 			D := w.lanes(in.d[0])
 			for l := range D {
-				if m&(1<<l) != 0 {
+				if lv&(1<<l) != 0 {
 					D[l] = uint64(popc)
 				}
 			}
-			w.rw[in.d[0]] |= m
+			w.rw[in.d[0]] |= lv
 			continue
 		case barRedAnd:
-			if all {
-				w.p[in.d[0]] |= m
-			} else {
-				w.p[in.d[0]] &^= m
-			}
+			w.p[in.d[0]] = w.p[in.d[0]]&^lv | boolMask(all, lv)
 		case barRedOr:
-			if any {
-				w.p[in.d[0]] |= m
-			} else {
-				w.p[in.d[0]] &^= m
-			}
+			w.p[in.d[0]] = w.p[in.d[0]]&^lv | boolMask(any, lv)
 		}
-		w.pw[in.d[0]] |= m
+		w.pw[in.d[0]] |= lv
 	}
 }
 
-func warpList(ws []*warp, pc int32) string {
-	var s []string
-	for _, w := range ws {
-		if pc < 0 || w.pc == pc {
-			s = append(s, fmt.Sprint(w.id))
-		}
+func boolMask(b bool, m uint32) uint32 {
+	if b {
+		return m
 	}
-	return strings.Join(s, ",")
+	return 0
 }
 
 func (c *ctaRun) barrierError(in *inst, w *warp, detail string) error {
@@ -317,59 +324,4 @@ func (w *warp) setPCs(m uint32, pc int32) {
 	for ; m != 0; m &= m - 1 {
 		w.pcs[bits.TrailingZeros32(m)&31] = pc
 	}
-}
-
-// Shared-memory race detection, per two-byte granule.
-
-func (w *warp) raceCheck(in *inst, lane int, addr uint64, n int, write, atomic, record bool) error {
-	c := w.c
-	if c.shadow == nil {
-		return nil
-	}
-	tid := int32(w.id*32 + lane)
-	e := c.epoch
-	for g := addr / 2; g <= (addr+uint64(n)-1)/2; g++ {
-		s := &c.shadow[g]
-		if s.wEpoch == e && s.wTid != tid && !(atomic && s.wTid == tidAtomic) {
-			return w.raceError(in, lane, addr, write, "write", s.wTid)
-		}
-		if write && s.rEpoch == e && s.rTid != tid {
-			return w.raceError(in, lane, addr, write, "read", s.rTid)
-		}
-		if !record {
-			continue
-		}
-		if write {
-			s.wEpoch = e
-			if atomic {
-				s.wTid = tidAtomic
-			} else {
-				s.wTid = tid
-			}
-		} else if s.rEpoch != e {
-			s.rEpoch, s.rTid = e, tid
-		} else if s.rTid != tid {
-			s.rTid = tidMany
-		}
-	}
-	return nil
-}
-
-func (w *warp) raceError(in *inst, lane int, addr uint64, write bool, prior string, other int32) error {
-	c := w.c
-	what := "reads"
-	if write {
-		what = "writes"
-	}
-	who := "another thread"
-	switch {
-	case other == tidMany:
-		who = "several other threads"
-	case other == tidAtomic:
-		who = "an atomic of some thread"
-	case other >= 0:
-		who = c.threadName(int(other))
-	}
-	return c.execError(in, w, lane, ErrRace, addr, true,
-		fmt.Sprintf("%s shared memory that %s %s since the last barrier (missing bar.sync?)", what, who, map[string]string{"write": "wrote", "read": "read"}[prior]))
 }

@@ -805,8 +805,9 @@ func init() {
 	// previous grid is always complete when a kernel starts: wait has
 	// nothing to wait for and launch_dependents nothing to allow.
 	reg(decOp(opNop), "membar", "nanosleep", "prefetch", "prefetchu", "griddepcontrol")
-	reg(q((*decoder).decBar), "bar.sync", "bar.red", "bar.cta.sync", "bar.cta.red", "barrier.sync", "barrier.red",
-		"barrier.cta.sync", "barrier.cta.red", "bar.warp.sync")
+	reg((*decoder).decBar, "bar.sync", "bar.arrive", "bar.red", "bar.cta.sync", "bar.cta.arrive", "bar.cta.red",
+		"barrier.sync", "barrier.arrive", "barrier.red", "barrier.cta.sync", "barrier.cta.arrive", "barrier.cta.red",
+		"bar.warp.sync")
 	reg(q((*decoder).decShfl), "shfl.sync")
 	reg(q((*decoder).decRedux), "redux.sync")
 	reg(q((*decoder).decTestp), "testp")
@@ -1532,7 +1533,7 @@ func (d *decoder) decCvt(in *inst, q []string) error {
 	return err
 }
 
-func (d *decoder) decBar(in *inst, q []string) error {
+func (d *decoder) decBar(in *inst, base string, q []string) error {
 	if has(q, "warp") {
 		in.op = opBarWarp
 		if err := d.nargs(1); err != nil {
@@ -1543,18 +1544,18 @@ func (d *decoder) decBar(in *inst, q []string) error {
 		return err
 	}
 	if has(q, "red") {
+		in.mode = barMode(base, q)
 		return d.decBarRed(in, q)
 	}
+	in.op = opBar
+	in.mode = barMode(base, q)
 	for _, x := range q {
 		switch x {
-		case "sync", "aligned", "cta":
-		case "arrive":
-			return d.errf("bar.%s is not supported", x)
+		case "sync", "arrive", "aligned", "cta": // arrive: the ISA table asks for the count
 		default:
-			return d.errf("bar: unknown qualifier .%s", x)
+			return d.errf("%s: unknown qualifier .%s", base, x)
 		}
 	}
-	in.op = opBar
 	if len(d.st.args) == 0 {
 		return nil
 	}
@@ -1562,6 +1563,19 @@ func (d *decoder) decBar(in *inst, q []string) error {
 		return err
 	}
 	return d.barOperands(in, d.st.args)
+}
+
+// barMode returns the form of a barrier instruction (inst.mode): bar.*
+// is always .aligned, barrier.* only when it says so.
+func barMode(base string, q []string) uint8 {
+	var m uint8
+	if base == "bar" || has(q, "aligned") {
+		m |= barAligned
+	}
+	if has(q, "arrive") {
+		m |= barArrive
+	}
+	return m
 }
 
 // Reductions of bar.red (inst.mode2).

@@ -41,7 +41,9 @@
 // .ftz and .sat, and cvt.rn.{f16x2,bf16x2}.f32; mov including pack and
 // unpack ({lo, hi}); testp; min and max with .NaN; bra, ret, exit, trap, brkpt (an
 // illegal instruction without a debugger, as on a GPU);
-// bar.sync, bar.red (popc, and, or), bar.warp.sync, membar, fence,
+// bar.sync, bar.arrive, bar.red (popc, and, or) and their barrier.*
+// forms on the 16 named barriers, with thread counts (see Barriers),
+// bar.warp.sync, membar, fence,
 // prefetch and griddepcontrol (no effect: launches run in order);
 // shfl.sync idx/up/down/bfly with the PTX ISA's clamp and segment rules; vote.sync; redux.sync; activemask; atom and red on
 // global and shared memory (add, min, max, inc, dec, and, or, xor, exch,
@@ -71,11 +73,15 @@
 //
 // Scheduling. The CTAs of a cluster run together on one worker; a warp
 // runs until it exits, waits at bar.sync, blocks in mbarrier.try_wait or
-// barrier.cluster.wait, or yields after a false test_wait. When no warp
-// can run, barriers are released; when still none can, every in-flight
+// barrier.cluster.wait, or yields after a false test_wait. A barrier
+// phase completes on the arrival that completes its count (or on the
+// exit of the last warp a whole-CTA barrier waited for). When no warp
+// can run, every in-flight
 // TMA load completes (in issue order); when still none can, the cluster
 // is deadlocked: ErrDeadlock names every waiting warp, the mbarrier it
-// waits on, its phase, pending arrivals and tx-count. A try_wait never
+// waits on, its phase, pending arrivals and tx-count, and every named
+// barrier with an open phase, its count, the warps that arrived and the
+// warps that wait. A try_wait never
 // returns false: it blocks until its phase completes. MaxSteps ends
 // runaway loops (a test_wait spin, for one) with ErrTimeout.
 //
@@ -87,9 +93,9 @@
 //     has completed, i.e. when the current phase's parity is not P (so
 //     waiting on the parity before the first phase returns at once).
 //     More arrivals than pending is ErrTrap; use before mbarrier.init is
-//     ErrUninitialized. A completed phase starts a new race-detection
-//     interval for its CTA, as a barrier does (so the race check trusts
-//     mbarrier synchronization; see below).
+//     ErrUninitialized. For the race check, an arrival releases what its
+//     warp did before it and a wait that returns true acquires what the
+//     arrivals of the completed phase it waited for released (see Races).
 //   - TMA. A load's box lands when the load completes, zeros outside the
 //     tensor, in the shared-memory layout of the map's swizzle (the 16-byte
 //     chunk index, address bits [4,7), XORed with bits [7,10) for 128B,
@@ -132,6 +138,61 @@
 //     of the cluster that has not exited has arrived as often as the
 //     waiter; it starts a new race interval in every CTA of the cluster.
 //
+// # Barriers
+//
+// A CTA has 16 named barriers. bar.sync a{, b}, barrier.sync{.aligned}
+// a{, b} and bar.red wait until b threads have arrived at barrier a;
+// bar.arrive a, b and barrier.arrive{.aligned} a, b arrive without
+// waiting (the producer side of a producer/consumer pair). Arrivals are
+// counted in whole warps, as on the GPU:
+//
+//   - b is a multiple of 32 up to the CTA's size rounded up to warps, or
+//     the CTA's size; without b, the whole CTA. A whole-CTA count is met
+//     when every warp that has not exited has arrived (exited threads do
+//     not hold it up); a smaller count needs exactly b/32 warp arrivals,
+//     so a warp that exits without arriving leaves it waiting.
+//   - A phase completes on the arrival that meets its count; the waiting
+//     warps go on and the barrier is ready for its next phase at once.
+//   - Within one phase every arrival names the same count, each warp
+//     arrives once (a second arrival would count twice on the GPU: it is
+//     the usual way a count is exceeded), bar.red is not mixed with
+//     bar.sync, and a phase without a count is one instruction in every
+//     warp (.aligned: every thread executes the same instruction); with a
+//     count, warps may arrive at different instructions (bar.arrive in
+//     the producer, bar.sync in the consumers). Violations are ErrBarrier
+//     naming the barrier, the counts and the warps that arrived.
+//   - bar.* and barrier.*.aligned are executed by all live lanes of a
+//     warp or none (ErrBarrier otherwise); barrier.sync without .aligned
+//     reached by part of a warp is not modelled (ErrBarrier too).
+//   - Waiting warps that no arrival can release are ErrDeadlock, naming
+//     each open phase: barrier id, expected threads, arrived threads, the
+//     warps that arrived and the warps that wait.
+//
+// # Races
+//
+// Shared-memory accesses are ordered by happens-before between warps,
+// kept as vector clocks over the warps of the CTA: a completed barrier
+// phase orders what every arriving warp did before its arrival (and what
+// was ordered before that) before what every waiting warp does after the
+// phase; warps outside the phase are not ordered by it, and what a
+// bar.arrive warp does after arriving is not ordered by the phase. A
+// whole-CTA phase in which every live warp waits orders everything
+// before it in the CTA, exited warps included. mbarriers follow the same
+// rule: an arrival (by any lane) releases its warp; a try_wait or
+// test_wait that returns true acquires what the completed phase of the
+// awaited parity released (a phase token: its parity). barrier.cluster
+// still orders everything in every CTA of the cluster. Ordering is per
+// warp: an arrival by one lane orders the accesses of all lanes of its
+// warp (an elected lane arriving for its warp after __syncwarp is the
+// usual pattern). Two accesses of different threads to the same two
+// bytes, one a write and not both atomics, that no such order relates
+// are ErrRace. Several readers of one granule that are not ordered among
+// themselves are kept as one record (their warps and the latest
+// interval): a write is then checked against that interval for every
+// one of them, which is conservative (it can report a race that a
+// reader's earlier interval would have excused) when readers of
+// different intervals are merged.
+//
 // wgmma numerics: the 16 products of a k16 step are exact in float64,
 // summed in k order in float64, added to the old accumulator (scale-d)
 // and rounded once to f32 per wgmma; a GEMM thus rounds once per k16
@@ -144,7 +205,7 @@
 //
 // Every error wraps a sentinel (ErrParse, ErrLaunch, ErrMemory,
 // ErrMisaligned, ErrUninitialized, ErrBarrier, ErrRace, ErrWarpSync,
-// ErrTrap, ErrTimeout, ErrIllegal); errors of running kernels are *ExecError values
+// ErrTrap, ErrTimeout, ErrIllegal, ErrDeadlock, ErrAsync, ErrProxy); errors of running kernels are *ExecError values
 // naming the kernel, the instruction (line and text), the CTA, the thread
 // and, for memory errors, the address:
 //
@@ -159,15 +220,15 @@
 //   - a register or predicate read by a lane that never wrote it (the
 //     guard of a predicated instruction included): ErrUninitialized;
 //   - bar.sync reached by only some of the live lanes of a warp (a barrier
-//     in a divergent branch or under a guard), or warps waiting at
-//     different bar.sync instructions while no other thread can reach
-//     theirs: ErrBarrier. As on the GPU (and in the PTX ISA), threads that
-//     have exited do not hold a barrier up: a barrier completes when every
-//     live thread of the CTA waits at it;
-//   - two threads of a CTA accessing the same two bytes of shared memory
-//     between two barriers, one of them writing (atomics among themselves
-//     excepted): ErrRace. This is stricter than needed inside a warp,
-//     which needs no barrier where a shuffle already synchronizes;
+//     in a divergent branch or under a guard), warps of one phase of a
+//     barrier without a count at different instructions, counts that are
+//     not whole warps, exceed the CTA or differ within a phase, a warp
+//     arriving twice in one phase: ErrBarrier (see Barriers);
+//   - two threads of a CTA accessing the same two bytes of shared memory,
+//     one of them writing (atomics among themselves excepted), with no
+//     barrier phase ordering the two (see Races): ErrRace. This is
+//     stricter than needed inside a warp, which needs no barrier where a
+//     shuffle already synchronizes;
 //   - shfl.sync, vote.sync and bar.warp.sync whose member mask names a lane
 //     that does not execute them, or lanes executing them that it does not
 //     name, a shuffle reading a lane outside the mask, and mma.sync or
@@ -207,11 +268,10 @@
 // Timing of any kind (%clock reads 0); the memory model beyond barriers,
 // mbarriers and the proxy rule (other fences have no effect; a warp's
 // instruction is atomic with respect to other warps); races in global
-// memory; the L1/L2 caches and the .nc path's incoherence; bar.sync with
-// a thread count smaller than the CTA; named-barrier producer/consumer
-// patterns; the happens-before order of mbarriers for the race check (a
-// completed phase orders everything before it in the CTA, an
-// optimistic approximation); atomics on shared memory under the async
+// memory; the L1/L2 caches and the .nc path's incoherence; barrier ids
+// and thread counts in registers; barrier.sync without .aligned in
+// divergent code; happens-before per thread rather than per warp (see
+// Races); atomics on shared memory under the async
 // rules; lanes of one warp waiting on different mbarriers; TMA im2col
 // mode, 1d/4d/5d boxes, the non-tensor cp.async.bulk forms and
 // reductions; wgmma on tf32/fp8/integer types; textures and surfaces;

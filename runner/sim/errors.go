@@ -24,12 +24,14 @@ var (
 	ErrMisaligned = errors.New("misaligned memory access")
 	// ErrUninitialized: a register read by a thread that never wrote it.
 	ErrUninitialized = errors.New("read of an uninitialized register")
-	// ErrBarrier: bar.sync reached by only some of the live lanes of a warp
-	// (a barrier in a divergent branch), or live threads of a CTA waiting
-	// at different bar.sync instructions (a deadlock on a GPU).
+	// ErrBarrier: a barrier reached by only some of the live lanes of a
+	// warp (a barrier in a divergent branch), a phase of a barrier without
+	// a count reached at different instructions, or thread counts that are
+	// not whole warps, exceed the CTA, differ within one phase or are
+	// exceeded by a warp arriving twice.
 	ErrBarrier = errors.New("barrier divergence")
-	// ErrRace: two threads of a CTA touched the same shared-memory bytes
-	// between two barriers, at least one of them writing.
+	// ErrRace: two threads of a CTA touched the same shared-memory bytes,
+	// at least one of them writing, with no barrier phase ordering them.
 	ErrRace = errors.New("shared-memory race")
 	// ErrWarpSync: a warp-synchronous instruction (shfl.sync, vote.sync,
 	// mma.sync, ldmatrix) executed without every lane it names, or reading

@@ -340,6 +340,7 @@ func (w *warp) exec() error {
 						}
 					}
 					w.state = wsDone
+					c.done |= 1 << w.id
 					return nil
 				}
 				w.reselect()
@@ -357,28 +358,15 @@ func (w *warp) exec() error {
 			if mask == 0 {
 				break
 			}
-			if in.flags&flSat != 0 && int(in.off) != c.l.nthreads {
-				return w.fault(in, bits.TrailingZeros32(mask), ErrBarrier, 0, false,
-					fmt.Sprintf("bar.sync with a thread count of %d in a CTA of %d threads is not modelled", in.off, c.l.nthreads))
+			if err := w.barrier(in, mask); err != nil {
+				return err
 			}
-			if mask != w.live {
-				// Live lanes of the warp are elsewhere: a barrier in a
-				// divergent branch (bar.sync is .aligned). Exited lanes do
-				// not count, as on the GPU.
-				detail := fmt.Sprintf("reached by lanes %s of warp %d only; lanes %s are elsewhere (divergent branch or guard)",
-					laneList(mask), w.id, laneList(w.live&^mask))
-				return w.fault(in, bits.TrailingZeros32(mask), ErrBarrier, 0, false, detail)
-			}
-			if in.mode2 != 0 {
-				p := w.p[in.a[0]]
-				if in.flags&flNegC != 0 {
-					p = ^p
+			if in.mode&barArrive == 0 {
+				if w.state == wsBarrier {
+					return nil
 				}
-				p &= mask
-				w.redPopc, w.redAll, w.redAny = bits.OnesCount32(p), p == mask, p != 0
+				continue // the phase completed on this arrival: the pc moved on
 			}
-			w.state = wsBarrier
-			return nil
 		case opBarWarp:
 			member := uint32(w.lanes(in.a[0])[bits.TrailingZeros32(mask)&31])
 			if member&^mask != 0 {

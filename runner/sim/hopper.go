@@ -55,6 +55,11 @@ type mbarrier struct {
 	tx             int64
 	phase          uint32
 	waiters        []*warp
+	// For the race detector (see race.go): what the arrivals of the open
+	// phase released, and what the last completed phase of each parity
+	// released (a wait that finds it complete acquires that).
+	rel  [32]uint32
+	done [2][32]uint32
 }
 
 // hopperWarp is a warp's sm_90 state.
@@ -86,6 +91,7 @@ type waitRec struct {
 	ready  func(*mbarrier) bool
 	holder *ctaRun
 	off    uint32
+	parity uint32
 }
 
 func newClusterRun(l *launchCtx) *clusterRun {
@@ -157,23 +163,11 @@ func (cl *clusterRun) run() error {
 // settle makes blocked warps runnable where it can; it reports whether
 // any warp can run.
 func (cl *clusterRun) settle() (bool, error) {
-	moved := false
 	for _, c := range cl.ctas {
-		ok, err := c.releaseBarrier()
-		if err != nil {
-			return false, err
-		}
-		moved = moved || ok
+		c.exitBars()
 	}
-	if moved || !cl.l.hopper {
-		return moved, nil
-	}
-	for _, c := range cl.ctas {
-		for _, w := range c.warps {
-			if w.state == wsRun { // woken by another warp's arrival
-				return true, nil
-			}
-		}
+	if cl.runnable() || !cl.l.hopper {
+		return cl.runnable(), nil
 	}
 	if cl.wakeCluster() {
 		return true, nil
@@ -181,6 +175,7 @@ func (cl *clusterRun) settle() (bool, error) {
 	if len(cl.loads) > 0 {
 		return true, cl.completeLoads()
 	}
+	moved := false
 	for _, c := range cl.ctas {
 		for _, w := range c.warps {
 			if w.state == wsYield {
@@ -191,40 +186,17 @@ func (cl *clusterRun) settle() (bool, error) {
 	return moved, nil
 }
 
-// releaseBarrier releases the CTA's warps waiting at bar.sync when every
-// live warp waits there. Exited threads do not hold a barrier up (PTX ISA).
-func (c *ctaRun) releaseBarrier() (bool, error) {
-	var waiting []*warp
-	for _, w := range c.warps {
-		switch w.state {
-		case wsBarrier:
-			waiting = append(waiting, w)
-		case wsDone:
-		default:
-			return false, nil // blocked elsewhere; it may still come
+// runnable reports whether a warp of the cluster can run (one woken by
+// another warp's arrival, or by a barrier completed in settle).
+func (cl *clusterRun) runnable() bool {
+	for _, c := range cl.ctas {
+		for _, w := range c.warps {
+			if w.state == wsRun {
+				return true
+			}
 		}
 	}
-	if len(waiting) == 0 {
-		return false, nil
-	}
-	first := waiting[0]
-	in := &c.l.k.code[first.pc]
-	for _, w := range waiting[1:] {
-		if w.pc != first.pc {
-			other := &c.l.k.code[w.pc]
-			return false, c.barrierError(in, first, fmt.Sprintf("warps %s wait at this barrier while warp %d waits at line %d `%s`",
-				warpList(waiting, first.pc), w.id, other.line, other.text))
-		}
-	}
-	c.epoch++ // a new barrier interval begins
-	if in.mode2 != 0 {
-		c.barRed(in, waiting)
-	}
-	for _, w := range waiting {
-		w.pc++
-		w.state = wsRun
-	}
-	return true, nil
+	return false
 }
 
 // finish runs when nothing can move: either every warp is done, or the
@@ -247,13 +219,18 @@ func (cl *clusterRun) finish() error {
 		return nil
 	}
 	var lines []string
+	for _, c := range cl.ctas {
+		lines = append(lines, c.barWaits()...)
+	}
 	for _, w := range blocked {
-		lines = append(lines, w.waitDesc())
+		if w.state != wsBarrier {
+			lines = append(lines, w.waitDesc())
+		}
 	}
 	w := blocked[0]
 	in := &cl.l.k.code[w.pc]
 	return w.c.execError(in, w, bits.TrailingZeros32(w.active), ErrDeadlock, 0, false,
-		"every warp waits and nothing is in flight (a wait on the wrong phase parity, or a missing arrive?): "+strings.Join(lines, "; "))
+		"every warp waits and nothing is in flight (a wrong barrier count, a wait on the wrong phase parity, or a missing arrive?): "+strings.Join(lines, "; "))
 }
 
 // waitDesc says what a blocked warp waits for.
@@ -269,7 +246,7 @@ func (w *warp) waitDesc() string {
 	case wsCluster:
 		return where + " waits at barrier.cluster.wait for warps that never arrive"
 	case wsBarrier:
-		return where + " waits at the CTA barrier for warps blocked elsewhere"
+		return fmt.Sprintf("%s waits at barrier %d", where, in.imm)
 	}
 	return where + " cannot run"
 }
@@ -485,6 +462,9 @@ func (w *warp) mbarUpdate(in *inst, mask uint32) error {
 					fmt.Sprintf("arrival on an mbarrier with only %d of %d arrivals pending in its phase", mb.pending, mb.count))
 			}
 			mb.pending -= n
+			if c == w.c && c.shadow != nil {
+				w.releaseTo(&mb.rel)
+			}
 		}
 		if mb.pending == 0 && mb.tx == 0 {
 			c.completePhase(mb)
@@ -497,9 +477,9 @@ func (w *warp) mbarUpdate(in *inst, mask uint32) error {
 // begins, waiters whose phase completed are released (their try_wait
 // returns true), and a new race-detection interval begins.
 func (c *ctaRun) completePhase(mb *mbarrier) {
+	mb.done[mb.phase&1], mb.rel = mb.rel, [32]uint32{}
 	mb.phase++
 	mb.pending, mb.tx = mb.count, 0
-	c.epoch++
 	keep := mb.waiters[:0]
 	for _, w := range mb.waiters {
 		if !w.hw.wait.ready(mb) {
@@ -507,6 +487,7 @@ func (c *ctaRun) completePhase(mb *mbarrier) {
 			continue
 		}
 		wt := w.hw.wait
+		w.acquireMbar(c, mb, wt.parity)
 		w.p[wt.in.d[0]] |= wt.mask
 		w.pw[wt.in.d[0]] |= wt.mask
 		w.pc++
@@ -534,8 +515,8 @@ func (w *warp) mbarWait(in *inst, mask uint32) (bool, error) {
 	}
 	arg := w.lanes(in.a[0])[first]
 	var ready func(*mbarrier) bool
+	parity := uint32(arg & 1) // of the phase waited for
 	if in.mode2&mbParity != 0 {
-		parity := uint32(arg & 1)
 		ready = func(mb *mbarrier) bool { return mb.phase&1 != parity }
 	} else {
 		ph := uint32(arg)
@@ -543,6 +524,7 @@ func (w *warp) mbarWait(in *inst, mask uint32) (bool, error) {
 	}
 	p := in.d[0]
 	if ready(mb) {
+		w.acquireMbar(c, mb, parity)
 		w.p[p] |= mask
 		return false, nil
 	}
@@ -554,7 +536,7 @@ func (w *warp) mbarWait(in *inst, mask uint32) (bool, error) {
 		return true, nil
 	}
 	hw := w.hwState()
-	hw.wait = waitRec{in: in, mask: mask, bar: mb, ready: ready, holder: c, off: off}
+	hw.wait = waitRec{in: in, mask: mask, bar: mb, ready: ready, parity: parity, holder: c, off: off}
 	mb.waiters = append(mb.waiters, w)
 	w.state = wsMbar
 	return true, nil
@@ -605,7 +587,7 @@ func (cl *clusterRun) advanceCluster() {
 	if low > cl.cphase {
 		cl.cphase = low
 		for _, c := range cl.ctas {
-			c.epoch++
+			c.fullSync()
 		}
 	}
 }
