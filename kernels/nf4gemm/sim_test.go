@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/gradtune/gradtune/dtype"
+	"github.com/gradtune/gradtune/internal/sweep"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/catalog"
 	"github.com/gradtune/gradtune/runner"
@@ -83,6 +84,31 @@ func TestDequantOnInterpreter(t *testing.T) {
 		{"n=24,k=128,block=128", dtype.F16},
 	} {
 		n := simRun(t, "nf4_dequant", c.spec, c.dt, all)
+		t.Logf("%s %v: %d variants", c.spec, c.dt, n)
+	}
+}
+
+// gemmShapes are small nf4_gemm_bwd shapes for the interpreter: one row,
+// a row tail (37, 70), a column tail of the 128-wide tiles (k=192), f32
+// and double-quantized scales, blocks of 64 and 128, exact-integer
+// reductions and a random one (n=576 > exactMaxN).
+var gemmShapes = []struct {
+	spec string
+	dt   dtype.DType
+}{
+	{"m=1,n=128,k=64,scales=dq", dtype.BF16},
+	{"m=37,n=64,k=192", dtype.BF16},
+	{"m=20,n=256,k=256,block=128,scales=dq", dtype.F16},
+	{"m=70,n=576,k=128", dtype.BF16},
+}
+
+// TestGEMMOnInterpreter runs every nf4_gemm_bwd variant of gemmShapes
+// (a sample unless GRADTUNE_SWEEP=full).
+func TestGEMMOnInterpreter(t *testing.T) {
+	for i, c := range gemmShapes {
+		j := 0
+		keep := func(variants.Params) bool { j++; return sweep.Take(j+i, 3) }
+		n := simRun(t, "nf4_gemm_bwd", c.spec, c.dt, keep)
 		t.Logf("%s %v: %d variants", c.spec, c.dt, n)
 	}
 }
