@@ -18,11 +18,17 @@ const (
 	F16
 	BF16
 	F64
+	// U8 is a raw byte (0..255): packed data such as NF4 weights (two
+	// 4-bit codes per byte) and 8-bit codes. It is a storage type for
+	// Input buffers, not an element type families compute in, so All
+	// leaves it out and Parse accepts it only by its name "u8".
+	U8
 )
 
-var names = map[DType]string{F32: "f32", F16: "f16", BF16: "bf16", F64: "f64"}
+var names = map[DType]string{F32: "f32", F16: "f16", BF16: "bf16", F64: "f64", U8: "u8"}
 
-// All lists the valid dtypes in a stable order.
+// All lists the valid floating-point dtypes in a stable order (U8 is a
+// storage type and is not listed).
 func All() []DType { return []DType{F32, F16, BF16, F64} }
 
 // String returns the short name ("f32", "bf16", ...).
@@ -42,6 +48,8 @@ func (d DType) Size() int {
 		return 2
 	case F64:
 		return 8
+	case U8:
+		return 1
 	}
 	return 0
 }
@@ -61,6 +69,8 @@ func Parse(s string) (DType, error) {
 		return BF16, nil
 	case "f64", "float64", "double", "fp64":
 		return F64, nil
+	case "u8":
+		return U8, nil
 	}
 	return Invalid, fmt.Errorf("unknown dtype %q (accepted: f32, f16, bf16, f64)", s)
 }
@@ -97,8 +107,22 @@ func (d DType) Round(v float64) float64 {
 		return F16ToFloat(FloatToF16(float32(v)))
 	case BF16:
 		return BF16ToFloat(FloatToBF16(float32(v)))
+	case U8:
+		return float64(toU8(v))
 	}
 	return v
+}
+
+// toU8 is v rounded to the nearest integer (ties to even) and clamped to
+// 0..255; NaN gives 0.
+func toU8(v float64) uint8 {
+	switch {
+	case !(v > 0):
+		return 0
+	case v >= 255:
+		return 255
+	}
+	return uint8(math.RoundToEven(v))
 }
 
 // Encode writes vals as little-endian elements of type d.
@@ -115,6 +139,8 @@ func (d DType) Encode(vals []float64) []byte {
 			binary.LittleEndian.PutUint16(b[2*i:], FloatToBF16(float32(v)))
 		case F64:
 			binary.LittleEndian.PutUint64(b[8*i:], math.Float64bits(v))
+		case U8:
+			b[i] = toU8(v)
 		}
 	}
 	return b

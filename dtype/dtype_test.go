@@ -86,3 +86,27 @@ func TestParse(t *testing.T) {
 		t.Errorf("ParseList = %v, %v", l, err)
 	}
 }
+
+// TestU8: bytes round to the nearest integer and clamp to 0..255, encode
+// as one byte each and decode back; u8 is parsed by name but not listed.
+func TestU8(t *testing.T) {
+	vals := []float64{0, 1, 2.5, 3.5, 254.6, 255, 300, -4}
+	want := []byte{0, 1, 2, 4, 255, 255, 255, 0}
+	b := U8.Encode(vals)
+	if string(b) != string(want) {
+		t.Fatalf("Encode = %v, want %v", b, want)
+	}
+	for i, v := range U8.Decode(b) {
+		if v != float64(want[i]) || U8.Round(vals[i]) != v {
+			t.Errorf("element %d: decoded %v, rounded %v, want %d", i, v, U8.Round(vals[i]), want[i])
+		}
+	}
+	if d, err := Parse("u8"); err != nil || d != U8 || U8.Size() != 1 || U8.String() != "u8" {
+		t.Errorf("Parse(u8) = %v, %v", d, err)
+	}
+	for _, d := range All() {
+		if d == U8 {
+			t.Errorf("All lists u8")
+		}
+	}
+}

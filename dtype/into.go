@@ -25,5 +25,9 @@ func (d DType) DecodeInto(dst []float64, b []byte) {
 		for i := range dst {
 			dst[i] = math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:]))
 		}
+	case U8:
+		for i := range dst {
+			dst[i] = float64(b[i])
+		}
 	}
 }

@@ -22,6 +22,11 @@ var genericSpecs = [][]variants.Dim{
 	{{Name: "m", Value: 7}, {Name: "n", Value: 1001}},
 	{{Name: "m", Value: 3}, {Name: "n", Value: 1536}},
 	{{Name: "m", Value: 33}, {Name: "n", Value: 513}},
+	// Blocked formats (NF4: n and k multiples of 64) accept no shrunk
+	// extent: a row tail over two blocks of n and three of k, and a single
+	// row over one block of k.
+	{{Name: "m", Value: 37}, {Name: "n", Value: 128}, {Name: "k", Value: 192}},
+	{{Name: "m", Value: 1}, {Name: "n", Value: 256}, {Name: "k", Value: 64}},
 }
 
 // Candidates an extent of a preset shape is shrunk to, smallest first.

@@ -10,6 +10,7 @@ import (
 	"github.com/gradtune/gradtune/kernels/elementwise"
 	"github.com/gradtune/gradtune/kernels/gemm"
 	"github.com/gradtune/gradtune/kernels/lppool"
+	"github.com/gradtune/gradtune/kernels/nf4gemm"
 	"github.com/gradtune/gradtune/kernels/norm"
 	"github.com/gradtune/gradtune/kernels/softmax"
 )
@@ -19,6 +20,7 @@ var families = slices.Concat(
 	elementwise.Families(),
 	gemm.Families(),
 	softmax.Families(),
+	nf4gemm.Families(),
 	norm.Families(),
 	lppool.Families(),
 )

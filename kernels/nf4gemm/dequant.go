@@ -1,0 +1,148 @@
+package nf4gemm
+
+import (
+	"fmt"
+
+	"github.com/gradtune/gradtune/dtype"
+	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/kernels/gen"
+	"github.com/gradtune/gradtune/kernels/ptx"
+	"github.com/gradtune/gradtune/variants"
+)
+
+// DequantShape is an NF4 weight W [N×K] dequantized to DType (bf16 or
+// f16): blocks of Block elements along K (left out: 64), double-quantized
+// scales with dq=1.
+type DequantShape struct {
+	N      int    `dim:"n"`
+	K      int    `dim:"k"`
+	Block  int    `dim:"block,optional"`
+	Scales string `dim:"scales,optional" values:"dq"`
+	DType  dtype.DType
+}
+
+func (s DequantShape) weight() weight {
+	return weight{n: s.N, k: s.K, block: blockOr64(s.Block), dq: s.Scales == "dq"}
+}
+
+func blockOr64(b int) int {
+	if b == 0 {
+		return 64
+	}
+	return b
+}
+
+// DequantParams is one nf4_dequant variant: a thread converts Bytes
+// packed bytes (2·Bytes elements, all in one block) with one load and
+// stores 4·Bytes bytes of halves.
+type DequantParams struct {
+	Threads int    `axis:"threads" values:"128,256" doc:"threads per CTA"`
+	Bytes   int    `axis:"bytes" values:"4,8,16" doc:"packed bytes per thread (8, 16 or 32 codes)"`
+	Lookup  Lookup `axis:"lookup" values:"smem,prmt,sel" doc:"code to value: shared-memory table, prmt byte tables, selp tree"`
+}
+
+// dequantDef is nf4_dequant.
+type dequantDef struct{}
+
+func (dequantDef) Name() string { return "nf4_dequant" }
+func (dequantDef) Doc() string {
+	return "NF4 (bitsandbytes layout, optional double quantization) to bf16/f16: the first kernel of the unfused QLoRA backward"
+}
+func (dequantDef) DTypes() []dtype.DType { return []dtype.DType{dtype.BF16, dtype.F16} }
+
+// Shapes: the weights of the preset's four distinct projections (q and o,
+// k and v, gate and up, down), W of [out×in], with f32 scales and
+// double-quantized.
+func (d dequantDef) Shapes(p variants.Preset, dt dtype.DType) []DequantShape {
+	var out []DequantShape
+	for _, nk := range projections(p) {
+		for _, sc := range []string{"", "dq"} {
+			s := DequantShape{N: nk[0], K: nk[1], Scales: sc, DType: dt}
+			if d.CheckShape(s) == nil {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+// projections are the [N×K] weights of a preset's linear layers.
+func projections(p variants.Preset) [][2]int {
+	kv := p.KVHeads * p.HeadDim
+	return [][2]int{{p.Hidden, p.Hidden}, {kv, p.Hidden}, {p.Intermediate, p.Hidden}, {p.Hidden, p.Intermediate}}
+}
+
+// CheckShape: k a multiple of the block size (64, 128 or 256), the weight
+// within u32 element indexing.
+func (dequantDef) CheckShape(s DequantShape) error { return s.weight().check() }
+
+// Space: every point is valid (a thread's codes never straddle a block:
+// 32 codes at most, blocks of 64 or more).
+func (dequantDef) Space(DequantShape) variants.Typed[DequantParams] {
+	return variants.Typed[DequantParams]{}
+}
+
+func (dequantDef) Buffers(s DequantShape) []kernels.Buffer {
+	return append(s.weight().buffers(), kernels.Buffer{Name: "w", DType: s.DType, Elems: s.N * s.K, Role: kernels.Output})
+}
+
+func (dequantDef) Inputs(s DequantShape, seed uint64) map[string][]float64 {
+	w := s.weight()
+	return w.inputs(w.tensor(seed, "nf4/"+variants.ShapeOf(s).Key()))
+}
+
+// Reference: fl32(Codebook[c]·absmax) rounded to the output type, the
+// bits every lookup method produces.
+func (dequantDef) Reference(s DequantShape, in map[string][]float64) map[string][]float64 {
+	return map[string][]float64{"w": dequantized(s.weight().fromInputs(in), s.DType)}
+}
+
+func (dequantDef) Cost(s DequantShape) kernels.Cost {
+	e := int64(s.N) * int64(s.K)
+	return kernels.Cost{Bytes: e/2 + s.weight().scaleBytes() + e*int64(s.DType.Size()), Flops: e}
+}
+
+// Tolerance: none; the kernels round the same f32 product once.
+func (dequantDef) Tolerance(DequantShape, string) kernels.Tolerance { return kernels.Tolerance{} }
+
+// Emit: one unit of Bytes packed bytes per thread, as many CTAs as units.
+func (dequantDef) Emit(s DequantShape, p DequantParams) (kernels.Program, error) {
+	w := s.weight()
+	entry := fmt.Sprintf("nf4_dequant_%v", s.DType)
+	m := ptx.NewModule()
+	k := m.Func(entry)
+	k.ReqNTid(p.Threads)
+	bufNames := []string{"w4", "w"}
+	for _, b := range w.buffers()[1:] {
+		bufNames = append(bufNames, b.Name)
+	}
+	bufs := map[string]ptx.Reg{}
+	for _, n := range bufNames {
+		bufs[n] = gen.Param(k, n)
+	}
+	tid := k.Mov(ptx.U32, ptx.TidX)
+	d := newDeq(k, p.Lookup, s.DType, tid)
+	units := w.n * w.k / 2 / p.Bytes
+	u := k.Mad(ptx.U32, k.Mov(ptx.U32, ptx.CtaidX), ptx.Imm(p.Threads), tid)
+	k.If(k.Setp("lt", ptx.U32, u, ptx.Imm(units)), func() {
+		src := k.Add(ptx.U64, bufs["w4"], k.MulWide(ptx.U32, u, ptx.Imm(p.Bytes)))
+		codes := k.Ld(ptx.Global, ptx.B32, p.Bytes/4, ptx.At(src, 0), ptx.LdOpts{NC: true})
+		blk := k.Div(ptx.U32, u, ptx.Imm(w.block/2/p.Bytes))
+		t := d.forScale(loadScale(k, w.dq, bufs, blk))
+		dst := k.Add(ptx.U64, bufs["w"], k.MulWide(ptx.U32, u, ptx.Imm(4*p.Bytes)))
+		for i, c := range codes {
+			out := d.word(c, t)
+			k.St(ptx.Global, ptx.B32, ptx.At(dst, int64(16*i)), out[:])
+		}
+	})
+	built, err := m.Build()
+	if err != nil {
+		return kernels.Program{}, fmt.Errorf("building: %w", err)
+	}
+	var args []kernels.Arg
+	for _, n := range bufNames {
+		args = append(args, kernels.Arg{Buffer: n})
+	}
+	l := kernels.Launch{Entry: entry, Grid: [3]int{gen.CeilDiv(units, p.Threads), 1, 1}, Block: [3]int{p.Threads, 1, 1}, Args: args}
+	return kernels.Program{PTX: built.String(), Launches: []kernels.Launch{l}}, nil
+}

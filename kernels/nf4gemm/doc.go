@@ -1,0 +1,37 @@
+// Package nf4gemm holds the NF4 kernel families of QLoRA's backward
+// (format: package nf4; reasoning and measurements: docs/kernels/nf4.md).
+//
+// # nf4_dequant
+//
+// W [N×K] in NF4 to bf16/f16, shape n, k, block (64 if left out; 64, 128
+// or 256), scales=dq for double-quantized scales. A thread converts 4, 8
+// or 16 packed bytes with one load; the lookup axis picks a shared-memory
+// codebook, prmt byte tables (CUTLASS's lookup_table_convert) or a selp
+// tree. Every variant is bit-exact: fl32(Codebook[c]·absmax) rounded once.
+//
+// # nf4_gemm_bwd
+//
+// dX[M×K] = dY[M×N]·dequant(W[N×K]): any m; n and k multiples of the block
+// size (refused otherwise, wrapping nf4.ErrLayout or the shape error).
+// The sync path (sm_80+) mirrors gemm_bwd's grad=dx: 4 warps, a cp.async
+// ring of dY tiles, and a W tile per stage that the math warps dequantize
+// themselves (dequant=consumer) into gemm_bwd's swizzled layout, read
+// with ldmatrix.trans for mma.sync m16n8k16. Rules: tile columns within
+// k, shared memory fits, pipeline no deeper than the k-loop.
+//
+// Buffers (u8 buffers are padded to whole 32-bit words): dy, w4 (u8,
+// packed, bitsandbytes' high-first order), absmax (f32) or absmax_q (u8),
+// code2, absmax2, dq_offset (f32) with scales=dq, w_bf16/w_f16 (the
+// weight dequantized exactly, read only by the cuBLAS baseline), dx.
+//
+// # Validation
+//
+// Inputs start from random codes and scales in [0.3, 0.95) (double-
+// quantized with bitsandbytes' dynamic map for scales=dq), so the exact
+// dequantized weight is known. The reference is a float64 GEMM on the
+// weight dequantized from the NF4 buffers and rounded to the dtype. For
+// n ≤ 512 dY holds integers in −3..3: every partial sum is a multiple of
+// 2⁻¹³ below 2²⁴ of them, exact in f32, and the outputs must match bit
+// for bit. Longer reductions take dY uniform in [−1, 1) and the bound
+// 2·⌈N/16⌉·2⁻²³·N plus the output's rounding.
+package nf4gemm

@@ -1,0 +1,208 @@
+package nf4gemm
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+
+	"github.com/gradtune/gradtune/dtype"
+	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/kernels/gen"
+	"github.com/gradtune/gradtune/variants"
+)
+
+// GEMMShape is the input gradient of a QLoRA linear layer y = x·Wᵀ with a
+// frozen NF4 weight W [N×K]: dX[M×K] = dY[M×N]·dequant(W), dY and dX in
+// DType (bf16 or f16). Block and Scales are the weight's format, as in
+// nf4_dequant.
+type GEMMShape struct {
+	M      int    `dim:"m"`
+	N      int    `dim:"n"`
+	K      int    `dim:"k"`
+	Block  int    `dim:"block,optional"`
+	Scales string `dim:"scales,optional" values:"dq"`
+	DType  dtype.DType
+}
+
+func (s GEMMShape) weight() weight {
+	return weight{n: s.N, k: s.K, block: blockOr64(s.Block), dq: s.Scales == "dq"}
+}
+
+// Dequantizer is who dequantizes the weight tile.
+type Dequantizer string
+
+// The dequantizers the family emits.
+const (
+	// Consumers: the math warps themselves load the packed bytes and
+	// scales of the next stage, dequantize in registers and store the
+	// swizzled half tile, between their MMAs (the sync path).
+	Consumers Dequantizer = "consumer"
+)
+
+// GEMMParams is one nf4_gemm_bwd variant (the sync path: 4 warps in a
+// 2×2 grid, m16n8k16 MMAs from ldmatrix, a cp.async ring for dY).
+type GEMMParams struct {
+	MMA     string      `axis:"mma" values:"sync" doc:"sync: cp.async ring + ldmatrix + mma.sync m16n8k16 (sm_80+); wgmma comes with gemm_bwd's"`
+	BM      int         `axis:"bm" values:"64,128" doc:"tile rows of dX"`
+	BN      int         `axis:"bn" values:"64,128" doc:"tile columns of dX (along K of W)"`
+	BK      int         `axis:"bk" values:"32" doc:"reduction elements (rows of W) per stage"`
+	Stages  int         `axis:"stages" values:"2,3,4" doc:"pipeline stages in shared memory"`
+	Dequant Dequantizer `axis:"dequant" values:"consumer" doc:"who dequantizes: the math warps (consumer)"`
+	Lookup  Lookup      `axis:"lookup" values:"smem,prmt,sel" doc:"code to value: shared-memory table, prmt byte tables, selp tree"`
+}
+
+// gemmDef is nf4_gemm_bwd.
+type gemmDef struct{}
+
+func (gemmDef) Name() string { return "nf4_gemm_bwd" }
+func (gemmDef) Doc() string {
+	return "QLoRA input gradient dX = dY·dequant(W), W in NF4 (bitsandbytes layout), dequantization fused into the GEMM's main loop"
+}
+func (gemmDef) DTypes() []dtype.DType { return []dtype.DType{dtype.BF16, dtype.F16} }
+
+// Shapes: the preset's four projections at Tokens rows, f32 and
+// double-quantized scales.
+func (d gemmDef) Shapes(p variants.Preset, dt dtype.DType) []GEMMShape {
+	var out []GEMMShape
+	for _, nk := range projections(p) {
+		for _, sc := range []string{"", "dq"} {
+			s := GEMMShape{M: p.Tokens, N: nk[0], K: nk[1], Scales: sc, DType: dt}
+			if d.CheckShape(s) == nil {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+// CheckShape: any m; n and k multiples of the block size (k holds whole
+// blocks; n, the reduction, whole 32-row k-tiles); every matrix within
+// u32 element indexing.
+func (gemmDef) CheckShape(s GEMMShape) error {
+	w := s.weight()
+	if err := w.check(); err != nil {
+		return err
+	}
+	if s.N%w.block != 0 {
+		return fmt.Errorf("%w: n=%d is not a multiple of the block size %d", errShape, s.N, w.block)
+	}
+	if s.M*s.N > gen.MaxElems || s.M*s.K > gen.MaxElems {
+		return fmt.Errorf("m=%d, n=%d, k=%d: a matrix has more than %d elements", s.M, s.N, s.K, gen.MaxElems)
+	}
+	return nil
+}
+
+var errShape = fmt.Errorf("nf4_gemm_bwd shape")
+
+// Buffers: dy, the NF4 weight, dx; and w_bf16 (w_f16), the exactly
+// dequantized weight in the dtype, which only the cuBLAS baseline reads.
+func (gemmDef) Buffers(s GEMMShape) []kernels.Buffer {
+	b := []kernels.Buffer{{Name: "dy", DType: s.DType, Elems: s.M * s.N, Role: kernels.Input}}
+	b = append(b, s.weight().buffers()...)
+	return append(b,
+		kernels.Buffer{Name: denseName(s.DType), DType: s.DType, Elems: s.N * s.K, Role: kernels.Input},
+		kernels.Buffer{Name: "dx", DType: s.DType, Elems: s.M * s.K, Role: kernels.Output})
+}
+
+func denseName(dt dtype.DType) string { return "w_" + dt.String() }
+
+// exactMaxN is the longest reduction whose shapes get exact-integer dY
+// (−3..3): the dequantized weights are multiples of 2⁻¹³ below 1 (scales
+// in [0.3, 0.95)), so every partial sum is a multiple of 2⁻¹³ below
+// 3·N·2¹³ of them, exact in f32 up to N = 682.
+const exactMaxN = 512
+
+func (s GEMMShape) exact() bool { return s.N <= exactMaxN }
+
+// Inputs: the weight from random codes and scales (weight.tensor), its
+// exact dequantization in the dtype, and dY: integers in −3..3 for the
+// exact class, uniform in [−1, 1) rounded to the dtype otherwise.
+func (gemmDef) Inputs(s GEMMShape, seed uint64) map[string][]float64 {
+	w := s.weight()
+	key := "nf4/" + variants.ShapeOf(GEMMShape{N: s.N, K: s.K, Block: s.Block, Scales: s.Scales, DType: s.DType}).Key()
+	t := w.tensor(seed, key)
+	in := w.inputs(t)
+	in[denseName(s.DType)] = dequantized(t, s.DType)
+	if s.exact() {
+		v := kernels.Uniform(dtype.F64, s.M*s.N, -3, 4, seed, key+"/dy")
+		for i := range v {
+			v[i] = math.Floor(v[i])
+		}
+		in["dy"] = v
+	} else {
+		in["dy"] = kernels.Uniform(s.DType, s.M*s.N, -1, 1, seed, key+"/dy")
+	}
+	return in
+}
+
+// Reference: the float64 product of dY and the weight dequantized from
+// the NF4 buffers (not from w_bf16), rows in parallel; rounded to the
+// dtype for the exact class.
+func (gemmDef) Reference(s GEMMShape, in map[string][]float64) map[string][]float64 {
+	wd := dequantized(s.weight().fromInputs(in), s.DType)
+	dy := in["dy"]
+	out := make([]float64, s.M*s.K)
+	rows := make(chan int, s.M)
+	for i := range s.M {
+		rows <- i
+	}
+	close(rows)
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range rows {
+				c := out[i*s.K : (i+1)*s.K]
+				for n := range s.N {
+					a := dy[i*s.N+n]
+					if a == 0 {
+						continue
+					}
+					for j, b := range wd[n*s.K : (n+1)*s.K] {
+						c[j] += a * b
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if s.exact() {
+		for i, v := range out {
+			out[i] = s.DType.Round(v)
+		}
+	}
+	return map[string][]float64{"dx": out}
+}
+
+// Tolerance: zero for the exact class. Otherwise |dY| ≤ 1 and |W| < 1, so
+// Σ|a·b| ≤ N and the f32 sum is within γ·N of the exact one, γ =
+// 2·⌈N/16⌉·2⁻²³ (each k16 MMA step may truncate its block sum and its
+// addition, one ulp each), widened by the output's rounding.
+func (gemmDef) Tolerance(s GEMMShape, _ string) kernels.Tolerance {
+	if s.exact() {
+		return kernels.Tolerance{}
+	}
+	l := float64(s.N)
+	return kernels.StoreTol(kernels.Tolerance{Atol: 2 * math.Ceil(l/16) * 0x1p-23 * l}, s.DType)
+}
+
+// Cost: 2·M·N·K flops; dY, the packed weight and its scales read once,
+// dX written once.
+func (gemmDef) Cost(s GEMMShape) kernels.Cost {
+	e := int64(s.DType.Size())
+	return kernels.Cost{
+		Flops: 2 * int64(s.M) * int64(s.N) * int64(s.K),
+		Bytes: e*int64(s.M)*int64(s.N) + int64(s.N)*int64(s.K)/2 + s.weight().scaleBytes() + e*int64(s.M)*int64(s.K),
+	}
+}
+
+// Baselines: cuBLAS on the weight already dequantized (w_bf16): the floor
+// the fused kernel is to match.
+func (gemmDef) Baselines(s GEMMShape) []kernels.Baseline {
+	return []kernels.Baseline{{Name: "cublas", GEMM: &kernels.GEMMCall{
+		A: "dy", B: denseName(s.DType), C: "dx", M: s.M, N: s.K, K: s.N,
+		LDA: s.N, LDB: s.K, LDC: s.K, In: s.DType, Out: s.DType,
+	}}}
+}

@@ -1,0 +1,326 @@
+package nf4gemm
+
+import (
+	"fmt"
+
+	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/kernels/gen"
+	"github.com/gradtune/gradtune/kernels/ptx"
+)
+
+// The sync path mirrors gemm_bwd's (kernels/gemm, grad=dx): 4 warps in a
+// 2×2 grid, each a (BM/2)×(BN/2) warp tile of m16n8k16 MMAs; dY tiles
+// [BM×BK] arrive by cp.async into a ring of Stages slots; the W tile of a
+// slot is [BK×BN] halves, rows along the reduction (N), written by the
+// warps themselves: each thread loads 4 packed bytes (8 codes along K)
+// per chunk with ld.global.nc, looks up their scale, dequantizes
+// (lookup.go) and stores one 16-byte chunk. Both tiles use gemm_bwd's
+// XOR swizzle so that ldmatrix reads them conflict-free. The dequantized
+// stores of a slot are read stages−1 iterations later, after at least one
+// barrier.
+const syncWarpsM, syncWarpsN, syncThreads = 2, 2, 128
+
+type syncKernel struct {
+	k      *ptx.Func
+	s      GEMMShape
+	w      weight
+	p      GEMMParams
+	tm, tn int
+	aBytes int
+	stage  int
+	lane   ptx.Reg
+	wr, wc ptx.Reg
+}
+
+func (gemmDef) Emit(s GEMMShape, p GEMMParams) (kernels.Program, error) {
+	entry := fmt.Sprintf("nf4_gemm_bwd_sync_%v", s.DType)
+	m := ptx.NewModule()
+	sk := &syncKernel{k: m.Func(entry), s: s, w: s.weight(), p: p}
+	sk.tm, sk.tn = p.BM/syncWarpsM, p.BN/syncWarpsN
+	sk.aBytes = p.BM * p.BK * 2
+	sk.stage = sk.aBytes + p.BK*p.BN*2
+	sk.k.ReqNTid(syncThreads)
+	names := sk.body()
+	mod, err := m.Build()
+	if err != nil {
+		return kernels.Program{}, fmt.Errorf("building: %w", err)
+	}
+	var args []kernels.Arg
+	for _, n := range names {
+		args = append(args, kernels.Arg{Buffer: n})
+	}
+	tr, tc := gen.CeilDiv(s.M, p.BM), gen.CeilDiv(s.K, p.BN)
+	l := kernels.Launch{Entry: entry, Grid: [3]int{tr * tc, 1, 1}, Block: [3]int{syncThreads, 1, 1}, SharedBytes: smemBytes(p), Args: args}
+	return kernels.Program{PTX: mod.String(), Launches: []kernels.Launch{l}}, nil
+}
+
+// body writes the kernel and returns its parameters' buffer names.
+func (sk *syncKernel) body() []string {
+	k, s, p := sk.k, sk.s, sk.p
+	names := []string{"dy", "dx"}
+	for _, b := range sk.w.buffers() {
+		names = append(names, b.Name)
+	}
+	bufs := map[string]ptx.Reg{}
+	for _, n := range names {
+		bufs[n] = gen.Param(k, n)
+	}
+	smem := k.Mov(ptx.U32, k.DynamicShared("smem", 128))
+	tid := k.Mov(ptx.U32, ptx.TidX)
+	d := newDeq(k, p.Lookup, s.DType, tid)
+	sk.lane = k.And(ptx.U32, tid, ptx.Imm(31))
+	warp := k.Shr(ptx.U32, tid, ptx.Imm(5))
+	sk.wr = k.Shr(ptx.U32, warp, ptx.Imm(1))
+	sk.wc = k.And(ptx.U32, warp, ptx.Imm(1))
+	// Tiles go down the rows of dX (order m).
+	tr := gen.CeilDiv(s.M, p.BM)
+	t := k.Mov(ptx.U32, ptx.CtaidX)
+	c := k.Div(ptx.U32, t, ptx.Imm(tr))
+	row0 := k.Mul(ptx.U32, k.Sub(ptx.U32, t, k.Mul(ptx.U32, c, ptx.Imm(tr))), ptx.Imm(p.BM))
+	col0 := k.Mul(ptx.U32, c, ptx.Imm(p.BN))
+	la := newALoader(k, bufs["dy"], tid, row0, p.BM, p.BK, s.M, s.N)
+	lb := newBLoader(sk, d, bufs, tid, col0)
+	aOff, bOff := sk.fragOffsets()
+	acc := sk.zeroAcc()
+	nk := s.N / p.BK
+	kbase := k.Mov(ptx.U32, ptx.Imm(0))
+	load := func(slot ptx.Reg) {
+		la.load(slot)
+		lb.load(k.Add(ptx.U32, slot, ptx.Imm(sk.aBytes)), kbase)
+		k.MovTo(kbase, k.Add(ptx.U32, kbase, ptx.Imm(p.BK)))
+	}
+	for st := range p.Stages - 1 {
+		if st < nk {
+			load(k.Add(ptx.U32, smem, ptx.Imm(st*sk.stage)))
+		}
+		k.CpAsyncCommit()
+	}
+	end := k.Add(ptx.U32, smem, ptx.Imm(p.Stages*sk.stage))
+	next := func(slot ptx.Reg) {
+		k.MovTo(slot, k.Add(ptx.U32, slot, ptx.Imm(sk.stage)))
+		k.MovTo(slot, k.Selp(ptx.U32, smem, slot, k.Setp("eq", ptx.U32, slot, end)))
+	}
+	rd := k.Mov(ptx.U32, smem)
+	wr := k.Add(ptx.U32, smem, ptx.Imm((p.Stages-1)*sk.stage))
+	k.For(ptx.U32, ptx.Imm(0), ptx.Imm(nk), ptx.Imm(1), func(it ptx.Reg) {
+		k.CpAsyncWait(p.Stages - 2)
+		k.BarSync(0)
+		ahead := k.Add(ptx.U32, it, ptx.Imm(p.Stages-1))
+		k.If(k.Setp("lt", ptx.U32, ahead, ptx.Imm(nk)), func() { load(wr) })
+		k.CpAsyncCommit()
+		sk.compute(rd, aOff, bOff, acc)
+		next(rd)
+		next(wr)
+	})
+	k.CpAsyncWait(0)
+	sk.epilogue(bufs["dx"], row0, col0, acc)
+	return names
+}
+
+// aLoader copies dY k-tiles [rows × bk] (K-major: the reduction index
+// contiguous) with cp.async, 16 bytes per chunk; rows past m are
+// zero-filled.
+type aLoader struct {
+	k         *ptx.Func
+	n, step   int
+	cols      int
+	base, ptr ptx.Reg
+	ok        []ptx.Reg
+	sOff      ptx.Reg
+	ld        int
+	bk        int
+}
+
+func newALoader(k *ptx.Func, base, tid, row0 ptx.Reg, rows, bk, m, n int) *aLoader {
+	chunks := bk / 8
+	la := &aLoader{k: k, cols: bk, base: base, ld: 2 * n, bk: bk}
+	la.n, la.step = rows*chunks/syncThreads, syncThreads/chunks
+	rr0 := k.Shr(ptx.U32, tid, ptx.Imm(log2(chunks)))
+	cc := k.And(ptx.U32, tid, ptx.Imm(chunks-1))
+	la.sOff = tileOffset(k, rr0, cc, bk)
+	grow := k.Add(ptx.U32, row0, rr0)
+	for i := range la.n {
+		la.ok = append(la.ok, k.Setp("lt", ptx.S32, grow, ptx.Imm(m-i*la.step)))
+	}
+	elem := k.Mad(ptx.U32, grow, ptx.Imm(n), k.Shl(ptx.U32, cc, ptx.Imm(3)))
+	la.ptr = k.Add(ptx.U64, base, k.MulWide(ptx.U32, elem, ptx.Imm(2)))
+	return la
+}
+
+func (la *aLoader) load(dst ptx.Reg) {
+	k := la.k
+	d := k.Add(ptx.U32, dst, la.sOff)
+	for i := range la.n {
+		src := k.Selp(ptx.U64, k.Add(ptx.U64, la.ptr, ptx.Imm(int64(i*la.step)*int64(la.ld))), la.base, la.ok[i])
+		size := k.Selp(ptx.U32, ptx.Imm(16), ptx.Imm(0), la.ok[i])
+		k.Raw(80, 70, "cp.async.cg.shared.global", ptx.At(d, int64(i*la.step*la.cols*2)), ptx.At(src, 0), ptx.Imm(16), size)
+	}
+	k.MovTo(la.ptr, k.Add(ptx.U64, la.ptr, ptx.Imm(int64(2*la.bk))))
+}
+
+// bLoader dequantizes W k-tiles [bk rows of n × bn columns of k] into a
+// slot: a thread owns chunk column cc of rows rr0 + i·step (8 codes, 4
+// packed bytes, one scale each); chunks past k store zeros.
+type bLoader struct {
+	sk      *syncKernel
+	d       *deq
+	bufs    map[string]ptx.Reg
+	n, step int
+	rr0     ptx.Reg
+	col     ptx.Reg // the chunk's first column (element index along k)
+	colOK   ptx.Reg
+	sOff    ptx.Reg
+}
+
+func newBLoader(sk *syncKernel, d *deq, bufs map[string]ptx.Reg, tid, col0 ptx.Reg) *bLoader {
+	k, p := sk.k, sk.p
+	chunks := p.BN / 8
+	lb := &bLoader{sk: sk, d: d, bufs: bufs}
+	lb.n, lb.step = p.BK*chunks/syncThreads, syncThreads/chunks
+	lb.rr0 = k.Shr(ptx.U32, tid, ptx.Imm(log2(chunks)))
+	cc := k.And(ptx.U32, tid, ptx.Imm(chunks-1))
+	lb.sOff = tileOffset(k, lb.rr0, cc, p.BN)
+	lb.col = k.Add(ptx.U32, col0, k.Shl(ptx.U32, cc, ptx.Imm(3)))
+	lb.colOK = k.Setp("lt", ptx.U32, lb.col, ptx.Imm(sk.s.K))
+	return lb
+}
+
+// load dequantizes the k-tile whose first row of W is kbase into dst.
+func (lb *bLoader) load(dst, kbase ptx.Reg) {
+	sk := lb.sk
+	k, s, w := sk.k, sk.s, sk.w
+	d := k.Add(ptx.U32, dst, lb.sOff)
+	for i := range lb.n {
+		row := k.Add(ptx.U32, k.Add(ptx.U32, kbase, lb.rr0), ptx.Imm(i*lb.step))
+		elem := k.Mad(ptx.U32, row, ptx.Imm(s.K), lb.col) // element index in W
+		out := [4]ptx.Reg{}
+		for j := range out {
+			out[j] = k.Mov(ptx.B32, ptx.Imm(0))
+		}
+		k.If(lb.colOK, func() {
+			src := k.Add(ptx.U64, lb.bufs["w4"], k.Cvt(ptx.U64, ptx.U32, "", k.Shr(ptx.U32, elem, ptx.Imm(1))))
+			codes := k.Ld(ptx.Global, ptx.B32, 1, ptx.At(src, 0), ptx.LdOpts{NC: true})[0]
+			blk := k.Div(ptx.U32, elem, ptx.Imm(w.block))
+			vals := lb.d.word(codes, lb.d.forScale(loadScale(k, w.dq, lb.bufs, blk)))
+			for j := range out {
+				k.MovTo(out[j], vals[j])
+			}
+		})
+		k.St(ptx.Shared, ptx.B32, ptx.At(d, int64(i*lb.step*sk.p.BN*2)), out[:])
+	}
+}
+
+// fragOffsets: each lane's ldmatrix row address within a slot's A tile
+// (per m16 block and k16 step) and B tile (per pair of n8 blocks and k16
+// step), as gemm_bwd's grad=dx.
+func (sk *syncKernel) fragOffsets() (aOff, bOff [][]ptx.Reg) {
+	k, p := sk.k, sk.p
+	i := k.Shr(ptx.U32, sk.lane, ptx.Imm(3))
+	r := k.And(ptx.U32, sk.lane, ptx.Imm(7))
+	i0, i1 := k.And(ptx.U32, i, ptx.Imm(1)), k.Shr(ptx.U32, i, ptx.Imm(1))
+	lo := k.Mad(ptx.U32, i0, ptx.Imm(8), r)
+	wrow := k.Mul(ptx.U32, sk.wr, ptx.Imm(sk.tm))
+	wcol := k.Mul(ptx.U32, sk.wc, ptx.Imm(sk.tn))
+	for mi := range sk.tm / 16 {
+		var row []ptx.Reg
+		for kk := range p.BK / 16 {
+			m := k.Add(ptx.U32, k.Add(ptx.U32, wrow, lo), ptx.Imm(16*mi))
+			row = append(row, tileOffset(k, m, k.Add(ptx.U32, i1, ptx.Imm(2*kk)), p.BK))
+		}
+		aOff = append(aOff, row)
+	}
+	for nj := range sk.tn / 16 {
+		var row []ptx.Reg
+		for kk := range p.BK / 16 {
+			ch := k.Add(ptx.U32, k.Shr(ptx.U32, wcol, ptx.Imm(3)), k.Add(ptx.U32, i1, ptx.Imm(2*nj)))
+			row = append(row, tileOffset(k, k.Add(ptx.U32, lo, ptx.Imm(16*kk)), ch, p.BN))
+		}
+		bOff = append(bOff, row)
+	}
+	return aOff, bOff
+}
+
+func (sk *syncKernel) zeroAcc() [][][4]ptx.Reg {
+	acc := make([][][4]ptx.Reg, sk.tm/16)
+	for mi := range acc {
+		acc[mi] = make([][4]ptx.Reg, sk.tn/8)
+		for ni := range acc[mi] {
+			for j := range 4 {
+				acc[mi][ni][j] = sk.k.Mov(ptx.F32, ptx.F32Imm(0))
+			}
+		}
+	}
+	return acc
+}
+
+func (sk *syncKernel) compute(slot ptx.Reg, aOff, bOff [][]ptx.Reg, acc [][][4]ptx.Reg) {
+	k := sk.k
+	ab := gen.HalfType(sk.s.DType)
+	for kk := range sk.p.BK / 16 {
+		var af [][]ptx.Reg
+		for mi := range aOff {
+			af = append(af, k.Ldmatrix(4, false, ptx.At(k.Add(ptx.U32, slot, aOff[mi][kk]), 0)))
+		}
+		var bf [][]ptx.Reg
+		for nj := range bOff {
+			bf = append(bf, k.Ldmatrix(4, true, ptx.At(k.Add(ptx.U32, slot, bOff[nj][kk]), int64(sk.aBytes))))
+		}
+		for mi := range acc {
+			for ni := range acc[mi] {
+				h := 2 * (ni % 2)
+				b := [2]ptx.Reg{bf[ni/2][h], bf[ni/2][h+1]}
+				k.MmaSyncTo(ab, acc[mi][ni], [4]ptx.Reg(af[mi]), b, acc[mi][ni])
+			}
+		}
+	}
+}
+
+// epilogue stores the accumulators from registers, pairs of columns
+// rounded to the dtype; rows past m and columns past k are not stored.
+func (sk *syncKernel) epilogue(c, row0, col0 ptx.Reg, acc [][][4]ptx.Reg) {
+	k, s := sk.k, sk.s
+	q := k.Shr(ptx.U32, sk.lane, ptx.Imm(2))
+	row := k.Add(ptx.U32, k.Mad(ptx.U32, sk.wr, ptx.Imm(sk.tm), row0), q)
+	col := k.Add(ptx.U32, k.Mad(ptx.U32, sk.wc, ptx.Imm(sk.tn), col0),
+		k.Shl(ptx.U32, k.And(ptx.U32, sk.lane, ptx.Imm(3)), ptx.Imm(1)))
+	size := s.DType.Size()
+	ptr := k.Add(ptx.U64, c, k.MulWide(ptx.U32, k.Mad(ptx.U32, row, ptx.Imm(s.K), col), ptx.Imm(size)))
+	var colOK []ptx.Reg
+	for ni := range sk.tn / 8 {
+		colOK = append(colOK, k.Setp("lt", ptx.S32, col, ptx.Imm(s.K-8*ni)))
+	}
+	for mi := range acc {
+		for h := range 2 {
+			dr := 16*mi + 8*h
+			rowOK := k.Setp("lt", ptx.S32, row, ptx.Imm(s.M-dr))
+			for ni := range acc[mi] {
+				off := int64(dr*s.K+8*ni) * int64(size)
+				vals := []ptx.Reg{acc[mi][ni][2*h], acc[mi][ni][2*h+1]}
+				gen.StVals(k, s.DType, ptx.At(ptr, off), vals, k.And(ptx.Pred, rowOK, colOK[ni]))
+			}
+		}
+	}
+}
+
+// tileOffset is gemm_bwd's swizzle: the byte offset of 16-byte chunk
+// `chunk` of row `row` in a tile of cols halves per row, the chunk XORed
+// with row bits so that 8 consecutive rows fall in distinct banks.
+func tileOffset(k *ptx.Func, row, chunk ptx.Reg, cols int) ptx.Reg {
+	chunks := cols / 8
+	var mask ptx.Reg
+	if chunks >= 8 {
+		mask = k.And(ptx.U32, row, ptx.Imm(7))
+	} else {
+		mask = k.And(ptx.U32, k.Shr(ptx.U32, row, ptx.Imm(1)), ptx.Imm(chunks-1))
+	}
+	sw := k.Shl(ptx.U32, k.Xor(ptx.U32, chunk, mask), ptx.Imm(4))
+	return k.Mad(ptx.U32, row, ptx.Imm(2*cols), sw)
+}
+
+func log2(n int) int {
+	b := 0
+	for 1<<b < n {
+		b++
+	}
+	return b
+}

@@ -1,0 +1,187 @@
+package nf4gemm
+
+import (
+	"github.com/gradtune/gradtune/dtype"
+	"github.com/gradtune/gradtune/kernels/nf4"
+	"github.com/gradtune/gradtune/kernels/ptx"
+)
+
+// Lookup is how a kernel turns a 4-bit code into its codebook value.
+type Lookup string
+
+// The lookup methods. Each gives the same bits: fl32(Codebook[c]·scale)
+// rounded once to the half type (the prmt table holds exactly those
+// roundings).
+const (
+	// LookupSmem reads the f32 codebook from a 16-entry shared-memory
+	// table, multiplies by the scale and packs pairs (cvt.rn.*x2.f32).
+	LookupSmem Lookup = "smem"
+	// LookupPrmt builds, per scale, the 16 scaled half values split into
+	// a low-byte and a high-byte table of 4 registers each; a prmt.b32
+	// looks up 4 bytes at once (CUTLASS's lookup_table_convert): 6 prmt
+	// per 4 codes and 2 more to interleave the bytes into half pairs.
+	LookupPrmt Lookup = "prmt"
+	// LookupSel walks a 4-level tree of selp on the code's bits over
+	// immediate codebook values (no memory, 15 selp per code).
+	LookupSel Lookup = "sel"
+)
+
+// lookups lists the methods in axis order.
+var lookups = []string{string(LookupSmem), string(LookupPrmt), string(LookupSel)}
+
+// deq emits NF4 dequantization: 8 codes in a 32-bit word (bitsandbytes'
+// order, byte j holding elements 2j in its high nibble and 2j+1 in its
+// low one) to 4 words of half pairs.
+type deq struct {
+	k      *ptx.Func
+	method Lookup
+	pt     ptx.Type // F16x2 or BF16x2
+	lut    ptx.Reg  // u32 shared address of the f32 codebook (smem)
+}
+
+// newDeq sets up a dequantizer; with LookupSmem thread 0 of the CTA
+// writes the codebook to shared memory, and every thread then passes
+// barrier 0, so call it where the whole CTA runs.
+func newDeq(k *ptx.Func, method Lookup, out dtype.DType, tid ptx.Reg) *deq {
+	d := &deq{k: k, method: method, pt: ptx.BF16x2}
+	if out == dtype.F16 {
+		d.pt = ptx.F16x2
+	}
+	if method == LookupSmem {
+		d.lut = k.Mov(ptx.U32, k.SharedArray("nf4_lut", ptx.F32, 16, 64))
+		k.If(k.Setp("eq", ptx.U32, tid, ptx.Imm(0)), func() {
+			for i, v := range nf4.Codebook {
+				k.St(ptx.Shared, ptx.F32, ptx.At(d.lut, int64(4*i)), []ptx.Reg{k.Mov(ptx.F32, ptx.F32Imm(v))})
+			}
+		})
+		k.BarSync(0)
+	}
+	return d
+}
+
+// table is the per-scale state of a lookup: the prmt byte tables.
+type table struct {
+	scale  ptx.Reg
+	lo, hi [4]ptx.Reg // prmt: bytes of entries 4i..4i+3
+}
+
+// forScale prepares the lookups of one scale (f32).
+func (d *deq) forScale(scale ptx.Reg) *table {
+	t := &table{scale: scale}
+	if d.method != LookupPrmt {
+		return t
+	}
+	k := d.k
+	var pairs [8]ptx.Reg
+	for j := range pairs {
+		lo := k.Mul(ptx.F32, ptx.F32Imm(nf4.Codebook[2*j]), scale)
+		hi := k.Mul(ptx.F32, ptx.F32Imm(nf4.Codebook[2*j+1]), scale)
+		pairs[j] = k.PackHalf2(d.pt, hi, lo)
+	}
+	for i := range 4 {
+		// Entries 4i..4i+3 are the halves of pairs 2i and 2i+1.
+		t.lo[i] = d.prmt(pairs[2*i], pairs[2*i+1], ptx.Imm(0x6420))
+		t.hi[i] = d.prmt(pairs[2*i], pairs[2*i+1], ptx.Imm(0x7531))
+	}
+	return t
+}
+
+// prmt is prmt.b32 d, a, b, sel (default mode).
+func (d *deq) prmt(a, b, sel ptx.Operand) ptx.Reg {
+	r := d.k.Reg(ptx.B32)
+	d.k.Raw(20, 20, "prmt.b32", r, a, b, sel)
+	return r
+}
+
+// word dequantizes the 8 codes of w (b32) with table t into 4 words of
+// half pairs, element 2i in the low half of word i.
+func (d *deq) word(w ptx.Reg, t *table) [4]ptx.Reg {
+	k := d.k
+	if d.method == LookupPrmt {
+		return d.prmtWord(w, t)
+	}
+	var vals [8]ptx.Reg
+	for j := range vals {
+		// Element j is in byte j/2: its high nibble for even j.
+		shift := 8*(j/2) + 4*(1-j%2)
+		c := k.And(ptx.B32, k.Shr(ptx.B32, w, ptx.Imm(shift)), ptx.Imm(15))
+		var v ptx.Reg
+		if d.method == LookupSmem {
+			v = k.Ld(ptx.Shared, ptx.F32, 1, ptx.At(k.Mad(ptx.U32, c, ptx.Imm(4), d.lut), 0))[0]
+		} else {
+			v = d.selTree(c)
+		}
+		vals[j] = k.Mul(ptx.F32, v, t.scale)
+	}
+	var out [4]ptx.Reg
+	for i := range out {
+		out[i] = k.Mov(ptx.B32, k.PackHalf2(d.pt, vals[2*i+1], vals[2*i]))
+	}
+	return out
+}
+
+// selTree is Codebook[c] by a tree of selp over c's bits.
+func (d *deq) selTree(c ptx.Reg) ptx.Reg {
+	k := d.k
+	level := make([]ptx.Operand, 16)
+	for i, v := range nf4.Codebook {
+		level[i] = ptx.F32Imm(v)
+	}
+	for bit := 0; len(level) > 1; bit++ {
+		set := k.Setp("ne", ptx.B32, k.And(ptx.B32, c, ptx.Imm(1<<bit)), ptx.Imm(0))
+		next := make([]ptx.Operand, len(level)/2)
+		for i := range next {
+			next[i] = k.Selp(ptx.F32, level[2*i+1], level[2*i], set)
+		}
+		level = next
+	}
+	return level[0].(ptx.Reg)
+}
+
+// prmtWord: the nibbles of each byte are swapped so that element i's code
+// is nibble i of the word (prmt's selectors), then each 16-bit half (4
+// codes) is looked up: entries 0..7 and 8..15 by two prmt with the codes'
+// low 3 bits (bit 3 of a selector would replicate a sign), and a third
+// prmt picks between them with bit 3. Low and high bytes are interleaved
+// into half pairs at the end.
+func (d *deq) prmtWord(w ptx.Reg, t *table) [4]ptx.Reg {
+	k := d.k
+	sw := k.Or(ptx.B32, k.And(ptx.B32, k.Shr(ptx.B32, w, ptx.Imm(4)), ptx.Imm(0x0F0F0F0F)),
+		k.Shl(ptx.B32, k.And(ptx.B32, w, ptx.Imm(0x0F0F0F0F)), ptx.Imm(4)))
+	var out [4]ptx.Reg
+	for h := range 2 {
+		s := sw
+		if h == 1 {
+			s = k.Shr(ptx.B32, sw, ptx.Imm(16))
+		}
+		idx := k.And(ptx.B32, s, ptx.Imm(0x7777))
+		pick := k.Or(ptx.B32, k.And(ptx.B32, k.Shr(ptx.B32, s, ptx.Imm(1)), ptx.Imm(0x4444)), ptx.Imm(0x3210))
+		look := func(tab [4]ptx.Reg) ptx.Reg {
+			return d.prmt(d.prmt(tab[0], tab[1], idx), d.prmt(tab[2], tab[3], idx), pick)
+		}
+		lo, hi := look(t.lo), look(t.hi)
+		out[2*h] = d.prmt(lo, hi, ptx.Imm(0x5140))
+		out[2*h+1] = d.prmt(lo, hi, ptx.Imm(0x7362))
+	}
+	return out
+}
+
+// loadScale loads block b's scale (b u32): absmax[b], or with double
+// quantization fma(code2[q], absmax2[b/256], offset) where q is byte b of
+// absmax_q, read as its 32-bit word. bufs holds the buffers' generic
+// addresses (u64) by name.
+func loadScale(k *ptx.Func, dq bool, bufs map[string]ptx.Reg, b ptx.Reg) ptx.Reg {
+	nc := ptx.LdOpts{NC: true}
+	at := func(buf string, i ptx.Reg, size int) ptx.Addr {
+		return ptx.At(k.Add(ptx.U64, bufs[buf], k.MulWide(ptx.U32, i, ptx.Imm(size))), 0)
+	}
+	if !dq {
+		return k.Ld(ptx.Global, ptx.F32, 1, at("absmax", b, 4), nc)[0]
+	}
+	word := k.Ld(ptx.Global, ptx.U32, 1, at("absmax_q", k.Shr(ptx.U32, b, ptx.Imm(2)), 4), nc)[0]
+	q := k.And(ptx.U32, k.Shr(ptx.U32, word, k.Shl(ptx.U32, k.And(ptx.U32, b, ptx.Imm(3)), ptx.Imm(3))), ptx.Imm(255))
+	c2 := k.Ld(ptx.Global, ptx.F32, 1, at("code2", q, 4), nc)[0]
+	a2 := k.Ld(ptx.Global, ptx.F32, 1, at("absmax2", k.Shr(ptx.U32, b, ptx.Imm(8)), 4), nc)[0]
+	off := k.Ld(ptx.Global, ptx.F32, 1, ptx.At(bufs["dq_offset"], 0), nc)[0]
+	return k.Fma(ptx.F32, c2, a2, off)
+}

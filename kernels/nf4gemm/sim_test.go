@@ -1,0 +1,114 @@
+package nf4gemm_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/gradtune/gradtune/dtype"
+	"github.com/gradtune/gradtune/internal/sweep"
+	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/kernels/catalog"
+	"github.com/gradtune/gradtune/runner"
+	"github.com/gradtune/gradtune/runner/sim"
+	"github.com/gradtune/gradtune/variants"
+)
+
+// simRun validates the variants of a shape that keep accepts on the CPU
+// interpreter through runner.Session, as tune does (outputs poisoned,
+// bounds, alignment and shared-memory races checked), and returns how
+// many ran.
+func simRun(t *testing.T, family, spec string, dt dtype.DType, keep func(variants.Params) bool) int {
+	t.Helper()
+	f, err := catalog.Lookup(family)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := variants.ParseSpecs(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := f.Shape(sp[0], dt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss := runner.NewSession(sim.New(sim.Options{Workers: 2}))
+	defer ss.Release()
+	if err := ss.Prepare(f, s, 1); err != nil {
+		t.Fatal(err)
+	}
+	runs := 0
+	for _, p := range f.Space(s).Enumerate() {
+		if !keep(p) {
+			continue
+		}
+		runs++
+		if err := validate(ss, f, s, p); err != nil {
+			t.Errorf("%s %s: %v", s.Key(), p, err)
+		}
+	}
+	return runs
+}
+
+func validate(ss *runner.Session, f kernels.Family, s variants.Shape, p variants.Params) error {
+	prog, err := f.Emit(s, p)
+	if err != nil {
+		return err
+	}
+	l, err := ss.Load(prog)
+	if err != nil {
+		return err
+	}
+	defer l.Unload()
+	c, err := ss.Validate(l)
+	if err != nil {
+		return err
+	}
+	if !c.OK {
+		return fmt.Errorf("%s (max abs error %g, rel %g)", c.Message, c.MaxAbs, c.MaxRel)
+	}
+	return nil
+}
+
+// TestDequantOnInterpreter runs every nf4_dequant variant, bit for bit,
+// on weights with f32 and double-quantized scales, blocks of 64 and 256,
+// and a unit count that leaves the last CTA partly idle.
+func TestDequantOnInterpreter(t *testing.T) {
+	all := func(variants.Params) bool { return true }
+	for _, c := range []struct {
+		spec string
+		dt   dtype.DType
+	}{
+		{"n=3,k=64", dtype.BF16},
+		{"n=5,k=256,scales=dq", dtype.BF16},
+		{"n=6,k=512,block=256,scales=dq", dtype.F16},
+		{"n=24,k=128,block=128", dtype.F16},
+	} {
+		n := simRun(t, "nf4_dequant", c.spec, c.dt, all)
+		t.Logf("%s %v: %d variants", c.spec, c.dt, n)
+	}
+}
+
+// gemmShapes are small nf4_gemm_bwd shapes for the interpreter: one row,
+// a row tail (37, 70), a column tail of the 128-wide tiles (k=192), f32
+// and double-quantized scales, blocks of 64 and 128, exact-integer
+// reductions and a random one (n=576 > exactMaxN).
+var gemmShapes = []struct {
+	spec string
+	dt   dtype.DType
+}{
+	{"m=1,n=128,k=64,scales=dq", dtype.BF16},
+	{"m=37,n=64,k=192", dtype.BF16},
+	{"m=20,n=256,k=256,block=128,scales=dq", dtype.F16},
+	{"m=70,n=576,k=128", dtype.BF16},
+}
+
+// TestGEMMOnInterpreter runs every nf4_gemm_bwd variant of gemmShapes
+// (a sample unless GRADTUNE_SWEEP=full).
+func TestGEMMOnInterpreter(t *testing.T) {
+	for i, c := range gemmShapes {
+		j := 0
+		keep := func(variants.Params) bool { j++; return sweep.Take(j+i, 3) }
+		n := simRun(t, "nf4_gemm_bwd", c.spec, c.dt, keep)
+		t.Logf("%s %v: %d variants", c.spec, c.dt, n)
+	}
+}
