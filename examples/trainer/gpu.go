@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"runtime"
 	"sort"
 
 	"github.com/gradtune/gradtune/configs"
@@ -15,8 +16,11 @@ type device struct {
 	sms      int
 }
 
-// openDevice opens device 0 through the driver, or says why not.
+// openDevice opens device 0 through the driver, or says why not. A CUDA
+// context is current on one OS thread: the calling goroutine stays on its
+// thread until the program ends (a trainer would dedicate one to the GPU).
 func openDevice() (*device, error) {
+	runtime.LockOSThread()
 	d, err := cuda.Open()
 	if err != nil {
 		return nil, err
