@@ -105,3 +105,23 @@ func TestTileOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestGoldenWgmma pins the PTX of one wgmma variant: dW (A and B
+// MN-major, imm-trans on both), two consumers of 64 rows with the
+// register split, split-K.
+func TestGoldenWgmma(t *testing.T) {
+	f := Families()[0]
+	s := variants.ShapeOf(Shape{M: 1040, N: 136, K: 200, Grad: DW, DType: dtype.BF16})
+	p := Params{MMA: WGMMA, BM: 128, BN: 256, BK: 64, Stages: 4, Consumers: 2, Cluster: 1, SplitK: 2, Order: OrderM, Epilogue: Direct, RegSplit: true}
+	prog, err := f.Emit(s, variants.Encode(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, probs := ptxtest.Labels(prog.PTX); len(probs) > 0 {
+		t.Errorf("labels: %v", probs)
+	}
+	if !strings.Contains(prog.PTX, ".target sm_90a") {
+		t.Errorf("the wgmma path must target sm_90a")
+	}
+	ptxtest.Golden(t, *update, "wgmma_dw_bf16.ptx", prog.PTX)
+}

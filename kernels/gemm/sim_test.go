@@ -100,3 +100,14 @@ func TestSyncOnInterpreter(t *testing.T) {
 		t.Logf("%s %v: %d variants", c.spec, c.dt, n)
 	}
 }
+
+// TestWgmmaOnInterpreter runs every wgmma variant of syncShapes (the same
+// tails, splits and orders) on the interpreter, which executes TMA with
+// the 128B swizzle, mbarrier phases and wgmma from descriptors.
+func TestWgmmaOnInterpreter(t *testing.T) {
+	all := func(p gemm.Params) bool { return p.MMA == gemm.WGMMA }
+	for _, c := range syncShapes {
+		n := simRun(t, c.spec, c.dt, all)
+		t.Logf("%s %v: %d variants", c.spec, c.dt, n)
+	}
+}

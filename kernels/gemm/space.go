@@ -21,7 +21,7 @@ const (
 var splitKs = variants.Ints(1, 2, 3, 4, 6, 8)
 
 // paths lists the MMA paths the family emits.
-var paths = []string{string(Sync)}
+var paths = []string{string(Sync), string(WGMMA)}
 
 // Space: the paths the family emits and the split-K factors, under the
 // rules the package doc lists.
@@ -45,6 +45,7 @@ func (def) Space(s Shape) variants.Typed[Params] {
 			rule("split-K workspace within u32 indexing", workspaceSize),
 			rule("split-K partials are stored directly", splitEpilogue),
 			rule("tile order and persistence past one wave only; persistent grids grouped with the TMA store", tileOrder),
+			rule("wgmma path emits no cluster, persistent grid or TMA epilogue yet", wgmmaFeatures),
 		},
 	}
 }
@@ -61,6 +62,14 @@ func syncFeatures(_ problem, p Params) error {
 	}
 	if p.Cluster != 1 || p.Multicast || p.Persistent || p.Epilogue != Direct || p.RegSplit {
 		return fmt.Errorf("mma=sync takes cluster=1 multicast=0 persistent=0 epilogue=direct regsplit=0")
+	}
+	return nil
+}
+
+// wgmmaFeatures: what the wgmma emission does not write yet.
+func wgmmaFeatures(_ problem, p Params) error {
+	if p.MMA == WGMMA && (p.Cluster != 1 || p.Persistent || p.Epilogue != Direct) {
+		return fmt.Errorf("mma=wgmma takes cluster=1 persistent=0 epilogue=direct (the others are not emitted yet)")
 	}
 	return nil
 }
