@@ -40,7 +40,14 @@ func TestEmitPreset(t *testing.T) {
 func checkProgram(t *testing.T, g problem, p Params, prog kernels.Program) {
 	t.Helper()
 	main := prog.Launches[0]
-	if got, want := main.Grid[0], tiles(g, p)*p.SplitK; got != want || main.SharedBytes != smemBytes(g, p, p.Stages) {
+	want := tiles(g, p) * p.SplitK
+	if p.Persistent {
+		want = 0
+		if main.GridPerSM != 1 {
+			t.Errorf("%s: a persistent grid of %d CTAs per SM", variants.Encode(p), main.GridPerSM)
+		}
+	}
+	if got := main.Grid[0]; got != want || main.SharedBytes != smemBytes(g, p, p.Stages) {
 		t.Errorf("%s: grid %d, shared %d; want %d, %d", variants.Encode(p), got, main.SharedBytes, want, smemBytes(g, p, p.Stages))
 	}
 	if want := 1 + min(p.SplitK-1, 1); len(prog.Launches) != want || len(prog.Buffers) != want-1 {

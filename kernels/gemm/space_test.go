@@ -84,8 +84,8 @@ func TestRules(t *testing.T) {
 		"split-K only below one wave, each split at least two k-tiles",
 		"split-K workspace within u32 indexing",
 		"split-K partials are stored directly",
-		"tile order and persistence past one wave only; persistent grids grouped with the TMA store",
-		"wgmma path emits no cluster, persistent grid or TMA epilogue yet",
+		"tile order and persistence past one wave only; persistent grids grouped",
+		"wgmma path emits no cluster or TMA epilogue yet",
 	}
 	if !slices.Equal(names, want) {
 		t.Fatalf("rules\n%q\nwant\n%q", names, want)

@@ -59,8 +59,8 @@ func consumerRegs(consumers int) int {
 
 // emitWgmma writes the wgmma path's program.
 func emitWgmma(s Shape, g problem, p Params) (kernels.Program, error) {
-	if p.Cluster != 1 || p.Persistent || p.Epilogue != Direct {
-		return kernels.Program{}, fmt.Errorf("mma=wgmma: cluster=%d persistent=%v epilogue=%s are not emitted yet", p.Cluster, p.Persistent, p.Epilogue)
+	if p.Cluster != 1 || p.Epilogue != Direct {
+		return kernels.Program{}, fmt.Errorf("mma=wgmma: cluster=%d epilogue=%s are not emitted yet", p.Cluster, p.Epilogue)
 	}
 	m := ptx.NewModule()
 	wk := &wgKernel{g: g, p: p}
@@ -89,6 +89,9 @@ func emitWgmma(s Shape, g problem, p Params) (kernels.Program, error) {
 	main := kernels.Launch{Entry: entry(s, "wgmma"), Grid: [3]int{tiles(g, p) * p.SplitK, 1, 1},
 		Block: [3]int{wk.threads(), 1, 1}, SharedBytes: smemBytes(g, p, p.Stages),
 		Args: []kernels.Arg{{TensorMap: aMap(g, p)}, {TensorMap: bMap(g)}, {Buffer: out}}}
+	if p.Persistent {
+		main.Grid[0], main.GridPerSM = 0, 1
+	}
 	prog.Launches = append(prog.Launches, main)
 	if p.SplitK > 1 {
 		prog.Launches = append(prog.Launches, reduceLaunch(red, g, false))
@@ -138,21 +141,47 @@ func (wk *wgKernel) body() {
 		k.FenceMbarrierInit()
 	})
 	k.BarSync(0)
-	t := tileOf(k, wk.g, p, k.Mov(ptx.U32, ptx.CtaidX))
 	k.IfElse(k.Setp("eq", ptx.U32, wg, ptx.Imm(0)), func() {
 		k.Comment("producer warpgroup: one thread issues the TMA loads")
 		if p.RegSplit {
 			k.SetMaxNReg(false, wgProducerR)
 		}
-		k.If(k.Setp("eq", ptx.U32, tid, ptx.Imm(0)), func() { wk.producer(base, t, tmA, tmB) })
+		k.If(k.Setp("eq", ptx.U32, tid, ptx.Imm(0)), func() {
+			ma, mb := k.TensorMapAddr(tmA), k.TensorMapAddr(tmB)
+			r := wk.newRing()
+			wk.forTiles(func(t tile) { wk.producer(base, t, ma, mb, r) })
+		})
 	}, func() {
 		k.Comment("consumer warpgroups")
 		if p.RegSplit {
 			k.SetMaxNReg(true, consumerRegs(p.Consumers))
 		}
 		cw := k.Sub(ptx.U32, wg, ptx.Imm(1))
-		acc := wk.consumer(base, t, cw)
-		wk.epilogue(c, t, cw, k.And(ptx.U32, tid, ptx.Imm(127)), acc)
+		l := k.And(ptx.U32, tid, ptx.Imm(127))
+		acc := make([][]ptx.Reg, wk.mBlocks)
+		for i := range acc {
+			acc[i] = k.WgmmaAcc(p.BN)
+		}
+		r := wk.newRing()
+		wk.forTiles(func(t tile) {
+			wk.consumer(base, t, cw, acc, r)
+			wk.epilogue(c, t, cw, l, acc)
+		})
+	})
+}
+
+// forTiles calls body with the CTA's tile, or, in a persistent grid, in
+// a loop over tiles ctaid, ctaid + nctaid, ... (the ring's slot and
+// parity carry over from one tile to the next: the producer loads the
+// next tile's first k-tiles while the consumers store this one).
+func (wk *wgKernel) forTiles(body func(t tile)) {
+	k, g, p := wk.k, wk.g, wk.p
+	if !p.Persistent {
+		body(tileOf(k, g, p, k.Mov(ptx.U32, ptx.CtaidX)))
+		return
+	}
+	k.For(ptx.U32, k.Mov(ptx.U32, ptx.CtaidX), ptx.Imm(tiles(g, p)*p.SplitK), k.Mov(ptx.U32, ptx.NCtaidX), func(i ptx.Reg) {
+		body(tileOf(k, g, p, i))
 	})
 }
 
@@ -189,10 +218,8 @@ func (r *ring) next() {
 // producer: per k-tile, wait until the consumers released the slot (on
 // the first lap the wait for the parity before phase 0 passes at once),
 // announce the slot's bytes on its full barrier and issue the loads.
-func (wk *wgKernel) producer(base ptx.Reg, t tile, tmA, tmB ptx.Sym) {
+func (wk *wgKernel) producer(base ptx.Reg, t tile, ma, mb ptx.Reg, r *ring) {
 	k, g, p := wk.k, wk.g, wk.p
-	ma, mb := k.TensorMapAddr(tmA), k.TensorMapAddr(tmB)
-	r := wk.newRing()
 	kc := k.Mul(ptx.U32, t.kt0, ptx.Imm(p.BK))
 	k.For(ptx.U32, ptx.Imm(0), t.nk, ptx.Imm(1), func(ptx.Reg) {
 		k.MbarWait(r.empty(base), k.Xor(ptx.U32, r.phase, ptx.Imm(1)))
@@ -214,25 +241,20 @@ func (wk *wgKernel) producer(base ptx.Reg, t tile, tmA, tmB ptx.Sym) {
 	})
 }
 
-// consumer runs the k-loop of consumer cw and returns its accumulators,
-// one m64×BN block per m64 of its rows: per k-tile, wait for the slot,
+// consumer runs the k-loop of consumer cw on tile t into its
+// accumulators, one m64×BN block per m64 of its rows: per k-tile, wait for the slot,
 // four k16 steps of wgmma (scale-d 0 on the first of the tile's
 // reduction), commit, wait for the group and release the slot (lane 0 of
 // each warp arrives).
-func (wk *wgKernel) consumer(base ptx.Reg, t tile, cw ptx.Reg) [][]ptx.Reg {
+func (wk *wgKernel) consumer(base ptx.Reg, t tile, cw ptx.Reg, acc [][]ptx.Reg, r *ring) {
 	k, g, p := wk.k, wk.g, wk.p
 	ab := gen.HalfType(g.in)
-	acc := make([][]ptx.Reg, wk.mBlocks)
-	for i := range acc {
-		acc[i] = k.WgmmaAcc(p.BN)
-	}
 	aStep, aLBO := 32, 16
 	if !g.a.kMajor {
 		aStep, aLBO = 2048, wgAtom
 	}
 	lane0 := k.Setp("eq", ptx.U32, k.And(ptx.U32, k.Mov(ptx.U32, ptx.TidX), ptx.Imm(31)), ptx.Imm(0))
 	aOff := k.Mul(ptx.U32, cw, ptx.Imm(wk.rowsPC*128))
-	r := wk.newRing()
 	k.For(ptx.U32, ptx.Imm(0), t.nk, ptx.Imm(1), func(it ptx.Reg) {
 		k.MbarWait(r.full(base), r.phase)
 		sa := r.data(base)
@@ -265,7 +287,6 @@ func (wk *wgKernel) consumer(base ptx.Reg, t tile, cw ptx.Reg) [][]ptx.Reg {
 		k.If(lane0, func() { k.MbarArriveDrop(r.empty(base)) })
 		r.next()
 	})
-	return acc
 }
 
 // epilogue stores consumer cw's accumulators from the wgmma layout: in
