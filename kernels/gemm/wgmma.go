@@ -242,10 +242,11 @@ func (wk *wgKernel) producer(base ptx.Reg, t tile, ma, mb ptx.Reg, r *ring) {
 }
 
 // consumer runs the k-loop of consumer cw on tile t into its
-// accumulators, one m64×BN block per m64 of its rows: per k-tile, wait for the slot,
-// four k16 steps of wgmma (scale-d 0 on the first of the tile's
-// reduction), commit, wait for the group and release the slot (lane 0 of
-// each warp arrives).
+// accumulators, one m64×BN block per m64 of its rows: per k-tile, wait
+// for the slot, four k16 steps of wgmma (scale-d 0 on the first of the
+// tile's reduction), commit, wait until only this group is pending and
+// release the previous k-tile's slot (lane 0 of each warp arrives); after
+// the loop, wait for the last group and release its slot.
 func (wk *wgKernel) consumer(base ptx.Reg, t tile, cw ptx.Reg, acc [][]ptx.Reg, r *ring) {
 	k, g, p := wk.k, wk.g, wk.p
 	ab := gen.HalfType(g.in)
@@ -255,6 +256,7 @@ func (wk *wgKernel) consumer(base ptx.Reg, t tile, cw ptx.Reg, acc [][]ptx.Reg, 
 	}
 	lane0 := k.Setp("eq", ptx.U32, k.And(ptx.U32, k.Mov(ptx.U32, ptx.TidX), ptx.Imm(31)), ptx.Imm(0))
 	aOff := k.Mul(ptx.U32, cw, ptx.Imm(wk.rowsPC*128))
+	prev := k.Mov(ptx.U32, ptx.Imm(0)) // the previous k-tile's empty barrier
 	k.For(ptx.U32, ptx.Imm(0), t.nk, ptx.Imm(1), func(it ptx.Reg) {
 		k.MbarWait(r.full(base), r.phase)
 		sa := r.data(base)
@@ -283,10 +285,15 @@ func (wk *wgKernel) consumer(base ptx.Reg, t tile, cw ptx.Reg, acc [][]ptx.Reg, 
 			}
 		}
 		k.WgmmaCommit()
-		k.WgmmaWait(0)
-		k.If(lane0, func() { k.MbarArriveDrop(r.empty(base)) })
+		k.Comment("keep this k-tile's wgmma in flight; the previous one is done: release its slot")
+		k.WgmmaWait(1)
+		k.If(k.And(ptx.Pred, lane0, accumulate), func() { k.MbarArriveDrop(ptx.At(prev, 0)) })
+		e := r.empty(base)
+		k.MovTo(prev, k.Add(ptx.U32, e.Base.(ptx.Reg), ptx.Imm(e.Off)))
 		r.next()
 	})
+	k.WgmmaWait(0)
+	k.If(lane0, func() { k.MbarArriveDrop(ptx.At(prev, 0)) })
 }
 
 // epilogue stores consumer cw's accumulators from the wgmma layout: in
