@@ -91,7 +91,8 @@
 //     u32 indexing; split partials stored directly.
 //   - tile order and persistence only past one wave (within one, every
 //     order is the same run): order=m persistent=0 there; past it,
-//     persistent=1 exactly with order=grouped, and with epilogue=tma.
+//     persistent=1 exactly with order=grouped.
+//   - wgmma: cluster=1 and epilogue=direct until those are emitted.
 //
 // # Validation
 //
