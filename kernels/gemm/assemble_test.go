@@ -3,6 +3,10 @@ package gemm
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,15 +76,47 @@ func indices(n int) []int {
 }
 
 func assembleOne(ctx context.Context, path string, c asmCase) []string {
-	reports, _, err := ptxas.Assemble(ctx, path, c.ptx, c.arch)
+	reports, warnings, err := assembleWarn(ctx, path, c.ptx, c.arch)
 	if err != nil {
 		return []string{fmt.Sprintf("%s %s: %v", c.arch, c.what, err)}
 	}
 	var ps []string
+	for _, w := range warnings {
+		ps = append(ps, fmt.Sprintf("%s %s: %s", c.arch, c.what, w))
+	}
 	for _, r := range reports {
 		if r.SpillStores != 0 || r.SpillLoads != 0 || r.StackBytes != 0 {
 			ps = append(ps, fmt.Sprintf("%s %s %s: spills %d/%d bytes, stack %d, %d registers", c.arch, c.what, r.Function, r.SpillStores, r.SpillLoads, r.StackBytes, r.Registers))
 		}
 	}
 	return ps
+}
+
+// assembleWarn runs `ptxas -v` on ptx and returns its reports and its
+// warnings (ptxas.Assemble drops them): on the wgmma path a warning such
+// as C7515 (wgmma serialized) or C7508 (setmaxnreg ignored) is a
+// performance bug, so the test counts it as a failure.
+func assembleWarn(ctx context.Context, path, ptx, arch string) ([]ptxas.Report, []string, error) {
+	dir, err := os.MkdirTemp("", "gemm-ptxas-")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer os.RemoveAll(dir)
+	if err := os.WriteFile(filepath.Join(dir, "k.ptx"), []byte(ptx), 0o644); err != nil {
+		return nil, nil, err
+	}
+	cmd := exec.CommandContext(ctx, path, "-v", "-arch="+arch, "-o", "k.cubin", "k.ptx")
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return nil, nil, fmt.Errorf("%v:\n%s", err, out)
+	}
+	var warnings []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.Contains(strings.ToLower(line), "warning") {
+			warnings = append(warnings, strings.TrimSpace(line))
+		}
+	}
+	reports, err := ptxas.ParseReport(string(out))
+	return reports, warnings, err
 }

@@ -44,16 +44,22 @@
 // transposed for an MN-major A and for B. The epilogue stores pairs from
 // the accumulators (rounded to the output dtype), guarded at the edges.
 //
-// # The wgmma path (mma=wgmma, sm_90a): designed, not yet emitted
+// # The wgmma path (mma=wgmma, sm_90a)
 //
-// A producer warpgroup (one elected thread issuing TMA loads into a
-// full/empty mbarrier ring, setmaxnreg.dec) and two consumer warpgroups
-// (setmaxnreg.inc) each owning BM/2 rows (one or two m64nBNk16 per k16
-// step); cluster=2 pairs tile rows that multicast the shared B tile;
-// persistent grids walk grouped tiles and end them with a TMA store. The
-// space's wgmma rules are in place and tested; `paths` lists the paths
-// Emit writes, and wgmma joins it when its emission and interpreter runs
-// land.
+// A producer warpgroup (warpgroup 0; setmaxnreg.dec under regsplit) whose
+// thread 0 issues, per k-tile of 64, the TMA loads of A and B into a ring
+// of `stages` slots with full/empty mbarriers (128B swizzle; A K-major as
+// one box {64 k, BM rows}, MN-major A and B as boxes {64 mn, 64 k} of
+// 8 KB), and 1 + c consumer warpgroups (setmaxnreg.inc) each owning BM/c
+// rows: one or two m64nBNk16 per k16 step from descriptors (K-major: SBO
+// 1024, k16 = 32 bytes; MN-major with imm-trans: LBO 8 KB between 64-wide
+// atoms, SBO 1024, k16 = 2048 bytes), scale-d 0 on the split's first
+// k16, commit + wait_group 0, then lane 0 of each warp arrives on the
+// slot's empty barrier (count 4·consumers). TMA zero-fills the tails;
+// the epilogue stores pairs from the accumulator layout, masked at the
+// edges (f32 into the workspace with split-K). Clusters with multicast,
+// persistent grids and the TMA-store epilogue are not emitted yet (a
+// rule keeps them out of the space). wgmma.go has the layouts.
 //
 // # Split-K
 //
@@ -85,7 +91,8 @@
 //     u32 indexing; split partials stored directly.
 //   - tile order and persistence only past one wave (within one, every
 //     order is the same run): order=m persistent=0 there; past it,
-//     persistent=1 exactly with order=grouped, and with epilogue=tma.
+//     persistent=1 exactly with order=grouped.
+//   - wgmma: cluster=1 and epilogue=direct until those are emitted.
 //
 // # Validation
 //

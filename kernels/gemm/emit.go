@@ -13,6 +13,8 @@ func (def) Emit(s Shape, p Params) (kernels.Program, error) {
 	switch p.MMA {
 	case Sync:
 		return emitSync(s, g, p)
+	case WGMMA:
+		return emitWgmma(s, g, p)
 	}
 	return kernels.Program{}, fmt.Errorf("mma=%s is not emitted yet", p.MMA)
 }

@@ -40,7 +40,14 @@ func TestEmitPreset(t *testing.T) {
 func checkProgram(t *testing.T, g problem, p Params, prog kernels.Program) {
 	t.Helper()
 	main := prog.Launches[0]
-	if got, want := main.Grid[0], tiles(g, p)*p.SplitK; got != want || main.SharedBytes != smemBytes(g, p, p.Stages) {
+	want := tiles(g, p) * p.SplitK
+	if p.Persistent {
+		want = 0
+		if main.GridPerSM != 1 {
+			t.Errorf("%s: a persistent grid of %d CTAs per SM", variants.Encode(p), main.GridPerSM)
+		}
+	}
+	if got := main.Grid[0]; got != want || main.SharedBytes != smemBytes(g, p, p.Stages) {
 		t.Errorf("%s: grid %d, shared %d; want %d, %d", variants.Encode(p), got, main.SharedBytes, want, smemBytes(g, p, p.Stages))
 	}
 	if want := 1 + min(p.SplitK-1, 1); len(prog.Launches) != want || len(prog.Buffers) != want-1 {
@@ -104,4 +111,24 @@ func TestTileOrder(t *testing.T) {
 			seen[[3]int{r, c, s}] = true
 		}
 	}
+}
+
+// TestGoldenWgmma pins the PTX of one wgmma variant: dW (A and B
+// MN-major, imm-trans on both), two consumers of 64 rows with the
+// register split, split-K.
+func TestGoldenWgmma(t *testing.T) {
+	f := Families()[0]
+	s := variants.ShapeOf(Shape{M: 1040, N: 136, K: 200, Grad: DW, DType: dtype.BF16})
+	p := Params{MMA: WGMMA, BM: 128, BN: 256, BK: 64, Stages: 4, Consumers: 2, Cluster: 1, SplitK: 2, Order: OrderM, Epilogue: Direct, RegSplit: true}
+	prog, err := f.Emit(s, variants.Encode(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, probs := ptxtest.Labels(prog.PTX); len(probs) > 0 {
+		t.Errorf("labels: %v", probs)
+	}
+	if !strings.Contains(prog.PTX, ".target sm_90a") {
+		t.Errorf("the wgmma path must target sm_90a")
+	}
+	ptxtest.Golden(t, *update, "wgmma_dw_bf16.ptx", prog.PTX)
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/gradtune/gradtune/dtype"
+	"github.com/gradtune/gradtune/internal/sweep"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/gemm"
 	"github.com/gradtune/gradtune/runner"
@@ -98,5 +99,37 @@ func TestSyncOnInterpreter(t *testing.T) {
 	for _, c := range syncShapes {
 		n := simRun(t, c.spec, c.dt, all)
 		t.Logf("%s %v: %d variants", c.spec, c.dt, n)
+	}
+}
+
+// wgmmaShapes add to syncShapes more 128×128 tiles than the interpreter's
+// 132 SMs in both grads (orders m and n, and persistent grids that walk
+// two tiles per CTA, the ring carrying over), with row, column and k
+// tails.
+var wgmmaShapes = append(syncShapes[:len(syncShapes):len(syncShapes)], []struct {
+	spec string
+	dt   dtype.DType
+}{
+	{"m=1100,n=72,k=2056,grad=dx", dtype.BF16},
+	{"m=72,n=1096,k=2056,grad=dw", dtype.F16},
+}...)
+
+// TestWgmmaOnInterpreter runs the wgmma variants of wgmmaShapes on the
+// interpreter, which executes TMA with the 128B swizzle, mbarrier phases
+// and wgmma from descriptors: every persistent variant and a
+// deterministic sample of one in three of the others (all of them with
+// GRADTUNE_SWEEP=full).
+func TestWgmmaOnInterpreter(t *testing.T) {
+	for _, c := range wgmmaShapes {
+		i := 0
+		keep := func(p gemm.Params) bool {
+			if p.MMA != gemm.WGMMA {
+				return false
+			}
+			i++
+			return p.Persistent || sweep.TakeKeyed(c.spec, i, 3)
+		}
+		n := simRun(t, c.spec, c.dt, keep)
+		t.Logf("%s %v: %d variants, %s", c.spec, c.dt, n, sweep.Describe(3))
 	}
 }

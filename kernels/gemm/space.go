@@ -21,7 +21,7 @@ const (
 var splitKs = variants.Ints(1, 2, 3, 4, 6, 8)
 
 // paths lists the MMA paths the family emits.
-var paths = []string{string(Sync)}
+var paths = []string{string(Sync), string(WGMMA)}
 
 // Space: the paths the family emits and the split-K factors, under the
 // rules the package doc lists.
@@ -44,7 +44,8 @@ func (def) Space(s Shape) variants.Typed[Params] {
 			rule("split-K only below one wave, each split at least two k-tiles", splitK),
 			rule("split-K workspace within u32 indexing", workspaceSize),
 			rule("split-K partials are stored directly", splitEpilogue),
-			rule("tile order and persistence past one wave only; persistent grids grouped with the TMA store", tileOrder),
+			rule("tile order and persistence past one wave only; persistent grids grouped", tileOrder),
+			rule("wgmma path emits no cluster or TMA epilogue yet", wgmmaFeatures),
 		},
 	}
 }
@@ -61,6 +62,14 @@ func syncFeatures(_ problem, p Params) error {
 	}
 	if p.Cluster != 1 || p.Multicast || p.Persistent || p.Epilogue != Direct || p.RegSplit {
 		return fmt.Errorf("mma=sync takes cluster=1 multicast=0 persistent=0 epilogue=direct regsplit=0")
+	}
+	return nil
+}
+
+// wgmmaFeatures: what the wgmma emission does not write yet.
+func wgmmaFeatures(_ problem, p Params) error {
+	if p.MMA == WGMMA && (p.Cluster != 1 || p.Epilogue != Direct) {
+		return fmt.Errorf("mma=wgmma takes cluster=1 epilogue=direct (the others are not emitted yet)")
 	}
 	return nil
 }
@@ -226,9 +235,9 @@ func splitEpilogue(_ problem, p Params) error {
 
 // tileOrder: with every CTA resident at once the order of tiles and a
 // persistent loop change nothing, so such points would repeat others:
-// order=m there. Past a wave, a persistent grid walks grouped tiles and
-// ends them with the TMA store (overlapping the next tile's loads); other
-// grids take order m or n.
+// order=m there. Past a wave, a persistent grid walks grouped tiles
+// (its producer loads the next tile while the consumers store this one);
+// other grids take order m or n.
 func tileOrder(g problem, p Params) error {
 	ctas := tiles(g, p) * p.SplitK
 	switch {
@@ -236,8 +245,6 @@ func tileOrder(g problem, p Params) error {
 		return fmt.Errorf("%d CTAs fit one wave: order=m persistent=0", ctas)
 	case ctas > numSMs && p.Persistent != (p.Order == Grouped):
 		return fmt.Errorf("order=grouped exactly with persistent=1")
-	case p.Persistent && p.Epilogue != TMAStore:
-		return fmt.Errorf("persistent=1 takes epilogue=tma")
 	}
 	return nil
 }

@@ -44,7 +44,7 @@ func TestSpaceSizes(t *testing.T) {
 		paths         []string
 		lo, hi, total int
 	}{
-		{[]string{string(WGMMA), string(Sync)}, 40, 100, 520},
+		{[]string{string(WGMMA), string(Sync)}, 15, 100, 520},
 		{[]string{string(Sync)}, 5, 40, 150},
 	} {
 		paths = c.paths
@@ -84,7 +84,8 @@ func TestRules(t *testing.T) {
 		"split-K only below one wave, each split at least two k-tiles",
 		"split-K workspace within u32 indexing",
 		"split-K partials are stored directly",
-		"tile order and persistence past one wave only; persistent grids grouped with the TMA store",
+		"tile order and persistence past one wave only; persistent grids grouped",
+		"wgmma path emits no cluster or TMA epilogue yet",
 	}
 	if !slices.Equal(names, want) {
 		t.Fatalf("rules\n%q\nwant\n%q", names, want)
@@ -111,6 +112,8 @@ func TestRules(t *testing.T) {
 		{sy, func(p *Params) { p.BM, p.BN, p.SplitK = 64, 64, 3 }, want[8]}, // 96 tiles × 3: more than two waves
 		{wg, func(p *Params) { p.Epilogue, p.Stages = TMAStore, 3 }, want[10]},
 		{wg, func(p *Params) { p.Order = Grouped }, want[11]},
+		{wg, func(p *Params) { p.Epilogue, p.Stages, p.SplitK = TMAStore, 3, 1 }, want[12]},
+		{wg, func(p *Params) { p.Cluster, p.Multicast = 2, true }, want[12]},
 	} {
 		p := c.p
 		c.edit(&p)

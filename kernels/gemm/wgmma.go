@@ -1,0 +1,332 @@
+package gemm
+
+import (
+	"fmt"
+
+	"github.com/gradtune/gradtune/dtype"
+	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/kernels/gen"
+	"github.com/gradtune/gradtune/kernels/ptx"
+)
+
+// The wgmma path. A CTA of 1 + consumers warpgroups computes a BM×BN tile
+// of C: warpgroup 0 is the producer, one thread of which issues the TMA
+// loads of each k-tile into a ring of `stages` slots guarded by full and
+// empty mbarriers; warpgroup 1 + c (a consumer) owns rows c·BM/consumers
+// of the tile, one or two m64 blocks, and runs wgmma m64nBNk16 on them
+// from 128B-swizzled shared-memory descriptors.
+//
+// Shared memory, from the dynamic base rounded up to 1024 bytes: slot s
+// at s·stage holds A (BM·128 bytes) then B (BN·128 bytes); then the full
+// barriers (8 bytes each), then the empty ones.
+//
+//   - A K-major (dx): one TMA box {64 k, BM rows} of dy: row i of the tile
+//     is 128 bytes at i·128, the 128B swizzle in 1024-byte atoms of 8
+//     rows. Descriptor: SBO 1024 (8 rows), a k16 step adds 32 bytes.
+//   - A MN-major (dw) and B (both): boxes {64 mn, 64 k}, one per 64
+//     columns of the tile (8 KB each, k-row j at j·128): element (mn, k)
+//     of the tile at (mn/64)·8192 + k·128 + (mn%64)·2, swizzled.
+//     Descriptor (imm-trans): LBO 8192 between 64-element atoms, SBO 1024
+//     (8 k-rows), a k16 step adds 2048 bytes.
+//
+// Either way the m64 block that starts at tile row i starts at byte
+// i·128 of the A tile.
+
+const (
+	wgAtom      = 8192 // a [64][64] 16-bit swizzled box
+	wgProducerR = 40   // producer registers under the register split
+)
+
+// wgKernel is the build state of a wgmma-path kernel.
+type wgKernel struct {
+	k       *ptx.Func
+	g       problem
+	p       Params
+	aBytes  int // A tile of a slot; B follows it
+	stage   int // bytes of one slot
+	rowsPC  int // tile rows per consumer
+	mBlocks int // m64 blocks per consumer
+	bars    int // offset of the full barriers; the empty ones follow
+}
+
+func (wk *wgKernel) threads() int { return 128 * (1 + wk.p.Consumers) }
+
+// consumerRegs is setmaxnreg.inc's budget for a consumer thread: what the
+// register file leaves after the producer's wgProducerR, at most 240.
+func consumerRegs(consumers int) int {
+	return min(240, (512-wgProducerR)/consumers/8*8)
+}
+
+// emitWgmma writes the wgmma path's program.
+func emitWgmma(s Shape, g problem, p Params) (kernels.Program, error) {
+	if p.Cluster != 1 || p.Epilogue != Direct {
+		return kernels.Program{}, fmt.Errorf("mma=wgmma: cluster=%d epilogue=%s are not emitted yet", p.Cluster, p.Epilogue)
+	}
+	m := ptx.NewModule()
+	wk := &wgKernel{g: g, p: p}
+	wk.k = m.Func(entry(s, "wgmma"))
+	wk.rowsPC = p.BM / p.Consumers
+	wk.mBlocks = wk.rowsPC / 64
+	wk.aBytes = p.BM * 128
+	wk.stage = wk.aBytes + p.BN*128
+	wk.bars = p.Stages * wk.stage
+	wk.body()
+	var red string
+	if p.SplitK > 1 {
+		red = entry(s, "reduce")
+		emitReduce(m.Func(red), g, p.SplitK, false)
+	}
+	mod, err := m.Build()
+	if err != nil {
+		return kernels.Program{}, fmt.Errorf("building: %w", err)
+	}
+	prog := kernels.Program{PTX: mod.String()}
+	out := g.out
+	if p.SplitK > 1 {
+		out = workspace
+		prog.Buffers = []kernels.Buffer{workspaceBuffer(g, p.SplitK)}
+	}
+	main := kernels.Launch{Entry: entry(s, "wgmma"), Grid: [3]int{tiles(g, p) * p.SplitK, 1, 1},
+		Block: [3]int{wk.threads(), 1, 1}, SharedBytes: smemBytes(g, p, p.Stages),
+		Args: []kernels.Arg{{TensorMap: aMap(g, p)}, {TensorMap: bMap(g)}, {Buffer: out}}}
+	if p.Persistent {
+		main.Grid[0], main.GridPerSM = 0, 1
+	}
+	prog.Launches = append(prog.Launches, main)
+	if p.SplitK > 1 {
+		prog.Launches = append(prog.Launches, reduceLaunch(red, g, false))
+	}
+	return prog, nil
+}
+
+// aMap is A's tensor map: dy as {N, M} elements. K-major (dx: N is the
+// reduction) in boxes {64 k, BM rows}; MN-major (dw: N is the row of C)
+// in boxes {64 rows, 64 k}.
+func aMap(g problem, p Params) *kernels.TensorMap {
+	m := &kernels.TensorMap{Buffer: g.a.buf, DType: g.in, Strides: []int{2 * g.a.ld}, Swizzle: 128}
+	if g.a.kMajor {
+		m.Dims, m.Box = []int{g.l, g.r}, []int{64, p.BM}
+	} else {
+		m.Dims, m.Box = []int{g.r, g.l}, []int{64, 64}
+	}
+	return m
+}
+
+// bMap is B's tensor map ([l×c], MN-major) in boxes {64 columns, 64 k}.
+func bMap(g problem) *kernels.TensorMap {
+	return &kernels.TensorMap{Buffer: g.b.buf, DType: g.in, Dims: []int{g.c, g.l}, Strides: []int{2 * g.b.ld},
+		Box: []int{64, 64}, Swizzle: 128}
+}
+
+// body writes the kernel: barriers, then the producer and consumer
+// warpgroups.
+func (wk *wgKernel) body() {
+	k, p := wk.k, wk.p
+	k.ReqNTid(wk.threads())
+	if p.RegSplit {
+		k.MaxNReg(min(255, 65536/wk.threads()/8*8))
+	}
+	tmA, tmB := k.TensorMapParam("a"), k.TensorMapParam("b")
+	c := gen.Param(k, "c")
+	dyn := k.DynamicShared("smem", 16)
+	k.Comment("tiles start on 1024 bytes (128B swizzle atoms): round the dynamic base up")
+	base := k.And(ptx.B32, k.Add(ptx.U32, k.Mov(ptx.U32, dyn), ptx.Imm(1023)), ptx.Imm(-1024))
+	tid := k.Mov(ptx.U32, ptx.TidX)
+	wg := k.Shr(ptx.U32, tid, ptx.Imm(7))
+	k.If(k.Setp("eq", ptx.U32, tid, ptx.Imm(0)), func() {
+		for s := range p.Stages {
+			k.MbarInit(ptx.At(base, int64(wk.bars+8*s)), ptx.Imm(1))
+			k.MbarInit(ptx.At(base, int64(wk.bars+8*(p.Stages+s))), ptx.Imm(4*p.Consumers))
+		}
+		k.FenceMbarrierInit()
+	})
+	k.BarSync(0)
+	k.IfElse(k.Setp("eq", ptx.U32, wg, ptx.Imm(0)), func() {
+		k.Comment("producer warpgroup: one thread issues the TMA loads")
+		if p.RegSplit {
+			k.SetMaxNReg(false, wgProducerR)
+		}
+		k.If(k.Setp("eq", ptx.U32, tid, ptx.Imm(0)), func() {
+			ma, mb := k.TensorMapAddr(tmA), k.TensorMapAddr(tmB)
+			r := wk.newRing()
+			wk.forTiles(func(t tile) { wk.producer(base, t, ma, mb, r) })
+		})
+	}, func() {
+		k.Comment("consumer warpgroups")
+		if p.RegSplit {
+			k.SetMaxNReg(true, consumerRegs(p.Consumers))
+		}
+		cw := k.Sub(ptx.U32, wg, ptx.Imm(1))
+		l := k.And(ptx.U32, tid, ptx.Imm(127))
+		acc := make([][]ptx.Reg, wk.mBlocks)
+		for i := range acc {
+			acc[i] = k.WgmmaAcc(p.BN)
+		}
+		r := wk.newRing()
+		wk.forTiles(func(t tile) {
+			wk.consumer(base, t, cw, acc, r)
+			wk.epilogue(c, t, cw, l, acc)
+		})
+	})
+}
+
+// forTiles calls body with the CTA's tile, or, in a persistent grid, in
+// a loop over tiles ctaid, ctaid + nctaid, ... (the ring's slot and
+// parity carry over from one tile to the next: the producer loads the
+// next tile's first k-tiles while the consumers store this one).
+func (wk *wgKernel) forTiles(body func(t tile)) {
+	k, g, p := wk.k, wk.g, wk.p
+	if !p.Persistent {
+		body(tileOf(k, g, p, k.Mov(ptx.U32, ptx.CtaidX)))
+		return
+	}
+	k.For(ptx.U32, k.Mov(ptx.U32, ptx.CtaidX), ptx.Imm(tiles(g, p)*p.SplitK), k.Mov(ptx.U32, ptx.NCtaidX), func(i ptx.Reg) {
+		body(tileOf(k, g, p, i))
+	})
+}
+
+// ring tracks a slot of the ring and the parity of its current lap.
+type ring struct {
+	wk          *wgKernel
+	slot, phase ptx.Reg
+}
+
+func (wk *wgKernel) newRing() *ring {
+	return &ring{wk: wk, slot: wk.k.Mov(ptx.U32, ptx.Imm(0)), phase: wk.k.Mov(ptx.U32, ptx.Imm(0))}
+}
+
+// full and empty are the slot's barriers; data its A tile.
+func (r *ring) full(base ptx.Reg) ptx.Addr {
+	return ptx.At(r.wk.k.Mad(ptx.U32, r.slot, ptx.Imm(8), base), int64(r.wk.bars))
+}
+func (r *ring) empty(base ptx.Reg) ptx.Addr {
+	return ptx.At(r.wk.k.Mad(ptx.U32, r.slot, ptx.Imm(8), base), int64(r.wk.bars+8*r.wk.p.Stages))
+}
+func (r *ring) data(base ptx.Reg) ptx.Reg {
+	return r.wk.k.Mad(ptx.U32, r.slot, ptx.Imm(r.wk.stage), base)
+}
+
+// next moves to the next slot, flipping the parity when the ring wraps.
+func (r *ring) next() {
+	k := r.wk.k
+	k.MovTo(r.slot, k.Add(ptx.U32, r.slot, ptx.Imm(1)))
+	wrap := k.Setp("eq", ptx.U32, r.slot, ptx.Imm(r.wk.p.Stages))
+	k.MovTo(r.slot, k.Selp(ptx.U32, ptx.Imm(0), r.slot, wrap))
+	k.MovTo(r.phase, k.Xor(ptx.U32, r.phase, k.Selp(ptx.U32, ptx.Imm(1), ptx.Imm(0), wrap)))
+}
+
+// producer: per k-tile, wait until the consumers released the slot (on
+// the first lap the wait for the parity before phase 0 passes at once),
+// announce the slot's bytes on its full barrier and issue the loads.
+func (wk *wgKernel) producer(base ptx.Reg, t tile, ma, mb ptx.Reg, r *ring) {
+	k, g, p := wk.k, wk.g, wk.p
+	kc := k.Mul(ptx.U32, t.kt0, ptx.Imm(p.BK))
+	k.For(ptx.U32, ptx.Imm(0), t.nk, ptx.Imm(1), func(ptx.Reg) {
+		k.MbarWait(r.empty(base), k.Xor(ptx.U32, r.phase, ptx.Imm(1)))
+		full := r.full(base)
+		k.MbarArriveExpectTx(full, ptx.Imm(wk.stage))
+		dst := r.data(base)
+		if g.a.kMajor {
+			k.TmaLoad(ptx.At(dst, 0), ma, []ptx.Operand{kc, t.row0}, full)
+		} else {
+			for j := range p.BM / 64 {
+				k.TmaLoad(ptx.At(dst, int64(j*wgAtom)), ma, []ptx.Operand{k.Add(ptx.U32, t.row0, ptx.Imm(64*j)), kc}, full)
+			}
+		}
+		for j := range p.BN / 64 {
+			k.TmaLoad(ptx.At(dst, int64(wk.aBytes+j*wgAtom)), mb, []ptx.Operand{k.Add(ptx.U32, t.col0, ptx.Imm(64*j)), kc}, full)
+		}
+		k.MovTo(kc, k.Add(ptx.U32, kc, ptx.Imm(p.BK)))
+		r.next()
+	})
+}
+
+// consumer runs the k-loop of consumer cw on tile t into its
+// accumulators, one m64×BN block per m64 of its rows: per k-tile, wait
+// for the slot, four k16 steps of wgmma (scale-d 0 on the first of the
+// tile's reduction), commit, wait until only this group is pending and
+// release the previous k-tile's slot (lane 0 of each warp arrives); after
+// the loop, wait for the last group and release its slot.
+func (wk *wgKernel) consumer(base ptx.Reg, t tile, cw ptx.Reg, acc [][]ptx.Reg, r *ring) {
+	k, g, p := wk.k, wk.g, wk.p
+	ab := gen.HalfType(g.in)
+	aStep, aLBO := 32, 16
+	if !g.a.kMajor {
+		aStep, aLBO = 2048, wgAtom
+	}
+	lane0 := k.Setp("eq", ptx.U32, k.And(ptx.U32, k.Mov(ptx.U32, ptx.TidX), ptx.Imm(31)), ptx.Imm(0))
+	aOff := k.Mul(ptx.U32, cw, ptx.Imm(wk.rowsPC*128))
+	prev := k.Mov(ptx.U32, ptx.Imm(0)) // the previous k-tile's empty barrier
+	k.For(ptx.U32, ptx.Imm(0), t.nk, ptx.Imm(1), func(it ptx.Reg) {
+		k.MbarWait(r.full(base), r.phase)
+		sa := r.data(base)
+		var da []ptx.Reg
+		for mb := range wk.mBlocks {
+			da = append(da, k.WgmmaDesc(k.Add(ptx.U32, k.Add(ptx.U32, sa, aOff), ptx.Imm(64*128*mb)), aLBO, 1024, ptx.Swizzle128B))
+		}
+		db := k.WgmmaDesc(k.Add(ptx.U32, sa, ptx.Imm(wk.aBytes)), wgAtom, 1024, ptx.Swizzle128B)
+		accumulate := k.Setp("ne", ptx.U32, it, ptx.Imm(0))
+		k.WgmmaFence()
+		for kk := range p.BK / 16 {
+			o := ptx.WgmmaOpts{TransA: !g.a.kMajor, TransB: true}
+			if kk == 0 {
+				o.ScaleD = accumulate
+			}
+			for mb := range wk.mBlocks {
+				a := da[mb]
+				if kk > 0 {
+					a = k.WgmmaDescAdd(da[mb], kk*aStep)
+				}
+				b := db
+				if kk > 0 {
+					b = k.WgmmaDescAdd(db, kk*2048)
+				}
+				k.Wgmma(ab, acc[mb], a, b, o)
+			}
+		}
+		k.WgmmaCommit()
+		k.Comment("keep this k-tile's wgmma in flight; the previous one is done: release its slot")
+		k.WgmmaWait(1)
+		k.If(k.And(ptx.Pred, lane0, accumulate), func() { k.MbarArriveDrop(ptx.At(prev, 0)) })
+		e := r.empty(base)
+		k.MovTo(prev, k.Add(ptx.U32, e.Base.(ptx.Reg), ptx.Imm(e.Off)))
+		r.next()
+	})
+	k.WgmmaWait(0)
+	k.If(lane0, func() { k.MbarArriveDrop(ptx.At(prev, 0)) })
+}
+
+// epilogue stores consumer cw's accumulators from the wgmma layout: in
+// m64 block mb, thread l of the warpgroup (warp w = l/32) holds rows
+// 16w + (l%32)/4 and 8 below, at columns 8j + 2(l%4) and the next, as a
+// pair (rounded to the output dtype, or f32 into the split's slice of
+// the workspace). Rows and columns outside C are not stored; a pair is
+// both in or both out (C has a multiple of 8 columns).
+func (wk *wgKernel) epilogue(c ptx.Reg, t tile, cw, l ptx.Reg, acc [][]ptx.Reg) {
+	k, g := wk.k, wk.g
+	od := g.od
+	if wk.p.SplitK > 1 {
+		od = dtype.F32
+		c = k.Add(ptx.U64, c, k.MulWide(ptx.U32, k.Mul(ptx.U32, t.split, ptx.Imm(g.r*g.c)), ptx.Imm(4)))
+	}
+	lane := k.And(ptx.U32, l, ptx.Imm(31))
+	wrow := k.Add(ptx.U32, k.Shl(ptx.U32, k.Shr(ptx.U32, l, ptx.Imm(5)), ptx.Imm(4)), k.Shr(ptx.U32, lane, ptx.Imm(2)))
+	row := k.Add(ptx.U32, k.Mad(ptx.U32, cw, ptx.Imm(wk.rowsPC), t.row0), wrow)
+	col := k.Add(ptx.U32, t.col0, k.Shl(ptx.U32, k.And(ptx.U32, lane, ptx.Imm(3)), ptx.Imm(1)))
+	ptr := k.Add(ptx.U64, c, k.MulWide(ptx.U32, k.Mad(ptx.U32, row, ptx.Imm(g.c), col), ptx.Imm(od.Size())))
+	var colOK []ptx.Reg
+	for j := range wk.p.BN / 8 {
+		colOK = append(colOK, k.Setp("lt", ptx.S32, col, ptx.Imm(g.c-8*j)))
+	}
+	for mb := range acc {
+		for h := range 2 {
+			dr := 64*mb + 8*h
+			rowOK := k.Setp("lt", ptx.S32, row, ptx.Imm(g.r-dr))
+			for j := range wk.p.BN / 8 {
+				off := int64(dr*g.c+8*j) * int64(od.Size())
+				vals := []ptx.Reg{acc[mb][4*j+2*h], acc[mb][4*j+2*h+1]}
+				gen.StVals(k, od, ptx.At(ptr, off), vals, k.And(ptx.Pred, rowOK, colOK[j]))
+			}
+		}
+	}
+}
