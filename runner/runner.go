@@ -161,6 +161,8 @@ type Runner struct {
 	w        Worker
 	info     DeviceInfo
 	prepared string // the shape the worker holds
+	// pool, when set, compiles programs ahead of the worker (UseCompilePool).
+	pool *CompilePool
 	// unavailable names the baselines whose library the worker lacks:
 	// said once, then no longer asked for.
 	unavailable map[string]bool
@@ -220,6 +222,31 @@ func (r *Runner) restart(res *Result) {
 	}
 }
 
+// UseCompilePool makes the runner compile programs in p's helpers,
+// prefetching each batch of proposals, and send the worker cubins.
+func (r *Runner) UseCompilePool(p *CompilePool) { r.pool = p }
+
+// prefetch queues the programs of props that are not already done.
+func (r *Runner) prefetch(f kernels.Family, s variants.Shape, props []search.Proposal, rec Recorder) {
+	if r.pool == nil {
+		return
+	}
+	for _, pr := range props {
+		prog, err := f.Emit(s, pr.Params)
+		if err != nil {
+			continue
+		}
+		if !r.opt.Fresh {
+			k := r.newResult(f, s, pr.Params.String()).Key
+			k.PTXSHA256 = sha256Hex([]byte(prog.PTX))
+			if _, ok, err := rec.Done(k); err == nil && ok {
+				continue
+			}
+		}
+		r.pool.Prefetch(prog.PTX)
+	}
+}
+
 // Device returns the worker's GPU.
 func (r *Runner) Device() DeviceInfo { return r.info }
 
@@ -262,6 +289,7 @@ func (r *Runner) tuneShape(ctx context.Context, f kernels.Family, s variants.Sha
 	cost := f.Cost(s)
 	var valid []*Result
 	for props := strat.Next(); len(props) > 0; props = strat.Next() {
+		r.prefetch(f, s, props, rec)
 		for _, pr := range props {
 			if err := ctx.Err(); err != nil {
 				return sum, err
@@ -415,6 +443,11 @@ func (r *Runner) evaluate(ctx context.Context, res *Result, req *evalRequest, co
 			old.Key = res.Key
 			return &old
 		}
+	}
+	if r.pool != nil && req.Baseline == nil {
+		// A helper that could not compile leaves it to the worker, which
+		// records the compiler's error as it always did.
+		req.Cubin, _ = r.pool.Cubin(req.Program.PTX)
 	}
 	if !r.prepare(ctx, req, res) {
 		return res

@@ -338,3 +338,6 @@ func medianInt(xs []int) int {
 	}
 	return int(math.Round(median(f)))
 }
+
+// Shapes is s's shape as a job's list.
+func (s ReplayShape) Shapes() []variants.Shape { return []variants.Shape{s.Shape} }

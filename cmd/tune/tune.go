@@ -59,6 +59,7 @@ func tuneCommand() *command {
 		flags: func(fs *flagSet) {
 			selectionFlags(fs, "all", "qwen1.5b")
 			strategyFlags(fs, "exhaustive")
+			compileFlags(fs)
 			fs.String("db", "tune.db", "FILE\tSQLite results database")
 			fs.Int("device", 0, "N\tGPU ordinal")
 			fs.String("mode", string(eval.Cold), "cold|hot\tflush L2 before every sample (cold) or not")
@@ -120,7 +121,20 @@ func cmdTune(fs *flagSet, stdout, stderr io.Writer) error {
 	if err := tuning.CheckDevice(sel, info); err != nil {
 		return usageError{err}
 	}
-	return tuneOn(r, sel, dbPath, dev, fs.raw, stdout)
+	pool, err := startCompilePool(fs, r, dev)
+	if err != nil {
+		return err
+	}
+	if pool != nil {
+		defer pool.Close()
+		r.UseCompilePool(pool)
+	}
+	err = tuneOn(r, sel, dbPath, dev, fs.raw, stdout)
+	if pool != nil {
+		fmt.Fprintf(stdout, "compile pool: %d helpers (%s), %d programs compiled, %d from the cubin cache\n",
+			pool.Helpers(), fs.Lookup("compiler").Value.String(), pool.Compiled, pool.Cached)
+	}
+	return err
 }
 
 // processWorker is the constructor of worker processes on GPU dev: this
