@@ -226,11 +226,10 @@ func (r *Runner) restart(res *Result) {
 // prefetching each batch of proposals, and send the worker cubins.
 func (r *Runner) UseCompilePool(p *CompilePool) { r.pool = p }
 
-// prefetch queues the programs of props that are not already done.
+// prefetch queues the programs of props that are not already done, in
+// the order the runner evaluates them. It runs beside the evaluations, so
+// rec.Done must be safe for concurrent use (the store's is).
 func (r *Runner) prefetch(f kernels.Family, s variants.Shape, props []search.Proposal, rec Recorder) {
-	if r.pool == nil {
-		return
-	}
 	for _, pr := range props {
 		prog, err := f.Emit(s, pr.Params)
 		if err != nil {
@@ -289,7 +288,11 @@ func (r *Runner) tuneShape(ctx context.Context, f kernels.Family, s variants.Sha
 	cost := f.Cost(s)
 	var valid []*Result
 	for props := strat.Next(); len(props) > 0; props = strat.Next() {
-		r.prefetch(f, s, props, rec)
+		if r.pool != nil {
+			// Emitting a large batch takes seconds: the worker starts on
+			// the first programs while the rest are emitted and queued.
+			go r.prefetch(f, s, props, rec)
+		}
 		for _, pr := range props {
 			if err := ctx.Err(); err != nil {
 				return sum, err
