@@ -90,3 +90,9 @@ type TensorMapEncoder interface {
 type ClusterLauncher interface {
 	LaunchCluster(fn Function, grid, block, cluster [3]int, sharedBytes int, args []any) error
 }
+
+// CubinLoader is implemented by backends that load modules compiled ahead
+// of time (cuModuleLoadData of a cubin: no JIT on the worker's thread).
+type CubinLoader interface {
+	LoadCubin(cubin []byte) (Module, error)
+}

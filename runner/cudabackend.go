@@ -86,6 +86,15 @@ func (b *cudaBackend) Load(ptx string) (Module, error) {
 	return cudaModule{m, b.maxShared}, nil
 }
 
+// LoadCubin implements CubinLoader with cuModuleLoadData.
+func (b *cudaBackend) LoadCubin(cubin []byte) (Module, error) {
+	m, err := b.ctx.LoadImage(cubin)
+	if err != nil {
+		return nil, fmt.Errorf("loading a compiled cubin: %w", err)
+	}
+	return cudaModule{m, b.maxShared}, nil
+}
+
 func (b *cudaBackend) Launch(fn Function, grid, block [3]int, smem int, args []any) error {
 	f, conv, err := cudaLaunchArgs(fn, args)
 	if err != nil {

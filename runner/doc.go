@@ -106,6 +106,18 @@
 // with the winner (the store keeps its name and median in the winner's
 // baseline columns, which tune show and report compare against).
 //
+// # Search and compilation
+//
+// The points of a shape come from a search strategy (package search);
+// Options.Abandon turns on the abandon rule (Abandon), and halving's short
+// looks are recorded as skipped, so only full measurements win. With a
+// CompilePool (UseCompilePool) each batch of proposals is emitted and
+// compiled to cubins in helper processes (ServeCompile: the driver's
+// linker or ptxas) while the worker validates and measures; the worker
+// loads cubins (CubinLoader) without JIT. CubinCache keeps them on disk.
+// Helpers and workers die with the parent (Pdeathsig on Linux, and their
+// stdin closes).
+//
 // The runner never talks SQL: results go through the Recorder interface,
 // which the command adapts to the store.
 package runner

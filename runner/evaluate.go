@@ -31,6 +31,8 @@ type Measured struct {
 	Samples   []float64 // µs
 	Throttled []int     // indexes of samples taken while the GPU throttled
 	GPU       Reading
+	// Abandoned: sampling stopped early by the abandon rule (Abandon).
+	Abandoned bool
 }
 
 // measureFunc times a loaded, validated program.
@@ -95,7 +97,7 @@ func evaluate(ss *Session, fams Families, r *evalRequest, mo MeasureOpts, measur
 	if r.Baseline != nil {
 		l, err = ss.LoadBaseline(*r.Baseline)
 	} else {
-		l, err = ss.Load(r.Program)
+		l, err = ss.LoadCompiled(r.Program, r.Cubin)
 	}
 	compileMS := ms(time.Since(t0))
 	if err != nil {
@@ -131,6 +133,6 @@ func evaluate(ss *Session, fams Families, r *evalRequest, mo MeasureOpts, measur
 		res = keep(failure(eval.LaunchError, err))
 		return res
 	}
-	res.Status, res.Samples, res.Throttled, res.GPU = eval.OK, m.Samples, m.Throttled, m.GPU
+	res.Status, res.Samples, res.Throttled, res.GPU, res.Abandoned = eval.OK, m.Samples, m.Throttled, m.GPU, m.Abandoned
 	return res
 }

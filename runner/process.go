@@ -40,6 +40,7 @@ func NewProcessWorker(argv []string) func() (Worker, error) {
 		}
 		tb := &tailBuffer{max: 8 << 10}
 		cmd.Stderr = tb
+		dieWithParent(cmd)
 		if err := cmd.Start(); err != nil {
 			return nil, fmt.Errorf("starting worker %s: %w", argv[0], err)
 		}

@@ -32,6 +32,12 @@ type MeasureOpts struct {
 	TargetCI   float64   // stop when the 95% CI half-width is within this fraction of the median
 	MaxTimeMS  float64   // stop sampling after this much wall time
 	MaxLocal   int       // prescreen: local (spill) bytes per thread above which a variant is skipped
+	// AbandonAbove, when positive, is the early-abandon bar in µs (see
+	// Abandon): the runner sets it from the best variant so far.
+	AbandonAbove float64 `json:",omitempty"`
+	// AbandonAfter is the number of samples after which the abandon rule
+	// is first checked (the first batch); at least minKept.
+	AbandonAfter int `json:",omitempty"`
 }
 
 // DefaultMeasure is the protocol the design fixes: at least 10 samples,
@@ -58,6 +64,9 @@ type evalRequest struct {
 	// Baseline, when set, is evaluated instead of Program.
 	Baseline *kernels.Baseline `json:",omitempty"`
 	Seed     uint64
+	// Cubin, when set, is Program's PTX compiled by a compile helper; the
+	// worker loads it instead of compiling.
+	Cubin []byte `json:",omitempty"`
 }
 
 // response is one line a worker sends back.

@@ -86,7 +86,7 @@ func (w *replayWorker) Prepare(context.Context, *evalRequest) (*evalResponse, er
 	return &evalResponse{Outcome: Outcome{Status: eval.OK}}, nil
 }
 
-func (w *replayWorker) Eval(_ context.Context, r *evalRequest, _ MeasureOpts) (*evalResponse, error) {
+func (w *replayWorker) Eval(_ context.Context, r *evalRequest, m MeasureOpts) (*evalResponse, error) {
 	dt, err := dtype.Parse(r.DType)
 	if err != nil {
 		return &evalResponse{Outcome: Outcome{Status: eval.LaunchError, Message: err.Error()}}, nil
@@ -98,5 +98,25 @@ func (w *replayWorker) Eval(_ context.Context, r *evalRequest, _ MeasureOpts) (*
 			Message: fmt.Sprintf("replay: nothing recorded for %s %s [%s]", r.Kernel, key, r.Params)}}, nil
 	}
 	rec := w.rp.recs[replayKey(r.Kernel, key, r.Params)]
-	return &evalResponse{Outcome: Outcome{Status: eval.OK, Samples: xs, Registers: rec.Registers, SmemBytes: rec.SmemBytes}}, nil
+	xs, abandoned := replaySampling(xs, m)
+	return &evalResponse{Outcome: Outcome{Status: eval.OK, Samples: xs, Registers: rec.Registers, SmemBytes: rec.SmemBytes,
+		Abandoned: abandoned}}, nil
+}
+
+// replaySampling applies the sampling protocol's cap and the abandon rule
+// to drawn samples as the GPU worker would, batch by batch: the first
+// batch of AbandonAfter samples when abandoning, then batches of 10.
+func replaySampling(xs []float64, m MeasureOpts) ([]float64, bool) {
+	if m.MaxSamples > 0 && len(xs) > m.MaxSamples {
+		xs = xs[:m.MaxSamples]
+	}
+	if m.AbandonAbove <= 0 {
+		return xs, false
+	}
+	for n := max(m.AbandonAfter, minKept); n < len(xs); n += max(m.MinSamples, 10) {
+		if Abandon(xs[:n], nil, m) {
+			return xs[:n], true
+		}
+	}
+	return xs, Abandon(xs, nil, m)
 }

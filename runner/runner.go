@@ -13,6 +13,7 @@ import (
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/faults"
 	"github.com/gradtune/gradtune/kernels/ptx"
+	"github.com/gradtune/gradtune/search"
 	"github.com/gradtune/gradtune/variants"
 )
 
@@ -36,6 +37,8 @@ type Outcome struct {
 	MaxAbsErr  float64
 	MaxRelErr  float64
 	Samples    []float64 // µs
+	// Abandoned: the abandon rule stopped sampling (see Abandon).
+	Abandoned bool `json:",omitempty"`
 	// Throttled are the indexes of the samples taken while the GPU
 	// throttled (see Reading.Throttled); GPU is the GPU's state during
 	// sampling, zero without telemetry.
@@ -105,9 +108,20 @@ type Job struct {
 // Options configure a Runner.
 type Options struct {
 	Measure MeasureOpts
-	Fresh   bool            // re-evaluate even what the Recorder has
-	Seed    uint64          // input data seed
-	Budget  int             // at most this many variants per shape (0: all)
+	Fresh   bool   // re-evaluate even what the Recorder has
+	Seed    uint64 // input data seed
+	// Strategy names the search strategy (package search; "" is
+	// exhaustive); Budget is its number of full evaluations per shape (0:
+	// the strategy's default, every point for exhaustive), or
+	// BudgetFraction of the space when that is positive. Seed also seeds
+	// the strategy.
+	Strategy       string
+	Budget         int
+	BudgetFraction float64
+	// Abandon, when positive, turns on the abandon rule with this margin
+	// (0.05: a variant is stopped once its CI lies 5% above the best's;
+	// see Abandon).
+	Abandon float64
 	Fix     variants.Params // only points with these axis values
 	// EvalTimeout is the watchdog: an evaluation taking longer kills the
 	// worker and is recorded as a timeout (0: Deadline of Measure).
@@ -127,6 +141,9 @@ type Summary struct {
 	Valid  int // status ok
 	Failed int // invalid, compile_error, launch_error, timeout
 	Reused int // results taken from earlier runs
+	// Abandoned counts the evaluations stopped early: by the abandon rule,
+	// or short looks of successive halving (recorded as skipped).
+	Abandoned int
 	// Ties and Rule say how Best was chosen (see Choose); Baseline is the
 	// baseline measured beside it (a vendor library's, or by Bench the
 	// variant BaselineName names), nil when none.
@@ -144,6 +161,8 @@ type Runner struct {
 	w        Worker
 	info     DeviceInfo
 	prepared string // the shape the worker holds
+	// pool, when set, compiles programs ahead of the worker (UseCompilePool).
+	pool *CompilePool
 	// unavailable names the baselines whose library the worker lacks:
 	// said once, then no longer asked for.
 	unavailable map[string]bool
@@ -203,6 +222,30 @@ func (r *Runner) restart(res *Result) {
 	}
 }
 
+// UseCompilePool makes the runner compile programs in p's helpers,
+// prefetching each batch of proposals, and send the worker cubins.
+func (r *Runner) UseCompilePool(p *CompilePool) { r.pool = p }
+
+// prefetch queues the programs of props that are not already done, in
+// the order the runner evaluates them. It runs beside the evaluations, so
+// rec.Done must be safe for concurrent use (the store's is).
+func (r *Runner) prefetch(f kernels.Family, s variants.Shape, props []search.Proposal, rec Recorder) {
+	for _, pr := range props {
+		prog, err := f.Emit(s, pr.Params)
+		if err != nil {
+			continue
+		}
+		if !r.opt.Fresh {
+			k := r.newResult(f, s, pr.Params.String()).Key
+			k.PTXSHA256 = sha256Hex([]byte(prog.PTX))
+			if _, ok, err := rec.Done(k); err == nil && ok {
+				continue
+			}
+		}
+		r.pool.Prefetch(prog.PTX)
+	}
+}
+
 // Device returns the worker's GPU.
 func (r *Runner) Device() DeviceInfo { return r.info }
 
@@ -237,27 +280,40 @@ func (r *Runner) Tune(ctx context.Context, jobs []Job, rec Recorder) ([]Summary,
 func (r *Runner) tuneShape(ctx context.Context, f kernels.Family, s variants.Shape, rec Recorder) (Summary, error) {
 	start := time.Now()
 	sum := Summary{Kernel: f.Name(), Shape: s}
-	points := Pick(Filter(f.Space(s).Enumerate(), r.opt.Fix), r.opt.Budget)
+	strat, err := search.New(search.Config{Name: r.opt.Strategy, Budget: r.opt.Budget, Fraction: r.opt.BudgetFraction,
+		Seed: r.opt.Seed}, f.Space(s), r.opt.Fix)
+	if err != nil {
+		return sum, err
+	}
 	cost := f.Cost(s)
 	var valid []*Result
-	for _, p := range points {
-		if err := ctx.Err(); err != nil {
-			return sum, err
+	for props := strat.Next(); len(props) > 0; props = strat.Next() {
+		if r.pool != nil {
+			// Emitting a large batch takes seconds: the worker starts on
+			// the first programs while the rest are emitted and queued.
+			go r.prefetch(f, s, props, rec)
 		}
-		res := r.evalOne(ctx, f, s, p, cost, rec, 0)
-		sum.add(res)
-		if res.Reused {
-			sum.Reused++
-		} else if err := rec.Record(*res); err != nil {
-			return sum, fmt.Errorf("recording %s %s %s: %w", f.Name(), s.Key(), p, err)
-		}
-		switch res.Status {
-		case eval.OK:
-			sum.Valid++
-			valid = append(valid, res)
-		case eval.Skipped:
-		default:
-			sum.Failed++
+		for _, pr := range props {
+			if err := ctx.Err(); err != nil {
+				return sum, err
+			}
+			res := r.evalOne(ctx, f, s, pr.Params, cost, rec, 0, r.measureFor(pr, valid))
+			sum.add(res)
+			if res.Reused {
+				sum.Reused++
+			} else if err := rec.Record(*res); err != nil {
+				return sum, fmt.Errorf("recording %s %s %s: %w", f.Name(), s.Key(), pr.Params, err)
+			}
+			strat.Tell(pr, observe(res))
+			switch {
+			case res.Status == eval.OK:
+				sum.Valid++
+				valid = append(valid, res)
+			case res.Status == eval.Skipped && len(res.Samples) > 0:
+				sum.Abandoned++
+			case res.Status.Failed():
+				sum.Failed++
+			}
 		}
 	}
 	c := Choose(valid)
@@ -278,6 +334,37 @@ func (r *Runner) tuneShape(ctx context.Context, f kernels.Family, s variants.Sha
 	}
 	r.progress(sum, time.Since(start))
 	return sum, nil
+}
+
+// measureFor is the protocol of one proposal: a short look of pr.Samples
+// samples, or the full protocol; with Options.Abandon, the abandon bar is
+// set from the best of valid (see Abandon).
+func (r *Runner) measureFor(pr search.Proposal, valid []*Result) MeasureOpts {
+	m := r.opt.Measure
+	if pr.Samples > 0 {
+		m.MaxSamples = pr.Samples
+		m.MinSamples = min(m.MinSamples, pr.Samples)
+	}
+	if r.opt.Abandon > 0 && len(valid) > 0 {
+		bestHi := valid[0].Stats.Hi
+		for _, v := range valid[1:] {
+			bestHi = min(bestHi, v.Stats.Hi)
+		}
+		m.AbandonAbove = bestHi * (1 + r.opt.Abandon)
+		m.AbandonAfter = max(m.AbandonAfter, AbandonAfter)
+	}
+	return m
+}
+
+// AbandonAfter is the number of samples after which the abandon rule is
+// first applied.
+const AbandonAfter = 6
+
+// observe is what a strategy learns from a result: whether the variant is
+// valid and its median, also from a partial or abandoned measurement.
+func observe(res *Result) search.Observation {
+	ok := res.Status == eval.OK || (res.Status == eval.Skipped && len(res.Samples) > 0)
+	return search.Observation{OK: ok && res.Stats.Median > 0, Median: res.Stats.Median}
 }
 
 // progress prints sum's line on Progress, if any: the winner, the
@@ -311,7 +398,7 @@ func (sum *Summary) add(res *Result) {
 
 // evalOne emits, looks up and evaluates one variant; delay > 0 plants a
 // slowdown (faults.Delay) in its program.
-func (r *Runner) evalOne(ctx context.Context, f kernels.Family, s variants.Shape, p variants.Params, cost kernels.Cost, rec Recorder, delay time.Duration) *Result {
+func (r *Runner) evalOne(ctx context.Context, f kernels.Family, s variants.Shape, p variants.Params, cost kernels.Cost, rec Recorder, delay time.Duration, m MeasureOpts) *Result {
 	res := r.newResult(f, s, p.String())
 	prog, err := f.Emit(s, p)
 	if err == nil && delay > 0 {
@@ -329,7 +416,7 @@ func (r *Runner) evalOne(ctx context.Context, f kernels.Family, s variants.Shape
 	}
 	res.Key.PTXSHA256 = sha256Hex([]byte(prog.PTX))
 	req := &evalRequest{Kernel: f.Name(), Params: p.String(), Dims: s.Dims, DType: s.DType.String(), Program: prog, Seed: r.opt.Seed}
-	res = r.evaluate(ctx, res, req, cost, rec)
+	res = r.evaluate(ctx, res, req, cost, rec, m)
 	if delay > 0 && res.Message == "" {
 		res.Message = fmt.Sprintf("planted slowdown: a %v delay launch after the program", delay)
 	}
@@ -350,18 +437,25 @@ func sha256Hex(b []byte) string {
 // evaluate fills res (keyed) with the recorded result of its key, unless
 // Fresh, or with what the worker answers to req; a worker that died, hung
 // or lost its context is restarted.
-func (r *Runner) evaluate(ctx context.Context, res *Result, req *evalRequest, cost kernels.Cost, rec Recorder) *Result {
+func (r *Runner) evaluate(ctx context.Context, res *Result, req *evalRequest, cost kernels.Cost, rec Recorder, m MeasureOpts) *Result {
 	if !r.opt.Fresh {
-		if old, ok, err := rec.Done(res.Key); err == nil && ok {
+		// A stored partial or abandoned measurement (skipped, with
+		// samples) is measured again: it never stands for a full one.
+		if old, ok, err := rec.Done(res.Key); err == nil && ok && !(old.Status == eval.Skipped && len(old.Samples) > 0) {
 			old.Reused = true
 			old.Key = res.Key
 			return &old
 		}
 	}
+	if r.pool != nil && req.Baseline == nil {
+		// A helper that could not compile leaves it to the worker, which
+		// records the compiler's error as it always did.
+		req.Cubin, _ = r.pool.Cubin(req.Program.PTX)
+	}
 	if !r.prepare(ctx, req, res) {
 		return res
 	}
-	r.run(ctx, req, res, cost)
+	r.run(ctx, req, res, cost, m)
 	return res
 }
 
@@ -396,9 +490,9 @@ func (r *Runner) prepare(ctx context.Context, req *evalRequest, res *Result) boo
 
 // run evaluates req on the worker under the watchdog. A worker that dies
 // or hangs is recorded (timeout when the watchdog killed it) and replaced.
-func (r *Runner) run(ctx context.Context, req *evalRequest, res *Result, cost kernels.Cost) {
+func (r *Runner) run(ctx context.Context, req *evalRequest, res *Result, cost kernels.Cost, m MeasureOpts) {
 	ectx, cancel := context.WithTimeout(ctx, r.opt.EvalTimeout)
-	resp, err := r.w.Eval(ectx, req, r.opt.Measure)
+	resp, err := r.w.Eval(ectx, req, m)
 	cancel()
 	if err != nil {
 		res.Status = eval.LaunchError
@@ -414,12 +508,22 @@ func (r *Runner) run(ctx context.Context, req *evalRequest, res *Result, cost ke
 	if resp.Fatal {
 		r.restart(res)
 	}
-	if res.Status == eval.OK {
-		res.Stats = SummarizeKept(res.Samples, res.Throttled)
-		if m := res.Stats.Median; m > 0 {
-			res.GBps = float64(cost.Bytes) / (m * 1e-6) / 1e9
-			res.TFLOPs = float64(cost.Flops) / (m * 1e-6) / 1e12
-		}
+	if res.Status != eval.OK {
+		return
+	}
+	res.Stats = SummarizeKept(res.Samples, res.Throttled)
+	if med := res.Stats.Median; med > 0 {
+		res.GBps = float64(cost.Bytes) / (med * 1e-6) / 1e9
+		res.TFLOPs = float64(cost.Flops) / (med * 1e-6) / 1e12
+	}
+	switch {
+	case res.Abandoned:
+		res.Status = eval.Skipped
+		res.Message = fmt.Sprintf("abandoned after %d samples: median CI [%.2f, %.2f] µs lies above %.2f µs (the best's CI upper end plus the margin)",
+			len(res.Samples), res.Stats.Lo, res.Stats.Hi, m.AbandonAbove)
+	case m.MaxSamples < r.opt.Measure.MaxSamples:
+		res.Status = eval.Skipped
+		res.Message = fmt.Sprintf("partial: a look of %d samples for the search (successive halving); never a winner", len(res.Samples))
 	}
 }
 

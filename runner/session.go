@@ -150,11 +150,23 @@ func bufferBytes(specs []kernels.Buffer, name string) int {
 // buffer addresses, tensor maps encoded by the backend, scalars. It checks
 // first, before compiling, what the program asks of the backend (see
 // checkProgram).
-func (ss *Session) Load(p kernels.Program) (*Loaded, error) {
+func (ss *Session) Load(p kernels.Program) (*Loaded, error) { return ss.LoadCompiled(p, nil) }
+
+// LoadCompiled is Load with the program's PTX already compiled into cubin
+// (by a compile helper): a backend that implements CubinLoader loads the
+// cubin without JIT; without one, or without a cubin, the PTX is
+// compiled as Load does. Resources still come from the loaded functions.
+func (ss *Session) LoadCompiled(p kernels.Program, cubin []byte) (*Loaded, error) {
 	if err := ss.checkProgram(p); err != nil {
 		return nil, err
 	}
-	mod, err := ss.be.Load(p.PTX)
+	var mod Module
+	var err error
+	if cl, ok := ss.be.(CubinLoader); ok && len(cubin) > 0 {
+		mod, err = cl.LoadCubin(cubin)
+	} else {
+		mod, err = ss.be.Load(p.PTX)
+	}
 	if err != nil {
 		return nil, err
 	}

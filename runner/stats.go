@@ -82,3 +82,21 @@ func converged(xs []float64, throttled []int, o MeasureOpts) bool {
 	half := (st.Hi - st.Lo) / 2
 	return half <= o.TargetCI*st.Median
 }
+
+// Abandon is the early-abandon rule: once at least o.AbandonAfter
+// unthrottled samples are in, a variant whose median's 95% CI lies
+// entirely above o.AbandonAbove (its lower end is higher) is clearly
+// slower than the best so far and sampling stops. The runner sets
+// AbandonAbove to the best valid variant's CI upper end times 1 +
+// Options.AbandonMargin (5% unless set), so a variant is abandoned only
+// when even its optimistic time loses to the best's pessimistic one by
+// that margin. With fewer than minKept samples the CI is not defined, and
+// nothing is abandoned. An abandoned variant is recorded as skipped with
+// the samples taken: it never wins.
+func Abandon(xs []float64, throttled []int, o MeasureOpts) bool {
+	if o.AbandonAbove <= 0 || len(xs)-len(throttled) < max(o.AbandonAfter, minKept) {
+		return false
+	}
+	st := SummarizeKept(xs, throttled)
+	return st.Lo > o.AbandonAbove
+}

@@ -184,6 +184,9 @@ func (w *gpuWorker) measure(l *Loaded, mo MeasureOpts) (Measured, error) {
 	var m Measured
 	for {
 		n := min(max(mo.MinSamples, 10), mo.MaxSamples-len(m.Samples))
+		if mo.AbandonAbove > 0 && len(m.Samples) == 0 {
+			n = min(max(mo.AbandonAfter, minKept), mo.MaxSamples)
+		}
 		xs, err := w.sample(n, func() error { return w.ss.Run(l) }, mo.Mode)
 		if err != nil {
 			return Measured{}, err
@@ -194,6 +197,11 @@ func (w *gpuWorker) measure(l *Loaded, mo MeasureOpts) (Measured, error) {
 			}
 		}
 		m.Samples = append(m.Samples, xs...)
+		if Abandon(m.Samples, m.Throttled, mo) {
+			m.Abandoned = true
+			m.GPU = g.summary()
+			return m, nil
+		}
 		if converged(m.Samples, m.Throttled, mo) || time.Since(start).Seconds()*1e3 > mo.MaxTimeMS {
 			m.GPU = g.summary()
 			return m, nil

@@ -70,15 +70,15 @@ var badInputs = []struct {
 	needsNoGPU bool
 }{
 	// Flags, as Go's flag package would have reported them.
-	{[]string{"--bogus"}, 2, "unknown flag --bogus (flags of tune: --budget, --db, --device, --dtype, --fresh, --kernel, --mode, --params, --seed, --shapes, --tokens)", false},
+	{[]string{"--bogus"}, 2, "unknown flag --bogus (flags of tune: --budget, --compile-helpers, --compiler, --cubin-cache, --db, --device, --dtype, --fresh, --kernel, --mode, --no-abandon, --no-cache, --params, --seed, --shapes, --strategy, --tokens)", false},
 	{[]string{"--tokens", "abc"}, 2, `--tokens "abc": want an integer (--tokens N: rows of a preset's shapes`, false},
 	{[]string{"--fresh=maybe"}, 2, `--fresh "maybe": want true or false`, false},
 	{[]string{"--seed", "-1"}, 2, `--seed "-1": want a non-negative integer`, false},
 	{[]string{"--kernel", "relu_bwd", "--shapes"}, 2, "--shapes needs a value: --shapes PRESET|SPEC", false},
-	{[]string{"--strategy", "auto"}, 2, "unknown flag --strategy", false},
+	{[]string{"--strategy", "auto"}, 2, `--strategy: strategy "auto": want exhaustive, model, random, halving`, false},
 	{[]string{"list", "--kernel", "x"}, 2, "unknown flag --kernel (tune list takes no flags)", false},
 	{[]string{"list", "extra"}, 2, `unexpected argument "extra"`, false},
-	{[]string{"frobnicate"}, 2, `unknown command "frobnicate" (commands: tune, bench, check, crosscheck, devices, emit, export, list, regress, report, runs, show, help)`, false},
+	{[]string{"frobnicate"}, 2, `unknown command "frobnicate" (commands: tune, bench, check, crosscheck, devices, emit, export, list, regress, replay, report, runs, show, help)`, false},
 	{[]string{"help", "bogus"}, 2, `no help topic "bogus"`, false},
 	// Conflicts.
 	{[]string{"--kernel", "relu_bwd", "--kernel", "gelu_bwd"}, 2, "--kernel given twice: give it once", false},
@@ -96,7 +96,11 @@ var badInputs = []struct {
 	{[]string{"--kernel", "relu_bwd", "--dtype", "f64"}, 2, "relu_bwd supports none of --dtype f64 (dtypes: [f32 f16 bf16])", false},
 	{[]string{"--dtype", "int4"}, 2, `unknown dtype "int4"`, false},
 	{[]string{"--mode", "warm"}, 2, `--mode: mode "warm": want cold or hot`, false},
-	{[]string{"--budget", "-1"}, 2, "--budget must be 0 (every variant) or more", false},
+	{[]string{"--budget", "-1"}, 2, `--budget "-1": want a count`, false},
+	{[]string{"--budget", "150%"}, 2, `--budget "150%": want a count or a percentage in (0, 100]`, false},
+	{[]string{"replay"}, 2, "replay needs --db FILE", false},
+	{[]string{"replay", "--db", "testdata/none.db"}, 2, "--db", false},
+	{[]string{"replay", "--db", "x.db", "--seeds", "0"}, 2, "--seeds must be 1 or more", false},
 	{[]string{"--device", "-1"}, 2, "--device must be a GPU ordinal", false},
 	{[]string{"--params", "vec"}, 2, "malformed params", false},
 	{[]string{"--kernel", "relu_bwd", "--params", "warps=4"}, 2, `relu_bwd has no axis "warps" (axes: block, vec, ept, grid, maxnreg, cache)`, false},

@@ -52,7 +52,7 @@ func init() {
 	commands = map[string]*command{}
 	for _, c := range []*command{tuneCommand(), listCommand(), emitCommand(), checkCommand(),
 		crosscheckCommand(), devicesCommand(), showCommand(), reportCommand(), exportCommand(), workerCommand(),
-		benchCommand(), regressCommand(), runsCommand()} {
+		benchCommand(), regressCommand(), runsCommand(), replayCommand(), compileCommand()} {
 		commands[c.name] = c
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/faults"
 	"github.com/gradtune/gradtune/runner"
+	"github.com/gradtune/gradtune/search"
 	"github.com/gradtune/gradtune/store"
 	"github.com/gradtune/gradtune/tuning"
 	"github.com/gradtune/gradtune/variants"
@@ -57,7 +58,8 @@ func tuneCommand() *command {
 		summary: "tune kernels over shapes on a GPU and store the results",
 		flags: func(fs *flagSet) {
 			selectionFlags(fs, "all", "qwen1.5b")
-			fs.Int("budget", 0, "N\tat most N variants per shape, spread evenly (default: all)")
+			strategyFlags(fs, "exhaustive")
+			compileFlags(fs)
 			fs.String("db", "tune.db", "FILE\tSQLite results database")
 			fs.Int("device", 0, "N\tGPU ordinal")
 			fs.String("mode", string(eval.Cold), "cold|hot\tflush L2 before every sample (cold) or not")
@@ -75,9 +77,14 @@ func cmdTune(fs *flagSet, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usagef("--mode: %v", err)
 	}
-	budget, dev := intFlag(fs, "budget"), intFlag(fs, "device")
-	if budget < 0 {
-		return usagef("--budget must be 0 (every variant) or more, got %d", budget)
+	dev := intFlag(fs, "device")
+	budget, frac, err := budgetFlag(fs)
+	if err != nil {
+		return err
+	}
+	strategy, err := search.ParseName(fs.Lookup("strategy").Value.String())
+	if err != nil {
+		return usagef("--strategy: %w", err)
 	}
 	if dev < 0 {
 		return usagef("--device must be a GPU ordinal (0 or more), got %d", dev)
@@ -102,7 +109,8 @@ func cmdTune(fs *flagSet, stdout, stderr io.Writer) error {
 	measure.Mode = mode
 	seed, _ := strconv.ParseUint(fs.Lookup("seed").Value.String(), 10, 64)
 	r, err := runner.New(runner.Options{
-		Measure: measure, Fresh: fs.Given("fresh"), Seed: seed, Budget: budget, Fix: sel.Fix, Progress: stdout,
+		Measure: measure, Fresh: fs.Given("fresh"), Seed: seed, Strategy: strategy, Budget: budget, BudgetFraction: frac,
+		Abandon: abandonMargin(fs), Fix: sel.Fix, Progress: stdout,
 		NewWorker: worker,
 	})
 	if err != nil {
@@ -113,7 +121,20 @@ func cmdTune(fs *flagSet, stdout, stderr io.Writer) error {
 	if err := tuning.CheckDevice(sel, info); err != nil {
 		return usageError{err}
 	}
-	return tuneOn(r, sel, dbPath, dev, fs.raw, stdout)
+	pool, err := startCompilePool(fs, r, dev)
+	if err != nil {
+		return err
+	}
+	if pool != nil {
+		defer pool.Close()
+		r.UseCompilePool(pool)
+	}
+	err = tuneOn(r, sel, dbPath, dev, fs.raw, stdout)
+	if pool != nil {
+		fmt.Fprintf(stdout, "compile pool: %d helpers (%s), %d programs compiled, %d from the cubin cache\n",
+			pool.Helpers(), fs.Lookup("compiler").Value.String(), pool.Compiled, pool.Cached)
+	}
+	return err
 }
 
 // processWorker is the constructor of worker processes on GPU dev: this

@@ -64,6 +64,10 @@ type api struct {
 	cuModuleLoadDataEx                          func(mod *uintptr, image unsafe.Pointer, numOptions uint32, options, values unsafe.Pointer) int32
 	cuModuleLoadData                            func(mod *uintptr, image unsafe.Pointer) int32
 	cuModuleUnload                              func(mod uintptr) int32
+	cuLinkCreate                                func(numOptions uint32, options, values unsafe.Pointer, state *uintptr) int32
+	cuLinkAddData                               func(state uintptr, typ int32, data unsafe.Pointer, size uintptr, name unsafe.Pointer, numOptions uint32, options, values unsafe.Pointer) int32
+	cuLinkComplete                              func(state uintptr, cubin *unsafe.Pointer, size *uintptr) int32
+	cuLinkDestroy                               func(state uintptr) int32
 	cuModuleGetFunction                         func(fn *uintptr, mod uintptr, name unsafe.Pointer) int32
 	cuFuncGetAttribute                          func(value *int32, attr int32, fn uintptr) int32
 	cuFuncSetAttribute                          func(fn uintptr, attr int32, value int32) int32
@@ -143,6 +147,12 @@ func (a *api) bindings() []binding {
 		{"cuModuleLoadDataEx", &a.cuModuleLoadDataEx, 0, false},
 		{"cuModuleLoadData", &a.cuModuleLoadData, 0, false},
 		{"cuModuleUnload", &a.cuModuleUnload, 0, false},
+		// The linker turns PTX into a cubin without loading it (the compile
+		// helpers, LinkPTX); optional so that a driver without it still tunes.
+		{"cuLinkCreate", &a.cuLinkCreate, 0, true},
+		{"cuLinkAddData", &a.cuLinkAddData, 0, true},
+		{"cuLinkComplete", &a.cuLinkComplete, 0, true},
+		{"cuLinkDestroy", &a.cuLinkDestroy, 0, true},
 		{"cuModuleGetFunction", &a.cuModuleGetFunction, 0, false},
 		{"cuFuncGetAttribute", &a.cuFuncGetAttribute, 0, false},
 		{"cuFuncSetAttribute", &a.cuFuncSetAttribute, 0, false},

@@ -267,3 +267,57 @@ func (f *Function) allowNonPortableCluster() error {
 	f.nonPortable = true
 	return nil
 }
+
+// jitInputPTX is CU_JIT_INPUT_PTX.
+const jitInputPTX = 1
+
+// LinkPTX compiles PTX text into a cubin for the context's device with the
+// driver's linker (cuLinkCreate, cuLinkAddData, cuLinkComplete), without
+// loading it: the cubin loads later with LoadImage, in this process or
+// another on the same GPU model and driver. Options as for LoadPTX; the
+// error includes the error log.
+func (c *Context) LinkPTX(ptx string, o JITOptions) ([]byte, error) {
+	a := &c.d.api
+	if a.cuLinkCreate == nil || a.cuLinkAddData == nil || a.cuLinkComplete == nil || a.cuLinkDestroy == nil {
+		return nil, fmt.Errorf("cuda: LinkPTX: this driver has no linker entry points")
+	}
+	errLog := make([]byte, defaultJITLogBytes)
+	opts := []int32{jitErrorLogBuffer, jitErrorLogBufferSizeBytes}
+	vals := []uintptr{uintptr(unsafe.Pointer(&errLog[0])), uintptr(len(errLog))}
+	if o.MaxRegisters > 0 {
+		opts, vals = append(opts, jitMaxRegisters), append(vals, uintptr(o.MaxRegisters))
+	}
+	if o.OptLevel >= 0 {
+		opts, vals = append(opts, jitOptimizationLevel), append(vals, uintptr(o.OptLevel))
+	}
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	pin.Pin(&errLog[0])
+	pin.Pin(&opts[0])
+	pin.Pin(&vals[0])
+	var state uintptr
+	if err := c.d.check("cuLinkCreate", a.cuLinkCreate(uint32(len(opts)), unsafe.Pointer(&opts[0]), unsafe.Pointer(&vals[0]), &state)); err != nil {
+		return nil, err
+	}
+	defer a.cuLinkDestroy(state)
+	image := cstring(ptx)
+	name := cstring("variant.ptx")
+	code := a.cuLinkAddData(state, jitInputPTX, unsafe.Pointer(&image[0]), uintptr(len(image)), unsafe.Pointer(&name[0]), 0, nil, nil)
+	if err := c.d.check("cuLinkAddData", code); err != nil {
+		return nil, linkErr(err, errLog, vals[1])
+	}
+	var cubin unsafe.Pointer
+	var size uintptr
+	if err := c.d.check("cuLinkComplete", a.cuLinkComplete(state, &cubin, &size)); err != nil {
+		return nil, linkErr(err, errLog, vals[1])
+	}
+	// The cubin belongs to the link state: copy it before destroying that.
+	return append([]byte(nil), unsafe.Slice((*byte)(cubin), size)...), nil
+}
+
+func linkErr(err error, log []byte, n uintptr) error {
+	if msg := strings.TrimSpace(logText(log, uint32(n))); msg != "" {
+		return fmt.Errorf("%w\n%s", err, msg)
+	}
+	return err
+}

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strconv"
+
+	"github.com/gradtune/gradtune/runner"
+)
+
+// compileFlags are tune's flags for the compile pool.
+func compileFlags(fs *flagSet) {
+	fs.String("compile-helpers", "auto", "N|auto\tprocesses compiling PTX ahead of the GPU worker (auto: half the cores, at most 8; 0: the worker JIT-compiles, as before)")
+	fs.String("compiler", "link", "link|ptxas\thow helpers compile: the driver's linker, or ptxas (/usr/local/cuda/bin or PATH)")
+	fs.String("cubin-cache", "", "DIR\tcompiled cubins, keyed by PTX, target, options, compiler and driver (default: the user cache dir's gradtune/cubins)")
+	fs.Bool("no-cache", false, "\tneither read nor write the cubin cache")
+}
+
+// defaultHelpers is half the cores, at most 8 (on the H200 host 8 linker
+// processes compile 142 programs/s, 16 only 160/s and start slower).
+func defaultHelpers() int { return min(8, max(1, runtime.NumCPU()/2)) }
+
+func compileCommand() *command {
+	return &command{
+		name: "__compile", usage: "__compile [--device N] [--compiler link|ptxas] [--cc X.Y]",
+		summary: "internal: compile PTX into cubins over stdin and stdout", hidden: true,
+		flags: func(fs *flagSet) {
+			fs.Int("device", 0, "N\tGPU ordinal (the linker's context)")
+			fs.String("compiler", "link", "link|ptxas\tthe compiler")
+			fs.String("cc", "9.0", "X.Y\tcompute capability (ptxas)")
+		},
+		run: func(fs *flagSet, stdout, _ io.Writer) error {
+			c, closeFn, err := openCompiler(fs.Lookup("compiler").Value.String(), intFlag(fs, "device"), fs.Lookup("cc").Value.String())
+			if err != nil {
+				return err
+			}
+			defer closeFn()
+			return runner.ServeCompile(os.Stdin, stdout, c)
+		},
+	}
+}
+
+// openCompiler opens the named compiler; the linker's context stays on
+// this OS thread.
+func openCompiler(name string, dev int, cc string) (runner.Compiler, func(), error) {
+	switch name {
+	case "link":
+		runtime.LockOSThread()
+		l, err := runner.OpenLinkCompiler(dev)
+		if err != nil {
+			return nil, nil, err
+		}
+		return l, l.Close, nil
+	case "ptxas":
+		path, err := runner.FindPtxas()
+		if err != nil {
+			return nil, nil, err
+		}
+		p, err := runner.NewPtxasCompiler(path, cc)
+		return p, func() {}, err
+	case "fake":
+		return fakeCompiler{}, func() {}, nil
+	}
+	return nil, nil, usagef("--compiler %q: want link or ptxas", name)
+}
+
+// fakeCompiler "compiles" by returning the PTX: the compile pool's
+// process tests run with it where there is no GPU.
+type fakeCompiler struct{}
+
+func (fakeCompiler) ID() string                         { return "fake" }
+func (fakeCompiler) Compile(ptx string) ([]byte, error) { return []byte(ptx), nil }
+
+// helpersFlag reads --compile-helpers.
+func helpersFlag(fs *flagSet) (int, error) {
+	v := fs.Lookup("compile-helpers").Value.String()
+	if v == "auto" {
+		return defaultHelpers(), nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, usagef("--compile-helpers %q: want auto or a count (0: none)", v)
+	}
+	return n, nil
+}
+
+// startCompilePool starts the pool tune's flags ask for on r's GPU, or
+// returns nil for --compile-helpers 0.
+func startCompilePool(fs *flagSet, r *runner.Runner, dev int) (*runner.CompilePool, error) {
+	n, err := helpersFlag(fs)
+	if err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	info := r.Device()
+	name := fs.Lookup("compiler").Value.String()
+	id := "driver-link " + info.Driver
+	switch name {
+	case "link", "fake":
+		if name == "fake" {
+			id = "fake"
+		}
+	case "ptxas":
+		path, err := runner.FindPtxas()
+		if err != nil {
+			return nil, usagef("--compiler ptxas: %w", err)
+		}
+		p, err := runner.NewPtxasCompiler(path, info.CC)
+		if err != nil {
+			return nil, err
+		}
+		id = p.ID()
+	default:
+		return nil, usagef("--compiler %q: want link or ptxas", name)
+	}
+	var cache *runner.CubinCache
+	if !fs.Given("no-cache") {
+		dir := fs.Lookup("cubin-cache").Value.String()
+		if dir == "" {
+			var err error
+			if dir, err = runner.DefaultCubinCacheDir(); err != nil {
+				return nil, err
+			}
+		}
+		cache = &runner.CubinCache{Dir: dir}
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("finding the tune binary for its compile helpers: %w", err)
+	}
+	argv := []string{exe, "__compile", "--device", strconv.Itoa(dev), "--compiler", name, "--cc", info.CC}
+	target := "sm_" + info.CC
+	keyOf := func(ptx string) string {
+		return runner.CacheKey(ptx, target, runner.CompileOptions, id, info.Driver+" "+info.Name)
+	}
+	return runner.NewCompilePool(argv, n, cache, keyOf), nil
+}

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/gradtune/gradtune/search"
+	"github.com/gradtune/gradtune/store"
+	"github.com/gradtune/gradtune/tuning"
+)
+
+func replayCommand() *command {
+	return &command{
+		name:  "replay",
+		usage: "replay --db FILE[,FILE...] [--strategy S[,S...]|all] [--seeds N] [--budget N|P%]",
+		summary: "judge search strategies offline: tune every recorded shape of each database with each\n" +
+			"strategy, answering evaluations from its recorded samples (a bootstrap resample per seed),\n" +
+			"and print per shape each strategy's median distance to the recorded optimum and the\n" +
+			"evaluations and samples it used (Markdown)",
+		flags: func(fs *flagSet) {
+			fs.String("db", "", "FILE[,FILE...]\trecorded databases (read only)")
+			strategyFlags(fs, "all")
+			fs.Int("seeds", 20, "N\tseeds per strategy (1..N)")
+		},
+		run: cmdReplay,
+	}
+}
+
+// strategyFlags are the search flags of tune and replay.
+func strategyFlags(fs *flagSet, def string) {
+	fs.String("strategy", def, "S\tsearch strategy: "+strings.Join(search.Names(), ", ")+
+		" (exhaustive: every variant; model: an evolutionary search; random; halving: successive halving)")
+	fs.String("budget", "", "N|P%\tfull evaluations per shape (exhaustive: that many spread evenly, default all; random and model: default 10% of the space, at least 8)")
+	fs.Bool("no-abandon", false, "\tnever stop a variant early (default: stop one once its median's 95% CI lies 5% above the best's after 6 samples; recorded as skipped)")
+}
+
+// budgetFlag reads --budget: a count or a percentage of the space.
+func budgetFlag(fs *flagSet) (n int, frac float64, err error) {
+	s := fs.Lookup("budget").Value.String()
+	if s == "" || s == "0" {
+		return 0, 0, nil
+	}
+	if p, ok := strings.CutSuffix(s, "%"); ok {
+		f, err := strconv.ParseFloat(p, 64)
+		if err != nil || f <= 0 || f > 100 {
+			return 0, 0, usagef("--budget %q: want a count or a percentage in (0, 100]", s)
+		}
+		return 0, f / 100, nil
+	}
+	n, err = strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return 0, 0, usagef("--budget %q: want a count (0: the strategy's default) or a percentage such as 10%%", s)
+	}
+	return n, 0, nil
+}
+
+// strategiesFlag reads --strategy: one name, several, or all.
+func strategiesFlag(fs *flagSet) ([]string, error) {
+	s := fs.Lookup("strategy").Value.String()
+	if s == "all" {
+		return search.Names(), nil
+	}
+	var out []string
+	for _, n := range strings.Split(s, ",") {
+		name, err := search.ParseName(strings.TrimSpace(n))
+		if err != nil {
+			return nil, usagef("--strategy: %w", err)
+		}
+		out = append(out, name)
+	}
+	return out, nil
+}
+
+// abandonMargin is the abandon rule's margin unless --no-abandon.
+func abandonMargin(fs *flagSet) float64 {
+	if fs.Given("no-abandon") {
+		return 0
+	}
+	return defaultAbandonMargin
+}
+
+// defaultAbandonMargin: a variant is stopped once its median's CI lies 5%
+// above the best's.
+const defaultAbandonMargin = 0.05
+
+func cmdReplay(fs *flagSet, stdout, _ io.Writer) error {
+	paths := fs.Lookup("db").Value.String()
+	if paths == "" {
+		return usagef("replay needs --db FILE (a recorded database)")
+	}
+	strats, err := strategiesFlag(fs)
+	if err != nil {
+		return err
+	}
+	budget, frac, err := budgetFlag(fs)
+	if err != nil {
+		return err
+	}
+	seeds := intFlag(fs, "seeds")
+	if seeds < 1 {
+		return usagef("--seeds must be 1 or more, got %d", seeds)
+	}
+	opt := tuning.ReplayOptions{Strategies: strats, Seeds: seeds, Budget: budget, BudgetFraction: frac, Abandon: abandonMargin(fs)}
+	var data []*tuning.ReplayData
+	for _, path := range strings.Split(paths, ",") {
+		d, err := loadReplay(path)
+		if err != nil {
+			return err
+		}
+		data = append(data, d)
+	}
+	fmt.Fprintf(stdout, "dist: the recorded median of the strategy's winner over that of the database's winner (the exhaustive\n"+
+		"run's choice), minus 1, median over the seeds; evals: worker evaluations (median; share of the space's\n"+
+		"points); samples: timing samples taken (median). Budget %s; abandon margin %.0f%%.\n\n", budgetText(budget, frac), 100*opt.Abandon)
+	for _, d := range data {
+		outs, err := tuning.ReplayStrategies(context.Background(), d, opt)
+		if err != nil {
+			return err
+		}
+		tuning.WriteReplayTable(stdout, d, outs, opt.Seeds)
+	}
+	return nil
+}
+
+func budgetText(n int, frac float64) string {
+	switch {
+	case frac > 0:
+		return fmt.Sprintf("%g%% of each space", 100*frac)
+	case n > 0:
+		return fmt.Sprintf("%d evaluations per shape", n)
+	}
+	return "each strategy's default (exhaustive: all; random and model: 10%, at least 8)"
+}
+
+func loadReplay(path string) (*tuning.ReplayData, error) {
+	db, err := store.OpenReadOnly(path)
+	if err != nil {
+		return nil, userError(fmt.Errorf("--db: %w", err))
+	}
+	defer db.Close()
+	d, err := tuning.LoadReplay(db, filepath.Base(path))
+	if tuning.IsInput(err) {
+		return nil, usageError{err}
+	}
+	return d, err
+}

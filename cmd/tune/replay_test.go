@@ -1,0 +1,70 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"strings"
+	"testing"
+)
+
+// replayDBs are the recorded databases of docs/replay.md.
+const replayDBs = "../../testdata/h200-activations.db,../../testdata/h200-rows.db,../../testdata/h200-pool.db"
+
+// TestReplayTable regenerates the model and random columns of
+// docs/replay.md (seconds; GRADTUNE_SWEEP=full regenerates every
+// strategy, about a minute) and compares them cell by cell with the
+// committed table: a change to a strategy, the replay or the runner that
+// moves a number must come with the regenerated table
+// (tune replay --db ... --strategy all --seeds 20 > docs/replay.md).
+func TestReplayTable(t *testing.T) {
+	strategies := "model,random"
+	if os.Getenv("GRADTUNE_SWEEP") == "full" {
+		strategies = "all"
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"replay", "--db", replayDBs, "--strategy", strategies, "--seeds", "20"}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	doc, err := os.ReadFile("../../docs/replay.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, got := replayCells(string(doc)), replayCells(out.String())
+	if len(got) == 0 {
+		t.Fatal("no table in the output")
+	}
+	for k, v := range got {
+		if want[k] != v {
+			t.Errorf("%s: regenerated %q, docs/replay.md has %q", k, v, want[k])
+		}
+	}
+}
+
+// replayCells maps "db|kernel|shape|strategy" to a strategy's cell.
+func replayCells(md string) map[string]string {
+	cells := map[string]string{}
+	var db string
+	var head []string
+	for _, line := range strings.Split(md, "\n") {
+		if name, ok := strings.CutPrefix(line, "### "); ok {
+			db, _, _ = strings.Cut(name, " ")
+			continue
+		}
+		if !strings.HasPrefix(line, "| ") {
+			continue
+		}
+		f := strings.Split(strings.Trim(line, "|"), "|")
+		for i := range f {
+			f[i] = strings.TrimSpace(f[i])
+		}
+		if f[0] == "kernel" {
+			head = f
+			continue
+		}
+		for i := 3; i < len(f) && i < len(head); i++ {
+			strat, _, _ := strings.Cut(head[i], ":")
+			cells[db+"|"+f[0]+"|"+f[1]+"|"+strat] = f[i]
+		}
+	}
+	return cells
+}

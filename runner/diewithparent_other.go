@@ -1,0 +1,9 @@
+//go:build !linux
+
+package runner
+
+import "os/exec"
+
+// dieWithParent has no kernel support here: helpers exit when their
+// stdin closes with the parent.
+func dieWithParent(*exec.Cmd) {}
