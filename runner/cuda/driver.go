@@ -149,10 +149,10 @@ func (a *api) bindings() []binding {
 		{"cuModuleUnload", &a.cuModuleUnload, 0, false},
 		// The linker turns PTX into a cubin without loading it (the compile
 		// helpers, LinkPTX); optional so that a driver without it still tunes.
-		{"cuLinkCreate", &a.cuLinkCreate, 0, true},
-		{"cuLinkAddData", &a.cuLinkAddData, 0, true},
-		{"cuLinkComplete", &a.cuLinkComplete, 0, true},
-		{"cuLinkDestroy", &a.cuLinkDestroy, 0, true},
+		{"cuLinkCreate", &a.cuLinkCreate, 12000, true},
+		{"cuLinkAddData", &a.cuLinkAddData, 12000, true},
+		{"cuLinkComplete", &a.cuLinkComplete, 12000, true},
+		{"cuLinkDestroy", &a.cuLinkDestroy, 12000, true},
 		{"cuModuleGetFunction", &a.cuModuleGetFunction, 0, false},
 		{"cuFuncGetAttribute", &a.cuFuncGetAttribute, 0, false},
 		{"cuFuncSetAttribute", &a.cuFuncSetAttribute, 0, false},
