@@ -28,6 +28,10 @@ cache=$p-cubins
 for n in rms-today rms-pool all-today all-cold all-warm; do rm -f "$p-$n.db" "$p-$n.db-wal" "$p-$n.db-shm"; done
 rm -rf "$cache"
 rows='rmsnorm_bwd,layernorm_bwd,softmax_bwd'
+# DTYPES=f32 limits the whole-preset runs to one dtype (a third of the
+# time), for a device session that cannot spend 12 minutes on them.
+dtypes=()
+[ -n "${DTYPES:-}" ] && dtypes=(--dtype "$DTYPES")
 today_flags=(--compile-helpers 0 --no-abandon)
 [ "$base" != "$tune" ] && today_flags=()
 
@@ -45,9 +49,9 @@ timed() { # timed NAME COMMAND...: run, keep the output, record seconds and exit
 
 timed rms-today "$base" --kernel rmsnorm_bwd --shapes m=2048,n=1536 --dtype f32 "${today_flags[@]}" --db "$p-rms-today.db"
 timed rms-pool  "$tune" --kernel rmsnorm_bwd --shapes m=2048,n=1536 --dtype f32 --cubin-cache "$cache-rms" --db "$p-rms-pool.db"
-timed all-today "$base" --kernel "$rows" --shapes qwen1.5b "${today_flags[@]}" --db "$p-all-today.db"
-timed all-cold  "$tune" --kernel "$rows" --shapes qwen1.5b --cubin-cache "$cache" --db "$p-all-cold.db"
-timed all-warm  "$tune" --kernel "$rows" --shapes qwen1.5b --cubin-cache "$cache" --db "$p-all-warm.db"
+timed all-today "$base" --kernel "$rows" --shapes qwen1.5b "${dtypes[@]}" "${today_flags[@]}" --db "$p-all-today.db"
+timed all-cold  "$tune" --kernel "$rows" --shapes qwen1.5b "${dtypes[@]}" --cubin-cache "$cache" --db "$p-all-cold.db"
+timed all-warm  "$tune" --kernel "$rows" --shapes qwen1.5b "${dtypes[@]}" --cubin-cache "$cache" --db "$p-all-warm.db"
 grep -h "compile pool" "$p"-*.out
 
 python3 - "$p" <<'PY'
