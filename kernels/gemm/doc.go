@@ -55,11 +55,18 @@
 // 1024, k16 = 32 bytes; MN-major with imm-trans: LBO 8 KB between 64-wide
 // atoms, SBO 1024, k16 = 2048 bytes), scale-d 0 on the split's first
 // k16, commit + wait_group 0, then lane 0 of each warp arrives on the
-// slot's empty barrier (count 4·consumers). TMA zero-fills the tails;
-// the epilogue stores pairs from the accumulator layout, masked at the
-// edges (f32 into the workspace with split-K). Clusters with multicast,
-// persistent grids and the TMA-store epilogue are not emitted yet (a
-// rule keeps them out of the space). wgmma.go has the layouts.
+// slot's empty barrier (count 4·consumers). TMA zero-fills the tails.
+// epilogue=direct stores pairs from the accumulator layout, masked at the
+// edges (f32 into the workspace with split-K); epilogue=tma writes each
+// consumer's rows, rounded to the output dtype, into its own staging tile
+// after the ring (128B swizzle, conflict-free st.shared), fences the
+// async proxy, meets its warpgroup at named barrier 1 + consumer
+// (bar.sync id, 128), and one thread issues TMA stores of 128-byte-wide
+// boxes that the tensor map clips at C's edges; the staging tile is
+// waited for (wait_group.read 0) only before it is written again, so the
+// store drains under the next tile's k-loop in a persistent grid.
+// Clusters with multicast are not emitted yet (a rule keeps them out of
+// the space). wgmma.go and wgmma_store.go have the layouts.
 //
 // # Split-K
 //
@@ -92,7 +99,7 @@
 //   - tile order and persistence only past one wave (within one, every
 //     order is the same run): order=m persistent=0 there; past it,
 //     persistent=1 exactly with order=grouped.
-//   - wgmma: cluster=1 and epilogue=direct until those are emitted.
+//   - wgmma: cluster=1 until clusters are emitted.
 //
 // # Validation
 //
