@@ -111,5 +111,3 @@ func (st *stager) store(t tile, acc [][]ptx.Reg) {
 		k.BulkCommit()
 	})
 }
-
-
