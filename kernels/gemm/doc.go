@@ -81,10 +81,13 @@
 //   - sync path: cluster=1, multicast=0, persistent=0, epilogue=direct,
 //     regsplit=0 (sm_80 has none of these).
 //   - tile shape: sync tiles at most 128×128 with bk=32; wgmma bk=64, 64 or
-//     128 rows per consumer, bm and bn ≥ 128, bn a multiple of 64 (a
-//     128-byte swizzled TMA box of the MN-major B is 64 elements wide).
-//   - warp layout: wgmma takes consumers=2 with regsplit=1; sync takes 8
-//     warps only on 128×128 tiles.
+//     128 rows per consumer, bn a multiple of 64 (a 128-byte swizzled TMA
+//     box of the MN-major B is 64 elements wide); wgmma tiles under
+//     128×128 (64×64, 64×128, 64×192, 128×64) only where 128×128 tiles do
+//     not fill a wave or the reduction is at most 8 k-tiles (latency-bound
+//     skinny shapes, k·v), and with split-K within one wave of CTAs.
+//   - warp layout: wgmma takes regsplit=1 and consumers=2, or consumers=1
+//     on 64-row tiles; sync takes 8 warps only on 128×128 tiles.
 //   - multicast exactly with cluster=2; the cluster divides the tile rows.
 //   - accumulators + 48 registers fit the per-thread cap (240 with the
 //     register split, else 65536/threads, at most 255).
