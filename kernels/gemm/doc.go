@@ -55,11 +55,18 @@
 // 1024, k16 = 32 bytes; MN-major with imm-trans: LBO 8 KB between 64-wide
 // atoms, SBO 1024, k16 = 2048 bytes), scale-d 0 on the split's first
 // k16, commit + wait_group 0, then lane 0 of each warp arrives on the
-// slot's empty barrier (count 4·consumers). TMA zero-fills the tails;
-// the epilogue stores pairs from the accumulator layout, masked at the
-// edges (f32 into the workspace with split-K). Clusters with multicast,
-// persistent grids and the TMA-store epilogue are not emitted yet (a
-// rule keeps them out of the space). wgmma.go has the layouts.
+// slot's empty barrier (count 4·consumers). TMA zero-fills the tails.
+// epilogue=direct stores pairs from the accumulator layout, masked at the
+// edges (f32 into the workspace with split-K); epilogue=tma writes each
+// consumer's rows, rounded to the output dtype, into its own staging tile
+// after the ring (128B swizzle, conflict-free st.shared), fences the
+// async proxy, meets its warpgroup at named barrier 1 + consumer
+// (bar.sync id, 128), and one thread issues TMA stores of 128-byte-wide
+// boxes that the tensor map clips at C's edges; the staging tile is
+// waited for (wait_group.read 0) only before it is written again, so the
+// store drains under the next tile's k-loop in a persistent grid.
+// Clusters with multicast are not emitted yet (a rule keeps them out of
+// the space). wgmma.go and wgmma_store.go have the layouts.
 //
 // # Split-K
 //
@@ -74,10 +81,13 @@
 //   - sync path: cluster=1, multicast=0, persistent=0, epilogue=direct,
 //     regsplit=0 (sm_80 has none of these).
 //   - tile shape: sync tiles at most 128×128 with bk=32; wgmma bk=64, 64 or
-//     128 rows per consumer, bm and bn ≥ 128, bn a multiple of 64 (a
-//     128-byte swizzled TMA box of the MN-major B is 64 elements wide).
-//   - warp layout: wgmma takes consumers=2 with regsplit=1; sync takes 8
-//     warps only on 128×128 tiles.
+//     128 rows per consumer, bn a multiple of 64 (a 128-byte swizzled TMA
+//     box of the MN-major B is 64 elements wide); wgmma tiles under
+//     128×128 (64×64, 64×128, 64×192, 128×64) only where 128×128 tiles do
+//     not fill a wave or the reduction is at most 8 k-tiles (latency-bound
+//     skinny shapes, k·v), and with split-K within one wave of CTAs.
+//   - warp layout: wgmma takes regsplit=1 and consumers=2, or consumers=1
+//     on 64-row tiles; sync takes 8 warps only on 128×128 tiles.
 //   - multicast exactly with cluster=2; the cluster divides the tile rows.
 //   - accumulators + 48 registers fit the per-thread cap (240 with the
 //     register split, else 65536/threads, at most 255).
@@ -92,7 +102,7 @@
 //   - tile order and persistence only past one wave (within one, every
 //     order is the same run): order=m persistent=0 there; past it,
 //     persistent=1 exactly with order=grouped.
-//   - wgmma: cluster=1 and epilogue=direct until those are emitted.
+//   - wgmma: cluster=1 until clusters are emitted.
 //
 // # Validation
 //

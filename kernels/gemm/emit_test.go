@@ -132,3 +132,26 @@ func TestGoldenWgmma(t *testing.T) {
 	}
 	ptxtest.Golden(t, *update, "wgmma_dw_bf16.ptx", prog.PTX)
 }
+
+// TestGoldenWgmmaTMAStore pins the PTX of a persistent dX variant with
+// the TMA-store epilogue: the staging tile in the 128B swizzle, the
+// consumers' named barriers 1 and 2, the bulk group waited for (.read)
+// before the staging tile is rewritten and before exit.
+func TestGoldenWgmmaTMAStore(t *testing.T) {
+	f := Families()[0]
+	s := variants.ShapeOf(Shape{M: 1100, N: 72, K: 2056, Grad: DX, DType: dtype.BF16})
+	p := Params{MMA: WGMMA, BM: 128, BN: 128, BK: 64, Stages: 2, Consumers: 2, Cluster: 1, SplitK: 1, Order: Grouped, Persistent: true, Epilogue: TMAStore, RegSplit: true}
+	prog, err := f.Emit(s, variants.Encode(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, probs := ptxtest.Labels(prog.PTX); len(probs) > 0 {
+		t.Errorf("labels: %v", probs)
+	}
+	for _, want := range []string{"bar.sync 1, 128;", "bar.sync 2, 128;", "cp.async.bulk.wait_group.read 0;", "fence.proxy.async.shared::cta;"} {
+		if !strings.Contains(prog.PTX, want) {
+			t.Errorf("missing %q", want)
+		}
+	}
+	ptxtest.Golden(t, *update, "wgmma_dx_tma_bf16.ptx", prog.PTX)
+}

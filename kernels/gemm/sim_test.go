@@ -133,3 +133,23 @@ func TestWgmmaOnInterpreter(t *testing.T) {
 		t.Logf("%s %v: %d variants, %s", c.spec, c.dt, n, sweep.Describe(3))
 	}
 }
+
+// TestWgmmaTMAStoreOnInterpreter runs the epilogue=tma variants of
+// wgmmaShapes: staging tile in the 128B swizzle, named barriers per
+// consumer warpgroup, TMA stores clipped at the tails (bf16, f16 and f32
+// outputs), persistent grids reusing the staging tile. Every persistent
+// variant and one in two of the others (all with GRADTUNE_SWEEP=full).
+func TestWgmmaTMAStoreOnInterpreter(t *testing.T) {
+	for _, c := range wgmmaShapes {
+		i := 0
+		keep := func(p gemm.Params) bool {
+			if p.MMA != gemm.WGMMA || p.Epilogue != gemm.TMAStore {
+				return false
+			}
+			i++
+			return p.Persistent || sweep.TakeKeyed(c.spec+"/tma", i, 2)
+		}
+		n := simRun(t, c.spec, c.dt, keep)
+		t.Logf("%s %v: %d variants, %s", c.spec, c.dt, n, sweep.Describe(2))
+	}
+}

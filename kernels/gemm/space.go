@@ -9,12 +9,13 @@ import (
 
 // Limits the rules enforce.
 const (
-	numSMs      = 132        // H200 multiprocessors: what "one wave" means in the rules
-	smemMax     = 227 * 1024 // dynamic shared memory per CTA on sm_90 (sm_80: 163 KB, see syncSmemMax)
-	syncSmemMax = 163 * 1024 // on sm_80, which the sync path also targets
-	smemSlack   = 1024       // to round the dynamic shared base up to 1024 bytes (128B swizzle)
-	regOverhead = 48         // registers besides the accumulators (addresses, counters, descriptors)
-	groupRows   = 8          // tile rows per group of the grouped order
+	numSMs        = 132        // H200 multiprocessors: what "one wave" means in the rules
+	smemMax       = 227 * 1024 // dynamic shared memory per CTA on sm_90 (sm_80: 163 KB, see syncSmemMax)
+	syncSmemMax   = 163 * 1024 // on sm_80, which the sync path also targets
+	smemSlack     = 1024       // to round the dynamic shared base up to 1024 bytes (128B swizzle)
+	regOverhead   = 48         // registers besides the accumulators (addresses, counters, descriptors)
+	groupRows     = 8          // tile rows per group of the grouped order
+	smallTileMaxK = 8          // wgmma tiles under 128×128 also for reductions this short (k-tiles)
 )
 
 // splitKs are the split-K factors.
@@ -34,8 +35,8 @@ func (def) Space(s Shape) variants.Typed[Params] {
 		Values: map[string][]string{"mma": paths, "splitk": splitKs},
 		Rules: []variants.Rule[Params]{
 			rule("sync path has no cluster, multicast, persistent grid, TMA epilogue or register split", syncFeatures),
-			rule("tile shape the path supports", tileShape),
-			rule("warp layout: wgmma two consumers with a register split; sync 8 warps on 128×128 tiles", warpLayout),
+			rule("tile shape the path supports; wgmma tiles under 128×128 only for skinny C or short reductions", tileShape),
+			rule("warp layout: wgmma two consumers (one on 64-row tiles) with a register split; sync 8 warps on 128×128 tiles", warpLayout),
 			rule("multicast exactly with a cluster", multicast),
 			rule("clusters pair tile rows", clusterRows),
 			rule("accumulators fit in registers", registers),
@@ -45,7 +46,7 @@ func (def) Space(s Shape) variants.Typed[Params] {
 			rule("split-K workspace within u32 indexing", workspaceSize),
 			rule("split-K partials are stored directly", splitEpilogue),
 			rule("tile order and persistence past one wave only; persistent grids grouped", tileOrder),
-			rule("wgmma path emits no cluster or TMA epilogue yet", wgmmaFeatures),
+			rule("wgmma path emits no cluster yet", wgmmaFeatures),
 		},
 	}
 }
@@ -68,18 +69,26 @@ func syncFeatures(_ problem, p Params) error {
 
 // wgmmaFeatures: what the wgmma emission does not write yet.
 func wgmmaFeatures(_ problem, p Params) error {
-	if p.MMA == WGMMA && (p.Cluster != 1 || p.Epilogue != Direct) {
-		return fmt.Errorf("mma=wgmma takes cluster=1 epilogue=direct (the others are not emitted yet)")
+	if p.MMA == WGMMA && p.Cluster != 1 {
+		return fmt.Errorf("mma=wgmma takes cluster=1 (clusters are not emitted yet)")
 	}
 	return nil
 }
 
 // tileShape: sync tiles are at most 128×128 with bk=32 (warp tiles of
 // 16-multiples); wgmma tiles are one or two m64 rows of wgmma per consumer,
-// at least 128×128 (small-N wgmma runs far below peak), columns in
-// 64-element atoms (B is MN-major: a 128-byte swizzled TMA box is 64
-// elements wide) and bk=64 (one 128-byte swizzle row of a K-major A).
-func tileShape(_ problem, p Params) error {
+// columns in 64-element atoms (B is MN-major: a 128-byte swizzled TMA box
+// is 64 elements wide) and bk=64 (one 128-byte swizzle row of a K-major
+// A). Tiles under 128×128 (small-N wgmma runs below peak) only where
+// latency, not MMA throughput, bounds the run: when 128×128 tiles leave
+// SMs idle (skinny C: more, smaller tiles and deeper split-K) or the
+// reduction is at most smallTileMaxK k-tiles (each tile's prologue and
+// epilogue dominate; smaller tiles spread them over more SMs). Such a
+// tile is smaller than 128×128 in area (64×256 and 256×64 make as many
+// tiles as 128×128 with less reuse), and with split-K its CTAs stay
+// within one wave (past it, a larger tile runs the same split in the
+// same waves with less traffic).
+func tileShape(g problem, p Params) error {
 	switch p.MMA {
 	case Sync:
 		if p.BM > 128 || p.BN > 128 || p.BK != 32 {
@@ -87,8 +96,19 @@ func tileShape(_ problem, p Params) error {
 		}
 	case WGMMA:
 		rows := p.BM / p.Consumers
-		if p.BK != 64 || rows != 64 && rows != 128 || p.BN%64 != 0 || p.BM < 128 || p.BN < 128 {
-			return fmt.Errorf("mma=wgmma needs bk=64, 64 or 128 rows per consumer, bm and bn at least 128, bn a multiple of 64 (bm=%d consumers=%d bn=%d bk=%d)", p.BM, p.Consumers, p.BN, p.BK)
+		if p.BK != 64 || rows != 64 && rows != 128 || p.BN%64 != 0 {
+			return fmt.Errorf("mma=wgmma needs bk=64, 64 or 128 rows per consumer, bn a multiple of 64 (bm=%d consumers=%d bn=%d bk=%d)", p.BM, p.Consumers, p.BN, p.BK)
+		}
+		t128 := gen.CeilDiv(g.r, 128) * gen.CeilDiv(g.c, 128)
+		if small := p.BM < 128 || p.BN < 128; small {
+			switch {
+			case t128 >= numSMs && kTiles(g, p) > smallTileMaxK:
+				return fmt.Errorf("mma=wgmma %d×%d tiles: 128×128 tiles already fill a wave (%d) over %d k-tiles", p.BM, p.BN, t128, kTiles(g, p))
+			case p.BM*p.BN >= 128*128:
+				return fmt.Errorf("mma=wgmma %d×%d tiles: no smaller than 128×128", p.BM, p.BN)
+			case p.SplitK > 1 && tiles(g, p)*p.SplitK > numSMs:
+				return fmt.Errorf("mma=wgmma %d×%d tiles with splitk=%d: %d CTAs, past one wave", p.BM, p.BN, p.SplitK, tiles(g, p)*p.SplitK)
+			}
 		}
 	}
 	return nil
@@ -96,12 +116,13 @@ func tileShape(_ problem, p Params) error {
 
 // warpLayout: wgmma runs a producer and two consumer warpgroups, whose
 // 384 threads hold large accumulators only with the register split (the
-// ladder's step 5); sync runs 8 warps only on 128×128 tiles (warp tiles of
-// 64×32), 4 warps otherwise.
+// ladder's step 5), or one consumer on a 64-row tile (one m64 block);
+// sync runs 8 warps only on 128×128 tiles (warp tiles of 64×32), 4 warps
+// otherwise.
 func warpLayout(_ problem, p Params) error {
 	switch {
-	case p.MMA == WGMMA && (p.Consumers != 2 || !p.RegSplit):
-		return fmt.Errorf("mma=wgmma takes consumers=2 regsplit=1")
+	case p.MMA == WGMMA && (p.Consumers != 2 && p.BM != 64 || p.Consumers != 1 && p.BM == 64 || !p.RegSplit):
+		return fmt.Errorf("mma=wgmma takes regsplit=1 and consumers=2, or consumers=1 with bm=64")
 	case p.MMA == Sync && p.Consumers == 2 && (p.BM != 128 || p.BN != 128):
 		return fmt.Errorf("mma=sync takes consumers=2 only with 128×128 tiles")
 	}

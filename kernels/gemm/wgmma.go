@@ -46,6 +46,7 @@ type wgKernel struct {
 	stage   int // bytes of one slot
 	rowsPC  int // tile rows per consumer
 	mBlocks int // m64 blocks per consumer
+	stgOff  int // offset of the TMA-store staging tile (epilogue=tma)
 	bars    int // offset of the full barriers; the empty ones follow
 }
 
@@ -59,8 +60,11 @@ func consumerRegs(consumers int) int {
 
 // emitWgmma writes the wgmma path's program.
 func emitWgmma(s Shape, g problem, p Params) (kernels.Program, error) {
-	if p.Cluster != 1 || p.Epilogue != Direct {
-		return kernels.Program{}, fmt.Errorf("mma=wgmma: cluster=%d epilogue=%s are not emitted yet", p.Cluster, p.Epilogue)
+	if p.Cluster != 1 {
+		return kernels.Program{}, fmt.Errorf("mma=wgmma: cluster=%d is not emitted yet", p.Cluster)
+	}
+	if p.Epilogue == TMAStore && p.SplitK > 1 {
+		return kernels.Program{}, fmt.Errorf("mma=wgmma: split-K partials are stored directly")
 	}
 	m := ptx.NewModule()
 	wk := &wgKernel{g: g, p: p}
@@ -69,7 +73,11 @@ func emitWgmma(s Shape, g problem, p Params) (kernels.Program, error) {
 	wk.mBlocks = wk.rowsPC / 64
 	wk.aBytes = p.BM * 128
 	wk.stage = wk.aBytes + p.BN*128
-	wk.bars = p.Stages * wk.stage
+	wk.stgOff = p.Stages * wk.stage
+	wk.bars = wk.stgOff
+	if p.Epilogue == TMAStore {
+		wk.bars += p.BM * p.BN * g.od.Size()
+	}
 	wk.body()
 	var red string
 	if p.SplitK > 1 {
@@ -81,14 +89,17 @@ func emitWgmma(s Shape, g problem, p Params) (kernels.Program, error) {
 		return kernels.Program{}, fmt.Errorf("building: %w", err)
 	}
 	prog := kernels.Program{PTX: mod.String()}
-	out := g.out
-	if p.SplitK > 1 {
-		out = workspace
+	outArg := kernels.Arg{Buffer: g.out}
+	switch {
+	case p.SplitK > 1:
+		outArg.Buffer = workspace
 		prog.Buffers = []kernels.Buffer{workspaceBuffer(g, p.SplitK)}
+	case p.Epilogue == TMAStore:
+		outArg = kernels.Arg{TensorMap: cMap(g, p)}
 	}
 	main := kernels.Launch{Entry: entry(s, "wgmma"), Grid: [3]int{tiles(g, p) * p.SplitK, 1, 1},
 		Block: [3]int{wk.threads(), 1, 1}, SharedBytes: smemBytes(g, p, p.Stages),
-		Args: []kernels.Arg{{TensorMap: aMap(g, p)}, {TensorMap: bMap(g)}, {Buffer: out}}}
+		Args: []kernels.Arg{{TensorMap: aMap(g, p)}, {TensorMap: bMap(g)}, outArg}}
 	if p.Persistent {
 		main.Grid[0], main.GridPerSM = 0, 1
 	}
@@ -118,6 +129,15 @@ func bMap(g problem) *kernels.TensorMap {
 		Box: []int{64, 64}, Swizzle: 128}
 }
 
+// cMap is the output's tensor map for the TMA-store epilogue: C as {c, r}
+// elements in boxes of one swizzle atom's width (128 bytes: 64 16-bit or
+// 32 f32 columns) by a consumer's rows, 128B swizzle. The box is clipped
+// at C's edges, so tails need no masks.
+func cMap(g problem, p Params) *kernels.TensorMap {
+	return &kernels.TensorMap{Buffer: g.out, DType: g.od, Dims: []int{g.c, g.r}, Strides: []int{g.c * g.od.Size()},
+		Box: []int{128 / g.od.Size(), p.BM / p.Consumers}, Swizzle: 128}
+}
+
 // body writes the kernel: barriers, then the producer and consumer
 // warpgroups.
 func (wk *wgKernel) body() {
@@ -127,7 +147,13 @@ func (wk *wgKernel) body() {
 		k.MaxNReg(min(255, 65536/wk.threads()/8*8))
 	}
 	tmA, tmB := k.TensorMapParam("a"), k.TensorMapParam("b")
-	c := gen.Param(k, "c")
+	var c ptx.Reg
+	var tmC ptx.Sym
+	if p.Epilogue == TMAStore {
+		tmC = k.TensorMapParam("c")
+	} else {
+		c = gen.Param(k, "c")
+	}
 	dyn := k.DynamicShared("smem", 16)
 	k.Comment("tiles start on 1024 bytes (128B swizzle atoms): round the dynamic base up")
 	base := k.And(ptx.B32, k.Add(ptx.U32, k.Mov(ptx.U32, dyn), ptx.Imm(1023)), ptx.Imm(-1024))
@@ -163,10 +189,20 @@ func (wk *wgKernel) body() {
 			acc[i] = k.WgmmaAcc(p.BN)
 		}
 		r := wk.newRing()
+		if p.Epilogue != TMAStore {
+			wk.forTiles(func(t tile) {
+				wk.consumer(base, t, cw, acc, r)
+				wk.epilogue(c, t, cw, l, acc)
+			})
+			return
+		}
+		st := wk.newStager(base, tmC, cw, l)
 		wk.forTiles(func(t tile) {
 			wk.consumer(base, t, cw, acc, r)
-			wk.epilogue(c, t, cw, l, acc)
+			st.store(t, acc)
 		})
+		k.Comment("the last store must have read the staging tile before the CTA exits")
+		k.If(st.elected, func() { k.BulkWait(0, true) })
 	})
 }
 

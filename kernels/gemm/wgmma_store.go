@@ -1,0 +1,113 @@
+package gemm
+
+import (
+	"github.com/gradtune/gradtune/dtype"
+	"github.com/gradtune/gradtune/kernels/ptx"
+)
+
+// The TMA-store epilogue (epilogue=tma). Consumer cw owns a staging tile
+// of its rowsPC×BN outputs in shared memory after the ring, at
+// stgOff + cw·rowsPC·BN·size: atoms of 128-byte rows (64 16-bit or 32
+// f32 columns of C) by rowsPC rows, each 1024-byte aligned and written in
+// the 128B swizzle the output's tensor map reads (16-byte chunk q of row
+// r at (q ^ r%8)·16). Per tile:
+//
+//  1. thread 0 of the warpgroup waits until its previous store has read
+//     the staging tile (cp.async.bulk.wait_group.read 0), and the
+//     warpgroup meets at named barrier 1 + cw (bar.sync 1+cw, 128);
+//  2. every thread writes its accumulator pairs (rounded to the output
+//     dtype) with st.shared: a warp's eight rows of one 8-column group
+//     land in eight distinct chunks, so the stores are free of bank
+//     conflicts; then fence.proxy.async.shared::cta and the barrier again;
+//  3. thread 0 issues one TMA store per atom (box {atom columns, rowsPC},
+//     clipped by the tensor map at C's edges) and commits them as one
+//     bulk group.
+//
+// The consumer goes on to the next tile's k-loop at once: the store
+// drains while the next tile's wgmma runs (persistent grids), and the
+// staging tile is waited for only before it is written again.
+type stager struct {
+	wk       *wgKernel
+	tm       ptx.Reg // the output's tensor map (generic address)
+	stg      ptx.Reg // this consumer's staging tile
+	cw       ptx.Reg
+	first    ptx.Reg // cw == 0 (the barrier id is an immediate: one branch per consumer)
+	elected  ptx.Reg // thread 0 of the warpgroup
+	addr     []ptx.Reg
+	atomCols int
+}
+
+// newStager computes the thread's staging addresses: for the 8-column
+// group g of an atom, row 16w + lane/4 of the consumer's rows, the
+// thread's pair at column 8g + 2·(lane%4), swizzled.
+func (wk *wgKernel) newStager(base ptx.Reg, tmC ptx.Sym, cw, l ptx.Reg) *stager {
+	k, p := wk.k, wk.p
+	osz := wk.g.od.Size()
+	st := &stager{wk: wk, cw: cw, atomCols: 128 / osz}
+	st.tm = k.TensorMapAddr(tmC)
+	st.stg = k.Add(ptx.U32, k.Mad(ptx.U32, cw, ptx.Imm(wk.rowsPC*p.BN*osz), base), ptx.Imm(wk.stgOff))
+	st.first = k.Setp("eq", ptx.U32, cw, ptx.Imm(0))
+	st.elected = k.Setp("eq", ptx.U32, l, ptx.Imm(0))
+	lane := k.And(ptx.U32, l, ptx.Imm(31))
+	swz := k.Shr(ptx.U32, lane, ptx.Imm(2)) // the row's index within its 8-row swizzle atom
+	row := k.Add(ptx.U32, k.Shl(ptx.U32, k.Shr(ptx.U32, l, ptx.Imm(5)), ptx.Imm(4)), swz)
+	rowAddr := k.Mad(ptx.U32, row, ptx.Imm(128), st.stg)
+	tb := k.Mul(ptx.U32, k.And(ptx.U32, lane, ptx.Imm(3)), ptx.Imm(2*osz))
+	for g := range st.atomCols / 8 {
+		b := k.Add(ptx.U32, tb, ptx.Imm(8*osz*g))
+		chunk := k.Xor(ptx.U32, k.Shr(ptx.U32, b, ptx.Imm(4)), swz)
+		off := k.Or(ptx.B32, k.Shl(ptx.U32, chunk, ptx.Imm(4)), k.And(ptx.B32, b, ptx.Imm(15)))
+		st.addr = append(st.addr, k.Add(ptx.U32, rowAddr, off))
+	}
+	return st
+}
+
+// barrier is bar.sync 1+cw, 128: the consumer warpgroup alone.
+func (st *stager) barrier() {
+	k := st.wk.k
+	bar := func(id int) func() { return func() { k.Raw(90, 80, "bar.sync", ptx.Imm(id), ptx.Imm(128)) } }
+	if st.wk.p.Consumers == 1 {
+		bar(1)()
+		return
+	}
+	k.IfElse(st.first, bar(1), bar(2))
+}
+
+// store writes tile t's accumulators through the staging tile.
+func (st *stager) store(t tile, acc [][]ptx.Reg) {
+	wk := st.wk
+	k, p, od := wk.k, wk.p, wk.g.od
+	k.Comment("TMA-store epilogue: the previous store has read the staging tile")
+	k.If(st.elected, func() { k.BulkWait(0, true) })
+	st.barrier()
+	gpa := st.atomCols / 8 // 8-column groups per atom
+	atomBytes := wk.rowsPC * 128
+	for mb := range acc {
+		for h := range 2 {
+			dr := 64*mb + 8*h
+			for j := range p.BN / 8 {
+				at := ptx.At(st.addr[j%gpa], int64(j/gpa*atomBytes+dr*128))
+				v0, v1 := acc[mb][4*j+2*h], acc[mb][4*j+2*h+1]
+				if od == dtype.F32 {
+					k.St(ptx.Shared, ptx.F32, at, []ptx.Reg{v0, v1})
+					continue
+				}
+				pt := ptx.F16x2
+				if od == dtype.BF16 {
+					pt = ptx.BF16x2
+				}
+				k.St(ptx.Shared, ptx.B32, at, []ptx.Reg{k.PackHalf2(pt, v1, v0)})
+			}
+		}
+	}
+	k.FenceProxyAsync()
+	st.barrier()
+	row := k.Mad(ptx.U32, st.cw, ptx.Imm(wk.rowsPC), t.row0)
+	k.If(st.elected, func() {
+		for a := range p.BN / st.atomCols {
+			col := k.Add(ptx.U32, t.col0, ptx.Imm(a*st.atomCols))
+			k.TmaStore(st.tm, []ptx.Operand{col, row}, ptx.At(st.stg, int64(a*atomBytes)))
+		}
+		k.BulkCommit()
+	})
+}
