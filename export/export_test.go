@@ -137,13 +137,13 @@ func TestBuildRefuses(t *testing.T) {
 		t.Errorf("two GPUs: err = %v, want ErrMixedGPUs", err)
 	}
 	set = load(t, "h200-pool.db", results.Options{})
-	set.Shapes[0].Kernel = "nf4_gemm_bwd"
+	set.Shapes[0].Kernel = "no_such_kernel"
 	tb, err = Build(set)
 	if err != nil || len(tb.Entries) != 3 || len(tb.Skipped) != 1 || !strings.Contains(tb.Skipped[0], "unknown kernel") {
 		t.Errorf("one unknown kernel: %v, skipped %q", err, tb.Skipped)
 	}
 	for _, sh := range set.Shapes {
-		sh.Kernel = "nf4_gemm_bwd"
+		sh.Kernel = "no_such_kernel"
 	}
 	if _, err := Build(set); !errors.Is(err, results.ErrNoResults) || !strings.Contains(err.Error(), "unknown kernel") {
 		t.Errorf("only unknown kernels: err = %v", err)
