@@ -2,6 +2,8 @@ package kernels
 
 import (
 	"math"
+	"runtime"
+	"sync"
 
 	"github.com/gradtune/gradtune/dtype"
 )
@@ -76,4 +78,26 @@ func StoreTol(t Tolerance, dt dtype.DType) Tolerance {
 		return Tolerance{Atol: t.Atol * (1 + dt.Epsilon()), Rtol: t.Rtol + dt.Epsilon()*(1+t.Rtol)}
 	}
 	return t
+}
+
+// ParallelRows calls row(i) for every i in [0, n) from GOMAXPROCS
+// goroutines and returns when all are done: references whose rows are
+// independent (a GEMM's) compute them in parallel.
+func ParallelRows(n int, row func(i int)) {
+	rows := make(chan int, n)
+	for i := range n {
+		rows <- i
+	}
+	close(rows)
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range rows {
+				row(i)
+			}
+		}()
+	}
+	wg.Wait()
 }

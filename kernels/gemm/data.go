@@ -2,8 +2,6 @@ package gemm
 
 import (
 	"math"
-	"runtime"
-	"sync"
 
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
@@ -49,22 +47,7 @@ func (def) Reference(s Shape, in map[string][]float64) map[string][]float64 {
 	p := problemOf(s)
 	a, b := in["dy"], in[p.b.buf]
 	out := make([]float64, p.r*p.c)
-	rows := make(chan int, p.r)
-	for i := range p.r {
-		rows <- i
-	}
-	close(rows)
-	var wg sync.WaitGroup
-	for range runtime.GOMAXPROCS(0) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range rows {
-				refRow(p, a, b, out[i*p.c:(i+1)*p.c], i)
-			}
-		}()
-	}
-	wg.Wait()
+	kernels.ParallelRows(p.r, func(i int) { refRow(p, a, b, out[i*p.c:(i+1)*p.c], i) })
 	if s.exact() {
 		for i, v := range out {
 			out[i] = p.od.Round(v)

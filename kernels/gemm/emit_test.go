@@ -7,6 +7,7 @@ import (
 
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/kernels/gen"
 	"github.com/gradtune/gradtune/kernels/internal/ptxtest"
 	"github.com/gradtune/gradtune/variants"
 )
@@ -86,7 +87,7 @@ func TestSwizzle(t *testing.T) {
 			for c := range chunks {
 				seen := map[int]bool{}
 				for r := r0; r < r0+8; r++ {
-					byteOff := r*cols*2 + swizzleGo(r, c, chunks)*16
+					byteOff := r*cols*2 + gen.SwizzledChunk(r, c, chunks)*16
 					seen[byteOff/16%8] = true
 				}
 				if len(seen) != 8 {

@@ -1,6 +1,7 @@
 package gemm
 
 import (
+	"github.com/gradtune/gradtune/kernels/gen"
 	"github.com/gradtune/gradtune/kernels/ptx"
 )
 
@@ -35,9 +36,9 @@ func newLoader(k *ptx.Func, o operand, base, tid, at0, kt0 ptx.Reg, tileMN, bk, 
 	}
 	chunks := ld.cols / 8
 	ld.n, ld.step = ld.rows*chunks/threads, threads/chunks
-	rr0 := k.Shr(ptx.U32, tid, ptx.Imm(log2(chunks)))
+	rr0 := k.Shr(ptx.U32, tid, ptx.Imm(gen.Log2(chunks)))
 	cc := k.And(ptx.U32, tid, ptx.Imm(chunks-1))
-	ld.sOff = tileOffset(k, rr0, cc, ld.cols)
+	ld.sOff = gen.SwizzledTileOffset(k, rr0, cc, ld.cols)
 	c8 := k.Shl(ptx.U32, cc, ptx.Imm(3))
 	kbase := k.Mul(ptx.U32, kt0, ptx.Imm(bk))
 	// The global row and column of chunk 0 at k-tile kt0.
@@ -82,12 +83,4 @@ func (ld *loader) load(dst, kbase ptx.Reg) {
 		k.Raw(80, 70, "cp.async.cg.shared.global", ptx.At(d, int64(i*ld.step*ld.cols*2)), ptx.At(src, 0), ptx.Imm(16), size)
 	}
 	k.MovTo(ld.ptr, k.Add(ptx.U64, ld.ptr, ptx.Imm(ld.kStride)))
-}
-
-func log2(n int) int {
-	b := 0
-	for 1<<b < n {
-		b++
-	}
-	return b
 }

@@ -14,7 +14,7 @@ func (sk *syncKernel) body() {
 	tid := k.Mov(ptx.U32, ptx.TidX)
 	sk.lane = k.And(ptx.U32, tid, ptx.Imm(31))
 	warp := k.Shr(ptx.U32, tid, ptx.Imm(5))
-	sk.wr = k.Shr(ptx.U32, warp, ptx.Imm(log2(sk.wn)))
+	sk.wr = k.Shr(ptx.U32, warp, ptx.Imm(gen.Log2(sk.wn)))
 	sk.wc = k.And(ptx.U32, warp, ptx.Imm(sk.wn-1))
 	t := tileOf(k, g, p, k.Mov(ptx.U32, ptx.CtaidX))
 	la := newLoader(k, g.a, a, tid, t.row0, t.kt0, p.BM, p.BK, g.r, g.l, sk.threads())
@@ -80,10 +80,10 @@ func (sk *syncKernel) fragOffsets() (aOff, bOff [][]ptx.Reg) {
 		for kk := range p.BK / 16 {
 			if sk.g.a.kMajor {
 				m := k.Add(ptx.U32, k.Add(ptx.U32, wrow, lo), ptx.Imm(16*mi))
-				row = append(row, tileOffset(k, m, k.Add(ptx.U32, i1, ptx.Imm(2*kk)), p.BK))
+				row = append(row, gen.SwizzledTileOffset(k, m, k.Add(ptx.U32, i1, ptx.Imm(2*kk)), p.BK))
 			} else {
 				ch := k.Add(ptx.U32, k.Shr(ptx.U32, wrow, ptx.Imm(3)), k.Add(ptx.U32, i0, ptx.Imm(2*mi)))
-				row = append(row, tileOffset(k, k.Add(ptx.U32, hi, ptx.Imm(16*kk)), ch, p.BM))
+				row = append(row, gen.SwizzledTileOffset(k, k.Add(ptx.U32, hi, ptx.Imm(16*kk)), ch, p.BM))
 			}
 		}
 		aOff = append(aOff, row)
@@ -92,7 +92,7 @@ func (sk *syncKernel) fragOffsets() (aOff, bOff [][]ptx.Reg) {
 		var row []ptx.Reg
 		for kk := range p.BK / 16 {
 			ch := k.Add(ptx.U32, k.Shr(ptx.U32, wcol, ptx.Imm(3)), k.Add(ptx.U32, i1, ptx.Imm(2*nj)))
-			row = append(row, tileOffset(k, k.Add(ptx.U32, lo, ptx.Imm(16*kk)), ch, p.BN))
+			row = append(row, gen.SwizzledTileOffset(k, k.Add(ptx.U32, lo, ptx.Imm(16*kk)), ch, p.BN))
 		}
 		bOff = append(bOff, row)
 	}

@@ -3,8 +3,6 @@ package nf4gemm
 import (
 	"fmt"
 	"math"
-	"runtime"
-	"sync"
 
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
@@ -143,31 +141,18 @@ func (gemmDef) Reference(s GEMMShape, in map[string][]float64) map[string][]floa
 	wd := dequantized(s.weight().fromInputs(in), s.DType)
 	dy := in["dy"]
 	out := make([]float64, s.M*s.K)
-	rows := make(chan int, s.M)
-	for i := range s.M {
-		rows <- i
-	}
-	close(rows)
-	var wg sync.WaitGroup
-	for range runtime.GOMAXPROCS(0) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range rows {
-				c := out[i*s.K : (i+1)*s.K]
-				for n := range s.N {
-					a := dy[i*s.N+n]
-					if a == 0 {
-						continue
-					}
-					for j, b := range wd[n*s.K : (n+1)*s.K] {
-						c[j] += a * b
-					}
-				}
+	kernels.ParallelRows(s.M, func(i int) {
+		c := out[i*s.K : (i+1)*s.K]
+		for n := range s.N {
+			a := dy[i*s.N+n]
+			if a == 0 {
+				continue
 			}
-		}()
-	}
-	wg.Wait()
+			for j, b := range wd[n*s.K : (n+1)*s.K] {
+				c[j] += a * b
+			}
+		}
+	})
 	if s.exact() {
 		for i, v := range out {
 			out[i] = s.DType.Round(v)

@@ -135,9 +135,9 @@ func newALoader(k *ptx.Func, base, tid, row0 ptx.Reg, rows, bk, m, n int) *aLoad
 	chunks := bk / 8
 	la := &aLoader{k: k, cols: bk, base: base, ld: 2 * n, bk: bk}
 	la.n, la.step = rows*chunks/syncThreads, syncThreads/chunks
-	rr0 := k.Shr(ptx.U32, tid, ptx.Imm(log2(chunks)))
+	rr0 := k.Shr(ptx.U32, tid, ptx.Imm(gen.Log2(chunks)))
 	cc := k.And(ptx.U32, tid, ptx.Imm(chunks-1))
-	la.sOff = tileOffset(k, rr0, cc, bk)
+	la.sOff = gen.SwizzledTileOffset(k, rr0, cc, bk)
 	grow := k.Add(ptx.U32, row0, rr0)
 	for i := range la.n {
 		la.ok = append(la.ok, k.Setp("lt", ptx.S32, grow, ptx.Imm(m-i*la.step)))
@@ -177,9 +177,9 @@ func newBLoader(sk *syncKernel, d *deq, bufs map[string]ptx.Reg, tid, col0 ptx.R
 	chunks := p.BN / 8
 	lb := &bLoader{sk: sk, d: d, bufs: bufs}
 	lb.n, lb.step = p.BK*chunks/syncThreads, syncThreads/chunks
-	lb.rr0 = k.Shr(ptx.U32, tid, ptx.Imm(log2(chunks)))
+	lb.rr0 = k.Shr(ptx.U32, tid, ptx.Imm(gen.Log2(chunks)))
 	cc := k.And(ptx.U32, tid, ptx.Imm(chunks-1))
-	lb.sOff = tileOffset(k, lb.rr0, cc, p.BN)
+	lb.sOff = gen.SwizzledTileOffset(k, lb.rr0, cc, p.BN)
 	lb.col = k.Add(ptx.U32, col0, k.Shl(ptx.U32, cc, ptx.Imm(3)))
 	lb.colOK = k.Setp("lt", ptx.U32, lb.col, ptx.Imm(sk.s.K))
 	return lb
@@ -225,7 +225,7 @@ func (sk *syncKernel) fragOffsets() (aOff, bOff [][]ptx.Reg) {
 		var row []ptx.Reg
 		for kk := range p.BK / 16 {
 			m := k.Add(ptx.U32, k.Add(ptx.U32, wrow, lo), ptx.Imm(16*mi))
-			row = append(row, tileOffset(k, m, k.Add(ptx.U32, i1, ptx.Imm(2*kk)), p.BK))
+			row = append(row, gen.SwizzledTileOffset(k, m, k.Add(ptx.U32, i1, ptx.Imm(2*kk)), p.BK))
 		}
 		aOff = append(aOff, row)
 	}
@@ -233,7 +233,7 @@ func (sk *syncKernel) fragOffsets() (aOff, bOff [][]ptx.Reg) {
 		var row []ptx.Reg
 		for kk := range p.BK / 16 {
 			ch := k.Add(ptx.U32, k.Shr(ptx.U32, wcol, ptx.Imm(3)), k.Add(ptx.U32, i1, ptx.Imm(2*nj)))
-			row = append(row, tileOffset(k, k.Add(ptx.U32, lo, ptx.Imm(16*kk)), ch, p.BN))
+			row = append(row, gen.SwizzledTileOffset(k, k.Add(ptx.U32, lo, ptx.Imm(16*kk)), ch, p.BN))
 		}
 		bOff = append(bOff, row)
 	}
@@ -300,27 +300,4 @@ func (sk *syncKernel) epilogue(c, row0, col0 ptx.Reg, acc [][][4]ptx.Reg) {
 			}
 		}
 	}
-}
-
-// tileOffset is gemm_bwd's swizzle: the byte offset of 16-byte chunk
-// `chunk` of row `row` in a tile of cols halves per row, the chunk XORed
-// with row bits so that 8 consecutive rows fall in distinct banks.
-func tileOffset(k *ptx.Func, row, chunk ptx.Reg, cols int) ptx.Reg {
-	chunks := cols / 8
-	var mask ptx.Reg
-	if chunks >= 8 {
-		mask = k.And(ptx.U32, row, ptx.Imm(7))
-	} else {
-		mask = k.And(ptx.U32, k.Shr(ptx.U32, row, ptx.Imm(1)), ptx.Imm(chunks-1))
-	}
-	sw := k.Shl(ptx.U32, k.Xor(ptx.U32, chunk, mask), ptx.Imm(4))
-	return k.Mad(ptx.U32, row, ptx.Imm(2*cols), sw)
-}
-
-func log2(n int) int {
-	b := 0
-	for 1<<b < n {
-		b++
-	}
-	return b
 }
