@@ -89,8 +89,9 @@
 //   - warp layout: wgmma takes regsplit=1 and consumers=2, or consumers=1
 //     on 64-row tiles; sync takes 8 warps only on 128×128 tiles.
 //   - multicast exactly with cluster=2; the cluster divides the tile rows.
-//   - accumulators + 48 registers fit the per-thread cap (240 with the
-//     register split, else 65536/threads, at most 255).
+//   - accumulators + 48 registers fit the per-thread cap (what
+//     setmaxnreg.inc gives a consumer under the register split: 232 with
+//     two consumers, 240 with one; else 65536/threads, at most 255).
 //   - shared memory: stages·(BM+BN)·BK·2 (+ the TMA-store tile, barriers
 //     and 1 KB of alignment slack for wgmma) ≤ 227 KB (sync: 163 KB, for
 //     sm_80).
@@ -101,7 +102,9 @@
 //     u32 indexing; split partials stored directly.
 //   - tile order and persistence only past one wave (within one, every
 //     order is the same run): order=m persistent=0 there; past it,
-//     persistent=1 exactly with order=grouped.
+//     persistent=1 takes order=grouped, and order=grouped without
+//     persistence is wgmma only (L2 reuse of a wave's square of tiles).
+//     A persistent grid launches min(132, tiles·splitk) CTAs.
 //   - wgmma: cluster=1 until clusters are emitted.
 //
 // # Validation

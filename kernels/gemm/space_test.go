@@ -84,7 +84,7 @@ func TestRules(t *testing.T) {
 		"split-K only below one wave, each split at least two k-tiles",
 		"split-K workspace within u32 indexing",
 		"split-K partials are stored directly",
-		"tile order and persistence past one wave only; persistent grids grouped",
+		"tile order and persistence past one wave only; persistent grids grouped, sync grids m or n",
 		"wgmma path emits no cluster yet",
 	}
 	if !slices.Equal(names, want) {

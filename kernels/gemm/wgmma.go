@@ -101,7 +101,11 @@ func emitWgmma(s Shape, g problem, p Params) (kernels.Program, error) {
 		Block: [3]int{wk.threads(), 1, 1}, SharedBytes: smemBytes(g, p, p.Stages),
 		Args: []kernels.Arg{{TensorMap: aMap(g, p)}, {TensorMap: bMap(g)}, outArg}}
 	if p.Persistent {
-		main.Grid[0], main.GridPerSM = 0, 1
+		// One CTA per SM, but never more than there are tiles: the runner
+		// takes min(GridPerSM·SMs, Grid[0]) (a Grid[0] of 0 launched ONE
+		// CTA that walked every tile: the H200's persistent timings of
+		// 300-10000 µs before this).
+		main.GridPerSM = 1
 	}
 	prog.Launches = append(prog.Launches, main)
 	if p.SplitK > 1 {
