@@ -65,8 +65,14 @@
 // boxes that the tensor map clips at C's edges; the staging tile is
 // waited for (wait_group.read 0) only before it is written again, so the
 // store drains under the next tile's k-loop in a persistent grid.
-// Clusters with multicast are not emitted yet (a rule keeps them out of
-// the space). wgmma.go and wgmma_store.go have the layouts.
+// cluster=2 multicast=1 pairs the CTAs of consecutive tile rows of one
+// tile column (.reqnctapercluster 2): each loads its A and the half of
+// every B atom's 64 k-rows that matches its rank (box {64, 32}), with
+// .multicast::cluster into both CTAs' slots; the full barrier expects
+// the whole stage, the empty barriers count both CTAs' consumer warps
+// (each arrives on both through mapa), and barrier.cluster at the start
+// (barriers initialized) and the end (no arrival on an exited CTA).
+// wgmma.go and wgmma_store.go have the layouts.
 //
 // # Split-K
 //
@@ -105,7 +111,10 @@
 //     persistent=1 takes order=grouped, and order=grouped without
 //     persistence is wgmma only (L2 reuse of a wave's square of tiles).
 //     A persistent grid launches min(132, tiles·splitk) CTAs.
-//   - wgmma: cluster=1 until clusters are emitted.
+//   - wgmma clusters (cluster=2 multicast=1) only past one wave, on tiles
+//     of at least 128×128, order m or grouped (a cluster takes two
+//     consecutive tile indices, which share a tile column there), splitk=1
+//     and epilogue=tma.
 //
 // # Validation
 //

@@ -44,7 +44,7 @@ func TestSpaceSizes(t *testing.T) {
 		paths         []string
 		lo, hi, total int
 	}{
-		{[]string{string(WGMMA), string(Sync)}, 15, 100, 400},
+		{[]string{string(WGMMA), string(Sync)}, 15, 100, 450},
 		{[]string{string(Sync)}, 5, 40, 150},
 	} {
 		paths = c.paths
@@ -85,7 +85,7 @@ func TestRules(t *testing.T) {
 		"split-K workspace within u32 indexing",
 		"split-K partials are stored directly",
 		"tile order and persistence past one wave only; persistent grids grouped, sync grids m or n",
-		"wgmma path emits no cluster yet",
+		"wgmma clusters past one wave on 128×128 tiles or larger, order m or grouped, unsplit, TMA store",
 	}
 	if !slices.Equal(names, want) {
 		t.Fatalf("rules\n%q\nwant\n%q", names, want)
