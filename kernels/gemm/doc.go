@@ -111,10 +111,10 @@
 //     persistent=1 takes order=grouped, and order=grouped without
 //     persistence is wgmma only (L2 reuse of a wave's square of tiles).
 //     A persistent grid launches min(132, tiles·splitk) CTAs.
-//   - wgmma clusters (cluster=2 multicast=1) only past one wave, on tiles
-//     of at least 128×128, order m or grouped (a cluster takes two
-//     consecutive tile indices, which share a tile column there), splitk=1
-//     and epilogue=tma.
+//   - wgmma clusters (cluster=2 multicast=1) only on tiles of at least
+//     128×128 and reductions past 8 k-tiles (L2-bound, not latency-bound),
+//     order m or grouped (a cluster takes two consecutive tile indices,
+//     which share a tile column there), splitk=1 and epilogue=tma.
 //
 // # Validation
 //

@@ -154,16 +154,17 @@ func TestWgmmaTMAStoreOnInterpreter(t *testing.T) {
 	}
 }
 
-// clusterShapes have an even number of 128-row tile rows and more than
-// 132 tiles of 128×128, so that cluster=2 points exist: 10×17 tiles with
-// row, column and k tails, in both grads, bf16, f16 and an f32 dW.
+// clusterShapes have an even number of 128-row tile rows and
+// reductions past 8 k-tiles, so that cluster=2 points exist: 10×17 tiles
+// of 128×128 (more than a wave) and 10×9 (within one), with row, column
+// and k tails, in both grads, bf16, f16 and an f32 dW.
 var clusterShapes = []struct {
 	spec string
 	dt   dtype.DType
 }{
-	{"m=1160,n=136,k=2056,grad=dx", dtype.BF16},
-	{"m=200,n=1160,k=2056,grad=dw", dtype.F16},
-	{"m=72,n=1160,k=2056,grad=dw,out=f32", dtype.BF16},
+	{"m=1160,n=584,k=2056,grad=dx", dtype.BF16},
+	{"m=584,n=1160,k=2056,grad=dw", dtype.F16},
+	{"m=520,n=1160,k=1096,grad=dw,out=f32", dtype.BF16},
 }
 
 // TestWgmmaClusterOnInterpreter runs every cluster=2 variant of

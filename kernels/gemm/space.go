@@ -46,7 +46,7 @@ func (def) Space(s Shape) variants.Typed[Params] {
 			rule("split-K workspace within u32 indexing", workspaceSize),
 			rule("split-K partials are stored directly", splitEpilogue),
 			rule("tile order and persistence past one wave only; persistent grids grouped, sync grids m or n", tileOrder),
-			rule("wgmma clusters past one wave on 128×128 tiles or larger, order m or grouped, unsplit, TMA store", wgmmaFeatures),
+			rule("wgmma clusters on 128×128 tiles or larger and reductions past 8 k-tiles, order m or grouped, unsplit, TMA store", wgmmaFeatures),
 		},
 	}
 }
@@ -69,19 +69,21 @@ func syncFeatures(_ problem, p Params) error {
 
 // wgmmaFeatures: a cluster of two CTAs on consecutive tile rows of one
 // tile column shares B by TMA multicast, halving the B tile's L2 reads,
-// which pays where L2 bandwidth bounds the run: grids past one wave
-// (the multi-wave dW and dX down read ~10 TB/s from L2 on the H200).
+// which pays where L2 bandwidth bounds the run: the big-tile cases (dX
+// gate·up in one wave and the multi-wave dW both read ~10 TB/s from L2
+// on the H200).
 // Its two CTAs take consecutive tile indices, which share a column in
 // order m and grouped (tile rows in even groups), not in order n; tiles
-// of at least 128×128 (the small ones are latency-bound), the TMA store
-// and no split keep the points few.
+// of at least 128×128 and reductions of more than smallTileMaxK k-tiles
+// (small tiles and short loops are latency-bound), the TMA store and no
+// split keep the points few.
 func wgmmaFeatures(g problem, p Params) error {
 	if p.MMA != WGMMA || p.Cluster == 1 {
 		return nil
 	}
 	switch {
-	case tiles(g, p) <= numSMs || p.BM < 128 || p.BN < 128:
-		return fmt.Errorf("cluster=%d within one wave or on a tile under 128×128 (latency-bound)", p.Cluster)
+	case p.BM < 128 || p.BN < 128 || kTiles(g, p) <= smallTileMaxK:
+		return fmt.Errorf("cluster=%d on a tile under 128×128 or a reduction of %d k-tiles (latency-bound)", p.Cluster, kTiles(g, p))
 	case p.Order == OrderN || p.SplitK > 1 || p.Epilogue != TMAStore:
 		return fmt.Errorf("cluster=%d takes order m or grouped, splitk=1, epilogue=tma", p.Cluster)
 	}

@@ -85,7 +85,7 @@ func TestRules(t *testing.T) {
 		"split-K workspace within u32 indexing",
 		"split-K partials are stored directly",
 		"tile order and persistence past one wave only; persistent grids grouped, sync grids m or n",
-		"wgmma clusters past one wave on 128×128 tiles or larger, order m or grouped, unsplit, TMA store",
+		"wgmma clusters on 128×128 tiles or larger and reductions past 8 k-tiles, order m or grouped, unsplit, TMA store",
 	}
 	if !slices.Equal(names, want) {
 		t.Fatalf("rules\n%q\nwant\n%q", names, want)
