@@ -65,8 +65,14 @@
 // boxes that the tensor map clips at C's edges; the staging tile is
 // waited for (wait_group.read 0) only before it is written again, so the
 // store drains under the next tile's k-loop in a persistent grid.
-// Clusters with multicast are not emitted yet (a rule keeps them out of
-// the space). wgmma.go and wgmma_store.go have the layouts.
+// cluster=2 multicast=1 pairs the CTAs of consecutive tile rows of one
+// tile column (.reqnctapercluster 2): each loads its A and the half of
+// every B atom's 64 k-rows that matches its rank (box {64, 32}), with
+// .multicast::cluster into both CTAs' slots; the full barrier expects
+// the whole stage, the empty barriers count both CTAs' consumer warps
+// (each arrives on both through mapa), and barrier.cluster at the start
+// (barriers initialized) and the end (no arrival on an exited CTA).
+// wgmma.go and wgmma_store.go have the layouts.
 //
 // # Split-K
 //
@@ -89,8 +95,9 @@
 //   - warp layout: wgmma takes regsplit=1 and consumers=2, or consumers=1
 //     on 64-row tiles; sync takes 8 warps only on 128×128 tiles.
 //   - multicast exactly with cluster=2; the cluster divides the tile rows.
-//   - accumulators + 48 registers fit the per-thread cap (240 with the
-//     register split, else 65536/threads, at most 255).
+//   - accumulators + 48 registers fit the per-thread cap (what
+//     setmaxnreg.inc gives a consumer under the register split: 232 with
+//     two consumers, 240 with one; else 65536/threads, at most 255).
 //   - shared memory: stages·(BM+BN)·BK·2 (+ the TMA-store tile, barriers
 //     and 1 KB of alignment slack for wgmma) ≤ 227 KB (sync: 163 KB, for
 //     sm_80).
@@ -101,8 +108,13 @@
 //     u32 indexing; split partials stored directly.
 //   - tile order and persistence only past one wave (within one, every
 //     order is the same run): order=m persistent=0 there; past it,
-//     persistent=1 exactly with order=grouped.
-//   - wgmma: cluster=1 until clusters are emitted.
+//     persistent=1 takes order=grouped, and order=grouped without
+//     persistence is wgmma only (L2 reuse of a wave's square of tiles).
+//     A persistent grid launches min(132, tiles·splitk) CTAs.
+//   - wgmma clusters (cluster=2 multicast=1) only on tiles of at least
+//     128×128 and reductions past 8 k-tiles (L2-bound, not latency-bound),
+//     order m or grouped (a cluster takes two consecutive tile indices,
+//     which share a tile column there), splitk=1 and epilogue=tma.
 //
 // # Validation
 //

@@ -153,3 +153,31 @@ func TestWgmmaTMAStoreOnInterpreter(t *testing.T) {
 		t.Logf("%s %v: %d variants, %s", c.spec, c.dt, n, sweep.Describe(2))
 	}
 }
+
+// clusterShapes have an even number of 128-row tile rows and
+// reductions past 8 k-tiles, so that cluster=2 points exist: 10×17 tiles
+// of 128×128 (more than a wave) and 10×9 (within one), with row, column
+// and k tails, in both grads, bf16, f16 and an f32 dW.
+var clusterShapes = []struct {
+	spec string
+	dt   dtype.DType
+}{
+	{"m=1160,n=584,k=2056,grad=dx", dtype.BF16},
+	{"m=584,n=1160,k=2056,grad=dw", dtype.F16},
+	{"m=520,n=1160,k=1096,grad=dw,out=f32", dtype.BF16},
+}
+
+// TestWgmmaClusterOnInterpreter runs every cluster=2 variant of
+// clusterShapes: B multicast by both CTAs of the cluster (each its half
+// of the k-rows), empty barriers released in both CTAs, the cluster
+// barriers at the start and the end, persistent grids of 132 CTAs in
+// clusters walking 170 tiles.
+func TestWgmmaClusterOnInterpreter(t *testing.T) {
+	for _, c := range clusterShapes {
+		n := simRun(t, c.spec, c.dt, func(p gemm.Params) bool { return p.Cluster == 2 })
+		if n == 0 {
+			t.Errorf("%s: no cluster variant", c.spec)
+		}
+		t.Logf("%s %v: %d variants", c.spec, c.dt, n)
+	}
+}

@@ -45,8 +45,8 @@ func (def) Space(s Shape) variants.Typed[Params] {
 			rule("split-K only below one wave, each split at least two k-tiles", splitK),
 			rule("split-K workspace within u32 indexing", workspaceSize),
 			rule("split-K partials are stored directly", splitEpilogue),
-			rule("tile order and persistence past one wave only; persistent grids grouped", tileOrder),
-			rule("wgmma path emits no cluster yet", wgmmaFeatures),
+			rule("tile order and persistence past one wave only; persistent grids grouped, sync grids m or n", tileOrder),
+			rule("wgmma clusters on 128×128 tiles or larger and reductions past 8 k-tiles, order m or grouped, unsplit, TMA store", wgmmaFeatures),
 		},
 	}
 }
@@ -67,10 +67,25 @@ func syncFeatures(_ problem, p Params) error {
 	return nil
 }
 
-// wgmmaFeatures: what the wgmma emission does not write yet.
-func wgmmaFeatures(_ problem, p Params) error {
-	if p.MMA == WGMMA && p.Cluster != 1 {
-		return fmt.Errorf("mma=wgmma takes cluster=1 (clusters are not emitted yet)")
+// wgmmaFeatures: a cluster of two CTAs on consecutive tile rows of one
+// tile column shares B by TMA multicast, halving the B tile's L2 reads,
+// which pays where L2 bandwidth bounds the run: the big-tile cases (dX
+// gate·up in one wave and the multi-wave dW both read ~10 TB/s from L2
+// on the H200).
+// Its two CTAs take consecutive tile indices, which share a column in
+// order m and grouped (tile rows in even groups), not in order n; tiles
+// of at least 128×128 and reductions of more than smallTileMaxK k-tiles
+// (small tiles and short loops are latency-bound), the TMA store and no
+// split keep the points few.
+func wgmmaFeatures(g problem, p Params) error {
+	if p.MMA != WGMMA || p.Cluster == 1 {
+		return nil
+	}
+	switch {
+	case p.BM < 128 || p.BN < 128 || kTiles(g, p) <= smallTileMaxK:
+		return fmt.Errorf("cluster=%d on a tile under 128×128 or a reduction of %d k-tiles (latency-bound)", p.Cluster, kTiles(g, p))
+	case p.Order == OrderN || p.SplitK > 1 || p.Epilogue != TMAStore:
+		return fmt.Errorf("cluster=%d takes order m or grouped, splitk=1, epilogue=tma", p.Cluster)
 	}
 	return nil
 }
@@ -153,11 +168,13 @@ func accRegs(p Params) int {
 	return p.BM / p.Consumers * p.BN / 128
 }
 
-// regCap is the registers a math thread may use: 240 with setmaxnreg,
+// regCap is the registers a math thread may use: what setmaxnreg.inc
+// gives a consumer (consumerRegs: 232 with two consumers, whose 192
+// accumulators of a 256×192 tile spilled 1.6 KB per thread on the H200),
 // else the register file shared by the CTA's threads (at most 255).
 func regCap(p Params) int {
 	if p.RegSplit {
-		return 240
+		return consumerRegs(p.Consumers)
 	}
 	threads := 128 * p.Consumers
 	if p.MMA == WGMMA {
@@ -258,14 +275,20 @@ func splitEpilogue(_ problem, p Params) error {
 // persistent loop change nothing, so such points would repeat others:
 // order=m there. Past a wave, a persistent grid walks grouped tiles
 // (its producer loads the next tile while the consumers store this one);
-// other grids take order m or n.
+// other grids take order m or n, and on the wgmma path grouped too (a
+// wave of 132 CTAs then covers about a square of tiles, whose A rows and
+// B columns are read by several CTAs at once while they sit in L2, where
+// m or n reads a whole row or column of tiles: dW gate·up ran 89.6 µs in
+// order n and 102.5 µs in order m with the same tiles).
 func tileOrder(g problem, p Params) error {
 	ctas := tiles(g, p) * p.SplitK
 	switch {
 	case ctas <= numSMs && (p.Order != OrderM || p.Persistent):
 		return fmt.Errorf("%d CTAs fit one wave: order=m persistent=0", ctas)
-	case ctas > numSMs && p.Persistent != (p.Order == Grouped):
-		return fmt.Errorf("order=grouped exactly with persistent=1")
+	case ctas > numSMs && p.Persistent && p.Order != Grouped:
+		return fmt.Errorf("persistent=1 takes order=grouped")
+	case ctas > numSMs && p.MMA == Sync && p.Order == Grouped:
+		return fmt.Errorf("mma=sync takes order m or n")
 	}
 	return nil
 }

@@ -44,7 +44,7 @@ func TestSpaceSizes(t *testing.T) {
 		paths         []string
 		lo, hi, total int
 	}{
-		{[]string{string(WGMMA), string(Sync)}, 15, 100, 400},
+		{[]string{string(WGMMA), string(Sync)}, 15, 100, 450},
 		{[]string{string(Sync)}, 5, 40, 150},
 	} {
 		paths = c.paths
@@ -84,8 +84,8 @@ func TestRules(t *testing.T) {
 		"split-K only below one wave, each split at least two k-tiles",
 		"split-K workspace within u32 indexing",
 		"split-K partials are stored directly",
-		"tile order and persistence past one wave only; persistent grids grouped",
-		"wgmma path emits no cluster yet",
+		"tile order and persistence past one wave only; persistent grids grouped, sync grids m or n",
+		"wgmma clusters on 128×128 tiles or larger and reductions past 8 k-tiles, order m or grouped, unsplit, TMA store",
 	}
 	if !slices.Equal(names, want) {
 		t.Fatalf("rules\n%q\nwant\n%q", names, want)

@@ -60,8 +60,8 @@ func consumerRegs(consumers int) int {
 
 // emitWgmma writes the wgmma path's program.
 func emitWgmma(s Shape, g problem, p Params) (kernels.Program, error) {
-	if p.Cluster != 1 {
-		return kernels.Program{}, fmt.Errorf("mma=wgmma: cluster=%d is not emitted yet", p.Cluster)
+	if p.Cluster != 1 && (p.Cluster != 2 || !p.Multicast) {
+		return kernels.Program{}, fmt.Errorf("mma=wgmma: cluster=%d multicast=%v is not emitted", p.Cluster, p.Multicast)
 	}
 	if p.Epilogue == TMAStore && p.SplitK > 1 {
 		return kernels.Program{}, fmt.Errorf("mma=wgmma: split-K partials are stored directly")
@@ -99,9 +99,16 @@ func emitWgmma(s Shape, g problem, p Params) (kernels.Program, error) {
 	}
 	main := kernels.Launch{Entry: entry(s, "wgmma"), Grid: [3]int{tiles(g, p) * p.SplitK, 1, 1},
 		Block: [3]int{wk.threads(), 1, 1}, SharedBytes: smemBytes(g, p, p.Stages),
-		Args: []kernels.Arg{{TensorMap: aMap(g, p)}, {TensorMap: bMap(g)}, outArg}}
+		Args: []kernels.Arg{{TensorMap: aMap(g, p)}, {TensorMap: bMap(g, p)}, outArg}}
+	if p.Cluster > 1 {
+		main.Cluster = [3]int{p.Cluster, 1, 1}
+	}
 	if p.Persistent {
-		main.Grid[0], main.GridPerSM = 0, 1
+		// One CTA per SM, but never more than there are tiles: the runner
+		// takes min(GridPerSM·SMs, Grid[0]) (a Grid[0] of 0 launched ONE
+		// CTA that walked every tile: the H200's persistent timings of
+		// 300-10000 µs before this).
+		main.GridPerSM = 1
 	}
 	prog.Launches = append(prog.Launches, main)
 	if p.SplitK > 1 {
@@ -123,10 +130,12 @@ func aMap(g problem, p Params) *kernels.TensorMap {
 	return m
 }
 
-// bMap is B's tensor map ([l×c], MN-major) in boxes {64 columns, 64 k}.
-func bMap(g problem) *kernels.TensorMap {
+// bMap is B's tensor map ([l×c], MN-major) in boxes {64 columns, 64 k},
+// or {64 columns, 64/cluster k} when the cluster's CTAs each load a part
+// of the k-rows and multicast it.
+func bMap(g problem, p Params) *kernels.TensorMap {
 	return &kernels.TensorMap{Buffer: g.b.buf, DType: g.in, Dims: []int{g.c, g.l}, Strides: []int{2 * g.b.ld},
-		Box: []int{64, 64}, Swizzle: 128}
+		Box: []int{64, 64 / p.Cluster}, Swizzle: 128}
 }
 
 // cMap is the output's tensor map for the TMA-store epilogue: C as {c, r}
@@ -143,6 +152,9 @@ func cMap(g problem, p Params) *kernels.TensorMap {
 func (wk *wgKernel) body() {
 	k, p := wk.k, wk.p
 	k.ReqNTid(wk.threads())
+	if p.Cluster > 1 {
+		k.ReqNCtaPerCluster(p.Cluster, 1, 1)
+	}
 	if p.RegSplit {
 		k.MaxNReg(min(255, 65536/wk.threads()/8*8))
 	}
@@ -162,11 +174,11 @@ func (wk *wgKernel) body() {
 	k.If(k.Setp("eq", ptx.U32, tid, ptx.Imm(0)), func() {
 		for s := range p.Stages {
 			k.MbarInit(ptx.At(base, int64(wk.bars+8*s)), ptx.Imm(1))
-			k.MbarInit(ptx.At(base, int64(wk.bars+8*(p.Stages+s))), ptx.Imm(4*p.Consumers))
+			k.MbarInit(ptx.At(base, int64(wk.bars+8*(p.Stages+s))), ptx.Imm(4*p.Consumers*p.Cluster))
 		}
 		k.FenceMbarrierInit()
 	})
-	k.BarSync(0)
+	wk.clusterSync()
 	k.IfElse(k.Setp("eq", ptx.U32, wg, ptx.Imm(0)), func() {
 		k.Comment("producer warpgroup: one thread issues the TMA loads")
 		if p.RegSplit {
@@ -204,6 +216,24 @@ func (wk *wgKernel) body() {
 		k.Comment("the last store must have read the staging tile before the CTA exits")
 		k.If(st.elected, func() { k.BulkWait(0, true) })
 	})
+	if p.Cluster > 1 {
+		k.Comment("the peer CTA may still arrive on this CTA's empty barriers: exit together")
+		wk.clusterSync()
+	}
+}
+
+// clusterSync is bar.sync 0, or with a cluster barrier.cluster.arrive
+// (release) + wait (acquire) by every thread: at the start, the barriers
+// of both CTAs are initialized before either multicasts into the other
+// or arrives on its barriers; at the end, neither exits while the other
+// may still arrive on its barriers.
+func (wk *wgKernel) clusterSync() {
+	if wk.p.Cluster == 1 {
+		wk.k.BarSync(0)
+		return
+	}
+	wk.k.ClusterArrive(true)
+	wk.k.ClusterWait(true)
 }
 
 // forTiles calls body with the CTA's tile, or, in a persistent grid, in
@@ -256,6 +286,10 @@ func (r *ring) next() {
 // announce the slot's bytes on its full barrier and issue the loads.
 func (wk *wgKernel) producer(base ptx.Reg, t tile, ma, mb ptx.Reg, r *ring) {
 	k, g, p := wk.k, wk.g, wk.p
+	var rank ptx.Reg
+	if p.Cluster > 1 {
+		rank = k.Mov(ptx.U32, ptx.ClusterCtaRank)
+	}
 	kc := k.Mul(ptx.U32, t.kt0, ptx.Imm(p.BK))
 	k.For(ptx.U32, ptx.Imm(0), t.nk, ptx.Imm(1), func(ptx.Reg) {
 		k.MbarWait(r.empty(base), k.Xor(ptx.U32, r.phase, ptx.Imm(1)))
@@ -269,8 +303,23 @@ func (wk *wgKernel) producer(base ptx.Reg, t tile, ma, mb ptx.Reg, r *ring) {
 				k.TmaLoad(ptx.At(dst, int64(j*wgAtom)), ma, []ptx.Operand{k.Add(ptx.U32, t.row0, ptx.Imm(64*j)), kc}, full)
 			}
 		}
-		for j := range p.BN / 64 {
-			k.TmaLoad(ptx.At(dst, int64(wk.aBytes+j*wgAtom)), mb, []ptx.Operand{k.Add(ptx.U32, t.col0, ptx.Imm(64*j)), kc}, full)
+		if p.Cluster == 1 {
+			for j := range p.BN / 64 {
+				k.TmaLoad(ptx.At(dst, int64(wk.aBytes+j*wgAtom)), mb, []ptx.Operand{k.Add(ptx.U32, t.col0, ptx.Imm(64*j)), kc}, full)
+			}
+		} else {
+			// the cluster's CTAs share B (same columns, consecutive tile
+			// rows): CTA q loads k-rows [q·64/cluster, (q+1)·64/cluster)
+			// of every atom into both CTAs' slots (whole 1024-byte
+			// swizzle atoms, so the swizzle is the same as one box's),
+			// completing its bytes on each CTA's full barrier.
+			part := 64 / p.Cluster
+			kq := k.Mad(ptx.U32, rank, ptx.Imm(part), kc)
+			dq := k.Mad(ptx.U32, rank, ptx.Imm(part*128), dst)
+			mask := k.Mov(ptx.U16, ptx.Imm(1<<p.Cluster-1))
+			for j := range p.BN / 64 {
+				k.TmaLoadMulticast(ptx.At(dq, int64(wk.aBytes+j*wgAtom)), mb, []ptx.Operand{k.Add(ptx.U32, t.col0, ptx.Imm(64*j)), kq}, full, mask)
+			}
 		}
 		k.MovTo(kc, k.Add(ptx.U32, kc, ptx.Imm(p.BK)))
 		r.next()
@@ -323,13 +372,28 @@ func (wk *wgKernel) consumer(base ptx.Reg, t tile, cw ptx.Reg, acc [][]ptx.Reg, 
 		k.WgmmaCommit()
 		k.Comment("keep this k-tile's wgmma in flight; the previous one is done: release its slot")
 		k.WgmmaWait(1)
-		k.If(k.And(ptx.Pred, lane0, accumulate), func() { k.MbarArriveDrop(ptx.At(prev, 0)) })
+		k.If(k.And(ptx.Pred, lane0, accumulate), func() { wk.release(prev) })
 		e := r.empty(base)
 		k.MovTo(prev, k.Add(ptx.U32, e.Base.(ptx.Reg), ptx.Imm(e.Off)))
 		r.next()
 	})
 	k.WgmmaWait(0)
-	k.If(lane0, func() { k.MbarArriveDrop(ptx.At(prev, 0)) })
+	k.If(lane0, func() { wk.release(prev) })
+}
+
+// release arrives on the empty barrier at bar: this CTA's, or, in a
+// cluster, the one at the same offset in every CTA (each CTA's producer
+// multicasts into the others' slots, so a slot is free only when every
+// CTA's consumers are done with it).
+func (wk *wgKernel) release(bar ptx.Reg) {
+	k := wk.k
+	if wk.p.Cluster == 1 {
+		k.MbarArriveDrop(ptx.At(bar, 0))
+		return
+	}
+	for q := range wk.p.Cluster {
+		k.MbarArriveCluster(ptx.At(k.Mapa(bar, ptx.Imm(q)), 0))
+	}
 }
 
 // epilogue stores consumer cw's accumulators from the wgmma layout: in
