@@ -116,41 +116,30 @@ var wgmmaShapes = append(syncShapes[:len(syncShapes):len(syncShapes)], []struct 
 
 // TestWgmmaOnInterpreter runs the wgmma variants of wgmmaShapes on the
 // interpreter, which executes TMA with the 128B swizzle, mbarrier phases
-// and wgmma from descriptors: every persistent variant and a
-// deterministic sample of one in three of the others (all of them with
+// and wgmma from descriptors: a deterministic sample (sampler: one in
+// eight, one in thirty-two of the persistent ones; all of them with
 // GRADTUNE_SWEEP=full).
 func TestWgmmaOnInterpreter(t *testing.T) {
 	for _, c := range wgmmaShapes {
-		i := 0
-		keep := func(p gemm.Params) bool {
-			if p.MMA != gemm.WGMMA {
-				return false
-			}
-			i++
-			return p.Persistent || sweep.TakeKeyed(c.spec, i, 3)
-		}
+		keep := sampler(c.spec, 8, func(p gemm.Params) bool { return p.MMA == gemm.WGMMA })
 		n := simRun(t, c.spec, c.dt, keep)
-		t.Logf("%s %v: %d variants, %s", c.spec, c.dt, n, sweep.Describe(3))
+		t.Logf("%s %v: %d variants, %s", c.spec, c.dt, n, sweep.Describe(8))
 	}
 }
 
 // TestWgmmaTMAStoreOnInterpreter runs the epilogue=tma variants of
 // wgmmaShapes: staging tile in the 128B swizzle, named barriers per
 // consumer warpgroup, TMA stores clipped at the tails (bf16, f16 and f32
-// outputs), persistent grids reusing the staging tile. Every persistent
-// variant and one in two of the others (all with GRADTUNE_SWEEP=full).
+// outputs), persistent grids reusing the staging tile: a sample
+// (sampler: one in six, one in twenty-four of the persistent ones; all with
+// GRADTUNE_SWEEP=full).
 func TestWgmmaTMAStoreOnInterpreter(t *testing.T) {
 	for _, c := range wgmmaShapes {
-		i := 0
-		keep := func(p gemm.Params) bool {
-			if p.MMA != gemm.WGMMA || p.Epilogue != gemm.TMAStore {
-				return false
-			}
-			i++
-			return p.Persistent || sweep.TakeKeyed(c.spec+"/tma", i, 2)
-		}
+		keep := sampler(c.spec+"/tma", 6, func(p gemm.Params) bool {
+			return p.MMA == gemm.WGMMA && p.Epilogue == gemm.TMAStore
+		})
 		n := simRun(t, c.spec, c.dt, keep)
-		t.Logf("%s %v: %d variants, %s", c.spec, c.dt, n, sweep.Describe(2))
+		t.Logf("%s %v: %d variants, %s", c.spec, c.dt, n, sweep.Describe(6))
 	}
 }
 
@@ -167,17 +156,37 @@ var clusterShapes = []struct {
 	{"m=520,n=1160,k=1096,grad=dw,out=f32", dtype.BF16},
 }
 
-// TestWgmmaClusterOnInterpreter runs every cluster=2 variant of
+// TestWgmmaClusterOnInterpreter runs the cluster=2 variants of
 // clusterShapes: B multicast by both CTAs of the cluster (each its half
 // of the k-rows), empty barriers released in both CTAs, the cluster
 // barriers at the start and the end, persistent grids of 132 CTAs in
-// clusters walking 170 tiles.
+// clusters walking 170 tiles: a sample (sampler: one in six, one in
+// twenty-four of the persistent ones; all with GRADTUNE_SWEEP=full).
 func TestWgmmaClusterOnInterpreter(t *testing.T) {
 	for _, c := range clusterShapes {
-		n := simRun(t, c.spec, c.dt, func(p gemm.Params) bool { return p.Cluster == 2 })
+		n := simRun(t, c.spec, c.dt, sampler(c.spec, 6, func(p gemm.Params) bool { return p.Cluster == 2 }))
 		if n == 0 {
 			t.Errorf("%s: no cluster variant", c.spec)
 		}
 		t.Logf("%s %v: %d variants", c.spec, c.dt, n)
+	}
+}
+
+// sampler keeps one in every n of the variants that want accepts, and one
+// in every 4n of the persistent ones (132 CTAs each on the interpreter),
+// counting the two kinds apart and keeping the first of each, so that a
+// sample always holds both where the space has them.
+func sampler(key string, n int, want func(gemm.Params) bool) func(gemm.Params) bool {
+	seen := map[bool]int{}
+	return func(p gemm.Params) bool {
+		if !want(p) {
+			return false
+		}
+		seen[p.Persistent]++
+		every := n
+		if p.Persistent {
+			every = 4 * n
+		}
+		return seen[p.Persistent] == 1 || sweep.TakeKeyed(fmt.Sprint(key, p.Persistent), seen[p.Persistent]-1, every)
 	}
 }
