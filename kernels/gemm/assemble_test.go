@@ -12,6 +12,7 @@ import (
 
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/internal/ptxas"
+	"github.com/gradtune/gradtune/internal/sweep"
 	"github.com/gradtune/gradtune/kernels/internal/ptxtest"
 	"github.com/gradtune/gradtune/variants"
 )
@@ -23,18 +24,21 @@ type asmCase struct {
 }
 
 // TestAssemble assembles a deterministic sample of the preset's variants
-// with ptxas (every third in enumeration order, both dtypes): the sync
-// path for sm_80 and sm_90. ptxas must accept each module and report no
+// with ptxas (every sixth in enumeration order, every third with
+// GRADTUNE_SWEEP=full; both dtypes): the sync path for sm_80 and sm_90. ptxas must accept each module and report no
 // spills and no stack frame.
 func TestAssemble(t *testing.T) {
 	path := ptxas.RequireOrSkip(t)
 	f := Families()[0]
 	pr, _ := variants.LookupPreset("qwen1.5b", 0)
 	var cases []asmCase
-	i := 0
+	i, every := 0, 6
+	if sweep.Full() {
+		every = 3
+	}
 	for _, vs := range f.Shapes(pr, []dtype.DType{dtype.BF16, dtype.F16}) {
 		for _, ps := range f.Space(vs).Enumerate() {
-			if i++; i%3 != 0 {
+			if i++; !sweep.Take(i, every) {
 				continue
 			}
 			prog, err := f.Emit(vs, ps)
