@@ -29,7 +29,7 @@ var analysisOddSpecs = []string{
 
 // analysisSample is the share of each space TestFamiliesPassAnalyses
 // emits by default: one in analysisSample (all with GRADTUNE_SWEEP=full).
-const analysisSample = 5
+const analysisSample = 8
 
 // TestFamiliesPassAnalyses emits the variants of every family at the
 // qwen1.5b shapes and at small odd shapes: the static analyses of
