@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/gradtune/gradtune/dtype"
+	"github.com/gradtune/gradtune/internal/simtest"
 	"github.com/gradtune/gradtune/internal/sweep"
-	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/gemm"
 	"github.com/gradtune/gradtune/runner"
 	"github.com/gradtune/gradtune/runner/sim"
@@ -43,34 +43,11 @@ func simRun(t *testing.T, spec string, dt dtype.DType, keep func(gemm.Params) bo
 			continue
 		}
 		runs++
-		if err := validate(ss, f, s, p); err != nil {
+		if err := simtest.Validate(ss, f, s, p); err != nil {
 			t.Errorf("%s %s: %v", s.Key(), p, err)
 		}
 	}
 	return runs
-}
-
-func validate(ss *runner.Session, f kernels.Family, s variants.Shape, p variants.Params) error {
-	prog, err := f.Emit(s, p)
-	if err != nil {
-		return err
-	}
-	l, err := ss.Load(prog)
-	if err != nil {
-		return err
-	}
-	c, err := ss.Validate(l)
-	if err != nil {
-		return err
-	}
-	if !c.OK {
-		return fmtCheck(c)
-	}
-	return nil
-}
-
-func fmtCheck(c runner.Check) error {
-	return fmt.Errorf("%s (max abs error %g, rel %g)", c.Message, c.MaxAbs, c.MaxRel)
 }
 
 // syncShapes are small shapes for the interpreter: M = 1 (a one-row dX,

@@ -69,9 +69,8 @@ func syncFeatures(_ problem, p Params) error {
 
 // wgmmaFeatures: a cluster of two CTAs on consecutive tile rows of one
 // tile column shares B by TMA multicast, halving the B tile's L2 reads,
-// which pays where L2 bandwidth bounds the run: the big-tile cases (dX
-// gate·up in one wave and the multi-wave dW both read ~10 TB/s from L2
-// on the H200).
+// which pays where L2 bandwidth bounds the run: the big-tile, long-loop
+// cases (docs/kernels/gemm.md has the H200 reads behind this).
 // Its two CTAs take consecutive tile indices, which share a column in
 // order m and grouped (tile rows in even groups), not in order n; tiles
 // of at least 128×128 and reductions of more than smallTileMaxK k-tiles

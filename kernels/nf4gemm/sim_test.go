@@ -1,12 +1,11 @@
 package nf4gemm_test
 
 import (
-	"fmt"
 	"testing"
 
 	"github.com/gradtune/gradtune/dtype"
+	"github.com/gradtune/gradtune/internal/simtest"
 	"github.com/gradtune/gradtune/internal/sweep"
-	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/catalog"
 	"github.com/gradtune/gradtune/runner"
 	"github.com/gradtune/gradtune/runner/sim"
@@ -42,31 +41,11 @@ func simRun(t *testing.T, family, spec string, dt dtype.DType, keep func(variant
 			continue
 		}
 		runs++
-		if err := validate(ss, f, s, p); err != nil {
+		if err := simtest.Validate(ss, f, s, p); err != nil {
 			t.Errorf("%s %s: %v", s.Key(), p, err)
 		}
 	}
 	return runs
-}
-
-func validate(ss *runner.Session, f kernels.Family, s variants.Shape, p variants.Params) error {
-	prog, err := f.Emit(s, p)
-	if err != nil {
-		return err
-	}
-	l, err := ss.Load(prog)
-	if err != nil {
-		return err
-	}
-	defer l.Unload()
-	c, err := ss.Validate(l)
-	if err != nil {
-		return err
-	}
-	if !c.OK {
-		return fmt.Errorf("%s (max abs error %g, rel %g)", c.Message, c.MaxAbs, c.MaxRel)
-	}
-	return nil
 }
 
 // TestDequantOnInterpreter runs every nf4_dequant variant, bit for bit,
