@@ -5,7 +5,11 @@
 // sends the rest to a worker. The worker side (Serve) owns the GPU: it
 // JIT-compiles the module (a stage of its own), reads the kernel's
 // resources, prescreens, validates the outputs against the family's float64
-// CPU reference on deterministic inputs, and only then measures.
+// CPU reference on deterministic inputs, and only then measures. The GPU
+// worker compares on the device (Session.CheckOnDevice): the reference is
+// uploaded once per shape as f64 and a check kernel applies the family's
+// tolerance to every element, so only the largest errors and the first
+// bad index come back, not the output; elsewhere the comparison runs here.
 //
 // The worker is a separate process (the tune binary re-executed in a hidden
 // mode) so that a sticky CUDA error or a hung kernel kills only the worker:

@@ -22,6 +22,8 @@ type Session struct {
 	specs   []kernels.Buffer
 	ref     map[string][]float64
 	scratch []byte
+	// dev, when set, compares outputs on the device (CheckOnDevice).
+	dev *devChecker
 	// plainOnly is set once the backend answered a dependent launch with
 	// ErrNoDependentLaunch: later dependent launches go straight to Launch.
 	plainOnly bool
@@ -63,10 +65,30 @@ func (ss *Session) Prepare(f kernels.Family, s variants.Shape, seed uint64) erro
 	return nil
 }
 
+// CheckOnDevice makes Validate compare outputs with their references on
+// the device (see devChecker), which downloads a few words instead of
+// every output: what a GPU worker wants when outputs are megabytes.
+// Outputs of a dtype the check kernels do not read are still compared
+// here.
+func (ss *Session) CheckOnDevice() error {
+	if ss.dev != nil {
+		return nil
+	}
+	dc, err := newDevChecker(ss.be)
+	if err != nil {
+		return err
+	}
+	ss.dev = dc
+	return nil
+}
+
 // Release frees the session's buffers.
 func (ss *Session) Release() {
 	for _, p := range ss.bufs {
 		ss.be.Free(p)
+	}
+	if ss.dev != nil {
+		ss.dev.release()
 	}
 	ss.bufs, ss.ref, ss.specs, ss.key = nil, nil, nil, ""
 }
@@ -431,6 +453,17 @@ func (l *Loaded) checked(b kernels.Buffer) bool {
 // under the family's tolerance, adding the outcome to c.
 func (ss *Session) compareBuffer(b kernels.Buffer, c *Check) error {
 	tol := ss.fam.Tolerance(ss.shape, b.Name)
+	ref := ss.ref[b.Name]
+	if ss.dev != nil {
+		m, ok, err := ss.dev.check(b.Name, b.DType, ss.bufs[b.Name], ref, tol)
+		if err != nil {
+			return err
+		}
+		if ok {
+			c.add(b.Name, m, ref, tol)
+			return nil
+		}
+	}
 	if cap(ss.scratch) < b.Bytes() {
 		ss.scratch = make([]byte, b.Bytes())
 	}
@@ -438,15 +471,18 @@ func (ss *Session) compareBuffer(b kernels.Buffer, c *Check) error {
 	if err := ss.be.Download(buf, ss.bufs[b.Name]); err != nil {
 		return err
 	}
-	ref := ss.ref[b.Name]
-	m := compare(b.DType, buf, ref, tol)
+	c.add(b.Name, compare(b.DType, buf, ref, tol), ref, tol)
+	return nil
+}
+
+// add folds buffer name's comparison m into c.
+func (c *Check) add(name string, m mismatch, ref []float64, tol kernels.Tolerance) {
 	c.MaxAbs = math.Max(c.MaxAbs, m.maxAbs)
 	c.MaxRel = math.Max(c.MaxRel, m.maxRel)
 	if m.bad >= 0 && c.OK {
 		c.OK = false
-		c.Message = fmt.Sprintf("%s[%d] = %g, want %g (atol %g, rtol %g)", b.Name, m.bad, m.got, ref[m.bad], tol.Atol, tol.Rtol)
+		c.Message = fmt.Sprintf("%s[%d] = %g, want %g (atol %g, rtol %g)", name, m.bad, m.got, ref[m.bad], tol.Atol, tol.Rtol)
 	}
-	return nil
 }
 
 // stateZero checks that the run left every State buffer of the program

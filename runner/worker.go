@@ -99,6 +99,10 @@ func (w *gpuWorker) open() error {
 	}
 	w.be = be
 	w.ss = NewSession(be)
+	// Outputs of megabytes: compare them where they are.
+	if err := w.ss.CheckOnDevice(); err != nil {
+		return err
+	}
 	// The flush buffer: at least twice the L2, and never under 128 MiB.
 	w.flushN = max(2*be.info.L2Bytes, 128<<20)
 	if w.flush, err = be.ctx.Alloc(w.flushN); err != nil {
