@@ -34,4 +34,8 @@
 // --plant-slowdown 'KERNEL DTYPE SHAPE=PCT%'. The worker mode (`tune
 // __worker`) is internal: the tuning loop re-executes the binary in it so
 // that a crashing kernel takes down only the worker.
+//
+// GRADTUNE_CPUPROFILE=PREFIX makes every tune process (the command, its
+// worker, its compile helpers) write a CPU profile to PREFIX.PID, for
+// `go tool pprof`.
 package main
