@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/gradtune/gradtune/eval"
@@ -163,6 +164,9 @@ type Runner struct {
 	prepared string // the shape the worker holds
 	// pool, when set, compiles programs ahead of the worker (UseCompilePool).
 	pool *CompilePool
+	// emitted holds the programs prefetch emitted, by emitKey, until
+	// evalOne takes them: each variant is emitted once.
+	emitted sync.Map
 	// unavailable names the baselines whose library the worker lacks:
 	// said once, then no longer asked for.
 	unavailable map[string]bool
@@ -235,6 +239,7 @@ func (r *Runner) prefetch(f kernels.Family, s variants.Shape, props []search.Pro
 		if err != nil {
 			continue
 		}
+		r.emitted.Store(emitKey(f, s, pr.Params), prog)
 		if !r.opt.Fresh {
 			k := r.newResult(f, s, pr.Params.String()).Key
 			k.PTXSHA256 = sha256Hex([]byte(prog.PTX))
@@ -286,6 +291,7 @@ func (r *Runner) tuneShape(ctx context.Context, f kernels.Family, s variants.Sha
 		return sum, err
 	}
 	cost := f.Cost(s)
+	r.emitted.Clear() // what the last shape's evalOne emitted first
 	var valid []*Result
 	for props := strat.Next(); len(props) > 0; props = strat.Next() {
 		if r.pool != nil {
@@ -400,7 +406,7 @@ func (sum *Summary) add(res *Result) {
 // slowdown (faults.Delay) in its program.
 func (r *Runner) evalOne(ctx context.Context, f kernels.Family, s variants.Shape, p variants.Params, cost kernels.Cost, rec Recorder, delay time.Duration, m MeasureOpts) *Result {
 	res := r.newResult(f, s, p.String())
-	prog, err := f.Emit(s, p)
+	prog, err := r.emit(f, s, p)
 	if err == nil && delay > 0 {
 		prog, err = faults.Delay(prog, uint64(delay.Nanoseconds()))
 	}
@@ -421,6 +427,19 @@ func (r *Runner) evalOne(ctx context.Context, f kernels.Family, s variants.Shape
 		res.Message = fmt.Sprintf("planted slowdown: a %v delay launch after the program", delay)
 	}
 	return res
+}
+
+// emit is the program of f, s and p: the one prefetch emitted, or a new
+// one.
+func (r *Runner) emit(f kernels.Family, s variants.Shape, p variants.Params) (kernels.Program, error) {
+	if prog, ok := r.emitted.LoadAndDelete(emitKey(f, s, p)); ok {
+		return prog.(kernels.Program), nil
+	}
+	return f.Emit(s, p)
+}
+
+func emitKey(f kernels.Family, s variants.Shape, p variants.Params) string {
+	return f.Name() + "/" + s.Key() + "/" + p.String()
 }
 
 // newResult is a result keyed by f, s and params on the worker's GPU.

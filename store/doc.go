@@ -29,7 +29,7 @@
 //
 // Connections use foreign keys, a busy timeout (so a second process, for
 // example a report generated while a tune runs, waits instead of failing),
-// immediate write transactions and synchronous=FULL. The journal is switched
+// immediate write transactions and synchronous=NORMAL. The journal is switched
 // to WAL once the file is known to be a gradtune database; WAL is a property
 // of the file and stays on for every later connection. The handle uses a
 // single connection, so a DB is safe for concurrent use by many goroutines of
@@ -39,7 +39,12 @@
 //
 // Every method that writes commits before it returns; there are no long
 // transactions. A run that is killed loses nothing it had finished, and Done
-// lets a re-run skip what is already there.
+// lets a re-run skip what is already there. A commit is in the write-ahead
+// log (the operating system's cache) when it returns, which a killed
+// process cannot undo; it is not fsynced (synchronous=NORMAL, what WAL
+// needs to stay consistent), so a crash of the machine itself can roll
+// back the last commits, which a re-run measures again. An fsync per
+// evaluation would cost more than validating it.
 //
 // # Content keys
 //

@@ -122,7 +122,7 @@ func Open(path string) (*DB, error) {
 	q := url.Values{}
 	q.Set("_busy_timeout", strconv.Itoa(int(busyTimeout/time.Millisecond)))
 	q.Set("_foreign_keys", "1")
-	q.Set("_synchronous", "FULL")
+	q.Set("_synchronous", "NORMAL")
 	q.Set("_txlock", "immediate")
 	sdb, err := openSQL(path, q)
 	if err != nil {
