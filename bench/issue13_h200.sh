@@ -1,93 +1,86 @@
 #!/usr/bin/env bash
 # Issue 13 on the H200: tuning off the JIT's critical path. Run from the
-# repository root on the GPU host with bin/tune built from this branch;
-# everything goes to ${OUT:-out}/issue13-*. Safe to re-run (it deletes its
-# own databases and cubin cache first). About 12 minutes of GPU time.
+# repository root on the GPU host with bin/tune built from this branch and
+# bin/tune-base from main before it (f41ce93: the worker JIT-compiles every
+# variant and samples every variant to convergence). All runs use
+# CUDA_CACHE_DISABLE=1, so the driver's own compute cache never answers.
+# Everything goes to ${OUT:-out}/issue13-*; each phase deletes what it is
+# about to write.
 #
-# "Today" is the same binary run as before this branch: the worker
-# JIT-compiles every variant itself (--compile-helpers 0) and samples every
-# variant to convergence (--no-abandon); TUNE_BASE=path runs another binary
-# (a build of main) for it instead. All runs use CUDA_CACHE_DISABLE=1, so
-# the driver's own compute cache never answers.
+# A device command runs at most 10 minutes, so the work is in phases
+# (PHASE=...), one command each, in one device session; a later phase reads
+# the earlier ones' files from $PREV (default $OUT):
 #
-#   1. rmsnorm_bwd f32 [2048x1536], the full space: today, then with the
-#      compile pool (8 helpers on 16 cores) and an empty cubin cache
-#   2. tune --kernel rmsnorm_bwd,layernorm_bwd,softmax_bwd --shapes qwen1.5b:
-#      today, pool with an empty cubin cache, pool with the warm cache
-#   3. the summary: variants/s, speedups, the done-when checks, and each
-#      shape's winner today and with the pool (medians, CI, difference)
+#   today-f32   rmsnorm_bwd f32 [2048x1536] full space, then the three
+#               kernels on qwen1.5b f32, with bin/tune-base
+#   today-half  the three kernels on qwen1.5b bf16, then f16, bin/tune-base
+#   new         bin/tune: rmsnorm f32 with the compile pool and an empty
+#               cubin cache; the three kernels, every dtype, cache empty
+#               (cold), then warm; each shape's winners today and warm
+#               timed head to head (two alternations, fresh processes);
+#               the summary and the done-when checks
+#
+# Today's whole-preset time is the sum of its per-dtype runs (three
+# processes: two more starts than one run would take, counted against it).
 set -uo pipefail
 out=${OUT:-out}
+prev=${PREV:-$out}
 mkdir -p "$out"
 export LD_LIBRARY_PATH=/usr/local/nvidia/lib64:${LD_LIBRARY_PATH:-}
 export CUDA_CACHE_DISABLE=1
 tune=./bin/tune
-base=${TUNE_BASE:-$tune}
+base=${TUNE_BASE:-./bin/tune-base}
 p=$out/issue13
-cache=$p-cubins
-for n in rms-today rms-pool all-today all-cold all-warm; do rm -f "$p-$n.db" "$p-$n.db-wal" "$p-$n.db-shm"; done
-rm -rf "$cache"
 rows='rmsnorm_bwd,layernorm_bwd,softmax_bwd'
-# DTYPES=f32 limits the whole-preset runs to one dtype (a third of the
-# time), for a device session that cannot spend 12 minutes on them.
-dtypes=()
-[ -n "${DTYPES:-}" ] && dtypes=(--dtype "$DTYPES")
-today_flags=(--compile-helpers 0 --no-abandon)
-[ "$base" != "$tune" ] && today_flags=()
 
 timed() { # timed NAME COMMAND...: run, keep the output, record seconds and exit code
   local name=$1 t0 t1
   shift
+  rm -f "$p-$name.db" "$p-$name.db-wal" "$p-$name.db-shm"
   t0=$(date +%s.%N)
   "$@" > "$p-$name.out" 2> "$p-$name.err"
   local rc=$?
   t1=$(date +%s.%N)
-  echo "$name $rc $(python3 -c "print(f'{$t1-$t0:.1f}')")" >> "$p-times.txt"
-  echo "== $name: exit $rc, $(tail -1 "$p-times.txt" | cut -d' ' -f3) s"
+  echo "$name $rc $(python3 -c "print(f'{$t1-$t0:.1f}')")" >> "$p-times-$phase.txt"
+  echo "== $name: exit $rc, $(tail -1 "$p-times-$phase.txt" | cut -d' ' -f3) s"
 }
-: > "$p-times.txt"
 
-timed rms-today "$base" --kernel rmsnorm_bwd --shapes m=2048,n=1536 --dtype f32 "${today_flags[@]}" --db "$p-rms-today.db"
-timed rms-pool  "$tune" --kernel rmsnorm_bwd --shapes m=2048,n=1536 --dtype f32 --cubin-cache "$cache-rms" --db "$p-rms-pool.db"
-timed all-today "$base" --kernel "$rows" --shapes qwen1.5b "${dtypes[@]}" "${today_flags[@]}" --db "$p-all-today.db"
-timed all-cold  "$tune" --kernel "$rows" --shapes qwen1.5b "${dtypes[@]}" --cubin-cache "$cache" --db "$p-all-cold.db"
-timed all-warm  "$tune" --kernel "$rows" --shapes qwen1.5b "${dtypes[@]}" --cubin-cache "$cache" --db "$p-all-warm.db"
-grep -h "compile pool" "$p"-*.out
-
-python3 - "$p" <<'PY'
-import sqlite3, sys
-p = sys.argv[1]
-times = {l.split()[0]: (int(l.split()[1]), float(l.split()[2])) for l in open(p + "-times.txt")}
-def evals(name):
-    db = sqlite3.connect(f"file:{p}-{name}.db?mode=ro", uri=True)
-    n = db.execute("select count(*) from evaluations").fetchone()[0]
-    w = {(k, s): (m, lo, hi, par) for k, s, m, lo, hi, par in db.execute(
-        "select v.kernel, v.shape_key, e.median_us, e.ci_lo_us, e.ci_hi_us, v.params from winners w "
-        "join variants v on v.id = w.variant_id join evaluations e on e.variant_id = v.id and e.run_id = w.run_id and e.status = 'ok'")}
-    return n, w
-print(f"{'run':<12} {'exit':>4} {'variants':>8} {'seconds':>8} {'variants/s':>10}")
-res = {}
-for name in ["rms-today", "rms-pool", "all-today", "all-cold", "all-warm"]:
-    rc, s = times[name]
-    n, w = evals(name)
-    res[name] = (n, s, w)
-    print(f"{name:<12} {rc:>4} {n:>8} {s:>8.1f} {n/s:>10.1f}")
-rms = res["rms-pool"][0] / res["rms-pool"][1]
-cold = res["all-today"][1] / res["all-cold"][1]
-warm = res["all-today"][1] / res["all-warm"][1]
-print(f"check rmsnorm f32 full space >= 60 variants/s: {rms:.1f} -> {'PASS' if rms >= 60 else 'FAIL'}")
-print(f"check three kernels, empty cubin cache >= 3x today: {cold:.2f}x -> {'PASS' if cold >= 3 else 'FAIL'}")
-print(f"check three kernels, warm cubin cache >= 10x today: {warm:.2f}x -> {'PASS' if warm >= 10 else 'FAIL'}")
-print(f"{'kernel':<14} {'shape':<26} {'today µs':>9} {'±CI%':>6} {'cold µs':>8} {'warm µs':>8} {'cold/today':>10} {'within':>6}")
-ok = True
-for key, (m, lo, hi, par) in sorted(res["all-today"][2].items()):
-    half = (hi - lo) / 2 / m
-    row = [res[r][2].get(key) for r in ("all-cold", "all-warm")]
-    meds = [x[0] if x else float("nan") for x in row]
-    # within the run-to-run spread: the new winner's median inside today's
-    # winner's CI widened by 1% (the A/A spread of a whole run, issue 14)
-    within = all(abs(x / m - 1) <= half + 0.01 for x in meds)
-    ok &= within
-    print(f"{key[0]:<14} {key[1]:<26} {m:>9.2f} {100*half:>6.2f} {meds[0]:>8.2f} {meds[1]:>8.2f} {meds[0]/m:>10.3f} {'yes' if within else 'NO':>6}")
-print(f"check winners within the run-to-run spread of today's: {'PASS' if ok else 'FAIL'}")
-PY
+phase=${PHASE:?set PHASE to today-f32, today-half or new}
+: > "$p-times-$phase.txt"
+case $phase in
+today-f32)
+  timed rms-today "$base" --kernel rmsnorm_bwd --shapes m=2048,n=1536 --dtype f32 --db "$p-rms-today.db"
+  timed all-today-f32 "$base" --kernel "$rows" --shapes qwen1.5b --dtype f32 --db "$p-all-today-f32.db"
+  ;;
+today-half)
+  for d in bf16 f16; do
+    timed "all-today-$d" "$base" --kernel "$rows" --shapes qwen1.5b --dtype $d --db "$p-all-today-$d.db"
+  done
+  ;;
+new)
+  cache=$p-cubins
+  rm -rf "$cache" "$cache-rms"
+  timed rms-pool "$tune" --kernel rmsnorm_bwd --shapes m=2048,n=1536 --dtype f32 --cubin-cache "$cache-rms" --db "$p-rms-pool.db"
+  timed all-cold "$tune" --kernel "$rows" --shapes qwen1.5b --cubin-cache "$cache" --db "$p-all-cold.db"
+  timed all-warm "$tune" --kernel "$rows" --shapes qwen1.5b --cubin-cache "$cache" --db "$p-all-warm.db"
+  grep -h "compile pool" "$p"-rms-pool.out "$p"-all-*.out
+  python3 bench/issue13_summary.py plan "$prev/issue13" "$p" > "$p-h2h-plan.txt"
+  rm -f "$p-h2h.db"
+  : > "$p-h2h.txt"
+  while read -r k spec dt today new; do
+    for rep in 1 2; do
+      for who in today new; do
+        par=$today
+        [ $who = new ] && par=$new
+        "$tune" --kernel "$k" --shapes "$spec" --dtype "$dt" --params "$par" --fresh --no-abandon --db "$p-h2h.db" > "$p-h2h-run.out" 2>&1
+        echo "$k $spec,dtype=$dt $who $rep $(python3 bench/issue13_summary.py median "$p-h2h.db" "$k" "$par")" >> "$p-h2h.txt"
+      done
+    done
+  done < "$p-h2h-plan.txt"
+  python3 bench/issue13_summary.py summary "$prev/issue13" "$p"
+  ;;
+*)
+  echo "unknown PHASE $phase" >&2
+  exit 2
+  ;;
+esac
