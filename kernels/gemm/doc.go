@@ -82,6 +82,29 @@
 // ([S][r][c] f32), and a second launch sums the slices in split order
 // (deterministic) and rounds once to the output.
 //
+// # Stream-K
+//
+// order=streamk (wgmma path) runs a persistent grid of min(132, n) CTAs
+// over the n = tiles·k-tiles iterations of C (tiles in order m, k-tiles
+// within a tile consecutive). The CTA at position q = nctaid−1−ctaid
+// (nctaid read from %nctaid: a GPU with fewer SMs runs fewer CTAs) takes
+// iterations ⌊q·n/nctaid⌋ to ⌊(q+1)·n/nctaid⌋, one segment per tile it
+// touches. A tile's owner is the position that runs its first k-tile, in
+// the last segment of its range; the positions after it that run the
+// rest (contributors, in the first segment of theirs) store their f32
+// accumulators into their slot of a Scratch workspace ([nctaid][BM·BN])
+// and raise a flag per consumer warpgroup in a State buffer
+// (red.release.gpu after the warpgroup's named barrier). The owner's
+// warpgroups take the contributors in position order (thread 0 spins on
+// atom.acquire.gpu.exch 0 until it reads non-zero, which also leaves the
+// flag zero for the next run), add their partials and store the tile
+// with the variant's epilogue: one launch, a summation order fixed by the
+// grid. The spin-wait needs every CTA resident at once: a stream-K grid
+// is never larger than the GPU's SMs (GridPerSM 1: the runner launches
+// min(SMs, Grid[0]) CTAs) and every CTA fits an SM; an owner waits only for
+// contributors, and a contributor publishes before it waits for
+// anything. streamk.go has the layouts.
+//
 // # Rules
 //
 //   - sync path: cluster=1, multicast=0, persistent=0, epilogue=direct,
@@ -107,14 +130,18 @@
 //     k-tiles per split, at most two waves of CTAs; the workspace within
 //     u32 indexing; split partials stored directly.
 //   - tile order and persistence only past one wave (within one, every
-//     order is the same run): order=m persistent=0 there; past it,
-//     persistent=1 takes order=grouped, and order=grouped without
+//     order is the same run; stream-K aside): order=m persistent=0 there;
+//     past it, persistent=1 takes order=grouped, and order=grouped without
 //     persistence is wgmma only (L2 reuse of a wave's square of tiles).
 //     A persistent grid launches min(132, tiles·splitk) CTAs.
 //   - wgmma clusters (cluster=2 multicast=1) only on tiles of at least
 //     128×128 and reductions past 8 k-tiles (L2-bound, not latency-bound),
 //     order m or grouped (a cluster takes two consecutive tile indices,
 //     which share a tile column there), splitk=1 and epilogue=tma.
+//   - stream-K: wgmma, persistent=1, splitk=1, cluster=1; fewer tiles
+//     than two waves of 132 that fill under 90% of their waves; at least
+//     two k-tiles per SM; an owner adds at most 256 KB of partials
+//     (⌈132/tiles⌉ of BM·BN f32), so at most 16 per tile.
 //
 // # Validation
 //
@@ -126,7 +153,7 @@
 // uniform in [−1, 1) rounded to the dtype, so Σ_k|a·b| ≤ L, and the bound
 // |C − C_ref| ≤ γ·L with γ = (2·⌈L/16⌉ + 16)·2⁻²³: products are exact in
 // f32, each k16 step may lose an ulp of its block sum and one of its
-// addition to the accumulator, and the split-K reduce adds at most 16
-// partials; widened by the output's rounding (kernels.StoreTol). The
+// addition to the accumulator, and the split-K reduce or a stream-K
+// owner adds at most 16 partials; widened by the output's rounding (kernels.StoreTol). The
 // runner poisons outputs with NaN, so unwritten tiles fail.
 package gemm

@@ -41,6 +41,10 @@ func TestEmitPreset(t *testing.T) {
 func checkProgram(t *testing.T, g problem, p Params, prog kernels.Program) {
 	t.Helper()
 	main := prog.Launches[0]
+	if p.Order == StreamK {
+		checkStreamK(t, g, p, prog)
+		return
+	}
 	want := tiles(g, p) * p.SplitK
 	if p.Persistent {
 		// the runner launches min(SMs, Grid[0]) CTAs
@@ -56,6 +60,22 @@ func checkProgram(t *testing.T, g problem, p Params, prog kernels.Program) {
 	}
 	if p.SplitK > 1 && prog.Buffers[0].Elems != p.SplitK*g.r*g.c {
 		t.Errorf("%s: workspace of %d elements", variants.Encode(p), prog.Buffers[0].Elems)
+	}
+}
+
+// checkStreamK: one launch of min(132, iterations) CTAs, one per SM, with
+// the partials' workspace (a slot per CTA) and the flags (one per
+// consumer warpgroup of each CTA) as its last arguments.
+func checkStreamK(t *testing.T, g problem, p Params, prog kernels.Program) {
+	t.Helper()
+	main := prog.Launches[0]
+	n := min(numSMs, tiles(g, p)*kTiles(g, p))
+	if len(prog.Launches) != 1 || main.Grid[0] != n || main.GridPerSM != 1 || len(main.Args) != 5 {
+		t.Errorf("%s: %d launches, grid %d, %d per SM, %d args", variants.Encode(p), len(prog.Launches), main.Grid[0], main.GridPerSM, len(main.Args))
+	}
+	if len(prog.Buffers) != 2 || prog.Buffers[0].Elems != n*p.BM*p.BN || prog.Buffers[0].Role != kernels.Scratch ||
+		prog.Buffers[1].Elems != n*p.Consumers || prog.Buffers[1].Role != kernels.State {
+		t.Errorf("%s: buffers %+v", variants.Encode(p), prog.Buffers)
 	}
 }
 

@@ -17,6 +17,10 @@ const (
 	OrderM  Order = "m"       // consecutive tiles go down a column of tiles (along M of C)
 	OrderN  Order = "n"       // consecutive tiles go along a row of tiles
 	Grouped Order = "grouped" // groups of groupRows tile rows, column by column within a group
+	// StreamK: a persistent grid splits the flat (tile, k-tile) space into
+	// one balanced range per CTA (tiles in order m); partial tiles are
+	// summed in the kernel (streamk.go).
+	StreamK Order = "streamk"
 )
 
 // Epilogue is how a tile of C leaves the CTA.
@@ -40,7 +44,7 @@ type Params struct {
 	Cluster    int      `axis:"cluster" values:"1,2" doc:"CTAs per cluster, along the rows of C (wgmma)"`
 	Multicast  bool     `axis:"multicast" values:"0,1" doc:"1: the cluster's CTAs share the B tile through TMA multicast"`
 	SplitK     int      `axis:"splitk" doc:"splits of the reduction: f32 partials in a workspace, summed by a second launch"`
-	Order      Order    `axis:"order" values:"m,n,grouped" doc:"tile order: down the rows, along the columns, or grouped"`
+	Order      Order    `axis:"order" values:"m,n,grouped,streamk" doc:"tile order: down the rows, along the columns, grouped, or stream-K (balanced ranges of k-tiles, partial tiles summed in the kernel)"`
 	Persistent bool     `axis:"persistent" values:"0,1" doc:"1: one CTA per SM loops over tiles (wgmma)"`
 	Epilogue   Epilogue `axis:"epilogue" values:"direct,tma" doc:"direct stores from registers, or shared memory + TMA store (wgmma)"`
 	RegSplit   bool     `axis:"regsplit" values:"0,1" doc:"1: setmaxnreg moves registers from the producer warpgroup to the consumers (wgmma)"`

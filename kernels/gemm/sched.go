@@ -6,10 +6,11 @@ import (
 
 // tile is the work of one CTA (or one turn of a persistent CTA): the
 // first row and column of C it computes and its split of the reduction,
-// k-tiles kt0 up to kt0+nk.
+// k-tiles kt0 up to kt0+nk; with stream-K also the tile's linear index.
 type tile struct {
 	row0, col0, split ptx.Reg // u32
 	kt0, nk           ptx.Reg // u32
+	index             ptx.Reg // u32, stream-K only
 }
 
 // tileOf maps the linear tile index t (u32) to its tile: the split is the
@@ -21,8 +22,19 @@ func tileOf(k *ptx.Func, g problem, p Params, t ptx.Reg) tile {
 	var out tile
 	out.split = k.Div(ptx.U32, t, ptx.Imm(n))
 	t = k.Sub(ptx.U32, t, k.Mul(ptx.U32, out.split, ptx.Imm(n)))
+	out.row0, out.col0 = tileCorner(k, p, p.Order, t, tr, tc)
+	kt := kTiles(g, p)
+	out.kt0 = k.Div(ptx.U32, k.Mul(ptx.U32, out.split, ptx.Imm(kt)), ptx.Imm(p.SplitK))
+	end := k.Div(ptx.U32, k.Mad(ptx.U32, out.split, ptx.Imm(kt), ptx.Imm(kt)), ptx.Imm(p.SplitK))
+	out.nk = k.Sub(ptx.U32, end, out.kt0)
+	return out
+}
+
+// tileCorner is the first row and column of C of the tile at index t of
+// order o in a grid of tr×tc tiles.
+func tileCorner(k *ptx.Func, p Params, o Order, t ptx.Reg, tr, tc int) (row0, col0 ptx.Reg) {
 	var r, c ptx.Reg
-	switch p.Order {
+	switch o {
 	case OrderM:
 		c = k.Div(ptx.U32, t, ptx.Imm(tr))
 		r = k.Sub(ptx.U32, t, k.Mul(ptx.U32, c, ptx.Imm(tr)))
@@ -32,13 +44,7 @@ func tileOf(k *ptx.Func, g problem, p Params, t ptx.Reg) tile {
 	default:
 		r, c = grouped(k, t, tr, tc)
 	}
-	out.row0 = k.Mul(ptx.U32, r, ptx.Imm(p.BM))
-	out.col0 = k.Mul(ptx.U32, c, ptx.Imm(p.BN))
-	kt := kTiles(g, p)
-	out.kt0 = k.Div(ptx.U32, k.Mul(ptx.U32, out.split, ptx.Imm(kt)), ptx.Imm(p.SplitK))
-	end := k.Div(ptx.U32, k.Mad(ptx.U32, out.split, ptx.Imm(kt), ptx.Imm(kt)), ptx.Imm(p.SplitK))
-	out.nk = k.Sub(ptx.U32, end, out.kt0)
-	return out
+	return k.Mul(ptx.U32, r, ptx.Imm(p.BM)), k.Mul(ptx.U32, c, ptx.Imm(p.BN))
 }
 
 // grouped is Triton's grouped order: groups of groupRows tile rows (the

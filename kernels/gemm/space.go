@@ -16,6 +16,7 @@ const (
 	regOverhead   = 48         // registers besides the accumulators (addresses, counters, descriptors)
 	groupRows     = 8          // tile rows per group of the grouped order
 	smallTileMaxK = 8          // wgmma tiles under 128×128 also for reductions this short (k-tiles)
+	skFixupMax    = 256 << 10  // bytes of partials a stream-K owner may add (about)
 )
 
 // splitKs are the split-K factors.
@@ -47,6 +48,7 @@ func (def) Space(s Shape) variants.Typed[Params] {
 			rule("split-K partials are stored directly", splitEpilogue),
 			rule("tile order and persistence past one wave only; persistent grids grouped, sync grids m or n", tileOrder),
 			rule("wgmma clusters on 128×128 tiles or larger and reductions past 8 k-tiles, order m or grouped, unsplit, TMA store", wgmmaFeatures),
+			rule("stream-K on the wgmma path's persistent grids under two waves of tiles, unsplit, no cluster", streamK),
 		},
 	}
 }
@@ -282,6 +284,7 @@ func splitEpilogue(_ problem, p Params) error {
 func tileOrder(g problem, p Params) error {
 	ctas := tiles(g, p) * p.SplitK
 	switch {
+	case p.Order == StreamK: // its own rule
 	case ctas <= numSMs && (p.Order != OrderM || p.Persistent):
 		return fmt.Errorf("%d CTAs fit one wave: order=m persistent=0", ctas)
 	case ctas > numSMs && p.Persistent && p.Order != Grouped:
@@ -302,4 +305,40 @@ func syncWarps(p Params) (wm, wn int) {
 		return 4, 2
 	}
 	return 2, 4
+}
+
+// streamK: a stream-K grid keeps every SM busy where whole tiles cannot:
+// under two waves of tiles (past them, the last wave's idle SMs are a
+// small part of the run) that fill less than 90% of their waves (128
+// tiles on 132 SMs gain too little to pay for the partials), a
+// persistent grid of one CTA per SM on the wgmma path, each CTA at least
+// two k-tiles on the H200's 132 SMs; no split-K (stream-K replaces it)
+// and no cluster (a tile's k-tiles are spread over CTAs that are not
+// neighbours). A tile's owner adds up to ⌈132/tiles⌉ partials of BM·BN
+// f32 from L2 on one SM, at the end of the run: at most skFixupMax bytes
+// (k·v dW: 128×128 tiles would add 6 of 64 KB; 64×64 adds 2 of 16 KB),
+// which also keeps a tile's partials within the validation bound's 16.
+// Position·k-tiles stays within u32 and the partials' workspace within
+// u32 indexing.
+func streamK(g problem, p Params) error {
+	if p.Order != StreamK {
+		return nil
+	}
+	t := tiles(g, p)
+	n := t * kTiles(g, p)
+	switch {
+	case p.MMA != WGMMA || !p.Persistent || p.SplitK != 1 || p.Cluster != 1:
+		return fmt.Errorf("order=streamk takes mma=wgmma persistent=1 splitk=1 cluster=1")
+	case t >= 2*numSMs:
+		return fmt.Errorf("order=streamk with %d tiles: two waves or more", t)
+	case 10*t >= 9*gen.CeilDiv(t, numSMs)*numSMs:
+		return fmt.Errorf("order=streamk with %d tiles: whole tiles fill 90%% of their waves", t)
+	case n < 2*numSMs:
+		return fmt.Errorf("order=streamk over %d k-tiles: fewer than two per SM", n)
+	case gen.CeilDiv(numSMs, t)*p.BM*p.BN*4 > skFixupMax:
+		return fmt.Errorf("order=streamk with %d tiles of %d×%d: an owner adds %d partials of %d KB", t, p.BM, p.BN, gen.CeilDiv(numSMs, t), p.BM*p.BN*4>>10)
+	case n > gen.MaxElems/numSMs || skGrid(g, p)*p.BM*p.BN > gen.MaxElems:
+		return fmt.Errorf("order=streamk over %d k-tiles: indices past u32", n)
+	}
+	return nil
 }

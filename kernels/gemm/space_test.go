@@ -44,7 +44,7 @@ func TestSpaceSizes(t *testing.T) {
 		paths         []string
 		lo, hi, total int
 	}{
-		{[]string{string(WGMMA), string(Sync)}, 15, 100, 450},
+		{[]string{string(WGMMA), string(Sync)}, 15, 100, 500},
 		{[]string{string(Sync)}, 5, 40, 150},
 	} {
 		paths = c.paths
@@ -86,6 +86,7 @@ func TestRules(t *testing.T) {
 		"split-K partials are stored directly",
 		"tile order and persistence past one wave only; persistent grids grouped, sync grids m or n",
 		"wgmma clusters on 128×128 tiles or larger and reductions past 8 k-tiles, order m or grouped, unsplit, TMA store",
+		"stream-K on the wgmma path's persistent grids under two waves of tiles, unsplit, no cluster",
 	}
 	if !slices.Equal(names, want) {
 		t.Fatalf("rules\n%q\nwant\n%q", names, want)
@@ -114,6 +115,13 @@ func TestRules(t *testing.T) {
 		{wg, func(p *Params) { p.Order = Grouped }, want[11]},
 		{wg, func(p *Params) { p.Epilogue, p.Stages, p.SplitK = TMAStore, 3, 1 }, ""}, // the staging tile leaves 3 stages
 		{wg, func(p *Params) { p.Cluster, p.Multicast = 2, true }, want[12]},
+		{wg, func(p *Params) { // 96 tiles over 3072 k-tiles
+			p.BM, p.BN, p.Consumers, p.Stages, p.SplitK, p.Order, p.Persistent = 64, 64, 1, 6, 1, StreamK, true
+		}, ""},
+		{wg, func(p *Params) { p.SplitK, p.Order, p.Persistent = 1, StreamK, true }, want[13]}, // 12 tiles: 11 partials of 128 KB
+		{wg, func(p *Params) { p.SplitK, p.Order, p.Persistent = 2, StreamK, true }, want[13]},
+		{wg, func(p *Params) { p.SplitK, p.Order = 1, StreamK }, want[13]},
+		{sy, func(p *Params) { p.SplitK, p.Order = 1, StreamK }, want[13]},
 	} {
 		p := c.p
 		c.edit(&p)

@@ -66,6 +66,9 @@ func emitWgmma(s Shape, g problem, p Params) (kernels.Program, error) {
 	if p.Epilogue == TMAStore && p.SplitK > 1 {
 		return kernels.Program{}, fmt.Errorf("mma=wgmma: split-K partials are stored directly")
 	}
+	if p.Order == StreamK && (!p.Persistent || p.SplitK > 1 || p.Cluster > 1) {
+		return kernels.Program{}, fmt.Errorf("mma=wgmma: order=streamk takes persistent=1 splitk=1 cluster=1")
+	}
 	m := ptx.NewModule()
 	wk := &wgKernel{g: g, p: p}
 	wk.k = m.Func(entry(s, "wgmma"))
@@ -100,6 +103,11 @@ func emitWgmma(s Shape, g problem, p Params) (kernels.Program, error) {
 	main := kernels.Launch{Entry: entry(s, "wgmma"), Grid: [3]int{tiles(g, p) * p.SplitK, 1, 1},
 		Block: [3]int{wk.threads(), 1, 1}, SharedBytes: smemBytes(g, p, p.Stages),
 		Args: []kernels.Arg{{TensorMap: aMap(g, p)}, {TensorMap: bMap(g, p)}, outArg}}
+	if p.Order == StreamK {
+		main.Grid[0] = skGrid(g, p)
+		main.Args = append(main.Args, kernels.Arg{Buffer: workspace}, kernels.Arg{Buffer: skFlags})
+		prog.Buffers = streamKBuffers(g, p)
+	}
 	if p.Cluster > 1 {
 		main.Cluster = [3]int{p.Cluster, 1, 1}
 	}
@@ -166,6 +174,10 @@ func (wk *wgKernel) body() {
 	} else {
 		c = gen.Param(k, "c")
 	}
+	var ws, flags ptx.Sym
+	if p.Order == StreamK {
+		ws, flags = k.Param("ws", ptx.U64), k.Param("flags", ptx.U64)
+	}
 	dyn := k.DynamicShared("smem", 16)
 	k.Comment("tiles start on 1024 bytes (128B swizzle atoms): round the dynamic base up")
 	base := k.And(ptx.B32, k.Add(ptx.U32, k.Mov(ptx.U32, dyn), ptx.Imm(1023)), ptx.Imm(-1024))
@@ -201,17 +213,18 @@ func (wk *wgKernel) body() {
 			acc[i] = k.WgmmaAcc(p.BN)
 		}
 		r := wk.newRing()
+		fx := wk.newFixup(ws, flags, cw, l)
 		if p.Epilogue != TMAStore {
 			wk.forTiles(func(t tile) {
 				wk.consumer(base, t, cw, acc, r)
-				wk.epilogue(c, t, cw, l, acc)
+				fx.finish(t, acc, func() { wk.epilogue(c, t, cw, l, acc) })
 			})
 			return
 		}
 		st := wk.newStager(base, tmC, cw, l)
 		wk.forTiles(func(t tile) {
 			wk.consumer(base, t, cw, acc, r)
-			st.store(t, acc)
+			fx.finish(t, acc, func() { st.store(t, acc) })
 		})
 		k.Comment("the last store must have read the staging tile before the CTA exits")
 		k.If(st.elected, func() { k.BulkWait(0, true) })
@@ -239,9 +252,14 @@ func (wk *wgKernel) clusterSync() {
 // forTiles calls body with the CTA's tile, or, in a persistent grid, in
 // a loop over tiles ctaid, ctaid + nctaid, ... (the ring's slot and
 // parity carry over from one tile to the next: the producer loads the
-// next tile's first k-tiles while the consumers store this one).
+// next tile's first k-tiles while the consumers store this one), or
+// with stream-K over the segments of the CTA's range.
 func (wk *wgKernel) forTiles(body func(t tile)) {
 	k, g, p := wk.k, wk.g, wk.p
+	if p.Order == StreamK {
+		wk.forStreamK(body)
+		return
+	}
 	if !p.Persistent {
 		body(tileOf(k, g, p, k.Mov(ptx.U32, ptx.CtaidX)))
 		return

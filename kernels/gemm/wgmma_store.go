@@ -63,14 +63,19 @@ func (wk *wgKernel) newStager(base ptx.Reg, tmC ptx.Sym, cw, l ptx.Reg) *stager 
 }
 
 // barrier is bar.sync 1+cw, 128: the consumer warpgroup alone.
-func (st *stager) barrier() {
-	k := st.wk.k
+func (st *stager) barrier() { st.wk.wgBarrier(st.first) }
+
+// wgBarrier is bar.sync 1+cw, 128, the named barrier of consumer
+// warpgroup cw (first: cw == 0; the barrier id is an immediate, so one
+// branch per consumer).
+func (wk *wgKernel) wgBarrier(first ptx.Reg) {
+	k := wk.k
 	bar := func(id int) func() { return func() { k.Raw(90, 80, "bar.sync", ptx.Imm(id), ptx.Imm(128)) } }
-	if st.wk.p.Consumers == 1 {
+	if wk.p.Consumers == 1 {
 		bar(1)()
 		return
 	}
-	k.IfElse(st.first, bar(1), bar(2))
+	k.IfElse(first, bar(1), bar(2))
 }
 
 // store writes tile t's accumulators through the staging tile.

@@ -28,7 +28,12 @@
 // CTA run one after another until each reaches a barrier or exits. CTAs
 // run on Options.Workers goroutines; results are the same whatever the
 // worker count, except that float atomics of different CTAs on one
-// address add in a different order (as on a GPU).
+// address add in a different order (as on a GPU). CTAs (clusters) start
+// in index order and each runs to its end, global atomics are atomic
+// across workers: a CTA may spin on a flag that a lower-numbered CTA
+// raises (stream-K's fix-up), never on one a higher-numbered CTA raises
+// (with one worker that CTA has not started: the spin ends in
+// ErrTimeout).
 //
 // Covered: ld.param, ld/st in the global, shared (static and dynamic),
 // local and generic spaces including .v2/.v4 and cache qualifiers (which

@@ -1,0 +1,116 @@
+package gemm_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/gradtune/gradtune/dtype"
+	"github.com/gradtune/gradtune/kernels/gemm"
+	"github.com/gradtune/gradtune/runner"
+	"github.com/gradtune/gradtune/runner/sim"
+	"github.com/gradtune/gradtune/variants"
+)
+
+// skParams is a stream-K variant: bm×bn tiles, stages deep, the epilogue.
+func skParams(bm, bn, stages int, ep gemm.Epilogue) gemm.Params {
+	return gemm.Params{MMA: gemm.WGMMA, BM: bm, BN: bn, BK: 64, Stages: stages, Consumers: consumersFor(bm),
+		Cluster: 1, SplitK: 1, Order: gemm.StreamK, Persistent: true, Epilogue: ep, RegSplit: true}
+}
+
+// TestStreamKOnInterpreter runs stream-K programs on the interpreter
+// with grids smaller than the launch asks for (as a GPU with fewer SMs
+// would run them): one CTA doing everything, fewer CTAs than tiles,
+// tiles spread over three to five CTAs, one k-tile per CTA. Shapes have
+// tails in every dimension, both grads, bf16, f16 and an f32 dW, one and
+// two consumers, one and two m64 blocks per consumer, both epilogues and
+// a long reduction (random inputs). Each program runs twice: the
+// runner's validation also checks that the flags are left zero.
+func TestStreamKOnInterpreter(t *testing.T) {
+	for _, c := range []struct {
+		s     gemm.Shape
+		p     gemm.Params
+		grids []int
+	}{
+		// C 200×136, l = 300: 2×2 tiles of 5 k-tiles (20 iterations)
+		{gemm.Shape{M: 300, N: 200, K: 136, Grad: gemm.DW, DType: dtype.BF16}, skParams(128, 128, 4, gemm.TMAStore), []int{1, 3, 7, 20}},
+		{gemm.Shape{M: 300, N: 200, K: 136, Grad: gemm.DW, DType: dtype.F16}, skParams(128, 128, 4, gemm.Direct), []int{3, 7}},
+		{gemm.Shape{M: 300, N: 200, K: 136, Grad: gemm.DW, Out: "f32", DType: dtype.BF16}, skParams(128, 192, 3, gemm.TMAStore), []int{3, 10}},
+		// dX C 200×136, l = 296, 64×64 tiles: 4×3 tiles of 5 k-tiles
+		{gemm.Shape{M: 200, N: 296, K: 136, Grad: gemm.DX, DType: dtype.F16}, skParams(64, 64, 4, gemm.Direct), []int{5, 13}},
+		{gemm.Shape{M: 200, N: 296, K: 136, Grad: gemm.DX, DType: dtype.BF16}, skParams(64, 128, 4, gemm.TMAStore), []int{7}},
+		// dX C 300×200, l = 136 (3 k-tiles), 256×128 tiles: two m64 blocks per consumer
+		{gemm.Shape{M: 300, N: 136, K: 200, Grad: gemm.DX, DType: dtype.BF16}, skParams(256, 128, 2, gemm.Direct), []int{5}},
+		{gemm.Shape{M: 300, N: 136, K: 200, Grad: gemm.DX, DType: dtype.F16}, skParams(256, 128, 2, gemm.TMAStore), []int{12}},
+		// l = 1100 > exactMaxL: random inputs; 1×2 tiles of 18 k-tiles
+		{gemm.Shape{M: 1100, N: 72, K: 136, Grad: gemm.DW, DType: dtype.BF16}, skParams(128, 128, 4, gemm.TMAStore), []int{7}},
+	} {
+		for _, grid := range c.grids {
+			name := fmt.Sprintf("%s/%s/grid=%d", variants.ShapeOf(c.s).Key(), variants.Encode(c.p), grid)
+			if err := streamKRun(c.s, c.p, grid); err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
+		}
+	}
+}
+
+// streamKRun validates p at s on the interpreter with a grid of the given
+// CTAs, twice.
+func streamKRun(s gemm.Shape, p gemm.Params, grid int) error {
+	f := gemm.Families()[0]
+	prog, err := gemm.EmitUnchecked(s, p)
+	if err != nil {
+		return err
+	}
+	if grid > prog.Launches[0].Grid[0] {
+		return fmt.Errorf("grid %d: the launch asks for %d CTAs", grid, prog.Launches[0].Grid[0])
+	}
+	prog.Launches[0].Grid[0] = grid
+	ss := runner.NewSession(sim.New(sim.Options{Workers: 2}))
+	defer ss.Release()
+	if err := ss.Prepare(f, variants.ShapeOf(s), 1); err != nil {
+		return err
+	}
+	l, err := ss.Load(prog)
+	if err != nil {
+		return err
+	}
+	defer l.Unload()
+	for run := range 2 {
+		c, err := ss.Validate(l)
+		if err != nil {
+			return fmt.Errorf("run %d: %w", run, err)
+		}
+		if !c.OK {
+			return fmt.Errorf("run %d: %s (max abs error %g)", run, c.Message, c.MaxAbs)
+		}
+	}
+	return nil
+}
+
+// consumersFor is the wgmma rule's consumer count: one on 64-row tiles.
+func consumersFor(bm int) int {
+	if bm == 64 {
+		return 1
+	}
+	return 2
+}
+
+// TestStreamKSpaceOnInterpreter runs the stream-K points of the space
+// where wgmmaShapes have them (153 tiles of 128×128 over two k-tiles, on
+// the launch's own grid of 132 CTAs: fewer CTAs than tiles, most tiles
+// split over two CTAs), both grads, both epilogues.
+func TestStreamKSpaceOnInterpreter(t *testing.T) {
+	for _, c := range []struct {
+		spec string
+		dt   dtype.DType
+	}{
+		{"m=1100,n=72,k=2056,grad=dx", dtype.BF16},
+		{"m=72,n=1096,k=2056,grad=dw", dtype.F16},
+	} {
+		n := simRun(t, c.spec, c.dt, func(p gemm.Params) bool { return p.Order == gemm.StreamK })
+		if n == 0 {
+			t.Errorf("%s: no stream-K variant", c.spec)
+		}
+		t.Logf("%s %v: %d variants", c.spec, c.dt, n)
+	}
+}
