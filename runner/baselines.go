@@ -58,7 +58,7 @@ func (r *Runner) evalBaseline(ctx context.Context, f kernels.Family, s variants.
 	res := r.newResult(f, s, eval.BaselineParams(b.Name))
 	res.Key.PTXSHA256 = BaselineHash(b)
 	req := &evalRequest{Kernel: f.Name(), Dims: s.Dims, DType: s.DType.String(), Baseline: &b, Seed: r.opt.Seed}
-	return r.evaluate(ctx, res, req, cost, rec, r.opt.Measure)
+	return r.evaluate(ctx, res, req, cost, rec, r.opt.Measure, false)
 }
 
 // BaselineHash is the stable content hash stored as a baseline's

@@ -61,7 +61,7 @@ func (r *Runner) benchCase(ctx context.Context, c Case, rec Recorder) (Summary, 
 		if err := ctx.Err(); err != nil {
 			return sum, err
 		}
-		res := r.evalOne(ctx, c.Family, c.Shape, v.p, cost, rec, v.delay, r.opt.Measure)
+		res := r.evalOne(ctx, c.Family, c.Shape, v.p, cost, rec, v.delay, r.opt.Measure, false)
 		sum.add(res)
 		if err := rec.Record(*res); err != nil {
 			return sum, fmt.Errorf("recording %s %s %s: %w", sum.Kernel, c.Shape.Key(), v.p, err)

@@ -133,6 +133,13 @@ type Options struct {
 	NewWorker      func() (Worker, error)
 }
 
+// PointLister is a family that has its space's points at hand (a
+// replay's, which tunes the same shape many times): the runner takes them
+// instead of enumerating the space for every tune.
+type PointLister interface {
+	Points(s variants.Shape) []variants.Params
+}
+
 // Summary of one (family, shape).
 type Summary struct {
 	Kernel string
@@ -285,8 +292,11 @@ func (r *Runner) Tune(ctx context.Context, jobs []Job, rec Recorder) ([]Summary,
 func (r *Runner) tuneShape(ctx context.Context, f kernels.Family, s variants.Shape, rec Recorder) (Summary, error) {
 	start := time.Now()
 	sum := Summary{Kernel: f.Name(), Shape: s}
-	strat, err := search.New(search.Config{Name: r.opt.Strategy, Budget: r.opt.Budget, Fraction: r.opt.BudgetFraction,
-		Seed: r.opt.Seed}, f.Space(s), r.opt.Fix)
+	cfg := search.Config{Name: r.opt.Strategy, Budget: r.opt.Budget, Fraction: r.opt.BudgetFraction, Seed: r.opt.Seed}
+	if pl, ok := f.(PointLister); ok {
+		cfg.Points = pl.Points(s)
+	}
+	strat, err := search.New(cfg, f.Space(s), r.opt.Fix)
 	if err != nil {
 		return sum, err
 	}
@@ -303,18 +313,20 @@ func (r *Runner) tuneShape(ctx context.Context, f kernels.Family, s variants.Sha
 			if err := ctx.Err(); err != nil {
 				return sum, err
 			}
-			res := r.evalOne(ctx, f, s, pr.Params, cost, rec, 0, r.measureFor(pr, valid))
+			res := r.evalOne(ctx, f, s, pr.Params, cost, rec, 0, r.measureFor(pr, valid), pr.Again)
 			sum.add(res)
 			if res.Reused {
 				sum.Reused++
 			} else if err := rec.Record(*res); err != nil {
 				return sum, fmt.Errorf("recording %s %s %s: %w", f.Name(), s.Key(), pr.Params, err)
 			}
-			strat.Tell(pr, observe(res))
+			if res.Status == eval.OK {
+				valid, res = pool(valid, res, cost)
+			}
+			strat.Tell(pr, observe(res, valid))
 			switch {
 			case res.Status == eval.OK:
 				sum.Valid++
-				valid = append(valid, res)
 			case res.Status == eval.Skipped && len(res.Samples) > 0:
 				sum.Abandoned++
 			case res.Status.Failed():
@@ -342,16 +354,44 @@ func (r *Runner) tuneShape(ctx context.Context, f kernels.Family, s variants.Sha
 	return sum, nil
 }
 
+// pool adds a valid result to valid: when valid holds an earlier
+// evaluation of the same params (a re-measurement the strategy asked
+// for), the two become one result over the samples of both, which
+// replaces the earlier and is returned; otherwise res is appended.
+func pool(valid []*Result, res *Result, cost kernels.Cost) ([]*Result, *Result) {
+	for k, old := range valid {
+		if old.Key.Params != res.Key.Params {
+			continue
+		}
+		p := *old
+		p.Reused = false
+		p.Samples = append(append([]float64(nil), old.Samples...), res.Samples...)
+		p.Throttled = append([]int(nil), old.Throttled...)
+		for _, i := range res.Throttled {
+			p.Throttled = append(p.Throttled, len(old.Samples)+i)
+		}
+		p.Stats = SummarizeKept(p.Samples, p.Throttled)
+		if med := p.Stats.Median; med > 0 {
+			p.GBps = float64(cost.Bytes) / (med * 1e-6) / 1e9
+			p.TFLOPs = float64(cost.Flops) / (med * 1e-6) / 1e12
+		}
+		valid[k] = &p
+		return valid, &p
+	}
+	return append(valid, res), res
+}
+
 // measureFor is the protocol of one proposal: a short look of pr.Samples
 // samples, or the full protocol; with Options.Abandon, the abandon bar is
-// set from the best of valid (see Abandon).
+// set from the best of valid (see Abandon), except for a re-measurement
+// (Again), which is of a contender.
 func (r *Runner) measureFor(pr search.Proposal, valid []*Result) MeasureOpts {
 	m := r.opt.Measure
 	if pr.Samples > 0 {
 		m.MaxSamples = pr.Samples
 		m.MinSamples = min(m.MinSamples, pr.Samples)
 	}
-	if r.opt.Abandon > 0 && len(valid) > 0 {
+	if r.opt.Abandon > 0 && len(valid) > 0 && !pr.Again {
 		bestHi := valid[0].Stats.Hi
 		for _, v := range valid[1:] {
 			bestHi = min(bestHi, v.Stats.Hi)
@@ -367,10 +407,16 @@ func (r *Runner) measureFor(pr search.Proposal, valid []*Result) MeasureOpts {
 const AbandonAfter = 6
 
 // observe is what a strategy learns from a result: whether the variant is
-// valid and its median, also from a partial or abandoned measurement.
-func observe(res *Result) search.Observation {
+// valid, its median and interval, also from a partial or abandoned
+// measurement; and which of the valid results lead.
+func observe(res *Result, valid []*Result) search.Observation {
 	ok := res.Status == eval.OK || (res.Status == eval.Skipped && len(res.Samples) > 0)
-	return search.Observation{OK: ok && res.Stats.Median > 0, Median: res.Stats.Median}
+	o := search.Observation{OK: ok && res.Stats.Median > 0, Median: res.Stats.Median, Lo: res.Stats.Lo, Hi: res.Stats.Hi,
+		Partial: res.Status != eval.OK}
+	if c := Choose(valid); c.Best != nil {
+		o.Leader, o.Fastest = c.Best.Key.Params, c.Fastest.Key.Params
+	}
+	return o
 }
 
 // progress prints sum's line on Progress, if any: the winner, the
@@ -403,8 +449,9 @@ func (sum *Summary) add(res *Result) {
 }
 
 // evalOne emits, looks up and evaluates one variant; delay > 0 plants a
-// slowdown (faults.Delay) in its program.
-func (r *Runner) evalOne(ctx context.Context, f kernels.Family, s variants.Shape, p variants.Params, cost kernels.Cost, rec Recorder, delay time.Duration, m MeasureOpts) *Result {
+// slowdown (faults.Delay) in its program; again measures it even when
+// the recorder has it.
+func (r *Runner) evalOne(ctx context.Context, f kernels.Family, s variants.Shape, p variants.Params, cost kernels.Cost, rec Recorder, delay time.Duration, m MeasureOpts, again bool) *Result {
 	res := r.newResult(f, s, p.String())
 	prog, err := r.emit(f, s, p)
 	if err == nil && delay > 0 {
@@ -422,7 +469,7 @@ func (r *Runner) evalOne(ctx context.Context, f kernels.Family, s variants.Shape
 	}
 	res.Key.PTXSHA256 = sha256Hex([]byte(prog.PTX))
 	req := &evalRequest{Kernel: f.Name(), Params: p.String(), Dims: s.Dims, DType: s.DType.String(), Program: prog, Seed: r.opt.Seed}
-	res = r.evaluate(ctx, res, req, cost, rec, m)
+	res = r.evaluate(ctx, res, req, cost, rec, m, again)
 	if delay > 0 && res.Message == "" {
 		res.Message = fmt.Sprintf("planted slowdown: a %v delay launch after the program", delay)
 	}
@@ -454,10 +501,10 @@ func sha256Hex(b []byte) string {
 }
 
 // evaluate fills res (keyed) with the recorded result of its key, unless
-// Fresh, or with what the worker answers to req; a worker that died, hung
-// or lost its context is restarted.
-func (r *Runner) evaluate(ctx context.Context, res *Result, req *evalRequest, cost kernels.Cost, rec Recorder, m MeasureOpts) *Result {
-	if !r.opt.Fresh {
+// Fresh or again, or with what the worker answers to req; a worker that
+// died, hung or lost its context is restarted.
+func (r *Runner) evaluate(ctx context.Context, res *Result, req *evalRequest, cost kernels.Cost, rec Recorder, m MeasureOpts, again bool) *Result {
+	if !r.opt.Fresh && !again {
 		// A stored partial or abandoned measurement (skipped, with
 		// samples) is measured again: it never stands for a full one.
 		if old, ok, err := rec.Done(res.Key); err == nil && ok && !(old.Status == eval.Skipped && len(old.Samples) > 0) {

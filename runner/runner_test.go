@@ -298,3 +298,56 @@ func TestCompareFindsFirstBadElement(t *testing.T) {
 		t.Fatalf("got %+v, want first bad 70000 and max abs error 1", m)
 	}
 }
+
+// TestRemeasurePools: the model strategy's confirmation asks for the
+// fastest point again (budget 4 of the toy's 4 points: three spread out,
+// one confirms); the runner measures it afresh although the
+// recorder has it, records both evaluations, and chooses the winner on
+// the samples of both.
+func TestRemeasurePools(t *testing.T) {
+	perParams := map[string]int{}
+	evals, starts := 0, 0
+	r, err := New(Options{Measure: DefaultMeasure, EvalTimeout: time.Second, Strategy: "model", Budget: 4,
+		NewWorker: func() (Worker, error) {
+			starts++
+			return &fakeWorker{evals: &evals, answer: func(p string) (*evalResponse, error) {
+				perParams[p]++
+				v := map[string]float64{"v=1": 10, "v=2": 5, "v=3": 8}[p]
+				return &evalResponse{Outcome: Outcome{Status: "ok", Samples: samples(v)}}, nil
+			}}, nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	rec := newMem()
+	sums, err := r.Tune(context.Background(), []Job{{Family: toyFamily{}, Shapes: []variants.Shape{toyShape}}}, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	best := sums[0].Best
+	if best == nil {
+		t.Fatal("no winner")
+	}
+	w := best.Key.Params
+	for p, n := range perParams {
+		if p != w && n != 1 {
+			t.Errorf("%s measured %d times; only the fastest is measured again", p, n)
+		}
+	}
+	if perParams[w] != 2 || best.Stats.N != 40 || len(best.Samples) != 40 {
+		t.Errorf("winner %s measured %d times, over %d samples (%d kept); want 2 and 40", w, perParams[w], len(best.Samples), best.Stats.N)
+	}
+	n := 0
+	for _, res := range rec.records {
+		if res.Key.Params == w {
+			n++
+			if len(res.Samples) != 20 {
+				t.Errorf("a recorded evaluation of %s has %d samples, want its own 20", w, len(res.Samples))
+			}
+		}
+	}
+	if n != 2 || sums[0].Tried != 4 {
+		t.Errorf("%s recorded %d times, %d evaluations in all; want 2 and the budget, 4", w, n, sums[0].Tried)
+	}
+}

@@ -13,16 +13,25 @@
 //     samples), the best third of them a longer one, and so on; the last
 //     rung's survivors are evaluated with the full protocol (Samples 0).
 //     Only full evaluations may win: a look is recorded as partial.
-//   - model: an evolutionary search over the typed axes. A random third
-//     of the budget seeds a population; then, while the best point so far
-//     has an unproposed neighbor (a point of the space differing in one
-//     axis), one of those is proposed (coordinate descent); otherwise the
-//     proposal mutates one
-//     or two axes of an elite (the best point with probability 0.6, else
-//     one of the five best), sometimes after crossing it with another
-//     elite, moving an axis to an adjacent value or to any value; a child
-//     that is not a point of the space or was already proposed is redrawn,
-//     and after 64 failed draws a random unproposed point is taken.
+//   - model: Bayesian optimization over the typed axes. An initial
+//     design of a third of the budget (3 to 10 points) spreads out: each
+//     point is the one farthest from those proposed (distances below).
+//     Then a Gaussian process fitted to the log of the observed medians
+//     (partial and abandoned ones included) proposes, in turn, the
+//     unproposed point of the highest expected improvement and the one of
+//     the lowest predicted time. Its kernel is exp(-Σ w_a·d_a) over the
+//     axes: d_a is 0 between equal values, 1 between two values of a
+//     categorical axis, and between two values of a numeric axis 1/2 plus
+//     1/2 of how far apart they lie in the axis's order. The weights w_a
+//     and the nugget (noise and misfit) are those of the highest marginal
+//     likelihood, one weight for all axes from a grid, then each axis's
+//     own (0 to 8 times it) once six points were observed.
+//   - Confirmation (model): the last fifth of the budget (1 to 6
+//     evaluations; none below 4) re-measures (Proposal.Again) the fastest
+//     full evaluation, then the leader the winner rule would choose, up
+//     to three evaluations each, so that noise and a statistical tie do
+//     not pick a loser; the runner pools a re-measured point's samples
+//     with its earlier ones. A slot neither needs goes to the search.
 //
 // Budget is a number of full evaluations per shape; DefaultBudget is 10%
 // of the space (at least 8 points). Replay (tune replay) judges the

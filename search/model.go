@@ -1,179 +1,230 @@
 package search
 
 import (
+	"math"
 	"math/rand/v2"
-	"sort"
+	"strconv"
 
 	"github.com/gradtune/gradtune/variants"
 )
 
-// model is the evolutionary search (see the package doc).
+// model is the Bayesian optimization of the package doc, with its
+// confirmation round.
 type model struct {
-	axes     []variants.Axis
-	valid    map[string]variants.Params // every point of the space
-	pts      []variants.Params
-	budget   int
-	seedN    int // random proposals before evolution starts
-	rng      *rand.Rand
-	proposed map[string]bool
-	n        int
-	scores   []scored
+	pts    []variants.Params
+	index  map[string]int
+	axes   []axisDist
+	code   [][]int // by point and axis: the value's index
+	budget int
+	seedN  int // evaluations of the initial design
+	confN  int // evaluations kept for the confirmation round
+	rng    *rand.Rand
+
+	leader   string        // the winner rule's choice so far
+	fastest  string        // the fastest full evaluation so far
+	n        int           // proposals made
+	proposed []bool        // by point
+	obs      map[int]*seen // by point: what its evaluations found
+	order    []int         // observed points, in the order first told
+
+	gp gp
 }
 
-type scored struct {
-	p variants.Params
-	m float64
+// seen is what the evaluations of one point found.
+type seen struct {
+	median, lo, hi float64
+	full           bool // a full evaluation: a candidate winner
+	times          int  // evaluations
+}
+
+// axisDist is the distance between the values of one axis, by value
+// index: 0 for equal values; 1 between two values of a categorical axis;
+// between two values of a numeric axis, 1/2 plus 1/2 of how far apart
+// they lie in the axis's order, so that neighbors are closer than the
+// ends.
+type axisDist struct {
+	name string
+	val  map[string]int
+	d    [][]float64
 }
 
 const (
-	elites      = 5
-	pBest       = 0.6
-	pCrossover  = 0.2
-	pTwoAxes    = 0.3
-	pAdjacent   = 0.5
-	maxAttempts = 64
+	// confirmEvery: one evaluation in this many of the budget is kept
+	// for the confirmation round (at least one, at most maxConfirm).
+	confirmEvery = 5
+	maxConfirm   = 6
+	// minConfirmBudget: a smaller budget is all search.
+	minConfirmBudget = 4
+	// maxAgain: evaluations of one point the confirmation asks for at
+	// most.
+	maxAgain = 3
+	// seedEvery: the initial design is one evaluation in this many of
+	// the budget (at least minSeed, at most maxSeed).
+	seedEvery = 3
+	minSeed   = 3
+	maxSeed   = 10
 )
 
 func newModel(space variants.Space, pts []variants.Params, budget int, rng *rand.Rand) *model {
-	m := &model{axes: space.Axes, valid: map[string]variants.Params{}, pts: pts, budget: budget,
-		seedN: max(min(budget, 4), budget/3), rng: rng, proposed: map[string]bool{}}
-	for _, p := range pts {
-		m.valid[p.String()] = p
+	m := &model{pts: pts, index: map[string]int{}, budget: budget, rng: rng,
+		proposed: make([]bool, len(pts)), obs: map[int]*seen{}}
+	for _, a := range space.Axes {
+		m.axes = append(m.axes, newAxisDist(a))
 	}
+	m.code = make([][]int, len(pts))
+	for i, p := range pts {
+		m.index[p.String()] = i
+		m.code[i] = make([]int, len(m.axes))
+		for a, ax := range m.axes {
+			m.code[i][a] = ax.val[p[ax.name]]
+		}
+	}
+	m.confN = min(maxConfirm, max(1, budget/confirmEvery))
+	if budget < minConfirmBudget {
+		m.confN = 0
+	}
+	m.seedN = min(budget-m.confN, max(minSeed, min(maxSeed, budget/seedEvery)))
+	m.gp = gp{m: m}
 	return m
 }
 
-func (m *model) Next() []Proposal {
-	if m.n >= m.budget || m.n >= len(m.pts) {
-		return nil
-	}
-	var p variants.Params
-	if m.n >= m.seedN && len(m.scores) > 0 {
-		if p = m.neighbor(m.scores[0].p); p == nil {
-			p = m.child()
+func newAxisDist(a variants.Axis) axisDist {
+	ad := axisDist{name: a.Name, val: map[string]int{}}
+	numeric := true
+	for i, v := range a.Values {
+		ad.val[v] = i
+		if _, err := strconv.ParseFloat(v, 64); err != nil {
+			numeric = false
 		}
 	}
-	if p == nil {
-		p = m.randomUnproposed()
+	n := len(a.Values)
+	ad.d = make([][]float64, n)
+	for i := range ad.d {
+		ad.d[i] = make([]float64, n)
+		for j := range ad.d[i] {
+			switch {
+			case i == j:
+			case !numeric:
+				ad.d[i][j] = 1
+			default:
+				ad.d[i][j] = 0.5 + 0.5*math.Abs(float64(i-j))/float64(n-1)
+			}
+		}
 	}
-	m.proposed[p.String()] = true
+	return ad
+}
+
+func (m *model) Next() []Proposal {
+	if m.n >= m.budget {
+		return nil
+	}
 	m.n++
-	return []Proposal{{Params: p}}
+	if m.budget-m.n < m.confN {
+		if i, ok := m.confirm(); ok {
+			return []Proposal{{Params: m.pts[i], Again: true}}
+		}
+	}
+	i, ok := -1, false
+	if len(m.order) >= min(m.seedN, 2) && m.n > m.seedN {
+		i, ok = m.gp.propose(m.n%2 == 0)
+	}
+	if !ok {
+		i, ok = m.spread()
+	}
+	if !ok {
+		m.n = m.budget
+		return nil
+	}
+	m.proposed[i] = true
+	return []Proposal{{Params: m.pts[i]}}
 }
 
 func (m *model) Tell(p Proposal, o Observation) {
-	if !o.OK {
+	m.leader, m.fastest = o.Leader, o.Fastest
+	i, ok := m.index[p.Params.String()]
+	if !ok || !o.OK || !(o.Median > 0) {
 		return
 	}
-	m.scores = append(m.scores, scored{p.Params, o.Median})
-	sort.SliceStable(m.scores, func(a, b int) bool { return m.scores[a].m < m.scores[b].m })
+	s := m.obs[i]
+	if s == nil {
+		s = &seen{}
+		m.obs[i] = s
+		m.order = append(m.order, i)
+		defer m.gp.add(i)
+	} else {
+		defer m.gp.update(i)
+	}
+	lo, hi := o.Lo, o.Hi
+	if !(lo > 0) || !(hi >= lo) {
+		lo, hi = o.Median, o.Median
+	}
+	s.median, s.lo, s.hi, s.full = o.Median, lo, hi, !o.Partial
+	s.times++
 }
 
-// child breeds an unproposed point of the space from the elites, or
-// returns nil after maxAttempts draws.
-func (m *model) child() variants.Params {
-	top := m.scores[:min(elites, len(m.scores))]
-	for range maxAttempts {
-		parent := top[0].p
-		if m.rng.Float64() >= pBest {
-			parent = top[m.rng.IntN(len(top))].p
-		}
-		c := parent.Clone()
-		if m.rng.Float64() < pCrossover && len(top) > 1 {
-			other := top[m.rng.IntN(len(top))].p
-			for _, a := range m.axes {
-				if m.rng.IntN(2) == 0 {
-					c[a.Name] = other[a.Name]
-				}
-			}
-		}
-		m.mutate(c)
-		if m.rng.Float64() < pTwoAxes {
-			m.mutate(c)
-		}
-		key := c.String()
-		if q, ok := m.valid[key]; ok && !m.proposed[key] {
-			return q
-		}
+// confirm picks a point to evaluate again so that noise does not choose
+// the winner: the fastest until it was evaluated maxAgain times (its
+// interval, which bounds the statistical tie, narrows), then the leader
+// (the winner rule's choice) until it was too. It reports false when
+// neither needs more.
+func (m *model) confirm() (int, bool) {
+	li, lok := m.index[m.leader]
+	fi, fok := m.index[m.fastest]
+	switch {
+	case !lok || !fok:
+		return 0, false
+	case m.obs[fi].times < maxAgain:
+		return fi, true
+	case m.obs[li].times < maxAgain:
+		return li, true
 	}
-	return nil
+	return 0, false
 }
 
-// mutate moves one axis with more than one value to an adjacent value
-// or to any other value.
-func (m *model) mutate(c variants.Params) {
-	var multi []variants.Axis
-	for _, a := range m.axes {
-		if len(a.Values) > 1 {
-			multi = append(multi, a)
-		}
-	}
-	if len(multi) == 0 {
-		return
-	}
-	a := multi[m.rng.IntN(len(multi))]
-	cur := 0
-	for i, v := range a.Values {
-		if v == c[a.Name] {
-			cur = i
-		}
-	}
-	next := m.rng.IntN(len(a.Values) - 1)
-	if next >= cur {
-		next++
-	}
-	if m.rng.Float64() < pAdjacent {
-		next = cur + 1
-		if (m.rng.IntN(2) == 0 && cur > 0) || next == len(a.Values) {
-			next = cur - 1
-		}
-	}
-	c[a.Name] = a.Values[next]
-}
-
-// randomUnproposed draws a point not proposed yet (there is one: Next
-// stops at the size of the space).
-func (m *model) randomUnproposed() variants.Params {
-	for range maxAttempts {
-		p := m.pts[m.rng.IntN(len(m.pts))]
-		if !m.proposed[p.String()] {
-			return p
-		}
-	}
-	start := m.rng.IntN(len(m.pts))
-	for i := range m.pts {
-		p := m.pts[(start+i)%len(m.pts)]
-		if !m.proposed[p.String()] {
-			return p
-		}
-	}
-	return m.pts[start]
-}
-
-// neighbor returns an unproposed point of the space that differs from p
-// in one axis, drawn at random; nil when every such neighbor was
+// spread picks an unproposed point far from those proposed: the one whose
+// distance to the nearest proposed point is largest, ties drawn at
+// random (the first at random). It reports false when every point was
 // proposed.
-func (m *model) neighbor(p variants.Params) variants.Params {
-	var out []variants.Params
-	for _, a := range m.axes {
-		for i, v := range a.Values {
-			if v != p[a.Name] {
-				continue
-			}
-			for j := range a.Values {
-				if j == i {
-					continue
-				}
-				q := p.Clone()
-				q[a.Name] = a.Values[j]
-				if v, ok := m.valid[q.String()]; ok && !m.proposed[q.String()] {
-					out = append(out, v)
-				}
+func (m *model) spread() (int, bool) {
+	var chosen []int
+	for i, p := range m.proposed {
+		if p {
+			chosen = append(chosen, i)
+		}
+	}
+	best, bestD, ties := -1, -1.0, 0
+	for i := range m.pts {
+		if m.proposed[i] {
+			continue
+		}
+		d := math.Inf(1)
+		for _, j := range chosen {
+			d = min(d, m.dist(i, j, nil))
+		}
+		switch {
+		case d > bestD+1e-12:
+			best, bestD, ties = i, d, 1
+		case d > bestD-1e-12:
+			ties++
+			if m.rng.IntN(ties) == 0 {
+				best = i
 			}
 		}
 	}
-	if len(out) == 0 {
-		return nil
+	return best, best >= 0
+}
+
+// dist is the weighted distance between points i and j (weights nil:
+// all 1).
+func (m *model) dist(i, j int, w []float64) float64 {
+	ci, cj := m.code[i], m.code[j]
+	d := 0.0
+	for a, ax := range m.axes {
+		x := ax.d[ci[a]][cj[a]]
+		if w != nil {
+			x *= w[a]
+		}
+		d += x
 	}
-	return out[m.rng.IntN(len(out))]
+	return d
 }

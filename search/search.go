@@ -15,14 +15,27 @@ type Proposal struct {
 	// Samples caps the evaluation's samples (a short look of successive
 	// halving, recorded as partial); 0 asks for the full protocol.
 	Samples int
+	// Again asks to measure a point the search evaluated before once more
+	// (never answered from earlier runs): its samples join the earlier
+	// ones, so that its interval narrows.
+	Again bool
 }
 
 // Observation is what an evaluation found, as a strategy sees it.
 type Observation struct {
-	// OK: the variant is valid and Median is its time in µs (possibly
-	// from a partial or abandoned measurement).
-	OK     bool
-	Median float64
+	// OK: the variant is valid and Median is its time in µs, Lo and Hi
+	// its 95% confidence interval (over every sample the point's
+	// evaluations took).
+	OK             bool
+	Median, Lo, Hi float64
+	// Partial: from a short look or an abandoned measurement; such a
+	// point never wins.
+	Partial bool
+	// Leader and Fastest are the points (Params.String) the winner rule
+	// would choose among the full evaluations so far (the fastest, or in
+	// a statistical tie the one of fewest resources; runner.Choose) and
+	// the fastest of them; empty before the first.
+	Leader, Fastest string
 }
 
 // Strategy proposes evaluations and learns from their outcomes.
@@ -47,6 +60,9 @@ type Config struct {
 	Budget   int
 	Fraction float64
 	Seed     uint64
+	// Points are the space's points when the caller has them (nil: New
+	// enumerates the space).
+	Points []variants.Params
 }
 
 // ParseName checks a strategy name.
@@ -79,7 +95,11 @@ func (c Config) budget(n int) int {
 // New starts a strategy over the points of space that agree with fix.
 // Its proposals are always among those points.
 func New(c Config, space variants.Space, fix variants.Params) (Strategy, error) {
-	pts := filter(space.Enumerate(), fix)
+	all := c.Points
+	if all == nil {
+		all = space.Enumerate()
+	}
+	pts := filter(all, fix)
 	b := c.budget(len(pts))
 	rng := rand.New(rand.NewPCG(c.Seed, 0x73656172))
 	switch c.Name {

@@ -167,3 +167,64 @@ func TestUnknownStrategy(t *testing.T) {
 		t.Error("an unknown strategy was accepted")
 	}
 }
+
+// TestModelConfirms: in the last fifth of the budget the model measures
+// the fastest point again until it has three evaluations, then the
+// leader (here the second fastest, as if a tie had chosen it), and
+// gives the slots left back to the search.
+func TestModelConfirms(t *testing.T) {
+	sp := testSpace()
+	s, err := New(Config{Name: "model", Budget: 20, Seed: 5}, sp, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]float64{}
+	var order []string
+	again := map[string]int{}
+	n, firstAgain := 0, -1
+	for props := s.Next(); len(props) > 0; props = s.Next() {
+		for _, p := range props {
+			k := p.Params.String()
+			if p.Again {
+				if _, ok := seen[k]; !ok {
+					t.Fatalf("proposal %d measures %s again, which was never measured", n, k)
+				}
+				again[k]++
+				if firstAgain < 0 {
+					firstAgain = n
+				}
+			} else if _, ok := seen[k]; ok {
+				t.Fatalf("proposal %d proposes %s anew", n, k)
+			} else {
+				order = append(order, k)
+			}
+			seen[k] = cost(p.Params)
+			n++
+			fast, second := "", ""
+			for _, q := range order {
+				switch {
+				case fast == "" || seen[q] < seen[fast]:
+					fast, second = q, fast
+				case second == "" || seen[q] < seen[second]:
+					second = q
+				}
+			}
+			leader := fast
+			if second != "" {
+				leader = second
+			}
+			s.Tell(p, Observation{OK: true, Median: seen[k], Lo: seen[k], Hi: seen[k], Leader: leader, Fastest: fast})
+		}
+	}
+	if n != 20 || firstAgain < 16 {
+		t.Errorf("%d proposals, the first re-measurement at %d; want 20, and re-measurements in the last 4", n, firstAgain)
+	}
+	if len(again) != 2 {
+		t.Fatalf("re-measured %v, want the fastest and the leader", again)
+	}
+	for k, c := range again {
+		if c > 2 {
+			t.Errorf("%s measured again %d times, want at most 2 (3 evaluations)", k, c)
+		}
+	}
+}

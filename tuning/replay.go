@@ -2,14 +2,16 @@ package tuning
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"github.com/gradtune/gradtune/eval"
 	"io"
 	"math"
+	"runtime"
 	"slices"
 	"sort"
 	"sync"
 
+	"github.com/gradtune/gradtune/eval"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/catalog"
 	"github.com/gradtune/gradtune/runner"
@@ -18,14 +20,15 @@ import (
 )
 
 // ReplayShape is one recorded (kernel, shape) that strategies are judged
-// on: the truth is each variant's recorded median; the optimum is the
-// recorded median of the database's winner, the variant the exhaustive
-// run on the GPU chose (by the winner rule, so a variant up to a
-// statistical tie faster may exist: distances can be negative).
+// on. Its space is today's space less the points the database did not
+// record (a database of an older space, or of a run that fixed some
+// axes, replays what it holds). The truth is each point's recorded
+// median; the optimum is the lowest recorded median of a full (valid,
+// not abandoned) evaluation, the fastest variant the database knows.
 type ReplayShape struct {
 	Family  kernels.Family
 	Shape   variants.Shape
-	Points  int                // points of today's space
+	Points  int                // points of the replayed space
 	Truth   map[string]float64 // params → recorded median, µs
 	Optimum float64
 }
@@ -38,11 +41,12 @@ type ReplayData struct {
 	Info    runner.DeviceInfo
 }
 
-// LoadReplay reads db (called name in tables) for replay: its valid
-// evaluations and, per recorded (kernel, shape) of a catalogued family,
-// the truth and the optimum.
+// LoadReplay reads db (called name in tables) for replay: its valid and
+// abandoned evaluations (an abandoned one is answered from the few
+// samples it took) and, per recorded (kernel, shape) of a catalogued
+// family, the replayed space, the truth and the optimum.
 func LoadReplay(db *store.DB, name string) (*ReplayData, error) {
-	recs, err := ReplayRecords(db)
+	full, err := ReplayRecords(db)
 	if err != nil {
 		return nil, err
 	}
@@ -50,49 +54,82 @@ func LoadReplay(db *store.DB, name string) (*ReplayData, error) {
 	if err != nil {
 		return nil, err
 	}
-	recs = append(summarized, recs...)
+	abandoned, recorded, err := abandonedRecords(db)
+	if err != nil {
+		return nil, err
+	}
+	full = append(summarized, full...)
 	runs, err := db.Runs()
 	if err != nil || len(runs) == 0 {
 		return nil, inputf("%s: no runs recorded (%v)", name, err)
 	}
 	last := runs[len(runs)-1]
-	d := &ReplayData{Name: name, Records: recs,
+	d := &ReplayData{Name: name, Records: append(abandoned, full...),
 		Info: runner.DeviceInfo{Name: last.GPUName, UUID: last.GPUUUID, CC: last.CC, Driver: last.Driver}}
 	byShape := map[string]*ReplayShape{}
 	var order []string
-	for _, r := range recs {
+	for _, r := range full {
 		k := r.Kernel + " " + r.ShapeKey
-		rs, ok := byShape[k]
-		if !ok {
-			if rs, err = replayShape(r.Kernel, r.ShapeKey); err != nil {
-				return nil, fmt.Errorf("%s: %w", name, err)
-			}
-			byShape[k] = rs
-			order = append(order, k)
+		if _, ok := byShape[k]; ok {
+			continue
 		}
-		rs.Truth[r.Params] = runner.Summarize(r.Samples).Median
-	}
-	optimum := map[string]string{} // the newest run's winner of each shape
-	for _, run := range runs {
-		ws, err := db.Winners(run.ID)
+		rs, err := replayShape(r.Kernel, r.ShapeKey, recorded[k])
 		if err != nil {
-			return nil, fmt.Errorf("%s: winners of run %d: %w", name, run.ID, err)
+			return nil, fmt.Errorf("%s: %w", name, err)
 		}
-		for _, w := range ws {
-			optimum[w.Kernel+" "+w.ShapeKey] = w.Params
-		}
+		byShape[k] = rs
+		order = append(order, k)
 	}
 	sort.Strings(order)
 	for _, k := range order {
 		rs := byShape[k]
-		t, ok := rs.Truth[optimum[k]]
-		if !ok {
-			return nil, inputf("%s: %s has no recorded winner among its valid evaluations", name, k)
+		f := rs.Family.(memoFamily)
+		in := map[string]bool{}
+		for _, p := range f.points {
+			in[p.String()] = true
 		}
-		rs.Optimum, rs.Points = t, len(rs.Family.Space(rs.Shape).Enumerate())
+		rs.Optimum = math.Inf(1)
+		for _, r := range d.Records {
+			if r.Kernel+" "+r.ShapeKey == k && in[r.Params] {
+				rs.Truth[r.Params] = runner.Summarize(r.Samples).Median
+			}
+		}
+		for _, r := range full {
+			if r.Kernel+" "+r.ShapeKey == k && in[r.Params] {
+				rs.Optimum = min(rs.Optimum, rs.Truth[r.Params])
+			}
+		}
+		if math.IsInf(rs.Optimum, 1) {
+			return nil, inputf("%s: %s has no valid evaluation of a point of today's space", name, k)
+		}
+		rs.Points = len(f.points)
 		d.Shapes = append(d.Shapes, *rs)
 	}
 	return d, nil
+}
+
+// abandonedRecords are replay records of the evaluations the abandon
+// rule stopped (skipped, with samples), and per "kernel shape" the
+// params of every evaluation the database holds, whatever its status.
+func abandonedRecords(db *store.DB) ([]runner.Recorded, map[string]map[string]bool, error) {
+	es, err := db.Evaluations(store.Filter{})
+	if err != nil {
+		return nil, nil, err
+	}
+	var recs []runner.Recorded
+	recorded := map[string]map[string]bool{}
+	for _, e := range es {
+		k := e.Key.Kernel + " " + e.Key.ShapeKey
+		if recorded[k] == nil {
+			recorded[k] = map[string]bool{}
+		}
+		recorded[k][e.Key.Params] = true
+		if e.Status == eval.Skipped && len(e.Samples) > 0 {
+			recs = append(recs, runner.Recorded{Kernel: e.Key.Kernel, ShapeKey: e.Key.ShapeKey, Params: e.Key.Params,
+				Samples: e.Samples, Registers: e.Registers, SmemBytes: e.SmemBytes})
+		}
+	}
+	return recs, recorded, nil
 }
 
 // summaryRecords are replay records of the valid evaluations stored
@@ -135,7 +172,7 @@ func summarySamples(median, lo, hi float64) []float64 {
 	return out
 }
 
-func replayShape(kernel, shapeKey string) (*ReplayShape, error) {
+func replayShape(kernel, shapeKey string, recorded map[string]bool) (*ReplayShape, error) {
 	f, err := catalog.Lookup(kernel)
 	if err != nil {
 		return nil, err
@@ -148,15 +185,34 @@ func replayShape(kernel, shapeKey string) (*ReplayShape, error) {
 	if err != nil {
 		return nil, fmt.Errorf("shape %q of %s: %w", shapeKey, kernel, err)
 	}
-	return &ReplayShape{Family: memoFamily{Family: f, progs: &sync.Map{}}, Shape: s, Truth: map[string]float64{}}, nil
+	today := f.Space(s)
+	space := variants.Space{Axes: today.Axes, Constraints: []variants.Constraint{{Name: "recorded",
+		OK: func(p variants.Params) error {
+			if !recorded[p.String()] {
+				return errors.New("not in the database")
+			}
+			return today.Check(p)
+		}}}}
+	m := memoFamily{Family: f, progs: &sync.Map{}, space: space, points: space.Enumerate()}
+	return &ReplayShape{Family: m, Shape: s, Truth: map[string]float64{}}, nil
 }
 
-// memoFamily remembers the programs it emitted: replay emits every
-// proposal once per seed and strategy, and only its hash matters.
+// memoFamily is a family as a database replays it: its space is the
+// points the database recorded (enumerated once), and it remembers the
+// programs it emitted: replay emits every proposal once per seed and
+// strategy, and only its hash matters.
 type memoFamily struct {
 	kernels.Family
-	progs *sync.Map
+	progs  *sync.Map
+	space  variants.Space
+	points []variants.Params
 }
+
+// Space is the replayed space; s is the family's one shape.
+func (m memoFamily) Space(variants.Shape) variants.Space { return m.space }
+
+// Points are the replayed space's points (runner.PointLister).
+func (m memoFamily) Points(variants.Shape) []variants.Params { return m.points }
 
 func (m memoFamily) Emit(s variants.Shape, p variants.Params) (kernels.Program, error) {
 	key := s.Key() + " " + p.String()
@@ -196,26 +252,52 @@ type ReplayOptions struct {
 
 // ReplayStrategies runs every strategy over every shape of d, once per
 // seed 1..Seeds, on a replay of d's samples (bootstrap resamples drawn
-// from the seed), and returns the outcomes per shape and strategy.
+// from the seed), and returns the outcomes per shape and strategy. The
+// (strategy, seed) runs are independent and run on every CPU at once.
 func ReplayStrategies(ctx context.Context, d *ReplayData, o ReplayOptions) ([][]ReplayOutcome, error) {
+	type job struct {
+		si   int
+		seed uint64
+	}
+	var jobs []job
+	for si := range o.Strategies {
+		for seed := uint64(1); seed <= uint64(o.Seeds); seed++ {
+			jobs = append(jobs, job{si, seed})
+		}
+	}
+	results := make([][]replaySummary, len(jobs))
+	errs := make([]error, len(jobs))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range next {
+				results[j], errs[j] = replayOnce(ctx, d, o, o.Strategies[jobs[j].si], jobs[j].seed)
+			}
+		}()
+	}
+	for j := range jobs {
+		next <- j
+	}
+	close(next)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
 	out := make([][]ReplayOutcome, len(d.Shapes))
 	for i := range out {
 		for _, s := range o.Strategies {
 			out[i] = append(out[i], ReplayOutcome{Strategy: s})
 		}
 	}
-	for si, strat := range o.Strategies {
-		for seed := uint64(1); seed <= uint64(o.Seeds); seed++ {
-			sums, err := replayOnce(ctx, d, o, strat, seed)
-			if err != nil {
-				return nil, err
-			}
-			for i, sum := range sums {
-				oc := &out[i][si]
-				oc.Dist = append(oc.Dist, distance(d.Shapes[i], sum.Best))
-				oc.Evals = append(oc.Evals, sum.Tried)
-				oc.Samples = append(oc.Samples, sum.samples)
-			}
+	for j, sums := range results {
+		for i, sum := range sums {
+			oc := &out[i][jobs[j].si]
+			oc.Dist = append(oc.Dist, distance(d.Shapes[i], sum.Best))
+			oc.Evals = append(oc.Evals, sum.Tried)
+			oc.Samples = append(oc.Samples, sum.samples)
 		}
 	}
 	return out, nil
@@ -247,7 +329,8 @@ func replayOnce(ctx context.Context, d *ReplayData, o ReplayOptions, strat strin
 	return out, nil
 }
 
-// distance is how much slower best truly is than the optimum.
+// distance is how much slower best truly is than the optimum: its
+// recorded median over the lowest, minus 1.
 func distance(s ReplayShape, best *runner.Result) float64 {
 	if best == nil {
 		return math.Inf(1)

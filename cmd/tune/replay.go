@@ -1,9 +1,11 @@
 package main
 
 import (
+	"compress/gzip"
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -33,7 +35,7 @@ func replayCommand() *command {
 // strategyFlags are the search flags of tune and replay.
 func strategyFlags(fs *flagSet, def string) {
 	fs.String("strategy", def, "S\tsearch strategy: "+strings.Join(search.Names(), ", ")+
-		" (exhaustive: every variant; model: an evolutionary search; random; halving: successive halving)")
+		" (exhaustive: every variant; model: Bayesian optimization with a final confirmation round; random; halving: successive halving)")
 	fs.String("budget", "", "N|P%\tfull evaluations per shape (exhaustive: that many spread evenly, default all; random and model: default 10% of the space, at least 8)")
 	fs.Bool("no-abandon", false, "\tnever stop a variant early (default: stop one once its median's 95% CI lies 5% above the best's after 6 samples; recorded as skipped)")
 }
@@ -113,9 +115,12 @@ func cmdReplay(fs *flagSet, stdout, _ io.Writer) error {
 		}
 		data = append(data, d)
 	}
-	fmt.Fprintf(stdout, "dist: the recorded median of the strategy's winner over that of the database's winner (the exhaustive\n"+
-		"run's choice), minus 1, median over the seeds; evals: worker evaluations (median; share of the space's\n"+
-		"points); samples: timing samples taken (median). Budget %s; abandon margin %.0f%%.\n\n", budgetText(budget, frac), 100*opt.Abandon)
+	fmt.Fprintf(stdout, "dist: how much slower the variant the strategy's run chose (its winner by the winner rule) truly is than\n"+
+		"the fastest variant the database knows: the chosen variant's recorded median over the lowest recorded median\n"+
+		"of the shape's full evaluations, minus 1; median over the seeds. The exhaustive column is the floor that the\n"+
+		"replay's noise and the winner rule leave. evals: worker evaluations (median; share of the replayed space's\n"+
+		"points; a re-measurement counts); samples: timing samples taken (median). Budget %s; abandon margin %.0f%%.\n\n",
+		budgetText(budget, frac), 100*opt.Abandon)
 	for _, d := range data {
 		outs, err := tuning.ReplayStrategies(context.Background(), d, opt)
 		if err != nil {
@@ -136,15 +141,57 @@ func budgetText(n int, frac float64) string {
 	return "each strategy's default (exhaustive: all; random and model: 10%, at least 8)"
 }
 
+// loadReplay reads a recorded database; one whose name ends in .gz is
+// unpacked into a temporary file first, removed once read.
 func loadReplay(path string) (*tuning.ReplayData, error) {
+	name := filepath.Base(path)
+	if strings.HasSuffix(path, ".gz") {
+		tmp, err := gunzipTemp(path)
+		if err != nil {
+			return nil, userError(fmt.Errorf("--db: %w", err))
+		}
+		defer os.RemoveAll(filepath.Dir(tmp))
+		path = tmp
+	}
 	db, err := store.OpenReadOnly(path)
 	if err != nil {
 		return nil, userError(fmt.Errorf("--db: %w", err))
 	}
 	defer db.Close()
-	d, err := tuning.LoadReplay(db, filepath.Base(path))
+	d, err := tuning.LoadReplay(db, name)
 	if tuning.IsInput(err) {
 		return nil, usageError{err}
 	}
 	return d, err
+}
+
+// gunzipTemp unpacks a gzipped file into a new temporary directory and
+// returns the unpacked file's path.
+func gunzipTemp(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	dir, err := os.MkdirTemp("", "gradtune-replay-")
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(dir, strings.TrimSuffix(filepath.Base(path), ".gz"))
+	w, err := os.Create(out)
+	if err == nil {
+		_, err = io.Copy(w, zr)
+		if cerr := w.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", fmt.Errorf("unpacking %s: %w", path, err)
+	}
+	return out, nil
 }

@@ -1,0 +1,58 @@
+package tuning
+
+import (
+	"testing"
+
+	"github.com/gradtune/gradtune/store"
+)
+
+// TestLoadReplayRecordedSpace: a database of a run that fixed some axes
+// (research/h200-atomic1-late.db holds 24 and 39 points of spaces of 904
+// and 1418) replays the points it recorded, and the optimum is the
+// lowest recorded median among them; one whose abandoned evaluations
+// kept their samples (gemm/h200-gemm-wgmma-persistent.db) replays every
+// point, the abandoned answered from their samples.
+func TestLoadReplayRecordedSpace(t *testing.T) {
+	for _, c := range []struct {
+		path   string
+		points map[string]int // by "kernel shape"
+	}{
+		{"../testdata/research/h200-atomic1-late.db", map[string]int{
+			"layernorm_bwd m=2048,n=1536,dtype=bf16": 24, "rmsnorm_bwd m=2048,n=1536,dtype=f32": 39}},
+		{"../testdata/gemm/h200-gemm-wgmma-persistent.db", map[string]int{
+			"gemm_bwd m=2048,n=1536,k=1536,grad=dw,dtype=bf16": 50, "gemm_bwd m=2048,n=256,k=1536,grad=dw,dtype=bf16": 81}},
+	} {
+		db, err := store.OpenReadOnly(c.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := LoadReplay(db, c.path)
+		db.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := 0
+		for _, s := range d.Shapes {
+			want, ok := c.points[s.Family.Name()+" "+s.Shape.Key()]
+			if !ok {
+				continue
+			}
+			found++
+			if s.Points != want || len(s.Truth) != want || len(s.Family.Space(s.Shape).Enumerate()) != want {
+				t.Errorf("%s %s: %d points, %d truths, want %d of each", c.path, s.Shape.Key(), s.Points, len(s.Truth), want)
+			}
+			lowest := 0.0
+			for _, m := range s.Truth {
+				if lowest == 0 || m < lowest {
+					lowest = m
+				}
+			}
+			if s.Optimum != lowest {
+				t.Errorf("%s %s: optimum %v, the lowest recorded median is %v", c.path, s.Shape.Key(), s.Optimum, lowest)
+			}
+		}
+		if found != len(c.points) {
+			t.Errorf("%s: %d of the shapes %v", c.path, found, c.points)
+		}
+	}
+}
