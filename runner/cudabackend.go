@@ -131,6 +131,7 @@ func (b *cudaBackend) LaunchCluster(fn Function, grid, block, cluster [3]int, sm
 // tensorTypes maps element types to tensor map data types.
 var tensorTypes = map[dtype.DType]cuda.TensorDataType{
 	dtype.F16: cuda.TensorFloat16, dtype.BF16: cuda.TensorBFloat16, dtype.F32: cuda.TensorFloat32,
+	dtype.U8: cuda.TensorUInt8,
 }
 
 // EncodeTensorMap implements TensorMapEncoder with cuTensorMapEncodeTiled.

@@ -47,9 +47,9 @@ func checkTensorMapShape(m kernels.TensorMap) error {
 		return fmt.Errorf("rank %d with %d strides and %d box extents: want %d and %d", rank, len(m.Strides), len(m.Box), rank-1, rank)
 	}
 	switch m.DType {
-	case dtype.F16, dtype.BF16, dtype.F32:
+	case dtype.F16, dtype.BF16, dtype.F32, dtype.U8:
 	default:
-		return fmt.Errorf("element type %v: want f16, bf16 or f32", m.DType)
+		return fmt.Errorf("element type %v: want f16, bf16, f32 or u8", m.DType)
 	}
 	for i, d := range m.Dims {
 		if d < 1 || d > tensorMapMaxDim {

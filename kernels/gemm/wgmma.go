@@ -47,19 +47,29 @@ type wgKernel struct {
 	rowsPC  int // tile rows per consumer
 	mBlocks int // m64 blocks per consumer
 	stgOff  int // offset of the TMA-store staging tile (epilogue=tma)
-	bars    int // offset of the full barriers; the empty ones follow
+	bars    int // offset of the full barriers; the empty ones follow (then the raw ones of a BSource)
+	src     BSource
 }
 
 func (wk *wgKernel) threads() int { return 128 * (1 + wk.p.Consumers) }
 
 // consumerRegs is setmaxnreg.inc's budget for a consumer thread: what the
 // register file leaves after the producer's wgProducerR, at most 240.
-func consumerRegs(consumers int) int {
-	return min(240, (512-wgProducerR)/consumers/8*8)
+func consumerRegs(consumers int) int { return consumerRegsAfter(wgProducerR, consumers) }
+
+// consumerRegsAfter is the consumers' budget after a producer's.
+func consumerRegsAfter(producer, consumers int) int {
+	return min(240, (512-producer)/consumers/8*8)
 }
 
 // emitWgmma writes the wgmma path's program.
 func emitWgmma(s Shape, g problem, p Params) (kernels.Program, error) {
+	return buildWgmma(entry(s, "wgmma"), entry(s, "reduce"), g, p, nil)
+}
+
+// buildWgmma writes the wgmma path's program under entry (red: the
+// split-K reduce's), B loaded by TMA or, with src, written by src.
+func buildWgmma(entry, red string, g problem, p Params, src BSource) (kernels.Program, error) {
 	if p.Cluster != 1 && (p.Cluster != 2 || !p.Multicast) {
 		return kernels.Program{}, fmt.Errorf("mma=wgmma: cluster=%d multicast=%v is not emitted", p.Cluster, p.Multicast)
 	}
@@ -69,22 +79,26 @@ func emitWgmma(s Shape, g problem, p Params) (kernels.Program, error) {
 	if p.Order == StreamK && (!p.Persistent || p.SplitK > 1 || p.Cluster > 1) {
 		return kernels.Program{}, fmt.Errorf("mma=wgmma: order=streamk takes persistent=1 splitk=1 cluster=1")
 	}
+	if src != nil && (!g.a.kMajor || p.Cluster != 1 || p.SplitK != 1 || p.Order == StreamK) {
+		return kernels.Program{}, fmt.Errorf("mma=wgmma: a written B takes a K-major A, cluster=1, splitk=1 and no stream-K")
+	}
 	m := ptx.NewModule()
-	wk := &wgKernel{g: g, p: p}
-	wk.k = m.Func(entry(s, "wgmma"))
+	wk := &wgKernel{g: g, p: p, src: src}
+	wk.k = m.Func(entry)
 	wk.rowsPC = p.BM / p.Consumers
 	wk.mBlocks = wk.rowsPC / 64
 	wk.aBytes = p.BM * 128
 	wk.stage = wk.aBytes + p.BN*128
+	if src != nil {
+		wk.stage += src.RawBytes(p)
+	}
 	wk.stgOff = p.Stages * wk.stage
 	wk.bars = wk.stgOff
 	if p.Epilogue == TMAStore {
 		wk.bars += p.BM * p.BN * g.od.Size()
 	}
-	wk.body()
-	var red string
+	srcArgs := wk.body()
 	if p.SplitK > 1 {
-		red = entry(s, "reduce")
 		emitReduce(m.Func(red), g, p.SplitK, false)
 	}
 	mod, err := m.Build()
@@ -100,9 +114,13 @@ func emitWgmma(s Shape, g problem, p Params) (kernels.Program, error) {
 	case p.Epilogue == TMAStore:
 		outArg = kernels.Arg{TensorMap: cMap(g, p)}
 	}
-	main := kernels.Launch{Entry: entry(s, "wgmma"), Grid: [3]int{tiles(g, p) * p.SplitK, 1, 1},
+	main := kernels.Launch{Entry: entry, Grid: [3]int{tiles(g, p) * p.SplitK, 1, 1},
 		Block: [3]int{wk.threads(), 1, 1}, SharedBytes: smemBytes(g, p, p.Stages),
 		Args: []kernels.Arg{{TensorMap: aMap(g, p)}, {TensorMap: bMap(g, p)}, outArg}}
+	if src != nil {
+		main.SharedBytes += p.Stages * (src.RawBytes(p) + 8)
+		main.Args = append(append([]kernels.Arg{{TensorMap: aMap(g, p)}}, srcArgs...), outArg)
+	}
 	if p.Order == StreamK {
 		main.Grid[0] = skGrid(g, p)
 		main.Args = append(main.Args, kernels.Arg{Buffer: workspace}, kernels.Arg{Buffer: skFlags})
@@ -156,8 +174,8 @@ func cMap(g problem, p Params) *kernels.TensorMap {
 }
 
 // body writes the kernel: barriers, then the producer and consumer
-// warpgroups.
-func (wk *wgKernel) body() {
+// warpgroups. It returns the launch arguments of a BSource's parameters.
+func (wk *wgKernel) body() []kernels.Arg {
 	k, p := wk.k, wk.p
 	k.ReqNTid(wk.threads())
 	if p.Cluster > 1 {
@@ -166,7 +184,14 @@ func (wk *wgKernel) body() {
 	if p.RegSplit {
 		k.MaxNReg(min(255, 65536/wk.threads()/8*8))
 	}
-	tmA, tmB := k.TensorMapParam("a"), k.TensorMapParam("b")
+	tmA := k.TensorMapParam("a")
+	var tmB ptx.Sym
+	var srcArgs []kernels.Arg
+	if wk.src == nil {
+		tmB = k.TensorMapParam("b")
+	} else {
+		srcArgs = wk.src.Declare(k)
+	}
 	var c ptx.Reg
 	var tmC ptx.Sym
 	if p.Epilogue == TMAStore {
@@ -183,10 +208,16 @@ func (wk *wgKernel) body() {
 	base := k.And(ptx.B32, k.Add(ptx.U32, k.Mov(ptx.U32, dyn), ptx.Imm(1023)), ptx.Imm(-1024))
 	tid := k.Mov(ptx.U32, ptx.TidX)
 	wg := k.Shr(ptx.U32, tid, ptx.Imm(7))
+	if wk.src != nil {
+		wk.src.Setup(k, tid)
+	}
 	k.If(k.Setp("eq", ptx.U32, tid, ptx.Imm(0)), func() {
 		for s := range p.Stages {
-			k.MbarInit(ptx.At(base, int64(wk.bars+8*s)), ptx.Imm(1))
+			k.MbarInit(ptx.At(base, int64(wk.bars+8*s)), ptx.Imm(1+wk.fillers()))
 			k.MbarInit(ptx.At(base, int64(wk.bars+8*(p.Stages+s))), ptx.Imm(4*p.Consumers*p.Cluster))
+			if wk.src != nil {
+				k.MbarInit(ptx.At(base, int64(wk.bars+8*(2*p.Stages+s))), ptx.Imm(1))
+			}
 		}
 		k.FenceMbarrierInit()
 	})
@@ -194,17 +225,24 @@ func (wk *wgKernel) body() {
 	k.IfElse(k.Setp("eq", ptx.U32, wg, ptx.Imm(0)), func() {
 		k.Comment("producer warpgroup: one thread issues the TMA loads")
 		if p.RegSplit {
-			k.SetMaxNReg(false, wgProducerR)
+			k.SetMaxNReg(false, wk.producerRegs())
 		}
 		k.If(k.Setp("eq", ptx.U32, tid, ptx.Imm(0)), func() {
-			ma, mb := k.TensorMapAddr(tmA), k.TensorMapAddr(tmB)
+			ma := k.TensorMapAddr(tmA)
+			var mb ptx.Reg
+			if wk.src == nil {
+				mb = k.TensorMapAddr(tmB)
+			}
 			r := wk.newRing()
 			wk.forTiles(func(t tile) { wk.producer(base, t, ma, mb, r) })
 		})
+		if wk.src != nil {
+			wk.fill(base, tid)
+		}
 	}, func() {
 		k.Comment("consumer warpgroups")
 		if p.RegSplit {
-			k.SetMaxNReg(true, consumerRegs(p.Consumers))
+			k.SetMaxNReg(true, consumerRegsAfter(wk.producerRegs(), p.Consumers))
 		}
 		cw := k.Sub(ptx.U32, wg, ptx.Imm(1))
 		l := k.And(ptx.U32, tid, ptx.Imm(127))
@@ -233,6 +271,7 @@ func (wk *wgKernel) body() {
 		k.Comment("the peer CTA may still arrive on this CTA's empty barriers: exit together")
 		wk.clusterSync()
 	}
+	return srcArgs
 }
 
 // clusterSync is bar.sync 0, or with a cluster barrier.cluster.arrive
@@ -312,6 +351,15 @@ func (wk *wgKernel) producer(base ptx.Reg, t tile, ma, mb ptx.Reg, r *ring) {
 	k.For(ptx.U32, ptx.Imm(0), t.nk, ptx.Imm(1), func(ptx.Reg) {
 		k.MbarWait(r.empty(base), k.Xor(ptx.U32, r.phase, ptx.Imm(1)))
 		full := r.full(base)
+		if wk.src != nil {
+			k.MbarArriveExpectTx(full, ptx.Imm(wk.aBytes))
+			dst := r.data(base)
+			k.TmaLoad(ptx.At(dst, 0), ma, []ptx.Operand{kc, t.row0}, full)
+			wk.src.Issue(k, k.Add(ptx.U32, dst, ptx.Imm(wk.aBytes+p.BN*128)), r.raw(base), t.col0, kc)
+			k.MovTo(kc, k.Add(ptx.U32, kc, ptx.Imm(p.BK)))
+			r.next()
+			return
+		}
 		k.MbarArriveExpectTx(full, ptx.Imm(wk.stage))
 		dst := r.data(base)
 		if g.a.kMajor {

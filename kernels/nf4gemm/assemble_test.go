@@ -3,6 +3,7 @@ package nf4gemm
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,7 +16,8 @@ import (
 )
 
 // assembleFamily assembles a sample of f's variants at the preset's shapes
-// (every variant with GRADTUNE_SWEEP=full) with ptxas for sm_80 and sm_90:
+// (every variant with GRADTUNE_SWEEP=full) with ptxas for sm_80 and sm_90
+// (the wgmma path for sm_90a):
 // each module is accepted, with no spills and no stack frame.
 func assembleFamily(t *testing.T, f kernels.Family, every int) {
 	path := ptxas.RequireOrSkip(t)
@@ -32,7 +34,11 @@ func assembleFamily(t *testing.T, f kernels.Family, every int) {
 			if err != nil {
 				t.Fatalf("%s %s: %v", vs.Key(), ps, err)
 			}
-			for _, arch := range []string{"sm_80", "sm_90"} {
+			archs := []string{"sm_80", "sm_90"}
+			if strings.Contains(ps.String(), "mma=wgmma") {
+				archs = []string{"sm_90a"} // wgmma and setmaxnreg are sm_90a's
+			}
+			for _, arch := range archs {
 				jobs = append(jobs, job{vs.Key() + " " + ps.String(), prog.PTX, arch})
 			}
 		}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/kernels/gemm"
 	"github.com/gradtune/gradtune/kernels/gen"
 	"github.com/gradtune/gradtune/variants"
 )
@@ -36,18 +37,26 @@ const (
 	// scales of the next stage, dequantize in registers and store the
 	// swizzled half tile, between their MMAs (the sync path).
 	Consumers Dequantizer = "consumer"
+	// Producers: three warps of the producer warpgroup, beside the thread
+	// that issues the TMA loads, dequantize each stage into the slot the
+	// consumers' wgmma reads (the wgmma path).
+	Producers Dequantizer = "producer"
 )
 
-// GEMMParams is one nf4_gemm_bwd variant (the sync path: 4 warps in a
-// 2×2 grid, m16n8k16 MMAs from ldmatrix, a cp.async ring for dY).
+// GEMMParams is one nf4_gemm_bwd variant: the sync path (4 warps in a
+// 2×2 grid, m16n8k16 MMAs from ldmatrix, a cp.async ring for dY) or the
+// wgmma path (gemm_bwd's, its B tile dequantized by the producer
+// warpgroup: gemmwg.go).
 type GEMMParams struct {
-	MMA     string      `axis:"mma" values:"sync" doc:"sync: cp.async ring + ldmatrix + mma.sync m16n8k16 (sm_80+); wgmma comes with gemm_bwd's"`
-	BM      int         `axis:"bm" values:"64,128" doc:"tile rows of dX"`
-	BN      int         `axis:"bn" values:"64,128" doc:"tile columns of dX (along K of W)"`
-	BK      int         `axis:"bk" values:"32" doc:"reduction elements (rows of W) per stage"`
-	Stages  int         `axis:"stages" values:"2,3,4" doc:"pipeline stages in shared memory"`
-	Dequant Dequantizer `axis:"dequant" values:"consumer" doc:"who dequantizes: the math warps (consumer)"`
-	Lookup  Lookup      `axis:"lookup" values:"smem,prmt,sel" doc:"code to value: shared-memory table, prmt byte tables, selp tree"`
+	MMA        string        `axis:"mma" values:"sync,wgmma" doc:"sync: cp.async ring + ldmatrix + mma.sync m16n8k16 (sm_80+); wgmma: gemm_bwd's TMA + mbarrier ring + wgmma, the weight dequantized by the producer warpgroup (sm_90a)"`
+	BM         int           `axis:"bm" values:"64,128" doc:"tile rows of dX"`
+	BN         int           `axis:"bn" values:"64,128,192" doc:"tile columns of dX (along K of W)"`
+	BK         int           `axis:"bk" values:"32,64" doc:"reduction elements (rows of W) per stage (sync 32, wgmma 64)"`
+	Stages     int           `axis:"stages" values:"2,3,4,5" doc:"pipeline stages in shared memory"`
+	Dequant    Dequantizer   `axis:"dequant" values:"consumer,producer" doc:"who dequantizes: the math warps (consumer, sync) or three warps of the producer warpgroup (producer, wgmma)"`
+	Lookup     Lookup        `axis:"lookup" values:"smem,prmt,sel" doc:"code to value: shared-memory table, prmt byte tables, selp tree"`
+	Epilogue   gemm.Epilogue `axis:"epilogue" values:"direct,tma" doc:"direct stores from registers, or shared memory + TMA store (wgmma)"`
+	Persistent bool          `axis:"persistent" values:"0,1" doc:"1: one CTA per SM walks grouped tiles (wgmma)"`
 }
 
 // gemmDef is nf4_gemm_bwd.

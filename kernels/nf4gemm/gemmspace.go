@@ -3,6 +3,7 @@ package nf4gemm
 import (
 	"fmt"
 
+	"github.com/gradtune/gradtune/kernels/gemm"
 	"github.com/gradtune/gradtune/variants"
 )
 
@@ -16,11 +17,62 @@ func (gemmDef) Space(s GEMMShape) variants.Typed[GEMMParams] {
 		return variants.Rule[GEMMParams]{Name: name, Check: func(p GEMMParams) error { return f(s, p) }}
 	}
 	return variants.Typed[GEMMParams]{Rules: []variants.Rule[GEMMParams]{
+		rule("path features", pathFeatures),
 		rule("tile columns within k", tileColumns),
 		rule("shared memory fits", sharedFits),
 		rule("pipeline no deeper than the k-loop", pipelineDepth),
+		rule("wgmma: what gemm_bwd's path emits, the deepest ring", wgmmaFits),
+		rule("persistent only past one wave", persistence),
 	}}
 }
+
+// pathFeatures: the sync path takes bk=32, its math warps dequantizing,
+// direct stores, no persistence, tiles up to 128×128 and at most 4
+// stages; the wgmma path bk=64, 128-row tiles of 128 or 192 columns, the
+// producer's warps dequantizing with a table lookup (the selp tree's 15
+// selp per code would outweigh the MMAs).
+func pathFeatures(_ GEMMShape, p GEMMParams) error {
+	if p.MMA == "sync" {
+		if p.BK != 32 || p.Dequant != Consumers || p.Epilogue != gemm.Direct || p.Persistent || p.BN > 128 || p.Stages > 4 {
+			return fmt.Errorf("mma=sync takes bk=32, dequant=consumer, epilogue=direct, persistent=0, bn <= 128, stages <= 4")
+		}
+		return nil
+	}
+	if p.BK != 64 || p.BM != 128 || p.BN < 128 || p.Dequant != Producers || p.Lookup == LookupSel {
+		return fmt.Errorf("mma=wgmma takes bk=64, bm=128, bn 128 or 192, dequant=producer, lookup smem or prmt")
+	}
+	return nil
+}
+
+// wgmmaFits: gemm_bwd's wgmma path emits the point (gemm.WrittenB.Check)
+// with the deepest ring that fits (at most 5 stages).
+func wgmmaFits(s GEMMShape, p GEMMParams) error {
+	if p.MMA != "wgmma" {
+		return nil
+	}
+	w, src := s.writtenB(), &wgSource{s: s, w: s.weight(), p: p}
+	if err := w.Check(wgParams(p), src); err != nil {
+		return err
+	}
+	deeper := wgParams(p)
+	deeper.Stages++
+	if p.Stages < 5 && w.Check(deeper, src) == nil {
+		return fmt.Errorf("stages=%d: %d fit", p.Stages, deeper.Stages)
+	}
+	return nil
+}
+
+// persistence: a persistent grid only where the tiles pass one wave of
+// the H200's 132 SMs (within a wave it runs the same CTAs).
+func persistence(s GEMMShape, p GEMMParams) error {
+	if p.Persistent && s.writtenB().Tiles(wgParams(p)) <= numSMs {
+		return fmt.Errorf("persistent=1 with %d tiles, one wave", s.writtenB().Tiles(wgParams(p)))
+	}
+	return nil
+}
+
+// numSMs is the H200's multiprocessors, for the persistence rule.
+const numSMs = 132
 
 func tileColumns(s GEMMShape, p GEMMParams) error {
 	if p.BN > 64 && s.K < p.BN {
@@ -34,14 +86,14 @@ func tileColumns(s GEMMShape, p GEMMParams) error {
 func smemBytes(p GEMMParams) int { return p.Stages * (p.BM + p.BN) * p.BK * 2 }
 
 func sharedFits(_ GEMMShape, p GEMMParams) error {
-	if n := smemBytes(p); n > syncSmemMax {
+	if n := smemBytes(p); p.MMA == "sync" && n > syncSmemMax {
 		return fmt.Errorf("%d bytes of shared memory, more than %d", n, syncSmemMax)
 	}
 	return nil
 }
 
 func pipelineDepth(s GEMMShape, p GEMMParams) error {
-	if kt := s.N / p.BK; p.Stages > max(kt, 2) {
+	if kt := s.N / p.BK; p.MMA == "sync" && p.Stages > max(kt, 2) {
 		return fmt.Errorf("stages=%d over %d k-tiles", p.Stages, kt)
 	}
 	return nil

@@ -33,6 +33,9 @@ type syncKernel struct {
 }
 
 func (gemmDef) Emit(s GEMMShape, p GEMMParams) (kernels.Program, error) {
+	if p.MMA == "wgmma" {
+		return emitWgmma(s, p)
+	}
 	entry := fmt.Sprintf("nf4_gemm_bwd_sync_%v", s.DType)
 	m := ptx.NewModule()
 	sk := &syncKernel{k: m.Func(entry), s: s, w: s.weight(), p: p}

@@ -1,6 +1,7 @@
 package nf4gemm_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/gradtune/gradtune/dtype"
@@ -89,5 +90,21 @@ func TestGEMMOnInterpreter(t *testing.T) {
 		keep := func(variants.Params) bool { j++; return sweep.Take(j+i, 3) }
 		n := simRun(t, "nf4_gemm_bwd", c.spec, c.dt, keep)
 		t.Logf("%s %v: %d variants", c.spec, c.dt, n)
+	}
+}
+
+// TestWgmmaPersistentOnInterpreter runs the persistent wgmma variants of
+// a shape past one wave (13 × 12 tiles of 128×128 over the interpreter's
+// 132 CTAs, a row tail), double-quantized scales: each CTA walks tiles
+// with its ring's phase carried over.
+func TestWgmmaPersistentOnInterpreter(t *testing.T) {
+	keep := func(p variants.Params) bool {
+		s := p.String()
+		return strings.Contains(s, "mma=wgmma") && strings.Contains(s, "persistent=1")
+	}
+	if n := simRun(t, "nf4_gemm_bwd", "m=1537,n=64,k=1536,scales=dq", dtype.BF16, keep); n == 0 {
+		t.Fatal("no persistent wgmma variant in the space")
+	} else {
+		t.Logf("%d variants", n)
 	}
 }

@@ -12,6 +12,7 @@ type TensorDataType int32
 
 // Tensor map element types.
 const (
+	TensorUInt8    TensorDataType = 0 // CU_TENSOR_MAP_DATA_TYPE_UINT8
 	TensorFloat16  TensorDataType = 6 // CU_TENSOR_MAP_DATA_TYPE_FLOAT16
 	TensorFloat32  TensorDataType = 7 // CU_TENSOR_MAP_DATA_TYPE_FLOAT32
 	TensorBFloat16 TensorDataType = 9 // CU_TENSOR_MAP_DATA_TYPE_BFLOAT16

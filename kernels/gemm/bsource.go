@@ -1,0 +1,154 @@
+package gemm
+
+import (
+	"fmt"
+
+	"github.com/gradtune/gradtune/dtype"
+	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/kernels/ptx"
+)
+
+// A BSource writes the B tile of each slot of the wgmma path in place of
+// B's TMA loads: a dX-shaped GEMM whose B has no dense copy in global
+// memory (nf4_gemm_bwd's 4-bit weight). The producer warpgroup splits:
+//
+//   - thread 0 waits for the slot (empty), announces A's bytes on the
+//     slot's full barrier and loads A by TMA, then calls Issue, which
+//     loads what the source needs into the slot's raw area and completes
+//     those bytes on the slot's raw barrier (its own expect_tx);
+//   - warps 1..3 (FillThreads threads) call Fill, which waits for the
+//     raw barrier and writes their part of B into the slot in the layout the
+//     consumers' descriptors read (MN-major 64-column atoms of [64 k][64
+//     n], element (k, n) at (n/64)·8192 + k·128 + (n%64)·2 with 16-byte
+//     chunk q of a 128-byte row at (q ^ k%8)·16), then fence.proxy.async
+//     and arrive on the full barrier, which counts 1 + FillThreads
+//     arrivals.
+//
+// The raw area is free again once the full barrier completed: the fillers
+// read it before they arrive, and thread 0 rewrites it only after the
+// consumers released the slot.
+type BSource interface {
+	// Declare declares the kernel parameters the source reads (they
+	// follow A's tensor map) and returns the launch arguments for them.
+	Declare(k *ptx.Func) []kernels.Arg
+	// Setup runs once on every thread of the CTA before the roles split
+	// (tid: %tid.x); it may write shared memory and pass barrier 0.
+	Setup(k *ptx.Func, tid ptx.Reg)
+	// RawBytes is the raw area of a slot, a multiple of 1024 bytes.
+	RawBytes(p Params) int
+	// Issue loads the raw data of the k-tile whose first reduction row is
+	// kc for the tile's columns col0 .. col0+BN into raw (u32 shared),
+	// completing its bytes on bar; one thread calls it.
+	Issue(k *ptx.Func, raw ptx.Reg, bar ptx.Addr, col0, kc ptx.Reg)
+	// Fill writes filler i's (u32, 0 .. FillThreads−1) part of the B tile
+	// at b from raw for the same k-tile. It calls wait, which returns once
+	// raw holds the k-tile, before it reads raw (and may load what it needs
+	// from global memory before).
+	Fill(k *ptx.Func, b, raw ptx.Reg, col0, kc, i ptx.Reg, wait func())
+}
+
+// FillThreads is the number of threads that run a BSource's Fill.
+const FillThreads = 96
+
+// srcProducerR is the producer warpgroup's registers with a BSource
+// under the register split: its fillers compute.
+const srcProducerR = 96
+
+// WrittenB is the GEMM a BSource feeds: C[M×K] = A[M×N]·B[N×K], A the
+// buffer "dy" in DType (K-major: rows of N), C the buffer "dx" in DType.
+type WrittenB struct {
+	M, N, K int
+	DType   dtype.DType
+	Entry   string // the kernel's name
+}
+
+func (w WrittenB) problem() problem {
+	return problem{r: w.M, c: w.K, l: w.N, a: operand{buf: "dy", kMajor: true, ld: w.N},
+		out: "dx", in: w.DType, od: w.DType}
+}
+
+// Check says whether the wgmma path emits p for w with src: BK 64, one or
+// two m64 blocks per consumer, whole B atoms, accumulators within the
+// consumers' registers, the slots within shared memory, no deeper than
+// the k-loop; no cluster, split or stream-K.
+func (w WrittenB) Check(p Params, src BSource) error {
+	g := w.problem()
+	switch {
+	case p.MMA != WGMMA || p.BK != 64 || !p.RegSplit:
+		return fmt.Errorf("a written B takes mma=wgmma, bk=64 and the register split")
+	case p.Cluster != 1 || p.SplitK != 1 || p.Order == StreamK:
+		return fmt.Errorf("a written B takes cluster=1, splitk=1 and no stream-K")
+	case p.BM%(64*p.Consumers) != 0 || p.BM/p.Consumers > 128:
+		return fmt.Errorf("bm=%d over %d consumers: want one or two m64 blocks each", p.BM, p.Consumers)
+	case p.BN%64 != 0 || p.BN > 256:
+		return fmt.Errorf("bn=%d: want whole 64-column atoms, at most 256", p.BN)
+	case accRegs(p)+regOverhead > consumerRegsAfter(srcProducerR, p.Consumers):
+		return fmt.Errorf("%d accumulator registers per consumer thread, more than %d allow", accRegs(p), consumerRegsAfter(srcProducerR, p.Consumers))
+	case w.Smem(p, src) > smemMax:
+		return fmt.Errorf("%d bytes of shared memory, more than %d", w.Smem(p, src), smemMax)
+	case p.Stages < 2 || p.Stages > max(kTiles(g, p), 2):
+		return fmt.Errorf("stages=%d over %d k-tiles", p.Stages, kTiles(g, p))
+	}
+	return nil
+}
+
+// Smem is the dynamic shared memory of p for w with src.
+func (w WrittenB) Smem(p Params, src BSource) int {
+	return smemBytes(w.problem(), p, p.Stages) + p.Stages*(src.RawBytes(p)+8)
+}
+
+// Tiles is the CTAs of a non-persistent grid of p.
+func (w WrittenB) Tiles(p Params) int { return tiles(w.problem(), p) }
+
+// Emit writes the program of w with B from src (see Check).
+func (w WrittenB) Emit(p Params, src BSource) (kernels.Program, error) {
+	if err := w.Check(p, src); err != nil {
+		return kernels.Program{}, err
+	}
+	return buildWgmma(w.Entry, "", w.problem(), p, src)
+}
+
+// fillers is the full barrier's arrivals beyond the producer's.
+func (wk *wgKernel) fillers() int {
+	if wk.src == nil {
+		return 0
+	}
+	return FillThreads
+}
+
+// producerRegs is the producer warpgroup's setmaxnreg.dec budget.
+func (wk *wgKernel) producerRegs() int {
+	if wk.src == nil {
+		return wgProducerR
+	}
+	return srcProducerR
+}
+
+// raw is the slot's raw barrier (a BSource's).
+func (r *ring) raw(base ptx.Reg) ptx.Addr {
+	return ptx.At(r.wk.k.Mad(ptx.U32, r.slot, ptx.Imm(8), base), int64(r.wk.bars+16*r.wk.p.Stages))
+}
+
+// fill is the fillers' loop (threads 32..127 of the producer warpgroup):
+// per k-tile of every tile, wait for the raw data, write B, make the
+// writes visible to the tensor cores' proxy and arrive on the full
+// barrier.
+func (wk *wgKernel) fill(base, tid ptx.Reg) {
+	k, p := wk.k, wk.p
+	k.If(k.Setp("ge", ptx.U32, tid, ptx.Imm(128-FillThreads)), func() {
+		i := k.Sub(ptx.U32, tid, ptx.Imm(128-FillThreads))
+		r := wk.newRing()
+		wk.forTiles(func(t tile) {
+			kc := k.Mul(ptx.U32, t.kt0, ptx.Imm(p.BK))
+			k.For(ptx.U32, ptx.Imm(0), t.nk, ptx.Imm(1), func(ptx.Reg) {
+				b := k.Add(ptx.U32, r.data(base), ptx.Imm(wk.aBytes))
+				wait := func() { k.MbarWait(r.raw(base), r.phase) }
+				wk.src.Fill(k, b, k.Add(ptx.U32, b, ptx.Imm(p.BN*128)), t.col0, kc, i, wait)
+				k.FenceProxyAsync()
+				k.MbarArriveDrop(r.full(base))
+				k.MovTo(kc, k.Add(ptx.U32, kc, ptx.Imm(p.BK)))
+				r.next()
+			})
+		})
+	})
+}
