@@ -52,7 +52,9 @@ func (src *wgSource) Declare(k *ptx.Func) []kernels.Arg {
 }
 
 // Setup: the lookup's shared table.
-func (src *wgSource) Setup(k *ptx.Func, tid ptx.Reg) { src.d = newDeq(k, src.p.Lookup, src.s.DType, tid) }
+func (src *wgSource) Setup(k *ptx.Func, tid ptx.Reg) {
+	src.d = newDeq(k, src.p.Lookup, src.s.DType, tid)
+}
 
 // RawBytes: a k-tile's packed codes, 64 rows of bn/2 bytes.
 func (src *wgSource) RawBytes(p gemm.Params) int { return (64*p.BN/2 + 1023) &^ 1023 }
