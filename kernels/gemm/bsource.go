@@ -16,8 +16,9 @@ import (
 //     slot's full barrier and loads A by TMA, then calls Issue, which
 //     loads what the source needs into the slot's raw area and completes
 //     those bytes on the slot's raw barrier (its own expect_tx);
-//   - warps 1..3 (FillThreads threads) call Fill, which waits for the
-//     raw barrier and writes their part of B into the slot in the layout the
+//   - warps 1..3 (FillThreads threads) wait for the raw barrier and call
+//     Fill (with what Load fetched from global memory during the k-tile
+//     before), which writes their part of B into the slot in the layout the
 //     consumers' descriptors read (MN-major 64-column atoms of [64 k][64
 //     n], element (k, n) at (n/64)·8192 + k·128 + (n%64)·2 with 16-byte
 //     chunk q of a 128-byte row at (q ^ k%8)·16), then fence.proxy.async
@@ -40,11 +41,14 @@ type BSource interface {
 	// kc for the tile's columns col0 .. col0+BN into raw (u32 shared),
 	// completing its bytes on bar; one thread calls it.
 	Issue(k *ptx.Func, raw ptx.Reg, bar ptx.Addr, col0, kc ptx.Reg)
-	// Fill writes filler i's (u32, 0 .. FillThreads−1) part of the B tile
-	// at b from raw for the same k-tile. It calls wait, which returns once
-	// raw holds the k-tile, before it reads raw (and may load what it needs
-	// from global memory before).
-	Fill(k *ptx.Func, b, raw ptx.Reg, col0, kc, i ptx.Reg, wait func())
+	// Load is filler i's (u32, 0 .. FillThreads−1) global loads for the
+	// k-tile whose first reduction row is kc (a scale per unit, say),
+	// issued one k-tile ahead of Fill; when more is false there is no such
+	// k-tile and Load must not read past its buffers.
+	Load(k *ptx.Func, col0, kc, i, more ptx.Reg) []ptx.Reg
+	// Fill writes filler i's part of the B tile at b from raw for the
+	// k-tile, with what Load returned for it.
+	Fill(k *ptx.Func, b, raw, col0, kc, i ptx.Reg, loaded []ptx.Reg)
 }
 
 // FillThreads is the number of threads that run a BSource's Fill.
@@ -130,9 +134,9 @@ func (r *ring) raw(base ptx.Reg) ptx.Addr {
 }
 
 // fill is the fillers' loop (threads 32..127 of the producer warpgroup):
-// per k-tile of every tile, wait for the raw data, write B, make the
-// writes visible to the tensor cores' proxy and arrive on the full
-// barrier.
+// per k-tile of every tile, issue the next k-tile's Load, wait for the
+// raw data, write B, make the writes visible to the tensor cores' proxy
+// and arrive on the full barrier.
 func (wk *wgKernel) fill(base, tid ptx.Reg) {
 	k, p := wk.k, wk.p
 	k.If(k.Setp("ge", ptx.U32, tid, ptx.Imm(128-FillThreads)), func() {
@@ -140,12 +144,18 @@ func (wk *wgKernel) fill(base, tid ptx.Reg) {
 		r := wk.newRing()
 		wk.forTiles(func(t tile) {
 			kc := k.Mul(ptx.U32, t.kt0, ptx.Imm(p.BK))
-			k.For(ptx.U32, ptx.Imm(0), t.nk, ptx.Imm(1), func(ptx.Reg) {
+			cur := wk.src.Load(k, t.col0, kc, i, k.Setp("ne", ptx.U32, t.nk, ptx.Imm(0)))
+			k.For(ptx.U32, ptx.Imm(0), t.nk, ptx.Imm(1), func(it ptx.Reg) {
+				more := k.Setp("lt", ptx.U32, k.Add(ptx.U32, it, ptx.Imm(1)), t.nk)
+				next := wk.src.Load(k, t.col0, k.Add(ptx.U32, kc, ptx.Imm(p.BK)), i, more)
+				k.MbarWait(r.raw(base), r.phase)
 				b := k.Add(ptx.U32, r.data(base), ptx.Imm(wk.aBytes))
-				wait := func() { k.MbarWait(r.raw(base), r.phase) }
-				wk.src.Fill(k, b, k.Add(ptx.U32, b, ptx.Imm(p.BN*128)), t.col0, kc, i, wait)
+				wk.src.Fill(k, b, k.Add(ptx.U32, b, ptx.Imm(p.BN*128)), t.col0, kc, i, cur)
 				k.FenceProxyAsync()
 				k.MbarArriveDrop(r.full(base))
+				for j := range cur {
+					k.MovTo(cur[j], next[j])
+				}
 				k.MovTo(kc, k.Add(ptx.U32, kc, ptx.Imm(p.BK)))
 				r.next()
 			})

@@ -49,7 +49,7 @@ const (
 // warpgroup: gemmwg.go).
 type GEMMParams struct {
 	MMA        string        `axis:"mma" values:"sync,wgmma" doc:"sync: cp.async ring + ldmatrix + mma.sync m16n8k16 (sm_80+); wgmma: gemm_bwd's TMA + mbarrier ring + wgmma, the weight dequantized by the producer warpgroup (sm_90a)"`
-	BM         int           `axis:"bm" values:"64,128" doc:"tile rows of dX"`
+	BM         int           `axis:"bm" values:"64,128,256" doc:"tile rows of dX"`
 	BN         int           `axis:"bn" values:"64,128,192" doc:"tile columns of dX (along K of W)"`
 	BK         int           `axis:"bk" values:"32,64" doc:"reduction elements (rows of W) per stage (sync 32, wgmma 64)"`
 	Stages     int           `axis:"stages" values:"2,3,4,5" doc:"pipeline stages in shared memory"`

@@ -28,18 +28,20 @@ func (gemmDef) Space(s GEMMShape) variants.Typed[GEMMParams] {
 
 // pathFeatures: the sync path takes bk=32, its math warps dequantizing,
 // direct stores, no persistence, tiles up to 128×128 and at most 4
-// stages; the wgmma path bk=64, 128-row tiles of 128 or 192 columns, the
+// stages; the wgmma path bk=64, tiles of 128 or 256 rows by 128 or 192
+// columns (within the consumers' registers: gemm.WrittenB.Check), the
 // producer's warps dequantizing with a table lookup (the selp tree's 15
-// selp per code would outweigh the MMAs).
+// selp per code would outweigh the MMAs). A B tile's dequantization costs
+// the same for 128 and 256 rows, the MMAs twice as much for 256.
 func pathFeatures(_ GEMMShape, p GEMMParams) error {
 	if p.MMA == "sync" {
-		if p.BK != 32 || p.Dequant != Consumers || p.Epilogue != gemm.Direct || p.Persistent || p.BN > 128 || p.Stages > 4 {
-			return fmt.Errorf("mma=sync takes bk=32, dequant=consumer, epilogue=direct, persistent=0, bn <= 128, stages <= 4")
+		if p.BK != 32 || p.Dequant != Consumers || p.Epilogue != gemm.Direct || p.Persistent || p.BM > 128 || p.BN > 128 || p.Stages > 4 {
+			return fmt.Errorf("mma=sync takes bk=32, dequant=consumer, epilogue=direct, persistent=0, tiles up to 128×128, stages <= 4")
 		}
 		return nil
 	}
-	if p.BK != 64 || p.BM != 128 || p.BN < 128 || p.Dequant != Producers || p.Lookup == LookupSel {
-		return fmt.Errorf("mma=wgmma takes bk=64, bm=128, bn 128 or 192, dequant=producer, lookup smem or prmt")
+	if p.BK != 64 || p.BM < 128 || p.BN < 128 || p.Dequant != Producers || p.Lookup == LookupSel {
+		return fmt.Errorf("mma=wgmma takes bk=64, bm 128 or 256, bn 128 or 192, dequant=producer, lookup smem or prmt")
 	}
 	return nil
 }

@@ -15,8 +15,9 @@ import (
 // thread 0 loads each k-tile's packed codes, [64 rows of W][BN/2 bytes],
 // by TMA into the slot's raw area beside dY's tile; the other three warps
 // take units of one W row's 64-code block (32 bytes, one scale), load the
-// units' scales first, wait for the codes, dequantize (lookup.go) and
-// write each 8-code word as a 16-byte chunk of the swizzled B tile. Unit
+// units' scales a k-tile ahead, wait for the codes, dequantize
+// (lookup.go) and write each 8-code word as a 16-byte chunk of the
+// swizzled B tile. Unit
 // u of a k-tile is row u%64 of block column u/64, so that the eight
 // threads of a store phase write eight distinct rows: conflict-free.
 
@@ -65,37 +66,50 @@ func (src *wgSource) Issue(k *ptx.Func, raw ptx.Reg, bar ptx.Addr, col0, kc ptx.
 	k.TmaLoad(ptx.At(raw, 0), k.TensorMapAddr(src.tm), []ptx.Operand{k.Shr(ptx.U32, col0, ptx.Imm(1)), kc}, bar)
 }
 
-// Fill dequantizes filler i's units: u = i, i+96, ... below 64·bn/64
-// whose columns start within K.
-func (src *wgSource) Fill(k *ptx.Func, b, raw, col0, kc, i ptx.Reg, wait func()) {
-	units := src.p.BN
-	per := gen.CeilDiv(units, gemm.FillThreads)
-	type unit struct{ ok, row, bc, scale ptx.Reg }
-	us := make([]unit, per)
-	for j := range us {
+// units are filler i's units of a k-tile: u = i, i+96, ... below
+// 64·bn/64 whose columns start within K, each its row in the k-tile and
+// block column.
+func (src *wgSource) units(k *ptx.Func, col0, i ptx.Reg) (ok, row, bc []ptx.Reg) {
+	n := src.p.BN
+	for j := range gen.CeilDiv(n, gemm.FillThreads) {
 		u := k.Add(ptx.U32, i, ptx.Imm(j*gemm.FillThreads))
-		us[j].row, us[j].bc = k.And(ptx.U32, u, ptx.Imm(63)), k.Shr(ptx.U32, u, ptx.Imm(6))
+		r, c := k.And(ptx.U32, u, ptx.Imm(63)), k.Shr(ptx.U32, u, ptx.Imm(6))
 		// Units past the tile or past K (whose B columns only make
 		// outputs that are never stored) are skipped.
-		us[j].ok = k.And(ptx.Pred, k.Setp("lt", ptx.U32, u, ptx.Imm(units)),
-			k.Setp("lt", ptx.U32, k.Mad(ptx.U32, us[j].bc, ptx.Imm(64), col0), ptx.Imm(src.s.K)))
-		// The unit's block: element (kc+row, col0+64·bc) of W over the block size.
-		e := k.Mad(ptx.U32, k.Add(ptx.U32, kc, us[j].row), ptx.Imm(src.s.K), k.Mad(ptx.U32, us[j].bc, ptx.Imm(64), col0))
-		blk := k.Div(ptx.U32, e, ptx.Imm(src.w.block))
-		blk = k.Selp(ptx.U32, blk, ptx.Imm(0), us[j].ok) // a filler without this unit reads block 0
-		us[j].scale = loadScale(k, src.w.dq, src.bufs, blk)
+		in := k.And(ptx.Pred, k.Setp("lt", ptx.U32, u, ptx.Imm(n)),
+			k.Setp("lt", ptx.U32, k.Mad(ptx.U32, c, ptx.Imm(64), col0), ptx.Imm(src.s.K)))
+		ok, row, bc = append(ok, in), append(row, r), append(bc, c)
 	}
-	wait()
-	for _, un := range us {
-		k.If(un.ok, func() {
-			t := src.d.forScale(un.scale)
-			codes := k.Mad(ptx.U32, un.row, ptx.Imm(src.p.BN/2), k.Mad(ptx.U32, un.bc, ptx.Imm(32), raw))
+	return ok, row, bc
+}
+
+// Load: the scale of each of filler i's units of the k-tile at kc.
+func (src *wgSource) Load(k *ptx.Func, col0, kc, i, more ptx.Reg) []ptx.Reg {
+	ok, row, bc := src.units(k, col0, i)
+	var scales []ptx.Reg
+	for j := range ok {
+		// The unit's block: element (kc+row, col0+64·bc) of W over the
+		// block size; block 0 for a unit that is not read.
+		e := k.Mad(ptx.U32, k.Add(ptx.U32, kc, row[j]), ptx.Imm(src.s.K), k.Mad(ptx.U32, bc[j], ptx.Imm(64), col0))
+		blk := k.Selp(ptx.U32, k.Div(ptx.U32, e, ptx.Imm(src.w.block)), ptx.Imm(0), k.And(ptx.Pred, ok[j], more))
+		scales = append(scales, loadScale(k, src.w.dq, src.bufs, blk))
+	}
+	return scales
+}
+
+// Fill dequantizes filler i's units from raw into the B tile at b.
+func (src *wgSource) Fill(k *ptx.Func, b, raw, col0, kc, i ptx.Reg, scales []ptx.Reg) {
+	ok, row, bc := src.units(k, col0, i)
+	for j := range ok {
+		k.If(ok[j], func() {
+			t := src.d.forScale(scales[j])
+			codes := k.Mad(ptx.U32, row[j], ptx.Imm(src.p.BN/2), k.Mad(ptx.U32, bc[j], ptx.Imm(32), raw))
 			var words []ptx.Reg
 			for h := range 2 {
 				words = append(words, k.Ld(ptx.Shared, ptx.B32, 4, ptx.At(codes, int64(16*h)))...)
 			}
-			rowAt := k.Add(ptx.U32, b, k.Mad(ptx.U32, un.bc, ptx.Imm(8192), k.Mul(ptx.U32, un.row, ptx.Imm(128))))
-			swz := k.And(ptx.U32, un.row, ptx.Imm(7))
+			rowAt := k.Add(ptx.U32, b, k.Mad(ptx.U32, bc[j], ptx.Imm(8192), k.Mul(ptx.U32, row[j], ptx.Imm(128))))
+			swz := k.And(ptx.U32, row[j], ptx.Imm(7))
 			for q, w := range words {
 				halves := src.d.word(w, t)
 				at := k.Add(ptx.U32, rowAt, k.Shl(ptx.U32, k.Xor(ptx.U32, swz, ptx.Imm(q)), ptx.Imm(4)))

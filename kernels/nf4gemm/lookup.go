@@ -138,21 +138,20 @@ func (d *deq) selTree(c ptx.Reg) ptx.Reg {
 	return level[0].(ptx.Reg)
 }
 
-// prmtWord: the nibbles of each byte are swapped so that element i's code
-// is nibble i of the word (prmt's selectors), then each 16-bit half (4
-// codes) is looked up: entries 0..7 and 8..15 by two prmt with the codes'
+// prmtWord: each 16-bit half of w (4 codes) is looked up with the codes
+// as prmt selectors: entries 0..7 and 8..15 by two prmt with the codes'
 // low 3 bits (bit 3 of a selector would replicate a sign), and a third
-// prmt picks between them with bit 3. Low and high bytes are interleaved
-// into half pairs at the end.
+// prmt picks between them with bit 3. In bitsandbytes' order nibble 2j of
+// a half holds element 2j+1 and nibble 2j+1 element 2j, so the looked-up
+// bytes come pairwise swapped; the two prmt that interleave low and high
+// bytes into half pairs put them back in order.
 func (d *deq) prmtWord(w ptx.Reg, t *table) [4]ptx.Reg {
 	k := d.k
-	sw := k.Or(ptx.B32, k.And(ptx.B32, k.Shr(ptx.B32, w, ptx.Imm(4)), ptx.Imm(0x0F0F0F0F)),
-		k.Shl(ptx.B32, k.And(ptx.B32, w, ptx.Imm(0x0F0F0F0F)), ptx.Imm(4)))
 	var out [4]ptx.Reg
 	for h := range 2 {
-		s := sw
+		s := w
 		if h == 1 {
-			s = k.Shr(ptx.B32, sw, ptx.Imm(16))
+			s = k.Shr(ptx.B32, w, ptx.Imm(16))
 		}
 		idx := k.And(ptx.B32, s, ptx.Imm(0x7777))
 		pick := k.Or(ptx.B32, k.And(ptx.B32, k.Shr(ptx.B32, s, ptx.Imm(1)), ptx.Imm(0x4444)), ptx.Imm(0x3210))
@@ -160,8 +159,11 @@ func (d *deq) prmtWord(w ptx.Reg, t *table) [4]ptx.Reg {
 			return d.prmt(d.prmt(tab[0], tab[1], idx), d.prmt(tab[2], tab[3], idx), pick)
 		}
 		lo, hi := look(t.lo), look(t.hi)
-		out[2*h] = d.prmt(lo, hi, ptx.Imm(0x5140))
-		out[2*h+1] = d.prmt(lo, hi, ptx.Imm(0x7362))
+		// Bytes j of lo and hi hold element 4h + (j^1): word 2h is
+		// elements 4h, 4h+1 (bytes 1, then 0), word 2h+1 elements
+		// 4h+2, 4h+3 (bytes 3, then 2).
+		out[2*h] = d.prmt(lo, hi, ptx.Imm(0x4051))
+		out[2*h+1] = d.prmt(lo, hi, ptx.Imm(0x6273))
 	}
 	return out
 }
