@@ -97,25 +97,29 @@ func (src *wgSource) Load(k *ptx.Func, col0, kc, i, more ptx.Reg) []ptx.Reg {
 	return scales
 }
 
-// Fill dequantizes filler i's units from raw into the B tile at b.
+// Fill dequantizes filler i's units from raw into the B tile at b. The
+// units run straight-line, only their stores guarded, so that the
+// compiler can interleave them (a unit that is not filler i's reads codes
+// that are there and block 0's scale).
 func (src *wgSource) Fill(k *ptx.Func, b, raw, col0, kc, i ptx.Reg, scales []ptx.Reg) {
 	ok, row, bc := src.units(k, col0, i)
 	for j := range ok {
-		k.If(ok[j], func() {
-			t := src.d.forScale(scales[j])
-			codes := k.Mad(ptx.U32, row[j], ptx.Imm(src.p.BN/2), k.Mad(ptx.U32, bc[j], ptx.Imm(32), raw))
-			var words []ptx.Reg
-			for h := range 2 {
-				words = append(words, k.Ld(ptx.Shared, ptx.B32, 4, ptx.At(codes, int64(16*h)))...)
-			}
-			rowAt := k.Add(ptx.U32, b, k.Mad(ptx.U32, bc[j], ptx.Imm(8192), k.Mul(ptx.U32, row[j], ptx.Imm(128))))
-			swz := k.And(ptx.U32, row[j], ptx.Imm(7))
-			for q, w := range words {
-				halves := src.d.word(w, t)
-				at := k.Add(ptx.U32, rowAt, k.Shl(ptx.U32, k.Xor(ptx.U32, swz, ptx.Imm(q)), ptx.Imm(4)))
-				k.St(ptx.Shared, ptx.B32, ptx.At(at, 0), halves[:])
-			}
-		})
+		t := src.d.forScale(scales[j])
+		// A unit past the tile would read past the raw area: row 0's.
+		unit := k.Selp(ptx.U32, k.Mad(ptx.U32, row[j], ptx.Imm(src.p.BN/2), k.Mul(ptx.U32, bc[j], ptx.Imm(32))), ptx.Imm(0), ok[j])
+		codes := k.Add(ptx.U32, raw, unit)
+		var words []ptx.Reg
+		for h := range 2 {
+			words = append(words, k.Ld(ptx.Shared, ptx.B32, 4, ptx.At(codes, int64(16*h)))...)
+		}
+		rowAt := k.Add(ptx.U32, b, k.Mad(ptx.U32, bc[j], ptx.Imm(8192), k.Mul(ptx.U32, row[j], ptx.Imm(128))))
+		swz := k.And(ptx.U32, row[j], ptx.Imm(7))
+		for q, w := range words {
+			halves := src.d.word(w, t)
+			at := k.Add(ptx.U32, rowAt, k.Shl(ptx.U32, k.Xor(ptx.U32, swz, ptx.Imm(q)), ptx.Imm(4)))
+			k.St(ptx.Shared, ptx.B32, ptx.At(at, 0), halves[:])
+			k.Guard(ok[j], false)
+		}
 	}
 }
 
