@@ -30,6 +30,7 @@ type ReplayShape struct {
 	Shape   variants.Shape
 	Points  int                // points of the replayed space
 	Truth   map[string]float64 // params → recorded median, µs
+	Full    map[string]bool    // params with a full evaluation
 	Optimum float64
 }
 
@@ -97,6 +98,7 @@ func LoadReplay(db *store.DB, name string) (*ReplayData, error) {
 		for _, r := range full {
 			if r.Kernel+" "+r.ShapeKey == k && in[r.Params] {
 				rs.Optimum = min(rs.Optimum, rs.Truth[r.Params])
+				rs.Full[r.Params] = true
 			}
 		}
 		if math.IsInf(rs.Optimum, 1) {
@@ -194,7 +196,7 @@ func replayShape(kernel, shapeKey string, recorded map[string]bool) (*ReplayShap
 			return today.Check(p)
 		}}}}
 	m := memoFamily{Family: f, progs: &sync.Map{}, space: space, points: space.Enumerate()}
-	return &ReplayShape{Family: m, Shape: s, Truth: map[string]float64{}}, nil
+	return &ReplayShape{Family: m, Shape: s, Truth: map[string]float64{}, Full: map[string]bool{}}, nil
 }
 
 // memoFamily is a family as a database replays it: its space is the

@@ -66,6 +66,10 @@ func replayCells(md string) map[string]string {
 			db, _, _ = strings.Cut(name, " ")
 			continue
 		}
+		if strings.HasPrefix(line, "#") { // another section's tables are not replay tables
+			db, head = "", nil
+			continue
+		}
 		if !strings.HasPrefix(line, "| ") {
 			continue
 		}
