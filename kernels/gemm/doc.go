@@ -105,6 +105,17 @@
 // contributors, and a contributor publishes before it waits for
 // anything. streamk.go has the layouts.
 //
+// # A written B
+//
+// WrittenB and BSource let another family use the wgmma kernel for a
+// dX-shaped GEMM whose B it writes into shared memory itself instead of
+// loading it by TMA (nf4_gemm_bwd: a 4-bit weight). The producer
+// warpgroup's thread 0 loads A and the source's raw data (Issue, on a raw
+// barrier per slot); its warps 1..3 load what they need a k-tile ahead
+// (Load), wait for the raw data, write the B tile in the MN-major swizzled
+// layout (Fill), fence.proxy.async and arrive on the full barrier, which
+// then counts 1 + FillThreads arrivals. No cluster, split or stream-K.
+//
 // # Rules
 //
 //   - sync path: cluster=1, multicast=0, persistent=0, epilogue=direct,

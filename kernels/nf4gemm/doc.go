@@ -16,8 +16,15 @@
 // The sync path (sm_80+) mirrors gemm_bwd's grad=dx: 4 warps, a cp.async
 // ring of dY tiles, and a W tile per stage that the math warps dequantize
 // themselves (dequant=consumer) into gemm_bwd's swizzled layout, read
-// with ldmatrix.trans for mma.sync m16n8k16. Rules: tile columns within
-// k, shared memory fits, pipeline no deeper than the k-loop.
+// with ldmatrix.trans for mma.sync m16n8k16. The wgmma path (sm_90a) is
+// gemm_bwd's wgmma kernel with its B tile written by the producer
+// warpgroup (gemm.BSource, dequant=producer, gemmwg.go): the packed codes
+// arrive by TMA, three warps dequantize them into the swizzled tile. Rules:
+// each path's own features (sync: bk=32, tiles up to 128×128, direct
+// stores; wgmma: bk=64, 128 or 256 rows by 128 or 192 columns, a table
+// lookup, the deepest ring that fits, persistence only past one wave),
+// tile columns within k, shared memory fits, pipeline no deeper than the
+// k-loop.
 //
 // Buffers (u8 buffers are padded to whole 32-bit words): dy, w4 (u8,
 // packed, bitsandbytes' high-first order), absmax (f32) or absmax_q (u8),
