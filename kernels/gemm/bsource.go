@@ -16,14 +16,15 @@ import (
 //     slot's full barrier and loads A by TMA, then calls Issue, which
 //     loads what the source needs into the slot's raw area and completes
 //     those bytes on the slot's raw barrier (its own expect_tx);
-//   - warps 1..3 (FillThreads threads) wait for the raw barrier and call
+//   - warps 1..3 and, with FillWarpgroups, whole warpgroups after the
+//     consumers (the fillers: 96 + 128·FillWarpgroups threads) wait for
+//     the raw barrier and call
 //     Fill (with what Load fetched from global memory during the k-tile
 //     before), which writes their part of B into the slot in the layout the
 //     consumers' descriptors read (MN-major 64-column atoms of [64 k][64
 //     n], element (k, n) at (n/64)·8192 + k·128 + (n%64)·2 with 16-byte
 //     chunk q of a 128-byte row at (q ^ k%8)·16), then fence.proxy.async
-//     and arrive on the full barrier, which counts 1 + FillThreads
-//     arrivals.
+//     and arrive on the full barrier, which counts 1 + fillers arrivals.
 //
 // The raw area is free again once the full barrier completed: the fillers
 // read it before they arrive, and thread 0 rewrites it only after the
@@ -33,15 +34,16 @@ type BSource interface {
 	// follow A's tensor map) and returns the launch arguments for them.
 	Declare(k *ptx.Func) []kernels.Arg
 	// Setup runs once on every thread of the CTA before the roles split
-	// (tid: %tid.x); it may write shared memory and pass barrier 0.
-	Setup(k *ptx.Func, tid ptx.Reg)
+	// (tid: %tid.x; fillers: how many threads run Load and Fill); it may
+	// write shared memory and pass barrier 0.
+	Setup(k *ptx.Func, tid ptx.Reg, fillers int)
 	// RawBytes is the raw area of a slot, a multiple of 1024 bytes.
 	RawBytes(p Params) int
 	// Issue loads the raw data of the k-tile whose first reduction row is
 	// kc for the tile's columns col0 .. col0+BN into raw (u32 shared),
 	// completing its bytes on bar; one thread calls it.
 	Issue(k *ptx.Func, raw ptx.Reg, bar ptx.Addr, col0, kc ptx.Reg)
-	// Load is filler i's (u32, 0 .. FillThreads−1) global loads for the
+	// Load is filler i's (u32, 0 .. fillers−1) global loads for the
 	// k-tile whose first reduction row is kc (a scale per unit, say),
 	// issued one k-tile ahead of Fill; when more is false there is no such
 	// k-tile and Load must not read past its buffers.
@@ -51,8 +53,8 @@ type BSource interface {
 	Fill(k *ptx.Func, b, raw, col0, kc, i ptx.Reg, loaded []ptx.Reg)
 }
 
-// FillThreads is the number of threads that run a BSource's Fill.
-const FillThreads = 96
+// producerFillers is the fillers of the producer warpgroup (warps 1..3).
+const producerFillers = 96
 
 // srcProducerR is the producer warpgroup's registers with a BSource
 // under the register split: its fillers compute.
@@ -64,7 +66,13 @@ type WrittenB struct {
 	M, N, K int
 	DType   dtype.DType
 	Entry   string // the kernel's name
+	// FillWarpgroups is the warpgroups that only fill B, beside the
+	// producer warpgroup's three warps.
+	FillWarpgroups int
 }
+
+// Fillers is how many threads run the BSource's Load and Fill.
+func (w WrittenB) Fillers() int { return producerFillers + 128*w.FillWarpgroups }
 
 func (w WrittenB) problem() problem {
 	return problem{r: w.M, c: w.K, l: w.N, a: operand{buf: "dy", kMajor: true, ld: w.N},
@@ -86,8 +94,10 @@ func (w WrittenB) Check(p Params, src BSource) error {
 		return fmt.Errorf("bm=%d over %d consumers: want one or two m64 blocks each", p.BM, p.Consumers)
 	case p.BN%64 != 0 || p.BN > 256:
 		return fmt.Errorf("bn=%d: want whole 64-column atoms, at most 256", p.BN)
-	case accRegs(p)+regOverhead > consumerRegsAfter(srcProducerR, p.Consumers):
-		return fmt.Errorf("%d accumulator registers per consumer thread, more than %d allow", accRegs(p), consumerRegsAfter(srcProducerR, p.Consumers))
+	case w.FillWarpgroups < 0 || w.FillWarpgroups > 1:
+		return fmt.Errorf("%d fill warpgroups: want 0 or 1", w.FillWarpgroups)
+	case accRegs(p)+regOverhead > consumerBudget(srcProducerR, w.FillWarpgroups, p.Consumers):
+		return fmt.Errorf("%d accumulator registers per consumer thread, more than %d allow", accRegs(p), consumerBudget(srcProducerR, w.FillWarpgroups, p.Consumers))
 	case w.Smem(p, src) > smemMax:
 		return fmt.Errorf("%d bytes of shared memory, more than %d", w.Smem(p, src), smemMax)
 	case p.Stages < 2 || p.Stages > max(kTiles(g, p), 2):
@@ -109,7 +119,7 @@ func (w WrittenB) Emit(p Params, src BSource) (kernels.Program, error) {
 	if err := w.Check(p, src); err != nil {
 		return kernels.Program{}, err
 	}
-	return buildWgmma(w.Entry, "", w.problem(), p, src)
+	return buildWgmma(w.Entry, "", w.problem(), p, src, w.FillWarpgroups)
 }
 
 // fillers is the full barrier's arrivals beyond the producer's.
@@ -117,7 +127,19 @@ func (wk *wgKernel) fillers() int {
 	if wk.src == nil {
 		return 0
 	}
-	return FillThreads
+	return producerFillers + 128*wk.fillWGs
+}
+
+// consumerBudget is setmaxnreg.inc's budget for a consumer thread.
+func (wk *wgKernel) consumerBudget() int {
+	return consumerBudget(wk.producerRegs(), wk.fillWGs, wk.p.Consumers)
+}
+
+// consumerBudget is what the register file leaves a consumer thread when
+// the producer warpgroup and fillWGs filling ones keep producer registers
+// each, at most 240.
+func consumerBudget(producer, fillWGs, consumers int) int {
+	return min(240, (512-producer*(1+fillWGs))/consumers/8*8)
 }
 
 // producerRegs is the producer warpgroup's setmaxnreg.dec budget.
@@ -133,32 +155,28 @@ func (r *ring) raw(base ptx.Reg) ptx.Addr {
 	return ptx.At(r.wk.k.Mad(ptx.U32, r.slot, ptx.Imm(8), base), int64(r.wk.bars+16*r.wk.p.Stages))
 }
 
-// fill is the fillers' loop (threads 32..127 of the producer warpgroup):
-// per k-tile of every tile, issue the next k-tile's Load, wait for the
-// raw data, write B, make the writes visible to the tensor cores' proxy
-// and arrive on the full barrier.
-func (wk *wgKernel) fill(base, tid ptx.Reg) {
+// fill is filler i's loop (i: u32): per k-tile of every tile, issue the
+// next k-tile's Load, wait for the raw data, write B, make the writes
+// visible to the tensor cores' proxy and arrive on the full barrier.
+func (wk *wgKernel) fill(base, i ptx.Reg) {
 	k, p := wk.k, wk.p
-	k.If(k.Setp("ge", ptx.U32, tid, ptx.Imm(128-FillThreads)), func() {
-		i := k.Sub(ptx.U32, tid, ptx.Imm(128-FillThreads))
-		r := wk.newRing()
-		wk.forTiles(func(t tile) {
-			kc := k.Mul(ptx.U32, t.kt0, ptx.Imm(p.BK))
-			cur := wk.src.Load(k, t.col0, kc, i, k.Setp("ne", ptx.U32, t.nk, ptx.Imm(0)))
-			k.For(ptx.U32, ptx.Imm(0), t.nk, ptx.Imm(1), func(it ptx.Reg) {
-				more := k.Setp("lt", ptx.U32, k.Add(ptx.U32, it, ptx.Imm(1)), t.nk)
-				next := wk.src.Load(k, t.col0, k.Add(ptx.U32, kc, ptx.Imm(p.BK)), i, more)
-				k.MbarWait(r.raw(base), r.phase)
-				b := k.Add(ptx.U32, r.data(base), ptx.Imm(wk.aBytes))
-				wk.src.Fill(k, b, k.Add(ptx.U32, b, ptx.Imm(p.BN*128)), t.col0, kc, i, cur)
-				k.FenceProxyAsync()
-				k.MbarArriveDrop(r.full(base))
-				for j := range cur {
-					k.MovTo(cur[j], next[j])
-				}
-				k.MovTo(kc, k.Add(ptx.U32, kc, ptx.Imm(p.BK)))
-				r.next()
-			})
+	r := wk.newRing()
+	wk.forTiles(func(t tile) {
+		kc := k.Mul(ptx.U32, t.kt0, ptx.Imm(p.BK))
+		cur := wk.src.Load(k, t.col0, kc, i, k.Setp("ne", ptx.U32, t.nk, ptx.Imm(0)))
+		k.For(ptx.U32, ptx.Imm(0), t.nk, ptx.Imm(1), func(it ptx.Reg) {
+			more := k.Setp("lt", ptx.U32, k.Add(ptx.U32, it, ptx.Imm(1)), t.nk)
+			next := wk.src.Load(k, t.col0, k.Add(ptx.U32, kc, ptx.Imm(p.BK)), i, more)
+			k.MbarWait(r.raw(base), r.phase)
+			b := k.Add(ptx.U32, r.data(base), ptx.Imm(wk.aBytes))
+			wk.src.Fill(k, b, k.Add(ptx.U32, b, ptx.Imm(p.BN*128)), t.col0, kc, i, cur)
+			k.FenceProxyAsync()
+			k.MbarArriveDrop(r.full(base))
+			for j := range cur {
+				k.MovTo(cur[j], next[j])
+			}
+			k.MovTo(kc, k.Add(ptx.U32, kc, ptx.Imm(p.BK)))
+			r.next()
 		})
 	})
 }

@@ -49,27 +49,23 @@ type wgKernel struct {
 	stgOff  int // offset of the TMA-store staging tile (epilogue=tma)
 	bars    int // offset of the full barriers; the empty ones follow (then the raw ones of a BSource)
 	src     BSource
+	fillWGs int // warpgroups beside the consumers that only run the BSource's Fill
 }
 
-func (wk *wgKernel) threads() int { return 128 * (1 + wk.p.Consumers) }
+func (wk *wgKernel) threads() int { return 128 * (1 + wk.p.Consumers + wk.fillWGs) }
 
 // consumerRegs is setmaxnreg.inc's budget for a consumer thread: what the
 // register file leaves after the producer's wgProducerR, at most 240.
-func consumerRegs(consumers int) int { return consumerRegsAfter(wgProducerR, consumers) }
-
-// consumerRegsAfter is the consumers' budget after a producer's.
-func consumerRegsAfter(producer, consumers int) int {
-	return min(240, (512-producer)/consumers/8*8)
-}
+func consumerRegs(consumers int) int { return consumerBudget(wgProducerR, 0, consumers) }
 
 // emitWgmma writes the wgmma path's program.
 func emitWgmma(s Shape, g problem, p Params) (kernels.Program, error) {
-	return buildWgmma(entry(s, "wgmma"), entry(s, "reduce"), g, p, nil)
+	return buildWgmma(entry(s, "wgmma"), entry(s, "reduce"), g, p, nil, 0)
 }
 
 // buildWgmma writes the wgmma path's program under entry (red: the
 // split-K reduce's), B loaded by TMA or, with src, written by src.
-func buildWgmma(entry, red string, g problem, p Params, src BSource) (kernels.Program, error) {
+func buildWgmma(entry, red string, g problem, p Params, src BSource, fillWGs int) (kernels.Program, error) {
 	if p.Cluster != 1 && (p.Cluster != 2 || !p.Multicast) {
 		return kernels.Program{}, fmt.Errorf("mma=wgmma: cluster=%d multicast=%v is not emitted", p.Cluster, p.Multicast)
 	}
@@ -83,7 +79,7 @@ func buildWgmma(entry, red string, g problem, p Params, src BSource) (kernels.Pr
 		return kernels.Program{}, fmt.Errorf("mma=wgmma: a written B takes a K-major A, cluster=1, splitk=1 and no stream-K")
 	}
 	m := ptx.NewModule()
-	wk := &wgKernel{g: g, p: p, src: src}
+	wk := &wgKernel{g: g, p: p, src: src, fillWGs: fillWGs}
 	wk.k = m.Func(entry)
 	wk.rowsPC = p.BM / p.Consumers
 	wk.mBlocks = wk.rowsPC / 64
@@ -209,7 +205,7 @@ func (wk *wgKernel) body() []kernels.Arg {
 	tid := k.Mov(ptx.U32, ptx.TidX)
 	wg := k.Shr(ptx.U32, tid, ptx.Imm(7))
 	if wk.src != nil {
-		wk.src.Setup(k, tid)
+		wk.src.Setup(k, tid, wk.fillers())
 	}
 	k.If(k.Setp("eq", ptx.U32, tid, ptx.Imm(0)), func() {
 		for s := range p.Stages {
@@ -237,41 +233,58 @@ func (wk *wgKernel) body() []kernels.Arg {
 			wk.forTiles(func(t tile) { wk.producer(base, t, ma, mb, r) })
 		})
 		if wk.src != nil {
-			wk.fill(base, tid)
+			k.If(k.Setp("ge", ptx.U32, tid, ptx.Imm(32)), func() { wk.fill(base, k.Sub(ptx.U32, tid, ptx.Imm(32))) })
 		}
 	}, func() {
-		k.Comment("consumer warpgroups")
-		if p.RegSplit {
-			k.SetMaxNReg(true, consumerRegsAfter(wk.producerRegs(), p.Consumers))
-		}
-		cw := k.Sub(ptx.U32, wg, ptx.Imm(1))
-		l := k.And(ptx.U32, tid, ptx.Imm(127))
-		acc := make([][]ptx.Reg, wk.mBlocks)
-		for i := range acc {
-			acc[i] = k.WgmmaAcc(p.BN)
-		}
-		r := wk.newRing()
-		fx := wk.newFixup(ws, flags, cw, l)
-		if p.Epilogue != TMAStore {
-			wk.forTiles(func(t tile) {
-				wk.consumer(base, t, cw, acc, r)
-				fx.finish(t, acc, func() { wk.epilogue(c, t, cw, l, acc) })
-			})
+		if wk.fillWGs == 0 {
+			wk.consumers(base, tid, wg, c, tmC, ws, flags)
 			return
 		}
-		st := wk.newStager(base, tmC, cw, l)
-		wk.forTiles(func(t tile) {
-			wk.consumer(base, t, cw, acc, r)
-			fx.finish(t, acc, func() { st.store(t, acc) })
-		})
-		k.Comment("the last store must have read the staging tile before the CTA exits")
-		k.If(st.elected, func() { k.BulkWait(0, true) })
+		k.IfElse(k.Setp("gt", ptx.U32, wg, ptx.Imm(p.Consumers)), func() {
+			k.Comment("dequantizing warpgroups: fillers 96, 97, ...")
+			if p.RegSplit {
+				k.SetMaxNReg(false, wk.producerRegs())
+			}
+			wk.fill(base, k.Add(ptx.U32, k.Sub(ptx.U32, tid, ptx.Imm(128*(1+p.Consumers))), ptx.Imm(96)))
+		}, func() { wk.consumers(base, tid, wg, c, tmC, ws, flags) })
 	})
 	if p.Cluster > 1 {
 		k.Comment("the peer CTA may still arrive on this CTA's empty barriers: exit together")
 		wk.clusterSync()
 	}
 	return srcArgs
+}
+
+// consumers is the consumer warpgroups' part of the kernel: the k-loops
+// and epilogues of their tiles.
+func (wk *wgKernel) consumers(base, tid, wg, c ptx.Reg, tmC, ws, flags ptx.Sym) {
+	k, p := wk.k, wk.p
+	k.Comment("consumer warpgroups")
+	if p.RegSplit {
+		k.SetMaxNReg(true, wk.consumerBudget())
+	}
+	cw := k.Sub(ptx.U32, wg, ptx.Imm(1))
+	l := k.And(ptx.U32, tid, ptx.Imm(127))
+	acc := make([][]ptx.Reg, wk.mBlocks)
+	for i := range acc {
+		acc[i] = k.WgmmaAcc(p.BN)
+	}
+	r := wk.newRing()
+	fx := wk.newFixup(ws, flags, cw, l)
+	if p.Epilogue != TMAStore {
+		wk.forTiles(func(t tile) {
+			wk.consumer(base, t, cw, acc, r)
+			fx.finish(t, acc, func() { wk.epilogue(c, t, cw, l, acc) })
+		})
+		return
+	}
+	st := wk.newStager(base, tmC, cw, l)
+	wk.forTiles(func(t tile) {
+		wk.consumer(base, t, cw, acc, r)
+		fx.finish(t, acc, func() { st.store(t, acc) })
+	})
+	k.Comment("the last store must have read the staging tile before the CTA exits")
+	k.If(st.elected, func() { k.BulkWait(0, true) })
 }
 
 // clusterSync is bar.sync 0, or with a cluster barrier.cluster.arrive

@@ -41,6 +41,9 @@ const (
 	// that issues the TMA loads, dequantize each stage into the slot the
 	// consumers' wgmma reads (the wgmma path).
 	Producers Dequantizer = "producer"
+	// Dedicated: those three warps and a warpgroup of its own after the
+	// consumers (224 threads), which does nothing else (the wgmma path).
+	Dedicated Dequantizer = "dedicated"
 )
 
 // GEMMParams is one nf4_gemm_bwd variant: the sync path (4 warps in a
@@ -53,7 +56,7 @@ type GEMMParams struct {
 	BN         int           `axis:"bn" values:"64,128,192" doc:"tile columns of dX (along K of W)"`
 	BK         int           `axis:"bk" values:"32,64" doc:"reduction elements (rows of W) per stage (sync 32, wgmma 64)"`
 	Stages     int           `axis:"stages" values:"2,3,4,5" doc:"pipeline stages in shared memory"`
-	Dequant    Dequantizer   `axis:"dequant" values:"consumer,producer" doc:"who dequantizes: the math warps (consumer, sync) or three warps of the producer warpgroup (producer, wgmma)"`
+	Dequant    Dequantizer   `axis:"dequant" values:"consumer,producer,dedicated" doc:"who dequantizes: the math warps (consumer, sync), three warps of the producer warpgroup (producer, wgmma), or those and a dedicated warpgroup (dedicated, wgmma)"`
 	Lookup     Lookup        `axis:"lookup" values:"smem,prmt,sel" doc:"code to value: shared-memory table, prmt byte tables, selp tree"`
 	Epilogue   gemm.Epilogue `axis:"epilogue" values:"direct,tma" doc:"direct stores from registers, or shared memory + TMA store (wgmma)"`
 	Persistent bool          `axis:"persistent" values:"0,1" doc:"1: one CTA per SM walks grouped tiles (wgmma)"`

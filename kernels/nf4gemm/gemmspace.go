@@ -30,7 +30,8 @@ func (gemmDef) Space(s GEMMShape) variants.Typed[GEMMParams] {
 // direct stores, no persistence, tiles up to 128×128 and at most 4
 // stages; the wgmma path bk=64, tiles of 128 or 256 rows by 128 or 192
 // columns (within the consumers' registers: gemm.WrittenB.Check), the
-// producer's warps dequantizing with a table lookup (the selp tree's 15
+// producer's warps (or those and a dedicated warpgroup) dequantizing with
+// a table lookup (the selp tree's 15
 // selp per code would outweigh the MMAs). A B tile's dequantization costs
 // the same for 128 and 256 rows, the MMAs twice as much for 256.
 func pathFeatures(_ GEMMShape, p GEMMParams) error {
@@ -40,8 +41,8 @@ func pathFeatures(_ GEMMShape, p GEMMParams) error {
 		}
 		return nil
 	}
-	if p.BK != 64 || p.BM < 128 || p.BN < 128 || p.Dequant != Producers || p.Lookup == LookupSel {
-		return fmt.Errorf("mma=wgmma takes bk=64, bm 128 or 256, bn 128 or 192, dequant=producer, lookup smem or prmt")
+	if p.BK != 64 || p.BM < 128 || p.BN < 128 || p.Dequant == Consumers || p.Lookup == LookupSel {
+		return fmt.Errorf("mma=wgmma takes bk=64, bm 128 or 256, bn 128 or 192, dequant producer or dedicated, lookup smem or prmt")
 	}
 	return nil
 }
@@ -52,7 +53,7 @@ func wgmmaFits(s GEMMShape, p GEMMParams) error {
 	if p.MMA != "wgmma" {
 		return nil
 	}
-	w, src := s.writtenB(), &wgSource{s: s, w: s.weight(), p: p}
+	w, src := p.writtenB(s), &wgSource{s: s, w: s.weight(), p: p}
 	if err := w.Check(wgParams(p), src); err != nil {
 		return err
 	}

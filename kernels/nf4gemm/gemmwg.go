@@ -29,6 +29,7 @@ type wgSource struct {
 	tm   ptx.Sym            // w4's tensor map
 	bufs map[string]ptx.Reg // the scale buffers' generic addresses
 	d    *deq
+	n    int // fillers
 }
 
 func (src *wgSource) scaleNames() []string {
@@ -53,7 +54,8 @@ func (src *wgSource) Declare(k *ptx.Func) []kernels.Arg {
 }
 
 // Setup: the lookup's shared table.
-func (src *wgSource) Setup(k *ptx.Func, tid ptx.Reg) {
+func (src *wgSource) Setup(k *ptx.Func, tid ptx.Reg, fillers int) {
+	src.n = fillers
 	src.d = newDeq(k, src.p.Lookup, src.s.DType, tid)
 }
 
@@ -66,13 +68,13 @@ func (src *wgSource) Issue(k *ptx.Func, raw ptx.Reg, bar ptx.Addr, col0, kc ptx.
 	k.TmaLoad(ptx.At(raw, 0), k.TensorMapAddr(src.tm), []ptx.Operand{k.Shr(ptx.U32, col0, ptx.Imm(1)), kc}, bar)
 }
 
-// units are filler i's units of a k-tile: u = i, i+96, ... below
+// units are filler i's units of a k-tile: u = i, i+n, ... (n fillers) below
 // 64·bn/64 whose columns start within K, each its row in the k-tile and
 // block column.
 func (src *wgSource) units(k *ptx.Func, col0, i ptx.Reg) (ok, row, bc []ptx.Reg) {
 	n := src.p.BN
-	for j := range gen.CeilDiv(n, gemm.FillThreads) {
-		u := k.Add(ptx.U32, i, ptx.Imm(j*gemm.FillThreads))
+	for j := range gen.CeilDiv(n, src.n) {
+		u := k.Add(ptx.U32, i, ptx.Imm(j*src.n))
 		r, c := k.And(ptx.U32, u, ptx.Imm(63)), k.Shr(ptx.U32, u, ptx.Imm(6))
 		// Units past the tile or past K (whose B columns only make
 		// outputs that are never stored) are skipped.
@@ -138,7 +140,16 @@ func (s GEMMShape) writtenB() gemm.WrittenB {
 	return gemm.WrittenB{M: s.M, N: s.N, K: s.K, DType: s.DType, Entry: fmt.Sprintf("nf4_gemm_bwd_wgmma_%v", s.DType)}
 }
 
+// writtenB is s's problem with p's fillers.
+func (p GEMMParams) writtenB(s GEMMShape) gemm.WrittenB {
+	w := s.writtenB()
+	if p.Dequant == Dedicated {
+		w.FillWarpgroups = 1
+	}
+	return w
+}
+
 // emitWgmma writes the wgmma path's program.
 func emitWgmma(s GEMMShape, p GEMMParams) (kernels.Program, error) {
-	return s.writtenB().Emit(wgParams(p), &wgSource{s: s, w: s.weight(), p: p})
+	return p.writtenB(s).Emit(wgParams(p), &wgSource{s: s, w: s.weight(), p: p})
 }
