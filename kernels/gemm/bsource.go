@@ -37,7 +37,9 @@ type BSource interface {
 	// (tid: %tid.x; fillers: how many threads run Load and Fill); it may
 	// write shared memory and pass barrier 0.
 	Setup(k *ptx.Func, tid ptx.Reg, fillers int)
-	// RawBytes is the raw area of a slot, a multiple of 1024 bytes.
+	// RawBytes is the raw area of a slot, a multiple of 1024 bytes; 0
+	// for a source that takes everything from Load: then there is no
+	// Issue, and the fillers wait for the slot's empty barrier themselves.
 	RawBytes(p Params) int
 	// Issue loads the raw data of the k-tile whose first reduction row is
 	// kc for the tile's columns col0 .. col0+BN into raw (u32 shared),
@@ -167,7 +169,11 @@ func (wk *wgKernel) fill(base, i ptx.Reg) {
 		k.For(ptx.U32, ptx.Imm(0), t.nk, ptx.Imm(1), func(it ptx.Reg) {
 			more := k.Setp("lt", ptx.U32, k.Add(ptx.U32, it, ptx.Imm(1)), t.nk)
 			next := wk.src.Load(k, t.col0, k.Add(ptx.U32, kc, ptx.Imm(p.BK)), i, more)
-			k.MbarWait(r.raw(base), r.phase)
+			if wk.src.RawBytes(p) == 0 {
+				k.MbarWait(r.empty(base), k.Xor(ptx.U32, r.phase, ptx.Imm(1)))
+			} else {
+				k.MbarWait(r.raw(base), r.phase)
+			}
 			b := k.Add(ptx.U32, r.data(base), ptx.Imm(wk.aBytes))
 			wk.src.Fill(k, b, k.Add(ptx.U32, b, ptx.Imm(p.BN*128)), t.col0, kc, i, cur)
 			k.FenceProxyAsync()

@@ -211,7 +211,7 @@ func (wk *wgKernel) body() []kernels.Arg {
 		for s := range p.Stages {
 			k.MbarInit(ptx.At(base, int64(wk.bars+8*s)), ptx.Imm(1+wk.fillers()))
 			k.MbarInit(ptx.At(base, int64(wk.bars+8*(p.Stages+s))), ptx.Imm(4*p.Consumers*p.Cluster))
-			if wk.src != nil {
+			if wk.src != nil && wk.src.RawBytes(p) > 0 {
 				k.MbarInit(ptx.At(base, int64(wk.bars+8*(2*p.Stages+s))), ptx.Imm(1))
 			}
 		}
@@ -368,7 +368,9 @@ func (wk *wgKernel) producer(base ptx.Reg, t tile, ma, mb ptx.Reg, r *ring) {
 			k.MbarArriveExpectTx(full, ptx.Imm(wk.aBytes))
 			dst := r.data(base)
 			k.TmaLoad(ptx.At(dst, 0), ma, []ptx.Operand{kc, t.row0}, full)
-			wk.src.Issue(k, k.Add(ptx.U32, dst, ptx.Imm(wk.aBytes+p.BN*128)), r.raw(base), t.col0, kc)
+			if wk.src.RawBytes(p) > 0 {
+				wk.src.Issue(k, k.Add(ptx.U32, dst, ptx.Imm(wk.aBytes+p.BN*128)), r.raw(base), t.col0, kc)
+			}
 			k.MovTo(kc, k.Add(ptx.U32, kc, ptx.Imm(p.BK)))
 			r.next()
 			return

@@ -60,6 +60,7 @@ type GEMMParams struct {
 	Lookup     Lookup        `axis:"lookup" values:"smem,prmt,sel" doc:"code to value: shared-memory table, prmt byte tables, selp tree"`
 	Epilogue   gemm.Epilogue `axis:"epilogue" values:"direct,tma" doc:"direct stores from registers, or shared memory + TMA store (wgmma)"`
 	Persistent bool          `axis:"persistent" values:"0,1" doc:"1: one CTA per SM walks grouped tiles (wgmma)"`
+	Codes      string        `axis:"codes" values:"tma,ld" doc:"how the packed codes reach the dequantizing warps (wgmma): TMA into shared memory, or each thread's ld.global a k-tile ahead"`
 }
 
 // gemmDef is nf4_gemm_bwd.

@@ -26,8 +26,8 @@ type wgSource struct {
 	s    GEMMShape
 	w    weight
 	p    GEMMParams
-	tm   ptx.Sym            // w4's tensor map
-	bufs map[string]ptx.Reg // the scale buffers' generic addresses
+	tm   ptx.Sym            // w4's tensor map (codes=tma)
+	bufs map[string]ptx.Reg // the scale buffers' generic addresses, and w4's (codes=ld)
 	d    *deq
 	n    int // fillers
 }
@@ -40,12 +40,18 @@ func (src *wgSource) scaleNames() []string {
 }
 
 // Declare: w4's tensor map ({k/2 bytes, n rows}, boxes {bn/2, 64}, no
-// swizzle), then the scale buffers.
+// swizzle) or, with codes=ld, its address; then the scale buffers.
 func (src *wgSource) Declare(k *ptx.Func) []kernels.Arg {
-	src.tm = k.TensorMapParam("w4")
-	args := []kernels.Arg{{TensorMap: &kernels.TensorMap{Buffer: "w4", DType: dtype.U8,
-		Dims: []int{src.s.K / 2, src.s.N}, Strides: []int{src.s.K / 2}, Box: []int{src.p.BN / 2, 64}}}}
 	src.bufs = map[string]ptx.Reg{}
+	var args []kernels.Arg
+	if src.p.Codes == "ld" {
+		src.bufs["w4"] = gen.Param(k, "w4")
+		args = append(args, kernels.Arg{Buffer: "w4"})
+	} else {
+		src.tm = k.TensorMapParam("w4")
+		args = append(args, kernels.Arg{TensorMap: &kernels.TensorMap{Buffer: "w4", DType: dtype.U8,
+			Dims: []int{src.s.K / 2, src.s.N}, Strides: []int{src.s.K / 2}, Box: []int{src.p.BN / 2, 64}}})
+	}
 	for _, n := range src.scaleNames() {
 		src.bufs[n] = gen.Param(k, n)
 		args = append(args, kernels.Arg{Buffer: n})
@@ -59,8 +65,14 @@ func (src *wgSource) Setup(k *ptx.Func, tid ptx.Reg, fillers int) {
 	src.d = newDeq(k, src.p.Lookup, src.s.DType, tid)
 }
 
-// RawBytes: a k-tile's packed codes, 64 rows of bn/2 bytes.
-func (src *wgSource) RawBytes(p gemm.Params) int { return (64*p.BN/2 + 1023) &^ 1023 }
+// RawBytes: a k-tile's packed codes, 64 rows of bn/2 bytes (none with
+// codes=ld: each filler loads its own).
+func (src *wgSource) RawBytes(p gemm.Params) int {
+	if src.p.Codes == "ld" {
+		return 0
+	}
+	return (64*p.BN/2 + 1023) &^ 1023
+}
 
 // Issue loads the k-tile's codes: rows kc.., bytes col0/2...
 func (src *wgSource) Issue(k *ptx.Func, raw ptx.Reg, bar ptx.Addr, col0, kc ptx.Reg) {
@@ -85,34 +97,46 @@ func (src *wgSource) units(k *ptx.Func, col0, i ptx.Reg) (ok, row, bc []ptx.Reg)
 	return ok, row, bc
 }
 
-// Load: the scale of each of filler i's units of the k-tile at kc.
+// Load: the scale of each of filler i's units of the k-tile at kc, and
+// with codes=ld its 32 bytes of codes (8 words): per unit 1 or 9
+// registers.
 func (src *wgSource) Load(k *ptx.Func, col0, kc, i, more ptx.Reg) []ptx.Reg {
 	ok, row, bc := src.units(k, col0, i)
-	var scales []ptx.Reg
+	var out []ptx.Reg
 	for j := range ok {
-		// The unit's block: element (kc+row, col0+64·bc) of W over the
-		// block size; block 0 for a unit that is not read.
+		// The unit's first element: (kc+row, col0+64·bc) of W; element 0
+		// for a unit that is not read.
 		e := k.Mad(ptx.U32, k.Add(ptx.U32, kc, row[j]), ptx.Imm(src.s.K), k.Mad(ptx.U32, bc[j], ptx.Imm(64), col0))
-		blk := k.Selp(ptx.U32, k.Div(ptx.U32, e, ptx.Imm(src.w.block)), ptx.Imm(0), k.And(ptx.Pred, ok[j], more))
-		scales = append(scales, loadScale(k, src.w.dq, src.bufs, blk))
+		e = k.Selp(ptx.U32, e, ptx.Imm(0), k.And(ptx.Pred, ok[j], more))
+		out = append(out, loadScale(k, src.w.dq, src.bufs, k.Div(ptx.U32, e, ptx.Imm(src.w.block))))
+		if src.p.Codes == "ld" {
+			at := k.Add(ptx.U64, src.bufs["w4"], k.Cvt(ptx.U64, ptx.U32, "", k.Shr(ptx.U32, e, ptx.Imm(1))))
+			for h := range 2 {
+				out = append(out, k.Ld(ptx.Global, ptx.B32, 4, ptx.At(at, int64(16*h)), ptx.LdOpts{NC: true})...)
+			}
+		}
 	}
-	return scales
+	return out
 }
 
 // Fill dequantizes filler i's units from raw into the B tile at b. The
 // units run straight-line, only their stores guarded, so that the
 // compiler can interleave them (a unit that is not filler i's reads codes
 // that are there and block 0's scale).
-func (src *wgSource) Fill(k *ptx.Func, b, raw, col0, kc, i ptx.Reg, scales []ptx.Reg) {
+func (src *wgSource) Fill(k *ptx.Func, b, raw, col0, kc, i ptx.Reg, loaded []ptx.Reg) {
 	ok, row, bc := src.units(k, col0, i)
+	per := len(loaded) / len(ok)
 	for j := range ok {
-		t := src.d.forScale(scales[j])
-		// A unit past the tile would read past the raw area: row 0's.
-		unit := k.Selp(ptx.U32, k.Mad(ptx.U32, row[j], ptx.Imm(src.p.BN/2), k.Mul(ptx.U32, bc[j], ptx.Imm(32))), ptx.Imm(0), ok[j])
-		codes := k.Add(ptx.U32, raw, unit)
-		var words []ptx.Reg
-		for h := range 2 {
-			words = append(words, k.Ld(ptx.Shared, ptx.B32, 4, ptx.At(codes, int64(16*h)))...)
+		t := src.d.forScale(loaded[j*per])
+		words := loaded[j*per+1 : (j+1)*per]
+		if src.p.Codes != "ld" {
+			// A unit past the tile would read past the raw area: row 0's.
+			unit := k.Selp(ptx.U32, k.Mad(ptx.U32, row[j], ptx.Imm(src.p.BN/2), k.Mul(ptx.U32, bc[j], ptx.Imm(32))), ptx.Imm(0), ok[j])
+			codes := k.Add(ptx.U32, raw, unit)
+			words = nil
+			for h := range 2 {
+				words = append(words, k.Ld(ptx.Shared, ptx.B32, 4, ptx.At(codes, int64(16*h)))...)
+			}
 		}
 		rowAt := k.Add(ptx.U32, b, k.Mad(ptx.U32, bc[j], ptx.Imm(8192), k.Mul(ptx.U32, row[j], ptx.Imm(128))))
 		swz := k.And(ptx.U32, row[j], ptx.Imm(7))
