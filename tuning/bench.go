@@ -105,6 +105,7 @@ func benchCase(e configs.Entry) (runner.Case, string, error) {
 	}
 	p, err := variants.ParseParams(e.Params)
 	if err == nil {
+		p = f.Space(s).WithDefaults(p) // a table written before an axis existed
 		err = f.Space(s).Check(p)
 	}
 	if err != nil {

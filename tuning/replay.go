@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/gradtune/gradtune/eval"
@@ -59,6 +60,20 @@ func LoadReplay(db *store.DB, name string) (*ReplayData, error) {
 	if err != nil {
 		return nil, err
 	}
+	up := upgrader{}
+	for _, rs := range [][]runner.Recorded{full, summarized, abandoned} {
+		for i := range rs {
+			rs[i].Params = up.params(rs[i].Kernel, rs[i].ShapeKey, rs[i].Params)
+		}
+	}
+	for k, ps := range recorded {
+		kernel, shapeKey, _ := strings.Cut(k, " ")
+		up2 := map[string]bool{}
+		for p := range ps {
+			up2[up.params(kernel, shapeKey, p)] = true
+		}
+		recorded[k] = up2
+	}
 	full = append(summarized, full...)
 	runs, err := db.Runs()
 	if err != nil || len(runs) == 0 {
@@ -108,6 +123,32 @@ func LoadReplay(db *store.DB, name string) (*ReplayData, error) {
 		d.Shapes = append(d.Shapes, *rs)
 	}
 	return d, nil
+}
+
+// upgrader maps recorded params to today's space: axes added since take
+// their default (variants.Space.WithDefaults). Spaces are built once per
+// kernel and shape; a record it cannot place keeps its params (and then
+// names no point of today's space).
+type upgrader map[string]variants.Space
+
+func (u upgrader) params(kernel, shapeKey, params string) string {
+	key := kernel + " " + shapeKey
+	sp, ok := u[key]
+	if !ok {
+		if f, err := catalog.Lookup(kernel); err == nil {
+			if sps, err := variants.ParseSpecs(shapeKey); err == nil && len(sps) == 1 {
+				if s, err := f.Shape(sps[0], sps[0].DType); err == nil {
+					sp = f.Space(s)
+				}
+			}
+		}
+		u[key] = sp
+	}
+	p, err := variants.ParseParams(params)
+	if err != nil || len(sp.Axes) == 0 {
+		return params
+	}
+	return sp.WithDefaults(p).String()
 }
 
 // abandonedRecords are replay records of the evaluations the abandon

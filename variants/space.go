@@ -5,11 +5,14 @@ import (
 	"strings"
 )
 
-// Axis is one tunable dimension: a name, the values tried, and what it means.
+// Axis is one tunable dimension: a name, the values tried, and what it
+// means; Default, when set, is the value of params that lack the axis
+// (recorded before it existed).
 type Axis struct {
-	Name   string
-	Values []string
-	Doc    string
+	Name    string
+	Values  []string
+	Doc     string
+	Default string
 }
 
 // IntAxis builds an axis from integer values.
@@ -55,6 +58,19 @@ func (s Space) Size() int {
 		n *= len(a.Values)
 	}
 	return n
+}
+
+// WithDefaults returns p with every axis it lacks that has a default set
+// to that default: the point an older record names in today's space. p
+// itself is not changed.
+func (s Space) WithDefaults(p Params) Params {
+	out := p.Clone()
+	for _, a := range s.Axes {
+		if _, ok := out[a.Name]; !ok && a.Default != "" {
+			out[a.Name] = a.Default
+		}
+	}
+	return out
 }
 
 // Check reports whether p names every axis with one of its values and

@@ -12,8 +12,12 @@ import (
 // struct declares the axes: each field tagged `axis:"name"` is one axis,
 // in field order (the last varies fastest when enumerating), with its
 // documentation in a `doc:"…"` tag and, when they do not depend on the
-// shape, its values in a `values:"a,b,c"` tag. Fields are ints, bools
-// (printed 0 and 1) or strings (named string types included).
+// shape, its values in a `values:"a,b,c"` tag. An axis added after
+// results were recorded names, in a `default:"v"` tag, the value that
+// every variant had before it: params that lack the axis decode to it,
+// and Space.WithDefaults adds it, so that older records still name points.
+// Fields are ints, bools (printed 0 and 1) or strings (named string types
+// included).
 //
 //	type Params struct {
 //		Block int  `axis:"block" values:"128,256" doc:"threads per block"`
@@ -60,7 +64,7 @@ func (t Typed[P]) Space() Space {
 		if !ok {
 			vals = f.values
 		}
-		s.Axes = append(s.Axes, Axis{Name: f.axis, Values: vals, Doc: f.doc})
+		s.Axes = append(s.Axes, Axis{Name: f.axis, Values: vals, Doc: f.doc, Default: f.def})
 	}
 	for name := range t.Values {
 		if _, ok := s.Axis(name); !ok {
@@ -125,8 +129,8 @@ func Encode[P any](v P) Params {
 }
 
 // Decode reads typed params from their k=v form. Every axis must be
-// present with a value of its field's kind; whether the value is one of
-// the axis's values is Space.Check's business.
+// present with a value of its field's kind, or have a default; whether
+// the value is one of the axis's values is Space.Check's business.
 func Decode[P any](p Params) (P, error) {
 	var v P
 	c, err := codecOf[P]()
@@ -136,6 +140,9 @@ func Decode[P any](p Params) (P, error) {
 	rv := reflect.ValueOf(&v).Elem()
 	for _, f := range c.fields {
 		s, ok := p[f.axis]
+		if !ok && f.def != "" {
+			s, ok = f.def, true
+		}
 		if !ok {
 			return v, fmt.Errorf("param %q missing", f.axis)
 		}
@@ -183,6 +190,7 @@ type paramField struct {
 	axis   string
 	doc    string
 	values []string
+	def    string // the default tag: the value of records that lack the axis
 }
 
 var codecs sync.Map // reflect.Type → codecResult[*paramCodec]
@@ -228,7 +236,7 @@ func buildCodec(t reflect.Type) (*paramCodec, error) {
 			return nil, fmt.Errorf("%v.%s: axis field of kind %v (want int, bool or string)", t, sf.Name, k)
 		}
 		seen[name] = true
-		f := paramField{index: i, axis: name, doc: sf.Tag.Get("doc")}
+		f := paramField{index: i, axis: name, doc: sf.Tag.Get("doc"), def: sf.Tag.Get("default")}
 		if vs, ok := sf.Tag.Lookup("values"); ok {
 			f.values = strings.Split(vs, ",")
 		}

@@ -58,9 +58,9 @@ type GEMMParams struct {
 	Stages     int           `axis:"stages" values:"2,3,4,5" doc:"pipeline stages in shared memory"`
 	Dequant    Dequantizer   `axis:"dequant" values:"consumer,producer,dedicated" doc:"who dequantizes: the math warps (consumer, sync), three warps of the producer warpgroup (producer, wgmma), or those and a dedicated warpgroup (dedicated, wgmma)"`
 	Lookup     Lookup        `axis:"lookup" values:"smem,prmt,sel" doc:"code to value: shared-memory table, prmt byte tables, selp tree"`
-	Epilogue   gemm.Epilogue `axis:"epilogue" values:"direct,tma" doc:"direct stores from registers, or shared memory + TMA store (wgmma)"`
-	Persistent bool          `axis:"persistent" values:"0,1" doc:"1: one CTA per SM walks grouped tiles (wgmma)"`
-	Codes      string        `axis:"codes" values:"tma,ld" doc:"how the packed codes reach the dequantizing warps (wgmma): TMA into shared memory, or each thread's ld.global a k-tile ahead"`
+	Epilogue   gemm.Epilogue `axis:"epilogue" values:"direct,tma" default:"direct" doc:"direct stores from registers, or shared memory + TMA store (wgmma)"`
+	Persistent bool          `axis:"persistent" values:"0,1" default:"0" doc:"1: one CTA per SM walks grouped tiles (wgmma)"`
+	Codes      string        `axis:"codes" values:"tma,ld" default:"tma" doc:"how the packed codes reach the dequantizing warps (wgmma): TMA into shared memory, or each thread's ld.global a k-tile ahead"`
 }
 
 // gemmDef is nf4_gemm_bwd.
