@@ -20,8 +20,8 @@ func TestEmbeddedTables(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Tables) != 3 {
-		t.Fatalf("%d embedded tables, want activations, pool and rows", len(s.Tables))
+	if len(s.Tables) != 5 {
+		t.Fatalf("%d embedded tables, want activations, gemm, nf4, pool and rows", len(s.Tables))
 	}
 	n := 0
 	for _, tb := range s.Tables {
@@ -41,8 +41,8 @@ func TestEmbeddedTables(t *testing.T) {
 			n++
 		}
 	}
-	if n != 31 {
-		t.Errorf("%d entries, want 31 (18 activations, 9 rows, 4 pool)", n)
+	if n != 55 {
+		t.Errorf("%d entries, want 55 (18 activations, 8 gemm, 16 nf4, 9 rows, 4 pool)", n)
 	}
 }
 
@@ -66,7 +66,10 @@ func TestLookupRules(t *testing.T) {
 		{"nearest small", h200, "silu_bwd", "f16", "m=512,n=1024", Nearest, "m=2048,n=1536", nil},
 		{"same cc", GPU{Name: "NVIDIA H100 80GB HBM3", CC: "9.0"}, "gelu_bwd", "f16", "m=2048,n=8960", SameCC, "m=2048,n=8960", nil},
 		{"unknown gpu", GPU{Name: "NVIDIA A100-SXM4-80GB", CC: "8.0"}, "relu_bwd", "f32", "m=1,n=1", 0, "", ErrUnknownGPU},
-		{"unknown kernel", h200, "gemm_bwd", "f32", "m=1,n=1", 0, "", ErrUnknownKernel},
+		{"unknown kernel", h200, "no_such_bwd", "f32", "m=1,n=1", 0, "", ErrUnknownKernel},
+		{"gemm choice", h200, "gemm_bwd", "bf16", "m=2048,n=1536,k=1536,grad=dw", Exact, "m=2048,n=1536,k=1536,grad=dw", nil},
+		{"gemm nearest, same choice", h200, "gemm_bwd", "bf16", "m=4096,n=1536,k=1536,grad=dx", Nearest, "m=2048,n=1536,k=1536,grad=dx", nil},
+		{"nf4 exact", h200, "nf4_gemm_bwd", "bf16", "m=2048,n=8960,k=1536,scales=dq", Exact, "m=2048,n=8960,k=1536,scales=dq", nil},
 		{"no dtype", h200, "relu_bwd", "f64", "m=2048,n=8960", 0, "", ErrNoConfig},
 		{"other dims", h200, "relu_bwd", "f32", "n=8960", 0, "", ErrNoConfig},
 	} {

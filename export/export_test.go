@@ -32,9 +32,10 @@ func load(t *testing.T, db string, opt results.Options) *results.Set {
 // that would change them fails here (regenerate with the commands in
 // the package documentation of configs).
 func TestCommittedTablesInSync(t *testing.T) {
-	for _, name := range []string{"activations", "rows", "pool"} {
+	for name, db := range map[string]string{"activations": "h200-activations.db", "rows": "h200-rows.db",
+		"pool": "h200-pool.db", "gemm": "gemm/h200-gemm-streamk.db", "nf4": "nf4/h200-nf4.db"} {
 		t.Run(name, func(t *testing.T) {
-			tb, err := Build(load(t, "h200-"+name+".db", results.Options{}))
+			tb, err := Build(load(t, db, results.Options{}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -51,7 +52,7 @@ func TestCommittedTablesInSync(t *testing.T) {
 					continue
 				}
 				if !bytes.Equal(got, want) {
-					t.Errorf("configs/h200/%s differs from a fresh export of testdata/h200-%s.db", filepath.Base(f), name)
+					t.Errorf("configs/h200/%s differs from a fresh export of testdata/%s", filepath.Base(f), db)
 				}
 			}
 		})

@@ -107,9 +107,10 @@ func (src *wgSource) Load(k *ptx.Func, col0, kc, i, more ptx.Reg) []ptx.Reg {
 		// The unit's first element: (kc+row, col0+64·bc) of W; element 0
 		// for a unit that is not read.
 		e := k.Mad(ptx.U32, k.Add(ptx.U32, kc, row[j]), ptx.Imm(src.s.K), k.Mad(ptx.U32, bc[j], ptx.Imm(64), col0))
-		e = k.Selp(ptx.U32, e, ptx.Imm(0), k.And(ptx.Pred, ok[j], more))
-		out = append(out, loadScale(k, src.w.dq, src.bufs, k.Div(ptx.U32, e, ptx.Imm(src.w.block))))
+		blk := k.Selp(ptx.U32, k.Div(ptx.U32, e, ptx.Imm(src.w.block)), ptx.Imm(0), k.And(ptx.Pred, ok[j], more))
+		out = append(out, loadScale(k, src.w.dq, src.bufs, blk))
 		if src.p.Codes == "ld" {
+			e = k.Selp(ptx.U32, e, ptx.Imm(0), k.And(ptx.Pred, ok[j], more))
 			at := k.Add(ptx.U64, src.bufs["w4"], k.Cvt(ptx.U64, ptx.U32, "", k.Shr(ptx.U32, e, ptx.Imm(1))))
 			for h := range 2 {
 				out = append(out, k.Ld(ptx.Global, ptx.B32, 4, ptx.At(at, int64(16*h)), ptx.LdOpts{NC: true})...)
