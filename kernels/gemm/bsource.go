@@ -16,15 +16,16 @@ import (
 //     slot's full barrier and loads A by TMA, then calls Issue, which
 //     loads what the source needs into the slot's raw area and completes
 //     those bytes on the slot's raw barrier (its own expect_tx);
-//   - warps 1..3 and, with FillWarpgroups, whole warpgroups after the
-//     consumers (the fillers: 96 + 128·FillWarpgroups threads) wait for
-//     the raw barrier and call
-//     Fill (with what Load fetched from global memory during the k-tile
-//     before), which writes their part of B into the slot in the layout the
-//     consumers' descriptors read (MN-major 64-column atoms of [64 k][64
-//     n], element (k, n) at (n/64)·8192 + k·128 + (n%64)·2 with 16-byte
-//     chunk q of a 128-byte row at (q ^ k%8)·16), then fence.proxy.async
-//     and arrive on the full barrier, which counts 1 + fillers arrivals.
+//   - the fillers, warps 1..3 and, with WrittenB.FillWarpgroups, whole
+//     warpgroups after the consumers (96 + 128·FillWarpgroups threads),
+//     wait for the raw barrier (for a source without a raw area: for the
+//     slot's empty barrier) and call Fill with what Load fetched from
+//     global memory during the k-tile before. Fill writes their part of
+//     B into the slot in the layout the consumers' descriptors read
+//     (MN-major 64-column atoms of [64 k][64 n], element (k, n) at
+//     (n/64)·8192 + k·128 + (n%64)·2 with 16-byte chunk q of a 128-byte
+//     row at (q ^ k%8)·16); then fence.proxy.async and an arrival on the
+//     full barrier, which counts 1 + fillers arrivals.
 //
 // The raw area is free again once the full barrier completed: the fillers
 // read it before they arrive, and thread 0 rewrites it only after the

@@ -111,10 +111,13 @@
 // dX-shaped GEMM whose B it writes into shared memory itself instead of
 // loading it by TMA (nf4_gemm_bwd: a 4-bit weight). The producer
 // warpgroup's thread 0 loads A and the source's raw data (Issue, on a raw
-// barrier per slot); its warps 1..3 load what they need a k-tile ahead
-// (Load), wait for the raw data, write the B tile in the MN-major swizzled
-// layout (Fill), fence.proxy.async and arrive on the full barrier, which
-// then counts 1 + FillThreads arrivals. No cluster, split or stream-K.
+// barrier per slot; a source may have none); the fillers (the producer
+// warpgroup's warps 1..3, and with FillWarpgroups a warpgroup of their
+// own after the consumers, which then keep fewer registers) load what
+// they need a k-tile ahead (Load), wait for the raw data or the free
+// slot, write the B tile in the MN-major swizzled layout (Fill),
+// fence.proxy.async and arrive on the full barrier, which then counts 1 +
+// fillers arrivals. No cluster, split or stream-K.
 //
 // # Rules
 //
