@@ -13,7 +13,8 @@ import (
 type gp struct {
 	m     *model
 	pts   []int     // observed points, in the factor's order
-	y     []float64 // their log medians
+	raw   []float64 // their log medians (+Inf: a failure)
+	y     []float64 // raw capped at the best plus capLog
 	mean  float64
 	w     []float64     // by axis
 	tab   [][][]float64 // tables(w)
@@ -71,7 +72,11 @@ func (g *gp) tables(w []float64) [][][]float64 {
 // add takes in a newly observed point.
 func (g *gp) add(i int) {
 	g.pts = append(g.pts, i)
-	g.y = append(g.y, math.Log(g.m.obs[i].median))
+	g.raw = append(g.raw, g.m.obs[i].logY())
+	g.y = append(g.y, 0)
+	if g.capY() {
+		g.dirty = true
+	}
 	n := len(g.pts)
 	if g.dirty || n < refitBelow || 4*n >= 5*g.fitN || g.l == nil {
 		g.refit()
@@ -94,10 +99,39 @@ func (g *gp) add(i int) {
 func (g *gp) update(i int) {
 	for k, p := range g.pts {
 		if p == i {
-			g.y[k] = math.Log(g.m.obs[i].median)
+			g.raw[k] = g.m.obs[i].logY()
 		}
 	}
+	g.capY()
 	g.dirty = true
+}
+
+// capLog caps the fitted log medians at the best observed plus this (a
+// factor of 1.5): a point 1.5 times slower than the best, 80 times
+// slower (a kernel that thrashes) or failed is simply bad. Uncapped, the
+// few such points set the process's scale (its variance and weights),
+// and the differences that matter near the best read as noise.
+var capLog = math.Log(1.5)
+
+// capY sets y from raw and reports whether an earlier point's y changed
+// (a new best moved the cap).
+func (g *gp) capY() bool {
+	best := math.Inf(1)
+	for _, r := range g.raw {
+		best = min(best, r)
+	}
+	if math.IsInf(best, 1) {
+		best = 0 // only failures: all alike
+	}
+	changed := false
+	for k, r := range g.raw {
+		y := min(r, best+capLog)
+		if k < len(g.y)-1 && y != g.y[k] {
+			changed = true
+		}
+		g.y[k] = y
+	}
+	return changed
 }
 
 // refit chooses w and eta and computes the factor from scratch: first

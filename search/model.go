@@ -35,6 +35,16 @@ type seen struct {
 	median, lo, hi float64
 	full           bool // a full evaluation: a candidate winner
 	times          int  // evaluations
+	failed         bool // no valid evaluation (yet)
+}
+
+// logY is what the model fits for the point: the log of its median, +Inf
+// for a failure (gp caps it).
+func (s *seen) logY() float64 {
+	if s.failed {
+		return math.Inf(1)
+	}
+	return math.Log(s.median)
 }
 
 // axisDist is the distance between the values of one axis, by value
@@ -63,6 +73,9 @@ const (
 	seedEvery = 3
 	minSeed   = 3
 	maxSeed   = 10
+	// spreadCandidates: the initial design draws this many candidates
+	// per point proposed so far (spread).
+	spreadCandidates = 2
 )
 
 func newModel(space variants.Space, pts []variants.Params, budget int, rng *rand.Rand) *model {
@@ -119,7 +132,10 @@ func (m *model) Next() []Proposal {
 		return nil
 	}
 	m.n++
-	if m.budget-m.n < m.confN {
+	if m.budget-m.n < m.confN && (m.confN > 1 || m.leader != m.fastest) {
+		// A single slot (a budget below 2·confirmEvery) is an eighth of
+		// the search or more: it confirms only a statistical tie, where
+		// the winner rule would not choose the fastest.
 		if i, ok := m.confirm(); ok {
 			return []Proposal{{Params: m.pts[i], Again: true}}
 		}
@@ -142,7 +158,19 @@ func (m *model) Next() []Proposal {
 func (m *model) Tell(p Proposal, o Observation) {
 	m.leader, m.fastest = o.Leader, o.Fastest
 	i, ok := m.index[p.Params.String()]
-	if !ok || !o.OK || !(o.Median > 0) {
+	if !ok {
+		return
+	}
+	if !o.OK || !(o.Median > 0) {
+		// A failure (a compile or launch error, a wrong result) is
+		// observed as bad as the model reads anything (gp's cap), so
+		// that the model does not keep proposing its neighbors as the
+		// unknown.
+		if m.obs[i] == nil {
+			m.obs[i] = &seen{failed: true, times: 1}
+			m.order = append(m.order, i)
+			m.gp.add(i)
+		}
 		return
 	}
 	s := m.obs[i]
@@ -158,7 +186,7 @@ func (m *model) Tell(p Proposal, o Observation) {
 	if !(lo > 0) || !(hi >= lo) {
 		lo, hi = o.Median, o.Median
 	}
-	s.median, s.lo, s.hi, s.full = o.Median, lo, hi, !o.Partial
+	s.median, s.lo, s.hi, s.full, s.failed = o.Median, lo, hi, !o.Partial, false
 	s.times++
 }
 
@@ -181,37 +209,45 @@ func (m *model) confirm() (int, bool) {
 	return 0, false
 }
 
-// spread picks an unproposed point far from those proposed: the one whose
-// distance to the nearest proposed point is largest, ties drawn at
-// random (the first at random). It reports false when every point was
-// proposed.
+// spread picks the initial design's next point by Mitchell's best
+// candidate: of 2k unproposed points drawn at random (k the points
+// proposed so far; the first point is drawn at random), the one whose
+// distance to the nearest proposed point is largest. A pure farthest
+// point (every unproposed point a candidate) picks the corners of the
+// space: a kernel space's odd combinations of values, often among its
+// slowest points; the drawn candidates follow where the space's points
+// lie, and as the design grows the draw nears the farthest point. It
+// reports false when every point was proposed.
 func (m *model) spread() (int, bool) {
-	var chosen []int
+	var chosen, free []int
 	for i, p := range m.proposed {
 		if p {
 			chosen = append(chosen, i)
+		} else {
+			free = append(free, i)
 		}
 	}
-	best, bestD, ties := -1, -1.0, 0
-	for i := range m.pts {
-		if m.proposed[i] {
-			continue
+	if len(free) == 0 {
+		return 0, false
+	}
+	best, bestD := -1, -1.0
+	for range max(1, spreadCandidates*len(chosen)) {
+		if len(free) == 0 {
+			break
 		}
+		k := m.rng.IntN(len(free))
+		i := free[k]
+		free[k] = free[len(free)-1]
+		free = free[:len(free)-1]
 		d := math.Inf(1)
 		for _, j := range chosen {
 			d = min(d, m.dist(i, j, nil))
 		}
-		switch {
-		case d > bestD+1e-12:
-			best, bestD, ties = i, d, 1
-		case d > bestD-1e-12:
-			ties++
-			if m.rng.IntN(ties) == 0 {
-				best = i
-			}
+		if d > bestD {
+			best, bestD = i, d
 		}
 	}
-	return best, best >= 0
+	return best, true
 }
 
 // dist is the weighted distance between points i and j (weights nil:

@@ -228,3 +228,58 @@ func TestModelConfirms(t *testing.T) {
 		}
 	}
 }
+
+// The initial design starts at a random point: a design that always
+// starts at the first point (the farthest from none) makes every seed the
+// same run, all right or all wrong.
+func TestModelDesignVariesWithTheSeed(t *testing.T) {
+	sp := testSpace()
+	firsts := map[string]bool{}
+	for seed := range uint64(20) {
+		s, err := New(Config{Name: "model", Budget: 12, Seed: seed}, sp, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		firsts[s.Next()[0].Params.String()] = true
+	}
+	if len(firsts) < 5 {
+		t.Errorf("20 seeds started at %d distinct points, want ≥ 5", len(firsts))
+	}
+}
+
+// A failure is observed as bad: where two thirds of the space fail and
+// the rest is flat, the model's proposals after its initial design keep
+// to the rest (ignoring failures, it proposed failing points more than
+// half the time).
+func TestModelLearnsFromFailures(t *testing.T) {
+	sp := testSpace()
+	fails := func(p variants.Params) bool { return p["c"] != "0" }
+	inFailing, after := 0, 0
+	for seed := range uint64(20) {
+		s, err := New(Config{Name: "model", Budget: 12, Seed: seed}, sp, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for props := s.Next(); len(props) > 0; props = s.Next() {
+			for _, p := range props {
+				n++
+				if n > 4 && !p.Again {
+					after++
+					if fails(p.Params) {
+						inFailing++
+					}
+				}
+				a, _ := strconv.Atoi(p.Params["a"])
+				o := Observation{OK: true, Median: 10 + 0.01*float64(a)}
+				if fails(p.Params) {
+					o = Observation{}
+				}
+				s.Tell(p, o)
+			}
+		}
+	}
+	if 4*inFailing > after {
+		t.Errorf("%d of %d proposals after the design were of failing points, want ≤ a quarter", inFailing, after)
+	}
+}
