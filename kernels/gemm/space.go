@@ -279,8 +279,8 @@ func splitEpilogue(_ problem, p Params) error {
 // other grids take order m or n, and on the wgmma path grouped too (a
 // wave of 132 CTAs then covers about a square of tiles, whose A rows and
 // B columns are read by several CTAs at once while they sit in L2, where
-// m or n reads a whole row or column of tiles: dW gate·up ran 89.6 µs in
-// order n and 102.5 µs in order m with the same tiles).
+// m or n reads a whole row or column of tiles; docs/kernels/gemm.md has
+// the H200 figures).
 func tileOrder(g problem, p Params) error {
 	ctas := tiles(g, p) * p.SplitK
 	switch {

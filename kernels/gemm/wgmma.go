@@ -127,9 +127,8 @@ func buildWgmma(entry, red string, g problem, p Params, src BSource, fillWGs int
 	}
 	if p.Persistent {
 		// One CTA per SM, but never more than there are tiles: the runner
-		// takes min(GridPerSM·SMs, Grid[0]) (a Grid[0] of 0 launched ONE
-		// CTA that walked every tile: the H200's persistent timings of
-		// 300-10000 µs before this).
+		// takes min(GridPerSM·SMs, Grid[0]), so Grid[0] must be the tile
+		// count (0 would launch one CTA that walks every tile).
 		main.GridPerSM = 1
 	}
 	prog.Launches = append(prog.Launches, main)
