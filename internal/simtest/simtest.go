@@ -1,15 +1,52 @@
 // Package simtest holds what the kernel families' interpreter tests
 // share: one variant emitted, loaded, validated against the family's
-// reference and unloaded on a runner.Session.
+// reference and unloaded on a runner.Session (Validate), and a shape's
+// variants validated that way on the interpreter (Run).
 package simtest
 
 import (
 	"fmt"
+	"testing"
 
+	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/runner"
+	"github.com/gradtune/gradtune/runner/sim"
 	"github.com/gradtune/gradtune/variants"
 )
+
+// Run validates the variants of f at shape spec in dtype dt that keep
+// accepts on the CPU interpreter through runner.Session, as tune does
+// (outputs poisoned with NaN, every element within tolerance, no access
+// out of bounds or misaligned, no shared-memory race), reporting each
+// failure on t, and returns how many ran.
+func Run(t testing.TB, f kernels.Family, spec string, dt dtype.DType, keep func(variants.Params) bool) int {
+	t.Helper()
+	sp, err := variants.ParseSpecs(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := f.Shape(sp[0], dt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss := runner.NewSession(sim.New(sim.Options{Workers: 2}))
+	defer ss.Release()
+	if err := ss.Prepare(f, s, 1); err != nil {
+		t.Fatal(err)
+	}
+	runs := 0
+	for _, p := range f.Space(s).Enumerate() {
+		if !keep(p) {
+			continue
+		}
+		runs++
+		if err := Validate(ss, f, s, p); err != nil {
+			t.Errorf("%s %s: %v", s.Key(), p, err)
+		}
+	}
+	return runs
+}
 
 // Validate emits variant p of family f at shape s, runs it once on ss
 // (whose shape must be s) and returns an error unless every output is

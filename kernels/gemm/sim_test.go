@@ -8,46 +8,20 @@ import (
 	"github.com/gradtune/gradtune/internal/simtest"
 	"github.com/gradtune/gradtune/internal/sweep"
 	"github.com/gradtune/gradtune/kernels/gemm"
-	"github.com/gradtune/gradtune/runner"
-	"github.com/gradtune/gradtune/runner/sim"
 	"github.com/gradtune/gradtune/variants"
 )
 
 // simRun validates the variants of spec that keep returns true on the
-// CPU interpreter through runner.Session, as tune does: outputs poisoned
-// with NaN, every element within the tolerance of the float64 reference,
-// no access out of bounds or misaligned, no shared-memory race.
+// CPU interpreter (simtest.Run).
 func simRun(t *testing.T, spec string, dt dtype.DType, keep func(gemm.Params) bool) int {
 	t.Helper()
-	f := gemm.Families()[0]
-	sp, err := variants.ParseSpecs(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := f.Shape(sp[0], dt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ss := runner.NewSession(sim.New(sim.Options{Workers: 2}))
-	defer ss.Release()
-	if err := ss.Prepare(f, s, 1); err != nil {
-		t.Fatal(err)
-	}
-	runs := 0
-	for _, p := range f.Space(s).Enumerate() {
+	return simtest.Run(t, gemm.Families()[0], spec, dt, func(p variants.Params) bool {
 		pv, err := variants.Decode[gemm.Params](p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !keep(pv) {
-			continue
-		}
-		runs++
-		if err := simtest.Validate(ss, f, s, p); err != nil {
-			t.Errorf("%s %s: %v", s.Key(), p, err)
-		}
-	}
-	return runs
+		return keep(pv)
+	})
 }
 
 // syncShapes are small shapes for the interpreter: M = 1 (a one-row dX,

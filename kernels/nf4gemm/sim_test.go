@@ -8,45 +8,18 @@ import (
 	"github.com/gradtune/gradtune/internal/simtest"
 	"github.com/gradtune/gradtune/internal/sweep"
 	"github.com/gradtune/gradtune/kernels/catalog"
-	"github.com/gradtune/gradtune/runner"
-	"github.com/gradtune/gradtune/runner/sim"
 	"github.com/gradtune/gradtune/variants"
 )
 
 // simRun validates the variants of a shape that keep accepts on the CPU
-// interpreter through runner.Session, as tune does (outputs poisoned,
-// bounds, alignment and shared-memory races checked), and returns how
-// many ran.
+// interpreter (simtest.Run).
 func simRun(t *testing.T, family, spec string, dt dtype.DType, keep func(variants.Params) bool) int {
 	t.Helper()
 	f, err := catalog.Lookup(family)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sp, err := variants.ParseSpecs(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := f.Shape(sp[0], dt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ss := runner.NewSession(sim.New(sim.Options{Workers: 2}))
-	defer ss.Release()
-	if err := ss.Prepare(f, s, 1); err != nil {
-		t.Fatal(err)
-	}
-	runs := 0
-	for _, p := range f.Space(s).Enumerate() {
-		if !keep(p) {
-			continue
-		}
-		runs++
-		if err := simtest.Validate(ss, f, s, p); err != nil {
-			t.Errorf("%s %s: %v", s.Key(), p, err)
-		}
-	}
-	return runs
+	return simtest.Run(t, f, spec, dt, keep)
 }
 
 // TestDequantOnInterpreter runs every nf4_dequant variant, bit for bit,
