@@ -136,11 +136,10 @@ func Emit(kernel, shapeKey, params string) (kernels.Program, []kernels.Buffer, e
 	if err != nil {
 		return fail(err)
 	}
-	p, err := variants.ParseParams(params)
+	p, err := f.Space(s).ParseRecorded(params)
 	if err != nil {
 		return fail(err)
 	}
-	p = f.Space(s).WithDefaults(p) // a table written before an axis existed
 	if err := f.Space(s).Check(p); err != nil {
 		return fail(fmt.Errorf("not a point of the family's current space: %w", err))
 	}

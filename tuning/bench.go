@@ -103,9 +103,8 @@ func benchCase(e configs.Entry) (runner.Case, string, error) {
 	if err != nil {
 		return bad(err)
 	}
-	p, err := variants.ParseParams(e.Params)
+	p, err := f.Space(s).ParseRecorded(e.Params)
 	if err == nil {
-		p = f.Space(s).WithDefaults(p) // a table written before an axis existed
 		err = f.Space(s).Check(p)
 	}
 	if err != nil {

@@ -135,20 +135,34 @@ func (u upgrader) params(kernel, shapeKey, params string) string {
 	key := kernel + " " + shapeKey
 	sp, ok := u[key]
 	if !ok {
-		if f, err := catalog.Lookup(kernel); err == nil {
-			if sps, err := variants.ParseSpecs(shapeKey); err == nil && len(sps) == 1 {
-				if s, err := f.Shape(sps[0], sps[0].DType); err == nil {
-					sp = f.Space(s)
-				}
-			}
+		if f, s, err := recordedShape(kernel, shapeKey); err == nil {
+			sp = f.Space(s)
 		}
 		u[key] = sp
 	}
-	p, err := variants.ParseParams(params)
+	p, err := sp.ParseRecorded(params)
 	if err != nil || len(sp.Axes) == 0 {
 		return params
 	}
-	return sp.WithDefaults(p).String()
+	return p.String()
+}
+
+// recordedShape is the catalogued family and the shape a record's kernel
+// and shape key name.
+func recordedShape(kernel, shapeKey string) (kernels.Family, variants.Shape, error) {
+	f, err := catalog.Lookup(kernel)
+	if err != nil {
+		return nil, variants.Shape{}, err
+	}
+	sps, err := variants.ParseSpecs(shapeKey)
+	if err != nil || len(sps) != 1 {
+		return nil, variants.Shape{}, fmt.Errorf("shape %q of %s: %v", shapeKey, kernel, err)
+	}
+	s, err := f.Shape(sps[0], sps[0].DType)
+	if err != nil {
+		return nil, variants.Shape{}, fmt.Errorf("shape %q of %s: %w", shapeKey, kernel, err)
+	}
+	return f, s, nil
 }
 
 // abandonedRecords are replay records of the evaluations the abandon
@@ -216,17 +230,9 @@ func summarySamples(median, lo, hi float64) []float64 {
 }
 
 func replayShape(kernel, shapeKey string, recorded map[string]bool) (*ReplayShape, error) {
-	f, err := catalog.Lookup(kernel)
+	f, s, err := recordedShape(kernel, shapeKey)
 	if err != nil {
 		return nil, err
-	}
-	sps, err := variants.ParseSpecs(shapeKey)
-	if err != nil || len(sps) != 1 {
-		return nil, fmt.Errorf("shape %q of %s: %v", shapeKey, kernel, err)
-	}
-	s, err := f.Shape(sps[0], sps[0].DType)
-	if err != nil {
-		return nil, fmt.Errorf("shape %q of %s: %w", shapeKey, kernel, err)
 	}
 	today := f.Space(s)
 	space := variants.Space{Axes: today.Axes, Constraints: []variants.Constraint{{Name: "recorded",

@@ -60,6 +60,17 @@ func (s Space) Size() int {
 	return n
 }
 
+// ParseRecorded parses params stored by an earlier run (a database, a
+// config table) as a point of today's space: axes added since take their
+// defaults (WithDefaults). Whether it is a point is Check's business.
+func (s Space) ParseRecorded(params string) (Params, error) {
+	p, err := ParseParams(params)
+	if err != nil {
+		return nil, err
+	}
+	return s.WithDefaults(p), nil
+}
+
 // WithDefaults returns p with every axis it lacks that has a default set
 // to that default: the point an older record names in today's space. p
 // itself is not changed.
