@@ -36,11 +36,11 @@ const (
 // each path and for the rules between them.
 type Params struct {
 	MMA        MMA      `axis:"mma" doc:"wgmma: TMA + mbarrier ring + warp-specialized wgmma (sm_90a); sync: cp.async ring + ldmatrix + mma.sync m16n8k16 (sm_80+)"`
-	BM         int      `axis:"bm" values:"64,128,256" doc:"tile rows of C"`
-	BN         int      `axis:"bn" values:"64,128,192,256" doc:"tile columns of C"`
+	BM         int      `axis:"bm" values:"64,128,192,256" doc:"tile rows of C"`
+	BN         int      `axis:"bn" values:"64,96,128,160,192,256" doc:"tile columns of C (96 and 160: 64B-swizzled B atoms of 32 columns)"`
 	BK         int      `axis:"bk" values:"32,64" doc:"reduction elements per pipeline stage"`
-	Stages     int      `axis:"stages" values:"2,3,4,5,6" doc:"pipeline stages in shared memory"`
-	Consumers  int      `axis:"consumers" values:"1,2" doc:"math warpgroups (sync: 4 or 8 warps)"`
+	Stages     int      `axis:"stages" values:"2,3,4,5,6,8,12" doc:"pipeline stages in shared memory"`
+	Consumers  int      `axis:"consumers" values:"1,2,3" doc:"math warpgroups (sync: 4 or 8 warps)"`
 	Cluster    int      `axis:"cluster" values:"1,2" doc:"CTAs per cluster, along the rows of C (wgmma)"`
 	Multicast  bool     `axis:"multicast" values:"0,1" doc:"1: the cluster's CTAs share the B tile through TMA multicast"`
 	SplitK     int      `axis:"splitk" doc:"splits of the reduction: f32 partials in a workspace, summed by a second launch"`

@@ -2,6 +2,7 @@ package gemm
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/gradtune/gradtune/kernels/gen"
 	"github.com/gradtune/gradtune/variants"
@@ -37,7 +38,7 @@ func (def) Space(s Shape) variants.Typed[Params] {
 		Rules: []variants.Rule[Params]{
 			rule("sync path has no cluster, multicast, persistent grid, TMA epilogue or register split", syncFeatures),
 			rule("tile shape the path supports; wgmma tiles under 128×128 only for skinny C or short reductions", tileShape),
-			rule("warp layout: wgmma two consumers (one on 64-row tiles) with a register split; sync 8 warps on 128×128 tiles", warpLayout),
+			rule("warp layout: wgmma two consumers (one on 64-row tiles, three on 192-row tiles) with a register split; sync 8 warps on 128×128 tiles", warpLayout),
 			rule("multicast exactly with a cluster", multicast),
 			rule("clusters pair tile rows", clusterRows),
 			rule("accumulators fit in registers", registers),
@@ -107,13 +108,16 @@ func wgmmaFeatures(g problem, p Params) error {
 func tileShape(g problem, p Params) error {
 	switch p.MMA {
 	case Sync:
-		if p.BM > 128 || p.BN > 128 || p.BK != 32 {
+		if p.BM > 128 || p.BN > 128 || p.BN%64 != 0 || p.BK != 32 {
 			return fmt.Errorf("mma=sync tiles are at most 128×128 with bk=32, not %d×%d×%d", p.BM, p.BN, p.BK)
 		}
 	case WGMMA:
 		rows := p.BM / p.Consumers
-		if p.BK != 64 || rows != 64 && rows != 128 || p.BN%64 != 0 {
-			return fmt.Errorf("mma=wgmma needs bk=64, 64 or 128 rows per consumer, bn a multiple of 64 (bm=%d consumers=%d bn=%d bk=%d)", p.BM, p.Consumers, p.BN, p.BK)
+		if p.BK != 64 || rows != 64 && rows != 128 || p.BN%32 != 0 {
+			return fmt.Errorf("mma=wgmma needs bk=64, 64 or 128 rows per consumer, bn a multiple of 32 (bm=%d consumers=%d bn=%d bk=%d)", p.BM, p.Consumers, p.BN, p.BK)
+		}
+		if p.BN%64 != 0 {
+			return oddColumns(p)
 		}
 		t128 := gen.CeilDiv(g.r, 128) * gen.CeilDiv(g.c, 128)
 		if small := p.BM < 128 || p.BN < 128; small {
@@ -130,19 +134,44 @@ func tileShape(g problem, p Params) error {
 	return nil
 }
 
+// oddColumns: 96- and 160-column tiles (B in 64B-swizzled atoms of 32
+// columns) exist for wave quantization, not for latency: 192×96 makes
+// 128 tiles of a 1536×1536 C where 128×192 makes 96 (cuBLAS's choice for
+// dW q·o), 128×160 makes 120: those two shapes only, with no cluster (the
+// multicast halves 128-byte k-rows).
+func oddColumns(p Params) error {
+	if !(p.BM == 192 && p.BN == 96 || p.BM == 128 && p.BN == 160) || p.Cluster > 1 {
+		return fmt.Errorf("mma=wgmma bn=%d (64B-swizzled B) takes 192×96 or 128×160 tiles and cluster=1 (bm=%d cluster=%d)", p.BN, p.BM, p.Cluster)
+	}
+	return nil
+}
+
 // warpLayout: wgmma runs a producer and two consumer warpgroups, whose
 // 384 threads hold large accumulators only with the register split (the
-// ladder's step 5), or one consumer on a 64-row tile (one m64 block);
+// ladder's step 5), one consumer on a 64-row tile (one m64 block) or
+// three on a 192-row tile (one m64 block each: 2048 rows make 11 tile
+// rows, 132 tiles of 192×128 on a 1536-column C, cuBLAS's choice there);
 // sync runs 8 warps only on 128×128 tiles (warp tiles of 64×32), 4 warps
 // otherwise.
 func warpLayout(_ problem, p Params) error {
 	switch {
-	case p.MMA == WGMMA && (p.Consumers != 2 && p.BM != 64 || p.Consumers != 1 && p.BM == 64 || !p.RegSplit):
-		return fmt.Errorf("mma=wgmma takes regsplit=1 and consumers=2, or consumers=1 with bm=64")
+	case p.MMA == WGMMA && (p.Consumers != wgConsumers(p.BM) || !p.RegSplit):
+		return fmt.Errorf("mma=wgmma takes regsplit=1 and consumers=2, or consumers=1 with bm=64, 3 with bm=192")
+	case p.MMA == Sync && p.Consumers > 2:
+		return fmt.Errorf("mma=sync takes 4 or 8 warps (consumers 1 or 2)")
 	case p.MMA == Sync && p.Consumers == 2 && (p.BM != 128 || p.BN != 128):
 		return fmt.Errorf("mma=sync takes consumers=2 only with 128×128 tiles")
 	}
 	return nil
+}
+
+// wgConsumers is the consumer warpgroups of a bm-row wgmma tile: one
+// m64 block each, or two on 256-row tiles.
+func wgConsumers(bm int) int {
+	if bm == 256 {
+		return 2
+	}
+	return bm / 64
 }
 
 // multicast: a cluster exists to share the B tile.
@@ -222,16 +251,26 @@ func sharedFits(g problem, p Params) error {
 	return nil
 }
 
-// maxStages is the deepest pipeline that fits (sync: at most 4).
+// wgStages are the ring depths the wgmma path takes: small tiles run
+// deep rings (cuBLAS runs 13 stages of 64×64 on dW k·v), where the
+// k-tile rate is bound by the loads in flight.
+var wgStages = []int{2, 3, 4, 5, 6, 8, 12}
+
+// maxStages is the deepest pipeline that fits (sync: at most 4; wgmma:
+// the deepest of wgStages).
 func maxStages(g problem, p Params) int {
-	n := 6
 	if p.MMA == Sync {
-		n = 4
+		n := 4
+		for n > 2 && smemBytes(g, p, n) > smemLimit(p) {
+			n--
+		}
+		return n
 	}
-	for n > 2 && smemBytes(g, p, n) > smemLimit(p) {
-		n--
+	i := len(wgStages) - 1
+	for i > 0 && smemBytes(g, p, wgStages[i]) > smemLimit(p) {
+		i--
 	}
-	return n
+	return wgStages[i]
 }
 
 // pipelineDepth: the deepest ring that fits, but no more stages than a
@@ -239,6 +278,11 @@ func maxStages(g problem, p Params) int {
 func pipelineDepth(g problem, p Params) error {
 	deepest, loop := maxStages(g, p), max(kTiles(g, p)/p.SplitK, 2)
 	want := min(deepest, loop)
+	if p.MMA == WGMMA {
+		for !slices.Contains(wgStages, want) {
+			want--
+		}
+	}
 	if p.Stages == want {
 		return nil
 	}

@@ -91,6 +91,7 @@ type fixup struct {
 	pos, nct ptx.Reg // u32: the CTA's position, the grid's CTAs
 	part     ptx.Reg // u64: the thread's first word in position 0's slot
 	flag     ptx.Reg // u64: the warpgroup's flag of position 0
+	cw       ptx.Reg // u32: the consumer warpgroup
 	first    ptx.Reg // cw == 0
 	elected  ptx.Reg // thread 0 of the warpgroup
 }
@@ -102,7 +103,7 @@ func (wk *wgKernel) newFixup(ws, flags ptx.Sym, cw, l ptx.Reg) *fixup {
 		return nil
 	}
 	k, p := wk.k, wk.p
-	fx := &fixup{wk: wk}
+	fx := &fixup{wk: wk, cw: cw}
 	fx.pos, fx.nct = skPosition(k)
 	words := k.Mad(ptx.U32, cw, ptx.Imm(wk.rowsPC*p.BN), k.Shl(ptx.U32, l, ptx.Imm(2)))
 	fx.part = k.Add(ptx.U64, k.Cvta(ptx.Global, k.LdParam(ws)), k.MulWide(ptx.U32, words, ptx.Imm(4)))
@@ -156,7 +157,7 @@ func (fx *fixup) publish(acc [][]ptx.Reg) {
 	k.Comment("stream-K contributor: store the partial tile, then raise the flag (release)")
 	slot := fx.slot(fx.pos)
 	groups(acc, func(off int64, v []ptx.Reg) { k.St(ptx.Global, ptx.F32, ptx.At(slot, off), v) })
-	fx.wk.wgBarrier(fx.first)
+	fx.wk.wgBarrier(fx.first, fx.cw)
 	k.If(fx.elected, func() {
 		k.Red(ptx.Global, "add", ptx.U32, fx.flagAt(fx.pos), ptx.Imm(1), ptx.AtomOpts{Sem: "release"})
 	})
@@ -183,7 +184,7 @@ func (fx *fixup) gather(t tile, acc [][]ptx.Reg) {
 				return k.Setp("eq", ptx.B32, old, ptx.Imm(0))
 			}, func() {})
 		})
-		fx.wk.wgBarrier(fx.first)
+		fx.wk.wgBarrier(fx.first, fx.cw)
 		slot := fx.slot(j)
 		groups(acc, func(off int64, v []ptx.Reg) {
 			w := k.Ld(ptx.Global, ptx.F32, 4, ptx.At(slot, off), ptx.LdOpts{Cache: ptx.CacheGlobal})

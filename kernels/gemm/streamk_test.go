@@ -41,6 +41,11 @@ func TestStreamKOnInterpreter(t *testing.T) {
 		// dX C 300×200, l = 136 (3 k-tiles), 256×128 tiles: two m64 blocks per consumer
 		{gemm.Shape{M: 300, N: 136, K: 200, Grad: gemm.DX, DType: dtype.BF16}, skParams(256, 128, 2, gemm.Direct), []int{5}},
 		{gemm.Shape{M: 300, N: 136, K: 200, Grad: gemm.DX, DType: dtype.F16}, skParams(256, 128, 2, gemm.TMAStore), []int{12}},
+		// three consumers on 192×96 tiles (B and the staging tile in the
+		// 64B swizzle) and 128×160: dW C 200×136 over 5 k-tiles
+		{gemm.Shape{M: 300, N: 200, K: 136, Grad: gemm.DW, DType: dtype.BF16}, skParams(192, 96, 4, gemm.TMAStore), []int{3, 7}},
+		{gemm.Shape{M: 300, N: 200, K: 136, Grad: gemm.DW, DType: dtype.F16}, skParams(192, 96, 4, gemm.Direct), []int{5}},
+		{gemm.Shape{M: 300, N: 200, K: 136, Grad: gemm.DW, Out: "f32", DType: dtype.BF16}, skParams(128, 160, 4, gemm.TMAStore), []int{4}},
 		// l = 1100 > exactMaxL: random inputs; 1×2 tiles of 18 k-tiles
 		{gemm.Shape{M: 1100, N: 72, K: 136, Grad: gemm.DW, DType: dtype.BF16}, skParams(128, 128, 4, gemm.TMAStore), []int{7}},
 	} {
@@ -89,8 +94,11 @@ func streamKRun(s gemm.Shape, p gemm.Params, grid int) error {
 
 // consumersFor is the wgmma rule's consumer count: one on 64-row tiles.
 func consumersFor(bm int) int {
-	if bm == 64 {
+	switch bm {
+	case 64:
 		return 1
+	case 192:
+		return 3
 	}
 	return 2
 }

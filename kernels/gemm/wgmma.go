@@ -28,6 +28,9 @@ import (
 //     of the tile at (mn/64)·8192 + k·128 + (mn%64)·2, swizzled.
 //     Descriptor (imm-trans): LBO 8192 between 64-element atoms, SBO 1024
 //     (8 k-rows), a k16 step adds 2048 bytes.
+//   - B of a BN that is an odd multiple of 32 (96, 160): the same in
+//     atoms of 32 columns, 64-byte k-rows and the 64B swizzle (boxes
+//     {32 n, 64 k} of 4 KB, LBO 4096, SBO 512, a k16 step adds 1024).
 //
 // Either way the m64 block that starts at tile row i starts at byte
 // i·128 of the A tile.
@@ -36,6 +39,22 @@ const (
 	wgAtom      = 8192 // a [64][64] 16-bit swizzled box
 	wgProducerR = 40   // producer registers under the register split
 )
+
+// bAtom is B's shared-memory atom: [64 k][cols] 16-bit elements in k-rows
+// of rowBytes, swizzled over that span.
+type bAtom struct {
+	cols, rowBytes, bytes int
+	swizzle               ptx.Swizzle
+}
+
+// bAtomOf is 64 columns in the 128B swizzle, or 32 in the 64B swizzle
+// where BN is not a multiple of 64.
+func bAtomOf(p Params) bAtom {
+	if p.BN%64 == 0 {
+		return bAtom{cols: 64, rowBytes: 128, bytes: wgAtom, swizzle: ptx.Swizzle128B}
+	}
+	return bAtom{cols: 32, rowBytes: 64, bytes: wgAtom / 2, swizzle: ptx.Swizzle64B}
+}
 
 // wgKernel is the build state of a wgmma-path kernel.
 type wgKernel struct {
@@ -151,21 +170,23 @@ func aMap(g problem, p Params) *kernels.TensorMap {
 	return m
 }
 
-// bMap is B's tensor map ([l×c], MN-major) in boxes {64 columns, 64 k},
-// or {64 columns, 64/cluster k} when the cluster's CTAs each load a part
-// of the k-rows and multicast it.
+// bMap is B's tensor map ([l×c], MN-major) in boxes of one atom
+// {64 or 32 columns, 64 k}, or {64 columns, 64/cluster k} when the
+// cluster's CTAs each load a part of the k-rows and multicast it.
 func bMap(g problem, p Params) *kernels.TensorMap {
+	at := bAtomOf(p)
 	return &kernels.TensorMap{Buffer: g.b.buf, DType: g.in, Dims: []int{g.c, g.l}, Strides: []int{2 * g.b.ld},
-		Box: []int{64, 64 / p.Cluster}, Swizzle: 128}
+		Box: []int{at.cols, 64 / p.Cluster}, Swizzle: at.rowBytes}
 }
 
 // cMap is the output's tensor map for the TMA-store epilogue: C as {c, r}
-// elements in boxes of one swizzle atom's width (128 bytes: 64 16-bit or
-// 32 f32 columns) by a consumer's rows, 128B swizzle. The box is clipped
-// at C's edges, so tails need no masks.
+// elements in boxes of one staging atom's width (128 bytes: 64 16-bit or
+// 32 f32 columns; or 64 bytes, stagingRow) by a consumer's rows, swizzled
+// over that width. The box is clipped at C's edges, so tails need no masks.
 func cMap(g problem, p Params) *kernels.TensorMap {
+	rb := stagingRow(p, g.od)
 	return &kernels.TensorMap{Buffer: g.out, DType: g.od, Dims: []int{g.c, g.r}, Strides: []int{g.c * g.od.Size()},
-		Box: []int{128 / g.od.Size(), p.BM / p.Consumers}, Swizzle: 128}
+		Box: []int{rb / g.od.Size(), p.BM / p.Consumers}, Swizzle: rb}
 }
 
 // body writes the kernel: barriers, then the producer and consumer
@@ -384,8 +405,9 @@ func (wk *wgKernel) producer(base ptx.Reg, t tile, ma, mb ptx.Reg, r *ring) {
 			}
 		}
 		if p.Cluster == 1 {
-			for j := range p.BN / 64 {
-				k.TmaLoad(ptx.At(dst, int64(wk.aBytes+j*wgAtom)), mb, []ptx.Operand{k.Add(ptx.U32, t.col0, ptx.Imm(64*j)), kc}, full)
+			at := bAtomOf(p)
+			for j := range p.BN / at.cols {
+				k.TmaLoad(ptx.At(dst, int64(wk.aBytes+j*at.bytes)), mb, []ptx.Operand{k.Add(ptx.U32, t.col0, ptx.Imm(at.cols*j)), kc}, full)
 			}
 		} else {
 			// the cluster's CTAs share B (same columns, consecutive tile
@@ -419,6 +441,7 @@ func (wk *wgKernel) consumer(base ptx.Reg, t tile, cw ptx.Reg, acc [][]ptx.Reg, 
 	if !g.a.kMajor {
 		aStep, aLBO = 2048, wgAtom
 	}
+	bat := bAtomOf(p)
 	lane0 := k.Setp("eq", ptx.U32, k.And(ptx.U32, k.Mov(ptx.U32, ptx.TidX), ptx.Imm(31)), ptx.Imm(0))
 	aOff := k.Mul(ptx.U32, cw, ptx.Imm(wk.rowsPC*128))
 	prev := k.Mov(ptx.U32, ptx.Imm(0)) // the previous k-tile's empty barrier
@@ -429,7 +452,7 @@ func (wk *wgKernel) consumer(base ptx.Reg, t tile, cw ptx.Reg, acc [][]ptx.Reg, 
 		for mb := range wk.mBlocks {
 			da = append(da, k.WgmmaDesc(k.Add(ptx.U32, k.Add(ptx.U32, sa, aOff), ptx.Imm(64*128*mb)), aLBO, 1024, ptx.Swizzle128B))
 		}
-		db := k.WgmmaDesc(k.Add(ptx.U32, sa, ptx.Imm(wk.aBytes)), wgAtom, 1024, ptx.Swizzle128B)
+		db := k.WgmmaDesc(k.Add(ptx.U32, sa, ptx.Imm(wk.aBytes)), bat.bytes, 8*bat.rowBytes, bat.swizzle)
 		accumulate := k.Setp("ne", ptx.U32, it, ptx.Imm(0))
 		k.WgmmaFence()
 		for kk := range p.BK / 16 {
@@ -444,7 +467,7 @@ func (wk *wgKernel) consumer(base ptx.Reg, t tile, cw ptx.Reg, acc [][]ptx.Reg, 
 				}
 				b := db
 				if kk > 0 {
-					b = k.WgmmaDescAdd(db, kk*2048)
+					b = k.WgmmaDescAdd(db, kk*16*bat.rowBytes)
 				}
 				k.Wgmma(ab, acc[mb], a, b, o)
 			}

@@ -10,7 +10,9 @@ import (
 // stgOff + cw·rowsPC·BN·size: atoms of 128-byte rows (64 16-bit or 32
 // f32 columns of C) by rowsPC rows, each 1024-byte aligned and written in
 // the 128B swizzle the output's tensor map reads (16-byte chunk q of row
-// r at (q ^ r%8)·16). Per tile:
+// r at (q ^ r%8)·16); where BN·size is not a multiple of 128, atoms of
+// 64-byte rows in the 64B swizzle (chunk q of row r at (q ^ (r/2)%4)·16).
+// Per tile:
 //
 //  1. thread 0 of the warpgroup waits until its previous store has read
 //     the staging tile (cp.async.bulk.wait_group.read 0), and the
@@ -35,6 +37,16 @@ type stager struct {
 	elected  ptx.Reg // thread 0 of the warpgroup
 	addr     []ptx.Reg
 	atomCols int
+	rowBytes int // of an atom: 128, or 64 (64B swizzle)
+}
+
+// stagingRow is the bytes of a staging atom's row: 128, or 64 where the
+// tile's rows are not a multiple of 128 bytes.
+func stagingRow(p Params, od dtype.DType) int {
+	if p.BN*od.Size()%128 == 0 {
+		return 128
+	}
+	return 64
 }
 
 // newStager computes the thread's staging addresses: for the 8-column
@@ -43,7 +55,8 @@ type stager struct {
 func (wk *wgKernel) newStager(base ptx.Reg, tmC ptx.Sym, cw, l ptx.Reg) *stager {
 	k, p := wk.k, wk.p
 	osz := wk.g.od.Size()
-	st := &stager{wk: wk, cw: cw, atomCols: 128 / osz}
+	rb := stagingRow(p, wk.g.od)
+	st := &stager{wk: wk, cw: cw, atomCols: rb / osz, rowBytes: rb}
 	st.tm = k.TensorMapAddr(tmC)
 	st.stg = k.Add(ptx.U32, k.Mad(ptx.U32, cw, ptx.Imm(wk.rowsPC*p.BN*osz), base), ptx.Imm(wk.stgOff))
 	st.first = k.Setp("eq", ptx.U32, cw, ptx.Imm(0))
@@ -51,7 +64,10 @@ func (wk *wgKernel) newStager(base ptx.Reg, tmC ptx.Sym, cw, l ptx.Reg) *stager 
 	lane := k.And(ptx.U32, l, ptx.Imm(31))
 	swz := k.Shr(ptx.U32, lane, ptx.Imm(2)) // the row's index within its 8-row swizzle atom
 	row := k.Add(ptx.U32, k.Shl(ptx.U32, k.Shr(ptx.U32, l, ptx.Imm(5)), ptx.Imm(4)), swz)
-	rowAddr := k.Mad(ptx.U32, row, ptx.Imm(128), st.stg)
+	rowAddr := k.Mad(ptx.U32, row, ptx.Imm(int64(rb)), st.stg)
+	if rb == 64 {
+		swz = k.And(ptx.U32, k.Shr(ptx.U32, lane, ptx.Imm(3)), ptx.Imm(3)) // (row/2)%4
+	}
 	tb := k.Mul(ptx.U32, k.And(ptx.U32, lane, ptx.Imm(3)), ptx.Imm(2*osz))
 	for g := range st.atomCols / 8 {
 		b := k.Add(ptx.U32, tb, ptx.Imm(8*osz*g))
@@ -63,19 +79,24 @@ func (wk *wgKernel) newStager(base ptx.Reg, tmC ptx.Sym, cw, l ptx.Reg) *stager 
 }
 
 // barrier is bar.sync 1+cw, 128: the consumer warpgroup alone.
-func (st *stager) barrier() { st.wk.wgBarrier(st.first) }
+func (st *stager) barrier() { st.wk.wgBarrier(st.first, st.cw) }
 
 // wgBarrier is bar.sync 1+cw, 128, the named barrier of consumer
 // warpgroup cw (first: cw == 0; the barrier id is an immediate, so one
 // branch per consumer).
-func (wk *wgKernel) wgBarrier(first ptx.Reg) {
+func (wk *wgKernel) wgBarrier(first, cw ptx.Reg) {
 	k := wk.k
 	bar := func(id int) func() { return func() { k.Raw(90, 80, "bar.sync", ptx.Imm(id), ptx.Imm(128)) } }
-	if wk.p.Consumers == 1 {
+	switch wk.p.Consumers {
+	case 1:
 		bar(1)()
-		return
+	case 2:
+		k.IfElse(first, bar(1), bar(2))
+	default:
+		k.IfElse(first, bar(1), func() {
+			k.IfElse(k.Setp("eq", ptx.U32, cw, ptx.Imm(1)), bar(2), bar(3))
+		})
 	}
-	k.IfElse(first, bar(1), bar(2))
 }
 
 // store writes tile t's accumulators through the staging tile.
@@ -86,12 +107,12 @@ func (st *stager) store(t tile, acc [][]ptx.Reg) {
 	k.If(st.elected, func() { k.BulkWait(0, true) })
 	st.barrier()
 	gpa := st.atomCols / 8 // 8-column groups per atom
-	atomBytes := wk.rowsPC * 128
+	atomBytes := wk.rowsPC * st.rowBytes
 	for mb := range acc {
 		for h := range 2 {
 			dr := 64*mb + 8*h
 			for j := range p.BN / 8 {
-				at := ptx.At(st.addr[j%gpa], int64(j/gpa*atomBytes+dr*128))
+				at := ptx.At(st.addr[j%gpa], int64(j/gpa*atomBytes+dr*st.rowBytes))
 				v0, v1 := acc[mb][4*j+2*h], acc[mb][4*j+2*h+1]
 				if od == dtype.F32 {
 					k.St(ptx.Shared, ptx.F32, at, []ptx.Reg{v0, v1})
