@@ -55,6 +55,13 @@ func checkProgram(t *testing.T, g problem, p Params, prog kernels.Program) {
 	if got := main.Grid[0]; got != want || main.SharedBytes != smemBytes(g, p, p.Stages) {
 		t.Errorf("%s: grid %d, shared %d; want %d, %d", variants.Encode(p), got, main.SharedBytes, want, smemBytes(g, p, p.Stages))
 	}
+	if p.Reduce == ReduceDSMEM {
+		// one launch in clusters of the splits, no workspace
+		if len(prog.Launches) != 1 || len(prog.Buffers) != 0 || main.Cluster != [3]int{p.SplitK, 1, 1} {
+			t.Errorf("%s: %d launches, %d buffers, cluster %v", variants.Encode(p), len(prog.Launches), len(prog.Buffers), main.Cluster)
+		}
+		return
+	}
 	if want := 1 + min(p.SplitK-1, 1); len(prog.Launches) != want || len(prog.Buffers) != want-1 {
 		t.Errorf("%s: %d launches and %d buffers", variants.Encode(p), len(prog.Launches), len(prog.Buffers))
 	}
@@ -84,7 +91,7 @@ func checkStreamK(t *testing.T, g problem, p Params, prog kernels.Program) {
 func TestGoldenSync(t *testing.T) {
 	f := Families()[0]
 	s := variants.ShapeOf(Shape{M: 300, N: 72, K: 136, Grad: DW, DType: dtype.BF16})
-	p := Params{MMA: Sync, BM: 64, BN: 64, BK: 32, Stages: 4, Consumers: 1, Cluster: 1, SplitK: 2, Order: OrderM, Epilogue: Direct}
+	p := Params{MMA: Sync, BM: 64, BN: 64, BK: 32, Stages: 4, Consumers: 1, Cluster: 1, SplitK: 2, Reduce: ReduceLaunch, Order: OrderM, Epilogue: Direct}
 	prog, err := f.Emit(s, variants.Encode(p))
 	if err != nil {
 		t.Fatal(err)
@@ -140,7 +147,7 @@ func TestTileOrder(t *testing.T) {
 func TestGoldenWgmma(t *testing.T) {
 	f := Families()[0]
 	s := variants.ShapeOf(Shape{M: 1040, N: 136, K: 200, Grad: DW, DType: dtype.BF16})
-	p := Params{MMA: WGMMA, BM: 128, BN: 256, BK: 64, Stages: 4, Consumers: 2, Cluster: 1, SplitK: 2, Order: OrderM, Epilogue: Direct, RegSplit: true}
+	p := Params{MMA: WGMMA, BM: 128, BN: 256, BK: 64, Stages: 4, Consumers: 2, Cluster: 1, SplitK: 2, Reduce: ReduceLaunch, Order: OrderM, Epilogue: Direct, RegSplit: true}
 	prog, err := f.Emit(s, variants.Encode(p))
 	if err != nil {
 		t.Fatal(err)
@@ -161,7 +168,7 @@ func TestGoldenWgmma(t *testing.T) {
 func TestGoldenWgmmaTMAStore(t *testing.T) {
 	f := Families()[0]
 	s := variants.ShapeOf(Shape{M: 1100, N: 72, K: 2056, Grad: DX, DType: dtype.BF16})
-	p := Params{MMA: WGMMA, BM: 128, BN: 128, BK: 64, Stages: 2, Consumers: 2, Cluster: 1, SplitK: 1, Order: Grouped, Persistent: true, Epilogue: TMAStore, RegSplit: true}
+	p := Params{MMA: WGMMA, BM: 128, BN: 128, BK: 64, Stages: 2, Consumers: 2, Cluster: 1, SplitK: 1, Reduce: ReduceLaunch, Order: Grouped, Persistent: true, Epilogue: TMAStore, RegSplit: true}
 	prog, err := f.Emit(s, variants.Encode(p))
 	if err != nil {
 		t.Fatal(err)

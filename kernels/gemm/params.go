@@ -23,6 +23,19 @@ const (
 	StreamK Order = "streamk"
 )
 
+// Reduce is how the splits of a split-K tile are summed.
+type Reduce string
+
+// The split-K reductions.
+const (
+	// ReduceLaunch: f32 partials in a workspace, summed by a second launch.
+	ReduceLaunch Reduce = "launch"
+	// ReduceDSMEM: a tile's splits form a cluster; each stores its f32
+	// partial in its own shared memory and sums a share of the tile from
+	// all of them through distributed shared memory (dsmem.go).
+	ReduceDSMEM Reduce = "dsmem"
+)
+
 // Epilogue is how a tile of C leaves the CTA.
 type Epilogue string
 
@@ -43,7 +56,8 @@ type Params struct {
 	Consumers  int      `axis:"consumers" values:"1,2,3" doc:"math warpgroups (sync: 4 or 8 warps)"`
 	Cluster    int      `axis:"cluster" values:"1,2" doc:"CTAs per cluster, along the rows of C (wgmma)"`
 	Multicast  bool     `axis:"multicast" values:"0,1" doc:"1: the cluster's CTAs share the B tile through TMA multicast"`
-	SplitK     int      `axis:"splitk" doc:"splits of the reduction: f32 partials in a workspace, summed by a second launch"`
+	SplitK     int      `axis:"splitk" doc:"splits of the reduction, summed as reduce says"`
+	Reduce     Reduce   `axis:"reduce" values:"launch,dsmem" default:"launch" doc:"split-K sum: launch (f32 partials in a workspace, a second launch adds them) or dsmem (the splits form a cluster and add through distributed shared memory; wgmma)"`
 	Order      Order    `axis:"order" values:"m,n,grouped,streamk" doc:"tile order: down the rows, along the columns, grouped, or stream-K (balanced ranges of k-tiles, partial tiles summed in the kernel)"`
 	Persistent bool     `axis:"persistent" values:"0,1" doc:"1: one CTA per SM loops over tiles (wgmma)"`
 	Epilogue   Epilogue `axis:"epilogue" values:"direct,tma" doc:"direct stores from registers, or shared memory + TMA store (wgmma)"`

@@ -14,14 +14,22 @@ type tile struct {
 }
 
 // tileOf maps the linear tile index t (u32) to its tile: the split is the
-// outermost index; within a split, tiles go down the rows (order m), along
+// outermost index (reduce=dsmem: the innermost, so that a cluster holds
+// one tile's splits); within a split, tiles go down the rows (order m), along
 // the columns (order n) or in groups of groupRows tile rows walked column
 // by column (grouped).
 func tileOf(k *ptx.Func, g problem, p Params, t ptx.Reg) tile {
 	n, tr, tc := tiles(g, p), tilesR(g, p), tilesC(g, p)
 	var out tile
-	out.split = k.Div(ptx.U32, t, ptx.Imm(n))
-	t = k.Sub(ptx.U32, t, k.Mul(ptx.U32, out.split, ptx.Imm(n)))
+	if p.Reduce == ReduceDSMEM {
+		// a tile's splits are consecutive: one cluster
+		tt := k.Div(ptx.U32, t, ptx.Imm(p.SplitK))
+		out.split = k.Sub(ptx.U32, t, k.Mul(ptx.U32, tt, ptx.Imm(p.SplitK)))
+		t = tt
+	} else {
+		out.split = k.Div(ptx.U32, t, ptx.Imm(n))
+		t = k.Sub(ptx.U32, t, k.Mul(ptx.U32, out.split, ptx.Imm(n)))
+	}
 	out.row0, out.col0 = tileCorner(k, p, p.Order, t, tr, tc)
 	kt := kTiles(g, p)
 	out.kt0 = k.Div(ptx.U32, k.Mul(ptx.U32, out.split, ptx.Imm(kt)), ptx.Imm(p.SplitK))
@@ -64,7 +72,11 @@ func grouped(k *ptx.Func, t ptx.Reg, tr, tc int) (r, c ptx.Reg) {
 // of linear index t.
 func tileOrderGo(g problem, p Params, t int) (r, c, split int) {
 	n, tr, tc := tiles(g, p), tilesR(g, p), tilesC(g, p)
-	split, t = t/n, t%n
+	if p.Reduce == ReduceDSMEM {
+		split, t = t%p.SplitK, t/p.SplitK
+	} else {
+		split, t = t/n, t%n
+	}
 	switch p.Order {
 	case OrderM:
 		return t % tr, t / tr, split

@@ -94,10 +94,10 @@ func TestWgmmaTMAStoreOnInterpreter(t *testing.T) {
 	}
 }
 
-// clusterShapes have an even number of 128-row tile rows and
-// reductions past 8 k-tiles, so that cluster=2 points exist: 10×17 tiles
-// of 128×128 (more than a wave) and 10×9 (within one), with row, column
-// and k tails, in both grads, bf16, f16 and an f32 dW.
+// clusterShapes have an even number of tile rows and reductions past 8
+// k-tiles, so that cluster=2 points exist: 10×17 tiles of 128×128 (more
+// than a wave) and 10×9 (within one), and 64-row tiles of a skinny C,
+// with row, column and k tails, in both grads, bf16, f16 and an f32 dW.
 var clusterShapes = []struct {
 	spec string
 	dt   dtype.DType
@@ -105,6 +105,7 @@ var clusterShapes = []struct {
 	{"m=1160,n=584,k=2056,grad=dx", dtype.BF16},
 	{"m=584,n=1160,k=2056,grad=dw", dtype.F16},
 	{"m=520,n=1160,k=1096,grad=dw,out=f32", dtype.BF16},
+	{"m=1100,n=128,k=200,grad=dw", dtype.F16}, // 64-row tiles (a skinny C), 18 k-tiles
 }
 
 // TestWgmmaClusterOnInterpreter runs the cluster=2 variants of
@@ -120,6 +121,28 @@ func TestWgmmaClusterOnInterpreter(t *testing.T) {
 			t.Errorf("%s: no cluster variant", c.spec)
 		}
 		t.Logf("%s %v: %d variants", c.spec, c.dt, n)
+	}
+}
+
+// TestDSMEMOnInterpreter runs reduce=dsmem variants: clusters of 2 to 8
+// splits, each storing its partial in shared memory and summing a share
+// of the tile from all of them through distributed shared memory, with
+// tails in every dimension, both grads, bf16, f16 and an f32 dW: a
+// sample (one in four; all with GRADTUNE_SWEEP=full).
+func TestDSMEMOnInterpreter(t *testing.T) {
+	for _, c := range []struct {
+		spec string
+		dt   dtype.DType
+	}{
+		{"m=1100,n=128,k=200,grad=dw", dtype.BF16},
+		{"m=600,n=136,k=72,grad=dw,out=f32", dtype.F16},
+		{"m=300,n=600,k=136,grad=dx", dtype.BF16},
+	} {
+		n := simRun(t, c.spec, c.dt, sampler(c.spec+"/dsmem", 4, func(p gemm.Params) bool { return p.Reduce == gemm.ReduceDSMEM }))
+		if n == 0 {
+			t.Errorf("%s: no reduce=dsmem variant", c.spec)
+		}
+		t.Logf("%s %v: %d variants, %s", c.spec, c.dt, n, sweep.Describe(4))
 	}
 }
 

@@ -47,8 +47,9 @@ func (def) Space(s Shape) variants.Typed[Params] {
 			rule("split-K only below one wave, each split at least two k-tiles", splitK),
 			rule("split-K workspace within u32 indexing", workspaceSize),
 			rule("split-K partials are stored directly", splitEpilogue),
+			rule("dsmem split-K: wgmma, a cluster of the splits (at most 8) on one wave, the partial within the ring", dsmemReduce),
 			rule("tile order and persistence past one wave only; persistent grids grouped, sync grids m or n", tileOrder),
-			rule("wgmma clusters on 128×128 tiles or larger and reductions past 8 k-tiles, order m or grouped, unsplit, TMA store", wgmmaFeatures),
+			rule("wgmma clusters on reductions past 8 k-tiles, order m or grouped, unsplit, TMA store", wgmmaFeatures),
 			rule("stream-K on the wgmma path's persistent grids under two waves of tiles, unsplit, no cluster", streamK),
 		},
 	}
@@ -72,20 +73,20 @@ func syncFeatures(_ problem, p Params) error {
 
 // wgmmaFeatures: a cluster of two CTAs on consecutive tile rows of one
 // tile column shares B by TMA multicast, halving the B tile's L2 reads,
-// which pays where L2 bandwidth bounds the run: the big-tile, long-loop
-// cases (docs/kernels/gemm.md has the H200 reads behind this).
+// which pays where L2 bandwidth bounds the run: long loops over big
+// tiles, and small tiles in deep rings (cuBLAS multicasts its 64×64 tiles
+// on dW k·v; docs/kernels/gemm.md has the H200 reads behind this).
 // Its two CTAs take consecutive tile indices, which share a column in
-// order m and grouped (tile rows in even groups), not in order n; tiles
-// of at least 128×128 and reductions of more than smallTileMaxK k-tiles
-// (small tiles and short loops are latency-bound), the TMA store and no
-// split keep the points few.
+// order m and grouped (tile rows in even groups), not in order n;
+// reductions of more than smallTileMaxK k-tiles (short loops are
+// latency-bound), the TMA store and no split keep the points few.
 func wgmmaFeatures(g problem, p Params) error {
 	if p.MMA != WGMMA || p.Cluster == 1 {
 		return nil
 	}
 	switch {
-	case p.BM < 128 || p.BN < 128 || kTiles(g, p) <= smallTileMaxK:
-		return fmt.Errorf("cluster=%d on a tile under 128×128 or a reduction of %d k-tiles (latency-bound)", p.Cluster, kTiles(g, p))
+	case kTiles(g, p) <= smallTileMaxK:
+		return fmt.Errorf("cluster=%d on a reduction of %d k-tiles (latency-bound)", p.Cluster, kTiles(g, p))
 	case p.Order == OrderN || p.SplitK > 1 || p.Epilogue != TMAStore:
 		return fmt.Errorf("cluster=%d takes order m or grouped, splitk=1, epilogue=tma", p.Cluster)
 	}
@@ -274,7 +275,8 @@ func maxStages(g problem, p Params) int {
 }
 
 // pipelineDepth: the deepest ring that fits, but no more stages than a
-// split has k-tiles.
+// split has k-tiles (also in persistent grids, where the ring runs on
+// into the next tile: deeper rings did not pay there on the H200).
 func pipelineDepth(g problem, p Params) error {
 	deepest, loop := maxStages(g, p), max(kTiles(g, p)/p.SplitK, 2)
 	want := min(deepest, loop)
@@ -305,6 +307,28 @@ func splitK(g problem, p Params) error {
 func workspaceSize(g problem, p Params) error {
 	if p.SplitK > 1 && p.SplitK*g.r*g.c > gen.MaxElems {
 		return fmt.Errorf("splitk=%d: a workspace of %d×%d×%d f32", p.SplitK, p.SplitK, g.r, g.c)
+	}
+	return nil
+}
+
+// dsmemReduce: reduce=dsmem only where there are splits (splitk=1 takes
+// launch), on the wgmma path without a B-multicast cluster, persistent
+// grid or written B, with at most 8 splits (a portable cluster) and its
+// CTAs within one wave (a cluster waits for its whole SM group), and the
+// f32 partial tile (BM·BN·4 bytes) fits in the ring it reuses.
+func dsmemReduce(g problem, p Params) error {
+	if p.Reduce != ReduceDSMEM {
+		return nil
+	}
+	switch {
+	case p.SplitK == 1:
+		return fmt.Errorf("reduce=dsmem without splits: splitk=1 takes reduce=launch")
+	case p.MMA != WGMMA || p.Cluster != 1 || p.Persistent || p.SplitK > 8:
+		return fmt.Errorf("reduce=dsmem takes mma=wgmma cluster=1 persistent=0 and splitk <= 8")
+	case tiles(g, p)*p.SplitK > numSMs:
+		return fmt.Errorf("reduce=dsmem with %d CTAs: more than one wave of clusters", tiles(g, p)*p.SplitK)
+	case p.BM*p.BN*4 > p.Stages*(p.BM+p.BN)*p.BK*g.in.Size():
+		return fmt.Errorf("reduce=dsmem: a %d KB partial does not fit the %d-stage ring", p.BM*p.BN*4>>10, p.Stages)
 	}
 	return nil
 }

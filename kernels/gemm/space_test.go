@@ -45,7 +45,7 @@ func TestSpaceSizes(t *testing.T) {
 		paths         []string
 		lo, hi, total int
 	}{
-		{[]string{string(WGMMA), string(Sync)}, 15, 150, 800},
+		{[]string{string(WGMMA), string(Sync)}, 15, 200, 850},
 		{[]string{string(Sync)}, 5, 40, 150},
 	} {
 		paths = c.paths
@@ -85,15 +85,16 @@ func TestRules(t *testing.T) {
 		"split-K only below one wave, each split at least two k-tiles",
 		"split-K workspace within u32 indexing",
 		"split-K partials are stored directly",
+		"dsmem split-K: wgmma, a cluster of the splits (at most 8) on one wave, the partial within the ring",
 		"tile order and persistence past one wave only; persistent grids grouped, sync grids m or n",
-		"wgmma clusters on 128×128 tiles or larger and reductions past 8 k-tiles, order m or grouped, unsplit, TMA store",
+		"wgmma clusters on reductions past 8 k-tiles, order m or grouped, unsplit, TMA store",
 		"stream-K on the wgmma path's persistent grids under two waves of tiles, unsplit, no cluster",
 	}
 	if !slices.Equal(names, want) {
 		t.Fatalf("rules\n%q\nwant\n%q", names, want)
 	}
-	wg := Params{MMA: WGMMA, BM: 128, BN: 256, BK: 64, Stages: 4, Consumers: 2, Cluster: 1, SplitK: 8, Order: OrderM, Epilogue: Direct, RegSplit: true}
-	sy := Params{MMA: Sync, BM: 128, BN: 128, BK: 32, Stages: 4, Consumers: 1, Cluster: 1, SplitK: 4, Order: OrderM, Epilogue: Direct}
+	wg := Params{MMA: WGMMA, BM: 128, BN: 256, BK: 64, Stages: 4, Consumers: 2, Cluster: 1, SplitK: 8, Reduce: ReduceLaunch, Order: OrderM, Epilogue: Direct, RegSplit: true}
+	sy := Params{MMA: Sync, BM: 128, BN: 128, BK: 32, Stages: 4, Consumers: 1, Cluster: 1, SplitK: 4, Reduce: ReduceLaunch, Order: OrderM, Epilogue: Direct}
 	for _, c := range []struct {
 		p    Params
 		edit func(*Params)
@@ -113,20 +114,23 @@ func TestRules(t *testing.T) {
 		{wg, func(p *Params) { p.SplitK = 16 }, "param splitk=16 not accepted"},
 		{sy, func(p *Params) { p.BM, p.BN, p.SplitK = 64, 64, 3 }, want[8]}, // 96 tiles × 3: more than two waves
 		{wg, func(p *Params) { p.Epilogue, p.Stages = TMAStore, 3 }, want[10]},
-		{wg, func(p *Params) { p.Order = Grouped }, want[11]},
+		{wg, func(p *Params) { p.Order = Grouped }, want[12]},
 		{wg, func(p *Params) { p.Epilogue, p.Stages, p.SplitK = TMAStore, 3, 1 }, ""}, // the staging tile leaves 3 stages
-		{wg, func(p *Params) { p.Cluster, p.Multicast = 2, true }, want[12]},
+		{wg, func(p *Params) { p.Cluster, p.Multicast = 2, true }, want[13]},
 		{wg, func(p *Params) { // 96 tiles over 3072 k-tiles
 			p.BM, p.BN, p.Consumers, p.Stages, p.SplitK, p.Order, p.Persistent = 64, 64, 1, 12, 1, StreamK, true
 		}, ""},
 		{wg, func(p *Params) { p.BM, p.BN, p.Consumers, p.Stages, p.SplitK = 192, 96, 3, 6, 4 }, ""},
-		{wg, func(p *Params) { p.BM, p.BN, p.Stages, p.SplitK = 128, 96, 6, 4 }, want[1]}, // 96 columns want 192 rows
+		{wg, func(p *Params) { p.BM, p.BN, p.Stages, p.SplitK = 128, 96, 6, 4 }, want[1]},                 // 96 columns want 192 rows
 		{wg, func(p *Params) { p.BM, p.BN, p.Consumers, p.Stages, p.SplitK = 192, 96, 2, 6, 4 }, want[1]}, // 96 rows per consumer
-		{wg, func(p *Params) { p.BM, p.BN, p.Consumers, p.Stages, p.SplitK = 64, 64, 1, 6, 1 }, want[7]}, // 12 stages fit
-		{wg, func(p *Params) { p.SplitK, p.Order, p.Persistent = 1, StreamK, true }, want[13]}, // 12 tiles: 11 partials of 128 KB
-		{wg, func(p *Params) { p.SplitK, p.Order, p.Persistent = 2, StreamK, true }, want[13]},
-		{wg, func(p *Params) { p.SplitK, p.Order = 1, StreamK }, want[13]},
-		{sy, func(p *Params) { p.SplitK, p.Order = 1, StreamK }, want[13]},
+		{wg, func(p *Params) { p.BM, p.BN, p.Consumers, p.Stages, p.SplitK = 64, 64, 1, 6, 1 }, want[7]},  // 12 stages fit
+		{wg, func(p *Params) { p.BM, p.BN, p.Stages, p.SplitK, p.Reduce = 128, 128, 6, 4, ReduceDSMEM }, ""},
+		{wg, func(p *Params) { p.BM, p.BN, p.Stages, p.SplitK, p.Reduce = 128, 128, 6, 1, ReduceDSMEM }, want[11]},
+		{wg, func(p *Params) { p.BM, p.BN, p.Stages, p.SplitK, p.Reduce = 128, 128, 4, 8, ReduceDSMEM }, want[11]}, // 192 CTAs
+		{wg, func(p *Params) { p.SplitK, p.Order, p.Persistent = 1, StreamK, true }, want[14]},                     // 12 tiles: 11 partials of 128 KB
+		{wg, func(p *Params) { p.SplitK, p.Order, p.Persistent = 2, StreamK, true }, want[14]},
+		{wg, func(p *Params) { p.SplitK, p.Order = 1, StreamK }, want[14]},
+		{sy, func(p *Params) { p.SplitK, p.Order = 1, StreamK }, want[14]},
 	} {
 		p := c.p
 		c.edit(&p)

@@ -14,7 +14,7 @@ import (
 // skParams is a stream-K variant: bm×bn tiles, stages deep, the epilogue.
 func skParams(bm, bn, stages int, ep gemm.Epilogue) gemm.Params {
 	return gemm.Params{MMA: gemm.WGMMA, BM: bm, BN: bn, BK: 64, Stages: stages, Consumers: consumersFor(bm),
-		Cluster: 1, SplitK: 1, Order: gemm.StreamK, Persistent: true, Epilogue: ep, RegSplit: true}
+		Cluster: 1, SplitK: 1, Reduce: gemm.ReduceLaunch, Order: gemm.StreamK, Persistent: true, Epilogue: ep, RegSplit: true}
 }
 
 // TestStreamKOnInterpreter runs stream-K programs on the interpreter

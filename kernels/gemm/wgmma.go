@@ -68,8 +68,12 @@ type wgKernel struct {
 	stgOff  int // offset of the TMA-store staging tile (epilogue=tma)
 	bars    int // offset of the full barriers; the empty ones follow (then the raw ones of a BSource)
 	src     BSource
-	fillWGs int // warpgroups beside the consumers that only run the BSource's Fill
+	fillWGs int        // warpgroups beside the consumers that only run the BSource's Fill
+	dsm     *dsmemTile // reduce=dsmem: the consumer's tile, for the sum after the cluster barrier
 }
+
+// dsmem reports whether the splits sum in distributed shared memory.
+func (wk *wgKernel) dsmem() bool { return wk.p.Reduce == ReduceDSMEM }
 
 func (wk *wgKernel) threads() int { return 128 * (1 + wk.p.Consumers + wk.fillWGs) }
 
@@ -94,6 +98,9 @@ func buildWgmma(entry, red string, g problem, p Params, src BSource, fillWGs int
 	if p.Order == StreamK && (!p.Persistent || p.SplitK > 1 || p.Cluster > 1) {
 		return kernels.Program{}, fmt.Errorf("mma=wgmma: order=streamk takes persistent=1 splitk=1 cluster=1")
 	}
+	if p.Reduce == ReduceDSMEM && (p.SplitK < 2 || p.Cluster != 1 || p.Persistent || p.Epilogue != Direct || src != nil) {
+		return kernels.Program{}, fmt.Errorf("mma=wgmma: reduce=dsmem takes splitk >= 2, cluster=1, persistent=0, epilogue=direct and a TMA-loaded B")
+	}
 	if src != nil && (!g.a.kMajor || p.Cluster != 1 || p.SplitK != 1 || p.Order == StreamK) {
 		return kernels.Program{}, fmt.Errorf("mma=wgmma: a written B takes a K-major A, cluster=1, splitk=1 and no stream-K")
 	}
@@ -113,7 +120,8 @@ func buildWgmma(entry, red string, g problem, p Params, src BSource, fillWGs int
 		wk.bars += p.BM * p.BN * g.od.Size()
 	}
 	srcArgs := wk.body()
-	if p.SplitK > 1 {
+	launchReduce := p.SplitK > 1 && !wk.dsmem()
+	if launchReduce {
 		emitReduce(m.Func(red), g, p.SplitK, false)
 	}
 	mod, err := m.Build()
@@ -123,7 +131,7 @@ func buildWgmma(entry, red string, g problem, p Params, src BSource, fillWGs int
 	prog := kernels.Program{PTX: mod.String()}
 	outArg := kernels.Arg{Buffer: g.out}
 	switch {
-	case p.SplitK > 1:
+	case launchReduce:
 		outArg.Buffer = workspace
 		prog.Buffers = []kernels.Buffer{workspaceBuffer(g, p.SplitK)}
 	case p.Epilogue == TMAStore:
@@ -144,6 +152,9 @@ func buildWgmma(entry, red string, g problem, p Params, src BSource, fillWGs int
 	if p.Cluster > 1 {
 		main.Cluster = [3]int{p.Cluster, 1, 1}
 	}
+	if wk.dsmem() {
+		main.Cluster = [3]int{p.SplitK, 1, 1}
+	}
 	if p.Persistent {
 		// One CTA per SM, but never more than there are tiles: the runner
 		// takes min(GridPerSM·SMs, Grid[0]), so Grid[0] must be the tile
@@ -151,7 +162,7 @@ func buildWgmma(entry, red string, g problem, p Params, src BSource, fillWGs int
 		main.GridPerSM = 1
 	}
 	prog.Launches = append(prog.Launches, main)
-	if p.SplitK > 1 {
+	if launchReduce {
 		prog.Launches = append(prog.Launches, reduceLaunch(red, g, false))
 	}
 	return prog, nil
@@ -196,6 +207,9 @@ func (wk *wgKernel) body() []kernels.Arg {
 	k.ReqNTid(wk.threads())
 	if p.Cluster > 1 {
 		k.ReqNCtaPerCluster(p.Cluster, 1, 1)
+	}
+	if wk.dsmem() {
+		k.ReqNCtaPerCluster(p.SplitK, 1, 1)
 	}
 	if p.RegSplit {
 		k.MaxNReg(min(255, 65536/wk.threads()/8*8))
@@ -268,6 +282,13 @@ func (wk *wgKernel) body() []kernels.Arg {
 			wk.fill(base, k.Add(ptx.U32, k.Sub(ptx.U32, tid, ptx.Imm(128*(1+p.Consumers))), ptx.Imm(96)))
 		}, func() { wk.consumers(base, tid, wg, c, tmC, ws, flags) })
 	})
+	if wk.dsmem() {
+		k.Comment("reduce=dsmem: every partial of the cluster is stored")
+		wk.dsmemSync()
+		k.If(k.Setp("ne", ptx.U32, wg, ptx.Imm(0)), wk.dsmemSum)
+		k.Comment("the others read this CTA's partial until they pass here")
+		wk.dsmemSync()
+	}
 	if p.Cluster > 1 {
 		k.Comment("the peer CTA may still arrive on this CTA's empty barriers: exit together")
 		wk.clusterSync()
@@ -291,6 +312,13 @@ func (wk *wgKernel) consumers(base, tid, wg, c ptx.Reg, tmC, ws, flags ptx.Sym) 
 	}
 	r := wk.newRing()
 	fx := wk.newFixup(ws, flags, cw, l)
+	if wk.dsmem() {
+		wk.forTiles(func(t tile) {
+			wk.consumer(base, t, cw, acc, r)
+			wk.dsmemPublish(base, c, t, cw, l, acc)
+		})
+		return
+	}
 	if p.Epilogue != TMAStore {
 		wk.forTiles(func(t tile) {
 			wk.consumer(base, t, cw, acc, r)
@@ -512,24 +540,62 @@ func (wk *wgKernel) epilogue(c ptx.Reg, t tile, cw, l ptx.Reg, acc [][]ptx.Reg) 
 		od = dtype.F32
 		c = k.Add(ptx.U64, c, k.MulWide(ptx.U32, k.Mul(ptx.U32, t.split, ptx.Imm(g.r*g.c)), ptx.Imm(4)))
 	}
+	ds := wk.newDirectStore(c, od, t, cw, l)
+	for mb := range acc {
+		for h := range 2 {
+			for j := range wk.p.BN / 8 {
+				ds.pair(mb, h, j, acc[mb][4*j+2*h], acc[mb][4*j+2*h+1])
+			}
+		}
+	}
+}
+
+// directStore stores accumulator pairs of the wgmma layout into C (or a
+// workspace of C's shape) at the thread's rows and columns.
+type directStore struct {
+	wk    *wgKernel
+	od    dtype.DType
+	ptr   ptx.Reg   // u64: the thread's first pair
+	row   ptx.Reg   // u32: the thread's first row of C
+	colOK []ptx.Reg // column group j is inside C
+	rowOK map[int]ptx.Reg
+}
+
+func (wk *wgKernel) newDirectStore(c ptx.Reg, od dtype.DType, t tile, cw, l ptx.Reg) *directStore {
+	k, g := wk.k, wk.g
 	lane := k.And(ptx.U32, l, ptx.Imm(31))
 	wrow := k.Add(ptx.U32, k.Shl(ptx.U32, k.Shr(ptx.U32, l, ptx.Imm(5)), ptx.Imm(4)), k.Shr(ptx.U32, lane, ptx.Imm(2)))
 	row := k.Add(ptx.U32, k.Mad(ptx.U32, cw, ptx.Imm(wk.rowsPC), t.row0), wrow)
 	col := k.Add(ptx.U32, t.col0, k.Shl(ptx.U32, k.And(ptx.U32, lane, ptx.Imm(3)), ptx.Imm(1)))
-	ptr := k.Add(ptx.U64, c, k.MulWide(ptx.U32, k.Mad(ptx.U32, row, ptx.Imm(g.c), col), ptx.Imm(od.Size())))
-	var colOK []ptx.Reg
+	ds := &directStore{wk: wk, od: od, row: row, rowOK: map[int]ptx.Reg{}}
+	ds.ptr = k.Add(ptx.U64, c, k.MulWide(ptx.U32, k.Mad(ptx.U32, row, ptx.Imm(g.c), col), ptx.Imm(od.Size())))
 	for j := range wk.p.BN / 8 {
-		colOK = append(colOK, k.Setp("lt", ptx.S32, col, ptx.Imm(g.c-8*j)))
+		ds.colOK = append(ds.colOK, k.Setp("lt", ptx.S32, col, ptx.Imm(g.c-8*j)))
 	}
-	for mb := range acc {
+	return ds
+}
+
+// rowsOf computes the row bounds of mBlocks m64 blocks now (pair computes
+// a bound at its first use, which must then dominate the later ones).
+func (ds *directStore) rowsOf(mBlocks int) {
+	for mb := range mBlocks {
 		for h := range 2 {
 			dr := 64*mb + 8*h
-			rowOK := k.Setp("lt", ptx.S32, row, ptx.Imm(g.r-dr))
-			for j := range wk.p.BN / 8 {
-				off := int64(dr*g.c+8*j) * int64(od.Size())
-				vals := []ptx.Reg{acc[mb][4*j+2*h], acc[mb][4*j+2*h+1]}
-				gen.StVals(k, od, ptx.At(ptr, off), vals, k.And(ptx.Pred, rowOK, colOK[j]))
-			}
+			ds.rowOK[dr] = ds.wk.k.Setp("lt", ptx.S32, ds.row, ptx.Imm(ds.wk.g.r-dr))
 		}
 	}
+}
+
+// pair stores v0, v1 at rows 64mb + 8h and columns 8j of the thread's
+// (the row's bound checked once per row).
+func (ds *directStore) pair(mb, h, j int, v0, v1 ptx.Reg) {
+	k, g := ds.wk.k, ds.wk.g
+	dr := 64*mb + 8*h
+	rowOK, ok := ds.rowOK[dr]
+	if !ok {
+		rowOK = k.Setp("lt", ptx.S32, ds.row, ptx.Imm(g.r-dr))
+		ds.rowOK[dr] = rowOK
+	}
+	off := int64(dr*g.c+8*j) * int64(ds.od.Size())
+	gen.StVals(k, ds.od, ptx.At(ds.ptr, off), []ptx.Reg{v0, v1}, k.And(ptx.Pred, rowOK, ds.colOK[j]))
 }

@@ -154,7 +154,7 @@ func (src *wgSource) Fill(k *ptx.Func, b, raw, col0, kc, i ptx.Reg, loaded []ptx
 // the register split, order m (grouped when persistent).
 func wgParams(p GEMMParams) gemm.Params {
 	gp := gemm.Params{MMA: gemm.WGMMA, BM: p.BM, BN: p.BN, BK: p.BK, Stages: p.Stages, Consumers: 2, Cluster: 1,
-		SplitK: 1, Order: gemm.OrderM, Persistent: p.Persistent, Epilogue: p.Epilogue, RegSplit: true}
+		SplitK: 1, Reduce: gemm.ReduceLaunch, Order: gemm.OrderM, Persistent: p.Persistent, Epilogue: p.Epilogue, RegSplit: true}
 	if p.Persistent {
 		gp.Order = gemm.Grouped
 	}

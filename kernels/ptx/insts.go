@@ -612,7 +612,7 @@ func (f *Func) checkAddr(op string, sp Space, a Addr) {
 	case Reg:
 		switch {
 		case b.t.Bits() == 64 && classOf(b.t) == clsB64:
-		case b.t.Bits() == 32 && classOf(b.t) == clsB32 && sp == Shared:
+		case b.t.Bits() == 32 && classOf(b.t) == clsB32 && (sp == Shared || sp == SharedCluster):
 		case b.t.Bits() == 32 && classOf(b.t) == clsB32:
 			f.errorf("%s: 32-bit address register %v used for the %s space (only shared takes 32-bit addresses)", op, b, sp)
 		default:

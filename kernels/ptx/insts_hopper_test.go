@@ -49,7 +49,7 @@ func TestHopperHelpers(t *testing.T) {
 		{"mbarrier expect_tx", func(e env) { e.k.MbarArriveExpectTx(ptx.At(e.base, 0), ptx.Imm(32768)) },
 			[]string{"mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r2], 32768;"}, "sm_90 8.0"},
 		{"mbarrier remote arrive", func(e env) { e.k.MbarArriveCluster(ptx.At(e.k.Mapa(e.base, ptx.Imm(1)), 0)) },
-			[]string{"mapa.shared::cluster.u32 %r3, %r2, 1;", "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%r3];"}, "sm_90 8.0"},
+			[]string{"mapa.shared::cluster.u32 %r3, %r2, 1;", "mbarrier.arrive.shared::cluster.b64 _, [%r3];"}, "sm_90 8.0"},
 		{"mbarrier wait loop", func(e env) { e.k.MbarWait(ptx.At(e.base, 0), ptx.Imm(1)) },
 			[]string{"$L_loop1_top:\n\tmbarrier.try_wait.parity.shared::cta.b64 %p1, [%r2], 1;\n\tnot.pred %p2, %p1;\n\t@!%p2 bra $L_loop1_end;\n\tbra $L_loop1_top;\n$L_loop1_end:\n"}, "sm_90 7.8"},
 		{"TMA load, multicast, store", func(e env) {

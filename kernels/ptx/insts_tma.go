@@ -56,16 +56,19 @@ func (f *Func) MbarArriveExpectTx(bar Addr, bytes Operand) {
 	f.emit(&Inst{Op: "mbarrier.arrive.expect_tx.shared::cta.b64", Args: []Operand{Sink{}, bar, bytes}})
 }
 
-// MbarArriveCluster emits mbarrier.arrive.release.cluster.shared::cluster.b64
-// _, [bar]: an arrival, with release semantics at cluster scope, on a
+// MbarArriveCluster emits mbarrier.arrive.shared::cluster.b64 _, [bar]:
+// an arrival, with the default release semantics at CTA scope, on a
 // barrier of any CTA of the cluster; bar's base is a 32-bit
 // shared::cluster address (Mapa of the local barrier's address). A
-// multicast consumer releases a stage of every CTA that loaded it so.
+// multicast consumer releases a stage of every CTA that loaded it so,
+// after wgmma.wait_group has retired its reads of the stage. Not
+// .release.cluster: a cluster-scope fence per arrival stalls the k-loop
+// (docs/kernels/gemm.md has the H200 figures).
 func (f *Func) MbarArriveCluster(bar Addr) {
 	if r, ok := bar.Base.(Reg); !ok || classOf(r.t) != clsB32 {
 		f.errorf("mbarrier.arrive.shared::cluster: address %v must be a 32-bit shared::cluster register (from Mapa)", bar)
 	}
-	f.emit(&Inst{Op: "mbarrier.arrive.release.cluster.shared::cluster.b64", Args: []Operand{Sink{}, bar}})
+	f.emit(&Inst{Op: "mbarrier.arrive.shared::cluster.b64", Args: []Operand{Sink{}, bar}})
 }
 
 // MbarTryWait emits mbarrier.try_wait.parity.shared::cta.b64 p, [bar],

@@ -107,11 +107,13 @@ func classOf(t Type) class {
 // Space is a PTX state space.
 type Space string
 
-// State spaces for ld, st, atom and red.
+// State spaces for ld, st, atom and red. SharedCluster is the shared
+// memory of any CTA of the cluster, at a 32-bit address from Mapa (sm_90).
 const (
-	Global Space = "global"
-	Shared Space = "shared"
-	Local  Space = "local"
-	Param  Space = "param"
-	Const  Space = "const"
+	Global        Space = "global"
+	Shared        Space = "shared"
+	SharedCluster Space = "shared::cluster"
+	Local         Space = "local"
+	Param         Space = "param"
+	Const         Space = "const"
 )

@@ -51,9 +51,9 @@ var cvtBF16 = Raise{When: func(q []string) bool {
 var table = []Row{
 	// Data movement and conversion.
 	{Name: "mov", Args: ds, Effects: pureDS, SM: 20, PTX: 10},
-	{Name: "ld", Args: da, Spaces: Memory, Effects: Dest | Load, SM: 20, PTX: 10, Raise: []Raise{cacheHint}},
+	{Name: "ld", Args: da, Spaces: Memory, Effects: Dest | Load, SM: 20, PTX: 10, Raise: []Raise{cacheHint, sharedCluster}},
 	{Name: "ldu", Args: da, Spaces: Global | Generic, Effects: Dest | Load, SM: 20, PTX: 20},
-	{Name: "st", Args: as, Spaces: Global | Shared | Local | Generic, Effects: Store, SM: 20, PTX: 10, Raise: []Raise{cacheHint}},
+	{Name: "st", Args: as, Spaces: Global | Shared | Local | Generic, Effects: Store, SM: 20, PTX: 10, Raise: []Raise{cacheHint, sharedCluster}},
 	{Name: "cvta", Args: ds, Spaces: Global | Shared | Local | Const | Param, Effects: pureDS, SM: 20, PTX: 20,
 		Raise: []Raise{{Qual: "param", SM: 70, PTX: 77}}},
 	{Name: "mapa", Args: dss, Effects: pureDS, SM: 90, PTX: 78},
@@ -203,6 +203,10 @@ var table = []Row{
 	{Name: "cp.async.bulk.commit_group", Args: none, Effects: Async, SM: 90, PTX: 80},
 	{Name: "cp.async.bulk.wait_group", Args: []Kind{Src}, Effects: Async, SM: 90, PTX: 80},
 }
+
+// sharedCluster raises ld and st on the cluster's shared memory window
+// (distributed shared memory): sm_90, PTX ISA 7.8.
+var sharedCluster = Raise{Qual: "shared::cluster", SM: 90, PTX: 78}
 
 // mbar raises mbarrier forms: .shared::cta needs PTX ISA 7.8; expect_tx,
 // the .shared::cluster window and the .release/.acquire and .cluster
