@@ -204,8 +204,10 @@ type cudaFunction struct {
 }
 
 // Resources reads the kernel's resources and opts it in to dynSmem bytes
-// of dynamic shared memory when that is over 48 KiB; static and dynamic
-// shared memory together beyond the device's opt-in limit are an error.
+// of dynamic shared memory when static and dynamic together are over the
+// 48 KiB a launch gets without it (48 KiB of dynamic beside a static
+// table fails with CUDA_ERROR_INVALID_VALUE otherwise); beyond the
+// device's opt-in limit they are an error.
 func (f cudaFunction) Resources(threads, dynSmem int) (Resources, error) {
 	a, err := f.f.Attributes()
 	if err != nil {
@@ -215,7 +217,7 @@ func (f cudaFunction) Resources(threads, dynSmem int) (Resources, error) {
 		return Resources{}, fmt.Errorf("kernel %s: %d bytes of static and %d of dynamic shared memory exceed the %d bytes a block may use on this device",
 			f.f.Name(), a.SharedBytes, dynSmem, f.maxShared)
 	}
-	if dynSmem > 48<<10 {
+	if a.SharedBytes+dynSmem > 48<<10 {
 		if err := f.f.SetMaxDynamicShared(dynSmem); err != nil {
 			return Resources{}, err
 		}

@@ -30,21 +30,37 @@ import (
 // The raw area is free again once the full barrier completed: the fillers
 // read it before they arrive, and thread 0 rewrites it only after the
 // consumers released the slot.
+//
+// In a cluster of C CTAs on consecutive tile rows of one tile column
+// (cluster=C, multicast=1) the CTAs share B: each writes its Share of the
+// k-rows (64/C rows from rank·64/C; its Issue loads only those) and sends
+// it to the others. Its fillers fence, meet at named barrier fillBar,
+// and filler 0 copies the share into every other CTA's slot
+// (cp.async.bulk.shared::cluster, one copy per B atom, completing its
+// bytes on that CTA's full barrier) and arrives on its own full barrier
+// for all of them: the full barrier counts two arrivals (thread 0's,
+// whose expect_tx adds the other CTAs' shares, and filler 0's). The
+// consumers release a slot in every CTA of the cluster (its empty barrier
+// counts them all), so a CTA writes into another's slot only after that
+// CTA's consumers are done with it.
 type BSource interface {
 	// Declare declares the kernel parameters the source reads (they
 	// follow A's tensor map) and returns the launch arguments for them.
 	Declare(k *ptx.Func) []kernels.Arg
 	// Setup runs once on every thread of the CTA before the roles split
-	// (tid: %tid.x; fillers: how many threads run Load and Fill); it may
-	// write shared memory and pass barrier 0.
-	Setup(k *ptx.Func, tid ptx.Reg, fillers int)
-	// RawBytes is the raw area of a slot, a multiple of 1024 bytes; 0
+	// (tid: %tid.x; fillers: how many threads run Load and Fill; share:
+	// the k-rows of each k-tile this CTA writes); it may write shared
+	// memory and pass barrier 0.
+	Setup(k *ptx.Func, tid ptx.Reg, fillers int, share Share)
+	// RawBytes is the raw area of a slot (for the CTA's share), a
+	// multiple of 1024 bytes; 0
 	// for a source that takes everything from Load: then there is no
 	// Issue, and the fillers wait for the slot's empty barrier themselves.
 	RawBytes(p Params) int
-	// Issue loads the raw data of the k-tile whose first reduction row is
-	// kc for the tile's columns col0 .. col0+BN into raw (u32 shared),
-	// completing its bytes on bar; one thread calls it.
+	// Issue loads the raw data of the CTA's share of the k-tile whose
+	// first reduction row is kc for the tile's columns col0 .. col0+BN
+	// into raw (u32 shared), completing its bytes on bar; one thread
+	// calls it.
 	Issue(k *ptx.Func, raw ptx.Reg, bar ptx.Addr, col0, kc ptx.Reg)
 	// Load is filler i's (u32, 0 .. fillers−1) global loads for the
 	// k-tile whose first reduction row is kc (a scale per unit, say),
@@ -58,6 +74,17 @@ type BSource interface {
 
 // producerFillers is the fillers of the producer warpgroup (warps 1..3).
 const producerFillers = 96
+
+// fillBar is the fillers' named barrier in a cluster that shares B.
+const fillBar = 6
+
+// Share is the k-rows of each k-tile a CTA writes of a B it shares with
+// its cluster: Rows rows (64/cluster) from First (u32, rank·Rows; the
+// immediate 0 without a cluster).
+type Share struct {
+	First ptx.Operand
+	Rows  int
+}
 
 // srcProducerR is the producer warpgroup's registers with a BSource
 // under the register split: its fillers compute.
@@ -85,14 +112,18 @@ func (w WrittenB) problem() problem {
 // Check says whether the wgmma path emits p for w with src: BK 64, one or
 // two m64 blocks per consumer, whole B atoms, accumulators within the
 // consumers' registers, the slots within shared memory, no deeper than
-// the k-loop; no cluster, split or stream-K.
+// the k-loop; no split or stream-K; a cluster of 2 or 4 CTAs sharing B
+// (multicast=1) on consecutive tile rows (order m or grouped, tile rows a
+// multiple of the cluster).
 func (w WrittenB) Check(p Params, src BSource) error {
 	g := w.problem()
 	switch {
 	case p.MMA != WGMMA || p.BK != 64 || !p.RegSplit:
 		return fmt.Errorf("a written B takes mma=wgmma, bk=64 and the register split")
-	case p.Cluster != 1 || p.SplitK != 1 || p.Order == StreamK:
-		return fmt.Errorf("a written B takes cluster=1, splitk=1 and no stream-K")
+	case p.SplitK != 1 || p.Order == StreamK:
+		return fmt.Errorf("a written B takes splitk=1 and no stream-K")
+	case p.Cluster != 1 && (p.Cluster != 2 && p.Cluster != 4 || !p.Multicast || p.Order == OrderN || tilesR(g, p)%p.Cluster != 0):
+		return fmt.Errorf("a written B in clusters takes cluster 2 or 4, multicast=1, order m or grouped and tile rows in whole clusters (%d)", tilesR(g, p))
 	case p.BM%(64*p.Consumers) != 0 || p.BM/p.Consumers > 128:
 		return fmt.Errorf("bm=%d over %d consumers: want one or two m64 blocks each", p.BM, p.Consumers)
 	case p.BN%64 != 0 || p.BN > 256:
@@ -123,6 +154,15 @@ func (w WrittenB) Emit(p Params, src BSource) (kernels.Program, error) {
 		return kernels.Program{}, err
 	}
 	return buildWgmma(w.Entry, "", w.problem(), p, src, w.FillWarpgroups)
+}
+
+// fullArrivals is a full barrier's arrivals per phase: the producer's,
+// and each filler's, or in a cluster filler 0's for all (BSource).
+func (wk *wgKernel) fullArrivals() int {
+	if wk.src != nil && wk.p.Cluster > 1 {
+		return 2
+	}
+	return 1 + wk.fillers()
 }
 
 // fillers is the full barrier's arrivals beyond the producer's.
@@ -158,12 +198,26 @@ func (r *ring) raw(base ptx.Reg) ptx.Addr {
 	return ptx.At(r.wk.k.Mad(ptx.U32, r.slot, ptx.Imm(8), base), int64(r.wk.bars+16*r.wk.p.Stages))
 }
 
+// share is the CTA's part of each k-tile's B rows.
+func (wk *wgKernel) share() Share {
+	if wk.p.Cluster == 1 {
+		return Share{First: ptx.Imm(0), Rows: 64}
+	}
+	rows := 64 / wk.p.Cluster
+	return Share{First: wk.k.Mul(ptx.U32, wk.k.Mov(ptx.U32, ptx.ClusterCtaRank), ptx.Imm(rows)), Rows: rows}
+}
+
 // fill is filler i's loop (i: u32): per k-tile of every tile, issue the
 // next k-tile's Load, wait for the raw data, write B, make the writes
-// visible to the tensor cores' proxy and arrive on the full barrier.
+// visible to the tensor cores' proxy and arrive on the full barrier (in
+// a cluster: send the share, see BSource).
 func (wk *wgKernel) fill(base, i ptx.Reg) {
 	k, p := wk.k, wk.p
 	r := wk.newRing()
+	var sh Share
+	if p.Cluster > 1 {
+		sh = wk.share()
+	}
 	wk.forTiles(func(t tile) {
 		kc := k.Mul(ptx.U32, t.kt0, ptx.Imm(p.BK))
 		cur := wk.src.Load(k, t.col0, kc, i, k.Setp("ne", ptx.U32, t.nk, ptx.Imm(0)))
@@ -178,12 +232,39 @@ func (wk *wgKernel) fill(base, i ptx.Reg) {
 			b := k.Add(ptx.U32, r.data(base), ptx.Imm(wk.aBytes))
 			wk.src.Fill(k, b, k.Add(ptx.U32, b, ptx.Imm(p.BN*128)), t.col0, kc, i, cur)
 			k.FenceProxyAsync()
-			k.MbarArriveDrop(r.full(base))
+			if p.Cluster > 1 {
+				wk.sendShare(b, r.full(base), i, sh)
+			} else {
+				k.MbarArriveDrop(r.full(base))
+			}
 			for j := range cur {
 				k.MovTo(cur[j], next[j])
 			}
 			k.MovTo(kc, k.Add(ptx.U32, kc, ptx.Imm(p.BK)))
 			r.next()
 		})
+	})
+}
+
+// sendShare: the fillers meet; filler 0 copies the CTA's share of the B
+// tile at b (rows sh.First.. of every atom) into the other CTAs' slots,
+// completing on their full barriers, and arrives on its own.
+func (wk *wgKernel) sendShare(b ptx.Reg, full ptx.Addr, i ptx.Reg, sh Share) {
+	k, p := wk.k, wk.p
+	k.Raw(90, 80, "bar.sync", ptx.Imm(fillBar), ptx.Imm(wk.fillers()))
+	k.If(k.Setp("eq", ptx.U32, i, ptx.Imm(0)), func() {
+		src := k.Mad(ptx.U32, sh.First, ptx.Imm(128), b)
+		bar := k.Add(ptx.U32, full.Base.(ptx.Reg), ptx.Imm(full.Off))
+		rank := k.Mov(ptx.U32, ptx.ClusterCtaRank)
+		for q := range p.Cluster {
+			k.If(k.Setp("ne", ptx.U32, rank, ptx.Imm(q)), func() {
+				rb := k.Mapa(bar, ptx.Imm(q))
+				for j := range p.BN / 64 {
+					at := k.Add(ptx.U32, src, ptx.Imm(j*wgAtom))
+					k.BulkCopyToCluster(ptx.At(k.Mapa(at, ptx.Imm(q)), 0), ptx.At(at, 0), sh.Rows*128, ptx.At(rb, 0))
+				}
+			})
+		}
+		k.MbarArriveDrop(full)
 	})
 }

@@ -89,7 +89,7 @@ func emitWgmma(s Shape, g problem, p Params) (kernels.Program, error) {
 // buildWgmma writes the wgmma path's program under entry (red: the
 // split-K reduce's), B loaded by TMA or, with src, written by src.
 func buildWgmma(entry, red string, g problem, p Params, src BSource, fillWGs int) (kernels.Program, error) {
-	if p.Cluster != 1 && (p.Cluster != 2 || !p.Multicast) {
+	if p.Cluster != 1 && (p.Cluster != 2 && (src == nil || p.Cluster != 4) || !p.Multicast) {
 		return kernels.Program{}, fmt.Errorf("mma=wgmma: cluster=%d multicast=%v is not emitted", p.Cluster, p.Multicast)
 	}
 	if p.Epilogue == TMAStore && p.SplitK > 1 {
@@ -101,8 +101,8 @@ func buildWgmma(entry, red string, g problem, p Params, src BSource, fillWGs int
 	if p.Reduce == ReduceDSMEM && (p.SplitK < 2 || p.Cluster != 1 || p.Persistent || p.Epilogue != Direct || src != nil) {
 		return kernels.Program{}, fmt.Errorf("mma=wgmma: reduce=dsmem takes splitk >= 2, cluster=1, persistent=0, epilogue=direct and a TMA-loaded B")
 	}
-	if src != nil && (!g.a.kMajor || p.Cluster != 1 || p.SplitK != 1 || p.Order == StreamK) {
-		return kernels.Program{}, fmt.Errorf("mma=wgmma: a written B takes a K-major A, cluster=1, splitk=1 and no stream-K")
+	if src != nil && (!g.a.kMajor || p.SplitK != 1 || p.Order == StreamK) {
+		return kernels.Program{}, fmt.Errorf("mma=wgmma: a written B takes a K-major A, splitk=1 and no stream-K")
 	}
 	m := ptx.NewModule()
 	wk := &wgKernel{g: g, p: p, src: src, fillWGs: fillWGs}
@@ -239,11 +239,11 @@ func (wk *wgKernel) body() []kernels.Arg {
 	tid := k.Mov(ptx.U32, ptx.TidX)
 	wg := k.Shr(ptx.U32, tid, ptx.Imm(7))
 	if wk.src != nil {
-		wk.src.Setup(k, tid, wk.fillers())
+		wk.src.Setup(k, tid, wk.fillers(), wk.share())
 	}
 	k.If(k.Setp("eq", ptx.U32, tid, ptx.Imm(0)), func() {
 		for s := range p.Stages {
-			k.MbarInit(ptx.At(base, int64(wk.bars+8*s)), ptx.Imm(1+wk.fillers()))
+			k.MbarInit(ptx.At(base, int64(wk.bars+8*s)), ptx.Imm(wk.fullArrivals()))
 			k.MbarInit(ptx.At(base, int64(wk.bars+8*(p.Stages+s))), ptx.Imm(4*p.Consumers*p.Cluster))
 			if wk.src != nil && wk.src.RawBytes(p) > 0 {
 				k.MbarInit(ptx.At(base, int64(wk.bars+8*(2*p.Stages+s))), ptx.Imm(1))
@@ -267,7 +267,9 @@ func (wk *wgKernel) body() []kernels.Arg {
 			wk.forTiles(func(t tile) { wk.producer(base, t, ma, mb, r) })
 		})
 		if wk.src != nil {
-			k.If(k.Setp("ge", ptx.U32, tid, ptx.Imm(32)), func() { wk.fill(base, k.Sub(ptx.U32, tid, ptx.Imm(32))) })
+			// warps 1..3 (a warp-uniform condition: the fillers of a
+			// cluster meet at a named barrier)
+			k.If(k.Setp("ge", ptx.U32, k.Shr(ptx.U32, tid, ptx.Imm(5)), ptx.Imm(1)), func() { wk.fill(base, k.Sub(ptx.U32, tid, ptx.Imm(32))) })
 		}
 	}, func() {
 		if wk.fillWGs == 0 {
@@ -413,7 +415,7 @@ func (wk *wgKernel) producer(base ptx.Reg, t tile, ma, mb ptx.Reg, r *ring) {
 		k.MbarWait(r.empty(base), k.Xor(ptx.U32, r.phase, ptx.Imm(1)))
 		full := r.full(base)
 		if wk.src != nil {
-			k.MbarArriveExpectTx(full, ptx.Imm(wk.aBytes))
+			k.MbarArriveExpectTx(full, ptx.Imm(wk.aBytes+(p.Cluster-1)*p.BN*128/p.Cluster))
 			dst := r.data(base)
 			k.TmaLoad(ptx.At(dst, 0), ma, []ptx.Operand{kc, t.row0}, full)
 			if wk.src.RawBytes(p) > 0 {

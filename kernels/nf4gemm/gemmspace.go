@@ -36,8 +36,8 @@ func (gemmDef) Space(s GEMMShape) variants.Typed[GEMMParams] {
 // the same for 128 and 256 rows, the MMAs twice as much for 256.
 func pathFeatures(_ GEMMShape, p GEMMParams) error {
 	if p.MMA == "sync" {
-		if p.BK != 32 || p.Dequant != Consumers || p.Epilogue != gemm.Direct || p.Persistent || p.BM > 128 || p.BN > 128 || p.Stages > 4 || p.Codes != "tma" {
-			return fmt.Errorf("mma=sync takes bk=32, dequant=consumer, epilogue=direct, persistent=0, tiles up to 128×128, stages <= 4, codes=tma (the codes axis is the wgmma path's)")
+		if p.BK != 32 || p.Dequant != Consumers || p.Epilogue != gemm.Direct || p.Persistent || p.BM > 128 || p.BN > 128 || p.Stages > 4 || p.Codes != "tma" || p.Cluster != 1 {
+			return fmt.Errorf("mma=sync takes bk=32, dequant=consumer, epilogue=direct, persistent=0, tiles up to 128×128, stages <= 4, codes=tma, cluster=1 (the codes and cluster axes are the wgmma path's)")
 		}
 		return nil
 	}

@@ -29,7 +29,8 @@ type wgSource struct {
 	tm   ptx.Sym            // w4's tensor map (codes=tma)
 	bufs map[string]ptx.Reg // the scale buffers' generic addresses, and w4's (codes=ld)
 	d    *deq
-	n    int // fillers
+	n    int        // fillers
+	sh   gemm.Share // the k-rows of each k-tile this CTA dequantizes
 }
 
 func (src *wgSource) scaleNames() []string {
@@ -39,8 +40,8 @@ func (src *wgSource) scaleNames() []string {
 	return []string{"absmax"}
 }
 
-// Declare: w4's tensor map ({k/2 bytes, n rows}, boxes {bn/2, 64}, no
-// swizzle) or, with codes=ld, its address; then the scale buffers.
+// Declare: w4's tensor map ({k/2 bytes, n rows}, boxes {bn/2, 64/cluster},
+// no swizzle) or, with codes=ld, its address; then the scale buffers.
 func (src *wgSource) Declare(k *ptx.Func) []kernels.Arg {
 	src.bufs = map[string]ptx.Reg{}
 	var args []kernels.Arg
@@ -50,7 +51,7 @@ func (src *wgSource) Declare(k *ptx.Func) []kernels.Arg {
 	} else {
 		src.tm = k.TensorMapParam("w4")
 		args = append(args, kernels.Arg{TensorMap: &kernels.TensorMap{Buffer: "w4", DType: dtype.U8,
-			Dims: []int{src.s.K / 2, src.s.N}, Strides: []int{src.s.K / 2}, Box: []int{src.p.BN / 2, 64}}})
+			Dims: []int{src.s.K / 2, src.s.N}, Strides: []int{src.s.K / 2}, Box: []int{src.p.BN / 2, src.rows()}}})
 	}
 	for _, n := range src.scaleNames() {
 		src.bufs[n] = gen.Param(k, n)
@@ -59,49 +60,61 @@ func (src *wgSource) Declare(k *ptx.Func) []kernels.Arg {
 	return args
 }
 
+// rows is the k-rows of a k-tile the CTA dequantizes.
+func (src *wgSource) rows() int { return 64 / src.p.Cluster }
+
 // Setup: the lookup's shared table.
-func (src *wgSource) Setup(k *ptx.Func, tid ptx.Reg, fillers int) {
-	src.n = fillers
+func (src *wgSource) Setup(k *ptx.Func, tid ptx.Reg, fillers int, share gemm.Share) {
+	src.n, src.sh = fillers, share
 	src.d = newDeq(k, src.p.Lookup, src.s.DType, tid)
 }
 
-// RawBytes: a k-tile's packed codes, 64 rows of bn/2 bytes (none with
-// codes=ld: each filler loads its own).
+// RawBytes: the CTA's share of a k-tile's packed codes, 64/cluster rows
+// of bn/2 bytes (none with codes=ld: each filler loads its own).
 func (src *wgSource) RawBytes(p gemm.Params) int {
 	if src.p.Codes == "ld" {
 		return 0
 	}
-	return (64*p.BN/2 + 1023) &^ 1023
+	return (src.rows()*p.BN/2 + 1023) &^ 1023
 }
 
-// Issue loads the k-tile's codes: rows kc.., bytes col0/2...
+// Issue loads the CTA's share of the k-tile's codes: rows kc+first..,
+// bytes col0/2...
 func (src *wgSource) Issue(k *ptx.Func, raw ptx.Reg, bar ptx.Addr, col0, kc ptx.Reg) {
-	k.MbarArriveExpectTx(bar, ptx.Imm(64*src.p.BN/2))
+	k.MbarArriveExpectTx(bar, ptx.Imm(src.rows()*src.p.BN/2))
+	if src.rows() < 64 {
+		kc = k.Add(ptx.U32, kc, src.sh.First)
+	}
 	k.TmaLoad(ptx.At(raw, 0), k.TensorMapAddr(src.tm), []ptx.Operand{k.Shr(ptx.U32, col0, ptx.Imm(1)), kc}, bar)
 }
 
 // units are filler i's units of a k-tile: u = i, i+n, ... (n fillers) below
-// 64·bn/64 whose columns start within K, each its row in the k-tile and
-// block column.
-func (src *wgSource) units(k *ptx.Func, col0, i ptx.Reg) (ok, row, bc []ptx.Reg) {
-	n := src.p.BN
+// rows·bn/64 (rows: the CTA's share) whose columns start within K, each
+// its row in the k-tile (rel: in the share) and block column.
+func (src *wgSource) units(k *ptx.Func, col0, i ptx.Reg) (ok, row, rel, bc []ptx.Reg) {
+	rows := src.rows()
+	n := rows * src.p.BN / 64
 	for j := range gen.CeilDiv(n, src.n) {
 		u := k.Add(ptx.U32, i, ptx.Imm(j*src.n))
-		r, c := k.And(ptx.U32, u, ptx.Imm(63)), k.Shr(ptx.U32, u, ptx.Imm(6))
+		r, c := k.And(ptx.U32, u, ptx.Imm(int64(rows-1))), k.Shr(ptx.U32, u, ptx.Imm(int64(gen.Log2(rows))))
 		// Units past the tile or past K (whose B columns only make
 		// outputs that are never stored) are skipped.
 		in := k.And(ptx.Pred, k.Setp("lt", ptx.U32, u, ptx.Imm(n)),
 			k.Setp("lt", ptx.U32, k.Mad(ptx.U32, c, ptx.Imm(64), col0), ptx.Imm(src.s.K)))
-		ok, row, bc = append(ok, in), append(row, r), append(bc, c)
+		abs := r
+		if rows < 64 {
+			abs = k.Add(ptx.U32, r, src.sh.First)
+		}
+		ok, row, rel, bc = append(ok, in), append(row, abs), append(rel, r), append(bc, c)
 	}
-	return ok, row, bc
+	return ok, row, rel, bc
 }
 
 // Load: the scale of each of filler i's units of the k-tile at kc, and
 // with codes=ld its 32 bytes of codes (8 words): per unit 1 or 9
 // registers.
 func (src *wgSource) Load(k *ptx.Func, col0, kc, i, more ptx.Reg) []ptx.Reg {
-	ok, row, bc := src.units(k, col0, i)
+	ok, row, _, bc := src.units(k, col0, i)
 	var out []ptx.Reg
 	for j := range ok {
 		// The unit's first element: (kc+row, col0+64·bc) of W; element 0
@@ -125,14 +138,14 @@ func (src *wgSource) Load(k *ptx.Func, col0, kc, i, more ptx.Reg) []ptx.Reg {
 // compiler can interleave them (a unit that is not filler i's reads codes
 // that are there and block 0's scale).
 func (src *wgSource) Fill(k *ptx.Func, b, raw, col0, kc, i ptx.Reg, loaded []ptx.Reg) {
-	ok, row, bc := src.units(k, col0, i)
+	ok, row, rel, bc := src.units(k, col0, i)
 	per := len(loaded) / len(ok)
 	for j := range ok {
 		t := src.d.forScale(loaded[j*per])
 		words := loaded[j*per+1 : (j+1)*per]
 		if src.p.Codes != "ld" {
 			// A unit past the tile would read past the raw area: row 0's.
-			unit := k.Selp(ptx.U32, k.Mad(ptx.U32, row[j], ptx.Imm(src.p.BN/2), k.Mul(ptx.U32, bc[j], ptx.Imm(32))), ptx.Imm(0), ok[j])
+			unit := k.Selp(ptx.U32, k.Mad(ptx.U32, rel[j], ptx.Imm(src.p.BN/2), k.Mul(ptx.U32, bc[j], ptx.Imm(32))), ptx.Imm(0), ok[j])
 			codes := k.Add(ptx.U32, raw, unit)
 			words = nil
 			for h := range 2 {
@@ -153,8 +166,8 @@ func (src *wgSource) Fill(k *ptx.Func, b, raw, col0, kc, i ptx.Reg, loaded []ptx
 // wgParams is the gemm_bwd variant of p: two consumers of 64-row blocks,
 // the register split, order m (grouped when persistent).
 func wgParams(p GEMMParams) gemm.Params {
-	gp := gemm.Params{MMA: gemm.WGMMA, BM: p.BM, BN: p.BN, BK: p.BK, Stages: p.Stages, Consumers: 2, Cluster: 1,
-		SplitK: 1, Reduce: gemm.ReduceLaunch, Order: gemm.OrderM, Persistent: p.Persistent, Epilogue: p.Epilogue, RegSplit: true}
+	gp := gemm.Params{MMA: gemm.WGMMA, BM: p.BM, BN: p.BN, BK: p.BK, Stages: p.Stages, Consumers: 2, Cluster: p.Cluster,
+		Multicast: p.Cluster > 1, SplitK: 1, Reduce: gemm.ReduceLaunch, Order: gemm.OrderM, Persistent: p.Persistent, Epilogue: p.Epilogue, RegSplit: true}
 	if p.Persistent {
 		gp.Order = gemm.Grouped
 	}

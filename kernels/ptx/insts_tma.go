@@ -292,3 +292,26 @@ func (f *Func) Stmatrix(trans bool, addr Addr, vals []Reg) {
 	}
 	f.emit(&Inst{Op: op + ".shared.b16", Args: []Operand{addr, Vec(vals)}})
 }
+
+// BulkCopyToCluster emits
+// cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes
+// [dst], [src], bytes, [bar]: the async proxy copies bytes (a positive
+// multiple of 16, both addresses 16-byte aligned) of this CTA's shared
+// memory at src to dst in a CTA of the cluster and completes them as
+// transactions on bar, a barrier of that CTA whose current phase expects
+// them. dst and bar are 32-bit shared::cluster addresses (Mapa). Generic
+// writes of the source need a fence.proxy.async of each writing thread
+// first; the source is read until the destination's barrier completes.
+func (f *Func) BulkCopyToCluster(dst, src Addr, bytes int, bar Addr) {
+	for _, a := range []Addr{dst, bar} {
+		if r, ok := a.Base.(Reg); !ok || classOf(r.t) != clsB32 {
+			f.errorf("cp.async.bulk.shared::cluster: address %v must be a 32-bit shared::cluster register (from Mapa)", a)
+		}
+	}
+	f.checkAddr("cp.async.bulk", Shared, src)
+	if bytes <= 0 || bytes%16 != 0 {
+		f.errorf("cp.async.bulk: %d bytes (want a positive multiple of 16)", bytes)
+	}
+	f.emit(&Inst{Op: "cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes",
+		Args: []Operand{dst, src, Imm(bytes), bar}})
+}

@@ -457,7 +457,7 @@ func (w *warp) exec() error {
 				return err
 			}
 		case opWgmma, opWgFence, opWgCommit, opWgWait, opMbarInit, opMbarArrive, opMbarExpectTx, opMbarCompleteTx,
-			opMbarWait, opTmaLoad, opTmaStore, opBulkCommit, opBulkWait, opFenceProxy, opClusterArrive, opClusterWait,
+			opMbarWait, opTmaLoad, opTmaStore, opBulkS2C, opBulkCommit, opBulkWait, opFenceProxy, opClusterArrive, opClusterWait,
 			opMapa, opSetmaxnreg, opElect, opStmatrix:
 			stop, err := w.hopperOp(in, mask)
 			if err != nil {

@@ -28,7 +28,7 @@ const clusterAddrShift = 24
 type clusterRun struct {
 	l      *launchCtx
 	ctas   []*ctaRun
-	loads  []*tmaOp // in-flight TMA loads, in issue order
+	loads  []asyncCopy // in-flight TMA loads and bulk copies, in issue order
 	cphase int      // completed barrier.cluster phases
 }
 
@@ -300,6 +300,8 @@ func (w *warp) hopperOp(in *inst, mask uint32) (stop bool, err error) {
 		return false, w.tmaLoad(in, mask)
 	case opTmaStore:
 		return false, w.tmaStore(in, mask)
+	case opBulkS2C:
+		return false, w.bulkToCluster(in, mask)
 	case opBulkCommit:
 		hw := w.hwState()
 		hw.bulk = append(hw.bulk, asyncGroup{chunks: hw.bulkOpen})

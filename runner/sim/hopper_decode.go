@@ -20,6 +20,7 @@ const (
 	opMbarCompleteTx
 	opMbarWait
 	opTmaLoad
+	opBulkS2C // cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes
 	opTmaStore
 	opBulkCommit
 	opBulkWait
@@ -69,6 +70,7 @@ func init() {
 	reg(q((*decoder).decMbar), "mbarrier.init", "mbarrier.arrive", "mbarrier.expect_tx", "mbarrier.complete_tx",
 		"mbarrier.try_wait", "mbarrier.test_wait")
 	reg(q((*decoder).decTma), "cp.async.bulk.tensor")
+	reg(q((*decoder).decBulkS2C), "cp.async.bulk")
 	reg(q(func(d *decoder, in *inst, q []string) error { in.op = opBulkCommit; d.k.hopper = true; return nil }), "cp.async.bulk.commit_group")
 	reg(q(func(d *decoder, in *inst, q []string) error { return d.decWaitN(in, opBulkWait) }), "cp.async.bulk.wait_group")
 	reg(q(func(d *decoder, in *inst, q []string) error {
@@ -376,6 +378,36 @@ func (d *decoder) decTma(in *inst, q []string) error {
 		return d.errf("cp.async.bulk.tensor: only shared::cluster.global loads with mbarrier::complete_tx::bytes and global.shared::cta stores with bulk_group are supported")
 	}
 	return d.tmapOperand(args[tmapArg], dims, in)
+}
+
+// decBulkS2C: cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes
+// [dst], [src], size, [mbar]: dst and mbar shared::cluster addresses of one
+// CTA, src this CTA's, size a u32.
+func (d *decoder) decBulkS2C(in *inst, q []string) error {
+	d.k.hopper = true
+	in.space = spShared
+	if len(q) != 5 || q[2] != "shared::cluster" || q[3] != "shared::cta" || q[4] != "mbarrier::complete_tx::bytes" {
+		return d.errf("cp.async.bulk: only shared::cluster.shared::cta.mbarrier::complete_tx::bytes is supported")
+	}
+	in.op = opBulkS2C
+	args := d.st.args
+	if len(args) != 4 {
+		return d.errf("cp.async.bulk takes [dst], [src], size, [mbar]")
+	}
+	b, off, _, err := d.addr(args[0], in)
+	if err != nil {
+		return err
+	}
+	in.a[0], in.imm = b, off
+	sb, soff, _, err := d.addr(args[1], in)
+	if err != nil {
+		return err
+	}
+	in.a[1], in.target = sb, int32(soff)
+	if in.a[2], err = d.src(args[2], tyU32, in); err != nil {
+		return err
+	}
+	return d.mbarAddr(args[3], in)
 }
 
 // tmapOperand reads [tmap, {c0, ...}]: the tensor map is a kernel

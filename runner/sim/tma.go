@@ -249,6 +249,10 @@ func (w *warp) tmaLoad(in *inst, mask uint32) error {
 	return nil
 }
 
+// asyncCopy is an in-flight asynchronous copy into shared memory that
+// completes transactions on an mbarrier: a TMA load or a bulk copy.
+type asyncCopy interface{ complete() error }
+
 // completeLoads completes every in-flight TMA load, in issue order.
 func (cl *clusterRun) completeLoads() error {
 	loads := cl.loads
@@ -354,6 +358,89 @@ func (w *warp) tmaStore(in *inst, mask uint32) error {
 		if err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// bulkOp is an in-flight cp.async.bulk from this CTA's shared memory to
+// a CTA of the cluster, completing its bytes on that CTA's mbarrier.
+type bulkOp struct {
+	w             *warp
+	in            *inst
+	lane          int
+	src, dst, bar uint32
+	n             uint32
+	to            *ctaRun
+}
+
+// bulkToCluster issues cp.async.bulk.shared::cluster.shared::cta copies:
+// the source (this CTA's, written through the generic proxy only before
+// a fence.proxy.async of the writing thread) counts as read and the
+// destination as written until the copy completes.
+func (w *warp) bulkToCluster(in *inst, mask uint32) error {
+	c := w.c
+	for m := mask; m != 0; m &= m - 1 {
+		l := bits.TrailingZeros32(m) & 31
+		n := uint32(w.lanes(in.a[2])[l])
+		if n == 0 || n%16 != 0 {
+			return w.fault(in, l, ErrMisaligned, uint64(n), false, "cp.async.bulk size must be a positive multiple of 16")
+		}
+		sc, src, err := w.sharedAt(in, l, w.lanes(in.a[1])[l]+uint64(in.target), int(n), 16)
+		if err != nil {
+			return err
+		}
+		if sc != c {
+			return w.fault(in, l, ErrTrap, uint64(src), true, "the source of cp.async.bulk.shared::cluster.shared::cta is in another CTA")
+		}
+		dc, dst, err := w.sharedAt(in, l, w.lanes(in.a[0])[l]+uint64(in.imm), int(n), 16)
+		if err != nil {
+			return err
+		}
+		bc, bar, _, err := w.mbarAt(in, l, true)
+		if err != nil {
+			return err
+		}
+		if bc != dc {
+			return w.fault(in, l, ErrTrap, uint64(bar), true, "the destination and the mbarrier of a bulk copy are in different CTAs")
+		}
+		for ch := src >> 4; ch < (src+n)>>4; ch++ {
+			if why := c.asyncRead(ch); why != "" {
+				return w.fault(in, l, ErrAsync, uint64(ch)*16, true, "cp.async.bulk reads shared memory that "+why)
+			}
+			c.hs.asyncRd[ch]++
+		}
+		for ch := dst >> 4; ch < (dst+n)>>4; ch++ {
+			dc.hs.asyncWr[ch]++
+		}
+		c.cl.loads = append(c.cl.loads, &bulkOp{w: w, in: in, lane: l, src: src, dst: dst, bar: bar, n: n, to: dc})
+	}
+	return nil
+}
+
+// complete copies the bytes and completes them on the destination's
+// mbarrier.
+func (op *bulkOp) complete() error {
+	c, t := op.w.c, op.to
+	for ch := op.dst >> 4; ch < (op.dst+op.n)>>4; ch++ {
+		if t.hs.asyncRd[ch] != 0 && (t != c || ch < op.src>>4 || ch >= (op.src+op.n)>>4) {
+			return op.w.fault(op.in, op.lane, ErrAsync, uint64(ch)*16, true,
+				"the bulk copy overwrites shared memory that an in-flight wgmma.mma_async or bulk store still reads")
+		}
+		t.hs.asyncWr[ch]--
+	}
+	for ch := op.src >> 4; ch < (op.src+op.n)>>4; ch++ {
+		c.hs.asyncRd[ch]--
+	}
+	copy(t.smem[op.dst:op.dst+op.n], c.smem[op.src:op.src+op.n])
+	for g := op.dst / 2; g < (op.dst+op.n)/2; g++ {
+		t.hs.proxy[g] = proxyMark{}
+	}
+	mb := t.hs.mbars[op.bar]
+	if mb == nil {
+		return op.w.fault(op.in, op.lane, ErrUninitialized, uint64(op.bar), true, "a bulk copy completes on an mbarrier that is no longer initialized")
+	}
+	if mb.tx -= int64(op.n); mb.pending == 0 && mb.tx == 0 {
+		t.completePhase(mb)
 	}
 	return nil
 }
