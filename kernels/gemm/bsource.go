@@ -99,6 +99,12 @@ type WrittenB struct {
 	// FillWarpgroups is the warpgroups that only fill B, beside the
 	// producer warpgroup's three warps.
 	FillWarpgroups int
+	// RawRing, when not 0, gives the raw data a ring of that many slots
+	// of its own (rawFull and rawEmpty barriers after the slots'): thread
+	// 0 issues a k-tile's raw data RawRing−1 k-tiles ahead of its A, as
+	// soon as the fillers are done with the raw slot, instead of after
+	// the consumers released the B slot; the fillers wait for both.
+	RawRing int
 }
 
 // Fillers is how many threads run the BSource's Load and Fill.
@@ -130,6 +136,8 @@ func (w WrittenB) Check(p Params, src BSource) error {
 		return fmt.Errorf("bn=%d: want whole 64-column atoms, at most 256", p.BN)
 	case w.FillWarpgroups < 0 || w.FillWarpgroups > 1:
 		return fmt.Errorf("%d fill warpgroups: want 0 or 1", w.FillWarpgroups)
+	case w.RawRing < 0 || w.RawRing == 1 || w.RawRing > 16 || w.RawRing > 0 && src.RawBytes(p) == 0:
+		return fmt.Errorf("a raw ring of %d slots: want 0, or 2 to 16 for a source with raw data", w.RawRing)
 	case accRegs(p)+regOverhead > consumerBudget(srcProducerR, w.FillWarpgroups, p.Consumers):
 		return fmt.Errorf("%d accumulator registers per consumer thread, more than %d allow", accRegs(p), consumerBudget(srcProducerR, w.FillWarpgroups, p.Consumers))
 	case w.Smem(p, src) > smemMax:
@@ -142,8 +150,19 @@ func (w WrittenB) Check(p Params, src BSource) error {
 
 // Smem is the dynamic shared memory of p for w with src.
 func (w WrittenB) Smem(p Params, src BSource) int {
-	return smemBytes(w.problem(), p, p.Stages) + p.Stages*(src.RawBytes(p)+8)
+	return smemBytes(w.problem(), p, p.Stages) + srcSmem(p, src, w.RawRing)
 }
+
+// srcSmem is the shared memory a BSource adds: the raw areas and their
+// barriers, in the slots or in a ring of rawRing.
+func srcSmem(p Params, src BSource, rawRing int) int {
+	if rawRing > 0 {
+		return rawRing * (src.RawBytes(p) + 16)
+	}
+	return p.Stages * (src.RawBytes(p) + 8)
+}
+
+func (wk *wgKernel) srcSmem() int { return srcSmem(wk.p, wk.src, wk.rawRing) }
 
 // Tiles is the CTAs of a non-persistent grid of p.
 func (w WrittenB) Tiles(p Params) int { return tiles(w.problem(), p) }
@@ -153,7 +172,7 @@ func (w WrittenB) Emit(p Params, src BSource) (kernels.Program, error) {
 	if err := w.Check(p, src); err != nil {
 		return kernels.Program{}, err
 	}
-	return buildWgmma(w.Entry, "", w.problem(), p, src, w.FillWarpgroups)
+	return buildWgmma(w.Entry, "", w.problem(), p, src, w.FillWarpgroups, w.RawRing)
 }
 
 // fullArrivals is a full barrier's arrivals per phase: the producer's,
@@ -193,6 +212,60 @@ func (wk *wgKernel) producerRegs() int {
 	return srcProducerR
 }
 
+// newRawRing is the raw ring's tracker (nil without one).
+func (wk *wgKernel) newRawRing() *ring {
+	if wk.rawRing == 0 {
+		return nil
+	}
+	return &ring{wk: wk, n: wk.rawRing, slot: wk.k.Mov(ptx.U32, ptx.Imm(0)), phase: wk.k.Mov(ptx.U32, ptx.Imm(0))}
+}
+
+// rawFull, rawEmpty and rawData are the raw ring slot's barriers and data.
+func (r *ring) rawFull(base ptx.Reg) ptx.Addr {
+	return ptx.At(r.wk.k.Mad(ptx.U32, r.slot, ptx.Imm(8), base), int64(r.wk.bars+16*r.wk.p.Stages))
+}
+func (r *ring) rawEmpty(base ptx.Reg) ptx.Addr {
+	return ptx.At(r.wk.k.Mad(ptx.U32, r.slot, ptx.Imm(8), base), int64(r.wk.bars+16*r.wk.p.Stages+8*r.n))
+}
+func (r *ring) rawData(base ptx.Reg) ptx.Reg {
+	return r.wk.k.Add(ptx.U32, r.wk.k.Mad(ptx.U32, r.slot, ptx.Imm(r.wk.src.RawBytes(r.wk.p)), base), ptx.Imm(r.wk.rawOff))
+}
+
+// issueCodes waits until the fillers are done with the raw slot and
+// issues the raw data of the k-tile at kc into it.
+func (wk *wgKernel) issueCodes(base ptx.Reg, t tile, kc ptx.Reg, rr *ring) {
+	k := wk.k
+	k.MbarWait(rr.rawEmpty(base), k.Xor(ptx.U32, rr.phase, ptx.Imm(1)))
+	wk.src.Issue(k, rr.rawData(base), rr.rawFull(base), t.col0, kc)
+	rr.next()
+}
+
+// issueAhead issues the raw data of tile t's first rawRing−1 k-tiles
+// (fewer when the tile has fewer) and returns the reduction row of the
+// next k-tile to issue; nil without a raw ring.
+func (wk *wgKernel) issueAhead(base ptx.Reg, t tile, kc ptx.Reg, rr *ring) ptx.Reg {
+	if rr == nil {
+		return ptx.Reg{}
+	}
+	k := wk.k
+	next := k.Mov(ptx.U32, kc)
+	k.For(ptx.U32, ptx.Imm(0), k.Min(ptx.U32, t.nk, ptx.Imm(wk.rawRing-1)), ptx.Imm(1), func(ptx.Reg) {
+		wk.issueCodes(base, t, next, rr)
+		k.MovTo(next, k.Add(ptx.U32, next, ptx.Imm(wk.p.BK)))
+	})
+	return next
+}
+
+// issueNext, at k-tile it of tile t, issues k-tile it+rawRing−1's raw
+// data when the tile has it.
+func (wk *wgKernel) issueNext(base ptx.Reg, t tile, it, next ptx.Reg, rr *ring) {
+	k := wk.k
+	k.If(k.Setp("lt", ptx.U32, k.Add(ptx.U32, it, ptx.Imm(wk.rawRing-1)), t.nk), func() {
+		wk.issueCodes(base, t, next, rr)
+		k.MovTo(next, k.Add(ptx.U32, next, ptx.Imm(wk.p.BK)))
+	})
+}
+
 // raw is the slot's raw barrier (a BSource's).
 func (r *ring) raw(base ptx.Reg) ptx.Addr {
 	return ptx.At(r.wk.k.Mad(ptx.U32, r.slot, ptx.Imm(8), base), int64(r.wk.bars+16*r.wk.p.Stages))
@@ -213,7 +286,7 @@ func (wk *wgKernel) share() Share {
 // a cluster: send the share, see BSource).
 func (wk *wgKernel) fill(base, i ptx.Reg) {
 	k, p := wk.k, wk.p
-	r := wk.newRing()
+	r, rr := wk.newRing(), wk.newRawRing()
 	var sh Share
 	if p.Cluster > 1 {
 		sh = wk.share()
@@ -224,18 +297,37 @@ func (wk *wgKernel) fill(base, i ptx.Reg) {
 		k.For(ptx.U32, ptx.Imm(0), t.nk, ptx.Imm(1), func(it ptx.Reg) {
 			more := k.Setp("lt", ptx.U32, k.Add(ptx.U32, it, ptx.Imm(1)), t.nk)
 			next := wk.src.Load(k, t.col0, k.Add(ptx.U32, kc, ptx.Imm(p.BK)), i, more)
-			if wk.src.RawBytes(p) == 0 {
+			var rawEmpty *ptx.Addr
+			switch {
+			case rr != nil:
+				k.MbarWait(rr.rawFull(base), rr.phase)
 				k.MbarWait(r.empty(base), k.Xor(ptx.U32, r.phase, ptx.Imm(1)))
-			} else {
+				e := rr.rawEmpty(base)
+				rawEmpty = &e
+			case wk.src.RawBytes(p) == 0:
+				k.MbarWait(r.empty(base), k.Xor(ptx.U32, r.phase, ptx.Imm(1)))
+			default:
 				k.MbarWait(r.raw(base), r.phase)
 			}
 			b := k.Add(ptx.U32, r.data(base), ptx.Imm(wk.aBytes))
-			wk.src.Fill(k, b, k.Add(ptx.U32, b, ptx.Imm(p.BN*128)), t.col0, kc, i, cur)
+			var raw ptx.Reg
+			if rr != nil {
+				raw = rr.rawData(base)
+			} else {
+				raw = k.Add(ptx.U32, b, ptx.Imm(p.BN*128))
+			}
+			wk.src.Fill(k, b, raw, t.col0, kc, i, cur)
 			k.FenceProxyAsync()
 			if p.Cluster > 1 {
-				wk.sendShare(b, r.full(base), i, sh)
+				wk.sendShare(b, r.full(base), rawEmpty, i, sh)
 			} else {
 				k.MbarArriveDrop(r.full(base))
+				if rawEmpty != nil {
+					k.MbarArriveDrop(*rawEmpty)
+				}
+			}
+			if rr != nil {
+				rr.next()
 			}
 			for j := range cur {
 				k.MovTo(cur[j], next[j])
@@ -248,8 +340,9 @@ func (wk *wgKernel) fill(base, i ptx.Reg) {
 
 // sendShare: the fillers meet; filler 0 copies the CTA's share of the B
 // tile at b (rows sh.First.. of every atom) into the other CTAs' slots,
-// completing on their full barriers, and arrives on its own.
-func (wk *wgKernel) sendShare(b ptx.Reg, full ptx.Addr, i ptx.Reg, sh Share) {
+// completing on their full barriers, and arrives on its own (and on the
+// raw ring's empty barrier, for all fillers).
+func (wk *wgKernel) sendShare(b ptx.Reg, full ptx.Addr, rawEmpty *ptx.Addr, i ptx.Reg, sh Share) {
 	k, p := wk.k, wk.p
 	k.Raw(90, 80, "bar.sync", ptx.Imm(fillBar), ptx.Imm(wk.fillers()))
 	k.If(k.Setp("eq", ptx.U32, i, ptx.Imm(0)), func() {
@@ -266,5 +359,8 @@ func (wk *wgKernel) sendShare(b ptx.Reg, full ptx.Addr, i ptx.Reg, sh Share) {
 			})
 		}
 		k.MbarArriveDrop(full)
+		if rawEmpty != nil {
+			k.MbarArriveDrop(*rawEmpty)
+		}
 	})
 }

@@ -314,8 +314,15 @@ func workspaceSize(g problem, p Params) error {
 // dsmemReduce: reduce=dsmem only where there are splits (splitk=1 takes
 // launch), on the wgmma path without a B-multicast cluster, persistent
 // grid or written B, with at most 8 splits (a portable cluster) and its
-// CTAs within one wave (a cluster waits for its whole SM group), and the
-// f32 partial tile (BM·BN·4 bytes) fits in the ring it reuses.
+// CTAs within one wave (a cluster waits for its whole SM group), at most
+// dsmemAccMax accumulators per thread, and the f32 partial tile (BM·BN·4
+// bytes) fits in the ring it reuses.
+// dsmemAccMax bounds reduce=dsmem's accumulators per thread: the sum
+// after the CTA-wide cluster barrier runs outside the consumers'
+// setmaxnreg region, and ptxas 12.4 spilled 128×160 and 128×192 tiles
+// (80 and 96 accumulators) there.
+const dsmemAccMax = 64
+
 func dsmemReduce(g problem, p Params) error {
 	if p.Reduce != ReduceDSMEM {
 		return nil
@@ -327,6 +334,8 @@ func dsmemReduce(g problem, p Params) error {
 		return fmt.Errorf("reduce=dsmem takes mma=wgmma cluster=1 persistent=0 and splitk <= 8")
 	case tiles(g, p)*p.SplitK > numSMs:
 		return fmt.Errorf("reduce=dsmem with %d CTAs: more than one wave of clusters", tiles(g, p)*p.SplitK)
+	case accRegs(p) > dsmemAccMax:
+		return fmt.Errorf("reduce=dsmem: %d accumulator registers, more than %d", accRegs(p), dsmemAccMax)
 	case p.BM*p.BN*4 > p.Stages*(p.BM+p.BN)*p.BK*g.in.Size():
 		return fmt.Errorf("reduce=dsmem: a %d KB partial does not fit the %d-stage ring", p.BM*p.BN*4>>10, p.Stages)
 	}

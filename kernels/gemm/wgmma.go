@@ -69,6 +69,8 @@ type wgKernel struct {
 	bars    int // offset of the full barriers; the empty ones follow (then the raw ones of a BSource)
 	src     BSource
 	fillWGs int        // warpgroups beside the consumers that only run the BSource's Fill
+	rawRing int        // slots of a BSource's own raw ring (0: the raw area is in each slot)
+	rawOff  int        // offset of the raw ring
 	dsm     *dsmemTile // reduce=dsmem: the consumer's tile, for the sum after the cluster barrier
 }
 
@@ -83,12 +85,13 @@ func consumerRegs(consumers int) int { return consumerBudget(wgProducerR, 0, con
 
 // emitWgmma writes the wgmma path's program.
 func emitWgmma(s Shape, g problem, p Params) (kernels.Program, error) {
-	return buildWgmma(entry(s, "wgmma"), entry(s, "reduce"), g, p, nil, 0)
+	return buildWgmma(entry(s, "wgmma"), entry(s, "reduce"), g, p, nil, 0, 0)
 }
 
 // buildWgmma writes the wgmma path's program under entry (red: the
-// split-K reduce's), B loaded by TMA or, with src, written by src.
-func buildWgmma(entry, red string, g problem, p Params, src BSource, fillWGs int) (kernels.Program, error) {
+// split-K reduce's), B loaded by TMA or, with src, written by src (its
+// raw data in each slot, or in a ring of rawRing slots of its own).
+func buildWgmma(entry, red string, g problem, p Params, src BSource, fillWGs, rawRing int) (kernels.Program, error) {
 	if p.Cluster != 1 && (p.Cluster != 2 && (src == nil || p.Cluster != 4) || !p.Multicast) {
 		return kernels.Program{}, fmt.Errorf("mma=wgmma: cluster=%d multicast=%v is not emitted", p.Cluster, p.Multicast)
 	}
@@ -105,19 +108,23 @@ func buildWgmma(entry, red string, g problem, p Params, src BSource, fillWGs int
 		return kernels.Program{}, fmt.Errorf("mma=wgmma: a written B takes a K-major A, splitk=1 and no stream-K")
 	}
 	m := ptx.NewModule()
-	wk := &wgKernel{g: g, p: p, src: src, fillWGs: fillWGs}
+	wk := &wgKernel{g: g, p: p, src: src, fillWGs: fillWGs, rawRing: rawRing}
 	wk.k = m.Func(entry)
 	wk.rowsPC = p.BM / p.Consumers
 	wk.mBlocks = wk.rowsPC / 64
 	wk.aBytes = p.BM * 128
 	wk.stage = wk.aBytes + p.BN*128
-	if src != nil {
+	if src != nil && rawRing == 0 {
 		wk.stage += src.RawBytes(p)
 	}
 	wk.stgOff = p.Stages * wk.stage
 	wk.bars = wk.stgOff
 	if p.Epilogue == TMAStore {
 		wk.bars += p.BM * p.BN * g.od.Size()
+	}
+	if rawRing > 0 {
+		wk.rawOff = wk.bars
+		wk.bars += rawRing * src.RawBytes(p)
 	}
 	srcArgs := wk.body()
 	launchReduce := p.SplitK > 1 && !wk.dsmem()
@@ -141,7 +148,7 @@ func buildWgmma(entry, red string, g problem, p Params, src BSource, fillWGs int
 		Block: [3]int{wk.threads(), 1, 1}, SharedBytes: smemBytes(g, p, p.Stages),
 		Args: []kernels.Arg{{TensorMap: aMap(g, p)}, {TensorMap: bMap(g, p)}, outArg}}
 	if src != nil {
-		main.SharedBytes += p.Stages * (src.RawBytes(p) + 8)
+		main.SharedBytes += wk.srcSmem()
 		main.Args = append(append([]kernels.Arg{{TensorMap: aMap(g, p)}}, srcArgs...), outArg)
 	}
 	if p.Order == StreamK {
@@ -245,9 +252,13 @@ func (wk *wgKernel) body() []kernels.Arg {
 		for s := range p.Stages {
 			k.MbarInit(ptx.At(base, int64(wk.bars+8*s)), ptx.Imm(wk.fullArrivals()))
 			k.MbarInit(ptx.At(base, int64(wk.bars+8*(p.Stages+s))), ptx.Imm(4*p.Consumers*p.Cluster))
-			if wk.src != nil && wk.src.RawBytes(p) > 0 {
+			if wk.src != nil && wk.src.RawBytes(p) > 0 && wk.rawRing == 0 {
 				k.MbarInit(ptx.At(base, int64(wk.bars+8*(2*p.Stages+s))), ptx.Imm(1))
 			}
+		}
+		for s := range wk.rawRing {
+			k.MbarInit(ptx.At(base, int64(wk.bars+16*p.Stages+8*s)), ptx.Imm(1))
+			k.MbarInit(ptx.At(base, int64(wk.bars+16*p.Stages+8*(wk.rawRing+s))), ptx.Imm(wk.fullArrivals()-1))
 		}
 		k.FenceMbarrierInit()
 	})
@@ -263,8 +274,8 @@ func (wk *wgKernel) body() []kernels.Arg {
 			if wk.src == nil {
 				mb = k.TensorMapAddr(tmB)
 			}
-			r := wk.newRing()
-			wk.forTiles(func(t tile) { wk.producer(base, t, ma, mb, r) })
+			r, rr := wk.newRing(), wk.newRawRing()
+			wk.forTiles(func(t tile) { wk.producer(base, t, ma, mb, r, rr) })
 		})
 		if wk.src != nil {
 			// warps 1..3 (a warp-uniform condition: the fillers of a
@@ -371,14 +382,16 @@ func (wk *wgKernel) forTiles(body func(t tile)) {
 	})
 }
 
-// ring tracks a slot of the ring and the parity of its current lap.
+// ring tracks a slot of the ring (of n slots) and the parity of its
+// current lap.
 type ring struct {
 	wk          *wgKernel
+	n           int
 	slot, phase ptx.Reg
 }
 
 func (wk *wgKernel) newRing() *ring {
-	return &ring{wk: wk, slot: wk.k.Mov(ptx.U32, ptx.Imm(0)), phase: wk.k.Mov(ptx.U32, ptx.Imm(0))}
+	return &ring{wk: wk, n: wk.p.Stages, slot: wk.k.Mov(ptx.U32, ptx.Imm(0)), phase: wk.k.Mov(ptx.U32, ptx.Imm(0))}
 }
 
 // full and empty are the slot's barriers; data its A tile.
@@ -396,7 +409,7 @@ func (r *ring) data(base ptx.Reg) ptx.Reg {
 func (r *ring) next() {
 	k := r.wk.k
 	k.MovTo(r.slot, k.Add(ptx.U32, r.slot, ptx.Imm(1)))
-	wrap := k.Setp("eq", ptx.U32, r.slot, ptx.Imm(r.wk.p.Stages))
+	wrap := k.Setp("eq", ptx.U32, r.slot, ptx.Imm(r.n))
 	k.MovTo(r.slot, k.Selp(ptx.U32, ptx.Imm(0), r.slot, wrap))
 	k.MovTo(r.phase, k.Xor(ptx.U32, r.phase, k.Selp(ptx.U32, ptx.Imm(1), ptx.Imm(0), wrap)))
 }
@@ -404,21 +417,25 @@ func (r *ring) next() {
 // producer: per k-tile, wait until the consumers released the slot (on
 // the first lap the wait for the parity before phase 0 passes at once),
 // announce the slot's bytes on its full barrier and issue the loads.
-func (wk *wgKernel) producer(base ptx.Reg, t tile, ma, mb ptx.Reg, r *ring) {
+func (wk *wgKernel) producer(base ptx.Reg, t tile, ma, mb ptx.Reg, r, rr *ring) {
 	k, g, p := wk.k, wk.g, wk.p
 	var rank ptx.Reg
 	if p.Cluster > 1 {
 		rank = k.Mov(ptx.U32, ptx.ClusterCtaRank)
 	}
 	kc := k.Mul(ptx.U32, t.kt0, ptx.Imm(p.BK))
-	k.For(ptx.U32, ptx.Imm(0), t.nk, ptx.Imm(1), func(ptx.Reg) {
+	kCodes := wk.issueAhead(base, t, kc, rr)
+	k.For(ptx.U32, ptx.Imm(0), t.nk, ptx.Imm(1), func(it ptx.Reg) {
 		k.MbarWait(r.empty(base), k.Xor(ptx.U32, r.phase, ptx.Imm(1)))
 		full := r.full(base)
 		if wk.src != nil {
 			k.MbarArriveExpectTx(full, ptx.Imm(wk.aBytes+(p.Cluster-1)*p.BN*128/p.Cluster))
 			dst := r.data(base)
 			k.TmaLoad(ptx.At(dst, 0), ma, []ptx.Operand{kc, t.row0}, full)
-			if wk.src.RawBytes(p) > 0 {
+			switch {
+			case wk.rawRing > 0:
+				wk.issueNext(base, t, it, kCodes, rr)
+			case wk.src.RawBytes(p) > 0:
 				wk.src.Issue(k, k.Add(ptx.U32, dst, ptx.Imm(wk.aBytes+p.BN*128)), r.raw(base), t.col0, kc)
 			}
 			k.MovTo(kc, k.Add(ptx.U32, kc, ptx.Imm(p.BK)))

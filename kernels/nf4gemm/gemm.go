@@ -60,7 +60,7 @@ type GEMMParams struct {
 	Lookup     Lookup        `axis:"lookup" values:"smem,prmt,sel" doc:"code to value: shared-memory table, prmt byte tables, selp tree"`
 	Epilogue   gemm.Epilogue `axis:"epilogue" values:"direct,tma" default:"direct" doc:"direct stores from registers, or shared memory + TMA store (wgmma)"`
 	Persistent bool          `axis:"persistent" values:"0,1" default:"0" doc:"1: one CTA per SM walks grouped tiles (wgmma)"`
-	Codes      string        `axis:"codes" values:"tma,ld" default:"tma" doc:"how the packed codes reach the dequantizing warps (wgmma): TMA into shared memory, or each thread's ld.global a k-tile ahead"`
+	Codes      string        `axis:"codes" values:"tma,ld,ring" default:"tma" doc:"how the packed codes reach the dequantizing warps (wgmma): TMA into each slot once the consumers freed it, each thread's ld.global a k-tile ahead, or TMA into a ring of their own 8 slots, 7 k-tiles ahead"`
 	Cluster    int           `axis:"cluster" values:"1,2,4" default:"1" doc:"CTAs on consecutive tile rows that share the dequantized W tile (wgmma): each dequantizes 64/cluster of a k-tile's rows and copies them into the others' shared memory"`
 }
 

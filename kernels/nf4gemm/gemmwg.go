@@ -163,6 +163,9 @@ func (src *wgSource) Fill(k *ptx.Func, b, raw, col0, kc, i ptx.Reg, loaded []ptx
 	}
 }
 
+// codesRing is the slots of the codes' own ring (codes=ring).
+const codesRing = 8
+
 // wgParams is the gemm_bwd variant of p: two consumers of 64-row blocks,
 // the register split, order m (grouped when persistent).
 func wgParams(p GEMMParams) gemm.Params {
@@ -183,6 +186,9 @@ func (p GEMMParams) writtenB(s GEMMShape) gemm.WrittenB {
 	w := s.writtenB()
 	if p.Dequant == Dedicated {
 		w.FillWarpgroups = 1
+	}
+	if p.Codes == "ring" {
+		w.RawRing = codesRing
 	}
 	return w
 }
