@@ -144,11 +144,20 @@ func processWorker(dev int, withFaults bool) (func() (runner.Worker, error), err
 	if err != nil {
 		return nil, fmt.Errorf("finding the tune binary for its worker: %w", err)
 	}
-	argv := []string{exe, "__worker", "--device", strconv.Itoa(dev)}
+	return runner.NewProcessWorker(workerArgv(exe, dev, withFaults, os.Getenv("GRADTUNE_WORKER_WRAP"))), nil
+}
+
+// workerArgv is the worker's command line: exe in its worker mode, run
+// under wrap (GRADTUNE_WORKER_WRAP, split at spaces) when that is set: a
+// profiler that follows one process, such as Nsight Compute with its
+// output off stdout (ncu --log-file F -o REPORT ...), since the worker
+// talks to tune over its stdin and stdout.
+func workerArgv(exe string, dev int, withFaults bool, wrap string) []string {
+	argv := append(strings.Fields(wrap), exe, "__worker", "--device", strconv.Itoa(dev))
 	if withFaults {
 		argv = append(argv, "--faults")
 	}
-	return runner.NewProcessWorker(argv), nil
+	return argv
 }
 
 // beginRun opens the database at dbPath, records the start of a run on
