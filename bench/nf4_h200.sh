@@ -25,7 +25,9 @@ budget=()
 date -u +"run started %Y-%m-%dT%H:%MZ" | tee "$out/tune.log"
 ./bin/tune check --kernel nf4_dequant --shapes n=5,k=256,scales=dq 2>&1 | tee -a "$out/tune.log" | tail -1
 ./bin/tune check --kernel nf4_gemm_bwd --shapes m=37,n=128,k=192,scales=dq 2>&1 | tee -a "$out/tune.log" | tail -1
+start=$(date +%s)
 ./bin/tune --kernel nf4_dequant,nf4_gemm_bwd --shapes qwen1.5b --dtype bf16 --db "$db" "${budget[@]}" | tee -a "$out/tune.log"
+echo "tune wall time: $(( $(date +%s) - start )) s (issue 12: at most 180 s)" | tee -a "$out/tune.log"
 ./bin/tune export --db "$db" --format json --force -o "$out/nf4.json"
 ./bin/tune show --db "$db" --kernel nf4_gemm_bwd > "$out/show.txt" || true
 

@@ -11,7 +11,9 @@ import (
 // and 1418) replays the points it recorded, and the optimum is the
 // lowest recorded median among them; one whose abandoned evaluations
 // kept their samples (gemm/h200-gemm-wgmma-persistent.db) replays every
-// point, the abandoned answered from their samples.
+// point, the abandoned answered from their samples (its dW q·o shape: on
+// dW k·v its 64-row tiles ran rings of 6 stages, where today's space
+// takes 8 and 12, so those points are not replayed).
 func TestLoadReplayRecordedSpace(t *testing.T) {
 	for _, c := range []struct {
 		path   string
@@ -20,7 +22,7 @@ func TestLoadReplayRecordedSpace(t *testing.T) {
 		{"../testdata/research/h200-atomic1-late.db", map[string]int{
 			"layernorm_bwd m=2048,n=1536,dtype=bf16": 24, "rmsnorm_bwd m=2048,n=1536,dtype=f32": 39}},
 		{"../testdata/gemm/h200-gemm-wgmma-persistent.db", map[string]int{
-			"gemm_bwd m=2048,n=1536,k=1536,grad=dw,dtype=bf16": 50, "gemm_bwd m=2048,n=256,k=1536,grad=dw,dtype=bf16": 81}},
+			"gemm_bwd m=2048,n=1536,k=1536,grad=dw,dtype=bf16": 50}},
 	} {
 		db, err := store.OpenReadOnly(c.path)
 		if err != nil {
