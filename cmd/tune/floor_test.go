@@ -17,7 +17,8 @@ import (
 // GRADTUNE_SWEEP=full.
 var floorDBs = []string{
 	"gemm/h200-gemm-sync.db", "gemm/h200-gemm-wgmma.db", "gemm/h200-gemm-wgmma-tma.db", "gemm/h200-gemm-wgmma-persistent.db",
-	"nf4/h200-nf4.db", "research/h200-async-only.db", "research/h200-atomic1-late.db",
+	"gemm/h200-gemm-streamk.db", "gemm/h200-gemm-192.db",
+	"nf4/h200-nf4.db", "nf4/h200-nf4-cluster.db", "research/h200-async-only.db", "research/h200-atomic1-late.db",
 }
 
 // floorStrategies are replayed next to the floor as in docs/replay.md's
