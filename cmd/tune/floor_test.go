@@ -21,6 +21,16 @@ var floorDBs = []string{
 	"nf4/h200-nf4.db", "nf4/h200-nf4-cluster.db", "research/h200-async-only.db", "research/h200-atomic1-late.db",
 }
 
+// abandonedNear are the shapes where abandoned evaluations have medians
+// within 2% of the optimum (docs/replay.md, "Negative distances"): dW k·v
+// of three GEMM runs whose fastest full evaluations, 64-row tiles in
+// 6-stage rings, are no points of today's space (it takes 8 and 12).
+var abandonedNear = map[string]bool{
+	"gemm/h200-gemm-wgmma-tma.db m=2048,n=256,k=1536,grad=dw,dtype=bf16":        true,
+	"gemm/h200-gemm-wgmma-persistent.db m=2048,n=256,k=1536,grad=dw,dtype=bf16": true,
+	"gemm/h200-gemm-streamk.db m=2048,n=256,k=1536,grad=dw,dtype=bf16":          true,
+}
+
 // floorStrategies are replayed next to the floor as in docs/replay.md's
 // tables: 20 seeds, each strategy's default budget, abandon margin 5%.
 var floorStrategies = []string{"model", "random"}
@@ -54,7 +64,7 @@ func floorTable(t *testing.T, full bool) string {
 		var floors []tuning.ReplayFloor
 		for _, s := range d.Shapes {
 			f := tuning.Floor(s, 0.02)
-			if f.NearAbandoned > 0 { // docs/replay.md says none is
+			if f.NearAbandoned > 0 && !abandonedNear[path+" "+s.Shape.Key()] { // docs/replay.md says none is
 				t.Errorf("%s %s %s: %d abandoned evaluations within 2%%", path, s.Family.Name(), s.Shape.Key(), f.NearAbandoned)
 			}
 			floors = append(floors, f)
