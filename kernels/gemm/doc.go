@@ -80,7 +80,11 @@
 // k-tiles ⌊s·T/S⌋ to ⌊(s+1)·T/S⌋); each CTA stores its f32 partial tile
 // into its slice of a workspace the program declares as Scratch
 // ([S][r][c] f32), and a second launch sums the slices in split order
-// (deterministic) and rounds once to the output.
+// (deterministic) and rounds once to the output. With reduce=dsmem
+// (wgmma) a tile's S splits are one cluster instead: each stores its
+// partial over its ring, the cluster meets, each rank sums its share of
+// the tile from all S partials in rank order through ld.shared::cluster
+// and stores it; no workspace, no second launch (dsmem.go).
 //
 // # Stream-K
 //
@@ -117,40 +121,50 @@
 // they need a k-tile ahead (Load), wait for the raw data or the free
 // slot, write the B tile in the MN-major swizzled layout (Fill),
 // fence.proxy.async and arrive on the full barrier, which then counts 1 +
-// fillers arrivals. No cluster, split or stream-K.
+// fillers arrivals. With RawRing the raw data has a ring of its own,
+// issued that many k-tiles ahead. In a cluster of 2 or 4 (multicast=1)
+// the CTAs share B: each writes its share of the k-rows and copies it
+// into the others' slots (cp.async.bulk.shared::cluster); filler 0 then
+// arrives once for all. No split or stream-K.
 //
 // # Rules
 //
 //   - sync path: cluster=1, multicast=0, persistent=0, epilogue=direct,
 //     regsplit=0 (sm_80 has none of these).
-//   - tile shape: sync tiles at most 128×128 with bk=32; wgmma bk=64, 64 or
-//     128 rows per consumer, bn a multiple of 64 (a 128-byte swizzled TMA
-//     box of the MN-major B is 64 elements wide); wgmma tiles under
+//   - tile shape: sync tiles at most 128×128 with bk=32 and bn a multiple
+//     of 64; wgmma bk=64, 64 or 128 rows per consumer, bn a multiple of 64
+//     (a 128-byte swizzled TMA box of the MN-major B is 64 elements wide)
+//     or the two tiles 192×96 and 128×160 (B in 64B-swizzled atoms of 32
+//     columns; for wave quantization, no cluster); wgmma tiles under
 //     128×128 (64×64, 64×128, 64×192, 128×64) only where 128×128 tiles do
 //     not fill a wave or the reduction is at most 8 k-tiles (latency-bound
 //     skinny shapes, k·v), and with split-K within one wave of CTAs.
 //   - warp layout: wgmma takes regsplit=1 and consumers=2, or consumers=1
-//     on 64-row tiles; sync takes 8 warps only on 128×128 tiles.
+//     on 64-row tiles, 3 on 192-row tiles; sync takes 8 warps only on
+//     128×128 tiles.
 //   - multicast exactly with cluster=2; the cluster divides the tile rows.
 //   - accumulators + 48 registers fit the per-thread cap (what
-//     setmaxnreg.inc gives a consumer under the register split: 232 with
-//     two consumers, 240 with one; else 65536/threads, at most 255).
+//     setmaxnreg.inc gives a consumer under the register split: 152 with
+//     three consumers, 232 with two, 240 with one; else 65536/threads, at
+//     most 255).
 //   - shared memory: stages·(BM+BN)·BK·2 (+ the TMA-store tile, barriers
 //     and 1 KB of alignment slack for wgmma) ≤ 227 KB (sync: 163 KB, for
 //     sm_80).
-//   - stages: the deepest that fits (sync: at most 4), but no more than
-//     the k-tiles of a split.
+//   - stages: the deepest that fits (sync: at most 4; wgmma: of 2, 3, 4,
+//     5, 6, 8, 12), but no more than the k-tiles of a split.
 //   - split-K only with fewer tiles than the H200's 132 SMs, at least two
 //     k-tiles per split, at most two waves of CTAs; the workspace within
-//     u32 indexing; split partials stored directly.
+//     u32 indexing; split partials stored directly; reduce=dsmem only with
+//     splits, on wgmma without a B cluster or persistence, at most 8
+//     splits, one wave, at most 64 accumulators per thread, the partial
+//     within the ring (splitk=1 takes reduce=launch).
 //   - tile order and persistence only past one wave (within one, every
 //     order is the same run; stream-K aside): order=m persistent=0 there;
 //     past it, persistent=1 takes order=grouped, and order=grouped without
 //     persistence is wgmma only (L2 reuse of a wave's square of tiles).
 //     A persistent grid launches min(132, tiles·splitk) CTAs.
-//   - wgmma clusters (cluster=2 multicast=1) only on tiles of at least
-//     128×128 and reductions past 8 k-tiles (L2-bound, not latency-bound),
-//     order m or grouped (a cluster takes two consecutive tile indices,
+//   - wgmma clusters (cluster=2 multicast=1) only on reductions past 8
+//     k-tiles (short loops are latency-bound), order m or grouped (a cluster takes two consecutive tile indices,
 //     which share a tile column there), splitk=1 and epilogue=tma.
 //   - stream-K: wgmma, persistent=1, splitk=1, cluster=1; fewer tiles
 //     than two waves of 132 that fill under 90% of their waves; at least

@@ -19,7 +19,12 @@
 // with ldmatrix.trans for mma.sync m16n8k16. The wgmma path (sm_90a) is
 // gemm_bwd's wgmma kernel with its B tile written by the producer
 // warpgroup (gemm.BSource, dequant=producer, gemmwg.go): the packed codes
-// arrive by TMA, three warps dequantize them into the swizzled tile. Rules:
+// arrive by TMA (into each slot, or with codes=ring into a ring of their
+// own issued 7 k-tiles ahead) or by each filler's loads (codes=ld), three
+// warps (and with dequant=dedicated a warpgroup more) dequantize them into
+// the swizzled tile; with cluster=2 or 4 the CTAs of consecutive tile rows
+// share the dequantized tile, each writing its share of the rows and
+// copying it into the others' shared memory. Rules:
 // each path's own features (sync: bk=32, tiles up to 128×128, direct
 // stores; wgmma: bk=64, 128 or 256 rows by 128 or 192 columns, a table
 // lookup, the deepest ring that fits, persistence only past one wave),
