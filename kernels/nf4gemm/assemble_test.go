@@ -43,7 +43,7 @@ func assembleFamily(t *testing.T, f kernels.Family, every int) {
 			}
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute) // the full sweep: every module of a space with clusters and the codes ring
 	defer cancel()
 	results := make([][]string, len(jobs))
 	idx := make([]int, len(jobs))
