@@ -217,7 +217,7 @@ func (wk *wgKernel) newRawRing() *ring {
 	if wk.rawRing == 0 {
 		return nil
 	}
-	return &ring{wk: wk, n: wk.rawRing, slot: wk.k.Mov(ptx.U32, ptx.Imm(0)), phase: wk.k.Mov(ptx.U32, ptx.Imm(0))}
+	return wk.ringOf(wk.rawRing)
 }
 
 // rawFull, rawEmpty and rawData are the raw ring slot's barriers and data.

@@ -390,8 +390,11 @@ type ring struct {
 	slot, phase ptx.Reg
 }
 
-func (wk *wgKernel) newRing() *ring {
-	return &ring{wk: wk, n: wk.p.Stages, slot: wk.k.Mov(ptx.U32, ptx.Imm(0)), phase: wk.k.Mov(ptx.U32, ptx.Imm(0))}
+func (wk *wgKernel) newRing() *ring { return wk.ringOf(wk.p.Stages) }
+
+// ringOf is a tracker of a ring of n slots, at slot 0 of lap 0.
+func (wk *wgKernel) ringOf(n int) *ring {
+	return &ring{wk: wk, n: n, slot: wk.k.Mov(ptx.U32, ptx.Imm(0)), phase: wk.k.Mov(ptx.U32, ptx.Imm(0))}
 }
 
 // full and empty are the slot's barriers; data its A tile.

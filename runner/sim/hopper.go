@@ -29,7 +29,7 @@ type clusterRun struct {
 	l      *launchCtx
 	ctas   []*ctaRun
 	loads  []asyncCopy // in-flight TMA loads and bulk copies, in issue order
-	cphase int      // completed barrier.cluster phases
+	cphase int         // completed barrier.cluster phases
 }
 
 // hopperState is a CTA's sm_90 state, nil for kernels without sm_90
