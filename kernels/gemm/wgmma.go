@@ -493,6 +493,13 @@ func (wk *wgKernel) consumer(base ptx.Reg, t tile, cw ptx.Reg, acc [][]ptx.Reg, 
 	}
 	bat := bAtomOf(p)
 	lane0 := k.Setp("eq", ptx.U32, k.And(ptx.U32, k.Mov(ptx.U32, ptx.TidX), ptx.Imm(31)), ptx.Imm(0))
+	// Zeroed, never undefined: ptxas serializes the wgmma (C7515) when
+	// the first one's scale-d may read undefined accumulators.
+	for _, a := range acc {
+		for _, r := range a {
+			k.MovTo(r, ptx.F32Imm(0))
+		}
+	}
 	aOff := k.Mul(ptx.U32, cw, ptx.Imm(wk.rowsPC*128))
 	prev := k.Mov(ptx.U32, ptx.Imm(0)) // the previous k-tile's empty barrier
 	k.For(ptx.U32, ptx.Imm(0), t.nk, ptx.Imm(1), func(it ptx.Reg) {

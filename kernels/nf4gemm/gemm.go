@@ -33,9 +33,11 @@ type Dequantizer string
 
 // The dequantizers the family emits.
 const (
-	// Consumers: the math warps themselves load the packed bytes and
-	// scales of the next stage, dequantize in registers and store the
-	// swizzled half tile, between their MMAs (the sync path).
+	// Consumers: the math warps dequantize. On the sync path they load
+	// the packed bytes and scales of the next stage and store the
+	// swizzled half tile between their MMAs; on the wgmma path each
+	// consumer warpgroup dequantizes its own A fragments in registers
+	// from codes and scales in shared memory (gemmrs.go).
 	Consumers Dequantizer = "consumer"
 	// Producers: three warps of the producer warpgroup, beside the thread
 	// that issues the TMA loads, dequantize each stage into the slot the
@@ -52,11 +54,11 @@ const (
 // warpgroup: gemmwg.go).
 type GEMMParams struct {
 	MMA        string        `axis:"mma" values:"sync,wgmma" doc:"sync: cp.async ring + ldmatrix + mma.sync m16n8k16 (sm_80+); wgmma: gemm_bwd's TMA + mbarrier ring + wgmma, the weight dequantized by the producer warpgroup (sm_90a)"`
-	BM         int           `axis:"bm" values:"64,128,256" doc:"tile rows of dX"`
+	BM         int           `axis:"bm" values:"64,128,192,256" doc:"tile rows of dX"`
 	BN         int           `axis:"bn" values:"64,128,192" doc:"tile columns of dX (along K of W)"`
 	BK         int           `axis:"bk" values:"32,64" doc:"reduction elements (rows of W) per stage (sync 32, wgmma 64)"`
 	Stages     int           `axis:"stages" values:"2,3,4,5" doc:"pipeline stages in shared memory"`
-	Dequant    Dequantizer   `axis:"dequant" values:"consumer,producer,dedicated" doc:"who dequantizes: the math warps (consumer, sync), three warps of the producer warpgroup (producer, wgmma), or those and a dedicated warpgroup (dedicated, wgmma)"`
+	Dequant    Dequantizer   `axis:"dequant" values:"consumer,producer,dedicated" doc:"who dequantizes: the math warps (consumer: on sync into shared memory, on wgmma into the register A operand of dXᵀ = Wᵀ·dYᵀ), three warps of the producer warpgroup (producer, wgmma), or those and a dedicated warpgroup (dedicated, wgmma)"`
 	Lookup     Lookup        `axis:"lookup" values:"smem,prmt,sel" doc:"code to value: shared-memory table, prmt byte tables, selp tree"`
 	Epilogue   gemm.Epilogue `axis:"epilogue" values:"direct,tma" default:"direct" doc:"direct stores from registers, or shared memory + TMA store (wgmma)"`
 	Persistent bool          `axis:"persistent" values:"0,1" default:"0" doc:"1: one CTA per SM walks grouped tiles (wgmma)"`

@@ -41,35 +41,54 @@ func pathFeatures(_ GEMMShape, p GEMMParams) error {
 		}
 		return nil
 	}
-	if p.BK != 64 || p.BM < 128 || p.BN < 128 || p.Dequant == Consumers || p.Lookup == LookupSel {
-		return fmt.Errorf("mma=wgmma takes bk=64, bm 128 or 256, bn 128 or 192, dequant producer or dedicated, lookup smem or prmt")
+	if p.Dequant == Consumers {
+		if p.Lookup != LookupSmem || p.Codes != "tma" || p.Cluster != 1 || p.Epilogue != gemm.Direct {
+			return fmt.Errorf("mma=wgmma dequant=consumer takes lookup=smem, codes=tma, cluster=1, epilogue=direct")
+		}
+		return nil
+	}
+	if p.BK != 64 || p.BM < 128 || p.BN < 128 || p.Lookup == LookupSel {
+		return fmt.Errorf("mma=wgmma takes bk=64, bm 128 or 256, bn 128 or 192, lookup smem or prmt")
 	}
 	return nil
 }
 
-// wgmmaFits: gemm_bwd's wgmma path emits the point (gemm.WrittenB.Check)
-// with the deepest ring that fits (at most 5 stages).
+// wgmmaFits: the wgmma path emits the point (gemm.WrittenB.Check, or
+// rsCheck for the register-A path) with the deepest ring that fits (at
+// most 5 stages).
 func wgmmaFits(s GEMMShape, p GEMMParams) error {
 	if p.MMA != "wgmma" {
 		return nil
 	}
+	if p.Dequant == Consumers {
+		return deepest(p, func(q GEMMParams) error { return rsCheck(s, q) })
+	}
 	w, src := p.writtenB(s), &wgSource{s: s, w: s.weight(), p: p}
-	if err := w.Check(wgParams(p), src); err != nil {
-		return err
-	}
-	deeper := wgParams(p)
-	deeper.Stages++
-	if p.Stages < 5 && w.Check(deeper, src) == nil {
-		return fmt.Errorf("stages=%d: %d fit", p.Stages, deeper.Stages)
-	}
-	return nil
+	return deepest(p, func(q GEMMParams) error { return w.Check(wgParams(q), src) })
 }
 
 // persistence: a persistent grid only where the tiles pass one wave of
 // the H200's 132 SMs (within a wave it runs the same CTAs).
 func persistence(s GEMMShape, p GEMMParams) error {
-	if p.Persistent && s.writtenB().Tiles(wgParams(p)) <= numSMs {
-		return fmt.Errorf("persistent=1 with %d tiles, one wave", s.writtenB().Tiles(wgParams(p)))
+	tiles := s.writtenB().Tiles(wgParams(p))
+	if p.Dequant == Consumers {
+		tiles = newRS(s, p).tiles()
+	}
+	if p.Persistent && tiles <= numSMs {
+		return fmt.Errorf("persistent=1 with %d tiles, one wave", tiles)
+	}
+	return nil
+}
+
+// deepest: check passes p, and a deeper ring fails it or passes 5 stages.
+func deepest(p GEMMParams, check func(GEMMParams) error) error {
+	if err := check(p); err != nil {
+		return err
+	}
+	deeper := p
+	deeper.Stages++
+	if p.Stages < 5 && check(deeper) == nil {
+		return fmt.Errorf("stages=%d: %d fit", p.Stages, deeper.Stages)
 	}
 	return nil
 }

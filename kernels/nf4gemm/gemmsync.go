@@ -33,6 +33,9 @@ type syncKernel struct {
 }
 
 func (gemmDef) Emit(s GEMMShape, p GEMMParams) (kernels.Program, error) {
+	if p.MMA == "wgmma" && p.Dequant == Consumers {
+		return emitRS(s, p)
+	}
 	if p.MMA == "wgmma" {
 		return emitWgmma(s, p)
 	}

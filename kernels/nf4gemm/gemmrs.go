@@ -1,0 +1,503 @@
+package nf4gemm
+
+import (
+	"fmt"
+
+	"github.com/gradtune/gradtune/dtype"
+	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/kernels/gen"
+	"github.com/gradtune/gradtune/kernels/ptx"
+)
+
+// The register-A path (mma=wgmma, dequant=consumer) computes dXᵀ =
+// Wᵀ·dYᵀ so that the dequantized weight is wgmma's A operand, which may
+// come from registers: the consumers dequantize their own fragments and
+// nothing dequantized passes through shared memory. A CTA's tile is BM
+// rows of dX (m: wgmma's N, up to 256) by BN columns (i, along K of W):
+// consumer warpgroup c owns 64 of the columns (wgmma's M), one NF4 block
+// of each W row, so that one scale covers a row of its fragment.
+//
+// A-row permutation: in the m64nNk16 fragment a thread holds A rows
+// g = lane/4 and g+8 of its warp's 16; here they stand for W columns
+// 16w+2g and 16w+2g+1, the two nibbles of one byte, so that a thread
+// reads one byte per W row and the accumulator rows map to dX columns
+// the same way (the epilogue stores the pair as one 32-bit word).
+//
+// Shared memory per slot (the ring is gemm_bwd's: full and empty
+// mbarriers): dY's tile [BM rows][64 reduction] by TMA (128B swizzle,
+// K-major B of the wgmma), the codes of each consumer's 64 columns for
+// the k-tile's 64 W rows by TMA ({32 bytes, 64 rows}, 32B swizzle:
+// conflict-free byte reads), and the 64 rows' scales per consumer, which
+// warp 1 of the producer warpgroup loads a k-tile ahead and stores, a
+// copy per consumer warp (the interpreter's race check merges the
+// readers of a word from several warps conservatively; a word that one
+// warp reads is checked exactly).
+type rsKernel struct {
+	k         *ptx.Func
+	s         GEMMShape
+	w         weight
+	p         GEMMParams
+	cons      int // consumer warpgroups, one per 64 columns
+	stage     int // bytes of a slot
+	codesOff  int // in a slot: the codes, 2 KB per consumer
+	scalesOff int // in a slot: 64 f32 scales per consumer warp
+	bars      int // the full barriers, then the empty ones
+	d         *deq // the codebook in shared memory, the half-pair type
+	bufs      map[string]ptx.Reg
+}
+
+const (
+	rsCodes     = 64 * 32 // a consumer's codes per k-tile: 64 W rows × 64 nibbles
+	rsScales    = 4 * 256 // a consumer's scales per k-tile: 64 f32, a copy per warp
+	rsScaleLdr  = 32      // the scale loader's threads (the full barrier's arrivals besides thread 0's)
+	rsFragRegs  = 64      // a consumer's registers besides the accumulators: fragments, addresses, temporaries
+)
+
+// rsProducerRegs is the producer warpgroup's registers: the scale
+// loaders hold two sets of 2 scales per consumer (1 or, with double
+// quantization, 3 registers each) besides their loop's 40.
+func rsProducerRegs(cons int) int { return (40 + 12*cons + 7) &^ 7 }
+
+// rsConsumerRegs is the consumers' registers: what the producer leaves,
+// at most 240.
+func rsConsumerRegs(cons int) int { return min(240, (512-rsProducerRegs(cons))/cons/8*8) }
+
+// rsConsumers is the consumer warpgroups of tile width bn.
+func rsConsumers(p GEMMParams) int { return p.BN / 64 }
+
+func newRS(s GEMMShape, p GEMMParams) *rsKernel {
+	rk := &rsKernel{s: s, w: s.weight(), p: p, cons: rsConsumers(p)}
+	rk.codesOff = p.BM * 128
+	rk.scalesOff = rk.codesOff + rk.cons*rsCodes
+	rk.stage = (rk.scalesOff + rk.cons*rsScales + 1023) &^ 1023
+	rk.bars = p.Stages * rk.stage
+	return rk
+}
+
+// smem is the dynamic shared memory: the slots, their barriers and the
+// 1024 bytes the base may need to round up.
+func (rk *rsKernel) smem() int { return rk.bars + 16*rk.p.Stages + 1024 }
+
+// rsCheck says whether the register-A path emits p: bk 64, 64-column
+// consumers (2 or 3), wgmma's N = bm within 256, the accumulators within
+// the consumers' registers, the slots within shared memory, no deeper
+// than the k-loop.
+func rsCheck(s GEMMShape, p GEMMParams) error {
+	cons := rsConsumers(p)
+	budget := rsConsumerRegs(max(cons, 1))
+	switch {
+	case p.BK != 64 || p.BN%64 != 0 || cons < 2 || cons > 3:
+		return fmt.Errorf("dequant=consumer on wgmma takes bk=64 and bn 128 or 192 (a warpgroup per 64 columns)")
+	case p.BM%64 != 0 || p.BM < 128 || p.BM > 256:
+		return fmt.Errorf("bm=%d: wgmma's N, 128, 192 or 256", p.BM)
+	case p.BM/2+rsFragRegs > budget:
+		return fmt.Errorf("%d accumulator registers per consumer thread, more than %d allow", p.BM/2, budget-rsFragRegs)
+	case p.Stages < 2 || p.Stages > max(s.N/64, 2):
+		return fmt.Errorf("stages=%d over %d k-tiles", p.Stages, s.N/64)
+	}
+	if n := newRS(s, p).smem(); n > 227*1024 {
+		return fmt.Errorf("%d bytes of shared memory, more than %d", n, 227*1024)
+	}
+	return nil
+}
+
+func (rk *rsKernel) threads() int { return 128 * (1 + rk.cons) }
+
+func (rk *rsKernel) tilesM() int { return gen.CeilDiv(rk.s.M, rk.p.BM) }
+func (rk *rsKernel) tiles() int  { return rk.tilesM() * gen.CeilDiv(rk.s.K, rk.p.BN) }
+
+// emitRS writes the register-A path's program.
+func emitRS(s GEMMShape, p GEMMParams) (kernels.Program, error) {
+	if err := rsCheck(s, p); err != nil {
+		return kernels.Program{}, err
+	}
+	entry := fmt.Sprintf("nf4_gemm_bwd_rs_%v", s.DType)
+	m := ptx.NewModule()
+	rk := newRS(s, p)
+	rk.k = m.Func(entry)
+	args := rk.body()
+	mod, err := m.Build()
+	if err != nil {
+		return kernels.Program{}, fmt.Errorf("building: %w", err)
+	}
+	l := kernels.Launch{Entry: entry, Grid: [3]int{rk.tiles(), 1, 1}, Block: [3]int{rk.threads(), 1, 1},
+		SharedBytes: rk.smem(), Args: args}
+	if p.Persistent {
+		l.GridPerSM = 1
+	}
+	return kernels.Program{PTX: mod.String(), Launches: []kernels.Launch{l}}, nil
+}
+
+// body declares the parameters, sets up the codebook and barriers and
+// splits the roles; it returns the launch arguments.
+func (rk *rsKernel) body() []kernels.Arg {
+	k, s, p := rk.k, rk.s, rk.p
+	k.ReqNTid(rk.threads())
+	k.MaxNReg(min(255, 65536/rk.threads()/8*8))
+	tmY := k.TensorMapParam("dy")
+	tmW := k.TensorMapParam("w4")
+	args := []kernels.Arg{
+		{TensorMap: &kernels.TensorMap{Buffer: "dy", DType: s.DType, Dims: []int{s.N, s.M}, Strides: []int{2 * s.N}, Box: []int{64, p.BM}, Swizzle: 128}},
+		{TensorMap: &kernels.TensorMap{Buffer: "w4", DType: dtype.U8, Dims: []int{s.K / 2, s.N}, Strides: []int{s.K / 2}, Box: []int{32, 64}, Swizzle: 32}},
+	}
+	rk.bufs = map[string]ptx.Reg{}
+	names := []string{"absmax"}
+	if rk.w.dq {
+		names = []string{"absmax_q", "code2", "absmax2", "dq_offset"}
+	}
+	for _, n := range append(names, "dx") {
+		rk.bufs[n] = gen.Param(k, n)
+		args = append(args, kernels.Arg{Buffer: n})
+	}
+	dyn := k.DynamicShared("smem", 16)
+	base := k.And(ptx.B32, k.Add(ptx.U32, k.Mov(ptx.U32, dyn), ptx.Imm(1023)), ptx.Imm(-1024))
+	tid := k.Mov(ptx.U32, ptx.TidX)
+	var code2 ptx.Reg
+	if rk.w.dq {
+		code2 = k.Mov(ptx.U32, k.SharedArray("code2", ptx.F32, 256, 16))
+		k.If(k.Setp("lt", ptx.U32, tid, ptx.Imm(256)), func() {
+			v := k.Ld(ptx.Global, ptx.F32, 1, ptx.At(k.Add(ptx.U64, rk.bufs["code2"], k.MulWide(ptx.U32, tid, ptx.Imm(4))), 0), ptx.LdOpts{NC: true})
+			k.St(ptx.Shared, ptx.F32, ptx.At(k.Mad(ptx.U32, tid, ptx.Imm(4), code2), 0), v)
+		})
+	}
+	rk.d = newDeq(k, LookupSmem, s.DType, tid)
+	k.If(k.Setp("eq", ptx.U32, tid, ptx.Imm(0)), func() {
+		for st := range p.Stages {
+			k.MbarInit(ptx.At(base, int64(rk.bars+8*st)), ptx.Imm(1+rsScaleLdr))
+			k.MbarInit(ptx.At(base, int64(rk.bars+8*(p.Stages+st))), ptx.Imm(4*rk.cons))
+		}
+		k.FenceMbarrierInit()
+	})
+	k.BarSync(0)
+	wg := k.Shr(ptx.U32, tid, ptx.Imm(7))
+	k.IfElse(k.Setp("eq", ptx.U32, wg, ptx.Imm(0)), func() {
+		k.SetMaxNReg(false, rsProducerRegs(rk.cons))
+		warp := k.Shr(ptx.U32, tid, ptx.Imm(5))
+		k.If(k.Setp("eq", ptx.U32, tid, ptx.Imm(0)), func() { rk.issuer(base, k.TensorMapAddr(tmY), k.TensorMapAddr(tmW)) })
+		k.If(k.Setp("ge", ptx.U32, warp, ptx.Imm(1)), func() {
+			rk.scaleLoader(base, k.Sub(ptx.U32, warp, ptx.Imm(1)), k.And(ptx.U32, tid, ptx.Imm(31)), code2)
+		})
+	}, func() {
+		k.SetMaxNReg(true, rsConsumerRegs(rk.cons))
+		rk.consumer(base, k.Sub(ptx.U32, wg, ptx.Imm(1)), k.And(ptx.U32, tid, ptx.Imm(127)))
+	})
+	return args
+}
+
+// rsTile is a CTA's tile: its first dX row and column.
+type rsTile struct{ m0, i0 ptx.Reg }
+
+// forTiles calls body with the CTA's tile, or in a persistent grid with
+// tiles ctaid, ctaid + nctaid, ...; consecutive tiles go down dX's rows,
+// so that neighbouring CTAs read the same codes.
+func (rk *rsKernel) forTiles(body func(t rsTile)) {
+	k := rk.k
+	tile := func(i ptx.Reg) rsTile {
+		c := k.Div(ptx.U32, i, ptx.Imm(rk.tilesM()))
+		r := k.Sub(ptx.U32, i, k.Mul(ptx.U32, c, ptx.Imm(rk.tilesM())))
+		return rsTile{m0: k.Mul(ptx.U32, r, ptx.Imm(rk.p.BM)), i0: k.Mul(ptx.U32, c, ptx.Imm(rk.p.BN))}
+	}
+	if !rk.p.Persistent {
+		body(tile(k.Mov(ptx.U32, ptx.CtaidX)))
+		return
+	}
+	k.For(ptx.U32, k.Mov(ptx.U32, ptx.CtaidX), ptx.Imm(rk.tiles()), k.Mov(ptx.U32, ptx.NCtaidX), func(i ptx.Reg) { body(tile(i)) })
+}
+
+// rsRing is a slot of the ring and the parity of its lap.
+type rsRing struct {
+	rk          *rsKernel
+	slot, phase ptx.Reg
+}
+
+func (rk *rsKernel) ring() *rsRing {
+	return &rsRing{rk: rk, slot: rk.k.Mov(ptx.U32, ptx.Imm(0)), phase: rk.k.Mov(ptx.U32, ptx.Imm(0))}
+}
+
+func (r *rsRing) data(base ptx.Reg) ptx.Reg {
+	return r.rk.k.Mad(ptx.U32, r.slot, ptx.Imm(r.rk.stage), base)
+}
+func (r *rsRing) full(base ptx.Reg) ptx.Addr {
+	return ptx.At(r.rk.k.Mad(ptx.U32, r.slot, ptx.Imm(8), base), int64(r.rk.bars))
+}
+func (r *rsRing) empty(base ptx.Reg) ptx.Addr {
+	return ptx.At(r.rk.k.Mad(ptx.U32, r.slot, ptx.Imm(8), base), int64(r.rk.bars+8*r.rk.p.Stages))
+}
+
+// waitEmpty waits until the consumers released the slot (on the first
+// lap the parity before phase 0 passes at once).
+func (r *rsRing) waitEmpty(base ptx.Reg) {
+	r.rk.k.MbarWait(r.empty(base), r.rk.k.Xor(ptx.U32, r.phase, ptx.Imm(1)))
+}
+
+func (r *rsRing) next() {
+	k := r.rk.k
+	k.MovTo(r.slot, k.Add(ptx.U32, r.slot, ptx.Imm(1)))
+	wrap := k.Setp("eq", ptx.U32, r.slot, ptx.Imm(r.rk.p.Stages))
+	k.MovTo(r.slot, k.Selp(ptx.U32, ptx.Imm(0), r.slot, wrap))
+	k.MovTo(r.phase, k.Xor(ptx.U32, r.phase, k.Selp(ptx.U32, ptx.Imm(1), ptx.Imm(0), wrap)))
+}
+
+// kTiles is the reduction's k-tiles (N is a multiple of 64).
+func (rk *rsKernel) kTiles() int { return rk.s.N / 64 }
+
+// issuer (thread 0): per k-tile, wait for the slot, announce its bytes
+// and load dY's tile and each consumer's codes by TMA.
+func (rk *rsKernel) issuer(base, tmY, tmW ptx.Reg) {
+	k := rk.k
+	r := rk.ring()
+	rk.forTiles(func(t rsTile) {
+		k.For(ptx.U32, ptx.Imm(0), ptx.Imm(rk.kTiles()*64), ptx.Imm(64), func(kc ptx.Reg) {
+			r.waitEmpty(base)
+			full, dst := r.full(base), r.data(base)
+			k.MbarArriveExpectTx(full, ptx.Imm(rk.codesOff+rk.cons*rsCodes))
+			k.TmaLoad(ptx.At(dst, 0), tmY, []ptx.Operand{kc, t.m0}, full)
+			col := k.Shr(ptx.U32, t.i0, ptx.Imm(1))
+			for c := range rk.cons {
+				k.TmaLoad(ptx.At(dst, int64(rk.codesOff+c*rsCodes)), tmW, []ptx.Operand{k.Add(ptx.U32, col, ptx.Imm(32*c)), kc}, full)
+			}
+			r.next()
+		})
+	})
+}
+
+// The scale loaders (warps 1..3 of the producer warpgroup) take the
+// k-tiles in turn, k-tile j to warp j mod 3, counting across a
+// persistent CTA's tiles. Lane l fetches the scales of W rows l and l+32
+// for each consumer's block into registers, stores them into the slot (a
+// copy per consumer warp) once it is free and arrives on its full
+// barrier. Each warp keeps two register sets and fetches its next k-tile
+// into one while it stores the other: a global load's latency then
+// overlaps three k-tiles of the consumers' math instead of stalling
+// every k-tile. With double quantization the loads are absmax_q's word
+// and absmax2; the 8-bit code is decoded at store time through code2,
+// copied into shared memory at the start.
+
+// scaleSet is a lane's fetched scales of one k-tile: per scale the f32
+// absmax, or absmax_q's word, absmax2 and the block index.
+type scaleSet [][3]ptx.Reg
+
+func (rk *rsKernel) newScaleSet() scaleSet {
+	set := make(scaleSet, 2*rk.cons)
+	for i := range set {
+		set[i] = [3]ptx.Reg{rk.k.Reg(ptx.U32), rk.k.Reg(ptx.F32), rk.k.Reg(ptx.U32)}
+		if !rk.w.dq {
+			set[i][0] = rk.k.Reg(ptx.F32)
+		}
+	}
+	return set
+}
+
+// fetch issues the loads of k-tile kt's scales of tile t into set (block
+// 0's where kt is past the reduction or a column past K).
+func (rk *rsKernel) fetch(set scaleSet, t rsTile, kt, l ptx.Reg) {
+	k := rk.k
+	nc := ptx.LdOpts{NC: true}
+	at := func(buf string, i ptx.Reg, size int) ptx.Addr {
+		return ptx.At(k.Add(ptx.U64, rk.bufs[buf], k.MulWide(ptx.U32, i, ptx.Imm(size))), 0)
+	}
+	in := k.Setp("lt", ptx.U32, kt, ptx.Imm(rk.kTiles()))
+	for c := range rk.cons {
+		col := k.Add(ptx.U32, t.i0, ptx.Imm(64*c))
+		ok := k.And(ptx.Pred, in, k.Setp("lt", ptx.U32, col, ptx.Imm(rk.s.K)))
+		for h := range 2 {
+			row := k.Add(ptx.U32, k.Shl(ptx.U32, kt, ptx.Imm(6)), k.Add(ptx.U32, l, ptx.Imm(32*h)))
+			b := k.Mad(ptx.U32, row, ptx.Imm(rk.s.K/rk.w.block), k.Div(ptx.U32, col, ptx.Imm(rk.w.block)))
+			b = k.Selp(ptx.U32, b, ptx.Imm(0), ok)
+			r := set[2*c+h]
+			if !rk.w.dq {
+				k.LdTo(ptx.Global, ptx.F32, r[:1], at("absmax", b, 4), nc)
+				continue
+			}
+			k.LdTo(ptx.Global, ptx.U32, r[:1], at("absmax_q", k.Shr(ptx.U32, b, ptx.Imm(2)), 4), nc)
+			k.LdTo(ptx.Global, ptx.F32, r[1:2], at("absmax2", k.Shr(ptx.U32, b, ptx.Imm(8)), 4), nc)
+			k.MovTo(r[2], b)
+		}
+	}
+}
+
+// put waits until the slot of global k-tile j is free, stores set into
+// it and arrives on its full barrier (dq: scale = code2[q]·absmax2 +
+// offset, q byte b%4 of the word).
+func (rk *rsKernel) put(base ptx.Reg, set scaleSet, j, l, code2, offset ptx.Reg) {
+	k, p := rk.k, rk.p
+	slot := rem(k, j, p.Stages)
+	phase := k.And(ptx.U32, k.Div(ptx.U32, j, ptx.Imm(p.Stages)), ptx.Imm(1))
+	k.MbarWait(ptx.At(k.Mad(ptx.U32, slot, ptx.Imm(8), base), int64(rk.bars+8*p.Stages)), k.Xor(ptx.U32, phase, ptx.Imm(1)))
+	at := k.Add(ptx.U32, k.Mad(ptx.U32, slot, ptx.Imm(rk.stage), base), k.Add(ptx.U32, k.Shl(ptx.U32, l, ptx.Imm(2)), ptx.Imm(rk.scalesOff)))
+	for i, r := range set {
+		v := r[0]
+		if rk.w.dq {
+			q := k.And(ptx.U32, k.Shr(ptx.U32, r[0], k.Shl(ptx.U32, k.And(ptx.U32, r[2], ptx.Imm(3)), ptx.Imm(3))), ptx.Imm(255))
+			c2 := k.Ld(ptx.Shared, ptx.F32, 1, ptx.At(k.Mad(ptx.U32, q, ptx.Imm(4), code2), 0))[0]
+			v = k.Fma(ptx.F32, c2, r[1], offset)
+		}
+		for w := range 4 {
+			k.St(ptx.Shared, ptx.F32, ptx.At(at, int64(rsScales*(i/2)+256*w+128*(i%2))), []ptx.Reg{v})
+		}
+	}
+	k.MbarArriveDrop(ptx.At(k.Mad(ptx.U32, slot, ptx.Imm(8), base), int64(rk.bars)))
+}
+
+// scaleLoader is scale loader q's (u32 0..2) loop, lane l.
+func (rk *rsKernel) scaleLoader(base, q, l, code2 ptx.Reg) {
+	k := rk.k
+	var offset ptx.Reg
+	if rk.w.dq {
+		offset = k.Ld(ptx.Global, ptx.F32, 1, ptx.At(rk.bufs["dq_offset"], 0), ptx.LdOpts{NC: true})[0]
+	}
+	a, b := rk.newScaleSet(), rk.newScaleSet()
+	first := k.Mov(ptx.U32, ptx.Imm(0)) // the tile's first global k-tile
+	rk.forTiles(func(t rsTile) {
+		kt0 := rem(k, k.Sub(ptx.U32, k.Add(ptx.U32, q, ptx.Imm(3)), rem(k, first, 3)), 3)
+		rk.fetch(a, t, kt0, l)
+		k.For(ptx.U32, kt0, ptx.Imm(rk.kTiles()), ptx.Imm(6), func(kt ptx.Reg) {
+			kb := k.Add(ptx.U32, kt, ptx.Imm(3))
+			rk.fetch(b, t, kb, l)
+			rk.put(base, a, k.Add(ptx.U32, first, kt), l, code2, offset)
+			k.If(k.Setp("lt", ptx.U32, kb, ptx.Imm(rk.kTiles())), func() {
+				rk.fetch(a, t, k.Add(ptx.U32, kt, ptx.Imm(6)), l)
+				rk.put(base, b, k.Add(ptx.U32, first, kb), l, code2, offset)
+			})
+		})
+		k.MovTo(first, k.Add(ptx.U32, first, ptx.Imm(rk.kTiles())))
+	})
+}
+
+// consumer is consumer warpgroup c's part (l: its thread, 0..127): per
+// tile, the k-loop, then the epilogue.
+func (rk *rsKernel) consumer(base, c, l ptx.Reg) {
+	k := rk.k
+	lane := k.And(ptx.U32, l, ptx.Imm(31))
+	w, g, t := k.Shr(ptx.U32, l, ptx.Imm(5)), k.Shr(ptx.U32, lane, ptx.Imm(2)), k.And(ptx.U32, lane, ptx.Imm(3))
+	// The thread's byte of a W row: 8w+g of the consumer's 32, whose
+	// 16-byte half the 32B swizzle flips on rows with bit 2 set (the
+	// thread's rows 2t, 2t+1 mod 8 have it when t ≥ 2).
+	byteCol := k.Xor(ptx.U32, k.Mad(ptx.U32, w, ptx.Imm(8), g), k.Shl(ptx.U32, k.Shr(ptx.U32, t, ptx.Imm(1)), ptx.Imm(4)))
+	codes := k.Add(ptx.U32, k.Mad(ptx.U32, c, ptx.Imm(rsCodes), k.Shl(ptx.U32, t, ptx.Imm(6))), k.And(ptx.U32, byteCol, ptx.Imm(-4)))
+	codes = k.Add(ptx.U32, codes, ptx.Imm(rk.codesOff))
+	shift := k.Shl(ptx.U32, k.And(ptx.U32, byteCol, ptx.Imm(3)), ptx.Imm(3))
+	scales := k.Add(ptx.U32, k.Mad(ptx.U32, c, ptx.Imm(rsScales), k.Mad(ptx.U32, w, ptx.Imm(256), k.Shl(ptx.U32, t, ptx.Imm(3)))), ptx.Imm(rk.scalesOff))
+	acc := k.WgmmaAcc(rk.p.BM)
+	r := rk.ring()
+	rk.forTiles(func(tl rsTile) {
+		// Zeroed, never undefined: ptxas serializes the wgmma (C7515)
+		// when the first one's scale-d may read undefined accumulators.
+		for _, a := range acc {
+			k.MovTo(a, ptx.F32Imm(0))
+		}
+		rk.kLoop(base, r, codes, shift, scales, acc)
+		rk.epilogue(tl, c, w, g, t, acc)
+	})
+}
+
+// kLoop accumulates the tile: per k-tile, wait for the slot, dequantize
+// all four k16 steps' fragments, fence, issue the four wgmma as one
+// group, then wait until only that group is pending and release the
+// previous k-tile's slot. The dequantization of a k-tile thus overlaps
+// the previous k-tile's wgmma; the two alternate between two fragment
+// sets (the loop is unrolled twice), since a wgmma reads its A registers
+// until it completes. At the end, wait for all and release the last slot.
+func (rk *rsKernel) kLoop(base ptx.Reg, r *rsRing, codes, shift, scales ptx.Reg, acc []ptx.Reg) {
+	k := rk.k
+	ab := gen.HalfType(rk.s.DType)
+	lane0 := k.Setp("eq", ptx.U32, k.And(ptx.U32, k.Mov(ptx.U32, ptx.TidX), ptx.Imm(31)), ptx.Imm(0))
+	prev := k.Mov(ptx.U32, ptx.Imm(0)) // the previous k-tile's empty barrier
+	var sets [2][4][4]ptx.Reg
+	for i := range sets {
+		for s := range sets[i] {
+			for j := range sets[i][s] {
+				sets[i][s][j] = k.Reg(rk.d.pt)
+			}
+		}
+	}
+	step := func(it ptx.Reg, frags [4][4]ptx.Reg) {
+		k.MbarWait(r.full(base), r.phase)
+		slot := r.data(base)
+		cs, ss := k.Add(ptx.U32, slot, codes), k.Add(ptx.U32, slot, scales)
+		for s := range frags {
+			rk.fragment(frags[s], cs, ss, shift, s)
+		}
+		desc := k.WgmmaDesc(slot, 16, 1024, ptx.Swizzle128B)
+		k.WgmmaFence()
+		for s := range frags {
+			b := desc
+			if s > 0 {
+				b = k.WgmmaDescAdd(desc, 32*s)
+			}
+			k.WgmmaRegA(ab, acc, frags[s], b, ptx.WgmmaOpts{})
+		}
+		k.WgmmaCommit()
+		k.WgmmaWait(1)
+		k.If(k.And(ptx.Pred, lane0, k.Setp("ne", ptx.U32, it, ptx.Imm(0))), func() { k.MbarArriveDrop(ptx.At(prev, 0)) })
+		e := r.empty(base)
+		k.MovTo(prev, k.Add(ptx.U32, e.Base.(ptx.Reg), ptx.Imm(e.Off)))
+		r.next()
+	}
+	// An odd k-tile first, then pairs: the set a half writes is
+	// never the one the pending group reads, on every path (ptxas
+	// serializes the wgmma where it cannot tell, C7513).
+	kt, first := rk.kTiles(), 0
+	if kt%2 == 1 {
+		step(k.Mov(ptx.U32, ptx.Imm(0)), sets[1])
+		first = 1
+	}
+	k.For(ptx.U32, ptx.Imm(first), ptx.Imm(kt), ptx.Imm(2), func(it ptx.Reg) {
+		step(it, sets[0])
+		step(k.Add(ptx.U32, it, ptx.Imm(1)), sets[1])
+	})
+	k.WgmmaWait(0)
+	k.If(lane0, func() { k.MbarArriveDrop(ptx.At(prev, 0)) })
+}
+
+// fragment dequantizes k16 step s's A fragment into f: W rows
+// 16s+2t+{0,1} (f[0], f[1]) and 16s+2t+{8,9} (f[2], f[3]) of the
+// thread's byte, high nibbles (even columns: A row g) into f[0], f[2],
+// low nibbles (odd columns: A row g+8) into f[1], f[3]; a W row's pair
+// of rows in the low then high half.
+func (rk *rsKernel) fragment(f [4]ptx.Reg, cs, ss, shift ptx.Reg, s int) {
+	k := rk.k
+	pt := rk.d.pt
+	for h := range 2 {
+		row := 16*s + 8*h // + 2t, + 1
+		sc := k.Ld(ptx.Shared, ptx.F32, 2, ptx.At(ss, int64(4*row)))
+		var hi, lo [2]ptx.Reg
+		for e := range 2 {
+			word := k.Ld(ptx.Shared, ptx.B32, 1, ptx.At(cs, int64(32*(row+e))))[0]
+			b := k.Shr(ptx.B32, word, shift)
+			val := func(addr ptx.Reg) ptx.Reg {
+				v := k.Ld(ptx.Shared, ptx.F32, 1, ptx.At(k.Or(ptx.B32, k.And(ptx.B32, addr, ptx.Imm(0x3C)), rk.d.lut), 0))[0]
+				return k.Mul(ptx.F32, v, sc[e])
+			}
+			hi[e], lo[e] = val(k.Shr(ptx.B32, b, ptx.Imm(2))), val(k.Shl(ptx.B32, b, ptx.Imm(2)))
+		}
+		k.MovTo(f[2*h], k.PackHalf2(pt, hi[1], hi[0]))
+		k.MovTo(f[2*h+1], k.PackHalf2(pt, lo[1], lo[0]))
+	}
+}
+
+// epilogue stores the accumulators: A row g (h 0) and g+8 (h 1) of warp
+// w are dX columns i0 + 64c + 16w + 2g + h, accumulator column 8j + 2t + e
+// is dX row m0 + 8j + 2t + e; the two columns of a row go as one word.
+func (rk *rsKernel) epilogue(tl rsTile, c, w, g, t ptx.Reg, acc []ptx.Reg) {
+	k, s := rk.k, rk.s
+	pt := rk.d.pt
+	col := k.Add(ptx.U32, k.Mad(ptx.U32, c, ptx.Imm(64), tl.i0), k.Mad(ptx.U32, w, ptx.Imm(16), k.Shl(ptx.U32, g, ptx.Imm(1))))
+	row := k.Add(ptx.U32, tl.m0, k.Shl(ptx.U32, t, ptx.Imm(1)))
+	colOK := k.Setp("lt", ptx.U32, col, ptx.Imm(s.K))
+	ptr := k.Add(ptx.U64, rk.bufs["dx"], k.MulWide(ptx.U32, k.Mad(ptx.U32, row, ptx.Imm(s.K), col), ptx.Imm(2)))
+	for j := range rk.p.BM / 8 {
+		for e := range 2 {
+			dr := 8*j + e
+			ok := k.And(ptx.Pred, colOK, k.Setp("lt", ptx.S32, row, ptx.Imm(s.M-dr)))
+			v := k.PackHalf2(pt, acc[4*j+2+e], acc[4*j+e])
+			k.St(ptx.Global, ptx.B32, ptx.At(ptr, int64(2*dr*s.K)), []ptx.Reg{k.Mov(ptx.B32, v)})
+			k.Guard(ok, false)
+		}
+	}
+}
+
+// rem is a mod n (u32).
+func rem(k *ptx.Func, a ptx.Reg, n int) ptx.Reg {
+	return k.Sub(ptx.U32, a, k.Mul(ptx.U32, k.Div(ptx.U32, a, ptx.Imm(n)), ptx.Imm(n)))
+}
