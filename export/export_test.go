@@ -33,7 +33,7 @@ func load(t *testing.T, db string, opt results.Options) *results.Set {
 // the package documentation of configs).
 func TestCommittedTablesInSync(t *testing.T) {
 	for name, db := range map[string]string{"activations": "h200-activations.db", "rows": "h200-rows.db",
-		"pool": "h200-pool.db", "gemm": "gemm/h200-gemm-192.db", "nf4": "nf4/h200-nf4-cluster.db"} {
+		"pool": "h200-pool.db", "gemm": "gemm/h200-gemm-unserialized.db", "nf4": "nf4/h200-nf4-rs.db"} {
 		t.Run(name, func(t *testing.T) {
 			tb, err := Build(load(t, db, results.Options{}))
 			if err != nil {

@@ -17,8 +17,8 @@ import (
 // GRADTUNE_SWEEP=full.
 var floorDBs = []string{
 	"gemm/h200-gemm-sync.db", "gemm/h200-gemm-wgmma.db", "gemm/h200-gemm-wgmma-tma.db", "gemm/h200-gemm-wgmma-persistent.db",
-	"gemm/h200-gemm-streamk.db", "gemm/h200-gemm-192.db",
-	"nf4/h200-nf4.db", "nf4/h200-nf4-cluster.db", "research/h200-async-only.db", "research/h200-atomic1-late.db",
+	"gemm/h200-gemm-streamk.db", "gemm/h200-gemm-192.db", "gemm/h200-gemm-unserialized.db",
+	"nf4/h200-nf4.db", "nf4/h200-nf4-cluster.db", "nf4/h200-nf4-rs.db", "research/h200-async-only.db", "research/h200-atomic1-late.db",
 }
 
 // abandonedNear are the shapes where abandoned evaluations have medians

@@ -16,8 +16,8 @@ import (
 var replayDBs = strings.Join([]string{
 	"h200-activations.db", "h200-rows.db", "h200-pool.db",
 	"gemm/h200-gemm-sync.db", "gemm/h200-gemm-wgmma.db", "gemm/h200-gemm-wgmma-tma.db", "gemm/h200-gemm-wgmma-persistent.db",
-	"gemm/h200-gemm-streamk.db", "gemm/h200-gemm-192.db",
-	"nf4/h200-nf4.db", "nf4/h200-nf4-cluster.db", "research/h200-async-only.db", "research/h200-atomic1-late.db",
+	"gemm/h200-gemm-streamk.db", "gemm/h200-gemm-192.db", "gemm/h200-gemm-unserialized.db",
+	"nf4/h200-nf4.db", "nf4/h200-nf4-cluster.db", "nf4/h200-nf4-rs.db", "research/h200-async-only.db", "research/h200-atomic1-late.db",
 	"tunefast/issue13-all-today.db.gz", "tunefast/issue13-rms-today.db.gz", "tunefast/issue13-all-cold.db.gz",
 	"tunefast/issue13-all-warm.db.gz", "tunefast/issue13-rms-pool.db.gz",
 }, ",")

@@ -24,6 +24,10 @@ type Report struct {
 	StackBytes  int    // "N bytes stack frame" (not the cumulative stack size of the call tree)
 	SharedBytes int    // static shared memory, "N bytes smem"
 	ConstBytes  int    // constant memory summed over banks, "N bytes cmem[0], M bytes cmem[2]"
+	// PerfLoss holds the "(C75xx) Potential Performance Loss" notes of an entry function, e.g.
+	// wgmma.mma_async serialized (C7513, C7515) or setmaxnreg ignored: code that assembles but
+	// does not run as written.
+	PerfLoss []string
 }
 
 // ParseReport parses the verbose output (stderr) of `ptxas -v`. It returns one Report per
@@ -89,6 +93,12 @@ func ParseReport(out string) ([]Report, error) {
 			if err := parseProperties(line, &reports[cur]); err != nil {
 				return nil, bad(err)
 			}
+
+		case strings.Contains(line, "Potential Performance Loss"):
+			if entry < 0 {
+				return nil, bad(fmt.Errorf("performance note before any entry function"))
+			}
+			reports[entry].PerfLoss = append(reports[entry].PerfLoss, line)
 
 		case usedRE.MatchString(line):
 			if entry < 0 {

@@ -64,6 +64,7 @@ func TestParseReportOtherForms(t *testing.T) {
 		"ptxas info    : Compile time = 1.234 ms",
 		"ptxas info    : Compiling entry function 'k2' for 'sm_90a'",
 		"ptxas info    : Function properties for k2",
+		"ptxas info    : (C7515) Potential Performance Loss: wgmma.mma_async instructions are serialized due to non wgmma instructions defining accumulator registers of a wgmma between start and end of the pipeline stage in the function 'k2'",
 		"    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads",
 		"ptxas info    : Used 1 register, used 0 barriers, 360 bytes cmem[0]",
 		"",
@@ -74,7 +75,8 @@ func TestParseReportOtherForms(t *testing.T) {
 	}
 	want := []Report{
 		{Arch: "sm_90a", Function: "_Z4gemmPKfS0_Pf", Registers: 28, SpillStores: 8, SpillLoads: 12, StackBytes: 16, SharedBytes: 4096, ConstBytes: 368},
-		{Arch: "sm_90a", Function: "k2", Registers: 1, ConstBytes: 360},
+		{Arch: "sm_90a", Function: "k2", Registers: 1, ConstBytes: 360, PerfLoss: []string{
+			"(C7515) Potential Performance Loss: wgmma.mma_async instructions are serialized due to non wgmma instructions defining accumulator registers of a wgmma between start and end of the pipeline stage in the function 'k2'"}},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got  %+v\nwant %+v", got, want)
@@ -98,6 +100,7 @@ func TestParseReportMalformed(t *testing.T) {
 		"ptxas info    : Compiling entry function 'k' for 'sm_80'\nptxas info    : Function properties for k\n    many bytes stack frame\n",
 		"ptxas info    : Compiling entry function k for sm_80\n",
 		"ptxas info    : Compiling entry function 'k'\n",
+		"ptxas info    : (C7515) Potential Performance Loss: wgmma serialized\n", // no function
 	} {
 		if got, err := ParseReport(out); err == nil {
 			t.Errorf("ParseReport(%q) = %+v, nil; want an error", out, got)

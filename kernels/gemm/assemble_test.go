@@ -92,14 +92,17 @@ func assembleOne(ctx context.Context, path string, c asmCase) []string {
 		if r.SpillStores != 0 || r.SpillLoads != 0 || r.StackBytes != 0 {
 			ps = append(ps, fmt.Sprintf("%s %s %s: spills %d/%d bytes, stack %d, %d registers", c.arch, c.what, r.Function, r.SpillStores, r.SpillLoads, r.StackBytes, r.Registers))
 		}
+		for _, l := range r.PerfLoss {
+			ps = append(ps, fmt.Sprintf("%s %s: %s", c.arch, c.what, l))
+		}
 	}
 	return ps
 }
 
 // assembleWarn runs `ptxas -v` on ptx and returns its reports and its
-// warnings (ptxas.Assemble drops them): on the wgmma path a warning such
-// as C7515 (wgmma serialized) or C7508 (setmaxnreg ignored) is a
-// performance bug, so the test counts it as a failure.
+// warnings (ptxas.Assemble drops them). A warning, like a report's
+// PerfLoss note (C7515: wgmma serialized), is a performance bug on the
+// wgmma path, so the test counts it as a failure.
 func assembleWarn(ctx context.Context, path, ptx, arch string) ([]ptxas.Report, []string, error) {
 	dir, err := os.MkdirTemp("", "gemm-ptxas-")
 	if err != nil {

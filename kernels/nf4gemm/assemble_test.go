@@ -18,7 +18,8 @@ import (
 // assembleFamily assembles a sample of f's variants at the preset's shapes
 // (every variant with GRADTUNE_SWEEP=full) with ptxas for sm_80 and sm_90
 // (the wgmma path for sm_90a):
-// each module is accepted, with no spills and no stack frame.
+// each module is accepted, with no spills, no stack frame and no
+// performance-loss note (wgmma serialized).
 func assembleFamily(t *testing.T, f kernels.Family, every int) {
 	path := ptxas.RequireOrSkip(t)
 	pr, _ := variants.LookupPreset("qwen1.5b", 0)
@@ -60,6 +61,9 @@ func assembleFamily(t *testing.T, f kernels.Family, every int) {
 		for _, r := range reports {
 			if r.SpillStores != 0 || r.SpillLoads != 0 || r.StackBytes != 0 {
 				results[j] = append(results[j], fmt.Sprintf("%s %s %s: spills %d/%d, stack %d, %d registers", c.arch, c.what, r.Function, r.SpillStores, r.SpillLoads, r.StackBytes, r.Registers))
+			}
+			for _, l := range r.PerfLoss {
+				results[j] = append(results[j], fmt.Sprintf("%s %s: %s", c.arch, c.what, l))
 			}
 		}
 	})

@@ -24,10 +24,17 @@
 // warps (and with dequant=dedicated a warpgroup more) dequantize them into
 // the swizzled tile; with cluster=2 or 4 the CTAs of consecutive tile rows
 // share the dequantized tile, each writing its share of the rows and
-// copying it into the others' shared memory. Rules:
+// copying it into the others' shared memory. The register-A path
+// (dequant=consumer on wgmma, gemmrs.go) computes dXᵀ = Wᵀ·dYᵀ instead:
+// each consumer warpgroup owns 64 columns of dX (one NF4 block of each W
+// row), dequantizes its own m64×k16 fragments from TMA-loaded codes and
+// the scales warps 1..3 of the producer store, and issues wgmma with A
+// in registers; dY's tile is B (bm 128, 192 or 256 is wgmma's N, bn 128
+// or 192 its two or three consumers). Rules:
 // each path's own features (sync: bk=32, tiles up to 128×128, direct
 // stores; wgmma: bk=64, 128 or 256 rows by 128 or 192 columns, a table
-// lookup, the deepest ring that fits, persistence only past one wave),
+// lookup; register-A: the shared-memory table, direct stores, no cluster;
+// the deepest ring that fits, persistence only past one wave),
 // tile columns within k, shared memory fits, pipeline no deeper than the
 // k-loop.
 //

@@ -37,20 +37,20 @@ type rsKernel struct {
 	s         GEMMShape
 	w         weight
 	p         GEMMParams
-	cons      int // consumer warpgroups, one per 64 columns
-	stage     int // bytes of a slot
-	codesOff  int // in a slot: the codes, 2 KB per consumer
-	scalesOff int // in a slot: 64 f32 scales per consumer warp
-	bars      int // the full barriers, then the empty ones
+	cons      int  // consumer warpgroups, one per 64 columns
+	stage     int  // bytes of a slot
+	codesOff  int  // in a slot: the codes, 2 KB per consumer
+	scalesOff int  // in a slot: 64 f32 scales per consumer warp
+	bars      int  // the full barriers, then the empty ones
 	d         *deq // the codebook in shared memory, the half-pair type
 	bufs      map[string]ptx.Reg
 }
 
 const (
-	rsCodes     = 64 * 32 // a consumer's codes per k-tile: 64 W rows × 64 nibbles
-	rsScales    = 4 * 256 // a consumer's scales per k-tile: 64 f32, a copy per warp
-	rsScaleLdr  = 32      // the scale loader's threads (the full barrier's arrivals besides thread 0's)
-	rsFragRegs  = 64      // a consumer's registers besides the accumulators: fragments, addresses, temporaries
+	rsCodes    = 64 * 32 // a consumer's codes per k-tile: 64 W rows × 64 nibbles
+	rsScales   = 4 * 256 // a consumer's scales per k-tile: 64 f32, a copy per warp
+	rsScaleLdr = 32      // the scale loader's threads (the full barrier's arrivals besides thread 0's)
+	rsFragRegs = 64      // a consumer's registers besides the accumulators: fragments, addresses, temporaries
 )
 
 // rsProducerRegs is the producer warpgroup's registers: the scale
@@ -324,7 +324,7 @@ func (rk *rsKernel) put(base ptx.Reg, set scaleSet, j, l, code2, offset ptx.Reg)
 	slot := rem(k, j, p.Stages)
 	phase := k.And(ptx.U32, k.Div(ptx.U32, j, ptx.Imm(p.Stages)), ptx.Imm(1))
 	k.MbarWait(ptx.At(k.Mad(ptx.U32, slot, ptx.Imm(8), base), int64(rk.bars+8*p.Stages)), k.Xor(ptx.U32, phase, ptx.Imm(1)))
-	at := k.Add(ptx.U32, k.Mad(ptx.U32, slot, ptx.Imm(rk.stage), base), k.Add(ptx.U32, k.Shl(ptx.U32, l, ptx.Imm(2)), ptx.Imm(rk.scalesOff)))
+	at := k.Add(ptx.U32, k.Mad(ptx.U32, slot, ptx.Imm(rk.stage), base), k.Add(ptx.U32, k.Shl(ptx.U32, scalePos(k, l), ptx.Imm(2)), ptx.Imm(rk.scalesOff)))
 	for i, r := range set {
 		v := r[0]
 		if rk.w.dq {
@@ -376,8 +376,9 @@ func (rk *rsKernel) consumer(base, c, l ptx.Reg) {
 	byteCol := k.Xor(ptx.U32, k.Mad(ptx.U32, w, ptx.Imm(8), g), k.Shl(ptx.U32, k.Shr(ptx.U32, t, ptx.Imm(1)), ptx.Imm(4)))
 	codes := k.Add(ptx.U32, k.Mad(ptx.U32, c, ptx.Imm(rsCodes), k.Shl(ptx.U32, t, ptx.Imm(6))), k.And(ptx.U32, byteCol, ptx.Imm(-4)))
 	codes = k.Add(ptx.U32, codes, ptx.Imm(rk.codesOff))
+	// the shift that brings the thread's byte of a word to bits 0..7
 	shift := k.Shl(ptx.U32, k.And(ptx.U32, byteCol, ptx.Imm(3)), ptx.Imm(3))
-	scales := k.Add(ptx.U32, k.Mad(ptx.U32, c, ptx.Imm(rsScales), k.Mad(ptx.U32, w, ptx.Imm(256), k.Shl(ptx.U32, t, ptx.Imm(3)))), ptx.Imm(rk.scalesOff))
+	scales := k.Add(ptx.U32, k.Mad(ptx.U32, c, ptx.Imm(rsScales), k.Mad(ptx.U32, w, ptx.Imm(256), k.Shl(ptx.U32, t, ptx.Imm(4)))), ptx.Imm(rk.scalesOff))
 	acc := k.WgmmaAcc(rk.p.BM)
 	r := rk.ring()
 	rk.forTiles(func(tl rsTile) {
@@ -453,27 +454,40 @@ func (rk *rsKernel) kLoop(base ptx.Reg, r *rsRing, codes, shift, scales ptx.Reg,
 // fragment dequantizes k16 step s's A fragment into f: W rows
 // 16s+2t+{0,1} (f[0], f[1]) and 16s+2t+{8,9} (f[2], f[3]) of the
 // thread's byte, high nibbles (even columns: A row g) into f[0], f[2],
-// low nibbles (odd columns: A row g+8) into f[1], f[3]; a W row's pair
-// of rows in the low then high half.
+// low nibbles (odd columns: A row g+8) into f[1], f[3]; a pair of W rows
+// in the low then the high half. The step's four scales are one 16-byte
+// load (the scale loaders store them in that order, scalePos).
 func (rk *rsKernel) fragment(f [4]ptx.Reg, cs, ss, shift ptx.Reg, s int) {
 	k := rk.k
-	pt := rk.d.pt
+	sc := k.Ld(ptx.Shared, ptx.F32, 4, ptx.At(ss, int64(4*16*s)))
 	for h := range 2 {
 		row := 16*s + 8*h // + 2t, + 1
-		sc := k.Ld(ptx.Shared, ptx.F32, 2, ptx.At(ss, int64(4*row)))
-		var hi, lo [2]ptx.Reg
-		for e := range 2 {
-			word := k.Ld(ptx.Shared, ptx.B32, 1, ptx.At(cs, int64(32*(row+e))))[0]
-			b := k.Shr(ptx.B32, word, shift)
-			val := func(addr ptx.Reg) ptx.Reg {
-				v := k.Ld(ptx.Shared, ptx.F32, 1, ptx.At(k.Or(ptx.B32, k.And(ptx.B32, addr, ptx.Imm(0x3C)), rk.d.lut), 0))[0]
-				return k.Mul(ptx.F32, v, sc[e])
+		w0 := k.Ld(ptx.Shared, ptx.B32, 1, ptx.At(cs, int64(32*row)))[0]
+		w1 := k.Ld(ptx.Shared, ptx.B32, 1, ptx.At(cs, int64(32*(row+1))))[0]
+		// the codebook values of rows r and r+1: odd, even column each
+		lut := func(b ptx.Reg, lo bool) ptx.Reg {
+			at := k.Shr(ptx.B32, b, ptx.Imm(2))
+			if lo {
+				at = k.Shl(ptx.B32, b, ptx.Imm(2))
 			}
-			hi[e], lo[e] = val(k.Shr(ptx.B32, b, ptx.Imm(2))), val(k.Shl(ptx.B32, b, ptx.Imm(2)))
+			return k.Ld(ptx.Shared, ptx.F32, 1, ptx.At(k.Or(ptx.B32, k.And(ptx.B32, at, ptx.Imm(0x3C)), rk.d.lut), 0))[0]
 		}
-		k.MovTo(f[2*h], k.PackHalf2(pt, hi[1], hi[0]))
-		k.MovTo(f[2*h+1], k.PackHalf2(pt, lo[1], lo[0]))
+		b0, b1 := k.Shr(ptx.B32, w0, shift), k.Shr(ptx.B32, w1, shift)
+		v := [4]ptx.Reg{lut(b0, true), lut(b0, false), lut(b1, true), lut(b1, false)}
+		s0, s1 := sc[2*h], sc[2*h+1]
+		k.MovTo(f[2*h], k.PackHalf2(rk.d.pt, k.Mul(ptx.F32, v[3], s1), k.Mul(ptx.F32, v[1], s0)))
+		k.MovTo(f[2*h+1], k.PackHalf2(rk.d.pt, k.Mul(ptx.F32, v[2], s1), k.Mul(ptx.F32, v[0], s0)))
 	}
+}
+
+// scalePos is where the scale loaders store W row r's scale among a
+// k-tile's 64: thread t of a consumer reads k16 step s's rows 16s+2t,
+// 16s+2t+1, 16s+2t+8 and 16s+2t+9 as one 16-byte word at 16s+4t.
+func scalePos(k *ptx.Func, r ptx.Reg) ptx.Reg {
+	step := k.And(ptx.U32, r, ptx.Imm(^15))
+	t := k.Shl(ptx.U32, k.And(ptx.U32, k.Shr(ptx.U32, r, ptx.Imm(1)), ptx.Imm(3)), ptx.Imm(2))
+	h := k.Shl(ptx.U32, k.And(ptx.U32, k.Shr(ptx.U32, r, ptx.Imm(3)), ptx.Imm(1)), ptx.Imm(1))
+	return k.Or(ptx.U32, k.Or(ptx.U32, step, t), k.Or(ptx.U32, h, k.And(ptx.U32, r, ptx.Imm(1))))
 }
 
 // epilogue stores the accumulators: A row g (h 0) and g+8 (h 1) of warp

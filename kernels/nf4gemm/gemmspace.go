@@ -42,6 +42,9 @@ func pathFeatures(_ GEMMShape, p GEMMParams) error {
 		return nil
 	}
 	if p.Dequant == Consumers {
+		// lookup=prmt needs the f32 codebook as four byte planes here (21
+		// prmt per 4 codes): slower on the H200 than the shared table's
+		// loads (docs/kernels/nf4.md)
 		if p.Lookup != LookupSmem || p.Codes != "tma" || p.Cluster != 1 || p.Epilogue != gemm.Direct {
 			return fmt.Errorf("mma=wgmma dequant=consumer takes lookup=smem, codes=tma, cluster=1, epilogue=direct")
 		}

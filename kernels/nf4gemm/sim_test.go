@@ -81,3 +81,37 @@ func TestWgmmaPersistentOnInterpreter(t *testing.T) {
 		t.Logf("%d variants", n)
 	}
 }
+
+// TestRegisterAOnInterpreter runs every register-A variant (dequant=
+// consumer on wgmma) of shapes that cover its cases: one k-tile and a
+// column tail (k=192 under 128- and 192-column tiles), a row tail, an odd
+// number of k-tiles (the peeled first one), blocks of 128 and 256 with
+// double-quantized scales, a random-input reduction, and a persistent
+// grid whose tiles have 7 k-tiles (the three scale loaders' turns carry
+// over from one tile to the next).
+func TestRegisterAOnInterpreter(t *testing.T) {
+	registerA := func(p variants.Params) bool {
+		s := p.String()
+		return strings.Contains(s, "mma=wgmma") && strings.Contains(s, "dequant=consumer")
+	}
+	for _, c := range []struct {
+		spec string
+		dt   dtype.DType
+	}{
+		{"m=37,n=64,k=192", dtype.BF16},
+		{"m=20,n=256,k=256,block=128,scales=dq", dtype.F16},
+		{"m=33,n=1024,k=512,block=256,scales=dq", dtype.BF16},
+		{"m=70,n=576,k=128", dtype.BF16},
+		{"m=1537,n=448,k=1536,scales=dq", dtype.BF16},
+	} {
+		keep := registerA
+		if strings.HasPrefix(c.spec, "m=1537") {
+			keep = func(p variants.Params) bool { return registerA(p) && p["persistent"] == "1" }
+		}
+		if n := simRun(t, "nf4_gemm_bwd", c.spec, c.dt, keep); n == 0 {
+			t.Fatalf("%s: no register-A variant", c.spec)
+		} else {
+			t.Logf("%s %v: %d variants", c.spec, c.dt, n)
+		}
+	}
+}
