@@ -11,6 +11,12 @@ import (
 	"github.com/gradtune/gradtune/variants"
 )
 
+// simShape is a shape spec and dtype for the interpreter.
+type simShape struct {
+	spec string
+	dt   dtype.DType
+}
+
 // simRun validates the variants of a shape that keep accepts on the CPU
 // interpreter (simtest.Run).
 func simRun(t *testing.T, family, spec string, dt dtype.DType, keep func(variants.Params) bool) int {
@@ -27,10 +33,7 @@ func simRun(t *testing.T, family, spec string, dt dtype.DType, keep func(variant
 // and a unit count that leaves the last CTA partly idle.
 func TestDequantOnInterpreter(t *testing.T) {
 	all := func(variants.Params) bool { return true }
-	for _, c := range []struct {
-		spec string
-		dt   dtype.DType
-	}{
+	for _, c := range []simShape{
 		{"n=3,k=64", dtype.BF16},
 		{"n=5,k=256,scales=dq", dtype.BF16},
 		{"n=6,k=512,block=256,scales=dq", dtype.F16},
@@ -45,10 +48,7 @@ func TestDequantOnInterpreter(t *testing.T) {
 // a row tail (37, 70), a column tail of the 128-wide tiles (k=192), f32
 // and double-quantized scales, blocks of 64 and 128, exact-integer
 // reductions and a random one (n=576 > exactMaxN).
-var gemmShapes = []struct {
-	spec string
-	dt   dtype.DType
-}{
+var gemmShapes = []simShape{
 	{"m=1,n=128,k=64,scales=dq", dtype.BF16},
 	{"m=37,n=64,k=192", dtype.BF16},
 	{"m=20,n=256,k=256,block=128,scales=dq", dtype.F16},
@@ -94,10 +94,7 @@ func TestRegisterAOnInterpreter(t *testing.T) {
 		s := p.String()
 		return strings.Contains(s, "mma=wgmma") && strings.Contains(s, "dequant=consumer")
 	}
-	for _, c := range []struct {
-		spec string
-		dt   dtype.DType
-	}{
+	for _, c := range []simShape{
 		{"m=37,n=64,k=192", dtype.BF16},
 		{"m=20,n=256,k=256,block=128,scales=dq", dtype.F16},
 		{"m=33,n=1024,k=512,block=256,scales=dq", dtype.BF16},
