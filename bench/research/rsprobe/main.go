@@ -1,0 +1,118 @@
+// Command rsprobe writes three timing-only PTX kernels that separate the
+// costs of nf4_gemm_bwd's register-A path (docs/kernels/nf4.md): 132 CTAs
+// of two warpgroups, each running kt k-tiles of four m64n192k16 wgmma on
+// garbage shared memory, with A from a shared-memory descriptor (ss), from
+// constant registers (rs), or from registers dequantized per k-tile as the
+// path does (rsdeq: code words and a 16-entry f32 table in shared memory,
+// two fragment sets). Their results are meaningless; rsprobe.py times them.
+//
+//	go run ./bench/research/rsprobe DIR
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/gradtune/gradtune/kernels/ptx"
+)
+
+const (
+	offB     = 0     // B: 192 rows × 128 bytes, 128B swizzle
+	offA     = 32768 // A (ss): 64 rows × 128 bytes per warpgroup
+	offLUT   = 49152 // 16 f32
+	offCodes = 50176 // code words
+)
+
+func kernel(mode string) *ptx.Module {
+	m := ptx.NewModule()
+	k := m.Func("probe_" + mode)
+	k.ReqNTid(256)
+	out := k.Cvta(ptx.Global, k.LdParam(k.Param("out", ptx.U64)))
+	kt := k.LdParam(k.Param("kt", ptx.U32))
+	dyn := k.DynamicShared("smem", 16)
+	base := k.And(ptx.B32, k.Add(ptx.U32, k.Mov(ptx.U32, dyn), ptx.Imm(1023)), ptx.Imm(-1024))
+	tid := k.Mov(ptx.U32, ptx.TidX)
+	wg := k.Shr(ptx.U32, tid, ptx.Imm(7))
+	acc := k.WgmmaAcc(192)
+	for _, a := range acc {
+		k.MovTo(a, ptx.F32Imm(0))
+	}
+	descB := k.WgmmaDesc(base, 16, 1024, ptx.Swizzle128B)
+	var sets [2][4][4]ptx.Reg
+	for i := range sets {
+		for s := range sets[i] {
+			for j := range sets[i][s] {
+				sets[i][s][j] = k.Reg(ptx.B32)
+				k.MovTo(sets[i][s][j], k.Add(ptx.U32, tid, ptx.Imm(int64(i*16+s*4+j))))
+			}
+		}
+	}
+	lut := k.Add(ptx.U32, base, ptx.Imm(offLUT))
+	codes := k.Add(ptx.U32, base, k.Add(ptx.U32, ptx.Imm(offCodes), k.Shl(ptx.U32, k.And(ptx.U32, tid, ptx.Imm(127)), ptx.Imm(2))))
+	descA := k.WgmmaDesc(k.Add(ptx.U32, k.Add(ptx.U32, base, ptx.Imm(offA)), k.Shl(ptx.U32, wg, ptx.Imm(13))), 16, 1024, ptx.Swizzle128B)
+	step := func(it ptx.Reg, frags [4][4]ptx.Reg) {
+		if mode == "rsdeq" {
+			for s := range frags {
+				for h := range 2 {
+					w := k.Ld(ptx.Shared, ptx.B32, 1, ptx.At(codes, int64(512*s+2048*h)))[0]
+					val := func(sh int64, lo bool) ptx.Reg {
+						a := k.Shr(ptx.B32, w, ptx.Imm(sh))
+						if lo {
+							a = k.Shl(ptx.B32, w, ptx.Imm(2))
+						}
+						v := k.Ld(ptx.Shared, ptx.F32, 1, ptx.At(k.Or(ptx.B32, k.And(ptx.B32, a, ptx.Imm(0x3C)), lut), 0))[0]
+						return k.Mul(ptx.F32, v, ptx.F32Imm(0.5))
+					}
+					k.MovTo(frags[s][2*h], k.Mov(ptx.B32, k.PackHalf2(ptx.BF16x2, val(10, false), val(2, false))))
+					k.MovTo(frags[s][2*h+1], k.Mov(ptx.B32, k.PackHalf2(ptx.BF16x2, val(6, false), val(0, true))))
+				}
+			}
+		}
+		k.WgmmaFence()
+		for s := range frags {
+			b := descB
+			if s > 0 {
+				b = k.WgmmaDescAdd(descB, 32*s)
+			}
+			if mode == "ss" {
+				a := descA
+				if s > 0 {
+					a = k.WgmmaDescAdd(descA, 32*s)
+				}
+				k.Wgmma(ptx.BF16, acc, a, b, ptx.WgmmaOpts{})
+			} else {
+				k.WgmmaRegA(ptx.BF16, acc, frags[s], b, ptx.WgmmaOpts{})
+			}
+		}
+		k.WgmmaCommit()
+		k.WgmmaWait(1)
+	}
+	k.For(ptx.U32, ptx.Imm(0), kt, ptx.Imm(2), func(it ptx.Reg) {
+		step(it, sets[0])
+		step(k.Add(ptx.U32, it, ptx.Imm(1)), sets[1])
+	})
+	k.WgmmaWait(0)
+	sum := k.Add(ptx.F32, acc[0], acc[len(acc)-1])
+	gid := k.Mad(ptx.U32, k.Mov(ptx.U32, ptx.CtaidX), ptx.Imm(256), tid)
+	k.St(ptx.Global, ptx.F32, ptx.At(k.Add(ptx.U64, out, k.MulWide(ptx.U32, gid, ptx.Imm(4))), 0), []ptx.Reg{sum})
+	return m
+}
+
+func main() {
+	if len(os.Args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: rsprobe DIR")
+		os.Exit(2)
+	}
+	for _, mode := range []string{"ss", "rs", "rsdeq"} {
+		b, err := kernel(mode).Build()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		if err := os.WriteFile(filepath.Join(os.Args[1], "probe_"+mode+".ptx"), []byte(b.String()), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
+}
