@@ -45,6 +45,7 @@ func ParseReport(out string) ([]Report, error) {
 		entry   = -1                  // function of the last "Compiling entry function"
 		arch    string                // arch of the last "Compiling entry function"
 		archs   = map[string]bool{}
+		notes   [][2]string // {function, line} of the performance notes
 	)
 	get := func(name, arch string) int {
 		k := [2]string{arch, name}
@@ -95,10 +96,14 @@ func ParseReport(out string) ([]Report, error) {
 			}
 
 		case strings.Contains(line, "Potential Performance Loss"):
-			if entry < 0 {
-				return nil, bad(fmt.Errorf("performance note before any entry function"))
+			// ptxas writes these to stderr, which may come before the
+			// function's report: the note names it ("... in the function 'f'")
+			_, rest, _ := strings.Cut(line, "in the function ")
+			name, _, ok := quoted(strings.TrimSpace(rest))
+			if !ok {
+				return nil, bad(fmt.Errorf("performance note that names no function"))
 			}
-			reports[entry].PerfLoss = append(reports[entry].PerfLoss, line)
+			notes = append(notes, [2]string{name, line})
 
 		case usedRE.MatchString(line):
 			if entry < 0 {
@@ -110,6 +115,18 @@ func ParseReport(out string) ([]Report, error) {
 		}
 	}
 
+	for _, n := range notes {
+		found := false
+		for i := range reports {
+			if reports[i].Function == n[0] {
+				reports[i].PerfLoss = append(reports[i].PerfLoss, n[1])
+				found = true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("ptxas output: performance note for %q, a function it does not report: %q", n[0], n[1])
+		}
+	}
 	if len(archs) == 1 {
 		for a := range archs {
 			for i := range reports {

@@ -83,6 +83,27 @@ func TestParseReportOtherForms(t *testing.T) {
 	}
 }
 
+// TestParseReportNoteFirst: ptxas writes its performance notes to stderr,
+// which Assemble puts before stdout's reports.
+func TestParseReportNoteFirst(t *testing.T) {
+	note := "(C7515) Potential Performance Loss: wgmma.mma_async instructions are serialized in the function 'k'"
+	out := strings.Join([]string{
+		"ptxas info    : " + note,
+		"ptxas info    : Compiling entry function 'k' for 'sm_90a'",
+		"ptxas info    : Function properties for k",
+		"    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads",
+		"ptxas info    : Used 168 registers, used 1 barriers",
+	}, "\n")
+	got, err := ParseReport(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Report{{Arch: "sm_90a", Function: "k", Registers: 168, PerfLoss: []string{note}}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got  %+v\nwant %+v", got, want)
+	}
+}
+
 func TestParseReportEmpty(t *testing.T) {
 	for _, out := range []string{"", "ptxas info    : 0 bytes gmem\n", "ptxas warning : something\n"} {
 		got, err := ParseReport(out)
@@ -100,7 +121,8 @@ func TestParseReportMalformed(t *testing.T) {
 		"ptxas info    : Compiling entry function 'k' for 'sm_80'\nptxas info    : Function properties for k\n    many bytes stack frame\n",
 		"ptxas info    : Compiling entry function k for sm_80\n",
 		"ptxas info    : Compiling entry function 'k'\n",
-		"ptxas info    : (C7515) Potential Performance Loss: wgmma serialized\n", // no function
+		"ptxas info    : (C7515) Potential Performance Loss: wgmma serialized\n",                           // no function
+		"ptxas info    : (C7515) Potential Performance Loss: wgmma serialized in the function 'nowhere'\n", // not reported
 	} {
 		if got, err := ParseReport(out); err == nil {
 			t.Errorf("ParseReport(%q) = %+v, nil; want an error", out, got)
