@@ -28,7 +28,7 @@ import (
 // K-major B of the wgmma), the codes of each consumer's 64 columns for
 // the k-tile's 64 W rows by TMA ({32 bytes, 64 rows}, 32B swizzle:
 // conflict-free byte reads), and the 64 rows' scales per consumer, which
-// warp 1 of the producer warpgroup loads a k-tile ahead and stores, a
+// warps 1..3 of the producer warpgroup load and store (scaleLoader), a
 // copy per consumer warp (the interpreter's race check merges the
 // readers of a word from several warps conservatively; a word that one
 // warp reads is checked exactly).
