@@ -269,7 +269,7 @@ func checkReports(a assembly, names []string, reports []ptxas.Report) (problems,
 			problems = append(problems, fmt.Sprintf("%s: %v: no ptxas report", a.arch, u.v))
 		case r.Arch != a.arch:
 			problems = append(problems, fmt.Sprintf("%s: %v: report for %s", a.arch, u.v, r.Arch))
-		case u.maxnreg == 0 && (r.SpillStores != 0 || r.SpillLoads != 0 || r.StackBytes != 0):
+		case u.maxnreg == 0 && r.Spills():
 			msg := &problems
 			if strings.Contains(u.body, "rcp.rn.f32") && r.SpillStores <= rcpSpillBytes && r.SpillLoads <= rcpSpillBytes && r.StackBytes <= 2*rcpSpillBytes {
 				msg = &allowed

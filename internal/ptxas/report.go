@@ -30,6 +30,22 @@ type Report struct {
 	PerfLoss []string
 }
 
+// Spills reports whether the function spills registers or keeps a stack frame.
+func (r Report) Spills() bool { return r.SpillStores != 0 || r.SpillLoads != 0 || r.StackBytes != 0 }
+
+// Faults describes what keeps the function from running as written: its spills and stack
+// frame, and each performance-loss note; none for a clean function.
+func (r Report) Faults() []string {
+	var out []string
+	if r.Spills() {
+		out = append(out, fmt.Sprintf("%s: spills %d/%d bytes, stack %d, %d registers", r.Function, r.SpillStores, r.SpillLoads, r.StackBytes, r.Registers))
+	}
+	for _, l := range r.PerfLoss {
+		out = append(out, r.Function+": "+l)
+	}
+	return out
+}
+
 // ParseReport parses the verbose output (stderr) of `ptxas -v`. It returns one Report per
 // function, in the order ptxas first names them. Lines it does not know (warnings, "bytes gmem",
 // compile times) are ignored; output without functions gives no reports and no error. It fails

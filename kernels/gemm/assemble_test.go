@@ -89,11 +89,8 @@ func assembleOne(ctx context.Context, path string, c asmCase) []string {
 		ps = append(ps, fmt.Sprintf("%s %s: %s", c.arch, c.what, w))
 	}
 	for _, r := range reports {
-		if r.SpillStores != 0 || r.SpillLoads != 0 || r.StackBytes != 0 {
-			ps = append(ps, fmt.Sprintf("%s %s %s: spills %d/%d bytes, stack %d, %d registers", c.arch, c.what, r.Function, r.SpillStores, r.SpillLoads, r.StackBytes, r.Registers))
-		}
-		for _, l := range r.PerfLoss {
-			ps = append(ps, fmt.Sprintf("%s %s: %s", c.arch, c.what, l))
+		for _, f := range r.Faults() {
+			ps = append(ps, fmt.Sprintf("%s %s %s", c.arch, c.what, f))
 		}
 	}
 	return ps

@@ -138,8 +138,8 @@ func (w WrittenB) Check(p Params, src BSource) error {
 		return fmt.Errorf("%d fill warpgroups: want 0 or 1", w.FillWarpgroups)
 	case w.RawRing < 0 || w.RawRing == 1 || w.RawRing > 16 || w.RawRing > 0 && src.RawBytes(p) == 0:
 		return fmt.Errorf("a raw ring of %d slots: want 0, or 2 to 16 for a source with raw data", w.RawRing)
-	case accRegs(p)+regOverhead > consumerBudget(srcProducerR, w.FillWarpgroups, p.Consumers):
-		return fmt.Errorf("%d accumulator registers per consumer thread, more than %d allow", accRegs(p), consumerBudget(srcProducerR, w.FillWarpgroups, p.Consumers))
+	case accRegs(p)+regOverhead > ConsumerBudget(srcProducerR, w.FillWarpgroups, p.Consumers):
+		return fmt.Errorf("%d accumulator registers per consumer thread, more than %d allow", accRegs(p), ConsumerBudget(srcProducerR, w.FillWarpgroups, p.Consumers))
 	case w.Smem(p, src) > smemMax:
 		return fmt.Errorf("%d bytes of shared memory, more than %d", w.Smem(p, src), smemMax)
 	case p.Stages < 2 || p.Stages > max(kTiles(g, p), 2):
@@ -194,13 +194,13 @@ func (wk *wgKernel) fillers() int {
 
 // consumerBudget is setmaxnreg.inc's budget for a consumer thread.
 func (wk *wgKernel) consumerBudget() int {
-	return consumerBudget(wk.producerRegs(), wk.fillWGs, wk.p.Consumers)
+	return ConsumerBudget(wk.producerRegs(), wk.fillWGs, wk.p.Consumers)
 }
 
-// consumerBudget is what the register file leaves a consumer thread when
-// the producer warpgroup and fillWGs filling ones keep producer registers
-// each, at most 240.
-func consumerBudget(producer, fillWGs, consumers int) int {
+// ConsumerBudget is what the register file leaves a consumer warpgroup's
+// thread (setmaxnreg.inc) when the producer warpgroup and fillWGs filling
+// ones keep producer registers each, at most 240.
+func ConsumerBudget(producer, fillWGs, consumers int) int {
 	return min(240, (512-producer*(1+fillWGs))/consumers/8*8)
 }
 

@@ -81,7 +81,7 @@ func (wk *wgKernel) threads() int { return 128 * (1 + wk.p.Consumers + wk.fillWG
 
 // consumerRegs is setmaxnreg.inc's budget for a consumer thread: what the
 // register file leaves after the producer's wgProducerR, at most 240.
-func consumerRegs(consumers int) int { return consumerBudget(wgProducerR, 0, consumers) }
+func consumerRegs(consumers int) int { return ConsumerBudget(wgProducerR, 0, consumers) }
 
 // emitWgmma writes the wgmma path's program.
 func emitWgmma(s Shape, g problem, p Params) (kernels.Program, error) {

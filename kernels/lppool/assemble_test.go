@@ -149,7 +149,7 @@ func assembleJob(ctx context.Context, path string, all []lpVariant, j asmJob) ([
 // shared memory. It returns "" for a good report.
 func reportProblem(v lpVariant, r ptxas.Report) string {
 	switch cap := v.params.MaxNReg; {
-	case cap == 0 && (r.SpillStores != 0 || r.SpillLoads != 0 || r.StackBytes != 0):
+	case cap == 0 && r.Spills():
 		return fmt.Sprintf("%s %s %s: spills without a register cap: %d/%d bytes, %d stack, %d registers",
 			v.shape.Key(), v.key, r.Function, r.SpillStores, r.SpillLoads, r.StackBytes, r.Registers)
 	case cap > 0 && r.Registers > cap:

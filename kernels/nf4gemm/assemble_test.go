@@ -59,11 +59,8 @@ func assembleFamily(t *testing.T, f kernels.Family, every int) {
 			return
 		}
 		for _, r := range reports {
-			if r.SpillStores != 0 || r.SpillLoads != 0 || r.StackBytes != 0 {
-				results[j] = append(results[j], fmt.Sprintf("%s %s %s: spills %d/%d, stack %d, %d registers", c.arch, c.what, r.Function, r.SpillStores, r.SpillLoads, r.StackBytes, r.Registers))
-			}
-			for _, l := range r.PerfLoss {
-				results[j] = append(results[j], fmt.Sprintf("%s %s: %s", c.arch, c.what, l))
+			for _, f := range r.Faults() {
+				results[j] = append(results[j], fmt.Sprintf("%s %s %s", c.arch, c.what, f))
 			}
 		}
 	})

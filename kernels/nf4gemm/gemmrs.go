@@ -5,6 +5,7 @@ import (
 
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/kernels/gemm"
 	"github.com/gradtune/gradtune/kernels/gen"
 	"github.com/gradtune/gradtune/kernels/ptx"
 )
@@ -58,9 +59,8 @@ const (
 // quantization, 3 registers each) besides their loop's 40.
 func rsProducerRegs(cons int) int { return (40 + 12*cons + 7) &^ 7 }
 
-// rsConsumerRegs is the consumers' registers: what the producer leaves,
-// at most 240.
-func rsConsumerRegs(cons int) int { return min(240, (512-rsProducerRegs(cons))/cons/8*8) }
+// rsConsumerRegs is the consumers' registers: what the producer leaves.
+func rsConsumerRegs(cons int) int { return gemm.ConsumerBudget(rsProducerRegs(cons), 0, cons) }
 
 // rsConsumers is the consumer warpgroups of tile width bn.
 func rsConsumers(p GEMMParams) int { return p.BN / 64 }
@@ -293,9 +293,6 @@ func (rk *rsKernel) newScaleSet() scaleSet {
 func (rk *rsKernel) fetch(set scaleSet, t rsTile, kt, l ptx.Reg) {
 	k := rk.k
 	nc := ptx.LdOpts{NC: true}
-	at := func(buf string, i ptx.Reg, size int) ptx.Addr {
-		return ptx.At(k.Add(ptx.U64, rk.bufs[buf], k.MulWide(ptx.U32, i, ptx.Imm(size))), 0)
-	}
 	in := k.Setp("lt", ptx.U32, kt, ptx.Imm(rk.kTiles()))
 	for c := range rk.cons {
 		col := k.Add(ptx.U32, t.i0, ptx.Imm(64*c))
@@ -306,11 +303,11 @@ func (rk *rsKernel) fetch(set scaleSet, t rsTile, kt, l ptx.Reg) {
 			b = k.Selp(ptx.U32, b, ptx.Imm(0), ok)
 			r := set[2*c+h]
 			if !rk.w.dq {
-				k.LdTo(ptx.Global, ptx.F32, r[:1], at("absmax", b, 4), nc)
+				k.LdTo(ptx.Global, ptx.F32, r[:1], elemAt(k, rk.bufs["absmax"], b, 4), nc)
 				continue
 			}
-			k.LdTo(ptx.Global, ptx.U32, r[:1], at("absmax_q", k.Shr(ptx.U32, b, ptx.Imm(2)), 4), nc)
-			k.LdTo(ptx.Global, ptx.F32, r[1:2], at("absmax2", k.Shr(ptx.U32, b, ptx.Imm(8)), 4), nc)
+			k.LdTo(ptx.Global, ptx.U32, r[:1], elemAt(k, rk.bufs["absmax_q"], k.Shr(ptx.U32, b, ptx.Imm(2)), 4), nc)
+			k.LdTo(ptx.Global, ptx.F32, r[1:2], elemAt(k, rk.bufs["absmax2"], k.Shr(ptx.U32, b, ptx.Imm(8)), 4), nc)
 			k.MovTo(r[2], b)
 		}
 	}
@@ -318,7 +315,7 @@ func (rk *rsKernel) fetch(set scaleSet, t rsTile, kt, l ptx.Reg) {
 
 // put waits until the slot of global k-tile j is free, stores set into
 // it and arrives on its full barrier (dq: scale = code2[q]·absmax2 +
-// offset, q byte b%4 of the word).
+// offset, as loadScale).
 func (rk *rsKernel) put(base ptx.Reg, set scaleSet, j, l, code2, offset ptx.Reg) {
 	k, p := rk.k, rk.p
 	slot := rem(k, j, p.Stages)
@@ -328,8 +325,7 @@ func (rk *rsKernel) put(base ptx.Reg, set scaleSet, j, l, code2, offset ptx.Reg)
 	for i, r := range set {
 		v := r[0]
 		if rk.w.dq {
-			q := k.And(ptx.U32, k.Shr(ptx.U32, r[0], k.Shl(ptx.U32, k.And(ptx.U32, r[2], ptx.Imm(3)), ptx.Imm(3))), ptx.Imm(255))
-			c2 := k.Ld(ptx.Shared, ptx.F32, 1, ptx.At(k.Mad(ptx.U32, q, ptx.Imm(4), code2), 0))[0]
+			c2 := k.Ld(ptx.Shared, ptx.F32, 1, ptx.At(k.Mad(ptx.U32, scaleCode(k, r[0], r[2]), ptx.Imm(4), code2), 0))[0]
 			v = k.Fma(ptx.F32, c2, r[1], offset)
 		}
 		for w := range 4 {

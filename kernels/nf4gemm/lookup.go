@@ -174,16 +174,24 @@ func (d *deq) prmtWord(w ptx.Reg, t *table) [4]ptx.Reg {
 // addresses (u64) by name.
 func loadScale(k *ptx.Func, dq bool, bufs map[string]ptx.Reg, b ptx.Reg) ptx.Reg {
 	nc := ptx.LdOpts{NC: true}
-	at := func(buf string, i ptx.Reg, size int) ptx.Addr {
-		return ptx.At(k.Add(ptx.U64, bufs[buf], k.MulWide(ptx.U32, i, ptx.Imm(size))), 0)
-	}
 	if !dq {
-		return k.Ld(ptx.Global, ptx.F32, 1, at("absmax", b, 4), nc)[0]
+		return k.Ld(ptx.Global, ptx.F32, 1, elemAt(k, bufs["absmax"], b, 4), nc)[0]
 	}
-	word := k.Ld(ptx.Global, ptx.U32, 1, at("absmax_q", k.Shr(ptx.U32, b, ptx.Imm(2)), 4), nc)[0]
-	q := k.And(ptx.U32, k.Shr(ptx.U32, word, k.Shl(ptx.U32, k.And(ptx.U32, b, ptx.Imm(3)), ptx.Imm(3))), ptx.Imm(255))
-	c2 := k.Ld(ptx.Global, ptx.F32, 1, at("code2", q, 4), nc)[0]
-	a2 := k.Ld(ptx.Global, ptx.F32, 1, at("absmax2", k.Shr(ptx.U32, b, ptx.Imm(8)), 4), nc)[0]
+	word := k.Ld(ptx.Global, ptx.U32, 1, elemAt(k, bufs["absmax_q"], k.Shr(ptx.U32, b, ptx.Imm(2)), 4), nc)[0]
+	c2 := k.Ld(ptx.Global, ptx.F32, 1, elemAt(k, bufs["code2"], scaleCode(k, word, b), 4), nc)[0]
+	a2 := k.Ld(ptx.Global, ptx.F32, 1, elemAt(k, bufs["absmax2"], k.Shr(ptx.U32, b, ptx.Imm(8)), 4), nc)[0]
 	off := k.Ld(ptx.Global, ptx.F32, 1, ptx.At(bufs["dq_offset"], 0), nc)[0]
 	return k.Fma(ptx.F32, c2, a2, off)
+}
+
+// elemAt is the address of element i (u32) of size bytes of the buffer at
+// base (u64, generic).
+func elemAt(k *ptx.Func, base, i ptx.Reg, size int) ptx.Addr {
+	return ptx.At(k.Add(ptx.U64, base, k.MulWide(ptx.U32, i, ptx.Imm(size))), 0)
+}
+
+// scaleCode is block b's 8-bit scale code: byte b%4 of word, absmax_q's
+// 32-bit word that holds it.
+func scaleCode(k *ptx.Func, word, b ptx.Reg) ptx.Reg {
+	return k.And(ptx.U32, k.Shr(ptx.U32, word, k.Shl(ptx.U32, k.And(ptx.U32, b, ptx.Imm(3)), ptx.Imm(3))), ptx.Imm(255))
 }

@@ -411,7 +411,7 @@ func TestRowVariantsAssemble(t *testing.T) {
 		// ticket's flag.
 		main := k.entry == k.v.Family+"_"+k.v.Shape.DType.String()
 		staticOK := strings.HasSuffix(k.entry, "_finalize") || main && k.v.Params["dgamma"] == "ticket" && r.SharedBytes <= 16
-		spill := r.SpillStores != 0 || r.SpillLoads != 0 || r.StackBytes != 0
+		spill := r.Spills()
 		switch {
 		case maxnreg == 0 && spill && r.SpillStores <= smallSpillBytes && r.StackBytes <= smallSpillBytes+8:
 			mu.Lock()
