@@ -13,7 +13,18 @@ const (
 	offA     = 32768 // A (ss): 64 rows × 128 bytes per warpgroup
 	offLUT   = 49152 // 16 f32
 	offCodes = 50176 // code words
+	offScale = 54272 // scales: 1 KB per warpgroup (a 256-byte copy per warp)
 )
+
+// The modes: A from shared memory (ss), from constant registers (rs), or
+// dequantized per k-tile: rsdeq (one code word per 4 codes, an f32 table,
+// a constant scale), rsreal (what the path does: two code words and their
+// variable shifts per 4 codes, a 16-byte scale load per k16 step),
+// rsnolut (rsreal with the table loads replaced by register moves),
+// rsprmt (bf16 codebook bytes in registers, looked up by prmt, scaled by
+// bf16 pairs with fma.bf16x2) and rsprmtf (the same lookup, scaled in f32
+// and packed as rsreal does).
+var modes = []string{"ss", "rs", "rsdeq", "rsreal", "rsnolut", "rsprmt", "rsprmtf"}
 
 func kernel(mode string) *ptx.Module {
 	m := ptx.NewModule()
@@ -42,8 +53,11 @@ func kernel(mode string) *ptx.Module {
 	lut := k.Add(ptx.U32, base, ptx.Imm(offLUT))
 	codes := k.Add(ptx.U32, base, k.Add(ptx.U32, ptx.Imm(offCodes), k.Shl(ptx.U32, k.And(ptx.U32, tid, ptx.Imm(127)), ptx.Imm(2))))
 	descA := k.WgmmaDesc(k.Add(ptx.U32, k.Add(ptx.U32, base, ptx.Imm(offA)), k.Shl(ptx.U32, wg, ptx.Imm(13))), 16, 1024, ptx.Swizzle128B)
+	th := newThread(k, base, tid, lut)
 	step := func(it ptx.Reg, frags [4][4]ptx.Reg) {
-		if mode == "rsdeq" {
+		switch mode {
+		case "ss", "rs":
+		case "rsdeq":
 			for s := range frags {
 				for h := range 2 {
 					w := k.Ld(ptx.Shared, ptx.B32, 1, ptx.At(codes, int64(512*s+2048*h)))[0]
@@ -58,6 +72,10 @@ func kernel(mode string) *ptx.Module {
 					k.MovTo(frags[s][2*h], k.Mov(ptx.B32, k.PackHalf2(ptx.BF16x2, val(10, false), val(2, false))))
 					k.MovTo(frags[s][2*h+1], k.Mov(ptx.B32, k.PackHalf2(ptx.BF16x2, val(6, false), val(0, true))))
 				}
+			}
+		default:
+			for s := range frags {
+				th.fragment(mode, frags[s], s)
 			}
 		}
 		k.WgmmaFence()
@@ -95,7 +113,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: rsprobe DIR")
 		os.Exit(2)
 	}
-	for _, mode := range []string{"ss", "rs", "rsdeq"} {
+	for _, mode := range modes {
 		b, err := kernel(mode).Build()
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
