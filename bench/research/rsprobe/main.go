@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/gradtune/gradtune/kernels/ptx"
 )
@@ -24,11 +25,21 @@ const (
 // rsprmt (bf16 codebook bytes in registers, looked up by prmt, scaled by
 // bf16 pairs with fma.bf16x2) and rsprmtf (the same lookup, scaled in f32
 // and packed as rsreal does).
-var modes = []string{"ss", "rs", "rsdeq", "rsreal", "rsnolut", "rsprmt", "rsprmtf"}
+//
+// A suffix changes the schedule: X issues each k16 step's wgmma right after
+// dequantizing its fragment (one fence each) instead of all four after the
+// k-tile's dequantization; 3 rotates three fragment sets and waits until
+// two groups are pending (kt a multiple of 3).
+var modes = []string{"ss", "rs", "rsdeq", "rsreal", "rsnolut", "rsprmt", "rsprmtf", "rsrealX", "rsprmtX", "rsreal3", "rsprmt3"}
 
-func kernel(mode string) *ptx.Module {
+func kernel(name string) *ptx.Module {
+	mode := strings.TrimRight(name, "X3")
+	interleave, nsets := strings.HasSuffix(name, "X"), 2
+	if strings.HasSuffix(name, "3") {
+		nsets = 3
+	}
 	m := ptx.NewModule()
-	k := m.Func("probe_" + mode)
+	k := m.Func("probe_" + name)
 	k.ReqNTid(256)
 	out := k.Cvta(ptx.Global, k.LdParam(k.Param("out", ptx.U64)))
 	kt := k.LdParam(k.Param("kt", ptx.U32))
@@ -41,7 +52,7 @@ func kernel(mode string) *ptx.Module {
 		k.MovTo(a, ptx.F32Imm(0))
 	}
 	descB := k.WgmmaDesc(base, 16, 1024, ptx.Swizzle128B)
-	var sets [2][4][4]ptx.Reg
+	sets := make([][4][4]ptx.Reg, nsets)
 	for i := range sets {
 		for s := range sets[i] {
 			for j := range sets[i][s] {
@@ -75,11 +86,20 @@ func kernel(mode string) *ptx.Module {
 			}
 		default:
 			for s := range frags {
+				if interleave {
+					break
+				}
 				th.fragment(mode, frags[s], s)
 			}
 		}
-		k.WgmmaFence()
+		if !interleave {
+			k.WgmmaFence()
+		}
 		for s := range frags {
+			if interleave {
+				th.fragment(mode, frags[s], s)
+				k.WgmmaFence()
+			}
 			b := descB
 			if s > 0 {
 				b = k.WgmmaDescAdd(descB, 32*s)
@@ -95,11 +115,12 @@ func kernel(mode string) *ptx.Module {
 			}
 		}
 		k.WgmmaCommit()
-		k.WgmmaWait(1)
+		k.WgmmaWait(nsets - 1)
 	}
-	k.For(ptx.U32, ptx.Imm(0), kt, ptx.Imm(2), func(it ptx.Reg) {
-		step(it, sets[0])
-		step(k.Add(ptx.U32, it, ptx.Imm(1)), sets[1])
+	k.For(ptx.U32, ptx.Imm(0), kt, ptx.Imm(int64(nsets)), func(it ptx.Reg) {
+		for _, set := range sets {
+			step(it, set)
+		}
 	})
 	k.WgmmaWait(0)
 	sum := k.Add(ptx.F32, acc[0], acc[len(acc)-1])

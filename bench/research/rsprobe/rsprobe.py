@@ -20,7 +20,7 @@ ck(cu.cuMemAlloc_v2(ctypes.byref(out), 132 * 256 * 4), "alloc")
 d, kt = sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 140
 smem = 64 * 1024 + 1024
 flops = 132 * 2 * kt * 4 * 64 * 192 * 16 * 2
-order = ["ss", "rs", "rsdeq", "rsreal", "rsnolut", "rsprmt", "rsprmtf"]
+order = ["ss", "rs", "rsdeq", "rsreal", "rsnolut", "rsprmt", "rsprmtf", "rsrealX", "rsprmtX", "rsreal3", "rsprmt3"]
 found = {os.path.basename(p)[len("probe_"):-len(".ptx")] for p in glob.glob(f"{d}/probe_*.ptx")}
 for mode in [m for m in order if m in found] + sorted(found - set(order)):
     ptx = open(f"{d}/probe_{mode}.ptx", "rb").read() + b"\0"
