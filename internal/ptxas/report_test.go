@@ -41,14 +41,20 @@ func TestParseReportCaptured(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := ParseReport(string(out))
-			if err != nil {
-				t.Fatalf("ParseReport: %v", err)
-			}
-			if !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("ParseReport(%s):\n got %+v\nwant %+v", tt.file, got, tt.want)
-			}
+			parsesTo(t, string(out), tt.want)
 		})
+	}
+}
+
+// parsesTo checks that ParseReport reads out as want.
+func parsesTo(t *testing.T, out string, want []Report) {
+	t.Helper()
+	got, err := ParseReport(out)
+	if err != nil {
+		t.Fatalf("ParseReport: %v", err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("ParseReport:\n got %+v\nwant %+v", got, want)
 	}
 }
 
@@ -69,18 +75,11 @@ func TestParseReportOtherForms(t *testing.T) {
 		"ptxas info    : Used 1 register, used 0 barriers, 360 bytes cmem[0]",
 		"",
 	}, "\r\n")
-	got, err := ParseReport(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []Report{
+	parsesTo(t, out, []Report{
 		{Arch: "sm_90a", Function: "_Z4gemmPKfS0_Pf", Registers: 28, SpillStores: 8, SpillLoads: 12, StackBytes: 16, SharedBytes: 4096, ConstBytes: 368},
 		{Arch: "sm_90a", Function: "k2", Registers: 1, ConstBytes: 360, PerfLoss: []string{
 			"(C7515) Potential Performance Loss: wgmma.mma_async instructions are serialized due to non wgmma instructions defining accumulator registers of a wgmma between start and end of the pipeline stage in the function 'k2'"}},
-	}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("got  %+v\nwant %+v", got, want)
-	}
+	})
 }
 
 // TestParseReportNoteFirst: ptxas writes its performance notes to stderr,
@@ -94,14 +93,7 @@ func TestParseReportNoteFirst(t *testing.T) {
 		"    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads",
 		"ptxas info    : Used 168 registers, used 1 barriers",
 	}, "\n")
-	got, err := ParseReport(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []Report{{Arch: "sm_90a", Function: "k", Registers: 168, PerfLoss: []string{note}}}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("got  %+v\nwant %+v", got, want)
-	}
+	parsesTo(t, out, []Report{{Arch: "sm_90a", Function: "k", Registers: 168, PerfLoss: []string{note}}})
 }
 
 func TestParseReportEmpty(t *testing.T) {

@@ -80,17 +80,10 @@ func (d *deq) forScale(scale ptx.Reg) *table {
 	}
 	for i := range 4 {
 		// Entries 4i..4i+3 are the halves of pairs 2i and 2i+1.
-		t.lo[i] = d.prmt(pairs[2*i], pairs[2*i+1], ptx.Imm(0x6420))
-		t.hi[i] = d.prmt(pairs[2*i], pairs[2*i+1], ptx.Imm(0x7531))
+		t.lo[i] = d.k.Prmt(pairs[2*i], pairs[2*i+1], ptx.Imm(0x6420))
+		t.hi[i] = d.k.Prmt(pairs[2*i], pairs[2*i+1], ptx.Imm(0x7531))
 	}
 	return t
-}
-
-// prmt is prmt.b32 d, a, b, sel (default mode).
-func (d *deq) prmt(a, b, sel ptx.Operand) ptx.Reg {
-	r := d.k.Reg(ptx.B32)
-	d.k.Raw(20, 20, "prmt.b32", r, a, b, sel)
-	return r
 }
 
 // word dequantizes the 8 codes of w (b32) with table t into 4 words of
@@ -156,14 +149,14 @@ func (d *deq) prmtWord(w ptx.Reg, t *table) [4]ptx.Reg {
 		idx := k.And(ptx.B32, s, ptx.Imm(0x7777))
 		pick := k.Or(ptx.B32, k.And(ptx.B32, k.Shr(ptx.B32, s, ptx.Imm(1)), ptx.Imm(0x4444)), ptx.Imm(0x3210))
 		look := func(tab [4]ptx.Reg) ptx.Reg {
-			return d.prmt(d.prmt(tab[0], tab[1], idx), d.prmt(tab[2], tab[3], idx), pick)
+			return d.k.Prmt(d.k.Prmt(tab[0], tab[1], idx), d.k.Prmt(tab[2], tab[3], idx), pick)
 		}
 		lo, hi := look(t.lo), look(t.hi)
 		// Bytes j of lo and hi hold element 4h + (j^1): word 2h is
 		// elements 4h, 4h+1 (bytes 1, then 0), word 2h+1 elements
 		// 4h+2, 4h+3 (bytes 3, then 2).
-		out[2*h] = d.prmt(lo, hi, ptx.Imm(0x4051))
-		out[2*h+1] = d.prmt(lo, hi, ptx.Imm(0x6273))
+		out[2*h] = d.k.Prmt(lo, hi, ptx.Imm(0x4051))
+		out[2*h+1] = d.k.Prmt(lo, hi, ptx.Imm(0x6273))
 	}
 	return out
 }

@@ -318,6 +318,18 @@ func (f *Func) Or(t Type, a, b Operand) Reg { return f.logic("or", t, a, b) }
 // Xor returns a ^ b.
 func (f *Func) Xor(t Type, a, b Operand) Reg { return f.logic("xor", t, a, b) }
 
+// Prmt returns prmt.b32 a, b, sel in the default mode: byte i of the
+// result is byte sel[4i+2:4i] of the 8 bytes {b, a} (a's are 0..3), or
+// that byte's sign bit replicated when bit 4i+3 of sel is set.
+func (f *Func) Prmt(a, b, sel Operand) Reg {
+	for _, o := range []Operand{a, b, sel} {
+		f.check("prmt", B32, o)
+	}
+	d := f.Reg(B32)
+	f.emit(&Inst{Op: "prmt.b32", Args: []Operand{d, a, b, sel}})
+	return d
+}
+
 func (f *Func) logic(op string, t Type, a, b Operand) Reg {
 	bt := bitType(t)
 	if t == Pred {

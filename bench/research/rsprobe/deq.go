@@ -3,6 +3,7 @@ package main
 import (
 	"math"
 
+	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels/nf4"
 	"github.com/gradtune/gradtune/kernels/ptx"
 )
@@ -33,8 +34,7 @@ func newThread(k *ptx.Func, base, tid, lut ptx.Reg) *thread {
 	th.scales = k.Add(ptx.U32, base, k.Add(ptx.U32, k.Mad(ptx.U32, c, ptx.Imm(1024), k.Mad(ptx.U32, w, ptx.Imm(256), k.Shl(ptx.U32, t, ptx.Imm(4)))), ptx.Imm(offScale)))
 	var b16 [16]uint32
 	for i, v := range nf4.Codebook {
-		bits := math.Float32bits(v)
-		b16[i] = (bits + 0x7FFF + (bits>>16)&1) >> 16
+		b16[i] = math.Float32bits(float32(dtype.BF16.Round(float64(v)))) >> 16
 	}
 	for i := range 4 {
 		var lo, hi uint32
@@ -46,18 +46,6 @@ func newThread(k *ptx.Func, base, tid, lut ptx.Reg) *thread {
 	}
 	th.negZero = k.Mov(ptx.BF16x2, ptx.Imm(0x80008000))
 	return th
-}
-
-func (th *thread) prmt(a, b, sel ptx.Operand) ptx.Reg {
-	r := th.k.Reg(ptx.B32)
-	th.k.Raw(20, 20, "prmt.b32", r, a, b, sel)
-	return r
-}
-
-func (th *thread) asF32(b ptx.Reg) ptx.Reg {
-	v := th.k.Reg(ptx.F32)
-	th.k.Raw(20, 20, "mov.b32", v, b)
-	return v
 }
 
 // fragment writes k16 step s's fragment by mode.
@@ -83,7 +71,7 @@ func (th *thread) fragment(mode string, f [4]ptx.Reg, s int) {
 				}
 				a := k.Or(ptx.B32, k.And(ptx.B32, at, ptx.Imm(0x3C)), th.lut)
 				if mode == "rsnolut" {
-					return th.asF32(a)
+					return k.Mov(ptx.F32, a)
 				}
 				return k.Ld(ptx.Shared, ptx.F32, 1, ptx.At(a, 0))[0]
 			}
@@ -94,15 +82,15 @@ func (th *thread) fragment(mode string, f [4]ptx.Reg, s int) {
 			k.MovTo(f[2*h+1], k.Mov(ptx.B32, k.PackHalf2(ptx.BF16x2, k.Mul(ptx.F32, v[2], s1), k.Mul(ptx.F32, v[0], s0))))
 		case "rsprmt", "rsprmtf":
 			// byte 0: row r's, byte 1: row r+1's; nibbles: r lo, r hi, r+1 lo, r+1 hi
-			sel := th.prmt(w0, w1, th.bytesel)
+			sel := k.Prmt(w0, w1, th.bytesel)
 			idx := k.And(ptx.B32, sel, ptx.Imm(0x7777))
 			pick := k.Or(ptx.B32, k.And(ptx.B32, k.Shr(ptx.B32, sel, ptx.Imm(1)), ptx.Imm(0x4444)), ptx.Imm(0x3210))
 			look := func(tab [4]ptx.Reg) ptx.Reg {
-				return th.prmt(th.prmt(tab[0], tab[1], idx), th.prmt(tab[2], tab[3], idx), pick)
+				return k.Prmt(k.Prmt(tab[0], tab[1], idx), k.Prmt(tab[2], tab[3], idx), pick)
 			}
 			lo, hi := look(th.lo), look(th.hi)
-			even := th.prmt(lo, hi, ptx.Imm(0x7351)) // A row g: rows r, r+1
-			odd := th.prmt(lo, hi, ptx.Imm(0x6240))  // A row g+8
+			even := k.Prmt(lo, hi, ptx.Imm(0x7351)) // A row g: rows r, r+1
+			odd := k.Prmt(lo, hi, ptx.Imm(0x6240))  // A row g+8
 			if mode == "rsprmt" {
 				sp := k.Mov(ptx.BF16x2, sc[h])
 				k.MovTo(f[2*h], k.Mov(ptx.B32, k.Fma(ptx.BF16x2, k.Mov(ptx.BF16x2, even), sp, th.negZero)))
@@ -111,8 +99,8 @@ func (th *thread) fragment(mode string, f [4]ptx.Reg, s int) {
 			}
 			s0, s1 := sc[2*h], sc[2*h+1]
 			scale := func(p ptx.Reg) ptx.Reg {
-				r0 := th.asF32(k.Shl(ptx.B32, p, ptx.Imm(16)))
-				r1 := th.asF32(k.And(ptx.B32, p, ptx.Imm(-65536)))
+				r0 := k.Mov(ptx.F32, k.Shl(ptx.B32, p, ptx.Imm(16)))
+				r1 := k.Mov(ptx.F32, k.And(ptx.B32, p, ptx.Imm(-65536)))
 				return k.Mov(ptx.B32, k.PackHalf2(ptx.BF16x2, k.Mul(ptx.F32, r1, s1), k.Mul(ptx.F32, r0, s0)))
 			}
 			k.MovTo(f[2*h], scale(even))

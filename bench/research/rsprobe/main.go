@@ -85,11 +85,10 @@ func kernel(name string) *ptx.Module {
 				}
 			}
 		default:
-			for s := range frags {
-				if interleave {
-					break
+			if !interleave {
+				for s := range frags {
+					th.fragment(mode, frags[s], s)
 				}
-				th.fragment(mode, frags[s], s)
 			}
 		}
 		if !interleave {
@@ -134,15 +133,23 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: rsprobe DIR")
 		os.Exit(2)
 	}
+	if err := write(os.Args[1]); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+// write writes DIR/probe_MODE.ptx for every mode and DIR/modes, their
+// names in order, one per line.
+func write(dir string) error {
 	for _, mode := range modes {
 		b, err := kernel(mode).Build()
 		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
+			return fmt.Errorf("%s: %w", mode, err)
 		}
-		if err := os.WriteFile(filepath.Join(os.Args[1], "probe_"+mode+".ptx"), []byte(b.String()), 0o644); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
+		if err := os.WriteFile(filepath.Join(dir, "probe_"+mode+".ptx"), []byte(b.String()), 0o644); err != nil {
+			return err
 		}
 	}
+	return os.WriteFile(filepath.Join(dir, "modes"), []byte(strings.Join(modes, "\n")+"\n"), 0o644)
 }

@@ -1,8 +1,8 @@
 """Times rsprobe's kernels (go run ./bench/research/rsprobe DIR) on the GPU
 through the driver API: python3 rsprobe.py DIR [kt]. Prints µs per launch
 (median of 20) and the tensor rate against a 132-SM grid's FLOPs, for
-every probe_MODE.ptx in DIR."""
-import ctypes, glob, os, statistics, sys
+every mode DIR/modes lists."""
+import ctypes, statistics, sys
 
 cu = ctypes.CDLL("libcuda.so.1")
 def ck(r, what):
@@ -20,9 +20,7 @@ ck(cu.cuMemAlloc_v2(ctypes.byref(out), 132 * 256 * 4), "alloc")
 d, kt = sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 140
 smem = 64 * 1024 + 1024
 flops = 132 * 2 * kt * 4 * 64 * 192 * 16 * 2
-order = ["ss", "rs", "rsdeq", "rsreal", "rsnolut", "rsprmt", "rsprmtf", "rsrealX", "rsprmtX", "rsreal3", "rsprmt3"]
-found = {os.path.basename(p)[len("probe_"):-len(".ptx")] for p in glob.glob(f"{d}/probe_*.ptx")}
-for mode in [m for m in order if m in found] + sorted(found - set(order)):
+for mode in open(f"{d}/modes").read().split():
     ptx = open(f"{d}/probe_{mode}.ptx", "rb").read() + b"\0"
     mod, fn = ctypes.c_void_p(), ctypes.c_void_p()
     ck(cu.cuModuleLoadData(ctypes.byref(mod), ptx), "load " + mode)
