@@ -1,0 +1,119 @@
+package launch
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/dtype"
+)
+
+// fakeDevice records what it is asked to do; dependent launches fail
+// with ErrNoDependentLaunch when noPDL is set.
+type fakeDevice struct {
+	noPDL bool
+	calls []string
+}
+
+func (d *fakeDevice) Pointer(addr uint64) any { return fmt.Sprintf("ptr %#x", addr) }
+
+func (d *fakeDevice) TensorMap(m contract.TensorMapSpec, base uint64) (any, error) {
+	return fmt.Sprintf("map %s %v at %#x", m.Buffer, m.Dims, base), nil
+}
+
+func (d *fakeDevice) Launch(fn any, l contract.LaunchSpec, args []any) error {
+	if l.Dependent && d.noPDL {
+		return fmt.Errorf("fake: %w", ErrNoDependentLaunch)
+	}
+	d.calls = append(d.calls, fmt.Sprintf("%v %s grid %v cluster %v dep %v %v", fn, l.Entry, l.Grid, l.Cluster, l.Dependent, args))
+	return nil
+}
+
+type mem map[string][2]uint64
+
+func (m mem) Buffer(name string) (uint64, int, bool) {
+	b, ok := m[name]
+	return b[0], int(b[1]), ok
+}
+
+// program: a tensor map over m rows, a pointer at an offset, a u32 scalar
+// m; then a dependent launch of cdiv(m, 128) CTAs.
+func program(t *testing.T, m int64) contract.Plan {
+	t.Helper()
+	rows := contract.Var("m")
+	bufs := []contract.Buffer{{Name: "x", DType: dtype.BF16, Elems: rows.TimesInt(64), Role: contract.Input},
+		{Name: "y", DType: dtype.F32, Elems: rows, Role: contract.Output}}
+	launches := []contract.Launch{
+		{Entry: "a", Grid: [3]contract.Expr{contract.CeilDiv(rows, contract.Int(64)), contract.Int(1), contract.Int(1)}, Block: [3]int{128, 1, 1},
+			Args: []contract.Arg{{TensorMap: &contract.TensorMap{Buffer: "x", DType: dtype.BF16, Dims: []contract.Expr{contract.Int(64), rows},
+				Strides: contract.Ints(128), Box: []int{64, 64}, Swizzle: 128}}, {Buffer: "y", Offset: contract.Int(16)}, {Scalar: rows, Type: contract.U32}}},
+		{Entry: "b", Grid: [3]contract.Expr{contract.CeilDiv(rows, contract.Int(128)), contract.Int(1), contract.Int(1)}, Block: [3]int{256, 1, 1},
+			Dependent: true, Args: []contract.Arg{{Buffer: "y"}}},
+	}
+	p, err := contract.Resolve(launches, bufs, contract.Env{"m": m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestBindAndRun(t *testing.T) {
+	dev := &fakeDevice{}
+	b, err := Bind(dev, program(t, 300), []any{"fa", "fb"}, mem{"x": {0x1000, 300 * 64 * 2}, "y": {0x9000, 1200}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Run(dev); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"fa a grid [5 1 1] cluster [1 1 1] dep false [map x [64 300] at 0x1000 ptr 0x9010 300]",
+		"fb b grid [3 1 1] cluster [1 1 1] dep true [ptr 0x9000]",
+	}
+	if strings.Join(dev.calls, "\n") != strings.Join(want, "\n") {
+		t.Errorf("calls:\n%s\nwant:\n%s", strings.Join(dev.calls, "\n"), strings.Join(want, "\n"))
+	}
+	if _, ok := b.args[0][2].(uint32); !ok {
+		t.Errorf("the u32 scalar is passed as %T", b.args[0][2])
+	}
+}
+
+// TestDependentFallsBack: a device that cannot launch dependently gets
+// the launch in plain stream order, then every later one too.
+func TestDependentFallsBack(t *testing.T) {
+	dev := &fakeDevice{noPDL: true}
+	b, err := Bind(dev, program(t, 128), []any{"fa", "fb"}, mem{"x": {0x1000, 128 * 64 * 2}, "y": {0x9000, 512}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := b.Run(dev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(dev.calls) != 4 || !strings.Contains(dev.calls[1], "dep false") || !strings.Contains(dev.calls[3], "dep false") || !b.plain {
+		t.Errorf("calls %q", dev.calls)
+	}
+}
+
+func TestBindRefuses(t *testing.T) {
+	p := program(t, 300)
+	for _, c := range []struct {
+		name  string
+		funcs []any
+		mem   mem
+		want  string
+	}{
+		{"function count", []any{"fa"}, mem{}, "1 functions for 2 launches"},
+		{"missing buffer", []any{"fa", "fb"}, mem{"x": {0x1000, 1 << 20}}, `no buffer "y"`},
+		{"unaligned map", []any{"fa", "fb"}, mem{"x": {0x1008, 1 << 20}, "y": {0x9000, 1200}}, "not 16-byte aligned"},
+		{"small buffer", []any{"fa", "fb"}, mem{"x": {0x1000, 1000}, "y": {0x9000, 1200}}, "but the buffer has 1000"},
+		{"offset past the end", []any{"fa", "fb"}, mem{"x": {0x1000, 1 << 20}, "y": {0x9000, 8}}, "offset 16 is past the end of y"},
+	} {
+		_, err := Bind(&fakeDevice{}, p, c.funcs, c.mem)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error saying %q", c.name, err, c.want)
+		}
+	}
+}
