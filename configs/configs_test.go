@@ -3,6 +3,7 @@ package configs
 import (
 	"bytes"
 	"errors"
+	"github.com/gradtune/gradtune/contract"
 	"go/parser"
 	"go/token"
 	"os"
@@ -62,13 +63,12 @@ func TestLookupRules(t *testing.T) {
 	}{
 		{"exact", h200, "relu_bwd", "bf16", "m=2048,n=8960", Exact, "m=2048,n=8960", nil},
 		{"name case", GPU{Name: "nvidia h200"}, "relu_bwd", "bf16", "m=2048,n=1536", Exact, "m=2048,n=1536", nil},
-		{"nearest", h200, "relu_bwd", "f32", "m=4096,n=8192", Nearest, "m=2048,n=8960", nil},
-		{"nearest small", h200, "silu_bwd", "f16", "m=512,n=1024", Nearest, "m=2048,n=1536", nil},
+		{"no entry computes other n", h200, "relu_bwd", "f32", "m=4096,n=8192", 0, "", ErrNoConfig},
 		{"same cc", GPU{Name: "NVIDIA H100 80GB HBM3", CC: "9.0"}, "gelu_bwd", "f16", "m=2048,n=8960", SameCC, "m=2048,n=8960", nil},
 		{"unknown gpu", GPU{Name: "NVIDIA A100-SXM4-80GB", CC: "8.0"}, "relu_bwd", "f32", "m=1,n=1", 0, "", ErrUnknownGPU},
 		{"unknown kernel", h200, "no_such_bwd", "f32", "m=1,n=1", 0, "", ErrUnknownKernel},
 		{"gemm choice", h200, "gemm_bwd", "bf16", "m=2048,n=1536,k=1536,grad=dw", Exact, "m=2048,n=1536,k=1536,grad=dw", nil},
-		{"gemm nearest, same choice", h200, "gemm_bwd", "bf16", "m=4096,n=1536,k=1536,grad=dx", Nearest, "m=2048,n=1536,k=1536,grad=dx", nil},
+		{"gemm other choice", h200, "gemm_bwd", "bf16", "m=2048,n=1536,k=1536,grad=dz", 0, "", ErrNoConfig},
 		{"nf4 exact", h200, "nf4_gemm_bwd", "bf16", "m=2048,n=8960,k=1536,scales=dq", Exact, "m=2048,n=8960,k=1536,scales=dq", nil},
 		{"no dtype", h200, "relu_bwd", "f64", "m=2048,n=8960", 0, "", ErrNoConfig},
 		{"other dims", h200, "relu_bwd", "f32", "n=8960", 0, "", ErrNoConfig},
@@ -105,7 +105,9 @@ func TestParseRefuses(t *testing.T) {
 	}{
 		{"not json", "{", ErrMalformed},
 		{"no schema", `{"gpu": {"name": "x", "cc": "9.0"}}`, ErrMalformed},
-		{"newer schema", `{"schema": 2, "what": "comes next"}`, ErrSchemaTooNew},
+		{"newer schema", `{"schema": 3, "what": "comes next"}`, ErrSchemaTooNew},
+		{"older schema", `{"schema": 1, "gpu": {"name": "x", "cc": "9.0"}}`, ErrSchemaTooOld},
+		{"unknown buffer", strings.Replace(string(good), `"buffer": "x"`, `"buffer": "xx"`, 1), ErrMalformed},
 		{"unknown field", strings.Replace(string(good), `"source"`, `"sauce"`, 1), ErrMalformed},
 		{"bad cc", strings.Replace(string(good), `"cc": "9.0"`, `"cc": "sm90"`, 1), ErrMalformed},
 		{"no median", strings.Replace(string(good), `"median_us": `, `"median_us": -`, 1), ErrMalformed},
@@ -118,6 +120,47 @@ func TestParseRefuses(t *testing.T) {
 	}
 	if _, err := Parse(bytes.NewReader(good)); err != nil {
 		t.Errorf("the committed table: %v", err)
+	}
+}
+
+// TestContractChecked: a table whose launches cannot be made as described
+// is refused, naming what is wrong.
+func TestContractChecked(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("h200", "gemm.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		edit func(e *Entry)
+		want string
+	}{
+		{"tensor map of an unknown buffer", func(e *Entry) { e.Launches[0].Args[0].TensorMap.Buffer = "dz" }, `tensor map of unknown buffer "dz"`},
+		{"wrong rank", func(e *Entry) {
+			m := e.Launches[0].Args[0].TensorMap
+			m.Dims = append(m.Dims, contract.Int(2))
+		}, "rank 3 with 1 strides"},
+		{"runtime dim not in the shape", func(e *Entry) { e.Runtime = map[string]Range{"q": {1, 10}} }, `runtime dim "q" is not a size`},
+		{"runtime range without the tuned value", func(e *Entry) { e.Runtime = map[string]Range{"m": {1, 10}} }, "must hold the tuned 2048"},
+		{"a variable nothing gives", func(e *Entry) { e.Launches[0].Grid[0] = contract.Var("tokens") }, `variable "tokens" has no value`},
+		{"beyond the buffer at the range's end", func(e *Entry) {
+			e.Runtime = map[string]Range{"m": {1, 4096}}
+			e.Launches[0].Args[0].TensorMap.Dims[1] = contract.Var("m")
+		}, "but the buffer has"},
+	} {
+		tb, err := Parse(bytes.NewReader(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := &tb.Entries[0]
+		if e.Launches[0].Args[0].TensorMap == nil {
+			t.Fatalf("%s: the first argument is not a tensor map", e.Key())
+		}
+		c.edit(e)
+		err = tb.Check()
+		if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error saying %q", c.name, err, c.want)
+		}
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"math"
 	"sort"
 	"strings"
+
+	"github.com/gradtune/gradtune/contract"
 )
 
 // Lookup errors, returned wrapped with what was asked and what is known.
@@ -18,17 +20,22 @@ var (
 // Rule says how Lookup chose an entry.
 type Rule int
 
-// The rules, from the most to the least specific.
+// The rules, from the most to the least specific. Lookup answers with
+// Exact, Runtime or SameCC, all launchable at the asked shape; Nearest is
+// Hint's rule.
 const (
 	Exact   Rule = iota + 1 // the tuned shape on the same GPU model
-	Nearest                 // the closest tuned shape on the same GPU model
+	Runtime                 // another value of a runtime dim on the same GPU model
 	SameCC                  // another GPU model of the same compute capability
+	Nearest                 // the closest tuned shape, not necessarily launchable (Hint)
 )
 
 func (r Rule) String() string {
 	switch r {
 	case Exact:
 		return "exact"
+	case Runtime:
+		return "runtime dims"
 	case Nearest:
 		return "nearest shape"
 	case SameCC:
@@ -46,7 +53,13 @@ type Match struct {
 	Rule  Rule
 	// Distance is the log-distance from the asked shape (0 for Exact).
 	Distance float64
+	// Shape is the asked shape.
+	Shape Shape
 }
+
+// Plan resolves the match's launches and buffers at the asked shape on a
+// device of sms multiprocessors.
+func (m Match) Plan(sms int) (contract.Plan, error) { return m.Entry.Plan(m.Shape, sms) }
 
 // Set is a collection of tables, with the files their PTX is in.
 type Set struct {
@@ -55,9 +68,24 @@ type Set struct {
 	ptx func(i int, name string) ([]byte, error)
 }
 
-// Lookup finds the entry for kernel in dtype at shape on gpu; see the
-// package documentation for the rules.
+// Lookup finds the entry to launch for kernel in dtype at shape on gpu:
+// the tuned shape (Exact), else the entry tuned closest in log-distance
+// whose PTX computes the shape (Runtime: it takes the runtime dims as
+// launch arguments), first among the GPU model's tables, then among the
+// other tables of its compute capability (SameCC). See the package
+// documentation for the errors.
 func (s *Set) Lookup(gpu GPU, kernel, dtype string, shape Shape) (Match, error) {
+	return s.find(gpu, kernel, dtype, shape, true)
+}
+
+// Hint finds the entry tuned closest to shape in log-distance, launchable
+// at shape or not (Nearest when it is not the exact shape): which params
+// to prefer when no entry computes the shape.
+func (s *Set) Hint(gpu GPU, kernel, dtype string, shape Shape) (Match, error) {
+	return s.find(gpu, kernel, dtype, shape, false)
+}
+
+func (s *Set) find(gpu GPU, kernel, dtype string, shape Shape, launchable bool) (Match, error) {
 	ask := fmt.Sprintf("%s %s %s on %s (cc %s)", kernel, dtype, shape, gpu.Name, gpu.CC)
 	same, cc := s.byGPU(gpu)
 	if len(same)+len(cc) == 0 {
@@ -66,10 +94,10 @@ func (s *Set) Lookup(gpu GPU, kernel, dtype string, shape Shape) (Match, error) 
 	if !s.hasKernel(append(same, cc...), kernel) {
 		return Match{}, fmt.Errorf("configs: %s: %w (kernels for this GPU: %s)", ask, ErrUnknownKernel, s.kernels(append(same, cc...)))
 	}
-	if m, ok := closest(same, kernel, dtype, shape); ok {
+	if m, ok := closest(same, kernel, dtype, shape, launchable); ok {
 		return m, nil
 	}
-	if m, ok := closest(cc, kernel, dtype, shape); ok {
+	if m, ok := closest(cc, kernel, dtype, shape, launchable); ok {
 		m.Rule = SameCC
 		return m, nil
 	}
@@ -90,20 +118,26 @@ func (s *Set) byGPU(gpu GPU) (same, cc []*Table) {
 	return same, cc
 }
 
-// closest is the exact or nearest entry of kernel and dtype in tables.
-func closest(tables []*Table, kernel, dtype string, shape Shape) (Match, bool) {
-	best := Match{Distance: math.Inf(1)}
+// closest is the entry of kernel and dtype in tables closest to shape,
+// among those launchable at shape when launchable is set; ties go to the
+// first in table order.
+func closest(tables []*Table, kernel, dtype string, shape Shape, launchable bool) (Match, bool) {
+	best := Match{Distance: math.Inf(1), Shape: shape}
 	for _, t := range tables {
 		for _, e := range t.Entries {
 			if e.Kernel != kernel || e.DType != dtype {
 				continue
 			}
 			es, err := ParseShape(e.Shape)
-			if err != nil {
+			if err != nil || (launchable && e.Launchable(shape) != nil) {
 				continue
 			}
+			rule := Runtime
+			if !launchable {
+				rule = Nearest
+			}
 			if d, ok := shape.Distance(es); ok && d < best.Distance {
-				best = Match{Entry: e, Table: t, Rule: Nearest, Distance: d}
+				best = Match{Entry: e, Table: t, Rule: rule, Distance: d, Shape: shape}
 			}
 		}
 	}

@@ -10,15 +10,24 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/gradtune/gradtune/contract"
 )
 
 // SchemaVersion is the version of the table format this package writes
-// and the newest it reads.
-const SchemaVersion = 1
+// and reads. Version 2 is the launch contract (package contract): every
+// launch argument described, sizes as expressions of the shape's dims,
+// and the dims a launch may change (Entry.Runtime). Tables of any other
+// version are refused.
+const SchemaVersion = 2
 
 // ErrSchemaTooNew is returned (wrapped) by Parse for a table written by a
-// newer gradtune than this one.
-var ErrSchemaTooNew = errors.New("config table schema is newer than this gradtune knows")
+// newer gradtune than this one; ErrSchemaTooOld for one written by an
+// older gradtune, whose launches are not fully described.
+var (
+	ErrSchemaTooNew = errors.New("config table schema is newer than this gradtune knows")
+	ErrSchemaTooOld = errors.New("config table schema is older than this gradtune reads")
+)
 
 // ErrMalformed is returned (wrapped) by Parse for a table that is not valid.
 var ErrMalformed = errors.New("malformed config table")
@@ -33,8 +42,24 @@ type Table struct {
 	Created string `json:"created"`
 	// Source names the database the table was exported from (its base
 	// name).
-	Source  string  `json:"source"`
-	Entries []Entry `json:"entries"`
+	Source string `json:"source"`
+	// Protocol is how the entries' times were measured.
+	Protocol Protocol `json:"protocol"`
+	Entries  []Entry  `json:"entries"`
+}
+
+// Protocol is how a table's times were measured, so that a trainer can
+// time an entry the same way.
+type Protocol struct {
+	// L2 is "flushed" (a write of twice the L2 size before every sample)
+	// or "warm" (nothing between samples).
+	L2 string `json:"l2"`
+	// Timer says what one sample times.
+	Timer string `json:"timer"`
+	// Warmup is the runs before the first sample.
+	Warmup int `json:"warmup"`
+	// Statistic is what the entry's time is.
+	Statistic string `json:"statistic"`
 }
 
 // GPU names a GPU model: the name the driver reports and the compute
@@ -52,10 +77,14 @@ type Entry struct {
 	// parameter string of the winner.
 	Shape  string `json:"shape"`
 	Params string `json:"params"`
+	// Runtime gives the dims whose values a launch may change, and the
+	// range the PTX computes correctly; the others are fixed at Shape.
+	Runtime map[string]Range `json:"runtime,omitempty"`
 	// Launches are made in order from the PTX module, with Buffers
-	// allocated as their roles say.
-	Launches []Launch `json:"launches"`
-	Buffers  []Buffer `json:"buffers"`
+	// allocated as their roles say; their sizes are expressions of the
+	// shape's dims (and of "sms", the device's multiprocessor count).
+	Launches []contract.Launch `json:"launches"`
+	Buffers  []contract.Buffer `json:"buffers"`
 	// Registers per thread and static shared memory bytes per CTA, from
 	// the driver's JIT of the winner.
 	Registers int `json:"registers"`
@@ -78,39 +107,10 @@ type Entry struct {
 	Provenance Provenance `json:"provenance"`
 }
 
-// Launch is one kernel launch.
-type Launch struct {
-	// Entry is the kernel's name in the PTX module.
-	Entry string `json:"entry"`
-	// Grid is the CTA count; when GridPerSM > 0, Grid[0] is GridPerSM
-	// times the device's multiprocessor count instead.
-	Grid      [3]int `json:"grid"`
-	GridPerSM int    `json:"grid_per_sm,omitempty"`
-	Block     [3]int `json:"block"`
-	// SharedBytes is the dynamic shared memory of the launch; above 48 KiB
-	// the function's maximum must be raised first.
-	SharedBytes int `json:"shared_bytes"`
-	// Dependent marks a programmatic dependent launch (sm_90); launching
-	// it in plain stream order is also correct.
-	Dependent bool  `json:"dependent,omitempty"`
-	Args      []Arg `json:"args"`
-}
-
-// Arg is a kernel argument: a buffer's device address, or a 64-bit scalar.
-type Arg struct {
-	Buffer string `json:"buffer,omitempty"`
-	Scalar uint64 `json:"scalar,omitempty"`
-}
-
-// Buffer is a device buffer the launches use. Role is "input", "output",
-// "accumulate" (zero it before every run of the launches), "state" (zero
-// it once when allocating it; every run leaves it zero) or "scratch"
-// (workspace, any contents).
-type Buffer struct {
-	Name  string `json:"name"`
-	DType string `json:"dtype"`
-	Elems int    `json:"elems"`
-	Role  string `json:"role"`
+// Range is the values a runtime dim may take, inclusive.
+type Range struct {
+	Min int64 `json:"min"`
+	Max int64 `json:"max"`
 }
 
 // Baseline is a reference time: the family's default variant ("default")
@@ -150,9 +150,9 @@ func Parse(r io.Reader) (*Table, error) {
 	case head.Schema == nil:
 		return nil, fmt.Errorf("configs: %w: no \"schema\" version", ErrMalformed)
 	case *head.Schema > SchemaVersion:
-		return nil, fmt.Errorf("configs: %w: schema %d, this gradtune reads up to %d; use a newer gradtune", ErrSchemaTooNew, *head.Schema, SchemaVersion)
-	case *head.Schema < 1:
-		return nil, fmt.Errorf("configs: %w: schema %d, want 1 to %d", ErrMalformed, *head.Schema, SchemaVersion)
+		return nil, fmt.Errorf("configs: %w: the table has schema %d, this gradtune reads schema %d; use a newer gradtune", ErrSchemaTooNew, *head.Schema, SchemaVersion)
+	case *head.Schema < SchemaVersion:
+		return nil, fmt.Errorf("configs: %w: the table has schema %d, this gradtune reads schema %d; export it again with this gradtune (tune export)", ErrSchemaTooOld, *head.Schema, SchemaVersion)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -176,8 +176,11 @@ func (t *Table) Check() error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("configs: %w: %s", ErrMalformed, fmt.Sprintf(format, args...))
 	}
-	if t.Schema < 1 || t.Schema > SchemaVersion {
-		return bad("schema %d, want 1 to %d", t.Schema, SchemaVersion)
+	if t.Schema != SchemaVersion {
+		return bad("schema %d, want %d", t.Schema, SchemaVersion)
+	}
+	if t.Protocol.L2 != "flushed" && t.Protocol.L2 != "warm" {
+		return bad("protocol l2 %q: want flushed or warm", t.Protocol.L2)
 	}
 	if strings.TrimSpace(t.GPU.Name) == "" || !ccPattern.MatchString(t.GPU.CC) {
 		return bad("gpu %q with compute capability %q: want a name and a capability such as \"9.0\"", t.GPU.Name, t.GPU.CC)
@@ -202,27 +205,31 @@ func (e Entry) check() error {
 	if e.Kernel == "" || e.DType == "" {
 		return errors.New("kernel and dtype are required")
 	}
-	if _, err := ParseShape(e.Shape); err != nil {
-		return err
-	}
 	if !(e.MedianUS > 0) || math.IsInf(e.MedianUS, 0) {
 		return fmt.Errorf("median %v µs: want a finite time > 0", e.MedianUS)
 	}
 	if len(e.Launches) == 0 {
 		return errors.New("no launches")
 	}
-	bufs := map[string]bool{}
-	for _, b := range e.Buffers {
-		bufs[b.Name] = true
+	sh, err := ParseShape(e.Shape)
+	if err != nil {
+		return err
 	}
-	for _, l := range e.Launches {
-		if l.Entry == "" || l.Block[0] <= 0 || (l.Grid[0] <= 0 && l.GridPerSM <= 0) {
-			return fmt.Errorf("launch %q: want an entry, a block and a grid", l.Entry)
+	for name, r := range e.Runtime {
+		v, ok := sh.Sizes[name]
+		if !ok {
+			return fmt.Errorf("runtime dim %q is not a size of the shape %s", name, e.Shape)
 		}
-		for _, a := range l.Args {
-			if a.Buffer != "" && !bufs[a.Buffer] {
-				return fmt.Errorf("launch %s: argument buffer %q is not among the buffers", l.Entry, a.Buffer)
-			}
+		if r.Min < 1 || r.Max < r.Min || float64(r.Min) > v || float64(r.Max) < v {
+			return fmt.Errorf("runtime dim %s: range %d..%d must hold the tuned %v", name, r.Min, r.Max, v)
+		}
+	}
+	// The contract resolves at the tuned shape and at the ends of every
+	// runtime range: every argument names a buffer, every expression has
+	// its variables, every tensor map is one the driver accepts.
+	for _, env := range e.checkEnvs(sh) {
+		if _, err := contract.Resolve(e.Launches, e.Buffers, env); err != nil {
+			return fmt.Errorf("at %s: %w", envString(env), err)
 		}
 	}
 	if e.PTX != "" && (strings.ContainsAny(e.PTX, `/\`) || strings.HasPrefix(e.PTX, ".")) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/dtype"
+	"github.com/gradtune/gradtune/eval"
 	"github.com/gradtune/gradtune/internal/results"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/catalog"
@@ -22,8 +23,26 @@ import (
 var ErrPTXChanged = errors.New("re-emitted PTX differs from the recorded hash")
 
 // ErrMixedGPUs is returned (wrapped) when the results come from more than
-// one GPU model.
-var ErrMixedGPUs = errors.New("results from more than one GPU model")
+// one GPU model; ErrMixedProtocols when they were timed with and without
+// L2 flushes.
+var (
+	ErrMixedGPUs      = errors.New("results from more than one GPU model")
+	ErrMixedProtocols = errors.New("results timed with different protocols")
+)
+
+// protocolOf is the table protocol of results timed in mode (the
+// runner's measurement protocol, runner.DefaultMeasure).
+func protocolOf(mode eval.Mode) configs.Protocol {
+	p := configs.Protocol{L2: "flushed", Warmup: 3,
+		Timer:     "CUDA events around one run of the launches (accumulate buffers zeroed first), runs enqueued back to back",
+		Statistic: "median of at least 10 samples, until its 95% confidence interval is within 0.5% (at most 200 samples or 0.5 s)"}
+	if mode == eval.Hot {
+		p.L2 = "warm"
+	} else {
+		p.Timer += ", each after a write of twice the L2 size"
+	}
+	return p
+}
 
 // Table is the exported table with the winners' PTX texts by file name.
 type Table struct {
@@ -47,7 +66,10 @@ func Build(set *results.Set) (*Table, error) {
 		if t == nil {
 			t = &Table{Table: &configs.Table{Schema: configs.SchemaVersion,
 				GPU:    configs.GPU{Name: sh.Run.GPUName, CC: sh.Run.CC},
-				Source: filepath.Base(set.Path)}, PTX: map[string]string{}}
+				Source: filepath.Base(set.Path), Protocol: protocolOf(sh.Winner.Key.Mode)}, PTX: map[string]string{}}
+		}
+		if p := protocolOf(sh.Winner.Key.Mode); p != t.Protocol {
+			return nil, fmt.Errorf("%w: winners timed with L2 %s and %s; export one mode at a time with --run", ErrMixedProtocols, t.Protocol.L2, p.L2)
 		}
 		if sh.Run.GPUName != t.GPU.Name || sh.Run.CC != t.GPU.CC {
 			return nil, fmt.Errorf("%w: %s (cc %s) and %s (cc %s) in run %d; export one run at a time with --run",
@@ -80,10 +102,11 @@ func Build(set *results.Set) (*Table, error) {
 // entry is the table entry of a shape's winner and its PTX text.
 func entry(sh *results.Shape) (configs.Entry, string, error) {
 	w := sh.Winner
-	prog, bufs, err := Emit(sh.Kernel, sh.Key, w.Key.Params)
+	v, err := Emit(sh.Kernel, sh.Key, w.Key.Params)
 	if err != nil {
 		return configs.Entry{}, "", err
 	}
+	prog := v.Program
 	sum := sha256.Sum256([]byte(prog.PTX))
 	var note string
 	if got := hex.EncodeToString(sum[:]); got != w.Key.PTXSHA256 {
@@ -92,7 +115,8 @@ func entry(sh *results.Shape) (configs.Entry, string, error) {
 	lo, hi := w.CI()
 	e := configs.Entry{
 		Kernel: sh.Kernel, DType: sh.DType, Shape: sh.Dims, Params: w.Key.Params,
-		Launches: launches(prog.Launches), Buffers: buffers(bufs),
+		Runtime:  v.Runtime(),
+		Launches: prog.Launches, Buffers: v.Buffers(),
 		Registers: w.Registers, SmemBytes: w.SmemBytes,
 		MedianUS: w.MedianUS, CIUS: [2]float64{lo, hi},
 		PTX:       ptxName(sh, w.Key.PTXSHA256),
@@ -110,11 +134,65 @@ func entry(sh *results.Shape) (configs.Entry, string, error) {
 	return e, prog.PTX, nil
 }
 
-// Emit re-emits the variant of kernel with params at the shape key, and
-// returns its program and buffers.
-func Emit(kernel, shapeKey, params string) (kernels.Program, []kernels.Buffer, error) {
-	fail := func(err error) (kernels.Program, []kernels.Buffer, error) {
-		return kernels.Program{}, nil, fmt.Errorf("re-emit %s %s [%s]: %w", kernel, shapeKey, params, err)
+// Variant is one re-emitted variant: its family, shape and program.
+type Variant struct {
+	Family  kernels.Family
+	Shape   variants.Shape
+	Program kernels.Program
+}
+
+// Buffers is the family's buffers at the shape and the program's own.
+func (v Variant) Buffers() []kernels.Buffer {
+	return append(v.Family.Buffers(v.Shape), v.Program.Buffers...)
+}
+
+// Runtime is the range of each of the program's runtime dims: from 1 to
+// the largest value the family accepts with the other dims as they are
+// (Family.Shape, whose limits are monotone in each dim).
+func (v Variant) Runtime() map[string]configs.Range {
+	if len(v.Program.RuntimeDims) == 0 {
+		return nil
+	}
+	out := map[string]configs.Range{}
+	for _, name := range v.Program.RuntimeDims {
+		out[name] = configs.Range{Min: 1, Max: int64(maxDim(v.Family, v.Shape, name))}
+	}
+	return out
+}
+
+// maxDim is the largest value of dim name that f accepts at s (s's own
+// value at least), found by doubling then bisecting.
+func maxDim(f kernels.Family, s variants.Shape, name string) int {
+	ok := func(v int) bool {
+		sp := variants.Spec{DType: s.DType}
+		for _, d := range s.Dims {
+			if d.Name == name {
+				d.Value = v
+			}
+			sp.Dims = append(sp.Dims, d)
+		}
+		_, err := f.Shape(sp, s.DType)
+		return err == nil
+	}
+	lo, hi := s.Get(name), 2*s.Get(name)
+	for hi < 1<<40 && ok(hi) {
+		lo, hi = hi, 2*hi
+	}
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		if ok(mid) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}
+
+// Emit re-emits the variant of kernel with params at the shape key.
+func Emit(kernel, shapeKey, params string) (Variant, error) {
+	fail := func(err error) (Variant, error) {
+		return Variant{}, fmt.Errorf("re-emit %s %s [%s]: %w", kernel, shapeKey, params, err)
 	}
 	f, err := catalog.Lookup(kernel)
 	if err != nil {
@@ -147,28 +225,7 @@ func Emit(kernel, shapeKey, params string) (kernels.Program, []kernels.Buffer, e
 	if err != nil {
 		return fail(err)
 	}
-	return prog, append(f.Buffers(s), prog.Buffers...), nil
-}
-
-func launches(ls []kernels.Launch) []configs.Launch {
-	out := make([]configs.Launch, len(ls))
-	for i, l := range ls {
-		c := configs.Launch{Entry: l.Entry, Grid: l.Grid, GridPerSM: l.GridPerSM, Block: l.Block,
-			SharedBytes: l.SharedBytes, Dependent: l.Dependent}
-		for _, a := range l.Args {
-			c.Args = append(c.Args, configs.Arg{Buffer: a.Buffer, Scalar: a.Scalar})
-		}
-		out[i] = c
-	}
-	return out
-}
-
-func buffers(bs []kernels.Buffer) []configs.Buffer {
-	out := make([]configs.Buffer, len(bs))
-	for i, b := range bs {
-		out[i] = configs.Buffer{Name: b.Name, DType: b.DType.String(), Elems: b.Elems, Role: b.Role.String()}
-	}
-	return out
+	return Variant{Family: f, Shape: s, Program: prog}, nil
 }
 
 // ptxName is "kernel-2048x8960-f32-<sha8>.ptx".

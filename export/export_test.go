@@ -3,8 +3,13 @@ package export
 import (
 	"bytes"
 	"errors"
+	"github.com/gradtune/gradtune/configs"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -100,10 +105,40 @@ func TestGoFormatRoundTrips(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(filepath.Join(dir, "rows.go"))
-	for _, want := range []string{"package main", "var Rows = configs.Table{", `Kernel: "layernorm_bwd"`, `PTX: ""`} {
-		if !bytes.Contains(b, []byte(want)) {
-			t.Errorf("Go source lacks %q", want)
+	// The source declares Rows as configs.MustParse of one string literal:
+	// that string must parse back into the table, PTX names left out.
+	f, err := parser.ParseFile(token.NewFileSet(), "rows.go", b, 0)
+	if err != nil {
+		t.Fatalf("generated Go does not parse: %v", err)
+	}
+	var lit string
+	ast.Inspect(f, func(n ast.Node) bool {
+		if c, ok := n.(*ast.CallExpr); ok && len(c.Args) == 1 {
+			if s, ok := c.Fun.(*ast.SelectorExpr); ok && s.Sel.Name == "MustParse" {
+				if bl, ok := c.Args[0].(*ast.BasicLit); ok {
+					lit, _ = strconv.Unquote(bl.Value)
+				}
+			}
 		}
+		return true
+	})
+	if f.Name.Name != "main" || !bytes.Contains(b, []byte("var Rows = configs.MustParse(")) || lit == "" {
+		t.Fatalf("Go source is not package main declaring Rows = configs.MustParse(\"...\"):\n%.300s", b)
+	}
+	back, err := configs.Parse(strings.NewReader(lit))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want, got bytes.Buffer
+	noPTX := *tb.Table
+	noPTX.Entries = append([]configs.Entry(nil), tb.Entries...)
+	for i := range noPTX.Entries {
+		noPTX.Entries[i].PTX = ""
+	}
+	configs.WriteJSON(&want, &noPTX)
+	configs.WriteJSON(&got, back)
+	if got.String() != want.String() {
+		t.Error("the table embedded in the Go source differs from the exported one")
 	}
 }
 

@@ -3,6 +3,7 @@ package kernels_test
 import (
 	"context"
 	"fmt"
+	"github.com/gradtune/gradtune/contract"
 	"hash/fnv"
 	"runtime"
 	"slices"
@@ -31,6 +32,7 @@ type variant struct {
 	shape  variants.Shape
 	params variants.Params
 	prog   kernels.Program
+	plan   contract.Plan // prog at shape on a device of 132 SMs
 }
 
 func (v variant) String() string { return fmt.Sprintf("%s %s %s", v.family, v.shape.Key(), v.params) }
@@ -79,7 +81,12 @@ func emitAll() (out []variant, problems []string) {
 						problems = append(problems, fmt.Sprintf("%s %s %s: %v", f.Name(), s.Key(), p, err))
 						continue
 					}
-					out = append(out, variant{f.Name(), s, p, prog})
+					plan, err := kernels.PlanAt(f, s, prog, 132)
+					if err != nil {
+						problems = append(problems, fmt.Sprintf("%s %s %s: %v", f.Name(), s.Key(), p, err))
+						continue
+					}
+					out = append(out, variant{f.Name(), s, p, prog, plan})
 				}
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"hash/fnv"
 	"math/rand/v2"
 
+	"github.com/gradtune/gradtune/contract"
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/variants"
 )
@@ -46,96 +47,58 @@ type Family interface {
 	Tolerance(s variants.Shape, buffer string) Tolerance
 }
 
-// Role says how a buffer is used.
-type Role int
-
-// Buffer roles.
-const (
-	Input      Role = iota // filled with Inputs before the program
-	Output                 // written by the program; poisoned before validation
-	Accumulate             // zeroed inside the timed program, then accumulated into
-	Scratch                // workspace; contents are not checked
-	// State is zeroed once, when the program is loaded, and every run
-	// must leave it zero again (counters that wrap, accumulators that the
-	// last CTA clears); validation checks that it does.
-	State
+// The launch description of a program is the launch contract (package
+// contract), the same types the tuned tables carry to trainers: buffers,
+// launches and arguments whose sizes are expressions of the shape's dims.
+type (
+	Role      = contract.Role
+	Buffer    = contract.Buffer
+	Arg       = contract.Arg
+	TensorMap = contract.TensorMap
+	Launch    = contract.Launch
 )
 
-func (r Role) String() string {
-	return [...]string{"input", "output", "accumulate", "scratch", "state"}[r]
-}
+// Buffer roles (contract.Role).
+const (
+	Input      = contract.Input
+	Output     = contract.Output
+	Accumulate = contract.Accumulate
+	Scratch    = contract.Scratch
+	State      = contract.State
+)
 
-// Buffer is a device buffer of a program.
-type Buffer struct {
-	Name  string
-	DType dtype.DType
-	Elems int
-	Role  Role
-}
-
-// Bytes is the buffer's size.
-func (b Buffer) Bytes() int { return b.Elems * b.DType.Size() }
-
-// Arg is one kernel argument: the address of a named buffer, a TMA
-// tensor map of one, or a scalar.
-type Arg struct {
-	Buffer string // non-empty: pass the buffer's device address
-	// TensorMap, when set, passes a tensor map of buffer TensorMap.Buffer
-	// by value (a 128-byte, 64-byte aligned .param, as
-	// cuTensorMapEncodeTiled makes it); Buffer is then empty.
-	TensorMap *TensorMap `json:",omitempty"`
-	Scalar    uint64     // otherwise this 64-bit value (u64 parameter)
-}
-
-// String prints the argument as {buffer scalar}, or {tensormap(buffer) box}
-// for a tensor map.
-func (a Arg) String() string {
-	if m := a.TensorMap; m != nil {
-		return fmt.Sprintf("{tensormap(%s) box=%v swizzle=%d}", m.Buffer, m.Box, m.Swizzle)
+// Env is the environment a shape's expressions are evaluated in: its
+// numeric dims by name (the integer part of a fractional one; choices
+// have no value).
+func Env(s variants.Shape) contract.Env {
+	env := contract.Env{}
+	for _, d := range s.Dims {
+		if d.Text == "" {
+			env[d.Name] = int64(d.Value)
+		}
 	}
-	return fmt.Sprintf("{%s %d}", a.Buffer, a.Scalar)
+	return env
 }
 
-// TensorMap describes the tiled TMA tensor map of a buffer
-// (cuTensorMapEncodeTiled): a tensor of Dims elements, innermost first,
-// whose dimension i > 0 starts every Strides[i-1] bytes, copied in boxes
-// of Box elements. Elements outside the tensor read as zero and are not
-// written. Interleave is none and L2 promotion is 128 bytes.
-type TensorMap struct {
-	Buffer  string
-	DType   dtype.DType
-	Dims    []int // extents, innermost first (1 to 5)
-	Strides []int // byte strides of Dims[1:], multiples of 16
-	Box     []int // box extents, innermost first, each ≤ 256
-	// Swizzle is 0 (none) or the span in bytes of the shared-memory
-	// swizzle: 32, 64 or 128. With a swizzle, Box[0]·size ≤ Swizzle.
-	Swizzle int
+// PlanAt resolves program p of family f at shape s on a device of sms
+// multiprocessors: its launches, and the family's buffers then the
+// program's own.
+func PlanAt(f Family, s variants.Shape, p Program, sms int) (contract.Plan, error) {
+	env := Env(s)
+	env["sms"] = int64(sms)
+	return contract.Resolve(p.Launches, append(f.Buffers(s), p.Buffers...), env)
 }
 
-// Launch is one kernel launch of a program.
-type Launch struct {
-	Entry string // kernel name in the program's module
-	// Grid is the CTA count; when GridPerSM > 0 the runner uses
-	// GridPerSM × (multiprocessors of the device) for Grid[0] instead.
-	Grid        [3]int
-	GridPerSM   int
-	Block       [3]int
-	SharedBytes int // dynamic shared memory
-	Args        []Arg
-	// Dependent launches with programmatic stream serialization (sm_90:
-	// PDL): the runner may start it while the previous launch of the
-	// program is still running, so that its launch latency overlaps that
-	// launch's tail. Its kernel must execute griddepcontrol.wait
-	// (ptx.Func.GridDepWait) before it reads or writes memory that the
-	// previous launches touch; griddepcontrol.wait returns once they have
-	// completed and their writes are visible. The first launch of a
-	// program is never dependent: it follows the runner's L2 flush.
-	// Backends without the feature launch it in plain stream order, which
-	// is what the wait ensures anyway.
-	Dependent bool
-	// Cluster, when not zero, launches the grid in thread-block clusters
-	// of this shape (sm_90); Grid is a multiple of it.
-	Cluster [3]int `json:",omitempty"`
+// Bytes is buffer b's size at shape s.
+func Bytes(b Buffer, s variants.Shape) int { return Elems(b, s) * b.DType.Size() }
+
+// Elems is buffer b's element count at shape s.
+func Elems(b Buffer, s variants.Shape) int {
+	n, err := b.Elems.EvalInt(Env(s))
+	if err != nil {
+		panic(fmt.Sprintf("buffer %s at %s: %v", b.Name, s.Key(), err))
+	}
+	return n
 }
 
 // Program is everything one variant runs: one PTX module, the launches
@@ -145,6 +108,11 @@ type Program struct {
 	PTX      string
 	Launches []Launch
 	Buffers  []Buffer
+	// RuntimeDims are the dims whose value the PTX takes as a launch
+	// argument rather than as immediates: the same PTX, with the launches
+	// and buffers evaluated at other values of these dims, computes those
+	// shapes. Empty: the program computes its shape only.
+	RuntimeDims []string `json:",omitempty"`
 }
 
 // Baseline is a vendor library's implementation of the same problem,

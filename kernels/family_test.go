@@ -1,6 +1,8 @@
 package kernels_test
 
 import (
+	"fmt"
+	"github.com/gradtune/gradtune/contract"
 	"math"
 	"slices"
 	"sort"
@@ -401,16 +403,16 @@ func TestBuffersAndCost(t *testing.T) {
 		for _, c := range cases {
 			s := shape(t, f, c.spec, c.dt)
 			bufs := f.Buffers(s)
-			want := []kernels.Buffer{{Name: "dy", DType: c.dt, Elems: c.elems, Role: kernels.Input},
-				{Name: "x", DType: c.dt, Elems: c.elems, Role: kernels.Input}, {Name: "dx", DType: c.dt, Elems: c.elems, Role: kernels.Output}}
-			if !slices.Equal(bufs, want) {
+			want := []kernels.Buffer{{Name: "dy", DType: c.dt, Elems: contract.Int(c.elems), Role: kernels.Input},
+				{Name: "x", DType: c.dt, Elems: contract.Int(c.elems), Role: kernels.Input}, {Name: "dx", DType: c.dt, Elems: contract.Int(c.elems), Role: kernels.Output}}
+			if fmt.Sprint(bufs) != fmt.Sprint(want) {
 				t.Errorf("%s %s: Buffers = %v, want %v", name, s.Key(), bufs, want)
 			}
 			var total int64
 			for _, b := range bufs {
-				total += int64(b.Bytes())
-				if b.Bytes() != c.elems*c.dt.Size() {
-					t.Errorf("%s: buffer %s is %d bytes", name, b.Name, b.Bytes())
+				total += int64(kernels.Bytes(b, s))
+				if kernels.Bytes(b, s) != c.elems*c.dt.Size() {
+					t.Errorf("%s: buffer %s is %d bytes", name, b.Name, kernels.Bytes(b, s))
 				}
 			}
 			cost := f.Cost(s)
@@ -424,7 +426,7 @@ func TestBuffersAndCost(t *testing.T) {
 	}
 	for r, want := range map[kernels.Role]string{kernels.Input: "input", kernels.Output: "output", kernels.Accumulate: "accumulate", kernels.Scratch: "scratch"} {
 		if r.String() != want {
-			t.Errorf("Role %d String = %s, want %s", int(r), r, want)
+			t.Errorf("Role %q String = %s, want %s", string(r), r, want)
 		}
 	}
 }
@@ -448,8 +450,8 @@ func TestInputs(t *testing.T) {
 					continue
 				}
 				v := in[b.Name]
-				if len(v) != b.Elems {
-					t.Fatalf("%s: input %s has %d values, want %d", name, b.Name, len(v), b.Elems)
+				if len(v) != kernels.Elems(b, s) {
+					t.Fatalf("%s: input %s has %d values, want %d", name, b.Name, len(v), kernels.Elems(b, s))
 				}
 				if !slices.Equal(v, again[b.Name]) {
 					t.Errorf("%s: input %s not deterministic", name, b.Name)

@@ -1,9 +1,8 @@
 package runner
 
 import (
-	"errors"
-
-	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/launch"
 )
 
 // Ptr is a device address in a backend's address space.
@@ -49,7 +48,7 @@ type DependentLauncher interface {
 // ErrNoDependentLaunch is wrapped by a DependentLauncher's error when the
 // device or driver cannot launch dependently (a CUDA driver without
 // cuLaunchKernelEx) and nothing was enqueued.
-var ErrNoDependentLaunch = errors.New("dependent launches not supported")
+var ErrNoDependentLaunch = launch.ErrNoDependentLaunch
 
 // Module is a loaded PTX module.
 type Module interface {
@@ -81,7 +80,7 @@ type TensorMapArg [128]byte
 // base. The CUDA backend calls cuTensorMapEncodeTiled; the interpreter
 // uses an encoding of its own that its TMA instructions decode.
 type TensorMapEncoder interface {
-	EncodeTensorMap(m kernels.TensorMap, base Ptr) (TensorMapArg, error)
+	EncodeTensorMap(m contract.TensorMapSpec, base Ptr) (TensorMapArg, error)
 }
 
 // ClusterLauncher is implemented by backends that launch grids in

@@ -3,6 +3,7 @@ package runner
 import (
 	"errors"
 	"fmt"
+	"github.com/gradtune/gradtune/contract"
 
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
@@ -48,7 +49,7 @@ func (ss *Session) LoadBaseline(b kernels.Baseline) (*Loaded, error) {
 // type In (f16 or bf16), C of type Out (f32 or In), C an output or
 // accumulate buffer, positive sizes, leading dimensions at least a row,
 // and every matrix inside its buffer.
-func checkGEMM(c kernels.GEMMCall, specs []kernels.Buffer) error {
+func checkGEMM(c kernels.GEMMCall, specs []contract.BufferSpec) error {
 	if c.In != dtype.F16 && c.In != dtype.BF16 {
 		return fmt.Errorf("GEMM inputs of type %v: want f16 or bf16", c.In)
 	}
@@ -86,7 +87,7 @@ func checkGEMM(c kernels.GEMMCall, specs []kernels.Buffer) error {
 
 // checkMatrix checks one row-major rows×cols operand with rows ld elements
 // apart against its buffer in specs.
-func checkMatrix(specs []kernels.Buffer, role, name string, dt dtype.DType, rows, cols, ld int, writes bool) error {
+func checkMatrix(specs []contract.BufferSpec, role, name string, dt dtype.DType, rows, cols, ld int, writes bool) error {
 	i := -1
 	for j, b := range specs {
 		if b.Name == name {

@@ -3,10 +3,10 @@ package runner
 import (
 	"errors"
 	"fmt"
+	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/launch"
 	"strconv"
 
-	"github.com/gradtune/gradtune/dtype"
-	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/runner/cuda"
 )
 
@@ -128,28 +128,9 @@ func (b *cudaBackend) LaunchCluster(fn Function, grid, block, cluster [3]int, sm
 	return b.ctx.LaunchEx(f, cuda.LaunchConfig{Grid: grid, Block: block, SharedBytes: smem, Cluster: cluster}, b.stream, conv...)
 }
 
-// tensorTypes maps element types to tensor map data types.
-var tensorTypes = map[dtype.DType]cuda.TensorDataType{
-	dtype.F16: cuda.TensorFloat16, dtype.BF16: cuda.TensorBFloat16, dtype.F32: cuda.TensorFloat32,
-	dtype.U8: cuda.TensorUInt8,
-}
-
 // EncodeTensorMap implements TensorMapEncoder with cuTensorMapEncodeTiled.
-func (b *cudaBackend) EncodeTensorMap(m kernels.TensorMap, base Ptr) (TensorMapArg, error) {
-	if err := checkTensorMapShape(m); err != nil {
-		return TensorMapArg{}, fmt.Errorf("tensor map of %s: %w", m.Buffer, err)
-	}
-	s := cuda.TensorMapSpec{DataType: tensorTypes[m.DType], Global: cuda.DevicePtr(base), Swizzle: m.Swizzle}
-	for _, d := range m.Dims {
-		s.Dims = append(s.Dims, uint64(d))
-	}
-	for _, st := range m.Strides {
-		s.Strides = append(s.Strides, uint64(st))
-	}
-	for _, x := range m.Box {
-		s.Box = append(s.Box, uint32(x))
-	}
-	tm, err := b.ctx.Driver().EncodeTensorMapTiled(s)
+func (b *cudaBackend) EncodeTensorMap(m contract.TensorMapSpec, base Ptr) (TensorMapArg, error) {
+	tm, err := b.ctx.Driver().EncodeTensorMapTiled(launch.CUDATensorMap(m, uint64(base)))
 	if err != nil {
 		return TensorMapArg{}, fmt.Errorf("tensor map of %s: %w", m.Buffer, err)
 	}

@@ -2,6 +2,7 @@ package runner_test
 
 import (
 	"context"
+	"github.com/gradtune/gradtune/contract"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -118,7 +119,7 @@ func TestValidateOnDeviceAgrees(t *testing.T) {
 	}
 	half := prog
 	half.Launches = slices.Clone(prog.Launches)
-	half.Launches[0].Grid[0] = max(1, prog.Launches[0].Grid[0]/2)
+	half.Launches[0].Grid[0] = contract.Max(contract.Int(1), contract.Div(prog.Launches[0].Grid[0], contract.Int(2)))
 	var checks [2][]runner.Check
 	for i, onDevice := range []bool{false, true} {
 		ss := runner.NewSession(sim.New(sim.Options{}))

@@ -1,12 +1,13 @@
 package runner
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"slices"
 
+	"github.com/gradtune/gradtune/contract"
 	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/launch"
 	"github.com/gradtune/gradtune/variants"
 )
 
@@ -14,19 +15,21 @@ import (
 // and validates programs against it. Inputs are uploaded and the reference
 // computed once per (family, shape, seed).
 type Session struct {
-	be      Backend
-	key     string
-	fam     kernels.Family
-	shape   variants.Shape
-	bufs    map[string]Ptr
-	specs   []kernels.Buffer
-	ref     map[string][]float64
-	scratch []byte
+	be    Backend
+	key   string
+	fam   kernels.Family
+	shape variants.Shape
+	bufs  map[string]Ptr
+	// symbolic are the family's buffers as it declares them; specs the
+	// same resolved at the shape, in env (its dims and the device's
+	// multiprocessor count "sms").
+	symbolic []kernels.Buffer
+	specs    []contract.BufferSpec
+	env      contract.Env
+	ref      map[string][]float64
+	scratch  []byte
 	// dev, when set, compares outputs on the device (CheckOnDevice).
 	dev *devChecker
-	// plainOnly is set once the backend answered a dependent launch with
-	// ErrNoDependentLaunch: later dependent launches go straight to Launch.
-	plainOnly bool
 }
 
 // NewSession returns a session on be with nothing prepared.
@@ -43,7 +46,9 @@ func (ss *Session) Prepare(f kernels.Family, s variants.Shape, seed uint64) erro
 	in := f.Inputs(s, seed)
 	ss.fam, ss.shape = f, s
 	ss.ref = f.Reference(s, in)
-	ss.specs = f.Buffers(s)
+	if err := ss.setBuffers(f.Buffers(s), kernels.Env(s)); err != nil {
+		return fmt.Errorf("family %s at %s: %w", f.Name(), s.Key(), err)
+	}
 	ss.bufs = map[string]Ptr{}
 	for _, b := range ss.specs {
 		p, err := ss.be.Alloc(max(b.Bytes(), 16))
@@ -62,6 +67,18 @@ func (ss *Session) Prepare(f kernels.Family, s variants.Shape, seed uint64) erro
 		}
 	}
 	ss.key = key
+	return nil
+}
+
+// setBuffers makes bufs, resolved in env and the device's multiprocessor
+// count, the session's buffers.
+func (ss *Session) setBuffers(bufs []kernels.Buffer, env contract.Env) error {
+	env["sms"] = int64(ss.be.Device().SMs)
+	plan, err := contract.Resolve(nil, bufs, env)
+	if err != nil {
+		return err
+	}
+	ss.symbolic, ss.specs, ss.env = bufs, plan.Buffers, env
 	return nil
 }
 
@@ -90,21 +107,18 @@ func (ss *Session) Release() {
 	if ss.dev != nil {
 		ss.dev.release()
 	}
-	ss.bufs, ss.ref, ss.specs, ss.key = nil, nil, nil, ""
+	ss.bufs, ss.ref, ss.specs, ss.symbolic, ss.key = nil, nil, nil, nil, ""
 }
 
 // Loaded is a compiled program ready to launch on the session's buffers
 // and its own.
 type Loaded struct {
-	be       Backend
-	own      []kernels.Buffer // the program's State and Scratch buffers
-	ownPtrs  map[string]Ptr
-	mod      Module
-	funcs    []Function
-	args     [][]any
-	grids    [][3]int
-	clusters [][3]int // 1, 1, 1 for launches without a cluster
-	launches []kernels.Launch
+	be      Backend
+	own     []contract.BufferSpec // the program's State and Scratch buffers
+	ownPtrs map[string]Ptr
+	mod     Module
+	plan    contract.Plan
+	bound   *launch.Bound
 	// call, when set, is the whole run instead of launches: a baseline's
 	// library call (LoadBaseline). checks, when set, are the only buffers
 	// Validate compares.
@@ -126,13 +140,14 @@ func (l *Loaded) Unload() error {
 	return l.mod.Unload()
 }
 
+// Plan is the program's launches and buffers resolved at the session's
+// shape.
+func (l *Loaded) Plan() contract.Plan { return l.plan }
+
 // allocOwn allocates the program's own buffers, State ones zeroed.
 func (ss *Session) allocOwn(l *Loaded) error {
 	l.ownPtrs = map[string]Ptr{}
 	for _, b := range l.own {
-		if _, dup := ss.bufs[b.Name]; dup || l.ownPtrs[b.Name] != 0 {
-			return fmt.Errorf("program buffer %s is declared twice", b.Name)
-		}
 		if b.Role != kernels.State && b.Role != kernels.Scratch {
 			return fmt.Errorf("program buffer %s has role %v (a program declares State and Scratch buffers; data buffers are the family's)", b.Name, b.Role)
 		}
@@ -148,18 +163,23 @@ func (ss *Session) allocOwn(l *Loaded) error {
 	return nil
 }
 
-// buffer is the address and size in bytes of buffer name: the program's
-// own or the session's.
-func (ss *Session) buffer(l *Loaded, name string) (Ptr, int, bool) {
-	if p, ok := l.ownPtrs[name]; ok {
-		return p, bufferBytes(l.own, name), true
-	}
-	p, ok := ss.bufs[name]
-	return p, bufferBytes(ss.specs, name), ok
+// loadedMemory is the buffers a loaded program's launches see: its own
+// and the session's.
+type loadedMemory struct {
+	ss *Session
+	l  *Loaded
 }
 
-// bufferBytes is the size of buffer name of specs, as allocated.
-func bufferBytes(specs []kernels.Buffer, name string) int {
+func (m loadedMemory) Buffer(name string) (uint64, int, bool) {
+	if p, ok := m.l.ownPtrs[name]; ok {
+		return uint64(p), allocated(m.l.own, name), true
+	}
+	p, ok := m.ss.bufs[name]
+	return uint64(p), allocated(m.ss.specs, name), ok
+}
+
+// allocated is the size of buffer name of specs, as allocated.
+func allocated(specs []contract.BufferSpec, name string) int {
 	for _, b := range specs {
 		if b.Name == name {
 			return max(b.Bytes(), 16)
@@ -179,11 +199,11 @@ func (ss *Session) Load(p kernels.Program) (*Loaded, error) { return ss.LoadComp
 // cubin without JIT; without one, or without a cubin, the PTX is
 // compiled as Load does. Resources still come from the loaded functions.
 func (ss *Session) LoadCompiled(p kernels.Program, cubin []byte) (*Loaded, error) {
-	if err := ss.checkProgram(p); err != nil {
+	plan, err := ss.resolve(p)
+	if err != nil {
 		return nil, err
 	}
 	var mod Module
-	var err error
 	if cl, ok := ss.be.(CubinLoader); ok && len(cubin) > 0 {
 		mod, err = cl.LoadCubin(cubin)
 	} else {
@@ -192,113 +212,54 @@ func (ss *Session) LoadCompiled(p kernels.Program, cubin []byte) (*Loaded, error
 	if err != nil {
 		return nil, err
 	}
-	l := &Loaded{be: ss.be, own: p.Buffers, mod: mod, launches: p.Launches}
+	l := &Loaded{be: ss.be, own: plan.Buffers[len(ss.specs):], mod: mod, plan: plan}
 	if err := ss.allocOwn(l); err != nil {
 		l.Unload()
 		return nil, err
 	}
-	for i, ln := range p.Launches {
-		if err := ss.bindLaunch(l, i, ln); err != nil {
-			l.Unload()
-			return nil, err
-		}
+	if err := ss.bind(l); err != nil {
+		l.Unload()
+		return nil, err
 	}
 	return l, nil
 }
 
-// bindLaunch adds launch i of l: its function, resources, arguments and
-// grid.
-func (ss *Session) bindLaunch(l *Loaded, i int, ln kernels.Launch) error {
-	fn, err := l.mod.Function(ln.Entry)
-	if err != nil {
-		return err
+// resolve checks what p asks of the backend (checkProgram) and resolves
+// its launches and buffers at the session's shape; the plan's buffers are
+// the session's, then the program's own.
+func (ss *Session) resolve(p kernels.Program) (contract.Plan, error) {
+	if err := ss.checkProgram(p); err != nil {
+		return contract.Plan{}, err
 	}
-	threads := ln.Block[0] * max(ln.Block[1], 1) * max(ln.Block[2], 1)
-	// Resources also opts the function in to ln's dynamic shared memory,
-	// before any launch, clustered or not.
-	res, err := fn.Resources(threads, ln.SharedBytes)
-	if err != nil {
-		return err
-	}
-	if i == 0 || res.Registers > l.Res.Registers {
-		l.Res = res
-		l.Res.SharedBytes += ln.SharedBytes
-	}
-	args, err := ss.bindArgs(l, ln)
-	if err != nil {
-		return err
-	}
-	grid, cluster := ss.launchGrid(ln)
-	for d := range grid {
-		if grid[d]%cluster[d] != 0 {
-			return fmt.Errorf("launch %s: grid %v is not a multiple of its cluster %v", ln.Entry, grid, cluster)
+	return contract.Resolve(p.Launches, append(slices.Clip(ss.symbolic), p.Buffers...), ss.env)
+}
+
+// bind looks up the function of each launch of l, reads its resources
+// (which opts it in to the launch's dynamic shared memory) and binds the
+// arguments.
+func (ss *Session) bind(l *Loaded) error {
+	var funcs []any
+	for i, ln := range l.plan.Launches {
+		fn, err := l.mod.Function(ln.Entry)
+		if err != nil {
+			return err
 		}
+		res, err := fn.Resources(ln.Threads(), ln.SharedBytes)
+		if err != nil {
+			return err
+		}
+		if i == 0 || res.Registers > l.Res.Registers {
+			l.Res = res
+			l.Res.SharedBytes += ln.SharedBytes
+		}
+		funcs = append(funcs, fn)
 	}
-	l.funcs = append(l.funcs, fn)
-	l.args = append(l.args, args)
-	l.grids = append(l.grids, grid)
-	l.clusters = append(l.clusters, cluster)
+	b, err := launch.Bind(sessionDevice{ss.be}, l.plan, funcs, loadedMemory{ss, l})
+	if err != nil {
+		return err
+	}
+	l.bound = b
 	return nil
-}
-
-// launchGrid returns the grid and the cluster shape (1, 1, 1 without one)
-// of ln, every dimension at least 1. GridPerSM makes a full-occupancy
-// wave, but never more CTAs than Grid asks for (the extra ones would have
-// no work), rounded down to whole clusters.
-func (ss *Session) launchGrid(ln kernels.Launch) (grid, cluster [3]int) {
-	grid = ln.Grid
-	for d := range cluster {
-		cluster[d] = max(ln.Cluster[d], 1)
-	}
-	if ln.GridPerSM > 0 {
-		grid[0] = min(ln.GridPerSM*ss.be.Device().SMs, max(grid[0], 1))
-		grid[0] = max(grid[0]/cluster[0], 1) * cluster[0]
-	}
-	for d := range grid {
-		grid[d] = max(grid[d], 1)
-	}
-	return grid, cluster
-}
-
-// bindArgs resolves ln's arguments: buffer addresses, encoded tensor maps
-// and scalars.
-func (ss *Session) bindArgs(l *Loaded, ln kernels.Launch) ([]any, error) {
-	args := make([]any, len(ln.Args))
-	for j, a := range ln.Args {
-		switch {
-		case a.TensorMap != nil:
-			m, err := ss.tensorMap(l, *a.TensorMap)
-			if err != nil {
-				return nil, fmt.Errorf("launch %s argument %d: %w", ln.Entry, j, err)
-			}
-			args[j] = m
-		case a.Buffer != "":
-			ptr, _, ok := ss.buffer(l, a.Buffer)
-			if !ok {
-				return nil, fmt.Errorf("launch %s names unknown buffer %q", ln.Entry, a.Buffer)
-			}
-			args[j] = ptr
-		default:
-			args[j] = a.Scalar
-		}
-	}
-	return args, nil
-}
-
-// tensorMap checks m against its buffer and has the backend encode it.
-func (ss *Session) tensorMap(l *Loaded, m kernels.TensorMap) (TensorMapArg, error) {
-	enc, ok := ss.be.(TensorMapEncoder)
-	if !ok {
-		return TensorMapArg{}, errNoTensorMaps(ss.be)
-	}
-	ptr, bytes, ok := ss.buffer(l, m.Buffer)
-	if !ok {
-		return TensorMapArg{}, fmt.Errorf("tensor map of unknown buffer %q", m.Buffer)
-	}
-	if err := CheckTensorMap(m, ptr, bytes); err != nil {
-		return TensorMapArg{}, err
-	}
-	return enc.EncodeTensorMap(m, ptr)
 }
 
 func errNoTensorMaps(be Backend) error {
@@ -306,51 +267,28 @@ func errNoTensorMaps(be Backend) error {
 }
 
 // checkProgram rejects, before anything is compiled, a program that the
-// backend cannot run or that breaks a launch rule: a first launch that is
-// Dependent (it follows the zeroing of accumulate buffers and the L2
-// flush, which it must not overlap); tensor-map arguments on a backend
-// without TensorMapEncoder, or malformed ones; clusters on a backend
-// without ClusterLauncher, or of more than 16 blocks.
+// backend cannot run: tensor-map arguments on a backend without
+// TensorMapEncoder, clusters on a backend without ClusterLauncher.
+// Everything else the launch contract checks (contract.Resolve).
 func (ss *Session) checkProgram(p kernels.Program) error {
-	if len(p.Launches) > 0 && p.Launches[0].Dependent {
-		return fmt.Errorf("launch 0 (%s) is dependent, but the first launch of a program must not be: it follows the zeroing of accumulate buffers and the L2 flush", p.Launches[0].Entry)
-	}
 	_, encodes := ss.be.(TensorMapEncoder)
 	_, clusters := ss.be.(ClusterLauncher)
 	for _, ln := range p.Launches {
 		for j, a := range ln.Args {
-			if a.TensorMap == nil {
-				continue
-			}
-			if !encodes {
+			if a.TensorMap != nil && !encodes {
 				return fmt.Errorf("launch %s argument %d: %w", ln.Entry, j, errNoTensorMaps(ss.be))
 			}
-			if err := checkTensorMapShape(*a.TensorMap); err != nil {
-				return fmt.Errorf("launch %s argument %d: tensor map of %s: %w", ln.Entry, j, a.TensorMap.Buffer, err)
-			}
 		}
-		if ln.Cluster == [3]int{} {
-			continue
-		}
-		if !clusters {
+		if ln.Cluster != [3]int{} && !clusters {
 			return fmt.Errorf("launch %s asks for clusters %v, but the %s backend cannot launch clusters (it does not implement runner.ClusterLauncher)", ln.Entry, ln.Cluster, ss.be.Name())
-		}
-		if n := max(ln.Cluster[0], 1) * max(ln.Cluster[1], 1) * max(ln.Cluster[2], 1); n > maxClusterSize || slices.Min(ln.Cluster[:]) < 0 {
-			return fmt.Errorf("launch %s: cluster %v has %d blocks; at most %d are possible (8 portably)", ln.Entry, ln.Cluster, n, maxClusterSize)
 		}
 	}
 	return nil
 }
 
-// maxClusterSize is the most blocks a cluster may have (sm_90, with
-// non-portable sizes allowed).
-const maxClusterSize = 16
-
 // Run enqueues one run of the program: zeroing of accumulate buffers, then
-// every launch in order. Dependent launches use the backend's
-// LaunchDependent when it implements DependentLauncher and can launch
-// dependently, and plain Launch otherwise; launches with a cluster use
-// the backend's LaunchCluster (and are not dependent).
+// every launch in order (package launch): dependent launches dependently
+// where the backend can, launches with a cluster in clusters.
 func (ss *Session) Run(l *Loaded) error {
 	if err := ss.zeroAccumulators(); err != nil {
 		return err
@@ -358,13 +296,7 @@ func (ss *Session) Run(l *Loaded) error {
 	if l.call != nil {
 		return l.call()
 	}
-	for i, fn := range l.funcs {
-		ln := l.launches[i]
-		if err := ss.launch(fn, l.grids[i], l.clusters[i], ln, l.args[i]); err != nil {
-			return fmt.Errorf("launching %s: %w", ln.Entry, err)
-		}
-	}
-	return nil
+	return l.bound.Run(sessionDevice{ss.be})
 }
 
 // zeroAccumulators enqueues the zeroing of the accumulate buffers.
@@ -379,24 +311,42 @@ func (ss *Session) zeroAccumulators() error {
 	return nil
 }
 
-// launch enqueues one launch of ln on grid: in clusters when ln has one,
-// dependently when ln asks for it and the backend can.
-func (ss *Session) launch(fn Function, grid, cluster [3]int, ln kernels.Launch, args []any) error {
-	if ln.Cluster != [3]int{} {
-		cl, ok := ss.be.(ClusterLauncher)
+// sessionDevice is a backend as package launch sees it.
+type sessionDevice struct{ be Backend }
+
+func (d sessionDevice) Pointer(addr uint64) any { return Ptr(addr) }
+
+func (d sessionDevice) TensorMap(m contract.TensorMapSpec, base uint64) (any, error) {
+	enc, ok := d.be.(TensorMapEncoder)
+	if !ok {
+		return nil, errNoTensorMaps(d.be)
+	}
+	return enc.EncodeTensorMap(m, Ptr(base))
+}
+
+// Launch enqueues ln: in clusters when it has one, dependently when it
+// asks for it and the backend can (else an error wrapping
+// ErrNoDependentLaunch), plainly otherwise.
+func (d sessionDevice) Launch(fn any, ln contract.LaunchSpec, args []any) error {
+	f, ok := fn.(Function)
+	if !ok {
+		return fmt.Errorf("the %s backend was given a function %T", d.be.Name(), fn)
+	}
+	switch {
+	case ln.Clustered():
+		cl, ok := d.be.(ClusterLauncher)
 		if !ok {
-			return fmt.Errorf("the %s backend cannot launch clusters", ss.be.Name())
+			return fmt.Errorf("the %s backend cannot launch clusters", d.be.Name())
 		}
-		return cl.LaunchCluster(fn, grid, ln.Block, cluster, ln.SharedBytes, args)
-	}
-	if dl, ok := ss.be.(DependentLauncher); ok && ln.Dependent && !ss.plainOnly {
-		err := dl.LaunchDependent(fn, grid, ln.Block, ln.SharedBytes, args)
-		if !errors.Is(err, ErrNoDependentLaunch) {
-			return err
+		return cl.LaunchCluster(f, ln.Grid, ln.Block, ln.Cluster, ln.SharedBytes, args)
+	case ln.Dependent:
+		dl, ok := d.be.(DependentLauncher)
+		if !ok {
+			return fmt.Errorf("the %s backend: %w", d.be.Name(), ErrNoDependentLaunch)
 		}
-		ss.plainOnly = true
+		return dl.LaunchDependent(f, ln.Grid, ln.Block, ln.SharedBytes, args)
 	}
-	return ss.be.Launch(fn, grid, ln.Block, ln.SharedBytes, args)
+	return d.be.Launch(f, ln.Grid, ln.Block, ln.SharedBytes, args)
 }
 
 // Check is the outcome of validating a program.
@@ -442,7 +392,7 @@ func (ss *Session) Validate(l *Loaded) (Check, error) {
 
 // checked reports whether Validate compares buffer b after a run of l:
 // every output and accumulate buffer, or those of l.checks.
-func (l *Loaded) checked(b kernels.Buffer) bool {
+func (l *Loaded) checked(b contract.BufferSpec) bool {
 	if b.Role != kernels.Output && b.Role != kernels.Accumulate {
 		return false
 	}
@@ -451,7 +401,7 @@ func (l *Loaded) checked(b kernels.Buffer) bool {
 
 // compareBuffer downloads buffer b and compares it with the reference
 // under the family's tolerance, adding the outcome to c.
-func (ss *Session) compareBuffer(b kernels.Buffer, c *Check) error {
+func (ss *Session) compareBuffer(b contract.BufferSpec, c *Check) error {
 	tol := ss.fam.Tolerance(ss.shape, b.Name)
 	ref := ss.ref[b.Name]
 	if ss.dev != nil {

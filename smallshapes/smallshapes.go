@@ -56,7 +56,7 @@ func Of(f kernels.Family, dt dtype.DType) []variants.Shape {
 		}
 		elems := 0
 		for _, b := range f.Buffers(s) {
-			elems += b.Elems
+			elems += kernels.Elems(b, s)
 		}
 		if elems > MaxElems {
 			return

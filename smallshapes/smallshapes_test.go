@@ -1,6 +1,7 @@
 package smallshapes
 
 import (
+	"github.com/gradtune/gradtune/kernels"
 	"testing"
 
 	"github.com/gradtune/gradtune/kernels/catalog"
@@ -26,7 +27,7 @@ func TestOf(t *testing.T) {
 				}
 				elems := 0
 				for _, b := range f.Buffers(s) {
-					elems += b.Elems
+					elems += kernels.Elems(b, s)
 				}
 				if elems > MaxElems {
 					t.Errorf("%s %s: %d buffer elements, more than %d", f.Name(), s.Key(), elems, MaxElems)

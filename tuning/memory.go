@@ -21,8 +21,8 @@ import (
 func InterpreterBytes(f kernels.Family, s variants.Shape) uint64 {
 	var n uint64
 	for _, b := range f.Buffers(s) {
-		bytes := uint64(max(b.Bytes(), 16)+7) / 8 * 8
-		n += 2*bytes + 8*uint64(b.Elems)
+		bytes := uint64(max(kernels.Bytes(b, s), 16)+7) / 8 * 8
+		n += 2*bytes + 8*uint64(kernels.Elems(b, s))
 	}
 	return n
 }
@@ -33,7 +33,7 @@ func InterpreterBytes(f kernels.Family, s variants.Shape) uint64 {
 func DeviceBytes(f kernels.Family, s variants.Shape, info runner.DeviceInfo) uint64 {
 	n := uint64(max(2*info.L2Bytes, 128<<20))
 	for _, b := range f.Buffers(s) {
-		n += uint64(max(b.Bytes(), 16))
+		n += uint64(max(kernels.Bytes(b, s), 16))
 	}
 	return n
 }

@@ -1,20 +1,31 @@
 // Command trainer shows how a trainer uses gradtune's tuned config tables:
 // it looks a kernel up in the committed tables (package configs, standard
-// library only), loads the winner's PTX, and, when an NVIDIA driver is
-// present, JIT-loads it with the CUDA driver alone (runner/cuda, through
-// purego: no cgo, no CUDA toolkit) and launches it with the table's
-// geometry on buffers of the table's sizes, timing a few runs.
+// library only) at the shape it needs, loads the winner's PTX and launches
+// it through package launch — the code the tuner's own worker launches
+// programs with — on the CUDA driver alone (runner/cuda, through purego: no
+// cgo, no CUDA toolkit).
 //
 // Usage:
 //
-//	go run ./examples/trainer --kernel rmsnorm_bwd --dtype bf16 --shape m=2048,n=1536
+//	go run ./examples/trainer --kernel rmsnorm_bwd --dtype bf16 --shape m=3000,n=1536
+//	go run ./examples/trainer --all
 //
-// A winner's PTX is specialised for the shape it was tuned at (shapes are
-// baked into the code as immediates). When the lookup answers with the
-// nearest shape, the trainer learns which parameters to prefer, but the
-// PTX it can launch is that of the tuned shape; the example says so and
-// launches the tuned shape. Without a GPU it prints the plan and exits 0.
+// A lookup answers with an entry whose PTX computes the asked shape: the
+// tuned shape, or the entry tuned nearest whose runtime dims (the token
+// count) cover it. The example builds the launch plan from the table's
+// launch contract (grids, buffers and tensor maps as expressions of the
+// shape), fills the inputs with the family's deterministic data, runs the
+// launches once on NaN-poisoned outputs and checks every output against
+// the family's float64 reference within its tolerance, checks that state
+// buffers are left zero, and times the launches with the table's protocol
+// (its L2 flush, warm-up and median), printing the ratio to the table's
+// figure at the tuned shape.
 //
-// The example builds with CGO_ENABLED=0; its test looks up every committed
-// entry.
+// --all walks every committed entry at its tuned shape and, for entries
+// with a runtime dim, at two other values of it (--tokens, default v/2+1
+// and 2v for a tuned v: one odd, so not a multiple of any tile); it exits 1
+// if any launch fails or any output is wrong. Without a GPU it prints the
+// plans and exits 0.
+//
+// The example builds with CGO_ENABLED=0.
 package main

@@ -2,18 +2,27 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"math"
 	"runtime"
 	"sort"
 
 	"github.com/gradtune/gradtune/configs"
+	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/dtype"
+	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/kernels/catalog"
+	"github.com/gradtune/gradtune/launch"
 	"github.com/gradtune/gradtune/runner/cuda"
+	"github.com/gradtune/gradtune/variants"
 )
 
-// device is device 0 with a context.
+// device is device 0 with a context and a stream.
 type device struct {
 	ctx      *cuda.Context
+	stream   *cuda.Stream
 	name, cc string
-	sms      int
+	sms, l2  int
 }
 
 // openDevice opens device 0 through the driver, or says why not. A CUDA
@@ -33,110 +42,225 @@ func openDevice() (*device, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &device{ctx: ctx, name: info.Name, cc: fmt.Sprintf("%d.%d", info.Major, info.Minor), sms: info.SMs}, nil
+	s, err := ctx.NewStream()
+	if err != nil {
+		ctx.Close()
+		return nil, err
+	}
+	return &device{ctx: ctx, stream: s, name: info.Name, cc: fmt.Sprintf("%d.%d", info.Major, info.Minor), sms: info.SMs, l2: info.L2Bytes}, nil
 }
 
-func (d *device) close() { d.ctx.Close() }
+func (d *device) close() {
+	d.stream.Destroy()
+	d.ctx.Close()
+}
 
-// launch loads the plan's PTX, allocates its buffers (zeroed), runs the
-// launches 20 times and returns the time of each run in µs.
-func (d *device) launch(p Plan) ([]float64, error) {
-	e := p.Match.Entry
-	mod, _, err := d.ctx.LoadPTX(string(p.PTX), cuda.JITOptions{OptLevel: -1})
+// result is what exercising a case found.
+type result struct {
+	maxAbs, maxRel float64
+	medianUS       float64
+	l2             string
+}
+
+func (r result) print(w io.Writer, c Case) {
+	fmt.Fprintf(w, "  ok: outputs within tolerance (max abs err %.3g, max rel err %.3g); median of the launches %.2f µs (L2 %s)",
+		r.maxAbs, r.maxRel, r.medianUS, r.l2)
+	if c.Match.Rule == configs.Exact {
+		fmt.Fprintf(w, ", %.3f× the table's %.2f µs", r.medianUS/c.Match.Entry.MedianUS, c.Match.Entry.MedianUS)
+	}
+	fmt.Fprintln(w)
+}
+
+// memory is a plan's buffers on the device.
+type memory struct {
+	ptrs  map[string]cuda.DevicePtr
+	specs []contract.BufferSpec
+}
+
+func (m memory) Buffer(name string) (uint64, int, bool) {
+	for _, b := range m.specs {
+		if b.Name == name {
+			return uint64(m.ptrs[name]), max(b.Bytes(), 16), true
+		}
+	}
+	return 0, 0, false
+}
+
+// exercise loads c's PTX, fills its inputs with the family's data, runs
+// the launches once and checks the outputs, then times them with the
+// table's protocol.
+func (d *device) exercise(c Case, samples int) (result, error) {
+	f, err := catalog.Lookup(c.Kernel)
 	if err != nil {
-		return nil, err
+		return result{}, err
+	}
+	s, err := familyShape(f, c)
+	if err != nil {
+		return result{}, err
+	}
+	plan, err := c.Match.Plan(d.sms)
+	if err != nil {
+		return result{}, err
+	}
+	mod, _, err := d.ctx.LoadPTX(string(c.PTX), cuda.JITOptions{OptLevel: -1})
+	if err != nil {
+		return result{}, err
 	}
 	defer mod.Unload()
-	bufs := map[string]cuda.DevicePtr{}
-	for _, b := range e.Buffers {
-		size := b.Elems * dtypeSize(b.DType)
-		ptr, err := d.ctx.Alloc(max(size, 4))
-		if err != nil {
-			return nil, err
-		}
-		defer d.ctx.Free(ptr)
-		if err := d.ctx.CopyHtoD(ptr, make([]byte, size)); err != nil {
-			return nil, err
-		}
-		bufs[b.Name] = ptr
-	}
-	s, err := d.ctx.NewStream()
+	funcs, err := launch.Functions(mod, plan)
 	if err != nil {
-		return nil, err
+		return result{}, err
 	}
-	defer s.Destroy()
-	start, _ := d.ctx.NewEvent()
-	end, _ := d.ctx.NewEvent()
-	var us []float64
-	for i := 0; i < 20; i++ {
-		if err := start.Record(s); err != nil {
-			return nil, err
+	mem := memory{ptrs: map[string]cuda.DevicePtr{}, specs: plan.Buffers}
+	defer func() {
+		for _, p := range mem.ptrs {
+			d.ctx.Free(p)
 		}
-		if err := d.runOnce(mod, e, bufs, s); err != nil {
-			return nil, err
-		}
-		if err := end.Record(s); err != nil {
-			return nil, err
-		}
-		if err := end.Synchronize(); err != nil {
-			return nil, err
-		}
-		ms, err := cuda.Elapsed(start, end)
+	}()
+	in := f.Inputs(s, 1)
+	for _, b := range plan.Buffers {
+		p, err := d.ctx.Alloc(max(b.Bytes(), 16))
 		if err != nil {
-			return nil, err
+			return result{}, fmt.Errorf("buffer %s (%d bytes): %w", b.Name, b.Bytes(), err)
 		}
-		us = append(us, float64(ms)*1e3)
-	}
-	return us, nil
-}
-
-// runOnce makes the entry's launches in stream order (a dependent launch
-// is correct in plain order too).
-func (d *device) runOnce(mod *cuda.Module, e configs.Entry, bufs map[string]cuda.DevicePtr, s *cuda.Stream) error {
-	for _, l := range e.Launches {
-		f, err := mod.Function(l.Entry)
-		if err != nil {
-			return err
-		}
-		if l.SharedBytes > 48<<10 {
-			if err := f.SetMaxDynamicShared(l.SharedBytes); err != nil {
-				return err
+		mem.ptrs[b.Name] = p
+		fill := make([]byte, max(b.Bytes(), 16))
+		switch b.Role {
+		case contract.Input:
+			copy(fill, b.DType.Encode(in[b.Name]))
+		case contract.Output:
+			for i := range fill {
+				fill[i] = 0xff // NaN: an element the launches never write fails
 			}
 		}
-		grid := l.Grid
-		if l.GridPerSM > 0 {
-			grid[0] = l.GridPerSM * d.sms
+		if err := d.ctx.CopyHtoD(p, fill); err != nil {
+			return result{}, err
 		}
-		var args []any
-		for _, a := range l.Args {
-			if a.Buffer != "" {
-				args = append(args, bufs[a.Buffer])
-			} else {
-				args = append(args, a.Scalar)
+	}
+	dev := launch.CUDA{Ctx: d.ctx, Stream: d.stream}
+	bound, err := launch.Bind(dev, plan, funcs, mem)
+	if err != nil {
+		return result{}, err
+	}
+	run := func() error {
+		for _, b := range plan.Buffers {
+			if b.Role == contract.Accumulate {
+				if err := d.ctx.MemsetD8Async(mem.ptrs[b.Name], 0, b.Bytes(), d.stream); err != nil {
+					return err
+				}
 			}
 		}
-		if err := d.ctx.Launch(f, grid, l.Block, l.SharedBytes, s, args...); err != nil {
-			return fmt.Errorf("launch %s: %w", l.Entry, err)
+		return bound.Run(dev)
+	}
+	if err := run(); err != nil {
+		return result{}, err
+	}
+	if err := d.stream.Synchronize(); err != nil {
+		return result{}, err
+	}
+	r, err := d.check(f, s, plan, mem)
+	if err != nil {
+		return r, err
+	}
+	r.l2 = c.Match.Table.Protocol.L2
+	r.medianUS, err = d.time(run, samples, r.l2 == "flushed", c.Match.Table.Protocol.Warmup)
+	return r, err
+}
+
+// familyShape is the case's shape as its family types it.
+func familyShape(f kernels.Family, c Case) (variants.Shape, error) {
+	specs, err := variants.ParseSpecs(c.Match.Shape.String())
+	if err != nil {
+		return variants.Shape{}, err
+	}
+	dt, err := dtype.Parse(c.DType)
+	if err != nil {
+		return variants.Shape{}, err
+	}
+	return f.Shape(specs[0], dt)
+}
+
+// check compares every output and accumulate buffer with the family's
+// reference and checks that the state buffers are zero.
+func (d *device) check(f kernels.Family, s variants.Shape, plan contract.Plan, mem memory) (result, error) {
+	var r result
+	ref := f.Reference(s, f.Inputs(s, 1))
+	for _, b := range plan.Buffers {
+		raw := make([]byte, b.Bytes())
+		if b.Role == contract.Input || b.Role == contract.Scratch || len(raw) == 0 {
+			continue
+		}
+		if err := d.ctx.CopyDtoH(raw, mem.ptrs[b.Name]); err != nil {
+			return r, err
+		}
+		if b.Role == contract.State {
+			for i, v := range raw {
+				if v != 0 {
+					return r, fmt.Errorf("state buffer %s not left zero (byte %d is %#x)", b.Name, i, v)
+				}
+			}
+			continue
+		}
+		tol := f.Tolerance(s, b.Name)
+		got := b.DType.Decode(raw)
+		a, rel, bad := tol.Check(got, ref[b.Name])
+		r.maxAbs, r.maxRel = math.Max(r.maxAbs, a), math.Max(r.maxRel, rel)
+		if bad >= 0 {
+			return r, fmt.Errorf("%s[%d] = %g, want %g (atol %g, rtol %g)", b.Name, bad, got[bad], ref[b.Name][bad], tol.Atol, tol.Rtol)
 		}
 	}
-	return nil
+	return r, nil
 }
 
-func dtypeSize(dt string) int {
-	switch dt {
-	case "f16", "bf16":
-		return 2
-	case "f64":
-		return 8
+// time is the table's protocol: warmup runs, then samples runs enqueued
+// back to back, each between two events and, when flush is set, after a
+// write of twice the L2; the median in µs.
+func (d *device) time(run func() error, samples int, flush bool, warmup int) (float64, error) {
+	for range warmup {
+		if err := run(); err != nil {
+			return 0, err
+		}
 	}
-	return 4
-}
-
-func median(xs []float64) float64 {
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	if len(s) == 0 {
-		return 0
+	n := max(2*d.l2, 128<<20)
+	buf, err := d.ctx.Alloc(n)
+	if err != nil {
+		return 0, err
 	}
-	return s[len(s)/2]
+	defer d.ctx.Free(buf)
+	evs := make([]*cuda.Event, 2*samples)
+	for i := range evs {
+		if evs[i], err = d.ctx.NewEvent(); err != nil {
+			return 0, err
+		}
+		defer evs[i].Destroy()
+	}
+	for i := range samples {
+		if flush {
+			if err := d.ctx.MemsetD32Async(buf, uint32(i+1), n/4, d.stream); err != nil {
+				return 0, err
+			}
+		}
+		if err := evs[2*i].Record(d.stream); err != nil {
+			return 0, err
+		}
+		if err := run(); err != nil {
+			return 0, err
+		}
+		if err := evs[2*i+1].Record(d.stream); err != nil {
+			return 0, err
+		}
+	}
+	if err := evs[len(evs)-1].Synchronize(); err != nil {
+		return 0, err
+	}
+	us := make([]float64, samples)
+	for i := range us {
+		ms, err := cuda.Elapsed(evs[2*i], evs[2*i+1])
+		if err != nil {
+			return 0, err
+		}
+		us[i] = float64(ms) * 1e3
+	}
+	sort.Float64s(us)
+	return us[len(us)/2], nil
 }

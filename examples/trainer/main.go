@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/gradtune/gradtune/configs"
@@ -13,30 +14,72 @@ import (
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
-func run(args []string, stdout, stderr io.Writer) int {
+// options are the command line's.
+type options struct {
+	kernel, dtype string
+	shape         configs.Shape
+	all           bool
+	tokens        []int64 // other values of the runtime dim (--all); nil: v/2+1 and 2v
+	samples       int
+	gpu           configs.GPU
+}
+
+func parse(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("trainer", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	kernel := fs.String("kernel", "relu_bwd", "kernel family")
 	dt := fs.String("dtype", "bf16", "element type")
 	shape := fs.String("shape", "m=2048,n=8960", "problem size (dims, without dtype)")
+	all := fs.Bool("all", false, "every committed entry, at its tuned shape and two other token counts")
+	tokens := fs.String("tokens", "", "with --all: the other values of each entry's runtime dim (default v/2+1 and 2v)")
+	samples := fs.Int("samples", 50, "timed runs per launch plan")
 	gpuName := fs.String("gpu", "", "GPU model to look up (default: device 0's, else NVIDIA H200)")
 	cc := fs.String("cc", "", "compute capability to fall back on (default: device 0's, else 9.0)")
 	if err := fs.Parse(args); err != nil {
-		return 2
+		return options{}, err
+	}
+	if fs.NArg() > 0 {
+		return options{}, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	o := options{kernel: *kernel, dtype: *dt, all: *all, samples: *samples, gpu: configs.GPU{Name: *gpuName, CC: *cc}}
+	if o.samples < 1 {
+		return options{}, fmt.Errorf("--samples %d: want at least 1", o.samples)
+	}
+	if *tokens != "" {
+		if !o.all {
+			return options{}, errors.New("--tokens goes with --all")
+		}
+		for _, f := range strings.Split(*tokens, ",") {
+			v, err := strconv.ParseInt(strings.TrimSpace(f), 10, 64)
+			if err != nil || v < 1 {
+				return options{}, fmt.Errorf("--tokens %q: want positive integers separated by commas", *tokens)
+			}
+			o.tokens = append(o.tokens, v)
+		}
 	}
 	sh, err := configs.ParseShape(*shape)
 	if err != nil {
-		fmt.Fprintf(stderr, "trainer: %v\n", err)
+		return options{}, err
+	}
+	o.shape = sh
+	return o, nil
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	o, err := parse(args, stderr)
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(stderr, "trainer: %v\n", err)
+		}
 		return 2
 	}
 	dev, devErr := openDevice()
-	gpu := configs.GPU{Name: *gpuName, CC: *cc}
 	if dev != nil {
 		defer dev.close()
-		gpu = configs.GPU{Name: or(gpu.Name, dev.name), CC: or(gpu.CC, dev.cc)}
+		o.gpu = configs.GPU{Name: or(o.gpu.Name, dev.name), CC: or(o.gpu.CC, dev.cc)}
 	}
-	gpu = configs.GPU{Name: or(gpu.Name, "NVIDIA H200"), CC: or(gpu.CC, "9.0")}
-	p, err := plan(gpu, *kernel, *dt, sh)
+	o.gpu = configs.GPU{Name: or(o.gpu.Name, "NVIDIA H200"), CC: or(o.gpu.CC, "9.0")}
+	cases, err := casesOf(o)
 	if err != nil {
 		fmt.Fprintf(stderr, "trainer: %v\n", err)
 		if errors.Is(err, configs.ErrUnknownGPU) || errors.Is(err, configs.ErrUnknownKernel) || errors.Is(err, configs.ErrNoConfig) {
@@ -44,62 +87,116 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 1
 	}
-	p.describe(stdout)
 	if dev == nil {
+		for _, p := range cases {
+			p.describe(stdout)
+		}
 		fmt.Fprintf(stdout, "no GPU (%v): not launched\n", devErr)
 		return 0
 	}
-	us, err := dev.launch(p)
-	if err != nil {
-		fmt.Fprintf(stderr, "trainer: %v\n", err)
+	failed := 0
+	for _, p := range cases {
+		p.describe(stdout)
+		r, err := dev.exercise(p, o.samples)
+		if err != nil {
+			fmt.Fprintf(stdout, "  FAILED: %v\n", err)
+			failed++
+			continue
+		}
+		r.print(stdout, p)
+	}
+	fmt.Fprintf(stdout, "%d launch plans, %d failed\n", len(cases), failed)
+	if failed > 0 {
 		return 1
 	}
-	fmt.Fprintf(stdout, "launched on %s: median of %d runs %.2f µs (table: %.2f µs)\n", dev.name, len(us), median(us), p.Match.Entry.MedianUS)
 	return 0
 }
 
-// Plan is what the trainer will launch.
-type Plan struct {
-	Match configs.Match
-	PTX   []byte
+// Case is one lookup the trainer makes and what it will launch.
+type Case struct {
+	Kernel, DType string
+	Match         configs.Match
+	PTX           []byte
 }
 
-// plan looks the kernel up in the committed tables and reads its PTX.
-func plan(gpu configs.GPU, kernel, dtype string, shape configs.Shape) (Plan, error) {
-	m, err := configs.Lookup(gpu, kernel, dtype, shape)
-	if err != nil {
-		return Plan{}, err
-	}
+// casesOf looks up what o asks for: one shape, or every committed entry
+// at its tuned shape and at other values of its runtime dims.
+func casesOf(o options) ([]Case, error) {
 	set, err := configs.Embedded()
 	if err != nil {
-		return Plan{}, err
+		return nil, err
+	}
+	if !o.all {
+		c, err := lookup(set, o.gpu, o.kernel, o.dtype, o.shape)
+		return []Case{c}, err
+	}
+	var out []Case
+	for _, t := range set.Tables {
+		for _, e := range t.Entries {
+			for _, sh := range shapesOf(e, o.tokens) {
+				c, err := lookup(set, t.GPU, e.Kernel, e.DType, sh)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, c)
+			}
+		}
+	}
+	return out, nil
+}
+
+// shapesOf is the entry's tuned shape, then the same with each runtime
+// dim at each of tokens (nil: v/2+1 and 2v of the tuned v).
+func shapesOf(e configs.Entry, tokens []int64) []configs.Shape {
+	tuned, _ := configs.ParseShape(e.Shape)
+	out := []configs.Shape{tuned}
+	for name, r := range e.Runtime {
+		v := int64(tuned.Sizes[name])
+		vals := tokens
+		if vals == nil {
+			vals = []int64{v/2 + 1, 2 * v}
+		}
+		for _, x := range vals {
+			if x == v || x < r.Min || x > r.Max {
+				continue
+			}
+			sh, _ := configs.ParseShape(e.Shape)
+			sh.Sizes[name] = float64(x)
+			out = append(out, sh)
+		}
+	}
+	return out
+}
+
+func lookup(set *configs.Set, gpu configs.GPU, kernel, dtype string, shape configs.Shape) (Case, error) {
+	m, err := set.Lookup(gpu, kernel, dtype, shape)
+	if err != nil {
+		return Case{}, err
 	}
 	ptx, err := set.PTX(m)
 	if err != nil {
-		return Plan{}, err
+		return Case{}, err
 	}
-	return Plan{Match: m, PTX: ptx}, nil
+	return Case{Kernel: kernel, DType: dtype, Match: m, PTX: ptx}, nil
 }
 
-func (p Plan) describe(w io.Writer) {
-	e := p.Match.Entry
-	fmt.Fprintf(w, "%s %s %s on %s (cc %s): %s match", e.Kernel, e.DType, e.Shape, p.Match.Table.GPU.Name, p.Match.Table.GPU.CC, p.Match.Rule)
-	if p.Match.Rule != configs.Exact {
-		fmt.Fprintf(w, " (log-distance %.2f; the PTX is specialised for %s, so that is the shape launched)", p.Match.Distance, e.Shape)
-	}
-	fmt.Fprintf(w, "\n  params %s\n  tuned median %.2f µs (95%% CI %.2f–%.2f), run %d, %s\n", e.Params, e.MedianUS, e.CIUS[0], e.CIUS[1], e.Provenance.Run, e.Provenance.Date)
-	for _, l := range e.Launches {
-		grid := fmt.Sprint(l.Grid)
-		if l.GridPerSM > 0 {
-			grid = fmt.Sprintf("[%d×SMs 1 1]", l.GridPerSM)
+func (c Case) describe(w io.Writer) {
+	e := c.Match.Entry
+	fmt.Fprintf(w, "%s %s %s: %s match of %s on %s (cc %s)\n", c.Kernel, c.DType, c.Match.Shape, c.Match.Rule, e.Shape,
+		c.Match.Table.GPU.Name, c.Match.Table.GPU.CC)
+	fmt.Fprintf(w, "  params %s\n  tuned median %.2f µs at %s (95%% CI %.2f–%.2f), run %d, %s\n", e.Params, e.MedianUS, e.Shape,
+		e.CIUS[0], e.CIUS[1], e.Provenance.Run, e.Provenance.Date)
+	if p, err := c.Match.Plan(132); err == nil {
+		for _, l := range p.Launches {
+			var args []string
+			for _, a := range l.Args {
+				args = append(args, or(a.Buffer, string(a.Kind)))
+			}
+			fmt.Fprintf(w, "  launch %s grid %v block %v cluster %v smem %d dependent %v (%s) [132 SMs]\n", l.Entry, l.Grid, l.Block, l.Cluster,
+				l.SharedBytes, l.Dependent, strings.Join(args, ", "))
 		}
-		var args []string
-		for _, a := range l.Args {
-			args = append(args, or(a.Buffer, fmt.Sprint(a.Scalar)))
-		}
-		fmt.Fprintf(w, "  launch %s grid %s block %v smem %d (%s)\n", l.Entry, grid, l.Block, l.SharedBytes, strings.Join(args, ", "))
 	}
-	fmt.Fprintf(w, "  PTX %s, %d bytes, sha256 %.12s checked\n", e.PTX, len(p.PTX), e.PTXSHA256)
+	fmt.Fprintf(w, "  PTX %s, %d bytes, sha256 %.12s checked\n", e.PTX, len(c.PTX), e.PTXSHA256)
 }
 
 func or(a, b string) string {

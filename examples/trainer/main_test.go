@@ -2,43 +2,63 @@ package main
 
 import (
 	"bytes"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/gradtune/gradtune/configs"
 )
 
-// TestLookupEveryCommittedEntry plans every entry of the committed tables
-// as a trainer would: an exact match with its PTX, checked.
-func TestLookupEveryCommittedEntry(t *testing.T) {
-	set, err := configs.Embedded()
+// TestPlanEveryCommittedEntry plans every entry of the committed tables as
+// a trainer would, at its tuned shape and at two other values of each
+// runtime dim: a launchable match with its PTX checked, and a launch plan
+// that resolves (every argument bound to a buffer, every tensor map one the
+// driver accepts).
+func TestPlanEveryCommittedEntry(t *testing.T) {
+	cases, err := casesOf(options{all: true, gpu: configs.GPU{Name: "NVIDIA H200", CC: "9.0"}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	entries, runtime := map[string]bool{}, 0
+	for _, c := range cases {
+		e := c.Match.Entry
+		if err := e.Launchable(c.Match.Shape); err != nil {
+			t.Errorf("%s at %s: %v", e.Key(), c.Match.Shape, err)
+		}
+		wantRule := configs.Exact
+		if c.Match.Shape.String() != mustShape(t, e.Shape).String() {
+			wantRule, runtime = configs.Runtime, runtime+1
+		}
+		if c.Match.Rule != wantRule || !bytes.Contains(c.PTX, []byte(".visible .entry "+e.Launches[0].Entry)) {
+			t.Errorf("%s at %s: %v match, PTX of %d bytes", e.Key(), c.Match.Shape, c.Match.Rule, len(c.PTX))
+		}
+		plan, err := c.Match.Plan(132)
+		if err != nil {
+			t.Errorf("%s at %s: %v", e.Key(), c.Match.Shape, err)
+			continue
+		}
+		if len(plan.Launches) != len(e.Launches) || len(plan.Buffers) != len(e.Buffers) {
+			t.Errorf("%s: plan of %d launches and %d buffers", e.Key(), len(plan.Launches), len(plan.Buffers))
+		}
+		entries[c.Match.Table.Source+" "+e.Key()] = true
+	}
+	set, _ := configs.Embedded()
 	n := 0
 	for _, tb := range set.Tables {
-		for _, e := range tb.Entries {
-			sh, err := configs.ParseShape(e.Shape)
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, err := plan(tb.GPU, e.Kernel, e.DType, sh)
-			if err != nil {
-				t.Errorf("%s: %v", e.Key(), err)
-				continue
-			}
-			if p.Match.Rule != configs.Exact || p.Match.Entry.Params != e.Params || !bytes.Contains(p.PTX, []byte(".visible .entry "+e.Launches[0].Entry)) {
-				t.Errorf("%s: %v match of %s, PTX of %d bytes", e.Key(), p.Match.Rule, p.Match.Entry.Params, len(p.PTX))
-			}
-			n++
-		}
+		n += len(tb.Entries)
 	}
-	if n != 55 {
-		t.Errorf("%d entries looked up, want 55", n)
+	if len(entries) != n {
+		t.Errorf("%d entries planned, the tables hold %d", len(entries), n)
 	}
+	t.Logf("%d entries, %d plans at other token counts", n, runtime)
+}
+
+func mustShape(t *testing.T, s string) configs.Shape {
+	t.Helper()
+	sh, err := configs.ParseShape(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sh
 }
 
 func TestRunWithoutGPU(t *testing.T) {
@@ -46,26 +66,25 @@ func TestRunWithoutGPU(t *testing.T) {
 		t.Skip("a GPU is present: the example would launch")
 	}
 	var out, errb bytes.Buffer
-	code := run([]string{"--kernel", "rmsnorm_bwd", "--dtype", "bf16", "--shape", "m=4096,n=2048"}, &out, &errb)
-	if code != 0 || !strings.Contains(out.String(), "nearest shape match") || !strings.Contains(out.String(), "not launched") {
+	code := run([]string{"--kernel", "rmsnorm_bwd", "--dtype", "bf16", "--shape", "m=2048,n=1536"}, &out, &errb)
+	if code != 0 || !strings.Contains(out.String(), "exact match") || !strings.Contains(out.String(), "not launched") {
 		t.Errorf("exit %d:\n%s%s", code, out.String(), errb.String())
 	}
-	out.Reset()
-	if code := run([]string{"--kernel", "no_such_bwd"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "no config for this kernel") {
-		t.Errorf("unknown kernel: exit %d: %s", code, errb.String())
-	}
-}
-
-// TestBuildsWithoutCgo builds the example with CGO_ENABLED=0, as a trainer
-// without a C toolchain would.
-func TestBuildsWithoutCgo(t *testing.T) {
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("go tool not found")
-	}
-	cmd := exec.Command(goTool, "build", "-o", filepath.Join(t.TempDir(), "trainer"), ".")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("CGO_ENABLED=0 go build: %v\n%s", err, out)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--kernel", "no_such_bwd"}, "no config for this kernel"},
+		{[]string{"--kernel", "relu_bwd", "--shape", "m=2048,n=1000"}, "no config for this dtype and shape"},
+		{[]string{"--tokens", "5"}, "--tokens goes with --all"},
+		{[]string{"--all", "--tokens", "0"}, "want positive integers"},
+		{[]string{"--samples", "0"}, "want at least 1"},
+		{[]string{"extra"}, "unexpected arguments"},
+	} {
+		out.Reset()
+		errb.Reset()
+		if code := run(c.args, &out, &errb); code != 2 || !strings.Contains(errb.String(), c.want) {
+			t.Errorf("%q: exit %d: %s", c.args, code, errb.String())
+		}
 	}
 }

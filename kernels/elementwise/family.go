@@ -1,6 +1,7 @@
 package elementwise
 
 import (
+	"github.com/gradtune/gradtune/contract"
 	"math"
 
 	"github.com/gradtune/gradtune/dtype"
@@ -97,9 +98,9 @@ func (e *family) Space(s Shape) variants.Typed[Params] {
 func (e *family) Buffers(s Shape) []kernels.Buffer {
 	n := s.elems()
 	return []kernels.Buffer{
-		{Name: "dy", DType: s.DType, Elems: n, Role: kernels.Input},
-		{Name: "x", DType: s.DType, Elems: n, Role: kernels.Input},
-		{Name: "dx", DType: s.DType, Elems: n, Role: kernels.Output},
+		{Name: "dy", DType: s.DType, Elems: contract.Int(n), Role: kernels.Input},
+		{Name: "x", DType: s.DType, Elems: contract.Int(n), Role: kernels.Input},
+		{Name: "dx", DType: s.DType, Elems: contract.Int(n), Role: kernels.Output},
 	}
 }
 
@@ -227,7 +228,7 @@ func (e *family) Emit(s Shape, p Params) (kernels.Program, error) {
 			l.GridPerSM = 0
 		}
 	}
-	l.Grid = [3]int{grid, 1, 1}
+	l.Grid = contract.Grid(grid, 1, 1)
 	return kernels.Program{PTX: built.String(), Launches: []kernels.Launch{l}}, nil
 }
 

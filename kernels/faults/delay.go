@@ -2,6 +2,7 @@ package faults
 
 import (
 	"fmt"
+	"github.com/gradtune/gradtune/contract"
 	"strings"
 
 	"github.com/gradtune/gradtune/kernels"
@@ -43,7 +44,7 @@ func Delay(prog kernels.Program, ns uint64) (kernels.Program, error) {
 	out := prog
 	out.PTX = strings.TrimRight(prog.PTX, "\n") + "\n" + delayPTX
 	out.Launches = append(append([]kernels.Launch(nil), prog.Launches...), kernels.Launch{Entry: DelayEntry,
-		Grid: [3]int{1, 1, 1}, Block: [3]int{1, 1, 1}, Args: []kernels.Arg{{Scalar: ns}}})
+		Grid: contract.Grid(1, 1, 1), Block: [3]int{1, 1, 1}, Args: []kernels.Arg{{Scalar: contract.Const(int64(ns))}}})
 	return out, nil
 }
 
@@ -53,7 +54,8 @@ func DelayNS(prog kernels.Program) uint64 {
 	var ns uint64
 	for _, l := range prog.Launches {
 		if l.Entry == DelayEntry && len(l.Args) == 1 {
-			ns += l.Args[0].Scalar
+			v, _ := l.Args[0].Scalar.Value()
+			ns += uint64(v)
 		}
 	}
 	return ns

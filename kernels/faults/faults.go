@@ -2,6 +2,7 @@ package faults
 
 import (
 	"fmt"
+	"github.com/gradtune/gradtune/contract"
 
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
@@ -54,8 +55,8 @@ func (family) Space(Shape) variants.Typed[Params] { return variants.Typed[Params
 
 func (family) Buffers(s Shape) []kernels.Buffer {
 	return []kernels.Buffer{
-		{Name: "dy", DType: s.DType, Elems: s.N, Role: kernels.Input},
-		{Name: "dx", DType: s.DType, Elems: s.N, Role: kernels.Output},
+		{Name: "dy", DType: s.DType, Elems: contract.Int(s.N), Role: kernels.Input},
+		{Name: "dx", DType: s.DType, Elems: contract.Int(s.N), Role: kernels.Output},
 	}
 }
 
@@ -96,8 +97,8 @@ func (family) Emit(s Shape, p Params) (kernels.Program, error) {
 	}
 	grid := (s.N + block - 1) / block
 	return kernels.Program{PTX: built.String(), Launches: []kernels.Launch{{Entry: "fault_" + p.Fault,
-		Grid: [3]int{grid, 1, 1}, Block: [3]int{block, 1, 1},
-		Args: []kernels.Arg{{Buffer: "dy"}, {Buffer: "dx"}, {Scalar: uint64(s.N)}}}}}, nil
+		Grid: contract.Grid(grid, 1, 1), Block: [3]int{block, 1, 1},
+		Args: []kernels.Arg{{Buffer: "dy"}, {Buffer: "dx"}, {Scalar: contract.Int(s.N)}}}}}, nil
 }
 
 // plant writes the fault that thread 0 executes.

@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"github.com/gradtune/gradtune/contract"
 	"strings"
 	"testing"
 
@@ -33,7 +34,7 @@ func TestEmitEveryFault(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", p, err)
 		}
-		if !strings.Contains(prog.PTX, want[p["fault"]]) || prog.Launches[0].Grid[0] != 32 {
+		if !strings.Contains(prog.PTX, want[p["fault"]]) || !contract.Equal(prog.Launches[0].Grid[0], contract.Int(32)) {
 			t.Errorf("%s: PTX lacks %q or grid %v", p, want[p["fault"]], prog.Launches[0].Grid)
 		}
 	}

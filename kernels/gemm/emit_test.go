@@ -2,6 +2,8 @@ package gemm
 
 import (
 	"flag"
+
+	"github.com/gradtune/gradtune/contract"
 	"strings"
 	"testing"
 
@@ -31,18 +33,29 @@ func TestEmitPreset(t *testing.T) {
 				t.Fatalf("%s %s: %v", vs.Key(), ps, err)
 			}
 			p, _ := variants.Decode[Params](ps)
-			checkProgram(t, g, p, prog)
+			checkProgram(t, g, p, prog, evalAt(t, vs))
 			n++
 		}
 	}
 	t.Logf("%d variants emitted", n)
 }
 
-func checkProgram(t *testing.T, g problem, p Params, prog kernels.Program) {
+// evalAt evaluates expressions at shape s.
+func evalAt(t *testing.T, s variants.Shape) func(contract.Expr) int {
+	return func(e contract.Expr) int {
+		v, err := e.EvalInt(kernels.Env(s))
+		if err != nil {
+			t.Fatalf("%s: %v", s.Key(), err)
+		}
+		return v
+	}
+}
+
+func checkProgram(t *testing.T, g problem, p Params, prog kernels.Program, at func(contract.Expr) int) {
 	t.Helper()
 	main := prog.Launches[0]
 	if p.Order == StreamK {
-		checkStreamK(t, g, p, prog)
+		checkStreamK(t, g, p, prog, at)
 		return
 	}
 	want := tiles(g, p) * p.SplitK
@@ -52,7 +65,7 @@ func checkProgram(t *testing.T, g problem, p Params, prog kernels.Program) {
 			t.Errorf("%s: a persistent grid of %d CTAs per SM", variants.Encode(p), main.GridPerSM)
 		}
 	}
-	if got := main.Grid[0]; got != want || main.SharedBytes != smemBytes(g, p, p.Stages) {
+	if got := at(main.Grid[0]); got != want || main.SharedBytes != smemBytes(g, p, p.Stages) {
 		t.Errorf("%s: grid %d, shared %d; want %d, %d", variants.Encode(p), got, main.SharedBytes, want, smemBytes(g, p, p.Stages))
 	}
 	if p.Reduce == ReduceDSMEM {
@@ -65,23 +78,23 @@ func checkProgram(t *testing.T, g problem, p Params, prog kernels.Program) {
 	if want := 1 + min(p.SplitK-1, 1); len(prog.Launches) != want || len(prog.Buffers) != want-1 {
 		t.Errorf("%s: %d launches and %d buffers", variants.Encode(p), len(prog.Launches), len(prog.Buffers))
 	}
-	if p.SplitK > 1 && prog.Buffers[0].Elems != p.SplitK*g.r*g.c {
-		t.Errorf("%s: workspace of %d elements", variants.Encode(p), prog.Buffers[0].Elems)
+	if p.SplitK > 1 && at(prog.Buffers[0].Elems) != p.SplitK*g.r*g.c {
+		t.Errorf("%s: workspace of %s elements", variants.Encode(p), prog.Buffers[0].Elems)
 	}
 }
 
 // checkStreamK: one launch of min(132, iterations) CTAs, one per SM, with
 // the partials' workspace (a slot per CTA) and the flags (one per
 // consumer warpgroup of each CTA) as its last arguments.
-func checkStreamK(t *testing.T, g problem, p Params, prog kernels.Program) {
+func checkStreamK(t *testing.T, g problem, p Params, prog kernels.Program, at func(contract.Expr) int) {
 	t.Helper()
 	main := prog.Launches[0]
 	n := min(numSMs, tiles(g, p)*kTiles(g, p))
-	if len(prog.Launches) != 1 || main.Grid[0] != n || main.GridPerSM != 1 || len(main.Args) != 5 {
-		t.Errorf("%s: %d launches, grid %d, %d per SM, %d args", variants.Encode(p), len(prog.Launches), main.Grid[0], main.GridPerSM, len(main.Args))
+	if len(prog.Launches) != 1 || at(main.Grid[0]) != n || main.GridPerSM != 1 || len(main.Args) != 5 {
+		t.Errorf("%s: %d launches, grid %s, %d per SM, %d args", variants.Encode(p), len(prog.Launches), main.Grid[0], main.GridPerSM, len(main.Args))
 	}
-	if len(prog.Buffers) != 2 || prog.Buffers[0].Elems != n*p.BM*p.BN || prog.Buffers[0].Role != kernels.Scratch ||
-		prog.Buffers[1].Elems != n*p.Consumers || prog.Buffers[1].Role != kernels.State {
+	if len(prog.Buffers) != 2 || at(prog.Buffers[0].Elems) != n*p.BM*p.BN || prog.Buffers[0].Role != kernels.Scratch ||
+		at(prog.Buffers[1].Elems) != n*p.Consumers || prog.Buffers[1].Role != kernels.State {
 		t.Errorf("%s: buffers %+v", variants.Encode(p), prog.Buffers)
 	}
 }

@@ -2,6 +2,7 @@ package gemm
 
 import (
 	"fmt"
+	"github.com/gradtune/gradtune/contract"
 
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
@@ -91,9 +92,9 @@ func (s Shape) outDType() dtype.DType {
 func (def) Buffers(s Shape) []kernels.Buffer {
 	p := problemOf(s)
 	return []kernels.Buffer{
-		{Name: "dy", DType: s.DType, Elems: s.M * s.N, Role: kernels.Input},
-		{Name: p.b.buf, DType: s.DType, Elems: p.l * p.c, Role: kernels.Input},
-		{Name: p.out, DType: s.outDType(), Elems: p.r * p.c, Role: kernels.Output},
+		{Name: "dy", DType: s.DType, Elems: contract.Int(s.M * s.N), Role: kernels.Input},
+		{Name: p.b.buf, DType: s.DType, Elems: contract.Int(p.l * p.c), Role: kernels.Input},
+		{Name: p.out, DType: s.outDType(), Elems: contract.Int(p.r * p.c), Role: kernels.Output},
 	}
 }
 

@@ -1,6 +1,7 @@
 package gemm
 
 import (
+	"github.com/gradtune/gradtune/contract"
 	"slices"
 
 	"github.com/gradtune/gradtune/dtype"
@@ -16,7 +17,7 @@ const workspace = "ws"
 const reduceBlock = 256
 
 func workspaceBuffer(g problem, splits int) kernels.Buffer {
-	return kernels.Buffer{Name: workspace, DType: dtype.F32, Elems: splits * g.r * g.c, Role: kernels.Scratch}
+	return kernels.Buffer{Name: workspace, DType: dtype.F32, Elems: contract.Int(splits * g.r * g.c), Role: kernels.Scratch}
 }
 
 // emitReduce writes the split-K reduce: out = Σ_s ws[s] in split order (so
@@ -49,7 +50,7 @@ func emitReduce(k *ptx.Func, g problem, splits int, pdl bool) {
 
 // reduceLaunch launches the reduce over the workspace into the output.
 func reduceLaunch(entry string, g problem, pdl bool) kernels.Launch {
-	return kernels.Launch{Entry: entry, Grid: [3]int{gen.CeilDiv(g.r*g.c/4, reduceBlock), 1, 1},
+	return kernels.Launch{Entry: entry, Grid: contract.Grid(gen.CeilDiv(g.r*g.c/4, reduceBlock), 1, 1),
 		Block: [3]int{reduceBlock, 1, 1}, Dependent: pdl,
 		Args: []kernels.Arg{{Buffer: workspace}, {Buffer: g.out}}}
 }

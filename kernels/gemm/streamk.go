@@ -1,6 +1,7 @@
 package gemm
 
 import (
+	"github.com/gradtune/gradtune/contract"
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/ptx"
@@ -53,8 +54,8 @@ func skGrid(g problem, p Params) int { return min(numSMs, tiles(g, p)*kTiles(g, 
 func streamKBuffers(g problem, p Params) []kernels.Buffer {
 	n := skGrid(g, p)
 	return []kernels.Buffer{
-		{Name: workspace, DType: dtype.F32, Elems: n * p.BM * p.BN, Role: kernels.Scratch},
-		{Name: skFlags, DType: dtype.F32, Elems: n * p.Consumers, Role: kernels.State},
+		{Name: workspace, DType: dtype.F32, Elems: contract.Int(n * p.BM * p.BN), Role: kernels.Scratch},
+		{Name: skFlags, DType: dtype.F32, Elems: contract.Int(n * p.Consumers), Role: kernels.State},
 	}
 }
 

@@ -2,6 +2,8 @@ package gemm_test
 
 import (
 	"fmt"
+	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/kernels"
 	"testing"
 
 	"github.com/gradtune/gradtune/dtype"
@@ -66,10 +68,14 @@ func streamKRun(s gemm.Shape, p gemm.Params, grid int) error {
 	if err != nil {
 		return err
 	}
-	if grid > prog.Launches[0].Grid[0] {
-		return fmt.Errorf("grid %d: the launch asks for %d CTAs", grid, prog.Launches[0].Grid[0])
+	asked, err := prog.Launches[0].Grid[0].EvalInt(kernels.Env(variants.ShapeOf(s)))
+	if err != nil {
+		return err
 	}
-	prog.Launches[0].Grid[0] = grid
+	if grid > asked {
+		return fmt.Errorf("grid %d: the launch asks for %d CTAs", grid, asked)
+	}
+	prog.Launches[0].Grid[0] = contract.Int(grid)
 	ss := runner.NewSession(sim.New(sim.Options{Workers: 2}))
 	defer ss.Release()
 	if err := ss.Prepare(f, variants.ShapeOf(s), 1); err != nil {

@@ -2,6 +2,7 @@ package gemm
 
 import (
 	"fmt"
+	"github.com/gradtune/gradtune/contract"
 
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/ptx"
@@ -39,7 +40,7 @@ func emitSync(s Shape, g problem, p Params) (kernels.Program, error) {
 		return kernels.Program{}, fmt.Errorf("building: %w", err)
 	}
 	prog := kernels.Program{PTX: mod.String()}
-	main := kernels.Launch{Entry: entry(s, "sync"), Grid: [3]int{tiles(g, p) * p.SplitK, 1, 1},
+	main := kernels.Launch{Entry: entry(s, "sync"), Grid: contract.Grid(tiles(g, p)*p.SplitK, 1, 1),
 		Block: [3]int{sk.threads(), 1, 1}, SharedBytes: smemBytes(g, p, p.Stages)}
 	out := g.out
 	if p.SplitK > 1 {

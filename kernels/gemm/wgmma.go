@@ -2,6 +2,7 @@ package gemm
 
 import (
 	"fmt"
+	"github.com/gradtune/gradtune/contract"
 
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
@@ -144,7 +145,7 @@ func buildWgmma(entry, red string, g problem, p Params, src BSource, fillWGs, ra
 	case p.Epilogue == TMAStore:
 		outArg = kernels.Arg{TensorMap: cMap(g, p)}
 	}
-	main := kernels.Launch{Entry: entry, Grid: [3]int{tiles(g, p) * p.SplitK, 1, 1},
+	main := kernels.Launch{Entry: entry, Grid: contract.Grid(tiles(g, p)*p.SplitK, 1, 1),
 		Block: [3]int{wk.threads(), 1, 1}, SharedBytes: smemBytes(g, p, p.Stages),
 		Args: []kernels.Arg{{TensorMap: aMap(g, p)}, {TensorMap: bMap(g, p)}, outArg}}
 	if src != nil {
@@ -152,7 +153,7 @@ func buildWgmma(entry, red string, g problem, p Params, src BSource, fillWGs, ra
 		main.Args = append(append([]kernels.Arg{{TensorMap: aMap(g, p)}}, srcArgs...), outArg)
 	}
 	if p.Order == StreamK {
-		main.Grid[0] = skGrid(g, p)
+		main.Grid[0] = contract.Int(skGrid(g, p))
 		main.Args = append(main.Args, kernels.Arg{Buffer: workspace}, kernels.Arg{Buffer: skFlags})
 		prog.Buffers = streamKBuffers(g, p)
 	}
@@ -179,11 +180,11 @@ func buildWgmma(entry, red string, g problem, p Params, src BSource, fillWGs, ra
 // reduction) in boxes {64 k, BM rows}; MN-major (dw: N is the row of C)
 // in boxes {64 rows, 64 k}.
 func aMap(g problem, p Params) *kernels.TensorMap {
-	m := &kernels.TensorMap{Buffer: g.a.buf, DType: g.in, Strides: []int{2 * g.a.ld}, Swizzle: 128}
+	m := &kernels.TensorMap{Buffer: g.a.buf, DType: g.in, Strides: contract.Ints(2 * g.a.ld), Swizzle: 128}
 	if g.a.kMajor {
-		m.Dims, m.Box = []int{g.l, g.r}, []int{64, p.BM}
+		m.Dims, m.Box = contract.Ints(g.l, g.r), []int{64, p.BM}
 	} else {
-		m.Dims, m.Box = []int{g.r, g.l}, []int{64, 64}
+		m.Dims, m.Box = contract.Ints(g.r, g.l), []int{64, 64}
 	}
 	return m
 }
@@ -193,7 +194,7 @@ func aMap(g problem, p Params) *kernels.TensorMap {
 // cluster's CTAs each load a part of the k-rows and multicast it.
 func bMap(g problem, p Params) *kernels.TensorMap {
 	at := bAtomOf(p)
-	return &kernels.TensorMap{Buffer: g.b.buf, DType: g.in, Dims: []int{g.c, g.l}, Strides: []int{2 * g.b.ld},
+	return &kernels.TensorMap{Buffer: g.b.buf, DType: g.in, Dims: contract.Ints(g.c, g.l), Strides: contract.Ints(2 * g.b.ld),
 		Box: []int{at.cols, 64 / p.Cluster}, Swizzle: at.rowBytes}
 }
 
@@ -203,7 +204,7 @@ func bMap(g problem, p Params) *kernels.TensorMap {
 // over that width. The box is clipped at C's edges, so tails need no masks.
 func cMap(g problem, p Params) *kernels.TensorMap {
 	rb := stagingRow(p, g.od)
-	return &kernels.TensorMap{Buffer: g.out, DType: g.od, Dims: []int{g.c, g.r}, Strides: []int{g.c * g.od.Size()},
+	return &kernels.TensorMap{Buffer: g.out, DType: g.od, Dims: contract.Ints(g.c, g.r), Strides: contract.Ints(g.c * g.od.Size()),
 		Box: []int{rb / g.od.Size(), p.BM / p.Consumers}, Swizzle: rb}
 }
 

@@ -1,6 +1,7 @@
 package lppool
 
 import (
+	"github.com/gradtune/gradtune/contract"
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/gen"
@@ -72,7 +73,7 @@ func emitGather(m *ptx.Module, dt dtype.DType, g geom, p Params) []kernels.Launc
 	for _, u := range us {
 		gk.store(e, u)
 	}
-	return []kernels.Launch{{Entry: entry(dt), Grid: [3]int{ceilDiv(units, chunk), 1, 1}, Block: [3]int{p.Block, 1, 1},
+	return []kernels.Launch{{Entry: entry(dt), Grid: contract.Grid(ceilDiv(units, chunk), 1, 1), Block: [3]int{p.Block, 1, 1},
 		Args: []kernels.Arg{{Buffer: "x"}, {Buffer: "dy"}, {Buffer: "y"}, {Buffer: "dx"}}}}
 }
 
@@ -159,7 +160,7 @@ func emitScatter(m *ptx.Module, dt dtype.DType, g geom, p Params) ([]kernels.Lau
 		return launches, nil
 	}
 	launches = append(launches, convertKernel(m, entry(dt)+"_convert", dt, n, p.Block))
-	return launches, []kernels.Buffer{{Name: "acc", DType: dtype.F32, Elems: n, Role: kernels.Scratch}}
+	return launches, []kernels.Buffer{{Name: "acc", DType: dtype.F32, Elems: contract.Int(n), Role: kernels.Scratch}}
 }
 
 // scatterLaunch writes the kernel that adds the windows' contributions
@@ -183,7 +184,7 @@ func scatterLaunch(m *ptx.Module, dt dtype.DType, g geom, p Params, target strin
 	for _, gr := range gs {
 		sk.add(e, gr)
 	}
-	return kernels.Launch{Entry: ent, Grid: [3]int{ceilDiv(groups, chunk), 1, 1}, Block: [3]int{p.Block, 1, 1},
+	return kernels.Launch{Entry: ent, Grid: contract.Grid(ceilDiv(groups, chunk), 1, 1), Block: [3]int{p.Block, 1, 1},
 		Args: []kernels.Arg{{Buffer: "x"}, {Buffer: "dy"}, {Buffer: "y"}, {Buffer: target}}}
 }
 
@@ -313,7 +314,7 @@ func zeroKernel(m *ptx.Module, name, buf string, bytes, block int) kernels.Launc
 			}
 		})
 	}
-	return kernels.Launch{Entry: name, Grid: [3]int{max(1, ceilDiv(nvec, block)), 1, 1}, Block: [3]int{block, 1, 1}, Args: []kernels.Arg{{Buffer: buf}}}
+	return kernels.Launch{Entry: name, Grid: contract.Grid(max(1, ceilDiv(nvec, block)), 1, 1), Block: [3]int{block, 1, 1}, Args: []kernels.Arg{{Buffer: buf}}}
 }
 
 // convertKernel writes a kernel that rounds the f32 accumulator acc to dx
@@ -343,7 +344,7 @@ func convertKernel(m *ptx.Module, name string, dt dtype.DType, n, block int) ker
 			}
 		})
 	}
-	return kernels.Launch{Entry: name, Grid: [3]int{max(1, ceilDiv(units, block)), 1, 1}, Block: [3]int{block, 1, 1},
+	return kernels.Launch{Entry: name, Grid: contract.Grid(max(1, ceilDiv(units, block)), 1, 1), Block: [3]int{block, 1, 1},
 		Args: []kernels.Arg{{Buffer: "acc"}, {Buffer: "dx"}}}
 }
 

@@ -2,6 +2,7 @@ package lppool
 
 import (
 	"fmt"
+	"github.com/gradtune/gradtune/contract"
 	"strconv"
 
 	"github.com/gradtune/gradtune/dtype"
@@ -211,9 +212,9 @@ func (def) Buffers(s Shape) []kernels.Buffer {
 	g := geomOf(s)
 	n, no := g.rows*g.l, g.rows*g.lout
 	return []kernels.Buffer{
-		{Name: "x", DType: s.DType, Elems: n, Role: kernels.Input},
-		{Name: "dy", DType: s.DType, Elems: no, Role: kernels.Input},
-		{Name: "y", DType: s.DType, Elems: no, Role: kernels.Input},
-		{Name: "dx", DType: s.DType, Elems: n, Role: kernels.Output},
+		{Name: "x", DType: s.DType, Elems: contract.Int(n), Role: kernels.Input},
+		{Name: "dy", DType: s.DType, Elems: contract.Int(no), Role: kernels.Input},
+		{Name: "y", DType: s.DType, Elems: contract.Int(no), Role: kernels.Input},
+		{Name: "dx", DType: s.DType, Elems: contract.Int(n), Role: kernels.Output},
 	}
 }

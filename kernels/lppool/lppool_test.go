@@ -2,6 +2,7 @@ package lppool
 
 import (
 	"fmt"
+	"github.com/gradtune/gradtune/contract"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -504,8 +505,8 @@ func TestInputsAndCost(t *testing.T) {
 				if b.Role != kernels.Input {
 					continue
 				}
-				if len(in[b.Name]) != b.Elems {
-					t.Fatalf("%s %v: input %s has %d values for %d elements", spec, dt, b.Name, len(in[b.Name]), b.Elems)
+				if len(in[b.Name]) != kernels.Elems(b, s) {
+					t.Fatalf("%s %v: input %s has %d values for %d elements", spec, dt, b.Name, len(in[b.Name]), kernels.Elems(b, s))
 				}
 				for i, v := range in[b.Name] {
 					if v != again[b.Name][i] || v != dt.Round(v) || math.IsNaN(v) || math.IsInf(v, 0) {
@@ -544,7 +545,7 @@ func TestBuffers(t *testing.T) {
 		s := lpShape(t, spec, dt)
 		var names []string
 		for _, b := range fam.Buffers(s) {
-			names = append(names, fmt.Sprintf("%s:%v:%v:%d", b.Name, b.DType, b.Role, b.Elems))
+			names = append(names, fmt.Sprintf("%s:%v:%v:%d", b.Name, b.DType, b.Role, kernels.Elems(b, s)))
 		}
 		want := fmt.Sprintf("x:%[1]v:input:240 dy:%[1]v:input:114 y:%[1]v:input:114 dx:%[1]v:output:240", dt)
 		if got := strings.Join(names, " "); got != want {
@@ -557,7 +558,7 @@ func TestBuffers(t *testing.T) {
 				t.Fatalf("%v %s: %v", dt, form, err)
 			}
 			wantAcc := form != Gather && dt.Size() == 2
-			acc := []kernels.Buffer{{Name: "acc", DType: dtype.F32, Elems: 240, Role: kernels.Scratch}}
+			acc := []kernels.Buffer{{Name: "acc", DType: dtype.F32, Elems: contract.Int(240), Role: kernels.Scratch}}
 			if got := prog.Buffers; wantAcc && !slices.Equal(got, acc) || !wantAcc && len(got) != 0 {
 				t.Errorf("%v %s: program buffers %+v, want the accumulator: %v", dt, form, got, wantAcc)
 			}
@@ -690,7 +691,11 @@ func TestPrograms(t *testing.T) {
 		if len(v.prog.Launches) != want {
 			t.Fatalf("%s %s: %d launches, want %d", v.shape.Key(), v.key, len(v.prog.Launches), want)
 		}
-		for _, l := range v.prog.Launches {
+		plan, err := kernels.PlanAt(fam, v.shape, v.prog, 132)
+		if err != nil {
+			t.Fatalf("%s %s: %v", v.shape.Key(), v.key, err)
+		}
+		for _, l := range plan.Launches {
 			if !strings.Contains(v.prog.PTX, ".visible .entry "+l.Entry+"(") {
 				t.Fatalf("%s %s: launch %s has no kernel", v.shape.Key(), v.key, l.Entry)
 			}
@@ -707,7 +712,7 @@ func TestPrograms(t *testing.T) {
 			t.Fatalf("%s %s: scatter does not zero first", v.shape.Key(), v.key)
 		}
 		g := v.geom
-		l := v.prog.Launches[min(1, want-1)]
+		l := plan.Launches[min(1, want-1)]
 		work := g.rows * ceilDiv(g.l, v.params.SPT*g.s)
 		if want > 1 {
 			work = g.rows * ceilDiv(g.lout, v.params.SPT)

@@ -2,6 +2,7 @@ package nf4gemm
 
 import (
 	"fmt"
+	"github.com/gradtune/gradtune/contract"
 
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
@@ -83,7 +84,7 @@ func (dequantDef) Space(DequantShape) variants.Typed[DequantParams] {
 }
 
 func (dequantDef) Buffers(s DequantShape) []kernels.Buffer {
-	return append(s.weight().buffers(), kernels.Buffer{Name: "w", DType: s.DType, Elems: s.N * s.K, Role: kernels.Output})
+	return append(s.weight().buffers(), kernels.Buffer{Name: "w", DType: s.DType, Elems: contract.Int(s.N * s.K), Role: kernels.Output})
 }
 
 func (dequantDef) Inputs(s DequantShape, seed uint64) map[string][]float64 {
@@ -143,6 +144,6 @@ func (dequantDef) Emit(s DequantShape, p DequantParams) (kernels.Program, error)
 	for _, n := range bufNames {
 		args = append(args, kernels.Arg{Buffer: n})
 	}
-	l := kernels.Launch{Entry: entry, Grid: [3]int{gen.CeilDiv(units, p.Threads), 1, 1}, Block: [3]int{p.Threads, 1, 1}, Args: args}
+	l := kernels.Launch{Entry: entry, Grid: contract.Grid(gen.CeilDiv(units, p.Threads), 1, 1), Block: [3]int{p.Threads, 1, 1}, Args: args}
 	return kernels.Program{PTX: built.String(), Launches: []kernels.Launch{l}}, nil
 }

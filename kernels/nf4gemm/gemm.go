@@ -2,6 +2,7 @@ package nf4gemm
 
 import (
 	"fmt"
+	"github.com/gradtune/gradtune/contract"
 	"math"
 
 	"github.com/gradtune/gradtune/dtype"
@@ -112,11 +113,11 @@ var errShape = fmt.Errorf("nf4_gemm_bwd shape")
 // Buffers: dy, the NF4 weight, dx; and w_bf16 (w_f16), the exactly
 // dequantized weight in the dtype, which only the cuBLAS baseline reads.
 func (gemmDef) Buffers(s GEMMShape) []kernels.Buffer {
-	b := []kernels.Buffer{{Name: "dy", DType: s.DType, Elems: s.M * s.N, Role: kernels.Input}}
+	b := []kernels.Buffer{{Name: "dy", DType: s.DType, Elems: contract.Int(s.M * s.N), Role: kernels.Input}}
 	b = append(b, s.weight().buffers()...)
 	return append(b,
-		kernels.Buffer{Name: denseName(s.DType), DType: s.DType, Elems: s.N * s.K, Role: kernels.Input},
-		kernels.Buffer{Name: "dx", DType: s.DType, Elems: s.M * s.K, Role: kernels.Output})
+		kernels.Buffer{Name: denseName(s.DType), DType: s.DType, Elems: contract.Int(s.N * s.K), Role: kernels.Input},
+		kernels.Buffer{Name: "dx", DType: s.DType, Elems: contract.Int(s.M * s.K), Role: kernels.Output})
 }
 
 func denseName(dt dtype.DType) string { return "w_" + dt.String() }

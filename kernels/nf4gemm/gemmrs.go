@@ -2,6 +2,7 @@ package nf4gemm
 
 import (
 	"fmt"
+	"github.com/gradtune/gradtune/contract"
 
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
@@ -120,7 +121,7 @@ func emitRS(s GEMMShape, p GEMMParams) (kernels.Program, error) {
 	if err != nil {
 		return kernels.Program{}, fmt.Errorf("building: %w", err)
 	}
-	l := kernels.Launch{Entry: entry, Grid: [3]int{rk.tiles(), 1, 1}, Block: [3]int{rk.threads(), 1, 1},
+	l := kernels.Launch{Entry: entry, Grid: contract.Grid(rk.tiles(), 1, 1), Block: [3]int{rk.threads(), 1, 1},
 		SharedBytes: rk.smem(), Args: args}
 	if p.Persistent {
 		l.GridPerSM = 1
@@ -137,8 +138,8 @@ func (rk *rsKernel) body() []kernels.Arg {
 	tmY := k.TensorMapParam("dy")
 	tmW := k.TensorMapParam("w4")
 	args := []kernels.Arg{
-		{TensorMap: &kernels.TensorMap{Buffer: "dy", DType: s.DType, Dims: []int{s.N, s.M}, Strides: []int{2 * s.N}, Box: []int{64, p.BM}, Swizzle: 128}},
-		{TensorMap: &kernels.TensorMap{Buffer: "w4", DType: dtype.U8, Dims: []int{s.K / 2, s.N}, Strides: []int{s.K / 2}, Box: []int{32, 64}, Swizzle: 32}},
+		{TensorMap: &kernels.TensorMap{Buffer: "dy", DType: s.DType, Dims: contract.Ints(s.N, s.M), Strides: contract.Ints(2 * s.N), Box: []int{64, p.BM}, Swizzle: 128}},
+		{TensorMap: &kernels.TensorMap{Buffer: "w4", DType: dtype.U8, Dims: contract.Ints(s.K/2, s.N), Strides: contract.Ints(s.K / 2), Box: []int{32, 64}, Swizzle: 32}},
 	}
 	rk.bufs = map[string]ptx.Reg{}
 	names := []string{"absmax"}

@@ -2,6 +2,7 @@ package nf4gemm
 
 import (
 	"fmt"
+	"github.com/gradtune/gradtune/contract"
 
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/gen"
@@ -56,7 +57,7 @@ func (gemmDef) Emit(s GEMMShape, p GEMMParams) (kernels.Program, error) {
 		args = append(args, kernels.Arg{Buffer: n})
 	}
 	tr, tc := gen.CeilDiv(s.M, p.BM), gen.CeilDiv(s.K, p.BN)
-	l := kernels.Launch{Entry: entry, Grid: [3]int{tr * tc, 1, 1}, Block: [3]int{syncThreads, 1, 1}, SharedBytes: smemBytes(p), Args: args}
+	l := kernels.Launch{Entry: entry, Grid: contract.Grid(tr*tc, 1, 1), Block: [3]int{syncThreads, 1, 1}, SharedBytes: smemBytes(p), Args: args}
 	return kernels.Program{PTX: mod.String(), Launches: []kernels.Launch{l}}, nil
 }
 

@@ -2,6 +2,7 @@ package nf4gemm
 
 import (
 	"fmt"
+	"github.com/gradtune/gradtune/contract"
 
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
@@ -51,7 +52,7 @@ func (src *wgSource) Declare(k *ptx.Func) []kernels.Arg {
 	} else {
 		src.tm = k.TensorMapParam("w4")
 		args = append(args, kernels.Arg{TensorMap: &kernels.TensorMap{Buffer: "w4", DType: dtype.U8,
-			Dims: []int{src.s.K / 2, src.s.N}, Strides: []int{src.s.K / 2}, Box: []int{src.p.BN / 2, src.rows()}}})
+			Dims: contract.Ints(src.s.K/2, src.s.N), Strides: contract.Ints(src.s.K / 2), Box: []int{src.p.BN / 2, src.rows()}}})
 	}
 	for _, n := range src.scaleNames() {
 		src.bufs[n] = gen.Param(k, n)

@@ -2,6 +2,7 @@ package norm
 
 import (
 	"fmt"
+	"github.com/gradtune/gradtune/contract"
 	"math"
 
 	"github.com/gradtune/gradtune/dtype"
@@ -137,18 +138,18 @@ func (f *family) Space(s rows.Shape) variants.Typed[Params] {
 func (f *family) Buffers(s rows.Shape) []kernels.Buffer {
 	m, n, dt := s.M, s.N, s.DType
 	b := []kernels.Buffer{
-		{Name: "dy", DType: dt, Elems: m * n, Role: kernels.Input},
-		{Name: "x", DType: dt, Elems: m * n, Role: kernels.Input},
-		{Name: "gamma", DType: dt, Elems: n, Role: kernels.Input},
+		{Name: "dy", DType: dt, Elems: contract.Int(m * n), Role: kernels.Input},
+		{Name: "x", DType: dt, Elems: contract.Int(m * n), Role: kernels.Input},
+		{Name: "gamma", DType: dt, Elems: contract.Int(n), Role: kernels.Input},
 	}
 	if f.layer {
-		b = append(b, kernels.Buffer{Name: "mean", DType: dtype.F32, Elems: m, Role: kernels.Input})
+		b = append(b, kernels.Buffer{Name: "mean", DType: dtype.F32, Elems: contract.Int(m), Role: kernels.Input})
 	}
-	b = append(b, kernels.Buffer{Name: "rstd", DType: dtype.F32, Elems: m, Role: kernels.Input},
-		kernels.Buffer{Name: "dx", DType: dt, Elems: m * n, Role: kernels.Output},
-		kernels.Buffer{Name: "dgamma", DType: dtype.F32, Elems: n, Role: kernels.Output})
+	b = append(b, kernels.Buffer{Name: "rstd", DType: dtype.F32, Elems: contract.Int(m), Role: kernels.Input},
+		kernels.Buffer{Name: "dx", DType: dt, Elems: contract.Int(m * n), Role: kernels.Output},
+		kernels.Buffer{Name: "dgamma", DType: dtype.F32, Elems: contract.Int(n), Role: kernels.Output})
 	if f.layer {
-		b = append(b, kernels.Buffer{Name: "dbeta", DType: dtype.F32, Elems: n, Role: kernels.Output})
+		b = append(b, kernels.Buffer{Name: "dbeta", DType: dtype.F32, Elems: contract.Int(n), Role: kernels.Output})
 	}
 	return b
 }

@@ -1,6 +1,7 @@
 package norm
 
 import (
+	"github.com/gradtune/gradtune/contract"
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/gen"
@@ -49,7 +50,7 @@ func (f *family) emitFinalize(mod *ptx.Module, entry string, g rows.Geom, pdl bo
 	} else {
 		fz.transpose(acc)
 	}
-	return kernels.Launch{Entry: entry, Grid: [3]int{gen.CeilDiv(fz.c, 32), 1, 1}, Block: [3]int{block, 1, 1},
+	return kernels.Launch{Entry: entry, Grid: contract.Grid(gen.CeilDiv(fz.c, 32), 1, 1), Block: [3]int{block, 1, 1},
 		Args: append([]kernels.Arg{{Buffer: "partials"}}, f.colArgs()...)}
 }
 

@@ -1,6 +1,7 @@
 package norm
 
 import (
+	"github.com/gradtune/gradtune/contract"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/gen"
 	"github.com/gradtune/gradtune/kernels/ptx"
@@ -47,7 +48,7 @@ func (f *family) emitMain(mod *ptx.Module, entry string, g rows.Geom, p Params) 
 		mk.rk.ForRows(mk.load, mk.compute)
 	}
 	mk.columnSums()
-	return kernels.Launch{Entry: entry, Grid: [3]int{g.Grid, 1, 1}, Block: [3]int{g.Block, 1, 1}, SharedBytes: g.Smem, Args: mk.args}
+	return kernels.Launch{Entry: entry, Grid: contract.Grid(g.Grid, 1, 1), Block: [3]int{g.Block, 1, 1}, SharedBytes: g.Smem, Args: mk.args}
 }
 
 // bindParams declares the kernel's parameters, in the order of its args.

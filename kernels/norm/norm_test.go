@@ -3,6 +3,7 @@ package norm_test
 import (
 	"flag"
 	"fmt"
+	"github.com/gradtune/gradtune/kernels"
 	"regexp"
 	"strings"
 	"testing"
@@ -59,7 +60,11 @@ func TestProgramBuffers(t *testing.T) {
 		var want []string
 		switch v.Params["dgamma"] {
 		case "partial":
-			want = []string{fmt.Sprintf("partials:scratch:f32:%d", main.Grid[0]*na*n)}
+			grid, err := main.Grid[0].EvalInt(kernels.Env(v.Shape))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = []string{fmt.Sprintf("partials:scratch:f32:%d", grid*na*n)}
 		case "ticket":
 			want = []string{fmt.Sprintf("colsum:state:f32:%d", na*n), "ticket:state:f32:1"}
 		case "atomic1":
@@ -67,7 +72,7 @@ func TestProgramBuffers(t *testing.T) {
 		}
 		var got []string
 		for _, b := range v.Prog.Buffers {
-			got = append(got, fmt.Sprintf("%s:%v:%v:%d", b.Name, b.Role, b.DType, b.Elems))
+			got = append(got, fmt.Sprintf("%s:%v:%v:%d", b.Name, b.Role, b.DType, kernels.Elems(b, v.Shape)))
 		}
 		if strings.Join(got, " ") != strings.Join(want, " ") {
 			t.Fatalf("%v: program buffers %v, want %v", v, got, want)
@@ -118,7 +123,10 @@ func TestStateCheckCatchesTicket(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := prog.Launches[0].Grid[0]
+	g, err := prog.Launches[0].Grid[0].EvalInt(kernels.Env(s))
+	if err != nil {
+		t.Fatal(err)
+	}
 	re := regexp.MustCompile(fmt.Sprintf(`(atom\.global\.inc\.u32 %%r\d+, \[%%rd\d+\]), %d;`, g-1))
 	if len(re.FindAllString(prog.PTX, -1)) != 1 {
 		t.Fatalf("%s: want one ticket atom.inc wrapping at %d", p, g-1)

@@ -125,8 +125,8 @@ func checkNormInputs(t *testing.T, name string, layer bool, eps float64) {
 					continue
 				}
 				v := in[b.Name]
-				if len(v) != b.Elems || !rowtest.EqualFloats(v, again[b.Name]) {
-					t.Fatalf("%s: input %s: %d values (want %d) or not deterministic", s.Key(), b.Name, len(v), b.Elems)
+				if len(v) != kernels.Elems(b, s) || !rowtest.EqualFloats(v, again[b.Name]) {
+					t.Fatalf("%s: input %s: %d values (want %d) or not deterministic", s.Key(), b.Name, len(v), kernels.Elems(b, s))
 				}
 				if len(v) > 1 && rowtest.EqualFloats(v, other[b.Name]) && !(layer && n == 1 && b.Name == "rstd") { // 1/√eps
 					t.Errorf("%s: input %s ignores the seed", s.Key(), b.Name)
@@ -429,7 +429,10 @@ func TestNormAtomic1(t *testing.T) {
 					if len(prog.Launches) != 1 {
 						t.Fatalf("%s %s: %d launches", name, p, len(prog.Launches))
 					}
-					g := prog.Launches[0].Grid[0]
+					g, err := prog.Launches[0].Grid[0].EvalInt(kernels.Env(s))
+					if err != nil {
+						t.Fatal(err)
+					}
 					body := prog.PTX
 					at := func(re string) int {
 						loc := regexp.MustCompile(`(?m)^\t(@!?%p\d+ )?` + re).FindStringIndex(body)

@@ -203,7 +203,7 @@ func checkRowProgram(t *testing.T, f kernels.Family, s variants.Shape, p variant
 		}
 	}
 	for _, b := range prog.Buffers {
-		if _, dup := bufs[b.Name]; dup || b.Role != kernels.State && b.Role != kernels.Scratch || b.Elems <= 0 || !used[b.Name] {
+		if _, dup := bufs[b.Name]; dup || b.Role != kernels.State && b.Role != kernels.Scratch || kernels.Elems(b, s) <= 0 || !used[b.Name] {
 			errorf("program buffer %+v: a duplicate, not State or Scratch, empty, or unused", b)
 		}
 		bufs[b.Name] = b
@@ -236,14 +236,19 @@ func checkRowProgram(t *testing.T, f kernels.Family, s variants.Shape, p variant
 		kernelsByName[k[:strings.IndexByte(k, '(')]] = k
 	}
 	maxnreg, _ := p.Int("maxnreg")
-	for _, l := range prog.Launches {
+	plan, err := kernels.PlanAt(f, s, prog, 132)
+	if err != nil {
+		errorf("%v", err)
+		return
+	}
+	for i, l := range plan.Launches {
 		body, ok := kernelsByName[l.Entry]
 		if !ok {
 			errorf("launch of %s, which the module lacks", l.Entry)
 			continue
 		}
 		threads := l.Block[0] * l.Block[1] * l.Block[2]
-		if l.Grid[0] < 1 || l.Grid[1] != 1 || l.Grid[2] != 1 || l.GridPerSM != 0 || threads < 32 || threads > 1024 || threads%32 != 0 {
+		if l.Grid[0] < 1 || l.Grid[1] != 1 || l.Grid[2] != 1 || prog.Launches[i].GridPerSM != 0 || threads < 32 || threads > 1024 || threads%32 != 0 {
 			errorf("launch %s grid %v block %v", l.Entry, l.Grid, l.Block)
 		}
 		if m := reqntidRE.FindStringSubmatch(body); m == nil || m[1] != fmt.Sprint(threads) {

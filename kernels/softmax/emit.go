@@ -1,6 +1,7 @@
 package softmax
 
 import (
+	"github.com/gradtune/gradtune/contract"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/gen"
 	"github.com/gradtune/gradtune/kernels/ptx"
@@ -27,7 +28,7 @@ func (f family) Emit(s rows.Shape, p Params) (kernels.Program, error) {
 		return kernels.Program{}, err
 	}
 	return kernels.Program{PTX: built.String(), Launches: []kernels.Launch{{
-		Entry: entry, Grid: [3]int{g.Grid, 1, 1}, Block: [3]int{g.Block, 1, 1}, SharedBytes: g.Smem,
+		Entry: entry, Grid: contract.Grid(g.Grid, 1, 1), Block: [3]int{g.Block, 1, 1}, SharedBytes: g.Smem,
 		Args: []kernels.Arg{{Buffer: "y"}, {Buffer: "dy"}, {Buffer: "dx"}},
 	}}}, nil
 }

@@ -18,13 +18,17 @@ const (
 	TensorBFloat16 TensorDataType = 9 // CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
 )
 
-// CUtensorMapInterleave, CUtensorMapL2promotion and CUtensorMapFloatOOBfill
-// values of every map the package encodes, and the CUtensorMapSwizzle
-// values by span in bytes.
+// CUtensorMapInterleave values by name, CUtensorMapL2promotion values by
+// bytes (-1: none; 0 is taken as the default, 128), and the
+// CUtensorMapFloatOOBfill values.
+var (
+	tensorInterleaves = map[string]int32{"": 0, "none": 0, "16b": 1, "32b": 2}
+	tensorL2Promotion = map[int]int32{-1: 0, 64: 1, 0: 2, 128: 2, 256: 3}
+)
+
 const (
-	tensorInterleaveNone = 0 // CU_TENSOR_MAP_INTERLEAVE_NONE
-	tensorL2Promotion128 = 2 // CU_TENSOR_MAP_L2_PROMOTION_L2_128B
-	tensorOOBFillNone    = 0 // CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE: zeros
+	tensorOOBFillNone = 0 // CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE: zeros
+	tensorOOBFillNaN  = 1 // CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA
 )
 
 var tensorSwizzles = map[int]int32{
@@ -41,16 +45,20 @@ var ErrNoTensorMap = errors.New("driver has no cuTensorMapEncodeTiled (CUDA 12.0
 // TensorMapSpec is a tiled tensor map: a tensor of Dims elements at
 // Global, innermost dimension first, whose dimension i > 0 starts every
 // Strides[i-1] bytes, copied in boxes of Box elements, with a shared-memory
-// swizzle of Swizzle bytes (0, 32, 64 or 128). Element strides are 1,
-// interleave none, L2 promotion 128 bytes, and elements outside the
-// tensor read as zero.
+// swizzle of Swizzle bytes (0, 32, 64 or 128). The zero values of the
+// other fields are the defaults: element strides 1, interleave none, L2
+// promotion 128 bytes, elements outside the tensor read as zero.
 type TensorMapSpec struct {
-	DataType TensorDataType
-	Global   DevicePtr
-	Dims     []uint64
-	Strides  []uint64
-	Box      []uint32
-	Swizzle  int
+	DataType    TensorDataType
+	Global      DevicePtr
+	Dims        []uint64
+	Strides     []uint64
+	Box         []uint32
+	ElemStrides []uint32 // nil: all 1
+	Swizzle     int
+	Interleave  string // "none", "16b" or "32b"
+	L2Promotion int    // bytes: -1 (none), 64, 128 or 256
+	OOBNaN      bool   // elements outside the tensor read as NaN
 }
 
 // EncodeTensorMapTiled encodes s (cuTensorMapEncodeTiled). It checks only
@@ -70,7 +78,25 @@ func (d *Driver) EncodeTensorMapTiled(s TensorMapSpec) (TensorMap, error) {
 	if !ok {
 		return TensorMap{}, fmt.Errorf("cuda: EncodeTensorMapTiled: swizzle %d bytes (want 0, 32, 64 or 128)", s.Swizzle)
 	}
-	ones := []uint32{1, 1, 1, 1, 1}
+	interleave, ok := tensorInterleaves[s.Interleave]
+	if !ok {
+		return TensorMap{}, fmt.Errorf("cuda: EncodeTensorMapTiled: interleave %q (want none, 16b or 32b)", s.Interleave)
+	}
+	l2, ok := tensorL2Promotion[s.L2Promotion]
+	if !ok {
+		return TensorMap{}, fmt.Errorf("cuda: EncodeTensorMapTiled: L2 promotion %d bytes (want -1, 64, 128 or 256)", s.L2Promotion)
+	}
+	oob := int32(tensorOOBFillNone)
+	if s.OOBNaN {
+		oob = tensorOOBFillNaN
+	}
+	elem := s.ElemStrides
+	if elem == nil {
+		elem = []uint32{1, 1, 1, 1, 1}[:rank]
+	}
+	if len(elem) != rank {
+		return TensorMap{}, fmt.Errorf("cuda: EncodeTensorMapTiled: %d element strides for rank %d", len(elem), rank)
+	}
 	// The map must be 64-byte aligned: write it into an aligned spot of a
 	// larger heap buffer, which does not move.
 	raw := make([]byte, len(TensorMap{})+tensorMapAlign)
@@ -81,8 +107,8 @@ func (d *Driver) EncodeTensorMapTiled(s TensorMapSpec) (TensorMap, error) {
 		strides = unsafe.Pointer(&s.Strides[0])
 	}
 	code := d.api.cuTensorMapEncodeTiled(at, int32(s.DataType), uint32(rank), uintptr(s.Global),
-		unsafe.Pointer(&s.Dims[0]), strides, unsafe.Pointer(&s.Box[0]), unsafe.Pointer(&ones[0]),
-		tensorInterleaveNone, swizzle, tensorL2Promotion128, tensorOOBFillNone)
+		unsafe.Pointer(&s.Dims[0]), strides, unsafe.Pointer(&s.Box[0]), unsafe.Pointer(&elem[0]),
+		interleave, swizzle, l2, oob)
 	if err := d.check("cuTensorMapEncodeTiled", code); err != nil {
 		return TensorMap{}, fmt.Errorf("%w (type %d, dims %v, strides %v, box %v, swizzle %d)", err, s.DataType, s.Dims, s.Strides, s.Box, s.Swizzle)
 	}

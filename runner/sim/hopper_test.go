@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/gradtune/gradtune/contract"
 	"math"
 	"os"
 	"strings"
@@ -151,15 +152,19 @@ func runGemm(t *testing.T, o gemmOpts) (got, want []float32, err error) {
 	pa, pb := up(dtype.BF16.Encode(a)), up(dtype.BF16.Encode(bm))
 	pc := up(make([]byte, 4*64*o.n))
 	enc := func(m kernels.TensorMap, p runner.Ptr) runner.TensorMapArg {
-		tm, err := be.EncodeTensorMap(m, p)
+		spec, err := m.Resolve(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tm, err := be.EncodeTensorMap(spec, p)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return tm
 	}
-	tmA := enc(kernels.TensorMap{Buffer: "A", DType: dtype.BF16, Dims: []int{o.k, 64}, Strides: []int{2 * o.k}, Box: []int{64, 64}, Swizzle: 128}, pa)
-	tmB := enc(kernels.TensorMap{Buffer: "B", DType: dtype.BF16, Dims: []int{o.k, o.n}, Strides: []int{2 * o.k}, Box: []int{64, o.n}, Swizzle: 128}, pb)
-	tmC := enc(kernels.TensorMap{Buffer: "C", DType: dtype.F32, Dims: []int{o.n, 64}, Strides: []int{4 * o.n}, Box: []int{o.n, 64}}, pc)
+	tmA := enc(kernels.TensorMap{Buffer: "A", DType: dtype.BF16, Dims: contract.Ints(o.k, 64), Strides: contract.Ints(2 * o.k), Box: []int{64, 64}, Swizzle: 128}, pa)
+	tmB := enc(kernels.TensorMap{Buffer: "B", DType: dtype.BF16, Dims: contract.Ints(o.k, o.n), Strides: contract.Ints(2 * o.k), Box: []int{64, o.n}, Swizzle: 128}, pb)
+	tmC := enc(kernels.TensorMap{Buffer: "C", DType: dtype.F32, Dims: contract.Ints(o.n, 64), Strides: contract.Ints(4 * o.n), Box: []int{o.n, 64}}, pc)
 	if err := be.Launch(fn, [3]int{1, 1, 1}, [3]int{128, 1, 1}, 0, []any{tmA, tmB, tmC}); err != nil {
 		t.Fatal(err)
 	}
@@ -332,7 +337,11 @@ func TestHopperCluster(t *testing.T) {
 	ps, _ := be.Alloc(256)
 	be.Upload(ps, dtype.F32.Encode(src))
 	po, _ := be.Alloc(516)
-	tm, err := be.EncodeTensorMap(kernels.TensorMap{Buffer: "src", DType: dtype.F32, Dims: []int{8, 8}, Strides: []int{32}, Box: []int{8, 4}}, ps)
+	spec, err := kernels.TensorMap{Buffer: "src", DType: dtype.F32, Dims: contract.Ints(8, 8), Strides: contract.Ints(32), Box: []int{8, 4}}.Resolve(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm, err := be.EncodeTensorMap(spec, ps)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"math/bits"
 
-	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/contract"
 	"github.com/gradtune/gradtune/runner"
 )
 
@@ -43,47 +43,31 @@ func (m *tensorMap) boxBytes() int {
 }
 
 // EncodeTensorMap encodes m over the buffer at base for the interpreter's
-// TMA instructions, checking what cuTensorMapEncodeTiled checks: rank 1
-// to 5, a 16-byte aligned base, extents from 1 to 2^32, strides that are
-// multiples of 16 below 2^40, box extents from 1 to 256 with an inner
-// extent of a multiple of 16 bytes and, with a swizzle, at most the
-// swizzle span.
-func (b *Backend) EncodeTensorMap(m kernels.TensorMap, base runner.Ptr) (runner.TensorMapArg, error) {
+// TMA instructions, after the checks of cuTensorMapEncodeTiled
+// (contract.TensorMapSpec.Check) and a 16-byte aligned base. The
+// interpreter moves elements with element strides 1, no interleave and
+// zeros outside the tensor; a map asking for anything else is refused
+// (its L2 promotion does not change what is read).
+func (b *Backend) EncodeTensorMap(m contract.TensorMapSpec, base runner.Ptr) (runner.TensorMapArg, error) {
 	var out runner.TensorMapArg
 	bad := func(format string, args ...any) (runner.TensorMapArg, error) {
 		return out, fmt.Errorf("%w: tensor map of %s: %s", ErrLaunch, m.Buffer, fmt.Sprintf(format, args...))
 	}
-	es := m.DType.Size()
-	r := len(m.Dims)
-	switch {
-	case es <= 0:
-		return bad("element type %v", m.DType)
-	case r < 1 || r > 5:
-		return bad("rank %d (want 1 to 5)", r)
-	case len(m.Strides) != r-1 || len(m.Box) != r:
-		return bad("%d dims need %d strides and %d box extents (have %d and %d)", r, r-1, r, len(m.Strides), len(m.Box))
-	case uint64(base)%16 != 0:
+	if err := m.Check(); err != nil {
+		return bad("%v", err)
+	}
+	if uint64(base)%16 != 0 {
 		return bad("global address %#x is not 16-byte aligned", base)
-	case m.Swizzle != 0 && m.Swizzle != 32 && m.Swizzle != 64 && m.Swizzle != 128:
-		return bad("swizzle %d (want 0, 32, 64 or 128)", m.Swizzle)
-	case m.Box[0]*es%16 != 0:
-		return bad("inner box extent %d × %d bytes is not a multiple of 16 bytes", m.Box[0], es)
-	case m.Swizzle != 0 && m.Box[0]*es > m.Swizzle:
-		return bad("inner box extent %d × %d bytes exceeds the %d-byte swizzle span", m.Box[0], es, m.Swizzle)
 	}
-	for i, d := range m.Dims {
-		if d < 1 || d > 1<<32 {
-			return bad("dim %d extent %d (want 1 to 2^32)", i, d)
-		}
-		if m.Box[i] < 1 || m.Box[i] > 256 {
-			return bad("box extent %d of dim %d (want 1 to 256)", m.Box[i], i)
+	for _, e := range m.ElemStrides {
+		if e != 1 {
+			return bad("element strides %v: the interpreter implements 1 only", m.ElemStrides)
 		}
 	}
-	for i, s := range m.Strides {
-		if s <= 0 || s%16 != 0 || s >= 1<<40 {
-			return bad("stride %d of dim %d (want a positive multiple of 16 below 2^40)", s, i+1)
-		}
+	if m.Interleave != "none" || m.OOBFill != "zero" {
+		return bad("interleave %s, fill %s: the interpreter implements none and zero only", m.Interleave, m.OOBFill)
 	}
+	es, r := m.DType.Size(), len(m.Dims)
 	copy(out[0:4], tmapMagic)
 	out[4], out[5], out[6] = byte(es), byte(r), byte(m.Swizzle/16)
 	binary.LittleEndian.PutUint64(out[8:], uint64(base))
