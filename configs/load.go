@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io/fs"
+	"os"
 	"path"
+	"path/filepath"
 	"sort"
 	"sync"
 )
@@ -47,6 +49,40 @@ func Load(fsys fs.FS) (*Set, error) {
 		dirs = append(dirs, path.Dir(name))
 	}
 	s.ptx = func(i int, name string) ([]byte, error) { return fs.ReadFile(fsys, path.Join(dirs[i], name)) }
+	return s, nil
+}
+
+// LoadFiles reads the tables at paths; an entry's PTX file is read from
+// its table's directory. A path given twice is an error.
+func LoadFiles(paths ...string) (*Set, error) {
+	s := &Set{}
+	var dirs []string
+	seen := map[string]bool{}
+	for _, p := range paths {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return nil, fmt.Errorf("configs: %w", err)
+		}
+		if seen[abs] {
+			return nil, fmt.Errorf("configs: %s is given twice", p)
+		}
+		seen[abs] = true
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, fmt.Errorf("configs: %w", err)
+		}
+		t, err := Parse(f)
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		s.Tables = append(s.Tables, t)
+		dirs = append(dirs, filepath.Dir(p))
+	}
+	if len(s.Tables) == 0 {
+		return nil, fmt.Errorf("configs: no tables given")
+	}
+	s.ptx = func(i int, name string) ([]byte, error) { return os.ReadFile(filepath.Join(dirs[i], name)) }
 	return s, nil
 }
 

@@ -151,20 +151,28 @@ func closest(tables []*Table, kernel, dtype string, shape Shape, launchable bool
 }
 
 // PTX returns the PTX text of the entry of m, checked against its sha256.
-func (s *Set) PTX(m Match) ([]byte, error) {
-	if m.Entry.PTX == "" {
-		return nil, fmt.Errorf("configs: %s: the table was exported without PTX files (tune export --ptx)", m.Entry.Key())
+func (s *Set) PTX(m Match) ([]byte, error) { return s.EntryPTX(m.Table, m.Entry) }
+
+// ErrNoPTX is returned (wrapped) for an entry of a table exported without
+// PTX files.
+var ErrNoPTX = errors.New("the table was exported without PTX files (tune export --ptx)")
+
+// EntryPTX returns the PTX text of entry e of table t of the set, checked
+// against its sha256.
+func (s *Set) EntryPTX(t *Table, e Entry) ([]byte, error) {
+	if e.PTX == "" {
+		return nil, fmt.Errorf("configs: %s: %w", e.Key(), ErrNoPTX)
 	}
-	for i, t := range s.Tables {
-		if t == m.Table {
-			b, err := s.ptx(i, m.Entry.PTX)
+	for i, tb := range s.Tables {
+		if tb == t {
+			b, err := s.ptx(i, e.PTX)
 			if err != nil {
-				return nil, fmt.Errorf("configs: %s: %w", m.Entry.Key(), err)
+				return nil, fmt.Errorf("configs: %s: %w", e.Key(), err)
 			}
-			return b, checkPTX(m.Entry, b)
+			return b, checkPTX(e, b)
 		}
 	}
-	return nil, fmt.Errorf("configs: %s: the match's table is not in this set", m.Entry.Key())
+	return nil, fmt.Errorf("configs: %s: the table is not in this set", e.Key())
 }
 
 func (s *Set) hasKernel(tables []*Table, kernel string) bool {

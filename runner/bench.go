@@ -23,6 +23,10 @@ type Case struct {
 	// Delay plants a slowdown in the tuned variant: its program gets a
 	// launch that spins this long (faults.Delay). Zero: none.
 	Delay time.Duration
+	// Program, when set, is the tuned variant's program as a config table
+	// describes it (its PTX and launch contract), measured instead of the
+	// program this gradtune emits for Params.
+	Program *kernels.Program
 }
 
 // Bench measures every case's tuned variant and its baseline afresh (it
@@ -61,7 +65,12 @@ func (r *Runner) benchCase(ctx context.Context, c Case, rec Recorder) (Summary, 
 		if err := ctx.Err(); err != nil {
 			return sum, err
 		}
-		res := r.evalOne(ctx, c.Family, c.Shape, v.p, cost, rec, v.delay, r.opt.Measure, false)
+		var res *Result
+		if v.out == &tuned && c.Program != nil {
+			res = r.evalProgram(ctx, c.Family, c.Shape, v.p, *c.Program, nil, cost, rec, v.delay, r.opt.Measure, false)
+		} else {
+			res = r.evalOne(ctx, c.Family, c.Shape, v.p, cost, rec, v.delay, r.opt.Measure, false)
+		}
 		sum.add(res)
 		if err := rec.Record(*res); err != nil {
 			return sum, fmt.Errorf("recording %s %s %s: %w", sum.Kernel, c.Shape.Key(), v.p, err)

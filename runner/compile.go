@@ -16,8 +16,10 @@ import (
 )
 
 // Compiler turns a PTX module into a cubin for one GPU model. The compile
-// helpers implement it with the driver's linker (LinkCompiler) or with
-// ptxas (PtxasCompiler); tests use a fake.
+// helpers implement it with the driver's JIT (JITCompiler, which returns
+// no cubin: it leaves the code in the driver's compute cache), the
+// driver's linker (LinkCompiler) or ptxas (PtxasCompiler); tests use a
+// fake.
 type Compiler interface {
 	Compile(ptx string) ([]byte, error)
 	// ID names the compiler and its version for the cache key
@@ -158,6 +160,41 @@ func (p *PtxasCompiler) Compile(ptx string) ([]byte, error) {
 	}
 	return os.ReadFile(out)
 }
+
+// JITCompiler compiles with the driver's JIT in its own CUDA context on
+// a GPU (cuModuleLoadDataEx with the worker's JIT options), which stores
+// the machine code in the driver's compute cache; Compile returns no
+// cubin, and the worker's own load of the PTX then finds the code there.
+// It is the code a trainer that loads the table's PTX gets. The linker's
+// and ptxas's are not: the linker compiles relocatable code, with other
+// register counts and occupancy.
+type JITCompiler struct {
+	be *cudaBackend
+}
+
+// OpenJITCompiler opens a context on GPU ordinal for compiling; the
+// caller's goroutine must stay on its OS thread (runtime.LockOSThread).
+func OpenJITCompiler(ordinal int) (*JITCompiler, error) {
+	be, err := openCUDA(ordinal)
+	if err != nil {
+		return nil, err
+	}
+	return &JITCompiler{be: be}, nil
+}
+
+func (j *JITCompiler) ID() string { return "driver-jit " + j.be.info.Driver }
+
+// Compile JIT-compiles ptx and unloads it.
+func (j *JITCompiler) Compile(ptx string) ([]byte, error) {
+	m, _, err := j.be.ctx.LoadPTX(ptx, cuda.JITOptions{OptLevel: -1})
+	if err != nil {
+		return nil, err
+	}
+	return nil, m.Unload()
+}
+
+// Close releases the context.
+func (j *JITCompiler) Close() { j.be.close() }
 
 // LinkCompiler compiles with the driver's linker in its own CUDA context
 // on GPU ordinal (cuLinkCreate/cuLinkAddData/cuLinkComplete) with the

@@ -139,7 +139,7 @@ func (p *CompilePool) helper() {
 			h = nil
 		}
 		j.cubin, j.err = cubin, err
-		if err == nil && p.cache != nil {
+		if err == nil && p.cache != nil && len(cubin) > 0 {
 			p.cache.Put(j.key, cubin)
 		}
 		p.mu.Lock()

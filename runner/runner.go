@@ -452,8 +452,15 @@ func (sum *Summary) add(res *Result) {
 // slowdown (faults.Delay) in its program; again measures it even when
 // the recorder has it.
 func (r *Runner) evalOne(ctx context.Context, f kernels.Family, s variants.Shape, p variants.Params, cost kernels.Cost, rec Recorder, delay time.Duration, m MeasureOpts, again bool) *Result {
-	res := r.newResult(f, s, p.String())
 	prog, err := r.emit(f, s, p)
+	return r.evalProgram(ctx, f, s, p, prog, err, cost, rec, delay, m, again)
+}
+
+// evalProgram evaluates prog, variant p of f at s (emitErr: why it could
+// not be emitted).
+func (r *Runner) evalProgram(ctx context.Context, f kernels.Family, s variants.Shape, p variants.Params, prog kernels.Program, err error,
+	cost kernels.Cost, rec Recorder, delay time.Duration, m MeasureOpts, again bool) *Result {
+	res := r.newResult(f, s, p.String())
 	if err == nil && delay > 0 {
 		prog, err = faults.Delay(prog, uint64(delay.Nanoseconds()))
 	}

@@ -2,18 +2,19 @@ package tuning
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
+	"errors"
 	"fmt"
 	"math"
-	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gradtune/gradtune/configs"
+	"github.com/gradtune/gradtune/contract"
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/eval"
+	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/catalog"
 	"github.com/gradtune/gradtune/runner"
 	"github.com/gradtune/gradtune/store"
@@ -41,37 +42,47 @@ func ParsePlant(s string) (Plant, error) {
 	return Plant{Key: strings.Join(strings.Fields(s[:i]), " "), Fraction: pct / 100}, nil
 }
 
-// BenchCases turns the entries of a config table that keep accepts into
-// runner cases: each entry's tuned params and its baseline (the table's,
-// else the family's default variant). An entry this gradtune cannot emit
-// is an error (the table and the binary disagree); one whose PTX is not
-// the PTX that was timed gives a note and is measured as it is emitted
-// now. A plant that names no selected case is an error.
-func BenchCases(t *configs.Table, keep func(configs.Entry) bool, plant *Plant) ([]runner.Case, []string, error) {
+// BenchCases turns the entries of the tables that keep accepts into
+// runner cases: each entry's program as the table describes it (its PTX
+// file and launch contract, launched as a trainer launches it) and its
+// baseline (the table's, else the family's default variant). An entry of
+// a table exported without PTX files is measured as this gradtune emits
+// its params, with a note; an entry this gradtune cannot decode, or whose
+// data buffers are not its family's, is an error (the table and the
+// binary disagree). The same entry in two tables, and a plant that names
+// no selected case, are errors.
+func BenchCases(set *configs.Set, keep func(configs.Entry) bool, plant *Plant) ([]runner.Case, []string, error) {
 	var cases []runner.Case
 	var notes []string
 	planted := false
-	for _, e := range t.Entries {
-		if keep != nil && !keep(e) {
-			continue
+	from := map[string]string{}
+	for _, t := range set.Tables {
+		for _, e := range t.Entries {
+			if keep != nil && !keep(e) {
+				continue
+			}
+			if src, dup := from[e.Key()]; dup {
+				return nil, nil, inputf("--configs: %s is in %s and in %s: give each entry once", e.Key(), src, t.Source)
+			}
+			from[e.Key()] = t.Source
+			c, note, err := benchCase(set, t, e)
+			if err != nil {
+				return nil, nil, err
+			}
+			if note != "" {
+				notes = append(notes, note)
+			}
+			if plant != nil && plant.Key == e.Key() {
+				c.Delay = time.Duration(math.Round(plant.Fraction * e.MedianUS * 1e3))
+				planted = true
+				notes = append(notes, fmt.Sprintf("%s: planted slowdown, a %v delay launch (%.1f%% of the table's %.2f µs) after the program",
+					e.Key(), c.Delay, 100*plant.Fraction, e.MedianUS))
+			}
+			cases = append(cases, c)
 		}
-		c, note, err := benchCase(e)
-		if err != nil {
-			return nil, nil, err
-		}
-		if note != "" {
-			notes = append(notes, note)
-		}
-		if plant != nil && plant.Key == e.Key() {
-			c.Delay = time.Duration(math.Round(plant.Fraction * e.MedianUS * 1e3))
-			planted = true
-			notes = append(notes, fmt.Sprintf("%s: planted slowdown, a %v delay launch (%.1f%% of the table's %.2f µs) after the program",
-				e.Key(), c.Delay, 100*plant.Fraction, e.MedianUS))
-		}
-		cases = append(cases, c)
 	}
 	if len(cases) == 0 {
-		return nil, nil, inputf("no entry of the table matches --kernel and --shapes")
+		return nil, nil, inputf("no entry of the tables matches --kernel and --shapes")
 	}
 	if plant != nil && !planted {
 		var keys []string
@@ -83,7 +94,7 @@ func BenchCases(t *configs.Table, keep func(configs.Entry) bool, plant *Plant) (
 	return cases, notes, nil
 }
 
-func benchCase(e configs.Entry) (runner.Case, string, error) {
+func benchCase(set *configs.Set, t *configs.Table, e configs.Entry) (runner.Case, string, error) {
 	bad := func(err error) (runner.Case, string, error) {
 		return runner.Case{}, "", inputf("table entry %s: %v (re-export the table with this gradtune)", e.Key(), err)
 	}
@@ -118,15 +129,52 @@ func benchCase(e configs.Entry) (runner.Case, string, error) {
 		}
 		c.BaselineName = e.Baseline.Name
 	}
-	prog, err := f.Emit(s, p)
+	ptx, err := set.EntryPTX(t, e)
+	if errors.Is(err, configs.ErrNoPTX) {
+		return c, fmt.Sprintf("%s: the table has no PTX file; measuring what this gradtune emits for its params", e.Key()), nil
+	}
 	if err != nil {
 		return bad(err)
 	}
-	var note string
-	if sum := sha256.Sum256([]byte(prog.PTX)); hex.EncodeToString(sum[:]) != e.PTXSHA256 {
-		note = fmt.Sprintf("%s: this gradtune emits other PTX than the table timed (%.12s); measuring what it emits", e.Key(), e.PTXSHA256)
+	prog, err := tableProgram(f, s, e, ptx)
+	if err != nil {
+		return bad(err)
 	}
-	return c, note, nil
+	c.Program = &prog
+	return c, "", nil
+}
+
+// tableProgram is the program entry e of a table describes: its PTX, its
+// launches, its own (state and scratch) buffers and its runtime dims. Its
+// other buffers must be the family's at s: the same names, dtypes, roles
+// and sizes.
+func tableProgram(f kernels.Family, s variants.Shape, e configs.Entry, ptx []byte) (kernels.Program, error) {
+	prog := kernels.Program{PTX: string(ptx), Launches: e.Launches}
+	for d := range e.Runtime {
+		prog.RuntimeDims = append(prog.RuntimeDims, d)
+	}
+	slices.Sort(prog.RuntimeDims)
+	var data []kernels.Buffer
+	for _, b := range e.Buffers {
+		if b.Role == kernels.State || b.Role == kernels.Scratch {
+			prog.Buffers = append(prog.Buffers, b)
+		} else {
+			data = append(data, b)
+		}
+	}
+	env := kernels.Env(s)
+	want, err := contract.Resolve(nil, f.Buffers(s), env)
+	if err != nil {
+		return kernels.Program{}, err
+	}
+	got, err := contract.Resolve(nil, data, env)
+	if err != nil {
+		return kernels.Program{}, err
+	}
+	if fmt.Sprint(got.Buffers) != fmt.Sprint(want.Buffers) {
+		return kernels.Program{}, fmt.Errorf("the table's data buffers %v are not the family's %v", got.Buffers, want.Buffers)
+	}
+	return prog, nil
 }
 
 // dimsOf is the shape key without its dtype ("m=2048,n=8960").
@@ -180,17 +228,12 @@ func BenchOnGPU(ctx context.Context, g GPURun, cases []runner.Case) (copyGBps fl
 	return copyGBps, sums, g.finish(ctx, copyGBps, err)
 }
 
-// LoadTable reads a config table file; a missing or malformed file is an
-// *InputError.
-func LoadTable(path string) (*configs.Table, error) {
-	f, err := os.Open(path)
+// LoadTables reads config table files with their PTX files; a missing,
+// malformed or repeated file is an *InputError.
+func LoadTables(paths []string) (*configs.Set, error) {
+	set, err := configs.LoadFiles(paths...)
 	if err != nil {
 		return nil, inputf("--configs: %w", err)
 	}
-	defer f.Close()
-	t, err := configs.Parse(f)
-	if err != nil {
-		return nil, inputf("--configs %s: %w", path, err)
-	}
-	return t, nil
+	return set, nil
 }

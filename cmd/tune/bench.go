@@ -104,15 +104,15 @@ func benchSelection(fs *flagSet, stderr io.Writer) ([]runner.Case, error) {
 		}
 		plant = &p
 	}
-	t := &configs.Table{}
+	var files []string
 	for _, path := range strings.Split(paths, ",") {
-		one, err := tuning.LoadTable(strings.TrimSpace(path))
-		if err != nil {
-			return nil, usageError{err}
-		}
-		t.Entries = append(t.Entries, one.Entries...)
+		files = append(files, strings.TrimSpace(path))
 	}
-	cases, notes, err := tuning.BenchCases(t, keep, plant)
+	set, err := tuning.LoadTables(files)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	cases, notes, err := tuning.BenchCases(set, keep, plant)
 	if err != nil {
 		return nil, usageError{err}
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,7 +14,7 @@ import (
 // compileFlags are tune's flags for the compile pool.
 func compileFlags(fs *flagSet) {
 	fs.String("compile-helpers", "auto", "N|auto\tprocesses compiling PTX ahead of the GPU worker (auto: half the cores, at most 8; 0: the worker JIT-compiles, as before)")
-	fs.String("compiler", "link", "link|ptxas\thow helpers compile: the driver's linker, or ptxas (/usr/local/cuda/bin or PATH)")
+	fs.String("compiler", "jit", "jit|link|ptxas\thow helpers compile: the driver's JIT into its compute cache (the code a trainer loading the PTX gets), the driver's linker (relocatable code), or ptxas (/usr/local/cuda/bin or PATH)")
 	fs.String("cubin-cache", "", "DIR\tcompiled cubins, keyed by PTX, target, options, compiler and driver (default: the user cache dir's gradtune/cubins)")
 	fs.Bool("no-cache", false, "\tneither read nor write the cubin cache")
 }
@@ -24,11 +25,11 @@ func defaultHelpers() int { return min(8, max(1, runtime.NumCPU()/2)) }
 
 func compileCommand() *command {
 	return &command{
-		name: "__compile", usage: "__compile [--device N] [--compiler link|ptxas] [--cc X.Y]",
+		name: "__compile", usage: "__compile [--device N] [--compiler jit|link|ptxas] [--cc X.Y]",
 		summary: "internal: compile PTX into cubins over stdin and stdout", hidden: true,
 		flags: func(fs *flagSet) {
 			fs.Int("device", 0, "N\tGPU ordinal (the linker's context)")
-			fs.String("compiler", "link", "link|ptxas\tthe compiler")
+			fs.String("compiler", "jit", "jit|link|ptxas\tthe compiler")
 			fs.String("cc", "9.0", "X.Y\tcompute capability (ptxas)")
 		},
 		run: func(fs *flagSet, stdout, _ io.Writer) error {
@@ -46,6 +47,13 @@ func compileCommand() *command {
 // this OS thread.
 func openCompiler(name string, dev int, cc string) (runner.Compiler, func(), error) {
 	switch name {
+	case "jit":
+		runtime.LockOSThread()
+		j, err := runner.OpenJITCompiler(dev)
+		if err != nil {
+			return nil, nil, err
+		}
+		return j, j.Close, nil
 	case "link":
 		runtime.LockOSThread()
 		l, err := runner.OpenLinkCompiler(dev)
@@ -63,7 +71,7 @@ func openCompiler(name string, dev int, cc string) (runner.Compiler, func(), err
 	case "fake":
 		return fakeCompiler{}, func() {}, nil
 	}
-	return nil, nil, usagef("--compiler %q: want link or ptxas", name)
+	return nil, nil, usagef("--compiler %q: want jit, link or ptxas", name)
 }
 
 // fakeCompiler "compiles" by returning the PTX: the compile pool's
@@ -86,8 +94,13 @@ func helpersFlag(fs *flagSet) (int, error) {
 	return n, nil
 }
 
+// errJITCacheOff says why tune runs without compile helpers although
+// they were asked for.
+var errJITCacheOff = errors.New("CUDA_CACHE_DISABLE=1 turns the driver's JIT cache off, so --compiler jit helpers cannot compile ahead of the worker: the worker compiles every program itself")
+
 // startCompilePool starts the pool tune's flags ask for on r's GPU, or
-// returns nil for --compile-helpers 0.
+// returns nil for --compile-helpers 0. With --compiler jit and the
+// driver's JIT cache off it returns nil and errJITCacheOff.
 func startCompilePool(fs *flagSet, r *runner.Runner, dev int) (*runner.CompilePool, error) {
 	n, err := helpersFlag(fs)
 	if err != nil {
@@ -100,6 +113,16 @@ func startCompilePool(fs *flagSet, r *runner.Runner, dev int) (*runner.CompilePo
 	name := fs.Lookup("compiler").Value.String()
 	id := "driver-link " + info.Driver
 	switch name {
+	case "jit":
+		// The helpers' JIT leaves the code in the driver's compute cache,
+		// where the worker's load of the same PTX finds it.
+		if os.Getenv("CUDA_CACHE_DISABLE") == "1" {
+			return nil, errJITCacheOff
+		}
+		if os.Getenv("CUDA_CACHE_MAXSIZE") == "" {
+			os.Setenv("CUDA_CACHE_MAXSIZE", strconv.Itoa(4<<30)) // the driver's maximum: a whole sweep's code
+		}
+		id = "driver-jit " + info.Driver
 	case "link", "fake":
 		if name == "fake" {
 			id = "fake"
@@ -115,7 +138,7 @@ func startCompilePool(fs *flagSet, r *runner.Runner, dev int) (*runner.CompilePo
 		}
 		id = p.ID()
 	default:
-		return nil, usagef("--compiler %q: want link or ptxas", name)
+		return nil, usagef("--compiler %q: want jit, link or ptxas", name)
 	}
 	var cache *runner.CubinCache
 	if !fs.Given("no-cache") {

@@ -80,7 +80,7 @@ func TestGateBadInput(t *testing.T) {
 		{[]string{"bench", "--db", fresh}, "bench needs --configs"},
 		{[]string{"bench", "--db", fresh, "--configs", filepath.Join(dir, "none.json")}, "no such file"},
 		{[]string{"bench", "--db", fresh, "--configs", notJSON}, "malformed config table"},
-		{[]string{"bench", "--db", fresh, "--configs", table, "--kernel", "softmax_bwd"}, "no entry of the table matches"},
+		{[]string{"bench", "--db", fresh, "--configs", table, "--kernel", "softmax_bwd"}, "no entry of the tables matches"},
 		{[]string{"bench", "--db", fresh, "--configs", table, "--plant-slowdown", "relu_bwd f32 m=1,n=1=5%"}, "no selected case is"},
 		{[]string{"bench", "--db", fresh, "--configs", table, "--plant-slowdown", "relu_bwd f32 m=2048,n=8960=0%"}, "percentage in (0, 100]"},
 		{[]string{"bench", "--db", notJSON, "--configs", table, "--replay", pool}, "not an SQLite database"},

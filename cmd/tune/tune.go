@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -122,7 +123,9 @@ func cmdTune(fs *flagSet, stdout, stderr io.Writer) error {
 		return usageError{err}
 	}
 	pool, err := startCompilePool(fs, r, dev)
-	if err != nil {
+	if errors.Is(err, errJITCacheOff) {
+		fmt.Fprintf(stdout, "compile helpers: none: %v\n", err)
+	} else if err != nil {
 		return err
 	}
 	if pool != nil {
