@@ -133,6 +133,19 @@ func evaluate(ss *Session, fams Families, r *evalRequest, mo MeasureOpts, measur
 		res = keep(failure(eval.LaunchError, err))
 		return res
 	}
-	res.Status, res.Samples, res.Throttled, res.GPU, res.Abandoned = eval.OK, m.Samples, m.Throttled, m.GPU, m.Abandoned
+	res.Samples, res.Throttled, res.GPU, res.Abandoned = m.Samples, m.Throttled, m.GPU, m.Abandoned
+	// Validated again on freshly poisoned outputs: a program that passed
+	// once and went wrong over the timed runs (a race, a flag or counter
+	// left set) is invalid whatever its time.
+	again, err := ss.Validate(l)
+	if err != nil {
+		res = keep(failure(eval.LaunchError, fmt.Errorf("after timing: %w", err)))
+		return res
+	}
+	if !again.OK {
+		res.Status, res.Message = eval.Invalid, "after timing: "+again.Message
+		return res
+	}
+	res.Status = eval.OK
 	return res
 }

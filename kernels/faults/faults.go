@@ -2,10 +2,11 @@ package faults
 
 import (
 	"fmt"
-	"github.com/gradtune/gradtune/contract"
 
+	"github.com/gradtune/gradtune/contract"
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/kernels/gen"
 	"github.com/gradtune/gradtune/kernels/ptx"
 	"github.com/gradtune/gradtune/variants"
 )
@@ -24,7 +25,7 @@ type Shape struct {
 
 // Params picks the fault.
 type Params struct {
-	Fault string `axis:"fault" values:"none,hang,oob,trap,illegal" doc:"the planted fault (none: a working copy)"`
+	Fault string `axis:"fault" values:"none,hang,oob,trap,illegal,drift" doc:"the planted fault (none: a working copy; drift: right on its first run only)"`
 }
 
 const block = 128
@@ -37,7 +38,7 @@ type family struct{}
 
 func (family) Name() string { return Name }
 func (family) Doc() string {
-	return "planted faults: a copy dx = dy, or one that hangs, stores out of bounds, traps or executes brkpt"
+	return "planted faults: a copy dx = dy, or one that hangs, stores out of bounds, traps, executes brkpt, or is right only on its first run"
 }
 func (family) DTypes() []dtype.DType { return []dtype.DType{dtype.F32} }
 func (family) Shapes(p variants.Preset, dt dtype.DType) []Shape {
@@ -73,8 +74,13 @@ func (family) Cost(s Shape) kernels.Cost { return kernels.Cost{Bytes: 2 * 4 * in
 func (family) Tolerance(Shape, string) kernels.Tolerance { return kernels.Tolerance{} }
 
 // Emit writes the copy, with the fault planted in thread 0 of CTA 0 before
-// it.
+// it; drift instead adds a word of scratch to every element and a second
+// launch that sets the word to 1, so the first run of the program is
+// right and every later one is not.
 func (family) Emit(s Shape, p Params) (kernels.Program, error) {
+	if p.Fault == "drift" {
+		return emitDrift(s)
+	}
 	m := ptx.NewModule()
 	k := m.Func("fault_" + p.Fault)
 	k.ReqNTid(block)
@@ -120,4 +126,34 @@ func plant(k *ptx.Func, fault string, dx, n ptx.Reg) {
 	case "illegal":
 		k.Raw(20, 10, "brkpt")
 	}
+}
+
+// emitDrift is the drift fault: dx = dy + seen, then seen = 1.
+func emitDrift(s Shape) (kernels.Program, error) {
+	m := ptx.NewModule()
+	k := m.Func("fault_drift")
+	k.ReqNTid(block)
+	dy, dx, seen := gen.Param(k, "dy"), gen.Param(k, "dx"), gen.Param(k, "seen")
+	n := k.Cvt(ptx.U32, ptx.U64, "", k.LdParam(k.Param("n", ptx.U64)))
+	i := k.Mad(ptx.U32, k.Mov(ptx.U32, ptx.CtaidX), ptx.Imm(block), k.Mov(ptx.U32, ptx.TidX))
+	k.If(k.Setp("lt", ptx.U32, i, n), func() {
+		off := k.MulWide(ptx.U32, i, ptx.Imm(4))
+		v := k.Ld(ptx.Global, ptx.F32, 1, ptx.At(k.Add(ptx.U64, dy, off), 0))
+		w := k.Ld(ptx.Global, ptx.F32, 1, ptx.At(seen, 0))
+		k.St(ptx.Global, ptx.F32, ptx.At(k.Add(ptx.U64, dx, off), 0), []ptx.Reg{k.Add(ptx.F32, v[0], w[0])})
+	})
+	mark := m.Func("fault_drift_mark")
+	mark.ReqNTid(1)
+	mark.St(ptx.Global, ptx.F32, ptx.At(gen.Param(mark, "seen"), 0), []ptx.Reg{mark.Mov(ptx.F32, ptx.F32Imm(1))})
+	built, err := m.Build()
+	if err != nil {
+		return kernels.Program{}, err
+	}
+	return kernels.Program{PTX: built.String(),
+		Buffers: []kernels.Buffer{{Name: "seen", DType: dtype.F32, Elems: contract.Int(1), Role: kernels.Scratch}},
+		Launches: []kernels.Launch{
+			{Entry: "fault_drift", Grid: contract.Grid((s.N+block-1)/block, 1, 1), Block: [3]int{block, 1, 1},
+				Args: []kernels.Arg{{Buffer: "dy"}, {Buffer: "dx"}, {Buffer: "seen"}, {Scalar: contract.Int(s.N)}}},
+			{Entry: "fault_drift_mark", Grid: contract.Grid(1, 1, 1), Block: [3]int{1, 1, 1}, Args: []kernels.Arg{{Buffer: "seen"}}},
+		}}, nil
 }

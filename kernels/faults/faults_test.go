@@ -24,7 +24,7 @@ func TestEmitEveryFault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{"none": "ld.global", "hang": "ld.volatile.global.u32", "oob": "1099511627776", "trap": "trap;", "illegal": "brkpt;"}
+	want := map[string]string{"none": "ld.global", "hang": "ld.volatile.global.u32", "oob": "1099511627776", "trap": "trap;", "illegal": "brkpt;", "drift": "fault_drift_mark"}
 	pts := f.Space(s).Enumerate()
 	if len(pts) != len(want) {
 		t.Fatalf("%d variants, want %d", len(pts), len(want))
