@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -123,7 +125,11 @@ type Options struct {
 	// (0.05: a variant is stopped once its CI lies 5% above the best's;
 	// see Abandon).
 	Abandon float64
-	Fix     variants.Params // only points with these axis values
+	// FinalRounds, when positive, re-times each shape's winner and its
+	// baseline alternately this many times each in a fresh worker, and
+	// reports that round (see finalRound).
+	FinalRounds int
+	Fix         variants.Params // only points with these axis values
 	// EvalTimeout is the watchdog: an evaluation taking longer kills the
 	// worker and is recorded as a timeout (0: Deadline of Measure).
 	EvalTimeout time.Duration
@@ -336,9 +342,31 @@ func (r *Runner) tuneShape(ctx context.Context, f kernels.Family, s variants.Sha
 	}
 	c := Choose(valid)
 	sum.Best, sum.Ties, sum.Rule = c.Best, c.Ties, c.Rule
-	base, err := r.tuneBaselines(ctx, f, s, cost, rec)
+	base, bl, err := r.tuneBaselines(ctx, f, s, cost, rec)
 	if err != nil {
 		return sum, err
+	}
+	for tries := 0; c.Best != nil && r.opt.FinalRounds > 0; tries++ {
+		w, b, err := r.finalRound(ctx, f, s, c.Best, base, bl, cost, rec)
+		if err != nil {
+			return sum, err
+		}
+		if w.Status == eval.OK {
+			sum.Best, base = w, b
+			break
+		}
+		// The winner failed its final round: the next one is tried, three
+		// at most.
+		if r.opt.Progress != nil {
+			fmt.Fprintf(r.opt.Progress, "%s %s: the winner %s failed its final round (%s: %s)\n", f.Name(), s.Key(), c.Best.Key.Params, w.Status, w.Message)
+		}
+		valid = slices.DeleteFunc(valid, func(v *Result) bool { return v.Key.Params == c.Best.Key.Params })
+		c = Choose(valid)
+		sum.Best, sum.Ties, sum.Rule = c.Best, c.Ties, c.Rule
+		if tries == 2 {
+			sum.Best = nil
+			break
+		}
 	}
 	sum.Baseline = base
 	if base != nil {
@@ -632,4 +660,64 @@ func Filter(all []variants.Params, fix variants.Params) []variants.Params {
 		}
 	}
 	return out
+}
+
+// finalRound re-times the winner best and the baseline base (the vendor
+// baseline bl; nil when there is none) alternately, r.opt.FinalRounds
+// times each, in a fresh worker (a new process and CUDA context, as a
+// trainer has), every time with the full protocol and validated before
+// and after. The winner was picked on the tuning medians of many
+// candidates, which favour a lucky one; this round's medians do not, and
+// they are what the run reports: each side's samples over the round
+// pooled into one evaluation, recorded, and returned. The winner's result
+// is a failure when it failed in the round; a baseline that failed
+// leaves base as it was. The error is the recorder's.
+func (r *Runner) finalRound(ctx context.Context, f kernels.Family, s variants.Shape, best, base *Result, bl *kernels.Baseline,
+	cost kernels.Cost, rec Recorder) (w, b *Result, err error) {
+	p, err := variants.ParseParams(best.Key.Params)
+	if err != nil {
+		return nil, nil, err
+	}
+	r.restart(&Result{})
+	for range r.opt.FinalRounds {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
+		w = pooled(w, r.evalOne(ctx, f, s, p, cost, rec, 0, r.opt.Measure, true), cost)
+		if bl != nil {
+			b = pooled(b, r.evalBaseline(ctx, f, s, *bl, cost, rec, true), cost)
+		}
+		if w.Status != eval.OK || (b != nil && b.Status != eval.OK) {
+			break
+		}
+	}
+	note := fmt.Sprintf("final round: %d runs alternating with the baseline in a fresh worker", r.opt.FinalRounds)
+	if bl == nil {
+		note = fmt.Sprintf("final round: %d runs in a fresh worker", r.opt.FinalRounds)
+	}
+	for _, x := range []*Result{w, b} {
+		if x == nil {
+			continue
+		}
+		if x.Status == eval.OK {
+			x.Message = strings.TrimPrefix(x.Message+"; "+note, "; ")
+		}
+		if err := rec.Record(*x); err != nil {
+			return nil, nil, fmt.Errorf("recording the final round of %s %s: %w", f.Name(), s.Key(), err)
+		}
+	}
+	if b == nil || b.Status != eval.OK {
+		b = base
+	}
+	return w, b, nil
+}
+
+// pooled adds res's samples to acc (nil: the first of a round); a failed
+// res ends the round with its outcome.
+func pooled(acc, res *Result, cost kernels.Cost) *Result {
+	if acc == nil || res.Status != eval.OK {
+		return res
+	}
+	_, p := pool([]*Result{acc}, res, cost)
+	return p
 }

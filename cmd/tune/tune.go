@@ -65,6 +65,7 @@ func tuneCommand() *command {
 			fs.Int("device", 0, "N\tGPU ordinal")
 			fs.String("mode", string(eval.Cold), "cold|hot\tflush L2 before every sample (cold) or not")
 			fs.Bool("fresh", false, "\tre-measure variants already in the database")
+			fs.Int("final-rounds", 3, "N\tre-time each shape's winner and its baseline alternately N times each in a fresh worker; those medians are the run's figures (0: report the tuning medians)")
 			fs.Uint64("seed", 1, "N\tinput data seed")
 			fs.Bool("faults", false, "\tlet --kernel name the planted-fault family (kernels/faults)")
 		},
@@ -109,9 +110,13 @@ func cmdTune(fs *flagSet, stdout, stderr io.Writer) error {
 	measure := runner.DefaultMeasure
 	measure.Mode = mode
 	seed, _ := strconv.ParseUint(fs.Lookup("seed").Value.String(), 10, 64)
+	rounds := intFlag(fs, "final-rounds")
+	if rounds < 0 {
+		return usagef("--final-rounds %d: want 0 or more", rounds)
+	}
 	r, err := runner.New(runner.Options{
 		Measure: measure, Fresh: fs.Given("fresh"), Seed: seed, Strategy: strategy, Budget: budget, BudgetFraction: frac,
-		Abandon: abandonMargin(fs), Fix: sel.Fix, Progress: stdout,
+		Abandon: abandonMargin(fs), Fix: sel.Fix, Progress: stdout, FinalRounds: rounds,
 		NewWorker: worker,
 	})
 	if err != nil {

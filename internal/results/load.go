@@ -199,11 +199,21 @@ func buildShape(db *store.DB, k groupKey, g *group, run store.Run) (*Shape, erro
 }
 
 // findWinner returns the evaluation of the winning variant in the shape's
-// run, or the latest valid one of an earlier run when the run reused it.
+// run that the winner's median comes from (the final round's, when the
+// run had one), else the fastest of its evaluations in the run (databases
+// whose winner records no evaluation's median), or the latest valid one of
+// an earlier run when the run reused it.
 func findWinner(db *store.DB, sh *Shape, w store.Winner) (*Variant, error) {
 	var best *Variant
 	for _, v := range sh.Valid {
-		if v.VariantID == w.VariantID && (best == nil || v.MedianUS < best.MedianUS) {
+		if v.VariantID != w.VariantID {
+			continue
+		}
+		if v.MedianUS == w.MedianUS {
+			best = v
+			break
+		}
+		if best == nil || v.MedianUS < best.MedianUS {
 			best = v
 		}
 	}
