@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/gradtune/gradtune/dtype"
@@ -15,12 +16,13 @@ import (
 
 // Request is what a command asks to tune, check or emit.
 type Request struct {
-	Kernels     string // "a,b" or "all"
-	Shapes      string // a preset name, or shape specs separated by ';'
-	Tokens      int    // rows of preset shapes when TokensGiven
-	TokensGiven bool   // --tokens was given (0 is then an error, not the default)
-	DTypes      string // "f32,bf16"; "": every dtype a family supports
-	Params      string // fixed axes, "vec=4,grid=once"
+	Kernels string // "a,b" or "all"
+	Shapes  string // a preset name, or shape specs separated by ';'
+	// Tokens lists the token counts (rows) of the preset's shapes, "512,2048,8192";
+	// "" takes the preset's default.
+	Tokens string
+	DTypes string // "f32,bf16"; "": every dtype a family supports
+	Params string // fixed axes, "vec=4,grid=once"
 	// Extra are families outside the catalog that Kernels may name (the
 	// planted faults of kernels/faults); "all" leaves them out.
 	Extra []kernels.Family
@@ -55,13 +57,14 @@ func (fs FamilyShape) String() string { return fs.F.Name() + " " + fs.S.Key() }
 
 // resolver holds a parsed Request.
 type resolver struct {
-	req    Request
-	all    bool            // --kernel all: leave out what a family cannot take
-	dts    []dtype.DType   // nil: every dtype
-	preset variants.Preset // when shapes name a preset
-	specs  []variants.Spec // otherwise
-	fix    variants.Params
-	notes  []string // shapes "all" left out of a family it kept
+	req     Request
+	all     bool              // --kernel all: leave out what a family cannot take
+	dts     []dtype.DType     // nil: every dtype
+	tokens  []int             // --tokens; nil: the preset's default
+	presets []variants.Preset // when shapes name a preset: one per token count
+	specs   []variants.Spec   // otherwise
+	fix     variants.Params
+	notes   []string // shapes "all" left out of a family it kept
 }
 
 // Resolve turns req into a Selection; see the package documentation for
@@ -146,20 +149,27 @@ func (r *resolver) parse() error {
 	if r.fix, err = variants.ParseParams(r.req.Params); err != nil {
 		return inputf("--params: %w", err)
 	}
-	if r.req.TokensGiven && r.req.Tokens <= 0 {
-		return inputf("--tokens must be positive, got %d", r.req.Tokens)
+	if r.tokens, err = parseTokens(r.req.Tokens); err != nil {
+		return err
 	}
 	if variants.IsPreset(r.req.Shapes) {
-		r.preset, err = variants.LookupPreset(r.req.Shapes, r.req.Tokens)
-		if err != nil {
-			return &InputError{err}
+		counts := r.tokens
+		if counts == nil {
+			counts = []int{0} // LookupPreset's default
+		}
+		for _, n := range counts {
+			p, err := variants.LookupPreset(r.req.Shapes, n)
+			if err != nil {
+				return &InputError{err}
+			}
+			r.presets = append(r.presets, p)
 		}
 		return nil
 	}
 	if r.specs, err = variants.ParseSpecs(r.req.Shapes); err != nil {
 		return inputf("--shapes: %w (or a preset: %s)", err, strings.Join(variants.PresetNames(), ", "))
 	}
-	if r.req.TokensGiven {
+	if r.req.Tokens != "" {
 		return inputf("--tokens sets the rows of a preset's shapes, but --shapes %q gives explicit shapes: put m= in the spec instead", r.req.Shapes)
 	}
 	for _, sp := range r.specs {
@@ -211,16 +221,43 @@ func (n notTaken) Error() string        { return n.err.Error() }
 func (n notTaken) Is(target error) bool { return target == errNotTaken }
 func (n notTaken) Unwrap() error        { return n.err }
 
-// presetShapes returns f's shapes of the preset, each checked by f.Shape
-// so that the family's limits apply to preset shapes too.
+// presetShapes returns f's shapes of the preset at each token count, each
+// checked by f.Shape so that the family's limits apply to preset shapes
+// too; a shape two token counts share (one without a token dim) once.
 func (r *resolver) presetShapes(f kernels.Family, dts []dtype.DType) ([]variants.Shape, error) {
 	var out []variants.Shape
-	for _, s := range f.Shapes(r.preset, dts) {
-		checked, err := f.Shape(variants.Spec{Dims: s.Dims}, s.DType)
-		if err != nil {
-			return nil, inputf("--shapes %s with %d tokens: %w", r.preset.Name, r.preset.Tokens, err)
+	seen := map[string]bool{}
+	for _, p := range r.presets {
+		for _, s := range f.Shapes(p, dts) {
+			checked, err := f.Shape(variants.Spec{Dims: s.Dims}, s.DType)
+			if err != nil {
+				return nil, inputf("--shapes %s with %d tokens: %w", p.Name, p.Tokens, err)
+			}
+			if !seen[checked.Key()] {
+				seen[checked.Key()] = true
+				out = append(out, checked)
+			}
 		}
-		out = append(out, checked)
+	}
+	return out, nil
+}
+
+// parseTokens reads --tokens: positive counts separated by commas, each
+// once ("" is none: the preset's default).
+func parseTokens(s string) ([]int, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return nil, inputf("--tokens %q: want positive token counts separated by commas, e.g. 512,2048,8192", s)
+		}
+		if slices.Contains(out, n) {
+			return nil, inputf("--tokens %q: %d is given twice", s, n)
+		}
+		out = append(out, n)
 	}
 	return out, nil
 }

@@ -29,8 +29,10 @@ func TestResolve(t *testing.T) {
 		{"each spec to the families that take it", Request{Kernels: "all", Shapes: "m=8,n=8;n=2,c=3,l=50,window=3,p=2", DTypes: "f32"},
 			[]string{"gelu_bwd m=8,n=8,dtype=f32", "layernorm_bwd m=8,n=8,dtype=f32", "lp_pool1d_bwd n=2,c=3,l=50,window=3,stride=3,p=2,dtype=f32",
 				"relu_bwd m=8,n=8,dtype=f32", "rmsnorm_bwd m=8,n=8,dtype=f32", "silu_bwd m=8,n=8,dtype=f32", "softmax_bwd m=8,n=8,dtype=f32"}},
-		{"preset with tokens", Request{Kernels: "softmax_bwd", Shapes: "qwen1.5b", Tokens: 64, TokensGiven: true, DTypes: "f32"},
+		{"preset with tokens", Request{Kernels: "softmax_bwd", Shapes: "qwen1.5b", Tokens: "64", DTypes: "f32"},
 			[]string{"softmax_bwd m=768,n=64,dtype=f32"}},
+		{"preset at several token counts", Request{Kernels: "rmsnorm_bwd", Shapes: "qwen1.5b", Tokens: "512,3000", DTypes: "bf16"},
+			[]string{"rmsnorm_bwd m=512,n=1536,dtype=bf16", "rmsnorm_bwd m=3000,n=1536,dtype=bf16"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -76,10 +78,12 @@ func TestResolveRejects(t *testing.T) {
 		req  Request
 		want string
 	}{
-		{Request{Kernels: "relu_bwd", Shapes: "qwen1.5b", Tokens: 99999999999, TokensGiven: true}, "m=99999999999 must be in 1..2147483647"},
-		{Request{Kernels: "rmsnorm_bwd", Shapes: "qwen1.5b", Tokens: 3000000000, TokensGiven: true}, "--shapes qwen1.5b with 3000000000 tokens: rmsnorm_bwd"},
-		{Request{Kernels: "relu_bwd", Shapes: "qwen1.5b", Tokens: 0, TokensGiven: true}, "--tokens must be positive, got 0"},
-		{Request{Kernels: "relu_bwd", Shapes: "n=8", Tokens: 64, TokensGiven: true}, "--tokens sets the rows of a preset"},
+		{Request{Kernels: "relu_bwd", Shapes: "qwen1.5b", Tokens: "99999999999"}, "m=99999999999 must be in 1..2147483647"},
+		{Request{Kernels: "rmsnorm_bwd", Shapes: "qwen1.5b", Tokens: "3000000000"}, "--shapes qwen1.5b with 3000000000 tokens: rmsnorm_bwd"},
+		{Request{Kernels: "relu_bwd", Shapes: "qwen1.5b", Tokens: "0"}, "--tokens \"0\": want positive token counts"},
+		{Request{Kernels: "relu_bwd", Shapes: "qwen1.5b", Tokens: "512,x"}, "want positive token counts separated by commas"},
+		{Request{Kernels: "relu_bwd", Shapes: "qwen1.5b", Tokens: "512,512"}, "512 is given twice"},
+		{Request{Kernels: "relu_bwd", Shapes: "n=8", Tokens: "64"}, "--tokens sets the rows of a preset"},
 		{Request{Kernels: "relu_bwd", Shapes: "n=8,dtype=bf16", DTypes: "f32"}, "asks for dtype=bf16 but --dtype is f32"},
 		{Request{Kernels: "relu_bwd,relu_bwd", Shapes: "n=8"}, "relu_bwd named twice"},
 		{Request{Kernels: "relu_bwd,all", Shapes: "n=8"}, "all stands alone"},

@@ -71,7 +71,7 @@ var badInputs = []struct {
 }{
 	// Flags, as Go's flag package would have reported them.
 	{[]string{"--bogus"}, 2, "unknown flag --bogus (flags of tune: --budget, --compile-helpers, --compiler, --cubin-cache, --db, --device, --dtype, --final-rounds, --fresh, --kernel, --mode, --no-abandon, --no-cache, --params, --seed, --shapes, --strategy, --tokens)", false},
-	{[]string{"--tokens", "abc"}, 2, `--tokens "abc": want an integer (--tokens N: rows of a preset's shapes`, false},
+	{[]string{"--tokens", "abc"}, 2, `--tokens "abc": want positive token counts separated by commas`, false},
 	{[]string{"--fresh=maybe"}, 2, `--fresh "maybe": want true or false`, false},
 	{[]string{"--seed", "-1"}, 2, `--seed "-1": want a non-negative integer`, false},
 	{[]string{"--kernel", "relu_bwd", "--shapes"}, 2, "--shapes needs a value: --shapes PRESET|SPEC", false},
@@ -85,8 +85,9 @@ var badInputs = []struct {
 	{[]string{"--kernel", "relu_bwd,relu_bwd"}, 2, "relu_bwd named twice", false},
 	{[]string{"--kernel", "relu_bwd", "--shapes", "n=8,dtype=bf16", "--dtype", "f32"}, 2, "--shapes n=8,dtype=bf16 asks for dtype=bf16 but --dtype is f32", false},
 	{[]string{"--kernel", "relu_bwd", "--shapes", "n=8", "--tokens", "64"}, 2, "--tokens sets the rows of a preset's shapes", false},
-	{[]string{"--tokens", "0"}, 2, "--tokens must be positive, got 0", false},
-	{[]string{"--tokens", "-3"}, 2, "--tokens must be positive, got -3", false},
+	{[]string{"--tokens", "0"}, 2, `--tokens "0": want positive token counts`, false},
+	{[]string{"--tokens", "-3"}, 2, `--tokens "-3": want positive token counts`, false},
+	{[]string{"--tokens", "512,512"}, 2, `--tokens "512,512": 512 is given twice`, false},
 	// Values.
 	{[]string{"--kernel", "nope"}, 2, `unknown kernel "nope" (kernels: gelu_bwd,`, false},
 	{[]string{"--shapes", "llama7b"}, 2, `malformed shape "llama7b"`, false},

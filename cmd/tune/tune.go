@@ -27,16 +27,19 @@ import (
 func selectionFlags(fs *flagSet, kernelDefault, shapesDefault string) {
 	fs.String("kernel", kernelDefault, "K[,K...]|all\tkernel families, as tune list names them")
 	fs.String("shapes", shapesDefault, "PRESET|SPEC\ta model preset (qwen1.5b) or shape specs such as m=2048,n=8960, several separated by ';', each may add dtype=bf16")
-	fs.Int("tokens", variants.DefaultTokens, "N\trows of a preset's shapes; not with explicit specs")
+	fs.String("tokens", strconv.Itoa(variants.DefaultTokens), "N[,N...]\ttoken counts (rows) of a preset's shapes, e.g. 512,2048,8192; not with explicit specs")
 	fs.String("dtype", "", "D[,D...]\tf32, f16, bf16, f64 (default: every dtype the family supports)")
 	fs.String("params", "", "P\tfix some axes, e.g. vec=4,grid=once; the others vary")
 }
 
 // request reads the selection flags.
 func request(fs *flagSet) tuning.Request {
-	tokens, _ := strconv.Atoi(fs.Lookup("tokens").Value.String())
+	var tokens string
+	if fs.Given("tokens") {
+		tokens = fs.Lookup("tokens").Value.String()
+	}
 	return tuning.Request{Kernels: fs.Lookup("kernel").Value.String(), Shapes: fs.Lookup("shapes").Value.String(),
-		Tokens: tokens, TokensGiven: fs.Given("tokens"), DTypes: fs.Lookup("dtype").Value.String(),
+		Tokens: tokens, DTypes: fs.Lookup("dtype").Value.String(),
 		Params: fs.Lookup("params").Value.String()}
 }
 
