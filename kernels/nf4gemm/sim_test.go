@@ -210,6 +210,31 @@ func withParams(want ...string) func(variants.Params) bool {
 	}
 }
 
+// TestRegisterARowsAtRunTime runs every register-A variant emitted at
+// one m at token counts the tiles (128, 192, 256 rows) do not divide:
+// one row, fewer rows than a tile, a tail of one row past a tile and
+// one short of one, f32 and double-quantized scales, bf16 and f16, an
+// odd k-tile count (the peeled first k-tile), blocks of 128, and column
+// tails (k=256 under 192-column tiles, k=128 under either). The rows of
+// dX are wgmma's N: a tail's dY rows come from TMA's zero fill and its
+// stores are masked.
+func TestRegisterARowsAtRunTime(t *testing.T) {
+	registerA := withParams("mma=wgmma", "dequant=consumer")
+	for _, c := range []struct {
+		dims string
+		dt   dtype.DType
+	}{
+		{"n=128,k=256,block=128", dtype.BF16},
+		{"n=192,k=128,scales=dq", dtype.F16},
+	} {
+		n := rowsRun(t, c.dims, c.dt, 256, []int{1, 7, 127, 129, 191, 193, 255, 385}, registerA)
+		if n == 0 {
+			t.Fatalf("%s: no register-A variant", c.dims)
+		}
+		t.Logf("%s %v: %d runs", c.dims, c.dt, n)
+	}
+}
+
 // TestSyncRowsAtRunTime: the same for the sync path (64- and 128-row
 // tiles), a sample of its variants unless GRADTUNE_SWEEP=full.
 func TestSyncRowsAtRunTime(t *testing.T) {
@@ -227,5 +252,18 @@ func TestSyncRowsAtRunTime(t *testing.T) {
 			t.Fatalf("%s: no sync variant", c.dims)
 		}
 		t.Logf("%s %v: %d runs", c.dims, c.dt, n)
+	}
+}
+
+// TestRegisterAPersistentRowsAtRunTime runs the persistent register-A
+// variants emitted at m=1537 (past one wave of 128-row tiles) at one row
+// and at m=2049, where the CTAs walk more tiles than at the m they were
+// emitted for, tile rows ending in a tail of one row.
+func TestRegisterAPersistentRowsAtRunTime(t *testing.T) {
+	keep := withParams("mma=wgmma", "dequant=consumer", "persistent=1")
+	if n := rowsRun(t, "n=128,k=1536,scales=dq", dtype.BF16, 1537, []int{1, 2049}, keep); n == 0 {
+		t.Fatal("no persistent register-A variant")
+	} else {
+		t.Logf("%d runs", n)
 	}
 }
