@@ -38,6 +38,15 @@
 // tile columns within k, shared memory fits, pipeline no deeper than the
 // k-loop.
 //
+// Token count at run time: the sync and register-A programs take m, the
+// rows of dY and dX, as their last parameter (u32) and compute the tile
+// rows, the persistent loop's bound and the row guards from it; their
+// grids, dy's tensor map and the dy and dx buffers are expressions of m
+// (Program.RuntimeDims), so the PTX emitted at one m is the same at every
+// m and computes any of them (rows past m: cp.async's zero fill on the
+// sync path, TMA's on the register-A path, and masked stores). The
+// shared-memory-B wgmma path (gemm.WrittenB) still bakes m in.
+//
 // Buffers (u8 buffers are padded to whole 32-bit words): dy, w4 (u8,
 // packed, bitsandbytes' high-first order), absmax (f32) or absmax_q (u8),
 // code2, absmax2, dq_offset (f32) with scales=dq, w_bf16/w_f16 (the

@@ -9,6 +9,7 @@ import (
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/gemm"
 	"github.com/gradtune/gradtune/kernels/gen"
+	"github.com/gradtune/gradtune/kernels/ptx"
 	"github.com/gradtune/gradtune/variants"
 )
 
@@ -112,12 +113,26 @@ var errShape = fmt.Errorf("nf4_gemm_bwd shape")
 
 // Buffers: dy, the NF4 weight, dx; and w_bf16 (w_f16), the exactly
 // dequantized weight in the dtype, which only the cuBLAS baseline reads.
+// dy and dx have m rows, the runtime dim.
 func (gemmDef) Buffers(s GEMMShape) []kernels.Buffer {
-	b := []kernels.Buffer{{Name: "dy", DType: s.DType, Elems: contract.Int(s.M * s.N), Role: kernels.Input}}
+	b := []kernels.Buffer{{Name: "dy", DType: s.DType, Elems: tokens.TimesInt(s.N), Role: kernels.Input}}
 	b = append(b, s.weight().buffers()...)
 	return append(b,
 		kernels.Buffer{Name: denseName(s.DType), DType: s.DType, Elems: contract.Int(s.N * s.K), Role: kernels.Input},
-		kernels.Buffer{Name: "dx", DType: s.DType, Elems: contract.Int(s.M * s.K), Role: kernels.Output})
+		kernels.Buffer{Name: "dx", DType: s.DType, Elems: tokens.TimesInt(s.K), Role: kernels.Output})
+}
+
+// tokenDim is the runtime dim of every nf4_gemm_bwd program: m, the rows
+// of dY and dX, which the PTX takes as a u32 launch argument rather than
+// as immediates; tokens is its expression.
+const tokenDim = "m"
+
+var tokens = contract.Var(tokenDim)
+
+// tokensParam declares the kernel's parameter m and returns its value and
+// the launch argument that passes it.
+func tokensParam(k *ptx.Func) (ptx.Reg, kernels.Arg) {
+	return k.LdParam(k.Param(tokenDim, ptx.U32)), kernels.Arg{Scalar: tokens, Type: contract.U32}
 }
 
 func denseName(dt dtype.DType) string { return "w_" + dt.String() }

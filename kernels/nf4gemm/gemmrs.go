@@ -46,6 +46,9 @@ type rsKernel struct {
 	bars      int  // the full barriers, then the empty ones
 	d         *deq // the codebook in shared memory, the half-pair type
 	bufs      map[string]ptx.Reg
+	m         ptx.Reg // dX's rows, the launch argument
+	tilesM    ptx.Reg // ⌈m/bm⌉, the tile rows
+	tiles     ptx.Reg // the tiles: tilesM by the tile columns
 }
 
 const (
@@ -104,8 +107,16 @@ func rsCheck(s GEMMShape, p GEMMParams) error {
 
 func (rk *rsKernel) threads() int { return 128 * (1 + rk.cons) }
 
-func (rk *rsKernel) tilesM() int { return gen.CeilDiv(rk.s.M, rk.p.BM) }
-func (rk *rsKernel) tiles() int  { return rk.tilesM() * gen.CeilDiv(rk.s.K, rk.p.BN) }
+// tileCols is the tile columns (k is no runtime dim).
+func (rk *rsKernel) tileCols() int { return gen.CeilDiv(rk.s.K, rk.p.BN) }
+
+// tilesAt is the tiles at m rows, for the space's rules; gridTiles is
+// the same count as an expression of m, for the launch (the kernel
+// computes it into rk.tiles).
+func (rk *rsKernel) tilesAt(m int) int { return gen.CeilDiv(m, rk.p.BM) * rk.tileCols() }
+func (rk *rsKernel) gridTiles() contract.Expr {
+	return contract.CeilDiv(tokens, contract.Int(rk.p.BM)).TimesInt(rk.tileCols())
+}
 
 // emitRS writes the register-A path's program.
 func emitRS(s GEMMShape, p GEMMParams) (kernels.Program, error) {
@@ -121,15 +132,16 @@ func emitRS(s GEMMShape, p GEMMParams) (kernels.Program, error) {
 	if err != nil {
 		return kernels.Program{}, fmt.Errorf("building: %w", err)
 	}
-	l := kernels.Launch{Entry: entry, Grid: contract.Grid(rk.tiles(), 1, 1), Block: [3]int{rk.threads(), 1, 1},
-		SharedBytes: rk.smem(), Args: args}
+	l := kernels.Launch{Entry: entry, Grid: [3]contract.Expr{rk.gridTiles(), contract.Int(1), contract.Int(1)},
+		Block: [3]int{rk.threads(), 1, 1}, SharedBytes: rk.smem(), Args: args}
 	if p.Persistent {
 		l.GridPerSM = 1
 	}
-	return kernels.Program{PTX: mod.String(), Launches: []kernels.Launch{l}}, nil
+	return kernels.Program{PTX: mod.String(), Launches: []kernels.Launch{l}, RuntimeDims: []string{tokenDim}}, nil
 }
 
-// body declares the parameters, sets up the codebook and barriers and
+// body declares the parameters (dy's and w4's tensor maps, dy's m rows
+// long; the scale buffers; dx; m), sets up the codebook and barriers and
 // splits the roles; it returns the launch arguments.
 func (rk *rsKernel) body() []kernels.Arg {
 	k, s, p := rk.k, rk.s, rk.p
@@ -138,7 +150,7 @@ func (rk *rsKernel) body() []kernels.Arg {
 	tmY := k.TensorMapParam("dy")
 	tmW := k.TensorMapParam("w4")
 	args := []kernels.Arg{
-		{TensorMap: &kernels.TensorMap{Buffer: "dy", DType: s.DType, Dims: contract.Ints(s.N, s.M), Strides: contract.Ints(2 * s.N), Box: []int{64, p.BM}, Swizzle: 128}},
+		{TensorMap: &kernels.TensorMap{Buffer: "dy", DType: s.DType, Dims: []contract.Expr{contract.Int(s.N), tokens}, Strides: contract.Ints(2 * s.N), Box: []int{64, p.BM}, Swizzle: 128}},
 		{TensorMap: &kernels.TensorMap{Buffer: "w4", DType: dtype.U8, Dims: contract.Ints(s.K/2, s.N), Strides: contract.Ints(s.K / 2), Box: []int{32, 64}, Swizzle: 32}},
 	}
 	rk.bufs = map[string]ptx.Reg{}
@@ -150,6 +162,11 @@ func (rk *rsKernel) body() []kernels.Arg {
 		rk.bufs[n] = gen.Param(k, n)
 		args = append(args, kernels.Arg{Buffer: n})
 	}
+	var arg kernels.Arg
+	rk.m, arg = tokensParam(k)
+	args = append(args, arg)
+	rk.tilesM = k.Div(ptx.U32, k.Add(ptx.U32, rk.m, ptx.Imm(p.BM-1)), ptx.Imm(p.BM))
+	rk.tiles = k.Mul(ptx.U32, rk.tilesM, ptx.Imm(rk.tileCols()))
 	dyn := k.DynamicShared("smem", 16)
 	base := k.And(ptx.B32, k.Add(ptx.U32, k.Mov(ptx.U32, dyn), ptx.Imm(1023)), ptx.Imm(-1024))
 	tid := k.Mov(ptx.U32, ptx.TidX)
@@ -194,15 +211,15 @@ type rsTile struct{ m0, i0 ptx.Reg }
 func (rk *rsKernel) forTiles(body func(t rsTile)) {
 	k := rk.k
 	tile := func(i ptx.Reg) rsTile {
-		c := k.Div(ptx.U32, i, ptx.Imm(rk.tilesM()))
-		r := k.Sub(ptx.U32, i, k.Mul(ptx.U32, c, ptx.Imm(rk.tilesM())))
+		c := k.Div(ptx.U32, i, rk.tilesM)
+		r := k.Sub(ptx.U32, i, k.Mul(ptx.U32, c, rk.tilesM))
 		return rsTile{m0: k.Mul(ptx.U32, r, ptx.Imm(rk.p.BM)), i0: k.Mul(ptx.U32, c, ptx.Imm(rk.p.BN))}
 	}
 	if !rk.p.Persistent {
 		body(tile(k.Mov(ptx.U32, ptx.CtaidX)))
 		return
 	}
-	k.For(ptx.U32, k.Mov(ptx.U32, ptx.CtaidX), ptx.Imm(rk.tiles()), k.Mov(ptx.U32, ptx.NCtaidX), func(i ptx.Reg) { body(tile(i)) })
+	k.For(ptx.U32, k.Mov(ptx.U32, ptx.CtaidX), rk.tiles, k.Mov(ptx.U32, ptx.NCtaidX), func(i ptx.Reg) { body(tile(i)) })
 }
 
 // rsRing is a slot of the ring and the parity of its lap.
@@ -490,17 +507,20 @@ func scalePos(k *ptx.Func, r ptx.Reg) ptx.Reg {
 // epilogue stores the accumulators: A row g (h 0) and g+8 (h 1) of warp
 // w are dX columns i0 + 64c + 16w + 2g + h, accumulator column 8j + 2t + e
 // is dX row m0 + 8j + 2t + e; the two columns of a row go as one word.
+// Rows past m (the tile's tail, whose dY rows TMA filled with zeros) and
+// columns past k are not stored.
 func (rk *rsKernel) epilogue(tl rsTile, c, w, g, t ptx.Reg, acc []ptx.Reg) {
 	k, s := rk.k, rk.s
 	pt := rk.d.pt
 	col := k.Add(ptx.U32, k.Mad(ptx.U32, c, ptx.Imm(64), tl.i0), k.Mad(ptx.U32, w, ptx.Imm(16), k.Shl(ptx.U32, g, ptx.Imm(1))))
 	row := k.Add(ptx.U32, tl.m0, k.Shl(ptx.U32, t, ptx.Imm(1)))
 	colOK := k.Setp("lt", ptx.U32, col, ptx.Imm(s.K))
+	left := k.Sub(ptx.S32, rk.m, row) // rows from the thread's first to m's end
 	ptr := k.Add(ptx.U64, rk.bufs["dx"], k.MulWide(ptx.U32, k.Mad(ptx.U32, row, ptx.Imm(s.K), col), ptx.Imm(2)))
 	for j := range rk.p.BM / 8 {
 		for e := range 2 {
 			dr := 8*j + e
-			ok := k.And(ptx.Pred, colOK, k.Setp("lt", ptx.S32, row, ptx.Imm(s.M-dr)))
+			ok := k.And(ptx.Pred, colOK, k.Setp("gt", ptx.S32, left, ptx.Imm(dr)))
 			v := k.PackHalf2(pt, acc[4*j+2+e], acc[4*j+e])
 			k.St(ptx.Global, ptx.B32, ptx.At(ptr, int64(2*dr*s.K)), []ptx.Reg{k.Mov(ptx.B32, v)})
 			k.Guard(ok, false)

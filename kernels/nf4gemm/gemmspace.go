@@ -75,7 +75,7 @@ func wgmmaFits(s GEMMShape, p GEMMParams) error {
 func persistence(s GEMMShape, p GEMMParams) error {
 	tiles := s.writtenB().Tiles(wgParams(p))
 	if p.Dequant == Consumers {
-		tiles = newRS(s, p).tiles()
+		tiles = newRS(s, p).tilesAt(s.M)
 	}
 	if p.Persistent && tiles <= numSMs {
 		return fmt.Errorf("persistent=1 with %d tiles, one wave", tiles)

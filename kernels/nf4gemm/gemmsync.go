@@ -47,31 +47,34 @@ func (gemmDef) Emit(s GEMMShape, p GEMMParams) (kernels.Program, error) {
 	sk.aBytes = p.BM * p.BK * 2
 	sk.stage = sk.aBytes + p.BK*p.BN*2
 	sk.k.ReqNTid(syncThreads)
-	names := sk.body()
+	args := sk.body()
 	mod, err := m.Build()
 	if err != nil {
 		return kernels.Program{}, fmt.Errorf("building: %w", err)
 	}
-	var args []kernels.Arg
-	for _, n := range names {
-		args = append(args, kernels.Arg{Buffer: n})
-	}
-	tr, tc := gen.CeilDiv(s.M, p.BM), gen.CeilDiv(s.K, p.BN)
-	l := kernels.Launch{Entry: entry, Grid: contract.Grid(tr*tc, 1, 1), Block: [3]int{syncThreads, 1, 1}, SharedBytes: smemBytes(p), Args: args}
-	return kernels.Program{PTX: mod.String(), Launches: []kernels.Launch{l}}, nil
+	// tiles: ⌈m/bm⌉ tile rows by the tile columns
+	grid := contract.CeilDiv(tokens, contract.Int(p.BM)).TimesInt(gen.CeilDiv(s.K, p.BN))
+	l := kernels.Launch{Entry: entry, Grid: [3]contract.Expr{grid, contract.Int(1), contract.Int(1)},
+		Block: [3]int{syncThreads, 1, 1}, SharedBytes: smemBytes(p), Args: args}
+	return kernels.Program{PTX: mod.String(), Launches: []kernels.Launch{l}, RuntimeDims: []string{tokenDim}}, nil
 }
 
-// body writes the kernel and returns its parameters' buffer names.
-func (sk *syncKernel) body() []string {
+// body writes the kernel and returns its launch arguments: the buffers,
+// then m.
+func (sk *syncKernel) body() []kernels.Arg {
 	k, s, p := sk.k, sk.s, sk.p
 	names := []string{"dy", "dx"}
 	for _, b := range sk.w.buffers() {
 		names = append(names, b.Name)
 	}
 	bufs := map[string]ptx.Reg{}
+	var args []kernels.Arg
 	for _, n := range names {
 		bufs[n] = gen.Param(k, n)
+		args = append(args, kernels.Arg{Buffer: n})
 	}
+	m, arg := tokensParam(k)
+	args = append(args, arg)
 	smem := k.Mov(ptx.U32, k.DynamicShared("smem", 128))
 	tid := k.Mov(ptx.U32, ptx.TidX)
 	d := newDeq(k, p.Lookup, s.DType, tid)
@@ -79,13 +82,13 @@ func (sk *syncKernel) body() []string {
 	warp := k.Shr(ptx.U32, tid, ptx.Imm(5))
 	sk.wr = k.Shr(ptx.U32, warp, ptx.Imm(1))
 	sk.wc = k.And(ptx.U32, warp, ptx.Imm(1))
-	// Tiles go down the rows of dX (order m).
-	tr := gen.CeilDiv(s.M, p.BM)
+	// Tiles go down the rows of dX (order m): ⌈m/bm⌉ of them per column.
+	tr := k.Div(ptx.U32, k.Add(ptx.U32, m, ptx.Imm(p.BM-1)), ptx.Imm(p.BM))
 	t := k.Mov(ptx.U32, ptx.CtaidX)
-	c := k.Div(ptx.U32, t, ptx.Imm(tr))
-	row0 := k.Mul(ptx.U32, k.Sub(ptx.U32, t, k.Mul(ptx.U32, c, ptx.Imm(tr))), ptx.Imm(p.BM))
+	c := k.Div(ptx.U32, t, tr)
+	row0 := k.Mul(ptx.U32, k.Sub(ptx.U32, t, k.Mul(ptx.U32, c, tr)), ptx.Imm(p.BM))
 	col0 := k.Mul(ptx.U32, c, ptx.Imm(p.BN))
-	la := newALoader(k, bufs["dy"], tid, row0, p.BM, p.BK, s.M, s.N)
+	la := newALoader(k, bufs["dy"], tid, row0, m, p.BM, p.BK, s.N)
 	lb := newBLoader(sk, d, bufs, tid, col0)
 	aOff, bOff := sk.fragOffsets()
 	acc := sk.zeroAcc()
@@ -120,13 +123,13 @@ func (sk *syncKernel) body() []string {
 		next(wr)
 	})
 	k.CpAsyncWait(0)
-	sk.epilogue(bufs["dx"], row0, col0, acc)
-	return names
+	sk.epilogue(bufs["dx"], row0, col0, m, acc)
+	return args
 }
 
 // aLoader copies dY k-tiles [rows × bk] (K-major: the reduction index
-// contiguous) with cp.async, 16 bytes per chunk; rows past m are
-// zero-filled.
+// contiguous) with cp.async, 16 bytes per chunk; rows past m (a register)
+// are zero-filled.
 type aLoader struct {
 	k         *ptx.Func
 	n, step   int
@@ -138,7 +141,7 @@ type aLoader struct {
 	bk        int
 }
 
-func newALoader(k *ptx.Func, base, tid, row0 ptx.Reg, rows, bk, m, n int) *aLoader {
+func newALoader(k *ptx.Func, base, tid, row0, m ptx.Reg, rows, bk, n int) *aLoader {
 	chunks := bk / 8
 	la := &aLoader{k: k, cols: bk, base: base, ld: 2 * n, bk: bk}
 	la.n, la.step = rows*chunks/syncThreads, syncThreads/chunks
@@ -146,8 +149,9 @@ func newALoader(k *ptx.Func, base, tid, row0 ptx.Reg, rows, bk, m, n int) *aLoad
 	cc := k.And(ptx.U32, tid, ptx.Imm(chunks-1))
 	la.sOff = gen.SwizzledTileOffset(k, rr0, cc, bk)
 	grow := k.Add(ptx.U32, row0, rr0)
+	left := k.Sub(ptx.S32, m, grow) // rows from the thread's first to m's end
 	for i := range la.n {
-		la.ok = append(la.ok, k.Setp("lt", ptx.S32, grow, ptx.Imm(m-i*la.step)))
+		la.ok = append(la.ok, k.Setp("gt", ptx.S32, left, ptx.Imm(i*la.step)))
 	}
 	elem := k.Mad(ptx.U32, grow, ptx.Imm(n), k.Shl(ptx.U32, cc, ptx.Imm(3)))
 	la.ptr = k.Add(ptx.U64, base, k.MulWide(ptx.U32, elem, ptx.Imm(2)))
@@ -283,8 +287,9 @@ func (sk *syncKernel) compute(slot ptx.Reg, aOff, bOff [][]ptx.Reg, acc [][][4]p
 }
 
 // epilogue stores the accumulators from registers, pairs of columns
-// rounded to the dtype; rows past m and columns past k are not stored.
-func (sk *syncKernel) epilogue(c, row0, col0 ptx.Reg, acc [][][4]ptx.Reg) {
+// rounded to the dtype; rows past m (a register) and columns past k are
+// not stored.
+func (sk *syncKernel) epilogue(c, row0, col0, m ptx.Reg, acc [][][4]ptx.Reg) {
 	k, s := sk.k, sk.s
 	q := k.Shr(ptx.U32, sk.lane, ptx.Imm(2))
 	row := k.Add(ptx.U32, k.Mad(ptx.U32, sk.wr, ptx.Imm(sk.tm), row0), q)
@@ -296,10 +301,11 @@ func (sk *syncKernel) epilogue(c, row0, col0 ptx.Reg, acc [][][4]ptx.Reg) {
 	for ni := range sk.tn / 8 {
 		colOK = append(colOK, k.Setp("lt", ptx.S32, col, ptx.Imm(s.K-8*ni)))
 	}
+	left := k.Sub(ptx.S32, m, row) // rows from the thread's first to m's end
 	for mi := range acc {
 		for h := range 2 {
 			dr := 16*mi + 8*h
-			rowOK := k.Setp("lt", ptx.S32, row, ptx.Imm(s.M-dr))
+			rowOK := k.Setp("gt", ptx.S32, left, ptx.Imm(dr))
 			for ni := range acc[mi] {
 				off := int64(dr*s.K+8*ni) * int64(size)
 				vals := []ptx.Reg{acc[mi][ni][2*h], acc[mi][ni][2*h+1]}

@@ -1,13 +1,18 @@
 package nf4gemm_test
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/internal/simtest"
 	"github.com/gradtune/gradtune/internal/sweep"
+	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/catalog"
+	"github.com/gradtune/gradtune/runner"
+	"github.com/gradtune/gradtune/runner/sim"
 	"github.com/gradtune/gradtune/variants"
 )
 
@@ -110,5 +115,155 @@ func TestRegisterAOnInterpreter(t *testing.T) {
 		} else {
 			t.Logf("%s %v: %d variants", c.spec, c.dt, n)
 		}
+	}
+}
+
+// rowsRun emits the variants of shape m=at,dims that keep accepts once
+// and validates each program at every m of rows on the interpreter: the
+// PTX takes m at run time, so that one program computes every token
+// count (emitted at another m, the same variant must give the same PTX).
+// It returns how many (variant, m) pairs ran.
+func rowsRun(t *testing.T, dims string, dt dtype.DType, at int, rows []int, keep func(variants.Params) bool) int {
+	t.Helper()
+	f, err := catalog.Lookup("nf4_gemm_bwd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shape := func(m int) variants.Shape {
+		sp, err := variants.ParseSpecs(fmt.Sprintf("m=%d,%s", m, dims))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := f.Shape(sp[0], dt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	s := shape(at)
+	var ps []variants.Params
+	var progs []kernels.Program
+	for _, p := range f.Space(s).Enumerate() {
+		if !keep(p) {
+			continue
+		}
+		prog, err := f.Emit(s, p)
+		if err != nil {
+			t.Fatalf("%s %s: %v", s.Key(), p, err)
+		}
+		if !slices.Contains(prog.RuntimeDims, "m") {
+			t.Errorf("%s %s: m is not a runtime dim of the program", s.Key(), p)
+			continue
+		}
+		ps, progs = append(ps, p), append(progs, prog)
+	}
+	ss := runner.NewSession(sim.New(sim.Options{Workers: 2}))
+	defer ss.Release()
+	runs := 0
+	for _, m := range rows {
+		o := shape(m)
+		if err := ss.Prepare(f, o, 1); err != nil {
+			t.Fatal(err)
+		}
+		for i, prog := range progs {
+			if again, err := f.Emit(o, ps[i]); err == nil && again.PTX != prog.PTX {
+				t.Errorf("%s %s: the PTX differs from the one emitted at m=%d", o.Key(), ps[i], at)
+			}
+			runs++
+			if err := validateAt(ss, prog); err != nil {
+				t.Errorf("%s %s emitted at m=%d: %v", o.Key(), ps[i], at, err)
+			}
+		}
+	}
+	return runs
+}
+
+// validateAt runs prog once on ss at the session's shape and returns an
+// error unless every output is within tolerance.
+func validateAt(ss *runner.Session, prog kernels.Program) error {
+	l, err := ss.Load(prog)
+	if err != nil {
+		return err
+	}
+	defer l.Unload()
+	c, err := ss.Validate(l)
+	if err != nil {
+		return err
+	}
+	if !c.OK {
+		return fmt.Errorf("%s (max abs error %g)", c.Message, c.MaxAbs)
+	}
+	return nil
+}
+
+// withParams keeps the variants whose params include every one of want
+// ("mma=sync", "dequant=consumer", ...).
+func withParams(want ...string) func(variants.Params) bool {
+	return func(p variants.Params) bool {
+		for _, w := range want {
+			k, v, _ := strings.Cut(w, "=")
+			if p[k] != v {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// TestRegisterARowsAtRunTime runs every register-A variant emitted at
+// one m at token counts the tiles (128, 192, 256 rows) do not divide:
+// one row, fewer rows than a tile, a tail of one row past a tile and
+// one short of one, f32 and double-quantized scales, bf16 and f16, an
+// odd k-tile count (the peeled first k-tile), blocks of 128, and column
+// tails (k=256 under 192-column tiles, k=128 under either). The rows of
+// dX are wgmma's N: a tail's dY rows come from TMA's zero fill and its
+// stores are masked.
+func TestRegisterARowsAtRunTime(t *testing.T) {
+	registerA := withParams("mma=wgmma", "dequant=consumer")
+	for _, c := range []struct {
+		dims string
+		dt   dtype.DType
+	}{
+		{"n=128,k=256,block=128", dtype.BF16},
+		{"n=192,k=128,scales=dq", dtype.F16},
+	} {
+		n := rowsRun(t, c.dims, c.dt, 256, []int{1, 7, 127, 129, 191, 193, 255, 385}, registerA)
+		if n == 0 {
+			t.Fatalf("%s: no register-A variant", c.dims)
+		}
+		t.Logf("%s %v: %d runs", c.dims, c.dt, n)
+	}
+}
+
+// TestSyncRowsAtRunTime: the same for the sync path (64- and 128-row
+// tiles), a sample of its variants unless GRADTUNE_SWEEP=full.
+func TestSyncRowsAtRunTime(t *testing.T) {
+	j := 0
+	sync := func(p variants.Params) bool { j++; return p["mma"] == "sync" && sweep.Take(j, 4) }
+	for _, c := range []struct {
+		dims string
+		dt   dtype.DType
+	}{
+		{"n=128,k=192", dtype.BF16},
+		{"n=64,k=128,block=64,scales=dq", dtype.F16},
+	} {
+		n := rowsRun(t, c.dims, c.dt, 128, []int{1, 7, 63, 65, 127, 129, 200}, sync)
+		if n == 0 {
+			t.Fatalf("%s: no sync variant", c.dims)
+		}
+		t.Logf("%s %v: %d runs", c.dims, c.dt, n)
+	}
+}
+
+// TestRegisterAPersistentRowsAtRunTime runs the persistent register-A
+// variants emitted at m=1537 (past one wave of 128-row tiles) at one row
+// and at m=2049, where the CTAs walk more tiles than at the m they were
+// emitted for, tile rows ending in a tail of one row.
+func TestRegisterAPersistentRowsAtRunTime(t *testing.T) {
+	keep := withParams("mma=wgmma", "dequant=consumer", "persistent=1")
+	if n := rowsRun(t, "n=128,k=1536,scales=dq", dtype.BF16, 1537, []int{1, 2049}, keep); n == 0 {
+		t.Fatal("no persistent register-A variant")
+	} else {
+		t.Logf("%d runs", n)
 	}
 }
