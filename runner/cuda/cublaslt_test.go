@@ -20,27 +20,6 @@ func TestLtCandidates(t *testing.T) {
 	}
 }
 
-// TestOpenBLASLtAbsent: without a library the error wraps ErrNoBLASLt and
-// says what each candidate answered.
-func TestOpenBLASLtAbsent(t *testing.T) {
-	dir := t.TempDir()
-	_, err := openBLASLt(nil, []string{"libcublasLt-absent.so.99", dir + "/libcublasLt.so.13"}, nil)
-	if !errors.Is(err, ErrNoBLASLt) {
-		t.Fatalf("openBLASLt = %v, want ErrNoBLASLt", err)
-	}
-	for _, want := range []string{"dlopen libcublasLt-absent.so.99", dir + "/libcublasLt.so.13: not found"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error %q does not say %q", err, want)
-		}
-	}
-	if driverPresent() {
-		return // a GPU host may well have cuBLASLt
-	}
-	if _, err := openBLASLt(nil, ltCandidates(""), nil); !errors.Is(err, ErrNoBLASLt) {
-		t.Errorf("without a GPU, OpenBLASLt's candidates gave %v, want ErrNoBLASLt", err)
-	}
-}
-
 // TestLtHeuristicResultLayout: the Go struct is
 // cublasLtMatmulHeuristicResult_t byte for byte.
 func TestLtHeuristicResultLayout(t *testing.T) {
