@@ -3,12 +3,30 @@ package runner
 import (
 	"errors"
 	"fmt"
-	"github.com/gradtune/gradtune/contract"
+	"strings"
+	"time"
 
+	"github.com/gradtune/gradtune/contract"
 	"github.com/gradtune/gradtune/dtype"
+	"github.com/gradtune/gradtune/eval"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/runner/cuda"
 )
+
+// The baselines the runner knows, by the kernels.Baseline name that
+// selects them; both run a kernels.GEMMCall.
+const (
+	// BaselineCuBLAS is cublasGemmEx with the library's default
+	// algorithm (CUBLAS_GEMM_DEFAULT): one heuristic pick.
+	BaselineCuBLAS = "cublas"
+	// BaselineLtBest is the fastest valid of cuBLASLt's heuristic top
+	// LtCandidates algorithms, each validated and timed like a variant.
+	BaselineLtBest = "cublaslt-best"
+)
+
+// LtCandidates is how many of cuBLASLt's heuristic algorithms the
+// BaselineLtBest baseline evaluates.
+const LtCandidates = 8
 
 // GEMMBaseliner is implemented by backends that run vendor GEMMs for
 // baselines (kernels.GEMMCall): CUDA through cuBLAS.
@@ -19,30 +37,172 @@ type GEMMBaseliner interface {
 	GEMM(call kernels.GEMMCall, a, b, c Ptr) error
 }
 
+// GEMMSearcher is implemented by backends whose vendor library offers
+// several algorithms for one GEMM and ranks them: CUDA through cuBLASLt.
+type GEMMSearcher interface {
+	// GEMMAlgorithms returns up to n algorithms for call on the buffers
+	// at a, b and c, in the library heuristic's order (its best guess
+	// first). An error wrapping ErrNoBaselineLibrary means that the
+	// library is absent.
+	GEMMAlgorithms(call kernels.GEMMCall, a, b, c Ptr, n int) ([]GEMMAlgorithm, error)
+}
+
+// GEMMAlgorithm is one algorithm of a GEMM call, bound to its buffers.
+type GEMMAlgorithm struct {
+	// Config is the library's description of the algorithm; it tells
+	// one algorithm of a call from another.
+	Config string
+	// Run enqueues the call with this algorithm.
+	Run func() error
+}
+
 // ErrNoBaselineLibrary is wrapped by a backend's error when the vendor
 // library a baseline needs (cuBLAS) is not there: the baseline is not
 // measured, and the tuning goes on without it.
 var ErrNoBaselineLibrary = errors.New("baseline library not available")
 
-// LoadBaseline binds baseline b to the session's buffers as a Loaded that
-// Run, Validate and the worker's timing treat like a program. Validation
-// compares only the buffers the baseline writes (a GEMM's C) with the
-// reference. A backend without GEMMBaseliner fails with an error wrapping
-// ErrNoBaselineLibrary.
+// LoadBaseline binds baseline b, a BaselineCuBLAS, to the session's
+// buffers as a Loaded that Run, Validate and the worker's timing treat
+// like a program. Validation compares only the buffers the baseline
+// writes (a GEMM's C) with the reference. A backend without GEMMBaseliner
+// fails with an error wrapping ErrNoBaselineLibrary. (A BaselineLtBest is
+// one Loaded per algorithm: see evaluateBest.)
 func (ss *Session) LoadBaseline(b kernels.Baseline) (*Loaded, error) {
-	if b.GEMM == nil {
-		return nil, fmt.Errorf("baseline %s has no call", b.Name)
+	if b.Name != BaselineCuBLAS {
+		return nil, fmt.Errorf("baseline %q: LoadBaseline binds %s (cublasGemmEx) only", b.Name, BaselineCuBLAS)
+	}
+	c, err := ss.baselineCall(b)
+	if err != nil {
+		return nil, err
 	}
 	gb, ok := ss.be.(GEMMBaseliner)
 	if !ok {
 		return nil, fmt.Errorf("baseline %s: the %s backend runs no vendor GEMMs: %w", b.Name, ss.be.Name(), ErrNoBaselineLibrary)
 	}
-	c := *b.GEMM
-	if err := checkGEMM(c, ss.specs); err != nil {
-		return nil, fmt.Errorf("baseline %s: %w", b.Name, err)
-	}
 	a, bp, cp := ss.bufs[c.A], ss.bufs[c.B], ss.bufs[c.C]
 	return &Loaded{be: ss.be, call: func() error { return gb.GEMM(c, a, bp, cp) }, checks: []string{c.C}}, nil
+}
+
+// baselineCall is b's GEMM call, checked against the session's buffers.
+func (ss *Session) baselineCall(b kernels.Baseline) (kernels.GEMMCall, error) {
+	if b.GEMM == nil {
+		return kernels.GEMMCall{}, fmt.Errorf("baseline %s has no call", b.Name)
+	}
+	if err := checkGEMM(*b.GEMM, ss.specs); err != nil {
+		return kernels.GEMMCall{}, fmt.Errorf("baseline %s: %w", b.Name, err)
+	}
+	return *b.GEMM, nil
+}
+
+// loadedAlgorithm is one algorithm of a best-of baseline, loaded: its
+// rank in the heuristic's order (1 first) and its configuration.
+type loadedAlgorithm struct {
+	*Loaded
+	rank   int
+	config string
+}
+
+// loadAlgorithms binds best-of baseline b to the session's buffers once
+// per algorithm of the backend's top LtCandidates, in the heuristic's
+// order. A backend without GEMMSearcher fails with an error wrapping
+// ErrNoBaselineLibrary.
+func (ss *Session) loadAlgorithms(b kernels.Baseline) ([]loadedAlgorithm, error) {
+	c, err := ss.baselineCall(b)
+	if err != nil {
+		return nil, err
+	}
+	gs, ok := ss.be.(GEMMSearcher)
+	if !ok {
+		return nil, fmt.Errorf("baseline %s: the %s backend ranks no vendor GEMM algorithms: %w", b.Name, ss.be.Name(), ErrNoBaselineLibrary)
+	}
+	algos, err := gs.GEMMAlgorithms(c, ss.bufs[c.A], ss.bufs[c.B], ss.bufs[c.C], LtCandidates)
+	if err != nil {
+		return nil, fmt.Errorf("baseline %s: %w", b.Name, err)
+	}
+	if len(algos) == 0 {
+		return nil, fmt.Errorf("baseline %s: the %s backend offers no algorithm for %+v", b.Name, ss.be.Name(), c)
+	}
+	out := make([]loadedAlgorithm, len(algos))
+	for i, al := range algos {
+		out[i] = loadedAlgorithm{Loaded: &Loaded{be: ss.be, call: al.Run, checks: []string{c.C}}, rank: i + 1, config: al.Config}
+	}
+	return out, nil
+}
+
+// evaluateBest evaluates best-of baseline b: each algorithm of the
+// heuristic's top LtCandidates (only the one whose configuration is pin,
+// when pin is set) goes through a program's stages, and the fastest valid
+// one by median is the outcome. Its Algorithm is that algorithm's
+// configuration and its Message says which rank it has and how every
+// other algorithm did. With none valid, the outcome is the first
+// algorithm's failure, its Message listing them all.
+func evaluateBest(ss *Session, b kernels.Baseline, pin string, mo MeasureOpts, measure measureFunc) *evalResponse {
+	t0 := time.Now()
+	algos, err := ss.loadAlgorithms(b)
+	loadMS := ms(time.Since(t0))
+	if err == nil && pin != "" {
+		algos, err = pinned(algos, pin)
+	}
+	if err != nil {
+		res := failure(eval.CompileError, err)
+		res.CompileMS = loadMS
+		return res
+	}
+	var best, first *evalResponse
+	var bestRank, firstRank int
+	var bestMedian, validateMS float64
+	var tried []string
+	for _, al := range algos {
+		res := stages(ss, al.Loaded, 0, mo, measure)
+		al.Unload()
+		res.Algorithm = al.config
+		validateMS += res.ValidateMS
+		if res.Fatal {
+			res.Message = fmt.Sprintf("cuBLASLt heuristic rank %d (%s): %s", al.rank, al.config, res.Message)
+			return res
+		}
+		if first == nil {
+			first, firstRank = res, al.rank
+		}
+		if res.Status != eval.OK {
+			tried = append(tried, fmt.Sprintf("%d %s", al.rank, res.Status))
+			continue
+		}
+		med := SummarizeKept(res.Samples, res.Throttled).Median
+		tried = append(tried, fmt.Sprintf("%d %.2f µs", al.rank, med))
+		if best == nil || med < bestMedian {
+			best, bestRank, bestMedian = res, al.rank, med
+		}
+	}
+	if best == nil {
+		first.Message = fmt.Sprintf("no valid algorithm among cuBLASLt's heuristic top %d (by rank: %s); rank %d: %s",
+			len(algos), strings.Join(tried, ", "), firstRank, first.Message)
+		first.CompileMS, first.ValidateMS = loadMS, validateMS
+		return first
+	}
+	best.Message = fmt.Sprintf("cuBLASLt heuristic rank %d: %s; medians by rank: %s", bestRank, best.Algorithm, strings.Join(tried, ", "))
+	best.CompileMS, best.ValidateMS = loadMS, validateMS
+	return best
+}
+
+// pinned keeps the algorithm of algos whose configuration is pin.
+func pinned(algos []loadedAlgorithm, pin string) ([]loadedAlgorithm, error) {
+	for _, al := range algos {
+		if al.config == pin {
+			return []loadedAlgorithm{al}, nil
+		}
+	}
+	return nil, fmt.Errorf("cuBLASLt's heuristic top %d no longer has the algorithm chosen before (%s)", LtCandidates, pin)
+}
+
+// evaluations is how many programs the worker evaluates for r: every
+// algorithm of the heuristic's top LtCandidates for a best-of baseline
+// that pins none, else one. The watchdog gives each its deadline.
+func (r *evalRequest) evaluations() int {
+	if r.Baseline != nil && r.Baseline.Name == BaselineLtBest && r.Algorithm == "" {
+		return LtCandidates
+	}
+	return 1
 }
 
 // checkGEMM checks a GEMMCall against the session's buffers: A and B of
@@ -151,4 +311,33 @@ func (b *cudaBackend) GEMM(call kernels.GEMMCall, a, bp, c Ptr) error {
 	return b.blas.GemmEx(columnMajor(call, a, bp, c))
 }
 
-var _ GEMMBaseliner = (*cudaBackend)(nil)
+// GEMMAlgorithms implements GEMMSearcher with cuBLASLt's heuristic,
+// opening cuBLASLt on the backend's stream at the first call. An absent
+// library is reported once, as an error wrapping ErrNoBaselineLibrary,
+// and every later call returns the same error without looking again.
+func (b *cudaBackend) GEMMAlgorithms(call kernels.GEMMCall, a, bp, c Ptr, n int) ([]GEMMAlgorithm, error) {
+	if b.lt == nil && b.ltErr == nil {
+		b.lt, b.ltErr = b.ctx.OpenBLASLt(b.stream)
+		if b.ltErr != nil {
+			b.ltErr = fmt.Errorf("%w: %w", ErrNoBaselineLibrary, b.ltErr)
+		}
+	}
+	if b.ltErr != nil {
+		return nil, b.ltErr
+	}
+	g := columnMajor(call, a, bp, c)
+	algos, err := b.lt.Algorithms(g, n)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]GEMMAlgorithm, len(algos))
+	for i, al := range algos {
+		out[i] = GEMMAlgorithm{Config: al.Config.String(), Run: func() error { return b.lt.Matmul(g, al) }}
+	}
+	return out, nil
+}
+
+var (
+	_ GEMMBaseliner = (*cudaBackend)(nil)
+	_ GEMMSearcher  = (*cudaBackend)(nil)
+)

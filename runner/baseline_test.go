@@ -136,6 +136,7 @@ type gemmFamily struct {
 	m, n, k      int
 	out          dtype.DType
 	transA, notB bool
+	withLt       bool // a cublaslt-best baseline beside cublas
 }
 
 func (gemmFamily) Name() string { return "gemm_toy" }
@@ -176,7 +177,16 @@ func (f gemmFamily) Tolerance(variants.Shape, string) kernels.Tolerance {
 }
 func (f gemmFamily) Baselines(variants.Shape) []kernels.Baseline {
 	c := f.call()
+	if f.withLt {
+		return []kernels.Baseline{{Name: "cublas", GEMM: &c}, f.ltBest()}
+	}
 	return []kernels.Baseline{{Name: "cublas", GEMM: &c}}
+}
+
+// ltBest is the cublaslt-best baseline of the family's call.
+func (f gemmFamily) ltBest() kernels.Baseline {
+	c := f.call()
+	return kernels.Baseline{Name: BaselineLtBest, GEMM: &c}
 }
 func (f gemmFamily) Space(variants.Shape) variants.Space {
 	return variants.Space{Axes: []variants.Axis{variants.IntAxis("v", "", 1, 2)}}

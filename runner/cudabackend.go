@@ -22,6 +22,10 @@ type cudaBackend struct {
 	// blasErr why it could not be.
 	blas    *cuda.BLAS
 	blasErr error
+	// lt is the cuBLASLt handle of best-of baselines, opened at the first
+	// heuristic query; ltErr why it could not be.
+	lt    *cuda.BLASLt
+	ltErr error
 }
 
 func openCUDA(ordinal int) (*cudaBackend, error) {
@@ -56,6 +60,7 @@ func openCUDA(ordinal int) (*cudaBackend, error) {
 
 func (b *cudaBackend) close() {
 	b.blas.Close()
+	b.lt.Close()
 	b.stream.Destroy()
 	b.ctx.Close()
 }

@@ -90,25 +90,47 @@
 // # Vendor baselines
 //
 // A family that implements kernels.Baseliner names, per shape, vendor
-// implementations of the same problem (a kernels.GEMMCall for cuBLAS). The
-// Runner evaluates them after the shape's variants, in the worker, with the
-// variants' protocol: Session.LoadBaseline binds the call to the session's
-// buffers (checking types, leading dimensions and extents), Validate poisons
-// the outputs and compares the buffers the call writes with the family's
-// reference, then the same warm-up, L2 flush and adaptive sampling time it.
-// On CUDA, cuBLAS (libcublas.so.13, .12 or .11 from the loader path,
-// /usr/local/cuda/lib64 or $CUDA_HOME/lib64) runs the row-major call as the
-// column-major Cᵀ = op(B)ᵀ·op(A)ᵀ with cublasGemmEx, f32 compute and the
-// default algorithm, on the worker's stream. Without the library the worker
-// answers Unavailable; the Runner says so once on Progress and asks no more.
+// implementations of the same problem (a kernels.GEMMCall). The Runner
+// evaluates them after the shape's variants, in the worker, with the
+// variants' protocol: the call is bound to the session's buffers (checking
+// types, leading dimensions and extents), Validate poisons the outputs and
+// compares the buffers the call writes with the family's reference, then
+// the same warm-up, L2 flush and adaptive sampling time it, and Validate
+// runs again. On CUDA the row-major call runs as the column-major
+// Cᵀ = op(B)ᵀ·op(A)ᵀ with f32 compute on the worker's stream. The name
+// says which library and how:
+//
+//   - BaselineCuBLAS ("cublas") is cublasGemmEx with the default algorithm
+//     (Session.LoadBaseline): cuBLAS's one heuristic pick.
+//   - BaselineLtBest ("cublaslt-best") is cuBLASLt's heuristic top
+//     LtCandidates (8) algorithms, each validated, timed and validated
+//     again like a variant (evaluateBest, in one worker request whose
+//     watchdog allows each algorithm its deadline); the fastest valid one
+//     by median is the result. Outcome.Algorithm is its configuration, and
+//     the result's Message names it: "cuBLASLt heuristic rank 3: algo 66,
+//     tile 128x256, stages 64x4, split-K 1, ...; medians by rank: 1 98.10
+//     µs, 2 invalid, ...". The algorithm goes in the Message, not in the
+//     params: params are part of the content key, which Done looks up
+//     before the choice is made, and the Message column holds any text
+//     without a schema change.
+//
+// The libraries are libcublas.so and libcublasLt.so 13, 12 or 11 from the
+// loader path, /usr/local/cuda/lib64 or $CUDA_HOME/lib64 (package cuda).
+// Without one the worker answers Unavailable; the Runner says so once on
+// Progress and asks no more.
 //
 // A baseline's result is keyed like a variant's: params
-// eval.BaselineParams(name) ("baseline=cublas") and, for the PTX hash,
-// BaselineHash of its description, so a re-run on the same GPU, driver and
-// mode reuses it. The Recorder stores it as an evaluation of that
-// pseudo-variant, and Recorder.Winner receives the first valid baseline
-// with the winner (the store keeps its name and median in the winner's
-// baseline columns, which tune show and report compare against).
+// eval.BaselineParams(name) ("baseline=cublaslt-best") and, for the PTX
+// hash, BaselineHash of its description, so a re-run on the same GPU,
+// driver and mode reuses it. The Recorder stores each as an evaluation of
+// that pseudo-variant. A winner is compared with the strongest baseline
+// measured: the valid one of the lowest median, which is cublaslt-best
+// unless cublasGemmEx's own pick beat it; Recorder.Winner receives it with
+// the winner (the store keeps its name and median in the winner's baseline
+// columns, which tune show and report compare against), and the final
+// round re-times it: for cublaslt-best, the algorithm it chose (a result
+// reused from an earlier run, whose choice is not in memory, chooses again
+// in the round's first run and keeps that one).
 //
 // # Search and compilation
 //

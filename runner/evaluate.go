@@ -84,14 +84,17 @@ func requestShape(fams Families, r *evalRequest) (kernels.Family, variants.Shape
 // baseline, bind the vendor call), read the resources, prescreen,
 // validate, and only then measure. The backend does
 // not matter to it: the GPU worker measures with CUDA events, a local
-// worker as its timer says.
+// worker as its timer says. A best-of baseline runs the stages once per
+// algorithm (evaluateBest).
 func evaluate(ss *Session, fams Families, r *evalRequest, mo MeasureOpts, measure measureFunc) (res *evalResponse) {
 	if p := prepare(ss, fams, r); p.Status != eval.OK {
 		return p
 	}
 	t0 := time.Now()
-	res = &evalResponse{}
 	defer func() { res.TotalMS = ms(time.Since(t0)) }()
+	if r.Baseline != nil && r.Baseline.Name == BaselineLtBest {
+		return evaluateBest(ss, *r.Baseline, r.Algorithm, mo, measure)
+	}
 	var l *Loaded
 	var err error
 	if r.Baseline != nil {
@@ -106,6 +109,14 @@ func evaluate(ss *Session, fams Families, r *evalRequest, mo MeasureOpts, measur
 		return res
 	}
 	defer l.Unload()
+	return stages(ss, l, compileMS, mo, measure)
+}
+
+// stages are what follows loading (which took compileMS): the resources,
+// the prescreen, validation, measurement, and validation again.
+func stages(ss *Session, l *Loaded, compileMS float64, mo MeasureOpts, measure measureFunc) *evalResponse {
+	t0 := time.Now()
+	res := &evalResponse{}
 	res.CompileMS = compileMS
 	res.Registers, res.SpillBytes, res.SmemBytes, res.Occupancy = l.Res.Registers, l.Res.LocalBytes, l.Res.SharedBytes, l.Res.Occupancy
 	keep := func(f *evalResponse) *evalResponse {
@@ -119,19 +130,17 @@ func evaluate(ss *Session, fams Families, r *evalRequest, mo MeasureOpts, measur
 	}
 	c, err := ss.Validate(l)
 	if err != nil {
-		res = keep(failure(eval.LaunchError, err))
-		return res
+		return keep(failure(eval.LaunchError, err))
 	}
 	res.MaxAbsErr, res.MaxRelErr = c.MaxAbs, c.MaxRel
 	if !c.OK {
 		res.Status, res.Message = eval.Invalid, c.Message
 		return res
 	}
-	res.ValidateMS = ms(time.Since(t0)) - res.CompileMS
+	res.ValidateMS = ms(time.Since(t0))
 	m, err := measure(l, mo)
 	if err != nil {
-		res = keep(failure(eval.LaunchError, err))
-		return res
+		return keep(failure(eval.LaunchError, err))
 	}
 	res.Samples, res.Throttled, res.GPU, res.Abandoned = m.Samples, m.Throttled, m.GPU, m.Abandoned
 	// Validated again on freshly poisoned outputs: a program that passed
@@ -139,8 +148,7 @@ func evaluate(ss *Session, fams Families, r *evalRequest, mo MeasureOpts, measur
 	// left set) is invalid whatever its time.
 	again, err := ss.Validate(l)
 	if err != nil {
-		res = keep(failure(eval.LaunchError, fmt.Errorf("after timing: %w", err)))
-		return res
+		return keep(failure(eval.LaunchError, fmt.Errorf("after timing: %w", err)))
 	}
 	if !again.OK {
 		res.Status, res.Message = eval.Invalid, "after timing: "+again.Message

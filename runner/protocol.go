@@ -63,7 +63,12 @@ type evalRequest struct {
 	Program kernels.Program
 	// Baseline, when set, is evaluated instead of Program.
 	Baseline *kernels.Baseline `json:",omitempty"`
-	Seed     uint64
+	// Algorithm, for a best-of baseline (BaselineLtBest), is the one
+	// algorithm to evaluate (an earlier Outcome.Algorithm); empty: every
+	// algorithm of the heuristic's top LtCandidates, the fastest valid
+	// one kept.
+	Algorithm string `json:",omitempty"`
+	Seed      uint64
 	// Cubin, when set, is Program's PTX compiled by a compile helper; the
 	// worker loads it instead of compiling.
 	Cubin []byte `json:",omitempty"`

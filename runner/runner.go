@@ -50,6 +50,10 @@ type Outcome struct {
 	// Unavailable marks a baseline whose library the worker lacks: it
 	// was not run, and is not recorded.
 	Unavailable bool `json:",omitempty"`
+	// Algorithm is the vendor algorithm a best-of baseline chose, as the
+	// library describes its configuration; the final round times that
+	// one. Not stored (the Message names it too).
+	Algorithm string `json:",omitempty"`
 	// Worker wall time of the stages, ms (not stored).
 	CompileMS, ValidateMS, TotalMS float64
 }
@@ -592,14 +596,15 @@ func (r *Runner) prepare(ctx context.Context, req *evalRequest, res *Result) boo
 // run evaluates req on the worker under the watchdog. A worker that dies
 // or hangs is recorded (timeout when the watchdog killed it) and replaced.
 func (r *Runner) run(ctx context.Context, req *evalRequest, res *Result, cost kernels.Cost, m MeasureOpts) {
-	ectx, cancel := context.WithTimeout(ctx, r.opt.EvalTimeout)
+	timeout := r.opt.EvalTimeout * time.Duration(req.evaluations())
+	ectx, cancel := context.WithTimeout(ctx, timeout)
 	resp, err := r.w.Eval(ectx, req, m)
 	cancel()
 	if err != nil {
 		res.Status = eval.LaunchError
 		if ectx.Err() == context.DeadlineExceeded {
 			res.Status = eval.Timeout
-			err = fmt.Errorf("watchdog: no answer within %v: %w", r.opt.EvalTimeout, err)
+			err = fmt.Errorf("watchdog: no answer within %v: %w", timeout, err)
 		}
 		res.Message = err.Error()
 		r.restart(res)
@@ -685,7 +690,7 @@ func (r *Runner) finalRound(ctx context.Context, f kernels.Family, s variants.Sh
 		}
 		w = pooled(w, r.evalOne(ctx, f, s, p, cost, rec, 0, r.opt.Measure, true), cost)
 		if bl != nil {
-			b = pooled(b, r.evalBaseline(ctx, f, s, *bl, cost, rec, true), cost)
+			b = pooled(b, r.evalBaseline(ctx, f, s, *bl, baselineAlgorithm(base, b), cost, rec, true), cost)
 		}
 		if w.Status != eval.OK || (b != nil && b.Status != eval.OK) {
 			break

@@ -119,5 +119,5 @@ func (def) Baselines(s Shape) []kernels.Baseline {
 	default:
 		g.B, g.M, g.N, g.K, g.TransA = "x", s.N, s.K, s.M, true
 	}
-	return []kernels.Baseline{{Name: "cublas", GEMM: g}}
+	return []kernels.Baseline{{Name: "cublas", GEMM: g}, {Name: "cublaslt-best", GEMM: g}}
 }

@@ -218,8 +218,9 @@ func (gemmDef) Cost(s GEMMShape) kernels.Cost {
 // Baselines: cuBLAS on the weight already dequantized (w_bf16): the floor
 // the fused kernel is to match.
 func (gemmDef) Baselines(s GEMMShape) []kernels.Baseline {
-	return []kernels.Baseline{{Name: "cublas", GEMM: &kernels.GEMMCall{
+	g := &kernels.GEMMCall{
 		A: "dy", B: denseName(s.DType), C: "dx", M: s.M, N: s.K, K: s.N,
 		LDA: s.N, LDB: s.K, LDC: s.K, In: s.DType, Out: s.DType,
-	}}}
+	}
+	return []kernels.Baseline{{Name: "cublas", GEMM: g}, {Name: "cublaslt-best", GEMM: g}}
 }

@@ -57,14 +57,8 @@ type blasAPI struct {
 }
 
 // symbols lists the entry points by their exported names.
-func (a *blasAPI) symbols() []struct {
-	name string
-	fn   any
-} {
-	return []struct {
-		name string
-		fn   any
-	}{
+func (a *blasAPI) symbols() []symbol {
+	return []symbol{
 		{"cublasCreate_v2", &a.cublasCreate},
 		{"cublasDestroy_v2", &a.cublasDestroy},
 		{"cublasSetStream_v2", &a.cublasSetStream},
@@ -73,33 +67,62 @@ func (a *blasAPI) symbols() []struct {
 	}
 }
 
-// bindBLAS dlopens one candidate and binds its entry points.
-func bindBLAS(c blasCandidate) (a *blasAPI, lib uintptr, err error) {
+// symbol is one entry point to bind: its exported name and the Go
+// function variable that purego makes call it.
+type symbol struct {
+	name string
+	fn   any
+}
+
+// dlopen opens a library by name (the dynamic loader's path) or by path;
+// a path that does not exist is reported as "not found".
+func dlopen(lib string) (uintptr, error) {
+	if strings.Contains(lib, "/") {
+		if _, err := os.Stat(lib); err != nil {
+			return 0, fmt.Errorf("%s: not found", lib)
+		}
+	}
+	h, err := purego.Dlopen(lib, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+	if err != nil {
+		return 0, fmt.Errorf("dlopen %s: %v", lib, err)
+	}
+	return h, nil
+}
+
+// bindSymbols binds every symbol of syms from lib (the library at path);
+// when one is missing it closes lib and says which.
+func bindSymbols(lib uintptr, path string, syms []symbol) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			a, err = nil, fmt.Errorf("binding %s: %v", c.blas, r)
+			purego.Dlclose(lib)
+			err = fmt.Errorf("binding %s: %v", path, r)
 		}
 	}()
-	if c.lt != "" {
-		if _, err := os.Stat(c.lt); err != nil {
-			return nil, 0, fmt.Errorf("%s: not found", c.lt)
-		}
-		if _, err := purego.Dlopen(c.lt, purego.RTLD_NOW|purego.RTLD_GLOBAL); err != nil {
-			return nil, 0, fmt.Errorf("dlopen %s: %v", c.lt, err)
-		}
-	}
-	lib, err = purego.Dlopen(c.blas, purego.RTLD_NOW|purego.RTLD_GLOBAL)
-	if err != nil {
-		return nil, 0, fmt.Errorf("dlopen %s: %v", c.blas, err)
-	}
-	a = &blasAPI{}
-	for _, s := range a.symbols() {
+	for _, s := range syms {
 		p, err := purego.Dlsym(lib, s.name)
 		if err != nil || p == 0 {
 			purego.Dlclose(lib)
-			return nil, 0, fmt.Errorf("%s has no %s", c.blas, s.name)
+			return fmt.Errorf("%s has no %s", path, s.name)
 		}
 		purego.RegisterFunc(s.fn, p)
+	}
+	return nil
+}
+
+// bindBLAS dlopens one candidate and binds its entry points.
+func bindBLAS(c blasCandidate) (*blasAPI, uintptr, error) {
+	if c.lt != "" {
+		if _, err := dlopen(c.lt); err != nil {
+			return nil, 0, err
+		}
+	}
+	lib, err := dlopen(c.blas)
+	if err != nil {
+		return nil, 0, err
+	}
+	a := &blasAPI{}
+	if err := bindSymbols(lib, c.blas, a.symbols()); err != nil {
+		return nil, 0, err
 	}
 	return a, lib, nil
 }

@@ -31,25 +31,49 @@ func TestBLASCandidates(t *testing.T) {
 	}
 }
 
-// TestOpenBLASAbsent: without a library the error wraps ErrNoBLAS and
-// says what each candidate answered.
+// TestOpenBLASAbsent: without a library, OpenBLAS's and OpenBLASLt's
+// errors wrap ErrNoBLAS and ErrNoBLASLt and say what each candidate
+// answered.
 func TestOpenBLASAbsent(t *testing.T) {
 	dir := t.TempDir()
-	cands := []blasCandidate{{blas: "libcublas-absent.so.99"}, {lt: dir + "/libcublasLt.so.13", blas: dir + "/libcublas.so.13"}}
-	_, err := openBLAS(cands, nil)
-	if !errors.Is(err, ErrNoBLAS) {
-		t.Fatalf("openBLAS = %v, want ErrNoBLAS", err)
-	}
-	for _, want := range []string{"dlopen libcublas-absent.so.99", dir + "/libcublasLt.so.13: not found"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error %q does not say %q", err, want)
+	for _, tt := range []struct {
+		lib      string
+		sentinel error
+		open     func(absent bool) error
+		want     []string
+	}{
+		{"cuBLAS", ErrNoBLAS, func(absent bool) error {
+			cands := blasCandidates("")
+			if absent {
+				cands = []blasCandidate{{blas: "libcublas-absent.so.99"}, {lt: dir + "/libcublasLt.so.13", blas: dir + "/libcublas.so.13"}}
+			}
+			_, err := openBLAS(cands, nil)
+			return err
+		}, []string{"dlopen libcublas-absent.so.99", dir + "/libcublasLt.so.13: not found"}},
+		{"cuBLASLt", ErrNoBLASLt, func(absent bool) error {
+			cands := ltCandidates("")
+			if absent {
+				cands = []string{"libcublasLt-absent.so.99", dir + "/libcublasLt.so.13"}
+			}
+			_, err := openBLASLt(nil, cands, nil)
+			return err
+		}, []string{"dlopen libcublasLt-absent.so.99", dir + "/libcublasLt.so.13: not found"}},
+	} {
+		err := tt.open(true)
+		if !errors.Is(err, tt.sentinel) {
+			t.Fatalf("%s: %v, want %v", tt.lib, err, tt.sentinel)
 		}
-	}
-	if driverPresent() {
-		return // a GPU host may well have cuBLAS
-	}
-	if _, err := openBLAS(blasCandidates(""), nil); !errors.Is(err, ErrNoBLAS) {
-		t.Errorf("without a GPU, OpenBLAS's candidates gave %v, want ErrNoBLAS", err)
+		for _, want := range tt.want {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: error %q does not say %q", tt.lib, err, want)
+			}
+		}
+		if driverPresent() {
+			continue // a GPU host may well have the library
+		}
+		if err := tt.open(false); !errors.Is(err, tt.sentinel) {
+			t.Errorf("without a GPU, %s's candidates gave %v, want %v", tt.lib, err, tt.sentinel)
+		}
 	}
 }
 

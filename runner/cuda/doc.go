@@ -111,4 +111,24 @@
 // cluster sizes (CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED). Dynamic
 // shared memory above 48 KiB needs [Function.SetMaxDynamicShared] before any
 // launch, clustered or not.
+//
+// # cuBLAS and cuBLASLt
+//
+// [Context.OpenBLAS] and [Context.OpenBLASLt] load the vendor GEMM
+// libraries that the runner's baselines time, through purego like the
+// driver: libcublas.so and libcublasLt.so, versions 13, 12 and 11, by name
+// (the loader's path), then from /usr/local/cuda/lib64 (not in the
+// ldconfig cache on every GPU host) and $CUDA_HOME/lib64. Without them the
+// error wraps [ErrNoBLAS] or [ErrNoBLASLt] and says what each candidate
+// answered. [BLAS.GemmEx] is cublasGemmEx with the library's default
+// algorithm. [BLASLt.Algorithms] asks cuBLASLt's heuristic for its best n
+// algorithms of a [Gemm] (f32 compute and scale, at most
+// [LtWorkspaceBytes] of workspace, which the handle allocates) and reads
+// each one's configuration ([LtConfig]: algorithm id, tile, stages,
+// split-K, reduction scheme, swizzle, custom option, inner and cluster
+// shapes); [BLASLt.Matmul] runs one of them. The descriptors of a GEMM
+// form (sizes, types, transposes and leading dimensions, not pointers) are
+// made once and kept with the handle, so a timed Matmul is one
+// cublasLtMatmul call. go test ./runner/cuda -run TestLtOnGPU -v checks
+// the binding on a GPU.
 package cuda
