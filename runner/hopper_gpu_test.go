@@ -268,7 +268,7 @@ func TestHopperClusterNonPortable(t *testing.T) {
 }
 
 // TestHopperTensorMapEncode: the maps the GEMMs use encode, and the driver
-// refuses what CheckTensorMap refuses.
+// refuses what contract.TensorMapSpec.Check refuses.
 func TestHopperTensorMapEncode(t *testing.T) {
 	be := hopperBackend(t)
 	const m, k = 2048, 1536
@@ -283,10 +283,14 @@ func TestHopperTensorMapEncode(t *testing.T) {
 		{Buffer: "a", DType: dtype.F16, Dims: contract.Ints(k, m), Strides: contract.Ints(2 * k), Box: []int{32, 64}, Swizzle: 64},
 		{Buffer: "a", DType: dtype.F32, Dims: contract.Ints(k/2, m), Strides: contract.Ints(2 * k), Box: []int{8, 256}, Swizzle: 32},
 	} {
-		if err := CheckTensorMap(tm, p, m*k*2); err != nil {
+		spec, err := tm.Resolve(nil)
+		if err == nil {
+			err = spec.CheckAt(uint64(p), m*k*2)
+		}
+		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := be.EncodeTensorMap(tm, p)
+		got, err := be.EncodeTensorMap(spec, p)
 		if err != nil {
 			t.Fatalf("%+v: %v", tm, err)
 		}
