@@ -55,7 +55,7 @@ func loadResults(fs *flagSet) (*results.Set, error) {
 
 // userError marks the errors that name a wrong input as usage errors.
 func userError(err error) error {
-	for _, e := range []error{store.ErrNoDatabase, store.ErrNotDatabase, store.ErrSchemaTooNew, store.ErrNoRun, results.ErrNoResults} {
+	for _, e := range []error{store.ErrNoDatabase, store.ErrNotDatabase, store.ErrDamaged, store.ErrSchemaTooNew, store.ErrNoRun, results.ErrNoResults} {
 		if errors.Is(err, e) {
 			return usageError{err}
 		}
