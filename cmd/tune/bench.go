@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/signal"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/gradtune/gradtune/configs"
@@ -46,19 +45,19 @@ func cmdBench(fs *flagSet, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	mode, err := eval.ParseMode(fs.Lookup("mode").Value.String())
+	mode, err := eval.ParseMode(fs.str("mode"))
 	if err != nil {
 		return usagef("--mode: %v", err)
 	}
-	dev := intFlag(fs, "device")
+	dev := fs.integer("device")
 	if dev < 0 {
 		return usagef("--device must be a GPU ordinal (0 or more), got %d", dev)
 	}
-	dbPath := fs.Lookup("db").Value.String()
+	dbPath := fs.str("db")
 	if err := store.Probe(dbPath); err != nil {
 		return usagef("--db %s: %w", dbPath, err)
 	}
-	seed, _ := strconv.ParseUint(fs.Lookup("seed").Value.String(), 10, 64)
+	seed := fs.unsigned("seed")
 	worker, err := benchWorker(fs, dev, seed)
 	if err != nil {
 		return err
@@ -88,7 +87,7 @@ func cmdBench(fs *flagSet, stdout, stderr io.Writer) error {
 // benchSelection reads the tables and the filters into cases; notes go to
 // stderr.
 func benchSelection(fs *flagSet, stderr io.Writer) ([]runner.Case, error) {
-	paths := fs.Lookup("configs").Value.String()
+	paths := fs.str("configs")
 	if paths == "" {
 		return nil, usagef("bench needs --configs TABLE.json (for example configs/h200/activations.json)")
 	}
@@ -97,7 +96,7 @@ func benchSelection(fs *flagSet, stderr io.Writer) ([]runner.Case, error) {
 		return nil, err
 	}
 	var plant *tuning.Plant
-	if s := fs.Lookup("plant-slowdown").Value.String(); s != "" {
+	if s := fs.str("plant-slowdown"); s != "" {
 		p, err := tuning.ParsePlant(s)
 		if err != nil {
 			return nil, usageError{err}
@@ -125,13 +124,13 @@ func benchSelection(fs *flagSet, stderr io.Writer) ([]runner.Case, error) {
 // entryFilter is --kernel and --shapes as a test of a table entry.
 func entryFilter(fs *flagSet) (func(configs.Entry) bool, error) {
 	var kernels []string
-	for _, k := range strings.Split(fs.Lookup("kernel").Value.String(), ",") {
+	for _, k := range strings.Split(fs.str("kernel"), ",") {
 		if k = strings.TrimSpace(k); k != "" && k != "all" {
 			kernels = append(kernels, k)
 		}
 	}
 	var specs []variants.Spec
-	if sh := fs.Lookup("shapes").Value.String(); sh != "" {
+	if sh := fs.str("shapes"); sh != "" {
 		var err error
 		if specs, err = variants.ParseSpecs(sh); err != nil {
 			return nil, usagef("--shapes: %w (want dims such as m=2048,n=8960, optionally dtype=bf16; several separated by ';')", err)
@@ -171,7 +170,7 @@ func entryMatches(e configs.Entry, sp variants.Spec) bool {
 // benchWorker is a GPU worker process, or with --replay a replay of a
 // recorded database.
 func benchWorker(fs *flagSet, dev int, seed uint64) (func() (runner.Worker, error), error) {
-	path := fs.Lookup("replay").Value.String()
+	path := fs.str("replay")
 	if path == "" {
 		return processWorker(dev, false)
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -50,7 +49,7 @@ func cmdCheck(fs *flagSet, stdout, stderr io.Writer) error {
 	if req.Shapes == "" {
 		return usagef("check needs --shapes: a spec such as m=64,n=1001 (the interpreter runs about 10^8 thread-instructions per second per core, so keep shapes small) or a preset with --tokens")
 	}
-	sample := intFlag(fs, "sample")
+	sample := fs.integer("sample")
 	if sample < 0 {
 		return usagef("--sample must be 0 (every variant) or more, got %d", sample)
 	}
@@ -64,7 +63,7 @@ func cmdCheck(fs *flagSet, stdout, stderr io.Writer) error {
 	} else if err := tuning.CheckHost(sel, lim); err != nil {
 		return usageError{err}
 	}
-	seed, _ := strconv.ParseUint(fs.Lookup("seed").Value.String(), 10, 64)
+	seed := fs.unsigned("seed")
 	rs := tuning.Check(sel, tuning.CheckOptions{Sample: sample, Seed: seed, Memory: lim})
 	printCheckTable(stdout, rs)
 	counts := map[eval.Status]int{}

@@ -32,7 +32,7 @@ func compileCommand() *command {
 			fs.String("cc", "9.0", "X.Y\tcompute capability (ptxas)")
 		},
 		run: func(fs *flagSet, stdout, _ io.Writer) error {
-			c, closeFn, err := openCompiler(fs.Lookup("compiler").Value.String(), intFlag(fs, "device"), fs.Lookup("cc").Value.String())
+			c, closeFn, err := openCompiler(fs.str("compiler"), fs.integer("device"), fs.str("cc"))
 			if err != nil {
 				return err
 			}
@@ -75,7 +75,7 @@ func (fakeCompiler) Compile(ptx string) ([]byte, error) { return []byte(ptx), ni
 
 // helpersFlag reads --compile-helpers.
 func helpersFlag(fs *flagSet) (int, error) {
-	v := fs.Lookup("compile-helpers").Value.String()
+	v := fs.str("compile-helpers")
 	if v == "auto" {
 		return defaultHelpers(), nil
 	}
@@ -97,7 +97,7 @@ func startCompilePool(fs *flagSet, r *runner.Runner, dev int) (*runner.CompilePo
 		return nil, nil
 	}
 	info := r.Device()
-	name := fs.Lookup("compiler").Value.String()
+	name := fs.str("compiler")
 	id := "driver-link " + info.Driver
 	switch name {
 	case "link", "fake":
@@ -119,7 +119,7 @@ func startCompilePool(fs *flagSet, r *runner.Runner, dev int) (*runner.CompilePo
 	}
 	var cache *runner.CubinCache
 	if !fs.Given("no-cache") {
-		dir := fs.Lookup("cubin-cache").Value.String()
+		dir := fs.str("cubin-cache")
 		if dir == "" {
 			var err error
 			if dir, err = runner.DefaultCubinCacheDir(); err != nil {

@@ -39,7 +39,7 @@ func cmdRegress(fs *flagSet, stdout, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
-	format := fs.Lookup("format").Value.String()
+	format := fs.str("format")
 	if format != "markdown" && format != "bench" {
 		return usagef("--format %q: want markdown or bench", format)
 	}
@@ -80,13 +80,13 @@ func changeText(row regress.Row) string {
 
 func gateOptions(fs *flagSet) (regress.Options, error) {
 	opt := regress.DefaultOptions
-	th := strings.TrimSpace(fs.Lookup("threshold").Value.String())
+	th := strings.TrimSpace(fs.str("threshold"))
 	v, err := strconv.ParseFloat(strings.TrimSuffix(th, "%"), 64)
 	if err != nil || v < 0 || v >= 100 {
 		return opt, usagef("--threshold %q: want a percentage such as 2%%", th)
 	}
 	opt.Threshold = v / 100
-	opt.Alpha, _ = strconv.ParseFloat(fs.Lookup("alpha").Value.String(), 64)
+	opt.Alpha = fs.float("alpha")
 	if !(opt.Alpha > 0 && opt.Alpha < 1) {
 		return opt, usagef("--alpha %v: want a level between 0 and 1, such as 0.05", opt.Alpha)
 	}

@@ -42,7 +42,7 @@ func strategyFlags(fs *flagSet, def string) {
 
 // budgetFlag reads --budget: a count or a percentage of the space.
 func budgetFlag(fs *flagSet) (n int, frac float64, err error) {
-	s := fs.Lookup("budget").Value.String()
+	s := fs.str("budget")
 	if s == "" || s == "0" {
 		return 0, 0, nil
 	}
@@ -62,7 +62,7 @@ func budgetFlag(fs *flagSet) (n int, frac float64, err error) {
 
 // strategiesFlag reads --strategy: one name, several, or all.
 func strategiesFlag(fs *flagSet) ([]string, error) {
-	s := fs.Lookup("strategy").Value.String()
+	s := fs.str("strategy")
 	if s == "all" {
 		return search.Names(), nil
 	}
@@ -90,7 +90,7 @@ func abandonMargin(fs *flagSet) float64 {
 const defaultAbandonMargin = 0.05
 
 func cmdReplay(fs *flagSet, stdout, _ io.Writer) error {
-	paths := fs.Lookup("db").Value.String()
+	paths := fs.str("db")
 	if paths == "" {
 		return usagef("replay needs --db FILE (a recorded database)")
 	}
@@ -102,7 +102,7 @@ func cmdReplay(fs *flagSet, stdout, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
-	seeds := intFlag(fs, "seeds")
+	seeds := fs.integer("seeds")
 	if seeds < 1 {
 		return usagef("--seeds must be 1 or more, got %d", seeds)
 	}

@@ -33,10 +33,10 @@ func selectionFlags(fs *flagSet, kernelDefault, shapesDefault string) {
 
 // request reads the selection flags.
 func request(fs *flagSet) tuning.Request {
-	tokens, _ := strconv.Atoi(fs.Lookup("tokens").Value.String())
-	return tuning.Request{Kernels: fs.Lookup("kernel").Value.String(), Shapes: fs.Lookup("shapes").Value.String(),
-		Tokens: tokens, TokensGiven: fs.Given("tokens"), DTypes: fs.Lookup("dtype").Value.String(),
-		Params: fs.Lookup("params").Value.String()}
+	tokens := fs.integer("tokens")
+	return tuning.Request{Kernels: fs.str("kernel"), Shapes: fs.str("shapes"),
+		Tokens: tokens, TokensGiven: fs.Given("tokens"), DTypes: fs.str("dtype"),
+		Params: fs.str("params")}
 }
 
 // resolve resolves the selection flags; notes go to stderr.
@@ -73,16 +73,16 @@ func tuneCommand() *command {
 }
 
 func cmdTune(fs *flagSet, stdout, stderr io.Writer) error {
-	mode, err := eval.ParseMode(fs.Lookup("mode").Value.String())
+	mode, err := eval.ParseMode(fs.str("mode"))
 	if err != nil {
 		return usagef("--mode: %v", err)
 	}
-	dev := intFlag(fs, "device")
+	dev := fs.integer("device")
 	budget, frac, err := budgetFlag(fs)
 	if err != nil {
 		return err
 	}
-	strategy, err := search.ParseName(fs.Lookup("strategy").Value.String())
+	strategy, err := search.ParseName(fs.str("strategy"))
 	if err != nil {
 		return usagef("--strategy: %w", err)
 	}
@@ -97,7 +97,7 @@ func cmdTune(fs *flagSet, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	dbPath := fs.Lookup("db").Value.String()
+	dbPath := fs.str("db")
 	if err := store.Probe(dbPath); err != nil {
 		return usagef("--db %s: %w", dbPath, err)
 	}
@@ -107,7 +107,7 @@ func cmdTune(fs *flagSet, stdout, stderr io.Writer) error {
 	}
 	measure := runner.DefaultMeasure
 	measure.Mode = mode
-	seed, _ := strconv.ParseUint(fs.Lookup("seed").Value.String(), 10, 64)
+	seed := fs.unsigned("seed")
 	r, err := runner.New(runner.Options{
 		Measure: measure, Fresh: fs.Given("fresh"), Seed: seed, Strategy: strategy, Budget: budget, BudgetFraction: frac,
 		Abandon: abandonMargin(fs), Fix: sel.Fix, Progress: stdout,
@@ -132,7 +132,7 @@ func cmdTune(fs *flagSet, stdout, stderr io.Writer) error {
 	err = tuneOn(r, sel, dbPath, dev, fs.raw, stdout)
 	if pool != nil {
 		fmt.Fprintf(stdout, "compile pool: %d helpers (%s), %d programs compiled, %d from the cubin cache\n",
-			pool.Helpers(), fs.Lookup("compiler").Value.String(), pool.Compiled, pool.Cached)
+			pool.Helpers(), fs.str("compiler"), pool.Compiled, pool.Cached)
 	}
 	return err
 }
