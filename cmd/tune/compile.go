@@ -73,69 +73,88 @@ type fakeCompiler struct{}
 func (fakeCompiler) ID() string                         { return "fake" }
 func (fakeCompiler) Compile(ptx string) ([]byte, error) { return []byte(ptx), nil }
 
-// helpersFlag reads --compile-helpers.
-func helpersFlag(fs *flagSet) (int, error) {
-	v := fs.str("compile-helpers")
-	if v == "auto" {
-		return defaultHelpers(), nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 {
-		return 0, usagef("--compile-helpers %q: want auto or a count (0: none)", v)
-	}
-	return n, nil
+// compileOptions are tune's compile-pool flags, checked.
+type compileOptions struct {
+	helpers  int    // 0: no pool, the worker JIT-compiles
+	compiler string // link, ptxas (or fake, for tests)
+	ptxas    string // ptxas's path, with --compiler ptxas
+	cacheDir string // "" with --no-cache
 }
 
-// startCompilePool starts the pool tune's flags ask for on r's GPU, or
-// returns nil for --compile-helpers 0.
-func startCompilePool(fs *flagSet, r *runner.Runner, dev int) (*runner.CompilePool, error) {
-	n, err := helpersFlag(fs)
-	if err != nil {
-		return nil, err
+// compileOptionsOf checks the compile flags, before any GPU opens.
+func compileOptionsOf(fs *flagSet) (compileOptions, error) {
+	var opt compileOptions
+	v := fs.str("compile-helpers")
+	if v == "auto" {
+		opt.helpers = defaultHelpers()
+	} else if n, err := strconv.Atoi(v); err == nil && n >= 0 {
+		opt.helpers = n
+	} else {
+		return opt, usagef("--compile-helpers %q: want auto or a count (0: none, the worker JIT-compiles)", v)
 	}
-	if n == 0 {
+	opt.compiler = fs.str("compiler")
+	switch opt.compiler {
+	case "link", "fake":
+	case "ptxas":
+		if opt.helpers > 0 {
+			path, err := runner.FindPtxas()
+			if err != nil {
+				return opt, usagef("--compiler ptxas: %w", err)
+			}
+			opt.ptxas = path
+		}
+	default:
+		return opt, usagef("--compiler %q: want link (the driver's linker) or ptxas", opt.compiler)
+	}
+	if fs.Given("no-cache") && fs.Given("cubin-cache") {
+		return opt, usagef("--no-cache and --cubin-cache %s contradict each other: give one", fs.str("cubin-cache"))
+	}
+	if opt.helpers == 0 && (fs.Given("compiler") || fs.Given("cubin-cache") || fs.Given("no-cache")) {
+		return opt, usagef("--compile-helpers 0 compiles in the worker, which uses neither --compiler, --cubin-cache nor --no-cache")
+	}
+	if !fs.Given("no-cache") {
+		opt.cacheDir = fs.str("cubin-cache")
+		if opt.cacheDir == "" {
+			dir, err := runner.DefaultCubinCacheDir()
+			if err != nil {
+				return opt, usagef("%w; give --cubin-cache DIR or --no-cache", err)
+			}
+			opt.cacheDir = dir
+		}
+	}
+	return opt, nil
+}
+
+// startCompilePool starts the pool opt asks for on r's GPU, or returns
+// nil with no helpers.
+func startCompilePool(opt compileOptions, r *runner.Runner, dev int) (*runner.CompilePool, error) {
+	if opt.helpers == 0 {
 		return nil, nil
 	}
 	info := r.Device()
-	name := fs.str("compiler")
 	id := "driver-link " + info.Driver
-	switch name {
-	case "link", "fake":
-		if name == "fake" {
-			id = "fake"
-		}
+	switch opt.compiler {
+	case "fake":
+		id = "fake"
 	case "ptxas":
-		path, err := runner.FindPtxas()
-		if err != nil {
-			return nil, usagef("--compiler ptxas: %w", err)
-		}
-		p, err := runner.NewPtxasCompiler(path, info.CC)
+		p, err := runner.NewPtxasCompiler(opt.ptxas, info.CC)
 		if err != nil {
 			return nil, err
 		}
 		id = p.ID()
-	default:
-		return nil, usagef("--compiler %q: want link or ptxas", name)
 	}
 	var cache *runner.CubinCache
-	if !fs.Given("no-cache") {
-		dir := fs.str("cubin-cache")
-		if dir == "" {
-			var err error
-			if dir, err = runner.DefaultCubinCacheDir(); err != nil {
-				return nil, err
-			}
-		}
-		cache = &runner.CubinCache{Dir: dir}
+	if opt.cacheDir != "" {
+		cache = &runner.CubinCache{Dir: opt.cacheDir}
 	}
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("finding the tune binary for its compile helpers: %w", err)
 	}
-	argv := []string{exe, "__compile", "--device", strconv.Itoa(dev), "--compiler", name, "--cc", info.CC}
+	argv := []string{exe, "__compile", "--device", strconv.Itoa(dev), "--compiler", opt.compiler, "--cc", info.CC}
 	target := "sm_" + info.CC
 	keyOf := func(ptx string) string {
 		return runner.CacheKey(ptx, target, runner.CompileOptions, id, info.Driver+" "+info.Name)
 	}
-	return runner.NewCompilePool(argv, n, cache, keyOf), nil
+	return runner.NewCompilePool(argv, opt.helpers, cache, keyOf), nil
 }

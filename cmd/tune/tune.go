@@ -72,12 +72,43 @@ func tuneCommand() *command {
 	}
 }
 
-func cmdTune(fs *flagSet, stdout, stderr io.Writer) error {
+// gpuOptions are the flags of a command that measures on a GPU into a
+// database (tune, bench), checked.
+type gpuOptions struct {
+	measure runner.MeasureOpts
+	device  int
+	seed    uint64
+	db      string
+}
+
+// gpuOptionsOf checks the GPU flags; it reads nothing.
+func gpuOptionsOf(fs *flagSet) (gpuOptions, error) {
+	opt := gpuOptions{measure: runner.DefaultMeasure, device: fs.integer("device"), seed: fs.unsigned("seed"), db: fs.str("db")}
 	mode, err := eval.ParseMode(fs.str("mode"))
 	if err != nil {
-		return usagef("--mode: %v", err)
+		return opt, usagef("--mode: %v", err)
 	}
-	dev := fs.integer("device")
+	opt.measure.Mode = mode
+	if opt.device < 0 {
+		return opt, usagef("--device must be a GPU ordinal (0 or more), got %d", opt.device)
+	}
+	return opt, nil
+}
+
+// probeDB refuses, before a GPU opens, a --db that Open would refuse or
+// could not write.
+func (opt gpuOptions) probeDB() error {
+	if err := store.Probe(opt.db); err != nil {
+		return usagef("--db %s: %w", opt.db, err)
+	}
+	return nil
+}
+
+func cmdTune(fs *flagSet, stdout, stderr io.Writer) error {
+	gpu, err := gpuOptionsOf(fs)
+	if err != nil {
+		return err
+	}
 	budget, frac, err := budgetFlag(fs)
 	if err != nil {
 		return err
@@ -86,8 +117,9 @@ func cmdTune(fs *flagSet, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usagef("--strategy: %w", err)
 	}
-	if dev < 0 {
-		return usagef("--device must be a GPU ordinal (0 or more), got %d", dev)
+	compile, err := compileOptionsOf(fs)
+	if err != nil {
+		return err
 	}
 	req := request(fs)
 	if fs.Given("faults") {
@@ -97,19 +129,15 @@ func cmdTune(fs *flagSet, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	dbPath := fs.str("db")
-	if err := store.Probe(dbPath); err != nil {
-		return usagef("--db %s: %w", dbPath, err)
+	if err := gpu.probeDB(); err != nil {
+		return err
 	}
-	worker, err := processWorker(dev, fs.Given("faults"))
+	worker, err := processWorker(gpu.device, fs.Given("faults"))
 	if err != nil {
 		return err
 	}
-	measure := runner.DefaultMeasure
-	measure.Mode = mode
-	seed := fs.unsigned("seed")
 	r, err := runner.New(runner.Options{
-		Measure: measure, Fresh: fs.Given("fresh"), Seed: seed, Strategy: strategy, Budget: budget, BudgetFraction: frac,
+		Measure: gpu.measure, Fresh: fs.Given("fresh"), Seed: gpu.seed, Strategy: strategy, Budget: budget, BudgetFraction: frac,
 		Abandon: abandonMargin(fs), Fix: sel.Fix, Progress: stdout,
 		NewWorker: worker,
 	})
@@ -117,11 +145,10 @@ func cmdTune(fs *flagSet, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer r.Close()
-	info := r.Device()
-	if err := tuning.CheckDevice(sel, info); err != nil {
+	if err := tuning.CheckDevice(sel, r.Device()); err != nil {
 		return usageError{err}
 	}
-	pool, err := startCompilePool(fs, r, dev)
+	pool, err := startCompilePool(compile, r, gpu.device)
 	if err != nil {
 		return err
 	}
@@ -129,10 +156,10 @@ func cmdTune(fs *flagSet, stdout, stderr io.Writer) error {
 		defer pool.Close()
 		r.UseCompilePool(pool)
 	}
-	err = tuneOn(r, sel, dbPath, dev, fs.raw, stdout)
+	err = tuneOn(r, sel, gpu.db, gpu.device, fs.raw, stdout)
 	if pool != nil {
 		fmt.Fprintf(stdout, "compile pool: %d helpers (%s), %d programs compiled, %d from the cubin cache\n",
-			pool.Helpers(), fs.str("compiler"), pool.Compiled, pool.Cached)
+			pool.Helpers(), compile.compiler, pool.Compiled, pool.Cached)
 	}
 	return err
 }
