@@ -41,35 +41,27 @@ func benchCommand() *command {
 }
 
 func cmdBench(fs *flagSet, stdout, stderr io.Writer) error {
+	gpu, err := gpuOptionsOf(fs)
+	if err != nil {
+		return err
+	}
 	cases, err := benchSelection(fs, stderr)
 	if err != nil {
 		return err
 	}
-	mode, err := eval.ParseMode(fs.str("mode"))
-	if err != nil {
-		return usagef("--mode: %v", err)
+	if err := gpu.probeDB(); err != nil {
+		return err
 	}
-	dev := fs.integer("device")
-	if dev < 0 {
-		return usagef("--device must be a GPU ordinal (0 or more), got %d", dev)
-	}
-	dbPath := fs.str("db")
-	if err := store.Probe(dbPath); err != nil {
-		return usagef("--db %s: %w", dbPath, err)
-	}
-	seed := fs.unsigned("seed")
-	worker, err := benchWorker(fs, dev, seed)
+	worker, err := benchWorker(fs, gpu.device, gpu.seed)
 	if err != nil {
 		return err
 	}
-	measure := runner.DefaultMeasure
-	measure.Mode = mode
-	r, err := runner.New(runner.Options{Measure: measure, Seed: seed, Progress: stdout, NewWorker: worker})
+	r, err := runner.New(runner.Options{Measure: gpu.measure, Seed: gpu.seed, Progress: stdout, NewWorker: worker})
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	db, runID, err := beginRun(r, dbPath, dev, append([]string{"tune", "bench"}, fs.raw...), stdout)
+	db, runID, err := beginRun(r, gpu.db, gpu.device, append([]string{"tune", "bench"}, fs.raw...), stdout)
 	if err != nil {
 		return err
 	}
@@ -78,14 +70,21 @@ func cmdBench(fs *flagSet, stdout, stderr io.Writer) error {
 	defer stop()
 	copyGBps, sums, err := tuning.BenchOnGPU(ctx, tuning.GPURun{Runner: r, DB: db, RunID: runID, Progress: stdout}, cases)
 	printTable(stdout, sums, copyGBps)
-	if err != nil {
+	failed, ferr := writeFailures(stdout, db, runID)
+	switch {
+	case err != nil:
 		return err
+	case ferr != nil:
+		return ferr
+	case failed > 0:
+		return fmt.Errorf("%d of %d entries have no valid result in run %d of %s (listed above)", failed, len(cases), runID, gpu.db)
 	}
-	return tuning.NoValid(sums)
+	return nil
 }
 
 // benchSelection reads the tables and the filters into cases; notes go to
-// stderr.
+// stderr. The flags are checked before any table is read, and an entry
+// that two tables (or one table named twice) hold is refused.
 func benchSelection(fs *flagSet, stderr io.Writer) ([]runner.Case, error) {
 	paths := fs.str("configs")
 	if paths == "" {
@@ -104,10 +103,18 @@ func benchSelection(fs *flagSet, stderr io.Writer) ([]runner.Case, error) {
 		plant = &p
 	}
 	t := &configs.Table{}
+	from := map[string]string{} // entry key → the table that holds it
 	for _, path := range strings.Split(paths, ",") {
-		one, err := tuning.LoadTable(strings.TrimSpace(path))
+		path = strings.TrimSpace(path)
+		one, err := tuning.LoadTable(path)
 		if err != nil {
 			return nil, usageError{err}
+		}
+		for _, e := range one.Entries {
+			if first, ok := from[e.Key()]; ok {
+				return nil, usagef("--configs: entry %s is in %s and again in %s: name each table once, and each entry in one table", e.Key(), first, path)
+			}
+			from[e.Key()] = path
 		}
 		t.Entries = append(t.Entries, one.Entries...)
 	}

@@ -28,7 +28,9 @@
 // stack), 2 usage error (every bad input, named with what is accepted; a
 // flag given twice is one). Help (tune help [COMMAND], -h, --help) goes to
 // stdout and exits 0. regress exits 1 when the gate fails (a case
-// regressed, or is missing from the new run). Hidden flags, for tests of
+// regressed, has no valid result in the new run, or is missing from it);
+// bench exits 1 when an entry has no valid result, after listing each
+// with why. Hidden flags, for tests of
 // the gate and of the runner's defences: tune --faults (the planted-fault
 // family), bench --replay DB (answer from recorded samples) and bench
 // --plant-slowdown 'KERNEL DTYPE SHAPE=PCT%'. The worker mode (`tune

@@ -117,6 +117,32 @@ func (s *Shape) Ties() int {
 	return n
 }
 
+// Why says why the shape has no winner (for a bench run: why the table's
+// variant has no valid result): each failed evaluation's params, status
+// and the first line of its message, "; "-separated, or "no failed
+// evaluation recorded" when there is none; "" when it has a winner.
+func (s *Shape) Why() string {
+	if s.Winner != nil {
+		return ""
+	}
+	if len(s.Failed) == 0 {
+		return "no winner and no failed evaluation recorded"
+	}
+	var parts []string
+	for _, v := range s.Failed {
+		msg, _, _ := strings.Cut(strings.TrimSpace(v.Message), "\n")
+		if len(msg) > 200 {
+			msg = msg[:200] + "…"
+		}
+		p := fmt.Sprintf("[%s] %s", v.Key.Params, v.Status)
+		if msg != "" {
+			p += ": " + msg
+		}
+		parts = append(parts, p)
+	}
+	return strings.Join(parts, "; ")
+}
+
 // Speedup is the baseline's median over the winner's, 0 without either.
 func (s *Shape) Speedup() float64 {
 	if s.Winner == nil || s.Baseline == nil || s.Winner.MedianUS <= 0 {
