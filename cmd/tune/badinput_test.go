@@ -100,7 +100,7 @@ var badInputs = []struct {
 	{[]string{"--budget", "150%"}, 2, `--budget "150%": want a count or a percentage in (0, 100]`, false},
 	{[]string{"replay"}, 2, "replay needs --db FILE", false},
 	{[]string{"replay", "--db", "testdata/none.db"}, 2, "--db", false},
-	{[]string{"replay", "--db", "x.db", "--seeds", "0"}, 2, "--seeds must be 1 or more", false},
+	{[]string{"replay", "--db", "x.db", "--seeds", "0"}, 2, "--seeds must be 1 to 1000, got 0", false},
 	{[]string{"--device", "-1"}, 2, "--device must be a GPU ordinal", false},
 	{[]string{"--params", "vec"}, 2, "malformed params", false},
 	{[]string{"--kernel", "relu_bwd", "--params", "warps=4"}, 2, `relu_bwd has no axis "warps" (axes: block, vec, ept, grid, maxnreg, cache)`, false},

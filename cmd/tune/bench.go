@@ -11,6 +11,7 @@ import (
 
 	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/eval"
+	"github.com/gradtune/gradtune/kernels/catalog"
 	"github.com/gradtune/gradtune/runner"
 	"github.com/gradtune/gradtune/store"
 	"github.com/gradtune/gradtune/tuning"
@@ -133,6 +134,9 @@ func entryFilter(fs *flagSet) (func(configs.Entry) bool, error) {
 	var kernels []string
 	for _, k := range strings.Split(fs.str("kernel"), ",") {
 		if k = strings.TrimSpace(k); k != "" && k != "all" {
+			if _, err := catalog.Lookup(k); err != nil {
+				return nil, usagef("--kernel: %w", err)
+			}
 			kernels = append(kernels, k)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gradtune/gradtune/search"
 	"github.com/gradtune/gradtune/store"
@@ -26,7 +27,7 @@ func replayCommand() *command {
 		flags: func(fs *flagSet) {
 			fs.String("db", "", "FILE[,FILE...]\trecorded databases (read only)")
 			strategyFlags(fs, "all")
-			fs.Int("seeds", 20, "N\tseeds per strategy (1..N)")
+			fs.Int("seeds", 20, fmt.Sprintf("N\tseeds per strategy, 1 to %d", tuning.MaxReplaySeeds))
 		},
 		run: cmdReplay,
 	}
@@ -89,7 +90,7 @@ func abandonMargin(fs *flagSet) float64 {
 // above the best's.
 const defaultAbandonMargin = 0.05
 
-func cmdReplay(fs *flagSet, stdout, _ io.Writer) error {
+func cmdReplay(fs *flagSet, stdout, stderr io.Writer) error {
 	paths := fs.str("db")
 	if paths == "" {
 		return usagef("replay needs --db FILE (a recorded database)")
@@ -103,8 +104,8 @@ func cmdReplay(fs *flagSet, stdout, _ io.Writer) error {
 		return err
 	}
 	seeds := fs.integer("seeds")
-	if seeds < 1 {
-		return usagef("--seeds must be 1 or more, got %d", seeds)
+	if seeds < 1 || seeds > tuning.MaxReplaySeeds {
+		return usagef("--seeds must be 1 to %d, got %d", tuning.MaxReplaySeeds, seeds)
 	}
 	opt := tuning.ReplayOptions{Strategies: strats, Seeds: seeds, Budget: budget, BudgetFraction: frac, Abandon: abandonMargin(fs)}
 	var data []*tuning.ReplayData
@@ -122,6 +123,7 @@ func cmdReplay(fs *flagSet, stdout, _ io.Writer) error {
 		"points; a re-measurement counts); samples: timing samples taken (median). Budget %s; abandon margin %.0f%%.\n\n",
 		budgetText(budget, frac), 100*opt.Abandon)
 	for _, d := range data {
+		opt.Progress = replayProgress(stderr, d.Name)
 		outs, err := tuning.ReplayStrategies(context.Background(), d, opt)
 		if err != nil {
 			return err
@@ -129,6 +131,22 @@ func cmdReplay(fs *flagSet, stdout, _ io.Writer) error {
 		tuning.WriteReplayTable(stdout, d, outs, opt.Seeds)
 	}
 	return nil
+}
+
+// replayProgress says on w how many strategy runs of the database called
+// name are done: once the first five seconds have passed, at every tenth
+// of the way and every five seconds between (a short replay says
+// nothing).
+func replayProgress(w io.Writer, name string) func(done, total int) {
+	start, last, shown := time.Now(), time.Now(), 0
+	return func(done, total int) {
+		tenth := 10 * done / total
+		if time.Since(start) < 5*time.Second || tenth == shown && time.Since(last) < 5*time.Second {
+			return
+		}
+		shown, last = tenth, time.Now()
+		fmt.Fprintf(w, "tune replay: %s: %d of %d strategy runs (%s)\n", name, done, total, time.Since(start).Round(time.Second))
+	}
 }
 
 func budgetText(n int, frac float64) string {
