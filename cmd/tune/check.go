@@ -80,15 +80,19 @@ func cmdCheck(fs *flagSet, stdout, stderr io.Writer) error {
 
 func printCheckTable(w io.Writer, rs []tuning.CheckResult) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "kernel\tshape\tdtype\tparams\tstatus\tmax abs err\tmax rel err")
+	fmt.Fprintln(tw, "kernel\tshape\tdtype\tparams\tstatus\tmax abs err\tmax rel err\tbound |err| ≤")
 	for _, r := range rs {
 		abs, rel := "-", "-"
 		if r.Status == eval.OK || r.Status == eval.Invalid {
 			abs, rel = fmt.Sprintf("%.3g", r.MaxAbs), fmt.Sprintf("%.3g", r.MaxRel)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Kernel, r.Shape.Size(), r.Shape.DType, r.Params, r.Status, abs, rel)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Kernel, r.Shape.Size(), r.Shape.DType, r.Params, r.Status, abs, rel, r.Bound)
 	}
 	tw.Flush()
+	if len(rs) > 0 {
+		fmt.Fprintln(w, "ok: every output element within its bound, |got − ref| ≤ atol + rtol·|ref| (ref: the float64 reference);"+
+			" max rel err is over the elements whose ref is not 0, so it can exceed rtol where atol covers a small ref")
+	}
 	for _, r := range rs {
 		if r.Message != "" {
 			fmt.Fprintf(w, "%s %s %s: %s\n", r.Kernel, r.Shape.Key(), r.Params, r.Message)

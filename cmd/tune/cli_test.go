@@ -101,7 +101,7 @@ func TestCheck(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s\n%s", code, errs, out)
 	}
-	for _, want := range []string{"kernel", "max abs err", "relu_bwd", "silu_bwd", "3×77", "bf16",
+	for _, want := range []string{"kernel", "max abs err", "bound |err| ≤", "relu_bwd", "silu_bwd", "3×77", "bf16",
 		"8 variants on the interpreter: 8 ok, 0 invalid, 0 errors, 0 compile errors (correctness only: nothing was timed)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
