@@ -19,8 +19,8 @@ type GEMMShape struct {
 	M      int    `dim:"m"`
 	N      int    `dim:"n"`
 	K      int    `dim:"k"`
-	Block  int    `dim:"block,optional"`
-	Scales string `dim:"scales,optional" values:"dq"`
+	Block  int    `dim:"block,optional=64"`
+	Scales string `dim:"scales,optional=f32" values:"f32,dq"`
 	DType  dtype.DType
 }
 
