@@ -99,15 +99,13 @@ func (gemmDef) CheckShape(s GEMMShape) error {
 		return err
 	}
 	if s.N%w.block != 0 {
-		return fmt.Errorf("%w: n=%d is not a multiple of the block size %d", errShape, s.N, w.block)
+		return fmt.Errorf("n=%d is not a multiple of the block size %d (n, the reduction, takes whole blocks)", s.N, w.block)
 	}
 	if s.M*s.N > gen.MaxElems || s.M*s.K > gen.MaxElems {
 		return fmt.Errorf("m=%d, n=%d, k=%d: a matrix has more than %d elements", s.M, s.N, s.K, gen.MaxElems)
 	}
 	return nil
 }
-
-var errShape = fmt.Errorf("nf4_gemm_bwd shape")
 
 // Buffers: dy, the NF4 weight, dx; and w_bf16 (w_f16), the exactly
 // dequantized weight in the dtype, which only the cuBLAS baseline reads.
