@@ -11,6 +11,7 @@ import (
 
 	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/eval"
+	"github.com/gradtune/gradtune/internal/results"
 	"github.com/gradtune/gradtune/kernels/catalog"
 	"github.com/gradtune/gradtune/runner"
 	"github.com/gradtune/gradtune/store"
@@ -155,27 +156,12 @@ func entryFilter(fs *flagSet) (func(configs.Entry) bool, error) {
 			return true
 		}
 		for _, sp := range specs {
-			if entryMatches(e, sp) {
+			if results.Matches(e.Kernel, e.Shape+",dtype="+e.DType, sp) {
 				return true
 			}
 		}
 		return false
 	}, nil
-}
-
-func entryMatches(e configs.Entry, sp variants.Spec) bool {
-	have := map[string]string{}
-	for _, kv := range strings.Split(e.Shape, ",") {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			have[k] = v
-		}
-	}
-	for _, d := range sp.Dims {
-		if have[d.Name] != d.ValueString() {
-			return false
-		}
-	}
-	return !sp.DType.Valid() || sp.DType.String() == e.DType
 }
 
 // benchWorker is a GPU worker process, or with --replay a replay of a

@@ -167,7 +167,7 @@ func (o Options) keep(k groupKey) bool {
 		return true
 	}
 	for _, sp := range o.Shapes {
-		if matches(k.shape, sp) {
+		if Matches(k.kernel, k.shape, sp) {
 			return true
 		}
 	}

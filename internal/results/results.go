@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gradtune/gradtune/kernels/catalog"
 	"github.com/gradtune/gradtune/store"
 	"github.com/gradtune/gradtune/variants"
 )
@@ -203,22 +204,44 @@ func size(dims string) string {
 	return strings.Join(vals, "×")
 }
 
-// matches reports whether the shape key has every dim of sp with the same
-// value, and its dtype when sp names one.
-func matches(key string, sp variants.Spec) bool {
+// Matches reports whether kernel's shape key has every dim of sp with the
+// same value, and its dtype when sp names one. A dim the key leaves out
+// matches the value the family gives it by default (block=64, scales=f32,
+// ceil=0): the key with that dim added names the same shape.
+func Matches(kernel, key string, sp variants.Spec) bool {
 	dims, dt := splitKey(key)
+	if sp.DType.Valid() && sp.DType.String() != dt {
+		return false
+	}
 	have := map[string]string{}
 	for _, kv := range strings.Split(dims, ",") {
 		if k, v, ok := strings.Cut(kv, "="); ok {
 			have[k] = v
 		}
 	}
+	var absent []string
 	for _, d := range sp.Dims {
-		if have[d.Name] != d.ValueString() {
+		v, ok := have[d.Name]
+		switch {
+		case !ok:
+			absent = append(absent, d.Name+"="+d.ValueString())
+		case v != d.ValueString():
 			return false
 		}
 	}
-	return !sp.DType.Valid() || sp.DType.String() == dt
+	if len(absent) == 0 {
+		return true
+	}
+	f, err := catalog.Lookup(kernel)
+	if err != nil {
+		return false
+	}
+	specs, err := variants.ParseSpecs(dims + "," + strings.Join(absent, ",") + ",dtype=" + dt)
+	if err != nil || len(specs) != 1 {
+		return false
+	}
+	s, err := f.Shape(specs[0], specs[0].DType)
+	return err == nil && s.Key() == key
 }
 
 // rank sorts the valid variants, numbers them and marks ties.
