@@ -65,3 +65,19 @@ func TestWriteChecksAllFirst(t *testing.T) {
 		t.Errorf("%d files, want a.txt and b.db (no temporary file left)", len(es))
 	}
 }
+
+// TestWriteErrorsNameTheOutput: a write that fails in the directory (here
+// the temporary file's name is too long for the file system, as an
+// unwritable directory would fail it) names the output path, never the
+// temporary file.
+func TestWriteErrorsNameTheOutput(t *testing.T) {
+	dir := t.TempDir()
+	name := filepath.Join(dir, strings.Repeat("t", 250)+".json")
+	_, err := Write(map[string][]byte{name: []byte("{}")}, false, nil)
+	if err == nil || !strings.HasPrefix(err.Error(), "writing "+name+": ") || strings.Count(err.Error(), dir) != 1 {
+		t.Fatalf("err = %v, want one naming %s alone", err, name)
+	}
+	if es, _ := os.ReadDir(dir); len(es) != 0 {
+		t.Errorf("%d files left in %s", len(es), dir)
+	}
+}
