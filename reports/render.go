@@ -156,7 +156,7 @@ var mdPage = texttemplate.Must(texttemplate.New("md").Funcs(funcs).Parse(`# {{.T
 {{rule (len .WinnerHead)}}
 {{range .Winners}}{{row .}}
 {{end}}
-% bound: of the run's measured copy bandwidth (BW), or of the FP32 peak for compute-bound kernels. vs baseline: the baseline's median over the winner's (default: the first valid point of its space). tie(n): n variants whose 95% CI overlaps the winner's.
+% bound: of the run's measured copy bandwidth (BW), or of the GPU's compute peak for compute-bound kernels (TC: dense bf16/f16 tensor cores; FP32). vs baseline: the baseline's median over the winner's (default: the first valid point of its space). tie(n): n variants whose 95% CI overlaps the winner's.
 {{if .Peers}}
 ## Peers
 
@@ -217,7 +217,7 @@ figcaption { font-size: 0.85em; color: #555; }
 <tr>{{range .WinnerHead}}<th>{{.}}</th>{{end}}</tr>
 {{range .Winners}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
 {{end}}</table>
-<p class="note">% bound: of the run's measured copy bandwidth (BW), or of the FP32 peak for compute-bound kernels. vs baseline: the baseline's median over the winner's (default: the first valid point of its space). tie(n): n variants whose 95% CI overlaps the winner's.</p>
+<p class="note">% bound: of the run's measured copy bandwidth (BW), or of the GPU's compute peak for compute-bound kernels (TC: dense bf16/f16 tensor cores; FP32). vs baseline: the baseline's median over the winner's (default: the first valid point of its space). tie(n): n variants whose 95% CI overlaps the winner's.</p>
 {{if .Peers}}<h2>Peers</h2>
 <table class="params">
 <tr>{{range .PeerHead}}<th>{{.}}</th>{{end}}</tr>

@@ -47,7 +47,7 @@ func WriteWinners(w io.Writer, set *results.Set) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintln(w, "% bound: of the run's measured copy bandwidth (BW), or of the GPU's FP32 peak for compute-bound kernels;")
+	fmt.Fprintln(w, "% bound: of the run's measured copy bandwidth (BW), or of the GPU's compute peak for compute-bound kernels (TC: dense bf16/f16 tensor cores; FP32);")
 	fmt.Fprintln(w, "vs baseline: baseline median / winner median; tie(n): n variants whose 95% CI overlaps the winner's.")
 	writeNotes(w, set)
 	return nil

@@ -18,8 +18,9 @@
 // A variant's bytes moved and arithmetic intensity come from the stored
 // throughput (GB/s and TFLOP/s) and median; "% bound" compares the
 // achieved throughput with the run's measured copy bandwidth when the
-// kernel's intensity is below the ridge point of the GPU's peak FP32 rate
-// (from a small table of data-sheet figures, Peaks) and with that peak
+// kernel's intensity is below the ridge point of the GPU's compute peak
+// (from a small table of data-sheet figures, Peaks: the dense tensor-core
+// rate for bf16 and f16, the FP32 rate otherwise) and with that peak
 // otherwise. Two variants tie when their 95% confidence intervals of the
 // median overlap: the ranking between them is not established.
 //

@@ -154,16 +154,17 @@ func (s *Shape) Speedup() float64 {
 
 // Bound says how close v comes to what limits it: the percentage of the
 // run's measured copy bandwidth ("BW") for a kernel below the ridge point
-// of the GPU's peak FP32 rate, else of that peak ("FP32"). It returns 0
-// and "" when the figures are missing.
+// of the GPU's compute peak for the shape's dtype (Peaks.Compute), else
+// of that peak ("TC" or "FP32"). It returns 0 and "" when the figures are
+// missing.
 func (s *Shape) Bound(v *Variant) (pct float64, of string) {
 	peak, hasPeak := LookupPeaks(s.Run.GPUName)
 	bw := s.Run.CopyGBps
 	if bw <= 0 && hasPeak {
 		bw = peak.BandwidthGBps
 	}
-	if hasPeak && bw > 0 && v.Intensity() > 1e3*peak.FP32TFLOPs/bw {
-		return 100 * v.TFLOPs / peak.FP32TFLOPs, "FP32"
+	if top, name := peak.Compute(s.DType); hasPeak && top > 0 && bw > 0 && v.Intensity() > 1e3*top/bw {
+		return 100 * v.TFLOPs / top, name
 	}
 	if bw <= 0 || v.ThroughputGBps <= 0 {
 		return 0, ""

@@ -159,3 +159,21 @@ func mustSpec(t *testing.T, s string) variants.Spec {
 	}
 	return sp[0]
 }
+
+// TestBoundOfTensorCoreKernels: a compute-bound bf16 GEMM is measured
+// against the tensor-core peak, a share below 100%, and a memory-bound
+// one against the copy bandwidth.
+func TestBoundOfTensorCoreKernels(t *testing.T) {
+	set, err := Load(open(t, filepath.Join("nf4", "h200-nf4-rs.db")), Options{Kernels: []string{"nf4_gemm_bwd"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	peak, _ := LookupPeaks("NVIDIA H200")
+	for _, sh := range set.Shapes {
+		pct, of := sh.Bound(sh.Winner)
+		compute := sh.Winner.Intensity() > 1e3*peak.TensorTFLOPs/sh.Run.CopyGBps
+		if compute && (of != "TC" || pct <= 0 || pct >= 100) || !compute && of != "BW" {
+			t.Errorf("%s: %.1f%% of %s (intensity %.0f flop/B)", sh.Key, pct, of, sh.Winner.Intensity())
+		}
+	}
+}
