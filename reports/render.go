@@ -34,7 +34,7 @@ type pageChart struct {
 }
 
 var (
-	winnerHead = []string{"kernel", "shape", "dtype", "best params", "median µs", "95% CI µs", "GB/s", "% bound", "vs baseline", "ties", "valid/failed", "run"}
+	winnerHead = []string{"kernel", "shape", "dtype", "best params", "median µs", "95% CI µs", "GB/s", "% bound", "vs baseline", "ties", "valid/failed/skipped", "run"}
 	peerHead   = []string{"kernel", "shape", "dtype", "best params", "ours µs (95% CI)", "ours GB/s", "% copy", "peer", "peer µs", "peer GB/s", "speedup"}
 	spreadHead = []string{"kernel", "shape", "dtype", "min µs", "Q1", "median", "Q3", "max", "IQR", "slow outliers", "fast outliers"}
 )
@@ -82,10 +82,10 @@ func (r *Report) page(svgs map[string]string) page {
 func winnerRow(sh *results.Shape) []string {
 	v := sh.Winner
 	if v == nil {
-		return []string{sh.Kernel, sh.Size, sh.DType, "no winner", "-", "-", "-", "-", "-", "", fmt.Sprintf("%d/%d", len(sh.Valid), len(sh.Failed)), fmt.Sprint(sh.Run.ID)}
+		return []string{sh.Kernel, sh.Size, sh.DType, "no winner", "-", "-", "-", "-", "-", "", countsText(sh), fmt.Sprint(sh.Run.ID)}
 	}
 	return []string{sh.Kernel, sh.Size, sh.DType, v.Key.Params, f2(v.MedianUS), interval(v), num(v.ThroughputGBps, 0),
-		boundText(sh, v), speedupText(sh), tieText(sh.Ties()), fmt.Sprintf("%d/%d", len(sh.Valid), len(sh.Failed)), fmt.Sprint(sh.Run.ID)}
+		boundText(sh, v), speedupText(sh), tieText(sh.Ties()), countsText(sh), fmt.Sprint(sh.Run.ID)}
 }
 
 // peerRow is the comparison of a winner with its peer, as

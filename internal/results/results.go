@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gradtune/gradtune/eval"
 	"github.com/gradtune/gradtune/kernels/catalog"
 	"github.com/gradtune/gradtune/store"
 	"github.com/gradtune/gradtune/variants"
@@ -112,6 +113,19 @@ func (s *Shape) Ties() int {
 	n := 0
 	for _, v := range s.Valid {
 		if v.Tie {
+			n++
+		}
+	}
+	return n
+}
+
+// Skipped counts the failed variants that were skipped (status skipped:
+// stopped early by the abandon rule, or over the local-memory prescreen):
+// not timed in full rather than wrong.
+func (s *Shape) Skipped() int {
+	n := 0
+	for _, v := range s.Failed {
+		if v.Status == eval.Skipped {
 			n++
 		}
 	}
