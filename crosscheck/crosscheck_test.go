@@ -162,7 +162,7 @@ func TestCheckOut(t *testing.T) {
 		}
 		return p
 	}
-	db := write("tune.db", sqliteMagic+"rest of a database")
+	db := write("tune.db", "SQLite format 3\x00rest of a database")
 	notes := write("notes.txt", "my notes\n")
 	old := write("old.jsonl", `{"kind":"case","kernel":"relu_bwd","verdict":"identical"}`+"\n")
 	empty := write("empty.jsonl", "")
@@ -194,7 +194,7 @@ func TestCheckOut(t *testing.T) {
 func TestWriteFileKeepsWhatItRefuses(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "tune.db")
-	content := sqliteMagic + "results"
+	content := "SQLite format 3\x00results"
 	if err := os.WriteFile(db, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
