@@ -3,6 +3,12 @@
 // that tuned it, its winner, every valid variant ranked by median time,
 // the failures, and the baseline the winner is compared with.
 //
+// Matches is the one test of a shape key against a --shapes spec: a dim
+// the key leaves out matches the value the family gives it by default.
+// Shape.Why says why a shape has no winner (its failed evaluations), which
+// bench and the regression gate list; Shape.Skipped counts the variants
+// not timed in full.
+//
 // # Which run
 //
 // With Options.RunID set, every shape that run evaluated or chose a winner
