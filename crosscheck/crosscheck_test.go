@@ -216,3 +216,16 @@ func TestWriteFileKeepsWhatItRefuses(t *testing.T) {
 		t.Errorf("database now %q; %d files in the directory, want 2", got, len(entries))
 	}
 }
+
+// TestWriteFileErrorNamesTheOutput: a file that cannot be created in the
+// output's directory (here the temporary name is too long, as an
+// unwritable directory would refuse it) is reported by the output's
+// path, not the temporary file's.
+func TestWriteFileErrorNamesTheOutput(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, strings.Repeat("x", 245)+".jsonl")
+	err := WriteFile(out, false, func(io.Writer) error { return nil })
+	if err == nil || !strings.HasPrefix(err.Error(), "--out "+out+": cannot create a file in "+dir+": ") || strings.Contains(err.Error(), ".tmp") {
+		t.Errorf("err = %v, want one naming %s", err, out)
+	}
+}

@@ -85,6 +85,9 @@ func WriteFile(path string, force bool, write func(io.Writer) error) (err error)
 		return err
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
+	if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
+		return fmt.Errorf("--out %s: cannot create a file in %s: %w", path, filepath.Dir(path), pe.Err) // not the temporary name
+	}
 	if err != nil {
 		return fmt.Errorf("--out %s: %w", path, err)
 	}
