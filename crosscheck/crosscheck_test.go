@@ -162,7 +162,7 @@ func TestCheckOut(t *testing.T) {
 		}
 		return p
 	}
-	db := write("tune.db", sqliteMagic+"rest of a database")
+	db := write("tune.db", "SQLite format 3\x00rest of a database")
 	notes := write("notes.txt", "my notes\n")
 	old := write("old.jsonl", `{"kind":"case","kernel":"relu_bwd","verdict":"identical"}`+"\n")
 	empty := write("empty.jsonl", "")
@@ -194,7 +194,7 @@ func TestCheckOut(t *testing.T) {
 func TestWriteFileKeepsWhatItRefuses(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "tune.db")
-	content := sqliteMagic + "results"
+	content := "SQLite format 3\x00results"
 	if err := os.WriteFile(db, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -214,5 +214,18 @@ func TestWriteFileKeepsWhatItRefuses(t *testing.T) {
 	entries, _ := os.ReadDir(dir)
 	if string(got) != content || len(entries) != 2 {
 		t.Errorf("database now %q; %d files in the directory, want 2", got, len(entries))
+	}
+}
+
+// TestWriteFileErrorNamesTheOutput: a file that cannot be created in the
+// output's directory (here the temporary name is too long, as an
+// unwritable directory would refuse it) is reported by the output's
+// path, not the temporary file's.
+func TestWriteFileErrorNamesTheOutput(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, strings.Repeat("x", 245)+".jsonl")
+	err := WriteFile(out, false, func(io.Writer) error { return nil })
+	if err == nil || !strings.HasPrefix(err.Error(), "--out "+out+": cannot create a file in "+dir+": ") || strings.Contains(err.Error(), ".tmp") {
+		t.Errorf("err = %v, want one naming %s", err, out)
 	}
 }

@@ -2,7 +2,6 @@ package crosscheck
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,10 +9,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-)
 
-// sqliteMagic starts every SQLite 3 database file.
-const sqliteMagic = "SQLite format 3\x00"
+	"github.com/gradtune/gradtune/store"
+)
 
 // CheckOut says whether path may receive a cross-check's output: a new
 // file in an existing directory, an empty file, or an earlier cross-check
@@ -39,12 +37,16 @@ func CheckOut(path string, force bool) error {
 	if !fi.Mode().IsRegular() {
 		return fmt.Errorf("--out %s is not a regular file (mode %s)", path, fi.Mode())
 	}
+	isDB, err := store.IsSQLite(path)
+	if err != nil {
+		return fmt.Errorf("--out %s: %w", path, err)
+	}
 	head, err := firstLine(path)
 	if err != nil {
 		return fmt.Errorf("--out %s: %w", path, err)
 	}
 	switch {
-	case bytes.HasPrefix(head, []byte(sqliteMagic)):
+	case isDB:
 		return fmt.Errorf("--out %s is an SQLite database: crosscheck never writes over one, even with --force; choose another file", path)
 	case len(head) == 0 || isRecord(head) || force:
 		return nil
@@ -83,6 +85,9 @@ func WriteFile(path string, force bool, write func(io.Writer) error) (err error)
 		return err
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
+	if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
+		return fmt.Errorf("--out %s: cannot create a file in %s: %w", path, filepath.Dir(path), pe.Err) // not the temporary name
+	}
 	if err != nil {
 		return fmt.Errorf("--out %s: %w", path, err)
 	}

@@ -18,7 +18,10 @@
 // Entries are sorted and the table's date is its newest run's start, so
 // exporting the same database twice gives the same bytes.
 //
-// Write never replaces an existing file unless asked to (Force), and
-// writes each file through a temporary file and a rename, so an
-// interrupted export leaves no half-written table.
+// Write never replaces an existing file unless asked to (Force), never
+// replaces a database even then (an SQLite file, or Options.Keep: the
+// command's --db), and writes each file through a temporary file and a
+// rename, so an interrupted export leaves no half-written table (package
+// internal/outfile). Options.Check answers, before a database is read,
+// whether the options and the table path can work.
 package export

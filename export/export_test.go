@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gradtune/gradtune/internal/outfile"
 	"github.com/gradtune/gradtune/internal/results"
 	"github.com/gradtune/gradtune/store"
 )
@@ -74,7 +75,7 @@ func TestWriteRefusesToOverwrite(t *testing.T) {
 	if err := os.WriteFile(path, []byte("mine"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Write(tb, path, Options{Format: "c", PTX: true}); !errors.Is(err, ErrExists) {
+	if _, err := Write(tb, path, Options{Format: "c", PTX: true}); !errors.Is(err, outfile.ErrExists) {
 		t.Fatalf("err = %v, want ErrExists", err)
 	}
 	if b, _ := os.ReadFile(path); string(b) != "mine" {
@@ -189,5 +190,78 @@ func TestBuildRefuses(t *testing.T) {
 	}
 	if _, err := Build(set); !errors.Is(err, results.ErrNoResults) {
 		t.Errorf("no winners: err = %v", err)
+	}
+}
+
+// TestWriteNeverReplacesADatabase: with Force, Write still refuses an
+// SQLite file under any name and a protected file under another name (a
+// link), leaving both byte-identical and writing nothing beside them.
+func TestWriteNeverReplacesADatabase(t *testing.T) {
+	tb, err := Build(load(t, "h200-pool.db", results.Options{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	db := filepath.Join(dir, "results.json") // a database named as a table
+	data, err := os.ReadFile(filepath.Join("..", "testdata", "h200-pool.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(db, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	notes := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(notes, []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.json")
+	if err := os.Link(notes, link); err != nil {
+		t.Fatal(err)
+	}
+	keep := []outfile.Protected{{Path: notes, What: "the --db database"}}
+	for _, c := range []struct{ path, want string }{
+		{db, "is an SQLite database: no output replaces a database, even with --force"},
+		{link, "is the --db database: no output replaces a database"},
+	} {
+		for _, format := range Formats {
+			_, err := Write(tb, c.path, Options{Format: format, PTX: true, Force: true, Keep: keep})
+			if !errors.Is(err, outfile.ErrDatabase) || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%s as %s: err = %v, want ErrDatabase and %q", filepath.Base(c.path), format, err, c.want)
+			}
+		}
+	}
+	if got, _ := os.ReadFile(db); !bytes.Equal(got, data) {
+		t.Error("the database changed")
+	}
+	if got, _ := os.ReadFile(notes); string(got) != "mine" {
+		t.Error("the protected file changed")
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 3 {
+		t.Errorf("%d files in the directory, want the 3 it had", len(entries))
+	}
+}
+
+// TestOptionsCheck: names, packages and formats are checked before any
+// work, each with what is accepted.
+func TestOptionsCheck(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pool.go")
+	for _, c := range []struct {
+		opt  Options
+		want string
+	}{
+		{Options{Format: "yaml"}, `format "yaml": want one of json, go, c`},
+		{Options{Format: "go", Package: "my-pkg"}, `package "my-pkg": want a Go identifier`},
+		{Options{Format: "go", Package: "go"}, `package "go": want a Go identifier`},
+		{Options{Format: "json", Package: "tables"}, "a package (\"tables\") is for --format go, not json"},
+		{Options{Format: "go", Name: "9bad"}, `name "9bad": want a Go identifier`},
+		{Options{Format: "c", Name: "9bad"}, `name "9bad": want a C identifier`},
+		{Options{Format: "json", Name: "Pool"}, "is for --format go or c, not json"},
+		{Options{Format: "go"}, ""},
+		{Options{Format: "c", Name: "pool_v2"}, ""},
+	} {
+		err := c.opt.Check(path)
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%+v: %v, want %q", c.opt, err, c.want)
+		}
 	}
 }

@@ -2,22 +2,16 @@ package export
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"go/token"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/gradtune/gradtune/configs"
+	"github.com/gradtune/gradtune/internal/outfile"
 )
-
-// ErrExists is returned (wrapped) by Write for an output file that exists
-// when Options.Force is not set.
-var ErrExists = errors.New("output file exists (use --force to replace it)")
 
 // Formats are the accepted Options.Format values.
 var Formats = []string{"json", "go", "c"}
@@ -29,17 +23,49 @@ type Options struct {
 	// PTX writes the winners' PTX files beside the table and names them in
 	// it; without it the table names none.
 	PTX bool
-	// Force replaces existing files.
+	// Force replaces existing files (never a database: see
+	// internal/outfile).
 	Force bool
+	// Keep are files no output may replace (the command's --db).
+	Keep []outfile.Protected
 	// Name is the Go variable or the C prefix, Package the Go package;
 	// empty derives them from the file name and its directory.
 	Name, Package string
+}
+
+// cIdent is what a C prefix must look like.
+var cIdent = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// Check says why opt cannot write a table to path: an unknown format, a
+// name or package that is not an identifier or that the format does not
+// take, or a table path that cannot receive the file (outfile.Check). It
+// reads nothing but the file system, so a command calls it before any
+// other work.
+func (opt Options) Check(path string) error {
+	switch {
+	case !slices.Contains(Formats, opt.Format):
+		return fmt.Errorf("format %q: want one of %s", opt.Format, strings.Join(Formats, ", "))
+	case opt.Package != "" && opt.Format != "go":
+		return fmt.Errorf("a package (%q) is for --format go, not %s", opt.Package, opt.Format)
+	case opt.Package != "" && !token.IsIdentifier(opt.Package):
+		return fmt.Errorf("package %q: want a Go identifier such as tables (letters, digits and _, not a keyword)", opt.Package)
+	case opt.Name != "" && opt.Format == "json":
+		return fmt.Errorf("a name (%q) is for --format go or c, not json", opt.Name)
+	case opt.Name != "" && opt.Format == "go" && !token.IsIdentifier(opt.Name):
+		return fmt.Errorf("name %q: want a Go identifier such as Activations (letters, digits and _, not a keyword)", opt.Name)
+	case opt.Name != "" && opt.Format == "c" && !cIdent.MatchString(opt.Name):
+		return fmt.Errorf("name %q: want a C identifier such as gradtune_activations (letters, digits and _, not a digit first)", opt.Name)
+	}
+	return outfile.Check(path, opt.Force, opt.Keep)
 }
 
 // Write writes t to path in the chosen format, and the PTX files beside
 // it with opt.PTX. It checks every target before writing any, and returns
 // the files written.
 func Write(t *Table, path string, opt Options) ([]string, error) {
+	if err := opt.Check(path); err != nil {
+		return nil, err
+	}
 	if opt.PTX {
 		for _, e := range t.Entries {
 			if e.Note != "" {
@@ -65,8 +91,6 @@ func Write(t *Table, path string, opt Options) ([]string, error) {
 		err = configs.WriteGo(&b, out, goPackage(opt.Package, path), identifier(opt.Name, path, true))
 	case "c":
 		err = configs.WriteC(&b, out, identifier(opt.Name, path, false))
-	default:
-		return nil, fmt.Errorf("format %q: want one of %s", opt.Format, strings.Join(Formats, ", "))
 	}
 	if err != nil {
 		return nil, err
@@ -77,57 +101,7 @@ func Write(t *Table, path string, opt Options) ([]string, error) {
 			files[filepath.Join(filepath.Dir(path), name)] = []byte(text)
 		}
 	}
-	return writeAll(files, opt.Force)
-}
-
-// writeAll checks every target, then writes each through a temporary
-// file and a rename.
-func writeAll(files map[string][]byte, force bool) ([]string, error) {
-	var names []string
-	for name := range files {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		fi, err := os.Stat(name)
-		switch {
-		case err == nil && fi.IsDir():
-			return nil, fmt.Errorf("%s: is a directory, want a file path", name)
-		case err == nil && !force:
-			return nil, fmt.Errorf("%s: %w", name, ErrExists)
-		case err != nil && !errors.Is(err, fs.ErrNotExist):
-			return nil, err
-		}
-		if di, err := os.Stat(filepath.Dir(name)); err != nil || !di.IsDir() {
-			return nil, fmt.Errorf("%s: directory %s does not exist", name, filepath.Dir(name))
-		}
-	}
-	for _, name := range names {
-		if err := writeFile(name, files[name]); err != nil {
-			return nil, err
-		}
-	}
-	return names, nil
-}
-
-func writeFile(name string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), name)
+	return outfile.Write(files, opt.Force, opt.Keep)
 }
 
 var nonIdent = regexp.MustCompile(`[^A-Za-z0-9_]+`)

@@ -20,8 +20,16 @@
 //   - improved when p < α, the change is below −threshold and the
 //     interval lies below zero;
 //   - is unchanged otherwise;
-//   - is missing when the baseline run has it and the new run has no
-//     winner for it (it failed, or was not measured): a failure too.
+//   - failed when the new run measured it without a valid result (no
+//     winner), whatever the baseline had, including a case that has no
+//     valid result in either run: a failure of the gate, listed with each
+//     run's error (results.Shape.Why);
+//   - is missing when the baseline run has it and the new run did not
+//     measure it: a failure too;
+//   - is new when only the new run has it, or has a valid result for it.
+//
+// Both sides being one run (the same file and run, or a copy of the
+// file) is refused (ErrSameRun): such a gate could not fail.
 //
 // Defaults: threshold 2%, α = 0.05, 95% intervals. The threshold keeps
 // differences that are significant but too small to matter (a few

@@ -17,6 +17,10 @@ import (
 // case: a wrong database or run, not a regression.
 var ErrNothingToCompare = errors.New("nothing to compare")
 
+// ErrSameRun is returned (wrapped) when both sides are the same run (the
+// same file and run, or a copy of it): such a gate could not fail.
+var ErrSameRun = errors.New("a run compared with itself")
+
 // Options set the gate.
 type Options struct {
 	Threshold float64 // relative change that matters (0.02: 2%)
@@ -26,12 +30,16 @@ type Options struct {
 // DefaultOptions: 2%, α = 0.05.
 var DefaultOptions = Options{Threshold: 0.02, Alpha: 0.05}
 
-// Case is one kernel, dtype and shape of a run: its winner's samples.
+// Case is one kernel, dtype and shape of a run: its winner's samples, or
+// why it has none.
 type Case struct {
 	Kernel, ShapeKey, Dims, DType, Params string
 	Samples                               []float64 // µs, without excluded ones
 	Excluded                              int       // samples left out (GPU throttled)
 	Warnings                              []string
+	// Err says why the run has no winner for the case (results.Shape.Why);
+	// "" when it has one.
+	Err string
 }
 
 // Side is one of the two runs compared.
@@ -50,11 +58,12 @@ const (
 	Improved  Verdict = "improved"
 	Unchanged Verdict = "~"
 	Missing   Verdict = "missing" // in the baseline, not in the new run
-	Added     Verdict = "new"     // only in the new run
+	Failed    Verdict = "failed"  // measured in the new run without a valid result
+	Added     Verdict = "new"     // only in the new run, or valid there alone
 )
 
 // Fails reports whether v fails the gate.
-func (v Verdict) Fails() bool { return v == Regressed || v == Missing }
+func (v Verdict) Fails() bool { return v == Regressed || v == Missing || v == Failed }
 
 // Row is the comparison of one case.
 type Row struct {
@@ -131,17 +140,18 @@ func Load(db *store.DB, runID int64) (Side, error) {
 		}
 	}
 	for _, sh := range set.Shapes {
-		if w := sh.Winner; w != nil {
-			side.Cases = append(side.Cases, caseOf(sh, w))
-		}
-	}
-	if len(side.Cases) == 0 {
-		return Side{}, fmt.Errorf("%w: %s has no winners", results.ErrNoResults, side.Label)
+		side.Cases = append(side.Cases, caseOf(sh))
 	}
 	return side, nil
 }
 
-func caseOf(sh *results.Shape, w *results.Variant) Case {
+// caseOf is the case of a shape: its winner's samples, or why it has
+// none.
+func caseOf(sh *results.Shape) Case {
+	w := sh.Winner
+	if w == nil {
+		return Case{Kernel: sh.Kernel, ShapeKey: sh.Key, Dims: sh.Dims, DType: sh.DType, Err: sh.Why()}
+	}
 	drop := map[int]bool{}
 	for _, i := range w.Excluded {
 		drop[i] = true
@@ -156,8 +166,16 @@ func caseOf(sh *results.Shape, w *results.Variant) Case {
 	return c
 }
 
-// Compare runs the gate on two sides.
+// Compare runs the gate on two sides. A case of both sides is compared
+// when both have a winner; one that the new run measured without a valid
+// result has failed, whatever the baseline had; one of the baseline that
+// the new run lacks is missing; one only the new run has, or has valid
+// alone, is new.
 func Compare(base, cur Side, opt Options) (*Report, error) {
+	if sameRun(base.Run, cur.Run) {
+		return nil, fmt.Errorf("%w: %s and %s are run %d started %s on %s; compare two runs (see tune runs)",
+			ErrSameRun, base.Label, cur.Label, base.Run.ID, base.Run.Started.UTC().Format("2006-01-02 15:04:05"), base.Run.Host)
+	}
 	rep := &Report{Base: base, New: cur, Options: opt}
 	byKey := map[string]*Case{}
 	for i := range cur.Cases {
@@ -168,23 +186,42 @@ func Compare(base, cur Side, opt Options) (*Report, error) {
 		b := &base.Cases[i]
 		n := byKey[b.Kernel+" "+b.ShapeKey]
 		delete(byKey, b.Kernel+" "+b.ShapeKey)
-		if n == nil {
+		switch {
+		case n == nil:
 			rep.Rows = append(rep.Rows, Row{Base: b, BaseMedian: median(b.Samples), Verdict: Missing})
 			continue
+		case n.Err != "":
+			rep.Rows = append(rep.Rows, Row{Base: b, New: n, BaseMedian: median(b.Samples), Verdict: Failed})
+		case b.Err != "":
+			rep.Rows = append(rep.Rows, Row{Base: b, New: n, NewMedian: median(n.Samples), Verdict: Added})
+		default:
+			rep.Rows = append(rep.Rows, compareCase(b, n, opt))
 		}
 		common++
-		rep.Rows = append(rep.Rows, compareCase(b, n, opt))
 	}
 	for i := range cur.Cases {
-		if n := &cur.Cases[i]; byKey[n.Kernel+" "+n.ShapeKey] != nil {
-			rep.Rows = append(rep.Rows, Row{New: n, NewMedian: median(n.Samples), Verdict: Added})
+		n := &cur.Cases[i]
+		if byKey[n.Kernel+" "+n.ShapeKey] == nil {
+			continue
 		}
+		v := Added
+		if n.Err != "" {
+			v = Failed
+		}
+		rep.Rows = append(rep.Rows, Row{New: n, NewMedian: median(n.Samples), Verdict: v})
 	}
 	if common == 0 {
 		return nil, fmt.Errorf("%w: %s and %s share no kernel and shape", ErrNothingToCompare, base.Label, cur.Label)
 	}
 	sort.SliceStable(rep.Rows, func(i, j int) bool { return rep.Rows[i].Key() < rep.Rows[j].Key() })
 	return rep, nil
+}
+
+// sameRun reports whether a and b are one run: the same id, start, host,
+// GPU and command line (a database file compared with itself or with a
+// copy of itself). Runs without an id (not from a database) are none.
+func sameRun(a, b store.Run) bool {
+	return a.ID != 0 && a.ID == b.ID && a.Started.Equal(b.Started) && a.Host == b.Host && a.GPUUUID == b.GPUUUID && a.Args == b.Args
 }
 
 // compareCase is the test of one case.

@@ -2,13 +2,17 @@ package regress
 
 import (
 	"bytes"
+	"errors"
 	"math/rand/v2"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/perf/benchfmt"
+
+	"github.com/gradtune/gradtune/store"
 )
 
 // synth is a case with n samples around center, spread ±0.5%.
@@ -57,6 +61,48 @@ func TestCompareVerdicts(t *testing.T) {
 	}
 	if _, err := Compare(side("a", synth("x", 1, 10, 1)), side("b", synth("y", 1, 10, 1)), DefaultOptions); err == nil {
 		t.Error("two runs without a common case compared")
+	}
+}
+
+// TestCompareFailedCases: a case the new run measured without a valid
+// result fails the gate whatever the baseline had; one valid in the new
+// run alone is new; every error is in the report; a run is never
+// compared with itself.
+func TestCompareFailedCases(t *testing.T) {
+	failed := func(kernel, why string) Case {
+		return Case{Kernel: kernel, ShapeKey: "m=2048,n=8960,dtype=f32", Dims: "m=2048,n=8960", DType: "f32", Err: why}
+	}
+	base := side("a.db run 1", failed("both_bwd", "[vec=4] timeout: watchdog"), synth("now_bwd", 50, 40, 1),
+		failed("fixed_bwd", "[vec=2] launch_error: illegal instruction"), synth("ok_bwd", 50, 40, 2))
+	cur := side("b.db run 1", failed("both_bwd", "[vec=4] timeout: watchdog"), failed("now_bwd", "[vec=4] invalid: max rel err 3"),
+		synth("fixed_bwd", 50, 40, 3), synth("ok_bwd", 50, 40, 4), failed("only_bwd", "[vec=1] timeout: watchdog"))
+	rep, err := Compare(base, cur, DefaultOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]Verdict{"both_bwd": Failed, "now_bwd": Failed, "fixed_bwd": Added, "ok_bwd": Unchanged, "only_bwd": Failed}
+	for _, r := range rep.Rows {
+		c := r.New
+		if got := r.Verdict; got != want[c.Kernel] {
+			t.Errorf("%s: %s, want %s", c.Kernel, got, want[c.Kernel])
+		}
+	}
+	if n := len(rep.Failed()); n != 3 {
+		t.Errorf("%d rows fail the gate, want 3", n)
+	}
+	var md bytes.Buffer
+	WriteMarkdown(&md, rep)
+	for _, s := range []string{"| **failed** | both_bwd | f32 | m=2048,n=8960 |  | failed | failed | - |",
+		"- fixed_bwd f32 m=2048,n=8960, baseline: [vec=2] launch_error: illegal instruction",
+		"0 regressed, 3 failed, 0 missing, 0 improved, 1 unchanged, 1 new.",
+		"- now_bwd f32 m=2048,n=8960, new run: [vec=4] invalid: max rel err 3"} {
+		if !strings.Contains(md.String(), s) {
+			t.Errorf("markdown lacks %q:\n%s", s, md.String())
+		}
+	}
+	base.Run = store.Run{ID: 3, Started: time.Now(), Host: "gpu-host", GPUUUID: "GPU-1", Args: "tune bench"}
+	if _, err := Compare(base, base, DefaultOptions); !errors.Is(err, ErrSameRun) {
+		t.Errorf("a side compared with itself: %v, want ErrSameRun", err)
 	}
 }
 
@@ -113,7 +159,7 @@ func TestWriters(t *testing.T) {
 	lines := strings.Split(md.String(), "\n")
 	i := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "| **regressed** | gelu_bwd | f32 | m=2048,n=8960 |") })
 	j := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "| ~ | relu_bwd") })
-	if i < 0 || j < 0 || i > j || !strings.Contains(md.String(), "1 regressed, 0 missing, 0 improved, 1 unchanged, 0 new.") {
+	if i < 0 || j < 0 || i > j || !strings.Contains(md.String(), "1 regressed, 0 failed, 0 missing, 0 improved, 1 unchanged, 0 new.") {
 		t.Errorf("markdown:\n%s", md.String())
 	}
 	var bf bytes.Buffer

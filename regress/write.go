@@ -27,8 +27,22 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 			}
 		}
 	}
-	fmt.Fprintf(w, "\n%d regressed, %d missing, %d improved, %d unchanged, %d new.\n",
-		r.Count(Regressed), r.Count(Missing), r.Count(Improved), r.Count(Unchanged), r.Count(Added))
+	fmt.Fprintf(w, "\n%d regressed, %d failed, %d missing, %d improved, %d unchanged, %d new.\n",
+		r.Count(Regressed), r.Count(Failed), r.Count(Missing), r.Count(Improved), r.Count(Unchanged), r.Count(Added))
+	var errs []string
+	for _, row := range r.Rows {
+		for _, c := range []struct {
+			side string
+			c    *Case
+		}{{"baseline", row.Base}, {"new run", row.New}} {
+			if c.c != nil && c.c.Err != "" {
+				errs = append(errs, fmt.Sprintf("- %s, %s: %s", row.Key(), c.side, c.c.Err))
+			}
+		}
+	}
+	if len(errs) > 0 {
+		fmt.Fprintf(w, "\nNo valid result:\n%s\n", strings.Join(errs, "\n"))
+	}
 	var warns []string
 	for _, row := range r.Rows {
 		for _, wn := range dedup(row.Warnings) {
@@ -51,17 +65,22 @@ func writeRow(w io.Writer, row Row) {
 		verdict = "**" + verdict + "**"
 	}
 	params := c.Params
-	if row.Base != nil && row.New != nil && row.New.Params != row.Base.Params {
-		params = fmt.Sprintf("%s → %s", row.Base.Params, row.New.Params)
+	if row.Base != nil && row.New != nil {
+		switch b, n := row.Base.Params, row.New.Params; {
+		case b == "":
+			params = n
+		case n != "" && n != b:
+			params = fmt.Sprintf("%s → %s", b, n)
+		}
 	}
 	base, cur, change, ci, p, n := "-", "-", "-", "-", "-", "-"
 	if row.Base != nil {
-		base = fmt.Sprintf("%.2f", row.BaseMedian)
+		base = medianText(row.Base, row.BaseMedian)
 	}
 	if row.New != nil {
-		cur = fmt.Sprintf("%.2f", row.NewMedian)
+		cur = medianText(row.New, row.NewMedian)
 	}
-	if row.Base != nil && row.New != nil {
+	if row.Base != nil && row.New != nil && row.Base.Err == "" && row.New.Err == "" {
 		change = signedPct(row.Change)
 		ci = signedPct(row.Lo) + " … " + signedPct(row.Hi)
 		p = fmt.Sprintf("%.3f", row.P)
@@ -69,6 +88,15 @@ func writeRow(w io.Writer, row Row) {
 	}
 	fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", verdict, c.Kernel, c.DType, c.Dims,
 		params, base, cur, change, ci, p, n)
+}
+
+// medianText is a side's median, or "failed" when the case has no
+// winner there.
+func medianText(c *Case, median float64) string {
+	if c.Err != "" {
+		return "failed"
+	}
+	return fmt.Sprintf("%.2f", median)
 }
 
 // WriteBenchfmt writes both sides' samples in the Go benchmark format,

@@ -25,7 +25,11 @@
 // {"kernel", "shape", "dtype", "peer", "median_us", "gbps"}, plus a
 // "copy" row with the peer's copy bandwidth. They appear beside ours in
 // the per-shape charts and in a comparison table, which replaces
-// bench/compare.py.
+// bench/compare.py. A peers file without rows is malformed (ErrBadPeers).
+//
+// Write fills a report directory that is missing or empty, or with Force
+// any directory (CheckDir; a file is never one), replacing only the
+// report's own files and never a database among them (internal/outfile).
 //
 // Data assembly (Summarize, the chart builders' inputs) is kept apart
 // from rendering, as gonum/plot does; a value that cannot be drawn (NaN,

@@ -7,7 +7,11 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
+	"sort"
 	"strings"
+
+	"github.com/gradtune/gradtune/internal/results"
 )
 
 // ErrBadPeers is returned (wrapped) by ReadPeers for a malformed file.
@@ -58,6 +62,9 @@ func ReadPeers(r io.Reader) (*Peers, error) {
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("read peers: %w", err)
 	}
+	if len(p.rows) == 0 {
+		return nil, fmt.Errorf("%w: no rows (want JSON lines of bench/peers*.py)", ErrBadPeers)
+	}
 	return p, nil
 }
 
@@ -76,4 +83,27 @@ func (p *Peers) Len() int {
 		return 0
 	}
 	return len(p.rows)
+}
+
+// Kernels lists the kernels the rows are of, sorted.
+func (p *Peers) Kernels() []string {
+	var out []string
+	for _, r := range p.rows {
+		if !slices.Contains(out, r.Kernel) {
+			out = append(out, r.Kernel)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Matching counts the shapes of set that have a peer row.
+func (p *Peers) Matching(set *results.Set) int {
+	n := 0
+	for _, sh := range set.Shapes {
+		if _, ok := p.Lookup(sh.Kernel, sh.Key); ok {
+			n++
+		}
+	}
+	return n
 }

@@ -7,10 +7,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
+	"github.com/gradtune/gradtune/internal/outfile"
 	"github.com/gradtune/gradtune/internal/results"
+	"github.com/gradtune/gradtune/store"
 )
 
 // ErrExists is returned (wrapped) by Write for an output directory that
@@ -22,8 +23,10 @@ type Options struct {
 	// Peers are the peer rows to compare with; nil for none.
 	Peers *Peers
 	// Force writes into a directory that is not empty, replacing the
-	// report's files (and only those).
+	// report's files (and only those, never a database).
 	Force bool
+	// Keep are files no output may replace (the command's --db).
+	Keep []outfile.Protected
 	// NoPNG leaves out the PNG files (and so report.md's images).
 	NoPNG bool
 }
@@ -104,21 +107,20 @@ func gpus(set *results.Set) []string {
 
 // Write builds the report of set into dir: img/*.svg and img/*.png,
 // index.html (self-contained) and report.md. It creates dir when it does
-// not exist and refuses one that holds files unless opt.Force is set. It
-// returns the files written.
+// not exist and refuses one that holds files unless opt.Force is set
+// (CheckDir); even then it replaces only the report's own files, and
+// never a database among them (internal/outfile). It returns the files
+// written.
 func Write(set *results.Set, dir string, opt Options) ([]string, error) {
-	if err := checkDir(dir, opt.Force); err != nil {
+	if err := CheckDir(dir, opt.Force); err != nil {
 		return nil, err
 	}
 	r, err := Build(set, opt.Peers)
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Join(dir, "img"), 0o755); err != nil {
-		return nil, err
-	}
+	files := map[string][]byte{}
 	svgs := map[string]string{}
-	var files []string
 	for _, c := range r.Charts {
 		formats := []string{"svg", "png"}
 		if opt.NoPNG {
@@ -129,11 +131,7 @@ func Write(set *results.Set, dir string, opt Options) ([]string, error) {
 			if err != nil {
 				return nil, err
 			}
-			name := filepath.Join(dir, "img", c.Name+"."+f)
-			if err := os.WriteFile(name, b, 0o644); err != nil {
-				return nil, err
-			}
-			files = append(files, name)
+			files[filepath.Join(dir, "img", c.Name+"."+f)] = b
 			if f == "svg" {
 				svgs[c.Name] = "data:image/svg+xml;base64," + base64.StdEncoding.EncodeToString(b)
 			}
@@ -147,32 +145,48 @@ func Write(set *results.Set, dir string, opt Options) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	for name, text := range map[string]string{"index.html": html, "report.md": md} {
-		path := filepath.Join(dir, name)
-		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-			return nil, err
+	files[filepath.Join(dir, "index.html")] = []byte(html)
+	files[filepath.Join(dir, "report.md")] = []byte(md)
+	for name := range files { // before img/ is made: a refusal leaves dir as it was
+		if _, err := os.Stat(filepath.Dir(name)); err == nil {
+			if err := outfile.Check(name, true, opt.Keep); err != nil {
+				return nil, err
+			}
 		}
-		files = append(files, path)
 	}
-	sort.Strings(files)
-	return files, nil
+	img := filepath.Join(dir, "img")
+	if err := os.MkdirAll(img, 0o755); err != nil {
+		return nil, fmt.Errorf("%s: %w: %w", img, outfile.ErrPath, err)
+	}
+	return outfile.Write(files, true, opt.Keep)
 }
 
-// checkDir accepts a missing or empty directory, or any with force.
-func checkDir(dir string, force bool) error {
-	entries, err := os.ReadDir(dir)
+// CheckDir says whether dir may receive a report: a missing directory
+// whose parent exists, an empty directory, or with force any directory.
+// A file is never one, whatever force says (outfile.ErrPath).
+func CheckDir(dir string, force bool) error {
+	fi, err := os.Stat(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		if pi, perr := os.Stat(filepath.Dir(filepath.Clean(dir))); perr != nil || !pi.IsDir() {
-			return fmt.Errorf("%s: parent directory %s does not exist", dir, filepath.Dir(filepath.Clean(dir)))
+		parent := filepath.Dir(filepath.Clean(dir))
+		if pi, perr := os.Stat(parent); perr != nil || !pi.IsDir() {
+			return fmt.Errorf("%s: %w: parent directory %s does not exist", dir, outfile.ErrPath, parent)
 		}
 		return nil
 	case err != nil:
-		if fi, serr := os.Stat(dir); serr == nil && !fi.IsDir() {
-			return fmt.Errorf("%s: %w (it is a file, want a directory)", dir, ErrExists)
+		return fmt.Errorf("%s: %w: %w", dir, outfile.ErrPath, err)
+	case !fi.IsDir():
+		what := "a file"
+		if isDB, _ := store.IsSQLite(dir); isDB {
+			what = "an SQLite database"
 		}
-		return err
-	case len(entries) > 0 && !force:
+		return fmt.Errorf("%s: %w: it is %s, want a directory for the report (--force does not change that)", dir, outfile.ErrPath, what)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("%s: %w: %w", dir, outfile.ErrPath, err)
+	}
+	if len(entries) > 0 && !force {
 		var names []string
 		for i, e := range entries {
 			if i == 3 {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gradtune/gradtune/internal/outfile"
 	"github.com/gradtune/gradtune/internal/results"
 	"github.com/gradtune/gradtune/store"
 )
@@ -76,6 +77,33 @@ func TestWriteReport(t *testing.T) {
 	}
 	if _, err := Write(load(t, "h200-pool.db"), dir, Options{}); !errors.Is(err, ErrExists) {
 		t.Errorf("second write: err = %v, want ErrExists", err)
+	}
+}
+
+// TestWriteNeverReplacesADatabase: --force replaces the report's files
+// but not a database among them, nor a file, whatever it holds, given as
+// the directory; nothing changes in either case.
+func TestWriteNeverReplacesADatabase(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "report.md")
+	data := []byte("SQLite format 3\x00 a results database named report.md")
+	if err := os.WriteFile(db, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	set := load(t, "h200-pool.db")
+	_, err := Write(set, dir, Options{Force: true, NoPNG: true})
+	if !errors.Is(err, outfile.ErrDatabase) || !strings.Contains(err.Error(), db+" is an SQLite database") {
+		t.Errorf("into a directory holding a database: err = %v, want ErrDatabase naming %s", err, db)
+	}
+	_, err = Write(set, db, Options{Force: true, NoPNG: true})
+	if !errors.Is(err, outfile.ErrPath) || !strings.Contains(err.Error(), "it is an SQLite database, want a directory for the report") {
+		t.Errorf("-o the database: err = %v, want ErrPath", err)
+	}
+	if got, _ := os.ReadFile(db); !bytes.Equal(got, data) {
+		t.Error("the database changed")
+	}
+	if es, _ := os.ReadDir(dir); len(es) != 1 {
+		t.Errorf("%d entries in %s, want report.md alone", len(es), dir)
 	}
 }
 

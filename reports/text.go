@@ -23,13 +23,18 @@ func WriteRuns(w io.Writer, set *results.Set) {
 	}
 }
 
+// countsText is a shape's "valid/failed/skipped" counts.
+func countsText(sh *results.Shape) string {
+	return fmt.Sprintf("%d/%d/%d", len(sh.Valid), len(sh.Failed)-sh.Skipped(), sh.Skipped())
+}
+
 // WriteWinners writes the winners table: one row per shape with the
 // winner's params, median and interval, throughput, share of its bound,
 // speedup over the baseline and ties.
 func WriteWinners(w io.Writer, set *results.Set) error {
 	WriteRuns(w, set)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "kernel\tshape\tdtype\tbest params\tmedian µs\t95% CI µs\tGB/s\t% bound\tvs baseline\tties\tvalid/failed\trun\t")
+	fmt.Fprintln(tw, "kernel\tshape\tdtype\tbest params\tmedian µs\t95% CI µs\tGB/s\t% bound\tvs baseline\tties\tvalid/failed/skipped\trun\t")
 	for _, sh := range set.Shapes {
 		params, med, ci, gbps, bound, vs, ties := "-", "-", "-", "-", "-", "-", ""
 		if v := sh.Winner; v != nil {
@@ -41,14 +46,15 @@ func WriteWinners(w io.Writer, set *results.Set) error {
 			vs = speedupText(sh)
 			ties = tieText(sh.Ties())
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%d\t\n", sh.Kernel, sh.Size, sh.DType, params,
-			med, ci, gbps, bound, vs, ties, len(sh.Valid), len(sh.Failed), sh.Run.ID)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n", sh.Kernel, sh.Size, sh.DType, params,
+			med, ci, gbps, bound, vs, ties, countsText(sh), sh.Run.ID)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintln(w, "% bound: of the run's measured copy bandwidth (BW), or of the GPU's FP32 peak for compute-bound kernels;")
-	fmt.Fprintln(w, "vs baseline: baseline median / winner median; tie(n): n variants whose 95% CI overlaps the winner's.")
+	fmt.Fprintln(w, "% bound: of the run's measured copy bandwidth (BW), or of the GPU's compute peak for compute-bound kernels (TC: dense bf16/f16 tensor cores; FP32);")
+	fmt.Fprintln(w, "vs baseline: baseline median / winner median; tie(n): n variants whose 95% CI overlaps the winner's;")
+	fmt.Fprintln(w, "skipped: not timed in full (stopped early by the abandon rule, or over the local-memory prescreen), never a winner.")
 	writeNotes(w, set)
 	return nil
 }
@@ -81,7 +87,8 @@ func writeNotes(w io.Writer, set *results.Set) {
 // WriteVariants writes the ranked list of one shape: every valid variant
 // fastest first, then the failures.
 func WriteVariants(w io.Writer, sh *results.Shape) error {
-	fmt.Fprintf(w, "%s %s in run %d (%s): %d valid, %d failed\n", sh.Kernel, sh.Key, sh.Run.ID, sh.Run.GPUName, len(sh.Valid), len(sh.Failed))
+	fmt.Fprintf(w, "%s %s in run %d (%s): %d valid, %d failed, %d skipped\n", sh.Kernel, sh.Key, sh.Run.ID, sh.Run.GPUName,
+		len(sh.Valid), len(sh.Failed)-sh.Skipped(), sh.Skipped())
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "rank\tparams\tmedian µs\t95% CI µs\tvs best\tGB/s\t% bound\tregs\tsmem\toccupancy\tnote\t")
 	best := 0.0

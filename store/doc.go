@@ -14,7 +14,14 @@
 // whose version is newer than this binary knows is refused (ErrSchemaTooNew)
 // rather than misread. A path that is a directory, a file that is not
 // SQLite, or an SQLite file of some other program is refused
-// (ErrNotDatabase) before anything is written to it.
+// (ErrNotDatabase) before anything is written to it, and so is a damaged
+// database (ErrDamaged): one SQLite finds malformed (PRAGMA quick_check
+// reads every page once), or one that lacks a table or a column of its
+// schema version.
+//
+// IsSQLite tells an SQLite file by its header; every writer of another
+// format (export, report, crosscheck) asks it first, so that no output
+// ever replaces a database.
 //
 // OpenReadOnly opens an existing database for reading and never writes or
 // creates a file: when no writer has the database open it opens it

@@ -59,8 +59,8 @@ func OpenReadOnly(path string) (*DB, error) {
 	return db, nil
 }
 
-// checkReadable accepts a gradtune database at this binary's schema
-// version or an older one, and notes its version.
+// checkReadable accepts an intact gradtune database at this binary's
+// schema version or an older one, and notes its version.
 func (db *DB) checkReadable() error {
 	_, st, err := db.identify()
 	if err != nil {
@@ -71,7 +71,7 @@ func (db *DB) checkReadable() error {
 			db.path, ErrNotDatabase, st.appID, st.objects)
 	}
 	db.schema = st.version
-	return nil
+	return db.checkIntact(st.version)
 }
 
 // Probe reports, without creating or changing anything, why Open would

@@ -173,27 +173,44 @@ func checkFile(path string) error {
 		return fmt.Errorf("store: open %s: %w", path, err)
 	}
 	if fi.IsDir() {
-		return fmt.Errorf("store: open %s: is a directory, want a database file (for example %s)", path, filepath.Join(path, "tune.db"))
+		return fmt.Errorf("store: open %s: %w: it is a directory, want a database file (for example %s)", path, ErrNotDatabase, filepath.Join(path, "tune.db"))
 	}
 	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("store: open %s: not a regular file (mode %s)", path, fi.Mode())
+		return fmt.Errorf("store: open %s: %w: not a regular file (mode %s)", path, ErrNotDatabase, fi.Mode())
 	}
 	if fi.Size() == 0 {
 		return nil // SQLite treats an empty file as an empty database.
 	}
-	f, err := os.Open(path)
+	isDB, err := IsSQLite(path)
 	if err != nil {
 		return fmt.Errorf("store: open %s: %w", path, err)
 	}
-	defer f.Close()
-	head := make([]byte, len(sqliteMagic))
-	if _, err := io.ReadFull(f, head); err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
-		return fmt.Errorf("store: open %s: read header: %w", path, err)
-	}
-	if !bytes.Equal(head, []byte(sqliteMagic)) {
+	if !isDB {
 		return fmt.Errorf("store: open %s: %w (the file is not an SQLite database; left unchanged)", path, ErrNotDatabase)
 	}
 	return nil
+}
+
+// IsSQLite reports whether the file at path starts with the header of an
+// SQLite 3 database ("SQLite format 3\x00"), whatever program wrote it. A
+// missing file is not one. Writers of other formats ask it before they
+// replace a file: no output of gradtune ever takes the place of a
+// database.
+func IsSQLite(path string) (bool, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	head := make([]byte, len(sqliteMagic))
+	n, err := io.ReadFull(f, head)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return false, fmt.Errorf("read header: %w", err)
+	}
+	return bytes.Equal(head[:n], []byte(sqliteMagic)), nil
 }
 
 // identify reads the database's identity and version and checks them
@@ -206,16 +223,22 @@ func (db *DB) identify() ([]migration, dbState, error) {
 	}
 	st, err := readState(db.sql)
 	if err != nil {
-		return nil, dbState{}, db.errf("read schema version", err)
+		return nil, dbState{}, db.errf("read schema version", damaged(err))
 	}
 	return ms, st, db.checkState(st, len(ms))
 }
 
-// init checks the identity of the database, migrates it and turns on WAL.
+// init checks the identity and the integrity of the database, migrates it
+// and turns on WAL.
 func (db *DB) init() error {
 	ms, st, err := db.identify()
 	if err != nil {
 		return err
+	}
+	if st.version > 0 {
+		if err := db.checkIntact(st.version); err != nil {
+			return err
+		}
 	}
 	if err := db.enableWAL(); err != nil {
 		return err

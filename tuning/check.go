@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/gradtune/gradtune/eval"
@@ -34,6 +36,31 @@ type CheckResult struct {
 	Status         eval.Status // ok, invalid, compile_error, or launch_error for a run that failed
 	Message        string
 	MaxAbs, MaxRel float64
+	// Bound is the tolerance the outputs were held to (ToleranceText).
+	Bound string
+}
+
+// ToleranceText is the bound f's validation holds its outputs to at s:
+// "|err| ≤ atol + rtol·|ref|" element by element, once when every output
+// buffer has the same tolerance, else per buffer ("dx: …; dgamma: …").
+func ToleranceText(f kernels.Family, s variants.Shape) string {
+	var parts []string
+	var texts []string
+	for _, b := range f.Buffers(s) {
+		if b.Role != kernels.Output && b.Role != kernels.Accumulate {
+			continue
+		}
+		t := f.Tolerance(s, b.Name)
+		text := fmt.Sprintf("%.3g + %.3g·|ref|", t.Atol, t.Rtol)
+		parts = append(parts, b.Name+": "+text)
+		if !slices.Contains(texts, text) {
+			texts = append(texts, text)
+		}
+	}
+	if len(texts) == 1 {
+		return texts[0]
+	}
+	return strings.Join(parts, "; ")
 }
 
 // checkUnit is one (family, shape) with its sampled points.
@@ -107,8 +134,11 @@ func checkShape(f kernels.Family, s variants.Shape, points []variants.Params, se
 		return []CheckResult{{Kernel: f.Name(), Shape: s, Status: eval.LaunchError, Message: err.Error()}}
 	}
 	var out []CheckResult
+	bound := ToleranceText(f, s)
 	for _, p := range points {
-		out = append(out, checkPoint(ss, f, s, p))
+		r := checkPoint(ss, f, s, p)
+		r.Bound = bound
+		out = append(out, r)
 	}
 	return out
 }

@@ -1,12 +1,15 @@
 package tuning
 
 import (
+	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gradtune/gradtune/eval"
+	"github.com/gradtune/gradtune/kernels"
 )
 
 func TestCheck(t *testing.T) {
@@ -21,6 +24,37 @@ func TestCheck(t *testing.T) {
 	for _, r := range rs {
 		if r.Status != eval.OK || r.Params == "" {
 			t.Errorf("%s %s %s: %s %s", r.Kernel, r.Shape.Key(), r.Params, r.Status, r.Message)
+		}
+		if r.Bound == "" || r.MaxAbs > 0 && !strings.Contains(r.Bound, "·|ref|") {
+			t.Errorf("%s %s: bound %q", r.Kernel, r.Shape.Key(), r.Bound)
+		}
+	}
+}
+
+// TestToleranceText: one bound when the outputs share a tolerance, one
+// per buffer, named, when they do not; each is the family's.
+func TestToleranceText(t *testing.T) {
+	sel, err := Resolve(Request{Kernels: "relu_bwd,layernorm_bwd", Shapes: "m=3,n=77", DTypes: "bf16"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fs := range sel.Shapes() {
+		got := ToleranceText(fs.F, fs.S)
+		for _, b := range fs.F.Buffers(fs.S) {
+			if b.Role != kernels.Output && b.Role != kernels.Accumulate {
+				continue
+			}
+			tol := fs.F.Tolerance(fs.S, b.Name)
+			want := fmt.Sprintf("%.3g + %.3g·|ref|", tol.Atol, tol.Rtol)
+			if fs.F.Name() == "layernorm_bwd" {
+				want = b.Name + ": " + want
+			}
+			if !strings.Contains(got, want) {
+				t.Errorf("%s: %q lacks %q", fs, got, want)
+			}
+		}
+		if perBuffer := strings.Contains(got, ": "); perBuffer != (fs.F.Name() == "layernorm_bwd") {
+			t.Errorf("%s: %q (layernorm's dx, dgamma and dbeta differ; relu has one output)", fs, got)
 		}
 	}
 }

@@ -25,7 +25,7 @@
 //
 // Check validates sampled variants of a selection on the CPU interpreter
 // (runner/sim) through runner.Session, shapes in parallel within a memory
-// budget; TuneOnGPU measures a selection on a GPU through runner.Runner and
+// budget, and says the bound each output was held to (ToleranceText); TuneOnGPU measures a selection on a GPU through runner.Runner and
 // records every result in the store (Recorder adapts the store to the
 // runner, which never imports the store).
 //
@@ -33,6 +33,9 @@
 // its baseline per entry, a planted slowdown where asked) and BenchOnGPU
 // measures them into a run: the first half of the nightly regression run,
 // whose second half is package regress.
+//
+// ReplayStrategies judges search strategies on a recorded database, at
+// most MaxReplaySeeds seeds, reporting progress when asked.
 //
 // Errors a user can fix by changing the request are *InputError; the
 // commands exit 2 on them.

@@ -297,13 +297,23 @@ type ReplayOptions struct {
 	Budget         int
 	BudgetFraction float64
 	Abandon        float64 // the abandon margin (0: off)
+	// Progress, when set, is told after each (strategy, seed) run how many
+	// of all of them are done.
+	Progress func(done, total int)
 }
+
+// MaxReplaySeeds bounds ReplayOptions.Seeds: a median over a thousand
+// bootstrap replays moves by less than the noise the replay models.
+const MaxReplaySeeds = 1000
 
 // ReplayStrategies runs every strategy over every shape of d, once per
 // seed 1..Seeds, on a replay of d's samples (bootstrap resamples drawn
 // from the seed), and returns the outcomes per shape and strategy. The
 // (strategy, seed) runs are independent and run on every CPU at once.
 func ReplayStrategies(ctx context.Context, d *ReplayData, o ReplayOptions) ([][]ReplayOutcome, error) {
+	if o.Seeds < 1 || o.Seeds > MaxReplaySeeds {
+		return nil, inputf("%d seeds: want 1 to %d", o.Seeds, MaxReplaySeeds)
+	}
 	type job struct {
 		si   int
 		seed uint64
@@ -318,12 +328,20 @@ func ReplayStrategies(ctx context.Context, d *ReplayData, o ReplayOptions) ([][]
 	errs := make([]error, len(jobs))
 	next := make(chan int)
 	var wg sync.WaitGroup
+	var mu sync.Mutex
+	done := 0
 	for range runtime.GOMAXPROCS(0) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for j := range next {
 				results[j], errs[j] = replayOnce(ctx, d, o, o.Strategies[jobs[j].si], jobs[j].seed)
+				if o.Progress != nil {
+					mu.Lock()
+					done++
+					o.Progress(done, len(jobs))
+					mu.Unlock()
+				}
 			}
 		}()
 	}

@@ -114,7 +114,8 @@ type Spec struct {
 }
 
 // ParseSpecs parses one or more shape specs separated by ';', each
-// "name=value,name=value[,dtype=D]". Values are positive integers,
+// "name=value,name=value[,dtype=D]". Values are non-negative integers
+// (0 only where the family's shape has it as a default, ceil=0),
 // positive decimals with at most three decimals (p=1.5), or names
 // (grad=dx); which extents take which is the family's typed shape's
 // business.
@@ -171,7 +172,7 @@ func parseSpec(s string) (Spec, error) {
 			continue
 		}
 		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
+		if err != nil || n < 0 {
 			return Spec{}, fmt.Errorf("malformed shape %q: %s=%s is not a positive integer", s, k, v)
 		}
 		sp.Dims = append(sp.Dims, Dim{Name: k, Value: n})

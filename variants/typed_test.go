@@ -150,6 +150,60 @@ func TestShapeCodec(t *testing.T) {
 	}
 }
 
+type defaultsShape struct {
+	N      int    `dim:"n"`
+	Block  int    `dim:"block,optional=64"`
+	Ceil   int    `dim:"ceil,optional=0"`
+	Scales string `dim:"scales,optional=f32" values:"f32,dq"`
+	DType  dtype.DType
+}
+
+// TestShapeDefaults: a default given or left out is one shape, held by
+// the typed shape and left out of the key; other values are kept; 0 is
+// accepted only where it is the default.
+func TestShapeDefaults(t *testing.T) {
+	for in, want := range map[string]string{
+		"n=8": "n=8,dtype=f32", "n=8,block=64,ceil=0,scales=f32": "n=8,dtype=f32",
+		"n=8,block=128,ceil=1,scales=dq": "n=8,block=128,ceil=1,scales=dq,dtype=f32",
+	} {
+		sp, err := ParseSpecs(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := DecodeShape[defaultsShape](sp[0].Dims, dtype.F32)
+		if err != nil {
+			t.Fatalf("DecodeShape(%s): %v", in, err)
+		}
+		if got := ShapeOf(s).Key(); got != want {
+			t.Errorf("%s: key %q, want %q", in, got, want)
+		}
+		if in == "n=8" && (s.Block != 64 || s.Scales != "f32" || s.Ceil != 0) {
+			t.Errorf("n=8 decodes to %+v, want the defaults", s)
+		}
+	}
+	for in, want := range map[string]string{
+		"n=0":          "n=0 is not positive",
+		"n=8,block=0":  "block=0 is not positive",
+		"n=8,scales=x": "scales=x: want one of f32, dq",
+		"block=64":     "takes n=N,block=BLOCK (optional, default 64),ceil=CEIL (optional, default 0),scales=f32|dq (optional, default f32)",
+	} {
+		sp, err := ParseSpecs(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := DecodeShape[defaultsShape](sp[0].Dims, dtype.F32); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("DecodeShape(%s) = %v, want %q", in, err, want)
+		}
+	}
+	type badDefault struct {
+		S     string `dim:"s,optional=x" values:"a,b"`
+		DType dtype.DType
+	}
+	if _, err := DecodeShape[badDefault](nil, dtype.F32); err == nil || !strings.Contains(err.Error(), "a default is") {
+		t.Errorf("a default outside the values: %v", err)
+	}
+}
+
 type gradShape struct {
 	M     int    `dim:"m"`
 	Grad  string `dim:"grad" values:"dx,dw"`

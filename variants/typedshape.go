@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -23,7 +24,10 @@ import (
 // with at most three decimals, p=1.5) or a string type (a choice such as
 // grad=dx, whose names a `values:"dx,dw"` tag lists). `dim:"m,optional"`
 // marks an extent a spec may leave out; it is then zero and the key omits
-// it. ShapeOf and
+// it. `dim:"block,optional=64"` names the value an omitted extent has (an
+// integer, or one of the choices): a spec may give it (block=64, ceil=0,
+// scales=f32) or leave it out, the typed shape holds it either way, and
+// the key omits it, so both specs name one shape. ShapeOf and
 // DecodeShape are the one place that converts between a typed shape and
 // the canonical Shape the store keys on.
 
@@ -45,13 +49,13 @@ func ShapeOf[S any](s S) Shape {
 	for _, f := range c.dims {
 		fv := rv.Field(f.index)
 		if f.choices != nil {
-			if t := fv.String(); t != "" || !f.optional {
+			if t := fv.String(); (t != "" || !f.optional) && !(f.hasDef && t == f.def) {
 				out.Dims = append(out.Dims, Dim{Name: f.name, Text: t})
 			}
 			continue
 		}
 		v := int(fv.Int())
-		if f.optional && v == 0 {
+		if f.optional && v == 0 || f.hasDef && strconv.Itoa(v) == f.def {
 			continue
 		}
 		d := Dim{Name: f.name, Value: v}
@@ -75,6 +79,14 @@ func DecodeShape[S any](dims []Dim, dt dtype.DType) (S, error) {
 	}
 	rv := reflect.ValueOf(&s).Elem()
 	rv.Field(c.dtype).Set(reflect.ValueOf(dt))
+	for _, f := range c.dims {
+		if f.hasDef && f.choices != nil {
+			rv.Field(f.index).SetString(f.def)
+		} else if f.hasDef {
+			n, _ := strconv.Atoi(f.def) // checked by buildShapeCodec
+			rv.Field(f.index).SetInt(int64(n))
+		}
+	}
 	given := map[string]bool{}
 	for _, d := range dims {
 		f, ok := c.dim(d.Name)
@@ -92,6 +104,8 @@ func DecodeShape[S any](dims []Dim, dt dtype.DType) (S, error) {
 			return s, fmt.Errorf("%s=%s is not a number", d.Name, d.Text)
 		case d.Milli != 0 && !f.milli:
 			return s, fmt.Errorf("%s=%s is not an integer", d.Name, d.ValueString())
+		case f.hasDef && d.Milli == 0 && strconv.Itoa(d.Value) == f.def:
+			// the default, which may be 0 (ceil=0)
 		case d.Value < 0 || d.Value == 0 && d.Milli == 0:
 			return s, fmt.Errorf("%s=%s is not positive", d.Name, d.ValueString())
 		}
@@ -148,6 +162,10 @@ type shapeField struct {
 	name            string
 	optional, milli bool
 	choices         []string // a string extent's names
+	// hasDef marks an optional extent with a default value, def (its
+	// text): what the typed shape holds when a spec leaves it out.
+	hasDef bool
+	def    string
 }
 
 func (c *shapeCodec) dim(name string) (shapeField, bool) {
@@ -167,7 +185,10 @@ func (c *shapeCodec) usage() string {
 		if f.choices != nil {
 			p = f.name + "=" + strings.Join(f.choices, "|")
 		}
-		if f.optional {
+		switch {
+		case f.hasDef:
+			p += " (optional, default " + f.def + ")"
+		case f.optional:
 			p += " (optional)"
 		}
 		parts = append(parts, p)
@@ -205,13 +226,17 @@ func buildShapeCodec(t reflect.Type) (*shapeCodec, error) {
 		if sf.Type.Kind() == reflect.Int && sf.Tag.Get("values") != "" {
 			return nil, fmt.Errorf("%v.%s: a values tag is for choice (string) extents", t, sf.Name)
 		}
-		f := shapeField{index: i, name: name, optional: opt == "optional", milli: sf.Type == milliType}
+		opt, def, hasDef := strings.Cut(opt, "=")
+		f := shapeField{index: i, name: name, optional: opt == "optional", milli: sf.Type == milliType, hasDef: hasDef, def: def}
 		if vs, ok := sf.Tag.Lookup("values"); ok {
 			f.choices = strings.Split(vs, ",")
 		}
+		n, nerr := strconv.Atoi(def)
 		switch k := sf.Type.Kind(); {
 		case name == "" || opt != "" && opt != "optional":
 			return nil, fmt.Errorf("%v.%s: malformed dim tag %q", t, sf.Name, tag)
+		case hasDef && (f.milli || k == reflect.Int && (nerr != nil || n < 0) || k == reflect.String && !slices.Contains(f.choices, def)):
+			return nil, fmt.Errorf("%v.%s: dim tag %q: a default is a non-negative integer or one of the values", t, sf.Name, tag)
 		case k == reflect.String && len(f.choices) == 0:
 			return nil, fmt.Errorf("%v.%s: a choice extent needs a values tag", t, sf.Name)
 		case k != reflect.Int && k != reflect.String:

@@ -80,7 +80,10 @@ func TestParseSpecs(t *testing.T) {
 	if v, ok := sp[0].Get("n"); !ok || v != 8960 {
 		t.Errorf("n = %d %v", v, ok)
 	}
-	for _, bad := range []string{"m=0", "m=-1", "m=Abc", "m=1x", "m", "m=1,m=2", "m=1,dtype=int4", ""} {
+	if sp, err := ParseSpecs("ceil=0"); err != nil || sp[0].Dims[0].Value != 0 {
+		t.Errorf("ParseSpecs(ceil=0) = %+v, %v: a 0 is the family's to judge", sp, err)
+	}
+	for _, bad := range []string{"m=-1", "m=Abc", "m=1x", "m", "m=1,m=2", "m=1,dtype=int4", ""} {
 		if _, err := ParseSpecs(bad); err == nil {
 			t.Errorf("ParseSpecs(%q) succeeded", bad)
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"crypto/sha256"
+	"database/sql"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,13 +14,22 @@ import (
 )
 
 // badInputFiles makes a directory with a results database holding a run,
-// a file of notes and an earlier crosscheck output; the matrix's
-// arguments name them as {db}, {notes}, {xcheck} and {dir}.
+// a file of notes, an earlier crosscheck output, the database truncated
+// ({trunc}) and with its winners table dropped ({dropped}), and an empty
+// peers file; the matrix's arguments name them as {db}, {notes},
+// {xcheck}, {trunc}, {dropped}, {peers} and {dir}, and the committed pool
+// table as {table}.
 func badInputFiles(t *testing.T) map[string]string {
 	t.Helper()
-	dir := t.TempDir()
+	dir, err := os.MkdirTemp("", "badinput") // t.TempDir's name holds the subtest's, braces and all
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
 	files := map[string]string{"{dir}": dir, "{db}": filepath.Join(dir, "tune.db"),
-		"{notes}": filepath.Join(dir, "notes.txt"), "{xcheck}": filepath.Join(dir, "x.jsonl")}
+		"{notes}": filepath.Join(dir, "notes.txt"), "{xcheck}": filepath.Join(dir, "x.jsonl"),
+		"{trunc}": filepath.Join(dir, "trunc.db"), "{dropped}": filepath.Join(dir, "dropped.db"),
+		"{peers}": filepath.Join(dir, "peers.jsonl"), "{table}": filepath.Join("..", "..", "configs", "h200", "pool.json")}
 	db, err := store.Open(files["{db}"])
 	if err != nil {
 		t.Fatal(err)
@@ -33,11 +43,24 @@ func badInputFiles(t *testing.T) map[string]string {
 		t.Fatal(err)
 	}
 	db.Close()
-	for name, content := range map[string]string{"{notes}": "my notes\n", "{xcheck}": `{"kind":"case","verdict":"identical"}` + "\n"} {
+	good, err := os.ReadFile(files["{db}"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range map[string]string{"{notes}": "my notes\n", "{xcheck}": `{"kind":"case","verdict":"identical"}` + "\n",
+		"{trunc}": string(good[:len(good)/3]), "{dropped}": string(good), "{peers}": ""} {
 		if err := os.WriteFile(files[name], []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
+	raw, err := sql.Open("sqlite3", files["{dropped}"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Exec("DROP TABLE winners"); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
 	return files
 }
 
@@ -91,7 +114,7 @@ var badInputs = []struct {
 	// Values.
 	{[]string{"--kernel", "nope"}, 2, `unknown kernel "nope" (kernels: gelu_bwd,`, false},
 	{[]string{"--shapes", "llama7b"}, 2, `malformed shape "llama7b"`, false},
-	{[]string{"--shapes", "m=0,n=4"}, 2, "m=0 is not a positive integer", false},
+	{[]string{"--shapes", "m=0,n=4"}, 2, "no kernel takes m=0,n=4 (gelu_bwd m=0 is not positive;", false},
 	{[]string{"--kernel", "relu_bwd", "--shapes", "k=4"}, 2, "takes m=M (optional),n=N (got k=4)", false},
 	{[]string{"--shapes", "k=4"}, 2, "no kernel takes k=4", false},
 	{[]string{"--kernel", "relu_bwd", "--dtype", "f64"}, 2, "relu_bwd supports none of --dtype f64 (dtypes: [f32 f16 bf16])", false},
@@ -101,7 +124,7 @@ var badInputs = []struct {
 	{[]string{"--budget", "150%"}, 2, `--budget "150%": want a count or a percentage in (0, 100]`, false},
 	{[]string{"replay"}, 2, "replay needs --db FILE", false},
 	{[]string{"replay", "--db", "testdata/none.db"}, 2, "--db", false},
-	{[]string{"replay", "--db", "x.db", "--seeds", "0"}, 2, "--seeds must be 1 or more", false},
+	{[]string{"replay", "--db", "x.db", "--seeds", "0"}, 2, "--seeds must be 1 to 1000, got 0", false},
 	{[]string{"--device", "-1"}, 2, "--device must be a GPU ordinal", false},
 	{[]string{"--params", "vec"}, 2, "malformed params", false},
 	{[]string{"--kernel", "relu_bwd", "--params", "warps=4"}, 2, `relu_bwd has no axis "warps" (axes: block, vec, ept, grid, maxnreg, cache)`, false},
@@ -140,6 +163,68 @@ var badInputs = []struct {
 	{[]string{"crosscheck", "--out", "{dir}"}, 2, "is a directory", false},
 	{[]string{"crosscheck", "--out", "{notes}", "--force", "--kernel", "relu_bwd", "--cases", "1"}, 1, "libcuda.so.1", true},
 	{[]string{"crosscheck", "--out", "{xcheck}", "--kernel", "relu_bwd", "--cases", "1"}, 1, "libcuda.so.1", true},
+
+	// Issue 24. A damaged database (truncated, a table dropped) or a
+	// directory as --db is a usage error naming the path and the fault,
+	// from every command that reads or writes one, before any GPU opens.
+	{[]string{"show", "--db", "{trunc}"}, 2, "trunc.db: read schema version: damaged gradtune database: database disk image is malformed", false},
+	{[]string{"report", "--db", "{trunc}", "-o", "{dir}/r"}, 2, "trunc.db: read schema version: damaged gradtune database", false},
+	{[]string{"export", "--db", "{trunc}", "-o", "{dir}/t.json"}, 2, "trunc.db: read schema version: damaged gradtune database", false},
+	{[]string{"runs", "--db", "{trunc}"}, 2, "trunc.db: read schema version: damaged gradtune database", false},
+	{[]string{"replay", "--db", "{trunc}"}, 2, "trunc.db: read schema version: damaged gradtune database", false},
+	{[]string{"regress", "--baseline", "{db}", "--db", "{trunc}"}, 2, "--db: store {dir}/trunc.db: read schema version: damaged gradtune database", false},
+	{[]string{"--kernel", "relu_bwd", "--db", "{trunc}"}, 2, "--db {dir}/trunc.db: store {dir}/trunc.db: read schema version: damaged gradtune database", false},
+	{[]string{"bench", "--configs", "{table}", "--db", "{trunc}"}, 2, "trunc.db: read schema version: damaged gradtune database", false},
+	{[]string{"show", "--db", "{dropped}"}, 2, "dropped.db: check the schema: damaged gradtune database: table winners is missing (schema version 2 has tables evaluations, runs, variants, winners)", false},
+	{[]string{"report", "--db", "{dropped}", "-o", "{dir}/r"}, 2, "table winners is missing", false},
+	{[]string{"export", "--db", "{dropped}", "-o", "{dir}/t.json"}, 2, "table winners is missing", false},
+	{[]string{"runs", "--db", "{dropped}"}, 2, "table winners is missing", false},
+	{[]string{"replay", "--db", "{dropped}"}, 2, "dropped.db: check the schema: damaged gradtune database: table winners is missing", false},
+	{[]string{"regress", "--baseline", "{dropped}", "--db", "{db}"}, 2, "--baseline: store {dir}/dropped.db: check the schema", false},
+	{[]string{"--kernel", "relu_bwd", "--db", "{dropped}"}, 2, "dropped.db: check the schema: damaged gradtune database: table winners is missing", false},
+	{[]string{"bench", "--configs", "{table}", "--db", "{dropped}"}, 2, "table winners is missing", false},
+	{[]string{"show", "--db", "{dir}"}, 2, "{dir}: not a gradtune database: it is a directory, want a database file (for example {dir}/tune.db)", false},
+	{[]string{"report", "--db", "{dir}", "-o", "{dir}/r"}, 2, "{dir}: not a gradtune database: it is a directory", false},
+	{[]string{"export", "--db", "{dir}", "-o", "{dir}/t.json"}, 2, "{dir}: not a gradtune database: it is a directory", false},
+	{[]string{"runs", "--db", "{dir}"}, 2, "{dir}: not a gradtune database: it is a directory", false},
+	{[]string{"replay", "--db", "{dir}"}, 2, "{dir}: not a gradtune database: it is a directory", false},
+	{[]string{"regress", "--baseline", "{db}", "--db", "{dir}"}, 2, "{dir}: not a gradtune database: it is a directory", false},
+	{[]string{"bench", "--configs", "{table}", "--db", "{dir}"}, 2, "{dir}: not a gradtune database: it is a directory", false},
+	// An output path in a missing directory.
+	{[]string{"export", "--db", "{db}", "-o", "{dir}/missing/t.json"}, 2, "{dir}/missing/t.json: cannot receive an output file: directory {dir}/missing does not exist", false},
+	{[]string{"report", "--db", "{db}", "-o", "{dir}/missing/r"}, 2, "{dir}/missing/r: cannot receive an output file: parent directory {dir}/missing does not exist", false},
+	{[]string{"crosscheck", "--out", "{dir}/missing/x.jsonl"}, 2, "{dir}/missing/x.jsonl: stat {dir}/missing: no such file or directory", false},
+	{[]string{"bench", "--configs", "{table}", "--db", "{dir}/missing/n.db"}, 2, "directory {dir}/missing: stat {dir}/missing: no such file or directory", false},
+	// Every flag is checked before the GPU opens and before a database is read.
+	{[]string{"--kernel", "relu_bwd", "--compile-helpers", "many"}, 2, `--compile-helpers "many": want auto or a count`, false},
+	{[]string{"--kernel", "relu_bwd", "--compile-helpers", "-2"}, 2, `--compile-helpers "-2": want auto or a count`, false},
+	{[]string{"--kernel", "relu_bwd", "--compiler", "nvcc"}, 2, `--compiler "nvcc": want link (the driver's linker) or ptxas`, false},
+	{[]string{"--kernel", "relu_bwd", "--no-cache", "--cubin-cache", "{dir}/c"}, 2, "--no-cache and --cubin-cache {dir}/c contradict each other", false},
+	{[]string{"--kernel", "relu_bwd", "--compile-helpers", "0", "--compiler", "ptxas"}, 2, "--compile-helpers 0 compiles in the worker", false},
+	{[]string{"--kernel", "relu_bwd", "--mode", "warm", "--db", "{trunc}"}, 2, `--mode: mode "warm"`, false},
+	{[]string{"export", "--db", "{trunc}", "--format", "go", "--package", "my-pkg", "-o", "{dir}/t.go"}, 2, `export: package "my-pkg": want a Go identifier`, false},
+	{[]string{"export", "--db", "{trunc}", "--format", "go", "--name", "9bad", "-o", "{dir}/t.go"}, 2, `export: name "9bad": want a Go identifier`, false},
+	{[]string{"export", "--db", "{trunc}", "--format", "json", "--name", "Pool", "-o", "{dir}/t.json"}, 2, "is for --format go or c, not json", false},
+	{[]string{"report", "--db", "{trunc}", "-o", "{notes}"}, 2, "{notes}: cannot receive an output file: it is a file, want a directory", false},
+	{[]string{"report", "--db", "{trunc}", "-o", "{dir}/r", "--peers", "{peers}"}, 2, "--peers {dir}/peers.jsonl: malformed peers file: no rows", false},
+	{[]string{"bench", "--configs", "{table}", "--db", "{trunc}", "--mode", "warm"}, 2, `--mode: mode "warm"`, false},
+	{[]string{"bench", "--configs", "{table}", "--db", "{trunc}", "--kernel", "nope_bwd"}, 2, `--kernel: unknown kernel "nope_bwd"`, false},
+	// Messages that name what was wrong, once.
+	{[]string{"show", "--db", "{db}", "--kernel", "gemm_bwd"}, 2, "no results for gemm_bwd in {dir}/tune.db (kernels recorded there: relu_bwd)", false},
+	{[]string{"show", "--db", "{db}", "--kernel", "nope_bwd"}, 2, `no results: unknown kernel "nope_bwd" (kernels: gelu_bwd, gemm_bwd,`, false},
+	{[]string{"check", "--kernel", "nf4_gemm_bwd", "--shapes", "m=64,n=100,k=64"}, 2, "--shapes: nf4_gemm_bwd: n=100 is not a multiple of the block size 64 (n, the reduction, takes whole blocks)", false},
+	{[]string{"check", "--kernel", "nf4_dequant", "--shapes", "n=64,k=64,scales=f16"}, 2, "scales=f16: want one of f32, dq", false},
+	{[]string{"check", "--kernel", "lp_pool1d_bwd", "--shapes", "n=1,c=1,l=8,window=2,p=0"}, 2, "lp_pool1d_bwd p=0 is not positive", false},
+	{[]string{"check", "--kernel", "lp_pool1d_bwd", "--shapes", "n=1,c=1,l=8,window=2,p=2,ceil=2"}, 2, "ceil=2: want 0 (floor mode, the default) or 1 (ceil_mode)", false},
+	// No output replaces a database, even with --force.
+	{[]string{"export", "--db", "{db}", "--format", "json", "-o", "{db}", "--force"}, 2, "{db} is the --db database: no output replaces a database, even with --force", false},
+	{[]string{"export", "--db", "{db}", "--format", "c", "-o", "{dropped}", "--force"}, 2, "{dropped} is an SQLite database: no output replaces a database, even with --force", false},
+	{[]string{"report", "--db", "{db}", "-o", "{db}", "--force"}, 2, "{db}: cannot receive an output file: it is an SQLite database, want a directory for the report (--force does not change that)", false},
+	// Bounds and duplicates.
+	{[]string{"replay", "--db", "{db}", "--seeds", "100000000"}, 2, "--seeds must be 1 to 1000, got 100000000", false},
+	{[]string{"bench", "--configs", "{table},{table}", "--db", "{dir}/n.db"}, 2, "is in ../../configs/h200/pool.json and again in ../../configs/h200/pool.json: name each table once", false},
+	{[]string{"regress", "--baseline", "{db}", "--db", "{db}"}, 2, "a run compared with itself: {dir}/tune.db run 1 and {dir}/tune.db run 1 are run 1", false},
+	{[]string{"--version", "--kernel", "relu_bwd"}, 2, "--version stands alone", false},
 }
 
 func TestBadInputs(t *testing.T) {
@@ -158,10 +243,14 @@ func TestBadInputs(t *testing.T) {
 				}
 				args[i] = a
 			}
+			want := c.want
+			for k, v := range files {
+				want = strings.ReplaceAll(want, k, v)
+			}
 			before := snapshot(t, files["{dir}"])
 			code, out, errs := runTune(t, args...)
-			if code != c.code || !strings.Contains(errs, c.want) {
-				t.Errorf("exit %d, stderr %q\nwant exit %d and %q", code, errs, c.code, c.want)
+			if code != c.code || !strings.Contains(errs, want) {
+				t.Errorf("exit %d, stderr %q\nwant exit %d and %q", code, errs, c.code, want)
 			}
 			if c.code == 2 && (out != "" || !strings.Contains(errs, "Run 'tune help' for usage.")) {
 				t.Errorf("usage error with stdout %q, stderr %q", out, errs)

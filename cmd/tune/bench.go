@@ -7,11 +7,12 @@ import (
 	"os"
 	"os/signal"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/eval"
+	"github.com/gradtune/gradtune/internal/results"
+	"github.com/gradtune/gradtune/kernels/catalog"
 	"github.com/gradtune/gradtune/runner"
 	"github.com/gradtune/gradtune/store"
 	"github.com/gradtune/gradtune/tuning"
@@ -42,35 +43,27 @@ func benchCommand() *command {
 }
 
 func cmdBench(fs *flagSet, stdout, stderr io.Writer) error {
+	gpu, err := gpuOptionsOf(fs)
+	if err != nil {
+		return err
+	}
 	cases, err := benchSelection(fs, stderr)
 	if err != nil {
 		return err
 	}
-	mode, err := eval.ParseMode(fs.Lookup("mode").Value.String())
-	if err != nil {
-		return usagef("--mode: %v", err)
+	if err := gpu.probeDB(); err != nil {
+		return err
 	}
-	dev := intFlag(fs, "device")
-	if dev < 0 {
-		return usagef("--device must be a GPU ordinal (0 or more), got %d", dev)
-	}
-	dbPath := fs.Lookup("db").Value.String()
-	if err := store.Probe(dbPath); err != nil {
-		return usagef("--db %s: %w", dbPath, err)
-	}
-	seed, _ := strconv.ParseUint(fs.Lookup("seed").Value.String(), 10, 64)
-	worker, err := benchWorker(fs, dev, seed)
+	worker, err := benchWorker(fs, gpu.device, gpu.seed)
 	if err != nil {
 		return err
 	}
-	measure := runner.DefaultMeasure
-	measure.Mode = mode
-	r, err := runner.New(runner.Options{Measure: measure, Seed: seed, Progress: stdout, NewWorker: worker})
+	r, err := runner.New(runner.Options{Measure: gpu.measure, Seed: gpu.seed, Progress: stdout, NewWorker: worker})
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	db, runID, err := beginRun(r, dbPath, dev, append([]string{"tune", "bench"}, fs.raw...), stdout)
+	db, runID, err := beginRun(r, gpu.db, gpu.device, append([]string{"tune", "bench"}, fs.raw...), stdout)
 	if err != nil {
 		return err
 	}
@@ -79,16 +72,23 @@ func cmdBench(fs *flagSet, stdout, stderr io.Writer) error {
 	defer stop()
 	copyGBps, sums, err := tuning.BenchOnGPU(ctx, tuning.GPURun{Runner: r, DB: db, RunID: runID, Progress: stdout}, cases)
 	printTable(stdout, sums, copyGBps)
-	if err != nil {
+	failed, ferr := writeFailures(stdout, db, runID)
+	switch {
+	case err != nil:
 		return err
+	case ferr != nil:
+		return ferr
+	case failed > 0:
+		return fmt.Errorf("%d of %d entries have no valid result in run %d of %s (listed above)", failed, len(cases), runID, gpu.db)
 	}
-	return tuning.NoValid(sums)
+	return nil
 }
 
 // benchSelection reads the tables and the filters into cases; notes go to
-// stderr.
+// stderr. The flags are checked before any table is read, and an entry
+// that two tables (or one table named twice) hold is refused.
 func benchSelection(fs *flagSet, stderr io.Writer) ([]runner.Case, error) {
-	paths := fs.Lookup("configs").Value.String()
+	paths := fs.str("configs")
 	if paths == "" {
 		return nil, usagef("bench needs --configs TABLE.json (for example configs/h200/activations.json)")
 	}
@@ -97,7 +97,7 @@ func benchSelection(fs *flagSet, stderr io.Writer) ([]runner.Case, error) {
 		return nil, err
 	}
 	var plant *tuning.Plant
-	if s := fs.Lookup("plant-slowdown").Value.String(); s != "" {
+	if s := fs.str("plant-slowdown"); s != "" {
 		p, err := tuning.ParsePlant(s)
 		if err != nil {
 			return nil, usageError{err}
@@ -125,13 +125,16 @@ func benchSelection(fs *flagSet, stderr io.Writer) ([]runner.Case, error) {
 // entryFilter is --kernel and --shapes as a test of a table entry.
 func entryFilter(fs *flagSet) (func(configs.Entry) bool, error) {
 	var kernels []string
-	for _, k := range strings.Split(fs.Lookup("kernel").Value.String(), ",") {
+	for _, k := range strings.Split(fs.str("kernel"), ",") {
 		if k = strings.TrimSpace(k); k != "" && k != "all" {
+			if _, err := catalog.Lookup(k); err != nil {
+				return nil, usagef("--kernel: %w", err)
+			}
 			kernels = append(kernels, k)
 		}
 	}
 	var specs []variants.Spec
-	if sh := fs.Lookup("shapes").Value.String(); sh != "" {
+	if sh := fs.str("shapes"); sh != "" {
 		var err error
 		if specs, err = variants.ParseSpecs(sh); err != nil {
 			return nil, usagef("--shapes: %w (want dims such as m=2048,n=8960, optionally dtype=bf16; several separated by ';')", err)
@@ -145,7 +148,7 @@ func entryFilter(fs *flagSet) (func(configs.Entry) bool, error) {
 			return true
 		}
 		for _, sp := range specs {
-			if entryMatches(e, sp) {
+			if results.Matches(e.Kernel, e.Shape+",dtype="+e.DType, sp) {
 				return true
 			}
 		}
@@ -153,25 +156,10 @@ func entryFilter(fs *flagSet) (func(configs.Entry) bool, error) {
 	}, nil
 }
 
-func entryMatches(e configs.Entry, sp variants.Spec) bool {
-	have := map[string]string{}
-	for _, kv := range strings.Split(e.Shape, ",") {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			have[k] = v
-		}
-	}
-	for _, d := range sp.Dims {
-		if have[d.Name] != d.ValueString() {
-			return false
-		}
-	}
-	return !sp.DType.Valid() || sp.DType.String() == e.DType
-}
-
 // benchWorker is a GPU worker process, or with --replay a replay of a
 // recorded database.
 func benchWorker(fs *flagSet, dev int, seed uint64) (func() (runner.Worker, error), error) {
-	path := fs.Lookup("replay").Value.String()
+	path := fs.str("replay")
 	if path == "" {
 		return processWorker(dev, false)
 	}

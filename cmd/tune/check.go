@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -50,7 +49,7 @@ func cmdCheck(fs *flagSet, stdout, stderr io.Writer) error {
 	if req.Shapes == "" {
 		return usagef("check needs --shapes: a spec such as m=64,n=1001 (the interpreter runs about 10^8 thread-instructions per second per core, so keep shapes small) or a preset with --tokens")
 	}
-	sample := intFlag(fs, "sample")
+	sample := fs.integer("sample")
 	if sample < 0 {
 		return usagef("--sample must be 0 (every variant) or more, got %d", sample)
 	}
@@ -64,7 +63,7 @@ func cmdCheck(fs *flagSet, stdout, stderr io.Writer) error {
 	} else if err := tuning.CheckHost(sel, lim); err != nil {
 		return usageError{err}
 	}
-	seed, _ := strconv.ParseUint(fs.Lookup("seed").Value.String(), 10, 64)
+	seed := fs.unsigned("seed")
 	rs := tuning.Check(sel, tuning.CheckOptions{Sample: sample, Seed: seed, Memory: lim})
 	printCheckTable(stdout, rs)
 	counts := map[eval.Status]int{}
@@ -81,15 +80,19 @@ func cmdCheck(fs *flagSet, stdout, stderr io.Writer) error {
 
 func printCheckTable(w io.Writer, rs []tuning.CheckResult) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "kernel\tshape\tdtype\tparams\tstatus\tmax abs err\tmax rel err")
+	fmt.Fprintln(tw, "kernel\tshape\tdtype\tparams\tstatus\tmax abs err\tmax rel err\tbound |err| ≤")
 	for _, r := range rs {
 		abs, rel := "-", "-"
 		if r.Status == eval.OK || r.Status == eval.Invalid {
 			abs, rel = fmt.Sprintf("%.3g", r.MaxAbs), fmt.Sprintf("%.3g", r.MaxRel)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Kernel, r.Shape.Size(), r.Shape.DType, r.Params, r.Status, abs, rel)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Kernel, r.Shape.Size(), r.Shape.DType, r.Params, r.Status, abs, rel, r.Bound)
 	}
 	tw.Flush()
+	if len(rs) > 0 {
+		fmt.Fprintln(w, "ok: every output element within its bound, |got − ref| ≤ atol + rtol·|ref| (ref: the float64 reference);"+
+			" max rel err is over the elements whose ref is not 0, so it can exceed rtol where atol covers a small ref")
+	}
 	for _, r := range rs {
 		if r.Message != "" {
 			fmt.Fprintf(w, "%s %s %s: %s\n", r.Kernel, r.Shape.Key(), r.Params, r.Message)

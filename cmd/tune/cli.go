@@ -4,13 +4,39 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"runtime/debug"
 	"sort"
 	"strings"
 )
 
-// version is the tool version recorded with every run.
-var version = "v0.1.0-dev"
+// version is this build's module version and VCS revision, printed by
+// tune --version and recorded with every run.
+var version = buildVersion()
+
+// buildVersion reads the version from the build information the Go
+// toolchain embeds: the main module's version (a pseudo-version such as
+// v0.0.0-20261202153407-a03e1e0ffdc4 when built in a git checkout,
+// "(devel)" otherwise) and the vcs.revision, vcs.time and vcs.modified
+// settings (absent with -buildvcs=false).
+func buildVersion() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown (no build information)"
+	}
+	settings := map[string]string{}
+	for _, s := range bi.Settings {
+		settings[s.Key] = s.Value
+	}
+	rev := settings["vcs.revision"]
+	if rev == "" {
+		return bi.Main.Version + ", no VCS revision (built outside a git checkout or with -buildvcs=false)"
+	}
+	if settings["vcs.modified"] == "true" {
+		rev += " with uncommitted changes"
+	}
+	return fmt.Sprintf("%s, revision %s of %s", bi.Main.Version, rev, settings["vcs.time"])
+}
 
 // Exit codes.
 const (
@@ -81,6 +107,13 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 
 // dispatch picks the command and runs it.
 func dispatch(args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && (args[0] == "--version" || args[0] == "-version") {
+		if len(args) > 1 {
+			return usagef("--version stands alone (tune --version), got %q after it", strings.Join(args[1:], " "))
+		}
+		fmt.Fprintf(stdout, "tune %s, %s %s/%s\n", version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+		return nil
+	}
 	name := ""
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		name, args = args[0], args[1:]
@@ -161,7 +194,8 @@ func overview() string {
 			fmt.Fprintf(&b, "      %s\n", l)
 		}
 	}
-	b.WriteString("  tune help [COMMAND]\n      this text, or a command's flags\n\n")
+	b.WriteString("  tune help [COMMAND]\n      this text, or a command's flags\n")
+	b.WriteString("  tune --version\n      the module version and VCS revision of this build (recorded with every run)\n\n")
 	b.WriteString(commands[""].flagHelp())
 	b.WriteString("\nExit codes: 0 success, 1 failure, 2 usage error.\n")
 	return b.String()

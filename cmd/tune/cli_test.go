@@ -5,6 +5,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/gradtune/gradtune/runner"
 	"github.com/gradtune/gradtune/runner/cuda"
 	"github.com/gradtune/gradtune/runner/sim"
+	"github.com/gradtune/gradtune/store"
 	"github.com/gradtune/gradtune/variants"
 )
 
@@ -101,7 +104,7 @@ func TestCheck(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s\n%s", code, errs, out)
 	}
-	for _, want := range []string{"kernel", "max abs err", "relu_bwd", "silu_bwd", "3×77", "bf16",
+	for _, want := range []string{"kernel", "max abs err", "bound |err| ≤", "relu_bwd", "silu_bwd", "3×77", "bf16",
 		"8 variants on the interpreter: 8 ok, 0 invalid, 0 errors, 0 compile errors (correctness only: nothing was timed)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
@@ -211,5 +214,36 @@ func TestCrosscheckPipeline(t *testing.T) {
 		if err := json.Unmarshal([]byte(l), &r); err != nil || r.Verdict != crosscheck.Identical {
 			t.Errorf("%v: %s", err, l)
 		}
+	}
+}
+
+// TestVersion: --version prints the build's module version (and its VCS
+// revision when the build recorded one), and a run records the same.
+func TestVersion(t *testing.T) {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		t.Fatal("no build information")
+	}
+	code, out, errs := runTune(t, "--version")
+	if code != 0 || errs != "" || !strings.HasPrefix(out, "tune "+bi.Main.Version+", ") || !strings.Contains(out, runtime.Version()) {
+		t.Errorf("--version: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.revision" && !strings.Contains(out, s.Value) {
+			t.Errorf("--version %q lacks the revision %s", out, s.Value)
+		}
+	}
+	if code, _, errs := runTune(t, "--version", "list"); code != 2 || !strings.Contains(errs, "--version stands alone") {
+		t.Errorf("--version list: exit %d, %q", code, errs)
+	}
+	db := replayBench(t, t.TempDir(), "v.db", "1")
+	d, err := store.OpenReadOnly(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	runs, err := d.Runs()
+	if err != nil || len(runs) != 1 || runs[0].ToolVersion != version || !strings.HasPrefix(out, "tune "+version) {
+		t.Errorf("the run records %+v (%v), want the version --version prints", runs, err)
 	}
 }

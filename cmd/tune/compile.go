@@ -33,7 +33,7 @@ func compileCommand() *command {
 			fs.String("cc", "9.0", "X.Y\tcompute capability (ptxas)")
 		},
 		run: func(fs *flagSet, stdout, _ io.Writer) error {
-			c, closeFn, err := openCompiler(fs.Lookup("compiler").Value.String(), intFlag(fs, "device"), fs.Lookup("cc").Value.String())
+			c, closeFn, err := openCompiler(fs.str("compiler"), fs.integer("device"), fs.str("cc"))
 			if err != nil {
 				return err
 			}
@@ -81,38 +81,72 @@ type fakeCompiler struct{}
 func (fakeCompiler) ID() string                         { return "fake" }
 func (fakeCompiler) Compile(ptx string) ([]byte, error) { return []byte(ptx), nil }
 
-// helpersFlag reads --compile-helpers.
-func helpersFlag(fs *flagSet) (int, error) {
-	v := fs.Lookup("compile-helpers").Value.String()
+// compileOptions are tune's compile-pool flags, checked.
+type compileOptions struct {
+	helpers  int    // 0: no pool, the worker JIT-compiles
+	compiler string // jit, link, ptxas (or fake, for tests)
+	ptxas    string // ptxas's path, with --compiler ptxas
+	cacheDir string // "" with --no-cache
+}
+
+// compileOptionsOf checks the compile flags, before any GPU opens.
+func compileOptionsOf(fs *flagSet) (compileOptions, error) {
+	var opt compileOptions
+	v := fs.str("compile-helpers")
 	if v == "auto" {
-		return defaultHelpers(), nil
+		opt.helpers = defaultHelpers()
+	} else if n, err := strconv.Atoi(v); err == nil && n >= 0 {
+		opt.helpers = n
+	} else {
+		return opt, usagef("--compile-helpers %q: want auto or a count (0: none, the worker JIT-compiles)", v)
 	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 {
-		return 0, usagef("--compile-helpers %q: want auto or a count (0: none)", v)
+	opt.compiler = fs.str("compiler")
+	switch opt.compiler {
+	case "jit", "link", "fake":
+	case "ptxas":
+		if opt.helpers > 0 {
+			path, err := runner.FindPtxas()
+			if err != nil {
+				return opt, usagef("--compiler ptxas: %w", err)
+			}
+			opt.ptxas = path
+		}
+	default:
+		return opt, usagef("--compiler %q: want jit (the driver's JIT), link (the driver's linker) or ptxas", opt.compiler)
 	}
-	return n, nil
+	if fs.Given("no-cache") && fs.Given("cubin-cache") {
+		return opt, usagef("--no-cache and --cubin-cache %s contradict each other: give one", fs.str("cubin-cache"))
+	}
+	if opt.helpers == 0 && (fs.Given("compiler") || fs.Given("cubin-cache") || fs.Given("no-cache")) {
+		return opt, usagef("--compile-helpers 0 compiles in the worker, which uses neither --compiler, --cubin-cache nor --no-cache")
+	}
+	if !fs.Given("no-cache") {
+		opt.cacheDir = fs.str("cubin-cache")
+		if opt.cacheDir == "" {
+			dir, err := runner.DefaultCubinCacheDir()
+			if err != nil {
+				return opt, usagef("%w; give --cubin-cache DIR or --no-cache", err)
+			}
+			opt.cacheDir = dir
+		}
+	}
+	return opt, nil
 }
 
 // errJITCacheOff says why tune runs without compile helpers although
 // they were asked for.
 var errJITCacheOff = errors.New("CUDA_CACHE_DISABLE=1 turns the driver's JIT cache off, so --compiler jit helpers cannot compile ahead of the worker: the worker compiles every program itself")
 
-// startCompilePool starts the pool tune's flags ask for on r's GPU, or
-// returns nil for --compile-helpers 0. With --compiler jit and the
-// driver's JIT cache off it returns nil and errJITCacheOff.
-func startCompilePool(fs *flagSet, r *runner.Runner, dev int) (*runner.CompilePool, error) {
-	n, err := helpersFlag(fs)
-	if err != nil {
-		return nil, err
-	}
-	if n == 0 {
+// startCompilePool starts the pool opt asks for on r's GPU, or returns
+// nil with no helpers. With --compiler jit and the driver's JIT cache off
+// it returns nil and errJITCacheOff.
+func startCompilePool(opt compileOptions, r *runner.Runner, dev int) (*runner.CompilePool, error) {
+	if opt.helpers == 0 {
 		return nil, nil
 	}
 	info := r.Device()
-	name := fs.Lookup("compiler").Value.String()
 	id := "driver-link " + info.Driver
-	switch name {
+	switch opt.compiler {
 	case "jit":
 		// The helpers' JIT leaves the code in the driver's compute cache,
 		// where the worker's load of the same PTX finds it.
@@ -123,42 +157,27 @@ func startCompilePool(fs *flagSet, r *runner.Runner, dev int) (*runner.CompilePo
 			os.Setenv("CUDA_CACHE_MAXSIZE", strconv.Itoa(4<<30)) // the driver's maximum: a whole sweep's code
 		}
 		id = "driver-jit " + info.Driver
-	case "link", "fake":
-		if name == "fake" {
-			id = "fake"
-		}
+	case "fake":
+		id = "fake"
 	case "ptxas":
-		path, err := runner.FindPtxas()
-		if err != nil {
-			return nil, usagef("--compiler ptxas: %w", err)
-		}
-		p, err := runner.NewPtxasCompiler(path, info.CC)
+		p, err := runner.NewPtxasCompiler(opt.ptxas, info.CC)
 		if err != nil {
 			return nil, err
 		}
 		id = p.ID()
-	default:
-		return nil, usagef("--compiler %q: want jit, link or ptxas", name)
 	}
 	var cache *runner.CubinCache
-	if !fs.Given("no-cache") {
-		dir := fs.Lookup("cubin-cache").Value.String()
-		if dir == "" {
-			var err error
-			if dir, err = runner.DefaultCubinCacheDir(); err != nil {
-				return nil, err
-			}
-		}
-		cache = &runner.CubinCache{Dir: dir}
+	if opt.cacheDir != "" {
+		cache = &runner.CubinCache{Dir: opt.cacheDir}
 	}
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("finding the tune binary for its compile helpers: %w", err)
 	}
-	argv := []string{exe, "__compile", "--device", strconv.Itoa(dev), "--compiler", name, "--cc", info.CC}
+	argv := []string{exe, "__compile", "--device", strconv.Itoa(dev), "--compiler", opt.compiler, "--cc", info.CC}
 	target := "sm_" + info.CC
 	keyOf := func(ptx string) string {
 		return runner.CacheKey(ptx, target, runner.CompileOptions, id, info.Driver+" "+info.Name)
 	}
-	return runner.NewCompilePool(argv, n, cache, keyOf), nil
+	return runner.NewCompilePool(argv, opt.helpers, cache, keyOf), nil
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"runtime"
-	"strconv"
 	"text/tabwriter"
 
 	"github.com/gradtune/gradtune/crosscheck"
@@ -38,31 +37,31 @@ func crosscheckCommand() *command {
 }
 
 func cmdCrosscheck(fs *flagSet, stdout, stderr io.Writer) error {
-	out, force := fs.Lookup("out").Value.String(), fs.Given("force")
+	out, force := fs.str("out"), fs.Given("force")
 	if out == "" {
 		return usagef("crosscheck needs --out FILE (JSON lines, one per case)")
 	}
 	if err := crosscheck.CheckOut(out, force); err != nil {
 		return usageError{err}
 	}
-	ncases, dev := intFlag(fs, "cases"), intFlag(fs, "device")
+	ncases, dev := fs.integer("cases"), fs.integer("device")
 	if ncases <= 0 {
 		return usagef("--cases must be positive, got %d", ncases)
 	}
 	if dev < 0 {
 		return usagef("--device must be a GPU ordinal (0 or more), got %d", dev)
 	}
-	fams, _, err := tuning.ParseKernels(fs.Lookup("kernel").Value.String())
+	fams, _, err := tuning.ParseKernels(fs.str("kernel"))
 	if err != nil {
 		return usageError{err}
 	}
 	var dts []dtype.DType
-	if d := fs.Lookup("dtype").Value.String(); d != "" {
+	if d := fs.str("dtype"); d != "" {
 		if dts, err = dtype.ParseList(d); err != nil {
 			return usagef("--dtype: %w", err)
 		}
 	}
-	seed, _ := strconv.ParseUint(fs.Lookup("seed").Value.String(), 10, 64)
+	seed := fs.unsigned("seed")
 	cases := crosscheck.Pick(fams, dts, ncases, seed)
 	if len(cases) == 0 {
 		return usagef("no case: no family accepts a small shape in the dtypes asked for")

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 
 	"github.com/gradtune/gradtune/kernels/faults"
 	"github.com/gradtune/gradtune/runner"
@@ -49,7 +48,7 @@ func workerCommand() *command {
 			fs.Bool("faults", false, "\tserve the planted-fault family too")
 		},
 		run: func(fs *flagSet, _, _ io.Writer) error {
-			dev, _ := strconv.Atoi(fs.Lookup("device").Value.String())
+			dev := fs.integer("device")
 			opt := runner.ServeOptions{Telemetry: nvml.Open}
 			if fs.Given("faults") {
 				opt.Families = runner.Families{faults.Family()}

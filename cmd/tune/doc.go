@@ -5,6 +5,7 @@
 //
 //	tune [--kernel K[,K...]|all] [--shapes PRESET|SPEC] [--tokens N] [--dtype D[,D]]
 //	     [--params P] [--budget N] [--db tune.db] [--device 0] [--mode cold|hot] [--fresh]
+//	tune --version
 //	tune list
 //	tune emit --kernel K --shapes SPEC [--params P] [--dtype D]
 //	tune check --kernel K --shapes SPEC [--sample N] [--params P]
@@ -23,12 +24,19 @@
 // export read a database without writing to it through internal/results,
 // reports and export.
 //
-// Exit codes: 0 success, 1 failure (no GPU, a GPU error, no valid variant,
-// a wrong variant in check, an internal error: a panic, reported with its
-// stack), 2 usage error (every bad input, named with what is accepted; a
-// flag given twice is one). Help (tune help [COMMAND], -h, --help) goes to
+// Every command checks all of its flags before any work: before it reads
+// a database and before it looks for the driver. Exit codes: 0 success, 1
+// failure (no GPU, a GPU error, no valid variant, a wrong variant in
+// check, an internal error: a panic, reported with its stack), 2 usage
+// error (every bad input, named with what is accepted: a flag given
+// twice, a missing, damaged or foreign database, an output that would
+// replace a database or lies in a missing directory). --version prints
+// the module version and VCS revision of the build, which every run
+// records. Help (tune help [COMMAND], -h, --help) goes to
 // stdout and exits 0. regress exits 1 when the gate fails (a case
-// regressed, or is missing from the new run). Hidden flags, for tests of
+// regressed, has no valid result in the new run, or is missing from it);
+// bench exits 1 when an entry has no valid result, after listing each
+// with why. Hidden flags, for tests of
 // the gate and of the runner's defences: tune --faults (the planted-fault
 // family), bench --replay DB (answer from recorded samples) and bench
 // --plant-slowdown 'KERNEL DTYPE SHAPE=PCT%'. The worker mode (`tune

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
-	"strings"
 
 	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/export"
@@ -32,12 +30,14 @@ func exportCommand() *command {
 }
 
 func cmdExport(fs *flagSet, stdout, _ io.Writer) error {
-	format, out := fs.Lookup("format").Value.String(), fs.Lookup("o").Value.String()
-	if !slices.Contains(export.Formats, format) {
-		return usagef("--format %q: want one of %s", format, strings.Join(export.Formats, ", "))
-	}
+	out := fs.str("o")
 	if out == "" {
 		return usagef("export needs -o PATH (the table file)")
+	}
+	opt := export.Options{Format: fs.str("format"), PTX: fs.Given("ptx"), Force: fs.Given("force"),
+		Keep: protectDB(fs), Name: fs.str("name"), Package: fs.str("package")}
+	if err := opt.Check(out); err != nil {
+		return usagef("export: %w", err)
 	}
 	set, err := loadResults(fs)
 	if err != nil {
@@ -47,13 +47,12 @@ func cmdExport(fs *flagSet, stdout, _ io.Writer) error {
 	if err != nil {
 		return userError(err)
 	}
-	files, err := export.Write(t, out, export.Options{Format: format, PTX: fs.Given("ptx"), Force: fs.Given("force"),
-		Name: fs.Lookup("name").Value.String(), Package: fs.Lookup("package").Value.String()})
-	if errors.Is(err, export.ErrExists) || errors.Is(err, configs.ErrMalformed) || errors.Is(err, export.ErrPTXChanged) {
+	files, err := export.Write(t, out, opt)
+	if errors.Is(err, configs.ErrMalformed) || errors.Is(err, export.ErrPTXChanged) {
 		return usageError{err}
 	}
 	if err != nil {
-		return err
+		return outputError(err)
 	}
 	fmt.Fprintf(stdout, "%d entries of %s (cc %s) from %s:\n", len(t.Entries), t.GPU.Name, t.GPU.CC, set.Path)
 	for _, f := range files {

@@ -21,6 +21,23 @@ type flagSet struct {
 // Given reports whether the flag called name was on the command line.
 func (fs *flagSet) Given(name string) bool { return fs.given[name] }
 
+// str, integer, integer64, unsigned and float read the parsed value of the
+// flag called name; each panics when the command defines no such flag of
+// that type (a bug of the command, not of its input).
+func (fs *flagSet) str(name string) string      { return fs.value(name).(string) }
+func (fs *flagSet) integer(name string) int     { return fs.value(name).(int) }
+func (fs *flagSet) integer64(name string) int64 { return fs.value(name).(int64) }
+func (fs *flagSet) unsigned(name string) uint64 { return fs.value(name).(uint64) }
+func (fs *flagSet) float(name string) float64   { return fs.value(name).(float64) }
+
+func (fs *flagSet) value(name string) any {
+	f := fs.Lookup(name)
+	if f == nil {
+		panic(fmt.Sprintf("%s has no flag --%s", fs.cmd.title(), name))
+	}
+	return f.Value.(flag.Getter).Get()
+}
+
 // newFlagSet defines c's flags. Each flag's usage string is
 // "PLACEHOLDER\tdescription".
 func (c *command) newFlagSet() *flagSet {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"database/sql"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,7 +36,7 @@ func TestGateOnReplays(t *testing.T) {
 		t.Errorf("runs: exit %d\n%s%s", code, out, errs)
 	}
 	code, out, errs = runResults("regress", "--baseline", a, "--db", b+":1")
-	if code != 0 || !strings.Contains(out, "0 regressed, 0 missing") || !strings.Contains(out, "| ~ | relu_bwd | f32 | m=2048,n=8960 |") {
+	if code != 0 || !strings.Contains(out, "0 regressed, 0 failed, 0 missing") || !strings.Contains(out, "| ~ | relu_bwd | f32 | m=2048,n=8960 |") {
 		t.Errorf("A/A: exit %d\n%s%s", code, out, errs)
 	}
 	code, out, errs = runResults("regress", "--baseline", a, "--db", c)
@@ -96,5 +97,67 @@ func TestGateBadInput(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(notJSON); string(b) != "{not json" {
 		t.Error("a refused bench changed a file")
+	}
+}
+
+// TestGateFailedCases: an entry made to fail (its recorded samples
+// removed from the replayed database) is listed at the end of bench with
+// why, and bench exits 1; regress fails the gate naming it, whether the
+// baseline had it or it failed in both runs; a run compared with itself
+// is a usage error.
+func TestGateFailedCases(t *testing.T) {
+	dir := t.TempDir()
+	broken := filepath.Join(dir, "broken-replay.db")
+	data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "h200-activations.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(broken, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := sql.Open("sqlite3", broken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Exec(`DELETE FROM evaluations WHERE variant_id IN
+		(SELECT id FROM variants WHERE kernel = 'relu_bwd' AND shape_key = 'm=2048,n=8960,dtype=f32')`); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+	bench := func(name, seed string) (string, string) {
+		db := filepath.Join(dir, name)
+		code, out, errs := runResults("bench", "--configs", filepath.Join("..", "..", "configs", "h200", "activations.json"),
+			"--replay", broken, "--db", db, "--seed", seed)
+		const why = "relu_bwd f32 m=2048,n=8960: [block=128,cache=default,ept=2,grid=once,maxnreg=64,vec=2] launch_error: replay: nothing recorded"
+		if code != 1 || !strings.Contains(out, "failed (no valid result in run 1):\n  "+why) ||
+			!strings.Contains(errs, "1 of 18 entries have no valid result in run 1 of "+db) {
+			t.Fatalf("bench with a failing entry: exit %d\n%s\n%s", code, out, errs)
+		}
+		return db, out
+	}
+	good := replayBench(t, dir, "good.db", "1")
+	f1, _ := bench("f1.db", "2")
+	f2, _ := bench("f2.db", "3")
+	for _, pair := range [][2]string{{good, f1}, {f1, f2}} {
+		code, out, errs := runResults("regress", "--baseline", pair[0], "--db", pair[1])
+		if code != 1 || !strings.Contains(out, "| **failed** | relu_bwd | f32 | m=2048,n=8960 |") ||
+			!strings.Contains(out, "0 regressed, 1 failed, 0 missing") ||
+			!strings.Contains(errs, "1 of 18 cases: relu_bwd f32 m=2048,n=8960 failed (no valid result in the new run: [") {
+			t.Errorf("regress %s %s: exit %d\n%s%s", filepath.Base(pair[0]), filepath.Base(pair[1]), code, out, errs)
+		}
+	}
+	code, out, errs := runResults("regress", "--baseline", f1, "--db", good)
+	if code != 0 || !strings.Contains(out, "| new | relu_bwd | f32 | m=2048,n=8960 |") || !strings.Contains(out, "relu_bwd f32 m=2048,n=8960, baseline: [") {
+		t.Errorf("regress from a failed case to a valid one: exit %d\n%s%s", code, out, errs)
+	}
+	cp := filepath.Join(dir, "copy.db")
+	if b, err := os.ReadFile(good); err != nil || os.WriteFile(cp, b, 0o644) != nil {
+		t.Fatal(err)
+	}
+	for _, db := range []string{good, good + ":1", cp} {
+		code, _, errs := runResults("regress", "--baseline", good, "--db", db)
+		if code != 2 || !strings.Contains(errs, "a run compared with itself") {
+			t.Errorf("regress %s against %s: exit %d, %q; want 2, a run compared with itself", good, db, code, errs)
+		}
 	}
 }

@@ -18,7 +18,8 @@ func regressCommand() *command {
 		usage: "regress --baseline A.db[:RUN] --db B.db[:RUN] [--threshold 2%] [--alpha 0.05] [--format markdown|bench]",
 		summary: "the regression gate: compare each kernel, dtype and shape of run B with run A (default:\n" +
 			"each database's newest run) with a Mann–Whitney U test, a threshold and the 95% CI of\n" +
-			"the change; exit 1 when a case regressed or is missing from B, 0 otherwise, 2 on bad input;\n" +
+			"the change; exit 1 when a case regressed, has no valid result in B (failed, listed with\n" +
+			"its error) or is missing from B, 0 otherwise, 2 on bad input (a run compared with itself);\n" +
 			"a Markdown table, or --format bench for benchstat (benchstat -col run FILE)",
 		flags: func(fs *flagSet) {
 			fs.String("baseline", "", "A.db[:RUN]\tthe last good run")
@@ -39,7 +40,7 @@ func cmdRegress(fs *flagSet, stdout, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
-	format := fs.Lookup("format").Value.String()
+	format := fs.str("format")
 	if format != "markdown" && format != "bench" {
 		return usagef("--format %q: want markdown or bench", format)
 	}
@@ -72,21 +73,24 @@ func cmdRegress(fs *flagSet, stdout, _ io.Writer) error {
 }
 
 func changeText(row regress.Row) string {
-	if row.Verdict == regress.Missing {
-		return "(no winner in the new run)"
+	switch row.Verdict {
+	case regress.Missing:
+		return "(not in the new run)"
+	case regress.Failed:
+		return "(no valid result in the new run: " + row.New.Err + ")"
 	}
 	return fmt.Sprintf("%+.1f%% (95%% CI %+.1f%% … %+.1f%%)", 100*row.Change, 100*row.Lo, 100*row.Hi)
 }
 
 func gateOptions(fs *flagSet) (regress.Options, error) {
 	opt := regress.DefaultOptions
-	th := strings.TrimSpace(fs.Lookup("threshold").Value.String())
+	th := strings.TrimSpace(fs.str("threshold"))
 	v, err := strconv.ParseFloat(strings.TrimSuffix(th, "%"), 64)
 	if err != nil || v < 0 || v >= 100 {
 		return opt, usagef("--threshold %q: want a percentage such as 2%%", th)
 	}
 	opt.Threshold = v / 100
-	opt.Alpha, _ = strconv.ParseFloat(fs.Lookup("alpha").Value.String(), 64)
+	opt.Alpha = fs.float("alpha")
 	if !(opt.Alpha > 0 && opt.Alpha < 1) {
 		return opt, usagef("--alpha %v: want a level between 0 and 1, such as 0.05", opt.Alpha)
 	}

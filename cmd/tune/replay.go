@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gradtune/gradtune/search"
 	"github.com/gradtune/gradtune/store"
@@ -26,7 +27,7 @@ func replayCommand() *command {
 		flags: func(fs *flagSet) {
 			fs.String("db", "", "FILE[,FILE...]\trecorded databases (read only)")
 			strategyFlags(fs, "all")
-			fs.Int("seeds", 20, "N\tseeds per strategy (1..N)")
+			fs.Int("seeds", 20, fmt.Sprintf("N\tseeds per strategy, 1 to %d", tuning.MaxReplaySeeds))
 		},
 		run: cmdReplay,
 	}
@@ -42,7 +43,7 @@ func strategyFlags(fs *flagSet, def string) {
 
 // budgetFlag reads --budget: a count or a percentage of the space.
 func budgetFlag(fs *flagSet) (n int, frac float64, err error) {
-	s := fs.Lookup("budget").Value.String()
+	s := fs.str("budget")
 	if s == "" || s == "0" {
 		return 0, 0, nil
 	}
@@ -62,7 +63,7 @@ func budgetFlag(fs *flagSet) (n int, frac float64, err error) {
 
 // strategiesFlag reads --strategy: one name, several, or all.
 func strategiesFlag(fs *flagSet) ([]string, error) {
-	s := fs.Lookup("strategy").Value.String()
+	s := fs.str("strategy")
 	if s == "all" {
 		return search.Names(), nil
 	}
@@ -89,8 +90,8 @@ func abandonMargin(fs *flagSet) float64 {
 // above the best's.
 const defaultAbandonMargin = 0.05
 
-func cmdReplay(fs *flagSet, stdout, _ io.Writer) error {
-	paths := fs.Lookup("db").Value.String()
+func cmdReplay(fs *flagSet, stdout, stderr io.Writer) error {
+	paths := fs.str("db")
 	if paths == "" {
 		return usagef("replay needs --db FILE (a recorded database)")
 	}
@@ -102,9 +103,9 @@ func cmdReplay(fs *flagSet, stdout, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
-	seeds := intFlag(fs, "seeds")
-	if seeds < 1 {
-		return usagef("--seeds must be 1 or more, got %d", seeds)
+	seeds := fs.integer("seeds")
+	if seeds < 1 || seeds > tuning.MaxReplaySeeds {
+		return usagef("--seeds must be 1 to %d, got %d", tuning.MaxReplaySeeds, seeds)
 	}
 	opt := tuning.ReplayOptions{Strategies: strats, Seeds: seeds, Budget: budget, BudgetFraction: frac, Abandon: abandonMargin(fs)}
 	var data []*tuning.ReplayData
@@ -122,6 +123,7 @@ func cmdReplay(fs *flagSet, stdout, _ io.Writer) error {
 		"points; a re-measurement counts); samples: timing samples taken (median). Budget %s; abandon margin %.0f%%.\n\n",
 		budgetText(budget, frac), 100*opt.Abandon)
 	for _, d := range data {
+		opt.Progress = replayProgress(stderr, d.Name)
 		outs, err := tuning.ReplayStrategies(context.Background(), d, opt)
 		if err != nil {
 			return err
@@ -129,6 +131,22 @@ func cmdReplay(fs *flagSet, stdout, _ io.Writer) error {
 		tuning.WriteReplayTable(stdout, d, outs, opt.Seeds)
 	}
 	return nil
+}
+
+// replayProgress says on w how many strategy runs of the database called
+// name are done: once the first five seconds have passed, at every tenth
+// of the way and every five seconds between (a short replay says
+// nothing).
+func replayProgress(w io.Writer, name string) func(done, total int) {
+	start, last, shown := time.Now(), time.Now(), 0
+	return func(done, total int) {
+		tenth := 10 * done / total
+		if time.Since(start) < 5*time.Second || tenth == shown && time.Since(last) < 5*time.Second {
+			return
+		}
+		shown, last = tenth, time.Now()
+		fmt.Fprintf(w, "tune replay: %s: %d of %d strategy runs (%s)\n", name, done, total, time.Since(start).Round(time.Second))
+	}
 }
 
 func budgetText(n int, frac float64) string {

@@ -1,10 +1,11 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/gradtune/gradtune/reports"
 )
@@ -26,34 +27,49 @@ func reportCommand() *command {
 	}
 }
 
-func cmdReport(fs *flagSet, stdout, _ io.Writer) error {
-	out := fs.Lookup("o").Value.String()
+func cmdReport(fs *flagSet, stdout, stderr io.Writer) error {
+	out := fs.str("o")
 	if out == "" {
 		return usagef("report needs -o DIR (the report directory)")
 	}
-	opt := reports.Options{Force: fs.Given("force")}
-	if path := fs.Lookup("peers").Value.String(); path != "" {
-		f, err := os.Open(path)
-		if err != nil {
-			return usagef("--peers: %w", err)
-		}
-		opt.Peers, err = reports.ReadPeers(f)
-		f.Close()
-		if err != nil {
-			return usagef("--peers %s: %w", path, err)
+	if err := reports.CheckDir(out, fs.Given("force")); err != nil {
+		return outputError(err)
+	}
+	opt := reports.Options{Force: fs.Given("force"), Keep: protectDB(fs)}
+	path := fs.str("peers")
+	if path != "" {
+		var err error
+		if opt.Peers, err = readPeers(path); err != nil {
+			return err
 		}
 	}
 	set, err := loadResults(fs)
 	if err != nil {
 		return err
 	}
+	if path != "" && opt.Peers.Matching(set) == 0 {
+		fmt.Fprintf(stderr, "tune report: --peers %s: none of its %d rows is a shape of the report (its kernels: %s); the report has no peers\n",
+			path, opt.Peers.Len(), strings.Join(opt.Peers.Kernels(), ", "))
+	}
 	files, err := reports.Write(set, out, opt)
-	if errors.Is(err, reports.ErrExists) {
-		return usageError{err}
-	}
 	if err != nil {
-		return err
+		return outputError(err)
 	}
-	fmt.Fprintf(stdout, "%d files in %s; open %s\n", len(files), out, out+"/index.html")
+	fmt.Fprintf(stdout, "%d files in %s; open %s\n", len(files), out, filepath.Join(out, "index.html"))
 	return nil
+}
+
+// readPeers reads a peers file; a missing, malformed or empty one is a
+// usage error.
+func readPeers(path string) (*reports.Peers, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, usagef("--peers: %w", err)
+	}
+	defer f.Close()
+	p, err := reports.ReadPeers(f)
+	if err != nil {
+		return nil, usagef("--peers %s: %w", path, err)
+	}
+	return p, nil
 }

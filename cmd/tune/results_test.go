@@ -102,12 +102,12 @@ func TestResultsCommandsRefuse(t *testing.T) {
 		{[]string{"show", "--db", filepath.Join(dir, "missing.db")}, "no database file"},
 		{[]string{"show", "--db", notDB}, "not a gradtune database"},
 		{[]string{"show", "--db", db, "--run", "9"}, "no run with id"},
-		{[]string{"show", "--db", db, "--kernel", "relu_bwd"}, `no results for kernel "relu_bwd"`},
+		{[]string{"show", "--db", db, "--kernel", "relu_bwd"}, "no results for relu_bwd in " + db + " (kernels recorded there: lp_pool1d_bwd)"},
 		{[]string{"show", "--db", db, "--shapes", "n=,c=1"}, "--shapes"},
 		{[]string{"show", "--db", db, "extra"}, `unexpected argument "extra"`},
-		{[]string{"export", "--db", db, "--format", "yaml", "-o", existing}, `--format "yaml"`},
+		{[]string{"export", "--db", db, "--format", "yaml", "-o", existing}, `format "yaml": want one of json, go, c`},
 		{[]string{"export", "--db", db}, "needs -o"},
-		{[]string{"export", "--db", db, "-o", existing}, "output file exists"},
+		{[]string{"export", "--db", db, "-o", existing}, existing + " exists (--force replaces it)"},
 		{[]string{"report", "--db", db, "-o", full}, "not empty"},
 		{[]string{"report", "--db", db, "--peers", badPeers, "-o", filepath.Join(dir, "r")}, "malformed peers"},
 		{[]string{"report", "--db", db, "--peers", filepath.Join(dir, "nope.jsonl"), "-o", filepath.Join(dir, "r")}, "--peers"},
@@ -125,5 +125,92 @@ func TestResultsCommandsRefuse(t *testing.T) {
 	}
 	if code, _, errs := runResults("export", "--db", db, "--force", "-o", existing); code != 0 {
 		t.Errorf("export --force: exit %d: %s", code, errs)
+	}
+}
+
+// TestExportForceNeverReplacesADatabase: export --force onto a results
+// database, and onto its own --db (by its name and through a link), in
+// every format, with and without --ptx, exits 2 and leaves the database
+// byte-identical; report --force refuses the same.
+func TestExportForceNeverReplacesADatabase(t *testing.T) {
+	dir := t.TempDir()
+	data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "h200-pool.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := filepath.Join(dir, "results.db")
+	other := filepath.Join(dir, "other.json") // a database whatever its name says
+	for _, p := range []string{own, other} {
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link := filepath.Join(dir, "table.json")
+	if err := os.Symlink(own, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range []string{own, link, other} {
+		for _, format := range []string{"json", "go", "c"} {
+			for _, ptx := range []bool{false, true} {
+				args := []string{"export", "--db", own, "--format", format, "-o", target, "--force"}
+				if ptx {
+					args = append(args, "--ptx")
+				}
+				code, out, errs := runResults(args...)
+				if code != 2 || out != "" || !strings.Contains(errs, "no output replaces a database, even with --force") {
+					t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2 and the refusal", args, code, out, errs)
+				}
+			}
+		}
+		code, _, errs := runResults("report", "--db", own, "-o", target, "--force")
+		if code != 2 || !strings.Contains(errs, "it is an SQLite database, want a directory for the report") {
+			t.Errorf("report -o %s --force: exit %d, %q", target, code, errs)
+		}
+	}
+	for _, p := range []string{own, other} {
+		if got, err := os.ReadFile(p); err != nil || !bytes.Equal(got, data) {
+			t.Errorf("%s changed (%v)", p, err)
+		}
+	}
+	if es, _ := os.ReadDir(dir); len(es) != 3 {
+		t.Errorf("%d files in %s, want the 3 it had", len(es), dir)
+	}
+}
+
+// TestDefaultsSelect: a shape's default extents select it: the plain
+// (f32-scales) NF4 shapes with scales=f32 or block=64, a floor-mode pool
+// with ceil=0.
+func TestDefaultsSelect(t *testing.T) {
+	db := filepath.Join("..", "..", "testdata", "nf4", "h200-nf4.db")
+	for _, spec := range []string{"scales=f32", "block=64,scales=f32", "n=1536,k=1536,block=64"} {
+		code, out, errs := runResults("show", "--db", db, "--kernel", "nf4_dequant", "--shapes", spec)
+		rows, dq := 0, 0
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(strings.TrimSpace(l), "nf4_dequant ") {
+				rows++
+				if strings.Contains(l, "×dq") {
+					dq++
+				}
+			}
+		}
+		if code != 0 || rows == 0 || dq > 0 && spec != "n=1536,k=1536,block=64" {
+			t.Errorf("show --shapes %s: exit %d, %d rows (%d double-quantized)\n%s%s", spec, code, rows, dq, out, errs)
+		}
+	}
+	code, out, errs := runResults("emit", "--kernel", "lp_pool1d_bwd", "--shapes", "n=1,c=2,l=10,window=3,p=2,ceil=0", "--dtype", "f32")
+	if code != 0 || !strings.Contains(out, "shape n=1,c=2,l=10,window=3,stride=3,p=2,dtype=f32,") {
+		t.Errorf("emit with ceil=0: exit %d, %s\n%.300s", code, errs, out)
+	}
+}
+
+// TestReportSaysPeersMatchNothing: a peers file none of whose rows is a
+// shape of the report is said on stderr; the report is written.
+func TestReportSaysPeersMatchNothing(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "r")
+	code, stdout, errs := runResults("report", "--db", filepath.Join("..", "..", "testdata", "h200-pool.db"),
+		"--peers", filepath.Join("..", "..", "testdata", "peers-rows.jsonl"), "-o", out)
+	if code != 0 || !strings.Contains(stdout, "files in "+out) ||
+		!strings.Contains(errs, "none of its 9 rows is a shape of the report (its kernels: layernorm_bwd, rmsnorm_bwd, softmax_bwd); the report has no peers") {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, stdout, errs)
 	}
 }

@@ -20,7 +20,7 @@ func runsCommand() *command {
 }
 
 func cmdRuns(fs *flagSet, stdout, _ io.Writer) error {
-	path := fs.Lookup("db").Value.String()
+	path := fs.str("db")
 	db, err := store.OpenReadOnly(path)
 	if err != nil {
 		return userError(err)

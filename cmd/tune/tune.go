@@ -36,11 +36,10 @@ func selectionFlags(fs *flagSet, kernelDefault, shapesDefault string) {
 func request(fs *flagSet) tuning.Request {
 	var tokens string
 	if fs.Given("tokens") {
-		tokens = fs.Lookup("tokens").Value.String()
+		tokens = fs.str("tokens")
 	}
-	return tuning.Request{Kernels: fs.Lookup("kernel").Value.String(), Shapes: fs.Lookup("shapes").Value.String(),
-		Tokens: tokens, DTypes: fs.Lookup("dtype").Value.String(),
-		Params: fs.Lookup("params").Value.String()}
+	return tuning.Request{Kernels: fs.str("kernel"), Shapes: fs.str("shapes"),
+		Tokens: tokens, DTypes: fs.str("dtype"), Params: fs.str("params")}
 }
 
 // resolve resolves the selection flags; notes go to stderr.
@@ -77,22 +76,58 @@ func tuneCommand() *command {
 	}
 }
 
-func cmdTune(fs *flagSet, stdout, stderr io.Writer) error {
-	mode, err := eval.ParseMode(fs.Lookup("mode").Value.String())
+// gpuOptions are the flags of a command that measures on a GPU into a
+// database (tune, bench), checked.
+type gpuOptions struct {
+	measure runner.MeasureOpts
+	device  int
+	seed    uint64
+	db      string
+}
+
+// gpuOptionsOf checks the GPU flags; it reads nothing.
+func gpuOptionsOf(fs *flagSet) (gpuOptions, error) {
+	opt := gpuOptions{measure: runner.DefaultMeasure, device: fs.integer("device"), seed: fs.unsigned("seed"), db: fs.str("db")}
+	mode, err := eval.ParseMode(fs.str("mode"))
 	if err != nil {
-		return usagef("--mode: %v", err)
+		return opt, usagef("--mode: %v", err)
 	}
-	dev := intFlag(fs, "device")
+	opt.measure.Mode = mode
+	if opt.device < 0 {
+		return opt, usagef("--device must be a GPU ordinal (0 or more), got %d", opt.device)
+	}
+	return opt, nil
+}
+
+// probeDB refuses, before a GPU opens, a --db that Open would refuse or
+// could not write.
+func (opt gpuOptions) probeDB() error {
+	if err := store.Probe(opt.db); err != nil {
+		return usagef("--db %s: %w", opt.db, err)
+	}
+	return nil
+}
+
+func cmdTune(fs *flagSet, stdout, stderr io.Writer) error {
+	gpu, err := gpuOptionsOf(fs)
+	if err != nil {
+		return err
+	}
 	budget, frac, err := budgetFlag(fs)
 	if err != nil {
 		return err
 	}
-	strategy, err := search.ParseName(fs.Lookup("strategy").Value.String())
+	strategy, err := search.ParseName(fs.str("strategy"))
 	if err != nil {
 		return usagef("--strategy: %w", err)
 	}
-	if dev < 0 {
-		return usagef("--device must be a GPU ordinal (0 or more), got %d", dev)
+	compile, err := compileOptionsOf(fs)
+	if err != nil {
+		return err
+	}
+	rounds := fs.integer("final-rounds")
+	if rounds < 0 {
+		return usagef("--final-rounds %d: want 0 or more", rounds)
 	}
 	req := request(fs)
 	if fs.Given("faults") {
@@ -102,23 +137,15 @@ func cmdTune(fs *flagSet, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	dbPath := fs.Lookup("db").Value.String()
-	if err := store.Probe(dbPath); err != nil {
-		return usagef("--db %s: %w", dbPath, err)
+	if err := gpu.probeDB(); err != nil {
+		return err
 	}
-	worker, err := processWorker(dev, fs.Given("faults"))
+	worker, err := processWorker(gpu.device, fs.Given("faults"))
 	if err != nil {
 		return err
 	}
-	measure := runner.DefaultMeasure
-	measure.Mode = mode
-	seed, _ := strconv.ParseUint(fs.Lookup("seed").Value.String(), 10, 64)
-	rounds := intFlag(fs, "final-rounds")
-	if rounds < 0 {
-		return usagef("--final-rounds %d: want 0 or more", rounds)
-	}
 	r, err := runner.New(runner.Options{
-		Measure: measure, Fresh: fs.Given("fresh"), Seed: seed, Strategy: strategy, Budget: budget, BudgetFraction: frac,
+		Measure: gpu.measure, Fresh: fs.Given("fresh"), Seed: gpu.seed, Strategy: strategy, Budget: budget, BudgetFraction: frac,
 		Abandon: abandonMargin(fs), Fix: sel.Fix, Progress: stdout, FinalRounds: rounds,
 		NewWorker: worker,
 	})
@@ -126,11 +153,10 @@ func cmdTune(fs *flagSet, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer r.Close()
-	info := r.Device()
-	if err := tuning.CheckDevice(sel, info); err != nil {
+	if err := tuning.CheckDevice(sel, r.Device()); err != nil {
 		return usageError{err}
 	}
-	pool, err := startCompilePool(fs, r, dev)
+	pool, err := startCompilePool(compile, r, gpu.device)
 	if errors.Is(err, errJITCacheOff) {
 		fmt.Fprintf(stdout, "compile helpers: none: %v\n", err)
 	} else if err != nil {
@@ -140,10 +166,10 @@ func cmdTune(fs *flagSet, stdout, stderr io.Writer) error {
 		defer pool.Close()
 		r.UseCompilePool(pool)
 	}
-	err = tuneOn(r, sel, dbPath, dev, fs.raw, stdout)
+	err = tuneOn(r, sel, gpu.db, gpu.device, fs.raw, stdout)
 	if pool != nil {
 		fmt.Fprintf(stdout, "compile pool: %d helpers (%s), %d programs compiled, %d from the cubin cache\n",
-			pool.Helpers(), fs.Lookup("compiler").Value.String(), pool.Compiled, pool.Cached)
+			pool.Helpers(), compile.compiler, pool.Compiled, pool.Cached)
 	}
 	return err
 }

@@ -3,6 +3,12 @@
 // that tuned it, its winner, every valid variant ranked by median time,
 // the failures, and the baseline the winner is compared with.
 //
+// Matches is the one test of a shape key against a --shapes spec: a dim
+// the key leaves out matches the value the family gives it by default.
+// Shape.Why says why a shape has no winner (its failed evaluations), which
+// bench and the regression gate list; Shape.Skipped counts the variants
+// not timed in full.
+//
 // # Which run
 //
 // With Options.RunID set, every shape that run evaluated or chose a winner
@@ -18,8 +24,9 @@
 // A variant's bytes moved and arithmetic intensity come from the stored
 // throughput (GB/s and TFLOP/s) and median; "% bound" compares the
 // achieved throughput with the run's measured copy bandwidth when the
-// kernel's intensity is below the ridge point of the GPU's peak FP32 rate
-// (from a small table of data-sheet figures, Peaks) and with that peak
+// kernel's intensity is below the ridge point of the GPU's compute peak
+// (from a small table of data-sheet figures, Peaks: the dense tensor-core
+// rate for bf16 and f16, the FP32 rate otherwise) and with that peak
 // otherwise. Two variants tie when their 95% confidence intervals of the
 // median overlap: the ranking between them is not established.
 //

@@ -51,7 +51,7 @@ func Load(db *store.DB, opt Options) (*Set, error) {
 	if len(groups) == 0 {
 		return nil, fmt.Errorf("%w: %s recorded no evaluations", ErrNoResults, opt.describe())
 	}
-	if err := opt.check(groups); err != nil {
+	if err := opt.check(db.Path(), groups); err != nil {
 		return nil, err
 	}
 	set := &Set{Path: db.Path()}
@@ -130,9 +130,10 @@ func orderedKeys(groups map[groupKey]*group) []groupKey {
 	return keys
 }
 
-// check rejects filters that name a kernel the selection does not hold,
-// listing the ones it does.
-func (o Options) check(groups map[groupKey]*group) error {
+// check rejects filters that name a kernel the selection does not hold:
+// one this gradtune does not know is unknown, listing the known ones; a
+// known one has no results in the database, listing the recorded ones.
+func (o Options) check(path string, groups map[groupKey]*group) error {
 	have := map[string]bool{}
 	for k := range groups {
 		have[k.kernel] = true
@@ -142,10 +143,18 @@ func (o Options) check(groups map[groupKey]*group) error {
 		names = append(names, k)
 	}
 	sort.Strings(names)
+	where := path
+	if o.RunID != 0 {
+		where = fmt.Sprintf("run %d of %s", o.RunID, path)
+	}
 	for _, k := range o.Kernels {
-		if !have[k] {
-			return fmt.Errorf("%w for kernel %q in %s (kernels recorded: %s)", ErrNoResults, k, o.describe(), strings.Join(names, ", "))
+		if have[k] {
+			continue
 		}
+		if _, err := catalog.Lookup(k); err != nil {
+			return fmt.Errorf("%w: %w", ErrNoResults, err)
+		}
+		return fmt.Errorf("%w for %s in %s (kernels recorded there: %s)", ErrNoResults, k, where, strings.Join(names, ", "))
 	}
 	return nil
 }
@@ -158,7 +167,7 @@ func (o Options) keep(k groupKey) bool {
 		return true
 	}
 	for _, sp := range o.Shapes {
-		if matches(k.shape, sp) {
+		if Matches(k.kernel, k.shape, sp) {
 			return true
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gradtune/gradtune/eval"
+	"github.com/gradtune/gradtune/kernels/catalog"
 	"github.com/gradtune/gradtune/store"
 	"github.com/gradtune/gradtune/variants"
 )
@@ -117,6 +119,45 @@ func (s *Shape) Ties() int {
 	return n
 }
 
+// Skipped counts the failed variants that were skipped (status skipped:
+// stopped early by the abandon rule, or over the local-memory prescreen):
+// not timed in full rather than wrong.
+func (s *Shape) Skipped() int {
+	n := 0
+	for _, v := range s.Failed {
+		if v.Status == eval.Skipped {
+			n++
+		}
+	}
+	return n
+}
+
+// Why says why the shape has no winner (for a bench run: why the table's
+// variant has no valid result): each failed evaluation's params, status
+// and the first line of its message, "; "-separated, or "no failed
+// evaluation recorded" when there is none; "" when it has a winner.
+func (s *Shape) Why() string {
+	if s.Winner != nil {
+		return ""
+	}
+	if len(s.Failed) == 0 {
+		return "no winner and no failed evaluation recorded"
+	}
+	var parts []string
+	for _, v := range s.Failed {
+		msg, _, _ := strings.Cut(strings.TrimSpace(v.Message), "\n")
+		if len(msg) > 200 {
+			msg = msg[:200] + "…"
+		}
+		p := fmt.Sprintf("[%s] %s", v.Key.Params, v.Status)
+		if msg != "" {
+			p += ": " + msg
+		}
+		parts = append(parts, p)
+	}
+	return strings.Join(parts, "; ")
+}
+
 // Speedup is the baseline's median over the winner's, 0 without either.
 func (s *Shape) Speedup() float64 {
 	if s.Winner == nil || s.Baseline == nil || s.Winner.MedianUS <= 0 {
@@ -127,16 +168,17 @@ func (s *Shape) Speedup() float64 {
 
 // Bound says how close v comes to what limits it: the percentage of the
 // run's measured copy bandwidth ("BW") for a kernel below the ridge point
-// of the GPU's peak FP32 rate, else of that peak ("FP32"). It returns 0
-// and "" when the figures are missing.
+// of the GPU's compute peak for the shape's dtype (Peaks.Compute), else
+// of that peak ("TC" or "FP32"). It returns 0 and "" when the figures are
+// missing.
 func (s *Shape) Bound(v *Variant) (pct float64, of string) {
 	peak, hasPeak := LookupPeaks(s.Run.GPUName)
 	bw := s.Run.CopyGBps
 	if bw <= 0 && hasPeak {
 		bw = peak.BandwidthGBps
 	}
-	if hasPeak && bw > 0 && v.Intensity() > 1e3*peak.FP32TFLOPs/bw {
-		return 100 * v.TFLOPs / peak.FP32TFLOPs, "FP32"
+	if top, name := peak.Compute(s.DType); hasPeak && top > 0 && bw > 0 && v.Intensity() > 1e3*top/bw {
+		return 100 * v.TFLOPs / top, name
 	}
 	if bw <= 0 || v.ThroughputGBps <= 0 {
 		return 0, ""
@@ -177,22 +219,44 @@ func size(dims string) string {
 	return strings.Join(vals, "×")
 }
 
-// matches reports whether the shape key has every dim of sp with the same
-// value, and its dtype when sp names one.
-func matches(key string, sp variants.Spec) bool {
+// Matches reports whether kernel's shape key has every dim of sp with the
+// same value, and its dtype when sp names one. A dim the key leaves out
+// matches the value the family gives it by default (block=64, scales=f32,
+// ceil=0): the key with that dim added names the same shape.
+func Matches(kernel, key string, sp variants.Spec) bool {
 	dims, dt := splitKey(key)
+	if sp.DType.Valid() && sp.DType.String() != dt {
+		return false
+	}
 	have := map[string]string{}
 	for _, kv := range strings.Split(dims, ",") {
 		if k, v, ok := strings.Cut(kv, "="); ok {
 			have[k] = v
 		}
 	}
+	var absent []string
 	for _, d := range sp.Dims {
-		if have[d.Name] != d.ValueString() {
+		v, ok := have[d.Name]
+		switch {
+		case !ok:
+			absent = append(absent, d.Name+"="+d.ValueString())
+		case v != d.ValueString():
 			return false
 		}
 	}
-	return !sp.DType.Valid() || sp.DType.String() == dt
+	if len(absent) == 0 {
+		return true
+	}
+	f, err := catalog.Lookup(kernel)
+	if err != nil {
+		return false
+	}
+	specs, err := variants.ParseSpecs(dims + "," + strings.Join(absent, ",") + ",dtype=" + dt)
+	if err != nil || len(specs) != 1 {
+		return false
+	}
+	s, err := f.Shape(specs[0], specs[0].DType)
+	return err == nil && s.Key() == key
 }
 
 // rank sorts the valid variants, numbers them and marks ties.

@@ -3,6 +3,7 @@ package results
 import (
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/gradtune/gradtune/store"
@@ -106,11 +107,46 @@ func TestLoadErrors(t *testing.T) {
 		want error
 	}{
 		{"unknown run", Options{RunID: 7}, store.ErrNoRun},
-		{"unknown kernel", Options{Kernels: []string{"relu_bwd"}}, ErrNoResults},
+		{"a kernel not recorded", Options{Kernels: []string{"relu_bwd"}}, ErrNoResults},
+		{"an unknown kernel", Options{Kernels: []string{"nope_bwd"}}, ErrNoResults},
 		{"no such shape", Options{Shapes: []variants.Spec{mustSpec(t, "n=1")}}, ErrNoResults},
 	} {
 		if _, err := Load(db, c.opt); !errors.Is(err, c.want) {
 			t.Errorf("%s: err = %v, want %v", c.name, err, c.want)
+		}
+	}
+	_, err := Load(db, Options{Kernels: []string{"relu_bwd"}})
+	if want := "no results for relu_bwd in " + db.Path() + " (kernels recorded there: lp_pool1d_bwd)"; err == nil || err.Error() != want {
+		t.Errorf("a kernel not recorded: %v, want %q", err, want)
+	}
+	if _, err := Load(db, Options{Kernels: []string{"nope_bwd"}}); err == nil || !strings.Contains(err.Error(), `unknown kernel "nope_bwd" (kernels: gelu_bwd,`) {
+		t.Errorf("an unknown kernel: %v", err)
+	}
+}
+
+// TestMatches: a spec matches a key literally, and a dim the key leaves
+// out matches the family's default for it.
+func TestMatches(t *testing.T) {
+	for _, c := range []struct {
+		kernel, key, spec string
+		want              bool
+	}{
+		{"nf4_dequant", "n=1536,k=1536,dtype=bf16", "n=1536", true},
+		{"nf4_dequant", "n=1536,k=1536,dtype=bf16", "scales=f32", true},
+		{"nf4_dequant", "n=1536,k=1536,dtype=bf16", "block=64,scales=f32,dtype=bf16", true},
+		{"nf4_dequant", "n=1536,k=1536,dtype=bf16", "scales=dq", false},
+		{"nf4_dequant", "n=1536,k=1536,dtype=bf16", "block=128", false},
+		{"nf4_dequant", "n=1536,k=1536,dtype=bf16", "dtype=f16", false},
+		{"nf4_dequant", "n=1536,k=1536,scales=dq,dtype=bf16", "scales=dq", true},
+		{"nf4_dequant", "n=1536,k=1536,scales=dq,dtype=bf16", "scales=f32", false},
+		{"lp_pool1d_bwd", "n=32,c=256,l=4096,window=4,stride=2,p=2,dtype=f32", "ceil=0", true},
+		{"lp_pool1d_bwd", "n=32,c=256,l=4096,window=4,stride=2,p=2,dtype=f32", "ceil=1", false},
+		{"relu_bwd", "m=2048,n=8960,dtype=f32", "k=4", false},
+		{"gone_bwd", "m=2048,dtype=f32", "m=2048", true},
+		{"gone_bwd", "m=2048,dtype=f32", "n=1", false},
+	} {
+		if got := Matches(c.kernel, c.key, mustSpec(t, c.spec)); got != c.want {
+			t.Errorf("Matches(%s, %s, %s) = %v, want %v", c.kernel, c.key, c.spec, got, c.want)
 		}
 	}
 }
@@ -122,4 +158,22 @@ func mustSpec(t *testing.T, s string) variants.Spec {
 		t.Fatal(err)
 	}
 	return sp[0]
+}
+
+// TestBoundOfTensorCoreKernels: a compute-bound bf16 GEMM is measured
+// against the tensor-core peak, a share below 100%, and a memory-bound
+// one against the copy bandwidth.
+func TestBoundOfTensorCoreKernels(t *testing.T) {
+	set, err := Load(open(t, filepath.Join("nf4", "h200-nf4-rs.db")), Options{Kernels: []string{"nf4_gemm_bwd"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	peak, _ := LookupPeaks("NVIDIA H200")
+	for _, sh := range set.Shapes {
+		pct, of := sh.Bound(sh.Winner)
+		compute := sh.Winner.Intensity() > 1e3*peak.TensorTFLOPs/sh.Run.CopyGBps
+		if compute && (of != "TC" || pct <= 0 || pct >= 100) || !compute && of != "BW" {
+			t.Errorf("%s: %.1f%% of %s (intensity %.0f flop/B)", sh.Key, pct, of, sh.Winner.Intensity())
+		}
+	}
 }

@@ -27,7 +27,8 @@ const (
 
 // Shape is x of [N, C, L] pooled along L with windows of Window elements
 // every Stride elements (Stride 0: Window), the norm's power P (a decimal,
-// p=1.5) and ceil_mode (Ceil 1; 0 is floor mode and the key omits it).
+// p=1.5) and ceil_mode (ceil=1; ceil=0, floor mode, is the default and
+// the key omits it).
 type Shape struct {
 	N      int            `dim:"n"`
 	C      int            `dim:"c"`
@@ -35,7 +36,7 @@ type Shape struct {
 	Window int            `dim:"window"`
 	Stride int            `dim:"stride,optional"`
 	P      variants.Milli `dim:"p"`
-	Ceil   int            `dim:"ceil,optional"`
+	Ceil   int            `dim:"ceil,optional=0"`
 	DType  dtype.DType
 }
 
@@ -131,7 +132,7 @@ func (def) CheckShape(s Shape) error {
 	}
 	switch {
 	case s.Ceil > 1:
-		return fmt.Errorf("ceil=%d: give ceil=1 for ceil_mode, or leave it out", s.Ceil)
+		return fmt.Errorf("ceil=%d: want 0 (floor mode, the default) or 1 (ceil_mode)", s.Ceil)
 	case s.P < minP || s.P > maxP:
 		return fmt.Errorf("p=%s must be in 0.25..16", pString(s.P))
 	case s.DType == dtype.F64 && s.P%1000 != 0:

@@ -103,8 +103,12 @@ func TestShape(t *testing.T) {
 	} else if g := lpGeom(t, ceilSpec, dtype.BF16); g.lout != 4 || g.lastC != 1 || !g.partial() {
 		t.Errorf("ceil geometry %+v", g)
 	}
+	if s := lpShape(t, "n=1,c=2,l=10,window=3,p=1.5,ceil=0", dtype.BF16); s.Key() != "n=1,c=2,l=10,window=3,stride=3,p=1.5,dtype=bf16" {
+		t.Errorf("ceil=0 (floor mode, the default): Key = %q", s.Key())
+	}
 	bad := map[string]string{
-		"n=1,c=1,l=8,window=2":                    "takes n=N,c=C,l=L,window=WINDOW,stride=STRIDE (optional),p=P,ceil=CEIL (optional)",
+		"n=1,c=1,l=8,window=2":                    "takes n=N,c=C,l=L,window=WINDOW,stride=STRIDE (optional),p=P,ceil=CEIL (optional, default 0)",
+		"n=1,c=1,l=8,window=2,p=0":                "p=0 is not positive",
 		"n=1,c=1,l=8.5,window=2,p=2":              "l=8.5 is not an integer",
 		"n=1,c=1,l=8,window=2,p=2,m=3":            "takes n=N",
 		"n=1,c=1,l=8,window=2,p=2,ceil=2":         "ceil=2",

@@ -12,13 +12,14 @@ import (
 )
 
 // DequantShape is an NF4 weight W [N×K] dequantized to DType (bf16 or
-// f16): blocks of Block elements along K (left out: 64), double-quantized
-// scales with dq=1.
+// f16): blocks of Block elements along K (default 64), f32 scales
+// (scales=f32, the default) or double-quantized ones (scales=dq). Keys
+// leave the defaults out.
 type DequantShape struct {
 	N      int    `dim:"n"`
 	K      int    `dim:"k"`
-	Block  int    `dim:"block,optional"`
-	Scales string `dim:"scales,optional" values:"dq"`
+	Block  int    `dim:"block,optional=64"`
+	Scales string `dim:"scales,optional=f32" values:"f32,dq"`
 	DType  dtype.DType
 }
 

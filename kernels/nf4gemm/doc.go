@@ -12,7 +12,7 @@
 // # nf4_gemm_bwd
 //
 // dX[M×K] = dY[M×N]·dequant(W[N×K]): any m; n and k multiples of the block
-// size (refused otherwise, wrapping nf4.ErrLayout or the shape error).
+// size (refused otherwise; k by nf4.ErrLayout).
 // The sync path (sm_80+) mirrors gemm_bwd's grad=dx: 4 warps, a cp.async
 // ring of dY tiles, and a W tile per stage that the math warps dequantize
 // themselves (dequant=consumer) into gemm_bwd's swizzled layout, read

@@ -21,8 +21,8 @@ type GEMMShape struct {
 	M      int    `dim:"m"`
 	N      int    `dim:"n"`
 	K      int    `dim:"k"`
-	Block  int    `dim:"block,optional"`
-	Scales string `dim:"scales,optional" values:"dq"`
+	Block  int    `dim:"block,optional=64"`
+	Scales string `dim:"scales,optional=f32" values:"f32,dq"`
 	DType  dtype.DType
 }
 
@@ -101,15 +101,13 @@ func (gemmDef) CheckShape(s GEMMShape) error {
 		return err
 	}
 	if s.N%w.block != 0 {
-		return fmt.Errorf("%w: n=%d is not a multiple of the block size %d", errShape, s.N, w.block)
+		return fmt.Errorf("n=%d is not a multiple of the block size %d (n, the reduction, takes whole blocks)", s.N, w.block)
 	}
 	if s.M*s.N > gen.MaxElems || s.M*s.K > gen.MaxElems {
 		return fmt.Errorf("m=%d, n=%d, k=%d: a matrix has more than %d elements", s.M, s.N, s.K, gen.MaxElems)
 	}
 	return nil
 }
-
-var errShape = fmt.Errorf("nf4_gemm_bwd shape")
 
 // Buffers: dy, the NF4 weight, dx; and w_bf16 (w_f16), the exactly
 // dequantized weight in the dtype, which only the cuBLAS baseline reads.
