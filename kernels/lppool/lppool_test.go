@@ -674,8 +674,13 @@ func lpEmitAll() ([]lpVariant, error) {
 // TestPrograms checks the launches of every variant: entries that
 // exist in the module, arguments that name buffers of the shape or the
 // program and end with the batch dim n, the zeroing launch first for
-// scatter, and grids that cover the work.
+// scatter, grids that cover the work, and gather kernels of the benchmark
+// shape that need no guard at any n and so never read it.
 func TestPrograms(t *testing.T) {
+	bench := map[string]bool{}
+	for _, dt := range fam.DTypes() {
+		bench[lpShape(t, lpBench, dt).Key()] = true
+	}
 	for _, v := range lpAllVariants(t) {
 		bufs := map[string]bool{}
 		for _, b := range append(fam.Buffers(v.shape), v.prog.Buffers...) {
@@ -710,6 +715,9 @@ func TestPrograms(t *testing.T) {
 					t.Fatalf("%s %s: launch %s names buffer %q", v.shape.Key(), v.key, l.Entry, a.Buffer)
 				}
 			}
+		}
+		if bench[v.shape.Key()] && v.params.Form == Gather && strings.Contains(v.prog.PTX, "ld.param.u32") {
+			t.Fatalf("%s %s: reads n, though every n fills every chunk of the benchmark shape", v.shape.Key(), v.key)
 		}
 		if want > 1 && !strings.HasSuffix(v.prog.Launches[0].Entry, "_zero") {
 			t.Fatalf("%s %s: scatter does not zero first", v.shape.Key(), v.key)
