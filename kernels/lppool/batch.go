@@ -37,43 +37,59 @@ func batchGrid(per, perCTA int) [3]contract.Expr {
 // or groups), chunk = block·ept per CTA, item j of a thread at
 // first + j·block.
 type itemGrid struct {
-	first ptx.Reg
-	left  ptx.Reg // n·per − first as s32 (within ±2^31: n·per ≤ MaxElems); invalid when every n fills every chunk
-	block int
+	first, tid   ptx.Reg
+	ctaLeft      ptx.Reg // n·per − cta·chunk as s32; invalid when every n fills every chunk
+	block, chunk int
 }
 
 // newItemGrid emits a thread's first item and, unless per is a multiple
-// of chunk (then n·per is, for every n), the items left from it, which
-// guard the items of the last chunk. Item j exists iff left > j·block,
-// a compare with an immediate: with the bound in a register instead
-// (item < n·per), ptxas spills scatter kernels of ept=4.
+// of chunk (then n·per is, for every n), the items left from its CTA's
+// first, which tell a partial chunk.
 func newItemGrid(k *ptx.Func, n ptx.Sym, per, block, ept int) itemGrid {
-	chunk := block * ept
-	ig := itemGrid{first: firstItem(k, chunk), block: block}
-	if per%chunk != 0 {
-		ig.left = k.Sub(ptx.S32, batchTimes(k, n, per), ig.first)
+	ig := itemGrid{block: block, chunk: block * ept}
+	var cta ptx.Reg
+	ig.first, ig.tid, cta = firstItem(k, ig.chunk)
+	if per%ig.chunk != 0 {
+		ig.ctaLeft = k.Mad(ptx.S32, cta, ptx.Imm(-ig.chunk), batchTimes(k, n, per))
 	}
 	return ig
 }
 
-// item returns a thread's j-th item and the predicate that it exists
+// items gives a thread's j-th item and the predicate that it exists
 // (invalid: always).
-func (ig itemGrid) item(k *ptx.Func, j int) (idx, ok ptx.Reg) {
-	idx = ig.first
-	if j > 0 {
-		idx = k.Add(ptx.U32, ig.first, ptx.Imm(j*ig.block))
+type items func(j int) (idx, ok ptx.Reg)
+
+// each emits body for a CTA whose chunk is whole, with items that need no
+// guard. When some n leaves the last chunk partial, that body runs behind
+// a branch uniform in the CTA, and body is emitted once more for the
+// partial chunk, with items that exist iff the items left from the
+// thread's first exceed j·block: compares with immediates, as a bound in a
+// register (item < n·per) costs registers (ptxas spilled scatter kernels
+// of ept=4 with it).
+func (ig itemGrid) each(k *ptx.Func, body func(items)) {
+	at := func(j int) ptx.Reg {
+		if j == 0 {
+			return ig.first
+		}
+		return k.Add(ptx.U32, ig.first, ptx.Imm(j*ig.block))
 	}
-	if ig.left.Valid() {
-		ok = k.Setp("gt", ptx.S32, ig.left, ptx.Imm(j*ig.block))
+	whole := func(j int) (ptx.Reg, ptx.Reg) { return at(j), ptx.Reg{} }
+	if !ig.ctaLeft.Valid() {
+		body(whole)
+		return
 	}
-	return idx, ok
+	k.IfElse(k.Setp("ge", ptx.S32, ig.ctaLeft, ptx.Imm(ig.chunk)), func() { body(whole) }, func() {
+		left := k.Sub(ptx.S32, ig.ctaLeft, ig.tid)
+		body(func(j int) (ptx.Reg, ptx.Reg) { return at(j), k.Setp("gt", ptx.S32, left, ptx.Imm(j*ig.block)) })
+	})
 }
 
-// firstItem returns the index of a thread's first item, cta·chunk + tid.
-func firstItem(k *ptx.Func, chunk int) ptx.Reg {
-	tid := k.Mov(ptx.U32, ptx.TidX)
-	cta := k.Mov(ptx.U32, ptx.CtaidX)
-	return k.Mad(ptx.U32, cta, ptx.Imm(chunk), tid)
+// firstItem returns the index of a thread's first item, cta·chunk + tid,
+// and tid and cta.
+func firstItem(k *ptx.Func, chunk int) (first, tid, cta ptx.Reg) {
+	tid = k.Mov(ptx.U32, ptx.TidX)
+	cta = k.Mov(ptx.U32, ptx.CtaidX)
+	return k.Mad(ptx.U32, cta, ptx.Imm(chunk), tid), tid, cta
 }
 
 // quads is the index space of the zeroing and converting kernels: thread
@@ -89,7 +105,8 @@ type quads struct {
 }
 
 func newQuads(k *ptx.Func, n ptx.Sym, per, block int) quads {
-	q := quads{k: k, u: firstItem(k, block)}
+	u, _, _ := firstItem(k, block)
+	q := quads{k: k, u: u}
 	switch {
 	case per%4 != 0:
 		total := batchTimes(k, n, per)

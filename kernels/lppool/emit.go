@@ -58,14 +58,16 @@ func emitGather(m *ptx.Module, dt dtype.DType, g geom, p Params) []kernels.Launc
 	units := g.c * pl.U // per batch element
 	ig := newItemGrid(k, n, units, p.Block, p.EPT)
 	k.Comment("gather: unit of %d elements (%d windows of stride %d), %d window slots, %d units per row", pl.E, pl.G, g.s, pl.nw, pl.U)
-	us := make([]gatherUnit, p.EPT)
-	// Issue every load of every unit first.
-	for j := range us {
-		us[j] = gk.load(ig.item(k, j))
-	}
-	for _, u := range us {
-		gk.store(e, u)
-	}
+	ig.each(k, func(item items) {
+		us := make([]gatherUnit, p.EPT)
+		// Issue every load of every unit first.
+		for j := range us {
+			us[j] = gk.load(item(j))
+		}
+		for _, u := range us {
+			gk.store(e, u)
+		}
+	})
 	return []kernels.Launch{{Entry: entry(dt), Grid: batchGrid(units, p.Block*p.EPT), Block: [3]int{p.Block, 1, 1},
 		Args: []kernels.Arg{{Buffer: "x"}, {Buffer: "dy"}, {Buffer: "y"}, {Buffer: "dx"}, batchArg}}}
 }
@@ -170,13 +172,15 @@ func scatterLaunch(m *ptx.Module, dt dtype.DType, g geom, p Params, target strin
 	groups := g.c * pl.WG // per batch element
 	ig := newItemGrid(k, n, groups, p.Block, p.EPT)
 	k.Comment("scatter: %d windows per thread covering %d elements, %d groups per row", pl.G, pl.span, pl.WG)
-	gs := make([]scatterGroup, p.EPT)
-	for j := range gs {
-		gs[j] = sk.load(ig.item(k, j))
-	}
-	for _, gr := range gs {
-		sk.add(e, gr)
-	}
+	ig.each(k, func(item items) {
+		gs := make([]scatterGroup, p.EPT)
+		for j := range gs {
+			gs[j] = sk.load(item(j))
+		}
+		for _, gr := range gs {
+			sk.add(e, gr)
+		}
+	})
 	return kernels.Launch{Entry: ent, Grid: batchGrid(groups, p.Block*p.EPT), Block: [3]int{p.Block, 1, 1},
 		Args: []kernels.Arg{{Buffer: "x"}, {Buffer: "dy"}, {Buffer: "y"}, {Buffer: target}, batchArg}}
 }

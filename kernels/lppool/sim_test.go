@@ -86,23 +86,30 @@ func TestOnInterpreter(t *testing.T) {
 	t.Logf("%d variant runs", runs)
 }
 
-// lpBatchShapes are the shapes of TestBatchAtRunTime, without n: c·l no
-// multiple of 4 (partial quads in the zeroing and converting launches)
-// and units per batch element no multiple of a chunk (guarded main
-// kernels); the same with ceil mode's clipped last window; 128 units per
-// batch element, one block's worth but no multiple of larger chunks; and
-// a shape whose every count per batch element is a multiple of every
-// chunk and quad, whose kernels have no guard at all.
-var lpBatchShapes = []string{
-	"c=3,l=29,window=2,stride=3,p=3",
-	"c=5,l=37,window=5,stride=3,p=1.5,ceil=1",
-	"c=4,l=64,window=2,stride=2,p=2",
-	"c=32,l=256,window=2,stride=2,p=2",
+// lpBatchShapes are the shapes of TestBatchAtRunTime, without n, and the
+// values of n it runs them at: c·l no multiple of 4 (partial quads in the
+// zeroing and converting launches) and units per batch element no
+// multiple of a chunk (guarded main kernels), at n that leave the grid a
+// partial chunk alone or whole chunks before it; the same with ceil
+// mode's clipped last window; 128 units per batch element, one block's
+// worth but no multiple of larger chunks; one unit per batch element,
+// where n=1023 leaves the last chunk of every size one item short; and a
+// shape whose every count per batch element is a multiple of every chunk
+// and quad, whose kernels have no guard at all.
+var lpBatchShapes = []struct {
+	spec string
+	ns   []int
+}{
+	{"c=3,l=29,window=2,stride=3,p=3", []int{1, 2, 5, 37}},
+	{"c=5,l=37,window=5,stride=3,p=1.5,ceil=1", []int{1, 2, 5, 37}},
+	{"c=4,l=64,window=2,stride=2,p=2", []int{1, 2, 5, 37}},
+	{"c=1,l=2,window=2,stride=2,p=2", []int{1, 1023}},
+	{"c=32,l=256,window=2,stride=2,p=2", []int{1, 2, 5}},
 }
 
 // TestBatchAtRunTime emits every variant (but the register caps) at n=3
-// and runs that program on the interpreter at n = 1, 2 and 5, with every
-// launch and buffer evaluated there: the same program as one emitted at
+// and runs that program on the interpreter at other values of n
+// (lpBatchShapes), with every launch and buffer evaluated there: the same program as one emitted at
 // that n, and correct. It runs each program twice before comparing, so
 // that the second run starts from the f32 accumulator the first one left
 // and a zeroing launch that misses any of it fails. It takes a sample of
@@ -117,8 +124,8 @@ func TestBatchAtRunTime(t *testing.T) {
 		every = 16
 	}
 	for _, dt := range f.DTypes() {
-		for _, spec := range lpBatchShapes {
-			s, err := lpShapeAt(f, spec, 3, dt)
+		for _, sh := range lpBatchShapes {
+			s, err := lpShapeAt(f, sh.spec, 3, dt)
 			if err != nil {
 				continue // f64 with a fractional p
 			}
@@ -130,10 +137,10 @@ func TestBatchAtRunTime(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s %s: %v", s.Key(), p, err)
 				}
-				for _, n := range []int{1, 2, 5} {
+				for _, n := range sh.ns {
 					runs++
-					if msg := lpRunAt(f, ss, prog, spec, n, dt, p); msg != "" {
-						t.Fatalf("%s %s emitted at n=3, run at n=%d: %s", spec, p, n, msg)
+					if msg := lpRunAt(f, ss, prog, sh.spec, n, dt, p); msg != "" {
+						t.Fatalf("%s %s emitted at n=3, run at n=%d: %s", sh.spec, p, n, msg)
 					}
 				}
 			}
