@@ -31,13 +31,54 @@ func (def) Emit(s Shape, p Params) (kernels.Program, error) {
 // entry is the name of a dtype's main kernel; the others add a suffix.
 func entry(dt dtype.DType) string { return name + "_" + dt.String() }
 
-// gatherKernel is the gather kernel being written.
+// mainKernel is what the gather and scatter kernels share: the pointers
+// to x, dy, y and the buffer they write (out), the power math, and the
+// item grid over their items (units or groups) of every batch element.
+type mainKernel struct {
+	k             *ptx.Func
+	x, dy, y, out ptx.Reg
+	e             *powMath
+	ig            itemGrid
+}
+
+// newMainKernel begins main kernel ent of variant p, which writes buffer
+// out and has per items per batch element.
+func newMainKernel(m *ptx.Module, ent string, dt dtype.DType, g geom, p Params, out string, per int) mainKernel {
+	k := m.Func(ent)
+	k.ReqNTid(p.Block)
+	k.MaxNReg(p.MaxNReg)
+	mk := mainKernel{k: k, x: gen.Param(k, "x"), dy: gen.Param(k, "dy"), y: gen.Param(k, "y"), out: gen.Param(k, out)}
+	mk.e = newPowMath(k, g, dt, p.Pow)
+	mk.ig = newItemGrid(k, batchParam(k), per, p.Block, p.EPT)
+	return mk
+}
+
+// mainLaunch is the launch of main kernel ent of variant p.
+func mainLaunch(ent, out string, per int, p Params) kernels.Launch {
+	return kernels.Launch{Entry: ent, Grid: batchGrid(per, p.Block*p.EPT), Block: [3]int{p.Block, 1, 1},
+		Args: []kernels.Arg{{Buffer: "x"}, {Buffer: "dy"}, {Buffer: "y"}, {Buffer: out}, batchArg}}
+}
+
+// loadThenUse emits, in each body of the item grid (itemGrid.each), the
+// loads of every one of a thread's ept items first, then the use of each.
+func loadThenUse[T any](mk mainKernel, ept int, load func(idx, ok ptx.Reg) T, use func(T)) {
+	mk.ig.each(mk.k, func(item items) {
+		loaded := make([]T, ept)
+		for j := range loaded {
+			loaded[j] = load(item(j))
+		}
+		for _, l := range loaded {
+			use(l)
+		}
+	})
+}
+
+// gatherKernel is the gather kernel being written; it writes dx.
 type gatherKernel struct {
-	k            *ptx.Func
-	dt           dtype.DType
-	g            geom
-	pl           gatherPlan
-	x, dy, y, dx ptx.Reg
+	mainKernel
+	dt dtype.DType
+	g  geom
+	pl gatherPlan
 }
 
 // gatherUnit is one unit of a thread once its loads are issued.
@@ -48,28 +89,12 @@ type gatherUnit struct {
 
 // emitGather writes the gather kernel: one launch.
 func emitGather(m *ptx.Module, dt dtype.DType, g geom, p Params) []kernels.Launch {
-	gk := gatherKernel{k: m.Func(entry(dt)), dt: dt, g: g, pl: newGatherPlan(g, p.SPT, p.Vec)}
-	k, pl := gk.k, gk.pl
-	k.ReqNTid(p.Block)
-	k.MaxNReg(p.MaxNReg)
-	gk.x, gk.dy, gk.y, gk.dx = gen.Param(k, "x"), gen.Param(k, "dy"), gen.Param(k, "y"), gen.Param(k, "dx")
-	n := batchParam(k)
-	e := newPowMath(k, g, dt, p.Pow)
+	pl := newGatherPlan(g, p.SPT, p.Vec)
 	units := g.c * pl.U // per batch element
-	ig := newItemGrid(k, n, units, p.Block, p.EPT)
-	k.Comment("gather: unit of %d elements (%d windows of stride %d), %d window slots, %d units per row", pl.E, pl.G, g.s, pl.nw, pl.U)
-	ig.each(k, func(item items) {
-		us := make([]gatherUnit, p.EPT)
-		// Issue every load of every unit first.
-		for j := range us {
-			us[j] = gk.load(item(j))
-		}
-		for _, u := range us {
-			gk.store(e, u)
-		}
-	})
-	return []kernels.Launch{{Entry: entry(dt), Grid: batchGrid(units, p.Block*p.EPT), Block: [3]int{p.Block, 1, 1},
-		Args: []kernels.Arg{{Buffer: "x"}, {Buffer: "dy"}, {Buffer: "y"}, {Buffer: "dx"}, batchArg}}}
+	gk := gatherKernel{mainKernel: newMainKernel(m, entry(dt), dt, g, p, "dx", units), dt: dt, g: g, pl: pl}
+	gk.k.Comment("gather: unit of %d elements (%d windows of stride %d), %d window slots, %d units per row", pl.E, pl.G, g.s, pl.nw, pl.U)
+	loadThenUse(gk.mainKernel, p.EPT, gk.load, gk.store)
+	return []kernels.Launch{mainLaunch(entry(dt), "dx", units, p)}
 }
 
 // load issues the loads of unit u (ok: u is a unit of the grid): its
@@ -98,11 +123,11 @@ func (gk *gatherKernel) load(u, ok ptx.Reg) gatherUnit {
 }
 
 // store computes a unit's dx from its windows and stores it in vectors.
-func (gk *gatherKernel) store(e *powMath, u gatherUnit) {
-	k, pl := gk.k, gk.pl
+func (gk *gatherKernel) store(u gatherUnit) {
+	k, pl, e := gk.k, gk.pl, gk.e
 	size := gk.dt.Size()
 	ws := e.windows(u.dys, u.ys, u.q, pl.lastQ)
-	dxa := k.Add(ptx.U64, gk.dx, u.xoff)
+	dxa := k.Add(ptx.U64, gk.out, u.xoff)
 	for v := 0; v < pl.E/pl.V; v++ {
 		out := make([]ptx.Reg, pl.V)
 		for i := range out {
@@ -117,16 +142,15 @@ func (gk *gatherKernel) store(e *powMath, u gatherUnit) {
 	}
 }
 
-// scatterKernel is the scatter kernel being written: it adds into target,
-// of type tt.
+// scatterKernel is the scatter kernel being written: it adds into its out
+// buffer, of type tt.
 type scatterKernel struct {
-	k                *ptx.Func
-	dt               dtype.DType
-	g                geom
-	pl               scatterPlan
-	edges            bool
-	tt               ptx.Type
-	x, dy, y, target ptx.Reg
+	mainKernel
+	dt    dtype.DType
+	g     geom
+	pl    scatterPlan
+	edges bool
+	tt    ptx.Type
 }
 
 // scatterGroup is one group of windows of a thread once its loads are
@@ -162,27 +186,12 @@ func emitScatter(m *ptx.Module, dt dtype.DType, g geom, p Params) ([]kernels.Lau
 // into target.
 func scatterLaunch(m *ptx.Module, dt dtype.DType, g geom, p Params, target string, tt ptx.Type) kernels.Launch {
 	ent := entry(dt) + "_scatter"
-	sk := scatterKernel{k: m.Func(ent), dt: dt, g: g, pl: newScatterPlan(g, p.SPT), edges: p.Form == ScatterEdges, tt: tt}
-	k, pl := sk.k, sk.pl
-	k.ReqNTid(p.Block)
-	k.MaxNReg(p.MaxNReg)
-	sk.x, sk.dy, sk.y, sk.target = gen.Param(k, "x"), gen.Param(k, "dy"), gen.Param(k, "y"), gen.Param(k, target)
-	n := batchParam(k)
-	e := newPowMath(k, g, dt, p.Pow)
+	pl := newScatterPlan(g, p.SPT)
 	groups := g.c * pl.WG // per batch element
-	ig := newItemGrid(k, n, groups, p.Block, p.EPT)
-	k.Comment("scatter: %d windows per thread covering %d elements, %d groups per row", pl.G, pl.span, pl.WG)
-	ig.each(k, func(item items) {
-		gs := make([]scatterGroup, p.EPT)
-		for j := range gs {
-			gs[j] = sk.load(item(j))
-		}
-		for _, gr := range gs {
-			sk.add(e, gr)
-		}
-	})
-	return kernels.Launch{Entry: ent, Grid: batchGrid(groups, p.Block*p.EPT), Block: [3]int{p.Block, 1, 1},
-		Args: []kernels.Arg{{Buffer: "x"}, {Buffer: "dy"}, {Buffer: "y"}, {Buffer: target}, batchArg}}
+	sk := scatterKernel{mainKernel: newMainKernel(m, ent, dt, g, p, target, groups), dt: dt, g: g, pl: pl, edges: p.Form == ScatterEdges, tt: tt}
+	sk.k.Comment("scatter: %d windows per thread covering %d elements, %d groups per row", pl.G, pl.span, pl.WG)
+	loadThenUse(sk.mainKernel, p.EPT, sk.load, sk.add)
+	return mainLaunch(ent, target, groups, p)
 }
 
 // load issues the loads of group t (ok: t is a group of the grid): the dy
@@ -216,11 +225,11 @@ func (sk *scatterKernel) load(t, ok ptx.Reg) scatterGroup {
 
 // add adds a group's contributions into the target: red.add, or with
 // scatter_edges a plain store for the elements no other group covers.
-func (sk *scatterKernel) add(e *powMath, gr scatterGroup) {
-	k, pl := sk.k, sk.pl
+func (sk *scatterKernel) add(gr scatterGroup) {
+	k, pl, e := sk.k, sk.pl, sk.e
 	tsize := sk.tt.Bits() / 8
 	ws := e.windows(gr.dys, gr.ys, gr.q, pl.lastQ)
-	aa := k.Add(ptx.U64, sk.target, gr.aoff)
+	aa := k.Add(ptx.U64, sk.out, gr.aoff)
 	for el := 0; el < pl.span; el++ {
 		if len(pl.cover[el]) == 0 {
 			continue
