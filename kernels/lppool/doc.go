@@ -44,6 +44,28 @@
 // multiplies and one reciprocal per window; pow=exp2 computes
 // (|x_i|/y_w)^(p−1) with ex2.approx and lg2.approx. f64 always uses mul.
 //
+// # The batch at run time
+//
+// n is the programs' runtime dim (Program.RuntimeDims): the PTX emitted at
+// one n computes every n the shape limits allow, and is the same text at
+// every n. Every kernel (zeroing, main, converting) takes n as its last
+// parameter, a u32 after the pointers, and derives from it the counts that
+// depend on it; c, l, the window geometry and the plans stay immediates. A
+// launch's grid is ⌈n·per / items per CTA⌉ for its per items per batch
+// element; the shape's buffers and the f32 accumulator hold n times a batch
+// element's elements. A guard is emitted where some n needs one, chosen
+// from the baked dims alone. When a main kernel's units (or groups) per
+// batch element are no multiple of block·ept, its body is emitted twice
+// behind a branch uniform in the CTA: unguarded for the CTAs whose chunk is
+// whole, and for the last, partial one with items guarded by comparing the
+// items left, n·per − first, with immediates. The zeroing and converting
+// kernels, four items per thread, guard the whole quads unless the quads
+// per batch element are a multiple of the block; when the items per batch
+// element (4-byte words to zero, elements to convert) are no multiple of 4,
+// the thread past the last whole quad stores the partial one. Where no n
+// needs a guard the kernel never reads n: the benchmark shape's gather
+// kernels do not.
+//
 // Inputs keep |x| ≤ 2 (and |x| ≥ 0.25 or x = 0 when p < 1), put zeros at
 // every 37th element and across the first window of the second row, and
 // compute y from x in float64, rounded to the dtype.

@@ -1,7 +1,6 @@
 package lppool
 
 import (
-	"github.com/gradtune/gradtune/contract"
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/gen"
@@ -10,7 +9,8 @@ import (
 
 // Emit writes one variant: gather as one launch; scatter as a launch that
 // zeroes its target, the scatter launch and, for 16-bit dtypes, a launch
-// that rounds the f32 accumulator the program declares into dx.
+// that rounds the f32 accumulator the program declares into dx. Every
+// launch takes the batch dim n at run time (batch.go).
 func (def) Emit(s Shape, p Params) (kernels.Program, error) {
 	g := geomOf(s)
 	m := ptx.NewModule()
@@ -25,26 +25,60 @@ func (def) Emit(s Shape, p Params) (kernels.Program, error) {
 	if err != nil {
 		return kernels.Program{}, err
 	}
-	return kernels.Program{PTX: built.String(), Launches: launches, Buffers: own}, nil
+	return kernels.Program{PTX: built.String(), Launches: launches, Buffers: own, RuntimeDims: []string{batchDim}}, nil
 }
 
 // entry is the name of a dtype's main kernel; the others add a suffix.
 func entry(dt dtype.DType) string { return name + "_" + dt.String() }
 
-// firstItem returns the index of a thread's first item, cta·chunk + tid.
-func firstItem(k *ptx.Func, chunk int) ptx.Reg {
-	tid := k.Mov(ptx.U32, ptx.TidX)
-	cta := k.Mov(ptx.U32, ptx.CtaidX)
-	return k.Mad(ptx.U32, cta, ptx.Imm(chunk), tid)
+// mainKernel is what the gather and scatter kernels share: the pointers
+// to x, dy, y and the buffer they write (out), the power math, and the
+// item grid over their items (units or groups) of every batch element.
+type mainKernel struct {
+	k             *ptx.Func
+	x, dy, y, out ptx.Reg
+	e             *powMath
+	ig            itemGrid
 }
 
-// gatherKernel is the gather kernel being written.
+// newMainKernel begins main kernel ent of variant p, which writes buffer
+// out and has per items per batch element.
+func newMainKernel(m *ptx.Module, ent string, dt dtype.DType, g geom, p Params, out string, per int) mainKernel {
+	k := m.Func(ent)
+	k.ReqNTid(p.Block)
+	k.MaxNReg(p.MaxNReg)
+	mk := mainKernel{k: k, x: gen.Param(k, "x"), dy: gen.Param(k, "dy"), y: gen.Param(k, "y"), out: gen.Param(k, out)}
+	mk.e = newPowMath(k, g, dt, p.Pow)
+	mk.ig = newItemGrid(k, batchParam(k), per, p.Block, p.EPT)
+	return mk
+}
+
+// mainLaunch is the launch of main kernel ent of variant p.
+func mainLaunch(ent, out string, per int, p Params) kernels.Launch {
+	return kernels.Launch{Entry: ent, Grid: batchGrid(per, p.Block*p.EPT), Block: [3]int{p.Block, 1, 1},
+		Args: []kernels.Arg{{Buffer: "x"}, {Buffer: "dy"}, {Buffer: "y"}, {Buffer: out}, batchArg}}
+}
+
+// loadThenUse emits, in each body of the item grid (itemGrid.each), the
+// loads of every one of a thread's ept items first, then the use of each.
+func loadThenUse[T any](mk mainKernel, ept int, load func(idx, ok ptx.Reg) T, use func(T)) {
+	mk.ig.each(mk.k, func(item items) {
+		loaded := make([]T, ept)
+		for j := range loaded {
+			loaded[j] = load(item(j))
+		}
+		for _, l := range loaded {
+			use(l)
+		}
+	})
+}
+
+// gatherKernel is the gather kernel being written; it writes dx.
 type gatherKernel struct {
-	k            *ptx.Func
-	dt           dtype.DType
-	g            geom
-	pl           gatherPlan
-	x, dy, y, dx ptx.Reg
+	mainKernel
+	dt dtype.DType
+	g  geom
+	pl gatherPlan
 }
 
 // gatherUnit is one unit of a thread once its loads are issued.
@@ -55,26 +89,12 @@ type gatherUnit struct {
 
 // emitGather writes the gather kernel: one launch.
 func emitGather(m *ptx.Module, dt dtype.DType, g geom, p Params) []kernels.Launch {
-	gk := gatherKernel{k: m.Func(entry(dt)), dt: dt, g: g, pl: newGatherPlan(g, p.SPT, p.Vec)}
-	k, pl := gk.k, gk.pl
-	k.ReqNTid(p.Block)
-	k.MaxNReg(p.MaxNReg)
-	gk.x, gk.dy, gk.y, gk.dx = base(k, "x"), base(k, "dy"), base(k, "y"), base(k, "dx")
-	e := newPowMath(k, g, dt, p.Pow)
-	chunk := p.Block * p.EPT
-	units := g.rows * pl.U
-	first := firstItem(k, chunk)
-	k.Comment("gather: unit of %d elements (%d windows of stride %d), %d window slots, %d units per row", pl.E, pl.G, g.s, pl.nw, pl.U)
-	us := make([]gatherUnit, p.EPT)
-	// Issue every load of every unit first.
-	for j := range us {
-		us[j] = gk.load(item(k, first, j, p.Block, units, chunk))
-	}
-	for _, u := range us {
-		gk.store(e, u)
-	}
-	return []kernels.Launch{{Entry: entry(dt), Grid: contract.Grid(ceilDiv(units, chunk), 1, 1), Block: [3]int{p.Block, 1, 1},
-		Args: []kernels.Arg{{Buffer: "x"}, {Buffer: "dy"}, {Buffer: "y"}, {Buffer: "dx"}}}}
+	pl := newGatherPlan(g, p.SPT, p.Vec)
+	units := g.c * pl.U // per batch element
+	gk := gatherKernel{mainKernel: newMainKernel(m, entry(dt), dt, g, p, "dx", units), dt: dt, g: g, pl: pl}
+	gk.k.Comment("gather: unit of %d elements (%d windows of stride %d), %d window slots, %d units per row", pl.E, pl.G, g.s, pl.nw, pl.U)
+	loadThenUse(gk.mainKernel, p.EPT, gk.load, gk.store)
+	return []kernels.Launch{mainLaunch(entry(dt), "dx", units, p)}
 }
 
 // load issues the loads of unit u (ok: u is a unit of the grid): its
@@ -82,7 +102,7 @@ func emitGather(m *ptx.Module, dt dtype.DType, g geom, p Params) []kernels.Launc
 func (gk *gatherKernel) load(u, ok ptx.Reg) gatherUnit {
 	k, g, pl, dt := gk.k, gk.g, gk.pl, gk.dt
 	size := dt.Size()
-	r, q := split(k, u, pl.U, g.rows)
+	r, q := split(k, u, pl.U)
 	un := gatherUnit{q: q}
 	un.xoff = k.MulWide(ptx.U32, rowIndex(k, r, q, g.l, pl.E), ptx.Imm(size))
 	xa := k.Add(ptx.U64, gk.x, un.xoff)
@@ -103,11 +123,11 @@ func (gk *gatherKernel) load(u, ok ptx.Reg) gatherUnit {
 }
 
 // store computes a unit's dx from its windows and stores it in vectors.
-func (gk *gatherKernel) store(e *powMath, u gatherUnit) {
-	k, pl := gk.k, gk.pl
+func (gk *gatherKernel) store(u gatherUnit) {
+	k, pl, e := gk.k, gk.pl, gk.e
 	size := gk.dt.Size()
 	ws := e.windows(u.dys, u.ys, u.q, pl.lastQ)
-	dxa := k.Add(ptx.U64, gk.dx, u.xoff)
+	dxa := k.Add(ptx.U64, gk.out, u.xoff)
 	for v := 0; v < pl.E/pl.V; v++ {
 		out := make([]ptx.Reg, pl.V)
 		for i := range out {
@@ -122,16 +142,15 @@ func (gk *gatherKernel) store(e *powMath, u gatherUnit) {
 	}
 }
 
-// scatterKernel is the scatter kernel being written: it adds into target,
-// of type tt.
+// scatterKernel is the scatter kernel being written: it adds into its out
+// buffer, of type tt.
 type scatterKernel struct {
-	k                *ptx.Func
-	dt               dtype.DType
-	g                geom
-	pl               scatterPlan
-	edges            bool
-	tt               ptx.Type
-	x, dy, y, target ptx.Reg
+	mainKernel
+	dt    dtype.DType
+	g     geom
+	pl    scatterPlan
+	edges bool
+	tt    ptx.Type
 }
 
 // scatterGroup is one group of windows of a thread once its loads are
@@ -146,7 +165,7 @@ type scatterGroup struct {
 // the program's f32 accumulator acc, convert acc into dx. It returns the
 // launches and the program's own buffers.
 func emitScatter(m *ptx.Module, dt dtype.DType, g geom, p Params) ([]kernels.Launch, []kernels.Buffer) {
-	n := g.rows * g.l
+	elems := g.c * g.l // per batch element
 	target, tt := "dx", ptx.F32
 	if dt == dtype.F64 {
 		tt = ptx.F64
@@ -154,38 +173,25 @@ func emitScatter(m *ptx.Module, dt dtype.DType, g geom, p Params) ([]kernels.Lau
 	if dt.Size() == 2 {
 		target = "acc"
 	}
-	launches := []kernels.Launch{zeroKernel(m, entry(dt)+"_zero", target, n*tt.Bits()/8, p.Block)}
+	launches := []kernels.Launch{zeroKernel(m, entry(dt)+"_zero", target, elems*tt.Bits()/32, p.Block)}
 	launches = append(launches, scatterLaunch(m, dt, g, p, target, tt))
 	if target != "acc" {
 		return launches, nil
 	}
-	launches = append(launches, convertKernel(m, entry(dt)+"_convert", dt, n, p.Block))
-	return launches, []kernels.Buffer{{Name: "acc", DType: dtype.F32, Elems: contract.Int(n), Role: kernels.Scratch}}
+	launches = append(launches, convertKernel(m, entry(dt)+"_convert", dt, elems, p.Block))
+	return launches, []kernels.Buffer{{Name: "acc", DType: dtype.F32, Elems: batchElems(elems), Role: kernels.Scratch}}
 }
 
 // scatterLaunch writes the kernel that adds the windows' contributions
 // into target.
 func scatterLaunch(m *ptx.Module, dt dtype.DType, g geom, p Params, target string, tt ptx.Type) kernels.Launch {
 	ent := entry(dt) + "_scatter"
-	sk := scatterKernel{k: m.Func(ent), dt: dt, g: g, pl: newScatterPlan(g, p.SPT), edges: p.Form == ScatterEdges, tt: tt}
-	k, pl := sk.k, sk.pl
-	k.ReqNTid(p.Block)
-	k.MaxNReg(p.MaxNReg)
-	sk.x, sk.dy, sk.y, sk.target = base(k, "x"), base(k, "dy"), base(k, "y"), base(k, target)
-	e := newPowMath(k, g, dt, p.Pow)
-	chunk := p.Block * p.EPT
-	groups := g.rows * pl.WG
-	first := firstItem(k, chunk)
-	k.Comment("scatter: %d windows per thread covering %d elements, %d groups per row", pl.G, pl.span, pl.WG)
-	gs := make([]scatterGroup, p.EPT)
-	for j := range gs {
-		gs[j] = sk.load(item(k, first, j, p.Block, groups, chunk))
-	}
-	for _, gr := range gs {
-		sk.add(e, gr)
-	}
-	return kernels.Launch{Entry: ent, Grid: contract.Grid(ceilDiv(groups, chunk), 1, 1), Block: [3]int{p.Block, 1, 1},
-		Args: []kernels.Arg{{Buffer: "x"}, {Buffer: "dy"}, {Buffer: "y"}, {Buffer: target}}}
+	pl := newScatterPlan(g, p.SPT)
+	groups := g.c * pl.WG // per batch element
+	sk := scatterKernel{mainKernel: newMainKernel(m, ent, dt, g, p, target, groups), dt: dt, g: g, pl: pl, edges: p.Form == ScatterEdges, tt: tt}
+	sk.k.Comment("scatter: %d windows per thread covering %d elements, %d groups per row", pl.G, pl.span, pl.WG)
+	loadThenUse(sk.mainKernel, p.EPT, sk.load, sk.add)
+	return mainLaunch(ent, target, groups, p)
 }
 
 // load issues the loads of group t (ok: t is a group of the grid): the dy
@@ -193,7 +199,7 @@ func scatterLaunch(m *ptx.Module, dt dtype.DType, g geom, p Params, target strin
 func (sk *scatterKernel) load(t, ok ptx.Reg) scatterGroup {
 	k, g, pl, dt := sk.k, sk.g, sk.pl, sk.dt
 	size := dt.Size()
-	r, q := split(k, t, pl.WG, g.rows)
+	r, q := split(k, t, pl.WG)
 	gr := scatterGroup{q: q}
 	xe := rowIndex(k, r, q, g.l, pl.G*g.s)
 	xa := k.Add(ptx.U64, sk.x, k.MulWide(ptx.U32, xe, ptx.Imm(size)))
@@ -219,11 +225,11 @@ func (sk *scatterKernel) load(t, ok ptx.Reg) scatterGroup {
 
 // add adds a group's contributions into the target: red.add, or with
 // scatter_edges a plain store for the elements no other group covers.
-func (sk *scatterKernel) add(e *powMath, gr scatterGroup) {
-	k, pl := sk.k, sk.pl
+func (sk *scatterKernel) add(gr scatterGroup) {
+	k, pl, e := sk.k, sk.pl, sk.e
 	tsize := sk.tt.Bits() / 8
 	ws := e.windows(gr.dys, gr.ys, gr.q, pl.lastQ)
-	aa := k.Add(ptx.U64, sk.target, gr.aoff)
+	aa := k.Add(ptx.U64, sk.out, gr.aoff)
 	for el := 0; el < pl.span; el++ {
 		if len(pl.cover[el]) == 0 {
 			continue
@@ -261,12 +267,8 @@ func qAtLeast(k *ptx.Func, q ptx.Reg, t int) ptx.Reg {
 	return k.Setp("ge", ptx.U32, q, ptx.Imm(t))
 }
 
-// split splits a flat index u into row r = u / per and q = u mod per
-// (r invalid when there is one row).
-func split(k *ptx.Func, u ptx.Reg, per, rows int) (r, q ptx.Reg) {
-	if rows == 1 {
-		return ptx.Reg{}, u
-	}
+// split splits a flat index u into row r = u / per and q = u mod per.
+func split(k *ptx.Func, u ptx.Reg, per int) (r, q ptx.Reg) {
 	r = k.Div(ptx.U32, u, ptx.Imm(per))
 	return r, k.Sub(ptx.U32, u, k.Mul(ptx.U32, r, ptx.Imm(per)))
 }
@@ -274,89 +276,44 @@ func split(k *ptx.Func, u ptx.Reg, per, rows int) (r, q ptx.Reg) {
 // rowIndex returns r·rowLen + q·step (U32).
 func rowIndex(k *ptx.Func, r, q ptx.Reg, rowLen, step int) ptx.Reg {
 	qs := k.Mul(ptx.U32, q, ptx.Imm(step))
-	if !r.Valid() {
-		return qs
-	}
 	return k.Mad(ptx.U32, r, ptx.Imm(rowLen), qs)
 }
 
-// base loads a pointer parameter and converts it to a global address.
-func base(k *ptx.Func, name string) ptx.Reg {
-	return k.Cvta(ptx.Global, k.LdParam(k.Param(name, ptx.U64)))
-}
-
-// zeroKernel writes a kernel that zeroes bytes (a multiple of 4) of
-// buffer buf, 16 bytes per thread; thread 0 of CTA 0 does the 4-byte tail.
-func zeroKernel(m *ptx.Module, name, buf string, bytes, block int) kernels.Launch {
+// zeroKernel writes a kernel that zeroes n·words 4-byte words of buffer
+// buf, 16 bytes per thread (quads).
+func zeroKernel(m *ptx.Module, name, buf string, words, block int) kernels.Launch {
 	k := m.Func(name)
 	k.ReqNTid(block)
-	b := base(k, "buf")
-	tid := k.Mov(ptx.U32, ptx.TidX)
-	cta := k.Mov(ptx.U32, ptx.CtaidX)
-	u := k.Mad(ptx.U32, cta, ptx.Imm(block), tid)
+	b := gen.Param(k, "buf")
+	q := newQuads(k, batchParam(k), words, block)
 	z := k.Mov(ptx.B32, ptx.Imm(0))
-	nvec := bytes / 16
-	if nvec > 0 {
-		var ok ptx.Reg
-		if nvec%block != 0 {
-			ok = k.Setp("lt", ptx.U32, u, ptx.Imm(nvec))
-		}
-		a := k.Add(ptx.U64, b, k.MulWide(ptx.U32, u, ptx.Imm(16)))
-		k.St(ptx.Global, ptx.B32, ptx.At(a, 0), []ptx.Reg{z, z, z, z})
-		if ok.Valid() {
-			k.Guard(ok, false)
-		}
+	a := k.Add(ptx.U64, b, k.MulWide(ptx.U32, q.u, ptx.Imm(16)))
+	k.St(ptx.Global, ptx.B32, ptx.At(a, 0), []ptx.Reg{z, z, z, z})
+	if q.ok.Valid() {
+		k.Guard(q.ok, false)
 	}
-	if nvec*16 < bytes {
-		k.If(k.Setp("eq", ptx.U32, u, ptx.Imm(0)), func() {
-			for i := nvec * 16; i < bytes; i += 4 {
-				k.St(ptx.Global, ptx.B32, ptx.At(b, int64(i)), []ptx.Reg{z})
-			}
-		})
-	}
-	return kernels.Launch{Entry: name, Grid: contract.Grid(max(1, ceilDiv(nvec, block)), 1, 1), Block: [3]int{block, 1, 1}, Args: []kernels.Arg{{Buffer: buf}}}
+	q.tail(func(i int, ok ptx.Reg) {
+		k.St(ptx.Global, ptx.B32, ptx.At(a, int64(4*i)), []ptx.Reg{z})
+		k.Guard(ok, false)
+	})
+	return kernels.Launch{Entry: name, Grid: batchGrid(words, 4*block), Block: [3]int{block, 1, 1}, Args: []kernels.Arg{{Buffer: buf}, batchArg}}
 }
 
-// convertKernel writes a kernel that rounds the f32 accumulator acc to dx
-// of dtype dt (16-bit), 4 elements per thread; thread 0 of CTA 0 does the
-// tail.
-func convertKernel(m *ptx.Module, name string, dt dtype.DType, n, block int) kernels.Launch {
+// convertKernel writes a kernel that rounds the n·elems elements of the
+// f32 accumulator acc to dx of dtype dt (16-bit), 4 per thread (quads).
+func convertKernel(m *ptx.Module, name string, dt dtype.DType, elems, block int) kernels.Launch {
 	k := m.Func(name)
 	k.ReqNTid(block)
-	acc, dx := base(k, "acc"), base(k, "dx")
-	tid := k.Mov(ptx.U32, ptx.TidX)
-	cta := k.Mov(ptx.U32, ptx.CtaidX)
-	u := k.Mad(ptx.U32, cta, ptx.Imm(block), tid)
-	units := n / 4
-	if units > 0 {
-		var ok ptx.Reg
-		if units%block != 0 {
-			ok = k.Setp("lt", ptx.U32, u, ptx.Imm(units))
-		}
-		v := gen.LdVals(k, ptx.Global, dtype.F32, 4, ptx.At(k.Add(ptx.U64, acc, k.MulWide(ptx.U32, u, ptx.Imm(16))), 0), ok, gen.LdNC)
-		gen.StVals(k, dt, ptx.At(k.Add(ptx.U64, dx, k.MulWide(ptx.U32, u, ptx.Imm(8))), 0), v, ok)
-	}
-	if units*4 < n {
-		k.If(k.Setp("eq", ptx.U32, u, ptx.Imm(0)), func() {
-			for i := units * 4; i < n; i++ {
-				v := gen.LdVals(k, ptx.Global, dtype.F32, 1, ptx.At(acc, int64(i*4)), ptx.Reg{}, gen.LdNC)
-				gen.StVals(k, dt, ptx.At(dx, int64(i*dt.Size())), v, ptx.Reg{})
-			}
-		})
-	}
-	return kernels.Launch{Entry: name, Grid: contract.Grid(max(1, ceilDiv(units, block)), 1, 1), Block: [3]int{block, 1, 1},
-		Args: []kernels.Arg{{Buffer: "acc"}, {Buffer: "dx"}}}
-}
-
-// item returns the index of a thread's j-th item (first + j·block) and,
-// when the grid's last chunk is partial, the predicate index < total.
-func item(k *ptx.Func, first ptx.Reg, j, block, total, chunk int) (idx, ok ptx.Reg) {
-	idx = first
-	if j > 0 {
-		idx = k.Add(ptx.U32, first, ptx.Imm(j*block))
-	}
-	if total%chunk != 0 {
-		ok = k.Setp("lt", ptx.U32, idx, ptx.Imm(total))
-	}
-	return idx, ok
+	acc, dx := gen.Param(k, "acc"), gen.Param(k, "dx")
+	q := newQuads(k, batchParam(k), elems, block)
+	aa := k.Add(ptx.U64, acc, k.MulWide(ptx.U32, q.u, ptx.Imm(16)))
+	da := k.Add(ptx.U64, dx, k.MulWide(ptx.U32, q.u, ptx.Imm(4*dt.Size())))
+	v := gen.LdVals(k, ptx.Global, dtype.F32, 4, ptx.At(aa, 0), q.ok, gen.LdNC)
+	gen.StVals(k, dt, ptx.At(da, 0), v, q.ok)
+	q.tail(func(i int, ok ptx.Reg) {
+		v := gen.LdVals(k, ptx.Global, dtype.F32, 1, ptx.At(aa, int64(4*i)), ok, gen.LdNC)
+		gen.StVals(k, dt, ptx.At(da, int64(i*dt.Size())), v, ok)
+	})
+	return kernels.Launch{Entry: name, Grid: batchGrid(elems, 4*block), Block: [3]int{block, 1, 1},
+		Args: []kernels.Arg{{Buffer: "acc"}, {Buffer: "dx"}, batchArg}}
 }

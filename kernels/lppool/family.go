@@ -2,7 +2,6 @@ package lppool
 
 import (
 	"fmt"
-	"github.com/gradtune/gradtune/contract"
 	"strconv"
 
 	"github.com/gradtune/gradtune/dtype"
@@ -207,15 +206,16 @@ func vecs(dt dtype.DType) []int {
 	return []int{1, 2, 4}
 }
 
-// Buffers: x, dy and the saved y in, dx out. Scatter variants of 16-bit
-// dtypes add their own f32 accumulator (Program.Buffers).
+// Buffers: x, dy and the saved y in, dx out, sized by the batch dim n.
+// Scatter variants of 16-bit dtypes add their own f32 accumulator
+// (Program.Buffers).
 func (def) Buffers(s Shape) []kernels.Buffer {
 	g := geomOf(s)
-	n, no := g.rows*g.l, g.rows*g.lout
+	elems, outs := batchElems(g.c*g.l), batchElems(g.c*g.lout)
 	return []kernels.Buffer{
-		{Name: "x", DType: s.DType, Elems: contract.Int(n), Role: kernels.Input},
-		{Name: "dy", DType: s.DType, Elems: contract.Int(no), Role: kernels.Input},
-		{Name: "y", DType: s.DType, Elems: contract.Int(no), Role: kernels.Input},
-		{Name: "dx", DType: s.DType, Elems: contract.Int(n), Role: kernels.Output},
+		{Name: "x", DType: s.DType, Elems: elems, Role: kernels.Input},
+		{Name: "dy", DType: s.DType, Elems: outs, Role: kernels.Input},
+		{Name: "y", DType: s.DType, Elems: outs, Role: kernels.Input},
+		{Name: "dx", DType: s.DType, Elems: elems, Role: kernels.Output},
 	}
 }

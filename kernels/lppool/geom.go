@@ -2,17 +2,18 @@ package lppool
 
 import "math"
 
-// geom is a shape's pooling geometry.
+// geom is a shape's pooling geometry: rows = n·c rows of l elements, c of
+// them per batch element (the kernels take n at run time and bake c).
 type geom struct {
-	rows, l, k, s, lout int
-	ceil                bool
-	pm                  int     // p in thousandths
-	p                   float64 // p
-	lastC               int     // elements of the last window (< k only when ceil mode clips it)
+	rows, c, l, k, s, lout int
+	ceil                   bool
+	pm                     int     // p in thousandths
+	p                      float64 // p
+	lastC                  int     // elements of the last window (< k only when ceil mode clips it)
 }
 
 func geomOf(s Shape) geom {
-	g := geom{rows: s.N * s.C, l: s.L, k: s.Window, s: s.Stride, ceil: s.Ceil == 1, pm: int(s.P), p: s.P.Float()}
+	g := geom{rows: s.N * s.C, c: s.C, l: s.L, k: s.Window, s: s.Stride, ceil: s.Ceil == 1, pm: int(s.P), p: s.P.Float()}
 	if g.s == 0 {
 		g.s = g.k
 	}

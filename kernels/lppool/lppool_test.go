@@ -2,14 +2,13 @@ package lppool
 
 import (
 	"fmt"
-	"github.com/gradtune/gradtune/contract"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/gradtune/gradtune/contract"
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/variants"
@@ -540,18 +539,19 @@ func TestInputsAndCost(t *testing.T) {
 	}
 }
 
-// TestBuffers checks that the shape's buffers are its data alone and
-// that exactly the scatter variants of 16-bit dtypes declare their f32
-// accumulator, one element per x element, as scratch.
+// TestBuffers checks that the shape's buffers are its data alone, sized
+// by the runtime batch dim n, and that exactly the scatter variants of
+// 16-bit dtypes declare their f32 accumulator, one element per x element,
+// as scratch.
 func TestBuffers(t *testing.T) {
 	const spec = "n=2,c=3,l=40,window=4,stride=2,p=2"
 	for _, dt := range fam.DTypes() {
 		s := lpShape(t, spec, dt)
 		var names []string
 		for _, b := range fam.Buffers(s) {
-			names = append(names, fmt.Sprintf("%s:%v:%v:%d", b.Name, b.DType, b.Role, kernels.Elems(b, s)))
+			names = append(names, fmt.Sprintf("%s:%v:%v:%v=%d", b.Name, b.DType, b.Role, b.Elems, kernels.Elems(b, s)))
 		}
-		want := fmt.Sprintf("x:%[1]v:input:240 dy:%[1]v:input:114 y:%[1]v:input:114 dx:%[1]v:output:240", dt)
+		want := fmt.Sprintf("x:%[1]v:input:n*120=240 dy:%[1]v:input:n*57=114 y:%[1]v:input:n*57=114 dx:%[1]v:output:n*120=240", dt)
 		if got := strings.Join(names, " "); got != want {
 			t.Errorf("%v: Buffers %s, want %s", dt, got, want)
 		}
@@ -562,8 +562,8 @@ func TestBuffers(t *testing.T) {
 				t.Fatalf("%v %s: %v", dt, form, err)
 			}
 			wantAcc := form != Gather && dt.Size() == 2
-			acc := []kernels.Buffer{{Name: "acc", DType: dtype.F32, Elems: contract.Int(240), Role: kernels.Scratch}}
-			if got := prog.Buffers; wantAcc && !slices.Equal(got, acc) || !wantAcc && len(got) != 0 {
+			acc := []kernels.Buffer{{Name: "acc", DType: dtype.F32, Elems: contract.Var("n").TimesInt(120), Role: kernels.Scratch}}
+			if got := prog.Buffers; wantAcc && fmt.Sprint(got) != fmt.Sprint(acc) || !wantAcc && len(got) != 0 {
 				t.Errorf("%v %s: program buffers %+v, want the accumulator: %v", dt, form, got, wantAcc)
 			}
 		}
@@ -677,9 +677,14 @@ func lpEmitAll() ([]lpVariant, error) {
 
 // TestPrograms checks the launches of every variant: entries that
 // exist in the module, arguments that name buffers of the shape or the
-// program, the zeroing launch first for scatter, and grids that cover the
-// work.
+// program and end with the batch dim n, the zeroing launch first for
+// scatter, grids that cover the work, and gather kernels of the benchmark
+// shape that need no guard at any n and so never read it.
 func TestPrograms(t *testing.T) {
+	bench := map[string]bool{}
+	for _, dt := range fam.DTypes() {
+		bench[lpShape(t, lpBench, dt).Key()] = true
+	}
 	for _, v := range lpAllVariants(t) {
 		bufs := map[string]bool{}
 		for _, b := range append(fam.Buffers(v.shape), v.prog.Buffers...) {
@@ -706,11 +711,17 @@ func TestPrograms(t *testing.T) {
 			if l.Grid[0] < 1 || l.Block[0] < 1 || l.SharedBytes != 0 {
 				t.Fatalf("%s %s: launch %+v", v.shape.Key(), v.key, l)
 			}
-			for _, a := range l.Args {
+			if last := l.Args[len(l.Args)-1]; last.Kind != contract.ScalarArg || last.Type != contract.U32 || last.Scalar != uint64(v.shape.Get("n")) {
+				t.Fatalf("%s %s: launch %s ends with %+v, not the batch dim n", v.shape.Key(), v.key, l.Entry, last)
+			}
+			for _, a := range l.Args[:len(l.Args)-1] {
 				if !bufs[a.Buffer] {
 					t.Fatalf("%s %s: launch %s names buffer %q", v.shape.Key(), v.key, l.Entry, a.Buffer)
 				}
 			}
+		}
+		if bench[v.shape.Key()] && v.params.Form == Gather && strings.Contains(v.prog.PTX, "ld.param.u32") {
+			t.Fatalf("%s %s: reads n, though every n fills every chunk of the benchmark shape", v.shape.Key(), v.key)
 		}
 		if want > 1 && !strings.HasSuffix(v.prog.Launches[0].Entry, "_zero") {
 			t.Fatalf("%s %s: scatter does not zero first", v.shape.Key(), v.key)
