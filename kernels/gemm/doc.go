@@ -127,7 +127,8 @@
 // issued that many k-tiles ahead. In a cluster of 2 or 4 (multicast=1)
 // the CTAs share B: each writes its share of the k-rows and copies it
 // into the others' slots (cp.async.bulk.shared::cluster); filler 0 then
-// arrives once for all. No split or stream-K.
+// arrives once for all. No split or stream-K. The program takes M at run
+// time like the family's own (below); a BSource sees no M (bsource.go).
 //
 // # M at run time
 //
