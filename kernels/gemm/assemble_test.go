@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/internal/ptxas"
 	"github.com/gradtune/gradtune/internal/sweep"
@@ -55,12 +56,68 @@ func TestAssemble(t *testing.T) {
 	defer cancel()
 	var problems []string
 	results := make([][]string, len(cases))
-	ptxtest.Parallel(indices(len(cases)), func(j int) { results[j] = assembleOne(ctx, path, cases[j]) })
+	ptxtest.Parallel(indices(len(cases)), func(j int) { _, results[j] = assembleOne(ctx, path, cases[j]) })
 	for _, r := range results {
 		problems = append(problems, r...)
 	}
 	ptxtest.ReportSorted(t, problems, 20)
 	t.Logf("%d modules assembled", len(cases))
+}
+
+// TestAssembleWinners assembles the committed tables' gemm_bwd winners
+// (configs/<gpu>/), emitted from their params at their shape, and reports
+// each one's ptxas resources (registers per thread, spills, stack); a
+// spill, a stack frame, a warning or a performance note fails, as in
+// TestAssemble.
+func TestAssembleWinners(t *testing.T) {
+	path := ptxas.RequireOrSkip(t)
+	set, err := configs.Embedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := Families()[0]
+	n := 0
+	for _, tb := range set.Tables {
+		for _, e := range tb.Entries {
+			if e.Kernel != name {
+				continue
+			}
+			dt, err := dtype.Parse(e.DType)
+			if err != nil {
+				t.Fatal(err)
+			}
+			specs, err := variants.ParseSpecs(e.Shape)
+			if err != nil {
+				t.Fatal(err)
+			}
+			vs, err := f.Shape(specs[0], dt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ps, err := variants.ParseParams(e.Params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			prog, err := f.Emit(vs, ps)
+			if err != nil {
+				t.Fatalf("%s %s: %v", vs.Key(), ps, err)
+			}
+			for _, arch := range archs(ps) {
+				c := asmCase{arch: arch, what: vs.Key() + " " + ps.String(), ptx: prog.PTX}
+				reports, problems := assembleOne(context.Background(), path, c)
+				for _, r := range reports {
+					t.Logf("%s %s %s: %d registers, spills %d/%d bytes, stack %d", tb.GPU.Name, c.what, r.Function, r.Registers, r.SpillStores, r.SpillLoads, r.StackBytes)
+				}
+				for _, p := range problems {
+					t.Error(p)
+				}
+				n++
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no gemm_bwd entry in the committed tables")
+	}
 }
 
 // archs lists the architectures a variant is assembled for.
@@ -79,10 +136,12 @@ func indices(n int) []int {
 	return out
 }
 
-func assembleOne(ctx context.Context, path string, c asmCase) []string {
+// assembleOne assembles c and returns ptxas's reports and what is wrong:
+// an error, a warning, a spill, a stack frame or a performance note.
+func assembleOne(ctx context.Context, path string, c asmCase) ([]ptxas.Report, []string) {
 	reports, warnings, err := assembleWarn(ctx, path, c.ptx, c.arch)
 	if err != nil {
-		return []string{fmt.Sprintf("%s %s: %v", c.arch, c.what, err)}
+		return nil, []string{fmt.Sprintf("%s %s: %v", c.arch, c.what, err)}
 	}
 	var ps []string
 	for _, w := range warnings {
@@ -93,7 +152,7 @@ func assembleOne(ctx context.Context, path string, c asmCase) []string {
 			ps = append(ps, fmt.Sprintf("%s %s %s", c.arch, c.what, f))
 		}
 	}
-	return ps
+	return reports, ps
 }
 
 // assembleWarn runs `ptxas -v` on ptx and returns its reports and its

@@ -43,6 +43,19 @@ import (
 // consumers release a slot in every CTA of the cluster (its empty barrier
 // counts them all), so a CTA writes into another's slot only after that
 // CTA's consumers are done with it.
+//
+// M at run time: the kernel's parameters are A's tensor map (M in its
+// dims), the source's (Declare), C (M in its dims, or a pointer), then M
+// itself, a u32 named m, last. The kernel derives the tile rows, the
+// tile order and C's row bounds from m, so the program is the same PTX
+// at every M, launched at M by evaluating its expressions there. A
+// BSource sees no M: Issue, Load and Fill get a tile's columns and
+// reduction rows, which do not depend on M, and nothing it emits may
+// depend on M either (its parameters and Setup included). Where M
+// leaves a cluster's last tile row past C (the grid's tile rows are
+// whole clusters), that CTA runs the k-loop like any other: its source
+// fills B for the tile's columns, A arrives zero-filled by TMA and
+// nothing of its rows is stored.
 type BSource interface {
 	// Declare declares the kernel parameters the source reads (they
 	// follow A's tensor map) and returns the launch arguments for them.
@@ -92,6 +105,10 @@ const srcProducerR = 96
 
 // WrittenB is the GEMM a BSource feeds: C[M×K] = A[M×N]·B[N×K], A the
 // buffer "dy" in DType (K-major: rows of N), C the buffer "dx" in DType.
+// M is a runtime dim (see BSource): the program Emit writes takes it as
+// its parameter m (Program.RuntimeDims is ["m"]) and is the same at
+// every M; the M here is the shape's it is tuned at, for Check and
+// Tiles.
 type WrittenB struct {
 	M, N, K int
 	DType   dtype.DType
@@ -111,7 +128,7 @@ type WrittenB struct {
 func (w WrittenB) Fillers() int { return producerFillers + 128*w.FillWarpgroups }
 
 func (w WrittenB) problem() problem {
-	return problem{r: w.M, c: w.K, l: w.N, a: operand{buf: "dy", kMajor: true, ld: w.N},
+	return problem{r: w.M, c: w.K, l: w.N, mRows: true, a: operand{buf: "dy", kMajor: true, ld: w.N},
 		out: "dx", in: w.DType, od: w.DType}
 }
 
@@ -119,8 +136,9 @@ func (w WrittenB) problem() problem {
 // two m64 blocks per consumer, whole B atoms, accumulators within the
 // consumers' registers, the slots within shared memory, no deeper than
 // the k-loop; no split or stream-K; a cluster of 2 or 4 CTAs sharing B
-// (multicast=1) on consecutive tile rows (order m or grouped, tile rows a
-// multiple of the cluster).
+// (multicast=1) on consecutive tile rows (order m or grouped, and at M
+// tile rows a multiple of the cluster, a tuning rule: at other M the
+// grid rounds them up to whole clusters).
 func (w WrittenB) Check(p Params, src BSource) error {
 	g := w.problem()
 	switch {
@@ -164,7 +182,7 @@ func srcSmem(p Params, src BSource, rawRing int) int {
 
 func (wk *wgKernel) srcSmem() int { return srcSmem(wk.p, wk.src, wk.rawRing) }
 
-// Tiles is the CTAs of a non-persistent grid of p.
+// Tiles is the CTAs of a non-persistent grid of p at M.
 func (w WrittenB) Tiles(p Params) int { return tiles(w.problem(), p) }
 
 // Emit writes the program of w with B from src (see Check).

@@ -77,7 +77,8 @@
 // # Split-K
 //
 // splitk=S cuts the reduction into S ranges of whole k-tiles (split s:
-// k-tiles ⌊s·T/S⌋ to ⌊(s+1)·T/S⌋); each CTA stores its f32 partial tile
+// k-tiles ⌊s·T/S⌋ to ⌊(s+1)·T/S⌋, empty where T < S; T is runtime for
+// dw); each CTA stores its f32 partial tile
 // into its slice of a workspace the program declares as Scratch
 // ([S][r][c] f32), and a second launch sums the slices in split order
 // (deterministic) and rounds once to the output. With reduce=dsmem
@@ -90,7 +91,8 @@
 //
 // order=streamk (wgmma path) runs a persistent grid of min(132, n) CTAs
 // over the n = tiles·k-tiles iterations of C (tiles in order m, k-tiles
-// within a tile consecutive). The CTA at position q = nctaid−1−ctaid
+// within a tile consecutive; n depends on M, and so does the grid, so
+// that every CTA has an iteration). The CTA at position q = nctaid−1−ctaid
 // (nctaid read from %nctaid: a GPU with fewer SMs runs fewer CTAs) takes
 // iterations ⌊q·n/nctaid⌋ to ⌊(q+1)·n/nctaid⌋, one segment per tile it
 // touches. A tile's owner is the position that runs its first k-tile, in
@@ -125,7 +127,24 @@
 // issued that many k-tiles ahead. In a cluster of 2 or 4 (multicast=1)
 // the CTAs share B: each writes its share of the k-rows and copies it
 // into the others' slots (cp.async.bulk.shared::cluster); filler 0 then
-// arrives once for all. No split or stream-K.
+// arrives once for all. No split or stream-K. The program takes M at run
+// time like the family's own (below); a BSource sees no M (bsource.go).
+//
+// # M at run time
+//
+// M, the token count, is a runtime dim (Program.RuntimeDims): every
+// kernel takes it as its last parameter, a u32 named m, and the PTX is
+// the same at every M; grids, buffers and tensor-map dims are
+// expressions of m. In the GEMM below M is r for dx and l for dw, so the
+// kernel derives from m the tile rows, the tile order's mappings, a
+// persistent grid's tiles and C's row bounds (dx), or the k-tiles, the
+// split-K ranges and stream-K's iterations (dw); everything else stays
+// an immediate (runtime.go). The space's rules are tuning choices at the
+// shape's M; the program is correct at every M from 1 to the shape's
+// limit: a split may get no k-tile (its partial is zero), the ring may
+// be deeper than the loop, a cluster's tile rows are rounded up to whole
+// clusters (the extra row's CTAs run the k-loop for their partner and
+// store nothing), a stream-K grid never has more CTAs than iterations.
 //
 // # Rules
 //

@@ -58,7 +58,7 @@ func (wk *wgKernel) dsmemSum() {
 	k, p, d := wk.k, wk.p, wk.dsm
 	k.Comment("reduce=dsmem: add this rank's groups over the cluster's partials, in rank order")
 	rank := k.Mov(ptx.U32, ptx.ClusterCtaRank)
-	ds := wk.newDirectStore(d.c, wk.g.od, d.t, d.cw, d.l)
+	ds := wk.newDirectStore(d.c, wk.g.od, d.t, rowsExt(wk.k, wk.g, wk.m), d.cw, d.l)
 	ds.rowsOf(wk.mBlocks)
 	remote := make([]ptx.Reg, p.SplitK)
 	for r := range remote {

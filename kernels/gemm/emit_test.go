@@ -2,10 +2,12 @@ package gemm
 
 import (
 	"flag"
-
-	"github.com/gradtune/gradtune/contract"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/internal/sweep"
 
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
@@ -85,12 +87,12 @@ func checkProgram(t *testing.T, g problem, p Params, prog kernels.Program, at fu
 
 // checkStreamK: one launch of min(132, iterations) CTAs, one per SM, with
 // the partials' workspace (a slot per CTA) and the flags (one per
-// consumer warpgroup of each CTA) as its last arguments.
+// consumer warpgroup of each CTA) as its arguments before m.
 func checkStreamK(t *testing.T, g problem, p Params, prog kernels.Program, at func(contract.Expr) int) {
 	t.Helper()
 	main := prog.Launches[0]
 	n := min(numSMs, tiles(g, p)*kTiles(g, p))
-	if len(prog.Launches) != 1 || at(main.Grid[0]) != n || main.GridPerSM != 1 || len(main.Args) != 5 {
+	if len(prog.Launches) != 1 || at(main.Grid[0]) != n || main.GridPerSM != 1 || len(main.Args) != 6 || main.Args[4].Buffer != skFlags {
 		t.Errorf("%s: %d launches, grid %s, %d per SM, %d args", variants.Encode(p), len(prog.Launches), main.Grid[0], main.GridPerSM, len(main.Args))
 	}
 	if len(prog.Buffers) != 2 || at(prog.Buffers[0].Elems) != n*p.BM*p.BN || prog.Buffers[0].Role != kernels.Scratch ||
@@ -142,7 +144,7 @@ func TestSwizzle(t *testing.T) {
 func TestTileOrder(t *testing.T) {
 	g := problemOf(Shape{M: 2048, N: 8960, K: 1536, Grad: DW, DType: dtype.BF16}) // 70 × 12 tiles of 128
 	for _, o := range []Order{OrderM, OrderN, Grouped} {
-		p := Params{BM: 128, BN: 128, BK: 64, SplitK: 2, Order: o}
+		p := Params{BM: 128, BN: 128, BK: 64, SplitK: 2, Cluster: 1, Order: o}
 		seen := map[[3]int]bool{}
 		for i := range tiles(g, p) * p.SplitK {
 			r, c, s := tileOrderGo(g, p, i)
@@ -195,4 +197,45 @@ func TestGoldenWgmmaTMAStore(t *testing.T) {
 		}
 	}
 	ptxtest.Golden(t, *update, "wgmma_dx_tma_bf16.ptx", prog.PTX)
+}
+
+// TestEmitRuntimeM: a program is the same at every M, M being a runtime
+// dim: the preset's variants (a sample, keyed by shape: one in five; all
+// with GRADTUNE_SWEEP=full) emitted at M = 1 and M = 2047 (no rules: the
+// space at those M is another) give the PTX, launches and buffers of M =
+// 2048, which take M as the parameter m and the expressions of m.
+func TestEmitRuntimeM(t *testing.T) {
+	pr, _ := variants.LookupPreset("qwen1.5b", 0)
+	d, n := def{}, 0
+	for _, s := range d.Shapes(pr, dtype.BF16) {
+		vs := variants.ShapeOf(s)
+		for i, ps := range d.Space(s).Space().Enumerate() {
+			if !sweep.TakeKeyed(vs.Key(), i, 5) {
+				continue
+			}
+			p, _ := variants.Decode[Params](ps)
+			prog, err := d.Emit(s, p)
+			if err != nil {
+				t.Fatalf("%s %s: %v", vs.Key(), ps, err)
+			}
+			if len(prog.RuntimeDims) != 1 || prog.RuntimeDims[0] != "m" || !strings.Contains(prog.PTX, "_param_m") {
+				t.Errorf("%s %s: runtime dims %v", vs.Key(), ps, prog.RuntimeDims)
+			}
+			for _, m := range []int{1, 2047} {
+				o := s
+				o.M = m
+				again, err := d.Emit(o, p)
+				switch {
+				case err != nil:
+					t.Errorf("%s %s at m=%d: %v", vs.Key(), ps, m, err)
+				case again.PTX != prog.PTX:
+					t.Errorf("%s %s: the PTX at m=%d differs", vs.Key(), ps, m)
+				case fmt.Sprint(again.Launches, again.Buffers) != fmt.Sprint(prog.Launches, prog.Buffers):
+					t.Errorf("%s %s: the launches at m=%d differ: %v %v", vs.Key(), ps, m, again.Launches, again.Buffers)
+				}
+			}
+			n++
+		}
+	}
+	t.Logf("%d variants emitted at three M, %s", n, sweep.Describe(5))
 }

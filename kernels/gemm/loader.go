@@ -17,9 +17,10 @@ type loader struct {
 	rows, cols int
 	n, step    int
 	ld         int // bytes between the buffer's rows
-	l          int // reduction length
+	l          ext // reduction length
 	base, ptr  ptx.Reg
 	kOff       ptx.Reg   // u32: the reduction index of chunk 0 within a k-tile
+	kLeft      ptx.Reg   // u32, for a runtime l: l − kOff (kRows)
 	fixed      []ptx.Reg // per chunk: the other index is inside the matrix
 	sOff       ptx.Reg   // u32: chunk 0's offset within the tile
 	kStride    int64     // bytes ptr advances per k-tile
@@ -27,8 +28,8 @@ type loader struct {
 
 // newLoader sets up the chunks of thread tid for an operand whose tile
 // starts at (first row or column of C) at0 of limit extent, the k-tile
-// kt0 first. bk is the k-tile depth.
-func newLoader(k *ptx.Func, o operand, base, tid, at0, kt0 ptx.Reg, tileMN, bk, limit, l, threads int) *loader {
+// kt0 first, over a reduction of l. bk is the k-tile depth.
+func newLoader(k *ptx.Func, o operand, base, tid, at0, kt0 ptx.Reg, tileMN, bk int, limit, l ext, threads int) *loader {
 	ld := &loader{k: k, kRows: !o.kMajor, ld: 2 * o.ld, l: l, base: base}
 	ld.rows, ld.cols = tileMN, bk
 	if ld.kRows {
@@ -45,14 +46,18 @@ func newLoader(k *ptx.Func, o operand, base, tid, at0, kt0 ptx.Reg, tileMN, bk, 
 	var grow, gcol ptx.Reg
 	if ld.kRows {
 		ld.kOff = rr0
+		if l.runtime() {
+			ld.kLeft = k.Sub(ptx.U32, l.reg, rr0)
+		}
 		grow, gcol = k.Add(ptx.U32, kbase, rr0), k.Add(ptx.U32, at0, c8)
-		ld.fixed = []ptx.Reg{k.Setp("lt", ptx.U32, gcol, ptx.Imm(limit))}
+		ld.fixed = []ptx.Reg{k.Setp("lt", ptx.U32, gcol, limit.op())}
 		ld.kStride = int64(bk) * int64(ld.ld)
 	} else {
 		ld.kOff = c8
 		grow, gcol = k.Add(ptx.U32, at0, rr0), k.Add(ptx.U32, kbase, c8)
+		rows := newBound(k, grow, limit)
 		for i := range ld.n {
-			ld.fixed = append(ld.fixed, k.Setp("lt", ptx.S32, grow, ptx.Imm(limit-i*ld.step)))
+			ld.fixed = append(ld.fixed, rows.below(i*ld.step))
 		}
 		ld.kStride = int64(2 * bk)
 	}
@@ -67,15 +72,25 @@ func newLoader(k *ptx.Func, o operand, base, tid, at0, kt0 ptx.Reg, tileMN, bk, 
 func (ld *loader) load(dst, kbase ptx.Reg) {
 	k := ld.k
 	d := k.Add(ptx.U32, dst, ld.sOff)
-	kc := k.Add(ptx.U32, kbase, ld.kOff)
+	var kc ptx.Reg
+	var ks *bound // kRows: chunk i's k-row against l
+	switch {
+	case ld.kLeft.Valid():
+		ks = leftBound(k, ld.l, k.Sub(ptx.U32, ld.kLeft, kbase))
+	case ld.kRows:
+		kc = k.Add(ptx.U32, kbase, ld.kOff)
+		ks = newBound(k, kc, ld.l)
+	default:
+		kc = k.Add(ptx.U32, kbase, ld.kOff)
+	}
 	for i := range ld.n {
 		ok := ld.fixed[0]
 		var inK ptx.Reg
 		if ld.kRows {
-			inK = k.Setp("lt", ptx.S32, kc, ptx.Imm(ld.l-i*ld.step))
+			inK = ks.below(i * ld.step)
 		} else {
 			ok = ld.fixed[i]
-			inK = k.Setp("lt", ptx.U32, kc, ptx.Imm(ld.l))
+			inK = k.Setp("lt", ptx.U32, kc, ld.l.op())
 		}
 		ok = k.And(ptx.Pred, ok, inK)
 		src := k.Selp(ptx.U64, k.Add(ptx.U64, ld.ptr, ptx.Imm(int64(i*ld.step)*int64(ld.ld))), ld.base, ok)

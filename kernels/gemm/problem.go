@@ -1,6 +1,9 @@
 package gemm
 
-import "github.com/gradtune/gradtune/dtype"
+import (
+	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/dtype"
+)
 
 // problem is a shape seen as the GEMM it is: C[r×c] = A[r×l]·B[l×c],
 // a reduction over l, with each operand as the buffers store it.
@@ -8,8 +11,14 @@ import "github.com/gradtune/gradtune/dtype"
 //	grad  r  c  l   A              B
 //	dx    M  K  N   dy, K-major    w, MN-major
 //	dw    N  K  M   dy, MN-major   x, MN-major
+//
+// M, the token count, is a runtime dim: r for dx, l for dw. r, c and l
+// are the extents at the shape emitted, for the space's rules; the
+// programs take M as their parameter m (mRows says which extent it is),
+// and their launches and buffers as expressions of it (rExpr, lExpr).
 type problem struct {
 	r, c, l int
+	mRows   bool // M is r (dx), else l (dw)
 	a, b    operand
 	out     string // the output buffer
 	in, od  dtype.DType
@@ -29,7 +38,7 @@ func problemOf(s Shape) problem {
 	p := problem{c: s.K, out: string(s.Grad), in: s.DType, od: s.outDType()}
 	switch s.Grad {
 	case DX:
-		p.r, p.l = s.M, s.N
+		p.r, p.l, p.mRows = s.M, s.N, true
 		p.a = operand{buf: "dy", kMajor: true, ld: s.N}
 		p.b = operand{buf: "w", ld: s.K}
 	default:
@@ -38,6 +47,18 @@ func problemOf(s Shape) problem {
 		p.b = operand{buf: "x", ld: s.K}
 	}
 	return p
+}
+
+// rExpr and lExpr are r and l as launch expressions: the variable m for
+// the one that is M.
+func (g problem) rExpr() contract.Expr { return g.extExpr(g.r, g.mRows) }
+func (g problem) lExpr() contract.Expr { return g.extExpr(g.l, !g.mRows) }
+
+func (g problem) extExpr(v int, isM bool) contract.Expr {
+	if isM {
+		return contract.Var(tokenDim)
+	}
+	return contract.Int(v)
 }
 
 // index is the position in the buffer of A[row][k] (B: of B[k][row]).

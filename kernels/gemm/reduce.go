@@ -17,28 +17,46 @@ const workspace = "ws"
 const reduceBlock = 256
 
 func workspaceBuffer(g problem, splits int) kernels.Buffer {
-	return kernels.Buffer{Name: workspace, DType: dtype.F32, Elems: contract.Int(splits * g.r * g.c), Role: kernels.Scratch}
+	return kernels.Buffer{Name: workspace, DType: dtype.F32, Elems: g.rExpr().TimesInt(splits * g.c), Role: kernels.Scratch}
 }
 
 // emitReduce writes the split-K reduce: out = Σ_s ws[s] in split order (so
 // the result does not depend on timing), rounded once to the output
 // dtype. With pdl it is a dependent launch that waits for the GEMM in
-// griddepcontrol.wait (sm_90).
+// griddepcontrol.wait (sm_90). Where r is M the kernel takes it as its
+// parameter m (reduceLaunch passes it).
 func emitReduce(k *ptx.Func, g problem, splits int, pdl bool) {
 	ws, out := gen.Param(k, "ws"), gen.Param(k, "out")
+	elems := immExt(g.r * g.c)
+	if g.mRows {
+		elems = ext{reg: k.LdParam(mParam(k))}.times(k, g.c)
+	}
 	k.ReqNTid(reduceBlock)
 	if pdl {
 		k.GridDepWait()
 	}
 	tid := k.Mad(ptx.U32, k.Mov(ptx.U32, ptx.CtaidX), ptx.Imm(reduceBlock), k.Mov(ptx.U32, ptx.TidX))
 	i := k.Shl(ptx.U32, tid, ptx.Imm(2))
-	ok := k.Setp("lt", ptx.U32, i, ptx.Imm(g.r*g.c))
+	ok := k.Setp("lt", ptx.U32, i, elems.op())
 	k.If(ok, func() {
 		src := k.Add(ptx.U64, ws, k.MulWide(ptx.U32, i, ptx.Imm(4)))
+		// slice s of the workspace: an immediate offset, or a 64-bit
+		// stride (the slices of a runtime r may pass 2³² bytes)
+		at := func(s int) ptx.Addr { return ptx.At(src, int64(s)*int64(elems.v)*4) }
+		if elems.runtime() {
+			stride := k.MulWide(ptx.U32, elems.reg, ptx.Imm(4))
+			slice := src
+			at = func(s int) ptx.Addr {
+				if s > 0 {
+					slice = k.Add(ptx.U64, slice, stride)
+				}
+				return ptx.At(slice, 0)
+			}
+		}
 		// A copy: the ld keeps the slice it is given as its operand list.
-		sum := slices.Clone(k.Ld(ptx.Global, ptx.F32, 4, ptx.At(src, 0)))
+		sum := slices.Clone(k.Ld(ptx.Global, ptx.F32, 4, at(0)))
 		for s := 1; s < splits; s++ {
-			v := k.Ld(ptx.Global, ptx.F32, 4, ptx.At(src, int64(s)*int64(g.r*g.c)*4))
+			v := k.Ld(ptx.Global, ptx.F32, 4, at(s))
 			for j := range sum {
 				sum[j] = k.Add(ptx.F32, sum[j], v[j])
 			}
@@ -50,7 +68,11 @@ func emitReduce(k *ptx.Func, g problem, splits int, pdl bool) {
 
 // reduceLaunch launches the reduce over the workspace into the output.
 func reduceLaunch(entry string, g problem, pdl bool) kernels.Launch {
-	return kernels.Launch{Entry: entry, Grid: contract.Grid(gen.CeilDiv(g.r*g.c/4, reduceBlock), 1, 1),
+	l := kernels.Launch{Entry: entry, Grid: [3]contract.Expr{contract.CeilDiv(g.rExpr().TimesInt(g.c), contract.Int(4*reduceBlock)), contract.Int(1), contract.Int(1)},
 		Block: [3]int{reduceBlock, 1, 1}, Dependent: pdl,
 		Args: []kernels.Arg{{Buffer: workspace}, {Buffer: g.out}}}
+	if g.mRows {
+		l.Args = append(l.Args, mArg)
+	}
+	return l
 }

@@ -1,6 +1,7 @@
 package gemm
 
 import (
+	"github.com/gradtune/gradtune/kernels/gen"
 	"github.com/gradtune/gradtune/kernels/ptx"
 )
 
@@ -13,56 +14,62 @@ type tile struct {
 	index             ptx.Reg // u32, stream-K only
 }
 
-// tileOf maps the linear tile index t (u32) to its tile: the split is the
-// outermost index (reduce=dsmem: the innermost, so that a cluster holds
-// one tile's splits); within a split, tiles go down the rows (order m), along
-// the columns (order n) or in groups of groupRows tile rows walked column
-// by column (grouped).
-func tileOf(k *ptx.Func, g problem, p Params, t ptx.Reg) tile {
-	n, tr, tc := tiles(g, p), tilesR(g, p), tilesC(g, p)
+// tileOf maps the linear tile index t (u32) to its tile among the sizes
+// sz: the split is the outermost index (reduce=dsmem: the innermost, so
+// that a cluster holds one tile's splits); within a split, tiles go down
+// the rows (order m), along the columns (order n) or in groups of
+// groupRows tile rows walked column by column (grouped).
+func tileOf(k *ptx.Func, p Params, sz sizes, t ptx.Reg) tile {
 	var out tile
-	if p.Reduce == ReduceDSMEM {
+	switch {
+	case p.Reduce == ReduceDSMEM:
 		// a tile's splits are consecutive: one cluster
 		tt := k.Div(ptx.U32, t, ptx.Imm(p.SplitK))
 		out.split = k.Sub(ptx.U32, t, k.Mul(ptx.U32, tt, ptx.Imm(p.SplitK)))
 		t = tt
-	} else {
-		out.split = k.Div(ptx.U32, t, ptx.Imm(n))
-		t = k.Sub(ptx.U32, t, k.Mul(ptx.U32, out.split, ptx.Imm(n)))
+	case sz.tiles.runtime() && p.SplitK == 1:
+		out.split = k.Mov(ptx.U32, ptx.Imm(0)) // t < tiles
+	default:
+		out.split = k.Div(ptx.U32, t, sz.tiles.op())
+		t = k.Sub(ptx.U32, t, k.Mul(ptx.U32, out.split, sz.tiles.op()))
 	}
-	out.row0, out.col0 = tileCorner(k, p, p.Order, t, tr, tc)
-	kt := kTiles(g, p)
-	out.kt0 = k.Div(ptx.U32, k.Mul(ptx.U32, out.split, ptx.Imm(kt)), ptx.Imm(p.SplitK))
-	end := k.Div(ptx.U32, k.Mad(ptx.U32, out.split, ptx.Imm(kt), ptx.Imm(kt)), ptx.Imm(p.SplitK))
+	out.row0, out.col0 = tileCorner(k, p, p.Order, t, sz.tr, sz.tc)
+	kt := sz.kt.op()
+	out.kt0 = k.Div(ptx.U32, k.Mul(ptx.U32, out.split, kt), ptx.Imm(p.SplitK))
+	end := k.Div(ptx.U32, k.Mad(ptx.U32, out.split, kt, kt), ptx.Imm(p.SplitK))
 	out.nk = k.Sub(ptx.U32, end, out.kt0)
 	return out
 }
 
 // tileCorner is the first row and column of C of the tile at index t of
 // order o in a grid of tr×tc tiles.
-func tileCorner(k *ptx.Func, p Params, o Order, t ptx.Reg, tr, tc int) (row0, col0 ptx.Reg) {
+func tileCorner(k *ptx.Func, p Params, o Order, t ptx.Reg, tr, tc ext) (row0, col0 ptx.Reg) {
 	var r, c ptx.Reg
 	switch o {
 	case OrderM:
-		c = k.Div(ptx.U32, t, ptx.Imm(tr))
-		r = k.Sub(ptx.U32, t, k.Mul(ptx.U32, c, ptx.Imm(tr)))
+		c = k.Div(ptx.U32, t, tr.op())
+		r = k.Sub(ptx.U32, t, k.Mul(ptx.U32, c, tr.op()))
 	case OrderN:
-		r = k.Div(ptx.U32, t, ptx.Imm(tc))
-		c = k.Sub(ptx.U32, t, k.Mul(ptx.U32, r, ptx.Imm(tc)))
+		r = k.Div(ptx.U32, t, tc.op())
+		c = k.Sub(ptx.U32, t, k.Mul(ptx.U32, r, tc.op()))
 	default:
-		r, c = grouped(k, t, tr, tc)
+		r, c = grouped(k, t, tr, tc.v)
 	}
 	return k.Mul(ptx.U32, r, ptx.Imm(p.BM)), k.Mul(ptx.U32, c, ptx.Imm(p.BN))
 }
 
 // grouped is Triton's grouped order: groups of groupRows tile rows (the
 // last group may be shorter), each walked column by column.
-func grouped(k *ptx.Func, t ptx.Reg, tr, tc int) (r, c ptx.Reg) {
+func grouped(k *ptx.Func, t ptx.Reg, tr ext, tc int) (r, c ptx.Reg) {
 	per := groupRows * tc
 	grp := k.Div(ptx.U32, t, ptx.Imm(per))
 	in := k.Sub(ptx.U32, t, k.Mul(ptx.U32, grp, ptx.Imm(per)))
 	first := k.Mul(ptx.U32, grp, ptx.Imm(groupRows))
-	size := k.Min(ptx.U32, k.Sub(ptx.U32, k.Mov(ptx.U32, ptx.Imm(tr)), first), ptx.Imm(groupRows))
+	rows := tr.reg
+	if !tr.runtime() {
+		rows = k.Mov(ptx.U32, ptx.Imm(tr.v))
+	}
+	size := k.Min(ptx.U32, k.Sub(ptx.U32, rows, first), ptx.Imm(groupRows))
 	c = k.Div(ptx.U32, in, size)
 	r = k.Add(ptx.U32, first, k.Sub(ptx.U32, in, k.Mul(ptx.U32, c, size)))
 	return r, c
@@ -71,7 +78,8 @@ func grouped(k *ptx.Func, t ptx.Reg, tr, tc int) (r, c ptx.Reg) {
 // tileOrderGo is tileOf in Go, for tests: the tile row, column and split
 // of linear index t.
 func tileOrderGo(g problem, p Params, t int) (r, c, split int) {
-	n, tr, tc := tiles(g, p), tilesR(g, p), tilesC(g, p)
+	tr, tc := gen.CeilDiv(g.r, p.BM*p.Cluster)*p.Cluster, tilesC(g, p)
+	n := tr * tc
 	if p.Reduce == ReduceDSMEM {
 		split, t = t%p.SplitK, t/p.SplitK
 	} else {

@@ -395,8 +395,6 @@ func syncWarps(p Params) (wm, wn int) {
 // f32 from L2 on one SM, at the end of the run: at most skFixupMax bytes
 // (k·v dW: 128×128 tiles would add 6 of 64 KB; 64×64 adds 2 of 16 KB),
 // which also keeps a tile's partials within the validation bound's 16.
-// Position·k-tiles stays within u32 and the partials' workspace within
-// u32 indexing.
 func streamK(g problem, p Params) error {
 	if p.Order != StreamK {
 		return nil
@@ -414,8 +412,6 @@ func streamK(g problem, p Params) error {
 		return fmt.Errorf("order=streamk over %d k-tiles: fewer than two per SM", n)
 	case gen.CeilDiv(numSMs, t)*p.BM*p.BN*4 > skFixupMax:
 		return fmt.Errorf("order=streamk with %d tiles of %d×%d: an owner adds %d partials of %d KB", t, p.BM, p.BN, gen.CeilDiv(numSMs, t), p.BM*p.BN*4>>10)
-	case n > gen.MaxElems/numSMs || skGrid(g, p)*p.BM*p.BN > gen.MaxElems:
-		return fmt.Errorf("order=streamk over %d k-tiles: indices past u32", n)
 	}
 	return nil
 }

@@ -10,8 +10,10 @@ import (
 // Stream-K (order=streamk, wgmma path). The grid is persistent, one CTA
 // per SM: nctaid CTAs (read from %nctaid, never assumed) share the flat
 // space of n = tiles·kTiles iterations (tile t in order m, k-tile kk at
-// t·kTiles + kk). The CTA at position q = nctaid−1−ctaid takes iterations
-// ⌊q·n/nctaid⌋ up to ⌊(q+1)·n/nctaid⌋, one segment per tile it touches,
+// t·kTiles + kk; n depends on M). The CTA at position q = nctaid−1−ctaid
+// takes iterations ⌊q·n/nctaid⌋ up to ⌊(q+1)·n/nctaid⌋ (computed as
+// q·⌊n/nctaid⌋ + ⌊q·(n mod nctaid)/nctaid⌋, within u32 for any n), one
+// segment per tile it touches,
 // each through the same ring and k-loop as a whole tile. A tile's owner
 // is the position that runs its first k-tile; the positions after it
 // that hold the rest of the tile are its contributors.
@@ -45,17 +47,19 @@ import (
 const skFlags = "skflags"
 
 // skGrid is the CTAs a stream-K launch asks for: one per SM of the H200,
-// no more than there are iterations (the runner launches fewer on fewer
-// SMs).
-func skGrid(g problem, p Params) int { return min(numSMs, tiles(g, p)*kTiles(g, p)) }
+// no more than there are iterations, so that every CTA has at least one
+// (the runner launches fewer on fewer SMs).
+func skGrid(g problem, p Params) contract.Expr {
+	return contract.Min(contract.Int(numSMs), tilesExpr(g, p).Times(kTilesExpr(g, p)))
+}
 
 // streamKBuffers are the partials' workspace and the flags, one slot and
 // one flag per consumer warpgroup for every CTA the launch may have.
 func streamKBuffers(g problem, p Params) []kernels.Buffer {
 	n := skGrid(g, p)
 	return []kernels.Buffer{
-		{Name: workspace, DType: dtype.F32, Elems: contract.Int(n * p.BM * p.BN), Role: kernels.Scratch},
-		{Name: skFlags, DType: dtype.F32, Elems: contract.Int(n * p.Consumers), Role: kernels.State},
+		{Name: workspace, DType: dtype.F32, Elems: n.TimesInt(p.BM * p.BN), Role: kernels.Scratch},
+		{Name: skFlags, DType: dtype.F32, Elems: n.TimesInt(p.Consumers), Role: kernels.State},
 	}
 }
 
@@ -66,21 +70,49 @@ func skPosition(k *ptx.Func) (pos, nct ptx.Reg) {
 	return pos, nct
 }
 
+// skRanges is the partition of a stream-K grid's iterations: position
+// j's range starts at j·per + ⌊j·extra/nct⌋ (= ⌊j·n/nct⌋).
+type skRanges struct {
+	k               *ptx.Func
+	sz              sizes
+	nct, per, extra ptx.Reg // u32: the grid's CTAs, ⌊n/nct⌋, n mod nct
+}
+
+// skPartition computes the sizes and the partition of n = tiles·k-tiles
+// iterations over the grid's nct CTAs.
+func (wk *wgKernel) skPartition(nct ptx.Reg) skRanges {
+	k := wk.k
+	sz := wk.sizes()
+	n := mulExt(k, sz.tiles, sz.kt).op()
+	per := k.Div(ptx.U32, n, nct)
+	return skRanges{k: k, sz: sz, nct: nct, per: per, extra: k.Sub(ptx.U32, n, k.Mul(ptx.U32, per, nct))}
+}
+
+// start is the first iteration of position j (u32, at most nct).
+func (sr skRanges) start(j ptx.Reg) ptx.Reg {
+	k := sr.k
+	return k.Mad(ptx.U32, j, sr.per, k.Div(ptx.U32, k.Mul(ptx.U32, j, sr.extra), sr.nct))
+}
+
 // forStreamK calls body with each segment of the CTA's range: the tile,
 // its first k-tile in the range and how many follow.
 func (wk *wgKernel) forStreamK(body func(t tile)) {
-	k, g, p := wk.k, wk.g, wk.p
-	kt := kTiles(g, p)
-	n := tiles(g, p) * kt
+	k, p := wk.k, wk.p
 	pos, nct := skPosition(k)
-	it := k.Div(ptx.U32, k.Mul(ptx.U32, pos, ptx.Imm(n)), nct)
-	end := k.Div(ptx.U32, k.Mad(ptx.U32, pos, ptx.Imm(n), ptx.Imm(n)), nct)
+	sr := wk.skPartition(nct)
+	kt := sr.sz.kt
+	it := sr.start(pos)
+	end := sr.start(k.Add(ptx.U32, pos, ptx.Imm(1)))
 	k.While(func() ptx.Reg { return k.Setp("lt", ptx.U32, it, end) }, func() {
 		var t tile
-		t.index = k.Div(ptx.U32, it, ptx.Imm(kt))
-		t.row0, t.col0 = tileCorner(k, p, OrderM, t.index, tilesR(g, p), tilesC(g, p))
-		t.kt0 = k.Sub(ptx.U32, it, k.Mul(ptx.U32, t.index, ptx.Imm(kt)))
-		t.nk = k.Min(ptx.U32, k.Sub(ptx.U32, k.Mov(ptx.U32, ptx.Imm(kt)), t.kt0), k.Sub(ptx.U32, end, it))
+		t.index = k.Div(ptx.U32, it, kt.op())
+		t.row0, t.col0 = tileCorner(k, p, OrderM, t.index, sr.sz.tr, sr.sz.tc)
+		t.kt0 = k.Sub(ptx.U32, it, k.Mul(ptx.U32, t.index, kt.op()))
+		ktReg := kt.reg
+		if !kt.runtime() {
+			ktReg = k.Mov(ptx.U32, ptx.Imm(kt.v))
+		}
+		t.nk = k.Min(ptx.U32, k.Sub(ptx.U32, ktReg, t.kt0), k.Sub(ptx.U32, end, it))
 		body(t)
 		k.MovTo(it, k.Add(ptx.U32, it, t.nk))
 	})
@@ -169,13 +201,12 @@ func (fx *fixup) publish(acc [][]ptx.Reg) {
 // waits for the flag (acquire) and clears it, the warpgroup meets, every
 // thread adds its words.
 func (fx *fixup) gather(t tile, acc [][]ptx.Reg) {
-	k, g, p := fx.wk.k, fx.wk.g, fx.wk.p
-	kt := kTiles(g, p)
-	n := tiles(g, p) * kt
-	end := k.Mul(ptx.U32, k.Add(ptx.U32, t.index, ptx.Imm(1)), ptx.Imm(kt))
+	k := fx.wk.k
+	sr := fx.wk.skPartition(fx.nct)
+	end := k.Mul(ptx.U32, k.Add(ptx.U32, t.index, ptx.Imm(1)), sr.sz.kt.op())
 	j := k.Add(ptx.U32, fx.pos, ptx.Imm(1))
 	k.While(func() ptx.Reg {
-		return k.Setp("lt", ptx.U32, k.Div(ptx.U32, k.Mul(ptx.U32, j, ptx.Imm(n)), fx.nct), end)
+		return k.Setp("lt", ptx.U32, sr.start(j), end)
 	}, func() {
 		k.Comment("stream-K owner: wait for the next contributor's partial and add it")
 		k.If(fx.elected, func() {

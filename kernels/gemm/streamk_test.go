@@ -8,8 +8,6 @@ import (
 
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels/gemm"
-	"github.com/gradtune/gradtune/runner"
-	"github.com/gradtune/gradtune/runner/sim"
 	"github.com/gradtune/gradtune/variants"
 )
 
@@ -63,7 +61,6 @@ func TestStreamKOnInterpreter(t *testing.T) {
 // streamKRun validates p at s on the interpreter with a grid of the given
 // CTAs, twice.
 func streamKRun(s gemm.Shape, p gemm.Params, grid int) error {
-	f := gemm.Families()[0]
 	prog, err := gemm.EmitUnchecked(s, p)
 	if err != nil {
 		return err
@@ -76,26 +73,7 @@ func streamKRun(s gemm.Shape, p gemm.Params, grid int) error {
 		return fmt.Errorf("grid %d: the launch asks for %d CTAs", grid, asked)
 	}
 	prog.Launches[0].Grid[0] = contract.Int(grid)
-	ss := runner.NewSession(sim.New(sim.Options{Workers: 2}))
-	defer ss.Release()
-	if err := ss.Prepare(f, variants.ShapeOf(s), 1); err != nil {
-		return err
-	}
-	l, err := ss.Load(prog)
-	if err != nil {
-		return err
-	}
-	defer l.Unload()
-	for run := range 2 {
-		c, err := ss.Validate(l)
-		if err != nil {
-			return fmt.Errorf("run %d: %w", run, err)
-		}
-		if !c.OK {
-			return fmt.Errorf("run %d: %s (max abs error %g)", run, c.Message, c.MaxAbs)
-		}
-	}
-	return nil
+	return validateAt(s, prog, 2)
 }
 
 // consumersFor is the wgmma rule's consumer count: one on 64-row tiles.

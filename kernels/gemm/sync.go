@@ -39,15 +39,15 @@ func emitSync(s Shape, g problem, p Params) (kernels.Program, error) {
 	if err != nil {
 		return kernels.Program{}, fmt.Errorf("building: %w", err)
 	}
-	prog := kernels.Program{PTX: mod.String()}
-	main := kernels.Launch{Entry: entry(s, "sync"), Grid: contract.Grid(tiles(g, p)*p.SplitK, 1, 1),
+	prog := kernels.Program{PTX: mod.String(), RuntimeDims: []string{tokenDim}}
+	main := kernels.Launch{Entry: entry(s, "sync"), Grid: [3]contract.Expr{tilesExpr(g, p).TimesInt(p.SplitK), contract.Int(1), contract.Int(1)},
 		Block: [3]int{sk.threads(), 1, 1}, SharedBytes: smemBytes(g, p, p.Stages)}
 	out := g.out
 	if p.SplitK > 1 {
 		out = workspace
 		prog.Buffers = []kernels.Buffer{workspaceBuffer(g, p.SplitK)}
 	}
-	main.Args = []kernels.Arg{{Buffer: g.a.buf}, {Buffer: g.b.buf}, {Buffer: out}}
+	main.Args = []kernels.Arg{{Buffer: g.a.buf}, {Buffer: g.b.buf}, {Buffer: out}, mArg}
 	prog.Launches = append(prog.Launches, main)
 	if p.SplitK > 1 {
 		prog.Launches = append(prog.Launches, reduceLaunch(red, g, false))

@@ -10,19 +10,21 @@ import (
 func (sk *syncKernel) body() {
 	k, g, p := sk.k, sk.g, sk.p
 	a, b, c := gen.Param(k, "a"), gen.Param(k, "b"), gen.Param(k, "c")
+	m := mParam(k)
 	smem := k.Mov(ptx.U32, k.DynamicShared("smem", 128))
 	tid := k.Mov(ptx.U32, ptx.TidX)
 	sk.lane = k.And(ptx.U32, tid, ptx.Imm(31))
 	warp := k.Shr(ptx.U32, tid, ptx.Imm(5))
 	sk.wr = k.Shr(ptx.U32, warp, ptx.Imm(gen.Log2(sk.wn)))
 	sk.wc = k.And(ptx.U32, warp, ptx.Imm(sk.wn-1))
-	t := tileOf(k, g, p, k.Mov(ptx.U32, ptx.CtaidX))
-	la := newLoader(k, g.a, a, tid, t.row0, t.kt0, p.BM, p.BK, g.r, g.l, sk.threads())
-	lb := newLoader(k, g.b, b, tid, t.col0, t.kt0, p.BN, p.BK, g.c, g.l, sk.threads())
+	sz := sizesOf(k, g, p, m)
+	t := tileOf(k, p, sz, k.Mov(ptx.U32, ptx.CtaidX))
+	la := newLoader(k, g.a, a, tid, t.row0, t.kt0, p.BM, p.BK, sz.r, sz.l, sk.threads())
+	lb := newLoader(k, g.b, b, tid, t.col0, t.kt0, p.BN, p.BK, immExt(g.c), sz.l, sk.threads())
 	aOff, bOff := sk.fragOffsets()
 	acc := sk.zeroAcc()
 	sk.mainLoop(smem, t, la, lb, func(slot ptx.Reg) { sk.compute(slot, aOff, bOff, acc) })
-	sk.epilogue(c, t, acc)
+	sk.epilogue(c, t, rowsExt(k, g, m), acc)
 }
 
 // mainLoop runs the cp.async ring: stages−1 k-tiles in flight before the

@@ -73,6 +73,7 @@ type wgKernel struct {
 	rawRing int        // slots of a BSource's own raw ring (0: the raw area is in each slot)
 	rawOff  int        // offset of the raw ring
 	dsm     *dsmemTile // reduce=dsmem: the consumer's tile, for the sum after the cluster barrier
+	m       ptx.Sym    // the parameter m (M)
 }
 
 // dsmem reports whether the splits sum in distributed shared memory.
@@ -136,7 +137,7 @@ func buildWgmma(entry, red string, g problem, p Params, src BSource, fillWGs, ra
 	if err != nil {
 		return kernels.Program{}, fmt.Errorf("building: %w", err)
 	}
-	prog := kernels.Program{PTX: mod.String()}
+	prog := kernels.Program{PTX: mod.String(), RuntimeDims: []string{tokenDim}}
 	outArg := kernels.Arg{Buffer: g.out}
 	switch {
 	case launchReduce:
@@ -145,7 +146,7 @@ func buildWgmma(entry, red string, g problem, p Params, src BSource, fillWGs, ra
 	case p.Epilogue == TMAStore:
 		outArg = kernels.Arg{TensorMap: cMap(g, p)}
 	}
-	main := kernels.Launch{Entry: entry, Grid: contract.Grid(tiles(g, p)*p.SplitK, 1, 1),
+	main := kernels.Launch{Entry: entry, Grid: [3]contract.Expr{tilesExpr(g, p).TimesInt(p.SplitK), contract.Int(1), contract.Int(1)},
 		Block: [3]int{wk.threads(), 1, 1}, SharedBytes: smemBytes(g, p, p.Stages),
 		Args: []kernels.Arg{{TensorMap: aMap(g, p)}, {TensorMap: bMap(g, p)}, outArg}}
 	if src != nil {
@@ -153,10 +154,11 @@ func buildWgmma(entry, red string, g problem, p Params, src BSource, fillWGs, ra
 		main.Args = append(append([]kernels.Arg{{TensorMap: aMap(g, p)}}, srcArgs...), outArg)
 	}
 	if p.Order == StreamK {
-		main.Grid[0] = contract.Int(skGrid(g, p))
+		main.Grid[0] = skGrid(g, p)
 		main.Args = append(main.Args, kernels.Arg{Buffer: workspace}, kernels.Arg{Buffer: skFlags})
 		prog.Buffers = streamKBuffers(g, p)
 	}
+	main.Args = append(main.Args, mArg)
 	if p.Cluster > 1 {
 		main.Cluster = [3]int{p.Cluster, 1, 1}
 	}
@@ -182,9 +184,9 @@ func buildWgmma(entry, red string, g problem, p Params, src BSource, fillWGs, ra
 func aMap(g problem, p Params) *kernels.TensorMap {
 	m := &kernels.TensorMap{Buffer: g.a.buf, DType: g.in, Strides: contract.Ints(2 * g.a.ld), Swizzle: 128}
 	if g.a.kMajor {
-		m.Dims, m.Box = contract.Ints(g.l, g.r), []int{64, p.BM}
+		m.Dims, m.Box = []contract.Expr{g.lExpr(), g.rExpr()}, []int{64, p.BM}
 	} else {
-		m.Dims, m.Box = contract.Ints(g.r, g.l), []int{64, 64}
+		m.Dims, m.Box = []contract.Expr{g.rExpr(), g.lExpr()}, []int{64, 64}
 	}
 	return m
 }
@@ -194,7 +196,7 @@ func aMap(g problem, p Params) *kernels.TensorMap {
 // cluster's CTAs each load a part of the k-rows and multicast it.
 func bMap(g problem, p Params) *kernels.TensorMap {
 	at := bAtomOf(p)
-	return &kernels.TensorMap{Buffer: g.b.buf, DType: g.in, Dims: contract.Ints(g.c, g.l), Strides: contract.Ints(2 * g.b.ld),
+	return &kernels.TensorMap{Buffer: g.b.buf, DType: g.in, Dims: []contract.Expr{contract.Int(g.c), g.lExpr()}, Strides: contract.Ints(2 * g.b.ld),
 		Box: []int{at.cols, 64 / p.Cluster}, Swizzle: at.rowBytes}
 }
 
@@ -204,7 +206,7 @@ func bMap(g problem, p Params) *kernels.TensorMap {
 // over that width. The box is clipped at C's edges, so tails need no masks.
 func cMap(g problem, p Params) *kernels.TensorMap {
 	rb := stagingRow(p, g.od)
-	return &kernels.TensorMap{Buffer: g.out, DType: g.od, Dims: contract.Ints(g.c, g.r), Strides: contract.Ints(g.c * g.od.Size()),
+	return &kernels.TensorMap{Buffer: g.out, DType: g.od, Dims: []contract.Expr{contract.Int(g.c), g.rExpr()}, Strides: contract.Ints(g.c * g.od.Size()),
 		Box: []int{rb / g.od.Size(), p.BM / p.Consumers}, Swizzle: rb}
 }
 
@@ -241,6 +243,7 @@ func (wk *wgKernel) body() []kernels.Arg {
 	if p.Order == StreamK {
 		ws, flags = k.Param("ws", ptx.U64), k.Param("flags", ptx.U64)
 	}
+	wk.m = mParam(k)
 	dyn := k.DynamicShared("smem", 16)
 	k.Comment("tiles start on 1024 bytes (128B swizzle atoms): round the dynamic base up")
 	base := k.And(ptx.B32, k.Add(ptx.U32, k.Mov(ptx.U32, dyn), ptx.Imm(1023)), ptx.Imm(-1024))
@@ -369,18 +372,29 @@ func (wk *wgKernel) clusterSync() {
 // next tile's first k-tiles while the consumers store this one), or
 // with stream-K over the segments of the CTA's range.
 func (wk *wgKernel) forTiles(body func(t tile)) {
-	k, g, p := wk.k, wk.g, wk.p
+	k, p := wk.k, wk.p
 	if p.Order == StreamK {
 		wk.forStreamK(body)
 		return
 	}
+	sz := wk.sizes()
 	if !p.Persistent {
-		body(tileOf(k, g, p, k.Mov(ptx.U32, ptx.CtaidX)))
+		body(tileOf(k, p, sz, k.Mov(ptx.U32, ptx.CtaidX)))
 		return
 	}
-	k.For(ptx.U32, k.Mov(ptx.U32, ptx.CtaidX), ptx.Imm(tiles(g, p)*p.SplitK), k.Mov(ptx.U32, ptx.NCtaidX), func(i ptx.Reg) {
-		body(tileOf(k, g, p, i))
+	k.For(ptx.U32, k.Mov(ptx.U32, ptx.CtaidX), sz.tiles.times(k, p.SplitK).op(), k.Mov(ptx.U32, ptx.NCtaidX), func(i ptx.Reg) {
+		body(tileOf(k, p, sz, i))
 	})
+}
+
+// sizes computes the variant's sizes from the parameter m.
+func (wk *wgKernel) sizes() sizes { return sizesOf(wk.k, wk.g, wk.p, wk.m) }
+
+// mayBeEmpty reports whether a tile's split may have no k-tile: with
+// split-K over a runtime reduction, which may have fewer k-tiles than
+// splits.
+func (wk *wgKernel) mayBeEmpty() bool {
+	return wk.p.SplitK > 1 && (!wk.g.mRows || kTiles(wk.g, wk.p) < wk.p.SplitK)
 }
 
 // ring tracks a slot of the ring (of n slots) and the parity of its
@@ -484,7 +498,8 @@ func (wk *wgKernel) producer(base ptx.Reg, t tile, ma, mb ptx.Reg, r, rr *ring) 
 // for the slot, four k16 steps of wgmma (scale-d 0 on the first of the
 // tile's reduction), commit, wait until only this group is pending and
 // release the previous k-tile's slot (lane 0 of each warp arrives); after
-// the loop, wait for the last group and release its slot.
+// the loop, wait for the last group and release its slot, if there was
+// one. A split without k-tiles leaves the accumulators zero.
 func (wk *wgKernel) consumer(base ptx.Reg, t tile, cw ptx.Reg, acc [][]ptx.Reg, r *ring) {
 	k, g, p := wk.k, wk.g, wk.p
 	ab := gen.HalfType(g.in)
@@ -539,7 +554,11 @@ func (wk *wgKernel) consumer(base ptx.Reg, t tile, cw ptx.Reg, acc [][]ptx.Reg, 
 		r.next()
 	})
 	k.WgmmaWait(0)
-	k.If(lane0, func() { wk.release(prev) })
+	last := lane0
+	if wk.mayBeEmpty() {
+		last = k.And(ptx.Pred, lane0, k.Setp("ne", ptx.U32, t.nk, ptx.Imm(0)))
+	}
+	k.If(last, func() { wk.release(prev) })
 }
 
 // release arrives on the empty barrier at bar: this CTA's, or, in a
@@ -566,11 +585,12 @@ func (wk *wgKernel) release(bar ptx.Reg) {
 func (wk *wgKernel) epilogue(c ptx.Reg, t tile, cw, l ptx.Reg, acc [][]ptx.Reg) {
 	k, g := wk.k, wk.g
 	od := g.od
+	r := rowsExt(wk.k, wk.g, wk.m)
 	if wk.p.SplitK > 1 {
 		od = dtype.F32
-		c = k.Add(ptx.U64, c, k.MulWide(ptx.U32, k.Mul(ptx.U32, t.split, ptx.Imm(g.r*g.c)), ptx.Imm(4)))
+		c = splitSlice(k, c, t.split, r, g.c)
 	}
-	ds := wk.newDirectStore(c, od, t, cw, l)
+	ds := wk.newDirectStore(c, od, t, r, cw, l)
 	for mb := range acc {
 		for h := range 2 {
 			for j := range wk.p.BN / 8 {
@@ -586,22 +606,25 @@ type directStore struct {
 	wk    *wgKernel
 	od    dtype.DType
 	ptr   ptx.Reg   // u64: the thread's first pair
-	row   ptx.Reg   // u32: the thread's first row of C
+	rows  *bound    // the thread's first row of C against r
 	colOK []ptx.Reg // column group j is inside C
 	rowOK map[int]ptx.Reg
 }
 
-func (wk *wgKernel) newDirectStore(c ptx.Reg, od dtype.DType, t tile, cw, l ptx.Reg) *directStore {
+// newDirectStore sets up the stores of consumer cw's thread l of tile t
+// into C of r rows (or a split's slice of the workspace) at c.
+func (wk *wgKernel) newDirectStore(c ptx.Reg, od dtype.DType, t tile, r ext, cw, l ptx.Reg) *directStore {
 	k, g := wk.k, wk.g
 	lane := k.And(ptx.U32, l, ptx.Imm(31))
 	wrow := k.Add(ptx.U32, k.Shl(ptx.U32, k.Shr(ptx.U32, l, ptx.Imm(5)), ptx.Imm(4)), k.Shr(ptx.U32, lane, ptx.Imm(2)))
 	row := k.Add(ptx.U32, k.Mad(ptx.U32, cw, ptx.Imm(wk.rowsPC), t.row0), wrow)
 	col := k.Add(ptx.U32, t.col0, k.Shl(ptx.U32, k.And(ptx.U32, lane, ptx.Imm(3)), ptx.Imm(1)))
-	ds := &directStore{wk: wk, od: od, row: row, rowOK: map[int]ptx.Reg{}}
+	ds := &directStore{wk: wk, od: od, rowOK: map[int]ptx.Reg{}}
 	ds.ptr = k.Add(ptx.U64, c, k.MulWide(ptx.U32, k.Mad(ptx.U32, row, ptx.Imm(g.c), col), ptx.Imm(od.Size())))
 	for j := range wk.p.BN / 8 {
 		ds.colOK = append(ds.colOK, k.Setp("lt", ptx.S32, col, ptx.Imm(g.c-8*j)))
 	}
+	ds.rows = newBound(k, row, r)
 	return ds
 }
 
@@ -611,7 +634,7 @@ func (ds *directStore) rowsOf(mBlocks int) {
 	for mb := range mBlocks {
 		for h := range 2 {
 			dr := 64*mb + 8*h
-			ds.rowOK[dr] = ds.wk.k.Setp("lt", ptx.S32, ds.row, ptx.Imm(ds.wk.g.r-dr))
+			ds.rowOK[dr] = ds.rows.below(dr)
 		}
 	}
 }
@@ -623,7 +646,7 @@ func (ds *directStore) pair(mb, h, j int, v0, v1 ptx.Reg) {
 	dr := 64*mb + 8*h
 	rowOK, ok := ds.rowOK[dr]
 	if !ok {
-		rowOK = k.Setp("lt", ptx.S32, ds.row, ptx.Imm(g.r-dr))
+		rowOK = ds.rows.below(dr)
 		ds.rowOK[dr] = rowOK
 	}
 	off := int64(dr*g.c+8*j) * int64(ds.od.Size())
