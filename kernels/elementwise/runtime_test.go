@@ -6,6 +6,7 @@ import (
 
 	"github.com/gradtune/gradtune/contract"
 	"github.com/gradtune/gradtune/dtype"
+	"github.com/gradtune/gradtune/internal/simtest"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/catalog"
 	"github.com/gradtune/gradtune/runner"
@@ -43,7 +44,7 @@ func TestRuntimeTokens(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := shapeOf(t, f, c.shape, c.dt)
+		s := simtest.Shape(t, f, c.shape, c.dt)
 		p, err := variants.ParseParams(c.params)
 		if err != nil {
 			t.Fatal(err)
@@ -60,13 +61,13 @@ func TestRuntimeTokens(t *testing.T) {
 			progs["on 3 CTAs"] = onCTAs(prog, 3)
 		}
 		for _, v := range c.values {
-			o := shapeOf(t, f, withDim(c.shape, c.dim, v), c.dt)
+			o := simtest.Shape(t, f, withDim(c.shape, c.dim, v), c.dt)
 			if err := ss.Prepare(f, o, 1); err != nil {
 				t.Fatalf("%s: %v", o.Key(), err)
 			}
 			for how, pr := range progs {
-				if msg := validate(ss, pr); msg != "" {
-					t.Errorf("%s %s emitted at %s, %s: %s", c.family, o.Key(), s.Key(), how, msg)
+				if err := simtest.ValidateProgram(ss, pr); err != nil {
+					t.Errorf("%s %s emitted at %s, %s: %v", c.family, o.Key(), s.Key(), how, err)
 				}
 			}
 		}
@@ -79,24 +80,6 @@ func onCTAs(prog kernels.Program, n int) kernels.Program {
 	l.Grid, l.GridPerSM = contract.Grid(n, 1, 1), 0
 	prog.Launches = []kernels.Launch{l}
 	return prog
-}
-
-// validate runs prog at the session's shape and returns what is wrong, or
-// "".
-func validate(ss *runner.Session, prog kernels.Program) string {
-	l, err := ss.Load(prog)
-	if err != nil {
-		return "load: " + err.Error()
-	}
-	defer l.Unload()
-	c, err := ss.Validate(l)
-	switch {
-	case err != nil:
-		return err.Error()
-	case !c.OK:
-		return c.Message
-	}
-	return ""
 }
 
 // withDim is the spec with dim d at v: "m=64,n=20" → "m=v,n=20".
@@ -113,17 +96,4 @@ func withDim(spec, d string, v int) string {
 		out += fmt.Sprintf("%s=%d", x.Name, x.Value)
 	}
 	return out
-}
-
-func shapeOf(t *testing.T, f kernels.Family, spec string, dt dtype.DType) variants.Shape {
-	t.Helper()
-	sp, err := variants.ParseSpecs(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := f.Shape(sp[0], dt)
-	if err != nil {
-		t.Fatalf("%s %s: %v", f.Name(), spec, err)
-	}
-	return s
 }

@@ -520,35 +520,41 @@ func rowSimShapes(name string) []struct {
 // through runner.Session (outputs poisoned, Scratch left as it is) and
 // checks each output against the reference with its own tolerance.
 func TestRowVariantsOnInterpreter(t *testing.T) {
-	for _, name := range rowtest.Families {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			f := rowtest.Family(t, name)
-			ss := runner.NewSession(sim.New(sim.Options{Workers: 1}))
-			defer ss.Release()
-			runs := 0
-			for _, dt := range f.DTypes() {
-				for _, c := range rowSimShapes(name) {
-					s := rowtest.Shape(t, f, c.spec, dt)
-					if err := ss.Prepare(f, s, 1); err != nil {
-						t.Fatalf("%s: %v", s.Key(), err)
-					}
-					ref := f.Reference(s, f.Inputs(s, 1))
-					pts := f.Space(s).Enumerate()
-					n := c.sample
-					if testing.Short() {
-						n = min(max(n, 1), 6)
-					}
-					pts = runner.Pick(pts, n)
-					for _, p := range pts {
-						runs++
-						if msg := rowtest.RunOnSim(ss, f, s, p, ref); msg != "" {
-							t.Errorf("%s %s: %s", s.Key(), p, msg)
-						}
+	onInterpreter(t, func(t *testing.T, name string, f kernels.Family, ss *runner.Session) (runs int) {
+		for _, dt := range f.DTypes() {
+			for _, c := range rowSimShapes(name) {
+				s := rowtest.Shape(t, f, c.spec, dt)
+				if err := ss.Prepare(f, s, 1); err != nil {
+					t.Fatalf("%s: %v", s.Key(), err)
+				}
+				ref := f.Reference(s, f.Inputs(s, 1))
+				pts := f.Space(s).Enumerate()
+				n := c.sample
+				if testing.Short() {
+					n = min(max(n, 1), 6)
+				}
+				pts = runner.Pick(pts, n)
+				for _, p := range pts {
+					runs++
+					if msg := rowtest.RunOnSim(ss, f, s, p, ref); msg != "" {
+						t.Errorf("%s %s: %s", s.Key(), p, msg)
 					}
 				}
 			}
-			t.Logf("%d variant runs", runs)
+		}
+		return runs
+	})
+}
+
+// onInterpreter runs test for each row family in parallel, on an
+// interpreter session of its own, and logs the runs it reports.
+func onInterpreter(t *testing.T, test func(t *testing.T, name string, f kernels.Family, ss *runner.Session) int) {
+	for _, name := range rowtest.Families {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ss := runner.NewSession(sim.New(sim.Options{Workers: 1}))
+			defer ss.Release()
+			t.Logf("%d runs", test(t, name, rowtest.Family(t, name), ss))
 		})
 	}
 }
@@ -604,45 +610,38 @@ func TestRowRuntimeRows(t *testing.T) {
 		{"m=40,n=200", []int{1, 5, 33, 77}},
 		{"m=40,n=6", []int{2, 3, 1999}},
 	}
-	for _, name := range rowtest.Families {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			f := rowtest.Family(t, name)
-			ss := runner.NewSession(sim.New(sim.Options{Workers: 1}))
-			defer ss.Release()
-			runs := 0
-			for i, c := range cases {
-				dt := []dtype.DType{dtype.BF16, dtype.F32}[i]
-				s := rowtest.Shape(t, f, c.emitAt, dt)
-				var progs []rowtest.Variant
-				for _, grp := range runtimeGroups(name) {
-					pts := runner.Filter(f.Space(s).Enumerate(), grp)
-					if len(pts) == 0 {
-						t.Errorf("%s: no variant with %s", s.Key(), grp)
-					}
-					for _, p := range runner.Pick(pts, 2) {
-						prog, err := f.Emit(s, p)
-						if err != nil {
-							t.Fatalf("%s %s: %v", s.Key(), p, err)
-						}
-						progs = append(progs, rowtest.Variant{Family: name, Shape: s, Params: p, Prog: prog})
-					}
+	onInterpreter(t, func(t *testing.T, name string, f kernels.Family, ss *runner.Session) (runs int) {
+		for i, c := range cases {
+			dt := []dtype.DType{dtype.BF16, dtype.F32}[i]
+			s := rowtest.Shape(t, f, c.emitAt, dt)
+			var progs []rowtest.Variant
+			for _, grp := range runtimeGroups(name) {
+				pts := runner.Filter(f.Space(s).Enumerate(), grp)
+				if len(pts) == 0 {
+					t.Errorf("%s: no variant with %s", s.Key(), grp)
 				}
-				for _, m := range c.rows {
-					o := rowtest.Shape(t, f, fmt.Sprintf("m=%d,n=%d", m, s.Get("n")), dt)
-					if err := ss.Prepare(f, o, 1); err != nil {
-						t.Fatalf("%s: %v", o.Key(), err)
+				for _, p := range runner.Pick(pts, 2) {
+					prog, err := f.Emit(s, p)
+					if err != nil {
+						t.Fatalf("%s %s: %v", s.Key(), p, err)
 					}
-					ref := f.Reference(o, f.Inputs(o, 1))
-					for _, v := range progs {
-						runs++
-						if msg := rowtest.RunProgram(ss, f, o, v.Prog, ref); msg != "" {
-							t.Errorf("%s emitted at m=%d, run at m=%d: %s", v, s.Get("m"), m, msg)
-						}
+					progs = append(progs, rowtest.Variant{Family: name, Shape: s, Params: p, Prog: prog})
+				}
+			}
+			for _, m := range c.rows {
+				o := rowtest.Shape(t, f, fmt.Sprintf("m=%d,n=%d", m, s.Get("n")), dt)
+				if err := ss.Prepare(f, o, 1); err != nil {
+					t.Fatalf("%s: %v", o.Key(), err)
+				}
+				ref := f.Reference(o, f.Inputs(o, 1))
+				for _, v := range progs {
+					runs++
+					if msg := rowtest.RunProgram(ss, f, o, v.Prog, ref); msg != "" {
+						t.Errorf("%s emitted at m=%d, run at m=%d: %s", v, s.Get("m"), m, msg)
 					}
 				}
 			}
-			t.Logf("%d runs", runs)
-		})
-	}
+		}
+		return runs
+	})
 }
