@@ -125,9 +125,10 @@ func mainForm(dt dtype.DType, vec int) (v, typ string) {
 
 // TestEmitStructure checks the PTX and launch of every variant at the
 // sweep shapes for what can be read off the text without running it:
-// launch geometry against the shape, directives, labels and registers,
-// bounds checks only where the shape needs them, the leftover elements,
-// the vector width and cache qualifiers of every access.
+// launch geometry against the shape, the runtime dim's parameter,
+// directives, labels and registers, bounds checks only in the tail and
+// the leftover elements, the vector width and cache qualifiers of every
+// access.
 func TestEmitStructure(t *testing.T) {
 	fails := 0
 	for _, v := range allVariants(t) {
@@ -145,8 +146,18 @@ func TestEmitStructure(t *testing.T) {
 		maxnreg, _ := p.Int("maxnreg")
 		stride := p["grid"] == "stride"
 		n := v.shape.Elems()
-		units, rem, chunk := n/vec, n%vec, block*ept
-		exact := units%chunk == 0
+		units, chunk := n/vec, block*ept
+		// The runtime dim is m for [m × n], n for a flat shape; the
+		// leftover elements exist when a token's elements are not whole
+		// vectors.
+		dim, perToken := "m", v.shape.Get("n")
+		if v.shape.Get("m") == 0 {
+			dim, perToken = "n", 1
+		}
+		leftover := 0
+		if perToken%vec != 0 {
+			leftover = vec - 1
+		}
 
 		// Launch.
 		if len(v.prog.Launches) != 1 {
@@ -156,7 +167,7 @@ func TestEmitStructure(t *testing.T) {
 		l, sl := v.plan.Launches[0], v.prog.Launches[0]
 		grid := max(1, (units+chunk-1)/chunk)
 		wantPerSM := 0
-		if stride && grid >= 2048/block {
+		if stride {
 			wantPerSM = 2048 / block
 		}
 		wantGrid := grid
@@ -170,12 +181,25 @@ func TestEmitStructure(t *testing.T) {
 		if !stride && grid*chunk < units {
 			errorf("grid %d × %d units per CTA does not cover %d units", grid, chunk, units)
 		}
-		if fmt.Sprint(sl.Args) != "[{dy} {x} {dx}]" {
-			errorf("args %v", sl.Args)
+		if want := fmt.Sprintf("[{dy} {x} {dx} {u32 %s}]", dim); fmt.Sprint(sl.Args) != want {
+			errorf("args %v, want %s", sl.Args, want)
+		}
+		if fmt.Sprint(v.prog.RuntimeDims) != "["+dim+"]" {
+			errorf("runtime dims %v, want [%s]", v.prog.RuntimeDims, dim)
 		}
 		params := paramRE.FindAllStringSubmatch(text, -1)
 		if len(params) != 3 || params[0][1] != l.Entry+"_param_dy" || params[1][1] != l.Entry+"_param_x" || params[2][1] != l.Entry+"_param_dx" {
 			errorf("parameters %v do not follow the args", params)
+		}
+		if !strings.Contains(text, fmt.Sprintf("\t.param .u32 %s_param_%s\n)", l.Entry, dim)) ||
+			!strings.Contains(text, fmt.Sprintf("\tld.param.u32 %%r1, [%s_param_%s];\n", l.Entry, dim)) {
+			errorf("the runtime dim %s is not the last parameter, loaded once", dim)
+		}
+		// Nothing derived from the runtime dim's value is an immediate.
+		for _, c := range []int{n, units} {
+			if c > perToken && c > chunk && strings.Contains(text, fmt.Sprintf(", %d;", c)) {
+				errorf("the count %d of this shape is an immediate", c)
+			}
 		}
 
 		// Directives and target.
@@ -198,53 +222,34 @@ func TestEmitStructure(t *testing.T) {
 		if _, problems := ptxtest.Regs(text); len(problems) > 0 {
 			errorf("registers: %v", problems)
 		}
-		if (loops == 1) != (stride && units > 0) || loops > 1 {
+		if (loops == 1) != stride || loops > 1 {
 			errorf("%d loops for grid=%s", loops, p["grid"])
 		}
 
-		// Bounds checks: none when every unit is in range.
-		preds := predMemRE.FindAllString(text, -1)
-		switch {
-		case units == 0 || exact:
-			if len(preds) != 0 {
-				errorf("predicated accesses %q though %d units divide into chunks of %d", preds, units, chunk)
-			}
-		default:
-			if len(preds) != 3*ept {
-				errorf("%d predicated accesses, want %d (2 loads and a store per unit)", len(preds), 3*ept)
-			}
-			if !hasInst(text, "setp.lt.u32", fmt.Sprintf(", %d;", units)) {
-				errorf("no bounds check against %d units", units)
-			}
+		// Bounds checks: the full iterations are unguarded; the tail (a
+		// thread's last ept units, with ept > 1) guards its units past the
+		// first, the leftover elements each element.
+		tailUnits := 0
+		if ept > 1 {
+			tailUnits = ept
+		}
+		if preds, want := predMemRE.FindAllString(text, -1), 3*(max(tailUnits-1, 0)+leftover); len(preds) != want {
+			errorf("%d predicated accesses, want %d (2 loads and a store per guarded unit or leftover element)", len(preds), want)
 		}
 
-		// Leftover elements, with their byte offsets.
-		comment := fmt.Sprintf("\t// %d leftover elements, done by thread 0 of CTA 0\n", rem)
-		if rem > 0 != strings.Contains(text, comment) || strings.Count(text, "leftover") > 1 {
-			errorf("leftover comment for n %% vec = %d missing or misplaced", rem)
-		}
-		offsets := map[string]int{}
-		for _, line := range strings.Split(text, "\n") {
-			if strings.HasPrefix(line, "\tadd.u64 %rd") {
-				offsets[line[strings.LastIndex(line, ", ")+2:]]++
-			}
-		}
-		for i := units * vec; i < n; i++ {
-			off := i * dt.Size()
-			if c := offsets[fmt.Sprintf("%d;", off)]; c != 3 {
-				errorf("leftover element %d: %d addresses at offset %d, want 3", i, c, off)
-			}
+		// Leftover elements.
+		comment := fmt.Sprintf("\t// up to %d leftover elements, done by thread 0 of CTA 0\n", vec-1)
+		if leftover > 0 != strings.Contains(text, comment) || strings.Count(text, "leftover") > 1 {
+			errorf("leftover comment for %d elements per token and vec=%d missing or misplaced", perToken, vec)
 		}
 
-		// Accesses: 2·ept vector loads and ept vector stores in the main
-		// part, then 2 scalar loads and 1 store per leftover element.
+		// Accesses: 2·ept vector loads and ept vector stores in the full
+		// iterations, as many in the tail, then 2 scalar loads and 1 store
+		// per leftover element.
 		lds, sts := accesses("ld", text), accesses("st", text)
-		mainUnits := ept
-		if units == 0 {
-			mainUnits = 0
-		}
-		if len(lds) != 2*mainUnits+2*rem || len(sts) != mainUnits+rem {
-			errorf("%d loads and %d stores, want %d and %d", len(lds), len(sts), 2*mainUnits+2*rem, mainUnits+rem)
+		mainUnits := ept + tailUnits
+		if len(lds) != 2*mainUnits+2*leftover || len(sts) != mainUnits+leftover {
+			errorf("%d loads and %d stores, want %d and %d", len(lds), len(sts), 2*mainUnits+2*leftover, mainUnits+leftover)
 			continue
 		}
 		wantLd, wantSt := ".nc", ""
@@ -288,15 +293,15 @@ func TestEmitSpotChecks(t *testing.T) {
 		has, hasNot               []string
 	}{
 		{"relu_bwd", "f32", "m=2048,n=8960", "block=256,vec=4,ept=2,grid=once,maxnreg=0",
-			[]string{"\tld.global.nc.v4.f32 {%f", "\tst.global.v4.f32 ["}, []string{"@%p", "leftover"}},
+			[]string{"\tld.global.nc.v4.f32 {%f", "\tst.global.v4.f32 [", "\t@%p11 ld.global.nc.v4.f32", "\tmul.lo.u32 %r2, %r1, 8960;"}, []string{"leftover"}},
 		{"relu_bwd", "bf16", "m=2048,n=8960", "block=128,vec=8,ept=1,grid=stride,maxnreg=0",
-			[]string{"\tld.global.nc.v4.b32 {%r", "\tst.global.v4.b32 [", "cvt.rn.bf16x2.f32"}, []string{"@%p1 ld", "cvt.f32.bf16"}},
+			[]string{"\tld.global.nc.v4.b32 {%r", "\tst.global.v4.b32 [", "cvt.rn.bf16x2.f32"}, []string{"@%p1 ld", "cvt.f32.bf16", "@%p"}},
 		{"silu_bwd", "f32", "n=1003", "block=128,vec=4,ept=1,grid=once,maxnreg=0",
-			[]string{"\t// 3 leftover elements, done by thread 0 of CTA 0\n", "\t@%p1 ld.global.nc.v4.f32", "ex2.approx.f32", "rcp.rn.f32"}, nil},
+			[]string{"\t// up to 3 leftover elements, done by thread 0 of CTA 0\n", "\t@%p3 ld.global.nc.f32", "ex2.approx.f32", "rcp.rn.f32"}, []string{"@%p1 ld.global.nc.v4.f32"}},
 		{"gelu_bwd", "f16", "n=1003", "block=128,vec=2,ept=1,grid=once,maxnreg=0",
-			[]string{"\t// 1 leftover elements", "\tld.global.nc.b16 %h", "\tcvt.rn.f16.f32 %h", "cvt.rn.f16x2.f32", "cvt.f32.f16"}, []string{"tanh.approx"}},
+			[]string{"\t// up to 1 leftover elements", "\t@%p3 ld.global.nc.b16 %h", "\tcvt.rn.f16.f32 %h", "cvt.rn.f16x2.f32", "cvt.f32.f16"}, []string{"tanh.approx"}},
 		{"gelu_bwd", "bf16", "n=1", "block=128,vec=2,ept=1,grid=stride,maxnreg=0",
-			[]string{"\t// 1 leftover elements", "\tcvt.rn.bf16.f32 %h", "shl.b32"}, []string{"$L_loop", "v2.b32"}},
+			[]string{"\t// up to 1 leftover elements", "\tcvt.rn.bf16.f32 %h", "shl.b32", "$L_loop", "\tld.global.nc.b32 %r"}, nil},
 	}
 	for _, c := range cases {
 		_, _, _, prog := emitVariant(t, c.family, c.dt, c.shape, c.params)

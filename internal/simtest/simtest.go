@@ -22,14 +22,7 @@ import (
 // failure on t, and returns how many ran.
 func Run(t testing.TB, f kernels.Family, spec string, dt dtype.DType, keep func(variants.Params) bool) int {
 	t.Helper()
-	sp, err := variants.ParseSpecs(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := f.Shape(sp[0], dt)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := Shape(t, f, spec, dt)
 	ss := runner.NewSession(sim.New(sim.Options{Workers: 2}))
 	defer ss.Release()
 	if err := ss.Prepare(f, s, 1); err != nil {
@@ -48,6 +41,20 @@ func Run(t testing.TB, f kernels.Family, spec string, dt dtype.DType, keep func(
 	return runs
 }
 
+// Shape is f's shape of spec (m=..,n=..) in dtype dt.
+func Shape(t testing.TB, f kernels.Family, spec string, dt dtype.DType) variants.Shape {
+	t.Helper()
+	sp, err := variants.ParseSpecs(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := f.Shape(sp[0], dt)
+	if err != nil {
+		t.Fatalf("%s %s: %v", f.Name(), spec, err)
+	}
+	return s
+}
+
 // Validate emits variant p of family f at shape s, runs it once on ss
 // (whose shape must be s) and returns an error unless every output is
 // within tolerance.
@@ -56,6 +63,12 @@ func Validate(ss *runner.Session, f kernels.Family, s variants.Shape, p variants
 	if err != nil {
 		return err
 	}
+	return ValidateProgram(ss, prog)
+}
+
+// ValidateProgram is Validate of a program given as it is, at the
+// session's shape.
+func ValidateProgram(ss *runner.Session, prog kernels.Program) error {
 	l, err := ss.Load(prog)
 	if err != nil {
 		return err

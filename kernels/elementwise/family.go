@@ -1,9 +1,9 @@
 package elementwise
 
 import (
-	"github.com/gradtune/gradtune/contract"
 	"math"
 
+	"github.com/gradtune/gradtune/contract"
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/gen"
@@ -96,11 +96,11 @@ func (e *family) Space(s Shape) variants.Typed[Params] {
 }
 
 func (e *family) Buffers(s Shape) []kernels.Buffer {
-	n := s.elems()
+	n := s.elemsExpr()
 	return []kernels.Buffer{
-		{Name: "dy", DType: s.DType, Elems: contract.Int(n), Role: kernels.Input},
-		{Name: "x", DType: s.DType, Elems: contract.Int(n), Role: kernels.Input},
-		{Name: "dx", DType: s.DType, Elems: contract.Int(n), Role: kernels.Output},
+		{Name: "dy", DType: s.DType, Elems: n, Role: kernels.Input},
+		{Name: "x", DType: s.DType, Elems: n, Role: kernels.Input},
+		{Name: "dx", DType: s.DType, Elems: n, Role: kernels.Output},
 	}
 }
 
@@ -136,100 +136,190 @@ func (e *family) Tolerance(s Shape, _ string) kernels.Tolerance {
 	return kernels.Tolerance{Atol: 1e-5 + e.atolF32, Rtol: 1e-5}
 }
 
-// Emit generates one variant. Every thread handles ept vector units of vec
-// elements; unit u of iteration covers elements [u·vec, u·vec+vec). The
-// n mod vec leftover elements are done by thread 0 of CTA 0.
-func (e *family) Emit(s Shape, p Params) (kernels.Program, error) {
-	block, vec, ept := p.Block, p.Vec, p.EPT
-	stride := p.Grid == GridStride
-	// Loads take the read-only path; cache=stream adds .cs to both.
-	ld, st := ptx.LdOpts{NC: true}, ptx.LdOpts{}
-	if p.Cache == CacheStream {
-		ld.Cache, st.Cache = ptx.CacheStreaming, ptx.CacheStreaming
+// runtimeDim is the dim the programs take at run time, the token dim: m
+// for an [m × n] tensor, n for a flat one.
+func (s Shape) runtimeDim() string {
+	if s.M > 0 {
+		return "m"
 	}
-	dt := s.DType
-	n := s.elems()
-	units := n / vec
-	chunk := block * ept
-	entry := e.name + "_" + dt.String()
+	return "n"
+}
 
+// perToken is the elements per unit of the runtime dim: n for an [m × n]
+// tensor, 1 for a flat one.
+func (s Shape) perToken() int {
+	if s.M > 0 {
+		return s.N
+	}
+	return 1
+}
+
+// elemsExpr is the element count as an expression of the runtime dim.
+func (s Shape) elemsExpr() contract.Expr {
+	return contract.Var(s.runtimeDim()).TimesInt(s.perToken())
+}
+
+// kernel is the emission state of one activation kernel.
+type kernel struct {
+	e         *family
+	k         *ptx.Func
+	dt        dtype.DType
+	block     int
+	vec, ept  int
+	ld, st    ptx.LdOpts
+	dy, x, dx ptx.Reg // global addresses
+	// elems and units are the element and vector-unit counts (u32, from
+	// the runtime dim); a thread whose first unit is below fullEnd has
+	// all its ept units in range.
+	elems, units, fullEnd ptx.Reg
+}
+
+// Emit generates one variant (see the package doc for the work split).
+// The PTX takes the runtime dim as its last parameter: the element count,
+// the unit count and every bound are computed from it.
+func (e *family) Emit(s Shape, p Params) (kernels.Program, error) {
+	dt, dim := s.DType, s.runtimeDim()
+	entry := e.name + "_" + dt.String()
 	m := ptx.NewModule()
-	k := m.Func(entry)
-	k.ReqNTid(block)
+	kn := &kernel{e: e, k: m.Func(entry), dt: dt, block: p.Block, vec: p.Vec, ept: p.EPT, ld: ptx.LdOpts{NC: true}}
+	// Loads take the read-only path; cache=stream adds .cs to both.
+	if p.Cache == CacheStream {
+		kn.ld.Cache, kn.st.Cache = ptx.CacheStreaming, ptx.CacheStreaming
+	}
+	k := kn.k
+	k.ReqNTid(p.Block)
 	k.MaxNReg(p.MaxNReg)
-	pdy, px, pdx := k.Param("dy", ptx.U64), k.Param("x", ptx.U64), k.Param("dx", ptx.U64)
-	dy := k.Cvta(ptx.Global, k.LdParam(pdy))
-	x := k.Cvta(ptx.Global, k.LdParam(px))
-	dx := k.Cvta(ptx.Global, k.LdParam(pdx))
+	kn.dy, kn.x, kn.dx = gen.Param(k, "dy"), gen.Param(k, "x"), gen.Param(k, "dx")
+	kn.counts(k.LdParam(k.Param(dim, ptx.U32)), s.perToken())
 	tid := k.Mov(ptx.U32, ptx.TidX)
 	cta := k.Mov(ptx.U32, ptx.CtaidX)
-	grid := max(1, (units+chunk-1)/chunk)
+	chunk := p.Block * p.EPT
 	first := k.Mad(ptx.U32, cta, ptx.Imm(chunk), tid)
-	exact := units%chunk == 0 // no unit of any iteration falls past the end
-
-	body := func(u0 ptx.Reg) {
-		type unit struct {
-			ok      ptx.Reg
-			off     ptx.Reg
-			dyv, xv []ptx.Reg
-		}
-		us := make([]unit, ept)
-		// Issue every load first so ept×2 requests are in flight.
-		for j := range us {
-			u := k.Add(ptx.U32, u0, ptx.Imm(j*block))
-			if !exact {
-				us[j].ok = k.Setp("lt", ptx.U32, u, ptx.Imm(units))
-			}
-			us[j].off = k.MulWide(ptx.U32, u, ptx.Imm(vec*dt.Size()))
-			us[j].dyv = gen.LdVals(k, ptx.Global, dt, vec, ptx.At(k.Add(ptx.U64, dy, us[j].off), 0), us[j].ok, ld)
-			us[j].xv = gen.LdVals(k, ptx.Global, dt, vec, ptx.At(k.Add(ptx.U64, x, us[j].off), 0), us[j].ok, ld)
-		}
-		for j := range us {
-			out := make([]ptx.Reg, vec)
-			for i := range out {
-				out[i] = e.emit(k, us[j].dyv[i], us[j].xv[i])
-			}
-			gen.StVals(k, dt, ptx.At(k.Add(ptx.U64, dx, us[j].off), 0), out, us[j].ok, st)
-		}
+	if p.Grid == GridStride {
+		kn.strided(first, chunk)
+	} else {
+		kn.once(first)
 	}
-	if units > 0 {
-		if stride {
-			step := k.Mul(ptx.U32, k.Mov(ptx.U32, ptx.NCtaidX), ptx.Imm(chunk))
-			u0 := k.Mov(ptx.U32, first)
-			k.While(func() ptx.Reg { return k.Setp("lt", ptx.U32, u0, ptx.Imm(units)) }, func() {
-				body(u0)
-				k.MovTo(u0, k.Add(ptx.U32, u0, step))
-			})
-		} else {
-			body(first)
-		}
-	}
-	if rem := n % vec; rem > 0 {
-		k.Comment("%d leftover elements, done by thread 0 of CTA 0", rem)
-		k.If(k.Setp("eq", ptx.U32, first, ptx.Imm(0)), func() {
-			for i := units * vec; i < n; i++ {
-				off := int64(i * dt.Size())
-				a := gen.LdVals(k, ptx.Global, dt, 1, ptx.At(k.Add(ptx.U64, dy, ptx.Imm(off)), 0), ptx.Reg{}, ld)
-				b := gen.LdVals(k, ptx.Global, dt, 1, ptx.At(k.Add(ptx.U64, x, ptx.Imm(off)), 0), ptx.Reg{}, ld)
-				gen.StVals(k, dt, ptx.At(k.Add(ptx.U64, dx, ptx.Imm(off)), 0), []ptx.Reg{e.emit(k, a[0], b[0])}, ptx.Reg{}, st)
-			}
-		})
+	if s.perToken()%p.Vec != 0 {
+		kn.leftover(first)
 	}
 	built, err := m.Build()
 	if err != nil {
 		return kernels.Program{}, err
 	}
-	l := kernels.Launch{Entry: entry, Block: [3]int{block, 1, 1}, Args: []kernels.Arg{{Buffer: "dy"}, {Buffer: "x"}, {Buffer: "dx"}}}
-	if stride {
-		// One full-occupancy wave (2048 threads per SM), never more CTAs
-		// than there is work for.
-		l.GridPerSM = 2048 / block
-		if grid < l.GridPerSM {
-			l.GridPerSM = 0
-		}
+	units := contract.Div(s.elemsExpr(), contract.Int(p.Vec))
+	l := kernels.Launch{
+		Entry: entry, Grid: [3]contract.Expr{contract.CeilDiv(units, contract.Int(chunk)), contract.Int(1), contract.Int(1)},
+		Block: [3]int{p.Block, 1, 1},
+		Args:  []kernels.Arg{{Buffer: "dy"}, {Buffer: "x"}, {Buffer: "dx"}, {Scalar: contract.Var(dim), Type: contract.U32}},
 	}
-	l.Grid = contract.Grid(grid, 1, 1)
-	return kernels.Program{PTX: built.String(), Launches: []kernels.Launch{l}}, nil
+	if p.Grid == GridStride {
+		// One full-occupancy wave (2048 threads per SM), never more CTAs
+		// than there is work for (contract.Resolve caps the grid).
+		l.GridPerSM = 2048 / p.Block
+	}
+	return kernels.Program{PTX: built.String(), Launches: []kernels.Launch{l}, RuntimeDims: []string{dim}}, nil
+}
+
+// counts derives the element count (tokens·perToken), the unit count and
+// fullEnd from the runtime dim.
+func (kn *kernel) counts(tokens ptx.Reg, perToken int) {
+	k := kn.k
+	kn.elems = tokens
+	if perToken > 1 {
+		kn.elems = k.Mul(ptx.U32, tokens, ptx.Imm(perToken))
+	}
+	kn.units = kn.elems
+	if kn.vec > 1 {
+		kn.units = k.Shr(ptx.U32, kn.elems, ptx.Imm(gen.Log2(kn.vec)))
+	}
+	kn.fullEnd = kn.units
+	if span := (kn.ept - 1) * kn.block; span > 0 {
+		// units − span, or 0 when there are fewer units.
+		kn.fullEnd = k.Sub(ptx.U32, k.Max(ptx.U32, kn.units, ptx.Imm(span)), ptx.Imm(span))
+	}
+}
+
+// once: each thread does the ept units from first, unguarded when all are
+// in range, else those in range.
+func (kn *kernel) once(first ptx.Reg) {
+	k := kn.k
+	full := k.Setp("lt", ptx.U32, first, kn.fullEnd)
+	if kn.ept == 1 {
+		k.If(full, func() { kn.body(first, false) })
+		return
+	}
+	k.IfElse(full, func() { kn.body(first, false) }, func() { kn.tail(first) })
+}
+
+// strided: a grid-stride loop over the iterations whose units are all in
+// range (unguarded), then the one iteration that may hold the last units.
+func (kn *kernel) strided(first ptx.Reg, chunk int) {
+	k := kn.k
+	step := k.Mul(ptx.U32, k.Mov(ptx.U32, ptx.NCtaidX), ptx.Imm(chunk))
+	u0 := k.Mov(ptx.U32, first)
+	k.While(func() ptx.Reg { return k.Setp("lt", ptx.U32, u0, kn.fullEnd) }, func() {
+		kn.body(u0, false)
+		k.MovTo(u0, k.Add(ptx.U32, u0, step))
+	})
+	// The loop ends at the first u0 whose last unit is past the end; the
+	// next iteration's units would all be (step ≥ chunk).
+	if kn.ept > 1 {
+		kn.tail(u0)
+	}
+}
+
+// tail does the units from u0 that are in range.
+func (kn *kernel) tail(u0 ptx.Reg) {
+	k := kn.k
+	k.If(k.Setp("lt", ptx.U32, u0, kn.units), func() { kn.body(u0, true) })
+}
+
+// body does units u0, u0+block, …: all loads issued first, so that ept×2
+// requests are in flight. guarded: unit 0 is known in range, the others
+// are checked against the unit count.
+func (kn *kernel) body(u0 ptx.Reg, guarded bool) {
+	k, dt, vec := kn.k, kn.dt, kn.vec
+	type unit struct {
+		ok, off ptx.Reg
+		dyv, xv []ptx.Reg
+	}
+	us := make([]unit, kn.ept)
+	for j := range us {
+		u := k.Add(ptx.U32, u0, ptx.Imm(j*kn.block))
+		if guarded && j > 0 {
+			us[j].ok = k.Setp("lt", ptx.U32, u, kn.units)
+		}
+		us[j].off = k.MulWide(ptx.U32, u, ptx.Imm(vec*dt.Size()))
+		us[j].dyv = gen.LdVals(k, ptx.Global, dt, vec, ptx.At(k.Add(ptx.U64, kn.dy, us[j].off), 0), us[j].ok, kn.ld)
+		us[j].xv = gen.LdVals(k, ptx.Global, dt, vec, ptx.At(k.Add(ptx.U64, kn.x, us[j].off), 0), us[j].ok, kn.ld)
+	}
+	for j := range us {
+		out := make([]ptx.Reg, vec)
+		for i := range out {
+			out[i] = kn.e.emit(k, us[j].dyv[i], us[j].xv[i])
+		}
+		gen.StVals(k, dt, ptx.At(k.Add(ptx.U64, kn.dx, us[j].off), 0), out, us[j].ok, kn.st)
+	}
+}
+
+// leftover: the elems mod vec elements past the last unit (fewer than
+// vec), done by thread 0 of CTA 0, each guarded by the element count.
+func (kn *kernel) leftover(first ptx.Reg) {
+	k, dt := kn.k, kn.dt
+	k.Comment("up to %d leftover elements, done by thread 0 of CTA 0", kn.vec-1)
+	k.If(k.Setp("eq", ptx.U32, first, ptx.Imm(0)), func() {
+		i0 := k.Shl(ptx.U32, kn.units, ptx.Imm(gen.Log2(kn.vec)))
+		off := k.MulWide(ptx.U32, i0, ptx.Imm(dt.Size()))
+		dy, x, dx := k.Add(ptx.U64, kn.dy, off), k.Add(ptx.U64, kn.x, off), k.Add(ptx.U64, kn.dx, off)
+		for i := range kn.vec - 1 {
+			ok := k.Setp("lt", ptx.U32, k.Add(ptx.U32, i0, ptx.Imm(i)), kn.elems)
+			at := int64(i * dt.Size())
+			a := gen.LdVals(k, ptx.Global, dt, 1, ptx.At(dy, at), ok, kn.ld)
+			b := gen.LdVals(k, ptx.Global, dt, 1, ptx.At(x, at), ok, kn.ld)
+			gen.StVals(k, dt, ptx.At(dx, at), []ptx.Reg{kn.e.emit(k, a[0], b[0])}, ok, kn.st)
+		}
+	})
 }
 
 // log2e is log2(e) rounded to f32.

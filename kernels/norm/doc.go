@@ -12,6 +12,12 @@
 //   - Shapes: from a preset, [Tokens × Hidden]; specs name m and n. A row
 //     must fit one tile of package rows (1024 threads holding at most 32
 //     elements each: n ≤ 32768 when 4 or 8 divides it).
+//   - The row count m is taken at run time (package rows): one program
+//     computes every m; n is fixed. Everything per CTA follows the row
+//     kernel's grid expression ⌈m/(rows·rpg)⌉: the partials buffer has
+//     that many rows, and the finalize takes it as its last parameter
+//     (ctas); the ticket and atomic1 counters wrap at the CTAs launched
+//     (%nctaid.x).
 //   - The work split, row storage and reduction are package rows' (row
 //     groups of whole warps, 2 to 8 rows per group); layernorm reduces
 //     two row sums (Σg and Σg⊙x̂) together.
@@ -21,7 +27,9 @@
 //     says how those become dγ:
 //     atomic: red.add into dγ, which a first launch (a zeroing kernel)
 //     clears; partial: each CTA stores its sums in the Scratch buffer
-//     partials [CTAs × na·n] and a second launch (finalize) adds them;
+//     partials [CTAs × na·n] and a second launch (finalize: 32 slices of
+//     the partial rows per 32 columns, eight rows at a time unguarded, the
+//     rest guarded) adds them;
 //     ticket: one launch; CTAs red.add into the State buffer colsum, then
 //     take a ticket (atom.inc on word 0 of the State buffer ticket); the
 //     CTA that draws G−1 copies colsum to dγ and clears it; atomic1 (with

@@ -10,7 +10,8 @@ import (
 )
 
 // Emit generates one variant: zero + main (atomic), main + finalize
-// (partial), or main alone (ticket, atomic1).
+// (partial), or main alone (ticket, atomic1); the row count is taken at
+// run time (package rows).
 func (f *family) Emit(s rows.Shape, p Params) (kernels.Program, error) {
 	g := f.cfg.Geom(s, p.Row())
 	entry := f.name + "_" + s.DType.String()
@@ -33,11 +34,12 @@ func (f *family) Emit(s rows.Shape, p Params) (kernels.Program, error) {
 	if err != nil {
 		return kernels.Program{}, err
 	}
-	return kernels.Program{PTX: built.String(), Launches: launches, Buffers: f.ownBuffers(g, p.DGamma)}, nil
+	return kernels.Program{PTX: built.String(), Launches: launches, Buffers: f.ownBuffers(g, p.DGamma), RuntimeDims: []string{rows.Dim}}, nil
 }
 
 // ownBuffers are the buffers a strategy's program needs beside the
-// shape's data: partial's per-CTA sums (Scratch, one row of na·n per CTA);
+// shape's data: partial's per-CTA sums (Scratch, one row of na·n per CTA
+// of the row kernel's grid);
 // ticket's accumulator colsum and its counter (word 0 of ticket);
 // atomic1's start ticket and flag (words 0 and 1 of ticket). colsum and
 // ticket are State: every run leaves them zero.
@@ -45,7 +47,7 @@ func (f *family) ownBuffers(g rows.Geom, dg DGamma) []kernels.Buffer {
 	na := f.ncols()
 	switch dg {
 	case DGammaPartial:
-		return []kernels.Buffer{{Name: "partials", DType: dtype.F32, Elems: contract.Int(g.Grid * na * g.N), Role: kernels.Scratch}}
+		return []kernels.Buffer{{Name: "partials", DType: dtype.F32, Elems: g.GridExpr().TimesInt(na * g.N), Role: kernels.Scratch}}
 	case DGammaTicket:
 		return []kernels.Buffer{
 			{Name: "colsum", DType: dtype.F32, Elems: contract.Int(na * g.N), Role: kernels.State},

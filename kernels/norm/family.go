@@ -2,9 +2,9 @@ package norm
 
 import (
 	"fmt"
-	"github.com/gradtune/gradtune/contract"
 	"math"
 
+	"github.com/gradtune/gradtune/contract"
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/gen"
@@ -136,20 +136,20 @@ func (f *family) Space(s rows.Shape) variants.Typed[Params] {
 // Buffers are the shape's data; the strategies' own buffers are in each
 // Program's Buffers.
 func (f *family) Buffers(s rows.Shape) []kernels.Buffer {
-	m, n, dt := s.M, s.N, s.DType
+	m, n, mn, dt := contract.Var(rows.Dim), contract.Int(s.N), s.ElemsExpr(), s.DType
 	b := []kernels.Buffer{
-		{Name: "dy", DType: dt, Elems: contract.Int(m * n), Role: kernels.Input},
-		{Name: "x", DType: dt, Elems: contract.Int(m * n), Role: kernels.Input},
-		{Name: "gamma", DType: dt, Elems: contract.Int(n), Role: kernels.Input},
+		{Name: "dy", DType: dt, Elems: mn, Role: kernels.Input},
+		{Name: "x", DType: dt, Elems: mn, Role: kernels.Input},
+		{Name: "gamma", DType: dt, Elems: n, Role: kernels.Input},
 	}
 	if f.layer {
-		b = append(b, kernels.Buffer{Name: "mean", DType: dtype.F32, Elems: contract.Int(m), Role: kernels.Input})
+		b = append(b, kernels.Buffer{Name: "mean", DType: dtype.F32, Elems: m, Role: kernels.Input})
 	}
-	b = append(b, kernels.Buffer{Name: "rstd", DType: dtype.F32, Elems: contract.Int(m), Role: kernels.Input},
-		kernels.Buffer{Name: "dx", DType: dt, Elems: contract.Int(m * n), Role: kernels.Output},
-		kernels.Buffer{Name: "dgamma", DType: dtype.F32, Elems: contract.Int(n), Role: kernels.Output})
+	b = append(b, kernels.Buffer{Name: "rstd", DType: dtype.F32, Elems: m, Role: kernels.Input},
+		kernels.Buffer{Name: "dx", DType: dt, Elems: mn, Role: kernels.Output},
+		kernels.Buffer{Name: "dgamma", DType: dtype.F32, Elems: n, Role: kernels.Output})
 	if f.layer {
-		b = append(b, kernels.Buffer{Name: "dbeta", DType: dtype.F32, Elems: contract.Int(n), Role: kernels.Output})
+		b = append(b, kernels.Buffer{Name: "dbeta", DType: dtype.F32, Elems: n, Role: kernels.Output})
 	}
 	return b
 }

@@ -1,7 +1,6 @@
 package norm
 
 import (
-	"github.com/gradtune/gradtune/contract"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/gen"
 	"github.com/gradtune/gradtune/kernels/ptx"
@@ -24,9 +23,12 @@ type mainKernel struct {
 	// partials). outs: ticket's dgamma and dbeta.
 	cols, outs    []ptx.Reg
 	ticket, elect ptx.Reg
-	tile          rows.Tile
-	gam           [][]ptx.Reg   // γ of this thread's columns, per chunk
-	acc           [][][]ptx.Reg // its column sums: [column sum][chunk][element]
+	// lastCTA is the number of CTAs launched less one (ticket, atomic1):
+	// where their counters wrap.
+	lastCTA ptx.Reg
+	tile    rows.Tile
+	gam     [][]ptx.Reg   // γ of this thread's columns, per chunk
+	acc     [][][]ptx.Reg // its column sums: [column sum][chunk][element]
 }
 
 // rowStats are a row's saved statistics: rstd (and mean).
@@ -37,7 +39,11 @@ func (f *family) emitMain(mod *ptx.Module, entry string, g rows.Geom, p Params) 
 	mk := &mainKernel{f: f, p: p, g: g, k: mod.Func(entry)}
 	mk.bindParams()
 	mk.rk = rows.NewKernel(mk.k, g)
+	mk.args = append(mk.args, rows.DimArg)
 	mk.tile = mk.rk.OneTile()
+	if p.DGamma == DGammaTicket || p.DGamma == DGammaAtomic1 {
+		mk.lastCTA = mk.k.Sub(ptx.U32, mk.k.Mov(ptx.U32, ptx.NCtaidX), ptx.Imm(1))
+	}
 	if p.DGamma == DGammaAtomic1 {
 		mk.elect = mk.atomic1Elect()
 	}
@@ -48,10 +54,11 @@ func (f *family) emitMain(mod *ptx.Module, entry string, g rows.Geom, p Params) 
 		mk.rk.ForRows(mk.load, mk.compute)
 	}
 	mk.columnSums()
-	return kernels.Launch{Entry: entry, Grid: contract.Grid(g.Grid, 1, 1), Block: [3]int{g.Block, 1, 1}, SharedBytes: g.Smem, Args: mk.args}
+	return kernels.Launch{Entry: entry, Grid: g.LaunchGrid(), Block: [3]int{g.Block, 1, 1}, SharedBytes: g.Smem, Args: mk.args}
 }
 
-// bindParams declares the kernel's parameters, in the order of its args.
+// bindParams declares the kernel's buffer parameters, in the order of its
+// args (the row count follows: rows.NewKernel).
 func (mk *mainKernel) bindParams() {
 	k, f := mk.k, mk.f
 	param := func(name string) ptx.Reg {

@@ -127,9 +127,9 @@ func TestStateCheckCatchesTicket(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	re := regexp.MustCompile(fmt.Sprintf(`(atom\.global\.inc\.u32 %%r\d+, \[%%rd\d+\]), %d;`, g-1))
+	re := regexp.MustCompile(`(atom\.global\.inc\.u32 %r\d+, \[%rd\d+\]), ` + lastCTAReg(t, prog.PTX) + `;`)
 	if len(re.FindAllString(prog.PTX, -1)) != 1 {
-		t.Fatalf("%s: want one ticket atom.inc wrapping at %d", p, g-1)
+		t.Fatalf("%s: want one ticket atom.inc wrapping at %%nctaid.x − 1", p)
 	}
 	broken := prog
 	broken.PTX = re.ReplaceAllString(prog.PTX, fmt.Sprintf("$1, %d;", g))
@@ -146,6 +146,18 @@ func TestStateCheckCatchesTicket(t *testing.T) {
 	if !strings.Contains(msg, "state buffer ticket not left zero") {
 		t.Errorf("%s with the counter wrapping at G: validation says %q, want the ticket left non-zero", p, msg)
 	}
+}
+
+// lastCTAReg is the register of a row kernel's PTX that holds the CTAs
+// launched less one (%nctaid.x − 1), where its counters wrap, as a
+// regular expression.
+func lastCTAReg(t *testing.T, text string) string {
+	t.Helper()
+	m := regexp.MustCompile(`\tmov\.u32 (%r\d+), %nctaid\.x;\n\tsub\.u32 (%r\d+), %r\d+, 1;\n`).FindAllStringSubmatch(text, -1)
+	if len(m) != 1 || !strings.Contains(m[0][0], "sub.u32 "+m[0][2]+", "+m[0][1]+",") {
+		t.Fatalf("want one %%nctaid.x − 1, found %q", m)
+	}
+	return regexp.QuoteMeta(m[0][2])
 }
 
 // TestRuleNames: a point outside the space is rejected by the rule that

@@ -409,11 +409,13 @@ func TestNormPDL(t *testing.T) {
 }
 
 // TestNormAtomic1 checks the order of an atomic1 kernel (dgamma=atomic1):
-// one launch; thread 0's start ticket (atom.inc wrapping at G−1) before
-// the rows' copies, the copies before the zeroing (which hides behind
-// them), the zeros made visible (membar.gl) before the flag is raised,
-// and the wait for the flag (an acquire atom) before the first column-sum
-// red.add and after every row's dx store.
+// one launch; thread 0's start ticket (atom.inc wrapping at G−1, G the
+// CTAs launched) before the rows' copies; in each copy of the rows (the
+// full CTAs' and the last CTA's, package rows), the copies before the
+// zeroing (which hides behind them), the zeros made visible (membar.gl)
+// before the flag is raised; and the wait for the flag (an acquire atom)
+// after both copies, so after every row's dx store, and before the first
+// column-sum red.add.
 func TestNormAtomic1(t *testing.T) {
 	seen := 0
 	for _, name := range []string{"rmsnorm_bwd", "layernorm_bwd"} {
@@ -429,48 +431,7 @@ func TestNormAtomic1(t *testing.T) {
 					if len(prog.Launches) != 1 {
 						t.Fatalf("%s %s: %d launches", name, p, len(prog.Launches))
 					}
-					g, err := prog.Launches[0].Grid[0].EvalInt(kernels.Env(s))
-					if err != nil {
-						t.Fatal(err)
-					}
-					body := prog.PTX
-					at := func(re string) int {
-						loc := regexp.MustCompile(`(?m)^\t(@!?%p\d+ )?` + re).FindStringIndex(body)
-						if loc == nil {
-							t.Fatalf("%s %s %s: no %s", name, s.Key(), p, re)
-						}
-						return loc[0]
-					}
-					last := func(re string) int {
-						locs := regexp.MustCompile(`(?m)^\t(@!?%p\d+ )?`+re).FindAllStringIndex(body, -1)
-						if locs == nil {
-							t.Fatalf("%s %s %s: no %s", name, s.Key(), p, re)
-						}
-						return locs[len(locs)-1][0]
-					}
-					ticket := at(fmt.Sprintf(`atom\.global\.inc\.u32 %%r\d+, \[%%rd\d+\], %d;`, g-1))
-					copies, lastCopy := at(`cp\.async\.`), last(`cp\.async\.commit_group`)
-					zero, fence := at(`st\.global\.v?\d?\.?f32 \[%rd\d+\], \{?%f\d+`), at(`membar\.gl;`)
-					raise := at(fmt.Sprintf(`red\.global\.inc\.u32 \[%%rd\d+\+4\], %d;`, g-1))
-					wait := at(`atom\.acquire\.gpu\.global\.or\.b32`)
-					firstRed := at(`red\.global\.add`)
-					lastDx := last(`st\.global\.`)
-					for _, o := range []struct {
-						what string
-						a, b int
-					}{
-						{"ticket before the copies", ticket, copies},
-						{"copies before the zeroing", lastCopy, zero},
-						{"zeroing before membar.gl", zero, fence},
-						{"membar.gl before the flag", fence, raise},
-						{"flag before the wait", raise, wait},
-						{"wait before the red.adds", wait, firstRed},
-						{"dx stores before the wait", lastDx, wait},
-					} {
-						if o.a >= o.b {
-							t.Fatalf("%s %s %s: want %s", name, s.Key(), p, o.what)
-						}
-					}
+					checkAtomic1Order(t, fmt.Sprintf("%s %s %s", name, s.Key(), p), prog.PTX)
 					seen++
 				}
 			}
@@ -480,4 +441,55 @@ func TestNormAtomic1(t *testing.T) {
 		t.Fatal("no atomic1 variants")
 	}
 	t.Logf("%d atomic1 variants", seen)
+}
+
+// checkAtomic1Order checks the order TestNormAtomic1 describes in the
+// PTX of one atomic1 variant.
+func checkAtomic1Order(t *testing.T, what, text string) {
+	t.Helper()
+	lastCTA := lastCTAReg(t, text)
+	// The rows' two copies: the first if-else of the kernel.
+	split := regexp.MustCompile(`(?m)^\$L_if(\d+)_else:$`).FindStringSubmatchIndex(text)
+	if split == nil {
+		t.Fatalf("%s: no copy of the rows for the last CTA", what)
+	}
+	elseAt := split[0]
+	endAt := strings.Index(text, "$L_if"+text[split[2]:split[3]]+"_end:")
+	find := func(lo, hi int, re string, lastOne bool) int {
+		locs := regexp.MustCompile(`(?m)^\t(@!?%p\d+ )?`+re).FindAllStringIndex(text[lo:hi], -1)
+		if locs == nil {
+			t.Fatalf("%s: no %s in [%d, %d)", what, re, lo, hi)
+		}
+		if lastOne {
+			return lo + locs[len(locs)-1][0]
+		}
+		return lo + locs[0][0]
+	}
+	ticket := find(0, len(text), `atom\.global\.inc\.u32 %r\d+, \[%rd\d+\], `+lastCTA+`;`, false)
+	wait := find(endAt, len(text), `atom\.acquire\.gpu\.global\.or\.b32`, false)
+	firstRed := find(endAt, len(text), `red\.global\.add`, false)
+	type order struct {
+		what string
+		a, b int
+	}
+	checks := []order{{"wait before the red.adds", wait, firstRed}}
+	for _, c := range [][2]int{{0, elseAt}, {elseAt, endAt}} {
+		copies, lastCopy := find(c[0], c[1], `cp\.async\.`, false), find(c[0], c[1], `cp\.async\.commit_group`, true)
+		zero, fence := find(c[0], c[1], `st\.global\.v?\d?\.?f32 \[%rd\d+\], \{?%f\d+`, false), find(c[0], c[1], `membar\.gl;`, false)
+		raise := find(c[0], c[1], `red\.global\.inc\.u32 \[%rd\d+\+4\], `+lastCTA+`;`, false)
+		lastDx := find(c[0], c[1], `st\.global\.`, true)
+		checks = append(checks, []order{
+			{"ticket before the copies", ticket, copies},
+			{"copies before the zeroing", lastCopy, zero},
+			{"zeroing before membar.gl", zero, fence},
+			{"membar.gl before the flag", fence, raise},
+			{"flag before the wait", raise, wait},
+			{"dx stores before the wait", lastDx, wait},
+		}...)
+	}
+	for _, o := range checks {
+		if o.a >= o.b {
+			t.Fatalf("%s: want %s", what, o.what)
+		}
+	}
 }

@@ -8,8 +8,9 @@ import (
 )
 
 // atomic1Elect starts an atomic1 kernel: thread 0 draws a start ticket
-// (atom.inc on ticket[0], wrapping at G−1 so that it is 0 again after the
-// run) and returns it; every other thread holds 1. The CTA that draws 0
+// (atom.inc on ticket[0], wrapping at G−1, where G is the CTAs launched:
+// %nctaid.x, so that it is 0 again after the run) and returns it; every
+// other thread holds 1. The CTA that draws 0
 // started first, so it is running: its warp 0 zeroes dγ (and dβ) once
 // the first rows' loads are in flight (the row kernel's Early, which
 // hides the atom's latency behind them), makes the zeros visible at gpu
@@ -17,10 +18,10 @@ import (
 // wait for (atomic1Wait). No CTA waits for one that has not started, so
 // the wait cannot deadlock whatever the grid size.
 func (mk *mainKernel) atomic1Elect() ptx.Reg {
-	k, g, rk := mk.k, mk.g, mk.rk
+	k, rk := mk.k, mk.rk
 	t := k.Mov(ptx.U32, ptx.Imm(1))
 	k.If(k.Setp("eq", ptx.U32, rk.Tid, ptx.Imm(0)), func() {
-		k.MovTo(t, k.Atom(ptx.Global, "inc", ptx.U32, ptx.At(mk.ticket, 0), ptx.Imm(g.Grid-1)))
+		k.MovTo(t, k.Atom(ptx.Global, "inc", ptx.U32, ptx.At(mk.ticket, 0), mk.lastCTA))
 	})
 	rk.Early = func() {
 		// Lane 0 of warp 0 holds thread 0's ticket, lane 0 of every other
@@ -48,7 +49,7 @@ func (mk *mainKernel) atomic1Zero() {
 	}
 	k.Membar("gl")
 	lane0 := k.Setp("eq", ptx.U32, rk.Tid, ptx.Imm(0))
-	k.Red(ptx.Global, "inc", ptx.U32, ptx.At(mk.ticket, 4), ptx.Imm(g.Grid-1))
+	k.Red(ptx.Global, "inc", ptx.U32, ptx.At(mk.ticket, 4), mk.lastCTA)
 	k.Guard(lane0, false)
 }
 
@@ -59,31 +60,31 @@ func (mk *mainKernel) atomic1Zero() {
 // included) wrap it to 0: the CTA that counts last is the last to read
 // it, so the run leaves both words zero.
 func (mk *mainKernel) atomic1Wait() {
-	k, g, rk := mk.k, mk.g, mk.rk
+	k, rk := mk.k, mk.rk
 	waits := k.And(ptx.Pred, k.Setp("eq", ptx.U32, rk.Tid, ptx.Imm(0)), k.Setp("ne", ptx.U32, mk.elect, ptx.Imm(0)))
 	k.If(waits, func() {
 		k.While(func() ptx.Reg {
 			v := k.Atom(ptx.Global, "or", ptx.B32, ptx.At(mk.ticket, 4), ptx.Imm(0), ptx.AtomOpts{Sem: "acquire"})
 			return k.Setp("eq", ptx.B32, v, ptx.Imm(0))
 		}, nil)
-		k.Red(ptx.Global, "inc", ptx.U32, ptx.At(mk.ticket, 4), ptx.Imm(g.Grid-1))
+		k.Red(ptx.Global, "inc", ptx.U32, ptx.At(mk.ticket, 4), mk.lastCTA)
 	})
 }
 
 // emitTicket ends a ticket variant: every thread's red.adds into colsum
 // are performed at gpu scope (membar.gl) before the CTA takes a ticket
-// (atom.inc, wrapping at G−1 so that the counter is 0 again after the
-// run); the CTA that draws G−1 is the last, so every other CTA's sums are
-// in colsum: it copies them to dγ (and dβ) and clears colsum for the next
-// run.
+// (atom.inc, wrapping at G−1, G the CTAs launched, so that the counter is
+// 0 again after the run); the CTA that draws G−1 is the last, so every
+// other CTA's sums are in colsum: it copies them to dγ (and dβ) and
+// clears colsum for the next run.
 func (mk *mainKernel) emitTicket() {
-	k, g, rk := mk.k, mk.g, mk.rk
+	k, rk := mk.k, mk.rk
 	k.Membar("gl")
 	k.BarSync(0)
 	flag := k.SharedArray("last", ptx.U32, 1, 0)
 	k.If(k.Setp("eq", ptx.U32, rk.Tid, ptx.Imm(0)), func() {
-		old := k.Atom(ptx.Global, "inc", ptx.U32, ptx.At(mk.ticket, 0), ptx.Imm(g.Grid-1))
-		v := k.Selp(ptx.U32, ptx.Imm(1), ptx.Imm(0), k.Setp("eq", ptx.U32, old, ptx.Imm(g.Grid-1)))
+		old := k.Atom(ptx.Global, "inc", ptx.U32, ptx.At(mk.ticket, 0), mk.lastCTA)
+		v := k.Selp(ptx.U32, ptx.Imm(1), ptx.Imm(0), k.Setp("eq", ptx.U32, old, mk.lastCTA))
 		k.St(ptx.Shared, ptx.U32, ptx.At(flag, 0), []ptx.Reg{v})
 	})
 	k.BarSync(0)

@@ -20,10 +20,17 @@
 //     issued before any arithmetic, or (prefetch) software-pipelined: the
 //     next row's loads are issued before this row's reduction and stores.
 //     CTAs = ⌈m/(rows·rpg)⌉, at least min(128, ⌈m/16⌉).
-//   - Control flow is CTA-uniform: the rows past m of the last CTA are
-//     clamped to row m−1 and their stores (and column sums) predicated
-//     off, so every bar.sync and shfl.sync is reached by all threads with
-//     full masks, and every loop counts over immediates.
+//   - Runtime rows. A program computes any row count m: m is the row
+//     kernel's last parameter (u32, DimArg), the grid is ⌈m/(rows·rpg)⌉
+//     (GridExpr) and the buffers are sized by expressions of m, so the PTX
+//     is the same at every m. Geom's M and Grid are the values at the
+//     shape the rules judge; nothing emitted depends on them.
+//   - Control flow is CTA-uniform. The rows are emitted twice behind a
+//     branch on the CTA index: the CTAs whose rows are all below m run
+//     them unguarded; the CTA holding row m−1 clamps its rows past m to
+//     row m−1 and predicates their stores (and column sums) off. So every
+//     bar.sync and shfl.sync is reached by all threads with full masks,
+//     and every loop counts over immediates.
 //   - Row storage (Store): regs keeps the row's vectors in registers
 //     between the reduction and the output pass; reread loads them again
 //     from global memory; smem keeps the raw words in a thread-private

@@ -1,9 +1,19 @@
 package rows
 
 import (
+	"github.com/gradtune/gradtune/contract"
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels/gen"
 )
+
+// Dim is the row kernels' runtime dim: the row count m, the row kernel's
+// last parameter (u32): the PTX is the same at every value of it, and
+// the program's sizes are expressions of it.
+const Dim = "m"
+
+// DimArg is the launch argument of the row count, passed after the row
+// kernel's others.
+var DimArg = contract.Arg{Scalar: contract.Var(Dim), Type: contract.U32}
 
 // MaxRowSmem bounds the dynamic shared memory of a row variant: two CTAs
 // fit in an SM of sm_80 (164 KiB) and sm_90 (228 KiB).
@@ -62,7 +72,9 @@ type Config struct {
 	Cols     int  // column sums kept per thread (shared memory to combine the row groups)
 }
 
-// Geom is the work split and shared-memory layout of one variant.
+// Geom is the work split and shared-memory layout of one variant. M and
+// Grid are the values at the shape it was derived for, which the rules
+// judge; a program uses the row count parameter and GridExpr instead.
 type Geom struct {
 	M, N     int
 	DType    dtype.DType
@@ -160,6 +172,17 @@ func (c Config) Geom(s Shape, p Params) Geom {
 	return g
 }
 
+// GridExpr is the row kernel's CTA count at any row count:
+// ⌈m/(rows·rpg)⌉.
+func (g Geom) GridExpr() contract.Expr {
+	return contract.CeilDiv(contract.Var(Dim), contract.Int(g.Rows*g.RPG))
+}
+
+// LaunchGrid is the row kernel's grid: GridExpr CTAs along x.
+func (g Geom) LaunchGrid() [3]contract.Expr {
+	return [3]contract.Expr{g.GridExpr(), contract.Int(1), contract.Int(1)}
+}
+
 // Shape is an [m × n] matrix whose rows are reduced.
 type Shape struct {
 	M     int `dim:"m"`
@@ -169,6 +192,9 @@ type Shape struct {
 
 // Elems is the element count.
 func (s Shape) Elems() int { return s.M * s.N }
+
+// ElemsExpr is the element count at any row count: m·n.
+func (s Shape) ElemsExpr() contract.Expr { return contract.Var(Dim).TimesInt(s.N) }
 
 // DTypes are the storage types of the row families.
 func DTypes() []dtype.DType { return []dtype.DType{dtype.F32, dtype.F16, dtype.BF16} }

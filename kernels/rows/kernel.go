@@ -8,6 +8,7 @@ import (
 type Kernel struct {
 	K   *ptx.Func
 	G   Geom
+	M   ptx.Reg // U32 row count: the runtime dim, the kernel's last parameter
 	Tid ptx.Reg // U32 thread index
 	Grp ptx.Reg // row group in the CTA
 	Lt  ptx.Reg // thread in the row group
@@ -24,8 +25,10 @@ type Kernel struct {
 	// lastOK guards the last chunk of a one-tile row when the row's
 	// vectors do not fill the group's chunks.
 	lastOK ptx.Reg
-	// rowGuard: some rows of the grid fall past m.
+	// rowGuard: the rows being emitted may fall past m (the last CTA's);
+	// lastRow is then m−1, where they are clamped.
 	rowGuard bool
+	lastRow  ptx.Reg
 	base     ptx.Reg // first row of the group
 }
 
@@ -43,12 +46,14 @@ type Tile struct {
 	Stash ptx.Reg   // U32 address of this thread's stash slot 0 of the tile
 }
 
-// NewKernel starts a row kernel of geometry g in k: its thread layout,
-// guards and reducer.
+// NewKernel starts a row kernel of geometry g in k: the row count
+// parameter (declared after the kernel's others: its launch passes DimArg
+// last), its thread layout, guards and reducer.
 func NewKernel(k *ptx.Func, g Geom) *Kernel {
 	rk := &Kernel{K: k, G: g, Ld: ptx.LdOpts{NC: true}}
 	k.ReqNTid(g.Block)
 	k.MaxNReg(g.MaxNReg)
+	rk.M = k.LdParam(k.Param(Dim, ptx.U32))
 	rk.Tid = k.Mov(ptx.U32, ptx.TidX)
 	if g.Rows > 1 {
 		rk.Grp = k.Div(ptx.U32, rk.Tid, ptx.Imm(g.TPR))
@@ -61,7 +66,6 @@ func NewKernel(k *ptx.Func, g Geom) *Kernel {
 	if g.Tiles == 1 && g.NV%g.TPR != 0 {
 		rk.lastOK = k.Setp("lt", ptx.U32, rk.Lt, ptx.Imm(g.NV-(g.VPT-1)*g.TPR))
 	}
-	rk.rowGuard = g.Grid*g.Rows*g.RPG > g.M
 	if g.Smem > 0 {
 		rk.Smem = k.Mov(ptx.U32, k.DynamicShared("smem", 16))
 	}
@@ -74,10 +78,35 @@ func NewKernel(k *ptx.Func, g Geom) *Kernel {
 // they fill, compute does the rest. With prefetch, the next batch's loads
 // are issued before the current batch is computed (the registers are
 // carried around the loop). The loop counter runs over immediates, so
-// the loop is CTA-uniform. Early, if any, follows the first loads.
+// the loop is CTA-uniform. Early, if any, follows the first loads. The
+// loop is emitted twice (splitTail): load and compute are called for
+// each copy.
 func (rk *Kernel) ForRows(load func(rows []Row) []ptx.Reg, compute func(rows []Row, regs []ptx.Reg)) {
+	rk.splitTail(rk.setBase(), func() { rk.forRows(load, compute) })
+}
+
+// splitTail emits body twice, behind a CTA-uniform branch: for the CTAs
+// whose rows are all below m, with no row guard, and for the CTA that
+// holds row m−1, whose rows past m are clamped to m−1 and their stores
+// predicated off (rowGuard). cta is the CTA index.
+func (rk *Kernel) splitTail(cta ptx.Reg, body func()) {
 	k, g := rk.K, rk.G
-	rk.setBase()
+	fullCTAs := k.Div(ptx.U32, rk.M, ptx.Imm(g.Rows*g.RPG))
+	full := k.Setp("lt", ptx.U32, cta, fullCTAs)
+	k.IfElse(full, func() {
+		rk.rowGuard = false
+		body()
+	}, func() {
+		rk.rowGuard = true
+		rk.lastRow = k.Sub(ptx.U32, rk.M, ptx.Imm(1))
+		body()
+		rk.rowGuard = false
+	})
+}
+
+// forRows is one copy of ForRows' loop.
+func (rk *Kernel) forRows(load func(rows []Row) []ptx.Reg, compute func(rows []Row, regs []ptx.Reg)) {
+	k, g := rk.K, rk.G
 	iters := g.RPG / g.Unroll
 	switch {
 	case iters == 1:
@@ -125,8 +154,8 @@ func (rk *Kernel) batch(it ptx.Operand) []Row {
 			r = k.Add(ptx.U32, r0, ptx.Imm(q*g.Rows))
 		}
 		if rk.rowGuard {
-			rows[q].Valid = k.Setp("lt", ptx.U32, r, ptx.Imm(g.M))
-			r = k.Min(ptx.U32, r, ptx.Imm(g.M-1))
+			rows[q].Valid = k.Setp("lt", ptx.U32, r, rk.M)
+			r = k.Min(ptx.U32, r, rk.lastRow)
 		}
 		rows[q].Idx = r
 		rows[q].Off = k.Add(ptx.U64, k.MulWide(ptx.U32, r, ptx.Imm(g.N*g.DType.Size())), rk.LaneOff)
@@ -141,10 +170,13 @@ func (rk *Kernel) emitEarly() {
 	}
 }
 
-// setBase emits the group's first row, where batch counts from.
-func (rk *Kernel) setBase() {
+// setBase emits the group's first row, where batch counts from, and
+// returns the CTA index.
+func (rk *Kernel) setBase() ptx.Reg {
 	k, g := rk.K, rk.G
-	rk.base = k.Mad(ptx.U32, k.Mov(ptx.U32, ptx.CtaidX), ptx.Imm(g.Rows*g.RPG), rk.Grp)
+	cta := k.Mov(ptx.U32, ptx.CtaidX)
+	rk.base = k.Mad(ptx.U32, cta, ptx.Imm(g.Rows*g.RPG), rk.Grp)
+	return cta
 }
 
 // ForRowsAsync is ForRows for store=async (one row per batch): every row
@@ -154,10 +186,14 @@ func (rk *Kernel) setBase() {
 // registers itself. Early follows. Row i then waits for its own group
 // only (cp.async.wait_group rpg−1−i), and fetch(r, i, held) reads it back
 // for compute. Each thread reads back only what it copied, so no barrier
-// is needed.
+// is needed. Like ForRows, it emits its rows twice (splitTail).
 func (rk *Kernel) ForRowsAsync(issue func(r Row, i int) []ptx.Reg, fetch func(r Row, i int, held []ptx.Reg) []ptx.Reg, compute func(rows []Row, regs []ptx.Reg)) {
+	rk.splitTail(rk.setBase(), func() { rk.forRowsAsync(issue, fetch, compute) })
+}
+
+// forRowsAsync is one copy of ForRowsAsync's rows.
+func (rk *Kernel) forRowsAsync(issue func(r Row, i int) []ptx.Reg, fetch func(r Row, i int, held []ptx.Reg) []ptx.Reg, compute func(rows []Row, regs []ptx.Reg)) {
 	k, g := rk.K, rk.G
-	rk.setBase()
 	rows := make([]Row, g.RPG)
 	held := make([][]ptx.Reg, g.RPG)
 	for i := range rows {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gradtune/gradtune/contract"
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/internal/ptxas"
 	"github.com/gradtune/gradtune/internal/rowtest"
@@ -180,7 +181,7 @@ func TestRowSpaces(t *testing.T) {
 }
 
 var (
-	rowParamRE = regexp.MustCompile(`\.param \.u64 (\w+)_param_(\w+)`)
+	rowParamRE = regexp.MustCompile(`\.param \.(u64|u32) (\w+)_param_(\w+)`)
 	reqntidRE  = regexp.MustCompile(`\n\.reqntid (\d+)\n`)
 )
 
@@ -207,6 +208,9 @@ func checkRowProgram(t *testing.T, f kernels.Family, s variants.Shape, p variant
 			errorf("program buffer %+v: a duplicate, not State or Scratch, empty, or unused", b)
 		}
 		bufs[b.Name] = b
+	}
+	if fmt.Sprint(prog.RuntimeDims) != "[m]" {
+		errorf("runtime dims %v, want [m]", prog.RuntimeDims)
 	}
 	wantLaunches := 1
 	if f.Name() != "softmax_bwd" && p["dgamma"] != "ticket" && p["dgamma"] != "atomic1" {
@@ -270,9 +274,20 @@ func checkRowProgram(t *testing.T, f kernels.Family, s variants.Shape, p variant
 			continue
 		}
 		for i, a := range l.Args {
+			if a.Kind == contract.ScalarArg {
+				// The row count, last, or (finalize) the row kernel's CTAs.
+				want := "ctas"
+				if strings.HasSuffix(l.Entry, "_"+s.DType.String()) {
+					want = "m"
+				}
+				if a.Type != contract.U32 || params[i][1] != "u32" || params[i][3] != want || i != len(l.Args)-1 {
+					errorf("%s: arg %d is a %s scalar, parameter %s %s (want the last, u32 %s)", l.Entry, i, a.Type, params[i][1], params[i][3], want)
+				}
+				continue
+			}
 			b, ok := bufs[a.Buffer]
-			if !ok || params[i][2] != a.Buffer {
-				errorf("%s: arg %d is %q (buffer %v), parameter %s", l.Entry, i, a.Buffer, ok, params[i][2])
+			if !ok || params[i][3] != a.Buffer || params[i][1] != "u64" {
+				errorf("%s: arg %d is %q (buffer %v), parameter %s", l.Entry, i, a.Buffer, ok, params[i][3])
 			}
 			if b.Role == kernels.Scratch && l.Entry == f.Name()+"_"+s.DType.String()+"_zero" {
 				errorf("%s zeroes the scratch buffer %s", l.Entry, a.Buffer)
@@ -505,35 +520,41 @@ func rowSimShapes(name string) []struct {
 // through runner.Session (outputs poisoned, Scratch left as it is) and
 // checks each output against the reference with its own tolerance.
 func TestRowVariantsOnInterpreter(t *testing.T) {
-	for _, name := range rowtest.Families {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			f := rowtest.Family(t, name)
-			ss := runner.NewSession(sim.New(sim.Options{Workers: 1}))
-			defer ss.Release()
-			runs := 0
-			for _, dt := range f.DTypes() {
-				for _, c := range rowSimShapes(name) {
-					s := rowtest.Shape(t, f, c.spec, dt)
-					if err := ss.Prepare(f, s, 1); err != nil {
-						t.Fatalf("%s: %v", s.Key(), err)
-					}
-					ref := f.Reference(s, f.Inputs(s, 1))
-					pts := f.Space(s).Enumerate()
-					n := c.sample
-					if testing.Short() {
-						n = min(max(n, 1), 6)
-					}
-					pts = runner.Pick(pts, n)
-					for _, p := range pts {
-						runs++
-						if msg := rowtest.RunOnSim(ss, f, s, p, ref); msg != "" {
-							t.Errorf("%s %s: %s", s.Key(), p, msg)
-						}
+	onInterpreter(t, func(t *testing.T, name string, f kernels.Family, ss *runner.Session) (runs int) {
+		for _, dt := range f.DTypes() {
+			for _, c := range rowSimShapes(name) {
+				s := rowtest.Shape(t, f, c.spec, dt)
+				if err := ss.Prepare(f, s, 1); err != nil {
+					t.Fatalf("%s: %v", s.Key(), err)
+				}
+				ref := f.Reference(s, f.Inputs(s, 1))
+				pts := f.Space(s).Enumerate()
+				n := c.sample
+				if testing.Short() {
+					n = min(max(n, 1), 6)
+				}
+				pts = runner.Pick(pts, n)
+				for _, p := range pts {
+					runs++
+					if msg := rowtest.RunOnSim(ss, f, s, p, ref); msg != "" {
+						t.Errorf("%s %s: %s", s.Key(), p, msg)
 					}
 				}
 			}
-			t.Logf("%d variant runs", runs)
+		}
+		return runs
+	})
+}
+
+// onInterpreter runs test for each row family in parallel, on an
+// interpreter session of its own, and logs the runs it reports.
+func onInterpreter(t *testing.T, test func(t *testing.T, name string, f kernels.Family, ss *runner.Session) int) {
+	for _, name := range rowtest.Families {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ss := runner.NewSession(sim.New(sim.Options{Workers: 1}))
+			defer ss.Release()
+			t.Logf("%d runs", test(t, name, rowtest.Family(t, name), ss))
 		})
 	}
 }
@@ -554,4 +575,73 @@ func TestRowSpaceSizes(t *testing.T) {
 			t.Logf("%s %s: %d of %d points", name, s.Key(), n, sp.Size())
 		}
 	}
+}
+
+// runtimeGroups are the kinds of variant TestRowRuntimeRows runs: per
+// family, each row store, and for the norms each column-sum strategy with
+// and without a dependent second launch.
+func runtimeGroups(name string) []variants.Params {
+	if name == "softmax_bwd" {
+		return []variants.Params{{"store": "regs"}, {"store": "regs", "prefetch": "1"}, {"store": "reread"}, {"store": "smem"}}
+	}
+	var out []variants.Params
+	for _, dg := range []string{"atomic", "partial", "ticket", "atomic1"} {
+		out = append(out, variants.Params{"dgamma": dg, "pdl": "0"})
+		if dg == "atomic" || dg == "partial" {
+			out = append(out, variants.Params{"dgamma": dg, "pdl": "1"})
+		}
+	}
+	return append(out, variants.Params{"store": "async"}, variants.Params{"store": "smem"}, variants.Params{"prefetch": "1"})
+}
+
+// TestRowRuntimeRows runs row programs emitted at one row count on the
+// interpreter at awkward others: one row, fewer rows than a CTA holds,
+// counts that leave the last CTA partly empty, and (rows of 6) 1999 rows,
+// whose partial variants' finalize walks several rounds of eight partial
+// rows per slice and a tail, with the last round of some slices ending
+// within eight rows of the end (with 2, 4 or 8 rows per CTA). Validation checks every output and that the
+// ticket and atomic1 counters, which wrap at the CTAs launched, are left
+// zero.
+func TestRowRuntimeRows(t *testing.T) {
+	cases := []struct {
+		emitAt string
+		rows   []int
+	}{
+		{"m=40,n=200", []int{1, 5, 33, 77}},
+		{"m=40,n=6", []int{2, 3, 1999}},
+	}
+	onInterpreter(t, func(t *testing.T, name string, f kernels.Family, ss *runner.Session) (runs int) {
+		for i, c := range cases {
+			dt := []dtype.DType{dtype.BF16, dtype.F32}[i]
+			s := rowtest.Shape(t, f, c.emitAt, dt)
+			var progs []rowtest.Variant
+			for _, grp := range runtimeGroups(name) {
+				pts := runner.Filter(f.Space(s).Enumerate(), grp)
+				if len(pts) == 0 {
+					t.Errorf("%s: no variant with %s", s.Key(), grp)
+				}
+				for _, p := range runner.Pick(pts, 2) {
+					prog, err := f.Emit(s, p)
+					if err != nil {
+						t.Fatalf("%s %s: %v", s.Key(), p, err)
+					}
+					progs = append(progs, rowtest.Variant{Family: name, Shape: s, Params: p, Prog: prog})
+				}
+			}
+			for _, m := range c.rows {
+				o := rowtest.Shape(t, f, fmt.Sprintf("m=%d,n=%d", m, s.Get("n")), dt)
+				if err := ss.Prepare(f, o, 1); err != nil {
+					t.Fatalf("%s: %v", o.Key(), err)
+				}
+				ref := f.Reference(o, f.Inputs(o, 1))
+				for _, v := range progs {
+					runs++
+					if msg := rowtest.RunProgram(ss, f, o, v.Prog, ref); msg != "" {
+						t.Errorf("%s emitted at m=%d, run at m=%d: %s", v, s.Get("m"), m, msg)
+					}
+				}
+			}
+		}
+		return runs
+	})
 }

@@ -6,6 +6,8 @@
 //   - Shapes: from a preset, the attention probabilities of one layer,
 //     [batch·heads·seq × seq] with seq = min(Seq, Tokens) and batch =
 //     Tokens/seq; specs name m and n.
+//   - The row count m is taken at run time (package rows): one program
+//     computes every m; n is fixed.
 //   - The work split, row storage and reduction are package rows' (row
 //     groups of at least 4 threads, at most 512 threads per CTA, rows of
 //     any length in tiles with store=reread or smem, and half the widest

@@ -1,14 +1,14 @@
 package softmax
 
 import (
-	"github.com/gradtune/gradtune/contract"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/gen"
 	"github.com/gradtune/gradtune/kernels/ptx"
 	"github.com/gradtune/gradtune/kernels/rows"
 )
 
-// Emit generates one variant: a single kernel, one launch.
+// Emit generates one variant: a single kernel, one launch, the row count
+// taken at run time (package rows).
 func (f family) Emit(s rows.Shape, p Params) (kernels.Program, error) {
 	g := cfg.Geom(s, p.Row())
 	entry := f.Name() + "_" + s.DType.String()
@@ -28,9 +28,9 @@ func (f family) Emit(s rows.Shape, p Params) (kernels.Program, error) {
 		return kernels.Program{}, err
 	}
 	return kernels.Program{PTX: built.String(), Launches: []kernels.Launch{{
-		Entry: entry, Grid: contract.Grid(g.Grid, 1, 1), Block: [3]int{g.Block, 1, 1}, SharedBytes: g.Smem,
-		Args: []kernels.Arg{{Buffer: "y"}, {Buffer: "dy"}, {Buffer: "dx"}},
-	}}}, nil
+		Entry: entry, Grid: g.LaunchGrid(), Block: [3]int{g.Block, 1, 1}, SharedBytes: g.Smem,
+		Args: []kernels.Arg{{Buffer: "y"}, {Buffer: "dy"}, {Buffer: "dx"}, rows.DimArg},
+	}}, RuntimeDims: []string{rows.Dim}}, nil
 }
 
 // loadRegs issues the loads of a batch (store=regs; nothing otherwise):

@@ -1,7 +1,6 @@
 package softmax
 
 import (
-	"github.com/gradtune/gradtune/contract"
 	"math"
 
 	"github.com/gradtune/gradtune/dtype"
@@ -64,11 +63,11 @@ func (family) Space(s rows.Shape) variants.Typed[Params] {
 }
 
 func (family) Buffers(s rows.Shape) []kernels.Buffer {
-	n := s.Elems()
+	n := s.ElemsExpr()
 	return []kernels.Buffer{
-		{Name: "y", DType: s.DType, Elems: contract.Int(n), Role: kernels.Input},
-		{Name: "dy", DType: s.DType, Elems: contract.Int(n), Role: kernels.Input},
-		{Name: "dx", DType: s.DType, Elems: contract.Int(n), Role: kernels.Output},
+		{Name: "y", DType: s.DType, Elems: n, Role: kernels.Input},
+		{Name: "dy", DType: s.DType, Elems: n, Role: kernels.Input},
+		{Name: "dx", DType: s.DType, Elems: n, Role: kernels.Output},
 	}
 }
 
