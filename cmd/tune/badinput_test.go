@@ -198,7 +198,7 @@ var badInputs = []struct {
 	// Every flag is checked before the GPU opens and before a database is read.
 	{[]string{"--kernel", "relu_bwd", "--compile-helpers", "many"}, 2, `--compile-helpers "many": want auto or a count`, false},
 	{[]string{"--kernel", "relu_bwd", "--compile-helpers", "-2"}, 2, `--compile-helpers "-2": want auto or a count`, false},
-	{[]string{"--kernel", "relu_bwd", "--compiler", "nvcc"}, 2, `--compiler "nvcc": want link (the driver's linker) or ptxas`, false},
+	{[]string{"--kernel", "relu_bwd", "--compiler", "nvcc"}, 2, `--compiler "nvcc": want jit (the driver's JIT), link (the driver's linker) or ptxas`, false},
 	{[]string{"--kernel", "relu_bwd", "--no-cache", "--cubin-cache", "{dir}/c"}, 2, "--no-cache and --cubin-cache {dir}/c contradict each other", false},
 	{[]string{"--kernel", "relu_bwd", "--compile-helpers", "0", "--compiler", "ptxas"}, 2, "--compile-helpers 0 compiles in the worker", false},
 	{[]string{"--kernel", "relu_bwd", "--mode", "warm", "--db", "{trunc}"}, 2, `--mode: mode "warm"`, false},
@@ -222,7 +222,7 @@ var badInputs = []struct {
 	{[]string{"report", "--db", "{db}", "-o", "{db}", "--force"}, 2, "{db}: cannot receive an output file: it is an SQLite database, want a directory for the report (--force does not change that)", false},
 	// Bounds and duplicates.
 	{[]string{"replay", "--db", "{db}", "--seeds", "100000000"}, 2, "--seeds must be 1 to 1000, got 100000000", false},
-	{[]string{"bench", "--configs", "{table},{table}", "--db", "{dir}/n.db"}, 2, "is in ../../configs/h200/pool.json and again in ../../configs/h200/pool.json: name each table once", false},
+	{[]string{"bench", "--configs", "{table},{table}", "--db", "{dir}/n.db"}, 2, "configs: ../../configs/h200/pool.json is given twice", false},
 	{[]string{"regress", "--baseline", "{db}", "--db", "{db}"}, 2, "a run compared with itself: {dir}/tune.db run 1 and {dir}/tune.db run 1 are run 1", false},
 	{[]string{"--version", "--kernel", "relu_bwd"}, 2, "--version stands alone", false},
 }
