@@ -215,12 +215,22 @@ func (wk *wgKernel) consumerBudget() int {
 	return ConsumerBudget(wk.producerRegs(), wk.fillWGs, wk.p.Consumers)
 }
 
-// ConsumerBudget is what the register file leaves a consumer warpgroup's
-// thread (setmaxnreg.inc) when the producer warpgroup and fillWGs filling
-// ones keep producer registers each, at most 240.
+// ConsumerBudget is what a consumer warpgroup's thread may raise itself to
+// (setmaxnreg.inc) when the producer warpgroup and fillWGs filling ones
+// lower themselves to producer registers each, at most 240: the CTA holds
+// InitialRegs(threads) per thread from its launch, and setmaxnreg only
+// moves registers between its warpgroups, so the warpgroups' registers
+// after the split must fit that (an inc that asks for more waits forever).
 func ConsumerBudget(producer, fillWGs, consumers int) int {
-	return min(240, (512-producer*(1+fillWGs))/consumers/8*8)
+	wgs := 1 + fillWGs + consumers
+	held := InitialRegs(128*wgs) * wgs
+	return min(240, (held-producer*(1+fillWGs))/consumers/8*8)
 }
+
+// InitialRegs is the registers per thread a kernel of threads threads
+// under the register split holds from its launch: its .maxnreg, the most
+// that lets one CTA fill the register file, a multiple of 8, at most 255.
+func InitialRegs(threads int) int { return min(255, 65536/threads/8*8) }
 
 // producerRegs is the producer warpgroup's setmaxnreg.dec budget.
 func (wk *wgKernel) producerRegs() int {

@@ -165,7 +165,10 @@
 //   - accumulators + 48 registers fit the per-thread cap (what
 //     setmaxnreg.inc gives a consumer under the register split: 152 with
 //     three consumers, 232 with two, 240 with one; else 65536/threads, at
-//     most 255).
+//     most 255). The split moves registers between warpgroups only: after
+//     it they hold at most what the CTA got at launch, .maxnreg per thread
+//     (ConsumerBudget); an inc past that waits forever, which the
+//     interpreter reports as a deadlock.
 //   - shared memory: stages·(BM+BN)·BK·2 (+ the TMA-store tile, barriers
 //     and 1 KB of alignment slack for wgmma) ≤ 227 KB (sync: 163 KB, for
 //     sm_80).

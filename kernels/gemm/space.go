@@ -211,7 +211,7 @@ func regCap(p Params) int {
 	if p.MMA == WGMMA {
 		threads += 128 // the producer warpgroup
 	}
-	return min(255, 65536/threads/8*8)
+	return InitialRegs(threads)
 }
 
 func registers(_ problem, p Params) error {

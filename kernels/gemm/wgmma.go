@@ -222,7 +222,7 @@ func (wk *wgKernel) body() []kernels.Arg {
 		k.ReqNCtaPerCluster(p.SplitK, 1, 1)
 	}
 	if p.RegSplit {
-		k.MaxNReg(min(255, 65536/wk.threads()/8*8))
+		k.MaxNReg(InitialRegs(wk.threads()))
 	}
 	tmA := k.TensorMapParam("a")
 	var tmB ptx.Sym

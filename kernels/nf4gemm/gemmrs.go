@@ -146,7 +146,7 @@ func emitRS(s GEMMShape, p GEMMParams) (kernels.Program, error) {
 func (rk *rsKernel) body() []kernels.Arg {
 	k, s, p := rk.k, rk.s, rk.p
 	k.ReqNTid(rk.threads())
-	k.MaxNReg(min(255, 65536/rk.threads()/8*8))
+	k.MaxNReg(gemm.InitialRegs(rk.threads()))
 	tmY := k.TensorMapParam("dy")
 	tmW := k.TensorMapParam("w4")
 	args := []kernels.Arg{

@@ -291,7 +291,11 @@ func (w *warp) hopperOp(in *inst, mask uint32) (stop bool, err error) {
 		}
 		w.wgWait(int(in.imm))
 	case opSetmaxnreg:
-		return false, w.collective(in, mask)
+		if err := w.collective(in, mask); err != nil {
+			return false, err
+		}
+		w.c.hs.wgs[w.id/4].regs = int(in.imm)
+		return false, nil
 	case opMbarInit, opMbarArrive, opMbarExpectTx, opMbarCompleteTx:
 		return false, w.mbarUpdate(in, mask)
 	case opMbarWait:

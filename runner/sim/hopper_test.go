@@ -392,6 +392,24 @@ func TestWarpgroupCollectives(t *testing.T) {
 	}
 }
 
+// TestRegisterSplit: a register split whose warpgroups end up holding more
+// registers than the CTA was allocated (.maxnreg × threads) would wait
+// forever in setmaxnreg.inc on a GPU, and is reported as a deadlock.
+func TestRegisterSplit(t *testing.T) {
+	text := func(inc int) string {
+		return fmt.Sprintf(".version 8.0\n.target sm_90a\n.address_size 64\n.visible .entry k()\n.maxnreg 168\n{\n\t.reg .b32 %%r<2>;\n\t.reg .pred %%p<2>;\n"+
+			"\tmov.u32 %%r1, %%tid.x;\n\tsetp.lt.u32 %%p1, %%r1, 128;\n\t@%%p1 bra PRODUCER;\n"+
+			"\tsetmaxnreg.inc.sync.aligned.u32 %d;\n\tret;\nPRODUCER:\n\tsetmaxnreg.dec.sync.aligned.u32 96;\n\tret;\n}\n", inc)
+	}
+	if _, err := launchPTX(t, text(200), "k", [3]int{1, 1, 1}, [3]int{384, 1, 1}, 0); err != nil {
+		t.Errorf("96 + 2×200 of 3×168 registers: %v", err)
+	}
+	_, err := launchPTX(t, text(208), "k", [3]int{1, 1, 1}, [3]int{384, 1, 1}, 0)
+	if !errors.Is(err, sim.ErrDeadlock) || !strings.Contains(err.Error(), "hold 65536 registers") || !strings.Contains(err.Error(), "allocated 64512") {
+		t.Errorf("96 + 2×208 of 3×168 registers: got %v, want ErrDeadlock naming both totals", err)
+	}
+}
+
 // TestStmatrix: stmatrix writes the rows ldmatrix reads, with and without
 // .trans, and elect.sync elects lane 0.
 func TestStmatrix(t *testing.T) {

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math/bits"
+	"strings"
 )
 
 // wgLog checks that the four warps of a warpgroup execute the same
@@ -14,6 +15,9 @@ type wgLog struct {
 	who  []int
 	base int
 	n    [4]int
+	// regs is the registers per thread of the warpgroup's last
+	// setmaxnreg, 0 before its first.
+	regs int
 }
 
 // collective checks a warpgroup-collective instruction: all 32 lanes of
@@ -57,6 +61,9 @@ func (w *warp) collective(in *inst, mask uint32) error {
 func (c *ctaRun) checkCollectives() error {
 	if c.hs == nil {
 		return nil
+	}
+	if err := c.checkRegisterSplit(); err != nil {
+		return err
 	}
 	for g, lg := range c.hs.wgs {
 		for q := 0; q < 4; q++ {
@@ -321,4 +328,44 @@ func (w *warp) bulkWait(n int) {
 		}
 		hw.bulk = hw.bulk[1:]
 	}
+}
+
+// checkRegisterSplit, when the CTA has finished: the registers its
+// warpgroups hold after their setmaxnreg fit what the CTA was allocated,
+// .maxnreg per thread. On the GPU a setmaxnreg.inc waits until other
+// warpgroups' setmaxnreg.dec have released enough registers to the CTA's
+// pool, so a split that asks for more than the CTA holds never finishes;
+// the interpreter does not block there, and reports it here instead. A
+// kernel without .maxnreg is not checked.
+func (c *ctaRun) checkRegisterSplit() error {
+	alloc := c.l.k.maxnreg
+	total, split := 0, false
+	for _, lg := range c.hs.wgs {
+		regs := alloc
+		if lg.regs > 0 {
+			regs, split = lg.regs, true
+		}
+		total += 128 * regs
+	}
+	if !split || alloc == 0 {
+		return nil // without .maxnreg the CTA's registers are the compiler's choice
+	}
+	if have := alloc * c.l.nthreads; total > have {
+		return fmt.Errorf("%w: after setmaxnreg the warpgroups hold %d registers (%s), but the CTA was allocated %d (.maxnreg %d × %d threads): on the GPU a setmaxnreg.inc waits forever for registers no warpgroup releases",
+			ErrDeadlock, total, c.splitString(alloc), have, alloc, c.l.nthreads)
+	}
+	return nil
+}
+
+// splitString lists each warpgroup's registers per thread.
+func (c *ctaRun) splitString(alloc int) string {
+	var parts []string
+	for g, lg := range c.hs.wgs {
+		r := lg.regs
+		if r == 0 {
+			r = alloc
+		}
+		parts = append(parts, fmt.Sprintf("warpgroup %d: %d", g, r))
+	}
+	return strings.Join(parts, ", ")
 }
