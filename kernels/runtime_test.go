@@ -2,6 +2,7 @@ package kernels_test
 
 import (
 	"fmt"
+	"github.com/gradtune/gradtune/contract"
 	"slices"
 	"testing"
 
@@ -79,6 +80,11 @@ func checkRuntime(t *testing.T, ss *runner.Session, f kernels.Family, s variants
 					continue
 				}
 			}
+			// The family's buffers are expressions of the runtime dim: at
+			// o's value they are o's buffers.
+			if got, want := resolvedBuffers(t, f.Buffers(s), kernels.Env(o)), resolvedBuffers(t, f.Buffers(o), kernels.Env(o)); got != want {
+				t.Errorf("%s: the buffers at %s=%d, %s, are not the buffers of %s, %s", s.Key(), d, other, got, o.Key(), want)
+			}
 			if err := ss.Prepare(f, o, 1); err != nil {
 				t.Fatalf("%s: %v", o.Key(), err)
 			}
@@ -120,4 +126,14 @@ func withDim(f kernels.Family, s variants.Shape, d string, v int) (variants.Shap
 		elems += kernels.Elems(b, o)
 	}
 	return o, elems <= 2*smallshapes.MaxElems
+}
+
+// resolvedBuffers prints bufs evaluated in env.
+func resolvedBuffers(t *testing.T, bufs []kernels.Buffer, env contract.Env) string {
+	t.Helper()
+	p, err := contract.Resolve(nil, bufs, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprint(p.Buffers)
 }

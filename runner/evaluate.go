@@ -3,6 +3,7 @@ package runner
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/gradtune/gradtune/dtype"
@@ -132,7 +133,7 @@ func stages(ss *Session, l *Loaded, compileMS float64, mo MeasureOpts, measure m
 	if err != nil {
 		return keep(failure(eval.LaunchError, err))
 	}
-	res.MaxAbsErr, res.MaxRelErr = c.MaxAbs, c.MaxRel
+	res.MaxAbsErr, res.MaxRelErr = finiteErr(c.MaxAbs), finiteErr(c.MaxRel)
 	if !c.OK {
 		res.Status, res.Message = eval.Invalid, c.Message
 		return res
@@ -156,4 +157,14 @@ func stages(ss *Session, l *Loaded, compileMS float64, mo MeasureOpts, measure m
 	}
 	res.Status = eval.OK
 	return res
+}
+
+// finiteErr is an error against the reference as a response carries it:
+// an infinite or NaN error (an output of Inf, a reference of 0 with an
+// output that is not) is the largest float64, which JSON can encode.
+func finiteErr(x float64) float64 {
+	if math.IsInf(x, 0) || math.IsNaN(x) {
+		return math.MaxFloat64
+	}
+	return x
 }

@@ -2,8 +2,10 @@ package runner
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"github.com/gradtune/gradtune/contract"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -129,5 +131,19 @@ func TestLoadRejectsDependentFirstLaunch(t *testing.T) {
 	}
 	if be.loads != 0 {
 		t.Errorf("the module was compiled %d times before the program was rejected", be.loads)
+	}
+}
+
+// TestFiniteErr: a response whose error against the reference is not
+// finite still encodes (the worker died on one before).
+func TestFiniteErr(t *testing.T) {
+	for _, x := range []float64{math.Inf(1), math.Inf(-1), math.NaN()} {
+		o := Outcome{MaxAbsErr: finiteErr(x), MaxRelErr: finiteErr(x)}
+		if _, err := json.Marshal(o); err != nil || o.MaxAbsErr != math.MaxFloat64 {
+			t.Errorf("%v: %v, %v", x, o.MaxAbsErr, err)
+		}
+	}
+	if finiteErr(0.5) != 0.5 {
+		t.Error("a finite error changed")
 	}
 }

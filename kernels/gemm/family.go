@@ -92,9 +92,9 @@ func (s Shape) outDType() dtype.DType {
 func (def) Buffers(s Shape) []kernels.Buffer {
 	p := problemOf(s)
 	return []kernels.Buffer{
-		{Name: "dy", DType: s.DType, Elems: contract.Int(s.M * s.N), Role: kernels.Input},
-		{Name: p.b.buf, DType: s.DType, Elems: contract.Int(p.l * p.c), Role: kernels.Input},
-		{Name: p.out, DType: s.outDType(), Elems: contract.Int(p.r * p.c), Role: kernels.Output},
+		{Name: "dy", DType: s.DType, Elems: contract.Var(tokenDim).TimesInt(s.N), Role: kernels.Input},
+		{Name: p.b.buf, DType: s.DType, Elems: p.lExpr().TimesInt(p.c), Role: kernels.Input},
+		{Name: p.out, DType: s.outDType(), Elems: p.rExpr().TimesInt(p.c), Role: kernels.Output},
 	}
 }
 
