@@ -144,8 +144,13 @@ func TestContractChecked(t *testing.T) {
 		{"runtime range without the tuned value", func(e *Entry) { e.Runtime = map[string]Range{"m": {1, 10}} }, "must hold the tuned 2048"},
 		{"a variable nothing gives", func(e *Entry) { e.Launches[0].Grid[0] = contract.Var("tokens") }, `variable "tokens" has no value`},
 		{"beyond the buffer at the range's end", func(e *Entry) {
+			// dy sized for the tuned m only, its map for any m
 			e.Runtime = map[string]Range{"m": {1, 4096}}
-			e.Launches[0].Args[0].TensorMap.Dims[1] = contract.Var("m")
+			for i, b := range e.Buffers {
+				if b.Name == e.Launches[0].Args[0].TensorMap.Buffer {
+					e.Buffers[i].Elems = contract.Int(2048 * 1536)
+				}
+			}
 		}, "but the buffer has"},
 	} {
 		tb, err := Parse(bytes.NewReader(data))

@@ -2,11 +2,13 @@ package export
 
 import (
 	"bytes"
+	"compress/gzip"
 	"errors"
 	"github.com/gradtune/gradtune/configs"
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -18,9 +20,15 @@ import (
 	"github.com/gradtune/gradtune/store"
 )
 
+// load reads the results of testdata/db (gunzipped first when it ends in
+// .gz).
 func load(t *testing.T, db string, opt results.Options) *results.Set {
 	t.Helper()
-	d, err := store.OpenReadOnly(filepath.Join("..", "testdata", db))
+	path := filepath.Join("..", "testdata", db)
+	if strings.HasSuffix(db, ".gz") {
+		path = gunzip(t, path)
+	}
+	d, err := store.OpenReadOnly(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,16 +40,63 @@ func load(t *testing.T, db string, opt results.Options) *results.Set {
 	return set
 }
 
+// gunzip unpacks a gzipped file into the test's temporary directory.
+func gunzip(t *testing.T, path string) string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), strings.TrimSuffix(filepath.Base(path), ".gz"))
+	w, err := os.Create(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(w, zr); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// The recorded H200 databases the committed tables come from, and the
+// kernels of each table.
+const (
+	smallDB = "issue21/h200-small.db.gz"
+	gemmDB  = "issue21/h200-gemm.db"
+	nf4DB   = "issue21/h200-nf4.db"
+)
+
+var (
+	poolKernels = results.Options{Kernels: []string{"lp_pool1d_bwd"}}
+	rowsKernels = results.Options{Kernels: []string{"softmax_bwd", "rmsnorm_bwd", "layernorm_bwd"}}
+)
+
 // TestCommittedTablesInSync regenerates the tables under configs/h200/
 // from the recorded databases and compares them byte for byte, PTX files
 // included: a change of the exporter, the table format or the generator
 // that would change them fails here (regenerate with the commands in
 // the package documentation of configs).
 func TestCommittedTablesInSync(t *testing.T) {
-	for name, db := range map[string]string{"activations": "h200-activations.db", "rows": "h200-rows.db",
-		"pool": "h200-pool.db", "gemm": "gemm/h200-gemm-unserialized.db", "nf4": "nf4/h200-nf4-rs.db"} {
+	for name, src := range map[string]struct {
+		db  string
+		opt results.Options
+	}{
+		"activations": {smallDB, results.Options{Kernels: []string{"relu_bwd", "gelu_bwd", "silu_bwd"}}},
+		"rows":        {smallDB, rowsKernels},
+		"pool":        {smallDB, poolKernels},
+		"gemm":        {gemmDB, results.Options{Kernels: []string{"gemm_bwd"}}},
+		"nf4":         {nf4DB, results.Options{}},
+	} {
 		t.Run(name, func(t *testing.T) {
-			tb, err := Build(load(t, db, results.Options{}))
+			tb, err := Build(load(t, src.db, src.opt))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -58,7 +113,7 @@ func TestCommittedTablesInSync(t *testing.T) {
 					continue
 				}
 				if !bytes.Equal(got, want) {
-					t.Errorf("configs/h200/%s differs from a fresh export of testdata/%s", filepath.Base(f), db)
+					t.Errorf("configs/h200/%s differs from a fresh export of testdata/%s", filepath.Base(f), src.db)
 				}
 			}
 		})
@@ -66,7 +121,7 @@ func TestCommittedTablesInSync(t *testing.T) {
 }
 
 func TestWriteRefusesToOverwrite(t *testing.T) {
-	tb, err := Build(load(t, "h200-pool.db", results.Options{}))
+	tb, err := Build(load(t, smallDB, poolKernels))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +152,7 @@ func TestWriteRefusesToOverwrite(t *testing.T) {
 }
 
 func TestGoFormatRoundTrips(t *testing.T) {
-	tb, err := Build(load(t, "h200-rows.db", results.Options{}))
+	tb, err := Build(load(t, smallDB, rowsKernels))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +199,7 @@ func TestGoFormatRoundTrips(t *testing.T) {
 }
 
 func TestBuildRefuses(t *testing.T) {
-	set := load(t, "h200-pool.db", results.Options{})
+	set := load(t, smallDB, poolKernels)
 	set.Shapes[0].Winner.Key.PTXSHA256 = strings.Repeat("ab", 32)
 	tb, err := Build(set)
 	if err != nil {
@@ -168,12 +223,12 @@ func TestBuildRefuses(t *testing.T) {
 	if _, err := Write(tb, filepath.Join(t.TempDir(), "t.json"), Options{Format: "json"}); err != nil {
 		t.Errorf("without --ptx: %v", err)
 	}
-	set = load(t, "h200-pool.db", results.Options{})
+	set = load(t, smallDB, poolKernels)
 	set.Shapes[1].Run.GPUName = "NVIDIA A100-SXM4-80GB"
 	if _, err := Build(set); !errors.Is(err, ErrMixedGPUs) {
 		t.Errorf("two GPUs: err = %v, want ErrMixedGPUs", err)
 	}
-	set = load(t, "h200-pool.db", results.Options{})
+	set = load(t, smallDB, poolKernels)
 	set.Shapes[0].Kernel = "no_such_kernel"
 	tb, err = Build(set)
 	if err != nil || len(tb.Entries) != 3 || len(tb.Skipped) != 1 || !strings.Contains(tb.Skipped[0], "unknown kernel") {
@@ -197,7 +252,7 @@ func TestBuildRefuses(t *testing.T) {
 // SQLite file under any name and a protected file under another name (a
 // link), leaving both byte-identical and writing nothing beside them.
 func TestWriteNeverReplacesADatabase(t *testing.T) {
-	tb, err := Build(load(t, "h200-pool.db", results.Options{}))
+	tb, err := Build(load(t, smallDB, poolKernels))
 	if err != nil {
 		t.Fatal(err)
 	}
