@@ -37,9 +37,32 @@ var goldenSMs = []int{132, 20}
 // golden is the file: for each set of tables, the tables' hashes and the
 // asks with their answers.
 type golden struct {
-	Comment string      `json:"comment"`
-	SMs     []int       `json:"sms"`
-	Sets    []goldenSet `json:"sets"`
+	Comment     string          `json:"comment"`
+	SMs         []int           `json:"sms"`
+	Expressions []goldenExpr    `json:"expressions"`
+	Refusals    []goldenRefusal `json:"refusals"`
+	Sets        []goldenSet     `json:"sets"`
+}
+
+// goldenExpr is an expression's text, how it prints (or why it does not
+// parse), and its value in Env (or why it has none).
+type goldenExpr struct {
+	Text       string       `json:"text"`
+	Env        contract.Env `json:"env"`
+	Printed    string       `json:"printed,omitempty"`
+	ParseError string       `json:"parse_error,omitempty"`
+	Value      int64        `json:"value"`
+	EvalError  string       `json:"eval_error,omitempty"`
+}
+
+// goldenRefusal is a table Parse refuses: its text, the sentinel the
+// error wraps, and the message where it is not encoding/json's (Exact).
+type goldenRefusal struct {
+	Name    string `json:"name"`
+	Table   string `json:"table"`
+	Error   string `json:"error"`
+	Exact   bool   `json:"exact"`
+	Message string `json:"message"`
 }
 
 type goldenSet struct {
@@ -90,7 +113,15 @@ type goldenLaunch struct {
 // rules shows as the lines of the asks it changes.
 func (g golden) encode() []byte {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "{\"comment\": %s,\n\"sms\": %s,\n\"sets\": [", jsonText(g.Comment), jsonText(g.SMs))
+	fmt.Fprintf(&b, "{\"comment\": %s,\n\"sms\": %s,\n\"expressions\": [", jsonText(g.Comment), jsonText(g.SMs))
+	for i, e := range g.Expressions {
+		b.WriteString(map[bool]string{true: "\n", false: ",\n"}[i == 0] + jsonText(e))
+	}
+	b.WriteString("\n],\n\"refusals\": [")
+	for i, r := range g.Refusals {
+		b.WriteString(map[bool]string{true: "\n", false: ",\n"}[i == 0] + jsonText(r))
+	}
+	b.WriteString("\n],\n\"sets\": [")
 	for i, s := range g.Sets {
 		if i > 0 {
 			b.WriteString(",")
@@ -116,7 +147,7 @@ func TestLookupGolden(t *testing.T) {
 	sets := goldenSets(t)
 	path := filepath.Join(goldenDir, "lookups.json")
 	if *update {
-		g := golden{Comment: goldenComment, SMs: goldenSMs}
+		g := golden{Comment: goldenComment, SMs: goldenSMs, Expressions: goldenExprs(), Refusals: goldenRefusals(t)}
 		for _, s := range sets {
 			g.Sets = append(g.Sets, s.build(t))
 		}
@@ -132,6 +163,12 @@ func TestLookupGolden(t *testing.T) {
 	var g golden
 	if err := json.Unmarshal(data, &g); err != nil {
 		t.Fatal(err)
+	}
+	if got := goldenExprs(); jsonText(got) != jsonText(g.Expressions) {
+		t.Errorf("expressions differ from %s:\n got  %s\n want %s", path, jsonText(got), jsonText(g.Expressions))
+	}
+	if got := goldenRefusals(t); jsonText(got) != jsonText(g.Refusals) {
+		t.Errorf("refusals differ from %s:\n got  %s\n want %s", path, jsonText(got), jsonText(g.Refusals))
 	}
 	if len(g.Sets) != len(sets) {
 		t.Fatalf("%s has %d sets of tables, want %d", path, len(g.Sets), len(sets))
@@ -442,5 +479,115 @@ func sortedSizes(s Shape) []string {
 		out = append(out, n)
 	}
 	slices.Sort(out)
+	return out
+}
+
+var exprEnv = contract.Env{"m": 2049, "n": 1536, "sms": 132}
+
+// goldenExprs evaluates the expression cases in exprEnv.
+func goldenExprs() []goldenExpr {
+	var out []goldenExpr
+	for _, text := range []string{
+		"7", "m*n", "cdiv(m, 128)", "div(m, 128)", "min(sms*2, cdiv(m*n, 1024))", "max(1, m - 4096)", "(m + 1)*2",
+		"m - (n - 1)", "m - n - 1", "-3 + m", "m*1 + 0", "m*0", "cdiv(m*8960, 1024)", "cdiv(2049, 128)", "div(m, 1)",
+		"1*m", "0 + m", "m - 0", "2*(3 + 4)", "m*(n*2)", "(m*n)*2", "m - -3", "m*-3", "min(m, n) + max(m, n)", "  m  +  n ",
+		"cdiv(m, 0)", "k*2", "m*4611686018427387904", "div(0 - m, 2)", "9223372036854775807 + m", "0 - m - 9223372036854775807",
+		"cdiv(1, 0)", "4611686018427387904*4", "m - 2050", "cdiv(0, 5)", "sms_count + 1",
+		"", "m +", "cdiv(m)", "cdiv(m, 2", "M", "m ^ 2", "(m", "m)", "99999999999999999999", "-", "m*", "min m", "m·2", "cdiv(m,,2)",
+	} {
+		g := goldenExpr{Text: text, Env: exprEnv}
+		e, err := contract.Parse(text)
+		if err != nil {
+			g.ParseError = err.Error()
+			out = append(out, g)
+			continue
+		}
+		g.Printed = e.String()
+		if g.Value, err = e.Eval(exprEnv); err != nil {
+			g.EvalError = err.Error()
+		}
+		out = append(out, g)
+	}
+	return out
+}
+
+// goldenRefusals are tables Parse refuses, made from committed ones.
+func goldenRefusals(t *testing.T) []goldenRefusal {
+	read := func(name string) string {
+		data, err := os.ReadFile(filepath.Join("h200", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data)
+	}
+	pool, gemm := read("pool.json"), read("gemm.json")
+	edit := func(text, old, new string) string {
+		if !strings.Contains(text, old) {
+			t.Fatalf("refusal case: no %q in the table", old)
+		}
+		return strings.Replace(text, old, new, 1)
+	}
+	var out []goldenRefusal
+	for _, c := range []struct {
+		name, table string
+		exact       bool
+	}{
+		{"not json", "{", false},
+		{"an array", "[]", false},
+		{"no schema", `{"gpu": {"name": "x", "cc": "9.0"}}`, true},
+		{"schema null", `{"schema": null}`, true},
+		{"schema a string", `{"schema": "2"}`, false},
+		{"newer schema", `{"schema": 3, "what": "comes next"}`, true},
+		{"older schema", `{"schema": 1, "gpu": {"name": "x", "cc": "9.0"}}`, true},
+		{"schema in capitals", `{"SCHEMA": 1}`, true},
+		{"unknown buffer", edit(pool, `"buffer": "x"`, `"buffer": "xx"`), true},
+		{"unknown field", edit(pool, `"source"`, `"sauce"`), false},
+		{"unknown field in a launch", edit(pool, `"dependent"`, `"dependant"`), false},
+		{"unknown field in a tensor map", edit(gemm, `"oob_fill"`, `"oob"`), false},
+		{"bad cc", edit(pool, `"cc": "9.0"`, `"cc": "sm90"`), true},
+		{"no gpu name", edit(pool, `"name": "NVIDIA H200"`, `"name": "  "`), true},
+		{"bad l2", edit(pool, `"l2": "flushed"`, `"l2": "cold"`), true},
+		{"no median", edit(pool, `"median_us": `, `"median_us": -`), true},
+		{"bad shape", edit(pool, `"shape": "n=32,`, `"shape": "n=,`), true},
+		{"trailing data", pool + "{}", false},
+		{"NaN", edit(pool, `"registers": `, `"registers": NaN, "x": `), false},
+		{"fractional int", edit(pool, `"registers": `, `"registers": 1.5, "x": `), false},
+		{"bad expression", edit(gemm, `"elems": 3145728`, `"elems": "m +"`), false},
+		{"expression of a boolean", edit(gemm, `"elems": 3145728`, `"elems": true`), false},
+		{"an unknown field beside the launches", edit(pool, `"launches": [`, `"launches": [], "x": [`), false},
+		{"opt-in without shared memory", edit(gemm, `"shared_opt_in": true`, `"shared_opt_in": false`), false},
+		{"bad argument kind", edit(gemm, `"kind": "tensor_map"`, `"kind": "texture"`), false},
+		{"rank disagrees", edit(gemm, `"rank": 2`, `"rank": 3`), false},
+		{"bad swizzle", edit(gemm, `"swizzle": 128`, `"swizzle": 96`), true},
+		{"map beyond its buffer", edit(gemm, `"elems": 3145728`, `"elems": 1024`), true},
+		{"variable nothing gives", edit(gemm, `"grid": [
+            132`, `"grid": [
+            "tokens"`), true},
+		{"runtime dim not a size", edit(pool, `"launches": [`, `"runtime": {"q": {"min": 1, "max": 4}}, "launches": [`), true},
+		{"runtime range without the tuned value", edit(pool, `"launches": [`, `"runtime": {"n": {"min": 1, "max": 4}}, "launches": [`), true},
+		{"bad dtype", edit(pool, `"dtype": "bf16",
+          "elems"`, `"dtype": "int8",
+          "elems"`), false},
+		{"ptx outside the directory", edit(pool, `"ptx": "lp_pool1d`, `"ptx": "../lp_pool1d`), true},
+		{"duplicate entry", strings.Replace(pool, `"kernel": "lp_pool1d_bwd",
+      "dtype": "f16"`, `"kernel": "lp_pool1d_bwd",
+      "dtype": "bf16"`, 1), true},
+	} {
+		_, err := Parse(strings.NewReader(c.table))
+		r := goldenRefusal{Name: c.name, Table: c.table, Exact: c.exact}
+		for _, s := range []struct {
+			err  error
+			name string
+		}{{ErrMalformed, "malformed"}, {ErrSchemaTooNew, "schema_too_new"}, {ErrSchemaTooOld, "schema_too_old"}} {
+			if errors.Is(err, s.err) {
+				r.Error = s.name
+			}
+		}
+		if r.Error == "" {
+			t.Fatalf("refusal %s: Parse returned %v", c.name, err)
+		}
+		r.Message = err.Error()
+		out = append(out, r)
+	}
 	return out
 }

@@ -107,3 +107,44 @@ class LookupGolden(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ExpressionsAndRefusalsGolden(unittest.TestCase):
+    """The golden file's expression cases (printed form, value, errors word
+    for word) and the tables configs.Parse refuses (the same exception, the
+    same message where it is not encoding/json's)."""
+
+    @classmethod
+    def setUpClass(cls):
+        with open(os.path.join(TESTDATA, "lookups.json")) as f:
+            cls.golden = json.load(f)
+
+    def test_expressions(self):
+        from gradtune import expr
+
+        self.assertGreater(len(self.golden["expressions"]), 40)
+        for c in self.golden["expressions"]:
+            with self.subTest(text=c["text"]):
+                try:
+                    e = expr.parse(c["text"])
+                except expr.ExprError as err:
+                    self.assertEqual(str(err), c.get("parse_error"))
+                    continue
+                self.assertNotIn("parse_error", c)
+                self.assertEqual(str(e), c["printed"])
+                self.assertEqual(expr.parse(str(e)), e, "the printed form reads back as the same expression")
+                try:
+                    self.assertEqual(e.eval(c["env"]), c["value"])
+                    self.assertNotIn("eval_error", c)
+                except expr.ExprError as err:
+                    self.assertEqual(str(err), c.get("eval_error"))
+
+    def test_refusals(self):
+        kinds = {"malformed": errors.Malformed, "schema_too_new": errors.SchemaTooNew, "schema_too_old": errors.SchemaTooOld}
+        self.assertGreater(len(self.golden["refusals"]), 20)
+        for c in self.golden["refusals"]:
+            with self.subTest(case=c["name"]):
+                with self.assertRaises(kinds[c["error"]]) as cm:
+                    table.parse(c["table"])
+                if c["exact"]:
+                    self.assertEqual(str(cm.exception), c["message"])
