@@ -37,7 +37,7 @@ import torch
 import torch.nn.functional as F
 
 import gradtune.torch as gt
-from gradtune._torch import NF4Weight
+
 
 HIDDEN, HEADS, KV_HEADS, HEAD_DIM, FFN = 1536, 12, 2, 128, 8960
 EPS, THETA, RANK, ALPHA = 1e-6, 1e6, 16, 32
@@ -56,7 +56,7 @@ class Layer:
         self.nf4, self.bias, self.a, self.b = {}, {}, {}, {}
         for name, (n, k, bias) in PROJECTIONS.items():
             w = torch.randn(n, k, generator=g, device=device) * k ** -0.5
-            self.nf4[name] = NF4Weight.quantize(w, 64, double_quant=True)
+            self.nf4[name] = gt.NF4Weight.quantize(w, 64, double_quant=True)
             self.bias[name] = (torch.randn(n, generator=g, device=device) * 0.02).bfloat16() if bias else None
             self.a[name] = (torch.rand(RANK, k, generator=g, device=device) * 2 - 1).mul(k ** -0.5).bfloat16()
             self.b[name] = (torch.randn(n, RANK, generator=g, device=device) * 0.01).bfloat16()

@@ -12,7 +12,7 @@ naming what to install when torch is absent).
                             rmsnorm_bwd from the forward's per-row rstd
   linear                    a dense bf16/f16 linear whose backward runs
                             gemm_bwd (grad=dx and grad=dw)
-  NF4Weight, nf4_lora_linear, NF4LoRALinear
+  NF4Weight, nf4_lora_linear, nf4_gemm_dx, NF4LoRALinear
                             an NF4 (bitsandbytes layout) base weight with a
                             LoRA adapter: dX from nf4_gemm_bwd, the
                             adapter's dA, dB and dX in torch
@@ -22,7 +22,7 @@ per kernel and reason. See gradtune/_torch.py for the rules.
 """
 
 _NAMES = ("Tuned", "default", "set_default", "relu", "gelu_tanh", "silu", "rms_norm", "linear", "NF4Weight",
-          "nf4_lora_linear", "NF4LoRALinear", "BadTensor", "TORCH_DTYPES")
+          "nf4_lora_linear", "nf4_gemm_dx", "NF4LoRALinear", "BadTensor", "TORCH_DTYPES")
 
 
 def __getattr__(name):
