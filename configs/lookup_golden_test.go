@@ -552,16 +552,16 @@ func goldenRefusals(t *testing.T) []goldenRefusal {
 		{"trailing data", pool + "{}", false},
 		{"NaN", edit(pool, `"registers": `, `"registers": NaN, "x": `), false},
 		{"fractional int", edit(pool, `"registers": `, `"registers": 1.5, "x": `), false},
-		{"bad expression", edit(gemm, `"elems": 3145728`, `"elems": "m +"`), false},
-		{"expression of a boolean", edit(gemm, `"elems": 3145728`, `"elems": true`), false},
+		{"bad expression", edit(gemm, `"elems": "m*1536"`, `"elems": "m +"`), false},
+		{"expression of a boolean", edit(gemm, `"elems": "m*1536"`, `"elems": true`), false},
 		{"an unknown field beside the launches", edit(pool, `"launches": [`, `"launches": [], "x": [`), false},
 		{"opt-in without shared memory", edit(gemm, `"shared_opt_in": true`, `"shared_opt_in": false`), false},
 		{"bad argument kind", edit(gemm, `"kind": "tensor_map"`, `"kind": "texture"`), false},
 		{"rank disagrees", edit(gemm, `"rank": 2`, `"rank": 3`), false},
 		{"bad swizzle", edit(gemm, `"swizzle": 128`, `"swizzle": 96`), true},
-		{"map beyond its buffer", edit(gemm, `"elems": 3145728`, `"elems": 1024`), true},
+		{"map beyond its buffer", edit(gemm, `"elems": "m*1536"`, `"elems": 1024`), true},
 		{"variable nothing gives", edit(gemm, `"grid": [
-            132`, `"grid": [
+            128`, `"grid": [
             "tokens"`), true},
 		{"runtime dim not a size", edit(pool, `"launches": [`, `"runtime": {"q": {"min": 1, "max": 4}}, "launches": [`), true},
 		{"runtime range without the tuned value", edit(pool, `"launches": [`, `"runtime": {"n": {"min": 1, "max": 4}}, "launches": [`), true},
