@@ -1,14 +1,7 @@
 package gemm
 
 import (
-	"context"
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/internal/ptxas"
@@ -17,21 +10,16 @@ import (
 	"github.com/gradtune/gradtune/variants"
 )
 
-// asmCase is one module to assemble for one architecture.
-type asmCase struct {
-	arch, what string
-	ptx        string
-}
-
 // TestAssemble assembles a deterministic sample of the preset's variants
 // with ptxas (every sixth in enumeration order, every third with
-// GRADTUNE_SWEEP=full; both dtypes): the sync path for sm_80 and sm_90. ptxas must accept each module and report no
-// spills and no stack frame.
+// GRADTUNE_SWEEP=full; both dtypes): the sync path for sm_80 and sm_90,
+// the wgmma path for sm_90a. ptxas must accept each module and report no
+// spills, no stack frame, no performance-loss note (C7515: wgmma
+// serialized) and no warning: on the wgmma path each is a performance bug.
 func TestAssemble(t *testing.T) {
-	path := ptxas.RequireOrSkip(t)
 	f := Families()[0]
 	pr, _ := variants.LookupPreset("qwen1.5b", 0)
-	var cases []asmCase
+	var jobs []ptxtest.Job
 	i, every := 0, 6
 	if sweep.Full() {
 		every = 3
@@ -45,22 +33,12 @@ func TestAssemble(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			what := vs.Key() + " " + ps.String()
 			for _, arch := range archs(ps) {
-				cases = append(cases, asmCase{arch: arch, what: what, ptx: prog.PTX})
+				jobs = append(jobs, ptxtest.Job{What: vs.Key() + " " + ps.String(), Module: ptxas.Module{PTX: prog.PTX, Arch: arch}})
 			}
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	var problems []string
-	results := make([][]string, len(cases))
-	ptxtest.Parallel(indices(len(cases)), func(j int) { results[j] = assembleOne(ctx, path, cases[j]) })
-	for _, r := range results {
-		problems = append(problems, r...)
-	}
-	ptxtest.ReportSorted(t, problems, 20)
-	t.Logf("%d modules assembled", len(cases))
+	ptxtest.ReportSorted(t, ptxtest.Assemble(t, jobs, true), 20)
 }
 
 // archs lists the architectures a variant is assembled for.
@@ -69,58 +47,4 @@ func archs(ps variants.Params) []string {
 		return []string{"sm_80", "sm_90"}
 	}
 	return []string{"sm_90a"}
-}
-
-func indices(n int) []int {
-	out := make([]int, n)
-	for i := range out {
-		out[i] = i
-	}
-	return out
-}
-
-func assembleOne(ctx context.Context, path string, c asmCase) []string {
-	reports, warnings, err := assembleWarn(ctx, path, c.ptx, c.arch)
-	if err != nil {
-		return []string{fmt.Sprintf("%s %s: %v", c.arch, c.what, err)}
-	}
-	var ps []string
-	for _, w := range warnings {
-		ps = append(ps, fmt.Sprintf("%s %s: %s", c.arch, c.what, w))
-	}
-	for _, r := range reports {
-		for _, f := range r.Faults() {
-			ps = append(ps, fmt.Sprintf("%s %s %s", c.arch, c.what, f))
-		}
-	}
-	return ps
-}
-
-// assembleWarn runs `ptxas -v` on ptx and returns its reports and its
-// warnings (ptxas.Assemble drops them). A warning, like a report's
-// PerfLoss note (C7515: wgmma serialized), is a performance bug on the
-// wgmma path, so the test counts it as a failure.
-func assembleWarn(ctx context.Context, path, ptx, arch string) ([]ptxas.Report, []string, error) {
-	dir, err := os.MkdirTemp("", "gemm-ptxas-")
-	if err != nil {
-		return nil, nil, err
-	}
-	defer os.RemoveAll(dir)
-	if err := os.WriteFile(filepath.Join(dir, "k.ptx"), []byte(ptx), 0o644); err != nil {
-		return nil, nil, err
-	}
-	cmd := exec.CommandContext(ctx, path, "-v", "-arch="+arch, "-o", "k.cubin", "k.ptx")
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return nil, nil, fmt.Errorf("%v:\n%s", err, out)
-	}
-	var warnings []string
-	for _, line := range strings.Split(string(out), "\n") {
-		if strings.Contains(strings.ToLower(line), "warning") {
-			warnings = append(warnings, strings.TrimSpace(line))
-		}
-	}
-	reports, err := ptxas.ParseReport(string(out))
-	return reports, warnings, err
 }
