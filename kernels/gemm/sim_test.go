@@ -44,11 +44,15 @@ var syncShapes = []struct {
 	{"m=130,n=1040,k=24,grad=dx", dtype.F16},
 }
 
-// TestSyncOnInterpreter runs every sync variant of syncShapes.
+// TestSyncOnInterpreter runs every sync variant of syncShapes; every
+// shape has some.
 func TestSyncOnInterpreter(t *testing.T) {
 	all := func(p gemm.Params) bool { return p.MMA == gemm.Sync }
 	for _, c := range syncShapes {
 		n := simRun(t, c.spec, c.dt, all)
+		if n == 0 {
+			t.Errorf("%s %v: no sync variant ran", c.spec, c.dt)
+		}
 		t.Logf("%s %v: %d variants", c.spec, c.dt, n)
 	}
 }
@@ -74,6 +78,9 @@ func TestWgmmaOnInterpreter(t *testing.T) {
 	for _, c := range wgmmaShapes {
 		keep := sampler(c.spec, 8, func(p gemm.Params) bool { return p.MMA == gemm.WGMMA && p.Order != gemm.StreamK })
 		n := simRun(t, c.spec, c.dt, keep)
+		if n == 0 {
+			t.Errorf("%s %v: no wgmma variant ran", c.spec, c.dt)
+		}
 		t.Logf("%s %v: %d variants, %s", c.spec, c.dt, n, sweep.Describe(8))
 	}
 }
@@ -90,6 +97,9 @@ func TestWgmmaTMAStoreOnInterpreter(t *testing.T) {
 			return p.MMA == gemm.WGMMA && p.Epilogue == gemm.TMAStore && p.Order != gemm.StreamK
 		})
 		n := simRun(t, c.spec, c.dt, keep)
+		if n == 0 {
+			t.Errorf("%s %v: no epilogue=tma variant ran", c.spec, c.dt)
+		}
 		t.Logf("%s %v: %d variants, %s", c.spec, c.dt, n, sweep.Describe(6))
 	}
 }
