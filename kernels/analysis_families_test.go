@@ -28,7 +28,8 @@ var analysisOddSpecs = []string{
 }
 
 // analysisSample is the share of each space TestFamiliesPassAnalyses
-// emits by default: one in analysisSample (all with GRADTUNE_SWEEP=full).
+// emits by default: sweep.Pick of one in analysisSample (every axis value,
+// then spread; one in 2 with GRADTUNE_SWEEP=ci, all with full).
 const analysisSample = 8
 
 // TestFamiliesPassAnalyses emits the variants of every family at the
@@ -36,8 +37,7 @@ const analysisSample = 8
 // kernels/ptx run in Build, so an unsafe variant (a barrier under
 // non-uniform control, a shuffle mask that is not the lanes reaching it, a
 // shared access out of bounds) fails to emit with ptx.ErrUnsafe. It takes
-// a sample of each space, shifted per shape (internal/sweep), unless
-// GRADTUNE_SWEEP=full.
+// a sample of each space (analysisSample) unless GRADTUNE_SWEEP=full.
 func TestFamiliesPassAnalyses(t *testing.T) {
 	preset, err := variants.LookupPreset("qwen1.5b", 0)
 	if err != nil {
@@ -79,10 +79,7 @@ func TestFamiliesPassAnalyses(t *testing.T) {
 	)
 	ptxtest.Parallel(jobs, func(j job) {
 		n := 0
-		for i, p := range j.f.Space(j.s).Enumerate() {
-			if !sweep.TakeKeyed(j.s.Key(), i, analysisSample) {
-				continue
-			}
+		for _, p := range sweep.Pick(j.f.Space(j.s).Enumerate(), analysisSample) {
 			n++
 			_, err := j.f.Emit(j.s, p)
 			if err == nil {

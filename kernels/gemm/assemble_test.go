@@ -3,7 +3,6 @@ package gemm
 import (
 	"testing"
 
-	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/internal/ptxas"
 	"github.com/gradtune/gradtune/internal/sweep"
 	"github.com/gradtune/gradtune/kernels/internal/ptxtest"
@@ -11,24 +10,18 @@ import (
 )
 
 // TestAssemble assembles a deterministic sample of the preset's variants
-// with ptxas (every sixth in enumeration order, every third with
-// GRADTUNE_SWEEP=full; both dtypes): the sync path for sm_80 and sm_90,
+// with ptxas (sweep.Pick: each shape's axis values, then one in 6; one in
+// 2 with GRADTUNE_SWEEP=ci, all with full; both dtypes): the sync path for
+// sm_80 and sm_90,
 // the wgmma path for sm_90a. ptxas must accept each module and report no
 // spills, no stack frame, no performance-loss note (C7515: wgmma
 // serialized) and no warning: on the wgmma path each is a performance bug.
 func TestAssemble(t *testing.T) {
 	f := Families()[0]
-	pr, _ := variants.LookupPreset("qwen1.5b", 0)
 	var jobs []ptxtest.Job
-	i, every := 0, 6
-	if sweep.Full() {
-		every = 3
-	}
-	for _, vs := range f.Shapes(pr, []dtype.DType{dtype.BF16, dtype.F16}) {
-		for _, ps := range f.Space(vs).Enumerate() {
-			if i++; !sweep.Take(i, every) {
-				continue
-			}
+	for _, sp := range preset(t) {
+		vs := sp.shape
+		for _, ps := range sweep.Pick(sp.points, 6) {
 			prog, err := f.Emit(vs, ps)
 			if err != nil {
 				t.Fatal(err)

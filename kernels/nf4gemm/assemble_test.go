@@ -13,19 +13,16 @@ import (
 )
 
 // assembleFamily assembles a sample of f's variants at the preset's shapes
-// (one in every; every variant with GRADTUNE_SWEEP=full) with ptxas for
+// (sweep.Pick of one in every: each shape's axis values, then spread;
+// every variant with GRADTUNE_SWEEP=full) with ptxas for
 // sm_80 and sm_90 (the wgmma path for sm_90a): each module is accepted,
 // with no spills, no stack frame and no performance-loss note (wgmma
 // serialized).
 func assembleFamily(t *testing.T, f kernels.Family, every int) {
 	pr, _ := variants.LookupPreset("qwen1.5b", 0)
 	var jobs []ptxtest.Job
-	i := 0
 	for _, vs := range f.Shapes(pr, []dtype.DType{dtype.BF16, dtype.F16}) {
-		for _, ps := range f.Space(vs).Enumerate() {
-			if i++; !sweep.Take(i, every) {
-				continue
-			}
+		for _, ps := range sweep.Pick(f.Space(vs).Enumerate(), every) {
 			prog, err := f.Emit(vs, ps)
 			if err != nil {
 				t.Fatalf("%s %s: %v", vs.Key(), ps, err)
@@ -44,4 +41,4 @@ func assembleFamily(t *testing.T, f kernels.Family, every int) {
 }
 
 func TestAssembleDequant(t *testing.T) { assembleFamily(t, Families()[0], 7) }
-func TestAssembleGEMM(t *testing.T)    { assembleFamily(t, Families()[1], 5) }
+func TestAssembleGEMM(t *testing.T)    { assembleFamily(t, Families()[1], 20) }
