@@ -43,9 +43,9 @@ var syncShapes = []simtest.Case{
 }
 
 // TestSyncOnInterpreter runs the sync variants of syncShapes: a sample
-// (one in 4; all of them with GRADTUNE_SWEEP=ci or full).
+// (one in 8; one in 2 with GRADTUNE_SWEEP=ci, all with full).
 func TestSyncOnInterpreter(t *testing.T) {
-	simSample(t, syncShapes, 4, func(p gemm.Params) bool { return p.MMA == gemm.Sync })
+	simSample(t, syncShapes, 8, func(p gemm.Params) bool { return p.MMA == gemm.Sync })
 }
 
 // wgmmaShapes add to syncShapes more 128×128 tiles than the interpreter's
@@ -77,18 +77,16 @@ func TestWgmmaTMAStoreOnInterpreter(t *testing.T) {
 }
 
 // clusterShapes have an even number of tile rows and reductions past 8
-// k-tiles, so that cluster=2 points exist: 64-row tiles of a skinny C,
-// 10×9 tiles of 128×128 (within one wave) and, with GRADTUNE_SWEEP=ci or
-// full, 10×17 (more than a wave: 1.4·10⁹ multiply-adds each, about 15 s of
-// the interpreter), with row, column and k tails, in both grads, bf16,
-// f16 and an f32 dW; cheapest first.
+// k-tiles, so that cluster=2 points exist: 64-row tiles of a skinny C and,
+// with GRADTUNE_SWEEP=ci or full, 10×9 tiles of 128×128 (within one wave)
+// and 10×17 (more than a wave; 0.7 and 1.4·10⁹ multiply-adds a variant,
+// 10 to 20 s of the interpreter), with row, column and k tails, in both
+// grads, bf16, f16 and an f32 dW; cheapest first.
 func clusterShapes() []simtest.Case {
-	cases := []simtest.Case{
-		{Spec: "m=1100,n=128,k=200,grad=dw", DType: dtype.F16},
-		{Spec: "m=520,n=1160,k=1096,grad=dw,out=f32", DType: dtype.BF16},
-	}
+	cases := []simtest.Case{{Spec: "m=1100,n=128,k=200,grad=dw", DType: dtype.F16}}
 	if sweep.Current() >= sweep.CI {
 		cases = append(cases,
+			simtest.Case{Spec: "m=520,n=1160,k=1096,grad=dw,out=f32", DType: dtype.BF16},
 			simtest.Case{Spec: "m=1160,n=584,k=2056,grad=dx", DType: dtype.BF16},
 			simtest.Case{Spec: "m=584,n=1160,k=2056,grad=dw", DType: dtype.F16})
 	}
@@ -99,8 +97,8 @@ func clusterShapes() []simtest.Case {
 // clusterShapes: B multicast by both CTAs of the cluster (each its half
 // of the k-rows), empty barriers released in both CTAs, the cluster
 // barriers at the start and the end, and with GRADTUNE_SWEEP=ci or full
-// persistent grids of 132 CTAs in clusters walking 170 tiles: a sample
-// (one in 8; one in 2 with ci, all with full).
+// 128×128 tiles and persistent grids of 132 CTAs in clusters walking 170
+// tiles: a sample (one in 8; one in 2 with ci, all with full).
 func TestWgmmaClusterOnInterpreter(t *testing.T) {
 	simSample(t, clusterShapes(), 8, func(p gemm.Params) bool { return p.Cluster == 2 })
 }
@@ -109,11 +107,11 @@ func TestWgmmaClusterOnInterpreter(t *testing.T) {
 // splits, each storing its partial in shared memory and summing a share
 // of the tile from all of them through distributed shared memory, with
 // tails in every dimension, both grads, bf16, f16 and an f32 dW: a
-// sample (one in 8; one in 2 with GRADTUNE_SWEEP=ci, all with full).
+// sample (one in 16; one in 4 with GRADTUNE_SWEEP=ci, all with full).
 func TestDSMEMOnInterpreter(t *testing.T) {
 	simSample(t, []simtest.Case{
 		{Spec: "m=600,n=136,k=72,grad=dw,out=f32", DType: dtype.F16},
 		{Spec: "m=300,n=600,k=136,grad=dx", DType: dtype.BF16},
 		{Spec: "m=1100,n=128,k=200,grad=dw", DType: dtype.BF16},
-	}, 8, func(p gemm.Params) bool { return p.Reduce == gemm.ReduceDSMEM })
+	}, 16, func(p gemm.Params) bool { return p.Reduce == gemm.ReduceDSMEM })
 }

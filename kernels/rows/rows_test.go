@@ -103,8 +103,8 @@ func TestRowShapes(t *testing.T) {
 // every point emits, Emit rejects what Check rejects, and each launch is
 // well formed. At three shapes a third of the points (sweep.Pick: every
 // axis value, then spread; all with GRADTUNE_SWEEP=ci or full) is emitted
-// in every dtype; of the other (shape, dtype) pairs a sixth is swept
-// (sweep.Take; a half with ci, all with full), 12 points each.
+// in every dtype; of the other (shape, dtype) pairs one in 12 is swept
+// (sweep.Take; a third with ci, all with full), 12 points each.
 func TestRowSpaces(t *testing.T) {
 	var shapes []string
 	for _, n := range []int{1, 2, 3, 5, 7, 8, 16, 31, 33, 37, 64, 100, 127, 128, 129, 255, 1000, 1536, 4096, 4097, 8960, 16384, 32768} {
@@ -117,7 +117,7 @@ func TestRowSpaces(t *testing.T) {
 		for d, dt := range f.DTypes() {
 			for i, sp := range shapes {
 				every := sp == "m=7,n=37" || sp == "m=300,n=1000" || sp == "m=7,n=1536"
-				if !every && !sweep.Take(i+d, 6) {
+				if !every && !sweep.Take(i+d, 12) {
 					continue
 				}
 				s, err := f.Shape(rowtest.Spec(t, sp), dt)
