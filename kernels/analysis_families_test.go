@@ -7,10 +7,10 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/gradtune/gradtune/internal/parallel"
 	"github.com/gradtune/gradtune/internal/sweep"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/catalog"
-	"github.com/gradtune/gradtune/kernels/internal/ptxtest"
 	"github.com/gradtune/gradtune/kernels/ptx"
 	"github.com/gradtune/gradtune/variants"
 )
@@ -81,7 +81,7 @@ func TestFamiliesPassAnalyses(t *testing.T) {
 		failures []string
 		count    int
 	)
-	ptxtest.Parallel(jobs, func(j job) {
+	parallel.Each(jobs, func(j job) {
 		n := 0
 		for _, p := range sweep.Pick(j.f.Space(j.s).Enumerate(), analysisSample) {
 			n++

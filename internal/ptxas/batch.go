@@ -8,7 +8,8 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
+
+	"github.com/gradtune/gradtune/internal/parallel"
 )
 
 // Module is one PTX module to assemble for one architecture.
@@ -66,7 +67,7 @@ func (a Assembler) Check(ctx context.Context, mods []Module) []Result {
 		}
 		todo = append(todo, i)
 	}
-	parallel(batches(mods, todo), func(b []int) {
+	parallel.Each(batches(mods, todo), func(b []int) {
 		for j, r := range a.batch(ctx, mods, b) {
 			results[b[j]] = r
 			a.store(keys[b[j]], r)
@@ -295,22 +296,4 @@ func restore(line string) (int, string) {
 	}
 	line = fileRE.ReplaceAllString(renamedRE.ReplaceAllString(line, "$1"), "kernel.ptx")
 	return max(j, -1), line
-}
-
-// parallel calls f on every job from GOMAXPROCS goroutines and returns when all are done.
-func parallel[J any](jobs []J, f func(J)) {
-	work := make(chan J)
-	var wg sync.WaitGroup
-	for range runtime.GOMAXPROCS(0) {
-		wg.Go(func() {
-			for j := range work {
-				f(j)
-			}
-		})
-	}
-	for _, j := range jobs {
-		work <- j
-	}
-	close(work)
-	wg.Wait()
 }
