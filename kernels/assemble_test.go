@@ -98,8 +98,8 @@ type unique struct {
 // reads ptxas' resource report (checkReport).
 //
 // A deterministic sample of the distinct programs (by hash of the PTX) is
-// assembled: one in 8 for sm_90 and one in 32 for sm_80 (a half and an
-// eighth with GRADTUNE_SWEEP=ci), or every one for both with full
+// assembled: one in 12 for sm_90 and one in 48 for sm_80 (a third and a
+// twelfth with GRADTUNE_SWEEP=ci), or every one for both with full
 // (internal/sweep).
 func TestAssembleAllVariants(t *testing.T) {
 	start := time.Now()
@@ -132,7 +132,7 @@ func TestAssembleAllVariants(t *testing.T) {
 	var mods []ptxas.Module
 	for _, arch := range []string{"sm_90", "sm_80"} {
 		for _, u := range uniq {
-			if sweep.Take(u.hash, map[string]int{"sm_90": 8, "sm_80": 32}[arch]) {
+			if sweep.Take(u.hash, map[string]int{"sm_90": 12, "sm_80": 48}[arch]) {
 				jobs = append(jobs, job{arch, u})
 				mods = append(mods, ptxas.Module{PTX: u.v.prog.PTX, Arch: arch})
 			}
@@ -162,7 +162,7 @@ func TestAssembleAllVariants(t *testing.T) {
 		t.Errorf("assembled %d programs for sm_90, want all %d", counts["sm_90"], len(uniq))
 	}
 	t.Logf("%d variants, %d distinct programs; assembled %d for sm_90 and %d for sm_80 in %v (sm_90: %s)",
-		len(all), len(uniq), counts["sm_90"], counts["sm_80"], time.Since(start).Round(time.Millisecond), sweep.Describe(8))
+		len(all), len(uniq), counts["sm_90"], counts["sm_80"], time.Since(start).Round(time.Millisecond), sweep.Describe(12))
 }
 
 // rcpSpillBytes is the spill allowed to a kernel without a register cap

@@ -10,8 +10,8 @@ import (
 )
 
 // TestAssemble assembles a deterministic sample of the preset's variants
-// with ptxas (sweep.Pick: each shape's axis values, then one in 12; one
-// in 3 with GRADTUNE_SWEEP=ci, all with full; both dtypes): the sync path for
+// with ptxas (sweep.Pick: each shape's axis values, then one in 16; one
+// in 4 with GRADTUNE_SWEEP=ci, all with full; both dtypes): the sync path for
 // sm_80 and sm_90,
 // the wgmma path for sm_90a. ptxas must accept each module and report no
 // spills, no stack frame, no performance-loss note (C7515: wgmma
@@ -21,7 +21,7 @@ func TestAssemble(t *testing.T) {
 	var jobs []ptxtest.Job
 	for _, sp := range preset(t) {
 		vs := sp.shape
-		for _, ps := range sweep.Pick(sp.points, 12) {
+		for _, ps := range sweep.Pick(sp.points, 16) {
 			prog, err := f.Emit(vs, ps)
 			if err != nil {
 				t.Fatal(err)

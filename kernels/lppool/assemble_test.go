@@ -16,7 +16,7 @@ import (
 // ptxas.Assembler.Check), and reads ptxas' report of every kernel: no
 // spills or stack without a register cap, the cap respected with one, no
 // shared memory. It assembles a deterministic sample (sweep.Take): one in
-// 12 for sm_90 and one in 48 for sm_80 (a third and a twelfth with
+// 16 for sm_90 and one in 64 for sm_80 (a quarter and a sixteenth with
 // GRADTUNE_SWEEP=ci, all of them for both with full).
 func TestAssemble(t *testing.T) {
 	start := time.Now()
@@ -29,7 +29,7 @@ func TestAssemble(t *testing.T) {
 	var mods []ptxas.Module
 	for _, arch := range []string{"sm_90", "sm_80"} {
 		for i, v := range all {
-			if sweep.Take(i+3, map[string]int{"sm_90": 12, "sm_80": 48}[arch]) {
+			if sweep.Take(i+3, map[string]int{"sm_90": 16, "sm_80": 64}[arch]) {
 				jobs = append(jobs, job{arch, i})
 				mods = append(mods, ptxas.Module{PTX: v.prog.PTX, Arch: arch})
 			}

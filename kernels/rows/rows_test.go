@@ -328,8 +328,8 @@ const smallSpillBytes = 64
 
 // TestRowVariantsAssemble assembles the distinct kernels of the row
 // variants at the model shapes and the odd shapes with ptxas (batched and
-// cached: ptxas.Assembler.Check): one in 12 for sm_90 and one in 48 for
-// sm_80 (sweep.Take; a quarter and a twelfth with GRADTUNE_SWEEP=ci, all
+// cached: ptxas.Assembler.Check): one in 16 for sm_90 and one in 64 for
+// sm_80 (sweep.Take; a quarter and a sixteenth with GRADTUNE_SWEEP=ci, all
 // of them for both with full); and checks ptxas' report: no spills
 // without a register cap, the cap respected with one, and static shared
 // memory only in the finalize kernels and the ticket's flag.
@@ -363,7 +363,7 @@ func TestRowVariantsAssemble(t *testing.T) {
 	for _, arch := range []string{"sm_90", "sm_80"} {
 		for i, k := range uniq {
 			switch {
-			case !sweep.Take(i, map[string]int{"sm_90": 12, "sm_80": 48}[arch]):
+			case !sweep.Take(i, map[string]int{"sm_90": 16, "sm_80": 64}[arch]):
 				continue
 			case arch == "sm_80" && strings.Contains(k.header, ".target sm_90"):
 				continue // griddepcontrol (pdl=1) needs sm_90
