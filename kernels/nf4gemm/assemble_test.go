@@ -41,4 +41,4 @@ func assembleFamily(t *testing.T, f kernels.Family, every int) {
 }
 
 func TestAssembleDequant(t *testing.T) { assembleFamily(t, Families()[0], 7) }
-func TestAssembleGEMM(t *testing.T)    { assembleFamily(t, Families()[1], 40) }
+func TestAssembleGEMM(t *testing.T)    { assembleFamily(t, Families()[1], 80) }

@@ -427,7 +427,8 @@ func TestRowVariantsAssemble(t *testing.T) {
 }
 
 // rowSimShapes are the shapes run on the interpreter, with how many
-// variants of each (0: all of them).
+// variants of each (0: a sweep.Pick quarter, every axis value; all of them
+// with GRADTUNE_SWEEP=ci or full).
 func rowSimShapes(name string) []struct {
 	spec   string
 	sample int
@@ -475,11 +476,14 @@ func TestRowVariantsOnInterpreter(t *testing.T) {
 					}
 					ref := f.Reference(s, f.Inputs(s, 1))
 					pts := f.Space(s).Enumerate()
-					n := c.sample
-					if testing.Short() {
-						n = min(max(n, 1), 6)
+					switch n := c.sample; {
+					case testing.Short():
+						pts = runner.Pick(pts, min(max(n, 1), 6))
+					case n == 0:
+						pts = sweep.Pick(pts, 4)
+					default:
+						pts = runner.Pick(pts, n)
 					}
-					pts = runner.Pick(pts, n)
 					for _, p := range pts {
 						runs++
 						if msg := rowtest.RunOnSim(ss, f, s, p, ref); msg != "" {
