@@ -242,7 +242,14 @@ func replayShape(kernel, shapeKey string, recorded map[string]bool) (*ReplayShap
 			}
 			return today.Check(p)
 		}}}}
-	m := memoFamily{Family: f, progs: &sync.Map{}, space: space, points: space.Enumerate()}
+	// space's points, in its order, without walking the product of its axes.
+	var points []variants.Params
+	for _, p := range today.Enumerate() {
+		if recorded[p.String()] {
+			points = append(points, p)
+		}
+	}
+	m := memoFamily{Family: f, progs: &sync.Map{}, space: space, points: points}
 	return &ReplayShape{Family: m, Shape: s, Truth: map[string]float64{}, Full: map[string]bool{}}, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/gradtune/gradtune/store"
+	"github.com/gradtune/gradtune/variants"
 )
 
 // TestLoadReplayRecordedSpace: a database of a run that fixed some axes
@@ -40,9 +41,11 @@ func TestLoadReplayRecordedSpace(t *testing.T) {
 				continue
 			}
 			found++
-			if s.Points != want || len(s.Truth) != want || len(s.Family.Space(s.Shape).Enumerate()) != want {
+			m := s.Family.(memoFamily)
+			if s.Points != want || len(s.Truth) != want || len(m.points) != want {
 				t.Errorf("%s %s: %d points, %d truths, want %d of each", c.path, s.Shape.Key(), s.Points, len(s.Truth), want)
 			}
+			checkReplayedSpace(t, m, s.Shape)
 			lowest := 0.0
 			for _, m := range s.Truth {
 				if lowest == 0 || m < lowest {
@@ -55,6 +58,22 @@ func TestLoadReplayRecordedSpace(t *testing.T) {
 		}
 		if found != len(c.points) {
 			t.Errorf("%s: %d of the shapes %v", c.path, found, c.points)
+		}
+	}
+}
+
+// checkReplayedSpace: the replayed space accepts exactly its points among
+// today's (the family's) points.
+func checkReplayedSpace(t *testing.T, m memoFamily, s variants.Shape) {
+	t.Helper()
+	points := map[string]bool{}
+	for _, p := range m.points {
+		points[p.String()] = true
+	}
+	replayed := m.Space(s)
+	for _, p := range m.Family.Space(s).Enumerate() {
+		if err := replayed.Check(p); (err == nil) != points[p.String()] {
+			t.Errorf("%s %s: replayed space's Check = %v, a replayed point: %v", s.Key(), p, err, points[p.String()])
 		}
 	}
 }

@@ -39,6 +39,9 @@ type Space struct {
 	// rules, when set (a Typed space's view), checks every constraint at
 	// once, decoding the params once: what Constraints check one by one.
 	rules func(Params) (rule string, err error)
+	// walk, when set (a Typed space's view), yields the allowed points in
+	// enumeration order on typed params: what allowedPoints yields.
+	walk func(yield func(Params) bool)
 }
 
 // Axis returns the axis called name.
@@ -138,7 +141,7 @@ func (s Space) Complete(p Params) Params {
 // for a space with no allowed point.
 func (s Space) First() (Params, bool) {
 	var first Params
-	s.walk(func(p Params) bool {
+	s.points(func(p Params) bool {
 		first = p
 		return false
 	})
@@ -149,7 +152,7 @@ func (s Space) First() (Params, bool) {
 // fastest).
 func (s Space) Enumerate() []Params {
 	var out []Params
-	s.walk(func(p Params) bool {
+	s.points(func(p Params) bool {
 		out = append(out, p)
 		return true
 	})
@@ -168,9 +171,13 @@ func (s Space) Product() []Params {
 	return out
 }
 
-// walk calls yield with every allowed point in enumeration order until it
-// returns false.
-func (s Space) walk(yield func(Params) bool) {
+// points calls yield with every allowed point in enumeration order until
+// it returns false.
+func (s Space) points(yield func(Params) bool) {
+	if s.walk != nil {
+		s.walk(yield)
+		return
+	}
 	s.each(func(p Params) bool { return !s.allowed(p) || yield(p) })
 }
 

@@ -85,6 +85,7 @@ func (t Typed[P]) Space() Space {
 			return r.Check(v)
 		}})
 	}
+	s.walk = func(yield func(Params) bool) { t.walk(c, s.Axes, yield) }
 	s.rules = func(p Params) (string, error) {
 		v, err := Decode[P](p)
 		if err != nil {
@@ -146,24 +147,89 @@ func Decode[P any](p Params) (P, error) {
 		if !ok {
 			return v, fmt.Errorf("param %q missing", f.axis)
 		}
-		fv := rv.Field(f.index)
-		switch fv.Kind() {
-		case reflect.Bool:
-			if s != "0" && s != "1" {
-				return v, fmt.Errorf("param %s=%q is not 0 or 1", f.axis, s)
-			}
-			fv.SetBool(s == "1")
-		case reflect.Int:
-			n, err := strconv.Atoi(s)
-			if err != nil {
-				return v, fmt.Errorf("param %s=%q is not an integer", f.axis, s)
-			}
-			fv.SetInt(int64(n))
-		default:
-			fv.SetString(s)
+		if err := f.set(rv.Field(f.index), s); err != nil {
+			return v, err
 		}
 	}
 	return v, nil
+}
+
+// set stores the value s of axis f in fv, its field of a params struct.
+func (f paramField) set(fv reflect.Value, s string) error {
+	switch fv.Kind() {
+	case reflect.Bool:
+		if s != "0" && s != "1" {
+			return fmt.Errorf("param %s=%q is not 0 or 1", f.axis, s)
+		}
+		fv.SetBool(s == "1")
+	case reflect.Int:
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			return fmt.Errorf("param %s=%q is not an integer", f.axis, s)
+		}
+		fv.SetInt(int64(n))
+	default:
+		fv.SetString(s)
+	}
+	return nil
+}
+
+// walk calls yield with every point of axes (the axes of c's fields, in
+// order) that t's rules allow, in enumeration order, until yield returns
+// false: the points Space.Enumerate lists. It decodes each axis value
+// once and keeps one P whose fields follow the odometer, so a rejected
+// point costs the rules' calls and no Params; a value that does not
+// decode (no point with it is allowed) is left out of the walk.
+func (t Typed[P]) walk(c *paramCodec, axes []Axis, yield func(Params) bool) {
+	var v P
+	rv := reflect.ValueOf(&v).Elem()
+	decoded := make([][]reflect.Value, len(axes))
+	texts := make([][]string, len(axes))
+	for i, f := range c.fields {
+		for _, s := range axes[i].Values {
+			fv := reflect.New(rv.Field(f.index).Type()).Elem()
+			if f.set(fv, s) == nil {
+				decoded[i], texts[i] = append(decoded[i], fv), append(texts[i], s)
+			}
+		}
+		if len(decoded[i]) == 0 {
+			return
+		}
+		rv.Field(f.index).Set(decoded[i][0])
+	}
+	idx := make([]int, len(axes))
+	for {
+		if t.allows(v) {
+			p := make(Params, len(axes))
+			for i, a := range axes {
+				p[a.Name] = texts[i][idx[i]]
+			}
+			if !yield(p) {
+				return
+			}
+		}
+		i := len(idx) - 1
+		for ; i >= 0; i-- {
+			idx[i] = (idx[i] + 1) % len(decoded[i])
+			rv.Field(c.fields[i].index).Set(decoded[i][idx[i]])
+			if idx[i] > 0 {
+				break
+			}
+		}
+		if i < 0 {
+			return
+		}
+	}
+}
+
+// allows reports whether v satisfies every rule.
+func (t Typed[P]) allows(v P) bool {
+	for _, r := range t.Rules {
+		if r.Check(v) != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // AxisNames lists the axes P declares, in order.

@@ -257,3 +257,34 @@ func TestProductAndFirst(t *testing.T) {
 		t.Error("First of a space with no allowed point reports one")
 	}
 }
+
+// TestTypedEnumerateMatchesConstraints: the typed walk lists exactly the
+// points of the product that every constraint allows, in product order,
+// also when an axis has a value its field cannot hold (no point with it
+// is allowed).
+func TestTypedEnumerateMatchesConstraints(t *testing.T) {
+	ts := testSpace()
+	ts.Values = map[string][]string{"vec": {"1", "x", "4"}, "block": {"64", "128", "256"}}
+	s := ts.Space()
+	var want []string
+	for _, p := range s.Product() {
+		ok := true
+		for _, c := range s.Constraints {
+			ok = ok && c.OK(p) == nil
+		}
+		if ok {
+			want = append(want, p.String())
+		}
+	}
+	var got []string
+	for _, p := range s.Enumerate() {
+		got = append(got, p.String())
+	}
+	// 3·3·2·2 = 36 points: vec=x (12), block=128,vec=4 and block=256,vec=4 (8) break a rule.
+	if strings.Join(got, " ") != strings.Join(want, " ") || len(got) != 16 {
+		t.Errorf("Enumerate:\n%v\nwant the %d allowed points of the product:\n%v", got, len(want), want)
+	}
+	if first, ok := s.First(); !ok || first.String() != want[0] {
+		t.Errorf("First = %v, %v; want %s", first, ok, want[0])
+	}
+}

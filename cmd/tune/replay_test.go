@@ -23,14 +23,18 @@ var replayDBs = strings.Join([]string{
 }, ",")
 
 // TestReplayTable regenerates the model column of docs/replay.md for the
-// pool and NF4 databases (seconds; GRADTUNE_SWEEP=full regenerates every
-// strategy on every database, a few minutes) and compares it cell by cell
+// pool and NF4 databases (seconds; GRADTUNE_SWEEP=ci every strategy on
+// them, full every strategy on every database, five minutes of two
+// cores) and compares it cell by cell
 // with the committed table: a change to a strategy, the replay or the
 // runner that moves a number must come with the regenerated table (its
 // command line is the table's first line).
 func TestReplayTable(t *testing.T) {
 	strategies, dbs := "model", "h200-pool.db,nf4/h200-nf4.db"
-	if sweep.Full() {
+	switch sweep.Current() {
+	case sweep.CI:
+		strategies = "all"
+	case sweep.All:
 		strategies, dbs = "all", replayDBs
 	}
 	var paths []string

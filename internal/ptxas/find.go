@@ -100,6 +100,12 @@ func RequireOrSkip(t testing.TB) string {
 	return ""
 }
 
+// ForTests is for tests: the ptxas of RequireOrSkip as an Assembler with the DefaultCache.
+func ForTests(t testing.TB) Assembler {
+	t.Helper()
+	return Assembler{Path: RequireOrSkip(t), Cache: DefaultCache()}
+}
+
 // repoRoot returns the first folder at or above the working directory that holds a go.mod.
 func repoRoot() (string, error) {
 	dir, err := os.Getwd()

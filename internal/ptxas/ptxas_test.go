@@ -71,17 +71,7 @@ func TestAssembleSpills(t *testing.T) {
 
 func TestAssembleInvalid(t *testing.T) {
 	path := RequireOrSkip(t)
-	const ptx = `.version 7.8
-.target sm_80
-.address_size 64
-.visible .entry broken()
-{
-	.reg .b32 %r<2>;
-	add.s32 %r1, %r1, %nosuchreg;
-	ret;
-}
-`
-	_, cubin, err := Assemble(context.Background(), path, ptx, "sm_80")
+	_, cubin, err := Assemble(context.Background(), path, invalidPTX, "sm_80")
 	if err == nil {
 		t.Fatal("Assemble of invalid PTX succeeded")
 	}

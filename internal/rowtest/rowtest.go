@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/gradtune/gradtune/dtype"
@@ -69,10 +70,19 @@ func (v Variant) String() string {
 	return fmt.Sprintf("%s %s %s", v.Family, v.Shape.Key(), v.Params)
 }
 
+// emitted holds EmitAll's variants by the families' names, so that a test
+// binary emits them once.
+var emitted sync.Map
+
 // EmitAll emits every variant of the named families at their model shape
-// and the odd shapes, in every dtype.
+// and the odd shapes, in every dtype, once per test binary: callers share
+// the slice and must not change it.
 func EmitAll(t testing.TB, names ...string) []Variant {
 	t.Helper()
+	key := strings.Join(names, ",")
+	if vs, ok := emitted.Load(key); ok {
+		return vs.([]Variant)
+	}
 	var out []Variant
 	for _, name := range names {
 		f := Family(t, name)
@@ -89,6 +99,9 @@ func EmitAll(t testing.TB, names ...string) []Variant {
 				}
 			}
 		}
+	}
+	if !t.Failed() {
+		emitted.Store(key, out)
 	}
 	return out
 }

@@ -1,44 +1,109 @@
 // Package simtest holds what the kernel families' interpreter tests
 // share: one variant emitted, loaded, validated against the family's
 // reference and unloaded on a runner.Session (Validate), and a shape's
-// variants validated that way on the interpreter (Run).
+// variants validated that way on the interpreter (Run, RunPoints), or a
+// sample of several shapes' variants (Sample).
 package simtest
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/gradtune/gradtune/dtype"
+	"github.com/gradtune/gradtune/internal/sweep"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/runner"
 	"github.com/gradtune/gradtune/runner/sim"
 	"github.com/gradtune/gradtune/variants"
 )
 
+// Case is a shape of an interpreter test: a spec and a dtype.
+type Case struct {
+	Spec  string
+	DType dtype.DType
+}
+
+// spaces holds the points of each family's space at each shape, keyed by
+// "family shape": a test binary enumerates a space once (a gemm_bwd space
+// walks 3.1 M combinations), since a family's space at a shape is fixed.
+var spaces sync.Map
+
+// Points returns f's shape for c and its space's points, in enumeration
+// order.
+func Points(t testing.TB, f kernels.Family, c Case) (variants.Shape, []variants.Params) {
+	t.Helper()
+	s := Shape(t, f, c.Spec, c.DType)
+	key := f.Name() + " " + s.Key()
+	if pts, ok := spaces.Load(key); ok {
+		return s, pts.([]variants.Params)
+	}
+	pts := f.Space(s).Enumerate()
+	spaces.Store(key, pts)
+	return s, pts
+}
+
 // Run validates the variants of f at shape spec in dtype dt that keep
-// accepts on the CPU interpreter through runner.Session, as tune does
-// (outputs poisoned with NaN, every element within tolerance, no access
-// out of bounds or misaligned, no shared-memory race), reporting each
-// failure on t, and returns how many ran.
+// accepts (RunPoints), and returns how many ran.
 func Run(t testing.TB, f kernels.Family, spec string, dt dtype.DType, keep func(variants.Params) bool) int {
 	t.Helper()
-	s := Shape(t, f, spec, dt)
+	s, all := Points(t, f, Case{spec, dt})
+	var pts []variants.Params
+	for _, p := range all {
+		if keep(p) {
+			pts = append(pts, p)
+		}
+	}
+	return RunPoints(t, f, s, pts)
+}
+
+// Sample validates a sweep of one in n (sweep.PickGroups) of the variants
+// that keep accepts at cases, and fails a case at which none ran (the
+// sample takes one of every case that has some: a case that has none
+// fails). It logs how many ran at each case.
+func Sample(t testing.TB, f kernels.Family, cases []Case, n int, keep func(variants.Params) bool) {
+	t.Helper()
+	shapes := make([]variants.Shape, len(cases))
+	groups := make([][]variants.Params, len(cases))
+	for i, c := range cases {
+		var all []variants.Params
+		shapes[i], all = Points(t, f, c)
+		for _, p := range all {
+			if keep(p) {
+				groups[i] = append(groups[i], p)
+			}
+		}
+	}
+	for i, pts := range sweep.PickGroups(groups, n) {
+		ran := RunPoints(t, f, shapes[i], pts)
+		if ran == 0 {
+			t.Errorf("%s: no variant ran (%d of its space's are the test's)", shapes[i].Key(), len(groups[i]))
+		}
+		t.Logf("%s: %d of %d variants (%s)", shapes[i].Key(), ran, len(groups[i]), sweep.Describe(n))
+	}
+}
+
+// RunPoints validates the variants pts of f at shape s on the CPU
+// interpreter through runner.Session, as tune does (outputs poisoned with
+// NaN, every element within tolerance, no access out of bounds or
+// misaligned, no shared-memory race), reporting each failure on t, and
+// returns how many ran.
+func RunPoints(t testing.TB, f kernels.Family, s variants.Shape, pts []variants.Params) int {
+	t.Helper()
+	if len(pts) == 0 {
+		return 0
+	}
 	ss := runner.NewSession(sim.New(sim.Options{Workers: 2}))
 	defer ss.Release()
 	if err := ss.Prepare(f, s, 1); err != nil {
 		t.Fatal(err)
 	}
-	runs := 0
-	for _, p := range f.Space(s).Enumerate() {
-		if !keep(p) {
-			continue
-		}
-		runs++
+	for _, p := range pts {
 		if err := Validate(ss, f, s, p); err != nil {
 			t.Errorf("%s %s: %v", s.Key(), p, err)
 		}
 	}
-	return runs
+	return len(pts)
 }
 
 // Shape is f's shape of spec (m=..,n=..) in dtype dt.

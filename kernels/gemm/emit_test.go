@@ -24,12 +24,12 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 // with split-K.
 func TestEmitPreset(t *testing.T) {
 	f := Families()[0]
-	pr, _ := variants.LookupPreset("qwen1.5b", 0)
 	n := 0
-	for _, vs := range f.Shapes(pr, []dtype.DType{dtype.BF16, dtype.F16}) {
+	for _, sp := range preset(t) {
+		vs := sp.shape
 		s, _ := variants.DecodeShape[Shape](vs.Dims, vs.DType)
 		g := problemOf(s)
-		for _, ps := range f.Space(vs).Enumerate() {
+		for _, ps := range sp.points {
 			prog, err := f.Emit(vs, ps)
 			if err != nil {
 				t.Fatalf("%s %s: %v", vs.Key(), ps, err)

@@ -3,6 +3,7 @@ package gemm
 import (
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/gradtune/gradtune/dtype"
@@ -35,30 +36,68 @@ func TestPresetShapes(t *testing.T) {
 	}
 }
 
-// TestSpaceSizes keeps the preset's space within what tune times in
-// three minutes on the H200 (about 800 modules, compiled by the helpers
-// while the worker measures): per
-// shape and in all, with both paths; and checks the sync path alone.
+// spacePoints is a shape and its space's points.
+type spacePoints struct {
+	shape  variants.Shape
+	points []variants.Params
+}
+
+// presetPoints are the preset's shapes in bf16 and f16 and their spaces'
+// points, enumerated once for the package's tests (each space walks 3.1 M
+// combinations).
+var presetPoints = sync.OnceValues(func() ([]spacePoints, error) {
+	pr, err := variants.LookupPreset("qwen1.5b", 0)
+	if err != nil {
+		return nil, err
+	}
+	f := Families()[0]
+	var out []spacePoints
+	for _, vs := range f.Shapes(pr, []dtype.DType{dtype.BF16, dtype.F16}) {
+		out = append(out, spacePoints{vs, f.Space(vs).Enumerate()})
+	}
+	return out, nil
+})
+
+func preset(t *testing.T) []spacePoints {
+	t.Helper()
+	sps, err := presetPoints()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sps
+}
+
+// TestSpaceSizes keeps the preset's space (bf16) within what tune times
+// in three minutes on the H200 (about 800 modules, compiled by the helpers
+// while the worker measures): per shape and in all, with both paths; and
+// checks the sync path alone (the mma=sync points: the rules of a point do
+// not depend on the other paths).
 func TestSpaceSizes(t *testing.T) {
-	defer func(old []string) { paths = old }(paths)
 	for _, c := range []struct {
-		paths         []string
+		path          MMA // "": both
 		lo, hi, total int
 	}{
-		{[]string{string(WGMMA), string(Sync)}, 15, 200, 850},
-		{[]string{string(Sync)}, 5, 40, 150},
+		{"", 15, 200, 850},
+		{Sync, 5, 40, 150},
 	} {
-		paths = c.paths
 		total := 0
-		for _, s := range presetShapes(t) {
-			n := len(def{}.Space(s).Space().Enumerate())
+		for _, sp := range preset(t) {
+			if sp.shape.DType != dtype.BF16 {
+				continue
+			}
+			n := 0
+			for _, p := range sp.points {
+				if c.path == "" || p["mma"] == string(c.path) {
+					n++
+				}
+			}
 			if n < c.lo || n > c.hi {
-				t.Errorf("paths %v: %s has %d variants, want %d..%d", c.paths, variants.ShapeOf(s).Key(), n, c.lo, c.hi)
+				t.Errorf("path %q: %s has %d variants, want %d..%d", c.path, sp.shape.Key(), n, c.lo, c.hi)
 			}
 			total += n
 		}
 		if total > c.total {
-			t.Errorf("paths %v: %d variants in all, more than %d", c.paths, total, c.total)
+			t.Errorf("path %q: %d variants in all, more than %d", c.path, total, c.total)
 		}
 	}
 }

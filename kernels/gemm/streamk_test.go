@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gradtune/gradtune/dtype"
+	"github.com/gradtune/gradtune/internal/sweep"
 	"github.com/gradtune/gradtune/kernels/gemm"
 	"github.com/gradtune/gradtune/variants"
 )
@@ -24,7 +25,9 @@ func skParams(bm, bn, stages int, ep gemm.Epilogue) gemm.Params {
 // tails in every dimension, both grads, bf16, f16 and an f32 dW, one and
 // two consumers, one and two m64 blocks per consumer, both epilogues and
 // a long reduction (random inputs). Each program runs twice: the
-// runner's validation also checks that the flags are left zero.
+// runner's validation also checks that the flags are left zero. By
+// default each case runs on its first grid, with GRADTUNE_SWEEP=ci or
+// full on all of them.
 func TestStreamKOnInterpreter(t *testing.T) {
 	for _, c := range []struct {
 		s     gemm.Shape
@@ -49,7 +52,11 @@ func TestStreamKOnInterpreter(t *testing.T) {
 		// l = 1100 > exactMaxL: random inputs; 1×2 tiles of 18 k-tiles
 		{gemm.Shape{M: 1100, N: 72, K: 136, Grad: gemm.DW, DType: dtype.BF16}, skParams(128, 128, 4, gemm.TMAStore), []int{7}},
 	} {
-		for _, grid := range c.grids {
+		grids := c.grids
+		if sweep.Current() < sweep.CI {
+			grids = grids[:1] // the first grid of each case by default
+		}
+		for _, grid := range grids {
 			name := fmt.Sprintf("%s/%s/grid=%d", variants.ShapeOf(c.s).Key(), variants.Encode(c.p), grid)
 			if err := streamKRun(c.s, c.p, grid); err != nil {
 				t.Errorf("%s: %v", name, err)
@@ -90,19 +97,8 @@ func consumersFor(bm int) int {
 // TestStreamKSpaceOnInterpreter runs the stream-K points of the space
 // where wgmmaShapes have them (153 tiles of 128×128 over two k-tiles, on
 // the launch's own grid of 132 CTAs: fewer CTAs than tiles, most tiles
-// split over two CTAs), both grads, both epilogues.
+// split over two CTAs), both grads, both epilogues: a sample (one in 8;
+// one in 2 with GRADTUNE_SWEEP=ci, all with full).
 func TestStreamKSpaceOnInterpreter(t *testing.T) {
-	for _, c := range []struct {
-		spec string
-		dt   dtype.DType
-	}{
-		{"m=1100,n=72,k=2056,grad=dx", dtype.BF16},
-		{"m=72,n=1096,k=2056,grad=dw", dtype.F16},
-	} {
-		n := simRun(t, c.spec, c.dt, func(p gemm.Params) bool { return p.Order == gemm.StreamK })
-		if n == 0 {
-			t.Errorf("%s: no stream-K variant", c.spec)
-		}
-		t.Logf("%s %v: %d variants", c.spec, c.dt, n)
-	}
+	simSample(t, wgmmaShapes[len(wgmmaShapes)-2:], 8, func(p gemm.Params) bool { return p.Order == gemm.StreamK })
 }

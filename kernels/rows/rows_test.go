@@ -1,13 +1,11 @@
 package rows_test
 
 import (
-	"context"
 	"fmt"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -104,9 +102,10 @@ func TestRowShapes(t *testing.T) {
 
 // TestRowSpaces checks the spaces over a sweep of shapes: never empty,
 // every point emits, Emit rejects what Check rejects, and each launch is
-// well formed. Every point of three shapes is emitted in every dtype; of
-// the other (shape, dtype) pairs a sixth is swept (all with
-// GRADTUNE_SWEEP=full).
+// well formed. At three shapes a third of the points (sweep.Pick: every
+// axis value, then spread; all with GRADTUNE_SWEEP=ci or full) is emitted
+// in every dtype; of the other (shape, dtype) pairs one in 12 is swept
+// (sweep.Take; a third with ci, all with full), 12 points each.
 func TestRowSpaces(t *testing.T) {
 	var shapes []string
 	for _, n := range []int{1, 2, 3, 5, 7, 8, 16, 31, 33, 37, 64, 100, 127, 128, 129, 255, 1000, 1536, 4096, 4097, 8960, 16384, 32768} {
@@ -119,7 +118,7 @@ func TestRowSpaces(t *testing.T) {
 		for d, dt := range f.DTypes() {
 			for i, sp := range shapes {
 				every := sp == "m=7,n=37" || sp == "m=300,n=1000" || sp == "m=7,n=1536"
-				if !every && !sweep.Take(i+d, 6) {
+				if !every && !sweep.Take(i+d, 12) {
 					continue
 				}
 				s, err := f.Shape(rowtest.Spec(t, sp), dt)
@@ -133,10 +132,11 @@ func TestRowSpaces(t *testing.T) {
 					t.Errorf("%s %s: empty space", name, s.Key())
 					continue
 				}
-				// Emit every point at a few shapes, a sample elsewhere.
+				// Emit a third (every axis value; all with
+				// GRADTUNE_SWEEP=ci) at a few shapes, 12 elsewhere.
 				pts := runner.Pick(all, 12)
 				if every {
-					pts = all
+					pts = sweep.Pick(all, 3)
 				}
 				for _, p := range pts {
 					prog, err := f.Emit(s, p)
@@ -299,8 +299,7 @@ func checkRowProgram(t *testing.T, f kernels.Family, s variants.Shape, p variant
 	}
 }
 
-// rowKernelText is one distinct kernel of the row variants, renamed for
-// assembly with others.
+// rowKernelText is one distinct kernel of the row variants.
 type rowKernelText struct {
 	v       rowtest.Variant
 	entry   string
@@ -330,6 +329,17 @@ func splitKernels(v rowtest.Variant) []*rowKernelText {
 	return out
 }
 
+// module is the kernel alone in a module, for ptxas.
+func (k *rowKernelText) module() string {
+	var b strings.Builder
+	b.WriteString(k.header + ".address_size 64\n\n")
+	if k.externs != "" {
+		b.WriteString(k.externs + "\n")
+	}
+	b.WriteString("\n" + k.body)
+	return b.String()
+}
+
 // smallSpillBytes is the spill allowed to a row kernel without a register
 // cap: ptxas' register choice under .reqntid spills a few words for some
 // heavier variants, which the runner's prescreen lets be measured
@@ -337,13 +347,13 @@ func splitKernels(v rowtest.Variant) []*rowKernelText {
 const smallSpillBytes = 64
 
 // TestRowVariantsAssemble assembles the distinct kernels of the row
-// variants at the model shapes and the odd shapes with ptxas: a quarter
-// of them for sm_90 and a sixteenth for sm_80, or all of them for both
-// with GRADTUNE_SWEEP=full (internal/sweep); and checks ptxas' report: no spills
+// variants at the model shapes and the odd shapes with ptxas (batched and
+// cached: ptxas.Assembler.Check): one in 16 for sm_90 and one in 64 for
+// sm_80 (sweep.Take; a quarter and a sixteenth with GRADTUNE_SWEEP=ci, all
+// of them for both with full); and checks ptxas' report: no spills
 // without a register cap, the cap respected with one, and static shared
 // memory only in the finalize kernels and the ticket's flag.
 func TestRowVariantsAssemble(t *testing.T) {
-	path := ptxas.RequireOrSkip(t)
 	start := time.Now()
 	vs := rowtest.EmitAll(t, rowtest.Families...)
 	byKey := map[string]*rowKernelText{}
@@ -366,62 +376,28 @@ func TestRowVariantsAssemble(t *testing.T) {
 	}
 	type job struct {
 		arch string
-		ks   []*rowKernelText
+		k    *rowKernelText
 	}
 	var jobs []job
+	var mods []ptxas.Module
 	for _, arch := range []string{"sm_90", "sm_80"} {
-		groups := map[string][]*rowKernelText{}
 		for i, k := range uniq {
 			switch {
-			case !sweep.Take(i, map[string]int{"sm_90": 4, "sm_80": 16}[arch]):
+			case !sweep.Take(i, map[string]int{"sm_90": 16, "sm_80": 64}[arch]):
 				continue
 			case arch == "sm_80" && strings.Contains(k.header, ".target sm_90"):
 				continue // griddepcontrol (pdl=1) needs sm_90
 			}
-			groups[k.header] = append(groups[k.header], k)
-		}
-		var headers []string
-		for h := range groups {
-			headers = append(headers, h)
-		}
-		sort.Strings(headers)
-		for _, h := range headers {
-			g := groups[h]
-			for len(g) > 0 {
-				n := min(40, len(g))
-				jobs = append(jobs, job{arch, g[:n]})
-				g = g[n:]
-			}
+			jobs = append(jobs, job{arch, k})
+			mods = append(mods, ptxas.Module{PTX: k.module(), Arch: arch})
 		}
 	}
-	module := func(ks []*rowKernelText) (string, []string) {
-		var b strings.Builder
-		b.WriteString(ks[0].header + ".address_size 64\n\n")
-		names := make([]string, len(ks))
-		for i, k := range ks {
-			names[i] = fmt.Sprintf("k%03d", i)
-			if k.externs != "" {
-				b.WriteString(strings.ReplaceAll(k.externs, k.entry, names[i]) + "\n")
-			}
-		}
-		for i, k := range ks {
-			b.WriteString("\n" + strings.ReplaceAll(k.body, k.entry, names[i]))
-		}
-		return b.String(), names
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-	defer cancel()
 	var (
-		mu       sync.Mutex
 		problems []string
 		allowed  []string
 		counts   = map[string]int{}
 	)
-	report := func(format string, args ...any) {
-		mu.Lock()
-		problems = append(problems, fmt.Sprintf(format, args...))
-		mu.Unlock()
-	}
+	report := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
 	check := func(arch string, k *rowKernelText, r ptxas.Report) {
 		maxnreg := 0
 		if k.entry == k.v.Family+"_"+k.v.Shape.DType.String() {
@@ -434,9 +410,7 @@ func TestRowVariantsAssemble(t *testing.T) {
 		spill := r.Spills()
 		switch {
 		case maxnreg == 0 && spill && r.SpillStores <= smallSpillBytes && r.StackBytes <= smallSpillBytes+8:
-			mu.Lock()
 			allowed = append(allowed, fmt.Sprintf("%s %s (%v): %d/%d bytes spilled, %d stack, %d registers", arch, k.entry, k.v, r.SpillStores, r.SpillLoads, r.StackBytes, r.Registers))
-			mu.Unlock()
 		case maxnreg == 0 && spill:
 			report("%s %s (%v): spills without a register cap: %d/%d bytes, %d stack, %d registers", arch, k.entry, k.v, r.SpillStores, r.SpillLoads, r.StackBytes, r.Registers)
 		case maxnreg > 0 && r.Registers > maxnreg:
@@ -445,34 +419,20 @@ func TestRowVariantsAssemble(t *testing.T) {
 			report("%s %s (%v): %d registers, %d bytes static shared memory", arch, k.entry, k.v, r.Registers, r.SharedBytes)
 		}
 	}
-	ptxtest.Parallel(jobs, func(j job) {
-		text, names := module(j.ks)
-		reports, _, err := ptxas.Assemble(ctx, path, text, j.arch)
-		if err != nil {
-			for _, k := range j.ks {
-				one, _ := module([]*rowKernelText{k})
-				if _, _, err := ptxas.Assemble(ctx, path, one, j.arch); err != nil {
-					report("%s %s (%v, %d variants): %v", j.arch, k.entry, k.v, k.count, err)
-				}
-			}
-			return
+	for i, res := range ptxas.ForTests(t).Check(t.Context(), mods) {
+		j := jobs[i]
+		if res.Err != nil {
+			report("%s %s (%v, %d variants): %v", j.arch, j.k.entry, j.k.v, j.k.count, res.Err)
+			continue
 		}
-		byName := map[string]ptxas.Report{}
-		for _, r := range reports {
-			byName[r.Function] = r
+		i := slices.IndexFunc(res.Reports, func(r ptxas.Report) bool { return r.Function == j.k.entry })
+		if i < 0 {
+			report("%s %s (%v): no ptxas report", j.arch, j.k.entry, j.k.v)
+			continue
 		}
-		for i, k := range j.ks {
-			r, ok := byName[names[i]]
-			if !ok {
-				report("%s %s (%v): no ptxas report", j.arch, k.entry, k.v)
-				continue
-			}
-			check(j.arch, k, r)
-		}
-		mu.Lock()
-		counts[j.arch] += len(j.ks)
-		mu.Unlock()
-	})
+		check(j.arch, j.k, res.Reports[i])
+		counts[j.arch]++
+	}
 	ptxtest.ReportSorted(t, problems, 30)
 	sort.Strings(allowed)
 	for i, a := range allowed {
@@ -487,7 +447,8 @@ func TestRowVariantsAssemble(t *testing.T) {
 }
 
 // rowSimShapes are the shapes run on the interpreter, with how many
-// variants of each (0: all of them).
+// variants of each (0: a sweep.Pick quarter, every axis value; all of them
+// with GRADTUNE_SWEEP=ci or full).
 func rowSimShapes(name string) []struct {
 	spec   string
 	sample int
@@ -529,11 +490,14 @@ func TestRowVariantsOnInterpreter(t *testing.T) {
 				}
 				ref := f.Reference(s, f.Inputs(s, 1))
 				pts := f.Space(s).Enumerate()
-				n := c.sample
-				if testing.Short() {
-					n = min(max(n, 1), 6)
+				switch n := c.sample; {
+				case testing.Short():
+					pts = runner.Pick(pts, min(max(n, 1), 6))
+				case n == 0:
+					pts = sweep.Pick(pts, 4)
+				default:
+					pts = runner.Pick(pts, n)
 				}
-				pts = runner.Pick(pts, n)
 				for _, p := range pts {
 					runs++
 					if msg := rowtest.RunOnSim(ss, f, s, p, ref); msg != "" {

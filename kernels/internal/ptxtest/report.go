@@ -1,30 +1,9 @@
 package ptxtest
 
 import (
-	"runtime"
 	"sort"
-	"sync"
 	"testing"
 )
-
-// Parallel calls f on every job from GOMAXPROCS goroutines and returns
-// when all are done.
-func Parallel[J any](jobs []J, f func(J)) {
-	work := make(chan J)
-	var wg sync.WaitGroup
-	for range runtime.GOMAXPROCS(0) {
-		wg.Go(func() {
-			for j := range work {
-				f(j)
-			}
-		})
-	}
-	for _, j := range jobs {
-		work <- j
-	}
-	close(work)
-	wg.Wait()
-}
 
 // ReportSorted sorts problems and reports the first most of them as
 // errors, then how many more there are.
