@@ -164,14 +164,7 @@ func (v Variant) Runtime() map[string]configs.Range {
 // value at least), found by doubling then bisecting.
 func maxDim(f kernels.Family, s variants.Shape, name string) int {
 	ok := func(v int) bool {
-		sp := variants.Spec{DType: s.DType}
-		for _, d := range s.Dims {
-			if d.Name == name {
-				d.Value = v
-			}
-			sp.Dims = append(sp.Dims, d)
-		}
-		_, err := f.Shape(sp, s.DType)
+		_, err := kernels.WithDim(f, s, name, v)
 		return err == nil
 	}
 	lo, hi := s.Get(name), 2*s.Get(name)

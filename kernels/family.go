@@ -80,6 +80,19 @@ func Env(s variants.Shape) contract.Env {
 	return env
 }
 
+// WithDim is shape s of family f with dim name at v, as f.Shape takes it
+// (its limits checked).
+func WithDim(f Family, s variants.Shape, name string, v int) (variants.Shape, error) {
+	sp := variants.Spec{DType: s.DType}
+	for _, d := range s.Dims {
+		if d.Name == name {
+			d.Value = v
+		}
+		sp.Dims = append(sp.Dims, d)
+	}
+	return f.Shape(sp, s.DType)
+}
+
 // PlanAt resolves program p of family f at shape s on a device of sms
 // multiprocessors: its launches, and the family's buffers then the
 // program's own.

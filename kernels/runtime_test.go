@@ -110,14 +110,7 @@ func checkRuntime(t *testing.T, ss *runner.Session, f kernels.Family, s variants
 // withDim is s with dim d at v, when the family accepts it and it stays
 // small enough for the interpreter.
 func withDim(f kernels.Family, s variants.Shape, d string, v int) (variants.Shape, bool) {
-	sp := variants.Spec{DType: s.DType}
-	for _, x := range s.Dims {
-		if x.Name == d {
-			x.Value = v
-		}
-		sp.Dims = append(sp.Dims, x)
-	}
-	o, err := f.Shape(sp, s.DType)
+	o, err := kernels.WithDim(f, s, d, v)
 	if err != nil {
 		return variants.Shape{}, false
 	}

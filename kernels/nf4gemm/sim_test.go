@@ -143,30 +143,12 @@ func rowsRun(t *testing.T, dims string, dt dtype.DType, at int, rows []int, keep
 				t.Errorf("%s %s: the PTX differs from the one emitted at m=%d", o.Key(), ps[i], at)
 			}
 			runs++
-			if err := validateAt(ss, prog); err != nil {
+			if err := simtest.ValidateProgram(ss, prog); err != nil {
 				t.Errorf("%s %s emitted at m=%d: %v", o.Key(), ps[i], at, err)
 			}
 		}
 	}
 	return runs
-}
-
-// validateAt runs prog once on ss at the session's shape and returns an
-// error unless every output is within tolerance.
-func validateAt(ss *runner.Session, prog kernels.Program) error {
-	l, err := ss.Load(prog)
-	if err != nil {
-		return err
-	}
-	defer l.Unload()
-	c, err := ss.Validate(l)
-	if err != nil {
-		return err
-	}
-	if !c.OK {
-		return fmt.Errorf("%s (max abs error %g)", c.Message, c.MaxAbs)
-	}
-	return nil
 }
 
 // withParams keeps the variants whose params include every one of want
