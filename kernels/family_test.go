@@ -1,8 +1,6 @@
 package kernels_test
 
 import (
-	"fmt"
-	"github.com/gradtune/gradtune/contract"
 	"math"
 	"slices"
 	"sort"
@@ -403,10 +401,19 @@ func TestBuffersAndCost(t *testing.T) {
 		for _, c := range cases {
 			s := shape(t, f, c.spec, c.dt)
 			bufs := f.Buffers(s)
-			want := []kernels.Buffer{{Name: "dy", DType: c.dt, Elems: contract.Int(c.elems), Role: kernels.Input},
-				{Name: "x", DType: c.dt, Elems: contract.Int(c.elems), Role: kernels.Input}, {Name: "dx", DType: c.dt, Elems: contract.Int(c.elems), Role: kernels.Output}}
-			if fmt.Sprint(bufs) != fmt.Sprint(want) {
-				t.Errorf("%s %s: Buffers = %v, want %v", name, s.Key(), bufs, want)
+			want := []struct {
+				name  string
+				role  kernels.Role
+				elems int
+			}{{"dy", kernels.Input, c.elems}, {"x", kernels.Input, c.elems}, {"dx", kernels.Output, c.elems}}
+			if len(bufs) != len(want) {
+				t.Fatalf("%s %s: Buffers = %v, want dy, x, dx", name, s.Key(), bufs)
+			}
+			for i, w := range want {
+				b := bufs[i]
+				if b.Name != w.name || b.Role != w.role || b.DType != c.dt || kernels.Elems(b, s) != w.elems {
+					t.Errorf("%s %s: buffer %d = %v (%d elements at this shape), want %s %v %v of %d", name, s.Key(), i, b, kernels.Elems(b, s), w.name, w.role, c.dt, w.elems)
+				}
 			}
 			var total int64
 			for _, b := range bufs {

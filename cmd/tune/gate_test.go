@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gradtune/gradtune/configs"
 )
 
 // replayBench runs tune bench on the activations table, answered from the
@@ -128,7 +130,7 @@ func TestGateFailedCases(t *testing.T) {
 		db := filepath.Join(dir, name)
 		code, out, errs := runResults("bench", "--configs", filepath.Join("..", "..", "configs", "h200", "activations.json"),
 			"--replay", broken, "--db", db, "--seed", seed)
-		const why = "relu_bwd f32 m=2048,n=8960: [block=128,cache=default,ept=2,grid=once,maxnreg=64,vec=2] launch_error: replay: nothing recorded"
+		why := "relu_bwd f32 m=2048,n=8960: [" + tableParams(t, "activations.json", "relu_bwd", "f32", "m=2048,n=8960") + "] launch_error: replay: nothing recorded"
 		if code != 1 || !strings.Contains(out, "failed (no valid result in run 1):\n  "+why) ||
 			!strings.Contains(errs, "1 of 18 entries have no valid result in run 1 of "+db) {
 			t.Fatalf("bench with a failing entry: exit %d\n%s\n%s", code, out, errs)
@@ -160,4 +162,23 @@ func TestGateFailedCases(t *testing.T) {
 			t.Errorf("regress %s against %s: exit %d, %q; want 2, a run compared with itself", good, db, code, errs)
 		}
 	}
+}
+
+// tableParams is the params of one entry of a committed table under
+// configs/h200.
+func tableParams(t *testing.T, table, kernel, dt, shape string) string {
+	t.Helper()
+	set, err := configs.LoadFiles(filepath.Join("..", "..", "configs", "h200", table))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tb := range set.Tables {
+		for _, e := range tb.Entries {
+			if e.Kernel == kernel && e.DType == dt && e.Shape == shape {
+				return e.Params
+			}
+		}
+	}
+	t.Fatalf("%s has no entry %s %s %s", table, kernel, dt, shape)
+	return ""
 }
