@@ -87,6 +87,7 @@ const (
 	opCpWait
 	opRedux
 	opTestp
+	opYield // nanosleep: the warp lets the others run before it goes on
 	numOpcodes
 )
 
@@ -804,7 +805,8 @@ func init() {
 	// griddepcontrol (PDL): launches run one after another here, so the
 	// previous grid is always complete when a kernel starts: wait has
 	// nothing to wait for and launch_dependents nothing to allow.
-	reg(decOp(opNop), "membar", "nanosleep", "prefetch", "prefetchu", "griddepcontrol")
+	reg(decOp(opNop), "membar", "prefetch", "prefetchu", "griddepcontrol")
+	reg(decOp(opYield), "nanosleep")
 	reg((*decoder).decBar, "bar.sync", "bar.arrive", "bar.red", "bar.cta.sync", "bar.cta.arrive", "bar.cta.red",
 		"barrier.sync", "barrier.arrive", "barrier.red", "barrier.cta.sync", "barrier.cta.arrive", "barrier.cta.red",
 		"bar.warp.sync")
@@ -1797,6 +1799,11 @@ func (d *decoder) decVote(in *inst, q []string) error {
 	return err
 }
 
+// atomRelease (inst.mode2 of atom and red) marks a release: the warp
+// yields after it, so that warps waiting on the flag it raises run before
+// it writes anything more.
+const atomRelease uint8 = 1
+
 func (d *decoder) decAtom(in *inst, base string, q []string) error {
 	if base == "atom" {
 		in.op = opAtom
@@ -1837,6 +1844,9 @@ func (d *decoder) decAtom(in *inst, base string, q []string) error {
 			if a, ok := atomNames[x]; ok {
 				in.mode, opFound = a, true
 				continue
+			}
+			if x == "release" || x == "acq_rel" {
+				in.mode2 = atomRelease
 			}
 			if strings.HasPrefix(x, "shared::") {
 				in.space = spShared

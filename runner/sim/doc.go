@@ -78,7 +78,12 @@
 //
 // Scheduling. The CTAs of a cluster run together on one worker; a warp
 // runs until it exits, waits at bar.sync, blocks in mbarrier.try_wait or
-// barrier.cluster.wait, or yields after a false test_wait. A barrier
+// barrier.cluster.wait, or yields: after a false test_wait, at nanosleep
+// (the pause of a spin loop on a flag in global memory) and after an
+// atom or red with release semantics (so that a warp waiting on the flag
+// it raises runs before it writes anything more: a flag raised before its
+// data shows). Yielded warps run again once no other warp can run and
+// every in-flight TMA load has completed. A barrier
 // phase completes on the arrival that completes its count (or on the
 // exit of the last warp a whole-CTA barrier waited for). When no warp
 // can run, every in-flight
@@ -101,7 +106,8 @@
 //     ErrUninitialized. For the race check, an arrival releases what its
 //     warp did before it and a wait that returns true acquires what the
 //     arrivals of the completed phase it waited for released (see Races).
-//   - TMA. A load's box lands when the load completes, zeros outside the
+//   - TMA. A load reads global memory when it is issued (the earliest a
+//     GPU may), and its box lands when the load completes, zeros outside the
 //     tensor, in the shared-memory layout of the map's swizzle (the 16-byte
 //     chunk index, address bits [4,7), XORed with bits [7,10) for 128B,
 //     [7,9) for 64B, bit 7 for 32B, of the absolute shared address), and

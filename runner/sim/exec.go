@@ -58,8 +58,11 @@ func (w *warp) exec() error {
 		}
 		c.insts += uint64(bits.OnesCount32(mask))
 
+		yield := false
 		switch in.op {
 		case opNop:
+		case opYield:
+			yield = mask != 0
 		case opMov:
 			if in.t == tyPred {
 				v := w.p[in.a[0]]
@@ -435,6 +438,7 @@ func (w *warp) exec() error {
 			if err := w.atomic(in, mask); err != nil {
 				return err
 			}
+			yield = in.mode2 == atomRelease && mask != 0
 		case opMma:
 			if err := w.mma(in, mask); err != nil {
 				return err
@@ -476,6 +480,10 @@ func (w *warp) exec() error {
 			w.pw[p] |= mask
 		}
 		w.pc++
+		if yield {
+			w.state = wsYield
+			return nil
+		}
 	}
 }
 

@@ -17,7 +17,7 @@ import (
 const (
 	wsMbar    uint8 = iota + 10 // blocked in mbarrier.try_wait
 	wsCluster                   // blocked in barrier.cluster.wait
-	wsYield                     // test_wait found the phase incomplete: run again later
+	wsYield                     // a false test_wait, nanosleep or a release: run again once no other warp can
 )
 
 // clusterAddrShift: a shared::cluster address is a shared::cta address
@@ -166,14 +166,16 @@ func (cl *clusterRun) settle() (bool, error) {
 	for _, c := range cl.ctas {
 		c.exitBars()
 	}
-	if cl.runnable() || !cl.l.hopper {
-		return cl.runnable(), nil
-	}
-	if cl.wakeCluster() {
+	if cl.runnable() {
 		return true, nil
 	}
-	if len(cl.loads) > 0 {
-		return true, cl.completeLoads()
+	if cl.l.hopper {
+		if cl.wakeCluster() {
+			return true, nil
+		}
+		if len(cl.loads) > 0 {
+			return true, cl.completeLoads()
+		}
 	}
 	moved := false
 	for _, c := range cl.ctas {

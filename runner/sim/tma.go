@@ -148,6 +148,7 @@ type tmaOp struct {
 	targets []*ctaRun
 	dst     uint32
 	bar     uint32
+	box     []byte // the box as read from global memory at issue (zeros outside the tensor), unswizzled
 }
 
 // boxEach calls f for every element of the box: its byte offset in the
@@ -182,9 +183,12 @@ func (m *tensorMap) boxEach(coords [5]int64, f func(off int, g uint64, in bool) 
 	}
 }
 
-// tmaLoad issues cp.async.bulk.tensor loads: the bytes land when the
-// load completes (when no warp of the cluster can run), which then
-// completes its transactions on the mbarrier.
+// tmaLoad issues cp.async.bulk.tensor loads: global memory is read at
+// issue, and the bytes land when the load completes (when no warp of the
+// cluster can run), which then completes its transactions on the
+// mbarrier. Reading at issue is the earliest a GPU may read: a load
+// issued before the data it needs was written (a flag raised too early)
+// reads what was there.
 func (w *warp) tmaLoad(in *inst, mask uint32) error {
 	c := w.c
 	for m := mask; m != 0; m &= m - 1 {
@@ -207,6 +211,9 @@ func (w *warp) tmaLoad(in *inst, mask uint32) error {
 			return err
 		}
 		op.dst, op.bar, op.targets = dst, bar, []*ctaRun{dc}
+		if op.box, err = op.read(n); err != nil {
+			return err
+		}
 		if bc != dc {
 			return w.fault(in, l, ErrTrap, uint64(bar), true, "the destination and the mbarrier of a TMA load are in different CTAs")
 		}
@@ -250,11 +257,10 @@ func (cl *clusterRun) completeLoads() error {
 	return nil
 }
 
-// complete writes the box to every target (zeros outside the tensor) and
-// completes its transactions on their mbarriers.
+// complete writes the box read at issue to every target and completes
+// its transactions on their mbarriers.
 func (op *tmaOp) complete() error {
 	w, tm := op.w, op.m
-	c := w.c
 	n := tm.boxBytes()
 	for _, t := range op.targets {
 		for ch := op.dst >> 4; ch < (op.dst+uint32(n))>>4; ch++ {
@@ -264,22 +270,9 @@ func (op *tmaOp) complete() error {
 			}
 			t.hs.asyncWr[ch]--
 		}
-		err := tm.boxEach(op.coords, func(off int, g uint64, inside bool) error {
+		for off := 0; off < n; off += tm.esize {
 			s := swizzle(op.dst+uint32(off), uint32(tm.swizzle))
-			dst := t.smem[s : s+uint32(tm.esize)]
-			if !inside {
-				clear(dst)
-				return nil
-			}
-			a := findAlloc(c.l.allocs, g, uint64(tm.esize))
-			if a == nil {
-				return w.fault(op.in, op.lane, ErrMemory, g, true, "TMA load: "+c.l.mem.describe(c.l.allocs, g, uint64(tm.esize)))
-			}
-			copy(dst, a.data[g-a.base:])
-			return nil
-		})
-		if err != nil {
-			return err
+			copy(t.smem[s:s+uint32(tm.esize)], op.box[off:])
 		}
 		for g := op.dst / 2; g < (op.dst+uint32(n))/2; g++ {
 			t.hs.proxy[g] = proxyMark{}
@@ -293,6 +286,26 @@ func (op *tmaOp) complete() error {
 		}
 	}
 	return nil
+}
+
+// read reads the load's box of n bytes from global memory, zeros for
+// the elements outside the tensor.
+func (op *tmaOp) read(n int) ([]byte, error) {
+	w, tm := op.w, op.m
+	c := w.c
+	box := make([]byte, n)
+	err := tm.boxEach(op.coords, func(off int, g uint64, inside bool) error {
+		if !inside {
+			return nil
+		}
+		a := findAlloc(c.l.allocs, g, uint64(tm.esize))
+		if a == nil {
+			return w.fault(op.in, op.lane, ErrMemory, g, true, "TMA load: "+c.l.mem.describe(c.l.allocs, g, uint64(tm.esize)))
+		}
+		copy(box[off:off+tm.esize], a.data[g-a.base:])
+		return nil
+	})
+	return box, err
 }
 
 // tmaStore executes cp.async.bulk.tensor stores: the box is read from
