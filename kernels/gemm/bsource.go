@@ -190,7 +190,7 @@ func (w WrittenB) Emit(p Params, src BSource) (kernels.Program, error) {
 	if err := w.Check(p, src); err != nil {
 		return kernels.Program{}, err
 	}
-	return buildWgmma(w.Entry, "", w.problem(), p, src, w.FillWarpgroups, w.RawRing)
+	return buildWgmma(wgBuild{entry: w.Entry, g: w.problem(), p: p, src: src, fillWGs: w.FillWarpgroups, rawRing: w.RawRing})
 }
 
 // fullArrivals is a full barrier's arrivals per phase: the producer's,
@@ -234,10 +234,13 @@ func InitialRegs(threads int) int { return min(255, 65536/threads/8*8) }
 
 // producerRegs is the producer warpgroup's setmaxnreg.dec budget.
 func (wk *wgKernel) producerRegs() int {
-	if wk.src == nil {
-		return wgProducerR
+	switch {
+	case wk.src != nil:
+		return srcProducerR
+	case wk.prod != nil:
+		return prodProducerR
 	}
-	return srcProducerR
+	return wgProducerR
 }
 
 // newRawRing is the raw ring's tracker (nil without one).

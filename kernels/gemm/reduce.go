@@ -55,7 +55,11 @@ func emitReduce(k *ptx.Func, g problem, splits int, pdl bool) {
 		}
 		// A copy: the ld keeps the slice it is given as its operand list.
 		sum := slices.Clone(k.Ld(ptx.Global, ptx.F32, 4, at(0)))
-		for s := 1; s < splits; s++ {
+		n := splits
+		if planted.dropSplit {
+			n--
+		}
+		for s := 1; s < n; s++ {
 			v := k.Ld(ptx.Global, ptx.F32, 4, at(s))
 			for j := range sum {
 				sum[j] = k.Add(ptx.F32, sum[j], v[j])

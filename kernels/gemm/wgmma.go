@@ -74,6 +74,30 @@ type wgKernel struct {
 	rawOff  int        // offset of the raw ring
 	dsm     *dsmemTile // reduce=dsmem: the consumer's tile, for the sum after the cluster barrier
 	m       ptx.Sym    // the parameter m (M)
+	prod    *produced  // B written into its buffer during the kernel (producedb.go), or nil
+	// waitPrior: the producer thread waits for the previous grid
+	// (griddepcontrol.wait) before its first load, for a dependent launch
+	// after the one that writes B.
+	waitPrior bool
+}
+
+// wgBuild is what buildWgmma writes: the kernel's entry (red: the split-K
+// reduce's), the problem and the variant, and how B reaches the slots:
+// TMA loads of B's buffer, written by src (its fillers: the producer's
+// warps 1..3 and fillWGs warpgroups; its raw data in each slot or in a
+// ring of rawRing slots of its own), or TMA loads of a buffer that prod
+// writes during the kernel; waitPrior as in wgKernel.
+type wgBuild struct {
+	entry, red       string
+	g                problem
+	p                Params
+	src              BSource
+	fillWGs, rawRing int
+	prod             BProducer
+	waitPrior        bool
+	// before adds kernels of the caller's to the module and returns the
+	// launches that run ahead of the GEMM's and the buffers they own.
+	before func(m *ptx.Module) ([]kernels.Launch, []kernels.Buffer)
 }
 
 // dsmem reports whether the splits sum in distributed shared memory.
@@ -87,13 +111,15 @@ func consumerRegs(consumers int) int { return ConsumerBudget(wgProducerR, 0, con
 
 // emitWgmma writes the wgmma path's program.
 func emitWgmma(s Shape, g problem, p Params) (kernels.Program, error) {
-	return buildWgmma(entry(s, "wgmma"), entry(s, "reduce"), g, p, nil, 0, 0)
+	return buildWgmma(wgBuild{entry: entry(s, "wgmma"), red: entry(s, "reduce"), g: g, p: p})
 }
 
-// buildWgmma writes the wgmma path's program under entry (red: the
-// split-K reduce's), B loaded by TMA or, with src, written by src (its
-// raw data in each slot, or in a ring of rawRing slots of its own).
-func buildWgmma(entry, red string, g problem, p Params, src BSource, fillWGs, rawRing int) (kernels.Program, error) {
+// buildWgmma writes the wgmma path's program b describes.
+func buildWgmma(b wgBuild) (kernels.Program, error) {
+	entry, red, g, p, src, fillWGs, rawRing := b.entry, b.red, b.g, b.p, b.src, b.fillWGs, b.rawRing
+	if b.prod != nil && (src != nil || p.Cluster != 1 || p.BN%64 != 0 || p.Reduce != ReduceLaunch || g.l%64 != 0 || g.c%64 != 0) {
+		return kernels.Program{}, fmt.Errorf("mma=wgmma: a produced B takes no written B, cluster=1, bn a multiple of 64, reduce=launch and a %d×%d B of whole 64×64 chunks", g.l, g.c)
+	}
 	if p.Cluster != 1 && (p.Cluster != 2 && (src == nil || p.Cluster != 4) || !p.Multicast) {
 		return kernels.Program{}, fmt.Errorf("mma=wgmma: cluster=%d multicast=%v is not emitted", p.Cluster, p.Multicast)
 	}
@@ -110,7 +136,15 @@ func buildWgmma(entry, red string, g problem, p Params, src BSource, fillWGs, ra
 		return kernels.Program{}, fmt.Errorf("mma=wgmma: a written B takes a K-major A, splitk=1 and no stream-K")
 	}
 	m := ptx.NewModule()
-	wk := &wgKernel{g: g, p: p, src: src, fillWGs: fillWGs, rawRing: rawRing}
+	var pre []kernels.Launch
+	var preBufs []kernels.Buffer
+	if b.before != nil {
+		pre, preBufs = b.before(m)
+	}
+	wk := &wgKernel{g: g, p: p, src: src, fillWGs: fillWGs, rawRing: rawRing, waitPrior: b.waitPrior}
+	if b.prod != nil {
+		wk.prod = &produced{src: b.prod, wk: wk}
+	}
 	wk.k = m.Func(entry)
 	wk.rowsPC = p.BM / p.Consumers
 	wk.mBlocks = wk.rowsPC / 64
@@ -149,16 +183,24 @@ func buildWgmma(entry, red string, g problem, p Params, src BSource, fillWGs, ra
 	main := kernels.Launch{Entry: entry, Grid: [3]contract.Expr{tilesExpr(g, p).TimesInt(p.SplitK), contract.Int(1), contract.Int(1)},
 		Block: [3]int{wk.threads(), 1, 1}, SharedBytes: smemBytes(g, p, p.Stages),
 		Args: []kernels.Arg{{TensorMap: aMap(g, p)}, {TensorMap: bMap(g, p)}, outArg}}
-	if src != nil {
+	switch {
+	case src != nil:
 		main.SharedBytes += wk.srcSmem()
 		main.Args = append(append([]kernels.Arg{{TensorMap: aMap(g, p)}}, srcArgs...), outArg)
+	case wk.prod != nil:
+		main.Args = append(append([]kernels.Arg{{TensorMap: aMap(g, p)}, {TensorMap: bMap(g, p)}}, srcArgs...), outArg)
 	}
 	if p.Order == StreamK {
 		main.Grid[0] = skGrid(g, p)
 		main.Args = append(main.Args, kernels.Arg{Buffer: workspace}, kernels.Arg{Buffer: skFlags})
 		prog.Buffers = streamKBuffers(g, p)
 	}
+	if wk.prod != nil {
+		main.Args = append(main.Args, wk.prod.args()...)
+		prog.Buffers = append(prog.Buffers, wk.prod.buffers()...)
+	}
 	main.Args = append(main.Args, mArg)
+	main.Dependent = b.waitPrior
 	if p.Cluster > 1 {
 		main.Cluster = [3]int{p.Cluster, 1, 1}
 	}
@@ -171,7 +213,8 @@ func buildWgmma(entry, red string, g problem, p Params, src BSource, fillWGs, ra
 		// count (0 would launch one CTA that walks every tile).
 		main.GridPerSM = 1
 	}
-	prog.Launches = append(prog.Launches, main)
+	prog.Launches = append(append(pre, prog.Launches...), main)
+	prog.Buffers = append(preBufs, prog.Buffers...)
 	if launchReduce {
 		prog.Launches = append(prog.Launches, reduceLaunch(red, g, false))
 	}
@@ -232,6 +275,9 @@ func (wk *wgKernel) body() []kernels.Arg {
 	} else {
 		srcArgs = wk.src.Declare(k)
 	}
+	if wk.prod != nil {
+		srcArgs = wk.prod.src.Declare(k)
+	}
 	var c ptx.Reg
 	var tmC ptx.Sym
 	if p.Epilogue == TMAStore {
@@ -243,6 +289,9 @@ func (wk *wgKernel) body() []kernels.Arg {
 	if p.Order == StreamK {
 		ws, flags = k.Param("ws", ptx.U64), k.Param("flags", ptx.U64)
 	}
+	if wk.prod != nil {
+		wk.prod.declare()
+	}
 	wk.m = mParam(k)
 	dyn := k.DynamicShared("smem", 16)
 	k.Comment("tiles start on 1024 bytes (128B swizzle atoms): round the dynamic base up")
@@ -251,6 +300,9 @@ func (wk *wgKernel) body() []kernels.Arg {
 	wg := k.Shr(ptx.U32, tid, ptx.Imm(7))
 	if wk.src != nil {
 		wk.src.Setup(k, tid, wk.fillers(), wk.share())
+	}
+	if wk.prod != nil {
+		wk.prod.src.Setup(k, tid)
 	}
 	k.If(k.Setp("eq", ptx.U32, tid, ptx.Imm(0)), func() {
 		for s := range p.Stages {
@@ -273,18 +325,27 @@ func (wk *wgKernel) body() []kernels.Arg {
 			k.SetMaxNReg(false, wk.producerRegs())
 		}
 		k.If(k.Setp("eq", ptx.U32, tid, ptx.Imm(0)), func() {
+			if wk.waitPrior {
+				k.Comment("a dependent launch: B is written by the previous grid")
+				k.GridDepWait()
+			}
 			ma := k.TensorMapAddr(tmA)
 			var mb ptx.Reg
 			if wk.src == nil {
 				mb = k.TensorMapAddr(tmB)
 			}
 			r, rr := wk.newRing(), wk.newRawRing()
+			wk.prod.gateStart()
 			wk.forTiles(func(t tile) { wk.producer(base, t, ma, mb, r, rr) })
 		})
-		if wk.src != nil {
-			// warps 1..3 (a warp-uniform condition: the fillers of a
-			// cluster meet at a named barrier)
-			k.If(k.Setp("ge", ptx.U32, k.Shr(ptx.U32, tid, ptx.Imm(5)), ptx.Imm(1)), func() { wk.fill(base, k.Sub(ptx.U32, tid, ptx.Imm(32))) })
+		// warps 1..3 (a warp-uniform condition: the fillers of a
+		// cluster meet at a named barrier)
+		rest := func() ptx.Reg { return k.Setp("ge", ptx.U32, k.Shr(ptx.U32, tid, ptx.Imm(5)), ptx.Imm(1)) }
+		switch {
+		case wk.src != nil:
+			k.If(rest(), func() { wk.fill(base, k.Sub(ptx.U32, tid, ptx.Imm(32))) })
+		case wk.prod != nil:
+			k.If(rest(), func() { wk.prod.produce(k.Sub(ptx.U32, tid, ptx.Imm(32))) })
 		}
 	}, func() {
 		if wk.fillWGs == 0 {
@@ -310,6 +371,7 @@ func (wk *wgKernel) body() []kernels.Arg {
 		k.Comment("the peer CTA may still arrive on this CTA's empty barriers: exit together")
 		wk.clusterSync()
 	}
+	wk.prod.finish(tid)
 	return srcArgs
 }
 
@@ -469,6 +531,7 @@ func (wk *wgKernel) producer(base ptx.Reg, t tile, ma, mb ptx.Reg, r, rr *ring) 
 				k.TmaLoad(ptx.At(dst, int64(j*wgAtom)), ma, []ptx.Operand{k.Add(ptx.U32, t.row0, ptx.Imm(64*j)), kc}, full)
 			}
 		}
+		wk.prod.gate(t.col0, kc)
 		if p.Cluster == 1 {
 			at := bAtomOf(p)
 			for j := range p.BN / at.cols {

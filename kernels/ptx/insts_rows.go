@@ -15,3 +15,17 @@ func (f *Func) Membar(level string) {
 	}
 	f.emit(&Inst{Op: "membar." + level})
 }
+
+// Nanosleep emits nanosleep.u32 ns: the thread pauses for about ns
+// nanoseconds (at most 1 ms), the back-off of a spin loop on a flag.
+func (f *Func) Nanosleep(ns Operand) {
+	f.check("nanosleep", U32, ns)
+	f.emit(&Inst{Op: "nanosleep.u32", Args: []Operand{ns}})
+}
+
+// BarWarpSync emits bar.warp.sync mask: the lanes of mask meet, and the
+// memory accesses of each before it are ordered before those of the
+// others after it.
+func (f *Func) BarWarpSync(mask uint32) {
+	f.emit(&Inst{Op: "bar.warp.sync", Args: []Operand{Imm(int64(int32(mask)))}})
+}

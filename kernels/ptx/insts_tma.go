@@ -315,3 +315,11 @@ func (f *Func) BulkCopyToCluster(dst, src Addr, bytes int, bar Addr) {
 	f.emit(&Inst{Op: "cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes",
 		Args: []Operand{dst, src, Imm(bytes), bar}})
 }
+
+// FenceProxyAsyncGlobal emits fence.proxy.async.global: the thread's
+// global-memory accesses through the generic proxy are ordered with
+// those of the async proxy (TMA) after it. A kernel that TMA-loads data
+// other CTAs stored with st.global fences on both sides of the flag that
+// publishes it: the writer after its stores, the reader after its
+// acquire.
+func (f *Func) FenceProxyAsyncGlobal() { f.emit(&Inst{Op: "fence.proxy.async.global"}) }
