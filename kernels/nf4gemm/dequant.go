@@ -109,12 +109,21 @@ func (dequantDef) Tolerance(DequantShape, string) kernels.Tolerance { return ker
 
 // Emit: one unit of Bytes packed bytes per thread, as many CTAs as units.
 func (dequantDef) Emit(s DequantShape, p DequantParams) (kernels.Program, error) {
-	w := s.weight()
-	entry := fmt.Sprintf("nf4_dequant_%v", s.DType)
 	m := ptx.NewModule()
+	l := emitDequant(m, s.weight(), s.DType, p, fmt.Sprintf("nf4_dequant_%v", s.DType), "w")
+	built, err := m.Build()
+	if err != nil {
+		return kernels.Program{}, fmt.Errorf("building: %w", err)
+	}
+	return kernels.Program{PTX: built.String(), Launches: []kernels.Launch{l}}, nil
+}
+
+// emitDequant adds the dequantization kernel of w into dt to m under
+// entry, writing the buffer out, and returns its launch.
+func emitDequant(m *ptx.Module, w weight, dt dtype.DType, p DequantParams, entry, out string) kernels.Launch {
 	k := m.Func(entry)
 	k.ReqNTid(p.Threads)
-	bufNames := []string{"w4", "w"}
+	bufNames := []string{"w4", out}
 	for _, b := range w.buffers()[1:] {
 		bufNames = append(bufNames, b.Name)
 	}
@@ -123,7 +132,7 @@ func (dequantDef) Emit(s DequantShape, p DequantParams) (kernels.Program, error)
 		bufs[n] = gen.Param(k, n)
 	}
 	tid := k.Mov(ptx.U32, ptx.TidX)
-	d := newDeq(k, p.Lookup, s.DType, tid)
+	d := newDeq(k, p.Lookup, dt, tid)
 	units := w.n * w.k / 2 / p.Bytes
 	u := k.Mad(ptx.U32, k.Mov(ptx.U32, ptx.CtaidX), ptx.Imm(p.Threads), tid)
 	k.If(k.Setp("lt", ptx.U32, u, ptx.Imm(units)), func() {
@@ -131,20 +140,15 @@ func (dequantDef) Emit(s DequantShape, p DequantParams) (kernels.Program, error)
 		codes := k.Ld(ptx.Global, ptx.B32, p.Bytes/4, ptx.At(src, 0), ptx.LdOpts{NC: true})
 		blk := k.Div(ptx.U32, u, ptx.Imm(w.block/2/p.Bytes))
 		t := d.forScale(loadScale(k, w.dq, bufs, blk))
-		dst := k.Add(ptx.U64, bufs["w"], k.MulWide(ptx.U32, u, ptx.Imm(4*p.Bytes)))
+		dst := k.Add(ptx.U64, bufs[out], k.MulWide(ptx.U32, u, ptx.Imm(4*p.Bytes)))
 		for i, c := range codes {
 			out := d.word(c, t)
 			k.St(ptx.Global, ptx.B32, ptx.At(dst, int64(16*i)), out[:])
 		}
 	})
-	built, err := m.Build()
-	if err != nil {
-		return kernels.Program{}, fmt.Errorf("building: %w", err)
-	}
 	var args []kernels.Arg
 	for _, n := range bufNames {
 		args = append(args, kernels.Arg{Buffer: n})
 	}
-	l := kernels.Launch{Entry: entry, Grid: contract.Grid(gen.CeilDiv(units, p.Threads), 1, 1), Block: [3]int{p.Threads, 1, 1}, Args: args}
-	return kernels.Program{PTX: built.String(), Launches: []kernels.Launch{l}}, nil
+	return kernels.Launch{Entry: entry, Grid: contract.Grid(gen.CeilDiv(units, p.Threads), 1, 1), Block: [3]int{p.Threads, 1, 1}, Args: args}
 }

@@ -38,19 +38,37 @@
 // tile columns within k, shared memory fits, pipeline no deeper than the
 // k-loop.
 //
+// Two paths dequantize the weight once instead of per tile, into a
+// scratch buffer w_deq [N×K] that gemm_bwd's dX kernel (gemm.DXGemm, the
+// wgmma path) then reads by TMA (streamed.go): dequant=unfused runs
+// nf4_dequant's kernel ahead of the GEMM, which follows as a dependent
+// launch; dequant=streamed is one launch in which the GEMM CTAs' spare
+// producer warps dequantize the weight in 64×64 chunks, in the order the
+// k-loops need them, and the thread that loads B waits for the chunks'
+// flags (gemm.BProducer). Their other axes are gemm_bwd's (bm, bn,
+// stages, splitk, order, persistent, epilogue; consumers follow bm) at a
+// point of gemm_bwd's space (DXGemm.Check), with the lookup of the
+// unfused kernel (smem or prmt) or the chunks' shared-memory codebook;
+// the per-tile paths keep splitk=1, order=m, bn up to 192 and up to 5
+// stages.
+//
 // Token count at run time: the sync and register-A programs take m, the
 // rows of dY and dX, as their last parameter (u32) and compute the tile
 // rows, the persistent loop's bound and the row guards from it; their
 // grids, dy's tensor map and the dy and dx buffers are expressions of m
 // (Program.RuntimeDims), so the PTX emitted at one m is the same at every
 // m and computes any of them (rows past m: cp.async's zero fill on the
-// sync path, TMA's on the register-A path, and masked stores). The
-// shared-memory-B wgmma path (gemm.WrittenB) still bakes m in.
+// sync path, TMA's on the register-A path, and masked stores); so do the
+// unfused and streamed programs, through gemm_bwd's. The shared-memory-B
+// wgmma path (gemm.WrittenB) still bakes m in.
 //
 // Buffers (u8 buffers are padded to whole 32-bit words): dy, w4 (u8,
 // packed, bitsandbytes' high-first order), absmax (f32) or absmax_q (u8),
 // code2, absmax2, dq_offset (f32) with scales=dq, w_bf16/w_f16 (the
-// weight dequantized exactly, read only by the cuBLAS baseline), dx.
+// weight dequantized exactly, read only by the cuBLAS baseline), dx; the
+// unfused and streamed programs add w_deq (Scratch), the streamed ones
+// also gemm_bwd's chunk flags (State, left zero), and split-K programs
+// gemm_bwd's f32 workspace.
 //
 // # Validation
 //
@@ -61,5 +79,6 @@
 // n ≤ 512 dY holds integers in −3..3: every partial sum is a multiple of
 // 2⁻¹³ below 2²⁴ of them, exact in f32, and the outputs must match bit
 // for bit. Longer reductions take dY uniform in [−1, 1) and the bound
-// 2·⌈N/16⌉·2⁻²³·N plus the output's rounding.
+// (2·⌈N/16⌉ + 16)·2⁻²³·N plus the output's rounding (16: the partial
+// sums split-K or stream-K may add).
 package nf4gemm

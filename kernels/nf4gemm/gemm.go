@@ -48,24 +48,36 @@ const (
 	// Dedicated: those three warps and a warpgroup of its own after the
 	// consumers (224 threads), which does nothing else (the wgmma path).
 	Dedicated Dequantizer = "dedicated"
+	// Unfused: a kernel of its own dequantizes the whole weight into a
+	// scratch buffer, then gemm_bwd's dX kernel reads it (streamed.go).
+	Unfused Dequantizer = "unfused"
+	// Streamed: gemm_bwd's dX kernel in one launch, its spare producer
+	// warps dequantizing the weight into a scratch buffer chunk by chunk
+	// ahead of the k-loops that read it (streamed.go).
+	Streamed Dequantizer = "streamed"
 )
+
+// fused reports whether d dequantizes per tile, in the GEMM's main loop.
+func (d Dequantizer) fused() bool { return d != Unfused && d != Streamed }
 
 // GEMMParams is one nf4_gemm_bwd variant: the sync path (4 warps in a
 // 2×2 grid, m16n8k16 MMAs from ldmatrix, a cp.async ring for dY) or the
 // wgmma path (gemm_bwd's, its B tile dequantized by the producer
 // warpgroup: gemmwg.go).
 type GEMMParams struct {
-	MMA        string        `axis:"mma" values:"sync,wgmma" doc:"sync: cp.async ring + ldmatrix + mma.sync m16n8k16 (sm_80+); wgmma: gemm_bwd's TMA + mbarrier ring + wgmma, the weight dequantized by the producer warpgroup (sm_90a)"`
+	MMA        string        `axis:"mma" values:"sync,wgmma" doc:"sync: cp.async ring + ldmatrix + mma.sync m16n8k16 (sm_80+); wgmma: gemm_bwd's TMA + mbarrier ring + wgmma (sm_90a)"`
 	BM         int           `axis:"bm" values:"64,128,192,256" doc:"tile rows of dX"`
-	BN         int           `axis:"bn" values:"64,128,192" doc:"tile columns of dX (along K of W)"`
+	BN         int           `axis:"bn" values:"64,128,192,256" doc:"tile columns of dX (along K of W)"`
 	BK         int           `axis:"bk" values:"32,64" doc:"reduction elements (rows of W) per stage (sync 32, wgmma 64)"`
-	Stages     int           `axis:"stages" values:"2,3,4,5" doc:"pipeline stages in shared memory"`
-	Dequant    Dequantizer   `axis:"dequant" values:"consumer,producer,dedicated" doc:"who dequantizes: the math warps (consumer: on sync into shared memory, on wgmma into the register A operand of dXᵀ = Wᵀ·dYᵀ), three warps of the producer warpgroup (producer, wgmma), or those and a dedicated warpgroup (dedicated, wgmma)"`
+	Stages     int           `axis:"stages" values:"2,3,4,5,6,8,12" doc:"pipeline stages in shared memory"`
+	Dequant    Dequantizer   `axis:"dequant" values:"consumer,producer,dedicated,unfused,streamed" doc:"who dequantizes: per tile, the math warps (consumer: on sync into shared memory, on wgmma into the register A operand of dXᵀ = Wᵀ·dYᵀ), three warps of the producer warpgroup (producer, wgmma), or those and a dedicated warpgroup (dedicated, wgmma); once, into a scratch buffer gemm_bwd's dX kernel reads: a kernel of its own ahead of it (unfused) or its own spare producer warps, chunk by chunk ahead of the k-loops (streamed)"`
 	Lookup     Lookup        `axis:"lookup" values:"smem,prmt,sel" doc:"code to value: shared-memory table, prmt byte tables, selp tree"`
 	Epilogue   gemm.Epilogue `axis:"epilogue" values:"direct,tma" default:"direct" doc:"direct stores from registers, or shared memory + TMA store (wgmma)"`
 	Persistent bool          `axis:"persistent" values:"0,1" default:"0" doc:"1: one CTA per SM walks grouped tiles (wgmma)"`
-	Codes      string        `axis:"codes" values:"tma,ld,ring" default:"tma" doc:"how the packed codes reach the dequantizing warps (wgmma): TMA into each slot once the consumers freed it, each thread's ld.global a k-tile ahead, or TMA into a ring of their own 8 slots, 7 k-tiles ahead"`
-	Cluster    int           `axis:"cluster" values:"1,2,4" default:"1" doc:"CTAs on consecutive tile rows that share the dequantized W tile (wgmma): each dequantizes 64/cluster of a k-tile's rows and copies them into the others' shared memory"`
+	Codes      string        `axis:"codes" values:"tma,ld,ring" default:"tma" doc:"how the packed codes reach the dequantizing warps (wgmma, per tile): TMA into each slot once the consumers freed it, each thread's ld.global a k-tile ahead, or TMA into a ring of their own 8 slots, 7 k-tiles ahead"`
+	Cluster    int           `axis:"cluster" values:"1,2,4" default:"1" doc:"CTAs on consecutive tile rows that share the dequantized W tile (wgmma, per tile): each dequantizes 64/cluster of a k-tile's rows and copies them into the others' shared memory"`
+	SplitK     int           `axis:"splitk" values:"1,2,3,4" default:"1" doc:"splits of the reduction, summed by a second launch (unfused and streamed: gemm_bwd's)"`
+	Order      gemm.Order    `axis:"order" values:"m,grouped,streamk" default:"m" doc:"tile order (unfused and streamed: gemm_bwd's): down the rows, grouped, or stream-K"`
 }
 
 // gemmDef is nf4_gemm_bwd.
@@ -193,15 +205,21 @@ func (gemmDef) Reference(s GEMMShape, in map[string][]float64) map[string][]floa
 
 // Tolerance: zero for the exact class. Otherwise |dY| ≤ 1 and |W| < 1, so
 // Σ|a·b| ≤ N and the f32 sum is within γ·N of the exact one, γ =
-// 2·⌈N/16⌉·2⁻²³ (each k16 MMA step may truncate its block sum and its
-// addition, one ulp each), widened by the output's rounding.
+// (2·⌈N/16⌉ + maxPartials)·2⁻²³ (each k16 MMA step may truncate its
+// block sum and its addition, one ulp each; split-K and stream-K add at
+// most maxPartials partial sums), widened by the output's rounding.
 func (gemmDef) Tolerance(s GEMMShape, _ string) kernels.Tolerance {
 	if s.exact() {
 		return kernels.Tolerance{}
 	}
 	l := float64(s.N)
-	return kernels.StoreTol(kernels.Tolerance{Atol: 2 * math.Ceil(l/16) * 0x1p-23 * l}, s.DType)
+	return kernels.StoreTol(kernels.Tolerance{Atol: (2*math.Ceil(l/16) + maxPartials) * 0x1p-23 * l}, s.DType)
 }
+
+// maxPartials bounds the partial sums of a dX element that split-K's
+// reduce or a stream-K owner adds (gemm_bwd's bound, whose unfused and
+// streamed kernels these are).
+const maxPartials = 16
 
 // Cost: 2·M·N·K flops; dY, the packed weight and its scales read once,
 // dX written once.

@@ -17,6 +17,8 @@ func (gemmDef) Space(s GEMMShape) variants.Typed[GEMMParams] {
 		return variants.Rule[GEMMParams]{Name: name, Check: func(p GEMMParams) error { return f(s, p) }}
 	}
 	return variants.Typed[GEMMParams]{Rules: []variants.Rule[GEMMParams]{
+		rule("per-tile dequantization: gemm_bwd's axes at their defaults, tiles up to 192 columns, up to 5 stages", fusedAxes),
+		rule("dequantized once: gemm_bwd's dX point on the wgmma path", denseAxes),
 		rule("path features", pathFeatures),
 		rule("tile columns within k", tileColumns),
 		rule("shared memory fits", sharedFits),
@@ -24,6 +26,38 @@ func (gemmDef) Space(s GEMMShape) variants.Typed[GEMMParams] {
 		rule("wgmma: what gemm_bwd's path emits, the deepest ring", wgmmaFits),
 		rule("persistent only past one wave", persistence),
 	}}
+}
+
+// fusedAxes: the paths that dequantize per tile take splitk=1 and
+// order=m (they have no split-K nor stream-K), tiles up to 192 columns
+// and rings up to 5 stages (deeper ones do not fit their slots).
+func fusedAxes(_ GEMMShape, p GEMMParams) error {
+	if !p.Dequant.fused() {
+		return nil
+	}
+	if p.SplitK != 1 || p.Order != gemm.OrderM || p.BN > 192 || p.Stages > 5 {
+		return fmt.Errorf("dequant=%s takes splitk=1, order=m, bn up to 192 and stages up to 5", p.Dequant)
+	}
+	return nil
+}
+
+// denseAxes: the unfused and streamed paths are gemm_bwd's dX kernel on
+// the wgmma path (bk=64, its own per-tile axes at their defaults: codes
+// tma, cluster 1; the streamed path's chunks use the shared-memory
+// codebook, the unfused path's kernel smem or prmt) at a point of
+// gemm_bwd's space at the dense shape, which DXGemm.Check applies (a
+// streamed variant's consumers within what the producing warps leave).
+func denseAxes(s GEMMShape, p GEMMParams) error {
+	if p.Dequant.fused() {
+		return nil
+	}
+	switch {
+	case p.MMA != "wgmma" || p.BK != 64 || p.Codes != "tma" || p.Cluster != 1:
+		return fmt.Errorf("dequant=%s takes mma=wgmma, bk=64, codes=tma, cluster=1", p.Dequant)
+	case p.Lookup == LookupSel || p.Dequant == Streamed && p.Lookup != LookupSmem:
+		return fmt.Errorf("dequant=%s takes lookup=smem%s", p.Dequant, map[bool]string{true: " or prmt"}[p.Dequant == Unfused])
+	}
+	return s.dxGemm(p).Check(p.gemmParams())
 }
 
 // pathFeatures: the sync path takes bk=32, its math warps dequantizing,
@@ -35,6 +69,9 @@ func (gemmDef) Space(s GEMMShape) variants.Typed[GEMMParams] {
 // selp per code would outweigh the MMAs). A B tile's dequantization costs
 // the same for 128 and 256 rows, the MMAs twice as much for 256.
 func pathFeatures(_ GEMMShape, p GEMMParams) error {
+	if !p.Dequant.fused() {
+		return nil // denseAxes
+	}
 	if p.MMA == "sync" {
 		if p.BK != 32 || p.Dequant != Consumers || p.Epilogue != gemm.Direct || p.Persistent || p.BM > 128 || p.BN > 128 || p.Stages > 4 || p.Codes != "tma" || p.Cluster != 1 {
 			return fmt.Errorf("mma=sync takes bk=32, dequant=consumer, epilogue=direct, persistent=0, tiles up to 128×128, stages <= 4, codes=tma, cluster=1 (the codes and cluster axes are the wgmma path's)")
@@ -60,6 +97,9 @@ func pathFeatures(_ GEMMShape, p GEMMParams) error {
 // rsCheck for the register-A path) with the deepest ring that fits (at
 // most 5 stages).
 func wgmmaFits(s GEMMShape, p GEMMParams) error {
+	if !p.Dequant.fused() {
+		return nil // denseAxes
+	}
 	if p.MMA != "wgmma" {
 		return nil
 	}
@@ -73,6 +113,9 @@ func wgmmaFits(s GEMMShape, p GEMMParams) error {
 // persistence: a persistent grid only where the tiles pass one wave of
 // the H200's 132 SMs (within a wave it runs the same CTAs).
 func persistence(s GEMMShape, p GEMMParams) error {
+	if !p.Dequant.fused() {
+		return nil // denseAxes
+	}
 	tiles := s.writtenB().Tiles(wgParams(p))
 	if p.Dequant == Consumers {
 		tiles = newRS(s, p).tilesAt(s.M)
@@ -100,6 +143,9 @@ func deepest(p GEMMParams, check func(GEMMParams) error) error {
 const numSMs = 132
 
 func tileColumns(s GEMMShape, p GEMMParams) error {
+	if !p.Dequant.fused() {
+		return nil // denseAxes
+	}
 	if p.BN > 64 && s.K < p.BN {
 		return fmt.Errorf("bn=%d is wider than k=%d", p.BN, s.K)
 	}
@@ -111,6 +157,9 @@ func tileColumns(s GEMMShape, p GEMMParams) error {
 func smemBytes(p GEMMParams) int { return p.Stages * (p.BM + p.BN) * p.BK * 2 }
 
 func sharedFits(_ GEMMShape, p GEMMParams) error {
+	if !p.Dequant.fused() {
+		return nil // denseAxes
+	}
 	if n := smemBytes(p); p.MMA == "sync" && n > syncSmemMax {
 		return fmt.Errorf("%d bytes of shared memory, more than %d", n, syncSmemMax)
 	}
@@ -118,6 +167,9 @@ func sharedFits(_ GEMMShape, p GEMMParams) error {
 }
 
 func pipelineDepth(s GEMMShape, p GEMMParams) error {
+	if !p.Dequant.fused() {
+		return nil // denseAxes
+	}
 	if kt := s.N / p.BK; p.MMA == "sync" && p.Stages > max(kt, 2) {
 		return fmt.Errorf("stages=%d over %d k-tiles", p.Stages, kt)
 	}

@@ -34,6 +34,9 @@ type syncKernel struct {
 }
 
 func (gemmDef) Emit(s GEMMShape, p GEMMParams) (kernels.Program, error) {
+	if !p.Dequant.fused() {
+		return emitDense(s, p)
+	}
 	if p.MMA == "wgmma" && p.Dequant == Consumers {
 		return emitRS(s, p)
 	}

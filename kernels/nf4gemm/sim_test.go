@@ -52,11 +52,15 @@ func nf4GEMM(t *testing.T) kernels.Family {
 	return f
 }
 
-// TestGEMMOnInterpreter runs the nf4_gemm_bwd variants of gemmShapes: a
-// sample (simtest.Sample: one in 3; all with GRADTUNE_SWEEP=ci or full).
+// TestGEMMOnInterpreter runs the per-tile nf4_gemm_bwd variants of
+// gemmShapes: a sample (simtest.Sample: one in 3; all with GRADTUNE_SWEEP=ci or full).
 func TestGEMMOnInterpreter(t *testing.T) {
-	simtest.Sample(t, nf4GEMM(t), gemmShapes, 3, func(variants.Params) bool { return true })
+	simtest.Sample(t, nf4GEMM(t), gemmShapes, 3, fused)
 }
+
+// fused keeps the variants that dequantize per tile (the unfused and
+// streamed paths have TestDenseOnInterpreter).
+func fused(p variants.Params) bool { return p["dequant"] != "unfused" && p["dequant"] != "streamed" }
 
 // TestWgmmaPersistentOnInterpreter runs the persistent wgmma variants of
 // a shape past one wave (13 × 12 tiles of 128×128 over the interpreter's
@@ -221,4 +225,24 @@ func TestRegisterAPersistentRowsAtRunTime(t *testing.T) {
 	} else {
 		t.Logf("%d runs", n)
 	}
+}
+
+// denseShapes cover the unfused and streamed paths: one row, row and
+// column tails, double-quantized scales, f16, split-K (m=130: up to 4
+// splits), stream-K on a persistent grid and random inputs past
+// exactMaxN (m=600), more chunks than a warp's claims.
+var denseShapes = []simtest.Case{
+	{Spec: "m=1,n=256,k=128", DType: dtype.BF16},
+	{Spec: "m=37,n=128,k=192,scales=dq", DType: dtype.F16},
+	{Spec: "m=130,n=512,k=320", DType: dtype.BF16},
+	{Spec: "m=600,n=576,k=256,scales=dq", DType: dtype.BF16},
+}
+
+// TestDenseOnInterpreter runs the unfused and streamed variants of
+// denseShapes: a sample (one in 16; one in 4 with GRADTUNE_SWEEP=ci, all
+// with full).
+func TestDenseOnInterpreter(t *testing.T) {
+	simtest.Sample(t, nf4GEMM(t), denseShapes, 16, func(p variants.Params) bool {
+		return p["dequant"] == "unfused" || p["dequant"] == "streamed"
+	})
 }
