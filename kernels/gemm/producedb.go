@@ -21,21 +21,23 @@ import (
 //     chunks (lane 0 adds 1 to the claim counter and broadcasts the old
 //     value) until none is left, and its 32 lanes call Chunk. The lanes
 //     then fence (fence.proxy.async.global: TMA reads what they wrote),
-//     meet (bar.warp.sync) and lane 0 raises the chunk's flag and counts
-//     it ready, both red.release.gpu. Claims need no CTA to be resident
-//     at once: a claimed chunk is being written by a running warp, and
-//     every running CTA claims until none is left.
-//   - Before it loads a k-tile of B, the producer thread waits for the
-//     flags of the chunks the tile's columns need (atom.acquire.gpu, a
-//     nanosleep between tries), then fences (fence.proxy.async.global)
-//     so that its TMA loads read what the chunks' writers stored. Once it
-//     has seen every chunk counted ready it stops looking: B is whole.
+//     meet (bar.warp.sync) and lane 0 counts the chunk in its k-slice's
+//     counter and in the ready count, both red.release.gpu. Claims need
+//     no CTA to be resident at once: a claimed chunk is being written by
+//     a running warp, and every running CTA claims until none is left.
+//   - Before it loads a k-tile of B, the producer thread loads the ready
+//     count and the k-slice's counter (ld.acquire.gpu, together: one
+//     round trip per k-tile, which the ring's slack hides), waits until
+//     the slice's K/64 chunks are counted (a nanosleep between tries),
+//     then fences (fence.proxy.async.global) so that its TMA loads read
+//     what the chunks' writers stored. Once the ready count shows every
+//     chunk it stops looking: B is whole.
 //   - The last CTA to finish (an acq_rel count of finished CTAs, after
 //     every thread of the CTA met at barrier 0) zeroes the state, which
 //     the next run expects zero: every other CTA is done with it.
 //
 // The state (State, u32 words): the claim counter, the ready count, the
-// finished CTAs, one word of padding, then a flag per chunk. B itself is
+// finished CTAs, one word of padding, then a counter per k-slice. B itself is
 // Scratch: no run reads what an earlier one left there.
 type BProducer interface {
 	// Declare declares the kernel parameters the producer reads (they
@@ -89,10 +91,10 @@ func (pr *produced) chunks() (rows, cols int) { return pr.wk.g.l / ChunkRows, pr
 // buffers: B [N×K] in the input dtype (Scratch) and the state.
 func (pr *produced) buffers() []kernels.Buffer {
 	g := pr.wk.g
-	r, c := pr.chunks()
+	r, _ := pr.chunks()
 	return []kernels.Buffer{
 		{Name: g.b.buf, DType: g.in, Elems: contract.Int(g.l * g.c), Role: kernels.Scratch},
-		{Name: producedState, DType: dtype.F32, Elems: contract.Int(stateHead + r*c), Role: kernels.State},
+		{Name: producedState, DType: dtype.F32, Elems: contract.Int(stateHead + r), Role: kernels.State},
 	}
 }
 
@@ -140,7 +142,7 @@ func (pr *produced) produce(tid32 ptx.Reg) {
 		j := k.Sub(ptx.U32, c, k.Mul(ptx.U32, kt, ptx.Imm(cols)))
 		raise := func() {
 			k.If(lead, func() {
-				k.Red(ptx.Global, "add", ptx.U32, pr.word(c), ptx.Imm(1), release)
+				k.Red(ptx.Global, "add", ptx.U32, pr.word(kt), ptx.Imm(1), release)
 				k.Red(ptx.Global, "add", ptx.U32, pr.word(ptx.Imm(1)), ptx.Imm(1), release)
 			})
 		}
@@ -166,31 +168,26 @@ func (pr *produced) gateStart() {
 	pr.ready = pr.wk.k.Mov(ptx.U32, ptx.Imm(0))
 }
 
-// gate waits until the chunks of the k-tile at kc (u32, its first row)
-// that the tile's columns from col0 need are written, unless every chunk
-// was seen ready before.
-func (pr *produced) gate(col0, kc ptx.Reg) {
+// gate waits until the k-slice of the k-tile at kc (u32, its first row)
+// is written (its counter reached K/64 chunks), unless every chunk was
+// seen ready before: one round trip per k-tile (the ready count and the
+// slice's counter are loaded together), which the ring's slack hides.
+func (pr *produced) gate(kc ptx.Reg) {
 	if pr == nil {
 		return
 	}
-	k, p := pr.wk.k, pr.wk.p
+	k := pr.wk.k
 	rows, cols := pr.chunks()
+	acq := ptx.LdOpts{Acquire: true}
 	k.If(k.Setp("eq", ptx.U32, pr.ready, ptx.Imm(0)), func() {
-		k.Comment("B is being produced: wait for this k-tile's chunks")
-		acq := ptx.AtomOpts{Sem: "acquire", Scope: "gpu"}
-		n := k.Atom(ptx.Global, "add", ptx.U32, pr.word(ptx.Imm(1)), ptx.Imm(0), acq)
+		k.Comment("B is being produced: wait for this k-tile's slice")
+		slice := pr.word(k.Shr(ptx.U32, kc, ptx.Imm(6)))
+		n := k.Ld(ptx.Global, ptx.U32, 1, pr.word(ptx.Imm(1)), acq)[0]
+		done := k.Ld(ptx.Global, ptx.U32, 1, slice, acq)[0]
 		k.MovTo(pr.ready, k.Selp(ptx.U32, ptx.Imm(1), ptx.Imm(0), k.Setp("eq", ptx.U32, n, ptx.Imm(rows*cols))))
-		k.If(k.Setp("eq", ptx.U32, pr.ready, ptx.Imm(0)), func() {
-			first := k.Mad(ptx.U32, k.Shr(ptx.U32, kc, ptx.Imm(6)), ptx.Imm(cols), k.Shr(ptx.U32, col0, ptx.Imm(6)))
-			for j := range min(p.BN, pr.wk.g.c) / ChunkCols {
-				// columns past K have no chunk (their outputs are not stored)
-				k.If(k.Setp("lt", ptx.S32, col0, ptx.Imm(pr.wk.g.c-ChunkCols*j)), func() {
-					flag := pr.word(k.Add(ptx.U32, first, ptx.Imm(j)))
-					k.While(func() ptx.Reg {
-						return k.Setp("eq", ptx.U32, k.Atom(ptx.Global, "add", ptx.U32, flag, ptx.Imm(0), acq), ptx.Imm(0))
-					}, func() { k.Nanosleep(ptx.Imm(64)) })
-				})
-			}
+		k.While(func() ptx.Reg { return k.Setp("lt", ptx.U32, done, ptx.Imm(cols)) }, func() {
+			k.Nanosleep(ptx.Imm(64))
+			k.LdTo(ptx.Global, ptx.U32, []ptx.Reg{done}, slice, acq)
 		})
 		k.FenceProxyAsyncGlobal()
 	})
@@ -203,8 +200,8 @@ func (pr *produced) finish(tid ptx.Reg) {
 		return
 	}
 	k := pr.wk.k
-	rows, cols := pr.chunks()
-	words := stateHead + rows*cols
+	rows, _ := pr.chunks()
+	words := stateHead + rows
 	k.Comment("the last CTA to finish leaves the produced B's state zero")
 	last := k.Mov(ptx.U32, k.SharedArray("bstate_last", ptx.U32, 1, 4))
 	k.BarSync(0)

@@ -531,7 +531,7 @@ func (wk *wgKernel) producer(base ptx.Reg, t tile, ma, mb ptx.Reg, r, rr *ring) 
 				k.TmaLoad(ptx.At(dst, int64(j*wgAtom)), ma, []ptx.Operand{k.Add(ptx.U32, t.row0, ptx.Imm(64*j)), kc}, full)
 			}
 		}
-		wk.prod.gate(t.col0, kc)
+		wk.prod.gate(kc)
 		if p.Cluster == 1 {
 			at := bAtomOf(p)
 			for j := range p.BN / at.cols {

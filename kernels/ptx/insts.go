@@ -508,6 +508,10 @@ type LdOpts struct {
 	// eviction and prefetch qualifiers with "::" (L1::no_allocate,
 	// L2::256B, several joined by dots), which need PTX ISA 7.4.
 	Cache CacheOp
+	// Acquire (ld only, one element) is ld.acquire.gpu: what the
+	// releases it reads from made visible before it is visible to the
+	// thread's later accesses (a flag's reader).
+	Acquire bool
 }
 
 // CacheOp is a cache operator of ld and st, printed without its dot.
@@ -561,6 +565,12 @@ func (f *Func) LdTo(sp Space, t Type, dst []Reg, addr Addr, o ...LdOpts) {
 			f.errorf("ld.volatile takes no .nc and no cache operator")
 		}
 		op = "ld.volatile." + string(sp)
+	}
+	if len(o) > 0 && o[0].Acquire {
+		if o[0].NC || o[0].Volatile || o[0].Cache != "" || len(dst) != 1 {
+			f.errorf("ld.acquire takes one element and no .nc, .volatile or cache operator")
+		}
+		op = "ld.acquire.gpu." + string(sp)
 	}
 	if len(o) > 0 {
 		if o[0].NC {
