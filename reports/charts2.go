@@ -21,14 +21,15 @@ const zeroFlopIntensity = 1.0 / 64
 
 // Roofline draws the achieved GB/s of every valid variant (winners
 // marked) against arithmetic intensity, under the roofs: the run's
-// measured copy bandwidth, the data-sheet bandwidth, and the FP32 peak
-// (GB/s = peak / intensity).
+// measured copy bandwidth, the data-sheet bandwidth, the FP32 peak and
+// the dense bf16/f16 tensor-core peak (GB/s = peak / intensity), the
+// intensity axis reaching past the variant of the highest.
 func Roofline(gpu string, shapes []*results.Shape) (*Chart, error) {
 	p := newPlot("roofline: "+gpu, "arithmetic intensity (flop/byte; no flops counted: 1/64)", "achieved GB/s")
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
 	p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
 	var all, win plotter.XYs
-	copyBW := 0.0
+	copyBW, xMax := 0.0, 256.0
 	for _, sh := range shapes {
 		if sh.Run.GPUName != gpu || sh.Bytes <= 0 {
 			continue
@@ -38,6 +39,7 @@ func Roofline(gpu string, shapes []*results.Shape) (*Chart, error) {
 		if x <= 0 {
 			x = zeroFlopIntensity
 		}
+		xMax = math.Max(xMax, 2*x)
 		for _, v := range sh.Valid {
 			xy := plotter.XY{X: x, Y: float64(sh.Bytes) / v.MedianUS / 1e3}
 			all = append(all, xy)
@@ -63,14 +65,14 @@ func Roofline(gpu string, shapes []*results.Shape) (*Chart, error) {
 		p.Add(w)
 		p.Legend.Add("winner", w)
 	}
-	if err := addRoofs(p, gpu, copyBW); err != nil {
+	if err := addRoofs(p, gpu, copyBW, xMax); err != nil {
 		return nil, err
 	}
 	return &Chart{Name: "roofline-" + slug(gpu), Title: "Roofline, " + gpu, plot: p, width: 7 * vg.Inch, height: 4.5 * vg.Inch}, nil
 }
 
-func addRoofs(p *plot.Plot, gpu string, copyBW float64) error {
-	x0, x1 := zeroFlopIntensity/2, 256.0
+func addRoofs(p *plot.Plot, gpu string, copyBW, x1 float64) error {
+	x0 := zeroFlopIntensity / 2
 	if copyBW > 0 {
 		l, err := hline(copyBW, x0, x1, blue, false)
 		if err != nil {
@@ -90,16 +92,25 @@ func addRoofs(p *plot.Plot, gpu string, copyBW float64) error {
 	p.Add(l)
 	p.Legend.Add(fmt.Sprintf("data-sheet %.0f GB/s", peak.BandwidthGBps), l)
 	top := 2.5 * peak.BandwidthGBps
-	roof := plotter.XYs{{X: 1e3 * peak.FP32TFLOPs / top, Y: top}}
-	for x := 2 * roof[0].X; x <= x1; x *= 2 {
-		roof = append(roof, plotter.XY{X: x, Y: 1e3 * peak.FP32TFLOPs / x})
+	for _, r := range []struct {
+		tflops float64
+		name   string
+		c      color.Color
+	}{{peak.FP32TFLOPs, "FP32 peak", orange}, {peak.TensorTFLOPs, "dense bf16/f16 tensor peak", green}} {
+		if r.tflops <= 0 || 1e3*r.tflops/top > x1 {
+			continue
+		}
+		roof := plotter.XYs{{X: 1e3 * r.tflops / top, Y: top}}
+		for x := 2 * roof[0].X; x <= x1; x *= 2 {
+			roof = append(roof, plotter.XY{X: x, Y: 1e3 * r.tflops / x})
+		}
+		c, err := line(roof, r.c, true)
+		if err != nil {
+			return err
+		}
+		p.Add(c)
+		p.Legend.Add(fmt.Sprintf("%s %.1f TFLOP/s", r.name, r.tflops), c)
 	}
-	c, err := line(roof, orange, true)
-	if err != nil {
-		return err
-	}
-	p.Add(c)
-	p.Legend.Add(fmt.Sprintf("FP32 peak %.1f TFLOP/s", peak.FP32TFLOPs), c)
 	p.Y.Max = top
 	p.Legend.Left = true
 	return nil
