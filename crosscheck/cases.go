@@ -35,7 +35,7 @@ func InexactReason(ptx string) string {
 	if floatAtomicRE.MatchString(ptx) {
 		r = append(r, "float atomics (order)")
 	}
-	if strings.Contains(ptx, "mma.sync") {
+	if strings.Contains(ptx, "mma.sync") || strings.Contains(ptx, "wgmma.mma_async") {
 		r = append(r, "tensor-core sums")
 	}
 	return strings.Join(r, ", ")

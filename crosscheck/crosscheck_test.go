@@ -56,12 +56,13 @@ func TestPick(t *testing.T) {
 
 func TestInexactReason(t *testing.T) {
 	cases := map[string]string{
-		"\tadd.rn.f32 %f1, %f2, %f3;\n":                                "",
-		"\tex2.approx.f32 %f1, %f2;\n":                                 "approximate instructions",
-		"\tred.global.add.f32 [%rd1], %f1;\n":                          "float atomics (order)",
-		"\tatom.global.add.noftz.f16 %h1, [%rd1], %h2;\n":              "float atomics (order)",
-		"\tred.global.add.u32 [%rd1], %r1;\n":                          "",
-		"\tmma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {...};\n": "tensor-core sums",
+		"\tadd.rn.f32 %f1, %f2, %f3;\n":                                   "",
+		"\tex2.approx.f32 %f1, %f2;\n":                                    "approximate instructions",
+		"\tred.global.add.f32 [%rd1], %f1;\n":                             "float atomics (order)",
+		"\tatom.global.add.noftz.f16 %h1, [%rd1], %h2;\n":                 "float atomics (order)",
+		"\tred.global.add.u32 [%rd1], %r1;\n":                             "",
+		"\tmma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {...};\n":    "tensor-core sums",
+		"\twgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {...};\n": "tensor-core sums",
 	}
 	for ptx, want := range cases {
 		if got := InexactReason(ptx); got != want {

@@ -38,28 +38,94 @@ type Baseliner interface {
 	Baselines(s variants.Shape) []Baseline
 }
 
-// Define returns the untyped Family of d.
+// Exacter is a family with a second input set, validated beside the
+// random one: inputs on which every variant's arithmetic is exact (for a
+// GEMM, integers whose partial sums are exact in f32 in any order), so
+// that its outputs, rounded once to their buffers' dtypes, equal the
+// Reference on these inputs rounded the same way: the runner holds them
+// to zero tolerance. A bug that moves an output by less than the random
+// set's Tolerance (one reduction index dropped, one element wrong) still
+// fails there. A Def that has a method ExactInputs(S, uint64) gets one
+// through Define.
+type Exacter interface {
+	// ExactInputs returns deterministic data for the Input buffers of s,
+	// as Inputs does, and false where s admits no exact set.
+	ExactInputs(s variants.Shape, seed uint64) (map[string][]float64, bool)
+}
+
+// Define returns the untyped Family of d: a Baseliner when d has a method
+// Baselines(S) []Baseline, an Exacter when it has ExactInputs(S, uint64)
+// (map[string][]float64, bool).
 func Define[S, P any](d Def[S, P]) Family {
-	if b, ok := d.(interface{ Baselines(S) []Baseline }); ok {
-		return baselined[S, P]{typed[S, P]{d}, b}
+	t := typed[S, P]{d}
+	b, hasB := d.(baselinesOf[S])
+	e, hasE := d.(exactOf[S])
+	switch {
+	case hasB && hasE:
+		return baselinedExact[S, P]{t, b, e}
+	case hasB:
+		return baselined[S, P]{t, b}
+	case hasE:
+		return withExact[S, P]{t, e}
 	}
-	return typed[S, P]{d}
+	return t
 }
 
-// baselined is a typed family with baselines. It holds the Def's method
-// set, not a method value, so that families stay comparable (catalog
-// lookups compare them).
-type baselined[S, P any] struct {
-	typed[S, P]
-	b interface{ Baselines(S) []Baseline }
+// baselinesOf and exactOf are the typed methods of a Def that Baseliner
+// and Exacter need.
+type (
+	baselinesOf[S any] interface{ Baselines(S) []Baseline }
+	exactOf[S any]     interface {
+		ExactInputs(S, uint64) (map[string][]float64, bool)
+	}
+)
+
+// baselined is a typed family with baselines, withExact one with exact
+// inputs, baselinedExact one with both. They hold the Def's method sets,
+// not method values, so that families stay comparable (catalog lookups
+// compare them).
+type (
+	baselined[S, P any] struct {
+		typed[S, P]
+		b baselinesOf[S]
+	}
+	withExact[S, P any] struct {
+		typed[S, P]
+		e exactOf[S]
+	}
+	baselinedExact[S, P any] struct {
+		typed[S, P]
+		b baselinesOf[S]
+		e exactOf[S]
+	}
+)
+
+func (b baselined[S, P]) Baselines(s variants.Shape) []Baseline { return b.baselines(b.b, s) }
+
+func (w withExact[S, P]) ExactInputs(s variants.Shape, seed uint64) (map[string][]float64, bool) {
+	return w.exactInputs(w.e, s, seed)
 }
 
-func (b baselined[S, P]) Baselines(s variants.Shape) []Baseline {
-	v, err := b.shape(s)
+func (b baselinedExact[S, P]) Baselines(s variants.Shape) []Baseline { return b.baselines(b.b, s) }
+
+func (b baselinedExact[S, P]) ExactInputs(s variants.Shape, seed uint64) (map[string][]float64, bool) {
+	return b.exactInputs(b.e, s, seed)
+}
+
+func (t typed[S, P]) baselines(b baselinesOf[S], s variants.Shape) []Baseline {
+	v, err := t.shape(s)
 	if err != nil {
 		return nil
 	}
-	return b.b.Baselines(v)
+	return b.Baselines(v)
+}
+
+func (t typed[S, P]) exactInputs(e exactOf[S], s variants.Shape, seed uint64) (map[string][]float64, bool) {
+	v, err := t.shape(s)
+	if err != nil {
+		return nil, false
+	}
+	return e.ExactInputs(v, seed)
 }
 
 // typed adapts a Def to Family: it decodes shapes and params on the way in

@@ -28,6 +28,13 @@
 //     every run leaves it zero.
 //   - Tolerances compare |got − ref| ≤ Atol + Rtol·|ref| element-wise, per
 //     output buffer, with ref computed in float64.
+//   - A family whose arithmetic allows it gives a second input set
+//     (Exacter): inputs on which every variant computes its result exactly
+//     (for a GEMM, integers whose partial sums are exact in f32 in any
+//     order), validated beside the random ones with zero tolerance against
+//     Reference rounded once to each output buffer's dtype. It catches what
+//     a tolerance derived for random inputs cannot: an error of one term
+//     of a long sum.
 //   - Baselines (vendor libraries such as cuBLAS) are described, not
 //     called, by a family (Baseliner); the runner times and validates them.
 //

@@ -37,7 +37,7 @@ type devChecker struct {
 	mod  Module
 	fns  map[dtype.DType]Function
 	out  Ptr            // maxAbs bits, maxRel bits, first bad index
-	refs map[string]Ptr // f64 references, by buffer name
+	refs map[string]Ptr // f64 references, by buffer and input set (check's key)
 }
 
 // newDevChecker loads the check kernels on be.
@@ -69,14 +69,14 @@ func (dc *devChecker) release() {
 }
 
 // check compares the n elements of dt at got with ref (uploaded under
-// name on first use) and returns the outcome; ok is false when dt has no
-// check kernel.
-func (dc *devChecker) check(name string, dt dtype.DType, got Ptr, ref []float64, tol kernels.Tolerance) (mismatch, bool, error) {
+// key, the buffer's name and its input set's, on first use) and returns
+// the outcome; ok is false when dt has no check kernel.
+func (dc *devChecker) check(key string, dt dtype.DType, got Ptr, ref []float64, tol kernels.Tolerance) (mismatch, bool, error) {
 	fn, ok := dc.fns[dt]
 	if !ok || len(ref) >= math.MaxInt32 {
 		return mismatch{}, false, nil
 	}
-	r, err := dc.reference(name, ref)
+	r, err := dc.reference(key, ref)
 	if err != nil {
 		return mismatch{}, true, err
 	}
@@ -109,20 +109,21 @@ func (dc *devChecker) check(name string, dt dtype.DType, got Ptr, ref []float64,
 	return m, true, nil
 }
 
-// reference returns the device copy of ref, uploading it on first use.
-func (dc *devChecker) reference(name string, ref []float64) (Ptr, error) {
-	if p, ok := dc.refs[name]; ok {
+// reference returns the device copy of ref, uploading it under key on
+// first use.
+func (dc *devChecker) reference(key string, ref []float64) (Ptr, error) {
+	if p, ok := dc.refs[key]; ok {
 		return p, nil
 	}
 	p, err := dc.be.Alloc(max(8*len(ref), 16))
 	if err != nil {
-		return 0, fmt.Errorf("allocating the reference of %s: %w", name, err)
+		return 0, fmt.Errorf("allocating the reference of %s: %w", key, err)
 	}
 	if err := dc.be.Upload(p, dtype.F64.Encode(ref)); err != nil {
 		dc.be.Free(p)
-		return 0, fmt.Errorf("uploading the reference of %s: %w", name, err)
+		return 0, fmt.Errorf("uploading the reference of %s: %w", key, err)
 	}
-	dc.refs[name] = p
+	dc.refs[key] = p
 	return p, nil
 }
 

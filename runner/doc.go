@@ -5,7 +5,8 @@
 // sends the rest to a worker. The worker side (Serve) owns the GPU: it
 // JIT-compiles the module (a stage of its own), reads the kernel's
 // resources, prescreens, validates the outputs against the family's float64
-// CPU reference on deterministic inputs, and only then measures. The GPU
+// CPU reference on deterministic inputs (and on exact ones: Input sets),
+// and only then measures. The GPU
 // worker compares on the device (Session.CheckOnDevice): the reference is
 // uploaded once per shape as f64 and a check kernel applies the family's
 // tolerance to every element, so only the largest errors and the first
@@ -33,11 +34,27 @@
 // launches in stream order. Session.Load rejects a program whose first launch
 // is dependent.
 //
+// # Input sets
+//
+// A session validates every program on the family's random inputs under
+// its tolerance and, for a family with exact inputs (kernels.Exacter), on
+// those too with zero tolerance: the exact inputs' reference is the
+// family's Reference rounded once to each output buffer's dtype, computed
+// once per shape with the other. Both sets' input buffers live on the
+// device side by side (a program is bound to each, tensor maps encoded
+// for each) and share the outputs; Validate runs the exact set first, so
+// the outputs hold the random inputs' results afterwards, and Run, which
+// is timed, uses the random inputs. Check.Sets has each set's outcome and
+// a failure's message names the set ("exact inputs: dx[7] = 3, want 4
+// (atol 0, rtol 0)"). A baseline is validated on the random inputs only:
+// a vendor library's arithmetic is not the family's to hold exact
+// (cuBLASLt may reduce split-K partials in the output type).
+//
 // # Watchdog
 //
 // Before the first evaluation of a shape the parent asks the worker to
-// prepare it (inputs and the float64 reference: CPU work, under
-// Options.PrepareTimeout). Each evaluation then runs under a deadline
+// prepare it (inputs and the float64 reference, of each input set: CPU
+// work, under Options.PrepareTimeout). Each evaluation then runs under a deadline
 // derived from the protocol (Deadline: 20 s for the JIT, validation and
 // warm-up, plus four times MaxTimeMS); a worker that has not answered by
 // then is killed, the variant recorded as timeout, and a fresh worker with

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/gradtune/gradtune/contract"
 	"github.com/gradtune/gradtune/kernels"
@@ -14,6 +15,12 @@ import (
 // Session holds one shape's buffers, inputs and reference on a backend,
 // and validates programs against it. Inputs are uploaded and the reference
 // computed once per (family, shape, seed).
+//
+// A family with exact inputs (kernels.Exacter) gets a second input set:
+// its Input buffers again, filled with the exact inputs, and the
+// reference on them rounded to each output buffer's dtype. Validate runs
+// a program on both sets, the exact one held to zero tolerance; Run (what
+// is timed) uses the random inputs.
 type Session struct {
 	be    Backend
 	key   string
@@ -27,7 +34,9 @@ type Session struct {
 	specs    []contract.BufferSpec
 	env      contract.Env
 	ref      map[string][]float64
-	scratch  []byte
+	// exact is the exact input set, nil when the family has none here.
+	exact   *exactSet
+	scratch []byte
 	// dev, when set, compares outputs on the device (CheckOnDevice).
 	dev *devChecker
 }
@@ -57,16 +66,71 @@ func (ss *Session) Prepare(f kernels.Family, s variants.Shape, seed uint64) erro
 		}
 		ss.bufs[b.Name] = p
 		if b.Role == kernels.Input {
-			data, ok := in[b.Name]
-			if !ok || len(data) != b.Elems {
-				return fmt.Errorf("family %s gave no input data for buffer %s", f.Name(), b.Name)
+			if err := ss.upload(b, p, in, ""); err != nil {
+				return err
 			}
-			if err := ss.be.Upload(p, b.DType.Encode(data)); err != nil {
-				return fmt.Errorf("uploading %s: %w", b.Name, err)
+		}
+	}
+	if e, ok := f.(kernels.Exacter); ok {
+		if in, ok := e.ExactInputs(s, seed); ok {
+			if err := ss.prepareExact(in); err != nil {
+				return err
 			}
 		}
 	}
 	ss.key = key
+	return nil
+}
+
+// exactSet is a session's exact input set (kernels.Exacter): its Input
+// buffers (the other buffers are the session's) and the reference on
+// them, rounded to each output buffer's dtype.
+type exactSet struct {
+	bufs map[string]Ptr
+	ref  map[string][]float64
+}
+
+// prepareExact allocates and fills the exact set's Input buffers with in
+// and computes its reference: the family's, rounded once to each Output
+// and Accumulate buffer's dtype, as the program rounds its exact result.
+func (ss *Session) prepareExact(in map[string][]float64) error {
+	ex := &exactSet{bufs: map[string]Ptr{}}
+	ss.exact = ex
+	for _, b := range ss.specs {
+		if b.Role != kernels.Input {
+			continue
+		}
+		p, err := ss.be.Alloc(max(b.Bytes(), 16))
+		if err != nil {
+			return fmt.Errorf("allocating buffer %s of the exact inputs (%d bytes): %w", b.Name, b.Bytes(), err)
+		}
+		ex.bufs[b.Name] = p
+		if err := ss.upload(b, p, in, "exact "); err != nil {
+			return err
+		}
+	}
+	ex.ref = ss.fam.Reference(ss.shape, in)
+	for _, b := range ss.specs {
+		if b.Role == kernels.Output || b.Role == kernels.Accumulate {
+			r := ex.ref[b.Name]
+			for i, v := range r {
+				r[i] = b.DType.Round(v)
+			}
+		}
+	}
+	return nil
+}
+
+// upload writes the data in gives input buffer b to p; what says which
+// input set it is ("" or "exact ").
+func (ss *Session) upload(b contract.BufferSpec, p Ptr, in map[string][]float64, what string) error {
+	data, ok := in[b.Name]
+	if !ok || len(data) != b.Elems {
+		return fmt.Errorf("family %s gave no %sinput data for buffer %s", ss.fam.Name(), what, b.Name)
+	}
+	if err := ss.be.Upload(p, b.DType.Encode(data)); err != nil {
+		return fmt.Errorf("uploading %s%s: %w", what, b.Name, err)
+	}
 	return nil
 }
 
@@ -81,6 +145,10 @@ func (ss *Session) setBuffers(bufs []kernels.Buffer, env contract.Env) error {
 	ss.symbolic, ss.specs, ss.env = bufs, plan.Buffers, env
 	return nil
 }
+
+// Exact reports whether the session holds exact inputs (kernels.Exacter)
+// beside the random ones, on which Validate runs programs too.
+func (ss *Session) Exact() bool { return ss.exact != nil }
 
 // CheckOnDevice makes Validate compare outputs with their references on
 // the device (see devChecker), which downloads a few words instead of
@@ -104,10 +172,15 @@ func (ss *Session) Release() {
 	for _, p := range ss.bufs {
 		ss.be.Free(p)
 	}
+	if ss.exact != nil {
+		for _, p := range ss.exact.bufs {
+			ss.be.Free(p)
+		}
+	}
 	if ss.dev != nil {
 		ss.dev.release()
 	}
-	ss.bufs, ss.ref, ss.specs, ss.symbolic, ss.key = nil, nil, nil, nil, ""
+	ss.bufs, ss.ref, ss.exact, ss.specs, ss.symbolic, ss.key = nil, nil, nil, nil, nil, ""
 }
 
 // Loaded is a compiled program ready to launch on the session's buffers
@@ -119,6 +192,9 @@ type Loaded struct {
 	mod     Module
 	plan    contract.Plan
 	bound   *launch.Bound
+	// exact is the program bound to the exact inputs' buffers (nil when
+	// the session has none, and for a baseline).
+	exact *launch.Bound
 	// call, when set, is the whole run instead of launches: a baseline's
 	// library call (LoadBaseline). checks, when set, are the only buffers
 	// Validate compares.
@@ -164,15 +240,20 @@ func (ss *Session) allocOwn(l *Loaded) error {
 }
 
 // loadedMemory is the buffers a loaded program's launches see: its own
-// and the session's.
+// and the session's, with the Input buffers of inputs (an input set's)
+// in place of the session's when set.
 type loadedMemory struct {
-	ss *Session
-	l  *Loaded
+	ss     *Session
+	l      *Loaded
+	inputs map[string]Ptr
 }
 
 func (m loadedMemory) Buffer(name string) (uint64, int, bool) {
 	if p, ok := m.l.ownPtrs[name]; ok {
 		return uint64(p), allocated(m.l.own, name), true
+	}
+	if p, ok := m.inputs[name]; ok {
+		return uint64(p), allocated(m.ss.specs, name), true
 	}
 	p, ok := m.ss.bufs[name]
 	return uint64(p), allocated(m.ss.specs, name), ok
@@ -236,7 +317,8 @@ func (ss *Session) resolve(p kernels.Program) (contract.Plan, error) {
 
 // bind looks up the function of each launch of l, reads its resources
 // (which opts it in to the launch's dynamic shared memory) and binds the
-// arguments.
+// arguments: to the session's buffers, and again to the exact inputs'
+// when the session has them.
 func (ss *Session) bind(l *Loaded) error {
 	var funcs []any
 	for i, ln := range l.plan.Launches {
@@ -254,11 +336,16 @@ func (ss *Session) bind(l *Loaded) error {
 		}
 		funcs = append(funcs, fn)
 	}
-	b, err := launch.Bind(sessionDevice{ss.be}, l.plan, funcs, loadedMemory{ss, l})
+	b, err := launch.Bind(sessionDevice{ss.be}, l.plan, funcs, loadedMemory{ss: ss, l: l})
 	if err != nil {
 		return err
 	}
 	l.bound = b
+	if ss.exact != nil {
+		if l.exact, err = launch.Bind(sessionDevice{ss.be}, l.plan, funcs, loadedMemory{ss, l, ss.exact.bufs}); err != nil {
+			return fmt.Errorf("binding to the exact inputs: %w", err)
+		}
+	}
 	return nil
 }
 
@@ -286,17 +373,21 @@ func (ss *Session) checkProgram(p kernels.Program) error {
 	return nil
 }
 
-// Run enqueues one run of the program: zeroing of accumulate buffers, then
-// every launch in order (package launch): dependent launches dependently
-// where the backend can, launches with a cluster in clusters.
-func (ss *Session) Run(l *Loaded) error {
+// Run enqueues one run of the program on the random inputs: zeroing of
+// accumulate buffers, then every launch in order (package launch):
+// dependent launches dependently where the backend can, launches with a
+// cluster in clusters.
+func (ss *Session) Run(l *Loaded) error { return ss.run(l, l.bound) }
+
+// run is Run with the program bound as b (to one input set).
+func (ss *Session) run(l *Loaded, b *launch.Bound) error {
 	if err := ss.zeroAccumulators(); err != nil {
 		return err
 	}
 	if l.call != nil {
 		return l.call()
 	}
-	return l.bound.Run(sessionDevice{ss.be})
+	return b.Run(sessionDevice{ss.be})
 }
 
 // zeroAccumulators enqueues the zeroing of the accumulate buffers.
@@ -349,39 +440,107 @@ func (d sessionDevice) Launch(fn any, ln contract.LaunchSpec, args []any) error 
 	return d.be.Launch(f, ln.Grid, ln.Block, ln.SharedBytes, args)
 }
 
+// The input sets a session validates on (SetCheck.Inputs).
+const (
+	// RandomInputs are the family's Inputs, held to its Tolerance.
+	RandomInputs = "random"
+	// ExactInputs are a kernels.Exacter's, held to zero tolerance.
+	ExactInputs = "exact"
+)
+
 // Check is the outcome of validating a program.
 type Check struct {
+	OK bool
+	// Message says what failed, when not OK: the first element outside
+	// tolerance (or the state left behind) of each input set that failed,
+	// named by its set ("exact inputs: dx[7] = 3, want 4 (atol 0, rtol
+	// 0)") when the session has two.
+	Message string
+	// MaxAbs and MaxRel are the largest errors on the random inputs.
+	MaxAbs, MaxRel float64
+	// Sets are the outcomes of each input set: the random inputs', then
+	// the exact inputs' when the family has them at the shape and the
+	// program is not a baseline (a vendor library's arithmetic is not
+	// the family's to hold exact: cuBLASLt may reduce split-K partials in
+	// the output type).
+	Sets []SetCheck
+}
+
+// SetCheck is the outcome of validating a program on one input set.
+type SetCheck struct {
+	Inputs         string // RandomInputs or ExactInputs
 	OK             bool
 	Message        string // the first element outside tolerance, when not OK
 	MaxAbs, MaxRel float64
 }
 
-// Validate poisons every output with NaN (so an element the program never
-// writes cannot pass), runs the program once, and compares each output and
-// accumulate buffer (of a baseline: each buffer it writes) with the
-// reference under the family's tolerance. An error means the run itself
-// failed.
+// Validate runs the program once on each input set, on outputs poisoned
+// with NaN (so an element the program never writes cannot pass), and
+// compares each output and accumulate buffer (of a baseline: each buffer
+// it writes) with the set's reference: the random inputs' under the
+// family's tolerance, the exact inputs' (kernels.Exacter) with none. The
+// exact set runs first, so the outputs hold the random inputs' results
+// afterwards, as after Run. An error means a run itself failed.
 func (ss *Session) Validate(l *Loaded) (Check, error) {
+	var exact *SetCheck
+	if l.exact != nil {
+		sc, err := ss.validateSet(l, ExactInputs)
+		if err != nil {
+			return Check{}, fmt.Errorf("on the exact inputs: %w", err)
+		}
+		exact = &sc
+	}
+	random, err := ss.validateSet(l, RandomInputs)
+	if err != nil {
+		return Check{}, err
+	}
+	c := Check{OK: true, MaxAbs: random.MaxAbs, MaxRel: random.MaxRel, Sets: []SetCheck{random}}
+	if exact != nil {
+		c.Sets = append(c.Sets, *exact)
+	}
+	var msgs []string
+	for _, sc := range c.Sets {
+		if sc.OK {
+			continue
+		}
+		c.OK = false
+		if ss.exact != nil {
+			msgs = append(msgs, sc.Inputs+" inputs: "+sc.Message)
+		} else {
+			msgs = append(msgs, sc.Message)
+		}
+	}
+	c.Message = strings.Join(msgs, "; ")
+	return c, nil
+}
+
+// validateSet poisons the outputs, runs l once on input set inputs and
+// compares its outputs with the set's reference.
+func (ss *Session) validateSet(l *Loaded, inputs string) (SetCheck, error) {
 	for _, b := range ss.specs {
 		if b.Role == kernels.Output {
 			if err := ss.be.Memset(ss.bufs[b.Name], 0xff, b.Bytes()); err != nil {
-				return Check{}, err
+				return SetCheck{}, err
 			}
 		}
 	}
-	if err := ss.Run(l); err != nil {
-		return Check{}, err
+	b := l.bound
+	if inputs == ExactInputs {
+		b = l.exact
+	}
+	if err := ss.run(l, b); err != nil {
+		return SetCheck{}, err
 	}
 	if err := ss.be.Sync(); err != nil {
-		return Check{}, err
+		return SetCheck{}, err
 	}
-	c := Check{OK: true}
+	c := SetCheck{Inputs: inputs, OK: true}
 	for _, b := range ss.specs {
 		if !l.checked(b) {
 			continue
 		}
-		if err := ss.compareBuffer(b, &c); err != nil {
-			return Check{}, err
+		if err := ss.compareBuffer(b, inputs, &c); err != nil {
+			return SetCheck{}, err
 		}
 	}
 	if c.OK {
@@ -399,13 +558,17 @@ func (l *Loaded) checked(b contract.BufferSpec) bool {
 	return l.checks == nil || slices.Contains(l.checks, b.Name)
 }
 
-// compareBuffer downloads buffer b and compares it with the reference
-// under the family's tolerance, adding the outcome to c.
-func (ss *Session) compareBuffer(b contract.BufferSpec, c *Check) error {
+// compareBuffer downloads buffer b and compares it with input set
+// inputs' reference under its tolerance (the family's, or none for the
+// exact inputs), adding the outcome to c.
+func (ss *Session) compareBuffer(b contract.BufferSpec, inputs string, c *SetCheck) error {
 	tol := ss.fam.Tolerance(ss.shape, b.Name)
-	ref := ss.ref[b.Name]
+	ref, key := ss.ref[b.Name], b.Name
+	if inputs == ExactInputs {
+		tol, ref, key = kernels.Tolerance{}, ss.exact.ref[b.Name], ExactInputs+"/"+b.Name
+	}
 	if ss.dev != nil {
-		m, ok, err := ss.dev.check(b.Name, b.DType, ss.bufs[b.Name], ref, tol)
+		m, ok, err := ss.dev.check(key, b.DType, ss.bufs[b.Name], ref, tol)
 		if err != nil {
 			return err
 		}
@@ -426,7 +589,7 @@ func (ss *Session) compareBuffer(b contract.BufferSpec, c *Check) error {
 }
 
 // add folds buffer name's comparison m into c.
-func (c *Check) add(name string, m mismatch, ref []float64, tol kernels.Tolerance) {
+func (c *SetCheck) add(name string, m mismatch, ref []float64, tol kernels.Tolerance) {
 	c.MaxAbs = math.Max(c.MaxAbs, m.maxAbs)
 	c.MaxRel = math.Max(c.MaxRel, m.maxRel)
 	if m.bad >= 0 && c.OK {

@@ -36,11 +36,14 @@ type CheckResult struct {
 	Status         eval.Status // ok, invalid, compile_error, or launch_error for a run that failed
 	Message        string
 	MaxAbs, MaxRel float64
-	// Bound is the tolerance the outputs were held to (ToleranceText).
+	// Bound is the tolerance the outputs were held to: ToleranceText's,
+	// then "; exact inputs: 0" where the family's exact inputs
+	// (kernels.Exacter) were validated too, with none.
 	Bound string
 }
 
-// ToleranceText is the bound f's validation holds its outputs to at s:
+// ToleranceText is the bound f's validation holds its outputs to at s on
+// its random inputs:
 // "|err| ≤ atol + rtol·|ref|" element by element, once when every output
 // buffer has the same tolerance, else per buffer ("dx: …; dgamma: …").
 func ToleranceText(f kernels.Family, s variants.Shape) string {
@@ -135,6 +138,9 @@ func checkShape(f kernels.Family, s variants.Shape, points []variants.Params, se
 	}
 	var out []CheckResult
 	bound := ToleranceText(f, s)
+	if ss.Exact() {
+		bound += "; exact inputs: 0"
+	}
 	for _, p := range points {
 		r := checkPoint(ss, f, s, p)
 		r.Bound = bound

@@ -31,6 +31,24 @@ func TestCheck(t *testing.T) {
 	}
 }
 
+// TestCheckExact: gemm_bwd is checked on its exact inputs too, and says
+// so in its bound.
+func TestCheckExact(t *testing.T) {
+	sel, err := Resolve(Request{Kernels: "gemm_bwd", Shapes: "m=40,n=72,k=64,grad=dx", DTypes: "bf16"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := Check(sel, CheckOptions{Sample: 2, Seed: 1})
+	if len(rs) != 2 {
+		t.Fatalf("%d results, want 2", len(rs))
+	}
+	for _, r := range rs {
+		if r.Status != eval.OK || !strings.HasSuffix(r.Bound, "·|ref|; exact inputs: 0") {
+			t.Errorf("%s %s: %s %s, bound %q", r.Shape.Key(), r.Params, r.Status, r.Message, r.Bound)
+		}
+	}
+}
+
 // TestToleranceText: one bound when the outputs share a tolerance, one
 // per buffer, named, when they do not; each is the family's.
 func TestToleranceText(t *testing.T) {

@@ -25,7 +25,10 @@
 //
 // Check validates sampled variants of a selection on the CPU interpreter
 // (runner/sim) through runner.Session, shapes in parallel within a memory
-// budget, and says the bound each output was held to (ToleranceText); TuneOnGPU measures a selection on a GPU through runner.Runner and
+// budget, on the random inputs and, for a family with exact inputs
+// (kernels.Exacter), on those with zero tolerance, and says the bound each
+// output was held to (ToleranceText, and "exact inputs: 0"); TuneOnGPU
+// measures a selection on a GPU through runner.Runner and
 // records every result in the store (Recorder adapts the store to the
 // runner, which never imports the store).
 //

@@ -17,23 +17,38 @@ import (
 // memory (runner/sim allocates exactly its bytes, in 8-byte words), once
 // more as a staging copy (the encoded upload, the downloaded output), and
 // as float64 on the host: the inputs while they are uploaded and the
-// float64 reference of every output and accumulate buffer.
+// float64 reference of every output and accumulate buffer. A family with
+// exact inputs (kernels.Exacter) holds its input buffers, with their
+// staging copies and float64 values, and its references a second time.
 func InterpreterBytes(f kernels.Family, s variants.Shape) uint64 {
 	var n uint64
+	_, exact := f.(kernels.Exacter)
 	for _, b := range f.Buffers(s) {
 		bytes := uint64(max(kernels.Bytes(b, s), 16)+7) / 8 * 8
 		n += 2*bytes + 8*uint64(kernels.Elems(b, s))
+		switch {
+		case !exact:
+		case b.Role == kernels.Input:
+			n += 2*bytes + 8*uint64(kernels.Elems(b, s))
+		case b.Role == kernels.Output || b.Role == kernels.Accumulate:
+			n += 8 * uint64(kernels.Elems(b, s))
+		}
 	}
 	return n
 }
 
 // DeviceBytes is the device memory that measuring shape s of f on a GPU
-// needs: its buffers, and the worker's L2 flush buffer (twice the L2, at
-// least 128 MiB).
+// needs: its buffers (the input buffers twice for a family with exact
+// inputs, kernels.Exacter), and the worker's L2 flush buffer (twice the
+// L2, at least 128 MiB).
 func DeviceBytes(f kernels.Family, s variants.Shape, info runner.DeviceInfo) uint64 {
 	n := uint64(max(2*info.L2Bytes, 128<<20))
+	_, exact := f.(kernels.Exacter)
 	for _, b := range f.Buffers(s) {
 		n += uint64(max(kernels.Bytes(b, s), 16))
+		if exact && b.Role == kernels.Input {
+			n += uint64(max(kernels.Bytes(b, s), 16))
+		}
 	}
 	return n
 }

@@ -20,6 +20,22 @@ func TestInterpreterBytes(t *testing.T) {
 	}
 }
 
+// TestExactBytes: gemm_bwd's exact inputs (kernels.Exacter) count a
+// second time, its output's reference once more on the host.
+func TestExactBytes(t *testing.T) {
+	fs, _ := mustShape(t, "gemm_bwd", "m=8,n=16,k=24,grad=dx", dtype.BF16)
+	// dy 8×16, w 16×24, dx 8×24, bf16.
+	dy, w, dx := uint64(8*16), uint64(16*24), uint64(8*24)
+	in := 2*(2*2*dy+8*dy) + 2*(2*2*w+8*w)
+	if got, want := InterpreterBytes(fs.F, fs.S), in+2*2*dx+2*8*dx; got != want {
+		t.Errorf("InterpreterBytes = %d, want %d", got, want)
+	}
+	info := runner.DeviceInfo{Name: "GPU", L2Bytes: 50 << 20, MemBytes: 1 << 30}
+	if got, want := DeviceBytes(fs.F, fs.S, info), 2*2*(dy+w)+2*dx+128<<20; got != want {
+		t.Errorf("DeviceBytes = %d, want %d", got, want)
+	}
+}
+
 func TestCheckHostAndDevice(t *testing.T) {
 	big, err := Resolve(Request{Kernels: "softmax_bwd", Shapes: "m=40000,n=50000", DTypes: "f32"})
 	if err != nil {

@@ -195,15 +195,43 @@
 //
 // # Validation
 //
-// Shapes whose reduction is at most exactMaxL = 1024 get integer inputs in
-// −3..3: every partial sum is an integer below 2²⁴, so f32 accumulation
-// is exact in any order and whatever the tensor cores truncate, and the
-// output, rounded once, equals the float64 reference rounded to the output
-// dtype bit for bit: the tolerance is zero. Longer reductions get inputs
-// uniform in [−1, 1) rounded to the dtype, so Σ_k|a·b| ≤ L, and the bound
-// |C − C_ref| ≤ γ·L with γ = (2·⌈L/16⌉ + 16)·2⁻²³: products are exact in
-// f32, each k16 step may lose an ulp of its block sum and one of its
-// addition to the accumulator, and the split-K reduce or a stream-K
-// owner adds at most 16 partials; widened by the output's rounding (kernels.StoreTol). The
-// runner poisons outputs with NaN, so unwritten tiles fail.
+// Every variant is validated on two input sets, at every shape, before it
+// is timed and again after (the runner's Session; tune check and the
+// interpreter tests alike), its outputs poisoned with NaN before each run
+// so that unwritten tiles fail:
+//
+//   - Random inputs, uniform in [−1, 1) rounded to the dtype, so
+//     Σ_k|a·b| ≤ L, held to |C − C_ref| ≤ γ·L with γ = (2·⌈L/16⌉ +
+//     16)·2⁻²³: products are exact in f32, each k16 step may lose an ulp
+//     of its block sum and one of its addition to the accumulator, and
+//     the split-K reduce or a stream-K owner adds at most 16 partials;
+//     widened by the output's rounding (kernels.StoreTol). At L = 8960
+//     the bound is 1.2 against outputs near √L/3 ≈ 30: a bug that moves
+//     an output by one product (|a·b| < 1) passes it.
+//   - Exact inputs (ExactInputs, kernels.Exacter): nonzero integers
+//     drawn from ±1..±3 while 9·L < 2²⁴ (L ≤ 1864135: every preset shape,
+//     dW up to 1.8 million tokens), else ±1. Every partial sum of an
+//     output, in whatever order (inside a k16 step of the tensor cores,
+//     whose alignment to a largest magnitude below 2²⁴ drops no integer
+//     bit; across k-tiles; the split-K partials and their f32 reduce,
+//     stream-K's segments, reduce=dsmem's cluster sum), is an integer of
+//     magnitude at most Σ_k|a·b| < 2²⁴, exact in f32. The result is
+//     therefore exact, and its one rounding to the output dtype (bf16,
+//     f16, or f32 for out=f32) equals the float64 reference rounded the
+//     same way (the runner rounds it): zero tolerance. As no value is 0,
+//     every reduction index has a nonzero product in every output: a
+//     dropped, doubled or wrong index or element moves each output it
+//     touches by a nonzero integer, hidden by the output's rounding only
+//     where that is less than half its ulp (at L = 8960 outputs are near
+//     4.7·√L ≈ 440, bf16 ulps of 2 and 4: most of the outputs it touches
+//     show it). Beyond L = 2²⁴ − 1 even ±1 could sum past 2²⁴: an
+//     ExactPattern splits the reduction indices into ⌈L/(2²⁴−1)⌉ classes
+//     and zeroes A and B so that each output sums one class, every class
+//     in some output; a shape with fewer outputs than classes (only a dX
+//     with n ≥ 2²⁴ and m·k < 17: n·k < 2³¹) has no exact set.
+//
+// exact_test.go plants, in the wgmma kernel at qwen's down-projection
+// reduction (dX, n = 8960), a dropped and a doubled reduction index and
+// one B element read as zero: the random bound passes each, the exact
+// inputs fail each.
 package gemm

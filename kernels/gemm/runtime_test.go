@@ -54,8 +54,9 @@ func dsmem(s int) func(*gemm.Params) {
 // cluster or a group of the grouped order, an odd count of tile rows in
 // clusters of two; dW (M is the reduction) at 1, at fewer k-tiles than
 // the ring's stages or than the splits (a split without k-tiles stores a
-// zero partial), at stages−1 k-tiles and a 17-row tail, and past
-// exactMaxL (random inputs); stream-K with fewer iterations than CTAs.
+// zero partial), at stages−1 k-tiles and a 17-row tail, and a long
+// reduction (1100); stream-K with fewer iterations than CTAs. Every run
+// is validated on the random and the exact inputs.
 // Every program must be the one emitted at the other M, byte for byte,
 // with the same launches and buffers as expressions.
 func TestRuntimeMOnInterpreter(t *testing.T) {

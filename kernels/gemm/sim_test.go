@@ -28,8 +28,9 @@ func simSample(t *testing.T, cases []simtest.Case, n int, keep func(gemm.Params)
 // syncShapes are small shapes for the interpreter: M = 1 (a one-row dX,
 // a one-term reduction for dW), row, column and k tails of every tile
 // (100, 72, 136), a skinny dW whose few tiles take split-K, an f32 dW,
-// more tiles than SMs (orders m and n), and reductions longer than
-// exactMaxL (random inputs) in both grads.
+// more tiles than SMs (orders m and n), and reductions past 1024 in both
+// grads. Every variant is validated on the random and the exact inputs
+// (the runner's Session: the exact ones with zero tolerance).
 var syncShapes = []simtest.Case{
 	{Spec: "m=1,n=64,k=64,grad=dx", DType: dtype.BF16},
 	{Spec: "m=1,n=64,k=64,grad=dw", DType: dtype.F16},

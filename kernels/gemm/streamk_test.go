@@ -24,10 +24,10 @@ func skParams(bm, bn, stages int, ep gemm.Epilogue) gemm.Params {
 // tiles spread over three to five CTAs, one k-tile per CTA. Shapes have
 // tails in every dimension, both grads, bf16, f16 and an f32 dW, one and
 // two consumers, one and two m64 blocks per consumer, both epilogues and
-// a long reduction (random inputs). Each program runs twice: the
-// runner's validation also checks that the flags are left zero. By
-// default each case runs on its first grid, with GRADTUNE_SWEEP=ci or
-// full on all of them.
+// a long reduction, each on the random and the exact inputs. Each
+// program runs twice: the runner's validation also checks that the flags
+// are left zero. By default each case runs on its first grid, with
+// GRADTUNE_SWEEP=ci or full on all of them.
 func TestStreamKOnInterpreter(t *testing.T) {
 	for _, c := range []struct {
 		s     gemm.Shape
@@ -49,7 +49,7 @@ func TestStreamKOnInterpreter(t *testing.T) {
 		{gemm.Shape{M: 300, N: 200, K: 136, Grad: gemm.DW, DType: dtype.BF16}, skParams(192, 96, 4, gemm.TMAStore), []int{3, 7}},
 		{gemm.Shape{M: 300, N: 200, K: 136, Grad: gemm.DW, DType: dtype.F16}, skParams(192, 96, 4, gemm.Direct), []int{5}},
 		{gemm.Shape{M: 300, N: 200, K: 136, Grad: gemm.DW, Out: "f32", DType: dtype.BF16}, skParams(128, 160, 4, gemm.TMAStore), []int{4}},
-		// l = 1100 > exactMaxL: random inputs; 1×2 tiles of 18 k-tiles
+		// l = 1100: 1×2 tiles of 18 k-tiles
 		{gemm.Shape{M: 1100, N: 72, K: 136, Grad: gemm.DW, DType: dtype.BF16}, skParams(128, 128, 4, gemm.TMAStore), []int{7}},
 	} {
 		grids := c.grids
