@@ -15,10 +15,10 @@
 // statistics of the pairwise differences), relative to the baseline
 // median. A case
 //
-//   - regressed when p < α, the change exceeds +threshold and the
-//     interval lies above zero;
-//   - improved when p < α, the change is below −threshold and the
-//     interval lies below zero;
+//   - regressed when p < α, the change exceeds +threshold, the shift
+//     is at least the minimum shift and the interval lies above zero;
+//   - improved when p < α, the change is below −threshold, the shift is
+//     at least the minimum shift and the interval lies below zero;
 //   - is unchanged otherwise;
 //   - failed when the new run measured it without a valid result (no
 //     winner), whatever the baseline had, including a case that has no
@@ -31,10 +31,22 @@
 // Both sides being one run (the same file and run, or a copy of the
 // file) is refused (ErrSameRun): such a gate could not fail.
 //
-// Defaults: threshold 2%, α = 0.05, 95% intervals. The threshold keeps
-// differences that are significant but too small to matter (a few
-// nanoseconds on a 9 µs kernel with hundreds of samples) from failing a
-// night; α keeps noise from doing so.
+// The run's drift. A GPU runs a little faster or slower from one night
+// to the next (clocks, another machine of the same model: ±2–4% on the
+// H200 fleet), and every case moves with it. The gate estimates the
+// drift as the median, over the cases compared, of the new median over
+// the baseline's, and divides the new run's samples by it before the
+// test (Report.Drift; not with fewer than 8 cases, nor with
+// Options.NoDrift): a case regresses against the other cases of its
+// night, not with them.
+//
+// Defaults: threshold 3.5%, minimum shift 0.25 µs, α = 0.05, 95%
+// intervals, calibrated on real nights (DefaultOptions says which): the
+// threshold and the minimum shift keep differences that are significant
+// but within a night-to-night jitter (a few percent of a kernel of a few
+// microseconds, measured with hundreds of samples) from failing a night;
+// α keeps noise from doing so. A slowdown of a 4 µs kernel by less than
+// 0.25 µs is thus not told from that jitter.
 //
 // # Output
 //

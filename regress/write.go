@@ -16,8 +16,8 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 			fmt.Fprintf(w, "- %s (%s): %s\n", s.Label, s.Run.GPUName, s.Run.Telemetry)
 		}
 	}
-	fmt.Fprintf(w, "\nA case regresses when the Mann–Whitney U test gives p < %g, its median is more than %s slower "+
-		"and the 95%% CI of the change (Hodges–Lehmann) lies above zero.\n\n", r.Options.Alpha, pct(r.Options.Threshold))
+	fmt.Fprintf(w, "\nA case regresses when the Mann–Whitney U test gives p < %g, its median is more than %s and %g µs slower "+
+		"and the 95%% CI of the change (Hodges–Lehmann) lies above zero, %s.\n\n", r.Options.Alpha, pct(r.Options.Threshold), r.Options.MinShift, driftText(r))
 	fmt.Fprintln(w, "| verdict | kernel | dtype | shape | params | baseline µs | new µs | change | 95% CI | p | n |")
 	fmt.Fprintln(w, "|---|---|---|---|---|--:|--:|--:|---|--:|--:|")
 	for _, pass := range []bool{true, false} {
@@ -157,4 +157,16 @@ func dedup(ss []string) []string {
 		}
 	}
 	return out
+}
+
+// driftText says how the run's drift entered the test.
+func driftText(r *Report) string {
+	switch {
+	case r.Options.NoDrift:
+		return "the new run's samples as measured (no drift taken out)"
+	case r.Drift == 0:
+		return fmt.Sprintf("no drift taken out (fewer than %d cases compared, or none)", minDriftCases)
+	}
+	return fmt.Sprintf("the new run's samples divided by its drift of %s (the median change of the cases compared); "+
+		"the change and its CI are after it, the medians as measured", signedPct(r.Drift))
 }
