@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"compress/gzip"
 	"crypto/sha256"
 	"database/sql"
 	"os"
@@ -15,10 +17,14 @@ import (
 
 // badInputFiles makes a directory with a results database holding a run,
 // a file of notes, an earlier crosscheck output, the database truncated
-// ({trunc}) and with its winners table dropped ({dropped}), and an empty
-// peers file; the matrix's arguments name them as {db}, {notes},
-// {xcheck}, {trunc}, {dropped}, {peers} and {dir}, and the committed pool
-// table as {table}.
+// ({trunc}) and with its winners table dropped ({dropped}), an empty
+// peers file, and for replay's .gz databases a file that is not gzip
+// ({notgz}), a gzip stream cut short ({cutgz}) and the truncated database
+// gzipped ({truncgz}); the matrix's arguments name them as {db},
+// {notes}, {xcheck}, {trunc}, {dropped}, {peers}, {notgz}, {cutgz},
+// {truncgz} and {dir}, the committed pool table as {table}, the recorded
+// activations database as {act}, and a file name that fits in a
+// directory but whose temporary file's name does not as {long}.
 func badInputFiles(t *testing.T) map[string]string {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "badinput") // t.TempDir's name holds the subtest's, braces and all
@@ -29,7 +35,10 @@ func badInputFiles(t *testing.T) map[string]string {
 	files := map[string]string{"{dir}": dir, "{db}": filepath.Join(dir, "tune.db"),
 		"{notes}": filepath.Join(dir, "notes.txt"), "{xcheck}": filepath.Join(dir, "x.jsonl"),
 		"{trunc}": filepath.Join(dir, "trunc.db"), "{dropped}": filepath.Join(dir, "dropped.db"),
-		"{peers}": filepath.Join(dir, "peers.jsonl"), "{table}": filepath.Join("..", "..", "configs", "h200", "pool.json")}
+		"{peers}": filepath.Join(dir, "peers.jsonl"), "{table}": filepath.Join("..", "..", "configs", "h200", "pool.json"),
+		"{notgz}": filepath.Join(dir, "notes.db.gz"), "{cutgz}": filepath.Join(dir, "cut.db.gz"), "{truncgz}": filepath.Join(dir, "trunc.db.gz"),
+		"{act}":  filepath.Join("..", "..", "testdata", "h200-activations.db"),
+		"{long}": strings.Repeat("n", 252)} // 252 bytes: "." + it + "." + digits, or it + ".tmp" + digits, pass NAME_MAX (255)
 	db, err := store.Open(files["{db}"])
 	if err != nil {
 		t.Fatal(err)
@@ -47,8 +56,10 @@ func badInputFiles(t *testing.T) map[string]string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	truncgz := gzipped(t, good[:len(good)/3])
 	for name, content := range map[string]string{"{notes}": "my notes\n", "{xcheck}": `{"kind":"case","verdict":"identical"}` + "\n",
-		"{trunc}": string(good[:len(good)/3]), "{dropped}": string(good), "{peers}": ""} {
+		"{trunc}": string(good[:len(good)/3]), "{dropped}": string(good), "{peers}": "",
+		"{notgz}": "my notes, not gzipped\n", "{cutgz}": string(gzipped(t, good)[:200]), "{truncgz}": string(truncgz)} {
 		if err := os.WriteFile(files[name], []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -62,6 +73,20 @@ func badInputFiles(t *testing.T) map[string]string {
 	}
 	raw.Close()
 	return files
+}
+
+// gzipped is data compressed with gzip.
+func gzipped(t *testing.T, data []byte) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	w := gzip.NewWriter(&b)
+	if _, err := w.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
 }
 
 // snapshot hashes every file of dir by name.
@@ -131,9 +156,8 @@ var badInputs = []struct {
 	{[]string{"--kernel", "relu_bwd", "--dtype", "f32", "--params", "vec=8"}, 2, "vec=8 not accepted for m=2048,n=8960,dtype=f32 (values: 1, 2, 4)", false},
 	{[]string{"--kernel", "relu_bwd", "--tokens", "99999999999"}, 2, "relu_bwd: m=99999999999 must be in 1..2147483647", false},
 	// --db is checked before a GPU starts; a usable one is left as it was.
-	{[]string{"--kernel", "relu_bwd", "--db", "{dir}"}, 2, "is a directory", false},
 	{[]string{"--kernel", "relu_bwd", "--db", "{notes}"}, 2, "not a gradtune database (the file is not an SQLite database; left unchanged)", false},
-	{[]string{"--kernel", "relu_bwd", "--db", "{dir}/missing/tune.db"}, 2, "missing: no such file or directory", false},
+	{[]string{"--kernel", "relu_bwd", "--db", "{dir}/missing/tune.db"}, 2, "--db {dir}/missing/tune.db: cannot receive an output file: directory {dir}/missing does not exist", false},
 	{[]string{"--kernel", "relu_bwd", "--shapes", "n=8", "--db", "{db}"}, 1, "NVIDIA driver (libcuda.so.1) not found", true},
 	// emit.
 	{[]string{"emit", "--kernel", "relu_bwd"}, 2, "emit needs --shapes", false},
@@ -165,66 +189,110 @@ var badInputs = []struct {
 	{[]string{"crosscheck", "--out", "{xcheck}", "--kernel", "relu_bwd", "--cases", "1"}, 1, "libcuda.so.1", true},
 
 	// Issue 24. A damaged database (truncated, a table dropped) or a
-	// directory as --db is a usage error naming the path and the fault,
-	// from every command that reads or writes one, before any GPU opens.
-	{[]string{"show", "--db", "{trunc}"}, 2, "trunc.db: read schema version: damaged gradtune database: database disk image is malformed", false},
-	{[]string{"report", "--db", "{trunc}", "-o", "{dir}/r"}, 2, "trunc.db: read schema version: damaged gradtune database", false},
-	{[]string{"export", "--db", "{trunc}", "-o", "{dir}/t.json"}, 2, "trunc.db: read schema version: damaged gradtune database", false},
-	{[]string{"runs", "--db", "{trunc}"}, 2, "trunc.db: read schema version: damaged gradtune database", false},
-	{[]string{"replay", "--db", "{trunc}"}, 2, "trunc.db: read schema version: damaged gradtune database", false},
-	{[]string{"regress", "--baseline", "{db}", "--db", "{trunc}"}, 2, "--db: store {dir}/trunc.db: read schema version: damaged gradtune database", false},
-	{[]string{"--kernel", "relu_bwd", "--db", "{trunc}"}, 2, "--db {dir}/trunc.db: store {dir}/trunc.db: read schema version: damaged gradtune database", false},
-	{[]string{"bench", "--configs", "{table}", "--db", "{trunc}"}, 2, "trunc.db: read schema version: damaged gradtune database", false},
-	{[]string{"show", "--db", "{dropped}"}, 2, "dropped.db: check the schema: damaged gradtune database: table winners is missing (schema version 2 has tables evaluations, runs, variants, winners)", false},
-	{[]string{"report", "--db", "{dropped}", "-o", "{dir}/r"}, 2, "table winners is missing", false},
-	{[]string{"export", "--db", "{dropped}", "-o", "{dir}/t.json"}, 2, "table winners is missing", false},
-	{[]string{"runs", "--db", "{dropped}"}, 2, "table winners is missing", false},
-	{[]string{"replay", "--db", "{dropped}"}, 2, "dropped.db: check the schema: damaged gradtune database: table winners is missing", false},
-	{[]string{"regress", "--baseline", "{dropped}", "--db", "{db}"}, 2, "--baseline: store {dir}/dropped.db: check the schema", false},
-	{[]string{"--kernel", "relu_bwd", "--db", "{dropped}"}, 2, "dropped.db: check the schema: damaged gradtune database: table winners is missing", false},
-	{[]string{"bench", "--configs", "{table}", "--db", "{dropped}"}, 2, "table winners is missing", false},
-	{[]string{"show", "--db", "{dir}"}, 2, "{dir}: not a gradtune database: it is a directory, want a database file (for example {dir}/tune.db)", false},
-	{[]string{"report", "--db", "{dir}", "-o", "{dir}/r"}, 2, "{dir}: not a gradtune database: it is a directory", false},
-	{[]string{"export", "--db", "{dir}", "-o", "{dir}/t.json"}, 2, "{dir}: not a gradtune database: it is a directory", false},
-	{[]string{"runs", "--db", "{dir}"}, 2, "{dir}: not a gradtune database: it is a directory", false},
-	{[]string{"replay", "--db", "{dir}"}, 2, "{dir}: not a gradtune database: it is a directory", false},
-	{[]string{"regress", "--baseline", "{db}", "--db", "{dir}"}, 2, "{dir}: not a gradtune database: it is a directory", false},
-	{[]string{"bench", "--configs", "{table}", "--db", "{dir}"}, 2, "{dir}: not a gradtune database: it is a directory", false},
-	// An output path in a missing directory.
+	// directory as --db is a usage error naming the flag, the path and the
+	// fault, in the same words from every command that reads or writes
+	// one, before any GPU opens.
+	{[]string{"show", "--db", "{trunc}"}, 2, "--db: store {dir}/trunc.db: read schema version: damaged gradtune database: database disk image is malformed (the file is truncated or was changed by another program)", false},
+	{[]string{"report", "--db", "{trunc}", "-o", "{dir}/r"}, 2, "--db: store {dir}/trunc.db: read schema version: damaged gradtune database: database disk image is malformed", false},
+	{[]string{"export", "--db", "{trunc}", "-o", "{dir}/t.json"}, 2, "--db: store {dir}/trunc.db: read schema version: damaged gradtune database: database disk image is malformed", false},
+	{[]string{"runs", "--db", "{trunc}"}, 2, "--db: store {dir}/trunc.db: read schema version: damaged gradtune database: database disk image is malformed", false},
+	{[]string{"replay", "--db", "{trunc}"}, 2, "--db: store {dir}/trunc.db: read schema version: damaged gradtune database: database disk image is malformed", false},
+	{[]string{"regress", "--baseline", "{db}", "--db", "{trunc}"}, 2, "--db: store {dir}/trunc.db: read schema version: damaged gradtune database: database disk image is malformed", false},
+	{[]string{"--kernel", "relu_bwd", "--db", "{trunc}"}, 2, "--db: store {dir}/trunc.db: read schema version: damaged gradtune database: database disk image is malformed", false},
+	{[]string{"bench", "--configs", "{table}", "--db", "{trunc}"}, 2, "--db: store {dir}/trunc.db: read schema version: damaged gradtune database: database disk image is malformed", false},
+	{[]string{"show", "--db", "{dropped}"}, 2, "--db: store {dir}/dropped.db: check the schema: damaged gradtune database: table winners is missing (schema version 2 has tables evaluations, runs, variants, winners)", false},
+	{[]string{"report", "--db", "{dropped}", "-o", "{dir}/r"}, 2, "--db: store {dir}/dropped.db: check the schema: damaged gradtune database: table winners is missing", false},
+	{[]string{"export", "--db", "{dropped}", "-o", "{dir}/t.json"}, 2, "--db: store {dir}/dropped.db: check the schema: damaged gradtune database: table winners is missing", false},
+	{[]string{"runs", "--db", "{dropped}"}, 2, "--db: store {dir}/dropped.db: check the schema: damaged gradtune database: table winners is missing", false},
+	{[]string{"replay", "--db", "{dropped}"}, 2, "--db: store {dir}/dropped.db: check the schema: damaged gradtune database: table winners is missing", false},
+	{[]string{"regress", "--baseline", "{dropped}", "--db", "{db}"}, 2, "--baseline: store {dir}/dropped.db: check the schema: damaged gradtune database: table winners is missing", false},
+	{[]string{"--kernel", "relu_bwd", "--db", "{dropped}"}, 2, "--db: store {dir}/dropped.db: check the schema: damaged gradtune database: table winners is missing", false},
+	{[]string{"bench", "--configs", "{table}", "--db", "{dropped}"}, 2, "--db: store {dir}/dropped.db: check the schema: damaged gradtune database: table winners is missing", false},
+	{[]string{"show", "--db", "{dir}"}, 2, "--db: store: open {dir}: not a gradtune database: it is a directory, want a database file (for example {dir}/tune.db)", false},
+	{[]string{"report", "--db", "{dir}", "-o", "{dir}/r"}, 2, "--db: store: open {dir}: not a gradtune database: it is a directory", false},
+	{[]string{"export", "--db", "{dir}", "-o", "{dir}/t.json"}, 2, "--db: store: open {dir}: not a gradtune database: it is a directory", false},
+	{[]string{"runs", "--db", "{dir}"}, 2, "--db: store: open {dir}: not a gradtune database: it is a directory", false},
+	{[]string{"replay", "--db", "{dir}"}, 2, "--db: store: open {dir}: not a gradtune database: it is a directory", false},
+	{[]string{"regress", "--baseline", "{db}", "--db", "{dir}"}, 2, "--db: store: open {dir}: not a gradtune database: it is a directory", false},
+	{[]string{"--kernel", "relu_bwd", "--db", "{dir}"}, 2, "--db: store: open {dir}: not a gradtune database: it is a directory", false},
+	{[]string{"bench", "--configs", "{table}", "--db", "{dir}"}, 2, "--db: store: open {dir}: not a gradtune database: it is a directory", false},
+	// replay's gzipped databases: the path given, never the file unpacked.
+	{[]string{"replay", "--db", "{notgz}"}, 2, "--db {dir}/notes.db.gz: not a gzip file", false},
+	{[]string{"replay", "--db", "{cutgz}"}, 2, "--db {dir}/cut.db.gz: damaged gzip file: unexpected EOF", false},
+	{[]string{"replay", "--db", "{truncgz}"}, 2, "--db: store {dir}/trunc.db.gz (unpacked): read schema version: damaged gradtune database", false},
+	{[]string{"replay", "--db", "{dir}/missing.db.gz"}, 2, "--db {dir}/missing.db.gz: no such file or directory", false},
+	// An output path in a missing directory, in the same words.
 	{[]string{"export", "--db", "{db}", "-o", "{dir}/missing/t.json"}, 2, "{dir}/missing/t.json: cannot receive an output file: directory {dir}/missing does not exist", false},
 	{[]string{"report", "--db", "{db}", "-o", "{dir}/missing/r"}, 2, "{dir}/missing/r: cannot receive an output file: parent directory {dir}/missing does not exist", false},
-	{[]string{"crosscheck", "--out", "{dir}/missing/x.jsonl"}, 2, "{dir}/missing/x.jsonl: stat {dir}/missing: no such file or directory", false},
-	{[]string{"bench", "--configs", "{table}", "--db", "{dir}/missing/n.db"}, 2, "directory {dir}/missing: stat {dir}/missing: no such file or directory", false},
+	{[]string{"crosscheck", "--out", "{dir}/missing/x.jsonl"}, 2, "--out {dir}/missing/x.jsonl: cannot receive an output file: directory {dir}/missing does not exist", false},
+	{[]string{"crosscheck", "--out", "{notes}/x.jsonl"}, 2, "--out {notes}/x.jsonl: cannot receive an output file: {notes} is not a directory", false},
+	{[]string{"bench", "--configs", "{table}", "--db", "{dir}/missing/n.db"}, 2, "--db {dir}/missing/n.db: cannot receive an output file: directory {dir}/missing does not exist", false},
+	// An output its directory will not take is named, not the temporary
+	// file written on the way (here a name that fits but whose temporary
+	// file's does not; a read-only directory: TestProbeNamesTheOutput).
+	{[]string{"export", "--db", "{db}", "-o", "{dir}/{long}"}, 2, "-o {dir}/{long}: cannot create a file in {dir}: file name too long", false},
+	{[]string{"crosscheck", "--out", "{dir}/{long}", "--kernel", "relu_bwd", "--cases", "1"}, 2, "--out {dir}/{long}: cannot create a file in {dir}: file name too long", false},
+	{[]string{"--kernel", "relu_bwd", "--shapes", "n=8", "--db", "{dir}/{long}"}, 2, "--db {dir}/{long}: cannot create a file in {dir}: file name too long", false},
+	{[]string{"bench", "--configs", "{table}", "--db", "{dir}/{long}"}, 2, "--db {dir}/{long}: cannot create a file in {dir}: file name too long", false},
 	// Every flag is checked before the GPU opens and before a database is read.
 	{[]string{"--kernel", "relu_bwd", "--compile-helpers", "many"}, 2, `--compile-helpers "many": want auto or a count`, false},
 	{[]string{"--kernel", "relu_bwd", "--compile-helpers", "-2"}, 2, `--compile-helpers "-2": want auto or a count`, false},
 	{[]string{"--kernel", "relu_bwd", "--compiler", "nvcc"}, 2, `--compiler "nvcc": want jit (the driver's JIT), link (the driver's linker) or ptxas`, false},
 	{[]string{"--kernel", "relu_bwd", "--no-cache", "--cubin-cache", "{dir}/c"}, 2, "--no-cache and --cubin-cache {dir}/c contradict each other", false},
 	{[]string{"--kernel", "relu_bwd", "--compile-helpers", "0", "--compiler", "ptxas"}, 2, "--compile-helpers 0 compiles in the worker", false},
+	{[]string{"--kernel", "relu_bwd", "--compile-helpers", "many", "--db", "{trunc}"}, 2, `--compile-helpers "many": want auto or a count`, false},
+	{[]string{"--kernel", "relu_bwd", "--compiler", "nvcc", "--db", "{trunc}"}, 2, `--compiler "nvcc"`, false},
+	{[]string{"--kernel", "relu_bwd", "--final-rounds", "-1", "--db", "{trunc}"}, 2, "--final-rounds -1: want 0 or more", false},
 	{[]string{"--kernel", "relu_bwd", "--mode", "warm", "--db", "{trunc}"}, 2, `--mode: mode "warm"`, false},
 	{[]string{"export", "--db", "{trunc}", "--format", "go", "--package", "my-pkg", "-o", "{dir}/t.go"}, 2, `export: package "my-pkg": want a Go identifier`, false},
 	{[]string{"export", "--db", "{trunc}", "--format", "go", "--name", "9bad", "-o", "{dir}/t.go"}, 2, `export: name "9bad": want a Go identifier`, false},
 	{[]string{"export", "--db", "{trunc}", "--format", "json", "--name", "Pool", "-o", "{dir}/t.json"}, 2, "is for --format go or c, not json", false},
+	{[]string{"export", "--db", "{trunc}", "--kernel", "nope_bwd", "-o", "{dir}/t.json"}, 2, `--kernel: unknown kernel "nope_bwd"`, false},
+	{[]string{"show", "--db", "{trunc}", "--kernel", "nope_bwd"}, 2, `--kernel: unknown kernel "nope_bwd"`, false},
+	{[]string{"report", "--db", "{trunc}", "--run", "-1", "-o", "{dir}/r"}, 2, "--run -1: want a run id", false},
 	{[]string{"report", "--db", "{trunc}", "-o", "{notes}"}, 2, "{notes}: cannot receive an output file: it is a file, want a directory", false},
 	{[]string{"report", "--db", "{trunc}", "-o", "{dir}/r", "--peers", "{peers}"}, 2, "--peers {dir}/peers.jsonl: malformed peers file: no rows", false},
+	{[]string{"replay", "--db", "{trunc}", "--strategy", "auto"}, 2, `--strategy: strategy "auto"`, false},
+	{[]string{"regress", "--baseline", "{trunc}", "--db", "{trunc}", "--threshold", "lots"}, 2, `--threshold "lots": want a percentage`, false},
 	{[]string{"bench", "--configs", "{table}", "--db", "{trunc}", "--mode", "warm"}, 2, `--mode: mode "warm"`, false},
 	{[]string{"bench", "--configs", "{table}", "--db", "{trunc}", "--kernel", "nope_bwd"}, 2, `--kernel: unknown kernel "nope_bwd"`, false},
 	// Messages that name what was wrong, once.
 	{[]string{"show", "--db", "{db}", "--kernel", "gemm_bwd"}, 2, "no results for gemm_bwd in {dir}/tune.db (kernels recorded there: relu_bwd)", false},
-	{[]string{"show", "--db", "{db}", "--kernel", "nope_bwd"}, 2, `no results: unknown kernel "nope_bwd" (kernels: gelu_bwd, gemm_bwd,`, false},
+	{[]string{"show", "--db", "{act}", "--kernel", "gemm_bwd"}, 2, "no results for gemm_bwd in {act} (kernels recorded there: gelu_bwd, relu_bwd, silu_bwd)", false},
+	{[]string{"show", "--db", "{db}", "--kernel", "nope_bwd"}, 2, `--kernel: unknown kernel "nope_bwd" (kernels: gelu_bwd, gemm_bwd,`, false},
 	{[]string{"check", "--kernel", "nf4_gemm_bwd", "--shapes", "m=64,n=100,k=64"}, 2, "--shapes: nf4_gemm_bwd: n=100 is not a multiple of the block size 64 (n, the reduction, takes whole blocks)", false},
+	{[]string{"check", "--kernel", "nf4_gemm_bwd", "--shapes", "m=64,n=64,k=64,block=3"}, 2, "--shapes: nf4_gemm_bwd: nf4 layout: block size 3 is not a positive even number", false},
 	{[]string{"check", "--kernel", "nf4_dequant", "--shapes", "n=64,k=64,scales=f16"}, 2, "scales=f16: want one of f32, dq", false},
-	{[]string{"check", "--kernel", "lp_pool1d_bwd", "--shapes", "n=1,c=1,l=8,window=2,p=0"}, 2, "lp_pool1d_bwd p=0 is not positive", false},
+	{[]string{"check", "--kernel", "lp_pool1d_bwd", "--shapes", "n=1,c=1,l=8,window=2,p=0"}, 2, "--shapes: lp_pool1d_bwd p=0 is not positive", false},
+	{[]string{"check", "--kernel", "lp_pool1d_bwd", "--shapes", "n=1,c=1,l=8,window=2,p=2.5", "--dtype", "f64"}, 2, "lp_pool1d_bwd: f64 needs an integer p, not 2.5 (PTX has no f64 lg2/ex2)", false},
 	{[]string{"check", "--kernel", "lp_pool1d_bwd", "--shapes", "n=1,c=1,l=8,window=2,p=2,ceil=2"}, 2, "ceil=2: want 0 (floor mode, the default) or 1 (ceil_mode)", false},
 	// No output replaces a database, even with --force.
 	{[]string{"export", "--db", "{db}", "--format", "json", "-o", "{db}", "--force"}, 2, "{db} is the --db database: no output replaces a database, even with --force", false},
 	{[]string{"export", "--db", "{db}", "--format", "c", "-o", "{dropped}", "--force"}, 2, "{dropped} is an SQLite database: no output replaces a database, even with --force", false},
 	{[]string{"report", "--db", "{db}", "-o", "{db}", "--force"}, 2, "{db}: cannot receive an output file: it is an SQLite database, want a directory for the report (--force does not change that)", false},
+	{[]string{"report", "--db", "{db}", "-o", "{notes}", "--force"}, 2, "{notes}: cannot receive an output file: it is a file, want a directory for the report (--force does not change that)", false},
 	// Bounds and duplicates.
 	{[]string{"replay", "--db", "{db}", "--seeds", "100000000"}, 2, "--seeds must be 1 to 1000, got 100000000", false},
-	{[]string{"bench", "--configs", "{table},{table}", "--db", "{dir}/n.db"}, 2, "configs: ../../configs/h200/pool.json is given twice", false},
+	{[]string{"replay", "--db", "{db},{db}"}, 2, "--db: {dir}/tune.db is given twice: give each file once", false},
+	{[]string{"bench", "--configs", "{table},{table}", "--db", "{dir}/n.db"}, 2, "--configs: ../../configs/h200/pool.json is given twice: give each file once", false},
+	{[]string{"bench", "--configs", "{table},../../configs/h200/../h200/pool.json", "--db", "{dir}/n.db"}, 2, "--configs: ../../configs/h200/pool.json and ../../configs/h200/../h200/pool.json are the same file: give each file once", false},
+	{[]string{"bench", "--configs", "{table},", "--db", "{dir}/n.db"}, 2, `--configs "../../configs/h200/pool.json,": an empty path between commas (want TABLE.json[,TABLE.json...])`, false},
 	{[]string{"regress", "--baseline", "{db}", "--db", "{db}"}, 2, "a run compared with itself: {dir}/tune.db run 1 and {dir}/tune.db run 1 are run 1", false},
 	{[]string{"--version", "--kernel", "relu_bwd"}, 2, "--version stands alone", false},
+}
+
+// saidTwice is the first part of msg's first line that the next part
+// repeats ("nf4_gemm_bwd: nf4_gemm_bwd shape: ..."), or "".
+func saidTwice(msg string) string {
+	line, _, _ := strings.Cut(msg, "\n")
+	parts := strings.Split(line, ": ")
+	for i := 1; i+1 < len(parts); i++ {
+		a, b := parts[i], parts[i+1]
+		if b == a || strings.HasPrefix(b, a+" ") {
+			return a
+		}
+	}
+	return ""
 }
 
 func TestBadInputs(t *testing.T) {
@@ -254,6 +322,14 @@ func TestBadInputs(t *testing.T) {
 			}
 			if c.code == 2 && (out != "" || !strings.Contains(errs, "Run 'tune help' for usage.")) {
 				t.Errorf("usage error with stdout %q, stderr %q", out, errs)
+			}
+			if r := saidTwice(errs); r != "" {
+				t.Errorf("%q says %q twice in a row", errs, r)
+			}
+			for _, tmp := range []string{"/." + files["{long}"], files["{long}"] + ".tmp", "gradtune-replay-", ".gradtune-probe-"} {
+				if strings.Contains(errs, tmp) {
+					t.Errorf("%q names a temporary file (%s...)", errs, tmp)
+				}
 			}
 			after := snapshot(t, files["{dir}"])
 			if len(after) != len(before) {

@@ -104,9 +104,9 @@ func benchSelection(fs *flagSet, stderr io.Writer) ([]runner.Case, error) {
 		}
 		plant = &p
 	}
-	var files []string
-	for _, path := range strings.Split(paths, ",") {
-		files = append(files, strings.TrimSpace(path))
+	files, err := pathList("--configs", paths, "TABLE.json")
+	if err != nil {
+		return nil, err
 	}
 	set, err := tuning.LoadTables(files)
 	if err != nil {
@@ -120,6 +120,32 @@ func benchSelection(fs *flagSet, stderr io.Writer) ([]runner.Case, error) {
 		fmt.Fprintf(stderr, "bench: %s\n", n)
 	}
 	return cases, nil
+}
+
+// pathList splits a flag's list of files at commas: an empty path, or
+// one file named twice (by the same path, or by two paths to the same
+// file), is a usage error before any file is read. want says what the
+// flag takes ("TABLE.json").
+func pathList(flag, list, want string) ([]string, error) {
+	var files []string
+	var infos []os.FileInfo // nil where the path does not stat: the reader says why
+	for _, path := range strings.Split(list, ",") {
+		path = strings.TrimSpace(path)
+		if path == "" {
+			return nil, usagef("%s %q: an empty path between commas (want %s[,%s...])", flag, list, want, want)
+		}
+		fi, _ := os.Stat(path)
+		for i, prev := range files {
+			switch {
+			case prev == path:
+				return nil, usagef("%s: %s is given twice: give each file once", flag, path)
+			case fi != nil && infos[i] != nil && os.SameFile(fi, infos[i]):
+				return nil, usagef("%s: %s and %s are the same file: give each file once", flag, prev, path)
+			}
+		}
+		files, infos = append(files, path), append(infos, fi)
+	}
+	return files, nil
 }
 
 // entryFilter is --kernel and --shapes as a test of a table entry.

@@ -41,6 +41,9 @@ func cmdCrosscheck(fs *flagSet, stdout, stderr io.Writer) error {
 	if out == "" {
 		return usagef("crosscheck needs --out FILE (JSON lines, one per case)")
 	}
+	if err := checkNewFile("--out", out); err != nil {
+		return err
+	}
 	if err := crosscheck.CheckOut(out, force); err != nil {
 		return usageError{err}
 	}
@@ -65,6 +68,9 @@ func cmdCrosscheck(fs *flagSet, stdout, stderr io.Writer) error {
 	cases := crosscheck.Pick(fams, dts, ncases, seed)
 	if len(cases) == 0 {
 		return usagef("no case: no family accepts a small shape in the dtypes asked for")
+	}
+	if err := probeFile("--out", out, crosscheckTemp); err != nil {
+		return err
 	}
 	// The GPU, in this process, on this OS thread.
 	runtime.LockOSThread()

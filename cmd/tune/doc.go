@@ -30,7 +30,9 @@
 // check, an internal error: a panic, reported with its stack), 2 usage
 // error (every bad input, named with what is accepted: a flag given
 // twice, a missing, damaged or foreign database, an output that would
-// replace a database or lies in a missing directory). --version prints
+// replace a database, lies in a missing directory or that its directory
+// will not take, found by creating and removing a file there, and named
+// by its own path, never by a temporary file's). --version prints
 // the module version and VCS revision of the build, which every run
 // records. Help (tune help [COMMAND], -h, --help) goes to
 // stdout and exits 0. regress exits 1 when the gate fails (a case

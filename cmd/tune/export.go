@@ -34,12 +34,19 @@ func cmdExport(fs *flagSet, stdout, _ io.Writer) error {
 	if out == "" {
 		return usagef("export needs -o PATH (the table file)")
 	}
+	sel, err := resultOptions(fs)
+	if err != nil {
+		return err
+	}
 	opt := export.Options{Format: fs.str("format"), PTX: fs.Given("ptx"), Force: fs.Given("force"),
 		Keep: protectDB(fs), Name: fs.str("name"), Package: fs.str("package")}
 	if err := opt.Check(out); err != nil {
 		return usagef("export: %w", err)
 	}
-	set, err := loadResults(fs)
+	if err := probeFile("-o", out, dotTemp); err != nil {
+		return err
+	}
+	set, err := loadSelection(fs.str("db"), sel)
 	if err != nil {
 		return err
 	}

@@ -15,16 +15,19 @@ import (
 func regressCommand() *command {
 	return &command{
 		name:  "regress",
-		usage: "regress --baseline A.db[:RUN] --db B.db[:RUN] [--threshold 2%] [--alpha 0.05] [--format markdown|bench]",
+		usage: "regress --baseline A.db[:RUN] --db B.db[:RUN] [--threshold 3.5%] [--min-shift 0.25] [--no-drift] [--alpha 0.05] [--format markdown|bench]",
 		summary: "the regression gate: compare each kernel, dtype and shape of run B with run A (default:\n" +
-			"each database's newest run) with a Mann–Whitney U test, a threshold and the 95% CI of\n" +
-			"the change; exit 1 when a case regressed, has no valid result in B (failed, listed with\n" +
+			"each database's newest run) with a Mann–Whitney U test, a threshold, a minimum shift and\n" +
+			"the 95% CI of the change, B's samples divided by its drift (the median change of all its\n" +
+			"cases); exit 1 when a case regressed, has no valid result in B (failed, listed with\n" +
 			"its error) or is missing from B, 0 otherwise, 2 on bad input (a run compared with itself);\n" +
 			"a Markdown table, or --format bench for benchstat (benchstat -col run FILE)",
 		flags: func(fs *flagSet) {
 			fs.String("baseline", "", "A.db[:RUN]\tthe last good run")
 			fs.String("db", "", "B.db[:RUN]\tthe run to judge")
-			fs.String("threshold", "2%", "PCT\tthe smallest slowdown that fails the gate")
+			fs.String("threshold", fmt.Sprintf("%g%%", 100*regress.DefaultOptions.Threshold), "PCT\tthe smallest slowdown that fails the gate, after the run's drift")
+			fs.Float64("min-shift", regress.DefaultOptions.MinShift, "US\tthe smallest slowdown in µs that fails the gate")
+			fs.Bool("no-drift", false, "\tcompare B's samples as measured, without taking out its drift")
 			fs.Float64("alpha", regress.DefaultOptions.Alpha, "P\tsignificance level of the U test")
 			fs.String("format", "markdown", "F\tmarkdown or bench (the Go benchmark format of both runs' samples)")
 		},
@@ -90,6 +93,11 @@ func gateOptions(fs *flagSet) (regress.Options, error) {
 		return opt, usagef("--threshold %q: want a percentage such as 2%%", th)
 	}
 	opt.Threshold = v / 100
+	opt.MinShift = fs.float("min-shift")
+	if !(opt.MinShift >= 0) {
+		return opt, usagef("--min-shift %v: want microseconds, 0 or more", opt.MinShift)
+	}
+	opt.NoDrift = fs.Given("no-drift")
 	opt.Alpha = fs.float("alpha")
 	if !(opt.Alpha > 0 && opt.Alpha < 1) {
 		return opt, usagef("--alpha %v: want a level between 0 and 1, such as 0.05", opt.Alpha)

@@ -3,8 +3,10 @@ package main
 import (
 	"compress/gzip"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -108,8 +110,12 @@ func cmdReplay(fs *flagSet, stdout, stderr io.Writer) error {
 		return usagef("--seeds must be 1 to %d, got %d", tuning.MaxReplaySeeds, seeds)
 	}
 	opt := tuning.ReplayOptions{Strategies: strats, Seeds: seeds, Budget: budget, BudgetFraction: frac, Abandon: abandonMargin(fs)}
+	files, err := pathList("--db", paths, "FILE")
+	if err != nil {
+		return err
+	}
 	var data []*tuning.ReplayData
-	for _, path := range strings.Split(paths, ",") {
+	for _, path := range files {
 		d, err := loadReplay(path)
 		if err != nil {
 			return err
@@ -123,7 +129,7 @@ func cmdReplay(fs *flagSet, stdout, stderr io.Writer) error {
 		"points; a re-measurement counts); samples: timing samples taken (median). Budget %s; abandon margin %.0f%%.\n\n",
 		budgetText(budget, frac), 100*opt.Abandon)
 	for _, d := range data {
-		opt.Progress = replayProgress(stderr, d.Name)
+		opt.Progress = replayProgress(stderr, d.Name, time.Now)
 		outs, err := tuning.ReplayStrategies(context.Background(), d, opt)
 		if err != nil {
 			return err
@@ -136,16 +142,18 @@ func cmdReplay(fs *flagSet, stdout, stderr io.Writer) error {
 // replayProgress says on w how many strategy runs of the database called
 // name are done: once the first five seconds have passed, at every tenth
 // of the way and every five seconds between (a short replay says
-// nothing).
-func replayProgress(w io.Writer, name string) func(done, total int) {
-	start, last, shown := time.Now(), time.Now(), 0
+// nothing). now is the clock (time.Now; tests pass their own).
+func replayProgress(w io.Writer, name string, now func() time.Time) func(done, total int) {
+	start := now()
+	last, shown := start, 0
 	return func(done, total int) {
+		t := now()
 		tenth := 10 * done / total
-		if time.Since(start) < 5*time.Second || tenth == shown && time.Since(last) < 5*time.Second {
+		if t.Sub(start) < 5*time.Second || tenth == shown && t.Sub(last) < 5*time.Second {
 			return
 		}
-		shown, last = tenth, time.Now()
-		fmt.Fprintf(w, "tune replay: %s: %d of %d strategy runs (%s)\n", name, done, total, time.Since(start).Round(time.Second))
+		shown, last = tenth, t
+		fmt.Fprintf(w, "tune replay: %s: %d of %d strategy runs (%s)\n", name, done, total, t.Sub(start).Round(time.Second))
 	}
 }
 
@@ -160,20 +168,26 @@ func budgetText(n int, frac float64) string {
 }
 
 // loadReplay reads a recorded database; one whose name ends in .gz is
-// unpacked into a temporary file first, removed once read.
+// unpacked into a temporary file first, removed once read. Every error
+// names path, never the temporary file, and a file that is not a
+// readable gzip stream or database is a usage error.
 func loadReplay(path string) (*tuning.ReplayData, error) {
-	name := filepath.Base(path)
+	name, file := filepath.Base(path), path
 	if strings.HasSuffix(path, ".gz") {
 		tmp, err := gunzipTemp(path)
 		if err != nil {
-			return nil, userError(fmt.Errorf("--db: %w", err))
+			return nil, err
 		}
 		defer os.RemoveAll(filepath.Dir(tmp))
-		path = tmp
+		file = tmp
 	}
-	db, err := store.OpenReadOnly(path)
+	db, err := store.OpenReadOnly(file)
 	if err != nil {
-		return nil, userError(fmt.Errorf("--db: %w", err))
+		err = userError(fmt.Errorf("--db: %w", err))
+		if file != path {
+			err = renamed{err, file, path + " (unpacked)"}
+		}
+		return nil, err
 	}
 	defer db.Close()
 	d, err := tuning.LoadReplay(db, name)
@@ -183,33 +197,61 @@ func loadReplay(path string) (*tuning.ReplayData, error) {
 	return d, err
 }
 
+// renamed is err with every mention of a temporary file's path replaced
+// by the path the user gave; errors.As and errors.Is see err.
+type renamed struct {
+	err      error
+	from, to string
+}
+
+func (r renamed) Error() string { return strings.ReplaceAll(r.err.Error(), r.from, r.to) }
+func (r renamed) Unwrap() error { return r.err }
+
 // gunzipTemp unpacks a gzipped file into a new temporary directory and
-// returns the unpacked file's path.
+// returns the unpacked file's path. A file that is missing or not a
+// whole gzip stream is a usage error naming path.
 func gunzipTemp(path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return "", err
+		return "", usagef("--db %s: %w", path, unwrapPathError(err))
 	}
 	defer f.Close()
 	zr, err := gzip.NewReader(f)
 	if err != nil {
-		return "", fmt.Errorf("%s: %w", path, err)
+		return "", usagef("--db %s: not a gzip file: %w", path, err)
 	}
 	dir, err := os.MkdirTemp("", "gradtune-replay-")
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("--db %s: a directory to unpack it in: %w", path, err)
 	}
 	out := filepath.Join(dir, strings.TrimSuffix(filepath.Base(path), ".gz"))
 	w, err := os.Create(out)
-	if err == nil {
-		_, err = io.Copy(w, zr)
-		if cerr := w.Close(); err == nil {
-			err = cerr
-		}
-	}
 	if err != nil {
 		os.RemoveAll(dir)
-		return "", fmt.Errorf("unpacking %s: %w", path, err)
+		return "", fmt.Errorf("--db %s: unpacking: %w", path, unwrapPathError(err))
+	}
+	_, rerr := io.Copy(w, zr)
+	werr := w.Close()
+	switch {
+	case rerr != nil && !errors.As(rerr, new(*fs.PathError)):
+		os.RemoveAll(dir)
+		return "", usagef("--db %s: damaged gzip file: %w", path, rerr)
+	case rerr != nil:
+		os.RemoveAll(dir)
+		return "", fmt.Errorf("--db %s: unpacking: %w", path, unwrapPathError(rerr))
+	case werr != nil:
+		os.RemoveAll(dir)
+		return "", fmt.Errorf("--db %s: unpacking: %w", path, unwrapPathError(werr))
 	}
 	return out, nil
+}
+
+// unwrapPathError drops the path of an *fs.PathError, which a message
+// names already (or which is a temporary file's), keeping the reason.
+func unwrapPathError(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }

@@ -32,18 +32,28 @@ func cmdReport(fs *flagSet, stdout, stderr io.Writer) error {
 	if out == "" {
 		return usagef("report needs -o DIR (the report directory)")
 	}
+	sel, err := resultOptions(fs)
+	if err != nil {
+		return err
+	}
 	if err := reports.CheckDir(out, fs.Given("force")); err != nil {
 		return outputError(err)
 	}
 	opt := reports.Options{Force: fs.Given("force"), Keep: protectDB(fs)}
 	path := fs.str("peers")
 	if path != "" {
-		var err error
 		if opt.Peers, err = readPeers(path); err != nil {
 			return err
 		}
 	}
-	set, err := loadResults(fs)
+	dir := out // the report's directory, or the one it will be made in
+	if _, err := os.Stat(out); err != nil {
+		dir = filepath.Dir(filepath.Clean(out))
+	}
+	if err := probeWrite("-o", out, dir, ".gradtune-probe-*"); err != nil {
+		return err
+	}
+	set, err := loadSelection(fs.str("db"), sel)
 	if err != nil {
 		return err
 	}

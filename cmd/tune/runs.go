@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 
 	"github.com/gradtune/gradtune/internal/results"
@@ -23,7 +24,7 @@ func cmdRuns(fs *flagSet, stdout, _ io.Writer) error {
 	path := fs.str("db")
 	db, err := store.OpenReadOnly(path)
 	if err != nil {
-		return userError(err)
+		return userError(fmt.Errorf("--db: %w", err))
 	}
 	defer db.Close()
 	sums, err := results.Summaries(db)

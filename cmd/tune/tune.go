@@ -100,12 +100,17 @@ func gpuOptionsOf(fs *flagSet) (gpuOptions, error) {
 }
 
 // probeDB refuses, before a GPU opens, a --db that Open would refuse or
-// could not write.
+// could not write (a new one's missing directory in export's words, then
+// store.Probe, then a file created and removed beside it). store's errors
+// name the path, so it is said once.
 func (opt gpuOptions) probeDB() error {
-	if err := store.Probe(opt.db); err != nil {
-		return usagef("--db %s: %w", opt.db, err)
+	if err := checkNewFile("--db", opt.db); err != nil {
+		return err
 	}
-	return nil
+	if err := store.Probe(opt.db); err != nil {
+		return usagef("--db: %w", err)
+	}
+	return probeFile("--db", opt.db, dotTemp)
 }
 
 func cmdTune(fs *flagSet, stdout, stderr io.Writer) error {
