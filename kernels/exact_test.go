@@ -13,7 +13,7 @@ import (
 )
 
 // exactFamilies must have exact inputs (kernels.Exacter).
-var exactFamilies = []string{"gemm_bwd"}
+var exactFamilies = []string{"gemm_bwd", "nf4_gemm_bwd"}
 
 // TestExactInputs: every family with exact inputs gives, at each of its
 // small shapes in each dtype, data for every input buffer and no other:

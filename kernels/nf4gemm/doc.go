@@ -75,10 +75,15 @@
 // Inputs start from random codes and scales in [0.3, 0.95) (double-
 // quantized with bitsandbytes' dynamic map for scales=dq), so the exact
 // dequantized weight is known. The reference is a float64 GEMM on the
-// weight dequantized from the NF4 buffers and rounded to the dtype. For
-// n ≤ 512 dY holds integers in −3..3: every partial sum is a multiple of
-// 2⁻¹³ below 2²⁴ of them, exact in f32, and the outputs must match bit
-// for bit. Longer reductions take dY uniform in [−1, 1) and the bound
-// (2·⌈N/16⌉ + 16)·2⁻²³·N plus the output's rounding (16: the partial
-// sums split-K or stream-K may add).
+// weight dequantized from the NF4 buffers and rounded to the dtype. Every
+// variant is validated on two inputs (kernels.Exacter): dY uniform in
+// [−1, 1), within (2·⌈N/16⌉ + 16)·2⁻²³·N plus the output's rounding (16:
+// the partial sums split-K or stream-K may add); and the same weight with
+// dY of ±1 in gemm_bwd's exact pattern over the rows, few enough
+// nonzeros a row (about 2150 in bf16, 270 in f16: exactTerms, from the
+// weight's largest value and the ulp of its smallest) that every partial
+// sum is a multiple of that ulp below 2²⁴ of them, exact in f32, and the
+// outputs must match bit for bit: at every shape with at least
+// ⌈N/exactTerms⌉ rows, which every preset shape has. A wrong scale block,
+// code or reduction row then fails, however long the reduction.
 package nf4gemm

@@ -147,38 +147,82 @@ func tokensParam(k *ptx.Func) (ptx.Reg, kernels.Arg) {
 
 func denseName(dt dtype.DType) string { return "w_" + dt.String() }
 
-// exactMaxN is the longest reduction whose shapes get exact-integer dY
-// (−3..3): the dequantized weights are multiples of 2⁻¹³ below 1 (scales
-// in [0.3, 0.95)), so every partial sum is a multiple of 2⁻¹³ below
-// 3·N·2¹³ of them, exact in f32 up to N = 682.
-const exactMaxN = 512
-
-func (s GEMMShape) exact() bool { return s.N <= exactMaxN }
-
 // Inputs: the weight from random codes and scales (weight.tensor), its
-// exact dequantization in the dtype, and dY: integers in −3..3 for the
-// exact class, uniform in [−1, 1) rounded to the dtype otherwise.
+// exact dequantization in the dtype, and dY uniform in [−1, 1) rounded to
+// the dtype.
 func (gemmDef) Inputs(s GEMMShape, seed uint64) map[string][]float64 {
-	w := s.weight()
-	key := "nf4/" + variants.ShapeOf(GEMMShape{N: s.N, K: s.K, Block: s.Block, Scales: s.Scales, DType: s.DType}).Key()
-	t := w.tensor(seed, key)
-	in := w.inputs(t)
-	in[denseName(s.DType)] = dequantized(t, s.DType)
-	if s.exact() {
-		v := kernels.Uniform(dtype.F64, s.M*s.N, -3, 4, seed, key+"/dy")
-		for i := range v {
-			v[i] = math.Floor(v[i])
-		}
-		in["dy"] = v
-	} else {
-		in["dy"] = kernels.Uniform(s.DType, s.M*s.N, -1, 1, seed, key+"/dy")
-	}
+	in := s.weightInputs(seed)
+	in["dy"] = kernels.Uniform(s.DType, s.M*s.N, -1, 1, seed, s.weightKey()+"/dy")
 	return in
 }
 
+// weightKey is the stream of the shape's weight (the same at every m).
+func (s GEMMShape) weightKey() string {
+	return "nf4/" + variants.ShapeOf(GEMMShape{N: s.N, K: s.K, Block: s.Block, Scales: s.Scales, DType: s.DType}).Key()
+}
+
+// weightInputs are the weight's buffers and its exact dequantization.
+func (s GEMMShape) weightInputs(seed uint64) map[string][]float64 {
+	w := s.weight()
+	t := w.tensor(seed, s.weightKey())
+	in := w.inputs(t)
+	in[denseName(s.DType)] = dequantized(t, s.DType)
+	return in
+}
+
+// exactTerms is the most nonzero products of ±1 and the dequantized
+// weights w an output may sum exactly in f32: each |w| is a multiple of
+// the unit u, the ulp in dt of the smallest nonzero |w| (bf16 keeps 8
+// significant bits, f16 11), and a sum of n of them below n·max|w| is a
+// multiple of u, exact while it stays below 2²⁴·u. With the generated
+// scales (2⁻⁶ < |w| < 0.96) that is about 2150 terms in bf16, 270 in f16.
+func exactTerms(w []float64, dt dtype.DType) int {
+	lo, hi := math.Inf(1), 0.0
+	for _, v := range w {
+		if a := math.Abs(v); a > 0 {
+			lo, hi = min(lo, a), max(hi, a)
+		}
+	}
+	if hi == 0 {
+		return math.MaxInt32
+	}
+	bits := 8
+	if dt == dtype.F16 {
+		bits = 11
+	}
+	_, e := math.Frexp(lo) // lo = f·2^e, f in [0.5, 1)
+	unit := math.Ldexp(1, e-bits)
+	return int(math.Floor((1<<24 - 1) * unit / hi))
+}
+
+// ExactInputs (kernels.Exacter): the same weight, and dY of ±1 in
+// gemm_bwd's exact pattern over the rows alone (gemm.NewExactPattern with
+// one column: row i holds the reduction indices of class i mod D, D =
+// ⌈N/exactTerms⌉), so that every output sums at most exactTerms products,
+// exactly, and every weight row meets a nonzero dY in some output: a
+// wrong scale block or code shows. false when M has fewer rows than
+// classes.
+func (gemmDef) ExactInputs(s GEMMShape, seed uint64) (map[string][]float64, bool) {
+	in := s.weightInputs(seed)
+	pat, ok := gemm.NewExactPattern(s.M, 1, s.N, exactTerms(in[denseName(s.DType)], s.DType))
+	if !ok {
+		return nil, false
+	}
+	dy := gemm.ExactValues(1, s.M*s.N, seed, s.weightKey()+"/exact/dy")
+	for i := range s.M {
+		for n := range s.N {
+			if !pat.A(i, n) {
+				dy[i*s.N+n] = 0
+			}
+		}
+	}
+	in["dy"] = dy
+	return in, true
+}
+
 // Reference: the float64 product of dY and the weight dequantized from
-// the NF4 buffers (not from w_bf16), rows in parallel; rounded to the
-// dtype for the exact class.
+// the NF4 buffers (not from w_bf16), rows in parallel (the runner rounds
+// it to the dtype for the exact inputs).
 func (gemmDef) Reference(s GEMMShape, in map[string][]float64) map[string][]float64 {
 	wd := dequantized(s.weight().fromInputs(in), s.DType)
 	dy := in["dy"]
@@ -195,23 +239,15 @@ func (gemmDef) Reference(s GEMMShape, in map[string][]float64) map[string][]floa
 			}
 		}
 	})
-	if s.exact() {
-		for i, v := range out {
-			out[i] = s.DType.Round(v)
-		}
-	}
 	return map[string][]float64{"dx": out}
 }
 
-// Tolerance: zero for the exact class. Otherwise |dY| ≤ 1 and |W| < 1, so
-// Σ|a·b| ≤ N and the f32 sum is within γ·N of the exact one, γ =
-// (2·⌈N/16⌉ + maxPartials)·2⁻²³ (each k16 MMA step may truncate its
-// block sum and its addition, one ulp each; split-K and stream-K add at
-// most maxPartials partial sums), widened by the output's rounding.
+// Tolerance of the random inputs: |dY| ≤ 1 and |W| < 1, so Σ|a·b| ≤ N
+// and the f32 sum is within γ·N of the exact one, γ = (2·⌈N/16⌉ +
+// maxPartials)·2⁻²³ (each k16 MMA step may truncate its block sum and its
+// addition, one ulp each; split-K and stream-K add at most maxPartials
+// partial sums), widened by the output's rounding.
 func (gemmDef) Tolerance(s GEMMShape, _ string) kernels.Tolerance {
-	if s.exact() {
-		return kernels.Tolerance{}
-	}
 	l := float64(s.N)
 	return kernels.StoreTol(kernels.Tolerance{Atol: (2*math.Ceil(l/16) + maxPartials) * 0x1p-23 * l}, s.DType)
 }

@@ -318,7 +318,7 @@ func (rk *rsKernel) fetch(set scaleSet, t rsTile, kt, l ptx.Reg) {
 		for h := range 2 {
 			row := k.Add(ptx.U32, k.Shl(ptx.U32, kt, ptx.Imm(6)), k.Add(ptx.U32, l, ptx.Imm(32*h)))
 			b := k.Mad(ptx.U32, row, ptx.Imm(rk.s.K/rk.w.block), k.Div(ptx.U32, col, ptx.Imm(rk.w.block)))
-			b = k.Selp(ptx.U32, b, ptx.Imm(0), ok)
+			b = scaleBlock(k, k.Selp(ptx.U32, b, ptx.Imm(0), ok))
 			r := set[2*c+h]
 			if !rk.w.dq {
 				k.LdTo(ptx.Global, ptx.F32, r[:1], elemAt(k, rk.bufs["absmax"], b, 4), nc)

@@ -166,6 +166,7 @@ func (d *deq) prmtWord(w ptx.Reg, t *table) [4]ptx.Reg {
 // absmax_q, read as its 32-bit word. bufs holds the buffers' generic
 // addresses (u64) by name.
 func loadScale(k *ptx.Func, dq bool, bufs map[string]ptx.Reg, b ptx.Reg) ptx.Reg {
+	b = scaleBlock(k, b)
 	nc := ptx.LdOpts{NC: true}
 	if !dq {
 		return k.Ld(ptx.Global, ptx.F32, 1, elemAt(k, bufs["absmax"], b, 4), nc)[0]
@@ -187,4 +188,18 @@ func elemAt(k *ptx.Func, base, i ptx.Reg, size int) ptx.Addr {
 // 32-bit word that holds it.
 func scaleCode(k *ptx.Func, word, b ptx.Reg) ptx.Reg {
 	return k.And(ptx.U32, k.Shr(ptx.U32, word, k.Shl(ptx.U32, k.And(ptx.U32, b, ptx.Imm(3)), ptx.Imm(3))), ptx.Imm(255))
+}
+
+// plantedBlock, when not negative, is a scale block whose kernels read the
+// next block's scale instead: the wrong-scale-block bug this package's
+// tests plant (export_test.go). It is -1 in every other build.
+var plantedBlock = -1
+
+// scaleBlock is block b (u32) as the kernels index the scales: b itself,
+// but for the planted bug.
+func scaleBlock(k *ptx.Func, b ptx.Reg) ptx.Reg {
+	if plantedBlock < 0 {
+		return b
+	}
+	return k.Selp(ptx.U32, ptx.Imm(plantedBlock+1), b, k.Setp("eq", ptx.U32, b, ptx.Imm(plantedBlock)))
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/gradtune/gradtune/internal/sweep"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/catalog"
+	"github.com/gradtune/gradtune/kernels/nf4gemm"
 	"github.com/gradtune/gradtune/runner"
 	"github.com/gradtune/gradtune/runner/sim"
 	"github.com/gradtune/gradtune/variants"
@@ -34,8 +35,8 @@ func TestDequantOnInterpreter(t *testing.T) {
 
 // gemmShapes are small nf4_gemm_bwd shapes for the interpreter: one row,
 // a row tail (37, 70), a column tail of the 128-wide tiles (k=192), f32
-// and double-quantized scales, blocks of 64 and 128, exact-integer
-// reductions and a random one (n=576 > exactMaxN).
+// and double-quantized scales, blocks of 64 and 128, a reduction of 576
+// rows; each validated on random and exact inputs.
 var gemmShapes = []simtest.Case{
 	{Spec: "m=1,n=128,k=64,scales=dq", DType: dtype.BF16},
 	{Spec: "m=37,n=64,k=192", DType: dtype.BF16},
@@ -229,8 +230,8 @@ func TestRegisterAPersistentRowsAtRunTime(t *testing.T) {
 
 // denseShapes cover the unfused and streamed paths: one row, row and
 // column tails, double-quantized scales, f16, split-K (m=130: up to 4
-// splits), stream-K on a persistent grid and random inputs past
-// exactMaxN (m=600), more chunks than a warp's claims.
+// splits), stream-K on a persistent grid (m=600), more chunks than a
+// warp's claims.
 var denseShapes = []simtest.Case{
 	{Spec: "m=1,n=256,k=128", DType: dtype.BF16},
 	{Spec: "m=37,n=128,k=192,scales=dq", DType: dtype.F16},
@@ -245,4 +246,75 @@ func TestDenseOnInterpreter(t *testing.T) {
 	simtest.Sample(t, nf4GEMM(t), denseShapes, 16, func(p variants.Params) bool {
 		return p["dequant"] == "unfused" || p["dequant"] == "streamed"
 	})
+}
+
+// TestPlantedScaleBlockAtLongReduction plants, in one variant of every
+// path (sync, register-A, producer-written B, unfused, streamed), a wrong
+// scale for one block of W (row 4517, columns 64..127: its kernels read
+// the next block's scale) at the qwen gate·up reduction n = 8960: the
+// exact inputs must catch it in every path (the random inputs' bound is
+// logged, whether or not it does).
+func TestPlantedScaleBlockAtLongReduction(t *testing.T) {
+	f := nf4GEMM(t)
+	s := simtest.Shape(t, f, "m=64,n=8960,k=128", dtype.BF16)
+	_, all := simtest.Points(t, f, simtest.Case{Spec: "m=64,n=8960,k=128", DType: dtype.BF16})
+	var pts []variants.Params
+	for _, want := range []map[string]string{
+		{"mma": "sync"}, {"mma": "wgmma", "dequant": "consumer"}, {"dequant": "producer"},
+		{"dequant": "unfused"}, {"dequant": "streamed"},
+	} {
+		for _, p := range all {
+			match := true
+			for k, v := range want {
+				match = match && p[k] == v
+			}
+			if match {
+				pts = append(pts, p)
+				break
+			}
+		}
+	}
+	if len(pts) != 5 {
+		t.Fatalf("%d of the 5 paths have a variant at %s", len(pts), s.Key())
+	}
+	ss := runner.NewSession(sim.New(sim.Options{Workers: 2}))
+	defer ss.Release()
+	if err := ss.Prepare(f, s, 1); err != nil {
+		t.Fatal(err)
+	}
+	const block = 4517*(128/64) + 1
+	for _, p := range pts {
+		for _, plant := range []bool{false, true} {
+			restore := func() {}
+			if plant {
+				restore = nf4gemm.PlantScaleBlock(block)
+			}
+			prog, err := f.Emit(s, p)
+			restore()
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, err := ss.Load(prog)
+			if err != nil {
+				t.Fatal(err)
+			}
+			chk, err := ss.Validate(l)
+			l.Unload()
+			if err != nil {
+				t.Fatalf("%s: %v", p, err)
+			}
+			if len(chk.Sets) != 2 {
+				t.Fatalf("%s: validated on %d input sets, want random and exact", p, len(chk.Sets))
+			}
+			random, exact := chk.Sets[0], chk.Sets[1]
+			switch {
+			case !plant && !chk.OK:
+				t.Errorf("%s without the bug: %s", p, chk.Message)
+			case plant && exact.OK:
+				t.Errorf("%s: block %d's wrong scale passed the exact inputs", p, block)
+			case plant:
+				t.Logf("%s %s: random inputs ok=%v (max abs error %.3g); exact inputs: %s", p["mma"], p["dequant"], random.OK, random.MaxAbs, exact.Message)
+			}
+		}
+	}
 }

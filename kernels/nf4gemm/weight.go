@@ -76,7 +76,7 @@ func (w weight) scaleBytes() int64 {
 
 // Scale range of the generated weights: every nonzero dequantized value
 // has |w| ≥ 0.0796·0.3 > 2⁻⁶ and |w| < 1, so its bf16 (or f16) rounding
-// is a multiple of 2⁻¹³ below 2¹³ of them (see exactMaxN).
+// is a multiple of 2⁻¹³ below 2¹³ of them (see exactTerms).
 const scaleLo, scaleHi = 0.3, 0.95
 
 // tensor builds the weight of a seed from random codes and random scales

@@ -1,0 +1,9 @@
+package nf4gemm
+
+// PlantScaleBlock makes the kernels emitted until the returned function
+// runs read block b+1's scale for block b (see plantedBlock).
+func PlantScaleBlock(b int) (restore func()) {
+	old := plantedBlock
+	plantedBlock = b
+	return func() { plantedBlock = old }
+}
