@@ -109,3 +109,19 @@ func BaselineName(params string) (string, bool) {
 	}
 	return "", false
 }
+
+// The GEMM library baselines: cublasGemmEx's default algorithm and the
+// best of cuBLASLt's heuristic top algorithms, two picks of one library
+// call on the same buffers, compared as one (the faster counts). Other
+// baselines (nf4_gemm_bwd's dequant+cublas) are comparisons of their own.
+const (
+	BaselineCuBLAS = "cublas"
+	BaselineLtBest = "cublaslt-best"
+)
+
+// OneComparison reports whether baselines a and b are picks of one
+// comparison: the same name, or both GEMM library picks.
+func OneComparison(a, b string) bool {
+	lib := func(n string) bool { return n == BaselineCuBLAS || n == BaselineLtBest }
+	return a == b || lib(a) && lib(b)
+}

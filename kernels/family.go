@@ -134,6 +134,23 @@ type Program struct {
 type Baseline struct {
 	Name string // "cublas"
 	GEMM *GEMMCall
+	// Before, when set, is a program of the family's own that runs ahead
+	// of the library call, inside the baseline's timed run: what a user
+	// does before calling the library (nf4_gemm_bwd's dequantization
+	// into a bf16 weight, bitsandbytes' backward). Its Scratch buffers
+	// are the call's to read.
+	Before *Program `json:",omitempty"`
+	// Library is the library call the baseline makes, a baseline name
+	// the runner knows ("cublas", "cublaslt-best"); empty: Name.
+	Library string `json:",omitempty"`
+}
+
+// Lib is the library call the baseline makes: Library, else Name.
+func (b Baseline) Lib() string {
+	if b.Library != "" {
+		return b.Library
+	}
+	return b.Name
 }
 
 // GEMMCall is C = op(A)·op(B) on the family's buffers, row-major: C is

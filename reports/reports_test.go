@@ -162,3 +162,28 @@ func TestShowTables(t *testing.T) {
 		t.Errorf("ranked list: %d lines, first %q", len(lines), lines[2])
 	}
 }
+
+// TestWinnersOtherBaselines: a shape with a baseline of its own beside
+// the one its winner is compared with gets a "vs others" column, and the
+// table says what dequant+cublas is; a set without one has no column.
+func TestWinnersOtherBaselines(t *testing.T) {
+	w := &results.Variant{Evaluation: store.Evaluation{Key: store.Key{Params: "dequant=streamed"}, MedianUS: 80}}
+	sh := &results.Shape{Kernel: "nf4_gemm_bwd", Size: "2048×8960×1536", DType: "bf16", Winner: w,
+		Baseline: &results.Baseline{Name: "cublaslt-best", MedianUS: 72}, Others: []results.Baseline{{Name: "dequant+cublas", MedianUS: 100}}}
+	var b strings.Builder
+	if err := WriteWinners(&b, &results.Set{Shapes: []*results.Shape{sh}}); err != nil {
+		t.Fatal(err)
+	}
+	if out := b.String(); !strings.Contains(out, "vs others") || !strings.Contains(out, "1.25× dequant+cublas") ||
+		!strings.Contains(out, "0.90× cublaslt-best") || !strings.Contains(out, "dequant+cublas: a dequantization kernel") {
+		t.Errorf("winners table:\n%s", out)
+	}
+	sh.Others = nil
+	b.Reset()
+	if err := WriteWinners(&b, &results.Set{Shapes: []*results.Shape{sh}}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "vs others") {
+		t.Errorf("a column of other baselines without any:\n%s", b.String())
+	}
+}

@@ -33,8 +33,16 @@ func countsText(sh *results.Shape) string {
 // speedup over the baseline and ties.
 func WriteWinners(w io.Writer, set *results.Set) error {
 	WriteRuns(w, set)
+	others := false
+	for _, sh := range set.Shapes {
+		others = others || len(sh.Others) > 0
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "kernel\tshape\tdtype\tbest params\tmedian µs\t95% CI µs\tGB/s\t% bound\tvs baseline\tties\tvalid/failed/skipped\trun\t")
+	head := "kernel\tshape\tdtype\tbest params\tmedian µs\t95% CI µs\tGB/s\t% bound\tvs baseline\t"
+	if others {
+		head += "vs others\t"
+	}
+	fmt.Fprintln(tw, head+"ties\tvalid/failed/skipped\trun\t")
 	for _, sh := range set.Shapes {
 		params, med, ci, gbps, bound, vs, ties := "-", "-", "-", "-", "-", "-", ""
 		if v := sh.Winner; v != nil {
@@ -46,14 +54,20 @@ func WriteWinners(w io.Writer, set *results.Set) error {
 			vs = speedupText(sh)
 			ties = tieText(sh.Ties())
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n", sh.Kernel, sh.Size, sh.DType, params,
-			med, ci, gbps, bound, vs, ties, countsText(sh), sh.Run.ID)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t", sh.Kernel, sh.Size, sh.DType, params, med, ci, gbps, bound, vs)
+		if others {
+			fmt.Fprintf(tw, "%s\t", othersText(sh))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t\n", ties, countsText(sh), sh.Run.ID)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	fmt.Fprintln(w, "% bound: of the run's measured copy bandwidth (BW), or of the GPU's compute peak for compute-bound kernels (TC: dense bf16/f16 tensor cores; FP32);")
 	fmt.Fprintln(w, "vs baseline: baseline median / winner median; tie(n): n variants whose 95% CI overlaps the winner's;")
+	if others {
+		fmt.Fprintln(w, "vs others: the same against the other baselines the run timed (dequant+cublas: a dequantization kernel, then cuBLAS on its bf16 weight, what bitsandbytes runs);")
+	}
 	fmt.Fprintln(w, "skipped: not timed in full (stopped early by the abandon rule, or over the local-memory prescreen), never a winner.")
 	writeNotes(w, set)
 	return nil
@@ -151,6 +165,21 @@ func speedupText(sh *results.Shape) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.2f× %s", s, sh.Baseline.Name)
+}
+
+// othersText is the winner's speedup over each of the shape's other
+// baselines.
+func othersText(sh *results.Shape) string {
+	var parts []string
+	for _, o := range sh.Others {
+		if x := sh.SpeedupOver(o); x > 0 {
+			parts = append(parts, fmt.Sprintf("%.2f× %s", x, o.Name))
+		}
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ", ")
 }
 
 func tieText(n int) string {

@@ -3,6 +3,7 @@ package runner
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -18,10 +19,10 @@ import (
 const (
 	// BaselineCuBLAS is cublasGemmEx with the library's default
 	// algorithm (CUBLAS_GEMM_DEFAULT): one heuristic pick.
-	BaselineCuBLAS = "cublas"
+	BaselineCuBLAS = eval.BaselineCuBLAS
 	// BaselineLtBest is the fastest valid of cuBLASLt's heuristic top
 	// LtCandidates algorithms, each validated and timed like a variant.
-	BaselineLtBest = "cublaslt-best"
+	BaselineLtBest = eval.BaselineLtBest
 )
 
 // LtCandidates is how many of cuBLASLt's heuristic algorithms the
@@ -68,27 +69,74 @@ var ErrNoBaselineLibrary = errors.New("baseline library not available")
 // fails with an error wrapping ErrNoBaselineLibrary. (A BaselineLtBest is
 // one Loaded per algorithm: see evaluateBest.)
 func (ss *Session) LoadBaseline(b kernels.Baseline) (*Loaded, error) {
-	if b.Name != BaselineCuBLAS {
+	if b.Lib() != BaselineCuBLAS {
 		return nil, fmt.Errorf("baseline %q: LoadBaseline binds %s (cublasGemmEx) only", b.Name, BaselineCuBLAS)
-	}
-	c, err := ss.baselineCall(b)
-	if err != nil {
-		return nil, err
 	}
 	gb, ok := ss.be.(GEMMBaseliner)
 	if !ok {
 		return nil, fmt.Errorf("baseline %s: the %s backend runs no vendor GEMMs: %w", b.Name, ss.be.Name(), ErrNoBaselineLibrary)
 	}
-	a, bp, cp := ss.bufs[c.A], ss.bufs[c.B], ss.bufs[c.C]
-	return &Loaded{be: ss.be, call: func() error { return gb.GEMM(c, a, bp, cp) }, checks: []string{c.C}}, nil
+	pre, err := ss.loadBefore(b)
+	if err != nil {
+		return nil, err
+	}
+	c, err := ss.baselineCall(b, pre)
+	if err != nil {
+		pre.Unload()
+		return nil, err
+	}
+	a, bp, cp := ss.callBuffer(pre, c.A), ss.callBuffer(pre, c.B), ss.callBuffer(pre, c.C)
+	return pre.asBaseline(ss, func() error { return gb.GEMM(c, a, bp, cp) }, c.C), nil
 }
 
-// baselineCall is b's GEMM call, checked against the session's buffers.
-func (ss *Session) baselineCall(b kernels.Baseline) (kernels.GEMMCall, error) {
+// loadBefore loads baseline b's program that runs ahead of its call (an
+// empty Loaded when it has none).
+func (ss *Session) loadBefore(b kernels.Baseline) (*Loaded, error) {
+	if b.Before == nil {
+		return &Loaded{be: ss.be}, nil
+	}
+	pre, err := ss.Load(*b.Before)
+	if err != nil {
+		return nil, fmt.Errorf("baseline %s, the program before its call: %w", b.Name, err)
+	}
+	return pre, nil
+}
+
+// asBaseline makes pre (a baseline's program before its call, loaded, or
+// an empty Loaded) the baseline: a run is pre's launches, then call, and
+// Validate compares the buffer written alone, on the random inputs (a
+// vendor library's arithmetic is not the family's to hold exact).
+func (pre *Loaded) asBaseline(ss *Session, call func() error, written string) *Loaded {
+	l := *pre
+	bound := pre.bound
+	l.exact, l.checks = nil, []string{written}
+	l.call = func() error {
+		if bound != nil {
+			if err := bound.Run(sessionDevice{ss.be}); err != nil {
+				return err
+			}
+		}
+		return call()
+	}
+	return &l
+}
+
+// callBuffer is the address of buffer name for a baseline's call: one of
+// the program before it (pre), else the session's.
+func (ss *Session) callBuffer(pre *Loaded, name string) Ptr {
+	if p, ok := pre.ownPtrs[name]; ok {
+		return p
+	}
+	return ss.bufs[name]
+}
+
+// baselineCall is b's GEMM call, checked against the session's buffers
+// and those of the program before it (pre).
+func (ss *Session) baselineCall(b kernels.Baseline, pre *Loaded) (kernels.GEMMCall, error) {
 	if b.GEMM == nil {
 		return kernels.GEMMCall{}, fmt.Errorf("baseline %s has no call", b.Name)
 	}
-	if err := checkGEMM(*b.GEMM, ss.specs); err != nil {
+	if err := checkGEMM(*b.GEMM, append(slices.Clone(ss.specs), pre.own...)); err != nil {
 		return kernels.GEMMCall{}, fmt.Errorf("baseline %s: %w", b.Name, err)
 	}
 	return *b.GEMM, nil
@@ -106,27 +154,37 @@ type loadedAlgorithm struct {
 // per algorithm of the backend's top LtCandidates, in the heuristic's
 // order. A backend without GEMMSearcher fails with an error wrapping
 // ErrNoBaselineLibrary.
-func (ss *Session) loadAlgorithms(b kernels.Baseline) ([]loadedAlgorithm, error) {
-	c, err := ss.baselineCall(b)
-	if err != nil {
-		return nil, err
-	}
+// The algorithms share one load of the program before the call, which
+// release unloads (their own Unload leaves it).
+func (ss *Session) loadAlgorithms(b kernels.Baseline) (algos []loadedAlgorithm, release func(), err error) {
 	gs, ok := ss.be.(GEMMSearcher)
 	if !ok {
-		return nil, fmt.Errorf("baseline %s: the %s backend ranks no vendor GEMM algorithms: %w", b.Name, ss.be.Name(), ErrNoBaselineLibrary)
+		return nil, nil, fmt.Errorf("baseline %s: the %s backend ranks no vendor GEMM algorithms: %w", b.Name, ss.be.Name(), ErrNoBaselineLibrary)
 	}
-	algos, err := gs.GEMMAlgorithms(c, ss.bufs[c.A], ss.bufs[c.B], ss.bufs[c.C], LtCandidates)
+	pre, err := ss.loadBefore(b)
 	if err != nil {
-		return nil, fmt.Errorf("baseline %s: %w", b.Name, err)
+		return nil, nil, err
 	}
-	if len(algos) == 0 {
-		return nil, fmt.Errorf("baseline %s: the %s backend offers no algorithm for %+v", b.Name, ss.be.Name(), c)
+	release = func() { pre.Unload() }
+	c, err := ss.baselineCall(b, pre)
+	if err != nil {
+		release()
+		return nil, nil, err
 	}
-	out := make([]loadedAlgorithm, len(algos))
-	for i, al := range algos {
-		out[i] = loadedAlgorithm{Loaded: &Loaded{be: ss.be, call: al.Run, checks: []string{c.C}}, rank: i + 1, config: al.Config}
+	found, err := gs.GEMMAlgorithms(c, ss.callBuffer(pre, c.A), ss.callBuffer(pre, c.B), ss.callBuffer(pre, c.C), LtCandidates)
+	if err == nil && len(found) == 0 {
+		err = fmt.Errorf("the %s backend offers no algorithm for %+v", ss.be.Name(), c)
 	}
-	return out, nil
+	if err != nil {
+		release()
+		return nil, nil, fmt.Errorf("baseline %s: %w", b.Name, err)
+	}
+	for i, al := range found {
+		l := pre.asBaseline(ss, al.Run, c.C)
+		l.mod, l.ownPtrs = nil, nil // release's to unload
+		algos = append(algos, loadedAlgorithm{Loaded: l, rank: i + 1, config: al.Config})
+	}
+	return algos, release, nil
 }
 
 // evaluateBest evaluates best-of baseline b: each algorithm of the
@@ -138,7 +196,10 @@ func (ss *Session) loadAlgorithms(b kernels.Baseline) ([]loadedAlgorithm, error)
 // algorithm's failure, its Message listing them all.
 func evaluateBest(ss *Session, b kernels.Baseline, pin string, mo MeasureOpts, measure measureFunc) *evalResponse {
 	t0 := time.Now()
-	algos, err := ss.loadAlgorithms(b)
+	algos, release, err := ss.loadAlgorithms(b)
+	if err == nil {
+		defer release()
+	}
 	loadMS := ms(time.Since(t0))
 	if err == nil && pin != "" {
 		algos, err = pinned(algos, pin)
@@ -199,7 +260,7 @@ func pinned(algos []loadedAlgorithm, pin string) ([]loadedAlgorithm, error) {
 // algorithm of the heuristic's top LtCandidates for a best-of baseline
 // that pins none, else one. The watchdog gives each its deadline.
 func (r *evalRequest) evaluations() int {
-	if r.Baseline != nil && r.Baseline.Name == BaselineLtBest && r.Algorithm == "" {
+	if r.Baseline != nil && r.Baseline.Lib() == BaselineLtBest && r.Algorithm == "" {
 		return LtCandidates
 	}
 	return 1

@@ -93,7 +93,7 @@ func evaluate(ss *Session, fams Families, r *evalRequest, mo MeasureOpts, measur
 	}
 	t0 := time.Now()
 	defer func() { res.TotalMS = ms(time.Since(t0)) }()
-	if r.Baseline != nil && r.Baseline.Name == BaselineLtBest {
+	if r.Baseline != nil && r.Baseline.Lib() == BaselineLtBest {
 		return evaluateBest(ss, *r.Baseline, r.Algorithm, mo, measure)
 	}
 	var l *Loaded

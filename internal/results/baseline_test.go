@@ -9,7 +9,10 @@ import (
 )
 
 // TestLoadVendorBaseline: a cuBLAS baseline stored as a pseudo-variant is
-// the shape's baseline, through the winner, and not one of its variants.
+// the shape's baseline, through the winner, and not one of its variants;
+// the other GEMM library pick is not another comparison, a baseline of
+// its own (dequant+cublas) is, at its latest valid median, and an
+// invalid one is none.
 func TestLoadVendorBaseline(t *testing.T) {
 	db, err := store.Open(filepath.Join(t.TempDir(), "tune.db"))
 	if err != nil {
@@ -28,6 +31,10 @@ func TestLoadVendorBaseline(t *testing.T) {
 		{Key: key("bm=64", "a"), Status: eval.OK, MedianUS: 12, Samples: []float64{12}},
 		{Key: key(eval.BaselineParams("cublas"), "b"), Status: eval.OK, MedianUS: 15, Samples: []float64{15}},
 		{Key: key("bm=128", "c"), Status: eval.OK, MedianUS: 10, Samples: []float64{10}},
+		{Key: key(eval.BaselineParams("cublaslt-best"), "d"), Status: eval.OK, MedianUS: 16, Samples: []float64{16}},
+		{Key: key(eval.BaselineParams("dequant+cublas"), "e"), Status: eval.OK, MedianUS: 13, Samples: []float64{13}},
+		{Key: key(eval.BaselineParams("dequant+cublas"), "e"), Status: eval.OK, MedianUS: 12.5, Samples: []float64{12.5}},
+		{Key: key(eval.BaselineParams("broken"), "f"), Status: eval.Invalid, MedianUS: 1},
 	} {
 		if _, err := db.Record(run, e); err != nil {
 			t.Fatal(err)
@@ -59,5 +66,8 @@ func TestLoadVendorBaseline(t *testing.T) {
 	}
 	if b := sh.Baseline; b == nil || b.Name != "cublas" || b.MedianUS != 15 || sh.Speedup() != 1.5 {
 		t.Errorf("baseline %+v, speedup %v: want cublas at 15 µs, 1.5×", b, sh.Speedup())
+	}
+	if len(sh.Others) != 1 || sh.Others[0].Name != "dequant+cublas" || sh.SpeedupOver(sh.Others[0]) != 1.25 {
+		t.Errorf("other baselines %+v: want dequant+cublas at 12.5 µs, 1.25× the winner", sh.Others)
 	}
 }

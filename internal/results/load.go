@@ -178,9 +178,19 @@ func (o Options) keep(k groupKey) bool {
 func buildShape(db *store.DB, k groupKey, g *group, run store.Run) (*Shape, error) {
 	dims, dt := splitKey(k.shape)
 	sh := &Shape{Kernel: k.kernel, Key: k.shape, Dims: dims, DType: dt, Size: size(dims), Run: run}
+	others := map[string]float64{}
+	var names []string
 	for _, e := range g.evals {
-		if _, ok := eval.BaselineName(e.Key.Params); ok {
-			continue // a vendor baseline: it reaches the shape through the winner
+		if name, ok := eval.BaselineName(e.Key.Params); ok {
+			// a vendor baseline: the strongest reaches the shape through
+			// the winner; each one's latest valid median is in Others
+			if valid(e) {
+				if _, seen := others[name]; !seen {
+					names = append(names, name)
+				}
+				others[name] = e.MedianUS
+			}
+			continue
 		}
 		v := &Variant{Evaluation: e}
 		sh.Order = append(sh.Order, v)
@@ -200,6 +210,11 @@ func buildShape(db *store.DB, k groupKey, g *group, run store.Run) (*Shape, erro
 	}
 	sh.rank()
 	sh.Baseline = baseline(sh, g.winner)
+	for _, name := range names {
+		if sh.Baseline == nil || !eval.OneComparison(name, sh.Baseline.Name) {
+			sh.Others = append(sh.Others, Baseline{Name: name, MedianUS: others[name]})
+		}
+	}
 	if f, s, ok := familyShape(k.kernel, k.shape); ok {
 		c := f.Cost(s)
 		sh.Bytes, sh.Flops = c.Bytes, c.Flops

@@ -51,6 +51,12 @@ type Shape struct {
 	Winner *Variant
 	// Baseline is what the winner is compared with, nil when none.
 	Baseline *Baseline
+	// Others are the vendor baselines the run also timed that are
+	// comparisons of their own (eval.OneComparison: not the other GEMM
+	// library pick), their latest valid median, in the order the run
+	// first timed them: nf4_gemm_bwd's dequant+cublas beside its dense
+	// cuBLAS.
+	Others []Baseline
 	// Rule is how the run chose the winner among statistical ties, as it
 	// recorded it ("" in databases from before it did).
 	Rule string
@@ -164,6 +170,14 @@ func (s *Shape) Speedup() float64 {
 		return 0
 	}
 	return s.Baseline.MedianUS / s.Winner.MedianUS
+}
+
+// SpeedupOver is other's median over the winner's; 0 without a winner.
+func (s *Shape) SpeedupOver(other Baseline) float64 {
+	if s.Winner == nil || s.Winner.MedianUS <= 0 || other.MedianUS <= 0 {
+		return 0
+	}
+	return other.MedianUS / s.Winner.MedianUS
 }
 
 // Bound says how close v comes to what limits it: the percentage of the

@@ -267,12 +267,38 @@ func (gemmDef) Cost(s GEMMShape) kernels.Cost {
 	}
 }
 
-// Baselines: cuBLAS on the weight already dequantized (w_bf16): the floor
-// the fused kernel is to match.
+// Baselines: cuBLAS on the weight already dequantized (w_bf16), the
+// dense floor; and what QLoRA trainers run without this family
+// (bitsandbytes' backward): the weight dequantized by a kernel of its own
+// (nf4_dequant's, 8 packed bytes a thread, the shared-memory codebook)
+// into a scratch buffer, then cuBLAS on it, timed together
+// (dequant+cublas). The runner compares the winner with the faster of
+// the first two and reports the third beside it.
 func (gemmDef) Baselines(s GEMMShape) []kernels.Baseline {
 	g := &kernels.GEMMCall{
 		A: "dy", B: denseName(s.DType), C: "dx", M: s.M, N: s.K, K: s.N,
 		LDA: s.N, LDB: s.K, LDC: s.K, In: s.DType, Out: s.DType,
 	}
-	return []kernels.Baseline{{Name: "cublas", GEMM: g}, {Name: "cublaslt-best", GEMM: g}}
+	deq := *g
+	deq.B = deqBuffer
+	return []kernels.Baseline{{Name: "cublas", GEMM: g}, {Name: "cublaslt-best", GEMM: g},
+		{Name: DequantCuBLAS, GEMM: &deq, Before: dequantProgram(s), Library: "cublas"}}
+}
+
+// DequantCuBLAS names the baseline of a dequantization kernel then
+// cuBLAS, what bitsandbytes' backward runs.
+const DequantCuBLAS = "dequant+cublas"
+
+// dequantProgram is the dequant+cublas baseline's first part: the weight
+// of s into deqBuffer (Scratch).
+func dequantProgram(s GEMMShape) *kernels.Program {
+	m := ptx.NewModule()
+	l := emitDequant(m, s.weight(), s.DType, DequantParams{Threads: 256, Bytes: 8, Lookup: LookupSmem},
+		fmt.Sprintf("nf4_baseline_dequant_%v", s.DType), deqBuffer)
+	built, err := m.Build()
+	if err != nil {
+		panic(fmt.Sprintf("nf4_gemm_bwd: the baseline's dequantization does not build: %v", err)) // fixed code, checked by the tests
+	}
+	return &kernels.Program{PTX: built.String(), Launches: []kernels.Launch{l},
+		Buffers: []kernels.Buffer{{Name: deqBuffer, DType: s.DType, Elems: contract.Int(s.N * s.K), Role: kernels.Scratch}}}
 }
