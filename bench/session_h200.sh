@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The H200 runs the open issues wait for, in the order their device time
+# is worth spending, one phase per device command (each within the
+# device's 10-minute limit). Build here first:
+#   go build -o bin/tune ./cmd/tune && CGO_ENABLED=0 go build -o bin/trainer ./examples/trainer
+#   go test -c -o bin/runner.test ./runner
+# then, on the GPU host, PHASE=<name> bash bench/session_h200.sh with
+# carry ["bin"]; everything goes to ${OUT:-out}.
+#
+#   nf4     issue 22: bench/issue22_h200.sh (the card's command timed,
+#           512 and 8192 tokens, held-out shapes, bitsandbytes' path as
+#           the peer, the ratio table)                        ~8 min
+#   launch  issue 21: examples/trainer --all over every committed entry
+#           at its tuned token count and two others           ~5 min
+#   gemm    issue 23: gemm_bwd on qwen1.5b and held-out shapes against
+#           the best of cuBLASLt's algorithms, from the interleaved final
+#           round; runner/exact_gpu_test.go's exactness on the GPU ~5 min
+#   nights  issues 21 and 23: bench/nights_h200.sh (six nights, five A/A
+#           pairs, a planted slowdown, a planted failure)      ~10 min
+#   pytorch issue 25: examples/pytorch's Qwen2.5-1.5B layer, tuned
+#           Functions against torch + dequantize                ~2 min
+set -uo pipefail
+out=${OUT:-out}
+mkdir -p "$out"
+export LD_LIBRARY_PATH=/usr/local/nvidia/lib64:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+export PYTHONUNBUFFERED=1
+timed() { local s rc; s=$(date +%s); "$@"; rc=$?; echo "[$(($(date +%s) - s)) s, exit $rc] ${*:0:4}"; return $rc; }
+case "${PHASE:?PHASE=nf4|launch|gemm|nights|pytorch}" in
+nf4)
+	OUT=$out bash bench/issue22_h200.sh
+	;;
+launch)
+	timed ./bin/trainer --all > "$out/trainer-all.log" 2>&1
+	tail -5 "$out/trainer-all.log"
+	;;
+gemm)
+	heldout="m=2048,n=2048,k=2048,grad=dx;m=2048,n=2048,k=2048,grad=dw;m=2048,n=8192,k=2048,grad=dx;m=2048,n=8192,k=2048,grad=dw"
+	heldout="$heldout;m=2048,n=2048,k=8192,grad=dx;m=2048,n=2048,k=8192,grad=dw;m=2048,n=512,k=2048,grad=dx;m=2048,n=512,k=2048,grad=dw"
+	timed ./bin/tune --kernel gemm_bwd --shapes qwen1.5b --dtype bf16 --final-rounds 2 --db "$out/h200-gemm-23.db" > "$out/tune-gemm.log" 2>&1
+	timed ./bin/tune --kernel gemm_bwd --shapes "$heldout" --dtype bf16 --final-rounds 2 --db "$out/h200-gemm-23.db" > "$out/tune-gemm-heldout.log" 2>&1
+	./bin/tune show --db "$out/h200-gemm-23.db" > "$out/show-gemm.txt" 2>&1
+	tail -25 "$out/show-gemm.txt"
+	(cd runner && timed ../bin/runner.test -test.run TestGPUExactInputs -test.v) > "$out/exact-gpu.log" 2>&1
+	tail -5 "$out/exact-gpu.log"
+	;;
+nights)
+	OUT=$out bash bench/nights_h200.sh
+	;;
+pytorch)
+	PYTHONPATH=python timed python3 examples/pytorch/qwen_layer.py > "$out/pytorch-layer.log" 2>&1
+	tail -30 "$out/pytorch-layer.log"
+	;;
+*)
+	echo "PHASE=$PHASE: want nf4, launch, gemm, nights or pytorch" >&2
+	exit 2
+	;;
+esac
