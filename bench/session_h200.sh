@@ -47,7 +47,7 @@ nights)
 	OUT=$out bash bench/nights_h200.sh
 	;;
 pytorch)
-	PYTHONPATH=python timed python3 examples/pytorch/qwen_layer.py > "$out/pytorch-layer.log" 2>&1
+	timed env PYTHONPATH=python python3 examples/pytorch/qwen_layer.py > "$out/pytorch-layer.log" 2>&1
 	tail -30 "$out/pytorch-layer.log"
 	;;
 *)
