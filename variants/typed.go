@@ -40,6 +40,14 @@ type Typed[P any] struct {
 type Rule[P any] struct {
 	Name  string
 	Check func(P) error
+	// Axes, when set, are every axis Check reads: the walk (Enumerate)
+	// checks the rule as soon as those axes have their values and skips
+	// every point below a refusal, instead of checking it at every point
+	// of the product. A rule that reads an axis it does not list would
+	// see a stale value there; catalog's TestEnumerateIsTheProductWalk
+	// holds each family's walk to the product's. Empty: checked once
+	// every axis has its value.
+	Axes []string
 }
 
 // Ints prints integer axis values for Typed.Values.
@@ -177,8 +185,10 @@ func (f paramField) set(fv reflect.Value, s string) error {
 // walk calls yield with every point of axes (the axes of c's fields, in
 // order) that t's rules allow, in enumeration order, until yield returns
 // false: the points Space.Enumerate lists. It decodes each axis value
-// once and keeps one P whose fields follow the odometer, so a rejected
-// point costs the rules' calls and no Params; a value that does not
+// once and keeps one P whose fields are set depth by depth, so a
+// rejected point costs the rules' calls and no Params; a rule that
+// declares its axes (Rule.Axes) is checked at the depth where the last
+// of them is set and prunes what lies below; a value that does not
 // decode (no point with it is allowed) is left out of the walk.
 func (t Typed[P]) walk(c *paramCodec, axes []Axis, yield func(Params) bool) {
 	var v P
@@ -195,31 +205,68 @@ func (t Typed[P]) walk(c *paramCodec, axes []Axis, yield func(Params) bool) {
 		if len(decoded[i]) == 0 {
 			return
 		}
-		rv.Field(f.index).Set(decoded[i][0])
 	}
+	at := t.rulesByDepth(axes)
 	idx := make([]int, len(axes))
-	for {
-		if t.allows(v) {
+	var dfs func(d int) bool
+	dfs = func(d int) bool {
+		for j := range decoded[d] {
+			idx[d] = j
+			rv.Field(c.fields[d].index).Set(decoded[d][j])
+			if !allow(at[d], v) {
+				continue
+			}
+			if d < len(axes)-1 {
+				if !dfs(d + 1) {
+					return false
+				}
+				continue
+			}
 			p := make(Params, len(axes))
 			for i, a := range axes {
 				p[a.Name] = texts[i][idx[i]]
 			}
 			if !yield(p) {
-				return
+				return false
 			}
 		}
-		i := len(idx) - 1
-		for ; i >= 0; i-- {
-			idx[i] = (idx[i] + 1) % len(decoded[i])
-			rv.Field(c.fields[i].index).Set(decoded[i][idx[i]])
-			if idx[i] > 0 {
-				break
+		return true
+	}
+	dfs(0)
+}
+
+// rulesByDepth groups t's rules by the depth of the walk that checks
+// them: the index of the last of their axes, or the last axis.
+func (t Typed[P]) rulesByDepth(axes []Axis) [][]Rule[P] {
+	pos := map[string]int{}
+	for i, a := range axes {
+		pos[a.Name] = i
+	}
+	at := make([][]Rule[P], len(axes))
+	for _, r := range t.Rules {
+		d := len(axes) - 1
+		if len(r.Axes) > 0 {
+			d = 0
+			for _, a := range r.Axes {
+				i, ok := pos[a]
+				if !ok {
+					i = len(axes) - 1 // an axis the space lacks: check at the end, where Check errs as it will
+				}
+				d = max(d, i)
 			}
 		}
-		if i < 0 {
-			return
+		at[d] = append(at[d], r)
+	}
+	return at
+}
+
+func allow[P any](rules []Rule[P], v P) bool {
+	for _, r := range rules {
+		if r.Check(v) != nil {
+			return false
 		}
 	}
+	return true
 }
 
 // allows reports whether v satisfies every rule.

@@ -288,3 +288,37 @@ func TestTypedEnumerateMatchesConstraints(t *testing.T) {
 		t.Errorf("First = %v, %v; want %s", first, ok, want[0])
 	}
 }
+
+// TestRuleAxesPrune: a rule that lists the axes it reads is checked as
+// soon as they are set, once per combination of them rather than once per
+// point, and the walk still lists exactly the points the product allows.
+func TestRuleAxesPrune(t *testing.T) {
+	for _, declared := range []bool{false, true} {
+		calls := 0
+		ts := testSpace()
+		r := Rule[testParams]{Name: "block 64 only", Check: func(p testParams) error {
+			calls++
+			if p.Block != 64 {
+				return errors.New("block")
+			}
+			return nil
+		}}
+		if declared {
+			r.Axes = []string{"block"}
+		}
+		ts.Rules = append(ts.Rules, r)
+		var got []string
+		for _, p := range ts.Space().Enumerate() {
+			got = append(got, p.String())
+		}
+		// 2 blocks · 3 vecs · 2 modes · 2 pdl: 12 points have block=64.
+		if len(got) != 12 || strings.Contains(strings.Join(got, " "), "block=128") {
+			t.Errorf("declared=%v: %d points %v", declared, len(got), got)
+		}
+		// declared: once for each block value; else at every point that
+		// the rule before it allows
+		if declared && calls != 2 || !declared && calls <= 2 {
+			t.Errorf("declared=%v: the rule ran %d times", declared, calls)
+		}
+	}
+}

@@ -13,16 +13,22 @@ import (
 )
 
 // assembleFamily assembles a sample of f's variants at the preset's shapes
-// (sweep.Pick of one in every: each shape's axis values, then spread;
-// every variant with GRADTUNE_SWEEP=full) with ptxas for
+// (sweep.PickGroups of one in every: every axis value and every shape,
+// then spread; every variant with GRADTUNE_SWEEP=full) with ptxas for
 // sm_80 and sm_90 (the wgmma path for sm_90a): each module is accepted,
 // with no spills, no stack frame and no performance-loss note (wgmma
 // serialized).
 func assembleFamily(t *testing.T, f kernels.Family, every int) {
 	pr, _ := variants.LookupPreset("qwen1.5b", 0)
 	var jobs []ptxtest.Job
-	for _, vs := range f.Shapes(pr, []dtype.DType{dtype.BF16, dtype.F16}) {
-		for _, ps := range sweep.Pick(f.Space(vs).Enumerate(), every) {
+	shapes := f.Shapes(pr, []dtype.DType{dtype.BF16, dtype.F16})
+	groups := make([][]variants.Params, len(shapes))
+	for i, vs := range shapes {
+		groups[i] = f.Space(vs).Enumerate()
+	}
+	for i, pts := range sweep.PickGroups(groups, every) {
+		vs := shapes[i]
+		for _, ps := range pts {
 			prog, err := f.Emit(vs, ps)
 			if err != nil {
 				t.Fatalf("%s %s: %v", vs.Key(), ps, err)

@@ -11,43 +11,51 @@ import (
 // (sm_80's 163 KB).
 const syncSmemMax = 163 * 1024
 
-// Space: the sync path's tiles, depths and lookups under the rules.
+// Space: every path's tiles, depths, lookups and, for the unfused and
+// streamed paths, gemm_bwd's axes, under the rules. A rule lists the
+// axes it reads where that lets the walk prune early (variants.Rule.Axes).
 func (gemmDef) Space(s GEMMShape) variants.Typed[GEMMParams] {
-	rule := func(name string, f func(GEMMShape, GEMMParams) error) variants.Rule[GEMMParams] {
-		return variants.Rule[GEMMParams]{Name: name, Check: func(p GEMMParams) error { return f(s, p) }}
+	rule := func(name string, f func(GEMMShape, GEMMParams) error, axes ...string) variants.Rule[GEMMParams] {
+		return variants.Rule[GEMMParams]{Name: name, Check: func(p GEMMParams) error { return f(s, p) }, Axes: axes}
 	}
 	return variants.Typed[GEMMParams]{Rules: []variants.Rule[GEMMParams]{
-		rule("per-tile dequantization: gemm_bwd's axes at their defaults, tiles up to 192 columns, up to 5 stages", fusedAxes),
-		rule("dequantized once: gemm_bwd's dX point on the wgmma path", denseAxes),
-		rule("path features", pathFeatures),
-		rule("tile columns within k", tileColumns),
-		rule("shared memory fits", sharedFits),
-		rule("pipeline no deeper than the k-loop", pipelineDepth),
+		rule("per-tile dequantization: tiles up to 192 columns, up to 5 stages", fusedTiles, "dequant", "bn", "stages"),
+		rule("dequantized once: the wgmma path, bk=64, no per-tile axes, the lookup its kernel takes", denseFeatures,
+			"mma", "bk", "dequant", "lookup", "codes", "cluster"),
+		rule("path features", pathFeatures, "mma", "bm", "bn", "bk", "stages", "dequant", "lookup", "epilogue", "persistent", "codes", "cluster"),
+		rule("tile columns within k", tileColumns, "bn", "dequant"),
+		rule("shared memory fits", sharedFits, "mma", "bm", "bn", "bk", "stages", "dequant"),
+		rule("pipeline no deeper than the k-loop", pipelineDepth, "mma", "bk", "stages", "dequant"),
+		rule("per-tile dequantization: gemm_bwd's axes at their defaults", fusedAxes, "dequant", "splitk", "order"),
+		rule("dequantized once: gemm_bwd's dX point", denseAxes),
 		rule("wgmma: what gemm_bwd's path emits, the deepest ring", wgmmaFits),
 		rule("persistent only past one wave", persistence),
 	}}
 }
 
-// fusedAxes: the paths that dequantize per tile take splitk=1 and
-// order=m (they have no split-K nor stream-K), tiles up to 192 columns
-// and rings up to 5 stages (deeper ones do not fit their slots).
-func fusedAxes(_ GEMMShape, p GEMMParams) error {
-	if !p.Dequant.fused() {
-		return nil
-	}
-	if p.SplitK != 1 || p.Order != gemm.OrderM || p.BN > 192 || p.Stages > 5 {
-		return fmt.Errorf("dequant=%s takes splitk=1, order=m, bn up to 192 and stages up to 5", p.Dequant)
+// fusedTiles: the paths that dequantize per tile take tiles up to 192
+// columns and rings up to 5 stages (deeper ones do not fit their slots).
+func fusedTiles(_ GEMMShape, p GEMMParams) error {
+	if p.Dequant.fused() && (p.BN > 192 || p.Stages > 5) {
+		return fmt.Errorf("dequant=%s takes bn up to 192 and stages up to 5", p.Dequant)
 	}
 	return nil
 }
 
-// denseAxes: the unfused and streamed paths are gemm_bwd's dX kernel on
-// the wgmma path (bk=64, its own per-tile axes at their defaults: codes
-// tma, cluster 1; the streamed path's chunks use the shared-memory
-// codebook, the unfused path's kernel smem or prmt) at a point of
-// gemm_bwd's space at the dense shape, which DXGemm.Check applies (a
-// streamed variant's consumers within what the producing warps leave).
-func denseAxes(s GEMMShape, p GEMMParams) error {
+// fusedAxes: the paths that dequantize per tile take splitk=1 and
+// order=m (they have no split-K nor stream-K).
+func fusedAxes(_ GEMMShape, p GEMMParams) error {
+	if p.Dequant.fused() && (p.SplitK != 1 || p.Order != gemm.OrderM) {
+		return fmt.Errorf("dequant=%s takes splitk=1 and order=m", p.Dequant)
+	}
+	return nil
+}
+
+// denseFeatures: the unfused and streamed paths are gemm_bwd's dX kernel
+// on the wgmma path (bk=64), the per-tile axes at their defaults (codes
+// tma, cluster 1); the streamed path's chunks use the shared-memory
+// codebook, the unfused path's kernel smem or prmt.
+func denseFeatures(_ GEMMShape, p GEMMParams) error {
 	if p.Dequant.fused() {
 		return nil
 	}
@@ -56,6 +64,16 @@ func denseAxes(s GEMMShape, p GEMMParams) error {
 		return fmt.Errorf("dequant=%s takes mma=wgmma, bk=64, codes=tma, cluster=1", p.Dequant)
 	case p.Lookup == LookupSel || p.Dequant == Streamed && p.Lookup != LookupSmem:
 		return fmt.Errorf("dequant=%s takes lookup=smem%s", p.Dequant, map[bool]string{true: " or prmt"}[p.Dequant == Unfused])
+	}
+	return nil
+}
+
+// denseAxes: the unfused and streamed paths take a point of gemm_bwd's
+// space at the dense shape, which DXGemm.Check applies (a streamed
+// variant's consumers within what the producing warps leave).
+func denseAxes(s GEMMShape, p GEMMParams) error {
+	if p.Dequant.fused() {
+		return nil
 	}
 	return s.dxGemm(p).Check(p.gemmParams())
 }
