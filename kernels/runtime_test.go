@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/gradtune/gradtune/internal/simtest"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/catalog"
 	"github.com/gradtune/gradtune/runner"
@@ -93,7 +94,7 @@ func checkRuntime(t *testing.T, ss *runner.Session, f kernels.Family, s variants
 				t.Errorf("%s %s emitted at %s=%d: load: %v", o.Key(), p, d, v, err)
 				continue
 			}
-			c, err := ss.Validate(l)
+			c, err := ss.ValidateOn(l, simtest.SweepSets(runs)...)
 			l.Unload()
 			runs++
 			switch {

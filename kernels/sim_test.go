@@ -5,6 +5,7 @@ import (
 	"hash/fnv"
 	"testing"
 
+	"github.com/gradtune/gradtune/internal/simtest"
 	"github.com/gradtune/gradtune/kernels/catalog"
 	"github.com/gradtune/gradtune/runner"
 	"github.com/gradtune/gradtune/runner/sim"
@@ -52,7 +53,7 @@ func TestVariantsOnInterpreter(t *testing.T) {
 							t.Errorf("%s %s: load: %v", s.Key(), p, err)
 							continue
 						}
-						c, err := ss.Validate(l)
+						c, err := ss.ValidateOn(l, simtest.SweepSets(runs)...)
 						runs++
 						switch {
 						case err != nil:

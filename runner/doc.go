@@ -107,7 +107,10 @@
 // # Vendor baselines
 //
 // A family that implements kernels.Baseliner names, per shape, vendor
-// implementations of the same problem (a kernels.GEMMCall). The Runner
+// implementations of the same problem (a kernels.GEMMCall, after a
+// program of the family's own when Baseline.Before is set: the
+// dequantization of nf4_gemm_bwd's dequant+cublas, loaded like a variant
+// and run ahead of the call inside the timed run). The Runner
 // evaluates them after the shape's variants, in the worker, with the
 // variants' protocol: the call is bound to the session's buffers (checking
 // types, leading dimensions and extents), Validate poisons the outputs and

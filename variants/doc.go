@@ -7,9 +7,10 @@
 // It knows nothing of PTX or GPUs. Strategies that pick points are built on
 // Space.Enumerate, which lists the allowed points in axis order (the last
 // axis varies fastest). A space a Typed value describes enumerates on one
-// typed params value that follows an odometer over the axes, each value
-// decoded once, so a combination its rules reject costs only their calls
-// (a rule's verdict depends on every field it reads, which the package
-// cannot see, so every combination is still visited: gemm_bwd's 3.1 M take
-// about 0.6 s); an untyped Space builds Params for every combination.
+// typed params value, walked depth first over the axes, each value decoded
+// once, so a combination its rules reject costs only their calls; a rule
+// that lists the axes it reads (Rule.Axes) is checked as soon as they are
+// set and prunes every combination below a refusal (gemm_bwd's product of
+// 3.1 M combinations a shape: 16 ms with its rules' axes listed, 0.6 s
+// without); an untyped Space builds Params for every combination.
 package variants

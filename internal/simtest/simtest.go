@@ -25,8 +25,8 @@ type Case struct {
 }
 
 // spaces holds the points of each family's space at each shape, keyed by
-// "family shape": a test binary enumerates a space once (a gemm_bwd space
-// walks 3.1 M combinations), since a family's space at a shape is fixed.
+// "family shape": a test binary enumerates a space once, since a family's
+// space at a shape is fixed.
 var spaces sync.Map
 
 // Points returns f's shape for c and its space's points, in enumeration
@@ -86,8 +86,8 @@ func Sample(t testing.TB, f kernels.Family, cases []Case, n int, keep func(varia
 // RunPoints validates the variants pts of f at shape s on the CPU
 // interpreter through runner.Session, as tune does (outputs poisoned with
 // NaN, every element within tolerance, no access out of bounds or
-// misaligned, no shared-memory race), reporting each failure on t, and
-// returns how many ran.
+// misaligned, no shared-memory race), on the input sets SweepSets gives,
+// reporting each failure on t, and returns how many ran.
 func RunPoints(t testing.TB, f kernels.Family, s variants.Shape, pts []variants.Params) int {
 	t.Helper()
 	if len(pts) == 0 {
@@ -98,12 +98,30 @@ func RunPoints(t testing.TB, f kernels.Family, s variants.Shape, pts []variants.
 	if err := ss.Prepare(f, s, 1); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range pts {
-		if err := Validate(ss, f, s, p); err != nil {
+	for i, p := range pts {
+		prog, err := f.Emit(s, p)
+		if err == nil {
+			err = validateOn(ss, prog, SweepSets(i)...)
+		}
+		if err != nil {
 			t.Errorf("%s %s: %v", s.Key(), p, err)
 		}
 	}
 	return len(pts)
+}
+
+// SweepSets are the input sets a sweep validates its i-th variant on: at
+// the default level the random and the exact inputs by turns (each
+// variant runs once, both sets run across the sweep), both with
+// GRADTUNE_SWEEP=ci or full.
+func SweepSets(i int) []string {
+	if sweep.Current() != sweep.Sample {
+		return []string{runner.RandomInputs, runner.ExactInputs}
+	}
+	if i%2 == 1 {
+		return []string{runner.ExactInputs}
+	}
+	return []string{runner.RandomInputs}
 }
 
 // Shape is f's shape of spec (m=..,n=..) in dtype dt.
@@ -134,12 +152,24 @@ func Validate(ss *runner.Session, f kernels.Family, s variants.Shape, p variants
 // ValidateProgram is Validate of a program given as it is, at the
 // session's shape.
 func ValidateProgram(ss *runner.Session, prog kernels.Program) error {
+	return validateOn(ss, prog, runner.RandomInputs, runner.ExactInputs)
+}
+
+// ValidateSweep validates prog as the i-th program of a sweep: on the
+// input sets SweepSets gives (by turns at the default level, both with
+// GRADTUNE_SWEEP=ci or full).
+func ValidateSweep(ss *runner.Session, prog kernels.Program, i int) error {
+	return validateOn(ss, prog, SweepSets(i)...)
+}
+
+// validateOn validates prog on the input sets named (runner.ValidateOn).
+func validateOn(ss *runner.Session, prog kernels.Program, sets ...string) error {
 	l, err := ss.Load(prog)
 	if err != nil {
 		return err
 	}
 	defer l.Unload()
-	c, err := ss.Validate(l)
+	c, err := ss.ValidateOn(l, sets...)
 	if err != nil {
 		return err
 	}

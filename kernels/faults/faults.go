@@ -128,7 +128,9 @@ func plant(k *ptx.Func, fault string, dx, n ptx.Reg) {
 	}
 }
 
-// emitDrift is the drift fault: dx = dy + seen, then seen = 1.
+// emitDrift is the drift fault: dx = dy + 1 where seen is 1, else dy;
+// then seen = 1 (whatever a validation poisoned scratch with, the first
+// run is right).
 func emitDrift(s Shape) (kernels.Program, error) {
 	m := ptx.NewModule()
 	k := m.Func("fault_drift")
@@ -140,7 +142,8 @@ func emitDrift(s Shape) (kernels.Program, error) {
 		off := k.MulWide(ptx.U32, i, ptx.Imm(4))
 		v := k.Ld(ptx.Global, ptx.F32, 1, ptx.At(k.Add(ptx.U64, dy, off), 0))
 		w := k.Ld(ptx.Global, ptx.F32, 1, ptx.At(seen, 0))
-		k.St(ptx.Global, ptx.F32, ptx.At(k.Add(ptx.U64, dx, off), 0), []ptx.Reg{k.Add(ptx.F32, v[0], w[0])})
+		d := k.Selp(ptx.F32, ptx.F32Imm(1), ptx.F32Imm(0), k.Setp("eq", ptx.F32, w[0], ptx.F32Imm(1)))
+		k.St(ptx.Global, ptx.F32, ptx.At(k.Add(ptx.U64, dx, off), 0), []ptx.Reg{k.Add(ptx.F32, v[0], d)})
 	})
 	mark := m.Func("fault_drift_mark")
 	mark.ReqNTid(1)

@@ -81,17 +81,18 @@ func TestProducedB(t *testing.T) {
 	if err := ss.Prepare(f, s, 1); err != nil {
 		t.Fatal(err)
 	}
-	run := func(p gemm.Params) error {
+	emit := func(p gemm.Params) kernels.Program {
 		prog, err := d.Emit(p)
 		if err != nil {
 			t.Fatalf("%s: %v", variants.Encode(p), err)
 		}
-		return simtest.ValidateProgram(ss, prog)
+		return prog
 	}
+	run := func(p gemm.Params) error { return simtest.ValidateProgram(ss, emit(p)) }
 	pts := producedPoints(t, d)
 	var split *gemm.Params
 	for i, p := range pts {
-		if err := run(p); err != nil {
+		if err := simtest.ValidateSweep(ss, emit(p), i); err != nil {
 			t.Errorf("%s: %v", variants.Encode(p), err)
 		}
 		if p.SplitK > 1 && split == nil {

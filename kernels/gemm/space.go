@@ -30,27 +30,29 @@ var paths = []string{string(Sync), string(WGMMA)}
 // rules the package doc lists.
 func (def) Space(s Shape) variants.Typed[Params] {
 	g := problemOf(s)
-	rule := func(name string, f func(problem, Params) error) variants.Rule[Params] {
-		return variants.Rule[Params]{Name: name, Check: func(p Params) error { return f(g, p) }}
+	// A rule lists the axes it reads where that lets the walk prune early
+	// (variants.Rule.Axes).
+	rule := func(name string, f func(problem, Params) error, axes ...string) variants.Rule[Params] {
+		return variants.Rule[Params]{Name: name, Check: func(p Params) error { return f(g, p) }, Axes: axes}
 	}
 	return variants.Typed[Params]{
 		Values: map[string][]string{"mma": paths, "splitk": splitKs},
 		Rules: []variants.Rule[Params]{
 			rule("sync path has no cluster, multicast, persistent grid, TMA epilogue or register split", syncFeatures),
-			rule("tile shape the path supports; wgmma tiles under 128×128 only for skinny C or short reductions", tileShape),
+			rule("tile shape the path supports; wgmma tiles under 128×128 only for skinny C or short reductions", tileShape, "mma", "bm", "bn", "bk", "consumers", "cluster", "splitk"),
 			rule("warp layout: wgmma two consumers (one on 64-row tiles, three on 192-row tiles) with a register split; sync 8 warps on 128×128 tiles", warpLayout),
-			rule("multicast exactly with a cluster", multicast),
-			rule("clusters pair tile rows", clusterRows),
+			rule("multicast exactly with a cluster", multicast, "cluster", "multicast"),
+			rule("clusters pair tile rows", clusterRows, "bm", "cluster"),
 			rule("accumulators fit in registers", registers),
 			rule("shared memory fits", sharedFits),
 			rule("pipeline as deep as fits and the k-loop needs", pipelineDepth),
-			rule("split-K only below one wave, each split at least two k-tiles", splitK),
-			rule("split-K workspace within u32 indexing", workspaceSize),
+			rule("split-K only below one wave, each split at least two k-tiles", splitK, "bm", "bn", "bk", "splitk"),
+			rule("split-K workspace within u32 indexing", workspaceSize, "splitk"),
 			rule("split-K partials are stored directly", splitEpilogue),
 			rule("dsmem split-K: wgmma, a cluster of the splits (at most 8) on one wave, the partial within the ring", dsmemReduce),
-			rule("tile order and persistence past one wave only; persistent grids grouped, sync grids m or n", tileOrder),
+			rule("tile order and persistence past one wave only; persistent grids grouped, sync grids m or n", tileOrder, "mma", "bm", "bn", "splitk", "order", "persistent"),
 			rule("wgmma clusters on reductions past 8 k-tiles, order m or grouped, unsplit, TMA store", wgmmaFeatures),
-			rule("stream-K on the wgmma path's persistent grids under two waves of tiles, unsplit, no cluster", streamK),
+			rule("stream-K on the wgmma path's persistent grids under two waves of tiles, unsplit, no cluster", streamK, "mma", "bm", "bn", "bk", "cluster", "splitk", "order", "persistent"),
 		},
 	}
 }

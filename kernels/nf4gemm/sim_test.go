@@ -149,7 +149,7 @@ func rowsRun(t *testing.T, dims string, dt dtype.DType, at int, rows []int, keep
 				t.Errorf("%s %s: the PTX differs from the one emitted at m=%d", o.Key(), ps[i], at)
 			}
 			runs++
-			if err := simtest.ValidateProgram(ss, prog); err != nil {
+			if err := simtest.ValidateSweep(ss, prog, runs); err != nil {
 				t.Errorf("%s %s emitted at m=%d: %v", o.Key(), ps[i], at, err)
 			}
 		}
