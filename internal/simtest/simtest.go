@@ -162,6 +162,27 @@ func ValidateSweep(ss *runner.Session, prog kernels.Program, i int) error {
 	return validateOn(ss, prog, SweepSets(i)...)
 }
 
+// CheckBothSets loads prog, validates it on both input sets and unloads
+// it, returning the check with each set's outcome; it fails t when the
+// program does not load or run, or when it was not validated on two sets
+// (a family without exact inputs there).
+func CheckBothSets(t testing.TB, ss *runner.Session, prog kernels.Program) runner.Check {
+	t.Helper()
+	l, err := ss.Load(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Unload()
+	c, err := ss.Validate(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Sets) != 2 {
+		t.Fatalf("validated on %d input sets, want random and exact", len(c.Sets))
+	}
+	return c
+}
+
 // validateOn validates prog on the input sets named (runner.ValidateOn).
 func validateOn(ss *runner.Session, prog kernels.Program, sets ...string) error {
 	l, err := ss.Load(prog)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gradtune/gradtune/dtype"
+	"github.com/gradtune/gradtune/internal/simtest"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/gemm"
 	"github.com/gradtune/gradtune/kernels/gen"
@@ -246,18 +247,7 @@ func TestPlantedBugsAtLongReduction(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		l, err := ss.Load(prog)
-		if err != nil {
-			t.Fatal(err)
-		}
-		chk, err := ss.Validate(l)
-		l.Unload()
-		if err != nil {
-			t.Fatalf("%s: %v", c.name, err)
-		}
-		if len(chk.Sets) != 2 {
-			t.Fatalf("%s: validated on %d input sets, want random and exact", c.name, len(chk.Sets))
-		}
+		chk := simtest.CheckBothSets(t, ss, prog)
 		random, exact := chk.Sets[0], chk.Sets[1]
 		tol := f.Tolerance(s, "dx")
 		t.Logf("%s: random inputs ok=%v (max abs error %.3g, atol %.3g); exact inputs ok=%v %s", c.name, random.OK, random.MaxAbs, tol.Atol, exact.OK, exact.Message)

@@ -297,18 +297,7 @@ func TestPlantedScaleBlockAtLongReduction(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			l, err := ss.Load(prog)
-			if err != nil {
-				t.Fatal(err)
-			}
-			chk, err := ss.Validate(l)
-			l.Unload()
-			if err != nil {
-				t.Fatalf("%s: %v", p, err)
-			}
-			if len(chk.Sets) != 2 {
-				t.Fatalf("%s: validated on %d input sets, want random and exact", p, len(chk.Sets))
-			}
+			chk := simtest.CheckBothSets(t, ss, prog)
 			random, exact := chk.Sets[0], chk.Sets[1]
 			switch {
 			case !plant && !chk.OK:
