@@ -1,13 +1,14 @@
 // Package tuning turns what a user asks for into the work of a run, and
 // runs it: the commands parse flags and print, this package decides.
 //
-// Resolve maps a Request (kernel list, preset or shape specs, tokens,
-// dtypes, fixed params) to a Selection of (family, shape) jobs. Its rules:
+// Resolve maps a Request (kernel list, a preset, a model's Hugging Face
+// config.json (variants.ReadConfig) or shape specs, tokens, dtypes, fixed
+// params) to a Selection of (family, shape) jobs. Its rules:
 //
 //   - Conflicts are errors, never resolved silently: a spec's dtype= that
 //     --dtype does not list, --tokens with explicit specs, a kernel named
 //     twice, a --tokens that is not positive.
-//   - Every shape, from a preset or a spec, goes through the family's own
+//   - Every shape, from a preset, a config or a spec, goes through the family's own
 //     Shape, so the family's limits apply to both.
 //   - With "all" kernels, each shape spec goes to the families that take it,
 //     and a family that can take nothing of the request (its dims, dtypes or

@@ -3,6 +3,7 @@ package tuning
 import (
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,9 +18,11 @@ import (
 // Request is what a command asks to tune, check or emit.
 type Request struct {
 	Kernels string // "a,b" or "all"
-	Shapes  string // a preset name, or shape specs separated by ';'
-	// Tokens lists the token counts (rows) of the preset's shapes, "512,2048,8192";
-	// "" takes the preset's default.
+	// Shapes is a preset name, a Hugging Face config.json (a path ending in
+	// .json, or naming a file), or shape specs separated by ';'.
+	Shapes string
+	// Tokens lists the token counts (rows) of a preset's or a config's
+	// shapes, "512,2048,8192"; "" takes the default (variants.DefaultTokens).
 	Tokens string
 	DTypes string // "f32,bf16"; "": every dtype a family supports
 	Params string // fixed axes, "vec=4,grid=once"
@@ -61,7 +64,7 @@ type resolver struct {
 	all     bool              // --kernel all: leave out what a family cannot take
 	dts     []dtype.DType     // nil: every dtype
 	tokens  []int             // --tokens; nil: the preset's default
-	presets []variants.Preset // when shapes name a preset: one per token count
+	presets []variants.Preset // when shapes name a preset or a config: one per token count
 	specs   []variants.Spec   // otherwise
 	fix     variants.Params
 	notes   []string // shapes "all" left out of a family it kept
@@ -152,11 +155,12 @@ func (r *resolver) parse() error {
 	if r.tokens, err = parseTokens(r.req.Tokens); err != nil {
 		return err
 	}
-	if variants.IsPreset(r.req.Shapes) {
-		counts := r.tokens
-		if counts == nil {
-			counts = []int{0} // LookupPreset's default
-		}
+	counts := r.tokens
+	if counts == nil {
+		counts = []int{0} // the default
+	}
+	switch {
+	case variants.IsPreset(r.req.Shapes):
 		for _, n := range counts {
 			p, err := variants.LookupPreset(r.req.Shapes, n)
 			if err != nil {
@@ -165,12 +169,24 @@ func (r *resolver) parse() error {
 			r.presets = append(r.presets, p)
 		}
 		return nil
+	case isConfigPath(r.req.Shapes):
+		p, err := variants.ReadConfig(r.req.Shapes)
+		if err != nil {
+			return inputf("--shapes %w", err)
+		}
+		for _, n := range counts {
+			if n > 0 {
+				p.Tokens = n
+			}
+			r.presets = append(r.presets, p)
+		}
+		return nil
 	}
 	if r.specs, err = variants.ParseSpecs(r.req.Shapes); err != nil {
-		return inputf("--shapes: %w (or a preset: %s)", err, strings.Join(variants.PresetNames(), ", "))
+		return inputf("--shapes: %w (or a preset: %s; or a model's config.json)", err, strings.Join(variants.PresetNames(), ", "))
 	}
 	if r.req.Tokens != "" {
-		return inputf("--tokens sets the rows of a preset's shapes, but --shapes %q gives explicit shapes: put m= in the spec instead", r.req.Shapes)
+		return inputf("--tokens sets the rows of a preset's shapes (or a config's), but --shapes %q gives explicit shapes: put m= in the spec instead", r.req.Shapes)
 	}
 	for _, sp := range r.specs {
 		if sp.DType != dtype.Invalid && r.dts != nil && !slices.Contains(r.dts, sp.DType) {
@@ -178,6 +194,20 @@ func (r *resolver) parse() error {
 		}
 	}
 	return nil
+}
+
+// isConfigPath reports whether --shapes s names a model's config file: it
+// ends in .json, or it is no spec (it has no '=') and names something that
+// exists (ReadConfig refuses a directory, naming it).
+func isConfigPath(s string) bool {
+	if strings.HasSuffix(strings.ToLower(s), ".json") {
+		return true
+	}
+	if s == "" || strings.Contains(s, "=") {
+		return false
+	}
+	_, err := os.Stat(s)
+	return err == nil
 }
 
 // familyShapes returns f's shapes for the request and marks the specs f
@@ -231,7 +261,7 @@ func (r *resolver) presetShapes(f kernels.Family, dts []dtype.DType) ([]variants
 		for _, s := range f.Shapes(p, dts) {
 			checked, err := f.Shape(variants.Spec{Dims: s.Dims}, s.DType)
 			if err != nil {
-				return nil, inputf("--shapes %s with %d tokens: %w", p.Name, p.Tokens, err)
+				return nil, inputf("--shapes %s with %d tokens: %w", r.req.Shapes, p.Tokens, err)
 			}
 			if !seen[checked.Key()] {
 				seen[checked.Key()] = true

@@ -23,8 +23,11 @@ import (
 // gzipped ({truncgz}); the matrix's arguments name them as {db},
 // {notes}, {xcheck}, {trunc}, {dropped}, {peers}, {notgz}, {cutgz},
 // {truncgz} and {dir}, the committed pool table as {table}, the recorded
-// activations database as {act}, and a file name that fits in a
-// directory but whose temporary file's name does not as {long}.
+// activations database as {act}, a file name that fits in a
+// directory but whose temporary file's name does not as {long}, and
+// model configs cut short ({cutcfg}), of an unknown model_type
+// ({gemma3cfg}), without hidden_size ({nohidden}) and with KV heads that
+// do not divide the heads ({kv3cfg}).
 func badInputFiles(t *testing.T) map[string]string {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "badinput") // t.TempDir's name holds the subtest's, braces and all
@@ -39,6 +42,9 @@ func badInputFiles(t *testing.T) map[string]string {
 		"{notgz}": filepath.Join(dir, "notes.db.gz"), "{cutgz}": filepath.Join(dir, "cut.db.gz"), "{truncgz}": filepath.Join(dir, "trunc.db.gz"),
 		"{act}":  filepath.Join("..", "..", "testdata", "h200-activations.db"),
 		"{long}": strings.Repeat("n", 252)} // 252 bytes: "." + it + "." + digits, or it + ".tmp" + digits, pass NAME_MAX (255)
+	for _, name := range []string{"cutcfg", "gemma3cfg", "nohidden", "kv3cfg"} {
+		files["{"+name+"}"] = filepath.Join(dir, name+".json")
+	}
 	db, err := store.Open(files["{db}"])
 	if err != nil {
 		t.Fatal(err)
@@ -59,7 +65,12 @@ func badInputFiles(t *testing.T) map[string]string {
 	truncgz := gzipped(t, good[:len(good)/3])
 	for name, content := range map[string]string{"{notes}": "my notes\n", "{xcheck}": `{"kind":"case","verdict":"identical"}` + "\n",
 		"{trunc}": string(good[:len(good)/3]), "{dropped}": string(good), "{peers}": "",
-		"{notgz}": "my notes, not gzipped\n", "{cutgz}": string(gzipped(t, good)[:200]), "{truncgz}": string(truncgz)} {
+		"{notgz}": "my notes, not gzipped\n", "{cutgz}": string(gzipped(t, good)[:200]), "{truncgz}": string(truncgz),
+		"{cutcfg}":    "{\n  \"model_type\": \"llama\",\n  \"hidden_size\": 2048,\n",
+		"{gemma3cfg}": `{"model_type": "gemma3", "text_config": {"hidden_size": 2560}}`,
+		"{nohidden}":  `{"model_type": "llama", "intermediate_size": 8192, "num_hidden_layers": 16, "num_attention_heads": 32, "vocab_size": 128256}`,
+		"{kv3cfg}": `{"model_type": "mistral", "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
+			"num_attention_heads": 32, "num_key_value_heads": 3, "vocab_size": 32000}`} {
 		if err := os.WriteFile(files[name], []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -122,7 +133,7 @@ var badInputs = []struct {
 	{[]string{"--tokens", "abc"}, 2, `--tokens "abc": want positive token counts separated by commas`, false},
 	{[]string{"--fresh=maybe"}, 2, `--fresh "maybe": want true or false`, false},
 	{[]string{"--seed", "-1"}, 2, `--seed "-1": want a non-negative integer`, false},
-	{[]string{"--kernel", "relu_bwd", "--shapes"}, 2, "--shapes needs a value: --shapes PRESET|SPEC", false},
+	{[]string{"--kernel", "relu_bwd", "--shapes"}, 2, "--shapes needs a value: --shapes PRESET|CONFIG|SPEC", false},
 	{[]string{"--strategy", "auto"}, 2, `--strategy: strategy "auto": want exhaustive, model, random, halving`, false},
 	{[]string{"list", "--kernel", "x"}, 2, "unknown flag --kernel (tune list takes no flags)", false},
 	{[]string{"list", "extra"}, 2, `unexpected argument "extra"`, false},
@@ -155,6 +166,14 @@ var badInputs = []struct {
 	{[]string{"--kernel", "relu_bwd", "--params", "warps=4"}, 2, `relu_bwd has no axis "warps" (axes: block, vec, ept, grid, maxnreg, cache)`, false},
 	{[]string{"--kernel", "relu_bwd", "--dtype", "f32", "--params", "vec=8"}, 2, "vec=8 not accepted for m=2048,n=8960,dtype=f32 (values: 1, 2, 4)", false},
 	{[]string{"--kernel", "relu_bwd", "--tokens", "99999999999"}, 2, "relu_bwd: m=99999999999 must be in 1..2147483647", false},
+	// --shapes CONFIG: a model's config.json, refused naming the file and the field.
+	{[]string{"--kernel", "relu_bwd", "--shapes", "{dir}/missing.json"}, 2, "--shapes {dir}/missing.json: no such file or directory", false},
+	{[]string{"--kernel", "relu_bwd", "--shapes", "{dir}"}, 2, "--shapes {dir} is a directory, want a Hugging Face config.json", false},
+	{[]string{"--kernel", "relu_bwd", "--shapes", "{notes}"}, 2, "--shapes {dir}/notes.txt: not JSON: line 1: invalid character 'm' looking for beginning of value", false},
+	{[]string{"--kernel", "relu_bwd", "--shapes", "{cutcfg}"}, 2, "--shapes {dir}/cutcfg.json: not JSON: line 4: unexpected end of JSON input", false},
+	{[]string{"--kernel", "relu_bwd", "--shapes", "{gemma3cfg}"}, 2, `--shapes {dir}/gemma3cfg.json: model_type "gemma3" is not one tune reads (model types: gemma, gemma2, llama, mistral, phi, phi3, qwen2)`, false},
+	{[]string{"check", "--kernel", "relu_bwd", "--shapes", "{nohidden}", "--tokens", "64"}, 2, "--shapes {dir}/nohidden.json: no hidden_size (a llama config gives hidden_size, intermediate_size, num_hidden_layers, num_attention_heads, vocab_size)", false},
+	{[]string{"--kernel", "relu_bwd", "--shapes", "{kv3cfg}"}, 2, "--shapes {dir}/kv3cfg.json: num_key_value_heads=3 does not divide num_attention_heads=32", false},
 	// --db is checked before a GPU starts; a usable one is left as it was.
 	{[]string{"--kernel", "relu_bwd", "--db", "{notes}"}, 2, "not a gradtune database (the file is not an SQLite database; left unchanged)", false},
 	{[]string{"--kernel", "relu_bwd", "--db", "{dir}/missing/tune.db"}, 2, "--db {dir}/missing/tune.db: cannot receive an output file: directory {dir}/missing does not exist", false},

@@ -3,7 +3,7 @@
 //
 // Usage:
 //
-//	tune [--kernel K[,K...]|all] [--shapes PRESET|SPEC] [--tokens N] [--dtype D[,D]]
+//	tune [--kernel K[,K...]|all] [--shapes PRESET|CONFIG|SPEC] [--tokens N] [--dtype D[,D]]
 //	     [--params P] [--budget N] [--db tune.db] [--device 0] [--mode cold|hot] [--fresh]
 //	tune --version
 //	tune list

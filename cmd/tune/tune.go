@@ -26,8 +26,8 @@ import (
 // check and emit.
 func selectionFlags(fs *flagSet, kernelDefault, shapesDefault string) {
 	fs.String("kernel", kernelDefault, "K[,K...]|all\tkernel families, as tune list names them")
-	fs.String("shapes", shapesDefault, "PRESET|SPEC\ta model preset (qwen1.5b) or shape specs such as m=2048,n=8960, several separated by ';', each may add dtype=bf16")
-	fs.String("tokens", strconv.Itoa(variants.DefaultTokens), "N[,N...]\ttoken counts (rows) of a preset's shapes, e.g. 512,2048,8192; not with explicit specs")
+	fs.String("shapes", shapesDefault, "PRESET|CONFIG|SPEC\ta model preset (qwen1.5b) or a model's Hugging Face config.json (model types "+strings.Join(variants.ModelTypes(), ", ")+"), or shape specs such as m=2048,n=8960, several separated by ';', each may add dtype=bf16")
+	fs.String("tokens", strconv.Itoa(variants.DefaultTokens), "N[,N...]\ttoken counts (rows) of a preset's or a config's shapes, e.g. 512,2048,8192; not with explicit specs")
 	fs.String("dtype", "", "D[,D...]\tf32, f16, bf16, f64 (default: every dtype the family supports)")
 	fs.String("params", "", "P\tfix some axes, e.g. vec=4,grid=once; the others vary")
 }

@@ -24,7 +24,7 @@ func TestREADME(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"Go " + string(m[1]), "tune check", "tune crosscheck", "--shapes PRESET|SPEC", "default qwen1.5b"} {
+	for _, want := range []string{"Go " + string(m[1]), "tune check", "tune crosscheck", "--shapes PRESET|CONFIG|SPEC", "default qwen1.5b"} {
 		if !strings.Contains(string(readme), want) {
 			t.Errorf("README.md does not say %q", want)
 		}

@@ -10,10 +10,12 @@
 // f32 main-grad; without it every output has the inputs' dtype, as
 // PyTorch's bf16 and f16 backward does. The output dtype is a shape choice,
 // not an axis, because it changes the buffers. n and k are multiples of 8
-// (rows of 16 bytes, which cp.async and TMA need); m is any size. The
-// preset qwen1.5b gives its four distinct projections (q·o 1536×1536, k·v
-// 256×1536, gate·up 8960×1536, down 1536×8960, W as [N×K]) at --tokens
-// rows, each for dx then dw.
+// (rows of 16 bytes, which cp.async and TMA need); m is any size. A
+// preset or a model's config.json gives its distinct projections
+// (variants.Preset.Projections; qwen1.5b's four: q·o 1536×1536, k·v
+// 256×1536, gate·up 8960×1536, down 1536×8960, W as [N×K]; Phi-3's fused
+// qkv_proj and gate_up_proj as they are) at --tokens rows, each for dx
+// then dw.
 //
 // # The GEMM and its layouts
 //

@@ -47,14 +47,12 @@ func (def) Doc() string {
 }
 func (def) DTypes() []dtype.DType { return []dtype.DType{dtype.BF16, dtype.F16} }
 
-// Shapes: the preset's four distinct projections (q and o, k and v, gate
-// and up, down), W of [out×in] = [N×K], at Tokens rows, each for dx then
-// dw.
+// Shapes: the preset's distinct projections (variants.Preset.Projections:
+// q and o, k and v or a fused qkv, gate and up or a fused gate_up, down),
+// W of [out×in] = [N×K], at Tokens rows, each for dx then dw.
 func (d def) Shapes(p variants.Preset, dt dtype.DType) []Shape {
-	kv := p.KVHeads * p.HeadDim
-	proj := [][2]int{{p.Hidden, p.Hidden}, {kv, p.Hidden}, {p.Intermediate, p.Hidden}, {p.Hidden, p.Intermediate}}
 	var out []Shape
-	for _, nk := range proj {
+	for _, nk := range p.Projections() {
 		for _, g := range []Grad{DX, DW} {
 			s := Shape{M: p.Tokens, N: nk[0], K: nk[1], Grad: g, DType: dt}
 			if d.CheckShape(s) == nil {

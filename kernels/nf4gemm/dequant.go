@@ -52,9 +52,9 @@ func (dequantDef) Doc() string {
 }
 func (dequantDef) DTypes() []dtype.DType { return []dtype.DType{dtype.BF16, dtype.F16} }
 
-// Shapes: the weights of the preset's four distinct projections (q and o,
-// k and v, gate and up, down), W of [out×in], with f32 scales and
-// double-quantized.
+// Shapes: the weights of the preset's distinct projections (q and o, k
+// and v or a fused qkv, gate and up or a fused gate_up, down), W of
+// [out×in], with f32 scales and double-quantized.
 func (d dequantDef) Shapes(p variants.Preset, dt dtype.DType) []DequantShape {
 	var out []DequantShape
 	for _, nk := range projections(p) {
@@ -68,11 +68,10 @@ func (d dequantDef) Shapes(p variants.Preset, dt dtype.DType) []DequantShape {
 	return out
 }
 
-// projections are the [N×K] weights of a preset's linear layers.
-func projections(p variants.Preset) [][2]int {
-	kv := p.KVHeads * p.HeadDim
-	return [][2]int{{p.Hidden, p.Hidden}, {kv, p.Hidden}, {p.Intermediate, p.Hidden}, {p.Hidden, p.Intermediate}}
-}
+// projections are the [N×K] weights of a preset's distinct linear layers
+// (variants.Preset.Projections: fused qkv and gate_up where the model has
+// them).
+func projections(p variants.Preset) [][2]int { return p.Projections() }
 
 // CheckShape: k a multiple of the block size (64, 128 or 256), the weight
 // within u32 element indexing.

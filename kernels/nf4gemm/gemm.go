@@ -89,7 +89,8 @@ func (gemmDef) Doc() string {
 }
 func (gemmDef) DTypes() []dtype.DType { return []dtype.DType{dtype.BF16, dtype.F16} }
 
-// Shapes: the preset's four projections at Tokens rows, f32 and
+// Shapes: the model's linear layers (Preset.Projections: q·o, k·v,
+// gate·up and down, or a model's fused ones) at Tokens rows, f32 and
 // double-quantized scales.
 func (d gemmDef) Shapes(p variants.Preset, dt dtype.DType) []GEMMShape {
 	var out []GEMMShape
