@@ -483,7 +483,9 @@ type SetCheck struct {
 // family's tolerance, the exact inputs' (kernels.Exacter) with none. The
 // exact set runs first, so the outputs hold the random inputs' results
 // afterwards, as after Run. An error means a run itself failed.
-func (ss *Session) Validate(l *Loaded) (Check, error) { return ss.ValidateOn(l, RandomInputs, ExactInputs) }
+func (ss *Session) Validate(l *Loaded) (Check, error) {
+	return ss.ValidateOn(l, RandomInputs, ExactInputs)
+}
 
 // ValidateOn is Validate on the input sets named (RandomInputs,
 // ExactInputs) alone: a test's sweep that alternates them halves its
