@@ -4,9 +4,10 @@
 // and the name of its PTX file. Trainers import this package to look a
 // kernel up and launch the winner with the CUDA driver alone.
 //
-// The package uses the standard library only (no cgo, no SQLite, no
-// driver), so that any Go trainer can import it; an architecture test
-// holds it to that.
+// The package imports the standard library and two module packages that
+// import nothing else, contract (the launch contract) and dtype (element
+// types): no cgo, no SQLite, no driver, so that any Go trainer can import
+// it with CGO_ENABLED=0; internal/archtest holds it to that.
 //
 // # Tables
 //

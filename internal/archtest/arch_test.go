@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"sort"
 	"strings"
@@ -152,5 +153,16 @@ func TestViolations(t *testing.T) {
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("violations:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestTrainerPackagesBuildWithoutCgo: what a trainer embeds (configs and
+// the stdlib-only contract and dtype it imports) and the launcher it
+// calls (launch, examples/trainer) build with CGO_ENABLED=0.
+func TestTrainerPackagesBuildWithoutCgo(t *testing.T) {
+	cmd := exec.Command("go", "build", module+"/configs", module+"/contract", module+"/dtype", module+"/launch", module+"/examples/trainer")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("CGO_ENABLED=0 go build: %v\n%s", err, out)
 	}
 }
