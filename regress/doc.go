@@ -32,26 +32,18 @@
 // file) is refused (ErrSameRun): such a gate could not fail.
 //
 // The run's drift. A GPU runs a little faster or slower from one night
-// to the next (clocks, another machine of the same model: ±2–4% on the
-// H200 fleet), and every case moves with it. The gate estimates the
-// drift as the median, over the cases compared, of the new median over
-// the baseline's, and divides the new run's samples by it before the
-// test (Report.Drift; not with fewer than 8 cases, nor with
-// Options.NoDrift): a case regresses against the other cases of its
-// night, not with them.
+// to the next (clocks, another machine of the same model), and every case
+// moves with it. The gate estimates the drift as the median, over the
+// cases compared, of the new median over the baseline's, and divides the
+// new run's samples by it before the test (Report.Drift; not with fewer
+// than minDriftCases cases, nor with Options.NoDrift): a case regresses
+// against the other cases of its night, not with them.
 //
-// Defaults: threshold 3.5%, minimum shift 0.25 µs, α = 0.05, 95%
-// intervals, calibrated on real nights (DefaultOptions says which): the
+// Defaults (DefaultOptions): a relative threshold and a minimum shift in
+// µs, α = 0.05, 95% intervals, calibrated on recorded nights: the
 // threshold and the minimum shift keep differences that are significant
-// but within a night-to-night jitter (a few percent of a kernel of a few
-// microseconds, measured with hundreds of samples) from failing a night;
-// α keeps noise from doing so. A slowdown of a 4 µs kernel by less than
-// 0.25 µs is thus not told from that jitter.
-//
-// # Output
-//
-// WriteMarkdown writes the table for a pull request or a job summary;
-// WriteBenchfmt writes both runs' samples in the Go benchmark format, the
-// runs told apart by the configuration key "run", so that
-// `benchstat -col run FILE` reads it.
+// but within a night-to-night jitter from failing a night (a short kernel
+// measured with hundreds of samples shows significant shifts of a few
+// percent between nights); α keeps noise from doing so. A slowdown below
+// the minimum shift is not told from that jitter, whatever its share.
 package regress

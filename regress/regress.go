@@ -23,20 +23,19 @@ var ErrSameRun = errors.New("a run compared with itself")
 
 // Options set the gate.
 type Options struct {
-	Threshold float64 // relative change that matters (0.035: 3.5%)
-	MinShift  float64 // µs: a shift below it is noise, whatever its share (0.25)
+	Threshold float64 // relative change that matters (a fraction)
+	MinShift  float64 // µs: a shift below it is noise, whatever its share
 	Alpha     float64 // significance level of the U test
 	// NoDrift compares the new run's samples as they are, without first
 	// taking out the run's drift (Report.Drift).
 	NoDrift bool
 }
 
-// DefaultOptions: 3.5% and 0.25 µs, α = 0.05, the drift taken out. On
-// three real nights of all 55 committed entries
-// (testdata/issue21/night-*.db.gz), compared both ways, no unplanted
-// case moved more than 2.8% after the drift (3.1% before) but for the
-// 4 µs nf4_dequant, which moved 0.16–0.22 µs (4–5%); a planted 5%
-// slowdown shows as +5% and more (faults.Delay adds a launch besides).
+// DefaultOptions are the gate calibrated on recorded H200 nights
+// (testdata/issue21/night-*.db.gz; the README's "Nightly regression
+// runs" gives the figures): above every unplanted change of those nights
+// compared both ways, below a planted 5% slowdown. TestRealNights holds
+// them to it.
 var DefaultOptions = Options{Threshold: 0.035, MinShift: 0.25, Alpha: 0.05}
 
 // minDriftCases is the fewest cases compared whose ratios estimate a

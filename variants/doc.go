@@ -11,7 +11,7 @@
 // typed params value, walked depth first over the axes, each value decoded
 // once, so a combination its rules reject costs only their calls; a rule
 // that lists the axes it reads (Rule.Axes) is checked as soon as they are
-// set and prunes every combination below a refusal (gemm_bwd's product of
-// 3.1 M combinations a shape: 16 ms with its rules' axes listed, 0.6 s
-// without); an untyped Space builds Params for every combination.
+// set and prunes every combination below a refusal, so a family whose
+// early axes decide most refusals enumerates in a fraction of its
+// product; an untyped Space builds Params for every combination.
 package variants

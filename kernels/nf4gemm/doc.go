@@ -80,8 +80,8 @@
 // [−1, 1), within (2·⌈N/16⌉ + 16)·2⁻²³·N plus the output's rounding (16:
 // the partial sums split-K or stream-K may add); and the same weight with
 // dY of ±1 in gemm_bwd's exact pattern over the rows, few enough
-// nonzeros a row (about 2150 in bf16, 270 in f16: exactTerms, from the
-// weight's largest value and the ulp of its smallest) that every partial
+// nonzeros a row (exactTerms, from the weight's largest value and the ulp
+// of its smallest) that every partial
 // sum is a multiple of that ulp below 2²⁴ of them, exact in f32, and the
 // outputs must match bit for bit: at every shape with at least
 // ⌈N/exactTerms⌉ rows, which every preset shape has. A wrong scale block,

@@ -17,7 +17,8 @@ func (f *Func) Membar(level string) {
 }
 
 // Nanosleep emits nanosleep.u32 ns: the thread pauses for about ns
-// nanoseconds (at most 1 ms), the back-off of a spin loop on a flag.
+// nanoseconds (PTX bounds the pause), the back-off of a spin loop on a
+// flag.
 func (f *Func) Nanosleep(ns Operand) {
 	f.check("nanosleep", U32, ns)
 	f.emit(&Inst{Op: "nanosleep.u32", Args: []Operand{ns}})
