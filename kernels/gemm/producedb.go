@@ -56,10 +56,20 @@ type BProducer interface {
 const ChunkRows, ChunkCols = 64, 64
 
 // producedState is the produced B's state buffer; stateHead its words
-// before the flags.
+// before the k-slices' counters.
 const (
 	producedState = "bstate"
 	stateHead     = 4
+)
+
+// stateWord is one of the state's words before the counters.
+type stateWord int
+
+// The state's head: chunks claimed, chunks ready, CTAs finished.
+const (
+	stateClaimed stateWord = iota
+	stateReady
+	stateFinished
 )
 
 // prodProducerR is the producer warpgroup's registers under the register
@@ -98,13 +108,13 @@ func (pr *produced) buffers() []kernels.Buffer {
 	}
 }
 
-// word is the address of state word i (u32 register or immediate).
-func (pr *produced) word(i ptx.Operand) ptx.Addr {
+// head is the address of state word i.
+func (pr *produced) head(i stateWord) ptx.Addr { return ptx.At(pr.state, 4*int64(i)) }
+
+// slice is the address of k-slice kt's counter (u32).
+func (pr *produced) slice(kt ptx.Reg) ptx.Addr {
 	k := pr.wk.k
-	if r, ok := i.(ptx.Reg); ok {
-		return ptx.At(k.Add(ptx.U64, pr.state, k.MulWide(ptx.U32, r, ptx.Imm(4))), 4*stateHead)
-	}
-	return ptx.At(pr.state, 4*int64(i.(ptx.Imm)))
+	return ptx.At(k.Add(ptx.U64, pr.state, k.MulWide(ptx.U32, kt, ptx.Imm(4))), 4*stateHead)
 }
 
 var release = ptx.AtomOpts{Sem: "release", Scope: "gpu"}
@@ -133,7 +143,7 @@ func (pr *produced) produce(tid32 ptx.Reg) {
 	lead := k.Setp("eq", ptx.U32, lane, ptx.Imm(0))
 	claim := func() ptx.Reg {
 		c := k.Mov(ptx.U32, ptx.Imm(0))
-		k.If(lead, func() { k.MovTo(c, k.Atom(ptx.Global, "add", ptx.U32, pr.word(ptx.Imm(0)), ptx.Imm(1))) })
+		k.If(lead, func() { k.MovTo(c, k.Atom(ptx.Global, "add", ptx.U32, pr.head(stateClaimed), ptx.Imm(1))) })
 		return k.ShflSync("idx", c, ptx.Imm(0), ptx.Imm(31), 0xffffffff)
 	}
 	c := claim()
@@ -142,8 +152,8 @@ func (pr *produced) produce(tid32 ptx.Reg) {
 		j := k.Sub(ptx.U32, c, k.Mul(ptx.U32, kt, ptx.Imm(cols)))
 		raise := func() {
 			k.If(lead, func() {
-				k.Red(ptx.Global, "add", ptx.U32, pr.word(kt), ptx.Imm(1), release)
-				k.Red(ptx.Global, "add", ptx.U32, pr.word(ptx.Imm(1)), ptx.Imm(1), release)
+				k.Red(ptx.Global, "add", ptx.U32, pr.slice(kt), ptx.Imm(1), release)
+				k.Red(ptx.Global, "add", ptx.U32, pr.head(stateReady), ptx.Imm(1), release)
 			})
 		}
 		if planted.flagFirst {
@@ -181,8 +191,8 @@ func (pr *produced) gate(kc ptx.Reg) {
 	acq := ptx.LdOpts{Acquire: true}
 	k.If(k.Setp("eq", ptx.U32, pr.ready, ptx.Imm(0)), func() {
 		k.Comment("B is being produced: wait for this k-tile's slice")
-		slice := pr.word(k.Shr(ptx.U32, kc, ptx.Imm(6)))
-		n := k.Ld(ptx.Global, ptx.U32, 1, pr.word(ptx.Imm(1)), acq)[0]
+		slice := pr.slice(k.Shr(ptx.U32, kc, ptx.Imm(6)))
+		n := k.Ld(ptx.Global, ptx.U32, 1, pr.head(stateReady), acq)[0]
 		done := k.Ld(ptx.Global, ptx.U32, 1, slice, acq)[0]
 		k.MovTo(pr.ready, k.Selp(ptx.U32, ptx.Imm(1), ptx.Imm(0), k.Setp("eq", ptx.U32, n, ptx.Imm(rows*cols))))
 		k.While(func() ptx.Reg { return k.Setp("lt", ptx.U32, done, ptx.Imm(cols)) }, func() {
@@ -206,7 +216,7 @@ func (pr *produced) finish(tid ptx.Reg) {
 	last := k.Mov(ptx.U32, k.SharedArray("bstate_last", ptx.U32, 1, 4))
 	k.BarSync(0)
 	k.If(k.Setp("eq", ptx.U32, tid, ptx.Imm(0)), func() {
-		done := k.Atom(ptx.Global, "add", ptx.U32, pr.word(ptx.Imm(2)), ptx.Imm(1), ptx.AtomOpts{Sem: "acq_rel", Scope: "gpu"})
+		done := k.Atom(ptx.Global, "add", ptx.U32, pr.head(stateFinished), ptx.Imm(1), ptx.AtomOpts{Sem: "acq_rel", Scope: "gpu"})
 		nct := k.Mov(ptx.U32, ptx.NCtaidX)
 		k.St(ptx.Shared, ptx.U32, ptx.At(last, 0), []ptx.Reg{k.Selp(ptx.U32, ptx.Imm(1), ptx.Imm(0), k.Setp("eq", ptx.U32, k.Add(ptx.U32, done, ptx.Imm(1)), nct))})
 	})

@@ -122,14 +122,8 @@ func (dequantDef) Emit(s DequantShape, p DequantParams) (kernels.Program, error)
 func emitDequant(m *ptx.Module, w weight, dt dtype.DType, p DequantParams, entry, out string) kernels.Launch {
 	k := m.Func(entry)
 	k.ReqNTid(p.Threads)
-	bufNames := []string{"w4", out}
-	for _, b := range w.buffers()[1:] {
-		bufNames = append(bufNames, b.Name)
-	}
 	bufs := map[string]ptx.Reg{}
-	for _, n := range bufNames {
-		bufs[n] = gen.Param(k, n)
-	}
+	args := bufferParams(k, bufs, append([]string{"w4", out}, w.scaleNames()...)...)
 	tid := k.Mov(ptx.U32, ptx.TidX)
 	d := newDeq(k, p.Lookup, dt, tid)
 	units := w.n * w.k / 2 / p.Bytes
@@ -145,9 +139,5 @@ func emitDequant(m *ptx.Module, w weight, dt dtype.DType, p DequantParams, entry
 			k.St(ptx.Global, ptx.B32, ptx.At(dst, int64(16*i)), out[:])
 		}
 	})
-	var args []kernels.Arg
-	for _, n := range bufNames {
-		args = append(args, kernels.Arg{Buffer: n})
-	}
 	return kernels.Launch{Entry: entry, Grid: contract.Grid(gen.CeilDiv(units, p.Threads), 1, 1), Block: [3]int{p.Threads, 1, 1}, Args: args}
 }

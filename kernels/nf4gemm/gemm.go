@@ -293,12 +293,10 @@ const DequantCuBLAS = "dequant+cublas"
 // of s into deqBuffer (Scratch).
 func dequantProgram(s GEMMShape) *kernels.Program {
 	m := ptx.NewModule()
-	l := emitDequant(m, s.weight(), s.DType, DequantParams{Threads: 256, Bytes: 8, Lookup: LookupSmem},
-		fmt.Sprintf("nf4_baseline_dequant_%v", s.DType), deqBuffer)
+	ls, bufs := s.dequantToScratch(m, DequantParams{Threads: 256, Bytes: 8, Lookup: LookupSmem}, fmt.Sprintf("nf4_baseline_dequant_%v", s.DType))
 	built, err := m.Build()
 	if err != nil {
 		panic(fmt.Sprintf("nf4_gemm_bwd: the baseline's dequantization does not build: %v", err)) // fixed code, checked by the tests
 	}
-	return &kernels.Program{PTX: built.String(), Launches: []kernels.Launch{l},
-		Buffers: []kernels.Buffer{{Name: deqBuffer, DType: s.DType, Elems: contract.Int(s.N * s.K), Role: kernels.Scratch}}}
+	return &kernels.Program{PTX: built.String(), Launches: ls, Buffers: bufs}
 }

@@ -154,14 +154,7 @@ func (rk *rsKernel) body() []kernels.Arg {
 		{TensorMap: &kernels.TensorMap{Buffer: "w4", DType: dtype.U8, Dims: contract.Ints(s.K/2, s.N), Strides: contract.Ints(s.K / 2), Box: []int{32, 64}, Swizzle: 32}},
 	}
 	rk.bufs = map[string]ptx.Reg{}
-	names := []string{"absmax"}
-	if rk.w.dq {
-		names = []string{"absmax_q", "code2", "absmax2", "dq_offset"}
-	}
-	for _, n := range append(names, "dx") {
-		rk.bufs[n] = gen.Param(k, n)
-		args = append(args, kernels.Arg{Buffer: n})
-	}
+	args = append(args, bufferParams(k, rk.bufs, append(rk.w.scaleNames(), "dx")...)...)
 	var arg kernels.Arg
 	rk.m, arg = tokensParam(k)
 	args = append(args, arg)

@@ -34,31 +34,19 @@ type wgSource struct {
 	sh   gemm.Share // the k-rows of each k-tile this CTA dequantizes
 }
 
-func (src *wgSource) scaleNames() []string {
-	if src.w.dq {
-		return []string{"absmax_q", "code2", "absmax2", "dq_offset"}
-	}
-	return []string{"absmax"}
-}
-
 // Declare: w4's tensor map ({k/2 bytes, n rows}, boxes {bn/2, 64/cluster},
 // no swizzle) or, with codes=ld, its address; then the scale buffers.
 func (src *wgSource) Declare(k *ptx.Func) []kernels.Arg {
 	src.bufs = map[string]ptx.Reg{}
 	var args []kernels.Arg
 	if src.p.Codes == "ld" {
-		src.bufs["w4"] = gen.Param(k, "w4")
-		args = append(args, kernels.Arg{Buffer: "w4"})
+		args = bufferParams(k, src.bufs, "w4")
 	} else {
 		src.tm = k.TensorMapParam("w4")
 		args = append(args, kernels.Arg{TensorMap: &kernels.TensorMap{Buffer: "w4", DType: dtype.U8,
 			Dims: contract.Ints(src.s.K/2, src.s.N), Strides: contract.Ints(src.s.K / 2), Box: []int{src.p.BN / 2, src.rows()}}})
 	}
-	for _, n := range src.scaleNames() {
-		src.bufs[n] = gen.Param(k, n)
-		args = append(args, kernels.Arg{Buffer: n})
-	}
-	return args
+	return append(args, bufferParams(k, src.bufs, src.w.scaleNames()...)...)
 }
 
 // rows is the k-rows of a k-tile the CTA dequantizes.

@@ -21,9 +21,9 @@ import (
 //     bitsandbytes' backward does, in one program.
 //   - dequant=streamed: one launch. The GEMM CTAs' spare producer warps
 //     dequantize the weight in chunks of 64 rows by 64 columns, claimed
-//     in the k-loops' order, and raise a flag per chunk; the thread that
-//     loads B waits for the flags of the chunks it reads (gemm.BProducer
-//     has the protocol). Each weight element is dequantized once, while
+//     in the k-loops' order, and count each in its k-slice; the thread
+//     that loads B waits for its k-slice's count (gemm.BProducer has the
+//     protocol). Each weight element is dequantized once, while
 //     the tensor cores run, and the scratch buffer is written into L2
 //     just before the k-loops read it.
 //
@@ -54,11 +54,18 @@ func (s GEMMShape) dxGemm(p GEMMParams) gemm.DXGemm {
 	case Unfused:
 		d.WaitPrior = true
 		d.Before = func(m *ptx.Module) ([]kernels.Launch, []kernels.Buffer) {
-			l := emitDequant(m, s.weight(), s.DType, unfusedDequant(p), fmt.Sprintf("nf4_gemm_bwd_dequant_%v", s.DType), deqBuffer)
-			return []kernels.Launch{l}, []kernels.Buffer{{Name: deqBuffer, DType: s.DType, Elems: contract.Int(s.N * s.K), Role: kernels.Scratch}}
+			return s.dequantToScratch(m, unfusedDequant(p), fmt.Sprintf("nf4_gemm_bwd_dequant_%v", s.DType))
 		}
 	}
 	return d
+}
+
+// dequantToScratch adds to m, under entry, nf4_dequant's kernel of s's
+// weight with params p into deqBuffer, and returns its launch and the
+// scratch buffer (the program's own).
+func (s GEMMShape) dequantToScratch(m *ptx.Module, p DequantParams, entry string) ([]kernels.Launch, []kernels.Buffer) {
+	l := emitDequant(m, s.weight(), s.DType, p, entry, deqBuffer)
+	return []kernels.Launch{l}, []kernels.Buffer{{Name: deqBuffer, DType: s.DType, Elems: contract.Int(s.N * s.K), Role: kernels.Scratch}}
 }
 
 // emitDense writes an unfused or streamed variant's program.
@@ -90,22 +97,10 @@ const (
 	chunkBatch  = 8
 )
 
-func (c *chunkSource) scaleNames() []string {
-	if c.w.dq {
-		return []string{"absmax_q", "code2", "absmax2", "dq_offset"}
-	}
-	return []string{"absmax"}
-}
-
 // Declare: the packed codes' and the scale buffers' addresses.
 func (c *chunkSource) Declare(k *ptx.Func) []kernels.Arg {
 	c.bufs = map[string]ptx.Reg{}
-	var args []kernels.Arg
-	for _, n := range append([]string{"w4"}, c.scaleNames()...) {
-		c.bufs[n] = gen.Param(k, n)
-		args = append(args, kernels.Arg{Buffer: n})
-	}
-	return args
+	return bufferParams(k, c.bufs, append([]string{"w4"}, c.w.scaleNames()...)...)
 }
 
 // Setup: the codebook in shared memory.

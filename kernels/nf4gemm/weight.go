@@ -9,6 +9,7 @@ import (
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/gen"
 	"github.com/gradtune/gradtune/kernels/nf4"
+	"github.com/gradtune/gradtune/kernels/ptx"
 )
 
 // blockSizes are the NF4 block sizes the families take (bitsandbytes
@@ -48,6 +49,27 @@ func (w weight) check() error {
 		return fmt.Errorf("%d×%d weight has more than %d elements", w.n, w.k, gen.MaxElems)
 	}
 	return nil
+}
+
+// scaleNames are the weight's scale buffers, in the order of buffers.
+func (w weight) scaleNames() []string {
+	var n []string
+	for _, b := range w.buffers()[1:] {
+		n = append(n, b.Name)
+	}
+	return n
+}
+
+// bufferParams declares a u64 parameter (generic address) for each of
+// names on k, records its register in bufs and returns the launch
+// arguments that pass the buffers.
+func bufferParams(k *ptx.Func, bufs map[string]ptx.Reg, names ...string) []kernels.Arg {
+	var args []kernels.Arg
+	for _, n := range names {
+		bufs[n] = gen.Param(k, n)
+		args = append(args, kernels.Arg{Buffer: n})
+	}
+	return args
 }
 
 // words rounds a byte count up to whole 32-bit words.
