@@ -25,6 +25,7 @@ var analysisOddSpecs = []string{
 	"n=1,c=1,l=5,window=5,p=3",
 	"m=1,n=8,k=8,grad=dx", "m=100,n=72,k=136,grad=dw", "m=37,n=264,k=1000,grad=dx",
 	"n=3,k=64", "n=5,k=256,scales=dq", "m=37,n=64,k=192", "m=1,n=128,k=64,scales=dq",
+	"t=1,hq=1,hk=1,d=2", "t=3,hq=3,hk=2,d=6", "t=5,hq=12,hk=2,d=128",
 }
 
 // analysisSample is the share of each space TestFamiliesPassAnalyses

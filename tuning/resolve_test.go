@@ -28,7 +28,7 @@ func TestResolve(t *testing.T) {
 			[]string{"relu_bwd n=8,dtype=f16"}},
 		{"each spec to the families that take it", Request{Kernels: "all", Shapes: "m=8,n=8;n=2,c=3,l=50,window=3,p=2", DTypes: "f32"},
 			[]string{"gelu_bwd m=8,n=8,dtype=f32", "layernorm_bwd m=8,n=8,dtype=f32", "lp_pool1d_bwd n=2,c=3,l=50,window=3,stride=3,p=2,dtype=f32",
-				"relu_bwd m=8,n=8,dtype=f32", "rmsnorm_bwd m=8,n=8,dtype=f32", "silu_bwd m=8,n=8,dtype=f32", "softmax_bwd m=8,n=8,dtype=f32"}},
+				"relu_bwd m=8,n=8,dtype=f32", "rmsnorm_bwd m=8,n=8,dtype=f32", "silu_bwd m=8,n=8,dtype=f32", "softmax_bwd m=8,n=8,dtype=f32", "swiglu_bwd m=8,n=8,dtype=f32"}},
 		{"preset with tokens", Request{Kernels: "softmax_bwd", Shapes: "qwen1.5b", Tokens: "64", DTypes: "f32"},
 			[]string{"softmax_bwd m=768,n=64,dtype=f32"}},
 		{"preset at several token counts", Request{Kernels: "rmsnorm_bwd", Shapes: "qwen1.5b", Tokens: "512,3000", DTypes: "bf16"},

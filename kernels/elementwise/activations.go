@@ -5,28 +5,43 @@ import (
 
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/ptx"
+	"github.com/gradtune/gradtune/variants"
 )
 
-// Families are the activation backward families.
+// Families are the activation backward families, swiglu_bwd and
+// rope_bwd.
 func Families() []kernels.Family {
-	return []kernels.Family{kernels.Define(reluBwd), kernels.Define(geluBwd), kernels.Define(siluBwd)}
+	return []kernels.Family{kernels.Define(reluBwd), kernels.Define(geluBwd), kernels.Define(siluBwd),
+		kernels.Define(swigluBwd), kernels.Define(ropeBwd)}
+}
+
+// activation is the map dx = f(dy, x) over the MLP's intermediate and the
+// hidden activations: emit and ref compute one element.
+func activation(name, doc string, emit func(k *ptx.Func, dy, x ptx.Reg) ptx.Reg, ref func(dy, x float64) float64, atolF32 float64) *family {
+	return &family{
+		name: name, doc: doc,
+		ins:     []operand{{"dy", -1, 1}, {"x", -4, 4}},
+		outs:    []string{"dx"},
+		emit:    func(k *ptx.Func, in []ptx.Reg) []ptx.Reg { return []ptx.Reg{emit(k, in[0], in[1])} },
+		ref:     func(in []float64) []float64 { return []float64{ref(in[0], in[1])} },
+		widths:  func(p variants.Preset) []int { return []int{p.Intermediate, p.Hidden} },
+		atolF32: atolF32,
+	}
 }
 
 // reluBwd: dx = x ≤ 0 ? 0 : dy, as PyTorch's threshold_backward.
-var reluBwd = &family{
-	name: "relu_bwd",
-	doc:  "ReLU backward: dx = (x > 0) · dy",
-	emit: func(k *ptx.Func, dy, x ptx.Reg) ptx.Reg {
+var reluBwd = activation("relu_bwd", "ReLU backward: dx = (x > 0) · dy",
+	func(k *ptx.Func, dy, x ptx.Reg) ptx.Reg {
 		le := k.Setp("le", ptx.F32, x, ptx.F32Imm(0))
 		return k.Selp(ptx.F32, ptx.F32Imm(0), dy, le)
 	},
-	ref: func(dy, x float64) float64 {
+	func(dy, x float64) float64 {
 		if x <= 0 {
 			return 0
 		}
 		return dy
 	},
-}
+	0)
 
 // GELU (tanh approximation) constants, as PyTorch's gelu_backward with
 // approximate="tanh".
@@ -42,10 +57,8 @@ const (
 //
 // tanh is built from ex2.approx as t = 1 − 2/(2^(2u·log2 e)+1): accurate
 // to about 2⁻²¹ absolute, where tanh.approx.f32 would give only 2⁻¹¹.
-var geluBwd = &family{
-	name: "gelu_bwd",
-	doc:  "GELU backward, tanh approximation (PyTorch approximate=\"tanh\")",
-	emit: func(k *ptx.Func, dy, x ptx.Reg) ptx.Reg {
+var geluBwd = activation("gelu_bwd", "GELU backward, tanh approximation (PyTorch approximate=\"tanh\")",
+	func(k *ptx.Func, dy, x ptx.Reg) ptx.Reg {
 		x2 := k.Mul(ptx.F32, x, x)
 		x3 := k.Mul(ptx.F32, x2, x)
 		inner := k.Fma(ptx.F32, ptx.F32Imm(geluKappa), x3, x)
@@ -60,28 +73,24 @@ var geluBwd = &family{
 		g := k.Fma(ptx.F32, right, innerD, left)
 		return k.Mul(ptx.F32, dy, g)
 	},
-	ref: func(dy, x float64) float64 {
+	func(dy, x float64) float64 {
 		t := math.Tanh(geluBeta * (x + geluKappa*x*x*x))
 		return dy * (0.5*(1+t) + 0.5*x*(1-t*t)*geluBeta*(1+3*geluKappa*x*x))
 	},
-	atolF32: 1e-6,
-}
+	1e-6)
 
 // siluBwd: s = σ(x), dx = dy · s · (1 + x(1 − s)), with σ from ex2.approx
 // and an exactly rounded reciprocal.
-var siluBwd = &family{
-	name: "silu_bwd",
-	doc:  "SiLU backward: dx = dy · σ(x) · (1 + x(1 − σ(x)))",
-	emit: func(k *ptx.Func, dy, x ptx.Reg) ptx.Reg {
+var siluBwd = activation("silu_bwd", "SiLU backward: dx = dy · σ(x) · (1 + x(1 − σ(x)))",
+	func(k *ptx.Func, dy, x ptx.Reg) ptx.Reg {
 		e := k.Ex2Approx(k.Mul(ptx.F32, x, ptx.F32Imm(-log2e)))
 		s := k.Rcp(ptx.F32, k.Add(ptx.F32, e, ptx.F32Imm(1)))
 		oms := k.Sub(ptx.F32, ptx.F32Imm(1), s)
 		in := k.Fma(ptx.F32, x, oms, ptx.F32Imm(1))
 		return k.Mul(ptx.F32, dy, k.Mul(ptx.F32, s, in))
 	},
-	ref: func(dy, x float64) float64 {
+	func(dy, x float64) float64 {
 		s := 1 / (1 + math.Exp(-x))
 		return dy * s * (1 + x*(1-s))
 	},
-	atolF32: 1e-6,
-}
+	1e-6)

@@ -52,28 +52,49 @@ type Params struct {
 	Cache   Cache `axis:"cache" values:"default,stream" doc:"default caching, or streaming (.cs: evict first) loads and stores"`
 }
 
-// family is an activation backward: dx[i] depends only on dy[i] and x[i].
+// operand is one buffer of a map: its name and, for an input, the range
+// its random values are drawn from.
+type operand struct {
+	name   string
+	lo, hi float64
+}
+
+// family is an elementwise map over a flat or [m × n] tensor: every
+// output element depends only on the inputs' elements at the same index.
 // The math is done in f32 whatever the storage type.
 type family struct {
 	name, doc string
-	// emit computes dx from dy and x (f32 registers).
-	emit func(k *ptx.Func, dy, x ptx.Reg) ptx.Reg
-	// ref is the float64 reference of one element.
-	ref func(dy, x float64) float64
+	ins       []operand
+	outs      []string
+	// emit computes the outputs from the inputs (f32 registers).
+	emit mapFunc
+	// ref is the float64 reference of one element: the outputs from the
+	// inputs.
+	ref func(in []float64) []float64
 	// atolF32 widens the f32 tolerance for families built on approximate
 	// instructions.
 	atolF32 float64
+	// widths are the n of a preset's [tokens × n] shapes.
+	widths func(p variants.Preset) []int
+}
+
+// names lists the operands: the inputs, then the outputs.
+func (e *family) names() []string {
+	var out []string
+	for _, in := range e.ins {
+		out = append(out, in.name)
+	}
+	return append(out, e.outs...)
 }
 
 func (e *family) Name() string          { return e.name }
 func (e *family) Doc() string           { return e.doc }
 func (e *family) DTypes() []dtype.DType { return []dtype.DType{dtype.F32, dtype.F16, dtype.BF16} }
 
-// Shapes yields the MLP intermediate [tokens × intermediate] and the hidden
-// [tokens × hidden] activations of the preset.
+// Shapes yields the [tokens × n] tensors of the preset, one per width.
 func (e *family) Shapes(p variants.Preset, dt dtype.DType) []Shape {
 	var out []Shape
-	for _, n := range []int{p.Intermediate, p.Hidden} {
+	for _, n := range e.widths(p) {
 		if n > 0 && p.Tokens > 0 {
 			out = append(out, Shape{M: p.Tokens, N: n, DType: dt})
 		}
@@ -97,32 +118,46 @@ func (e *family) Space(s Shape) variants.Typed[Params] {
 
 func (e *family) Buffers(s Shape) []kernels.Buffer {
 	n := s.elemsExpr()
-	return []kernels.Buffer{
-		{Name: "dy", DType: s.DType, Elems: n, Role: kernels.Input},
-		{Name: "x", DType: s.DType, Elems: n, Role: kernels.Input},
-		{Name: "dx", DType: s.DType, Elems: n, Role: kernels.Output},
+	var out []kernels.Buffer
+	for _, in := range e.ins {
+		out = append(out, kernels.Buffer{Name: in.name, DType: s.DType, Elems: n, Role: kernels.Input})
 	}
+	for _, name := range e.outs {
+		out = append(out, kernels.Buffer{Name: name, DType: s.DType, Elems: n, Role: kernels.Output})
+	}
+	return out
 }
 
 func (e *family) Inputs(s Shape, seed uint64) map[string][]float64 {
 	n, key := s.elems(), variants.ShapeOf(s).Key()
-	return map[string][]float64{
-		"dy": kernels.Uniform(s.DType, n, -1, 1, seed, key+"/dy"),
-		"x":  kernels.Uniform(s.DType, n, -4, 4, seed, key+"/x"),
+	out := map[string][]float64{}
+	for _, in := range e.ins {
+		out[in.name] = kernels.Uniform(s.DType, n, in.lo, in.hi, seed, key+"/"+in.name)
 	}
+	return out
 }
 
 func (e *family) Reference(s Shape, in map[string][]float64) map[string][]float64 {
-	dy, x := in["dy"], in["x"]
-	dx := make([]float64, len(x))
-	for i := range x {
-		dx[i] = e.ref(dy[i], x[i])
+	n := s.elems()
+	out := map[string][]float64{}
+	for _, name := range e.outs {
+		out[name] = make([]float64, n)
 	}
-	return map[string][]float64{"dx": dx}
+	args := make([]float64, len(e.ins))
+	for i := range n {
+		for j, op := range e.ins {
+			args[j] = in[op.name][i]
+		}
+		for o, v := range e.ref(args) {
+			out[e.outs[o]][i] = v
+		}
+	}
+	return out
 }
 
+// Cost: every input read and every output written once.
 func (e *family) Cost(s Shape) kernels.Cost {
-	return kernels.Cost{Bytes: 3 * int64(s.elems()) * int64(s.DType.Size())}
+	return kernels.Cost{Bytes: int64(len(e.ins)+len(e.outs)) * int64(s.elems()) * int64(s.DType.Size())}
 }
 
 // Tolerance: f32 outputs within 1e-5 (plus the family's allowance for
@@ -159,21 +194,6 @@ func (s Shape) elemsExpr() contract.Expr {
 	return contract.Var(s.runtimeDim()).TimesInt(s.perToken())
 }
 
-// kernel is the emission state of one activation kernel.
-type kernel struct {
-	e         *family
-	k         *ptx.Func
-	dt        dtype.DType
-	block     int
-	vec, ept  int
-	ld, st    ptx.LdOpts
-	dy, x, dx ptx.Reg // global addresses
-	// elems and units are the element and vector-unit counts (u32, from
-	// the runtime dim); a thread whose first unit is below fullEnd has
-	// all its ept units in range.
-	elems, units, fullEnd ptx.Reg
-}
-
 // Emit generates one variant (see the package doc for the work split).
 // The PTX takes the runtime dim as its last parameter: the element count,
 // the unit count and every bound are computed from it.
@@ -181,143 +201,80 @@ func (e *family) Emit(s Shape, p Params) (kernels.Program, error) {
 	dt, dim := s.DType, s.runtimeDim()
 	entry := e.name + "_" + dt.String()
 	m := ptx.NewModule()
-	kn := &kernel{e: e, k: m.Func(entry), dt: dt, block: p.Block, vec: p.Vec, ept: p.EPT, ld: ptx.LdOpts{NC: true}}
-	// Loads take the read-only path; cache=stream adds .cs to both.
-	if p.Cache == CacheStream {
-		kn.ld.Cache, kn.st.Cache = ptx.CacheStreaming, ptx.CacheStreaming
-	}
+	kn := newKernel(m, entry, dt, p, len(e.ins), e.emit)
 	k := kn.k
-	k.ReqNTid(p.Block)
-	k.MaxNReg(p.MaxNReg)
-	kn.dy, kn.x, kn.dx = gen.Param(k, "dy"), gen.Param(k, "x"), gen.Param(k, "dx")
-	kn.counts(k.LdParam(k.Param(dim, ptx.U32)), s.perToken())
-	tid := k.Mov(ptx.U32, ptx.TidX)
-	cta := k.Mov(ptx.U32, ptx.CtaidX)
-	chunk := p.Block * p.EPT
-	first := k.Mad(ptx.U32, cta, ptx.Imm(chunk), tid)
-	if p.Grid == GridStride {
-		kn.strided(first, chunk)
-	} else {
-		kn.once(first)
+	ptrs := kn.params(e.names())
+	elems := k.LdParam(k.Param(dim, ptx.U32))
+	if s.perToken() > 1 {
+		elems = k.Mul(ptx.U32, elems, ptx.Imm(s.perToken()))
 	}
+	units := elems
+	if p.Vec > 1 {
+		units = k.Shr(ptx.U32, elems, ptx.Imm(gen.Log2(p.Vec)))
+	}
+	kn.setUnits(units)
+	kn.place = flat(k, ptrs, p.Vec*dt.Size())
+	first := kn.run(p.Grid)
 	if s.perToken()%p.Vec != 0 {
-		kn.leftover(first)
+		kn.leftover(first, ptrs, elems)
 	}
 	built, err := m.Build()
 	if err != nil {
 		return kernels.Program{}, err
 	}
-	units := contract.Div(s.elemsExpr(), contract.Int(p.Vec))
+	args := make([]kernels.Arg, 0, len(ptrs)+1)
+	for _, name := range e.names() {
+		args = append(args, kernels.Arg{Buffer: name})
+	}
+	args = append(args, kernels.Arg{Scalar: contract.Var(dim), Type: contract.U32})
+	work := contract.Div(s.elemsExpr(), contract.Int(p.Vec))
+	return kernels.Program{PTX: built.String(), Launches: []kernels.Launch{launch(entry, work, p, args)}, RuntimeDims: []string{dim}}, nil
+}
+
+// launch is entry's launch over units (an expression of the runtime dim)
+// with p's grid mode.
+func launch(entry string, units contract.Expr, p Params, args []kernels.Arg) kernels.Launch {
 	l := kernels.Launch{
-		Entry: entry, Grid: [3]contract.Expr{contract.CeilDiv(units, contract.Int(chunk)), contract.Int(1), contract.Int(1)},
+		Entry: entry, Grid: [3]contract.Expr{contract.CeilDiv(units, contract.Int(p.Block*p.EPT)), contract.Int(1), contract.Int(1)},
 		Block: [3]int{p.Block, 1, 1},
-		Args:  []kernels.Arg{{Buffer: "dy"}, {Buffer: "x"}, {Buffer: "dx"}, {Scalar: contract.Var(dim), Type: contract.U32}},
+		Args:  args,
 	}
 	if p.Grid == GridStride {
 		// One full-occupancy wave (2048 threads per SM), never more CTAs
 		// than there is work for (contract.Resolve caps the grid).
 		l.GridPerSM = 2048 / p.Block
 	}
-	return kernels.Program{PTX: built.String(), Launches: []kernels.Launch{l}, RuntimeDims: []string{dim}}, nil
+	return l
 }
 
-// counts derives the element count (tokens·perToken), the unit count and
-// fullEnd from the runtime dim.
-func (kn *kernel) counts(tokens ptx.Reg, perToken int) {
-	k := kn.k
-	kn.elems = tokens
-	if perToken > 1 {
-		kn.elems = k.Mul(ptx.U32, tokens, ptx.Imm(perToken))
-	}
-	kn.units = kn.elems
-	if kn.vec > 1 {
-		kn.units = k.Shr(ptx.U32, kn.elems, ptx.Imm(gen.Log2(kn.vec)))
-	}
-	kn.fullEnd = kn.units
-	if span := (kn.ept - 1) * kn.block; span > 0 {
-		// units − span, or 0 when there are fewer units.
-		kn.fullEnd = k.Sub(ptx.U32, k.Max(ptx.U32, kn.units, ptx.Imm(span)), ptx.Imm(span))
-	}
-}
-
-// once: each thread does the ept units from first, unguarded when all are
-// in range, else those in range.
-func (kn *kernel) once(first ptx.Reg) {
-	k := kn.k
-	full := k.Setp("lt", ptx.U32, first, kn.fullEnd)
-	if kn.ept == 1 {
-		k.If(full, func() { kn.body(first, false) })
-		return
-	}
-	k.IfElse(full, func() { kn.body(first, false) }, func() { kn.tail(first) })
-}
-
-// strided: a grid-stride loop over the iterations whose units are all in
-// range (unguarded), then the one iteration that may hold the last units.
-func (kn *kernel) strided(first ptx.Reg, chunk int) {
-	k := kn.k
-	step := k.Mul(ptx.U32, k.Mov(ptx.U32, ptx.NCtaidX), ptx.Imm(chunk))
-	u0 := k.Mov(ptx.U32, first)
-	k.While(func() ptx.Reg { return k.Setp("lt", ptx.U32, u0, kn.fullEnd) }, func() {
-		kn.body(u0, false)
-		k.MovTo(u0, k.Add(ptx.U32, u0, step))
-	})
-	// The loop ends at the first u0 whose last unit is past the end; the
-	// next iteration's units would all be (step ≥ chunk).
-	if kn.ept > 1 {
-		kn.tail(u0)
-	}
-}
-
-// tail does the units from u0 that are in range.
-func (kn *kernel) tail(u0 ptx.Reg) {
-	k := kn.k
-	k.If(k.Setp("lt", ptx.U32, u0, kn.units), func() { kn.body(u0, true) })
-}
-
-// body does units u0, u0+block, …: all loads issued first, so that ept×2
-// requests are in flight. guarded: unit 0 is known in range, the others
-// are checked against the unit count.
-func (kn *kernel) body(u0 ptx.Reg, guarded bool) {
-	k, dt, vec := kn.k, kn.dt, kn.vec
-	type unit struct {
-		ok, off ptx.Reg
-		dyv, xv []ptx.Reg
-	}
-	us := make([]unit, kn.ept)
-	for j := range us {
-		u := k.Add(ptx.U32, u0, ptx.Imm(j*kn.block))
-		if guarded && j > 0 {
-			us[j].ok = k.Setp("lt", ptx.U32, u, kn.units)
-		}
-		us[j].off = k.MulWide(ptx.U32, u, ptx.Imm(vec*dt.Size()))
-		us[j].dyv = gen.LdVals(k, ptx.Global, dt, vec, ptx.At(k.Add(ptx.U64, kn.dy, us[j].off), 0), us[j].ok, kn.ld)
-		us[j].xv = gen.LdVals(k, ptx.Global, dt, vec, ptx.At(k.Add(ptx.U64, kn.x, us[j].off), 0), us[j].ok, kn.ld)
-	}
-	for j := range us {
-		out := make([]ptx.Reg, vec)
-		for i := range out {
-			out[i] = kn.e.emit(k, us[j].dyv[i], us[j].xv[i])
-		}
-		gen.StVals(k, dt, ptx.At(k.Add(ptx.U64, kn.dx, us[j].off), 0), out, us[j].ok, kn.st)
+// flat places unit u of every operand at u·stride bytes from its pointer.
+func flat(k *ptx.Func, ptrs []ptx.Reg, stride int) placer {
+	return func(u ptx.Reg) func(int) ptx.Addr {
+		off := k.MulWide(ptx.U32, u, ptx.Imm(stride))
+		return func(i int) ptx.Addr { return ptx.At(k.Add(ptx.U64, ptrs[i], off), 0) }
 	}
 }
 
 // leftover: the elems mod vec elements past the last unit (fewer than
 // vec), done by thread 0 of CTA 0, each guarded by the element count.
-func (kn *kernel) leftover(first ptx.Reg) {
+func (kn *kernel) leftover(first ptx.Reg, ptrs []ptx.Reg, elems ptx.Reg) {
 	k, dt := kn.k, kn.dt
 	k.Comment("up to %d leftover elements, done by thread 0 of CTA 0", kn.vec-1)
 	k.If(k.Setp("eq", ptx.U32, first, ptx.Imm(0)), func() {
 		i0 := k.Shl(ptx.U32, kn.units, ptx.Imm(gen.Log2(kn.vec)))
 		off := k.MulWide(ptx.U32, i0, ptx.Imm(dt.Size()))
-		dy, x, dx := k.Add(ptx.U64, kn.dy, off), k.Add(ptx.U64, kn.x, off), k.Add(ptx.U64, kn.dx, off)
-		for i := range kn.vec - 1 {
-			ok := k.Setp("lt", ptx.U32, k.Add(ptx.U32, i0, ptx.Imm(i)), kn.elems)
-			at := int64(i * dt.Size())
-			a := gen.LdVals(k, ptx.Global, dt, 1, ptx.At(dy, at), ok, kn.ld)
-			b := gen.LdVals(k, ptx.Global, dt, 1, ptx.At(x, at), ok, kn.ld)
-			gen.StVals(k, dt, ptx.At(dx, at), []ptx.Reg{kn.e.emit(k, a[0], b[0])}, ok, kn.st)
+		at := make([]ptx.Reg, len(ptrs))
+		for i, p := range ptrs {
+			at[i] = k.Add(ptx.U64, p, off)
+		}
+		for e := range kn.vec - 1 {
+			ok := k.Setp("lt", ptx.U32, k.Add(ptx.U32, i0, ptx.Imm(e)), elems)
+			elem := func(i int) ptx.Addr { return ptx.At(at[i], int64(e*dt.Size())) }
+			var in [][]ptx.Reg
+			for i := range kn.nIn {
+				in = append(in, gen.LdVals(k, ptx.Global, dt, 1, elem(i), ok, kn.ld))
+			}
+			kn.store(elem, kn.lanes(in, 1), ok)
 		}
 	})
 }

@@ -36,6 +36,11 @@ func TestRuntimeTokens(t *testing.T) {
 		// A chunk is 4·128 units of 4 elements: 2048 elements per CTA.
 		{"relu_bwd", dtype.F32, "n=7", "block=128,vec=4,ept=4,grid=once,maxnreg=0,cache=default", "n", []int{1, 3, 4, 5, 1536, 2047, 2048, 2049, 4097}},
 		{"gelu_bwd", dtype.F32, "m=3,n=7", "block=256,vec=1,ept=1,grid=stride,maxnreg=0,cache=default", "m", []int{1, 37, 300}},
+		// 3·1003 elements leave 3 of every 8 over at m = 1: both outputs' leftovers.
+		{"swiglu_bwd", dtype.BF16, "m=2,n=1003", "block=128,vec=8,ept=2,grid=stride,maxnreg=0,cache=default", "m", []int{1, 3, 5}},
+		// (3+2) heads · 8 pairs / vec 2 = 20 units per token, chunk 256 units.
+		{"rope_bwd", dtype.F16, "t=4,hq=3,hk=2,d=16", "block=128,vec=2,ept=2,grid=stride,maxnreg=0,cache=stream", "t", []int{1, 12, 13, 26}},
+		{"rope_bwd", dtype.F32, "t=4,hq=2,hk=1,d=128", "block=256,vec=4,ept=1,grid=once,maxnreg=0,cache=default", "t", []int{1, 7, 22}},
 	}
 	ss := runner.NewSession(sim.New(sim.Options{Workers: 1}))
 	defer ss.Release()

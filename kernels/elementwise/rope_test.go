@@ -1,0 +1,53 @@
+package elementwise_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gradtune/gradtune/dtype"
+	"github.com/gradtune/gradtune/internal/simtest"
+	"github.com/gradtune/gradtune/kernels/catalog"
+	"github.com/gradtune/gradtune/kernels/elementwise"
+	"github.com/gradtune/gradtune/runner"
+	"github.com/gradtune/gradtune/runner/sim"
+	"github.com/gradtune/gradtune/variants"
+)
+
+// TestRopeExactInputsCatchHalfMixup plants a kernel that pairs dx_lo with
+// the low half of the sin table. Hugging Face's tables have equal halves,
+// so the random inputs cannot see it; the exact inputs, whose halves are
+// drawn apart, must fail it, and the right kernel must pass both.
+func TestRopeExactInputsCatchHalfMixup(t *testing.T) {
+	f, err := catalog.Lookup("rope_bwd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := simtest.Shape(t, f, "t=3,hq=3,hk=2,d=16", dtype.BF16)
+	p, err := variants.ParseParams("block=128,vec=4,ept=2,grid=once,maxnreg=0,cache=default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss := runner.NewSession(sim.New(sim.Options{Workers: 1}))
+	defer ss.Release()
+	if err := ss.Prepare(f, s, 1); err != nil {
+		t.Fatal(err)
+	}
+	good, err := f.Emit(s, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := simtest.CheckBothSets(t, ss, good); !c.OK {
+		t.Fatalf("rope_bwd as emitted: %s", c.Message)
+	}
+	bad, err := elementwise.RopeSwappedSinHalves(s, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := simtest.CheckBothSets(t, ss, bad)
+	if !c.Sets[0].OK {
+		t.Errorf("random inputs (equal table halves) failed the planted kernel: %s; the test no longer shows what the exact set adds", c.Sets[0].Message)
+	}
+	if c.Sets[1].OK || !strings.Contains(c.Sets[1].Message, "dq[") && !strings.Contains(c.Sets[1].Message, "dk[") {
+		t.Errorf("exact inputs passed a kernel that reads sin_lo for dx_lo (sets %+v)", c.Sets)
+	}
+}
