@@ -23,12 +23,17 @@ const (
 	// Input buffers, not an element type families compute in, so All
 	// leaves it out and Parse accepts it only by its name "u8".
 	U8
+	// I32 is a signed 32-bit integer: class indices such as the labels
+	// of a cross-entropy (ignore_index −100 included). Like U8 it is a
+	// storage type for Input buffers: All leaves it out and Parse
+	// accepts it only by its name "i32".
+	I32
 )
 
-var names = map[DType]string{F32: "f32", F16: "f16", BF16: "bf16", F64: "f64", U8: "u8"}
+var names = map[DType]string{F32: "f32", F16: "f16", BF16: "bf16", F64: "f64", U8: "u8", I32: "i32"}
 
-// All lists the valid floating-point dtypes in a stable order (U8 is a
-// storage type and is not listed).
+// All lists the valid floating-point dtypes in a stable order (U8 and
+// I32 are storage types and are not listed).
 func All() []DType { return []DType{F32, F16, BF16, F64} }
 
 // String returns the short name ("f32", "bf16", ...).
@@ -42,7 +47,7 @@ func (d DType) String() string {
 // Size returns the size of one element in bytes.
 func (d DType) Size() int {
 	switch d {
-	case F32:
+	case F32, I32:
 		return 4
 	case F16, BF16:
 		return 2
@@ -71,6 +76,8 @@ func Parse(s string) (DType, error) {
 		return F64, nil
 	case "u8":
 		return U8, nil
+	case "i32":
+		return I32, nil
 	}
 	return Invalid, fmt.Errorf("unknown dtype %q (accepted: f32, f16, bf16, f64)", s)
 }
@@ -109,6 +116,8 @@ func (d DType) Round(v float64) float64 {
 		return BF16ToFloat(FloatToBF16(float32(v)))
 	case U8:
 		return float64(toU8(v))
+	case I32:
+		return float64(toI32(v))
 	}
 	return v
 }
@@ -123,6 +132,20 @@ func toU8(v float64) uint8 {
 		return 255
 	}
 	return uint8(math.RoundToEven(v))
+}
+
+// toI32 is v rounded to the nearest integer (ties to even) and clamped
+// to the int32 range; NaN gives 0.
+func toI32(v float64) int32 {
+	switch {
+	case v != v:
+		return 0
+	case v <= math.MinInt32:
+		return math.MinInt32
+	case v >= math.MaxInt32:
+		return math.MaxInt32
+	}
+	return int32(math.RoundToEven(v))
 }
 
 // Encode writes vals as little-endian elements of type d.
@@ -141,6 +164,8 @@ func (d DType) Encode(vals []float64) []byte {
 			binary.LittleEndian.PutUint64(b[8*i:], math.Float64bits(v))
 		case U8:
 			b[i] = toU8(v)
+		case I32:
+			binary.LittleEndian.PutUint32(b[4*i:], uint32(toI32(v)))
 		}
 	}
 	return b

@@ -110,3 +110,29 @@ func TestU8(t *testing.T) {
 		}
 	}
 }
+
+// TestI32: values round to the nearest integer and clamp to the int32
+// range, encode as four little-endian bytes of two's complement each and
+// decode back (−100, ignore_index, included); i32 is parsed by name but
+// not listed.
+func TestI32(t *testing.T) {
+	vals := []float64{0, 1, -100, 2.5, 151935, -2.5, 3e9, -3e9, math.NaN()}
+	want := []int32{0, 1, -100, 2, 151935, -2, math.MaxInt32, math.MinInt32, 0}
+	b := I32.Encode(vals)
+	if len(b) != 4*len(vals) || b[8] != 0x9c || b[11] != 0xff {
+		t.Fatalf("Encode = % x", b)
+	}
+	for i, v := range I32.Decode(b) {
+		if v != float64(want[i]) || I32.Round(vals[i]) != v {
+			t.Errorf("element %d: decoded %v, rounded %v, want %d", i, v, I32.Round(vals[i]), want[i])
+		}
+	}
+	if d, err := Parse("i32"); err != nil || d != I32 || I32.Size() != 4 || I32.String() != "i32" {
+		t.Errorf("Parse(i32) = %v, %v", d, err)
+	}
+	for _, d := range All() {
+		if d == I32 {
+			t.Errorf("All lists i32")
+		}
+	}
+}

@@ -29,5 +29,9 @@ func (d DType) DecodeInto(dst []float64, b []byte) {
 		for i := range dst {
 			dst[i] = float64(b[i])
 		}
+	case I32:
+		for i := range dst {
+			dst[i] = float64(int32(binary.LittleEndian.Uint32(b[4*i:])))
+		}
 	}
 }

@@ -26,6 +26,7 @@ var analysisOddSpecs = []string{
 	"m=1,n=8,k=8,grad=dx", "m=100,n=72,k=136,grad=dw", "m=37,n=264,k=1000,grad=dx",
 	"n=3,k=64", "n=5,k=256,scales=dq", "m=37,n=64,k=192", "m=1,n=128,k=64,scales=dq",
 	"t=1,hq=1,hk=1,d=2", "t=3,hq=3,hk=2,d=6", "t=5,hq=12,hk=2,d=128",
+	"t=3,v=1003", "t=2,v=40,smooth=0.1", "t=1,v=3",
 }
 
 // analysisSample is the share of each space TestFamiliesPassAnalyses

@@ -13,6 +13,7 @@ import (
 	"github.com/gradtune/gradtune/kernels/nf4gemm"
 	"github.com/gradtune/gradtune/kernels/norm"
 	"github.com/gradtune/gradtune/kernels/softmax"
+	"github.com/gradtune/gradtune/kernels/xent"
 )
 
 // families is every family, in no particular order: listings sort them.
@@ -23,6 +24,7 @@ var families = slices.Concat(
 	nf4gemm.Families(),
 	norm.Families(),
 	lppool.Families(),
+	xent.Families(),
 )
 
 // All returns every family, sorted by name.

@@ -1,0 +1,62 @@
+// Package xent is the cross_entropy_bwd family: the gradient of the mean
+// cross-entropy over the logits [t tokens × v classes] with respect to
+// the logits, as PyTorch's cross_entropy(logits, labels,
+// ignore_index=-100, label_smoothing=ε, reduction="mean") backward:
+//
+//	p = softmax(z) per row, lse = log Σ_c e^z
+//	dlogits[r,c] = dloss/n_valid · (p[r,c] − ε/v − (1−ε)·[c = label[r]])
+//	loss[r]      = lse[r] − (1−ε)·z[r,label[r]] − ε/v·Σ_c z[r,c]
+//
+// with both zero on a row whose label is ignore_index (−100).
+//
+// Rules:
+//   - Buffers: logits [t·v] and dlogits [t·v] in the dtype (f32, f16,
+//     bf16); labels [t] i32 (class indices; i64 labels are not taken: a
+//     trainer narrows them); dloss [1] f32, the upstream gradient of the
+//     mean loss (1 for a loss that is the objective); n_valid [1] f32, the
+//     number of labels that are not ignore_index, the mean's denominator,
+//     which the trainer supplies (PyTorch counts it on the device before
+//     the backward); lse [t] f32 and loss [t] f32, each row's log-sum-exp
+//     and loss (not divided by n_valid: the mean loss is Σloss/n_valid).
+//     A label outside [0, v) other than ignore_index is the caller's
+//     error, as it is PyTorch's: its row's values are undefined, but no
+//     memory outside the buffers is touched.
+//   - Shapes: from a preset, [Tokens × Vocab] without smoothing; specs
+//     name t and v and may name smooth (ε, 0 ≤ ε < 1, three decimals at
+//     most), which is baked into the PTX. z-loss is not offered.
+//   - Two launches of one module, both of t·split CTAs: the statistics
+//     kernel, CTA c taking part c mod split of row c/split, leaves per CTA
+//     a partial (m·log₂e, Σ 2^(z·log₂e − m·log₂e), Σz) in the Scratch
+//     buffer partials [t·split·4 f32]; the gradient kernel's CTA merges
+//     its row's split partials in order, m = max(m₁, m₂) and
+//     s = s₁·2^(m₁−m) + s₂·2^(m₂−m), computes the gradient of its part,
+//     and the part-0 CTA's thread 0 writes lse and loss. Reverse takes
+//     the gradient kernel's rows last to first.
+//   - The token count t is taken at run time: neither kernel reads it;
+//     the grids and the buffers are expressions of t (RuntimeDims).
+//   - Work split: a row is v/vec vectors (vec divides v: the widest width
+//     dividing v, at most 16 bytes, or half that; an odd v gets vec=1);
+//     part i takes vectors [i·cv, (i+1)·cv) below v/vec, cv =
+//     ⌈v/vec/split⌉ (a part may be empty); its block threads take vpt
+//     coalesced vectors each per iteration, unguarded in the iterations
+//     that are whole and guarded in the last. Loop counts are
+//     CTA-uniform; the only barrier is the statistics kernel's merge of
+//     its warps.
+//   - Arithmetic in f32 in log₂ units: the running maximum is kept as
+//     m·log₂e rounded to f32, each term is ex2.approx of an fma, so a
+//     rescale by an unchanged maximum is exactly 1; lse = (m·log₂e +
+//     lg2.approx(s))·ln 2.
+//   - Inputs: logits uniform in [−8, 8] rounded to the dtype; labels
+//     uniform in [0, v), every eighth row (offset by the seed)
+//     ignore_index; dloss uniform in [0.5, 2); n_valid their count.
+//   - Tolerance (u = 2⁻²⁴; K = 4·⌈⌈v/vec_min⌉/128⌉ + 160 bounds the
+//     relative error of a row's sum of exponentials in u, its longest
+//     chain: 4u per loop iteration, the pairwise and merge sums): dlogits
+//     Atol = gmax·(pmax·R + 4u), Rtol = R = (K + 192)·u, plus the
+//     rounding of the stored dtype (gmax = 2/max(1, t − ⌈t/8⌉), pmax a
+//     six-sigma bound of the generated softmax); lse Atol = (K + 200 +
+//     4·(8 + ln v))·u; loss Atol = lse's + (16 + 8·ε·K + 4·(16 + ln v))·u.
+//
+// The byte floor, the design and the work left are in
+// docs/kernels/xent.md.
+package xent

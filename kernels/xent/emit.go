@@ -1,0 +1,146 @@
+package xent
+
+import (
+	"math"
+
+	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/dtype"
+	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/kernels/gen"
+	"github.com/gradtune/gradtune/kernels/ptx"
+	"github.com/gradtune/gradtune/kernels/rows"
+)
+
+// wideVec is the widest vector width dividing v.
+func wideVec(s Shape) int { return rows.WidestVec(s.DType, s.V) }
+
+// geom is the work split of a variant: a row is nv vectors of vec
+// elements; CTA part i of a row (of split) takes vectors [i·cv, (i+1)·cv)
+// that are below nv, block threads at a time, vpt vectors per thread
+// per iteration.
+type geom struct {
+	dt                dtype.DType
+	v, vec, vb, nv    int
+	block, vpt, split int
+	cv                int
+	eps               float64
+	reverse           bool
+}
+
+func newGeom(s Shape, p Params) geom {
+	g := geom{dt: s.DType, v: s.V, vec: p.Vec, vb: p.Vec * s.DType.Size(), nv: s.V / p.Vec,
+		block: p.Block, vpt: p.VPT, split: p.Split, eps: s.eps(), reverse: p.Reverse}
+	g.cv = gen.CeilDiv(g.nv, g.split)
+	return g
+}
+
+// statWords is the f32 words of one partial: (m·log₂e, Σ2^(z·log₂e − that), Σz, 0).
+const statWords = 4
+
+// The f32 constants: log₂e, ln 2, and the running maximum (in log₂
+// units) of a thread that has seen nothing, whose product with anything
+// stays finite.
+var (
+	log2e  = gen.F32Imm(math.Log2E)
+	ln2    = gen.F32Imm(math.Ln2)
+	noMax  = ptx.F32Imm(-0x1p100)
+	negInf = ptx.F32Imm(float32(math.Inf(-1)))
+)
+
+// Emit generates one variant: the statistics kernel, then the gradient
+// kernel, in one module; neither reads t (the grids are t·split CTAs).
+func (f family) Emit(s Shape, p Params) (kernels.Program, error) {
+	g := newGeom(s, p)
+	m := ptx.NewModule()
+	stats, grad := f.Name()+"_stats_"+s.DType.String(), f.Name()+"_grad_"+s.DType.String()
+	emitStats(m.Func(stats), g)
+	emitGrad(m.Func(grad), g)
+	built, err := m.Build()
+	if err != nil {
+		return kernels.Program{}, err
+	}
+	grid := [3]contract.Expr{contract.Var(Dim).TimesInt(g.split), contract.Int(1), contract.Int(1)}
+	block := [3]int{g.block, 1, 1}
+	return kernels.Program{PTX: built.String(), Launches: []kernels.Launch{
+		{Entry: stats, Grid: grid, Block: block, Args: []kernels.Arg{{Buffer: "logits"}, {Buffer: "partials"}}},
+		{Entry: grad, Grid: grid, Block: block, Args: []kernels.Arg{{Buffer: "logits"}, {Buffer: "labels"},
+			{Buffer: "dloss"}, {Buffer: "n_valid"}, {Buffer: "partials"}, {Buffer: "dlogits"}, {Buffer: "lse"}, {Buffer: "loss"}}},
+	}, Buffers: []kernels.Buffer{
+		{Name: "partials", DType: dtype.F32, Elems: contract.Var(Dim).TimesInt(g.split * statWords), Role: kernels.Scratch},
+	}, RuntimeDims: []string{Dim}}, nil
+}
+
+// walk is a thread's share of its CTA's part of a row.
+type walk struct {
+	k         *ptx.Func
+	g         geom
+	tid       ptx.Reg // U32
+	row, part ptx.Reg // U32
+	cnt       ptx.Reg // U32 vectors of the part
+	vi        ptx.Reg // U32 index in the row of this thread's next vector
+	off       ptx.Reg // U64 byte offset in the tensor of that vector
+}
+
+// newWalk maps CTA cta to its row and part and this thread to its first
+// vector.
+func newWalk(k *ptx.Func, g geom, cta ptx.Reg) *walk {
+	w := &walk{k: k, g: g, tid: k.Mov(ptx.U32, ptx.TidX)}
+	w.row, w.part = cta, k.Mov(ptx.U32, ptx.Imm(0))
+	if g.split > 1 {
+		w.row = k.Shr(ptx.U32, cta, ptx.Imm(gen.Log2(g.split)))
+		w.part = k.And(ptx.U32, cta, ptx.Imm(g.split-1))
+	}
+	begin := k.Mul(ptx.U32, w.part, ptx.Imm(g.cv))
+	left := k.Sub(ptx.U32, k.Mov(ptx.U32, ptx.Imm(g.nv)), k.Min(ptx.U32, begin, ptx.Imm(g.nv)))
+	w.cnt = k.Min(ptx.U32, left, ptx.Imm(g.cv))
+	w.vi = k.Add(ptx.U32, begin, w.tid)
+	w.off = k.Add(ptx.U64, k.MulWide(ptx.U32, w.row, ptx.Imm(g.v*g.dt.Size())), k.MulWide(ptx.U32, w.vi, ptx.Imm(g.vb)))
+	return w
+}
+
+// each walks the part: batch(vi, off, ok) handles vectors q·block
+// further than vi (byte offset off) for q < vpt; ok is nil in the
+// iterations where all are in the part, and otherwise holds each one's
+// guard. The loop count is CTA-uniform.
+func (w *walk) each(batch func(vi, off ptx.Reg, ok []ptx.Reg)) {
+	k, g := w.k, w.g
+	step := g.block * g.vpt
+	full := k.Div(ptx.U32, w.cnt, ptx.Imm(step))
+	k.For(ptx.U32, ptx.Imm(0), full, ptx.Imm(1), func(ptx.Reg) {
+		batch(w.vi, w.off, nil)
+		k.MovTo(w.vi, k.Add(ptx.U32, w.vi, ptx.Imm(step)))
+		k.MovTo(w.off, k.Add(ptx.U64, w.off, ptx.Imm(step*g.vb)))
+	})
+	rem := k.Sub(ptx.U32, w.cnt, k.Mul(ptx.U32, full, ptx.Imm(step)))
+	k.If(k.Setp("ne", ptx.U32, rem, ptx.Imm(0)), func() {
+		ok := make([]ptx.Reg, g.vpt)
+		for q := range ok {
+			ok[q] = k.Setp("lt", ptx.U32, w.plus(w.tid, q), rem)
+		}
+		batch(w.vi, w.off, ok)
+	})
+}
+
+// plus is index i of vector 0 of a batch moved to vector q.
+func (w *walk) plus(i ptx.Reg, q int) ptx.Reg {
+	if q == 0 {
+		return i
+	}
+	return w.k.Add(ptx.U32, i, ptx.Imm(q*w.g.block))
+}
+
+// load loads the vpt vectors of a batch at base+off as f32 values (zero
+// where guarded off).
+func (w *walk) load(base, off ptx.Reg, ok []ptx.Reg) [][]ptx.Reg {
+	k, g := w.k, w.g
+	at := k.Add(ptx.U64, base, off)
+	out := make([][]ptx.Reg, g.vpt)
+	for q := range out {
+		var guard ptx.Reg
+		if ok != nil {
+			guard = ok[q]
+		}
+		out[q] = gen.Widen(k, g.dt, gen.LdRaw(k, ptx.Global, g.dt, g.vec, ptx.At(at, int64(q*g.block*g.vb)), guard, gen.LdNC))
+	}
+	return out
+}

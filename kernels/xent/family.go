@@ -1,0 +1,145 @@
+package xent
+
+import (
+	"fmt"
+
+	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/dtype"
+	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/kernels/gen"
+	"github.com/gradtune/gradtune/kernels/rows"
+	"github.com/gradtune/gradtune/variants"
+)
+
+// Families is cross_entropy_bwd.
+func Families() []kernels.Family { return []kernels.Family{kernels.Define(family{})} }
+
+// Dim is the runtime dim: the token count t. No kernel reads it; the
+// grids and the buffers are expressions of it.
+const Dim = "t"
+
+// IgnoreIndex is the label of a row that has no loss (PyTorch's default
+// ignore_index).
+const IgnoreIndex = -100
+
+// MaxV bounds the vocabulary: a row's byte offsets fit u32 arithmetic.
+const MaxV = 1 << 24
+
+// maxT bounds the token count: the grid, t·split CTAs, fits %ctaid.x's
+// u32 arithmetic below 2³¹ with split ≤ 16.
+const maxT = (1<<31 - 1) / 16
+
+// Shape is the logits [t tokens × v classes] of one cross-entropy, with
+// label smoothing ε (smooth, optional: 0).
+type Shape struct {
+	T      int            `dim:"t"`
+	V      int            `dim:"v"`
+	Smooth variants.Milli `dim:"smooth,optional"`
+	DType  dtype.DType
+}
+
+// eps is the label smoothing ε.
+func (s Shape) eps() float64 { return s.Smooth.Float() }
+
+// Params is one variant: the vector width, the CTA, the loads in flight,
+// the CTAs per row and the gradient kernel's row order.
+type Params struct {
+	Vec     int  `axis:"vec" doc:"elements per vector access: the widest width dividing v (at most 16 bytes) or half that"`
+	Block   int  `axis:"block" values:"128,256,512,1024" doc:"threads per CTA, both kernels"`
+	VPT     int  `axis:"vpt" values:"1,2,4" doc:"vectors per thread per loop iteration, loaded before any arithmetic"`
+	Split   int  `axis:"split" values:"1,2,4,8,16" doc:"CTAs per row, both kernels: each takes ⌈v/vec/split⌉ vectors of its row; the gradient kernel merges the statistics kernel's split partial (max, sum-exp) pairs"`
+	Reverse bool `axis:"reverse" values:"0,1" doc:"1: the gradient kernel takes the rows last to first, starting on those the statistics kernel read last (still in L2)"`
+}
+
+type family struct{}
+
+func (family) Name() string { return "cross_entropy_bwd" }
+func (family) Doc() string {
+	return "mean cross-entropy backward: dlogits from logits and labels (ignore_index −100, label smoothing), with the rows' log-sum-exp and loss"
+}
+func (family) DTypes() []dtype.DType { return rows.DTypes() }
+
+// Shapes yields the LM head's logits [Tokens × Vocab], no smoothing.
+func (family) Shapes(p variants.Preset, dt dtype.DType) []Shape {
+	if p.Tokens <= 0 || p.Vocab <= 0 {
+		return nil
+	}
+	return []Shape{{T: p.Tokens, V: p.Vocab, DType: dt}}
+}
+
+// CheckShape: v ≤ MaxV, t ≤ maxT, ε < 1.
+func (family) CheckShape(s Shape) error {
+	switch {
+	case s.V > MaxV:
+		return fmt.Errorf("v=%d: at most %d classes", s.V, MaxV)
+	case s.T > maxT:
+		return fmt.Errorf("t=%d: at most %d tokens", s.T, maxT)
+	case s.Smooth >= 1000:
+		return fmt.Errorf("smooth=%v: label smoothing must be below 1", s.eps())
+	}
+	return nil
+}
+
+// Buffers are the shape's data; the partials are the program's.
+func (family) Buffers(s Shape) []kernels.Buffer {
+	t, tv := contract.Var(Dim), contract.Var(Dim).TimesInt(s.V)
+	return []kernels.Buffer{
+		{Name: "logits", DType: s.DType, Elems: tv, Role: kernels.Input},
+		{Name: "labels", DType: dtype.I32, Elems: t, Role: kernels.Input},
+		{Name: "dloss", DType: dtype.F32, Elems: contract.Int(1), Role: kernels.Input},
+		{Name: "n_valid", DType: dtype.F32, Elems: contract.Int(1), Role: kernels.Input},
+		{Name: "dlogits", DType: s.DType, Elems: tv, Role: kernels.Output},
+		{Name: "lse", DType: dtype.F32, Elems: t, Role: kernels.Output},
+		{Name: "loss", DType: dtype.F32, Elems: t, Role: kernels.Output},
+	}
+}
+
+// Cost: the logits read twice and the gradient written (the two-pass
+// floor), the labels read and lse and loss written; per element the
+// statistics' max, fma, ex2 and add and the gradient's fma, ex2 and fma.
+func (family) Cost(s Shape) kernels.Cost {
+	t, tv := int64(s.T), int64(s.T)*int64(s.V)
+	return kernels.Cost{Bytes: 3*tv*int64(s.DType.Size()) + 12*t, Flops: 7 * tv}
+}
+
+// Space: vec is the widest width dividing v or half that; the rules keep
+// the held values few, a CTA no larger than its share of a row needs and
+// a row split into no more CTAs than it has vectors.
+func (family) Space(s Shape) variants.Typed[Params] {
+	w := rows.WidestVec(s.DType, s.V)
+	vecs := []int{w}
+	if w > 1 {
+		vecs = []int{w / 2, w}
+	}
+	return variants.Typed[Params]{
+		Values: map[string][]string{"vec": variants.Ints(vecs...)},
+		Rules: []variants.Rule[Params]{
+			{Name: "values held", Axes: []string{"vec", "vpt"}, Check: func(p Params) error {
+				if p.Vec*p.VPT > maxHeld {
+					return fmt.Errorf("vec·vpt = %d values per thread held at once (at most %d)", p.Vec*p.VPT, maxHeld)
+				}
+				return nil
+			}},
+			{Name: "CTAs per row", Axes: []string{"vec", "split"}, Check: func(p Params) error {
+				if nv := s.V / p.Vec; p.Split > nv {
+					return fmt.Errorf("split=%d CTAs for a row of %d vectors", p.Split, nv)
+				}
+				return nil
+			}},
+			{Name: "block fits the part", Axes: []string{"vec", "block", "vpt", "split"}, Check: func(p Params) error {
+				cv := gen.CeilDiv(s.V/p.Vec, p.Split)
+				if need := max(minBlock, gen.Pow2Ceil(gen.CeilDiv(cv, p.VPT))); p.Block > need {
+					return fmt.Errorf("block=%d for %d vectors per CTA, %d per thread (%d threads suffice)", p.Block, cv, p.VPT, need)
+				}
+				return nil
+			}},
+		},
+	}
+}
+
+// maxHeld bounds the values a thread loads per iteration; minBlock is
+// the smallest CTA.
+const (
+	maxHeld  = 32
+	minBlock = 128
+)

@@ -1,0 +1,315 @@
+package xent_test
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gradtune/gradtune/dtype"
+	"github.com/gradtune/gradtune/internal/ptxas"
+	"github.com/gradtune/gradtune/internal/simtest"
+	"github.com/gradtune/gradtune/internal/sweep"
+	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/kernels/internal/ptxtest"
+	"github.com/gradtune/gradtune/kernels/xent"
+	"github.com/gradtune/gradtune/runner"
+	"github.com/gradtune/gradtune/runner/sim"
+	"github.com/gradtune/gradtune/variants"
+)
+
+var fam = xent.Families()[0]
+
+// modelSpec is qwen1.5b's logits at 2048 tokens.
+const modelSpec = "t=2048,v=151936"
+
+// TestShapesAndSpace: the preset's shape, the model shape's space (every
+// point emits two launches over t·split CTAs and a partials buffer of
+// t·split·4 f32) and the shape limits.
+func TestShapesAndSpace(t *testing.T) {
+	p, err := variants.LookupPreset("qwen1.5b", 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fam.Shapes(p, fam.DTypes()); len(got) != 3 || got[0].Key() != modelSpec+",dtype=f32" {
+		t.Fatalf("Shapes = %v", got)
+	}
+	for _, dt := range fam.DTypes() {
+		s := simtest.Shape(t, fam, modelSpec, dt)
+		pts := fam.Space(s).Enumerate()
+		t.Logf("%s: %d points", s.Key(), len(pts))
+		if len(pts) < 100 {
+			t.Errorf("%s: %d points", s.Key(), len(pts))
+		}
+		for _, pt := range sweep.Pick(pts, 8) {
+			prog, err := fam.Emit(s, pt)
+			if err != nil {
+				t.Fatalf("%s %s: %v", s.Key(), pt, err)
+			}
+			plan, err := kernels.PlanAt(fam, s, prog, 132)
+			if err != nil {
+				t.Fatal(err)
+			}
+			split, _ := pt.Int("split")
+			if len(plan.Launches) != 2 || plan.Launches[1].Grid != [3]int{2048 * split, 1, 1} || len(prog.Buffers) != 1 ||
+				kernels.Elems(prog.Buffers[0], s) != 2048*split*4 || !slices.Equal(prog.RuntimeDims, []string{"t"}) {
+				t.Errorf("%s %s: launches %+v, buffers %v, runtime %v", s.Key(), pt, plan.Launches, prog.Buffers, prog.RuntimeDims)
+			}
+		}
+	}
+	s := simtest.Shape(t, fam, modelSpec, dtype.BF16)
+	if c := fam.Cost(s); c.Bytes != 3*2048*151936*2+12*2048 {
+		t.Errorf("Cost = %+v", c)
+	}
+	for _, bad := range []string{"t=1,v=16777217", "t=1,v=8,smooth=1", "t=200000000,v=8"} {
+		sp, _ := variants.ParseSpecs(bad)
+		if _, err := fam.Shape(sp[0], dtype.F32); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
+}
+
+// TestInputs: deterministic, seeded, rounded to their dtypes; labels are
+// classes or ignore_index on every eighth row, n_valid counts the others.
+func TestInputs(t *testing.T) {
+	s := simtest.Shape(t, fam, "t=37,v=1003", dtype.BF16)
+	in, again, other := fam.Inputs(s, 1), fam.Inputs(s, 1), fam.Inputs(s, 2)
+	for _, b := range fam.Buffers(s) {
+		if b.Role != kernels.Input {
+			continue
+		}
+		v := in[b.Name]
+		if len(v) != kernels.Elems(b, s) || !slices.Equal(v, again[b.Name]) {
+			t.Errorf("input %s: %d values, or not deterministic", b.Name, len(v))
+		}
+		if len(v) > 1 && slices.Equal(v, other[b.Name]) {
+			t.Errorf("input %s ignores the seed", b.Name)
+		}
+		for _, x := range v {
+			if b.DType.Round(x) != x {
+				t.Fatalf("input %s: %v is not a %v", b.Name, x, b.DType)
+			}
+		}
+	}
+	valid := 0
+	for r, l := range in["labels"] {
+		switch {
+		case (r+1)%8 == 7:
+			if l != xent.IgnoreIndex {
+				t.Errorf("row %d: label %v, want ignore_index", r, l)
+			}
+		case l < 0 || l >= 1003:
+			t.Errorf("row %d: label %v", r, l)
+		default:
+			valid++
+		}
+	}
+	if in["n_valid"][0] != float64(valid) || in["dloss"][0] < 0.5 || in["dloss"][0] >= 2 {
+		t.Errorf("n_valid %v (want %d), dloss %v", in["n_valid"], valid, in["dloss"])
+	}
+}
+
+// meanLoss is dloss·Σ loss / n_valid, the loss of a trainer's objective,
+// from logits z by the reference.
+func meanLoss(s variants.Shape, in map[string][]float64, z []float64) float64 {
+	c := map[string][]float64{}
+	for k, v := range in {
+		c[k] = v
+	}
+	c["logits"] = z
+	var sum float64
+	for _, l := range fam.Reference(s, c)["loss"] {
+		sum += l
+	}
+	return in["dloss"][0] * sum / in["n_valid"][0]
+}
+
+// TestReferenceMatchesFiniteDifferences checks the reference's dlogits
+// against central differences of its own mean loss, and its loss against
+// PyTorch's formula with smoothing: (1−ε)·nll + ε·mean_c(−log p_c).
+func TestReferenceMatchesFiniteDifferences(t *testing.T) {
+	for _, sp := range []string{"t=9,v=5", "t=8,v=17,smooth=0.1", "t=3,v=1"} {
+		s := simtest.Shape(t, fam, sp, dtype.F32)
+		in := fam.Inputs(s, 3)
+		tt, v := s.Get("t"), s.Get("v")
+		eps := 0.0
+		if strings.Contains(sp, "smooth") {
+			eps = 0.1
+		}
+		z := kernels.Uniform(dtype.F64, tt*v, -3, 3, 5, "z")
+		in["logits"] = z
+		out := fam.Reference(s, in)
+		for r := 0; r < tt; r++ {
+			lab := int(in["labels"][r])
+			if lab == xent.IgnoreIndex {
+				continue
+			}
+			lse, mean := math.Inf(-1), 0.0
+			for c := 0; c < v; c++ {
+				lse = math.Max(lse, z[r*v+c])
+			}
+			var sum float64
+			for c := 0; c < v; c++ {
+				sum += math.Exp(z[r*v+c] - lse)
+				mean += z[r*v+c] / float64(v)
+			}
+			lse += math.Log(sum)
+			want := (1-eps)*(lse-z[r*v+lab]) + eps*(lse-mean)
+			if d := math.Abs(out["loss"][r] - want); d > 1e-12 || math.Abs(out["lse"][r]-lse) > 1e-12 {
+				t.Errorf("%s row %d: loss %v lse %v, want %v %v", sp, r, out["loss"][r], out["lse"][r], want, lse)
+			}
+		}
+		for i := range z {
+			const h = 1e-5
+			zp, zm := slices.Clone(z), slices.Clone(z)
+			zp[i] += h
+			zm[i] -= h
+			fd := (meanLoss(s, in, zp) - meanLoss(s, in, zm)) / (2 * h)
+			if d := math.Abs(out["dlogits"][i] - fd); d > 1e-8 {
+				t.Errorf("%s: dlogits[%d] = %.12g, finite differences %.12g", sp, i, out["dlogits"][i], fd)
+			}
+		}
+	}
+}
+
+// simCases are the interpreter's sampled shapes: a vocabulary of whole vectors,
+// an odd one (vec=1) with smoothing, a prime one, a row narrower than a
+// 16-byte vector, and v=40 in f16 (5 vectors of 8: split=4 leaves the
+// last CTA of each row empty). Each has ignored rows but t=5.
+var simCases = []simtest.Case{
+	{Spec: "t=9,v=1000", DType: dtype.BF16},
+	{Spec: "t=17,v=1003,smooth=0.1", DType: dtype.F32},
+	{Spec: "t=8,v=4099,smooth=0.25", DType: dtype.F16},
+	{Spec: "t=5,v=3", DType: dtype.BF16},
+	{Spec: "t=10,v=40", DType: dtype.F16},
+}
+
+// TestVariantsOnInterpreter validates a sample of each case's variants
+// on the interpreter (every output within tolerance, no access out of
+// bounds, no shared-memory race), and the points that matter by name:
+// empty CTAs, the largest split, the smallest vectors, reverse, and
+// rows of the model's vocabulary.
+func TestVariantsOnInterpreter(t *testing.T) {
+	simtest.Sample(t, fam, simCases, 8, func(variants.Params) bool { return true })
+	named := []struct {
+		c simtest.Case
+		p string
+	}{
+		{simCases[4], "vec=8,block=128,vpt=1,split=4,reverse=1"},
+		{simCases[4], "vec=8,block=128,vpt=4,split=4,reverse=0"},
+		{simCases[1], "vec=1,block=128,vpt=2,split=16,reverse=1"},
+		{simCases[2], "vec=1,block=128,vpt=4,split=16,reverse=0"},
+		{simCases[3], "vec=1,block=128,vpt=1,split=2,reverse=0"},
+		{simCases[0], "vec=4,block=128,vpt=1,split=1,reverse=1"},
+		// Two rows of the model's vocabulary, on the longest chain of
+		// sums the space has there (297 iterations per thread).
+		{simtest.Case{Spec: "t=2,v=151936", DType: dtype.BF16}, "vec=4,block=128,vpt=1,split=1,reverse=0"},
+		{simtest.Case{Spec: "t=2,v=151936,smooth=0.1", DType: dtype.F32}, "vec=4,block=1024,vpt=4,split=16,reverse=1"},
+	}
+	for _, n := range named {
+		s := simtest.Shape(t, fam, n.c.Spec, n.c.DType)
+		p, err := variants.ParseParams(n.p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := fam.Space(s).Check(p); err != nil {
+			t.Fatalf("%s %s: %v", s.Key(), p, err)
+		}
+		simtest.RunPoints(t, fam, s, []variants.Params{p})
+	}
+}
+
+// TestRuntimeTokens: a program emitted at t=9 is the program emitted at
+// other t, and computes t = 1, 4, 8 and 33 on the interpreter.
+func TestRuntimeTokens(t *testing.T) {
+	ss := runner.NewSession(sim.New(sim.Options{Workers: 2}))
+	defer ss.Release()
+	s := simtest.Shape(t, fam, "t=9,v=1000,smooth=0.05", dtype.BF16)
+	for _, ps := range []string{"vec=8,block=128,vpt=2,split=4,reverse=1", "vec=4,block=128,vpt=1,split=1,reverse=0"} {
+		p, err := variants.ParseParams(ps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prog, err := fam.Emit(s, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tt := range []int{1, 4, 8, 33} {
+			o, err := kernels.WithDim(fam, s, "t", tt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			again, err := fam.Emit(o, p)
+			if err != nil || again.PTX != prog.PTX || fmt.Sprint(again.Launches, again.Buffers) != fmt.Sprint(prog.Launches, prog.Buffers) {
+				t.Errorf("%s %s: the program differs from the one emitted at t=9 (%v)", o.Key(), p, err)
+			}
+			if err := ss.Prepare(fam, o, 1); err != nil {
+				t.Fatal(err)
+			}
+			if err := simtest.ValidateProgram(ss, prog); err != nil {
+				t.Errorf("%s %s emitted at t=9: %v", o.Key(), p, err)
+			}
+		}
+	}
+}
+
+// TestValidationCatchesBugs plants bugs in a valid program's PTX: the
+// label's −(1−ε) term dropped from the gradient (its fma's immediate,
+// the last of the two, zeroed), and ignore_index misread (its compare
+// against −100 made one against −101). Validation must reject both, for
+// the buffers they break.
+func TestValidationCatchesBugs(t *testing.T) {
+	ss := runner.NewSession(sim.New(sim.Options{Workers: 2}))
+	defer ss.Release()
+	s := simtest.Shape(t, fam, "t=9,v=1000", dtype.BF16)
+	if err := ss.Prepare(fam, s, 1); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := variants.ParseParams("vec=8,block=128,vpt=1,split=2,reverse=0")
+	prog, err := fam.Emit(s, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := simtest.ValidateProgram(ss, prog); err != nil {
+		t.Fatalf("the unbroken program: %v", err)
+	}
+	const minusOne = ", 0fBF800000, "
+	last := strings.LastIndex(prog.PTX, minusOne)
+	bugs := []struct{ what, ptx, buffer string }{
+		{"no label term", prog.PTX[:last] + ", 0f00000000, " + prog.PTX[last+len(minusOne):], "dlogits"},
+		{"ignore_index misread", strings.Replace(prog.PTX, ", 4294967196;", ", 4294967195;", 1), "dlogits"},
+	}
+	for _, b := range bugs {
+		if b.ptx == prog.PTX || strings.Count(prog.PTX, minusOne) != 2 {
+			t.Fatalf("%s: the bug was not planted", b.what)
+		}
+		bad := prog
+		bad.PTX = b.ptx
+		err := simtest.ValidateProgram(ss, bad)
+		if err == nil || !strings.Contains(err.Error(), b.buffer) {
+			t.Errorf("%s: validation says %v, want a failure of %s", b.what, err, b.buffer)
+		}
+	}
+}
+
+// TestAssemble assembles a sample of the model shape's variants in each
+// dtype for sm_80 and sm_90: ptxas must accept them with no spill, no
+// stack frame and no warning.
+func TestAssemble(t *testing.T) {
+	ptxas.RequireOrSkip(t)
+	var jobs []ptxtest.Job
+	for _, dt := range fam.DTypes() {
+		s := simtest.Shape(t, fam, modelSpec, dt)
+		for _, p := range sweep.Pick(fam.Space(s).Enumerate(), 40) {
+			prog, err := fam.Emit(s, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, arch := range []string{"sm_80", "sm_90"} {
+				jobs = append(jobs, ptxtest.Job{What: s.Key() + " " + p.String(), Module: ptxas.Module{PTX: prog.PTX, Arch: arch}})
+			}
+		}
+	}
+	ptxtest.ReportSorted(t, ptxtest.Assemble(t, jobs, true), 20)
+}
