@@ -19,13 +19,21 @@
 #           pairs, a planted slowdown, a planted failure)      ~10 min
 #   pytorch issue 25: examples/pytorch's Qwen2.5-1.5B layer, tuned
 #           Functions against torch + dequantize                ~2 min
+#   step    issues 26/27: tune swiglu_bwd, rope_bwd and cross_entropy_bwd at
+#           2048 and 8192 tokens into step.db
+#   steppeers  right after step, in the same session: bench/peers_step.py,
+#           the peers of the step's backward kernels (swiglu_bwd, rope_bwd, cross-entropy, linear cross-entropy):
+#           torch eager, torch.compile, Liger-Kernel and Cut Cross-Entropy
+#           (carried in bench/third_party), at STEP_TOKENS (default
+#           "2048 8192"), one process and one peers-step-T.jsonl each;
+#           rows are written as measured                     ~6 min
 set -uo pipefail
 out=${OUT:-out}
 mkdir -p "$out"
 export LD_LIBRARY_PATH=/usr/local/nvidia/lib64:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export PYTHONUNBUFFERED=1
 timed() { local s rc; s=$(date +%s); "$@"; rc=$?; echo "[$(($(date +%s) - s)) s, exit $rc] ${*:0:4}"; return $rc; }
-case "${PHASE:?PHASE=nf4|launch|gemm|nights|pytorch}" in
+case "${PHASE:?PHASE=nf4|launch|gemm|nights|pytorch|step|steppeers}" in
 nf4)
 	OUT=$out bash bench/issue22_h200.sh
 	;;
@@ -50,8 +58,22 @@ pytorch)
 	timed env PYTHONPATH=python python3 examples/pytorch/qwen_layer.py > "$out/pytorch-layer.log" 2>&1
 	tail -30 "$out/pytorch-layer.log"
 	;;
+step)
+	timed ./bin/tune --kernel swiglu_bwd,rope_bwd,cross_entropy_bwd --shapes qwen1.5b --dtype bf16 --tokens 2048,8192 \
+		--final-rounds 2 --db "$out/step.db" > "$out/step-tune.log" 2>&1
+	tail -3 "$out/step-tune.log"
+	./bin/tune show --db "$out/step.db" > "$out/step-show.txt" 2>&1
+	cat "$out/step-show.txt"
+	;;
+steppeers)
+	for t in ${STEP_TOKENS:-2048 8192}; do
+		timed python3 bench/peers_step.py --out "$out/peers-step-$t.jsonl" --tokens "$t" > "$out/peers-step-$t.log" 2>&1
+		grep -a "FAILED" "$out/peers-step-$t.log" | cut -c1-300
+		grep -a -A40 "^kernel " "$out/peers-step-$t.log"
+	done
+	;;
 *)
-	echo "PHASE=$PHASE: want nf4, launch, gemm, nights or pytorch" >&2
+	echo "PHASE=$PHASE: want nf4, launch, gemm, nights, pytorch, step or steppeers" >&2
 	exit 2
 	;;
 esac
