@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/gradtune/gradtune/dtype"
+	"github.com/gradtune/gradtune/internal/sweep"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/catalog"
 	"github.com/gradtune/gradtune/runner"
@@ -74,9 +75,11 @@ func (v Variant) String() string {
 // binary emits them once.
 var emitted sync.Map
 
-// EmitAll emits every variant of the named families at their model shape
-// and the odd shapes, in every dtype, once per test binary: callers share
-// the slice and must not change it.
+// EmitAll emits the variants of the named families at their model shape
+// and the odd shapes, in every dtype, once per test binary: a third of
+// each space by default (sweep.Pick: every axis value, then spread), all
+// with GRADTUNE_SWEEP=ci or full. Callers share the slice and must not
+// change it.
 func EmitAll(t testing.TB, names ...string) []Variant {
 	t.Helper()
 	key := strings.Join(names, ",")
@@ -89,7 +92,7 @@ func EmitAll(t testing.TB, names ...string) []Variant {
 		for _, dt := range f.DTypes() {
 			for _, sp := range append([]string{ModelShape[name]}, OddShapes...) {
 				s := Shape(t, f, sp, dt)
-				for _, p := range f.Space(s).Enumerate() {
+				for _, p := range sweep.Pick(f.Space(s).Enumerate(), 3) {
 					prog, err := f.Emit(s, p)
 					if err != nil {
 						t.Errorf("%s %s %s: %v", name, s.Key(), p, err)
