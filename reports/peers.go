@@ -25,19 +25,26 @@ type Peer struct {
 	Name     string  `json:"peer"`
 	MedianUS float64 `json:"median_us"`
 	GBps     float64 `json:"gbps"`
+	// Error, when set, says why the peer has no time (it failed to run):
+	// the row is counted in Peers.Failed and otherwise left out.
+	Error string `json:"error,omitempty"`
 }
 
-// Peers are the rows of a peers file: by kernel and shape key, and the
-// peer's copy bandwidth ("copy" row), zero when absent.
+// Peers are the rows of a peers file: by kernel and shape key (the last
+// row of each), by peer name then kernel and shape key, and the peer's
+// copy bandwidth ("copy" row), zero when absent.
 type Peers struct {
 	rows     map[string]Peer
+	byName   map[string]map[string]Peer
 	CopyGBps float64
 	CopyName string
+	// Failed counts the rows that name an error instead of a time.
+	Failed int
 }
 
 // ReadPeers reads JSON lines; blank lines are skipped.
 func ReadPeers(r io.Reader) (*Peers, error) {
-	p := &Peers{rows: map[string]Peer{}}
+	p := &Peers{rows: map[string]Peer{}, byName: map[string]map[string]Peer{}}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<16), 1<<20)
 	for n := 1; sc.Scan(); n++ {
@@ -50,6 +57,10 @@ func ReadPeers(r io.Reader) (*Peers, error) {
 		if err := dec.Decode(&row); err != nil {
 			return nil, fmt.Errorf("%w: line %d: %v", ErrBadPeers, n, err)
 		}
+		if row.Error != "" && row.Kernel != "" {
+			p.Failed++
+			continue
+		}
 		if row.Kernel == "" || row.Shape == "" || !(row.MedianUS > 0) || math.IsInf(row.MedianUS, 0) {
 			return nil, fmt.Errorf("%w: line %d: want kernel, shape and a positive median_us", ErrBadPeers, n)
 		}
@@ -57,13 +68,18 @@ func ReadPeers(r io.Reader) (*Peers, error) {
 			p.CopyGBps, p.CopyName = row.GBps, row.Name
 			continue
 		}
-		p.rows[row.Kernel+" "+row.Shape+",dtype="+row.DType] = row
+		key := row.Kernel + " " + row.Shape + ",dtype=" + row.DType
+		p.rows[key] = row
+		if p.byName[row.Name] == nil {
+			p.byName[row.Name] = map[string]Peer{}
+		}
+		p.byName[row.Name][key] = row
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("read peers: %w", err)
 	}
 	if len(p.rows) == 0 {
-		return nil, fmt.Errorf("%w: no rows (want JSON lines of bench/peers*.py)", ErrBadPeers)
+		return nil, fmt.Errorf("%w: no rows with a time (%d name an error; want JSON lines of bench/peers*.py)", ErrBadPeers, p.Failed)
 	}
 	return p, nil
 }
@@ -75,6 +91,28 @@ func (p *Peers) Lookup(kernel, key string) (Peer, bool) {
 	}
 	r, ok := p.rows[kernel+" "+key]
 	return r, ok
+}
+
+// LookupNamed returns peer name's row of kernel at the shape key.
+func (p *Peers) LookupNamed(name, kernel, key string) (Peer, bool) {
+	if p == nil {
+		return Peer{}, false
+	}
+	r, ok := p.byName[name][kernel+" "+key]
+	return r, ok
+}
+
+// Names lists the peers' names, sorted.
+func (p *Peers) Names() []string {
+	if p == nil {
+		return nil
+	}
+	out := make([]string, 0, len(p.byName))
+	for n := range p.byName {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // Len is the number of peer rows besides the copy row.

@@ -23,6 +23,11 @@ type page struct {
 	Fit      string
 	Failures [][]string
 	Charts   []pageChart
+	// StepHead, StepRows and StepNote are the model's backward step,
+	// when the report has one.
+	StepHead []string
+	StepRows [][]string
+	StepNote string
 }
 
 type pageChart struct {
@@ -73,10 +78,36 @@ func (r *Report) page(svgs map[string]string) page {
 	for _, k := range kinds {
 		p.Failures = append(p.Failures, []string{k, fmt.Sprint(r.Failures[k])})
 	}
+	if st := r.Step; st != nil {
+		p.StepHead, p.StepRows = st.head(), st.rows()
+		p.StepNote = stepNote(st)
+	}
 	for _, c := range r.Charts {
 		p.Charts = append(p.Charts, pageChart{Name: c.Name, Title: c.Title, Img: img(svgs[c.Name], c.Title)})
 	}
 	return p
+}
+
+// stepNote sums the step: ours over the shapes tuned, each peer over
+// the shapes it has, and ours over the same shapes as that peer.
+func stepNote(st *Step) string {
+	kernels, ours, _ := st.Totals()
+	total := 0.0
+	for _, k := range kernels {
+		total += ours[k]
+	}
+	note := fmt.Sprintf("Launches per step × time per launch, at the step's shapes (bf16 unless the table says). Ours: %.3f ms over the shapes tuned.", total)
+	for _, name := range st.PeerNames {
+		var peer, same float64
+		for _, r := range st.Rows {
+			if us, ok := r.PeerUS[name]; ok && r.OursUS > 0 {
+				peer += float64(r.Count) * us / 1000
+				same += float64(r.Count) * r.OursUS / 1000
+			}
+		}
+		note += fmt.Sprintf(" %s: %.3f ms where both have a time, ours %.3f ms there.", name, peer, same)
+	}
+	return note + " Attention's backward is not a family yet."
 }
 
 func winnerRow(sh *results.Shape) []string {
@@ -165,6 +196,14 @@ var mdPage = texttemplate.Must(texttemplate.New("md").Funcs(funcs).Parse(`# {{.T
 {{range .Peers}}{{row .}}
 {{end}}
 Speedup: peer median / our median. {{.PeerNote}}
+{{end}}{{if .StepRows}}
+## The backward step
+
+{{row .StepHead}}
+{{rule (len .StepHead)}}
+{{range .StepRows}}{{row .}}
+{{end}}
+{{.StepNote}}
 {{end}}
 ## Spread of the variants
 
@@ -224,6 +263,12 @@ figcaption { font-size: 0.85em; color: #555; }
 {{range .Peers}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
 {{end}}</table>
 <p class="note">Speedup: peer median / our median. {{.PeerNote}}</p>
+{{end}}{{if .StepRows}}<h2>The backward step</h2>
+<table>
+<tr>{{range .StepHead}}<th>{{.}}</th>{{end}}</tr>
+{{range .StepRows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
+{{end}}</table>
+<p class="note">{{.StepNote}}</p>
 {{end}}<h2>Spread of the variants</h2>
 <table>
 <tr>{{range .SpreadHead}}<th>{{.}}</th>{{end}}</tr>

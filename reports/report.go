@@ -11,6 +11,7 @@ import (
 
 	"github.com/gradtune/gradtune/internal/outfile"
 	"github.com/gradtune/gradtune/internal/results"
+	"github.com/gradtune/gradtune/internal/step"
 	"github.com/gradtune/gradtune/store"
 )
 
@@ -29,6 +30,15 @@ type Options struct {
 	Keep []outfile.Protected
 	// NoPNG leaves out the PNG files (and so report.md's images).
 	NoPNG bool
+	// Step, when set, is a model's backward step to weigh the winners
+	// by (package step): its table and chart join the report.
+	Step *StepInput
+}
+
+// StepInput is a model's backward step: its name and resolved shapes.
+type StepInput struct {
+	Model  string
+	Shapes []step.Resolved
 }
 
 // Report is an assembled report: its charts and tables.
@@ -40,6 +50,7 @@ type Report struct {
 	Fit      *Fit
 	FitNote  string
 	Failures map[string]int
+	Step     *Step
 }
 
 // Build assembles the report of set: every chart and statistic.
@@ -118,6 +129,14 @@ func Write(set *results.Set, dir string, opt Options) ([]string, error) {
 	r, err := Build(set, opt.Peers)
 	if err != nil {
 		return nil, err
+	}
+	if opt.Step != nil {
+		r.Step = BuildStep(opt.Step.Model, opt.Step.Shapes, set, opt.Peers)
+		c, err := StepChart(r.Step)
+		if err != nil {
+			return nil, err
+		}
+		r.Charts = append([]*Chart{c}, r.Charts...)
 	}
 	files := map[string][]byte{}
 	svgs := map[string]string{}
