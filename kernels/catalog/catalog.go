@@ -9,6 +9,7 @@ import (
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/elementwise"
 	"github.com/gradtune/gradtune/kernels/gemm"
+	"github.com/gradtune/gradtune/kernels/lora"
 	"github.com/gradtune/gradtune/kernels/lppool"
 	"github.com/gradtune/gradtune/kernels/nf4gemm"
 	"github.com/gradtune/gradtune/kernels/norm"
@@ -25,6 +26,7 @@ var families = slices.Concat(
 	norm.Families(),
 	lppool.Families(),
 	xent.Families(),
+	lora.Families(),
 )
 
 // All returns every family, sorted by name.

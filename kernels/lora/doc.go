@@ -1,0 +1,80 @@
+// Package lora is the lora_bwd family: the backward of a LoRA adapter
+// y = x·Wᵀ + s·(x·Aᵀ)·Bᵀ with x [t×in], A [r×in], B [out×r] and scale s,
+// given dY [t×out] and the saved h = x·Aᵀ [t×r]:
+//
+//	dh = s·dY·B     [t×r]    (reduction over out)
+//	dB = s·dYᵀ·h    [out×r]  (over t)
+//	dA = dhᵀ·x      [r×in]   (over t)
+//	dX = dh·A       [t×in]   (over r; the adapter's part of dX only)
+//
+// Rules:
+//   - Shapes: t, in, out, r and the dtype (bf16 or f16; every tensor in
+//     it, f32 accumulation). r is a multiple of 8 from 8 to 64, in and out
+//     multiples of 8. From a preset: every projection [out×in]
+//     (variants.Preset.Projections) at ranks 16 and 64, at its tokens.
+//   - Buffers: dy, x, h, a, b (Input, the dtype), scale [1] f32 (Input: s
+//     is read at run time, not baked, since a contract scalar is an
+//     integer); dh, db, da, dx (Output, the dtype). A program's own: dh32
+//     [t×r] f32 (Scratch, or State with osplit > 1), db32 [out×r] and
+//     da32 [r×in] f32 (State: zero between runs, as the finalize leaves
+//     them).
+//   - t is taken at run time: every GEMM kernel's last parameter is t
+//     (u32); grids, buffers and the finalize's counts are expressions of
+//     it. A program is correct at every t up to (2³¹−1)/max(in, out).
+//   - Launches, in order: the dY kernel, over ⌈t/bt⌉·osplit CTAs; with
+//     osplit > 1, dh's finalize; the x kernel, over ⌈t/bt⌉·isplit CTAs;
+//     the end finalize (dB, dA, and with osplit > 1 dh32's zeroing).
+//   - The dY kernel: CTA c takes rows [bt·⌊c/osplit⌋, +bt) and share
+//     c mod osplit of out's ⌈out/64⌉ chunks of 64 columns (⌈chunks/osplit⌉
+//     each, none empty by the rules). A cp.async ring of stages slots
+//     holds per chunk the dY tile [bt×64] and the B tile [64×r]; the h
+//     tile [bt×r] is loaded once. Each chunk is read from shared memory
+//     twice: warp w adds its 16 or 32 rows of dY·B into dh's
+//     accumulators (ldmatrix, mma.sync m16n8k16), and warp w computes
+//     m16 block w mod 4 of the chunk's 64 rows of dYᵀ·h over the CTA's
+//     bt rows (ldmatrix.trans), n8 blocks of r split between w < 4 and
+//     w ≥ 4 with eight warps, scales it by s and adds it into db32 by
+//     red.global.add.v2.f32. At the end dh's accumulators, scaled by s,
+//     are stored to dh (rounded) and dh32 with osplit = 1, or added into
+//     dh32 by red.add, whose finalize rounds them to dh.
+//   - The x kernel: CTA c takes rows [bt·⌊c/isplit⌋, +bt) and share
+//     c mod isplit of in's chunks. It reads its rows of dh32 once and
+//     stores each value v as hi = round(v) and lo = round(v − hi) in the
+//     dtype (v = hi + lo to 2⁻¹⁷ relative in bf16, 2⁻²² in f16; exact for
+//     integers below 2¹⁶), so dA and dX use dh in f32, not dh as stored.
+//     Per chunk the ring holds the x tile [bt×64] and the A tile [r×64];
+//     warp w stores its rows of dX = hi·A + lo·A, rounded, and adds its
+//     64/warps columns of hiᵀ·x + loᵀ·x into da32 by red.add. A rank
+//     that ends in half a k16 step (r mod 16 = 8) zeroes the missing half
+//     of the fragments.
+//   - Finalize: each thread rounds four f32 of an accumulator into its
+//     output and zeroes them where the accumulator is State; regions are
+//     laid end to end in one launch.
+//   - Space: bt ∈ {64, 128, 256}, warps ∈ {4, 8} with 16 or 32 rows per
+//     warp (eight warps only where 16 divides r); bt past 64 only where
+//     t > bt/2; osplit, isplit ∈ {1, 2, 4, 8, 16}, leaving no CTA without
+//     a chunk and past 1 only while half the split would give fewer than
+//     two waves of 132 CTAs; stages ∈ {2, 3, 4}, past 2 only if the
+//     longer kernel's CTAs have stages−1 chunks; both kernels' shared
+//     memory within 227 KB.
+//   - Reference: float64, dh unrounded.
+//   - Inputs: dY, x, h, A, B uniform in [−1, 1) rounded to the dtype; s
+//     uniform in [0.5, 2).
+//   - Tolerance (γ(L, c) = (c·⌈L/16⌉ + 18)·2⁻²³: c roundings per k16 step
+//     of a sum of L products exact in f32, 18 for partials, scale and
+//     finalize): dh Atol = e = γ(out, 2)·2·out; dB γ(t, 3)·2·t; dA
+//     t·ε + γ(t, 5)·t·(H + ε) and dX r·ε + γ(r, 4)·r·(H + ε), with H =
+//     2·min(out, the Bernstein bound on |Σ_o dY·B| at probability
+//     10⁻¹⁵) and ε = e + δ·H (+2⁻²⁴ in f16) the error of dh as hi + lo;
+//     each widened by the output's rounding (kernels.StoreTol).
+//   - Exact inputs (kernels.Exacter): nonzero integers in ±1..±v, s a
+//     power of two up to 8, (v, s) the pair with the largest s·out·v² that
+//     keeps |dh| ≤ 2¹⁵ (hi + lo exact) and dB, dX and dA's partial sums
+//     within f32's integers (bf16: 2²³, leaving room for the hi and lo
+//     partials) or f16's 65504; x zero but where t ≡ i (mod D), the
+//     fewest classes D that keep dA exact (at most in, so every t has a
+//     nonzero). None where v = 1 does not fit (f16 at the model's shapes).
+//
+// docs/kernels/lora.md has the byte floor, the arithmetic intensity
+// behind mma.sync and the work left.
+package lora

@@ -1,0 +1,194 @@
+package lora
+
+import (
+	"fmt"
+
+	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/dtype"
+	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/kernels/gen"
+	"github.com/gradtune/gradtune/kernels/ptx"
+)
+
+// geom is a variant's work split (the package doc).
+type geom struct {
+	dt                  dtype.DType
+	in, out, r, rp      int // rp: r rounded up to a power of two, the pitch of r-wide tiles
+	bt, warps, stages   int
+	osplit, isplit      int
+	threads, wrows, mt  int // wrows = bt/warps rows per warp, mt = wrows/16 m16 blocks
+	kSteps              int // ⌈r/16⌉ k16 steps over the rank
+	rHalf               bool
+	tileBytes, rowBytes int // a [bt × 64] tile; one 64-column row
+}
+
+func newGeom(s Shape, p Params) geom {
+	g := geom{dt: s.DType, in: s.In, out: s.Out, r: s.R, rp: max(8, gen.Pow2Ceil(s.R)),
+		bt: p.BT, warps: p.Warps, stages: p.Stages, osplit: p.OSplit, isplit: p.ISplit}
+	g.threads, g.wrows = 32*p.Warps, p.BT/p.Warps
+	g.mt = g.wrows / 16
+	g.kSteps, g.rHalf = gen.CeilDiv(s.R, 16), s.R%16 == 8
+	g.rowBytes = chunk * 2
+	g.tileBytes = p.BT * g.rowBytes
+	return g
+}
+
+// The dY kernel's ring slot: a dY tile [bt × 64], then a B tile [64 × r]
+// of pitch rp; after the ring, the h tile [bt × r] of pitch rp.
+func (g geom) stageDY() int { return g.tileBytes + chunk*g.rp*2 }
+func (g geom) smemDY() int  { return g.stages*g.stageDY() + g.bt*g.rp*2 }
+
+// The x kernel's ring slot: an x tile [bt × 64], then an A tile [r × 64];
+// after the ring, dh's hi and lo tiles [bt × r] of pitch rp.
+func (g geom) stageX() int { return g.tileBytes + g.r*g.rowBytes }
+func (g geom) smemX() int  { return g.stages*g.stageX() + 2*g.bt*g.rp*2 }
+
+// Emit generates one variant: the dY kernel, dh's finalize where its
+// partials meet in dh32 (osplit > 1), the x kernel and the finalize of
+// dB and dA, in one module. t is every kernel's last parameter.
+func (f family) Emit(s Shape, p Params) (kernels.Program, error) {
+	g := newGeom(s, p)
+	m := ptx.NewModule()
+	name := func(what string) string { return fmt.Sprintf("%s_%s_%v", f.Name(), what, s.DType) }
+	emitDY(m.Func(name("dy")), g)
+	emitX(m.Func(name("x")), g)
+	mid := []region{{out: true}}
+	end := []region{{out: true, zero: true}, {out: true, zero: true}}
+	if g.osplit > 1 {
+		emitFinalize(m.Func(name("dh")), g.dt, mid)
+		end = append(end, region{zero: true})
+	}
+	emitFinalize(m.Func(name("end")), g.dt, end)
+	built, err := m.Build()
+	if err != nil {
+		return kernels.Program{}, fmt.Errorf("building: %w", err)
+	}
+	t := contract.Var(Dim)
+	tArg := kernels.Arg{Scalar: t, Type: contract.U32}
+	rows := contract.CeilDiv(t, contract.Int(g.bt))
+	gemm := func(entry string, split int, smem int, bufs ...string) kernels.Launch {
+		l := kernels.Launch{Entry: entry, Grid: [3]contract.Expr{rows.TimesInt(split), contract.Int(1), contract.Int(1)},
+			Block: [3]int{g.threads, 1, 1}, SharedBytes: smem}
+		for _, b := range bufs {
+			l.Args = append(l.Args, kernels.Arg{Buffer: b})
+		}
+		l.Args = append(l.Args, tArg)
+		return l
+	}
+	dh32 := kernels.Buffer{Name: "dh32", DType: dtype.F32, Elems: t.TimesInt(g.r), Role: kernels.Scratch}
+	prog := kernels.Program{PTX: built.String(), RuntimeDims: []string{Dim}}
+	prog.Launches = append(prog.Launches, gemm(name("dy"), g.osplit, g.smemDY(), "dy", "b", "h", "scale", "dh", "dh32", "db32"))
+	endArgs := []finalArg{{"db32", "db", contract.Int(g.out * g.r)}, {"da32", "da", contract.Int(g.r * g.in)}}
+	if g.osplit > 1 {
+		dh32.Role = kernels.State
+		prog.Launches = append(prog.Launches, finalLaunch(name("dh"), []finalArg{{"dh32", "dh", t.TimesInt(g.r)}}))
+		endArgs = append(endArgs, finalArg{"dh32", "", t.TimesInt(g.r)})
+	}
+	prog.Launches = append(prog.Launches, gemm(name("x"), g.isplit, g.smemX(), "x", "a", "dh32", "dx", "da32"),
+		finalLaunch(name("end"), endArgs))
+	prog.Buffers = []kernels.Buffer{dh32,
+		{Name: "db32", DType: dtype.F32, Elems: contract.Int(g.out * g.r), Role: kernels.State},
+		{Name: "da32", DType: dtype.F32, Elems: contract.Int(g.r * g.in), Role: kernels.State}}
+	return prog, nil
+}
+
+// ring runs a cp.async ring of stages slots of stage bytes from smem over
+// the chunks first .. first+cnt−1: stages−1 in flight before the loop;
+// each iteration waits for its chunk, passes a barrier (after which no
+// warp still reads the slot the next copy overwrites), issues the copy of
+// the chunk stages−1 ahead and computes. Every iteration commits a group,
+// empty or not, so that wait_group counts stay aligned. Copies issued
+// before ring belong to its first group.
+func ring(k *ptx.Func, smem ptx.Reg, stage, stages int, first, cnt ptx.Reg, load, compute func(slot, c ptx.Reg)) {
+	for s := range stages - 1 {
+		k.If(k.Setp("gt", ptx.U32, cnt, ptx.Imm(s)), func() {
+			load(k.Add(ptx.U32, smem, ptx.Imm(s*stage)), k.Add(ptx.U32, first, ptx.Imm(s)))
+		})
+		k.CpAsyncCommit()
+	}
+	end := k.Add(ptx.U32, smem, ptx.Imm(stages*stage))
+	next := func(slot ptx.Reg) {
+		k.MovTo(slot, k.Add(ptx.U32, slot, ptx.Imm(stage)))
+		k.MovTo(slot, k.Selp(ptx.U32, smem, slot, k.Setp("eq", ptx.U32, slot, end)))
+	}
+	rd := k.Mov(ptx.U32, smem)
+	wr := k.Add(ptx.U32, smem, ptx.Imm((stages-1)*stage))
+	k.For(ptx.U32, ptx.Imm(0), cnt, ptx.Imm(1), func(it ptx.Reg) {
+		k.CpAsyncWait(stages - 2)
+		k.BarSync(0)
+		ahead := k.Add(ptx.U32, it, ptx.Imm(stages-1))
+		k.If(k.Setp("lt", ptx.U32, ahead, cnt), func() { load(wr, k.Add(ptx.U32, first, ahead)) })
+		k.CpAsyncCommit()
+		compute(rd, k.Add(ptx.U32, first, it))
+		next(rd)
+		next(wr)
+	})
+	k.CpAsyncWait(0)
+}
+
+// cta is a GEMM kernel's CTA: its row block's first row and its share
+// of the 64-column chunks of a row of n (split CTAs a row block).
+type cta struct {
+	row0, first, cnt ptx.Reg
+}
+
+func newCTA(k *ptx.Func, g geom, split, n int) cta {
+	id := k.Mov(ptx.U32, ptx.CtaidX)
+	block, part := id, k.Mov(ptx.U32, ptx.Imm(0))
+	if split > 1 {
+		block = k.Shr(ptx.U32, id, ptx.Imm(gen.Log2(split)))
+		part = k.And(ptx.U32, id, ptx.Imm(split-1))
+	}
+	nc, cc := chunks(n), gen.CeilDiv(chunks(n), split)
+	first := k.Mul(ptx.U32, part, ptx.Imm(cc))
+	// The rules leave no CTA without chunks: first < nc.
+	cnt := k.Min(ptx.U32, k.Sub(ptx.U32, k.Mov(ptx.U32, ptx.Imm(nc)), first), ptx.Imm(cc))
+	return cta{row0: k.Mul(ptx.U32, block, ptx.Imm(g.bt)), first: first, cnt: cnt}
+}
+
+// warpCtx is what a GEMM kernel's warps share: the thread's lane and warp,
+// ldmatrix's lane pattern, and a zero b32 fragment register.
+type warpCtx struct {
+	tid, lane, warp ptx.Reg
+	g4, tig         ptx.Reg // lane/4 and lane%4: an accumulator's row and column pair
+	l               lanes
+	zero, zrow      ptx.Reg // b32 0; u32 0
+}
+
+func newWarpCtx(k *ptx.Func) warpCtx {
+	w := warpCtx{tid: k.Mov(ptx.U32, ptx.TidX)}
+	w.lane = k.And(ptx.U32, w.tid, ptx.Imm(31))
+	w.warp = k.Shr(ptx.U32, w.tid, ptx.Imm(5))
+	w.g4 = k.Shr(ptx.U32, w.lane, ptx.Imm(2))
+	w.tig = k.Shl(ptx.U32, k.And(ptx.U32, w.lane, ptx.Imm(3)), ptx.Imm(1))
+	w.l = newLanes(k, w.lane)
+	w.zero = k.Mov(ptx.B32, ptx.Imm(0))
+	w.zrow = k.Mov(ptx.U32, ptx.Imm(0))
+	return w
+}
+
+// imm is v in a u32 register.
+func imm(k *ptx.Func, v int) ptx.Reg { return k.Mov(ptx.U32, ptx.Imm(v)) }
+
+// zeroAcc is n m16n8 accumulator blocks of zeros.
+func zeroAcc(k *ptx.Func, n int) [][4]ptx.Reg {
+	acc := make([][4]ptx.Reg, n)
+	for i := range acc {
+		for j := range 4 {
+			acc[i][j] = k.Mov(ptx.F32, ptx.F32Imm(0))
+		}
+	}
+	return acc
+}
+
+// redPair adds the f32 pair (v0, v1) into the f32 matrix at base, element
+// row·ld + col, guarded by ok when valid.
+func redPair(k *ptx.Func, base, row, col ptx.Reg, ld int, v []ptx.Reg, ok ptx.Reg) {
+	addr := k.Add(ptx.U64, base, k.MulWide(ptx.U32, k.Mad(ptx.U32, row, ptx.Imm(ld), col), ptx.Imm(4)))
+	put := func() { k.RedAddF32(ptx.At(addr, 0), v) }
+	if ok.Valid() {
+		k.If(ok, put)
+		return
+	}
+	put()
+}

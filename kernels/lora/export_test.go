@@ -1,0 +1,16 @@
+package lora
+
+// Plant sets a bug emission plants (see planted) until the returned
+// function restores it: "dropStep" or "dropLo".
+func Plant(bug string) (restore func()) {
+	old := planted
+	switch bug {
+	case "dropStep":
+		planted.dropStep = true
+	case "dropLo":
+		planted.dropLo = true
+	default:
+		panic("no planted bug " + bug)
+	}
+	return func() { planted = old }
+}

@@ -1,0 +1,186 @@
+package lora
+
+import (
+	"fmt"
+
+	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/dtype"
+	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/kernels/gen"
+	"github.com/gradtune/gradtune/variants"
+)
+
+// Families is lora_bwd.
+func Families() []kernels.Family { return []kernels.Family{kernels.Define(family{})} }
+
+// Dim is the runtime dim: the token count t.
+const Dim = "t"
+
+// Ranks are the adapter ranks a preset's shapes take.
+var Ranks = []int{16, 64}
+
+// The rank's limits: a multiple of 8 from 8 to 64.
+const (
+	minRank = 8
+	maxRank = 64
+)
+
+// chunk is the columns of dY (dY kernel) and of x (x kernel) one ring
+// slot holds: 64 16-bit elements, eight 16-byte chunks a row.
+const chunk = 64
+
+// maxShared is the dynamic shared memory a CTA may take on sm_90.
+const maxShared = 227 * 1024
+
+// waveSMs is the H200's SM count, for the rules on grid sizes.
+const waveSMs = 132
+
+// Shape is one LoRA adapter's backward: t tokens, a base layer of in
+// inputs and out outputs, rank r.
+type Shape struct {
+	T     int `dim:"t"`
+	In    int `dim:"in"`
+	Out   int `dim:"out"`
+	R     int `dim:"r"`
+	DType dtype.DType
+}
+
+// Params is one variant: the CTA's rows and warps and ring depth (both
+// GEMM kernels) and each kernel's split of its columns.
+type Params struct {
+	BT     int `axis:"bt" values:"64,128,256" doc:"token rows per CTA of both GEMM kernels"`
+	Warps  int `axis:"warps" values:"4,8" doc:"warps per CTA of both GEMM kernels; each owns bt/warps rows (16 or 32)"`
+	Stages int `axis:"stages" values:"2,3,4" doc:"cp.async ring slots of 64-column tiles (dY and B; x and A)"`
+	OSplit int `axis:"osplit" values:"1,2,4,8,16" doc:"CTAs per row block of the dY kernel, each a share of out's 64-column chunks; past 1, dh's partials meet by red.add in an f32 state buffer"`
+	ISplit int `axis:"isplit" values:"1,2,4,8,16" doc:"CTAs per row block of the x kernel, each a share of in's 64-column chunks"`
+}
+
+type family struct{}
+
+func (family) Name() string { return "lora_bwd" }
+func (family) Doc() string {
+	return "LoRA adapter backward: dh = s·dY·B, dB = s·dYᵀ·h, dA = dhᵀ·x, dX_lora = dh·A (mma.sync, f32 accumulation)"
+}
+func (family) DTypes() []dtype.DType { return []dtype.DType{dtype.BF16, dtype.F16} }
+
+// Shapes yields every projection [out×in] of the preset at ranks 16 and
+// 64, at the preset's tokens.
+func (family) Shapes(p variants.Preset, dt dtype.DType) []Shape {
+	if p.Tokens <= 0 {
+		return nil
+	}
+	var out []Shape
+	for _, nk := range p.Projections() {
+		for _, r := range Ranks {
+			out = append(out, Shape{T: p.Tokens, In: nk[1], Out: nk[0], R: r, DType: dt})
+		}
+	}
+	return out
+}
+
+// CheckShape: r a multiple of 8 in 8..64, in and out multiples of 8 (rows
+// of whole 16-byte chunks), and every tensor's element indices in u32
+// arithmetic at t (a program is correct at every t up to maxT(s)).
+func (family) CheckShape(s Shape) error {
+	switch {
+	case s.R < minRank || s.R > maxRank || s.R%8 != 0:
+		return fmt.Errorf("r=%d: the rank must be a multiple of 8 from %d to %d", s.R, minRank, maxRank)
+	case s.In%8 != 0 || s.Out%8 != 0:
+		return fmt.Errorf("in=%d, out=%d: both must be multiples of 8", s.In, s.Out)
+	case s.T > maxT(s):
+		return fmt.Errorf("t=%d: at most %d tokens at in=%d, out=%d", s.T, maxT(s), s.In, s.Out)
+	}
+	return gen.CheckIndexable([]string{"in", "out"}, s.In, s.Out)
+}
+
+// maxT bounds the token count: t·max(in, out) elements fit u32 indices.
+func maxT(s Shape) int { return gen.MaxElems / max(s.In, s.Out, 1) }
+
+// Buffers are the shape's data; the f32 accumulators are the program's.
+func (family) Buffers(s Shape) []kernels.Buffer {
+	t := contract.Var(Dim)
+	buf := func(name string, e contract.Expr, role kernels.Role) kernels.Buffer {
+		return kernels.Buffer{Name: name, DType: s.DType, Elems: e, Role: role}
+	}
+	return []kernels.Buffer{
+		buf("dy", t.TimesInt(s.Out), kernels.Input),
+		buf("x", t.TimesInt(s.In), kernels.Input),
+		buf("h", t.TimesInt(s.R), kernels.Input),
+		buf("a", contract.Int(s.R*s.In), kernels.Input),
+		buf("b", contract.Int(s.Out*s.R), kernels.Input),
+		{Name: "scale", DType: dtype.F32, Elems: contract.Int(1), Role: kernels.Input},
+		buf("dh", t.TimesInt(s.R), kernels.Output),
+		buf("db", contract.Int(s.Out*s.R), kernels.Output),
+		buf("da", contract.Int(s.R*s.In), kernels.Output),
+		buf("dx", t.TimesInt(s.In), kernels.Output),
+	}
+}
+
+// Cost: dY, x, h, A and B read once, dh, dB, dA and dX written once (the
+// scale's 4 bytes too); 2·t·r·(2·out + 2·in) flops.
+func (family) Cost(s Shape) kernels.Cost {
+	t, in, out, r := int64(s.T), int64(s.In), int64(s.Out), int64(s.R)
+	elems := t*out + t*in + t*r + r*in + out*r + // read
+		t*r + out*r + r*in + t*in // written
+	return kernels.Cost{Bytes: elems*int64(s.DType.Size()) + 4, Flops: 2 * t * r * (2*out + 2*in)}
+}
+
+// chunks is ⌈n/64⌉, the 64-column chunks of a row of n.
+func chunks(n int) int { return gen.CeilDiv(n, chunk) }
+
+// Space: bt/warps rows per warp of 16 or 32; eight warps only where the
+// rank's n8 blocks halve; splits that leave no CTA empty and are wanted
+// (at half the split the grid would be under two waves); the ring no
+// deeper than the longer kernel's chunks per CTA; shared memory within sm_90's.
+func (family) Space(s Shape) variants.Typed[Params] {
+	return variants.Typed[Params]{Rules: []variants.Rule[Params]{
+		{Name: "rows per warp", Axes: []string{"bt", "warps"}, Check: func(p Params) error {
+			if w := p.BT / p.Warps; w != 16 && w != 32 {
+				return fmt.Errorf("bt/warps = %d rows per warp (want 16 or 32)", w)
+			}
+			if p.Warps == 8 && s.R%16 != 0 {
+				return fmt.Errorf("8 warps split dB's %d n8 blocks in two: r must be a multiple of 16", s.R/8)
+			}
+			return nil
+		}},
+		{Name: "rows for the CTA", Axes: []string{"bt"}, Check: func(p Params) error {
+			if p.BT > 64 && p.BT >= 2*gen.Pow2Ceil(s.T) {
+				return fmt.Errorf("bt=%d for t=%d", p.BT, s.T)
+			}
+			return nil
+		}},
+		{Name: "dY split", Axes: []string{"bt", "osplit"}, Check: func(p Params) error {
+			return splitOK("osplit", p.OSplit, chunks(s.Out), gen.CeilDiv(s.T, p.BT))
+		}},
+		{Name: "x split", Axes: []string{"bt", "isplit"}, Check: func(p Params) error {
+			return splitOK("isplit", p.ISplit, chunks(s.In), gen.CeilDiv(s.T, p.BT))
+		}},
+		{Name: "ring depth", Axes: []string{"stages", "osplit", "isplit"}, Check: func(p Params) error {
+			most := max(gen.CeilDiv(chunks(s.Out), p.OSplit), gen.CeilDiv(chunks(s.In), p.ISplit))
+			if p.Stages > 2 && p.Stages-1 > most {
+				return fmt.Errorf("stages=%d for at most %d chunks per CTA", p.Stages, most)
+			}
+			return nil
+		}},
+		{Name: "shared memory", Axes: []string{"bt", "stages"}, Check: func(p Params) error {
+			g := newGeom(s, p)
+			if b := max(g.smemDY(), g.smemX()); b > maxShared {
+				return fmt.Errorf("%d bytes of shared memory (at most %d)", b, maxShared)
+			}
+			return nil
+		}},
+	}}
+}
+
+// splitOK: split CTAs per row block over nc chunks leave none empty, and
+// a split past 1 is wanted only while half of it would put fewer than two
+// waves of CTAs on the GPU.
+func splitOK(axis string, split, nc, rowBlocks int) error {
+	switch {
+	case gen.CeilDiv(nc, split)*(split-1) >= nc:
+		return fmt.Errorf("%s=%d over %d chunks leaves a CTA without one", axis, split, nc)
+	case split > 1 && rowBlocks*split/2 >= 2*waveSMs:
+		return fmt.Errorf("%s=%d: %d row blocks fill two waves at half of it", axis, split, rowBlocks)
+	}
+	return nil
+}

@@ -1,0 +1,248 @@
+package lora_test
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gradtune/gradtune/dtype"
+	"github.com/gradtune/gradtune/internal/ptxas"
+	"github.com/gradtune/gradtune/internal/simtest"
+	"github.com/gradtune/gradtune/internal/sweep"
+	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/kernels/internal/ptxtest"
+	"github.com/gradtune/gradtune/kernels/lora"
+	"github.com/gradtune/gradtune/runner"
+	"github.com/gradtune/gradtune/runner/sim"
+	"github.com/gradtune/gradtune/variants"
+)
+
+var fam = lora.Families()[0]
+
+// gateUp is qwen1.5b's gate·up projection at rank 16 and 2048 tokens.
+const gateUp = "t=2048,in=1536,out=8960,r=16"
+
+// TestShapesAndSpace: the preset's shapes (four projections at ranks 16
+// and 64), the gate·up space (every sampled point emits a program whose
+// launches and buffers are expressions of t), the cost and the shape
+// limits.
+func TestShapesAndSpace(t *testing.T) {
+	p, err := variants.LookupPreset("qwen1.5b", 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fam.Shapes(p, fam.DTypes())
+	if len(got) != 16 || got[0].Key() != "t=2048,in=1536,out=1536,r=16,dtype=bf16" {
+		t.Fatalf("Shapes = %v", got)
+	}
+	s := simtest.Shape(t, fam, gateUp, dtype.BF16)
+	pts := fam.Space(s).Enumerate()
+	t.Logf("%s: %d points", s.Key(), len(pts))
+	if len(pts) < 50 {
+		t.Errorf("%d points", len(pts))
+	}
+	for _, pt := range sweep.Pick(pts, 6) {
+		prog, err := fam.Emit(s, pt)
+		if err != nil {
+			t.Fatalf("%s: %v", pt, err)
+		}
+		plan, err := kernels.PlanAt(fam, s, prog, 132)
+		if err != nil {
+			t.Fatal(err)
+		}
+		osplit, _ := pt.Int("osplit")
+		if want := 3 + min(osplit-1, 1); len(plan.Launches) != want || !slices.Equal(prog.RuntimeDims, []string{"t"}) {
+			t.Errorf("%s: %d launches (want %d), runtime %v", pt, len(plan.Launches), want, prog.RuntimeDims)
+		}
+	}
+	c := fam.Cost(s)
+	if want := int64(2*(2048*8960+2*2048*1536+2*2048*16+2*16*1536+2*8960*16) + 4); c.Bytes != want || c.Flops != 2*2048*16*(2*8960+2*1536) {
+		t.Errorf("Cost = %+v, want %d bytes", c, want)
+	}
+	for _, bad := range []string{"t=1,in=64,out=64,r=12", "t=1,in=64,out=64,r=72", "t=1,in=60,out=64,r=8", "t=300000,in=8192,out=8192,r=8"} {
+		sp, _ := variants.ParseSpecs(bad)
+		if _, err := fam.Shape(sp[0], dtype.BF16); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
+	if _, err := fam.Shape(variants.Spec{Dims: s.Dims}, dtype.F32); err == nil {
+		t.Error("f32 accepted")
+	}
+}
+
+// simCases: one token; odd t over out = 72 (a chunk and a ninth) at ranks
+// 8 and 64; a rank of one and a half k16 steps (24) in f16 with in = 136;
+// rows past one block at rank 16.
+var simCases = []simtest.Case{
+	{Spec: "t=1,in=64,out=72,r=8", DType: dtype.BF16},
+	{Spec: "t=37,in=64,out=72,r=8", DType: dtype.BF16},
+	{Spec: "t=37,in=64,out=72,r=64", DType: dtype.BF16},
+	{Spec: "t=37,in=136,out=72,r=24", DType: dtype.F16},
+	{Spec: "t=130,in=64,out=200,r=16", DType: dtype.BF16},
+}
+
+// TestVariantsOnInterpreter validates a sample of each case's variants on
+// the interpreter, and by name the points that matter: eight warps,
+// 256-row blocks, splits of both kernels, the deepest ring.
+func TestVariantsOnInterpreter(t *testing.T) {
+	simtest.Sample(t, fam, simCases, 3, func(variants.Params) bool { return true })
+	named := []struct {
+		c simtest.Case
+		p string
+	}{
+		{simCases[2], "bt=64,warps=4,stages=2,osplit=2,isplit=1"},
+		{simCases[4], "bt=256,warps=8,stages=2,osplit=4,isplit=1"},
+		{simtest.Case{Spec: "t=300,in=200,out=520,r=32", DType: dtype.BF16}, "bt=256,warps=8,stages=4,osplit=2,isplit=1"},
+		{simCases[4], "bt=128,warps=8,stages=2,osplit=1,isplit=1"},
+		{simtest.Case{Spec: "t=137,in=200,out=136,r=64", DType: dtype.BF16}, "bt=128,warps=8,stages=3,osplit=2,isplit=4"},
+		{simtest.Case{Spec: "t=70,in=136,out=72,r=40", DType: dtype.F16}, "bt=64,warps=4,stages=3,osplit=2,isplit=2"},
+	}
+	for _, n := range named {
+		s := simtest.Shape(t, fam, n.c.Spec, n.c.DType)
+		p, err := variants.ParseParams(n.p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := fam.Space(s).Check(p); err != nil {
+			t.Fatalf("%s %s: %v", s.Key(), p, err)
+		}
+		simtest.RunPoints(t, fam, s, []variants.Params{p})
+	}
+}
+
+// TestRuntimeTokens: a program emitted at t=37 is the program emitted at
+// other t, and computes t = 1, 16, 64 and 130 on the interpreter.
+func TestRuntimeTokens(t *testing.T) {
+	ss := runner.NewSession(sim.New(sim.Options{Workers: 2}))
+	defer ss.Release()
+	s := simtest.Shape(t, fam, "t=37,in=64,out=136,r=16", dtype.BF16)
+	for _, ps := range []string{"bt=64,warps=4,stages=2,osplit=2,isplit=1", "bt=64,warps=4,stages=3,osplit=1,isplit=1"} {
+		p, err := variants.ParseParams(ps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prog, err := fam.Emit(s, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tt := range []int{1, 16, 64, 130} {
+			o, err := kernels.WithDim(fam, s, "t", tt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			again, err := fam.Emit(o, p)
+			if err != nil || again.PTX != prog.PTX || fmt.Sprint(again.Launches, again.Buffers) != fmt.Sprint(prog.Launches, prog.Buffers) {
+				t.Errorf("%s %s: the program differs from the one emitted at t=37 (%v)", o.Key(), p, err)
+			}
+			if err := ss.Prepare(fam, o, 1); err != nil {
+				t.Fatal(err)
+			}
+			if err := simtest.ValidateProgram(ss, prog); err != nil {
+				t.Errorf("%s %s emitted at t=37: %v", o.Key(), p, err)
+			}
+		}
+	}
+}
+
+// TestValidationCatchesBugs plants bugs in emission: a k16 step of each
+// chunk left out of dh (16 of every 64 reduction indices, so dh, dA and
+// dX are wrong), dh's lo half left out of dA (dh to 8 bits there: the
+// random inputs' tolerance passes it, the exact inputs do not), and in
+// the PTX every red.add turned into a store (osplit=4: dh's and dB's
+// partials overwrite each other). Validation must reject each for the
+// buffer it breaks first, on the exact inputs at least.
+func TestValidationCatchesBugs(t *testing.T) {
+	ss := runner.NewSession(sim.New(sim.Options{Workers: 2}))
+	defer ss.Release()
+	// out = 2048: the exact inputs' Σ_o dY·B passes 256, so dh's lo half
+	// is nonzero.
+	s := simtest.Shape(t, fam, "t=130,in=64,out=2048,r=16", dtype.BF16)
+	if err := ss.Prepare(fam, s, 1); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := variants.ParseParams("bt=64,warps=4,stages=2,osplit=4,isplit=1")
+	emit := func(bug string) kernels.Program {
+		if bug != "" {
+			defer lora.Plant(bug)()
+		}
+		prog, err := fam.Emit(s, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return prog
+	}
+	good := emit("")
+	if err := simtest.ValidateProgram(ss, good); err != nil {
+		t.Fatalf("the unbroken program: %v", err)
+	}
+	stored := good
+	stored.PTX = strings.ReplaceAll(good.PTX, "red.global.add.v2.f32", "st.global.v2.f32")
+	for _, b := range []struct {
+		what   string
+		prog   kernels.Program
+		buffer string
+	}{
+		{"dropStep", emit("dropStep"), "dh"},
+		{"dropLo", emit("dropLo"), "da"},
+		{"red.add stored", stored, "dh"},
+	} {
+		if b.prog.PTX == good.PTX {
+			t.Fatalf("%s: the bug was not planted", b.what)
+		}
+		c := simtest.CheckBothSets(t, ss, b.prog)
+		exact := c.Sets[len(c.Sets)-1]
+		if c.OK || exact.OK || !strings.Contains(c.Message, b.buffer) {
+			t.Errorf("%s: validation says %q (exact set ok: %v), want a failure of %s", b.what, c.Message, exact.OK, b.buffer)
+		}
+		t.Logf("%s: %s", b.what, c.Message)
+	}
+}
+
+// TestExactInputs: the exact set exists at the preset's bf16 shapes and
+// small f16 ones, and keeps the scale a power of two from 1 to 8.
+func TestExactInputs(t *testing.T) {
+	ex := fam.(kernels.Exacter)
+	for _, c := range []struct {
+		spec string
+		dt   dtype.DType
+		ok   bool
+	}{
+		{gateUp, dtype.BF16, true},
+		{"t=2048,in=1536,out=1536,r=64", dtype.BF16, true},
+		{"t=37,in=64,out=72,r=64", dtype.F16, true},
+		{"t=2048,in=1536,out=8960,r=64", dtype.F16, false},
+	} {
+		s := simtest.Shape(t, fam, c.spec, c.dt)
+		in, ok := ex.ExactInputs(s, 1)
+		if ok != c.ok {
+			t.Errorf("%s %v: exact set %v, want %v", c.spec, c.dt, ok, c.ok)
+			continue
+		}
+		if sc := in["scale"]; ok && (len(sc) != 1 || sc[0] < 1 || sc[0] > 8 || math.Exp2(math.Round(math.Log2(sc[0]))) != sc[0]) {
+			t.Errorf("%s: scale %v", c.spec, in["scale"])
+		}
+	}
+}
+
+// TestAssemble assembles a sample of the preset shapes' variants for
+// sm_90: ptxas must accept them with no spill, no stack frame and no
+// warning.
+func TestAssemble(t *testing.T) {
+	ptxas.RequireOrSkip(t)
+	var jobs []ptxtest.Job
+	for _, spec := range []string{gateUp, "t=2048,in=1536,out=1536,r=64"} {
+		for _, dt := range fam.DTypes() {
+			s := simtest.Shape(t, fam, spec, dt)
+			for _, p := range sweep.Pick(fam.Space(s).Enumerate(), 12) {
+				prog, err := fam.Emit(s, p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				jobs = append(jobs, ptxtest.Job{What: s.Key() + " " + p.String(), Module: ptxas.Module{PTX: prog.PTX, Arch: "sm_90"}})
+			}
+		}
+	}
+	ptxtest.ReportSorted(t, ptxtest.Assemble(t, jobs, true), 20)
+}
