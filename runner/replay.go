@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
+	"sync"
 
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/eval"
@@ -25,10 +27,26 @@ type Recorded struct {
 // drift factor, plus the spin of a planted delay launch (faults.Delay). It
 // stands in for the GPU where none is present: the regression gate's
 // detection tests and tune bench --replay.
+//
+// Draws come from one stream in the order they are made, unless Keyed is
+// set: then each variant draws from its own stream, seeded by the
+// replay's seed, the variant's key and how many times it was drawn
+// before, so its samples do not depend on which other variants were
+// drawn, or in what order: a run split across workers or shards draws
+// what the whole run would.
 type Replay struct {
 	recs  map[string]Recorded
+	seed  uint64
 	rng   *rand.Rand
 	drift float64
+	// Keyed gives each variant its own stream of draws.
+	Keyed bool
+	// CopyGBps is the copy bandwidth workers report (the recorded run's);
+	// 0: none was recorded, and CopyBandwidth fails.
+	CopyGBps float64
+
+	mu    sync.Mutex        // guards rng and draws
+	draws map[string]uint64 // Keyed: draws made per variant
 }
 
 // NewReplay returns a replay of recs drawing from seed. drift is the
@@ -36,7 +54,7 @@ type Replay struct {
 // model of night-to-night change of the whole GPU: 0.003 is ±0.3%); 0 for
 // none.
 func NewReplay(recs []Recorded, seed uint64, drift float64) *Replay {
-	rp := &Replay{recs: map[string]Recorded{}, rng: rand.New(rand.NewPCG(seed, 0x6754554e)), drift: 1}
+	rp := &Replay{recs: map[string]Recorded{}, seed: seed, rng: rand.New(rand.NewPCG(seed, 0x6754554e)), drift: 1, draws: map[string]uint64{}}
 	for _, r := range recs {
 		rp.recs[replayKey(r.Kernel, r.ShapeKey, r.Params)] = r
 	}
@@ -55,11 +73,27 @@ func (rp *Replay) Draw(kernel, shapeKey, params string, extraUS float64) ([]floa
 	if !ok || len(r.Samples) == 0 {
 		return nil, false
 	}
+	rp.mu.Lock() // workers may share a replay
+	defer rp.mu.Unlock()
+	rng := rp.stream(replayKey(kernel, shapeKey, params))
 	out := make([]float64, len(r.Samples))
 	for i := range out {
-		out[i] = r.Samples[rp.rng.IntN(len(r.Samples))]*rp.drift + extraUS
+		out[i] = r.Samples[rng.IntN(len(r.Samples))]*rp.drift + extraUS
 	}
 	return out, true
+}
+
+// stream is the generator of key's next draw: the shared one, or with
+// Keyed the key's own.
+func (rp *Replay) stream(key string) *rand.Rand {
+	if !rp.Keyed {
+		return rp.rng
+	}
+	n := rp.draws[key]
+	rp.draws[key] = n + 1
+	h := fnv.New64a()
+	h.Write([]byte(key))
+	return rand.New(rand.NewPCG(rp.seed^h.Sum64(), n))
 }
 
 // Worker returns a constructor of workers that answer from rp, describing
@@ -78,6 +112,9 @@ type replayWorker struct {
 
 func (w *replayWorker) Hello() (DeviceInfo, error) { return w.info, nil }
 func (w *replayWorker) CopyBandwidth() (float64, error) {
+	if w.rp.CopyGBps > 0 {
+		return w.rp.CopyGBps, nil
+	}
 	return 0, errors.New("replay: no copy bandwidth was recorded")
 }
 func (w *replayWorker) Close() error { return nil }

@@ -103,9 +103,12 @@ func CheckHost(sel Selection, lim Limit) error {
 }
 
 // CheckDevice refuses a selection with a shape that does not fit the
-// worker's GPU. The error (an *InputError) names the shape, the need and
+// worker's GPU (a device of unknown memory, a replay's, takes any). The error (an *InputError) names the shape, the need and
 // the limit.
 func CheckDevice(sel Selection, info runner.DeviceInfo) error {
+	if info.MemBytes == 0 {
+		return nil // a replay's device: no memory to run out of
+	}
 	lim := DeviceLimit(info)
 	for _, fs := range sel.Shapes() {
 		if need := DeviceBytes(fs.F, fs.S, info); need > lim.Bytes {

@@ -189,21 +189,34 @@ func benchWorker(fs *flagSet, dev int, seed uint64) (func() (runner.Worker, erro
 	if path == "" {
 		return processWorker(dev, false)
 	}
+	rp, info, err := replayOf(path, seed)
+	if err != nil {
+		return nil, err
+	}
+	return rp.Worker(info), nil
+}
+
+// replayOf is a replay of the samples recorded in the database at path,
+// answering as the GPU of its newest run, with that run's copy
+// bandwidth.
+func replayOf(path string, seed uint64) (*runner.Replay, runner.DeviceInfo, error) {
 	db, err := store.OpenReadOnly(path)
 	if err != nil {
-		return nil, userError(fmt.Errorf("--replay: %w", err))
+		return nil, runner.DeviceInfo{}, userError(fmt.Errorf("--replay: %w", err))
 	}
 	defer db.Close()
 	recs, err := tuning.ReplayRecords(db)
 	if err != nil {
-		return nil, err
+		return nil, runner.DeviceInfo{}, err
 	}
 	runs, err := db.Runs()
 	if err != nil || len(runs) == 0 {
-		return nil, usagef("--replay %s: no runs recorded (%v)", path, err)
+		return nil, runner.DeviceInfo{}, usagef("--replay %s: no runs recorded (%v)", path, err)
 	}
 	last := runs[len(runs)-1]
 	info := runner.DeviceInfo{Name: last.GPUName, UUID: last.GPUUUID, CC: last.CC, Driver: last.Driver,
 		Telemetry: "no telemetry: replaying the samples recorded in " + path}
-	return runner.NewReplay(recs, seed, 0).Worker(info), nil
+	rp := runner.NewReplay(recs, seed, 0)
+	rp.CopyGBps = last.CopyGBps
+	return rp, info, nil
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -16,6 +17,7 @@ import (
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/faults"
 	"github.com/gradtune/gradtune/runner"
+	"github.com/gradtune/gradtune/runner/cuda"
 	"github.com/gradtune/gradtune/search"
 	"github.com/gradtune/gradtune/store"
 	"github.com/gradtune/gradtune/tuning"
@@ -65,13 +67,16 @@ func tuneCommand() *command {
 			compileFlags(fs)
 			fs.String("db", "tune.db", "FILE\tSQLite results database")
 			fs.Int("device", 0, "N\tGPU ordinal")
+			fs.String("devices", "", "all|N,N...\ttune on several GPUs at once: one worker (and its compile helpers) per GPU, each taking (kernel, dtype, shape) items from one queue and recording its own run; not with --device")
+			fs.String("shard", "", "i/n\ttune only part i of n of the work items (a hash of each kernel, dtype and shape: stable as the list grows); default: from SLURM_ARRAY_TASK_ID (with SLURM_ARRAY_TASK_COUNT or MIN/MAX) or JOB_COMPLETION_INDEX (with JOB_COMPLETIONS), else all")
+			fs.String("replay", "", "DB\tanswer from the samples recorded in DB instead of a GPU, each variant from its own stream (tests of sharding and merging)")
 			fs.String("mode", string(eval.Cold), "cold|hot\tflush L2 before every sample (cold) or not")
 			fs.Bool("fresh", false, "\tre-measure variants already in the database")
 			fs.Int("final-rounds", 3, "N\tre-time each shape's winner and its baseline alternately N times each in a fresh worker; those medians are the run's figures (0: report the tuning medians)")
 			fs.Uint64("seed", 1, "N\tinput data seed")
 			fs.Bool("faults", false, "\tlet --kernel name the planted-fault family (kernels/faults)")
 		},
-		hiddenFlags: map[string]bool{"faults": true},
+		hiddenFlags: map[string]bool{"faults": true, "replay": true},
 		run:         cmdTune,
 	}
 }
@@ -118,21 +123,9 @@ func cmdTune(fs *flagSet, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	budget, frac, err := budgetFlag(fs)
+	run, err := tuneOptionsOf(fs)
 	if err != nil {
 		return err
-	}
-	strategy, err := search.ParseName(fs.str("strategy"))
-	if err != nil {
-		return usagef("--strategy: %w", err)
-	}
-	compile, err := compileOptionsOf(fs)
-	if err != nil {
-		return err
-	}
-	rounds := fs.integer("final-rounds")
-	if rounds < 0 {
-		return usagef("--final-rounds %d: want 0 or more", rounds)
 	}
 	req := request(fs)
 	if fs.Given("faults") {
@@ -142,41 +135,181 @@ func cmdTune(fs *flagSet, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if run.shard.Count > 1 {
+		all := len(sel.Shapes())
+		sel = run.shard.Select(sel)
+		fmt.Fprintf(stdout, "shard %s%s: %d of %d shapes\n", run.shard, run.shardFrom, len(sel.Shapes()), all)
+		if len(sel.Jobs) == 0 {
+			return nil // a part may hold nothing: nothing to record
+		}
+	}
 	if err := gpu.probeDB(); err != nil {
 		return err
 	}
-	worker, err := processWorker(gpu.device, fs.Given("faults"))
-	if err != nil {
-		return err
+	if len(run.devices) > 1 {
+		return tuneOnDevices(fs, gpu, run, sel, stdout)
 	}
-	r, err := runner.New(runner.Options{
-		Measure: gpu.measure, Fresh: fs.Given("fresh"), Seed: gpu.seed, Strategy: strategy, Budget: budget, BudgetFraction: frac,
-		Abandon: abandonMargin(fs), Fix: sel.Fix, Progress: stdout, FinalRounds: rounds,
-		NewWorker: worker,
-	})
+	r, pool, err := openDevice(fs, gpu, run, run.devices[0], sel.Fix, stdout)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
+	if pool != nil {
+		defer pool.Close()
+	}
 	if err := tuning.CheckDevice(sel, r.Device()); err != nil {
 		return usageError{err}
 	}
-	pool, err := startCompilePool(compile, r, gpu.device)
+	err = tuneOn(r, sel, gpu.db, run.devices[0], fs.raw, stdout)
+	printPool(stdout, pool, run.compile)
+	return err
+}
+
+// tuneOptions are tune's own flags, checked: the search, compiling,
+// the final round, the devices and the shard.
+type tuneOptions struct {
+	strategy  string
+	budget    int
+	frac      float64
+	compile   compileOptions
+	rounds    int
+	devices   []int
+	shard     tuning.Shard
+	shardFrom string // " (from VAR)" when the environment chose the shard
+}
+
+func tuneOptionsOf(fs *flagSet) (tuneOptions, error) {
+	var o tuneOptions
+	var err error
+	if o.budget, o.frac, err = budgetFlag(fs); err != nil {
+		return o, err
+	}
+	if o.strategy, err = search.ParseName(fs.str("strategy")); err != nil {
+		return o, usagef("--strategy: %w", err)
+	}
+	if o.compile, err = compileOptionsOf(fs); err != nil {
+		return o, err
+	}
+	if o.rounds = fs.integer("final-rounds"); o.rounds < 0 {
+		return o, usagef("--final-rounds %d: want 0 or more", o.rounds)
+	}
+	if o.devices, err = devicesOf(fs); err != nil {
+		return o, err
+	}
+	o.shard, o.shardFrom, err = shardOf(fs, os.Getenv)
+	return o, err
+}
+
+// shardOf is --shard, else the scheduler's environment, else all.
+func shardOf(fs *flagSet, getenv func(string) string) (tuning.Shard, string, error) {
+	if fs.Given("shard") {
+		s, err := tuning.ParseShard(fs.str("shard"))
+		if err != nil {
+			return s, "", usagef("--shard %w", err)
+		}
+		return s, "", nil
+	}
+	s, from, err := tuning.ShardFromEnv(getenv)
+	if err != nil {
+		return s, "", usagef("the shard of this task: %w", err)
+	}
+	if from != "" {
+		from = " (from " + from + ")"
+	}
+	return s, from, nil
+}
+
+// devicesOf is the GPUs to tune on: --devices (all: every GPU the driver
+// sees), else --device.
+func devicesOf(fs *flagSet) ([]int, error) {
+	if !fs.Given("devices") {
+		return []int{fs.integer("device")}, nil
+	}
+	if fs.Given("device") {
+		return nil, usagef("--device and --devices both name GPUs: give one")
+	}
+	if fs.Given("replay") {
+		return nil, usagef("--devices needs GPUs; --replay answers as one recorded GPU")
+	}
+	v := strings.TrimSpace(fs.str("devices"))
+	if v == "all" {
+		return allDevices()
+	}
+	var out []int
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 0 || slices.Contains(out, n) {
+			return nil, usagef("--devices %q: want all, or distinct GPU ordinals such as 0,1", v)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// allDevices lists the ordinals of every GPU the driver sees.
+func allDevices() ([]int, error) {
+	d, err := cuda.Open()
+	if err != nil {
+		return nil, fmt.Errorf("--devices all: %w", err)
+	}
+	n, err := d.DeviceCount()
+	if err != nil || n == 0 {
+		return nil, fmt.Errorf("--devices all: the driver sees %d GPUs (%v)", n, err)
+	}
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out, nil
+}
+
+// openDevice starts the runner of GPU dev (or the replay --replay names)
+// and its compile pool (nil when it has none), its progress going to
+// progress.
+func openDevice(fs *flagSet, gpu gpuOptions, o tuneOptions, dev int, fix variants.Params, progress io.Writer) (*runner.Runner, *runner.CompilePool, error) {
+	worker, err := processWorker(dev, fs.Given("faults"))
+	if path := fs.str("replay"); path != "" {
+		var rp *runner.Replay
+		var info runner.DeviceInfo
+		if rp, info, err = replayOf(path, gpu.seed); err == nil {
+			rp.Keyed = true
+			worker = rp.Worker(info)
+		}
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err := runner.New(runner.Options{
+		Measure: gpu.measure, Fresh: fs.Given("fresh"), Seed: gpu.seed, Strategy: o.strategy, Budget: o.budget, BudgetFraction: o.frac,
+		Abandon: abandonMargin(fs), Fix: fix, Progress: progress, FinalRounds: o.rounds, NewWorker: worker,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	if fs.Given("replay") {
+		return r, nil, nil
+	}
+	pool, err := startCompilePool(o.compile, r, dev)
 	if errors.Is(err, errJITCacheOff) {
-		fmt.Fprintf(stdout, "compile helpers: none: %v\n", err)
-	} else if err != nil {
-		return err
+		fmt.Fprintf(progress, "compile helpers: none: %v\n", err)
+		return r, nil, nil
+	}
+	if err != nil {
+		r.Close()
+		return nil, nil, err
 	}
 	if pool != nil {
-		defer pool.Close()
 		r.UseCompilePool(pool)
 	}
-	err = tuneOn(r, sel, gpu.db, gpu.device, fs.raw, stdout)
+	return r, pool, nil
+}
+
+// printPool says what the compile helpers did.
+func printPool(stdout io.Writer, pool *runner.CompilePool, o compileOptions) {
 	if pool != nil {
 		fmt.Fprintf(stdout, "compile pool: %d helpers (%s), %d programs compiled, %d from the cubin cache\n",
-			pool.Helpers(), compile.compiler, pool.Compiled, pool.Cached)
+			pool.Helpers(), o.compiler, pool.Compiled, pool.Cached)
 	}
-	return err
 }
 
 // processWorker is the constructor of worker processes on GPU dev: this
@@ -202,30 +335,40 @@ func workerArgv(exe string, dev int, withFaults bool, wrap string) []string {
 	return argv
 }
 
-// beginRun opens the database at dbPath, records the start of a run on
-// r's GPU and prints the run's header: the device, the run, and the GPU's
-// clocks (or, once, why there are none).
+// beginRun opens the database at dbPath and starts a run on r's GPU in
+// it (startRun).
 func beginRun(r *runner.Runner, dbPath string, dev int, args []string, stdout io.Writer) (*store.DB, int64, error) {
 	db, err := store.Open(dbPath)
 	if err != nil {
 		return nil, 0, err
 	}
+	runID, err := startRun(db, r, dev, args, stdout)
+	if err != nil {
+		db.Close()
+		return nil, 0, err
+	}
+	return db, runID, nil
+}
+
+// startRun records the start of a run on r's GPU (device dev) in db and
+// prints the run's header: the device, the run, and the GPU's clocks (or,
+// once, why there are none).
+func startRun(db *store.DB, r *runner.Runner, dev int, args []string, stdout io.Writer) (int64, error) {
 	info := r.Device()
 	host, _ := os.Hostname()
 	runID, err := db.BeginRun(store.Run{Started: time.Now(), Host: host, GPUName: info.Name, GPUUUID: info.UUID,
 		CC: info.CC, Driver: info.Driver, ToolVersion: version, Args: strings.Join(args, " "), Telemetry: info.Telemetry})
 	if err != nil {
-		db.Close()
-		return nil, 0, err
+		return 0, err
 	}
 	fmt.Fprintf(stdout, "device %d: %s (sm_%s, %d SMs, %d MiB L2), driver %s; run %d in %s\n",
-		dev, info.Name, strings.ReplaceAll(info.CC, ".", ""), info.SMs, info.L2Bytes>>20, info.Driver, runID, dbPath)
+		dev, info.Name, strings.ReplaceAll(info.CC, ".", ""), info.SMs, info.L2Bytes>>20, info.Driver, runID, db.Path())
 	if info.HasTelemetry {
 		fmt.Fprintf(stdout, "clocks: %s\n", info.Telemetry)
 	} else if info.Telemetry != "" {
 		fmt.Fprintf(stdout, "%s\n", info.Telemetry)
 	}
-	return db, runID, nil
+	return runID, nil
 }
 
 // tuneOn records a run of sel on r's GPU in the database at dbPath.

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/gradtune/gradtune/store"
+)
+
+// shardArgs tune the activations of the recorded H200 database on its
+// replay (each variant from its own stream of draws) into db, with extra
+// flags.
+func shardArgs(db string, extra ...string) []string {
+	return append([]string{"--replay", filepath.Join("..", "..", "testdata", "h200-activations.db"),
+		"--kernel", "relu_bwd,gelu_bwd,silu_bwd", "--shapes", "qwen1.5b", "--params", "block=128,maxnreg=0",
+		"--final-rounds", "0", "--db", db}, extra...)
+}
+
+// winners maps "kernel shape" to "params median" over every run of the
+// database at path.
+func winners(t *testing.T, path string) map[string]string {
+	t.Helper()
+	db, err := store.OpenReadOnly(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	runs, err := db.Runs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, r := range runs {
+		ws, err := db.Winners(r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range ws {
+			out[w.Kernel+" "+w.ShapeKey] = fmt.Sprintf("%s %.4f", w.Params, w.MedianUS)
+		}
+	}
+	return out
+}
+
+// TestShardsGiveTheWholeRunsWinners: the four parts of a run, each in
+// its own database, hold every shape once between them, with exactly the
+// whole run's winners and medians (a replay draws each variant's samples
+// from its own stream, so a part draws what the whole did); a part run
+// again re-measures nothing it finished; a part from a Slurm array's
+// environment is the part --shard names.
+func TestShardsGiveTheWholeRunsWinners(t *testing.T) {
+	dir := t.TempDir()
+	whole := filepath.Join(dir, "whole.db")
+	if code, _, errs := runTune(t, shardArgs(whole)...); code != 0 {
+		t.Fatalf("whole run: exit %d: %s", code, errs)
+	}
+	want := winners(t, whole)
+	got := map[string]string{}
+	for i := 1; i <= 4; i++ {
+		part := filepath.Join(dir, fmt.Sprintf("part%d.db", i))
+		code, out, errs := runTune(t, shardArgs(part, "--shard", fmt.Sprintf("%d/4", i))...)
+		if code != 0 || !strings.Contains(out, fmt.Sprintf("shard %d/4: ", i)) {
+			t.Fatalf("part %d: exit %d: %s%s", i, code, out, errs)
+		}
+		for k, v := range winners(t, part) {
+			if _, dup := got[k]; dup {
+				t.Errorf("%s is in two parts", k)
+			}
+			got[k] = v
+		}
+	}
+	if len(want) != 18 || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("parts' winners\n%v\nwhole run's\n%v", got, want)
+	}
+	code, out, _ := runTune(t, shardArgs(filepath.Join(dir, "part2.db"), "--shard", "2/4")...)
+	measured := regexp.MustCompile(`(\d+) valid, \d+ failed, (\d+) reused`)
+	for _, m := range measured.FindAllStringSubmatch(out, -1) {
+		if m[1] != m[2] {
+			t.Errorf("part 2 again: %s valid, %s reused", m[1], m[2])
+		}
+	}
+	if code != 0 || !strings.Contains(out, "reused") {
+		t.Errorf("part 2 again: exit %d: %s", code, out)
+	}
+	t.Setenv("SLURM_ARRAY_TASK_ID", "3")
+	t.Setenv("SLURM_ARRAY_TASK_MIN", "1")
+	t.Setenv("SLURM_ARRAY_TASK_MAX", "4")
+	t.Setenv("SLURM_ARRAY_TASK_COUNT", "4")
+	env := filepath.Join(dir, "env.db")
+	if code, out, errs := runTune(t, shardArgs(env)...); code != 0 || !strings.Contains(out, "shard 3/4 (from SLURM_ARRAY_TASK_ID): ") {
+		t.Fatalf("part from the environment: exit %d: %s%s", code, out, errs)
+	}
+	if a, b := fmt.Sprint(winners(t, env)), fmt.Sprint(winners(t, filepath.Join(dir, "part3.db"))); a != b {
+		t.Errorf("SLURM_ARRAY_TASK_ID=3 of 1..4 tuned %s; --shard 3/4 %s", a, b)
+	}
+}
