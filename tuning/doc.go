@@ -33,6 +33,14 @@
 // records every result in the store (Recorder adapts the store to the
 // runner, which never imports the store).
 //
+// Scale-out: Shard is part i of n of a selection's (family, dtype, shape)
+// items, by a hash of each item (stable as the request grows; every item
+// in one part), from --shard or a scheduler's environment (a Slurm job
+// array, a Kubernetes Indexed Job: ShardFromEnv). TuneOnDevices tunes a
+// selection on several GPUs at once, each pulling items from one queue
+// and recording its own run; CrossCheck compares a GPU's winners with the
+// fastest variants that other GPUs of the same name recorded.
+//
 // BenchCases turns a config table into runner cases (the tuned variant and
 // its baseline per entry, a planted slowdown where asked) and BenchOnGPU
 // measures them into a run: the first half of the nightly regression run,
