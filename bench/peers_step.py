@@ -91,7 +91,10 @@ from peerlib import bench, copy_row, row  # noqa: E402
 
 HIDDEN, FFN, HQ, HK, HD, VOCAB, THETA = 1536, 8960, 12, 2, 128, 151936, 1e6  # Qwen2.5-1.5B
 BF16 = torch.bfloat16
-KERNELS = ("swiglu_bwd", "rope_bwd", "cross_entropy", "linear_cross_entropy")
+KERNELS = ("swiglu_bwd", "rope_bwd", "cross_entropy", "linear_cross_entropy", "lora_bwd")
+# The projections of one layer, [out, in], and the LoRA ranks gradtune's lora_bwd is judged at.
+PROJECTIONS = ((HQ * HD, HIDDEN), (HK * HD, HIDDEN), (FFN, HIDDEN), (HIDDEN, FFN))
+RANKS = (16, 64)
 
 
 def log(*a):
@@ -295,6 +298,40 @@ class Runner:
 
 def leaf(t):
     return t.detach().clone().requires_grad_(True)
+
+
+# ---------------------------------------------------------------- lora_bwd
+
+
+def run_lora(R, T, g):
+    """A LoRA adapter's backward through torch's GEMMs, y = x·Wᵀ + s·(x·Aᵀ)·Bᵀ
+    with h = x·Aᵀ saved: dh = s·dY·B, dB = s·dYᵀ·h, dA = dhᵀ·x ("three
+    GEMMs", what the issue compares with) and, in the four-GEMM row, the
+    adapter's dX = dh·A too. gradtune's shape key t,in,out,r."""
+    s = 2.0
+    for out, inn in PROJECTIONS:
+        for r in RANKS:
+            shape = f"t={T},in={inn},out={out},r={r}"
+            nbytes = 2 * (T * out + T * inn + T * r + r * inn + out * r + T * r + out * r + r * inn + T * inn)
+            x = torch.randn(T, inn, device="cuda", generator=g).to(BF16)
+            dy = torch.randn(T, out, device="cuda", generator=g).to(BF16)
+            a = (torch.randn(r, inn, device="cuda", generator=g) / inn**0.5).to(BF16)
+            b = (torch.randn(out, r, device="cuda", generator=g) / r**0.5).to(BF16)
+            h = x @ a.t()
+
+            def three():
+                dh = (dy @ b) * s
+                return dh, (dy.t() @ h) * s, dh.t() @ x
+
+            def four():
+                dh, db, da = three()
+                return dh, db, da, dh @ a
+
+            R.peer("lora_bwd", shape, "torch 3 GEMMs", nbytes, lambda: (three, {}),
+                   flops=2 * T * r * (2 * out + inn))
+            R.peer("lora_bwd", shape, "torch 4 GEMMs", nbytes, lambda: (four, {}),
+                   flops=2 * T * r * (2 * out + 2 * inn))
+            del x, dy, a, b, h
 
 
 # ---------------------------------------------------------------- swiglu_bwd
@@ -669,6 +706,8 @@ def main():
                     run_rope(R, t, g)
                 elif k == "cross_entropy":
                     run_ce(R, t, g)
+                elif k == "lora_bwd":
+                    run_lora(R, t, g)
                 else:
                     run_lce(R, t, g, False)
                     if a.lce_dw:

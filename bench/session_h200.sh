@@ -19,7 +19,7 @@
 #           pairs, a planted slowdown, a planted failure)      ~10 min
 #   pytorch issue 25: examples/pytorch's Qwen2.5-1.5B layer, tuned
 #           Functions against torch + dequantize                ~2 min
-#   step    issues 26/27: tune swiglu_bwd, rope_bwd and cross_entropy_bwd at
+#   step    issues 26/27: tune swiglu_bwd, rope_bwd, cross_entropy_bwd and lora_bwd at
 #           2048 and 8192 tokens into step.db
 #   steppeers  right after step, in the same session: bench/peers_step.py,
 #           the peers of the step's backward kernels (swiglu_bwd, rope_bwd, cross-entropy, linear cross-entropy):
@@ -59,7 +59,7 @@ pytorch)
 	tail -30 "$out/pytorch-layer.log"
 	;;
 step)
-	timed ./bin/tune --kernel swiglu_bwd,rope_bwd,cross_entropy_bwd --shapes qwen1.5b --dtype bf16 --tokens 2048,8192 \
+	timed ./bin/tune --kernel swiglu_bwd,rope_bwd,cross_entropy_bwd,lora_bwd --shapes qwen1.5b --dtype bf16 --tokens 2048,8192 \
 		--final-rounds 2 --db "$out/step.db" > "$out/step-tune.log" 2>&1
 	tail -3 "$out/step-tune.log"
 	./bin/tune show --db "$out/step.db" > "$out/step-show.txt" 2>&1
