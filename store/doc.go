@@ -68,6 +68,46 @@
 // variant; the winner's baseline_name and baseline_median_us say what the
 // winner was compared with.
 //
+// # Merging
+//
+// Merge copies every run of one or more source databases into a
+// destination with every evaluation (its samples included) and winner
+// of the run; MergeInto writes the merge of sources to a file. Ids are
+// the destination's own: the runs a merge adds are numbered in the order
+// they started, so the newest run stays the one with the highest id.
+//
+// A run's identity across databases is what BeginRun writes once:
+// started (to the nanosecond), host, GPU name and UUID, compute
+// capability, driver, tool version and args. An evaluation's identity is
+// its run's, its content key (Key) and its rank among the run's
+// evaluations of that key in recording order (a run can record a key
+// more than once, as a retry of a transient failure does); a winner's is
+// its run's, kernel and shape. A row whose identity the destination
+// holds is compared column by column (values as stored; columns a
+// source's older schema lacks are not compared): equal, it is already
+// present, so merging a database again, or merging an output with one of
+// its inputs, adds nothing. The state of a run (finished, status, copy
+// bandwidth, telemetry) tells copies of one run apart: a copy taken while
+// the run was "running" is an earlier snapshot of the finished run, whose
+// state and winners replace it, and to which evaluations are only added.
+// Any other difference is a conflict: the destination's row is kept, and
+// the source's is reported (MergeReport.Conflicts), never dropped
+// silently; MergeInto then writes nothing (ErrMergeConflict). Winners of
+// one kernel, shape, GPU and mode from different runs are no conflict;
+// the report names the newest (MergeReport.Superseded) where the runs
+// come from different sources.
+//
+// MergeInto refuses an output that is one of the sources, by path or as
+// the same file (os.SameFile: a link, another spelling), a directory, a
+// file that is not a gradtune database, and a database with a -wal file
+// beside it (one a process is writing); an existing gradtune database is
+// merged into, as the first source. Sources are read through
+// OpenReadOnly, so they are never written and may be at an older schema
+// (the output is at this binary's). The merge is written to a temporary
+// file in the output's directory, synced and renamed over the output, so
+// a killed merge leaves the output as it was (and, killed outright, a
+// ".NAME.*" temporary file).
+//
 // # Zero and NULL
 //
 // Measured quantities are NULL in the database when they were not measured and

@@ -129,7 +129,7 @@ var badInputs = []struct {
 	needsNoGPU bool
 }{
 	// Flags, as Go's flag package would have reported them.
-	{[]string{"--bogus"}, 2, "unknown flag --bogus (flags of tune: --budget, --compile-helpers, --compiler, --cubin-cache, --db, --device, --dtype, --final-rounds, --fresh, --kernel, --mode, --no-abandon, --no-cache, --params, --seed, --shapes, --strategy, --tokens)", false},
+	{[]string{"--bogus"}, 2, "unknown flag --bogus (flags of tune: --budget, --compile-helpers, --compiler, --cubin-cache, --db, --device, --devices, --dtype, --final-rounds, --fresh, --kernel, --mode, --no-abandon, --no-cache, --params, --seed, --shapes, --shard, --strategy, --tokens)", false},
 	{[]string{"--tokens", "abc"}, 2, `--tokens "abc": want positive token counts separated by commas`, false},
 	{[]string{"--fresh=maybe"}, 2, `--fresh "maybe": want true or false`, false},
 	{[]string{"--seed", "-1"}, 2, `--seed "-1": want a non-negative integer`, false},
@@ -137,7 +137,7 @@ var badInputs = []struct {
 	{[]string{"--strategy", "auto"}, 2, `--strategy: strategy "auto": want exhaustive, model, random, halving`, false},
 	{[]string{"list", "--kernel", "x"}, 2, "unknown flag --kernel (tune list takes no flags)", false},
 	{[]string{"list", "extra"}, 2, `unexpected argument "extra"`, false},
-	{[]string{"frobnicate"}, 2, `unknown command "frobnicate" (commands: tune, bench, check, crosscheck, devices, emit, export, list, regress, replay, report, runs, show, help)`, false},
+	{[]string{"frobnicate"}, 2, `unknown command "frobnicate" (commands: tune, bench, check, crosscheck, devices, emit, export, list, merge, regress, replay, report, runs, show, help)`, false},
 	{[]string{"help", "bogus"}, 2, `no help topic "bogus"`, false},
 	// Conflicts.
 	{[]string{"--kernel", "relu_bwd", "--kernel", "gelu_bwd"}, 2, "--kernel given twice: give it once", false},
@@ -301,6 +301,28 @@ var badInputs = []struct {
 	{[]string{"bench", "--configs", "{table},", "--db", "{dir}/n.db"}, 2, `--configs "../../configs/h200/pool.json,": an empty path between commas (want TABLE.json[,TABLE.json...])`, false},
 	{[]string{"regress", "--baseline", "{db}", "--db", "{db}"}, 2, "a run compared with itself: {dir}/tune.db run 1 and {dir}/tune.db run 1 are run 1", false},
 	{[]string{"--version", "--kernel", "relu_bwd"}, 2, "--version stands alone", false},
+	// merge: its inputs, and an output that is an input or no gradtune database.
+	{[]string{"merge", "-o", "{dir}/all.db"}, 2, "merge needs the databases to merge: tune merge -o OUT.db IN.db [IN.db...]", false},
+	{[]string{"merge", "--db", "{db}"}, 2, "merge needs -o OUT.db (the merged database)", false},
+	{[]string{"--shard", "0/4", "--db", "{dir}/s.db"}, 2, `--shard "0/4": want 1 ≤ i ≤ n`, false},
+	{[]string{"--shard", "2", "--db", "{dir}/s.db"}, 2, `--shard "2": want i/n, e.g. 2/4 (part i of n, counted from 1)`, false},
+	{[]string{"--devices", "0,0", "--db", "{dir}/s.db"}, 2, `--devices "0,0": want all, or distinct GPU ordinals such as 0,1`, false},
+	{[]string{"--devices", "0,1", "--device", "1", "--db", "{dir}/s.db"}, 2, "--device and --devices both name GPUs: give one", false},
+	{[]string{"merge", "-o", "{dir}/all.db", "{db}", "{dir}/./tune.db"}, 2, "inputs: {dir}/tune.db and {dir}/./tune.db are the same file: give each file once", false},
+	{[]string{"merge", "-o", "{dir}/all.db", "{dir}/a,b.db"}, 2, `merge: "{dir}/a,b.db": an input's name has a comma; rename it`, false},
+	{[]string{"merge", "--db", "{db}", "-o", "{dir}/all.db", "--force"}, 2, "--force does not apply to tune merge: merge replaces no file", false},
+	{[]string{"merge", "--db", "{db},{dir}/./tune.db", "-o", "{dir}/all.db"}, 2, "inputs: {dir}/tune.db and {dir}/./tune.db are the same file: give each file once", false},
+	{[]string{"merge", "--db", "{act},{db}", "-o", "{db}"}, 2, "-o: {dir}/tune.db is the input {dir}/tune.db: cannot receive the merge; name a new file", false},
+	{[]string{"merge", "--db", "{db}", "-o", "{dir}/./tune.db"}, 2, "-o: {dir}/./tune.db is the input {dir}/tune.db: cannot receive the merge", false},
+	{[]string{"merge", "--db", "{db}", "-o", "{notes}"}, 2, "-o: store: open {dir}/notes.txt: not a gradtune database (the file is not an SQLite database; left unchanged); it cannot receive the merge", false},
+	{[]string{"merge", "--db", "{db}", "-o", "{dir}"}, 2, "-o: store: open {dir}: not a gradtune database: it is a directory", false},
+	{[]string{"merge", "--db", "{db}", "-o", "{trunc}"}, 2, "-o: store {dir}/trunc.db: read schema version: damaged gradtune database", false},
+	{[]string{"merge", "--db", "{db}", "-o", "{dir}/missing/all.db"}, 2, "-o: store: open {dir}/missing/all.db: directory {dir}/missing", false},
+	{[]string{"merge", "--db", "{db}", "-o", "{dir}/{long}"}, 2, "-o {dir}/{long}: cannot create a file in {dir}: file name too long", false},
+	{[]string{"merge", "--db", "{db},{trunc}", "-o", "{dir}/all.db"}, 2, "input: store {dir}/trunc.db: read schema version: damaged gradtune database: database disk image is malformed", false},
+	{[]string{"merge", "--db", "{dropped},{db}", "-o", "{dir}/all.db"}, 2, "input: store {dir}/dropped.db: check the schema: damaged gradtune database: table winners is missing", false},
+	{[]string{"merge", "--db", "{db},{dir}/missing.db", "-o", "{dir}/all.db"}, 2, "input: store: open {dir}/missing.db: no database file", false},
+	{[]string{"merge", "--db", "{notes}", "-o", "{dir}/all.db"}, 2, "input: store: open {dir}/notes.txt: not a gradtune database", false},
 }
 
 // saidTwice is the first part of msg's first line that the next part

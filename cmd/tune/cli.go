@@ -65,6 +65,9 @@ type command struct {
 	flags    func(fs *flagSet)
 	run      func(fs *flagSet, stdout, stderr io.Writer) error
 	misplace map[string]string // flags of other commands, and why they do not apply here
+	// operands names the arguments that are not flags, for a command
+	// that takes some ("IN.db..."); "" for one that takes none.
+	operands string
 	hidden   bool
 	// hiddenFlags are accepted but left out of the help: test and
 	// diagnosis switches (planted faults, replay) that normal runs never use.
@@ -78,7 +81,7 @@ func init() {
 	commands = map[string]*command{}
 	for _, c := range []*command{tuneCommand(), listCommand(), emitCommand(), checkCommand(),
 		crosscheckCommand(), devicesCommand(), showCommand(), reportCommand(), exportCommand(), workerCommand(),
-		benchCommand(), regressCommand(), runsCommand(), replayCommand(), compileCommand()} {
+		benchCommand(), regressCommand(), runsCommand(), replayCommand(), compileCommand(), mergeCommand()} {
 		commands[c.name] = c
 	}
 }

@@ -17,6 +17,7 @@
 //	tune bench --configs TABLE.json [--db F] [--kernel K] [--shapes S]
 //	tune regress --baseline A.db[:RUN] --db B.db[:RUN] [--threshold 2%] [--format markdown|bench]
 //	tune runs [--db F]
+//	tune merge --db A.db,B.db[,...] -o OUT.db
 //	tune help [COMMAND]
 //
 // The command parses flags, prints and chooses exit codes; what to run and
@@ -38,7 +39,13 @@
 // stdout and exits 0. regress exits 1 when the gate fails (a case
 // regressed, has no valid result in the new run, or is missing from it);
 // bench exits 1 when an entry has no valid result, after listing each
-// with why. Hidden flags, for tests of
+// with why. merge (store.MergeInto) reads its inputs read-only and writes
+// OUT.db through a temporary file renamed at the end; OUT.db may be a new
+// file or a gradtune database, which is merged into (it counts as the
+// first input), never an input nor another file; it exits 1, writing
+// nothing, when the inputs conflict (the same evaluation, by run identity,
+// content key and rank, recorded with other contents), and 2 on a bad
+// input or output. Hidden flags, for tests of
 // the gate and of the runner's defences: tune --faults (the planted-fault
 // family), bench --replay DB (answer from recorded samples) and bench
 // --plant-slowdown 'KERNEL DTYPE SHAPE=PCT%'. The worker mode (`tune

@@ -16,6 +16,7 @@ type flagSet struct {
 	cmd   *command
 	given map[string]bool
 	raw   []string // the arguments parsed
+	args  []string // the arguments that are not flags (a command with operands)
 }
 
 // Given reports whether the flag called name was on the command line.
@@ -63,7 +64,11 @@ func (c *command) parse(args []string) (*flagSet, error) {
 			break
 		}
 		if !strings.HasPrefix(a, "-") || a == "-" {
-			return nil, usagef("unexpected argument %q (%s)", a, c.flagList())
+			if c.operands == "" {
+				return nil, usagef("unexpected argument %q (%s)", a, c.flagList())
+			}
+			fs.args = append(fs.args, a)
+			continue
 		}
 		name, val, hasVal := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-"), "=")
 		if name == "h" || name == "help" {

@@ -48,7 +48,8 @@ func winners(t *testing.T, path string) map[string]string {
 // TestShardsGiveTheWholeRunsWinners: the four parts of a run, each in
 // its own database, hold every shape once between them, with exactly the
 // whole run's winners and medians (a replay draws each variant's samples
-// from its own stream, so a part draws what the whole did); a part run
+// from its own stream, so a part draws what the whole did), and so does
+// their merge (tune merge -o ALL PARTS...); a part run
 // again re-measures nothing it finished; a part from a Slurm array's
 // environment is the part --shard names.
 func TestShardsGiveTheWholeRunsWinners(t *testing.T) {
@@ -74,6 +75,17 @@ func TestShardsGiveTheWholeRunsWinners(t *testing.T) {
 	}
 	if len(want) != 18 || fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("parts' winners\n%v\nwhole run's\n%v", got, want)
+	}
+	all := filepath.Join(dir, "all.db")
+	merge := []string{"merge", "-o", all}
+	for i := 1; i <= 4; i++ {
+		merge = append(merge, filepath.Join(dir, fmt.Sprintf("part%d.db", i)))
+	}
+	if code, out, errs := runTune(t, merge...); code != 0 {
+		t.Fatalf("merge: exit %d: %s%s", code, out, errs)
+	}
+	if got := winners(t, all); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("merged parts' winners\n%v\nwhole run's\n%v", got, want)
 	}
 	code, out, _ := runTune(t, shardArgs(filepath.Join(dir, "part2.db"), "--shard", "2/4")...)
 	measured := regexp.MustCompile(`(\d+) valid, \d+ failed, (\d+) reused`)
