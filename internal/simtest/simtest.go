@@ -199,3 +199,62 @@ func validateOn(ss *runner.Session, prog kernels.Program, sets ...string) error 
 	}
 	return nil
 }
+
+// Point is a variant a test names: a case and its params.
+type Point struct {
+	Case   Case
+	Params string
+}
+
+// RunNamed validates each named point of f (RunPoints), failing t when
+// its params are not a point of its case's space.
+func RunNamed(t testing.TB, f kernels.Family, pts []Point) {
+	t.Helper()
+	for _, n := range pts {
+		s := Shape(t, f, n.Case.Spec, n.Case.DType)
+		p, err := variants.ParseParams(n.Params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Space(s).Check(p); err != nil {
+			t.Fatalf("%s %s: %v", s.Key(), p, err)
+		}
+		RunPoints(t, f, s, []variants.Params{p})
+	}
+}
+
+// RuntimeDim checks programs that take dim at run time: each of params,
+// emitted at case c, is the program emitted with dim at each of values
+// (PTX, launches and buffers), and validates at each on the interpreter.
+func RuntimeDim(t testing.TB, f kernels.Family, c Case, dim string, values []int, params ...string) {
+	t.Helper()
+	ss := runner.NewSession(sim.New(sim.Options{Workers: 2}))
+	defer ss.Release()
+	s := Shape(t, f, c.Spec, c.DType)
+	for _, ps := range params {
+		p, err := variants.ParseParams(ps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prog, err := f.Emit(s, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range values {
+			o, err := kernels.WithDim(f, s, dim, v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			again, err := f.Emit(o, p)
+			if err != nil || again.PTX != prog.PTX || fmt.Sprint(again.Launches, again.Buffers) != fmt.Sprint(prog.Launches, prog.Buffers) {
+				t.Errorf("%s %s: the program differs from the one emitted at %s (%v)", o.Key(), p, s.Key(), err)
+			}
+			if err := ss.Prepare(f, o, 1); err != nil {
+				t.Fatal(err)
+			}
+			if err := ValidateProgram(ss, prog); err != nil {
+				t.Errorf("%s %s emitted at %s: %v", o.Key(), p, s.Key(), err)
+			}
+		}
+	}
+}

@@ -1,7 +1,6 @@
 package lora_test
 
 import (
-	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -88,62 +87,21 @@ var simCases = []simtest.Case{
 // 256-row blocks, splits of both kernels, the deepest ring.
 func TestVariantsOnInterpreter(t *testing.T) {
 	simtest.Sample(t, fam, simCases, 3, func(variants.Params) bool { return true })
-	named := []struct {
-		c simtest.Case
-		p string
-	}{
-		{simCases[2], "bt=64,warps=4,stages=2,osplit=2,isplit=1"},
-		{simCases[4], "bt=256,warps=8,stages=2,osplit=4,isplit=1"},
-		{simtest.Case{Spec: "t=300,in=200,out=520,r=32", DType: dtype.BF16}, "bt=256,warps=8,stages=4,osplit=2,isplit=1"},
-		{simCases[4], "bt=128,warps=8,stages=2,osplit=1,isplit=1"},
-		{simtest.Case{Spec: "t=137,in=200,out=136,r=64", DType: dtype.BF16}, "bt=128,warps=8,stages=3,osplit=2,isplit=4"},
-		{simtest.Case{Spec: "t=70,in=136,out=72,r=40", DType: dtype.F16}, "bt=64,warps=4,stages=3,osplit=2,isplit=2"},
-	}
-	for _, n := range named {
-		s := simtest.Shape(t, fam, n.c.Spec, n.c.DType)
-		p, err := variants.ParseParams(n.p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := fam.Space(s).Check(p); err != nil {
-			t.Fatalf("%s %s: %v", s.Key(), p, err)
-		}
-		simtest.RunPoints(t, fam, s, []variants.Params{p})
-	}
+	simtest.RunNamed(t, fam, []simtest.Point{
+		{Case: simCases[2], Params: "bt=64,warps=4,stages=2,osplit=2,isplit=1"},
+		{Case: simCases[4], Params: "bt=256,warps=8,stages=2,osplit=4,isplit=1"},
+		{Case: simtest.Case{Spec: "t=300,in=200,out=520,r=32", DType: dtype.BF16}, Params: "bt=256,warps=8,stages=4,osplit=2,isplit=1"},
+		{Case: simCases[4], Params: "bt=128,warps=8,stages=2,osplit=1,isplit=1"},
+		{Case: simtest.Case{Spec: "t=137,in=200,out=136,r=64", DType: dtype.BF16}, Params: "bt=128,warps=8,stages=3,osplit=2,isplit=4"},
+		{Case: simtest.Case{Spec: "t=70,in=136,out=72,r=40", DType: dtype.F16}, Params: "bt=64,warps=4,stages=3,osplit=2,isplit=2"},
+	})
 }
 
 // TestRuntimeTokens: a program emitted at t=37 is the program emitted at
 // other t, and computes t = 1, 16, 64 and 130 on the interpreter.
 func TestRuntimeTokens(t *testing.T) {
-	ss := runner.NewSession(sim.New(sim.Options{Workers: 2}))
-	defer ss.Release()
-	s := simtest.Shape(t, fam, "t=37,in=64,out=136,r=16", dtype.BF16)
-	for _, ps := range []string{"bt=64,warps=4,stages=2,osplit=2,isplit=1", "bt=64,warps=4,stages=3,osplit=1,isplit=1"} {
-		p, err := variants.ParseParams(ps)
-		if err != nil {
-			t.Fatal(err)
-		}
-		prog, err := fam.Emit(s, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, tt := range []int{1, 16, 64, 130} {
-			o, err := kernels.WithDim(fam, s, "t", tt)
-			if err != nil {
-				t.Fatal(err)
-			}
-			again, err := fam.Emit(o, p)
-			if err != nil || again.PTX != prog.PTX || fmt.Sprint(again.Launches, again.Buffers) != fmt.Sprint(prog.Launches, prog.Buffers) {
-				t.Errorf("%s %s: the program differs from the one emitted at t=37 (%v)", o.Key(), p, err)
-			}
-			if err := ss.Prepare(fam, o, 1); err != nil {
-				t.Fatal(err)
-			}
-			if err := simtest.ValidateProgram(ss, prog); err != nil {
-				t.Errorf("%s %s emitted at t=37: %v", o.Key(), p, err)
-			}
-		}
-	}
+	simtest.RuntimeDim(t, fam, simtest.Case{Spec: "t=37,in=64,out=136,r=16", DType: dtype.BF16}, "t", []int{1, 16, 64, 130},
+		"bt=64,warps=4,stages=2,osplit=2,isplit=1", "bt=64,warps=4,stages=3,osplit=1,isplit=1")
 }
 
 // TestValidationCatchesBugs plants bugs in emission: a k16 step of each

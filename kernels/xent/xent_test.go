@@ -1,7 +1,6 @@
 package xent_test
 
 import (
-	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -192,66 +191,25 @@ var simCases = []simtest.Case{
 // rows of the model's vocabulary.
 func TestVariantsOnInterpreter(t *testing.T) {
 	simtest.Sample(t, fam, simCases, 8, func(variants.Params) bool { return true })
-	named := []struct {
-		c simtest.Case
-		p string
-	}{
-		{simCases[4], "vec=8,block=128,vpt=1,split=4,reverse=1"},
-		{simCases[4], "vec=8,block=128,vpt=4,split=4,reverse=0"},
-		{simCases[1], "vec=1,block=128,vpt=2,split=16,reverse=1"},
-		{simCases[2], "vec=1,block=128,vpt=4,split=16,reverse=0"},
-		{simCases[3], "vec=1,block=128,vpt=1,split=2,reverse=0"},
-		{simCases[0], "vec=4,block=128,vpt=1,split=1,reverse=1"},
+	simtest.RunNamed(t, fam, []simtest.Point{
+		{Case: simCases[4], Params: "vec=8,block=128,vpt=1,split=4,reverse=1"},
+		{Case: simCases[4], Params: "vec=8,block=128,vpt=4,split=4,reverse=0"},
+		{Case: simCases[1], Params: "vec=1,block=128,vpt=2,split=16,reverse=1"},
+		{Case: simCases[2], Params: "vec=1,block=128,vpt=4,split=16,reverse=0"},
+		{Case: simCases[3], Params: "vec=1,block=128,vpt=1,split=2,reverse=0"},
+		{Case: simCases[0], Params: "vec=4,block=128,vpt=1,split=1,reverse=1"},
 		// Two rows of the model's vocabulary, on the longest chain of
 		// sums the space has there (297 iterations per thread).
-		{simtest.Case{Spec: "t=2,v=151936", DType: dtype.BF16}, "vec=4,block=128,vpt=1,split=1,reverse=0"},
-		{simtest.Case{Spec: "t=2,v=151936,smooth=0.1", DType: dtype.F32}, "vec=4,block=1024,vpt=4,split=16,reverse=1"},
-	}
-	for _, n := range named {
-		s := simtest.Shape(t, fam, n.c.Spec, n.c.DType)
-		p, err := variants.ParseParams(n.p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := fam.Space(s).Check(p); err != nil {
-			t.Fatalf("%s %s: %v", s.Key(), p, err)
-		}
-		simtest.RunPoints(t, fam, s, []variants.Params{p})
-	}
+		{Case: simtest.Case{Spec: "t=2,v=151936", DType: dtype.BF16}, Params: "vec=4,block=128,vpt=1,split=1,reverse=0"},
+		{Case: simtest.Case{Spec: "t=2,v=151936,smooth=0.1", DType: dtype.F32}, Params: "vec=4,block=1024,vpt=4,split=16,reverse=1"},
+	})
 }
 
 // TestRuntimeTokens: a program emitted at t=9 is the program emitted at
 // other t, and computes t = 1, 4, 8 and 33 on the interpreter.
 func TestRuntimeTokens(t *testing.T) {
-	ss := runner.NewSession(sim.New(sim.Options{Workers: 2}))
-	defer ss.Release()
-	s := simtest.Shape(t, fam, "t=9,v=1000,smooth=0.05", dtype.BF16)
-	for _, ps := range []string{"vec=8,block=128,vpt=2,split=4,reverse=1", "vec=4,block=128,vpt=1,split=1,reverse=0"} {
-		p, err := variants.ParseParams(ps)
-		if err != nil {
-			t.Fatal(err)
-		}
-		prog, err := fam.Emit(s, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, tt := range []int{1, 4, 8, 33} {
-			o, err := kernels.WithDim(fam, s, "t", tt)
-			if err != nil {
-				t.Fatal(err)
-			}
-			again, err := fam.Emit(o, p)
-			if err != nil || again.PTX != prog.PTX || fmt.Sprint(again.Launches, again.Buffers) != fmt.Sprint(prog.Launches, prog.Buffers) {
-				t.Errorf("%s %s: the program differs from the one emitted at t=9 (%v)", o.Key(), p, err)
-			}
-			if err := ss.Prepare(fam, o, 1); err != nil {
-				t.Fatal(err)
-			}
-			if err := simtest.ValidateProgram(ss, prog); err != nil {
-				t.Errorf("%s %s emitted at t=9: %v", o.Key(), p, err)
-			}
-		}
-	}
+	simtest.RuntimeDim(t, fam, simtest.Case{Spec: "t=9,v=1000,smooth=0.05", DType: dtype.BF16}, "t", []int{1, 4, 8, 33},
+		"vec=8,block=128,vpt=2,split=4,reverse=1", "vec=4,block=128,vpt=1,split=1,reverse=0")
 }
 
 // TestValidationCatchesBugs plants bugs in a valid program's PTX: the
