@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/gradtune/gradtune/internal/fserr"
 )
 
 // ErrMergeOutput is returned (wrapped) by CheckMergeOutput and MergeInto
@@ -108,7 +110,7 @@ func MergeInto(out string, srcs []*DB) (*MergeReport, error) {
 		return rep, err
 	}
 	if err := os.Rename(tmp, out); err != nil {
-		return nil, fmt.Errorf("merge into %s: %w", out, unwrapPath(err))
+		return nil, fmt.Errorf("merge into %s: %w", out, fserr.Reason(err))
 	}
 	syncDir(filepath.Dir(out))
 	return rep, nil
@@ -138,7 +140,7 @@ func mergeTemp(tmp, out string, srcs []*DB) (*MergeReport, error) {
 		f.Close()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("merge into %s: %w", out, unwrapPath(err))
+		return nil, fmt.Errorf("merge into %s: %w", out, fserr.Reason(err))
 	}
 	return rep, nil
 }
@@ -148,7 +150,7 @@ func mergeTemp(tmp, out string, srcs []*DB) (*MergeReport, error) {
 func newTemp(out string) (string, error) {
 	f, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".*")
 	if err != nil {
-		return "", fmt.Errorf("merge into %s: %w", out, unwrapPath(err))
+		return "", fmt.Errorf("merge into %s: %w", out, fserr.Reason(err))
 	}
 	name := f.Name()
 	err = f.Chmod(0o644)
@@ -157,7 +159,7 @@ func newTemp(out string) (string, error) {
 	}
 	if err != nil {
 		removeTemp(name)
-		return "", fmt.Errorf("merge into %s: %w", out, unwrapPath(err))
+		return "", fmt.Errorf("merge into %s: %w", out, fserr.Reason(err))
 	}
 	return name, nil
 }
@@ -176,18 +178,4 @@ func syncDir(dir string) {
 		d.Sync()
 		d.Close()
 	}
-}
-
-// unwrapPath drops the path of an *fs.PathError or *os.LinkError (a
-// temporary file's), keeping the operation's reason.
-func unwrapPath(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	var le *os.LinkError
-	if errors.As(err, &le) {
-		return le.Err
-	}
-	return err
 }

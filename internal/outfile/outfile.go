@@ -9,6 +9,7 @@ import (
 	"sort"
 	"syscall"
 
+	"github.com/gradtune/gradtune/internal/fserr"
 	"github.com/gradtune/gradtune/store"
 )
 
@@ -42,7 +43,7 @@ func Check(path string, force bool, keep []Protected) error {
 		if derr := checkDir(path); derr != nil {
 			return derr
 		}
-		return fmt.Errorf("%s: %w: %w", path, ErrPath, unwrapPath(err))
+		return fmt.Errorf("%s: %w: %w", path, ErrPath, fserr.Reason(err))
 	case fi.IsDir():
 		return fmt.Errorf("%s: %w: it is a directory, want a file path", path, ErrPath)
 	case !fi.Mode().IsRegular():
@@ -74,7 +75,7 @@ func checkDir(path string) error {
 	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("%s: %w: directory %s does not exist", path, ErrPath, dir)
 	case err != nil:
-		return fmt.Errorf("%s: %w: directory %s: %w", path, ErrPath, dir, unwrapPath(err))
+		return fmt.Errorf("%s: %w: directory %s: %w", path, ErrPath, dir, fserr.Reason(err))
 	case !di.IsDir():
 		return fmt.Errorf("%s: %w: %s is not a directory", path, ErrPath, dir)
 	}
@@ -109,7 +110,7 @@ func Write(files map[string][]byte, force bool, keep []Protected) ([]string, err
 func writeFile(name string, data []byte) error {
 	tmp, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".*")
 	if err != nil {
-		return fmt.Errorf("writing %s: %w", name, unwrapPath(err))
+		return fmt.Errorf("writing %s: %w", name, fserr.Reason(err))
 	}
 	defer os.Remove(tmp.Name())
 	_, err = tmp.Write(data)
@@ -123,21 +124,7 @@ func writeFile(name string, data []byte) error {
 		err = os.Rename(tmp.Name(), name)
 	}
 	if err != nil {
-		return fmt.Errorf("writing %s: %w", name, unwrapPath(err))
+		return fmt.Errorf("writing %s: %w", name, fserr.Reason(err))
 	}
 	return nil
-}
-
-// unwrapPath drops the path of an *fs.PathError or *os.LinkError (a
-// temporary file's), keeping the operation's reason.
-func unwrapPath(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	var le *os.LinkError
-	if errors.As(err, &le) {
-		return le.Err
-	}
-	return err
 }
