@@ -55,6 +55,8 @@ nights)
 	OUT=$out bash bench/nights_h200.sh
 	;;
 pytorch)
+	timed python3 -m unittest discover -s python/tests > "$out/python-tests.log" 2>&1
+	tail -4 "$out/python-tests.log"
 	timed env PYTHONPATH=python python3 examples/pytorch/qwen_layer.py > "$out/pytorch-layer.log" 2>&1
 	tail -30 "$out/pytorch-layer.log"
 	;;

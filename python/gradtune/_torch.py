@@ -266,6 +266,85 @@ def silu(x, tuned=None):
     return _Activation.apply(x, "silu", tuned)
 
 
+# ---- SwiGLU and RoPE
+
+
+def _swiglu_reference(dy, gate, up):
+    s = torch.sigmoid(gate.float())
+    g, u, d = gate.float(), up.float(), dy.float()
+    return (d * u * s * (1 + g * (1 - s))).to(gate.dtype), (d * g * s).to(up.dtype)
+
+
+class _SwiGLU(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, gate, up, tuned):
+        ctx.tuned = tuned
+        ctx.save_for_backward(gate, up)
+        return torch.nn.functional.silu(gate) * up
+
+    @staticmethod
+    def backward(ctx, dy):
+        gate, up = ctx.saved_tensors
+        dy, g, u = dy.contiguous(), gate.contiguous(), up.contiguous()
+        if gate.dtype in _NAMES and gate.numel() and gate.is_cuda and up.dtype == gate.dtype:
+            m, n = _rows(g)
+            out = _tuned(ctx.tuned).try_run("swiglu_bwd", _NAMES[gate.dtype], f"m={m},n={n}", {"dy": dy, "gate": g, "up": u})
+            if out is not None:
+                return out["dgate"].view_as(gate), out["dup"].view_as(up), None
+        dgate, dup = _swiglu_reference(dy, gate, up)
+        return dgate, dup, None
+
+
+def swiglu(gate, up, tuned=None):
+    """silu(gate) * up (the gated MLP); the backward is swiglu_bwd's entry."""
+    return _SwiGLU.apply(gate, up, tuned)
+
+
+def _rotate_half(x):
+    h = x.shape[-1] // 2
+    return torch.cat((-x[..., h:], x[..., :h]), dim=-1)
+
+
+def _rope_reference(dy, cos, sin):
+    """The gradient of x*cos + rotate_half(x)*sin: dy*cos + rotate_half^T(dy*sin)."""
+    h = dy.shape[-1] // 2
+    t = dy * sin
+    return dy * cos + torch.cat((t[..., h:], -t[..., :h]), dim=-1)
+
+
+class _RoPE(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q, k, cos, sin, tuned):
+        ctx.tuned = tuned
+        ctx.save_for_backward(cos, sin)
+        c, s = cos[:, None, :], sin[:, None, :]
+        return q * c + _rotate_half(q) * s, k * c + _rotate_half(k) * s
+
+    @staticmethod
+    def backward(ctx, dq_rot, dk_rot):
+        cos, sin = ctx.saved_tensors
+        dq_rot, dk_rot = dq_rot.contiguous(), dk_rot.contiguous()
+        (t, hq, d), hk = dq_rot.shape, dk_rot.shape[1]
+        if dq_rot.dtype in _NAMES and dq_rot.is_cuda and dq_rot.numel() and cos.dtype == dq_rot.dtype:
+            out = _tuned(ctx.tuned).try_run("rope_bwd", _NAMES[dq_rot.dtype], f"t={t},hq={hq},hk={hk},d={d}",
+                                            {"dy_q": dq_rot, "dy_k": dk_rot, "cos": cos.contiguous(), "sin": sin.contiguous()})
+            if out is not None:
+                return out["dq"].view_as(dq_rot), out["dk"].view_as(dk_rot), None, None, None
+        c, s = cos[:, None, :], sin[:, None, :]
+        return _rope_reference(dq_rot, c, s), _rope_reference(dk_rot, c, s), None, None, None
+
+
+def rope(q, k, cos, sin, tuned=None):
+    """Rotary embeddings in Hugging Face's rotate-half layout on token-major
+    q [T, Hq, D] and k [T, Hk, D] with cos and sin [T, D] (the model's tables
+    for the T positions): q*cos + rotate_half(q)*sin and the same for k.
+    The backward is rope_bwd's entry (dq and dk in one launch)."""
+    if q.dim() != 3 or k.dim() != 3 or cos.shape != (q.shape[0], q.shape[2]) or sin.shape != cos.shape:
+        raise BadTensor(f"rope wants q [T, Hq, D], k [T, Hk, D], cos and sin [T, D]; got {tuple(q.shape)}, "
+                        f"{tuple(k.shape)}, {tuple(cos.shape)}, {tuple(sin.shape)}")
+    return _RoPE.apply(q, k, cos, sin, tuned)
+
+
 # ---- RMSNorm
 
 

@@ -8,6 +8,9 @@ naming what to install when torch is absent).
                             stream; returns the output buffers by name
   relu, gelu_tanh, silu     activations whose backward runs relu_bwd,
                             gelu_bwd, silu_bwd
+  swiglu                    silu(gate)*up whose backward runs swiglu_bwd
+  rope                      rotary embeddings (rotate-half, token-major
+                            q and k) whose backward runs rope_bwd
   rms_norm                  RMSNorm (Qwen2/Llama) whose backward runs
                             rmsnorm_bwd from the forward's per-row rstd
   linear                    a dense bf16/f16 linear whose backward runs
@@ -21,7 +24,7 @@ A shape or GPU with no entry falls back to the torch path and warns once
 per kernel and reason. See gradtune/_torch.py for the rules.
 """
 
-_NAMES = ("Tuned", "default", "set_default", "relu", "gelu_tanh", "silu", "rms_norm", "linear", "NF4Weight",
+_NAMES = ("Tuned", "default", "set_default", "relu", "gelu_tanh", "silu", "swiglu", "rope", "rms_norm", "linear", "NF4Weight",
           "nf4_lora_linear", "nf4_gemm_dx", "NF4LoRALinear", "BadTensor", "TORCH_DTYPES")
 
 

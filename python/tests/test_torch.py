@@ -107,6 +107,28 @@ class Fallbacks(unittest.TestCase):
         self.check(gtorch.relu, torch.relu, (x,), 0)
         self.check(gtorch.gelu_tanh, lambda x: torch.nn.functional.gelu(x, approximate="tanh"), (x,), 1e-6)
 
+    def test_swiglu(self):
+        torch = self.torch
+        self.check(gtorch.swiglu, lambda g, u: torch.nn.functional.silu(g) * u, (torch.randn(8, 32), torch.randn(8, 32)), 1e-6)
+
+    def test_rope(self):
+        torch = self.torch
+        t, d = 5, 16
+        ang = torch.arange(t)[:, None] * torch.rand(d // 2)[None, :]
+        cos, sin = torch.cat((ang, ang), -1).cos(), torch.cat((ang, ang), -1).sin()
+
+        def plain(q, k):
+            rot = lambda x: torch.cat((-x[..., d // 2:], x[..., :d // 2]), -1)  # noqa: E731
+            c, s = cos[:, None, :], sin[:, None, :]
+            return torch.cat(((q * c + rot(q) * s).flatten(), (k * c + rot(k) * s).flatten()))
+
+        def ours(q, k):
+            return torch.cat([y.flatten() for y in gtorch.rope(q, k, cos, sin)])
+
+        self.check(ours, plain, (torch.randn(t, 3, d), torch.randn(t, 2, d)), 1e-6)
+        with self.assertRaises(gtorch.BadTensor):
+            gtorch.rope(torch.randn(t, 3, d), torch.randn(t, 2, d), cos[:, :4], sin)
+
     def test_rms_norm(self):
         torch = self.torch
         x, w = torch.randn(6, 64), torch.rand(64) + 0.5
