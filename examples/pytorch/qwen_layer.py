@@ -3,7 +3,8 @@ ways, on one GPU:
 
   tuned  gradtune.torch's Functions: RMSNorm (backward rmsnorm_bwd), the
          NF4 base weights with LoRA adapters (dX from nf4_gemm_bwd, the
-         forward's W from nf4_dequant), SiLU (backward silu_bwd);
+         forward's W from nf4_dequant), the gated MLP's silu(gate)·up
+         (backward swiglu_bwd), RoPE on q and k (backward rope_bwd);
   torch  plain PyTorch, the NF4 linear as bitsandbytes computes it: W
          dequantized, then multiplied, in the forward and again in the
          backward (bitsandbytes' MatMul4Bit keeps no W).
@@ -70,21 +71,23 @@ class Layer:
 
 
 def rope(t, cos, sin):
+    """t [T, H, D] rotated by the tables cos, sin [T, D] (rotate-half)."""
     half = t.shape[-1] // 2
     rotated = torch.cat((-t[..., half:], t[..., :half]), -1)
-    return t * cos + rotated * sin
+    return t * cos[:, None, :] + rotated * sin[:, None, :]
 
 
 def rope_tables(tokens, device, dtype):
     inv = 1.0 / THETA ** (torch.arange(0, HEAD_DIM, 2, device=device).float() / HEAD_DIM)
     freqs = torch.outer(torch.arange(tokens, device=device).float(), inv)
     emb = torch.cat((freqs, freqs), -1)
-    return emb.cos().to(dtype)[:, None, :], emb.sin().to(dtype)[:, None, :]
+    return emb.cos().to(dtype), emb.sin().to(dtype)
 
 
 def forward(layer, x, adapters, ops):
     """The decoder layer: x + attn(norm1(x)), then + mlp(norm2(·)); ops
-    supplies norm(x, w), proj(name, x, a, b) and silu(x)."""
+    supplies norm(x, w), proj(name, x, a, b), rope(q, k, cos, sin) and
+    swiglu(gate, up)."""
     T = x.shape[0]
     cos, sin = rope_tables(T, x.device, x.dtype)
 
@@ -92,14 +95,13 @@ def forward(layer, x, adapters, ops):
         return ops.proj(layer, name, h, *adapters[name])
 
     h = ops.norm(x, layer.norm1)
-    q = rope(proj("q", h).view(T, HEADS, HEAD_DIM), cos, sin)
-    k = rope(proj("k", h).view(T, KV_HEADS, HEAD_DIM), cos, sin)
+    q, k = ops.rope(proj("q", h).view(T, HEADS, HEAD_DIM), proj("k", h).view(T, KV_HEADS, HEAD_DIM), cos, sin)
     v = proj("v", h).view(T, KV_HEADS, HEAD_DIM)
     k, v = (t.repeat_interleave(HEADS // KV_HEADS, 1) for t in (k, v))
     att = F.scaled_dot_product_attention(q.transpose(0, 1)[None], k.transpose(0, 1)[None], v.transpose(0, 1)[None], is_causal=True)
     x = x + proj("o", att[0].transpose(0, 1).reshape(T, HEADS * HEAD_DIM))
     h = ops.norm(x, layer.norm2)
-    return x + proj("down", ops.silu(proj("gate", h)) * proj("up", h))
+    return x + proj("down", ops.swiglu(proj("gate", h), proj("up", h)))
 
 
 class Tuned:
@@ -113,7 +115,8 @@ class Tuned:
     def proj(layer, name, h, a, b):
         return gt.nf4_lora_linear(h, layer.nf4[name], a, b, ALPHA / RANK, layer.bias[name])
 
-    silu = staticmethod(gt.silu)
+    swiglu = staticmethod(gt.swiglu)
+    rope = staticmethod(gt.rope)
 
 
 class _BnbNF4(torch.autograd.Function):
@@ -143,7 +146,13 @@ class Torch:
         y = _BnbNF4.apply(h, layer.nf4[name]) + (ALPHA / RANK) * ((h @ a.t()) @ b.t())
         return y if layer.bias[name] is None else y + layer.bias[name]
 
-    silu = staticmethod(F.silu)
+    @staticmethod
+    def swiglu(gate, up):
+        return F.silu(gate) * up
+
+    @staticmethod
+    def rope(q, k, cos, sin):
+        return rope(q, cos, sin), rope(k, cos, sin)
 
 
 class Float32(Torch):
