@@ -28,12 +28,17 @@ const (
 	// storage type for Input buffers: All leaves it out and Parse
 	// accepts it only by its name "i32".
 	I32
+	// I64 is a signed 64-bit integer: class indices as PyTorch keeps
+	// them (int64 labels, ignore_index −100 included). Like I32 it is a
+	// storage type for Input buffers: All leaves it out and Parse
+	// accepts it only by its name "i64".
+	I64
 )
 
-var names = map[DType]string{F32: "f32", F16: "f16", BF16: "bf16", F64: "f64", U8: "u8", I32: "i32"}
+var names = map[DType]string{F32: "f32", F16: "f16", BF16: "bf16", F64: "f64", U8: "u8", I32: "i32", I64: "i64"}
 
-// All lists the valid floating-point dtypes in a stable order (U8 and
-// I32 are storage types and are not listed).
+// All lists the valid floating-point dtypes in a stable order (U8, I32
+// and I64 are storage types and are not listed).
 func All() []DType { return []DType{F32, F16, BF16, F64} }
 
 // String returns the short name ("f32", "bf16", ...).
@@ -51,7 +56,7 @@ func (d DType) Size() int {
 		return 4
 	case F16, BF16:
 		return 2
-	case F64:
+	case F64, I64:
 		return 8
 	case U8:
 		return 1
@@ -78,6 +83,8 @@ func Parse(s string) (DType, error) {
 		return U8, nil
 	case "i32":
 		return I32, nil
+	case "i64":
+		return I64, nil
 	}
 	return Invalid, fmt.Errorf("unknown dtype %q (accepted: f32, f16, bf16, f64)", s)
 }
@@ -118,6 +125,8 @@ func (d DType) Round(v float64) float64 {
 		return float64(toU8(v))
 	case I32:
 		return float64(toI32(v))
+	case I64:
+		return float64(toI64(v))
 	}
 	return v
 }
@@ -148,6 +157,20 @@ func toI32(v float64) int32 {
 	return int32(math.RoundToEven(v))
 }
 
+// toI64 is v rounded to the nearest integer (ties to even) and clamped
+// to the int64 range; NaN gives 0.
+func toI64(v float64) int64 {
+	switch {
+	case v != v:
+		return 0
+	case v <= math.MinInt64:
+		return math.MinInt64
+	case v >= math.MaxInt64:
+		return math.MaxInt64
+	}
+	return int64(math.RoundToEven(v))
+}
+
 // Encode writes vals as little-endian elements of type d.
 // Narrow types are rounded through f32 first (as a kernel would see them).
 func (d DType) Encode(vals []float64) []byte {
@@ -166,6 +189,8 @@ func (d DType) Encode(vals []float64) []byte {
 			b[i] = toU8(v)
 		case I32:
 			binary.LittleEndian.PutUint32(b[4*i:], uint32(toI32(v)))
+		case I64:
+			binary.LittleEndian.PutUint64(b[8*i:], uint64(toI64(v)))
 		}
 	}
 	return b

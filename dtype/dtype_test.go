@@ -136,3 +136,34 @@ func TestI32(t *testing.T) {
 		}
 	}
 }
+
+// TestI64: values round to the nearest integer and clamp to the int64
+// range, encode as eight little-endian bytes of two's complement each
+// and decode back (−100, ignore_index, included: its low word is i32's
+// −100); i64 is parsed by name but not listed.
+func TestI64(t *testing.T) {
+	vals := []float64{0, 1, -100, 2.5, 151935, -2.5, 3e9, 1e19, -1e19, math.NaN()}
+	want := []int64{0, 1, -100, 2, 151935, -2, 3e9, math.MaxInt64, math.MinInt64, 0}
+	b := I64.Encode(vals)
+	if len(b) != 8*len(vals) || b[16] != 0x9c || b[19] != 0xff || b[23] != 0xff || b[48] != 0x00 || b[51] != 0xb2 {
+		t.Fatalf("Encode = % x", b)
+	}
+	for i, v := range I64.Decode(b) {
+		if v != float64(want[i]) || I64.Round(vals[i]) != v {
+			t.Errorf("element %d: decoded %v, rounded %v, want %d", i, v, I64.Round(vals[i]), want[i])
+		}
+	}
+	if d, err := Parse("i64"); err != nil || d != I64 || I64.Size() != 8 || I64.String() != "i64" {
+		t.Errorf("Parse(i64) = %v, %v", d, err)
+	}
+	for _, name := range []string{"int64", "long"} {
+		if _, err := Parse(name); err == nil {
+			t.Errorf("Parse(%s) accepted", name)
+		}
+	}
+	for _, d := range All() {
+		if d == I64 {
+			t.Errorf("All lists i64")
+		}
+	}
+}

@@ -33,5 +33,9 @@ func (d DType) DecodeInto(dst []float64, b []byte) {
 		for i := range dst {
 			dst[i] = float64(int32(binary.LittleEndian.Uint32(b[4*i:])))
 		}
+	case I64:
+		for i := range dst {
+			dst[i] = float64(int64(binary.LittleEndian.Uint64(b[8*i:])))
+		}
 	}
 }

@@ -4,15 +4,18 @@
 // ignore_index=-100, label_smoothing=ε, reduction="mean") backward:
 //
 //	p = softmax(z) per row, lse = log Σ_c e^z
-//	dlogits[r,c] = dloss/n_valid · (p[r,c] − ε/v − (1−ε)·[c = label[r]])
-//	loss[r]      = lse[r] − (1−ε)·z[r,label[r]] − ε/v·Σ_c z[r,c]
+//	dlogits[r,c] = dloss/n_valid · (p[r,c]·(1 + 2λ·lse[r]) − ε/v − (1−ε)·[c = label[r]])
+//	loss[r]      = lse[r] − (1−ε)·z[r,label[r]] − ε/v·Σ_c z[r,c] + λ·lse[r]²
 //
-// with both zero on a row whose label is ignore_index (−100).
+// with both zero on a row whose label is ignore_index (−100); λ·lse² is
+// PaLM's z-loss (λ = 0 without it).
 //
 // Rules:
 //   - Buffers: logits [t·v] and dlogits [t·v] in the dtype (f32, f16,
-//     bf16); labels [t] i32 (class indices; i64 labels are not taken: a
-//     trainer narrows them); dloss [1] f32, the upstream gradient of the
+//     bf16); labels [t] i32, or i64 with labels=i64 (class indices below
+//     2³¹ or ignore_index: the kernels read the low 32 bits of an i64
+//     label, so a larger one or another negative one is misread);
+//     zloss_scale [1] f32 with zloss=1, λ, read at run time; dloss [1] f32, the upstream gradient of the
 //     mean loss (1 for a loss that is the objective); n_valid [1] f32, the
 //     number of labels that are not ignore_index, the mean's denominator,
 //     which the trainer supplies (PyTorch counts it on the device before
@@ -21,17 +24,27 @@
 //     A label outside [0, v) other than ignore_index is the caller's
 //     error, as it is PyTorch's: its row's values are undefined, but no
 //     memory outside the buffers is touched.
-//   - Shapes: from a preset, [Tokens × Vocab] without smoothing; specs
-//     name t and v and may name smooth (ε, 0 ≤ ε < 1, three decimals at
-//     most), which is baked into the PTX. z-loss is not offered.
+//   - Shapes: from a preset, [Tokens × Vocab] without smoothing, i32
+//     labels, no z-loss; specs name t and v and may name smooth (ε,
+//     0 ≤ ε < 1, three decimals at most, baked into the PTX), labels
+//     (i32 or i64) and zloss (0 or 1). The gradient is not offered in
+//     place (see docs/kernels/xent.md): the contract has no role for a
+//     buffer the caller fills and the launches overwrite.
 //   - Two launches of one module, both of t·split CTAs: the statistics
 //     kernel, CTA c taking part c mod split of row c/split, leaves per CTA
-//     a partial (m·log₂e, Σ 2^(z·log₂e − m·log₂e), Σz) in the Scratch
-//     buffer partials [t·split·4 f32]; the gradient kernel's CTA merges
+//     a partial (m·log₂e, Σ 2^(z·log₂e − m·log₂e), Σz, zl) in the Scratch
+//     buffer partials [t·split·4 f32], zl = z[r, label[r]] in part 0's
+//     (0 in the others and on an ignored row); the gradient kernel's CTA merges
 //     its row's split partials in order, m = max(m₁, m₂) and
 //     s = s₁·2^(m₁−m) + s₂·2^(m₂−m), computes the gradient of its part,
-//     and the part-0 CTA's thread 0 writes lse and loss. Reverse takes
-//     the gradient kernel's rows last to first.
+//     and the part-0 CTA's thread 0 writes lse and loss from the merged
+//     partial and zl. Reverse takes the gradient kernel's rows last to
+//     first.
+//   - Alias-safe: the gradient kernel reads no logit but its part's, each
+//     element once, by the thread that writes its gradient, before that
+//     store (a batch's loads precede its stores); z[label] comes from the
+//     statistics kernel, which writes no logit. So dlogits may be the
+//     logits' memory; the gradient kernel then reads them without .nc.
 //   - The token count t is taken at run time: neither kernel reads it;
 //     the grids and the buffers are expressions of t (RuntimeDims).
 //   - Work split: a row is v/vec vectors (vec divides v: the widest width
@@ -48,14 +61,21 @@
 //     lg2.approx(s))·ln 2.
 //   - Inputs: logits uniform in [−8, 8] rounded to the dtype; labels
 //     uniform in [0, v), every eighth row (offset by the seed)
-//     ignore_index; dloss uniform in [0.5, 2); n_valid their count.
+//     ignore_index; dloss uniform in [0.5, 2); n_valid their count;
+//     zloss_scale uniform in [0.01, 0.1) (above a trainer's 1e-4, so the
+//     z-loss terms are seen).
 //   - Tolerance (u = 2⁻²⁴; K = 4·⌈⌈v/vec_min⌉/128⌉ + 160 bounds the
 //     relative error of a row's sum of exponentials in u, its longest
 //     chain: 4u per loop iteration, the pairwise and merge sums): dlogits
 //     Atol = gmax·(pmax·R + 4u), Rtol = R = (K + 192)·u, plus the
 //     rounding of the stored dtype (gmax = 2/max(1, t − ⌈t/8⌉), pmax a
-//     six-sigma bound of the generated softmax); lse Atol = (K + 200 +
-//     4·(8 + ln v))·u; loss Atol = lse's + (16 + 8·ε·K + 4·(16 + ln v))·u.
+//     six-sigma bound of the generated softmax); lse Atol = E = (K + 200 +
+//     4·lmax)·u, lmax = 8 + ln v ≥ |lse|; loss Atol = E + (16 + 8·ε·K +
+//     4·(lmax + 8))·u. With z-loss (λ ≤ λmax = 0.1): p's factor
+//     F = 1 + 2λ·lse ≤ 1 + 2·λmax·lmax is formed from the f32 lse, so its
+//     relative error is at most 2·λmax·E + 2u, and u more scaling g:
+//     dlogits R becomes R + 2·λmax·E + 3u and Atol gmax·(pmax·F·R + 4u);
+//     λ·lse² adds λmax·(2·lmax·E + 4·lmax²·u) to loss's Atol.
 //
 // The byte floor, the design and the work left are in
 // docs/kernels/xent.md.

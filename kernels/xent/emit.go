@@ -18,23 +18,33 @@ func wideVec(s Shape) int { return rows.WidestVec(s.DType, s.V) }
 // elements; CTA part i of a row (of split) takes vectors [i·cv, (i+1)·cv)
 // that are below nv, block threads at a time, vpt vectors per thread
 // per iteration.
+// labBytes is the bytes of one label (the kernels read its low 32 bits);
+// zloss adds λ·lse² to the loss. alias emits the program with the
+// gradient written over the logits (the gradient kernel's output is the
+// buffer logits, read without .nc); labelLate makes the gradient kernel
+// read z[label] from the logits, which is wrong once they alias (tests
+// plant it).
 type geom struct {
 	dt                dtype.DType
 	v, vec, vb, nv    int
 	block, vpt, split int
-	cv                int
+	cv, labBytes      int
 	eps               float64
-	reverse           bool
+	reverse, zloss    bool
+	alias, labelLate  bool
 }
 
 func newGeom(s Shape, p Params) geom {
 	g := geom{dt: s.DType, v: s.V, vec: p.Vec, vb: p.Vec * s.DType.Size(), nv: s.V / p.Vec,
-		block: p.Block, vpt: p.VPT, split: p.Split, eps: s.eps(), reverse: p.Reverse}
+		block: p.Block, vpt: p.VPT, split: p.Split, eps: s.eps(), reverse: p.Reverse,
+		labBytes: s.labelType().Size(), zloss: s.zloss()}
 	g.cv = gen.CeilDiv(g.nv, g.split)
 	return g
 }
 
-// statWords is the f32 words of one partial: (m·log₂e, Σ2^(z·log₂e − that), Σz, 0).
+// statWords is the f32 words of one partial: (m·log₂e, Σ2^(z·log₂e −
+// that), Σz, zl), zl = z[row, label] in part 0's partial (0 on an
+// ignored row), 0 in the others.
 const statWords = 4
 
 // The f32 constants: log₂e, ln 2, and the running maximum (in log₂
@@ -50,9 +60,13 @@ var (
 // Emit generates one variant: the statistics kernel, then the gradient
 // kernel, in one module; neither reads t (the grids are t·split CTAs).
 func (f family) Emit(s Shape, p Params) (kernels.Program, error) {
-	g := newGeom(s, p)
+	return f.emit(newGeom(s, p))
+}
+
+// emit generates the program of geometry g.
+func (f family) emit(g geom) (kernels.Program, error) {
 	m := ptx.NewModule()
-	stats, grad := f.Name()+"_stats_"+s.DType.String(), f.Name()+"_grad_"+s.DType.String()
+	stats, grad := f.Name()+"_stats_"+g.dt.String(), f.Name()+"_grad_"+g.dt.String()
 	emitStats(m.Func(stats), g)
 	emitGrad(m.Func(grad), g)
 	built, err := m.Build()
@@ -61,10 +75,18 @@ func (f family) Emit(s Shape, p Params) (kernels.Program, error) {
 	}
 	grid := [3]contract.Expr{contract.Var(Dim).TimesInt(g.split), contract.Int(1), contract.Int(1)}
 	block := [3]int{g.block, 1, 1}
+	in := []kernels.Arg{{Buffer: "logits"}, {Buffer: "labels"}, {Buffer: "dloss"}, {Buffer: "n_valid"}}
+	if g.zloss {
+		in = append(in, kernels.Arg{Buffer: "zloss_scale"})
+	}
+	out := "dlogits"
+	if g.alias {
+		out = "logits"
+	}
 	return kernels.Program{PTX: built.String(), Launches: []kernels.Launch{
-		{Entry: stats, Grid: grid, Block: block, Args: []kernels.Arg{{Buffer: "logits"}, {Buffer: "partials"}}},
-		{Entry: grad, Grid: grid, Block: block, Args: []kernels.Arg{{Buffer: "logits"}, {Buffer: "labels"},
-			{Buffer: "dloss"}, {Buffer: "n_valid"}, {Buffer: "partials"}, {Buffer: "dlogits"}, {Buffer: "lse"}, {Buffer: "loss"}}},
+		{Entry: stats, Grid: grid, Block: block, Args: []kernels.Arg{{Buffer: "logits"}, {Buffer: "labels"}, {Buffer: "partials"}}},
+		{Entry: grad, Grid: grid, Block: block, Args: append(in, kernels.Arg{Buffer: "partials"}, kernels.Arg{Buffer: out},
+			kernels.Arg{Buffer: "lse"}, kernels.Arg{Buffer: "loss"})},
 	}, Buffers: []kernels.Buffer{
 		{Name: "partials", DType: dtype.F32, Elems: contract.Var(Dim).TimesInt(g.split * statWords), Role: kernels.Scratch},
 	}, RuntimeDims: []string{Dim}}, nil
@@ -130,8 +152,8 @@ func (w *walk) plus(i ptx.Reg, q int) ptx.Reg {
 }
 
 // load loads the vpt vectors of a batch at base+off as f32 values (zero
-// where guarded off).
-func (w *walk) load(base, off ptx.Reg, ok []ptx.Reg) [][]ptx.Reg {
+// where guarded off), with the load options o.
+func (w *walk) load(base, off ptx.Reg, ok []ptx.Reg, o ...ptx.LdOpts) [][]ptx.Reg {
 	k, g := w.k, w.g
 	at := k.Add(ptx.U64, base, off)
 	out := make([][]ptx.Reg, g.vpt)
@@ -140,7 +162,23 @@ func (w *walk) load(base, off ptx.Reg, ok []ptx.Reg) [][]ptx.Reg {
 		if ok != nil {
 			guard = ok[q]
 		}
-		out[q] = gen.Widen(k, g.dt, gen.LdRaw(k, ptx.Global, g.dt, g.vec, ptx.At(at, int64(q*g.block*g.vb)), guard, gen.LdNC))
+		out[q] = gen.Widen(k, g.dt, gen.LdRaw(k, ptx.Global, g.dt, g.vec, ptx.At(at, int64(q*g.block*g.vb)), guard, o...))
 	}
 	return out
+}
+
+// loadLabel is row row's label as a u32: an i32 label, or the low word
+// of an i64 one (labels are below 2³¹ or ignore_index, whose low word is
+// the i32's).
+func loadLabel(k *ptx.Func, g geom, labels, row ptx.Reg) ptx.Reg {
+	at := k.Add(ptx.U64, labels, k.MulWide(ptx.U32, row, ptx.Imm(g.labBytes)))
+	return k.Ld(ptx.Global, ptx.U32, 1, ptx.At(at, 0), gen.LdNC)[0]
+}
+
+// labelLogit loads z[row, lab] where ok and lab < v (0 elsewhere: an
+// ignored row or a label outside the row reads nothing).
+func labelLogit(k *ptx.Func, g geom, logits, row, lab, ok ptx.Reg, o ...ptx.LdOpts) ptx.Reg {
+	ok = k.And(ptx.Pred, ok, k.Setp("lt", ptx.U32, lab, ptx.Imm(g.v)))
+	at := k.Add(ptx.U64, logits, k.Add(ptx.U64, k.MulWide(ptx.U32, row, ptx.Imm(g.v*g.dt.Size())), k.MulWide(ptx.U32, lab, ptx.Imm(g.dt.Size()))))
+	return gen.LdVals(k, ptx.Global, g.dt, 1, ptx.At(at, 0), ok, o...)[0]
 }

@@ -30,16 +30,32 @@ const MaxV = 1 << 24
 const maxT = (1<<31 - 1) / 16
 
 // Shape is the logits [t tokens × v classes] of one cross-entropy, with
-// label smoothing ε (smooth, optional: 0).
+// label smoothing ε (smooth, optional: 0), the labels' storage type
+// (labels, optional: i32; i64 as PyTorch keeps them) and z-loss (zloss,
+// optional: 0; 1 adds λ·lse² to each row's loss, λ the run-time input
+// zloss_scale).
 type Shape struct {
 	T      int            `dim:"t"`
 	V      int            `dim:"v"`
 	Smooth variants.Milli `dim:"smooth,optional"`
+	Labels string         `dim:"labels,optional=i32" values:"i32,i64"`
+	ZLoss  int            `dim:"zloss,optional=0"`
 	DType  dtype.DType
 }
 
 // eps is the label smoothing ε.
 func (s Shape) eps() float64 { return s.Smooth.Float() }
+
+// labelType is the labels' storage type.
+func (s Shape) labelType() dtype.DType {
+	if s.Labels == "i64" {
+		return dtype.I64
+	}
+	return dtype.I32
+}
+
+// zloss reports whether the loss has PaLM's z-loss term λ·lse².
+func (s Shape) zloss() bool { return s.ZLoss == 1 }
 
 // Params is one variant: the vector width, the CTA, the loads in flight,
 // the CTAs per row and the gradient kernel's row order.
@@ -55,7 +71,7 @@ type family struct{}
 
 func (family) Name() string { return "cross_entropy_bwd" }
 func (family) Doc() string {
-	return "mean cross-entropy backward: dlogits from logits and labels (ignore_index −100, label smoothing), with the rows' log-sum-exp and loss"
+	return "mean cross-entropy backward: dlogits from logits and labels (i32 or i64, ignore_index −100), label smoothing and z-loss, with the rows' log-sum-exp and loss"
 }
 func (family) DTypes() []dtype.DType { return rows.DTypes() }
 
@@ -67,9 +83,11 @@ func (family) Shapes(p variants.Preset, dt dtype.DType) []Shape {
 	return []Shape{{T: p.Tokens, V: p.Vocab, DType: dt}}
 }
 
-// CheckShape: v ≤ MaxV, t ≤ maxT, ε < 1.
+// CheckShape: v ≤ MaxV, t ≤ maxT, ε < 1, zloss 0 or 1.
 func (family) CheckShape(s Shape) error {
 	switch {
+	case s.ZLoss > 1:
+		return fmt.Errorf("zloss=%d: want 0 or 1", s.ZLoss)
 	case s.V > MaxV:
 		return fmt.Errorf("v=%d: at most %d classes", s.V, MaxV)
 	case s.T > maxT:
@@ -80,26 +98,33 @@ func (family) CheckShape(s Shape) error {
 	return nil
 }
 
-// Buffers are the shape's data; the partials are the program's.
+// Buffers are the shape's data (zloss_scale only with zloss=1); the
+// partials are the program's.
 func (family) Buffers(s Shape) []kernels.Buffer {
-	t, tv := contract.Var(Dim), contract.Var(Dim).TimesInt(s.V)
-	return []kernels.Buffer{
+	t, tv, one := contract.Var(Dim), contract.Var(Dim).TimesInt(s.V), contract.Int(1)
+	b := []kernels.Buffer{
 		{Name: "logits", DType: s.DType, Elems: tv, Role: kernels.Input},
-		{Name: "labels", DType: dtype.I32, Elems: t, Role: kernels.Input},
-		{Name: "dloss", DType: dtype.F32, Elems: contract.Int(1), Role: kernels.Input},
-		{Name: "n_valid", DType: dtype.F32, Elems: contract.Int(1), Role: kernels.Input},
-		{Name: "dlogits", DType: s.DType, Elems: tv, Role: kernels.Output},
-		{Name: "lse", DType: dtype.F32, Elems: t, Role: kernels.Output},
-		{Name: "loss", DType: dtype.F32, Elems: t, Role: kernels.Output},
+		{Name: "labels", DType: s.labelType(), Elems: t, Role: kernels.Input},
+		{Name: "dloss", DType: dtype.F32, Elems: one, Role: kernels.Input},
+		{Name: "n_valid", DType: dtype.F32, Elems: one, Role: kernels.Input},
 	}
+	if s.zloss() {
+		b = append(b, kernels.Buffer{Name: "zloss_scale", DType: dtype.F32, Elems: one, Role: kernels.Input})
+	}
+	return append(b,
+		kernels.Buffer{Name: "dlogits", DType: s.DType, Elems: tv, Role: kernels.Output},
+		kernels.Buffer{Name: "lse", DType: dtype.F32, Elems: t, Role: kernels.Output},
+		kernels.Buffer{Name: "loss", DType: dtype.F32, Elems: t, Role: kernels.Output})
 }
 
 // Cost: the logits read twice and the gradient written (the two-pass
 // floor), the labels read and lse and loss written; per element the
-// statistics' max, fma, ex2 and add and the gradient's fma, ex2 and fma.
+// statistics' max, fma, ex2 and add and the gradient's fma, ex2 and fma
+// (z-loss scales the gradient's per-row coefficient: nothing per
+// element).
 func (family) Cost(s Shape) kernels.Cost {
 	t, tv := int64(s.T), int64(s.T)*int64(s.V)
-	return kernels.Cost{Bytes: 3*tv*int64(s.DType.Size()) + 12*t, Flops: 7 * tv}
+	return kernels.Cost{Bytes: 3*tv*int64(s.DType.Size()) + (8+int64(s.labelType().Size()))*t, Flops: 7 * tv}
 }
 
 // Space: vec is the widest width dividing v or half that; the rules keep

@@ -64,17 +64,19 @@ func shflMerge(k *ptx.Func, st stat, n int, smooth bool) stat {
 
 // emitStats is the statistics kernel: CTA c takes part c mod split of
 // row c/split and stores the stat of its vectors, merged over the CTA,
-// as partial c (statWords f32 words).
+// as partial c (statWords f32 words); part 0 also stores z[row, label].
+// It writes no logit, so what it reads is the caller's logits even when
+// the gradient is to be written over them.
 func emitStats(k *ptx.Func, g geom) {
 	k.ReqNTid(g.block)
-	logits, partials := gen.Param(k, "logits"), gen.Param(k, "partials")
+	logits, labels, partials := gen.Param(k, "logits"), gen.Param(k, "labels"), gen.Param(k, "partials")
 	cta := k.Mov(ptx.U32, ptx.CtaidX)
 	w := newWalk(k, g, cta)
 	smooth := g.eps > 0
 	st := newStat(k)
 	w.each(func(_, off ptx.Reg, ok []ptx.Reg) {
 		var xm, xs []ptx.Reg
-		for q, v := range w.load(logits, off, ok) {
+		for q, v := range w.load(logits, off, ok, gen.LdNC) {
 			for _, x := range v {
 				xs = append(xs, x)
 				if ok != nil {
@@ -86,9 +88,11 @@ func emitStats(k *ptx.Func, g geom) {
 		st.absorb(k, xm, xs, smooth)
 	})
 	st = ctaMerge(k, g, w.tid, shflMerge(k, st, 32, smooth), smooth)
+	t0 := k.Setp("eq", ptx.U32, w.tid, ptx.Imm(0))
+	first := k.And(ptx.Pred, t0, k.Setp("eq", ptx.U32, w.part, ptx.Imm(0)))
+	zl := labelLogit(k, g, logits, w.row, loadLabel(k, g, labels, w.row), first, gen.LdNC)
 	at := k.Add(ptx.U64, partials, k.MulWide(ptx.U32, cta, ptx.Imm(4*statWords)))
-	pad, t0 := k.Mov(ptx.F32, ptx.F32Imm(0)), k.Setp("eq", ptx.U32, w.tid, ptx.Imm(0))
-	k.St(ptx.Global, ptx.F32, ptx.At(at, 0), []ptx.Reg{st.mL, st.s, st.z, pad})
+	k.St(ptx.Global, ptx.F32, ptx.At(at, 0), []ptx.Reg{st.mL, st.s, st.z, zl})
 	k.Guard(t0, false)
 }
 

@@ -2,6 +2,7 @@ package xent_test
 
 import (
 	"math"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -61,10 +62,46 @@ func TestShapesAndSpace(t *testing.T) {
 	if c := fam.Cost(s); c.Bytes != 3*2048*151936*2+12*2048 {
 		t.Errorf("Cost = %+v", c)
 	}
-	for _, bad := range []string{"t=1,v=16777217", "t=1,v=8,smooth=1", "t=200000000,v=8"} {
+	for _, bad := range []string{"t=1,v=16777217", "t=1,v=8,smooth=1", "t=200000000,v=8", "t=1,v=8,labels=i16", "t=1,v=8,zloss=2", "t=1,v=8,labels=1"} {
 		sp, _ := variants.ParseSpecs(bad)
 		if _, err := fam.Shape(sp[0], dtype.F32); err == nil {
 			t.Errorf("%s accepted", bad)
+		}
+	}
+}
+
+// TestOptionDims: labels (i32 or i64) and zloss (0 or 1) parse, their
+// defaults leave the key; labels=i64 widens the labels buffer and the
+// cost, zloss=1 adds the input zloss_scale and nothing to the cost.
+func TestOptionDims(t *testing.T) {
+	for _, c := range []struct{ spec, key, labels string }{
+		{"t=4,v=8", "t=4,v=8", "i32"},
+		{"t=4,v=8,labels=i32,zloss=0", "t=4,v=8", "i32"},
+		{"t=4,v=8,labels=i64", "t=4,v=8,labels=i64", "i64"},
+		{"t=4,v=8,smooth=0.1,zloss=1", "t=4,v=8,smooth=0.1,zloss=1", "i32"},
+		{"t=4,v=8,zloss=1,labels=i64", "t=4,v=8,labels=i64,zloss=1", "i64"},
+	} {
+		s := simtest.Shape(t, fam, c.spec, dtype.F16)
+		var names []string
+		for _, b := range fam.Buffers(s) {
+			names = append(names, b.Name)
+			if b.Name == "labels" && b.DType.String() != c.labels {
+				t.Errorf("%s: labels %v, want %s", c.spec, b.DType, c.labels)
+			}
+		}
+		zl := strings.Contains(c.key, "zloss=1")
+		if s.Key() != c.key+",dtype=f16" || slices.Contains(names, "zloss_scale") != zl {
+			t.Errorf("%s: key %s, buffers %v", c.spec, s.Key(), names)
+		}
+		lb := int64(4)
+		if c.labels == "i64" {
+			lb = 8
+		}
+		if got := fam.Cost(s); got.Bytes != 3*32*2+(8+lb)*4 || got.Flops != 7*32 {
+			t.Errorf("%s: Cost = %+v", c.spec, got)
+		}
+		if in := fam.Inputs(s, 1); zl && (in["zloss_scale"][0] < 0.01 || in["zloss_scale"][0] >= 0.1) {
+			t.Errorf("%s: zloss_scale %v", c.spec, in["zloss_scale"])
 		}
 	}
 }
@@ -126,15 +163,19 @@ func meanLoss(s variants.Shape, in map[string][]float64, z []float64) float64 {
 
 // TestReferenceMatchesFiniteDifferences checks the reference's dlogits
 // against central differences of its own mean loss, and its loss against
-// PyTorch's formula with smoothing: (1−ε)·nll + ε·mean_c(−log p_c).
+// PyTorch's formula with smoothing, (1−ε)·nll + ε·mean_c(−log p_c), plus
+// PaLM's z-loss λ·lse².
 func TestReferenceMatchesFiniteDifferences(t *testing.T) {
-	for _, sp := range []string{"t=9,v=5", "t=8,v=17,smooth=0.1", "t=3,v=1"} {
+	for _, sp := range []string{"t=9,v=5", "t=8,v=17,smooth=0.1", "t=3,v=1", "t=8,v=6,smooth=0.1,zloss=1", "t=5,v=4,labels=i64,zloss=1"} {
 		s := simtest.Shape(t, fam, sp, dtype.F32)
 		in := fam.Inputs(s, 3)
 		tt, v := s.Get("t"), s.Get("v")
-		eps := 0.0
+		eps, lambda := 0.0, 0.0
 		if strings.Contains(sp, "smooth") {
 			eps = 0.1
+		}
+		if strings.Contains(sp, "zloss=1") {
+			lambda = in["zloss_scale"][0]
 		}
 		z := kernels.Uniform(dtype.F64, tt*v, -3, 3, 5, "z")
 		in["logits"] = z
@@ -154,7 +195,7 @@ func TestReferenceMatchesFiniteDifferences(t *testing.T) {
 				mean += z[r*v+c] / float64(v)
 			}
 			lse += math.Log(sum)
-			want := (1-eps)*(lse-z[r*v+lab]) + eps*(lse-mean)
+			want := (1-eps)*(lse-z[r*v+lab]) + eps*(lse-mean) + lambda*lse*lse
 			if d := math.Abs(out["loss"][r] - want); d > 1e-12 || math.Abs(out["lse"][r]-lse) > 1e-12 {
 				t.Errorf("%s row %d: loss %v lse %v, want %v %v", sp, r, out["loss"][r], out["lse"][r], want, lse)
 			}
@@ -201,15 +242,23 @@ func TestVariantsOnInterpreter(t *testing.T) {
 		// Two rows of the model's vocabulary, on the longest chain of
 		// sums the space has there (297 iterations per thread).
 		{Case: simtest.Case{Spec: "t=2,v=151936", DType: dtype.BF16}, Params: "vec=4,block=128,vpt=1,split=1,reverse=0"},
-		{Case: simtest.Case{Spec: "t=2,v=151936,smooth=0.1", DType: dtype.F32}, Params: "vec=4,block=1024,vpt=4,split=16,reverse=1"},
+		{Case: simtest.Case{Spec: "t=2,v=151936,smooth=0.1,zloss=1", DType: dtype.F32}, Params: "vec=4,block=1024,vpt=4,split=16,reverse=1"},
+		// The options alone and combined: i64 labels (row 6 ignored),
+		// z-loss with smoothing, both with smoothing over empty CTAs.
+		{Case: simtest.Case{Spec: "t=9,v=1000,labels=i64", DType: dtype.BF16}, Params: "vec=8,block=128,vpt=1,split=2,reverse=1"},
+		{Case: simtest.Case{Spec: "t=17,v=1003,smooth=0.1,zloss=1", DType: dtype.F32}, Params: "vec=1,block=128,vpt=2,split=4,reverse=0"},
+		{Case: simtest.Case{Spec: "t=10,v=40,smooth=0.05,labels=i64,zloss=1", DType: dtype.F16}, Params: "vec=8,block=128,vpt=1,split=4,reverse=1"},
 	})
 }
 
 // TestRuntimeTokens: a program emitted at t=9 is the program emitted at
-// other t, and computes t = 1, 4, 8 and 33 on the interpreter.
+// other t, and computes t = 1, 4, 8 and 33 on the interpreter; so does
+// one with i64 labels and z-loss at t = 1 and 8.
 func TestRuntimeTokens(t *testing.T) {
 	simtest.RuntimeDim(t, fam, simtest.Case{Spec: "t=9,v=1000,smooth=0.05", DType: dtype.BF16}, "t", []int{1, 4, 8, 33},
 		"vec=8,block=128,vpt=2,split=4,reverse=1", "vec=4,block=128,vpt=1,split=1,reverse=0")
+	simtest.RuntimeDim(t, fam, simtest.Case{Spec: "t=9,v=1000,labels=i64,zloss=1", DType: dtype.BF16}, "t", []int{1, 8},
+		"vec=8,block=128,vpt=1,split=2,reverse=0")
 }
 
 // TestValidationCatchesBugs plants bugs in a valid program's PTX: the
@@ -251,15 +300,71 @@ func TestValidationCatchesBugs(t *testing.T) {
 	}
 }
 
+// TestValidationCatchesOptionBugs plants a bug of each option in a valid
+// program's PTX: z-loss's 2λ taken as λ (its add λ + λ made a mov), and
+// i64 labels read 4 bytes apart (the label offsets' multiplier 8 made
+// 4, in both kernels). Validation must reject both in dlogits.
+func TestValidationCatchesOptionBugs(t *testing.T) {
+	double := regexp.MustCompile(`add\.rn\.f32 (%f\d+), (%f\d+), (%f\d+);`)
+	stride := regexp.MustCompile(`mul\.wide\.u32 (%rd\d+), (%r\d+), 8;`)
+	for _, c := range []struct {
+		what, spec string
+		sites      int
+		plant      func(string) (string, int)
+	}{
+		{"z-loss's λ for 2λ", "t=9,v=1000,smooth=0.1,zloss=1", 1, func(ptx string) (string, int) {
+			n := 0
+			return double.ReplaceAllStringFunc(ptx, func(m string) string {
+				if g := double.FindStringSubmatch(m); g[2] == g[3] {
+					n++
+					return "mov.f32 " + g[1] + ", " + g[2] + ";"
+				}
+				return m
+			}), n
+		}},
+		{"i64 labels 4 bytes apart", "t=9,v=1000,labels=i64", 2, func(ptx string) (string, int) {
+			return stride.ReplaceAllString(ptx, "mul.wide.u32 $1, $2, 4;"), len(stride.FindAllString(ptx, -1))
+		}},
+	} {
+		ss := runner.NewSession(sim.New(sim.Options{Workers: 2}))
+		s := simtest.Shape(t, fam, c.spec, dtype.BF16)
+		if err := ss.Prepare(fam, s, 1); err != nil {
+			t.Fatal(err)
+		}
+		p, _ := variants.ParseParams("vec=8,block=128,vpt=1,split=2,reverse=0")
+		prog, err := fam.Emit(s, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := simtest.ValidateProgram(ss, prog); err != nil {
+			t.Fatalf("%s: the unbroken program: %v", c.spec, err)
+		}
+		bad := prog
+		var n int
+		if bad.PTX, n = c.plant(prog.PTX); n != c.sites {
+			t.Fatalf("%s: planted %d times", c.what, n)
+		}
+		if err := simtest.ValidateProgram(ss, bad); err == nil || !strings.Contains(err.Error(), "dlogits") {
+			t.Errorf("%s: validation says %v, want a failure of dlogits", c.what, err)
+		}
+		ss.Release()
+	}
+}
+
 // TestAssemble assembles a sample of the model shape's variants in each
-// dtype for sm_80 and sm_90: ptxas must accept them with no spill, no
-// stack frame and no warning.
+// dtype, without and with smoothing, i64 labels and z-loss, for sm_80
+// and sm_90: ptxas must accept them with no spill, no stack frame and no
+// warning.
 func TestAssemble(t *testing.T) {
 	ptxas.RequireOrSkip(t)
 	var jobs []ptxtest.Job
-	for _, dt := range fam.DTypes() {
-		s := simtest.Shape(t, fam, modelSpec, dt)
-		for _, p := range sweep.Pick(fam.Space(s).Enumerate(), 40) {
+	for i, dt := range append(fam.DTypes(), fam.DTypes()...) {
+		spec, n := modelSpec, 40
+		if i >= len(fam.DTypes()) {
+			spec, n = modelSpec+",smooth=0.1,labels=i64,zloss=1", 40
+		}
+		s := simtest.Shape(t, fam, spec, dt)
+		for _, p := range sweep.Pick(fam.Space(s).Enumerate(), n) {
 			prog, err := fam.Emit(s, p)
 			if err != nil {
 				t.Fatal(err)

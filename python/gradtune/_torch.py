@@ -37,7 +37,7 @@ from . import launch, table
 from .driver import CUDADriver, CUDAError, NoDriver
 from .errors import NoEntry, NoPTX
 
-TORCH_DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32, "f64": torch.float64, "u8": torch.uint8, "i32": torch.int32}
+TORCH_DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32, "f64": torch.float64, "u8": torch.uint8, "i32": torch.int32, "i64": torch.int64}
 _NAMES = {v: k for k, v in TORCH_DTYPES.items()}
 _FALLBACK = (NoEntry, NoPTX, NoDriver, CUDAError)
 

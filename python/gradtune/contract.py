@@ -30,7 +30,7 @@ from .expr import Expr, ExprError, const, parse
 ROLES = ("input", "output", "accumulate", "scratch", "state")
 DEFAULT_SHARED_LIMIT = 48 << 10
 
-_DTYPE_SIZES = {"f32": 4, "f16": 2, "bf16": 2, "f64": 8, "u8": 1, "i32": 4}
+_DTYPE_SIZES = {"f32": 4, "f16": 2, "bf16": 2, "f64": 8, "u8": 1, "i32": 4, "i64": 8}
 _DTYPE_ALIASES = {
     "f32": "f32", "float32": "f32", "float": "f32", "fp32": "f32",
     "f16": "f16", "float16": "f16", "half": "f16", "fp16": "f16",
@@ -38,6 +38,7 @@ _DTYPE_ALIASES = {
     "f64": "f64", "float64": "f64", "double": "f64", "fp64": "f64",
     "u8": "u8",
     "i32": "i32",
+    "i64": "i64",
 }
 
 

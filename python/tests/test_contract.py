@@ -146,7 +146,8 @@ class Decode(unittest.TestCase):
         self.assertEqual(contract.decode_launch(dict(base, ENTRY="K")).entry, "K")
 
     def test_dtypes(self):
-        self.assertEqual([contract.parse_dtype(s) for s in ("float32", " BF16", "half", "double", "u8", "i32")], ["f32", "bf16", "f16", "f64", "u8", "i32"])
+        self.assertEqual([contract.parse_dtype(s) for s in ("float32", " BF16", "half", "double", "u8", "i32", "i64")], ["f32", "bf16", "f16", "f64", "u8", "i32", "i64"])
+        self.assertEqual([contract.dtype_size(s) for s in ("u8", "i32", "i64")], [1, 4, 8])
         with self.assertRaisesRegex(DecodeError, 'unknown dtype "int8"'):
             contract.parse_dtype("int8")
 

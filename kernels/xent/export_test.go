@@ -1,0 +1,26 @@
+package xent
+
+import (
+	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/variants"
+)
+
+// EmitAliased emits variant p of shape s with the gradient written over
+// the logits (the gradient kernel's output is the buffer logits) and,
+// with late, z[label] read by the gradient kernel from the logits.
+func EmitAliased(s variants.Shape, p variants.Params, late bool) (kernels.Program, error) {
+	sh, err := variants.DecodeShape[Shape](s.Dims, s.DType)
+	if err != nil {
+		return kernels.Program{}, err
+	}
+	if err := (family{}).Space(sh).Space().Check(p); err != nil {
+		return kernels.Program{}, err
+	}
+	pv, err := variants.Decode[Params](p)
+	if err != nil {
+		return kernels.Program{}, err
+	}
+	g := newGeom(sh, pv)
+	g.alias, g.labelLate = true, late
+	return family{}.emit(g)
+}
