@@ -129,7 +129,7 @@ struct gradtune_launch {
 	const struct gradtune_arg *args;
 };
 
-/* role: "input", "output", "accumulate" (zero before every run), "state" (zero once; runs leave it zero) or "scratch". */
+/* role: "input", "output", "accumulate" (zero before every run), "inout" (filled by the caller, overwritten with the result), "state" (zero once; runs leave it zero) or "scratch". */
 struct gradtune_buffer {
 	const char *name, *dtype, *elems, *role;
 };

@@ -25,9 +25,14 @@ const (
 	// launches leaves it zero again (counters that wrap, flags that the
 	// last reader clears).
 	State Role = "state"
+	// InOut is filled by the caller before the launches, which read it
+	// and overwrite it with the result (a gradient written over the
+	// logits it is computed from): after a run it holds the output, so a
+	// second run computes from that, not from the caller's data.
+	InOut Role = "inout"
 )
 
-var roles = []Role{Input, Output, Accumulate, Scratch, State}
+var roles = []Role{Input, Output, Accumulate, Scratch, State, InOut}
 
 func (r Role) String() string { return string(r) }
 
@@ -37,7 +42,7 @@ func (r Role) check() error {
 			return nil
 		}
 	}
-	return fmt.Errorf("role %q: want input, output, accumulate, scratch or state", string(r))
+	return fmt.Errorf("role %q: want input, output, accumulate, scratch, state or inout", string(r))
 }
 
 // Buffer is a device buffer of a program: Elems elements of DType.

@@ -7,7 +7,8 @@
 //
 // A program is PTX, its buffers and its launches:
 //   - a Buffer has a name, a dtype, an element count and a Role: input,
-//     output, accumulate (zeroed before every run), scratch (workspace) or
+//     output, accumulate (zeroed before every run), inout (filled by the caller,
+//     overwritten with the result), scratch (workspace) or
 //     state (zeroed once; every run leaves it zero);
 //   - a Launch names its entry and gives its grid, block, cluster, dynamic
 //     shared memory (with the opt-in above 48 KiB), whether it is a

@@ -142,7 +142,7 @@ func runSide(ss *runner.Session, c *Case, seed uint64) (r Side) {
 	}
 	r.Outs = map[string][]float64{}
 	for _, b := range c.F.Buffers(c.S) {
-		if b.Role != kernels.Output && b.Role != kernels.Accumulate {
+		if b.Role != kernels.Output && b.Role != kernels.Accumulate && b.Role != kernels.InOut {
 			continue
 		}
 		if r.Outs[b.Name], r.Err = ss.Output(b.Name); r.Err != nil {

@@ -25,7 +25,9 @@
 //   - A buffer with role Accumulate is zeroed by the runner inside the
 //     timed region: a backward op that needs a zeroed output pays for
 //     zeroing. State is zeroed once at load, and validation checks that
-//     every run leaves it zero.
+//     every run leaves it zero. An InOut buffer is an input the launches
+//     overwrite with their result: the runner copies its data back before
+//     each validation and compares it after.
 //   - Tolerances compare |got − ref| ≤ Atol + Rtol·|ref| element-wise, per
 //     output buffer, with ref computed in float64.
 //   - A family whose arithmetic allows it gives a second input set

@@ -65,6 +65,7 @@ const (
 	Accumulate = contract.Accumulate
 	Scratch    = contract.Scratch
 	State      = contract.State
+	InOut      = contract.InOut
 )
 
 // Env is the environment a shape's expressions are evaluated in: its

@@ -95,3 +95,22 @@ type ClusterLauncher interface {
 type CubinLoader interface {
 	LoadCubin(cubin []byte) (Module, error)
 }
+
+// Copier is implemented by backends that copy device memory to device
+// memory in stream order.
+type Copier interface {
+	Copy(dst, src Ptr, bytes int) error
+}
+
+// copyDevice copies bytes from src to dst on be: in stream order where be
+// is a Copier, else through the host.
+func copyDevice(be Backend, dst, src Ptr, bytes int) error {
+	if c, ok := be.(Copier); ok {
+		return c.Copy(dst, src, bytes)
+	}
+	buf := make([]byte, bytes)
+	if err := be.Download(buf, src); err != nil {
+		return err
+	}
+	return be.Upload(dst, buf)
+}

@@ -83,6 +83,11 @@ func (b *cudaBackend) Memset(p Ptr, v byte, n int) error {
 }
 func (b *cudaBackend) Sync() error { return b.stream.Synchronize() }
 
+// Copy enqueues a device-to-device copy on the backend's stream.
+func (b *cudaBackend) Copy(dst, src Ptr, n int) error {
+	return b.ctx.CopyDtoDAsync(cuda.DevicePtr(dst), cuda.DevicePtr(src), n, b.stream)
+}
+
 func (b *cudaBackend) Load(ptx string) (Module, error) {
 	m, _, err := b.ctx.LoadPTX(ptx, cuda.JITOptions{OptLevel: -1})
 	if err != nil {

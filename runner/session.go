@@ -27,6 +27,10 @@ type Session struct {
 	fam   kernels.Family
 	shape variants.Shape
 	bufs  map[string]Ptr
+	// pristine holds the random inputs' data of each InOut buffer, which
+	// a run overwrites: copied back into the buffer before every
+	// validation.
+	pristine map[string]Ptr
 	// symbolic are the family's buffers as it declares them; specs the
 	// same resolved at the shape, in env (its dims and the device's
 	// multiprocessor count "sms").
@@ -70,6 +74,11 @@ func (ss *Session) Prepare(f kernels.Family, s variants.Shape, seed uint64) erro
 				return err
 			}
 		}
+		if b.Role == kernels.InOut {
+			if err := ss.keepPristine(b, in, ""); err != nil {
+				return err
+			}
+		}
 	}
 	if e, ok := f.(kernels.Exacter); ok {
 		if in, ok := e.ExactInputs(s, seed); ok {
@@ -83,20 +92,33 @@ func (ss *Session) Prepare(f kernels.Family, s variants.Shape, seed uint64) erro
 }
 
 // exactSet is a session's exact input set (kernels.Exacter): its Input
-// buffers (the other buffers are the session's) and the reference on
-// them, rounded to each output buffer's dtype.
+// buffers (the other buffers are the session's), the data of its InOut
+// buffers (copied into the session's before each run on it) and the
+// reference on them, rounded to each output buffer's dtype.
 type exactSet struct {
-	bufs map[string]Ptr
-	ref  map[string][]float64
+	bufs     map[string]Ptr
+	pristine map[string]Ptr
+	ref      map[string][]float64
 }
 
 // prepareExact allocates and fills the exact set's Input buffers with in
 // and computes its reference: the family's, rounded once to each Output
 // and Accumulate buffer's dtype, as the program rounds its exact result.
 func (ss *Session) prepareExact(in map[string][]float64) error {
-	ex := &exactSet{bufs: map[string]Ptr{}}
+	ex := &exactSet{bufs: map[string]Ptr{}, pristine: map[string]Ptr{}}
 	ss.exact = ex
 	for _, b := range ss.specs {
+		if b.Role == kernels.InOut {
+			p, err := ss.be.Alloc(max(b.Bytes(), 16))
+			if err != nil {
+				return fmt.Errorf("allocating the exact inputs' copy of %s (%d bytes): %w", b.Name, b.Bytes(), err)
+			}
+			ex.pristine[b.Name] = p
+			if err := ss.upload(b, p, in, "exact "); err != nil {
+				return err
+			}
+			continue
+		}
 		if b.Role != kernels.Input {
 			continue
 		}
@@ -111,7 +133,7 @@ func (ss *Session) prepareExact(in map[string][]float64) error {
 	}
 	ex.ref = ss.fam.Reference(ss.shape, in)
 	for _, b := range ss.specs {
-		if b.Role == kernels.Output || b.Role == kernels.Accumulate {
+		if writes(b.Role) {
 			r := ex.ref[b.Name]
 			for i, v := range r {
 				r[i] = b.DType.Round(v)
@@ -119,6 +141,47 @@ func (ss *Session) prepareExact(in map[string][]float64) error {
 		}
 	}
 	return nil
+}
+
+// keepPristine uploads the data in gives InOut buffer b into the
+// session's buffer and into a copy kept to restore it before each
+// validation; what says which input set it is.
+func (ss *Session) keepPristine(b contract.BufferSpec, in map[string][]float64, what string) error {
+	p, err := ss.be.Alloc(max(b.Bytes(), 16))
+	if err != nil {
+		return fmt.Errorf("allocating the %scopy of %s (%d bytes): %w", what, b.Name, b.Bytes(), err)
+	}
+	if ss.pristine == nil {
+		ss.pristine = map[string]Ptr{}
+	}
+	ss.pristine[b.Name] = p
+	if err := ss.upload(b, p, in, what); err != nil {
+		return err
+	}
+	return ss.upload(b, ss.bufs[b.Name], in, what)
+}
+
+// restore copies input set inputs' data into the InOut buffers, which
+// the last run overwrote.
+func (ss *Session) restore(inputs string) error {
+	src := ss.pristine
+	if inputs == ExactInputs {
+		src = ss.exact.pristine
+	}
+	for _, b := range ss.specs {
+		if b.Role == kernels.InOut {
+			if err := copyDevice(ss.be, ss.bufs[b.Name], src[b.Name], b.Bytes()); err != nil {
+				return fmt.Errorf("restoring %s: %w", b.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// writes reports whether the launches write a buffer of role r that
+// validation compares: output, accumulate and inout buffers.
+func writes(r contract.Role) bool {
+	return r == kernels.Output || r == kernels.Accumulate || r == kernels.InOut
 }
 
 // upload writes the data in gives input buffer b to p; what says which
@@ -172,15 +235,21 @@ func (ss *Session) Release() {
 	for _, p := range ss.bufs {
 		ss.be.Free(p)
 	}
+	for _, p := range ss.pristine {
+		ss.be.Free(p)
+	}
 	if ss.exact != nil {
 		for _, p := range ss.exact.bufs {
+			ss.be.Free(p)
+		}
+		for _, p := range ss.exact.pristine {
 			ss.be.Free(p)
 		}
 	}
 	if ss.dev != nil {
 		ss.dev.release()
 	}
-	ss.bufs, ss.ref, ss.exact, ss.specs, ss.symbolic, ss.key = nil, nil, nil, nil, nil, ""
+	ss.bufs, ss.pristine, ss.ref, ss.exact, ss.specs, ss.symbolic, ss.key = nil, nil, nil, nil, nil, nil, ""
 }
 
 // Loaded is a compiled program ready to launch on the session's buffers
@@ -551,6 +620,9 @@ func (ss *Session) validateSet(l *Loaded, inputs string) (SetCheck, error) {
 		}
 	}
 	l.poisoned = true
+	if err := ss.restore(inputs); err != nil {
+		return SetCheck{}, err
+	}
 	b := l.bound
 	if inputs == ExactInputs {
 		b = l.exact
@@ -579,7 +651,7 @@ func (ss *Session) validateSet(l *Loaded, inputs string) (SetCheck, error) {
 // checked reports whether Validate compares buffer b after a run of l:
 // every output and accumulate buffer, or those of l.checks.
 func (l *Loaded) checked(b contract.BufferSpec) bool {
-	if b.Role != kernels.Output && b.Role != kernels.Accumulate {
+	if !writes(b.Role) {
 		return false
 	}
 	return l.checks == nil || slices.Contains(l.checks, b.Name)

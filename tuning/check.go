@@ -50,7 +50,7 @@ func ToleranceText(f kernels.Family, s variants.Shape) string {
 	var parts []string
 	var texts []string
 	for _, b := range f.Buffers(s) {
-		if b.Role != kernels.Output && b.Role != kernels.Accumulate {
+		if b.Role != kernels.Output && b.Role != kernels.Accumulate && b.Role != kernels.InOut {
 			continue
 		}
 		t := f.Tolerance(s, b.Name)

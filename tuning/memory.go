@@ -28,10 +28,13 @@ func InterpreterBytes(f kernels.Family, s variants.Shape) uint64 {
 		n += 2*bytes + 8*uint64(kernels.Elems(b, s))
 		switch {
 		case !exact:
-		case b.Role == kernels.Input:
+		case b.Role == kernels.Input || b.Role == kernels.InOut:
 			n += 2*bytes + 8*uint64(kernels.Elems(b, s))
 		case b.Role == kernels.Output || b.Role == kernels.Accumulate:
 			n += 8 * uint64(kernels.Elems(b, s))
+		}
+		if b.Role == kernels.InOut { // its copy kept to restore it
+			n += bytes
 		}
 	}
 	return n
@@ -46,7 +49,10 @@ func DeviceBytes(f kernels.Family, s variants.Shape, info runner.DeviceInfo) uin
 	_, exact := f.(kernels.Exacter)
 	for _, b := range f.Buffers(s) {
 		n += uint64(max(kernels.Bytes(b, s), 16))
-		if exact && b.Role == kernels.Input {
+		if exact && (b.Role == kernels.Input || b.Role == kernels.InOut) {
+			n += uint64(max(kernels.Bytes(b, s), 16))
+		}
+		if b.Role == kernels.InOut { // its copy kept to restore it
 			n += uint64(max(kernels.Bytes(b, s), 16))
 		}
 	}

@@ -150,7 +150,7 @@ var badInputs = []struct {
 	// Values.
 	{[]string{"--kernel", "nope"}, 2, `unknown kernel "nope" (kernels: cross_entropy_bwd, gelu_bwd,`, false},
 	{[]string{"--shapes", "llama7b"}, 2, `malformed shape "llama7b"`, false},
-	{[]string{"--shapes", "m=0,n=4"}, 2, "no kernel takes m=0,n=4 (cross_entropy_bwd takes t=T,v=V,smooth=SMOOTH (optional),labels=i32|i64 (optional, default i32),zloss=ZLOSS (optional, default 0) (got m=0,n=4); gelu_bwd m=0 is not positive;", false},
+	{[]string{"--shapes", "m=0,n=4"}, 2, "no kernel takes m=0,n=4 (cross_entropy_bwd takes t=T,v=V,smooth=SMOOTH (optional),labels=i32|i64 (optional, default i32),zloss=ZLOSS (optional, default 0),inplace=INPLACE (optional, default 0) (got m=0,n=4); gelu_bwd m=0 is not positive;", false},
 	{[]string{"--kernel", "relu_bwd", "--shapes", "k=4"}, 2, "takes m=M (optional),n=N (got k=4)", false},
 	{[]string{"--shapes", "k=4"}, 2, "no kernel takes k=4", false},
 	{[]string{"--kernel", "relu_bwd", "--dtype", "f64"}, 2, "relu_bwd supports none of --dtype f64 (dtypes: [f32 f16 bf16])", false},

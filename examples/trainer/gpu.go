@@ -126,7 +126,7 @@ func (d *device) exercise(c Case, samples int) (result, error) {
 		mem.ptrs[b.Name] = p
 		fill := make([]byte, max(b.Bytes(), 16))
 		switch b.Role {
-		case contract.Input:
+		case contract.Input, contract.InOut:
 			copy(fill, b.DType.Encode(in[b.Name]))
 		case contract.Output:
 			for i := range fill {

@@ -87,6 +87,10 @@ func (family) Reference(s Shape, in map[string][]float64) map[string][]float64 {
 		}
 		d[lab] -= g * (1 - eps)
 	})
+	if s.grad() != "dlogits" {
+		out[s.grad()] = out["dlogits"]
+		delete(out, "dlogits")
+	}
 	return out
 }
 

@@ -27,9 +27,11 @@
 //   - Shapes: from a preset, [Tokens × Vocab] without smoothing, i32
 //     labels, no z-loss; specs name t and v and may name smooth (ε,
 //     0 ≤ ε < 1, three decimals at most, baked into the PTX), labels
-//     (i32 or i64) and zloss (0 or 1). The gradient is not offered in
-//     place (see docs/kernels/xent.md): the contract has no role for a
-//     buffer the caller fills and the launches overwrite.
+//     (i32 or i64), zloss (0 or 1) and inplace (0 or 1: with 1 the
+//     gradient is written over the logits, an inout buffer, and there is
+//     no dlogits, as Liger-Kernel does; the runner restores the logits
+//     before each validation, and timed runs compute from what the last
+//     run left, the same work).
 //   - Two launches of one module, both of t·split CTAs: the statistics
 //     kernel, CTA c taking part c mod split of row c/split, leaves per CTA
 //     a partial (m·log₂e, Σ 2^(z·log₂e − m·log₂e), Σz, zl) in the Scratch

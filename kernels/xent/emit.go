@@ -37,7 +37,7 @@ type geom struct {
 func newGeom(s Shape, p Params) geom {
 	g := geom{dt: s.DType, v: s.V, vec: p.Vec, vb: p.Vec * s.DType.Size(), nv: s.V / p.Vec,
 		block: p.Block, vpt: p.VPT, split: p.Split, eps: s.eps(), reverse: p.Reverse,
-		labBytes: s.labelType().Size(), zloss: s.zloss()}
+		labBytes: s.labelType().Size(), zloss: s.zloss(), alias: s.grad() == "logits"}
 	g.cv = gen.CeilDiv(g.nv, g.split)
 	return g
 }

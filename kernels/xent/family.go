@@ -33,14 +33,25 @@ const maxT = (1<<31 - 1) / 16
 // label smoothing ε (smooth, optional: 0), the labels' storage type
 // (labels, optional: i32; i64 as PyTorch keeps them) and z-loss (zloss,
 // optional: 0; 1 adds λ·lse² to each row's loss, λ the run-time input
-// zloss_scale).
+// zloss_scale) and where the gradient goes (inplace, optional: 0, a new
+// buffer dlogits; 1, over the logits).
 type Shape struct {
-	T      int            `dim:"t"`
-	V      int            `dim:"v"`
-	Smooth variants.Milli `dim:"smooth,optional"`
-	Labels string         `dim:"labels,optional=i32" values:"i32,i64"`
-	ZLoss  int            `dim:"zloss,optional=0"`
-	DType  dtype.DType
+	T       int            `dim:"t"`
+	V       int            `dim:"v"`
+	Smooth  variants.Milli `dim:"smooth,optional"`
+	Labels  string         `dim:"labels,optional=i32" values:"i32,i64"`
+	ZLoss   int            `dim:"zloss,optional=0"`
+	InPlace int            `dim:"inplace,optional=0"`
+	DType   dtype.DType
+}
+
+// grad is the buffer the gradient is written to: dlogits, or with
+// inplace=1 the logits themselves.
+func (s Shape) grad() string {
+	if s.InPlace == 1 {
+		return "logits"
+	}
+	return "dlogits"
 }
 
 // eps is the label smoothing ε.
@@ -88,6 +99,8 @@ func (family) CheckShape(s Shape) error {
 	switch {
 	case s.ZLoss > 1:
 		return fmt.Errorf("zloss=%d: want 0 or 1", s.ZLoss)
+	case s.InPlace > 1:
+		return fmt.Errorf("inplace=%d: want 0 (the gradient in a new buffer dlogits) or 1 (over the logits)", s.InPlace)
 	case s.V > MaxV:
 		return fmt.Errorf("v=%d: at most %d classes", s.V, MaxV)
 	case s.T > maxT:
@@ -102,8 +115,12 @@ func (family) CheckShape(s Shape) error {
 // partials are the program's.
 func (family) Buffers(s Shape) []kernels.Buffer {
 	t, tv, one := contract.Var(Dim), contract.Var(Dim).TimesInt(s.V), contract.Int(1)
+	logits := kernels.Input
+	if s.grad() == "logits" {
+		logits = kernels.InOut
+	}
 	b := []kernels.Buffer{
-		{Name: "logits", DType: s.DType, Elems: tv, Role: kernels.Input},
+		{Name: "logits", DType: s.DType, Elems: tv, Role: logits},
 		{Name: "labels", DType: s.labelType(), Elems: t, Role: kernels.Input},
 		{Name: "dloss", DType: dtype.F32, Elems: one, Role: kernels.Input},
 		{Name: "n_valid", DType: dtype.F32, Elems: one, Role: kernels.Input},
@@ -111,8 +128,10 @@ func (family) Buffers(s Shape) []kernels.Buffer {
 	if s.zloss() {
 		b = append(b, kernels.Buffer{Name: "zloss_scale", DType: dtype.F32, Elems: one, Role: kernels.Input})
 	}
+	if s.grad() == "dlogits" {
+		b = append(b, kernels.Buffer{Name: "dlogits", DType: s.DType, Elems: tv, Role: kernels.Output})
+	}
 	return append(b,
-		kernels.Buffer{Name: "dlogits", DType: s.DType, Elems: tv, Role: kernels.Output},
 		kernels.Buffer{Name: "lse", DType: dtype.F32, Elems: t, Role: kernels.Output},
 		kernels.Buffer{Name: "loss", DType: dtype.F32, Elems: t, Role: kernels.Output})
 }

@@ -62,7 +62,7 @@ func TestShapesAndSpace(t *testing.T) {
 	if c := fam.Cost(s); c.Bytes != 3*2048*151936*2+12*2048 {
 		t.Errorf("Cost = %+v", c)
 	}
-	for _, bad := range []string{"t=1,v=16777217", "t=1,v=8,smooth=1", "t=200000000,v=8", "t=1,v=8,labels=i16", "t=1,v=8,zloss=2", "t=1,v=8,labels=1"} {
+	for _, bad := range []string{"t=1,v=16777217", "t=1,v=8,smooth=1", "t=200000000,v=8", "t=1,v=8,labels=i16", "t=1,v=8,zloss=2", "t=1,v=8,labels=1", "t=1,v=8,inplace=2"} {
 		sp, _ := variants.ParseSpecs(bad)
 		if _, err := fam.Shape(sp[0], dtype.F32); err == nil {
 			t.Errorf("%s accepted", bad)

@@ -80,8 +80,9 @@ class Runner:
         return self._state[stream]
 
     def run(self, tensors):
-        """Launches on tensors (buffer name -> tensor); returns the output
-        and accumulate buffers by name."""
+        """Launches on tensors (buffer name -> tensor); returns the output,
+        accumulate and inout buffers by name (an inout tensor, which the
+        caller must give, is overwritten with the result)."""
         stream = torch.cuda.current_stream(self.device)
         handle = stream.cuda_stream
         unknown = set(tensors) - {b.name for b in self.plan.buffers}
@@ -96,13 +97,16 @@ class Runner:
                 self._check(b, t)
                 if b.role == "accumulate":
                     t.zero_()
+            elif b.role == "inout":
+                raise BadTensor(f"{self.kernel}: inout buffer {b.name} ({b.dtype}, {b.elems} elements) is not given: "
+                                "the launches read it and write the result over it")
             elif b.role == "input":
                 if b.name in self.referenced:
                     raise BadTensor(f"{self.kernel}: input {b.name} ({b.dtype}, {b.elems} elements) is not given")
                 continue
             else:
                 t = _alloc(b, self.device, zero=b.role == "accumulate")
-            if b.role in ("output", "accumulate"):
+            if b.role in ("output", "accumulate", "inout"):
                 outs[b.name] = t
             bufs[b.name] = (t.data_ptr(), t.numel() * t.element_size())
         self.drv.ensure_context()

@@ -4,7 +4,8 @@ evaluates them at one shape into a Plan of plain numbers and checks
 everything that needs no device.
 
 A Buffer has a name, a dtype, an element count (an Expr) and a role:
-input, output, accumulate (zeroed before every run), scratch (workspace)
+input, output, accumulate (zeroed before every run), inout (filled by the
+caller, overwritten with the result), scratch (workspace)
 or state (zeroed once; every run leaves it zero). A Launch names its entry
 and gives its grid (Exprs; with grid_per_sm > 0, grid[0] is capped at
 grid_per_sm x the device's multiprocessors and rounded down to whole
@@ -27,7 +28,7 @@ from . import _go
 from .errors import BadProgram, DecodeError
 from .expr import Expr, ExprError, const, parse
 
-ROLES = ("input", "output", "accumulate", "scratch", "state")
+ROLES = ("input", "output", "accumulate", "scratch", "state", "inout")
 DEFAULT_SHARED_LIMIT = 48 << 10
 
 _DTYPE_SIZES = {"f32": 4, "f16": 2, "bf16": 2, "f64": 8, "u8": 1, "i32": 4, "i64": 8}
@@ -429,7 +430,7 @@ def _resolve_buffer(b, env):
     if b.name == "":
         raise BadProgram("a buffer has no name")
     if b.role not in ROLES:
-        raise BadProgram(f"buffer {b.name}: role {_go_q(b.role)}: want input, output, accumulate, scratch or state")
+        raise BadProgram(f"buffer {b.name}: role {_go_q(b.role)}: want input, output, accumulate, scratch, state or inout")
     return BufferSpec(b.name, b.dtype, _eval_int(b.elems, env, f"buffer {b.name}: elements"), b.role)
 
 

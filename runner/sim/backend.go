@@ -91,6 +91,21 @@ func (b *Backend) Upload(dst runner.Ptr, src []byte) error {
 	return nil
 }
 
+// Copy copies bytes of device memory from src to dst (after the launches
+// before it: they have run).
+func (b *Backend) Copy(dst, src runner.Ptr, bytes int) error {
+	s, err := b.mem.rangeOf(uint64(src), bytes)
+	if err != nil {
+		return err
+	}
+	d, err := b.mem.rangeOf(uint64(dst), bytes)
+	if err != nil {
+		return err
+	}
+	copy(d, s)
+	return nil
+}
+
 // Download copies device memory at src into dst.
 func (b *Backend) Download(dst []byte, src runner.Ptr) error {
 	s, err := b.mem.rangeOf(uint64(src), len(dst))
