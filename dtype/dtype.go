@@ -143,33 +143,22 @@ func toU8(v float64) uint8 {
 	return uint8(math.RoundToEven(v))
 }
 
-// toI32 is v rounded to the nearest integer (ties to even) and clamped
-// to the int32 range; NaN gives 0.
-func toI32(v float64) int32 {
+// toInt is v rounded to the nearest integer (ties to even) and clamped
+// to [lo, hi], T's range; NaN gives 0.
+func toInt[T int32 | int64](v float64, lo, hi T) T {
 	switch {
 	case v != v:
 		return 0
-	case v <= math.MinInt32:
-		return math.MinInt32
-	case v >= math.MaxInt32:
-		return math.MaxInt32
+	case v <= float64(lo):
+		return lo
+	case v >= float64(hi):
+		return hi
 	}
-	return int32(math.RoundToEven(v))
+	return T(math.RoundToEven(v))
 }
 
-// toI64 is v rounded to the nearest integer (ties to even) and clamped
-// to the int64 range; NaN gives 0.
-func toI64(v float64) int64 {
-	switch {
-	case v != v:
-		return 0
-	case v <= math.MinInt64:
-		return math.MinInt64
-	case v >= math.MaxInt64:
-		return math.MaxInt64
-	}
-	return int64(math.RoundToEven(v))
-}
+func toI32(v float64) int32 { return toInt[int32](v, math.MinInt32, math.MaxInt32) }
+func toI64(v float64) int64 { return toInt[int64](v, math.MinInt64, math.MaxInt64) }
 
 // Encode writes vals as little-endian elements of type d.
 // Narrow types are rounded through f32 first (as a kernel would see them).
