@@ -172,6 +172,25 @@ def ensure_packaging():
 PACKAGING = ensure_packaging()
 
 
+def ensure_triton_testing():
+    """Cut Cross-Entropy imports get_dram_gbps, get_max_simd_tflops,
+    get_max_tensorcore_tflops and nvsmi from triton.testing, which newer
+    tritons may lack; they serve its autotuning only (CCE_AUTOTUNE, off
+    here). Missing ones become functions that raise, naming themselves, if
+    called. Returns the names stubbed."""
+    import triton.testing as tt
+
+    missing = [n for n in ("get_dram_gbps", "get_max_simd_tflops", "get_max_tensorcore_tflops", "nvsmi")
+               if not hasattr(tt, n)]
+    for n in missing:
+        def stub(*_a, _n=n, **_k):
+            raise RuntimeError(f"triton.testing.{_n} is not in this triton; CCE's autotuning needs it")
+        setattr(tt, n, stub)
+    if missing:
+        log(f"triton.testing lacks {', '.join(missing)}: stubbed for Cut Cross-Entropy's import")
+    return missing
+
+
 _CARRIED = {}
 
 
@@ -640,6 +659,7 @@ def run_lce(R, T, g, dw):
 
     def cce_f(filter_eps):
         def f(x, w, labels):
+            ensure_triton_testing()
             m = carried("cut_cross_entropy")
             carried("cut_cross_entropy.cce")
             # linear_cross_entropy(e [T,D], c [V,D], targets [T]), impl "cce",
