@@ -18,9 +18,13 @@ const testHostMemory = 16 << 30
 
 // TestMain lets the test binary stand in for tune's worker: run re-executes
 // os.Executable() with "__worker", which is this binary under go test.
+// With "__tune" it is tune itself, for tests that kill a run.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == "__worker" {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "__tune" {
+		os.Exit(run(os.Args[2:], os.Stdout, os.Stderr))
 	}
 	hostLimit = func() (tuning.Limit, error) {
 		return tuning.Limit{Bytes: testHostMemory, Source: "test memory"}, nil

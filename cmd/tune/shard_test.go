@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bufio"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/gradtune/gradtune/store"
@@ -107,5 +111,76 @@ func TestShardsGiveTheWholeRunsWinners(t *testing.T) {
 	}
 	if a, b := fmt.Sprint(winners(t, env)), fmt.Sprint(winners(t, filepath.Join(dir, "part3.db"))); a != b {
 		t.Errorf("SLURM_ARRAY_TASK_ID=3 of 1..4 tuned %s; --shard 3/4 %s", a, b)
+	}
+}
+
+// TestKilledShardResumes kills a part of a run by SIGKILL as soon as it
+// has finished its first shape, runs the part again into the same
+// database, and checks that nothing was lost or measured twice: the
+// re-run reuses every evaluation the killed run finished (all of the
+// first shape's), and the part's winners are those of the part run
+// without a kill. The part tunes whole spaces (216 variants a shape), so
+// that the kill lands long before its last shape.
+func TestKilledShardResumes(t *testing.T) {
+	dir := t.TempDir()
+	args := func(db string) []string {
+		return []string{"--replay", filepath.Join("..", "..", "testdata", "h200-activations.db"),
+			"--kernel", "relu_bwd,gelu_bwd,silu_bwd", "--shapes", "qwen1.5b", "--final-rounds", "0", "--shard", "1/4", "--db", db}
+	}
+	clean := filepath.Join(dir, "clean.db")
+	if code, _, errs := runTune(t, args(clean)...); code != 0 {
+		t.Fatalf("part without a kill: exit %d: %s", code, errs)
+	}
+	part := filepath.Join(dir, "part.db")
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, append([]string{"__tune"}, args(part)...)...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	first := ""
+	for sc := bufio.NewScanner(out); sc.Scan(); {
+		if strings.Contains(sc.Text(), " variants: ") {
+			f := strings.Fields(sc.Text())
+			first = f[0] + " " + f[1]
+			break
+		}
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	if first == "" {
+		t.Fatal("the part finished no shape before it ended")
+	}
+	killed := winners(t, part)
+	code, again, errs := runTune(t, args(part)...)
+	if code != 0 {
+		t.Fatalf("part again: exit %d: %s", code, errs)
+	}
+	measured := regexp.MustCompile(`(\S+ +\S+) +\d+ variants: (\d+) valid, \d+ failed, (\d+) reused`)
+	seen := false
+	for _, m := range measured.FindAllStringSubmatch(again, -1) {
+		if m[1] = strings.Join(strings.Fields(m[1]), " "); m[1] != first {
+			continue
+		}
+		seen = true
+		if m[2] != m[3] {
+			t.Errorf("%s, finished before the kill, measured again: %s valid, %s reused", first, m[2], m[3])
+		}
+	}
+	if !seen {
+		t.Errorf("the re-run did not tune %s:\n%s", first, again)
+	}
+	got, want := winners(t, part), winners(t, clean)
+	if len(killed) >= len(want) {
+		t.Errorf("the killed part had recorded %d winners of %d: the kill came too late to test a resume", len(killed), len(want))
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("resumed part's winners\n%v\nthe part's without a kill\n%v", got, want)
 	}
 }
