@@ -267,15 +267,7 @@ func allDevices() ([]int, error) {
 // and its compile pool (nil when it has none), its progress going to
 // progress.
 func openDevice(fs *flagSet, gpu gpuOptions, o tuneOptions, dev int, fix variants.Params, progress io.Writer) (*runner.Runner, *runner.CompilePool, error) {
-	worker, err := processWorker(dev, fs.Given("faults"))
-	if path := fs.str("replay"); path != "" {
-		var rp *runner.Replay
-		var info runner.DeviceInfo
-		if rp, info, err = replayOf(path, gpu.seed); err == nil {
-			rp.Keyed = true
-			worker = rp.Worker(info)
-		}
-	}
+	worker, err := tuneWorker(fs, gpu, dev)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -302,6 +294,22 @@ func openDevice(fs *flagSet, gpu gpuOptions, o tuneOptions, dev int, fix variant
 		r.UseCompilePool(pool)
 	}
 	return r, pool, nil
+}
+
+// tuneWorker is the constructor of GPU dev's worker processes, or with
+// --replay of a keyed replay of the recorded database (each variant
+// draws from its own stream, so shards draw what the whole run would).
+func tuneWorker(fs *flagSet, gpu gpuOptions, dev int) (func() (runner.Worker, error), error) {
+	path := fs.str("replay")
+	if path == "" {
+		return processWorker(dev, fs.Given("faults"))
+	}
+	rp, info, err := replayOf(path, gpu.seed)
+	if err != nil {
+		return nil, err
+	}
+	rp.Keyed = true
+	return rp.Worker(info), nil
 }
 
 // printPool says what the compile helpers did.

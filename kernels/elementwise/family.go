@@ -222,18 +222,19 @@ func (e *family) Emit(s Shape, p Params) (kernels.Program, error) {
 	if err != nil {
 		return kernels.Program{}, err
 	}
-	args := make([]kernels.Arg, 0, len(ptrs)+1)
-	for _, name := range e.names() {
+	work := contract.Div(s.elemsExpr(), contract.Int(p.Vec))
+	return program(built.String(), entry, e.names(), dim, work, p), nil
+}
+
+// program is the one-launch program of entry over units (an expression
+// of the runtime dim dim) with p's grid mode: the operands' pointers in
+// order, then dim (u32).
+func program(ptxText, entry string, operands []string, dim string, units contract.Expr, p Params) kernels.Program {
+	var args []kernels.Arg
+	for _, name := range operands {
 		args = append(args, kernels.Arg{Buffer: name})
 	}
 	args = append(args, kernels.Arg{Scalar: contract.Var(dim), Type: contract.U32})
-	work := contract.Div(s.elemsExpr(), contract.Int(p.Vec))
-	return kernels.Program{PTX: built.String(), Launches: []kernels.Launch{launch(entry, work, p, args)}, RuntimeDims: []string{dim}}, nil
-}
-
-// launch is entry's launch over units (an expression of the runtime dim)
-// with p's grid mode.
-func launch(entry string, units contract.Expr, p Params, args []kernels.Arg) kernels.Launch {
 	l := kernels.Launch{
 		Entry: entry, Grid: [3]contract.Expr{contract.CeilDiv(units, contract.Int(p.Block*p.EPT)), contract.Int(1), contract.Int(1)},
 		Block: [3]int{p.Block, 1, 1},
@@ -244,7 +245,7 @@ func launch(entry string, units contract.Expr, p Params, args []kernels.Arg) ker
 		// than there is work for (contract.Resolve caps the grid).
 		l.GridPerSM = 2048 / p.Block
 	}
-	return l
+	return kernels.Program{PTX: ptxText, Launches: []kernels.Launch{l}, RuntimeDims: []string{dim}}
 }
 
 // flat places unit u of every operand at u·stride bytes from its pointer.

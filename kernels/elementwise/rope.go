@@ -80,10 +80,12 @@ func (rope) Space(s RopeShape) variants.Typed[Params] {
 }
 
 // ropeIns and ropeOuts are the buffers: the gradients of the rotated q and
-// k, the tables, and the gradients of q and k.
+// k, the tables, and the gradients of q and k; ropeOperands both, in the
+// kernel's parameter order.
 var (
-	ropeIns  = []string{"dy_q", "dy_k", "cos", "sin"}
-	ropeOuts = []string{"dq", "dk"}
+	ropeIns      = []string{"dy_q", "dy_k", "cos", "sin"}
+	ropeOuts     = []string{"dq", "dk"}
+	ropeOperands = append(append([]string(nil), ropeIns...), ropeOuts...)
 )
 
 func (rope) Buffers(s RopeShape) []kernels.Buffer {
@@ -209,7 +211,7 @@ func (rope) emitWith(s RopeShape, p Params, lane mapFunc) (kernels.Program, erro
 	m := ptx.NewModule()
 	kn := newKernel(m, entry, dt, p, 6, lane)
 	k := kn.k
-	ptrs := kn.params(append(append([]string(nil), ropeIns...), ropeOuts...))
+	ptrs := kn.params(ropeOperands)
 	t := k.LdParam(k.Param("t", ptx.U32))
 	kn.setUnits(k.Mul(ptx.U32, t, ptx.Imm(s.unitsPerToken(p.Vec))))
 	kn.place = ropePlacer(k, s, p.Vec, ptrs)
@@ -218,13 +220,8 @@ func (rope) emitWith(s RopeShape, p Params, lane mapFunc) (kernels.Program, erro
 	if err != nil {
 		return kernels.Program{}, err
 	}
-	var args []kernels.Arg
-	for _, n := range append(append([]string(nil), ropeIns...), ropeOuts...) {
-		args = append(args, kernels.Arg{Buffer: n})
-	}
-	args = append(args, kernels.Arg{Scalar: contract.Var("t"), Type: contract.U32})
 	work := contract.Var("t").TimesInt(s.unitsPerToken(p.Vec))
-	return kernels.Program{PTX: built.String(), Launches: []kernels.Launch{launch(entry, work, p, args)}, RuntimeDims: []string{"t"}}, nil
+	return program(built.String(), entry, ropeOperands, "t", work, p), nil
 }
 
 // ropePlacer places unit u: token u / P (P units per token), head h and

@@ -68,10 +68,16 @@ func LdF32(k *ptx.Func, sp ptx.Space, at ptx.Addr, count int, ok ptx.Reg, o ...p
 
 // SumTree adds values pairwise.
 func SumTree(k *ptx.Func, v []ptx.Reg) ptx.Reg {
+	return Tree(v, func(a, b ptx.Reg) ptx.Reg { return k.Add(ptx.F32, a, b) })
+}
+
+// Tree combines values pairwise with op, level by level (an odd value
+// out passes to the next level as it is).
+func Tree(v []ptx.Reg, op func(a, b ptx.Reg) ptx.Reg) ptx.Reg {
 	for len(v) > 1 {
 		var next []ptx.Reg
 		for i := 0; i+1 < len(v); i += 2 {
-			next = append(next, k.Add(ptx.F32, v[i], v[i+1]))
+			next = append(next, op(v[i], v[i+1]))
 		}
 		if len(v)%2 == 1 {
 			next = append(next, v[len(v)-1])

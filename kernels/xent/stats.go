@@ -122,15 +122,5 @@ func ctaMerge(k *ptx.Func, g geom, tid ptx.Reg, st stat, smooth bool) stat {
 
 // maxTree is the maximum of v, taken pairwise.
 func maxTree(k *ptx.Func, v []ptx.Reg) ptx.Reg {
-	for len(v) > 1 {
-		var next []ptx.Reg
-		for i := 0; i+1 < len(v); i += 2 {
-			next = append(next, k.Max(ptx.F32, v[i], v[i+1]))
-		}
-		if len(v)%2 == 1 {
-			next = append(next, v[len(v)-1])
-		}
-		v = next
-	}
-	return v[0]
+	return gen.Tree(v, func(a, b ptx.Reg) ptx.Reg { return k.Max(ptx.F32, a, b) })
 }

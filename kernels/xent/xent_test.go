@@ -261,15 +261,13 @@ func TestRuntimeTokens(t *testing.T) {
 		"vec=8,block=128,vpt=1,split=2,reverse=0")
 }
 
-// TestValidationCatchesBugs plants bugs in a valid program's PTX: the
-// label's −(1−ε) term dropped from the gradient (its fma's immediate,
-// the last of the two, zeroed), and ignore_index misread (its compare
-// against −100 made one against −101). Validation must reject both, for
-// the buffers they break.
-func TestValidationCatchesBugs(t *testing.T) {
+// validBase is the session of bf16 shape spec on the interpreter and
+// the program of vec=8,block=128,vpt=1,split=2,reverse=0 there, which
+// bug tests break: it must validate unbroken first.
+func validBase(t *testing.T, spec string) (*runner.Session, kernels.Program) {
+	t.Helper()
 	ss := runner.NewSession(sim.New(sim.Options{Workers: 2}))
-	defer ss.Release()
-	s := simtest.Shape(t, fam, "t=9,v=1000", dtype.BF16)
+	s := simtest.Shape(t, fam, spec, dtype.BF16)
 	if err := ss.Prepare(fam, s, 1); err != nil {
 		t.Fatal(err)
 	}
@@ -279,8 +277,19 @@ func TestValidationCatchesBugs(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := simtest.ValidateProgram(ss, prog); err != nil {
-		t.Fatalf("the unbroken program: %v", err)
+		t.Fatalf("%s: the unbroken program: %v", spec, err)
 	}
+	return ss, prog
+}
+
+// TestValidationCatchesBugs plants bugs in a valid program's PTX: the
+// label's −(1−ε) term dropped from the gradient (its fma's immediate,
+// the last of the two, zeroed), and ignore_index misread (its compare
+// against −100 made one against −101). Validation must reject both, for
+// the buffers they break.
+func TestValidationCatchesBugs(t *testing.T) {
+	ss, prog := validBase(t, "t=9,v=1000")
+	defer ss.Release()
 	const minusOne = ", 0fBF800000, "
 	last := strings.LastIndex(prog.PTX, minusOne)
 	bugs := []struct{ what, ptx, buffer string }{
@@ -326,19 +335,7 @@ func TestValidationCatchesOptionBugs(t *testing.T) {
 			return stride.ReplaceAllString(ptx, "mul.wide.u32 $1, $2, 4;"), len(stride.FindAllString(ptx, -1))
 		}},
 	} {
-		ss := runner.NewSession(sim.New(sim.Options{Workers: 2}))
-		s := simtest.Shape(t, fam, c.spec, dtype.BF16)
-		if err := ss.Prepare(fam, s, 1); err != nil {
-			t.Fatal(err)
-		}
-		p, _ := variants.ParseParams("vec=8,block=128,vpt=1,split=2,reverse=0")
-		prog, err := fam.Emit(s, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := simtest.ValidateProgram(ss, prog); err != nil {
-			t.Fatalf("%s: the unbroken program: %v", c.spec, err)
-		}
+		ss, prog := validBase(t, c.spec)
 		bad := prog
 		var n int
 		if bad.PTX, n = c.plant(prog.PTX); n != c.sites {
