@@ -3,12 +3,14 @@ package configs
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"github.com/gradtune/gradtune/contract"
 	"go/parser"
 	"go/token"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -152,6 +154,8 @@ func TestContractChecked(t *testing.T) {
 				}
 			}
 		}, "but the buffer has"},
+		{"a map offset not a multiple of 16", func(e *Entry) { e.Launches[0].Args[0].TensorMap.Offset = contract.Int(8) }, "offset 8 bytes: want a multiple of 16"},
+		{"a map its offset runs past its buffer", func(e *Entry) { e.Launches[0].Args[0].TensorMap.Offset = contract.Int(3072) }, "from offset 3072"},
 	} {
 		tb, err := Parse(bytes.NewReader(data))
 		if err != nil {
@@ -201,32 +205,11 @@ func TestWriteGoAndC(t *testing.T) {
 	if err := WriteC(&c, tb, "gradtune_rows"); err != nil {
 		t.Fatal(err)
 	}
-	cc, err := exec.LookPath("gcc")
-	if err != nil {
-		t.Skip("gcc not found: the C header is not compiled")
-	}
-	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "rows.h"), c.Bytes(), 0o644)
-	os.WriteFile(filepath.Join(dir, "main.c"), []byte(`#include <stdio.h>
-#include "rows.h"
-#include "rows.h"
-int main(void) {
-	const struct gradtune_config *c = &gradtune_rows_configs[0];
-	printf("%d %s %s %s %d %s\n", GRADTUNE_ROWS_COUNT, c->kernel, c->dtype, c->shape, c->launches[0].block[0], c->launches[0].args[0].buffer);
-	return 0;
-}
-`), 0o644)
-	out, err := exec.Command(cc, "-std=c99", "-Wall", "-Werror", "-o", filepath.Join(dir, "main"), filepath.Join(dir, "main.c")).CombinedOutput()
-	if err != nil {
-		t.Fatalf("gcc: %v\n%s", err, out)
-	}
-	out, err = exec.Command(filepath.Join(dir, "main")).Output()
-	if err != nil {
-		t.Fatal(err)
-	}
+	out := compileC(t, c.Bytes(), `const struct gradtune_config *c = &gradtune_rows_configs[0];
+	printf("%d %s %s %s %d %s\n", GRADTUNE_ROWS_COUNT, c->kernel, c->dtype, c->shape, c->launches[0].block[0], c->launches[0].args[0].buffer);`)
 	e := tb.Entries[0]
 	want := strings.Join([]string{itoa(len(tb.Entries)), e.Kernel, e.DType, e.Shape, itoa(e.Launches[0].Block[0]), e.Launches[0].Args[0].Buffer}, " ")
-	if strings.TrimSpace(string(out)) != want {
+	if out != want {
 		t.Errorf("C program printed %q, want %q", out, want)
 	}
 }
@@ -262,4 +245,74 @@ func TestShapeChoices(t *testing.T) {
 			t.Errorf("ParseShape(%q) succeeded", bad)
 		}
 	}
+}
+
+// TestTensorMapOffsetWritten: a table whose map starts a row into its
+// buffer (grown by that row) checks, writes "offset" in JSON and reads it
+// back, and its C header gives the offset.
+func TestTensorMapOffsetWritten(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("h200", "gemm.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, err := Parse(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &tb.Entries[0]
+	m := e.Launches[0].Args[0].TensorMap
+	m.Offset = contract.Int(3072)
+	for i, b := range e.Buffers {
+		if b.Name == m.Buffer {
+			e.Buffers[i].Elems = b.Elems.PlusInt(1536)
+		}
+	}
+	var js bytes.Buffer
+	if err := WriteJSON(&js, tb); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(js.String(), `"offset": 3072`); n != 1 {
+		t.Errorf("%d maps with \"offset\": 3072 in the JSON, want 1", n)
+	}
+	back, err := Parse(&js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := back.Entries[0].Launches[0].Args[0].TensorMap.Offset; !contract.Equal(got, m.Offset) {
+		t.Errorf("offset read back as %s", got)
+	}
+	var c bytes.Buffer
+	if err := WriteC(&c, tb, "gradtune_gemm"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(c.String(), `"zero", "3072"};`) || !strings.Contains(c.String(), `"zero", "0"};`) {
+		t.Errorf("the header does not give the maps' offsets:\n%.3000s", c.String())
+	}
+	i := slices.IndexFunc(tb.Entries, func(x Entry) bool { return x.Launches[0].Args[0].TensorMap == m })
+	if out := compileC(t, c.Bytes(), fmt.Sprintf(`printf("%%s\n", gradtune_gemm_configs[%d].launches[0].args[0].tensor_map->offset);`, i)); out != "3072" {
+		t.Errorf("C program printed %q, want 3072", out)
+	}
+}
+
+// compileC compiles a C program that includes header twice (its types
+// are guarded) and runs body, and returns what it printed; without gcc
+// the test is skipped.
+func compileC(t *testing.T, header []byte, body string) string {
+	t.Helper()
+	cc, err := exec.LookPath("gcc")
+	if err != nil {
+		t.Skip("gcc not found: the C header is not compiled")
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "table.h"), header, 0o644)
+	os.WriteFile(filepath.Join(dir, "main.c"), []byte("#include <stdio.h>\n#include \"table.h\"\n#include \"table.h\"\nint main(void) {\n\t"+body+"\n\treturn 0;\n}\n"), 0o644)
+	out, err := exec.Command(cc, "-std=c99", "-Wall", "-Werror", "-o", filepath.Join(dir, "main"), filepath.Join(dir, "main.c")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	out, err = exec.Command(filepath.Join(dir, "main")).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(out))
 }

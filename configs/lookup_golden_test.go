@@ -361,15 +361,20 @@ func planOf(m Match, sms int) goldenPlan {
 
 // argText is an argument in words: "pointer dy+0", "u32 2048", or
 // "tensor_map dy bf16 dims=[..] strides=[..] box=[..] element_strides=[..]
-// swizzle=128 interleave=none l2_promotion=128 oob_fill=zero".
+// swizzle=128 interleave=none l2_promotion=128 oob_fill=zero", with
+// " offset=N" after the buffer for a map whose offset is not 0.
 func argText(a contract.ArgSpec) string {
 	switch a.Kind {
 	case contract.PointerArg:
 		return fmt.Sprintf("pointer %s+%d", a.Buffer, a.Offset)
 	case contract.TensorMapArg:
 		m := a.TensorMap
-		return fmt.Sprintf("tensor_map %s %s dims=%v strides=%v box=%v element_strides=%v swizzle=%d interleave=%s l2_promotion=%d oob_fill=%s",
-			m.Buffer, m.DType, m.Dims, m.Strides, m.Box, m.ElemStrides, m.Swizzle, m.Interleave, m.L2Promotion, m.OOBFill)
+		off := ""
+		if m.Offset != 0 {
+			off = fmt.Sprintf(" offset=%d", m.Offset)
+		}
+		return fmt.Sprintf("tensor_map %s%s %s dims=%v strides=%v box=%v element_strides=%v swizzle=%d interleave=%s l2_promotion=%d oob_fill=%s",
+			m.Buffer, off, m.DType, m.Dims, m.Strides, m.Box, m.ElemStrides, m.Swizzle, m.Interleave, m.L2Promotion, m.OOBFill)
 	}
 	return fmt.Sprintf("%s %d", a.Type, a.Scalar)
 }

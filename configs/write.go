@@ -100,7 +100,8 @@ const cTypes = `#ifndef GRADTUNE_CONFIG_TYPES
 #define GRADTUNE_CONFIG_TYPES
 #define GRADTUNE_CONFIG_SCHEMA @SCHEMA@
 
-/* A tensor map (cuTensorMapEncodeTiled): dims innermost first, byte strides of dims[1..]. */
+/* A tensor map (cuTensorMapEncodeTiled): dims innermost first, byte strides of dims[1..],
+ * encoded over the global address buffer + offset (the tensor's element (0, ..., 0)). */
 struct gradtune_tensor_map {
 	const char *buffer, *dtype;
 	int rank;
@@ -110,6 +111,7 @@ struct gradtune_tensor_map {
 	int swizzle;            /* bytes: 0, 32, 64 or 128 */
 	int l2_promotion;       /* bytes: -1 (none), 64, 128 or 256 */
 	const char *oob_fill;   /* "zero" or "nan" */
+	const char *offset;     /* bytes from the buffer's start: >= 0, a multiple of 16 */
 };
 
 /* kind "pointer": buffer + offset bytes; "scalar": type ("u32", "u64") and value; "tensor_map". */
@@ -337,9 +339,10 @@ func writeCTensorMap(b *strings.Builder, name string, m contract.TensorMap) {
 		}
 		return "{" + strings.Join(parts, ", ") + "}"
 	}
-	fmt.Fprintf(b, "static const struct gradtune_tensor_map %s = {%s, %s, %d, %s, %s, %s, %s, %s, %d, %d, %s};\n",
+	fmt.Fprintf(b, "static const struct gradtune_tensor_map %s = {%s, %s, %d, %s, %s, %s, %s, %s, %d, %d, %s, %s};\n",
 		name, cString(d.Buffer), cString(d.DType.String()), len(d.Dims), exprs(d.Dims, 5), exprs(d.Strides, 4),
-		ints(d.Box), ints(d.ElemStrides), cString(d.Interleave), d.Swizzle, d.L2Promotion, cString(d.OOBFill))
+		ints(d.Box), ints(d.ElemStrides), cString(d.Interleave), d.Swizzle, d.L2Promotion, cString(d.OOBFill),
+		cString(d.Offset.String()))
 }
 
 func writeCEntry(b *strings.Builder, t *Table, prefix string, i int, e Entry) {

@@ -224,17 +224,19 @@ func (a Arg) ScalarType() ScalarType {
 	return a.Type
 }
 
-// String prints the argument: {buffer+offset}, {tensormap(buffer) box},
-// or {type value}.
+// String prints the argument: {buffer+offset}, {tensormap(buffer+offset)
+// box} (each offset only when not 0), or {type value}.
 func (a Arg) String() string {
 	switch a.Kind() {
 	case TensorMapArg:
-		return fmt.Sprintf("{tensormap(%s) box=%v swizzle=%d}", a.TensorMap.Buffer, a.TensorMap.Box, a.TensorMap.Swizzle)
+		buf := a.TensorMap.Buffer
+		if !isZero(a.TensorMap.Offset) {
+			buf = fmt.Sprintf("%s+%s", buf, a.TensorMap.Offset)
+		}
+		return fmt.Sprintf("{tensormap(%s) box=%v swizzle=%d}", buf, a.TensorMap.Box, a.TensorMap.Swizzle)
 	case PointerArg:
-		if a.Offset.IsConst() {
-			if v, _ := a.Offset.Value(); v == 0 {
-				return "{" + a.Buffer + "}"
-			}
+		if isZero(a.Offset) {
+			return "{" + a.Buffer + "}"
 		}
 		return fmt.Sprintf("{%s+%s}", a.Buffer, a.Offset)
 	}

@@ -87,6 +87,9 @@ func (e Expr) Value() (int64, bool) {
 // IsConst reports whether e has no variables.
 func (e Expr) IsConst() bool { _, ok := e.Value(); return ok }
 
+// isZero reports whether e is the constant 0.
+func isZero(e Expr) bool { v, ok := e.Value(); return ok && v == 0 }
+
 func (e Expr) node() *node {
 	if e.n == nil {
 		return &node{op: opConst}

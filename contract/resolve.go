@@ -83,8 +83,8 @@ var ErrBadProgram = errors.New("program cannot be launched as described")
 // unique with known roles; blocks of 1 to 1024 threads; grids a multiple
 // of their clusters of at most 16 CTAs; the first launch not dependent;
 // every argument naming a known buffer, offsets and tensors inside their
-// buffers, tensor maps that cuTensorMapEncodeTiled accepts, scalars that
-// fit their type.
+// buffers (a tensor map's from its offset to its last byte), tensor maps
+// that cuTensorMapEncodeTiled accepts, scalars that fit their type.
 func Resolve(launches []Launch, buffers []Buffer, env Env) (Plan, error) {
 	var p Plan
 	bufs := map[string]BufferSpec{}
@@ -203,8 +203,9 @@ func resolveArg(a Arg, bufs map[string]BufferSpec, env Env) (ArgSpec, error) {
 		if err != nil {
 			return ArgSpec{}, fmt.Errorf("tensor map of %s: %w", b.Name, err)
 		}
-		if end := m.End(); end > int64(max(b.Bytes(), 16)) {
-			return ArgSpec{}, fmt.Errorf("tensor map of %s: dims %v with strides %v span %d bytes, but the buffer has %d", b.Name, m.Dims, m.Strides, end, b.Bytes())
+		// A buffer is allocated at least 16 bytes.
+		if err := m.Inside(max(b.Bytes(), 16)); err != nil {
+			return ArgSpec{}, err
 		}
 		s.TensorMap = &m
 	default:

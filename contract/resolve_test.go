@@ -79,6 +79,23 @@ func TestResolveRefuses(t *testing.T) {
 		{"bad map", func(ls []Launch, b []Buffer) ([]Launch, []Buffer) { ls[0].Args[0].TensorMap.Box[0] = 128; return ls, b }, nil, "more than the 128-byte swizzle span"},
 		{"offset past the end", func(ls []Launch, b []Buffer) ([]Launch, []Buffer) { ls[1].Args[0].Offset = Int(1 << 20); return ls, b }, nil, "past the end of y"},
 		{"scalar too large", func(ls []Launch, b []Buffer) ([]Launch, []Buffer) { ls[0].Args[2].Scalar = Int(1 << 40); return ls, b }, nil, "does not fit u32"},
+		{"map offset misaligned", func(ls []Launch, b []Buffer) ([]Launch, []Buffer) {
+			ls[0].Args[0].TensorMap.Offset = Int(8)
+			return ls, b
+		}, nil,
+			"tensor map of x: offset 8 bytes: want a multiple of 16 bytes"},
+		{"map offset negative", func(ls []Launch, b []Buffer) ([]Launch, []Buffer) {
+			ls[0].Args[0].TensorMap.Offset = Int(-16)
+			return ls, b
+		}, nil,
+			"offset -16 bytes: want a multiple of 16 bytes, at least 0"},
+		// x is exactly the map's 64×m bf16 elements: an offset of one row
+		// runs the map's last row past it.
+		{"map past the buffer by its offset", func(ls []Launch, b []Buffer) ([]Launch, []Buffer) {
+			ls[0].Args[0].TensorMap.Offset = Int(128)
+			return ls, b
+		}, nil,
+			"tensor map of x: dims [64 64] with strides [128] span 8192 bytes from offset 128 (to byte 8320), but the buffer has 8192"},
 	} {
 		ls, bufs := twoLaunches()
 		if c.edit != nil {
@@ -114,6 +131,9 @@ func TestJSONRoundTrip(t *testing.T) {
 			t.Errorf("JSON lacks %s:\n%s", want, data)
 		}
 	}
+	if !strings.Contains(string(data), `"tensor_map":{"buffer":"x","dtype":"bf16"`) {
+		t.Errorf("a tensor map without an offset writes one:\n%s", data)
+	}
 	var back program
 	if err := json.Unmarshal(data, &back); err != nil {
 		t.Fatal(err)
@@ -134,5 +154,24 @@ func TestJSONRoundTrip(t *testing.T) {
 	var l Launch
 	if err := json.Unmarshal([]byte(`{"entry":"k","grid":[1,1,1],"block":[32,1,1],"cluster":[1,1,1],"shared_bytes":65536,"shared_opt_in":false,"dependent":false,"args":[]}`), &l); err == nil {
 		t.Error("a launch of 64 KiB without the opt-in was accepted")
+	}
+}
+
+// TestResolveMapOffset: a map with an offset resolves to it, and the
+// map's footprint is counted from it: x's second half as a map of its own.
+func TestResolveMapOffset(t *testing.T) {
+	ls, bufs := twoLaunches()
+	m := ls[0].Args[0].TensorMap
+	m.Offset = Var("m").TimesInt(64)  // m/2 rows of 128 bytes
+	m.Dims[1] = Div(Var("m"), Int(2)) // the last m/2 rows
+	p, err := Resolve(ls, bufs, Env{"m": 64, "sms": 132})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Launches[0].Args[0].TensorMap; got.Offset != 4096 || got.Dims[1] != 32 || int64(got.Offset)+got.End() != 8192 {
+		t.Errorf("map %+v, want offset 4096 and 32 rows ending at the buffer's 8192 bytes", got)
+	}
+	if s := ls[0].Args[0].String(); s != "{tensormap(x+m*64) box=[64 32] swizzle=128}" {
+		t.Errorf("String = %s", s)
 	}
 }

@@ -10,13 +10,21 @@ import (
 )
 
 // TensorMap describes the tiled TMA tensor map (cuTensorMapEncodeTiled)
-// of a buffer: a tensor of Dims elements, innermost first, whose dimension
-// i > 0 starts every Strides[i-1] bytes, copied in boxes of Box elements.
-// The fields after Box may be left zero for their defaults: element
-// strides 1, no interleave, L2 promotion of 128 bytes, and elements
-// outside the tensor read as zero (and are not written).
+// of a buffer: a tensor of Dims elements, innermost first, whose element
+// (0, …, 0) lies Offset bytes into the buffer and whose dimension i > 0
+// starts every Strides[i-1] bytes, copied in boxes of Box elements. The
+// map is encoded over the global address buffer + Offset, so a sub-tensor
+// (rows j·C to j·C+C−1 of a matrix) is a map of its own whose elements
+// outside it read as out of bounds. The fields after Box may be left zero
+// for their defaults: element strides 1, no interleave, L2 promotion of
+// 128 bytes, and elements outside the tensor read as zero (and are not
+// written).
 type TensorMap struct {
-	Buffer  string
+	Buffer string
+	// Offset is the bytes from the start of the buffer to the tensor's
+	// element (0, …, 0): at least 0 and a multiple of 16, so that the
+	// global address stays 16-byte aligned. The zero Expr is 0.
+	Offset  Expr
 	DType   dtype.DType
 	Dims    []Expr // extents, innermost first (1 to 5)
 	Strides []Expr // byte strides of Dims[1:], multiples of 16
@@ -59,6 +67,7 @@ func (m TensorMap) withDefaults() TensorMap {
 
 type tensorMapJSON struct {
 	Buffer      string `json:"buffer"`
+	Offset      *Expr  `json:"offset,omitempty"`
 	DType       string `json:"dtype"`
 	Rank        int    `json:"rank"`
 	Dims        []Expr `json:"dims"`
@@ -71,19 +80,25 @@ type tensorMapJSON struct {
 	OOBFill     string `json:"oob_fill"`
 }
 
-// MarshalJSON writes every field, defaults spelled out, and the rank.
+// MarshalJSON writes every field, defaults spelled out, and the rank;
+// the offset only when it is not the constant 0 (key "offset"), so that
+// maps at the start of their buffer read as before it existed.
 func (m TensorMap) MarshalJSON() ([]byte, error) {
 	d := m.withDefaults()
 	strides := d.Strides
 	if strides == nil {
 		strides = []Expr{}
 	}
-	return json.Marshal(tensorMapJSON{d.Buffer, d.DType.String(), len(d.Dims), d.Dims, strides, d.Box, d.ElemStrides,
+	var off *Expr
+	if !isZero(d.Offset) {
+		off = &d.Offset
+	}
+	return json.Marshal(tensorMapJSON{d.Buffer, off, d.DType.String(), len(d.Dims), d.Dims, strides, d.Box, d.ElemStrides,
 		d.Interleave, d.Swizzle, d.L2Promotion, d.OOBFill})
 }
 
 // UnmarshalJSON reads what MarshalJSON writes; the rank must agree with
-// the dims, strides, box and element strides.
+// the dims, strides, box and element strides, and a missing offset is 0.
 func (m *TensorMap) UnmarshalJSON(data []byte) error {
 	var j tensorMapJSON
 	if err := strictUnmarshal(data, &j); err != nil {
@@ -97,14 +112,19 @@ func (m *TensorMap) UnmarshalJSON(data []byte) error {
 		return fmt.Errorf("tensor map of %s: rank %d with %d dims, %d strides, %d box extents and %d element strides (want rank, rank-1, rank and rank)",
 			j.Buffer, j.Rank, len(j.Dims), len(j.Strides), len(j.Box), len(j.ElemStrides))
 	}
-	*m = TensorMap{j.Buffer, dt, j.Dims, j.Strides, j.Box, j.ElemStrides, j.Swizzle, j.Interleave, j.L2Promotion, j.OOBFill}
+	*m = TensorMap{Buffer: j.Buffer, DType: dt, Dims: j.Dims, Strides: j.Strides, Box: j.Box, ElemStrides: j.ElemStrides,
+		Swizzle: j.Swizzle, Interleave: j.Interleave, L2Promotion: j.L2Promotion, OOBFill: j.OOBFill}
+	if j.Offset != nil {
+		m.Offset = *j.Offset
+	}
 	return nil
 }
 
-// TensorMapSpec is a TensorMap resolved at one shape: every extent and
-// stride a number, every default spelled out.
+// TensorMapSpec is a TensorMap resolved at one shape: every extent,
+// stride and the offset a number, every default spelled out.
 type TensorMapSpec struct {
 	Buffer      string
+	Offset      int // bytes from the buffer's start to element (0, …, 0)
 	DType       dtype.DType
 	Dims        []int
 	Strides     []int
@@ -130,6 +150,11 @@ func (m TensorMap) Resolve(env Env) (TensorMapSpec, error) {
 	d := m.withDefaults()
 	s := TensorMapSpec{Buffer: d.Buffer, DType: d.DType, Box: d.Box, ElemStrides: d.ElemStrides, Swizzle: d.Swizzle,
 		Interleave: d.Interleave, L2Promotion: d.L2Promotion, OOBFill: d.OOBFill}
+	off, err := d.Offset.Eval(env)
+	if err != nil {
+		return TensorMapSpec{}, fmt.Errorf("offset: %w", err)
+	}
+	s.Offset = int(off)
 	for i, e := range d.Dims {
 		v, err := e.EvalInt(env)
 		if err != nil {
@@ -152,7 +177,8 @@ func (m TensorMap) Resolve(env Env) (TensorMapSpec, error) {
 // multiples of 16 below 2^40; box extents 1 to 256 with a row (Box[0]
 // elements) a multiple of 16 bytes and, with a swizzle, within its span
 // (32, 64 or 128 bytes); element strides 1 to 8; a known interleave, L2
-// promotion and fill.
+// promotion and fill; an offset that keeps the global address 16-byte
+// aligned (at least 0, a multiple of 16).
 func (s TensorMapSpec) Check() error {
 	rank := len(s.Dims)
 	if rank < 1 || rank > tensorMapMaxRank {
@@ -213,10 +239,21 @@ func (s TensorMapSpec) Check() error {
 	if s.OOBFill != "zero" && s.OOBFill != "nan" {
 		return fmt.Errorf("oob_fill %q: want zero or nan", s.OOBFill)
 	}
+	return s.checkOffset()
+}
+
+// checkOffset refuses an offset below 0 or not a multiple of 16 bytes:
+// the global address (buffer + offset) must stay 16-byte aligned.
+func (s TensorMapSpec) checkOffset() error {
+	if s.Offset < 0 || s.Offset%tensorMapAlign != 0 {
+		return fmt.Errorf("offset %d bytes: want a multiple of %d bytes, at least 0 (the tensor's global address, buffer + offset, must be %d-byte aligned)",
+			s.Offset, tensorMapAlign, tensorMapAlign)
+	}
 	return nil
 }
 
-// End is one past the last byte of the tensor, relative to its base.
+// End is one past the last byte of the tensor, relative to its element
+// (0, …, 0); the tensor ends at byte Offset + End of its buffer.
 func (s TensorMapSpec) End() int64 {
 	size := int64(s.DType.Size())
 	end := int64(s.Dims[0]-1)*size + size
@@ -226,16 +263,36 @@ func (s TensorMapSpec) End() int64 {
 	return end
 }
 
-// CheckAt checks s against its buffer: base 16-byte aligned and the whole
+// Global is the address the map is encoded over: that of the tensor's
+// element (0, …, 0) in the buffer at base, base + Offset.
+func (s TensorMapSpec) Global(base uint64) uint64 { return base + uint64(s.Offset) }
+
+// Inside checks that the tensor lies inside its buffer of bufBytes bytes:
+// Offset + End ≤ bufBytes, where End is one past its last byte.
+func (s TensorMapSpec) Inside(bufBytes int) error {
+	end := s.End()
+	if s.Offset <= bufBytes && end <= int64(bufBytes-s.Offset) {
+		return nil
+	}
+	at := ""
+	if s.Offset != 0 {
+		at = fmt.Sprintf(" from offset %d (to byte %d)", s.Offset, int64(s.Offset)+end)
+	}
+	return fmt.Errorf("tensor map of %s: dims %v with strides %v span %d bytes%s, but the buffer has %d",
+		s.Buffer, s.Dims, s.Strides, end, at, bufBytes)
+}
+
+// CheckAt checks s against its buffer at base: base 16-byte aligned, the
+// offset too (so the global address base + Offset is), and the whole
 // tensor inside the buffer's bufBytes.
 func (s TensorMapSpec) CheckAt(base uint64, bufBytes int) error {
 	if base%tensorMapAlign != 0 {
 		return fmt.Errorf("tensor map of %s: base address %#x is not %d-byte aligned", s.Buffer, base, tensorMapAlign)
 	}
-	if end := s.End(); end > int64(bufBytes) {
-		return fmt.Errorf("tensor map of %s: dims %v with strides %v span %d bytes, but the buffer has %d", s.Buffer, s.Dims, s.Strides, end, bufBytes)
+	if err := s.checkOffset(); err != nil {
+		return fmt.Errorf("tensor map of %s: %w", s.Buffer, err)
 	}
-	return nil
+	return s.Inside(bufBytes)
 }
 
 func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }

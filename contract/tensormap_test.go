@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -75,5 +76,97 @@ func TestTensorMapEnd(t *testing.T) {
 	m := TensorMap{DType: dtype.F32, Dims: Ints(10, 3, 2), Strides: Ints(48, 160), Box: []int{4, 1, 1}}.mustResolve()
 	if got, want := m.End(), int64(160+2*48+40); got != want {
 		t.Errorf("end = %d, want %d", got, want)
+	}
+}
+
+// rowBlock is a map of rows j·c to j·c+c−1 of an f32 weight [v×h] (rows
+// h·4 bytes apart): the offset j·c·h·4 bytes, c rows of h elements.
+func rowBlock() TensorMap {
+	j, c, h := Var("j"), Var("c"), Var("h")
+	return TensorMap{Buffer: "w", Offset: j.Times(c).Times(h).TimesInt(4), DType: dtype.F32,
+		Dims: []Expr{h, c}, Strides: []Expr{h.TimesInt(4)}, Box: []int{32, 8}}
+}
+
+// TestTensorMapOffsetJSON: a map at the start of its buffer writes no
+// "offset" (what was written before offsets existed); one with an
+// offset writes it as an expression, and both read back the same.
+func TestTensorMapOffsetJSON(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		m    TensorMap
+		want string // "" for no offset key
+	}{
+		{"no offset", TensorMap{Buffer: "w", DType: dtype.F32, Dims: Ints(64, 8), Strides: Ints(256), Box: []int{32, 8}}, ""},
+		{"offset 0", TensorMap{Buffer: "w", Offset: Int(0), DType: dtype.F32, Dims: Ints(64, 8), Strides: Ints(256), Box: []int{32, 8}}, ""},
+		{"constant offset", TensorMap{Buffer: "w", Offset: Int(2048), DType: dtype.F32, Dims: Ints(64, 8), Strides: Ints(256), Box: []int{32, 8}}, `"offset":2048`},
+		{"expression", rowBlock(), `"offset":"j*c*h*4"`},
+	} {
+		data, err := json.Marshal(c.m)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if has := strings.Contains(string(data), `"offset"`); has != (c.want != "") || !strings.Contains(string(data), c.want) {
+			t.Errorf("%s: JSON %s, want offset %q", c.name, data, c.want)
+		}
+		var back TensorMap
+		if err := json.Unmarshal(data, &back); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if !Equal(back.Offset, c.m.Offset) {
+			t.Errorf("%s: offset %s read back as %s", c.name, c.m.Offset, back.Offset)
+		}
+		if again, _ := json.Marshal(back); string(again) != string(data) {
+			t.Errorf("%s: round trip changed the map:\n%s\n%s", c.name, data, again)
+		}
+	}
+	var m TensorMap
+	if err := json.Unmarshal([]byte(`{"buffer":"w","offset":"j +","dtype":"f32","rank":1,"dims":[8],"strides":[],"box":[8],"element_strides":[1],"interleave":"none","swizzle":0,"l2_promotion":128,"oob_fill":"zero"}`), &m); err == nil {
+		t.Error("a malformed offset was accepted")
+	}
+}
+
+// TestTensorMapOffset: the offset is evaluated with the map, refused
+// unless a multiple of 16 of at least 0, and the tensor must end inside
+// its buffer counting from it.
+func TestTensorMapOffset(t *testing.T) {
+	s, err := rowBlock().Resolve(Env{"j": 2, "c": 8, "h": 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Offset != 2*8*64*4 || s.Global(0x10000) != 0x10000+4096 || s.End() != 8*64*4 {
+		t.Errorf("offset %d, global %#x, end %d", s.Offset, s.Global(0x10000), s.End())
+	}
+	v := 4 * 8 * 64 * 4 // 4 blocks of rows: the block at j = 2 ends at 3 of 4
+	if err := s.CheckAt(0x10000, v); err != nil {
+		t.Errorf("block 2 of 4: %v", err)
+	}
+	if err := s.CheckAt(0x10000, 2*8*64*4+8*64*4-4); err == nil || !strings.Contains(err.Error(),
+		"tensor map of w: dims [64 8] with strides [256] span 2048 bytes from offset 4096 (to byte 6144), but the buffer has 6140") {
+		t.Errorf("past the buffer by its offset: %v", err)
+	}
+	for _, c := range []struct {
+		off  int
+		want string
+	}{
+		{8, "offset 8 bytes: want a multiple of 16 bytes, at least 0"},
+		{4100, "offset 4100 bytes"},
+		{-16, "offset -16 bytes: want a multiple of 16 bytes, at least 0"},
+	} {
+		m := s
+		m.Offset = c.off
+		if err := m.Check(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Check of offset %d: %v, want %q", c.off, err, c.want)
+		}
+		if err := m.CheckAt(0x10000, 1<<20); err == nil || !strings.Contains(err.Error(), "tensor map of w: "+c.want) {
+			t.Errorf("CheckAt of offset %d: %v, want %q", c.off, err, c.want)
+		}
+	}
+	neg := rowBlock()
+	neg.Offset = Int(-32)
+	if _, err := neg.Resolve(Env{"c": 8, "h": 64}); err == nil || !strings.Contains(err.Error(), "offset -32 bytes") {
+		t.Errorf("a negative offset resolved: %v", err)
+	}
+	if _, err := rowBlock().Resolve(Env{"c": 8, "h": 64}); err == nil || !strings.Contains(err.Error(), `offset: variable "j" has no value`) {
+		t.Errorf("an offset of an unknown variable: %v", err)
 	}
 }

@@ -24,18 +24,19 @@ var tensorTypes = map[string]cuda.TensorDataType{
 }
 
 // TensorMap implements Device with cuTensorMapEncodeTiled.
-func (c CUDA) TensorMap(m contract.TensorMapSpec, base uint64) (any, error) {
-	tm, err := c.Ctx.Driver().EncodeTensorMapTiled(CUDATensorMap(m, base))
+func (c CUDA) TensorMap(m contract.TensorMapSpec, global uint64) (any, error) {
+	tm, err := c.Ctx.Driver().EncodeTensorMapTiled(CUDATensorMap(m, global))
 	if err != nil {
 		return nil, fmt.Errorf("tensor map of %s: %w", m.Buffer, err)
 	}
 	return tm, nil
 }
 
-// CUDATensorMap is m over the buffer at base as the driver binding takes
-// it.
-func CUDATensorMap(m contract.TensorMapSpec, base uint64) cuda.TensorMapSpec {
-	s := cuda.TensorMapSpec{DataType: tensorTypes[m.DType.String()], Global: cuda.DevicePtr(base), Swizzle: m.Swizzle,
+// CUDATensorMap is m as the driver binding takes it, over global: the
+// address of the tensor's element (0, …, 0), its buffer's address plus
+// m.Offset (m.Global), already added.
+func CUDATensorMap(m contract.TensorMapSpec, global uint64) cuda.TensorMapSpec {
+	s := cuda.TensorMapSpec{DataType: tensorTypes[m.DType.String()], Global: cuda.DevicePtr(global), Swizzle: m.Swizzle,
 		Interleave: m.Interleave, L2Promotion: m.L2Promotion, OOBNaN: m.OOBFill == "nan"}
 	for _, d := range m.Dims {
 		s.Dims = append(s.Dims, uint64(d))

@@ -20,4 +20,9 @@
 //     memory is opted in to that amount when it is loaded.
 //   - Tensor maps are encoded once, at Bind; the buffers must not move
 //     while the bound program is in use.
+//   - A tensor map is encoded over its buffer's address plus its offset
+//     (contract.TensorMapSpec.Global): the Device gets the address of the
+//     tensor's element (0, …, 0), after the check that the buffer's
+//     address is 16-byte aligned and the tensor, from its offset to its
+//     last byte, lies inside the buffer.
 package launch

@@ -12,8 +12,10 @@ import (
 type Device interface {
 	// Pointer is the argument value that passes device address addr.
 	Pointer(addr uint64) any
-	// TensorMap encodes m over the buffer at base into its argument value.
-	TensorMap(m contract.TensorMapSpec, base uint64) (any, error)
+	// TensorMap encodes m into its argument value over global, the
+	// address of the tensor's element (0, …, 0): its buffer's address
+	// plus m.Offset (m.Global), already added.
+	TensorMap(m contract.TensorMapSpec, global uint64) (any, error)
 	// Launch enqueues one launch of fn as l says (grid, block, cluster,
 	// dynamic shared memory, dependent) with args; an error wrapping
 	// ErrNoDependentLaunch means nothing was enqueued because the device
@@ -83,7 +85,7 @@ func bindArg(dev Device, a contract.ArgSpec, mem Memory) (any, error) {
 		if err := m.CheckAt(addr, size); err != nil {
 			return nil, err
 		}
-		return dev.TensorMap(m, addr)
+		return dev.TensorMap(m, m.Global(addr))
 	}
 	return a.Value(), nil
 }

@@ -117,3 +117,29 @@ func TestBindRefuses(t *testing.T) {
 		}
 	}
 }
+
+// TestBindMapOffset: a map of rows j·32 to j·32+31 of x is encoded over
+// x's address plus its offset, after the check that it ends inside x
+// counting from the offset.
+func TestBindMapOffset(t *testing.T) {
+	x := contract.Buffer{Name: "x", DType: dtype.BF16, Elems: contract.Int(128 * 64), Role: contract.Input}
+	block := &contract.TensorMap{Buffer: "x", Offset: contract.Var("j").TimesInt(32 * 128), DType: dtype.BF16,
+		Dims: contract.Ints(64, 32), Strides: contract.Ints(128), Box: []int{64, 32}, Swizzle: 128}
+	l := contract.Launch{Entry: "a", Grid: contract.Grid(1, 1, 1), Block: [3]int{128, 1, 1}, Args: []contract.Arg{{TensorMap: block}}}
+	p, err := contract.Resolve([]contract.Launch{l}, []contract.Buffer{x}, contract.Env{"j": 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev := &fakeDevice{}
+	b, err := Bind(dev, p, []any{"fa"}, mem{"x": {0x10000, 128 * 64 * 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := b.args[0][0], "map x [64 32] at 0x13000"; got != want {
+		t.Errorf("the device got %q, want %q (0x10000 + 3·32 rows of 128 bytes)", got, want)
+	}
+	_, err = Bind(dev, p, []any{"fa"}, mem{"x": {0x10000, 128*64*2 - 16}})
+	if want := "tensor map of x: dims [64 32] with strides [128] span 4096 bytes from offset 12288 (to byte 16384), but the buffer has 16368"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("a buffer the map runs past: %v, want %q", err, want)
+	}
+}

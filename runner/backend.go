@@ -76,11 +76,14 @@ type Resources struct {
 type TensorMapArg [128]byte
 
 // TensorMapEncoder is implemented by backends whose kernels can take TMA
-// tensor maps: EncodeTensorMap returns the map of m over the buffer at
-// base. The CUDA backend calls cuTensorMapEncodeTiled; the interpreter
-// uses an encoding of its own that its TMA instructions decode.
+// tensor maps: EncodeTensorMap returns the map of m over global, the
+// address of the tensor's element (0, …, 0): its buffer's address plus
+// m.Offset (m.Global), which the caller has added; the encoder does not
+// add it again. The CUDA backend calls cuTensorMapEncodeTiled; the
+// interpreter uses an encoding of its own that its TMA instructions
+// decode.
 type TensorMapEncoder interface {
-	EncodeTensorMap(m contract.TensorMapSpec, base Ptr) (TensorMapArg, error)
+	EncodeTensorMap(m contract.TensorMapSpec, global Ptr) (TensorMapArg, error)
 }
 
 // ClusterLauncher is implemented by backends that launch grids in

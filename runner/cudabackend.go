@@ -138,9 +138,10 @@ func (b *cudaBackend) LaunchCluster(fn Function, grid, block, cluster [3]int, sm
 	return b.ctx.LaunchEx(f, cuda.LaunchConfig{Grid: grid, Block: block, SharedBytes: smem, Cluster: cluster}, b.stream, conv...)
 }
 
-// EncodeTensorMap implements TensorMapEncoder with cuTensorMapEncodeTiled.
-func (b *cudaBackend) EncodeTensorMap(m contract.TensorMapSpec, base Ptr) (TensorMapArg, error) {
-	tm, err := b.ctx.Driver().EncodeTensorMapTiled(launch.CUDATensorMap(m, uint64(base)))
+// EncodeTensorMap implements TensorMapEncoder with cuTensorMapEncodeTiled
+// over global (the buffer's address plus m.Offset).
+func (b *cudaBackend) EncodeTensorMap(m contract.TensorMapSpec, global Ptr) (TensorMapArg, error) {
+	tm, err := b.ctx.Driver().EncodeTensorMapTiled(launch.CUDATensorMap(m, uint64(global)))
 	if err != nil {
 		return TensorMapArg{}, fmt.Errorf("tensor map of %s: %w", m.Buffer, err)
 	}

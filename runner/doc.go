@@ -97,10 +97,11 @@
 // with an error naming the interface), a cluster has at most 16 blocks and
 // divides the grid (a GridPerSM grid is rounded down to whole clusters), and
 // a tensor map passes CheckTensorMap (rank, element type, 16-byte strides,
-// boxes of at most 256, the swizzle span, and the whole tensor inside its
+// boxes of at most 256, the swizzle span, an offset that is a multiple of
+// 16, and the whole tensor, from its offset to its last byte, inside its
 // buffer). Load then encodes each map over its buffer's address (the
-// session's data buffer or the program's own) and passes its 128 bytes by
-// value. Clustered launches are never dependent. Dynamic shared memory above
+// session's data buffer or the program's own) plus its offset and passes
+// its 128 bytes by value. Clustered launches are never dependent. Dynamic shared memory above
 // 48 KiB is opted in when the program is loaded, before any launch, and more
 // than the device allows a block (227 KiB on sm_90) is a load error.
 //

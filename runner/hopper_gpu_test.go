@@ -282,6 +282,8 @@ func TestHopperTensorMapEncode(t *testing.T) {
 		{Buffer: "a", DType: dtype.BF16, Dims: contract.Ints(64, m, k/64), Strides: contract.Ints(2*k, 128), Box: []int{64, 128, 2}, Swizzle: 128},
 		{Buffer: "a", DType: dtype.F16, Dims: contract.Ints(k, m), Strides: contract.Ints(2 * k), Box: []int{32, 64}, Swizzle: 64},
 		{Buffer: "a", DType: dtype.F32, Dims: contract.Ints(k/2, m), Strides: contract.Ints(2 * k), Box: []int{8, 256}, Swizzle: 32},
+		// the second half of the rows, a map of its own
+		{Buffer: "a", Offset: contract.Int(k * m), DType: dtype.BF16, Dims: contract.Ints(k, m/2), Strides: contract.Ints(2 * k), Box: []int{64, 128}, Swizzle: 128},
 	} {
 		spec, err := tm.Resolve(nil)
 		if err == nil {
@@ -290,7 +292,7 @@ func TestHopperTensorMapEncode(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := be.EncodeTensorMap(spec, p)
+		got, err := be.EncodeTensorMap(spec, Ptr(spec.Global(uint64(p))))
 		if err != nil {
 			t.Fatalf("%+v: %v", tm, err)
 		}
@@ -306,7 +308,7 @@ func TestHopperTensorMapEncode(t *testing.T) {
 	if !errors.As(err, &ce) || ce.Code != 1 {
 		t.Errorf("stride 3080 bytes: driver said %v, want CUDA_ERROR_INVALID_VALUE", err)
 	}
-	t.Logf("tensor maps: bf16 2-D/3-D 128B swizzle, f16 64B, f32 32B encoded; the driver refuses a stride of 3080 bytes too")
+	t.Logf("tensor maps: bf16 2-D/3-D 128B swizzle (and at an offset), f16 64B, f32 32B encoded; the driver refuses a stride of 3080 bytes too")
 }
 
 // TestHopperCublasBaseline: cuBLAS baselines through the worker's own

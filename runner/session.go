@@ -478,12 +478,14 @@ type sessionDevice struct{ be Backend }
 
 func (d sessionDevice) Pointer(addr uint64) any { return Ptr(addr) }
 
-func (d sessionDevice) TensorMap(m contract.TensorMapSpec, base uint64) (any, error) {
+// TensorMap encodes m over global, its buffer's address plus its offset
+// (launch.Bind adds it).
+func (d sessionDevice) TensorMap(m contract.TensorMapSpec, global uint64) (any, error) {
 	enc, ok := d.be.(TensorMapEncoder)
 	if !ok {
 		return nil, errNoTensorMaps(d.be)
 	}
-	return enc.EncodeTensorMap(m, Ptr(base))
+	return enc.EncodeTensorMap(m, Ptr(global))
 }
 
 // Launch enqueues ln: in clusters when it has one, dependently when it

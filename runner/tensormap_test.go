@@ -126,3 +126,30 @@ func TestLoadRejectsBadClustersAndMaps(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadTensorMapOffset: the session encodes a map over its buffer's
+// address plus its offset, and refuses at load a map that its offset runs
+// past its buffer.
+func TestLoadTensorMapOffset(t *testing.T) {
+	prog := func(off int) kernels.Program {
+		return kernels.Program{PTX: "// fake", Buffers: []kernels.Buffer{{Name: "s", Elems: contract.Int(64), DType: dtype.F32, Role: kernels.Scratch}},
+			Launches: []kernels.Launch{{Entry: "k", Grid: contract.Grid(1, 1, 1), Block: [3]int{32, 1, 1}, Args: []kernels.Arg{{TensorMap: &kernels.TensorMap{
+				Buffer: "s", Offset: contract.Int(off), DType: dtype.F32, Dims: contract.Ints(8, 4), Strides: contract.Ints(32), Box: []int{8, 4}}}}}}}
+	}
+	be := &fakeHopperBackend{}
+	ss := NewSession(be)
+	l, err := ss.Load(prog(128))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ss.Run(l); err != nil {
+		t.Fatal(err)
+	}
+	if len(be.bases) != 1 || be.bases[0] != l.ownPtrs["s"]+128 {
+		t.Errorf("map encoded at %#x, want s at %#x + 128", be.bases, l.ownPtrs["s"])
+	}
+	_, err = NewSession(&fakeHopperBackend{}).Load(prog(144))
+	if want := "span 128 bytes from offset 144 (to byte 272), but the buffer has 256"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Load = %v, want an error saying %q", err, want)
+	}
+}

@@ -12,13 +12,18 @@ grid_per_sm x the device's multiprocessors and rounded down to whole
 clusters), block, cluster, dynamic shared memory (with the opt-in above
 48 KiB), whether it is a programmatic dependent launch, and its arguments:
 a buffer's address plus a byte offset, a scalar (u32 or u64), or a TMA
-tensor map of a buffer with every field of cuTensorMapEncodeTiled.
+tensor map of a buffer with every field of cuTensorMapEncodeTiled. A tensor
+map's offset (JSON "offset", an expression; absent is 0) is the bytes from
+the buffer's start to the tensor's element (0, ..., 0): at least 0 and a
+multiple of 16, and the map is encoded over the buffer's address plus it,
+so a sub-tensor (rows j*C to j*C+C-1 of a weight) is a map of its own.
 
 Resolve's checks, as contract.Resolve makes them, with the same messages:
 buffer names unique with known roles; blocks of 1 to 1024 threads; clusters
 of at most 16 CTAs and grids that are whole clusters; the first launch not
 dependent; every argument naming a known buffer, offsets and tensors inside
-their buffers, tensor maps the driver accepts, scalars that fit their type.
+their buffers (a tensor map's from its offset to its last byte), tensor maps
+the driver accepts, scalars that fit their type.
 """
 
 from dataclasses import dataclass, field
@@ -85,14 +90,20 @@ class TensorMap:
     interleave: str = ""
     l2_promotion: int = 0
     oob_fill: str = ""
+    # Bytes from the buffer's start to element (0, ..., 0); Expr() is 0.
+    offset: Expr = field(default_factory=Expr)
 
     def resolve(self, env):
         """The map evaluated in env, defaults spelled out, and checked."""
+        try:
+            offset = self.offset.eval(env)
+        except ExprError as err:
+            raise BadProgram(f"offset: {err}") from None
         s = TensorMapSpec(
             buffer=self.buffer, dtype=self.dtype, dims=[], strides=[], box=list(self.box),
             elem_strides=list(self.elem_strides) if self.elem_strides is not None else [1] * len(self.dims),
             swizzle=self.swizzle, interleave=self.interleave or "none",
-            l2_promotion=self.l2_promotion or 128, oob_fill=self.oob_fill or "zero")
+            l2_promotion=self.l2_promotion or 128, oob_fill=self.oob_fill or "zero", offset=offset)
         for i, e in enumerate(self.dims):
             s.dims.append(_eval_int(e, env, f"dims[{i}]"))
         for i, e in enumerate(self.strides):
@@ -165,7 +176,7 @@ def decode_buffer(v):
         raise DecodeError(f"buffer {name}: {e}") from None
 
 
-_TENSOR_MAP_FIELDS = ("buffer", "dtype", "rank", "dims", "strides", "box", "element_strides", "interleave",
+_TENSOR_MAP_FIELDS = ("buffer", "offset", "dtype", "rank", "dims", "strides", "box", "element_strides", "interleave",
                       "swizzle", "l2_promotion", "oob_fill")
 
 
@@ -185,10 +196,14 @@ def decode_tensor_map(v):
         raise DecodeError(
             f"tensor map of {buf}: rank {rank} with {len(dims)} dims, {len(strides)} strides, {len(box)} box extents "
             f"and {len(elem)} element strides (want rank, rank-1, rank and rank)")
+    try:
+        offset = decode_expr(f.get("offset"))  # absent or null: 0
+    except DecodeError as e:
+        raise DecodeError(f"tensor map of {buf}: offset: {e}") from None
     return TensorMap(buf, dtype, dims, strides, box, elem, _go.as_int(f.get("swizzle"), "tensor_map.swizzle"),
                      _go.as_str(f.get("interleave"), "tensor_map.interleave"),
                      _go.as_int(f.get("l2_promotion"), "tensor_map.l2_promotion"),
-                     _go.as_str(f.get("oob_fill"), "tensor_map.oob_fill"))
+                     _go.as_str(f.get("oob_fill"), "tensor_map.oob_fill"), offset)
 
 
 def decode_arg(v):
@@ -259,8 +274,8 @@ class BufferSpec:
 
 @dataclass
 class TensorMapSpec:
-    """A TensorMap resolved at one shape: every extent and stride a number,
-    every default spelled out."""
+    """A TensorMap resolved at one shape: every extent, stride and the
+    offset a number, every default spelled out."""
 
     buffer: str
     dtype: str
@@ -272,9 +287,11 @@ class TensorMapSpec:
     interleave: str
     l2_promotion: int
     oob_fill: str
+    offset: int = 0  # bytes from the buffer's start to element (0, ..., 0)
 
     def check(self):
-        """Checks the fields against what cuTensorMapEncodeTiled accepts."""
+        """Checks the fields against what cuTensorMapEncodeTiled accepts,
+        and an offset that keeps the global address 16-byte aligned."""
         err = self._problem()
         if err:
             raise BadProgram(err)
@@ -315,25 +332,50 @@ class TensorMapSpec:
             return f"l2_promotion {self.l2_promotion}: want -1 (none), 64, 128 or 256 bytes"
         if self.oob_fill not in ("zero", "nan"):
             return f"oob_fill {_go_q(self.oob_fill)}: want zero or nan"
+        return self._offset_problem()
+
+    def _offset_problem(self):
+        """An offset below 0 or not a multiple of 16 bytes: the global
+        address (buffer + offset) must stay 16-byte aligned."""
+        if self.offset < 0 or self.offset % 16 != 0:
+            return (f"offset {self.offset} bytes: want a multiple of 16 bytes, at least 0 "
+                    f"(the tensor's global address, buffer + offset, must be 16-byte aligned)")
         return None
 
+    def global_address(self, base):
+        """The address the map is encoded over: that of the tensor's
+        element (0, ..., 0) in the buffer at base, base + offset."""
+        return base + self.offset
+
     def end(self):
-        """One past the last byte of the tensor, relative to its base."""
+        """One past the last byte of the tensor, relative to its element
+        (0, ..., 0); the tensor ends at byte offset + end() of its buffer."""
         size = dtype_size(self.dtype)
         end = (self.dims[0] - 1) * size + size
         for i, st in enumerate(self.strides):
             end += (self.dims[i + 1] - 1) * st
         return end
 
+    def inside(self, buf_bytes):
+        """Checks that the tensor lies inside its buffer of buf_bytes:
+        offset + end() <= buf_bytes."""
+        end = self.end()
+        if self.offset + end <= buf_bytes:
+            return
+        at = f" from offset {self.offset} (to byte {self.offset + end})" if self.offset != 0 else ""
+        raise BadProgram(f"tensor map of {self.buffer}: dims {_go.format_ints(self.dims)} with strides "
+                         f"{_go.format_ints(self.strides)} span {end} bytes{at}, but the buffer has {buf_bytes}")
+
     def check_at(self, base, buf_bytes):
-        """Checks the map against its buffer: base 16-byte aligned, the
-        whole tensor inside the buffer's buf_bytes."""
+        """Checks the map against its buffer at base: base 16-byte
+        aligned, the offset too, the whole tensor inside the buffer's
+        buf_bytes."""
         if base % 16 != 0:
             raise BadProgram(f"tensor map of {self.buffer}: base address {base:#x} is not 16-byte aligned")
-        end = self.end()
-        if end > buf_bytes:
-            raise BadProgram(f"tensor map of {self.buffer}: dims {_go.format_ints(self.dims)} with strides "
-                             f"{_go.format_ints(self.strides)} span {end} bytes, but the buffer has {buf_bytes}")
+        problem = self._offset_problem()
+        if problem:
+            raise BadProgram(f"tensor map of {self.buffer}: {problem}")
+        self.inside(buf_bytes)
 
 
 @dataclass
@@ -483,10 +525,7 @@ def _resolve_arg(a, bufs, env):
             m = a.tensor_map.resolve(env)
         except BadProgram as e:
             raise BadProgram(f"tensor map of {b.name}: {e}") from None
-        end = m.end()
-        if end > max(b.nbytes, 16):
-            raise BadProgram(f"tensor map of {b.name}: dims {_go.format_ints(m.dims)} with strides "
-                             f"{_go.format_ints(m.strides)} span {end} bytes, but the buffer has {b.nbytes}")
+        m.inside(max(b.nbytes, 16))  # a buffer is allocated at least 16 bytes
         return ArgSpec("tensor_map", tensor_map=m)
     try:
         v = a.value.eval(env)

@@ -151,7 +151,9 @@ class Driver:
 
     def encode_tensor_map(self, spec, base):
         """The 128 bytes of the tiled tensor map spec (a
-        contract.TensorMapSpec) over the buffer at device address base."""
+        contract.TensorMapSpec) over device address base: that of the
+        tensor's element (0, ..., 0), its buffer's address plus
+        spec.offset (spec.global_address), which the caller has added."""
         raise NotImplementedError
 
     def launch(self, function, spec, stream, packed):

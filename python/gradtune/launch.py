@@ -3,10 +3,11 @@
 
 Rules:
   - A pointer argument is its buffer's address plus its offset, checked to
-    be inside the buffer; a tensor map is encoded over its buffer at bind
-    time (base 16-byte aligned, the tensor inside the buffer), so the
-    buffers must not move while the bound plan is in use; a scalar is
-    passed as its PTX type, u32 or u64.
+    be inside the buffer; a tensor map is encoded at bind time over its
+    buffer's address plus its offset (base 16-byte aligned, the offset a
+    multiple of 16, the tensor from its offset to its last byte inside the
+    buffer), so the buffers must not move while the bound plan is in use;
+    a scalar is passed as its PTX type, u32 or u64.
   - Launches go in plan order. A dependent launch goes to the driver as
     dependent; a driver that cannot launch dependently launches it, and
     every later dependent launch of the bound plan, in plain stream order,
@@ -109,7 +110,7 @@ def _bind_arg(drv, a, memory):
             raise BadProgram(f'tensor map of unknown buffer "{m.buffer}"')
         addr, size = buf
         m.check_at(addr, size)
-        return Param("tensor_map", drv.encode_tensor_map(m, addr))
+        return Param("tensor_map", drv.encode_tensor_map(m, m.global_address(addr)))
     return Param(a.type, a.scalar)
 
 

@@ -1,14 +1,16 @@
 """resolve() and the tensor-map checks: the cases of contract's
-TestResolve, TestResolveRefuses and TestTensorMapCheck."""
+TestResolve, TestResolveRefuses, TestResolveMapOffset, TestTensorMapCheck,
+TestTensorMapOffset and TestTensorMapOffsetJSON."""
 
 import copy
+import re
 import unittest
 
 import helpers  # noqa: F401  (puts python/ on the path)
 from gradtune import contract
 from gradtune.contract import Arg, Buffer, Launch, TensorMap, TensorMapSpec
 from gradtune.errors import BadProgram, DecodeError
-from gradtune.expr import cdiv, const, var
+from gradtune.expr import cdiv, const, div, var
 
 
 def two_launches():
@@ -63,6 +65,14 @@ class Resolve(unittest.TestCase):
             ("negative scalar", lambda ls, b: setattr(ls[1].args[1], "value", const(-1)), None, "scalar -1 = -1 does not fit u64"),
             ("negative shared", lambda ls, b: setattr(ls[1], "shared_bytes", -1), None, "shared memory -1 bytes"),
             ("no entry", lambda ls, b: setattr(ls[1], "entry", ""), None, "no entry name"),
+            ("map offset misaligned", lambda ls, b: setattr(ls[0].args[0].tensor_map, "offset", const(8)), None,
+             "tensor map of x: offset 8 bytes: want a multiple of 16 bytes"),
+            ("map offset negative", lambda ls, b: setattr(ls[0].args[0].tensor_map, "offset", const(-16)), None,
+             "offset -16 bytes: want a multiple of 16 bytes, at least 0"),
+            # x is exactly the map's 64 x m bf16 elements: an offset of one
+            # row runs the map's last row past it.
+            ("map past the buffer by its offset", lambda ls, b: setattr(ls[0].args[0].tensor_map, "offset", const(128)), None,
+             "tensor map of x: dims [64 64] with strides [128] span 8192 bytes from offset 128 (to byte 8320), but the buffer has 8192"),
         ]
         for name, f, env, want in cases:
             with self.subTest(case=name):
@@ -73,6 +83,21 @@ class Resolve(unittest.TestCase):
                     contract.resolve(ls, bufs, env or {"m": 64, "sms": 132})
                 self.assertIn(want, str(cm.exception))
                 self.assertTrue(str(cm.exception).startswith("program cannot be launched as described: "))
+
+    def test_map_offset(self):
+        # x's second half as a map of its own.
+        ls, bufs = two_launches()
+        m = ls[0].args[0].tensor_map
+        m.offset = var("m") * 64
+        m.dims[1] = div(var("m"), 2)
+        got = contract.resolve(ls, bufs, {"m": 64, "sms": 132}).launches[0].args[0].tensor_map
+        self.assertEqual((got.offset, got.dims[1], got.offset + got.end()), (4096, 32, 8192))
+
+
+def row_block():
+    """Rows j*c to j*c+c-1 of an f32 weight [v x h]: offset j*c*h*4 bytes."""
+    j, c, h = var("j"), var("c"), var("h")
+    return TensorMap("w", "f32", [h, c], [h * 4], [32, 8], offset=j * c * h * 4)
 
 
 def good_map():
@@ -117,6 +142,29 @@ class TensorMapCheck(unittest.TestCase):
             good.check_at(0x10000, 512 * 256 * 2 - 2)
         good.check_at(0x10000, 512 * 256 * 2)
 
+    def test_offset(self):
+        s = row_block().resolve({"j": 2, "c": 8, "h": 64})
+        self.assertEqual((s.offset, s.global_address(0x10000), s.end()), (4096, 0x10000 + 4096, 2048))
+        s.check_at(0x10000, 4 * 8 * 64 * 4)
+        with self.assertRaisesRegex(BadProgram, re.escape(
+                "tensor map of w: dims [64 8] with strides [256] span 2048 bytes from offset 4096 (to byte 6144), but the buffer has 6140")):
+            s.check_at(0x10000, 6140)
+        for off, want in ((8, "offset 8 bytes: want a multiple of 16 bytes, at least 0"), (4100, "offset 4100 bytes"),
+                          (-16, "offset -16 bytes: want a multiple of 16 bytes, at least 0")):
+            with self.subTest(offset=off):
+                m = copy.deepcopy(s)
+                m.offset = off
+                with self.assertRaisesRegex(BadProgram, re.escape(want)):
+                    m.check()
+                with self.assertRaisesRegex(BadProgram, re.escape("tensor map of w: " + want)):
+                    m.check_at(0x10000, 1 << 20)
+        neg = row_block()
+        neg.offset = const(-32)
+        with self.assertRaisesRegex(BadProgram, "offset -32 bytes"):
+            neg.resolve({"c": 8, "h": 64})
+        with self.assertRaisesRegex(BadProgram, 'offset: variable "j" has no value'):
+            row_block().resolve({"c": 8, "h": 64})
+
     def test_end(self):
         m = TensorMap("", "f32", [const(10), const(3), const(2)], [const(48), const(160)], [4, 1, 1]).resolve({})
         self.assertEqual(m.end(), 160 + 2 * 48 + 40)
@@ -131,6 +179,17 @@ class Decode(unittest.TestCase):
                     {"kind": "pointer", "buffer": "x", "offset": None}):
             with self.subTest(arg=bad), self.assertRaises(DecodeError):
                 contract.decode_arg(bad)
+
+    def test_tensor_map_offset(self):
+        base = {"buffer": "w", "dtype": "f32", "rank": 1, "dims": [8], "strides": [], "box": [8], "element_strides": [1],
+                "interleave": "none", "swizzle": 0, "l2_promotion": 128, "oob_fill": "zero"}
+        self.assertEqual(contract.decode_tensor_map(base).offset, const(0))
+        self.assertEqual(contract.decode_tensor_map(dict(base, offset=None)).offset, const(0))
+        self.assertEqual(contract.decode_tensor_map(dict(base, offset=2048)).offset, const(2048))
+        self.assertEqual(str(contract.decode_tensor_map(dict(base, offset="j*c*h*4")).offset), "j*c*h*4")
+        for bad in ("j +", 1.5, True):
+            with self.subTest(offset=bad), self.assertRaises(DecodeError):
+                contract.decode_tensor_map(dict(base, offset=bad))
 
     def test_launch(self):
         base = {"entry": "k", "grid": [1, 1, 1], "block": [32, 1, 1], "cluster": [1, 1, 1], "shared_bytes": 65536,

@@ -5,13 +5,15 @@ points."""
 
 import ctypes
 import os
+import re
 import struct
 import unittest
 
 from fakes import FakeDriver
 from helpers import TESTDATA
-from gradtune import driver, launch, table
+from gradtune import contract, driver, launch, table
 from gradtune.errors import BadProgram
+from gradtune.expr import const, var
 
 SYNTHETIC = os.path.join(TESTDATA, "synthetic")
 M = 3001
@@ -107,6 +109,22 @@ class BindAndRun(unittest.TestCase):
         ):
             with self.subTest(case=name), self.assertRaisesRegex(BadProgram, want):
                 launch.bind(fake, plan, f, m)
+
+
+    def test_map_offset(self):
+        # A map of rows j*32 to j*32+31 of x, encoded over x's address plus
+        # its offset (launch_test.go's TestBindMapOffset).
+        x = contract.Buffer("x", "bf16", const(128 * 64), "input")
+        block = contract.TensorMap("x", "bf16", [const(64), const(32)], [const(128)], [64, 32], swizzle=128, offset=var("j") * (32 * 128))
+        l = contract.Launch("a", [const(1)] * 3, [128, 1, 1], [0, 0, 0], 0, False, [contract.Arg("tensor_map", tensor_map=block)])
+        plan = contract.resolve([l], [x], {"j": 3})
+        fake = FakeDriver()
+        launch.bind(fake, plan, ["fa"], launch.Memory({"x": (0x10000, 128 * 64 * 2)}))
+        self.assertEqual(fake.calls, [("encode_tensor_map", "x", 0x13000)])
+        want = ("tensor map of x: dims [64 32] with strides [128] span 4096 bytes from offset 12288 (to byte 16384), "
+                "but the buffer has 16368")
+        with self.assertRaisesRegex(BadProgram, re.escape(want)):
+            launch.bind(fake, plan, ["fa"], launch.Memory({"x": (0x10000, 128 * 64 * 2 - 16)}))
 
 
 class CUDALayouts(unittest.TestCase):

@@ -23,7 +23,8 @@ def arg_text(a):
         return f"pointer {a.buffer}+{a.offset}"
     if a.kind == "tensor_map":
         m = a.tensor_map
-        return (f"tensor_map {m.buffer} {m.dtype} dims={_ints(m.dims)} strides={_ints(m.strides)} box={_ints(m.box)} "
+        off = f" offset={m.offset}" if m.offset else ""
+        return (f"tensor_map {m.buffer}{off} {m.dtype} dims={_ints(m.dims)} strides={_ints(m.strides)} box={_ints(m.box)} "
                 f"element_strides={_ints(m.elem_strides)} swizzle={m.swizzle} interleave={m.interleave} "
                 f"l2_promotion={m.l2_promotion} oob_fill={m.oob_fill}")
     return f"{a.type} {a.scalar}"

@@ -16,7 +16,7 @@ import (
 //	4       element size in bytes
 //	5       rank (1 to 5)
 //	6       swizzle span in bytes / 16 (0: none)
-//	[8,16)  global base address
+//	[8,16)  global address of element (0, …, 0): buffer + offset
 //	[16,56) dims, 5 × u64
 //	[56,88) byte strides of dims 1 to 4, 4 × u64
 //	[88,98) box, 5 × u16
@@ -24,7 +24,7 @@ const tmapMagic = "GTTM"
 
 // tensorMap is a decoded tensor map.
 type tensorMap struct {
-	base    uint64
+	global  uint64 // address of element (0, …, 0): buffer + offset
 	esize   int
 	rank    int
 	swizzle int
@@ -42,13 +42,18 @@ func (m *tensorMap) boxBytes() int {
 	return n
 }
 
-// EncodeTensorMap encodes m over the buffer at base for the interpreter's
-// TMA instructions, after the checks of cuTensorMapEncodeTiled
-// (contract.TensorMapSpec.Check) and a 16-byte aligned base. The
-// interpreter moves elements with element strides 1, no interleave and
-// zeros outside the tensor; a map asking for anything else is refused
-// (its L2 promotion does not change what is read).
-func (b *Backend) EncodeTensorMap(m contract.TensorMapSpec, base runner.Ptr) (runner.TensorMapArg, error) {
+// EncodeTensorMap encodes m for the interpreter's TMA instructions over
+// global, the address of the tensor's element (0, …, 0): its buffer's
+// address plus m.Offset (m.Global), which the caller has added. Every
+// element the TMA instructions move lies at global plus its coordinates
+// times the strides, so a map with an offset reads and writes its
+// sub-tensor, and elements outside the map's dims are out of bounds even
+// where the buffer goes on. The checks are those of cuTensorMapEncodeTiled
+// (contract.TensorMapSpec.Check) and a 16-byte aligned global address.
+// The interpreter moves elements with element strides 1, no interleave and
+// zeros outside the tensor; a map asking for anything else is refused (its
+// L2 promotion does not change what is read).
+func (b *Backend) EncodeTensorMap(m contract.TensorMapSpec, global runner.Ptr) (runner.TensorMapArg, error) {
 	var out runner.TensorMapArg
 	bad := func(format string, args ...any) (runner.TensorMapArg, error) {
 		return out, fmt.Errorf("%w: tensor map of %s: %s", ErrLaunch, m.Buffer, fmt.Sprintf(format, args...))
@@ -56,8 +61,8 @@ func (b *Backend) EncodeTensorMap(m contract.TensorMapSpec, base runner.Ptr) (ru
 	if err := m.Check(); err != nil {
 		return bad("%v", err)
 	}
-	if uint64(base)%16 != 0 {
-		return bad("global address %#x is not 16-byte aligned", base)
+	if uint64(global)%16 != 0 {
+		return bad("global address %#x is not 16-byte aligned", global)
 	}
 	for _, e := range m.ElemStrides {
 		if e != 1 {
@@ -70,7 +75,7 @@ func (b *Backend) EncodeTensorMap(m contract.TensorMapSpec, base runner.Ptr) (ru
 	es, r := m.DType.Size(), len(m.Dims)
 	copy(out[0:4], tmapMagic)
 	out[4], out[5], out[6] = byte(es), byte(r), byte(m.Swizzle/16)
-	binary.LittleEndian.PutUint64(out[8:], uint64(base))
+	binary.LittleEndian.PutUint64(out[8:], uint64(global))
 	for i, d := range m.Dims {
 		binary.LittleEndian.PutUint64(out[16+8*i:], uint64(d))
 		binary.LittleEndian.PutUint16(out[88+2*i:], uint16(m.Box[i]))
@@ -87,7 +92,7 @@ func decodeTmap(b []byte) (*tensorMap, error) {
 	if len(b) < 128 || string(b[0:4]) != tmapMagic {
 		return nil, errTmap
 	}
-	m := &tensorMap{esize: int(b[4]), rank: int(b[5]), swizzle: 16 * int(b[6]), base: binary.LittleEndian.Uint64(b[8:])}
+	m := &tensorMap{esize: int(b[4]), rank: int(b[5]), swizzle: 16 * int(b[6]), global: binary.LittleEndian.Uint64(b[8:])}
 	if m.rank < 1 || m.rank > 5 {
 		return nil, errTmap
 	}
@@ -158,7 +163,7 @@ func (m *tensorMap) boxEach(coords [5]int64, f func(off int, g uint64, in bool) 
 	off := 0
 	var idx [5]int
 	for {
-		g, inside := m.base, true
+		g, inside := m.global, true
 		for d := 0; d < 5; d++ {
 			x := coords[d] + int64(idx[d])
 			if x < 0 || x >= m.dims[d] {
