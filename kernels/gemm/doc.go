@@ -132,6 +132,23 @@
 // arrives once for all. No split or stream-K. The program takes M at run
 // time like the family's own (below); a BSource sees no M (bsource.go).
 //
+// # Another family's GEMM (Custom)
+//
+// Custom and AddCustom let another family emit wgmma-path GEMMs into its
+// own module (linear_cross_entropy_bwd: the LM head's logits and gradient
+// per vocabulary chunk): C[t×c] = A[t×l]·B[l×c] with t the caller's
+// runtime dim, A K-major, B K-major (a weight [c×l] read as its
+// transpose: one TMA box {64 k, BN rows} per k-tile, the K-major
+// descriptor, imm-trans-b 0) or MN-major. Each operand may start at a
+// byte offset in its buffer (the tensor map's Offset) and B may hold
+// fewer rows than the problem's extent, the rest read as zeros by TMA,
+// so a chunk of a weight is the same kernel at every offset, launched
+// with other maps. Scale makes the direct epilogue accumulate into an
+// f32 C, C = scale[row]·C + A·B: each row's factor and the old pair are
+// loaded under the store's guards. Custom.Params picks the ring, the
+// consumers and the order from the tile alone, so the kernel does not
+// depend on t.
+//
 // # M at run time
 //
 // M, the token count, is a runtime dim (Program.RuntimeDims): every

@@ -3,6 +3,7 @@ package gemm
 import (
 	"github.com/gradtune/gradtune/contract"
 	"github.com/gradtune/gradtune/dtype"
+	"github.com/gradtune/gradtune/kernels"
 )
 
 // problem is a shape seen as the GEMM it is: C[r×c] = A[r×l]·B[l×c],
@@ -22,16 +23,30 @@ type problem struct {
 	a, b    operand
 	out     string // the output buffer
 	in, od  dtype.DType
+	// dim names M in launch expressions: tokenDim when empty (a Custom's
+	// caller names its own).
+	dim string
+	// scale, when set, is an f32 buffer of one factor per row of C, and
+	// the epilogue adds to what C holds: C = scale[row]·C + A·B (f32 C,
+	// direct epilogue; Custom only).
+	scale string
 }
 
 // operand is one GEMM operand in its buffer: row-major with rows ld
 // elements apart. A K-major operand has the reduction index contiguous
 // (A[i][k] at i·ld+k); an MN-major one has its other index contiguous
 // (A[i][k] at k·ld+i; B[k][j] at k·ld+j).
+//
+// off is the operand's first element's byte offset in its buffer; rows,
+// when not 0, is the rows of the buffer past it that hold the operand
+// (B of a Custom: fewer than the problem's extent, the rest reads as
+// zeros).
 type operand struct {
 	buf    string
 	kMajor bool
 	ld     int
+	off    int
+	rows   int
 }
 
 func problemOf(s Shape) problem {
@@ -56,9 +71,22 @@ func (g problem) lExpr() contract.Expr { return g.extExpr(g.l, !g.mRows) }
 
 func (g problem) extExpr(v int, isM bool) contract.Expr {
 	if isM {
-		return contract.Var(tokenDim)
+		return contract.Var(g.dimName())
 	}
 	return contract.Int(v)
+}
+
+// dimName is the name of M in g's launch expressions.
+func (g problem) dimName() string {
+	if g.dim == "" {
+		return tokenDim
+	}
+	return g.dim
+}
+
+// mArg is the launch argument of a kernel's m parameter.
+func (g problem) mArg() kernels.Arg {
+	return kernels.Arg{Scalar: contract.Var(g.dimName()), Type: contract.U32}
 }
 
 // index is the position in the buffer of A[row][k] (B: of B[k][row]).

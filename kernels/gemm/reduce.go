@@ -76,7 +76,7 @@ func reduceLaunch(entry string, g problem, pdl bool) kernels.Launch {
 		Block: [3]int{reduceBlock, 1, 1}, Dependent: pdl,
 		Args: []kernels.Arg{{Buffer: workspace}, {Buffer: g.out}}}
 	if g.mRows {
-		l.Args = append(l.Args, mArg)
+		l.Args = append(l.Args, g.mArg())
 	}
 	return l
 }

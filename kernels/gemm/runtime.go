@@ -2,7 +2,6 @@ package gemm
 
 import (
 	"github.com/gradtune/gradtune/contract"
-	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/gen"
 	"github.com/gradtune/gradtune/kernels/ptx"
 )
@@ -21,9 +20,6 @@ import (
 
 // tokenDim is the runtime dim of every program: M.
 const tokenDim = "m"
-
-// mArg is the launch argument of a kernel's m parameter.
-var mArg = kernels.Arg{Scalar: contract.Var(tokenDim), Type: contract.U32}
 
 // mParam declares a kernel's m parameter.
 func mParam(k *ptx.Func) ptx.Sym { return k.Param(tokenDim, ptx.U32) }

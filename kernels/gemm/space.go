@@ -280,17 +280,21 @@ func maxStages(g problem, p Params) int {
 // split has k-tiles (also in persistent grids, where the ring runs on
 // into the next tile: deeper rings did not pay there on the H200).
 func pipelineDepth(g problem, p Params) error {
-	deepest, loop := maxStages(g, p), max(kTiles(g, p)/p.SplitK, 2)
-	want := min(deepest, loop)
+	if want := ringDepth(g, p); p.Stages != want {
+		return fmt.Errorf("stages=%d: want %d (%d fit in shared memory, %d k-tiles per split)", p.Stages, want, maxStages(g, p), max(kTiles(g, p)/p.SplitK, 2))
+	}
+	return nil
+}
+
+// ringDepth is the stages pipelineDepth wants.
+func ringDepth(g problem, p Params) int {
+	want := min(maxStages(g, p), max(kTiles(g, p)/p.SplitK, 2))
 	if p.MMA == WGMMA {
 		for !slices.Contains(wgStages, want) {
 			want--
 		}
 	}
-	if p.Stages == want {
-		return nil
-	}
-	return fmt.Errorf("stages=%d: want %d (%d fit in shared memory, %d k-tiles per split)", p.Stages, want, deepest, loop)
+	return want
 }
 
 func splitK(g problem, p Params) error {

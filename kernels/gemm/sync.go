@@ -47,7 +47,7 @@ func emitSync(s Shape, g problem, p Params) (kernels.Program, error) {
 		out = workspace
 		prog.Buffers = []kernels.Buffer{workspaceBuffer(g, p.SplitK)}
 	}
-	main.Args = []kernels.Arg{{Buffer: g.a.buf}, {Buffer: g.b.buf}, {Buffer: out}, mArg}
+	main.Args = []kernels.Arg{{Buffer: g.a.buf}, {Buffer: g.b.buf}, {Buffer: out}, g.mArg()}
 	prog.Launches = append(prog.Launches, main)
 	if p.SplitK > 1 {
 		prog.Launches = append(prog.Launches, reduceLaunch(red, g, false))

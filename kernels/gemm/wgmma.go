@@ -57,6 +57,20 @@ func bAtomOf(p Params) bAtom {
 	return bAtom{cols: 32, rowBytes: 64, bytes: wgAtom / 2, swizzle: ptx.Swizzle64B}
 }
 
+// descriptor is the wgmma descriptor of B in atoms at: LBO (the bytes
+// between atoms), SBO (8 k-rows), a k16 step and the swizzle.
+func (at bAtom) descriptor() (lbo, sbo, step int, swz ptx.Swizzle) {
+	return at.bytes, 8 * at.rowBytes, 16 * at.rowBytes, at.swizzle
+}
+
+// rowsOr is the operand's rows, or n where it takes the problem's extent.
+func (o operand) rowsOr(n int) int {
+	if o.rows != 0 {
+		return o.rows
+	}
+	return n
+}
+
 // wgKernel is the build state of a wgmma-path kernel.
 type wgKernel struct {
 	k       *ptx.Func
@@ -74,6 +88,7 @@ type wgKernel struct {
 	rawOff  int        // offset of the raw ring
 	dsm     *dsmemTile // reduce=dsmem: the consumer's tile, for the sum after the cluster barrier
 	m       ptx.Sym    // the parameter m (M)
+	scale   ptx.Reg    // u64: the rows' factors of a scaled epilogue (problem.scale)
 	prod    *produced  // B written into its buffer during the kernel (producedb.go), or nil
 	// waitPrior: the producer thread waits for the previous grid
 	// (griddepcontrol.wait) before its first load, for a dependent launch
@@ -116,7 +131,7 @@ func emitWgmma(s Shape, g problem, p Params) (kernels.Program, error) {
 
 // buildWgmma writes the wgmma path's program b describes.
 func buildWgmma(b wgBuild) (kernels.Program, error) {
-	entry, red, g, p, src, fillWGs, rawRing := b.entry, b.red, b.g, b.p, b.src, b.fillWGs, b.rawRing
+	entry, red, g, p, src := b.entry, b.red, b.g, b.p, b.src
 	if b.prod != nil && (src != nil || p.Cluster != 1 || p.BN%64 != 0 || p.Reduce != ReduceLaunch || g.l%64 != 0 || g.c%64 != 0) {
 		return kernels.Program{}, fmt.Errorf("mma=wgmma: a produced B takes no written B, cluster=1, bn a multiple of 64, reduce=launch and a %d×%d B of whole 64×64 chunks", g.l, g.c)
 	}
@@ -141,27 +156,7 @@ func buildWgmma(b wgBuild) (kernels.Program, error) {
 	if b.before != nil {
 		pre, preBufs = b.before(m)
 	}
-	wk := &wgKernel{g: g, p: p, src: src, fillWGs: fillWGs, rawRing: rawRing, waitPrior: b.waitPrior}
-	if b.prod != nil {
-		wk.prod = &produced{src: b.prod, wk: wk}
-	}
-	wk.k = m.Func(entry)
-	wk.rowsPC = p.BM / p.Consumers
-	wk.mBlocks = wk.rowsPC / 64
-	wk.aBytes = p.BM * 128
-	wk.stage = wk.aBytes + p.BN*128
-	if src != nil && rawRing == 0 {
-		wk.stage += src.RawBytes(p)
-	}
-	wk.stgOff = p.Stages * wk.stage
-	wk.bars = wk.stgOff
-	if p.Epilogue == TMAStore {
-		wk.bars += p.BM * p.BN * g.od.Size()
-	}
-	if rawRing > 0 {
-		wk.rawOff = wk.bars
-		wk.bars += rawRing * src.RawBytes(p)
-	}
+	wk := newWgKernel(m, b)
 	srcArgs := wk.body()
 	launchReduce := p.SplitK > 1 && !wk.dsmem()
 	if launchReduce {
@@ -180,9 +175,7 @@ func buildWgmma(b wgBuild) (kernels.Program, error) {
 	case p.Epilogue == TMAStore:
 		outArg = kernels.Arg{TensorMap: cMap(g, p)}
 	}
-	main := kernels.Launch{Entry: entry, Grid: [3]contract.Expr{tilesExpr(g, p).TimesInt(p.SplitK), contract.Int(1), contract.Int(1)},
-		Block: [3]int{wk.threads(), 1, 1}, SharedBytes: smemBytes(g, p, p.Stages),
-		Args: []kernels.Arg{{TensorMap: aMap(g, p)}, {TensorMap: bMap(g, p)}, outArg}}
+	main := wk.launch(entry, outArg)
 	switch {
 	case src != nil:
 		main.SharedBytes += wk.srcSmem()
@@ -199,7 +192,7 @@ func buildWgmma(b wgBuild) (kernels.Program, error) {
 		main.Args = append(main.Args, wk.prod.args()...)
 		prog.Buffers = append(prog.Buffers, wk.prod.buffers()...)
 	}
-	main.Args = append(main.Args, mArg)
+	main.Args = append(main.Args, g.mArg())
 	main.Dependent = b.waitPrior
 	if p.Cluster > 1 {
 		main.Cluster = [3]int{p.Cluster, 1, 1}
@@ -221,6 +214,43 @@ func buildWgmma(b wgBuild) (kernels.Program, error) {
 	return prog, nil
 }
 
+// newWgKernel starts the kernel b describes in module m: its entry and
+// its shared-memory layout.
+func newWgKernel(m *ptx.Module, b wgBuild) *wgKernel {
+	g, p, src := b.g, b.p, b.src
+	wk := &wgKernel{g: g, p: p, src: src, fillWGs: b.fillWGs, rawRing: b.rawRing, waitPrior: b.waitPrior}
+	if b.prod != nil {
+		wk.prod = &produced{src: b.prod, wk: wk}
+	}
+	wk.k = m.Func(b.entry)
+	wk.rowsPC = p.BM / p.Consumers
+	wk.mBlocks = wk.rowsPC / 64
+	wk.aBytes = p.BM * 128
+	wk.stage = wk.aBytes + p.BN*128
+	if src != nil && b.rawRing == 0 {
+		wk.stage += src.RawBytes(p)
+	}
+	wk.stgOff = p.Stages * wk.stage
+	wk.bars = wk.stgOff
+	if p.Epilogue == TMAStore {
+		wk.bars += p.BM * p.BN * g.od.Size()
+	}
+	if b.rawRing > 0 {
+		wk.rawOff = wk.bars
+		wk.bars += b.rawRing * src.RawBytes(p)
+	}
+	return wk
+}
+
+// launch is the kernel's launch with the tensor maps of A and B and the
+// output argument out; the caller appends the rest of its arguments.
+func (wk *wgKernel) launch(entry string, out kernels.Arg) kernels.Launch {
+	g, p := wk.g, wk.p
+	return kernels.Launch{Entry: entry, Grid: [3]contract.Expr{tilesExpr(g, p).TimesInt(p.SplitK), contract.Int(1), contract.Int(1)},
+		Block: [3]int{wk.threads(), 1, 1}, SharedBytes: smemBytes(g, p, p.Stages),
+		Args: []kernels.Arg{{TensorMap: aMap(g, p)}, {TensorMap: bMap(g, p)}, out}}
+}
+
 // aMap is A's tensor map: dy as {N, M} elements. K-major (dx: N is the
 // reduction) in boxes {64 k, BM rows}; MN-major (dw: N is the row of C)
 // in boxes {64 rows, 64 k}.
@@ -231,16 +261,31 @@ func aMap(g problem, p Params) *kernels.TensorMap {
 	} else {
 		m.Dims, m.Box = []contract.Expr{g.rExpr(), g.lExpr()}, []int{64, 64}
 	}
+	setOffset(m, g.a.off)
 	return m
 }
 
-// bMap is B's tensor map ([l×c], MN-major) in boxes of one atom
+// bMap is B's tensor map: MN-major ([l×c]) in boxes of one atom
 // {64 or 32 columns, 64 k}, or {64 columns, 64/cluster k} when the
-// cluster's CTAs each load a part of the k-rows and multicast it.
+// cluster's CTAs each load a part of the k-rows and multicast it;
+// K-major ([c×l], a Custom's) in boxes {64 k, BN rows} like a K-major A.
+// Rows of the buffer past b.rows read as zeros.
 func bMap(g problem, p Params) *kernels.TensorMap {
-	at := bAtomOf(p)
-	return &kernels.TensorMap{Buffer: g.b.buf, DType: g.in, Dims: []contract.Expr{contract.Int(g.c), g.lExpr()}, Strides: contract.Ints(2 * g.b.ld),
-		Box: []int{at.cols, 64 / p.Cluster}, Swizzle: at.rowBytes}
+	var m *kernels.TensorMap
+	if g.b.kMajor {
+		m = &kernels.TensorMap{Buffer: g.b.buf, DType: g.in, Dims: []contract.Expr{g.lExpr(), contract.Int(g.b.rowsOr(g.c))}, Strides: contract.Ints(2 * g.b.ld),
+			Box: []int{64, p.BN}, Swizzle: 128}
+	} else {
+		at := bAtomOf(p)
+		l := g.lExpr()
+		if g.b.rows != 0 {
+			l = contract.Int(g.b.rows)
+		}
+		m = &kernels.TensorMap{Buffer: g.b.buf, DType: g.in, Dims: []contract.Expr{contract.Int(g.c), l}, Strides: contract.Ints(2 * g.b.ld),
+			Box: []int{at.cols, 64 / p.Cluster}, Swizzle: at.rowBytes}
+	}
+	setOffset(m, g.b.off)
+	return m
 }
 
 // cMap is the output's tensor map for the TMA-store epilogue: C as {c, r}
@@ -284,6 +329,9 @@ func (wk *wgKernel) body() []kernels.Arg {
 		tmC = k.TensorMapParam("c")
 	} else {
 		c = gen.Param(k, "c")
+	}
+	if wk.g.scale != "" {
+		wk.scale = gen.Param(k, "scale")
 	}
 	var ws, flags ptx.Sym
 	if p.Order == StreamK {
@@ -532,12 +580,15 @@ func (wk *wgKernel) producer(base ptx.Reg, t tile, ma, mb ptx.Reg, r, rr *ring) 
 			}
 		}
 		wk.prod.gate(kc)
-		if p.Cluster == 1 {
+		switch {
+		case g.b.kMajor:
+			k.TmaLoad(ptx.At(dst, int64(wk.aBytes)), mb, []ptx.Operand{kc, t.col0}, full)
+		case p.Cluster == 1:
 			at := bAtomOf(p)
 			for j := range p.BN / at.cols {
 				k.TmaLoad(ptx.At(dst, int64(wk.aBytes+j*at.bytes)), mb, []ptx.Operand{k.Add(ptx.U32, t.col0, ptx.Imm(at.cols*j)), kc}, full)
 			}
-		} else {
+		default:
 			// the cluster's CTAs share B (same columns, consecutive tile
 			// rows): CTA q loads k-rows [q·64/cluster, (q+1)·64/cluster)
 			// of every atom into both CTAs' slots (whole 1024-byte
@@ -570,7 +621,10 @@ func (wk *wgKernel) consumer(base ptx.Reg, t tile, cw ptx.Reg, acc [][]ptx.Reg, 
 	if !g.a.kMajor {
 		aStep, aLBO = 2048, wgAtom
 	}
-	bat := bAtomOf(p)
+	bLBO, bSBO, bStep, bSwz := bAtomOf(p).descriptor()
+	if g.b.kMajor {
+		bLBO, bSBO, bStep, bSwz = 16, 1024, 32, ptx.Swizzle128B
+	}
 	lane0 := k.Setp("eq", ptx.U32, k.And(ptx.U32, k.Mov(ptx.U32, ptx.TidX), ptx.Imm(31)), ptx.Imm(0))
 	// Zeroed, never undefined: ptxas serializes the wgmma (C7515) when
 	// the first one's scale-d may read undefined accumulators.
@@ -588,11 +642,11 @@ func (wk *wgKernel) consumer(base ptx.Reg, t tile, cw ptx.Reg, acc [][]ptx.Reg, 
 		for mb := range wk.mBlocks {
 			da = append(da, k.WgmmaDesc(k.Add(ptx.U32, k.Add(ptx.U32, sa, aOff), ptx.Imm(64*128*mb)), aLBO, 1024, ptx.Swizzle128B))
 		}
-		db := k.WgmmaDesc(k.Add(ptx.U32, sa, ptx.Imm(wk.aBytes)), bat.bytes, 8*bat.rowBytes, bat.swizzle)
+		db := k.WgmmaDesc(k.Add(ptx.U32, sa, ptx.Imm(wk.aBytes)), bLBO, bSBO, bSwz)
 		accumulate := k.Setp("ne", ptx.U32, it, ptx.Imm(0))
 		k.WgmmaFence()
 		for kk := range p.BK / 16 {
-			o := ptx.WgmmaOpts{TransA: !g.a.kMajor, TransB: true}
+			o := ptx.WgmmaOpts{TransA: !g.a.kMajor, TransB: !g.b.kMajor}
 			if kk == 0 {
 				o.ScaleD = accumulate
 			}
@@ -603,7 +657,7 @@ func (wk *wgKernel) consumer(base ptx.Reg, t tile, cw ptx.Reg, acc [][]ptx.Reg, 
 				}
 				b := db
 				if kk > 0 {
-					b = k.WgmmaDescAdd(db, kk*16*bat.rowBytes)
+					b = k.WgmmaDescAdd(db, kk*bStep)
 				}
 				k.Wgmma(ab, acc[mb], a, b, o)
 			}
@@ -654,6 +708,10 @@ func (wk *wgKernel) epilogue(c ptx.Reg, t tile, cw, l ptx.Reg, acc [][]ptx.Reg) 
 		c = splitSlice(k, c, t.split, r, g.c)
 	}
 	ds := wk.newDirectStore(c, od, t, r, cw, l)
+	if wk.g.scale != "" {
+		ds.scaled(wk.scale, acc)
+		return
+	}
 	for mb := range acc {
 		for h := range 2 {
 			for j := range wk.p.BN / 8 {
@@ -669,6 +727,7 @@ type directStore struct {
 	wk    *wgKernel
 	od    dtype.DType
 	ptr   ptx.Reg   // u64: the thread's first pair
+	row   ptx.Reg   // u32: the thread's first row of C
 	rows  *bound    // the thread's first row of C against r
 	colOK []ptx.Reg // column group j is inside C
 	rowOK map[int]ptx.Reg
@@ -683,6 +742,7 @@ func (wk *wgKernel) newDirectStore(c ptx.Reg, od dtype.DType, t tile, r ext, cw,
 	row := k.Add(ptx.U32, k.Mad(ptx.U32, cw, ptx.Imm(wk.rowsPC), t.row0), wrow)
 	col := k.Add(ptx.U32, t.col0, k.Shl(ptx.U32, k.And(ptx.U32, lane, ptx.Imm(3)), ptx.Imm(1)))
 	ds := &directStore{wk: wk, od: od, rowOK: map[int]ptx.Reg{}}
+	ds.row = row
 	ds.ptr = k.Add(ptx.U64, c, k.MulWide(ptx.U32, k.Mad(ptx.U32, row, ptx.Imm(g.c), col), ptx.Imm(od.Size())))
 	for j := range wk.p.BN / 8 {
 		ds.colOK = append(ds.colOK, k.Setp("lt", ptx.S32, col, ptx.Imm(g.c-8*j)))
@@ -707,11 +767,41 @@ func (ds *directStore) rowsOf(mBlocks int) {
 func (ds *directStore) pair(mb, h, j int, v0, v1 ptx.Reg) {
 	k, g := ds.wk.k, ds.wk.g
 	dr := 64*mb + 8*h
+	rowOK := ds.rowBound(dr)
+	off := int64(dr*g.c+8*j) * int64(ds.od.Size())
+	gen.StVals(k, ds.od, ptx.At(ds.ptr, off), []ptx.Reg{v0, v1}, k.And(ptx.Pred, rowOK, ds.colOK[j]))
+}
+
+// rowBound is the bound of the thread's row dr below its first, computed
+// at its first use (which must dominate the later ones).
+func (ds *directStore) rowBound(dr int) ptx.Reg {
 	rowOK, ok := ds.rowOK[dr]
 	if !ok {
 		rowOK = ds.rows.below(dr)
 		ds.rowOK[dr] = rowOK
 	}
-	off := int64(dr*g.c+8*j) * int64(ds.od.Size())
-	gen.StVals(k, ds.od, ptx.At(ds.ptr, off), []ptx.Reg{v0, v1}, k.And(ptx.Pred, rowOK, ds.colOK[j]))
+	return rowOK
+}
+
+// scaled stores C = scale[row]·C + acc for the thread's pairs (f32 C):
+// each row's factor and each pair's old value are loaded under the store's
+// guards, so rows and columns outside C read nothing.
+func (ds *directStore) scaled(scale ptx.Reg, acc [][]ptx.Reg) {
+	k := ds.wk.k
+	at := k.Add(ptx.U64, scale, k.MulWide(ptx.U32, ds.row, ptx.Imm(4)))
+	for mb := range acc {
+		for h := range 2 {
+			dr := 64*mb + 8*h
+			rowOK := ds.rowBound(dr)
+			f := gen.LdVals(k, ptx.Global, dtype.F32, 1, ptx.At(at, int64(4*dr)), rowOK)[0]
+			for j := range ds.wk.p.BN / 8 {
+				off := int64(dr*ds.wk.g.c+8*j) * 4
+				ok := k.And(ptx.Pred, rowOK, ds.colOK[j])
+				old := gen.LdVals(k, ptx.Global, dtype.F32, 2, ptx.At(ds.ptr, off), ok)
+				v0 := k.Fma(ptx.F32, f, old[0], acc[mb][4*j+2*h])
+				v1 := k.Fma(ptx.F32, f, old[1], acc[mb][4*j+2*h+1])
+				gen.StVals(k, dtype.F32, ptx.At(ds.ptr, off), []ptx.Reg{v0, v1}, ok)
+			}
+		}
+	}
 }

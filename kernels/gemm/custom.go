@@ -1,0 +1,133 @@
+package gemm
+
+import (
+	"fmt"
+
+	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/dtype"
+	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/kernels/ptx"
+)
+
+// A Custom is a GEMM that another family emits with the wgmma path into
+// its own module: C[t×Cols] = A[t×Red]·B[Red×Cols] in 16-bit inputs with
+// f32 accumulation, t the token count at run time (the caller's runtime
+// dim Dim, passed as the kernel's parameter m). A is K-major; B is
+// K-major (B[k][j] at j·LD + k: a weight [Cols×Red] read as its
+// transpose) or MN-major (B[k][j] at k·LD + j). Every operand may start
+// at a byte offset in its buffer, and B may hold fewer rows than the
+// problem's extent (Rows): the rest reads as zeros, so a chunk of a
+// weight whose last rows are past the buffer is a GEMM over a padded
+// extent.
+type Custom struct {
+	Entry string
+	Dim   string
+	Cols  int // columns of C
+	Red   int // the reduction's length
+	In    dtype.DType
+	A, B  Operand
+	Out   string
+	OutDT dtype.DType
+	// Scale, when set, is an f32 buffer [t]: the epilogue adds to what C
+	// holds, C = Scale[row]·C + A·B (OutDT f32).
+	Scale string
+}
+
+// Operand is a GEMM operand in its buffer: LD elements between the
+// buffer's rows, the first element Offset bytes in (a multiple of 16);
+// Rows, when not 0, the buffer's rows past Offset that hold it (B only).
+type Operand struct {
+	Buffer string
+	KMajor bool
+	LD     int
+	Offset int
+	Rows   int
+}
+
+// problem is c as the wgmma path's problem: t rows at emission (the
+// rules' tile counts), M at run time.
+func (c Custom) problem(t int) problem {
+	op := func(o Operand) operand {
+		return operand{buf: o.Buffer, kMajor: o.KMajor, ld: o.LD, off: o.Offset, rows: o.Rows}
+	}
+	return problem{r: t, c: c.Cols, l: c.Red, mRows: true, a: op(c.A), b: op(c.B), out: c.Out, in: c.In, od: c.OutDT,
+		dim: c.Dim, scale: c.Scale}
+}
+
+// Check refuses what the wgmma path does not emit for c.
+func (c Custom) Check() error {
+	switch {
+	case c.In != dtype.BF16 && c.In != dtype.F16:
+		return fmt.Errorf("gemm %s: inputs %v, want bf16 or f16", c.Entry, c.In)
+	case !c.A.KMajor:
+		return fmt.Errorf("gemm %s: A must be K-major", c.Entry)
+	case c.A.Rows != 0:
+		return fmt.Errorf("gemm %s: A takes no row count", c.Entry)
+	case c.Scale != "" && c.OutDT != dtype.F32:
+		return fmt.Errorf("gemm %s: a scaled epilogue accumulates into f32, not %v", c.Entry, c.OutDT)
+	case c.Cols%8 != 0 || c.A.LD%8 != 0 || c.B.LD%8 != 0:
+		return fmt.Errorf("gemm %s: columns %d and leading dims %d, %d must be multiples of 8 (16-byte rows)", c.Entry, c.Cols, c.A.LD, c.B.LD)
+	case c.A.Offset%16 != 0 || c.B.Offset%16 != 0:
+		return fmt.Errorf("gemm %s: offsets %d, %d must be multiples of 16 bytes", c.Entry, c.A.Offset, c.B.Offset)
+	}
+	return nil
+}
+
+// Params is the variant of a bm×bn tile for c at t tokens: bk 64, the
+// deepest ring that fits and the reduction uses, one or two consumers
+// with a register split, tiles in groups, a persistent grid or one CTA per
+// tile, no split, no cluster, direct stores: nothing in it depends on t,
+// so the kernel is the same at every t. It refuses a tile the wgmma
+// path's rules refuse at t.
+func (c Custom) Params(t, bm, bn int, persistent bool) (Params, error) {
+	g := c.problem(t)
+	p := Params{MMA: WGMMA, BM: bm, BN: bn, BK: 64, Consumers: wgConsumers(bm), Cluster: 1, SplitK: 1, Reduce: ReduceLaunch,
+		Order: Grouped, Persistent: persistent, Epilogue: Direct, RegSplit: true}
+	p.Stages = ringDepth(g, p)
+	for _, rule := range []func(problem, Params) error{tileShape, warpLayout, registers, sharedFits} {
+		if err := rule(g, p); err != nil {
+			return Params{}, fmt.Errorf("gemm %s at bm=%d bn=%d: %w", c.Entry, bm, bn, err)
+		}
+	}
+	return p, nil
+}
+
+// Tiles is the tiles of variant p of c at t tokens.
+func (c Custom) Tiles(t int, p Params) int { return tiles(c.problem(t), p) }
+
+// Wave is the CTAs of one wave on the H200, for rules on grid sizes.
+const Wave = numSMs
+
+// AddCustom writes c's kernel of variant p (from Params) into m. Customs
+// that differ only in their operands' offsets and B's rows share the
+// kernel: those are in the tensor maps of their launches.
+func AddCustom(m *ptx.Module, c Custom, p Params) error {
+	if err := c.Check(); err != nil {
+		return err
+	}
+	wk := newWgKernel(m, wgBuild{entry: c.Entry, g: c.problem(0), p: p})
+	wk.body()
+	return nil
+}
+
+// Launch is the launch of c's kernel of variant p: arguments A's and B's
+// tensor maps, C, Scale where set, then m (the runtime dim).
+func (c Custom) Launch(p Params) kernels.Launch {
+	g := c.problem(0)
+	l := (&wgKernel{g: g, p: p}).launch(c.Entry, kernels.Arg{Buffer: c.Out})
+	if c.Scale != "" {
+		l.Args = append(l.Args, kernels.Arg{Buffer: c.Scale})
+	}
+	l.Args = append(l.Args, g.mArg())
+	if p.Persistent {
+		l.GridPerSM = 1
+	}
+	return l
+}
+
+// setOffset makes m start off bytes into its buffer.
+func setOffset(m *kernels.TensorMap, off int) {
+	if off != 0 {
+		m.Offset = contract.Int(off)
+	}
+}
