@@ -16,11 +16,14 @@ gradtune does not tune yet, bf16, on Qwen2.5-1.5B's shapes, per token count:
                the backward alone (cross_entropy_grad) where the peer has
                one. shape "t=T,v=151936" (gradtune's key); bytes
                2*T*151936*2 + 8*T (read logits, write dlogits, read labels)
-  linear_cross_entropy / linear_cross_entropy_bwd
+  linear_cross_entropy_bwd / linear_cross_entropy_grad
                mean CE of x @ W.T with x [T x 1536], W [151936 x 1536] bf16:
                dX with W frozen (requires_grad False, as QLoRA trains; --lce-dw
-               adds rows with dW too, peer names ending " +dW"). shape
-               "m=T,n=151936,k=1536"; bytes 2*(2*T*1536 + 151936*1536) + 8*T
+               adds rows with dW too, peer names ending " +dW"), forward and
+               backward (what gradtune's linear_cross_entropy_bwd computes:
+               loss, lse and dX from x, W and labels) and the backward alone
+               (linear_cross_entropy_grad). shape "t=T,h=1536,v=151936"
+               (gradtune's key); bytes 2*(2*T*1536 + 151936*1536) + 8*T
                (read x, W, labels; write dX; +dW rows add W's gradient
                written, 151936*1536*2); the row's "tflops" counts the head's
                GEMMs, 4*T*151936*1536 for fwd+bwd (6*T*151936*1536 with dW)
@@ -574,7 +577,7 @@ def lce(x, w, labels):
 
 
 def run_lce(R, T, g, dw):
-    shape = f"m={T},n={VOCAB},k={HIDDEN}"
+    shape = f"t={T},h={HIDDEN},v={VOCAB}"
     nbytes = 2 * (2 * T * HIDDEN + VOCAB * HIDDEN) + 8 * T + (VOCAB * HIDDEN * 2 if dw else 0)
     flops = (6 if dw else 4) * T * VOCAB * HIDDEN
     bflops = flops - 2 * T * VOCAB * HIDDEN  # the backward's GEMMs, the logits' recomputation not counted
@@ -623,7 +626,7 @@ def run_lce(R, T, g, dw):
                 "note": (note + "; " if note else "") + note_w}
         return make
 
-    K, KB = "linear_cross_entropy", "linear_cross_entropy_bwd"
+    K, KB = "linear_cross_entropy_bwd", "linear_cross_entropy_grad"
     def floor():
         x = x0.clone()
         dlogits = (torch.randn(T, VOCAB, device="cuda", generator=g) * 1e-4).to(BF16)

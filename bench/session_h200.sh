@@ -21,6 +21,10 @@
 #           Functions against torch + dequantize                ~2 min
 #   step    issues 26/27: tune swiglu_bwd, rope_bwd, cross_entropy_bwd and lora_bwd at
 #           2048 and 8192 tokens into step.db
+#   lce     issue 26: tune linear_cross_entropy_bwd (the fused LM head
+#           and loss) at 2048 tokens by the model strategy into lce.db
+#           (the float64 reference takes ~40 s of the host's 16 cores),
+#           then 8192 with LCE_TOKENS=8192 in a second command  ~8 min each
 #   steppeers  right after step, in the same session: bench/peers_step.py,
 #           the peers of the step's backward kernels (swiglu_bwd, rope_bwd, cross-entropy, linear cross-entropy):
 #           torch eager, torch.compile, Liger-Kernel and Cut Cross-Entropy
@@ -33,7 +37,7 @@ mkdir -p "$out"
 export LD_LIBRARY_PATH=/usr/local/nvidia/lib64:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export PYTHONUNBUFFERED=1
 timed() { local s rc; s=$(date +%s); "$@"; rc=$?; echo "[$(($(date +%s) - s)) s, exit $rc] ${*:0:4}"; return $rc; }
-case "${PHASE:?PHASE=nf4|launch|gemm|nights|pytorch|step|steppeers}" in
+case "${PHASE:?PHASE=nf4|launch|gemm|nights|pytorch|step|lce|steppeers}" in
 nf4)
 	OUT=$out bash bench/issue22_h200.sh
 	;;
@@ -67,6 +71,14 @@ step)
 	./bin/tune show --db "$out/step.db" > "$out/step-show.txt" 2>&1
 	cat "$out/step-show.txt"
 	;;
+lce)
+	t=${LCE_TOKENS:-2048}
+	timed ./bin/tune --kernel linear_cross_entropy_bwd --shapes qwen1.5b --dtype bf16 --tokens "$t" \
+		--strategy model --budget 48 --final-rounds 2 --db "$out/lce-$t.db" > "$out/lce-tune-$t.log" 2>&1
+	tail -3 "$out/lce-tune-$t.log"
+	./bin/tune show --db "$out/lce-$t.db" > "$out/lce-show-$t.txt" 2>&1
+	cat "$out/lce-show-$t.txt"
+	;;
 steppeers)
 	for t in ${STEP_TOKENS:-2048 8192}; do
 		timed python3 bench/peers_step.py --out "$out/peers-step-$t.jsonl" --tokens "$t" > "$out/peers-step-$t.log" 2>&1
@@ -75,7 +87,7 @@ steppeers)
 	done
 	;;
 *)
-	echo "PHASE=$PHASE: want nf4, launch, gemm, nights, pytorch, step or steppeers" >&2
+	echo "PHASE=$PHASE: want nf4, launch, gemm, nights, pytorch, step, lce or steppeers" >&2
 	exit 2
 	;;
 esac

@@ -27,7 +27,7 @@ var analysisOddSpecs = []string{
 	"n=3,k=64", "n=5,k=256,scales=dq", "m=37,n=64,k=192", "m=1,n=128,k=64,scales=dq",
 	"t=1,hq=1,hk=1,d=2", "t=3,hq=3,hk=2,d=6", "t=5,hq=12,hk=2,d=128",
 	"t=3,v=1003", "t=2,v=40,smooth=0.1", "t=1,v=3",
-	"t=1,in=64,out=72,r=8", "t=37,in=136,out=64,r=24",
+	"t=1,in=64,out=72,r=8", "t=37,in=136,out=64,r=24", "t=37,h=64,v=1003",
 }
 
 // analysisSample is the share of each space TestFamiliesPassAnalyses

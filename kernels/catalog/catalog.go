@@ -9,6 +9,7 @@ import (
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/elementwise"
 	"github.com/gradtune/gradtune/kernels/gemm"
+	"github.com/gradtune/gradtune/kernels/linxent"
 	"github.com/gradtune/gradtune/kernels/lora"
 	"github.com/gradtune/gradtune/kernels/lppool"
 	"github.com/gradtune/gradtune/kernels/nf4gemm"
@@ -27,6 +28,7 @@ var families = slices.Concat(
 	lppool.Families(),
 	xent.Families(),
 	lora.Families(),
+	linxent.Families(),
 )
 
 // All returns every family, sorted by name.

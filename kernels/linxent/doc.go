@@ -1,0 +1,69 @@
+// Package linxent is the linear_cross_entropy_bwd family: the LM head
+// and the mean cross-entropy, forward and backward, without the logits
+// in memory, as PyTorch's cross_entropy(x @ w.T, labels,
+// ignore_index=-100, reduction="mean") with w frozen:
+//
+//	z = x·wᵀ per row, lse = log Σ_c e^z, p = e^(z − lse)
+//	dx[r]   = dloss/n_valid · (Σ_c p[r,c]·w[c] − w[label[r]])
+//	loss[r] = lse[r] − z[r,label[r]]
+//
+// with dx and loss zero on a row whose label is ignore_index (−100).
+//
+// Rules:
+//   - Buffers: x [t·h] and w [v·h] in the dtype (bf16, f16); labels [t]
+//     i32, or i64 with labels=i64 (read by their low 32 bits, as
+//     cross_entropy_bwd does); dloss [1] f32, the upstream gradient of the
+//     mean loss; n_valid [1] f32, the labels that are not ignore_index
+//     (the trainer counts them); dx [t·h] in the dtype; lse [t] f32 and
+//     loss [t] f32 per row (loss not divided by n_valid). A label outside
+//     [0, v) other than ignore_index is the caller's error: its row's
+//     values are undefined, but no memory outside the buffers is touched.
+//   - Shapes: from a preset, the head [Vocab × Hidden] at its tokens; h a
+//     multiple of 64; v any size.
+//   - The vocabulary is cut into chunks of `chunk` rows of w, the last
+//     shorter; a chunk's logits and probabilities are rows of ld = w
+//     rounded up to 8 columns (16-byte rows; the pad reads as zeros and is
+//     written as zero probabilities). Per chunk, three launches:
+//     1. the logits GEMM (gemm.Custom, wgmma): z[t×ld] = x·w[c0:c0+w]ᵀ in
+//     f32, B K-major through a tensor map at w's byte offset c0·h·size
+//     whose rows past the chunk read as zeros;
+//     2. the softmax kernel, one CTA of sblock threads per row, the row
+//     held in registers (at most 16 float4 per thread): the chunk's
+//     maximum merged into the row's running maximum mL (log₂ units, f32),
+//     P = 2^(z·log₂e − mL) written in the dtype, α = 2^(mL_old − mL),
+//     s = s_old·α + ΣP, and z[label] where the label is in the chunk
+//     (statistics [t×4] f32: mL, s, z[label], a pad word);
+//     3. the gradient GEMM (gemm.Custom): acc[t×h] = α[row]·acc + P·w[c0:c0+w]
+//     in f32 (the first chunk stores P·w), B MN-major at the same offset.
+//     Then the finishing kernel, one CTA per row: lse = (mL + log₂ s)·ln 2,
+//     loss = lse − z[label], dx = g·acc/s − g·w[label] in the dtype. The
+//     first chunk's softmax starts from nothing (α = 0). Kernels that
+//     differ only in the chunk's offset are one entry launched with other
+//     tensor maps: a program has at most two logits GEMMs, three gradient
+//     GEMMs and three softmax kernels, whatever v is.
+//   - Scratch (the program's): z [t·ld] f32, p [t·ld] in the dtype, acc
+//     [t·h] f32, alpha [t] f32, stats [t·4] f32: with chunk = 4096 at
+//     t = 2048, h = 1536, 61 MB, a tenth of the bf16 logits (622 MB).
+//   - The token count t is taken at run time (RuntimeDims): the GEMMs
+//     read it as their parameter m, the other kernels' grids are t CTAs;
+//     nothing else in the program depends on it.
+//   - Space: chunk of 256 to 8192 rows, at most 64 chunks, none past the
+//     vocabulary's next power of two; each GEMM's tile (zbm×zbn, dbm×dbn)
+//     as the wgmma path's rules take it at t (registers, shared memory,
+//     small tiles only where 128×128 ones leave SMs idle), a persistent
+//     grid only past one wave of the first chunk's tiles; sblock threads
+//     holding at most 16 vectors of a row, no more than a row needs.
+//   - Inputs: x uniform in [−1, 1], w uniform in [−6/√h, 6/√h] (logits of
+//     standard deviation 2 at every h), rounded to the dtype; labels
+//     uniform in [0, v), every eighth row (offset by the seed)
+//     ignore_index; dloss uniform in [0.5, 2); n_valid their count.
+//   - Tolerance (data.go): the logits' f32 error E_z (the GEMM's bound),
+//     the rescales' and ex2/lg2 errors per chunk for lse and loss, and
+//     for dx P's rounding to the dtype (Σ p·w moves by at most ε_P·max|w|)
+//     plus E_z's effect on p.
+//
+// Not built yet: dW (a second pass that recomputes the logits, for a
+// trained head or tied embeddings), label smoothing and z-loss (both
+// per-row terms: smoothing needs Σ_c w_c once per call). docs/kernels/linxent.md
+// has the floor and the design's reasoning.
+package linxent

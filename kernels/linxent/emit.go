@@ -1,0 +1,138 @@
+package linxent
+
+import (
+	"fmt"
+
+	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/dtype"
+	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/kernels/gemm"
+	"github.com/gradtune/gradtune/kernels/ptx"
+)
+
+// chunk is chunk j of the vocabulary: w's rows [c0, c0+w), its logits
+// and probabilities rows of ld = padded(w) elements.
+type chunk struct {
+	j, c0, w, ld int
+	first        bool
+}
+
+// chunksOf cuts the vocabulary into chunks of p.Chunk rows, the last one
+// shorter.
+func chunksOf(s Shape, p Params) []chunk {
+	var out []chunk
+	for c0 := 0; c0 < s.V; c0 += p.Chunk {
+		w := min(p.Chunk, s.V-c0)
+		out = append(out, chunk{j: len(out), c0: c0, w: w, ld: padded(w), first: c0 == 0})
+	}
+	return out
+}
+
+// wOffset is the byte offset of the chunk's first row of w.
+func (c chunk) wOffset(s Shape) int { return c.c0 * s.H * s.DType.Size() }
+
+// zGEMM is the chunk's logits GEMM, z[t×ld] = x·w[c0:c0+w]ᵀ in f32 (the
+// pad columns zero), and its variant.
+func (c chunk) zGEMM(s Shape, p Params) (gemm.Custom, gemm.Params, error) {
+	g := gemm.Custom{Entry: fmt.Sprintf("%s_z%d_%v", prefix, c.ld, s.DType), Dim: Dim, Cols: c.ld, Red: s.H, In: s.DType,
+		A:   gemm.Operand{Buffer: "x", KMajor: true, LD: s.H},
+		B:   gemm.Operand{Buffer: "w", KMajor: true, LD: s.H, Offset: c.wOffset(s), Rows: c.w},
+		Out: "z", OutDT: dtype.F32}
+	gp, err := g.Params(s.T, p.ZBM, p.ZBN, p.ZPers)
+	return g, gp, err
+}
+
+// dxGEMM is the chunk's gradient GEMM, acc[t×h] = α·acc + P·w[c0:c0+w]
+// (the first chunk's stores P·w), and its variant.
+func (c chunk) dxGEMM(s Shape, p Params, first bool) (gemm.Custom, gemm.Params, error) {
+	g := gemm.Custom{Entry: fmt.Sprintf("%s_dx%d_%v", prefix, c.ld, s.DType), Dim: Dim, Cols: s.H, Red: c.ld, In: s.DType,
+		A:   gemm.Operand{Buffer: "p", KMajor: true, LD: c.ld},
+		B:   gemm.Operand{Buffer: "w", LD: s.H, Offset: c.wOffset(s), Rows: c.w},
+		Out: "acc", OutDT: dtype.F32}
+	if !first {
+		g.Entry += "_acc"
+		g.Scale = "alpha"
+	}
+	gp, err := g.Params(s.T, p.DBM, p.DBN, p.DPers)
+	return g, gp, err
+}
+
+// prefix starts every kernel's name.
+const prefix = "linear_cross_entropy_bwd"
+
+// statWords is the f32 words of a row's statistics: the running maximum
+// times log₂e (mL), Σ 2^(z·log₂e − mL), z[label] and a pad word (16-byte
+// rows).
+const statWords = 4
+
+// finishBlock is the finishing kernel's CTA.
+const finishBlock = 128
+
+// Emit writes the program: per chunk the logits GEMM, the softmax kernel
+// and the gradient GEMM, then the finishing kernel; kernels that only
+// differ in the chunk's offset are one entry launched with other tensor
+// maps.
+func (f family) Emit(s Shape, p Params) (kernels.Program, error) {
+	return emit(s, p, bugs{})
+}
+
+// bugs are the planted bugs the tests emit (none in a real program).
+type bugs struct {
+	noRescale bool // the gradient GEMM does not rescale the accumulator
+	labelOff  bool // z[label] taken one column late
+}
+
+func emit(s Shape, p Params, b bugs) (kernels.Program, error) {
+	m := ptx.NewModule()
+	emitted := map[string]bool{}
+	var launches []kernels.Launch
+	addGEMM := func(g gemm.Custom, gp gemm.Params, err error) error {
+		if err != nil {
+			return err
+		}
+		if !emitted[g.Entry] {
+			emitted[g.Entry] = true
+			if err := gemm.AddCustom(m, g, gp); err != nil {
+				return err
+			}
+		}
+		launches = append(launches, g.Launch(gp))
+		return nil
+	}
+	grid := [3]contract.Expr{contract.Var(Dim), contract.Int(1), contract.Int(1)}
+	maxLD := 0
+	for _, c := range chunksOf(s, p) {
+		maxLD = max(maxLD, c.ld)
+		if err := addGEMM(c.zGEMM(s, p)); err != nil {
+			return kernels.Program{}, err
+		}
+		sm := softmax{dt: s.DType, w: c.w, ld: c.ld, first: c.first, block: p.SBlock, labBytes: s.labelType().Size(), labelOff: b.labelOff}
+		if !emitted[sm.entry()] {
+			emitted[sm.entry()] = true
+			sm.emit(m.Func(sm.entry()))
+		}
+		launches = append(launches, kernels.Launch{Entry: sm.entry(), Grid: grid, Block: [3]int{p.SBlock, 1, 1},
+			Args: []kernels.Arg{{Buffer: "z"}, {Buffer: "p"}, {Buffer: "labels"}, {Buffer: "stats"}, {Buffer: "alpha"},
+				{Scalar: contract.Int(c.c0), Type: contract.U32}}})
+		if err := addGEMM(c.dxGEMM(s, p, c.first || b.noRescale)); err != nil {
+			return kernels.Program{}, err
+		}
+	}
+	fin := finish{dt: s.DType, h: s.H, v: s.V, labBytes: s.labelType().Size()}
+	fin.emit(m.Func(fin.entry()))
+	launches = append(launches, kernels.Launch{Entry: fin.entry(), Grid: grid, Block: [3]int{finishBlock, 1, 1},
+		Args: []kernels.Arg{{Buffer: "acc"}, {Buffer: "w"}, {Buffer: "labels"}, {Buffer: "stats"}, {Buffer: "dloss"}, {Buffer: "n_valid"},
+			{Buffer: "dx"}, {Buffer: "lse"}, {Buffer: "loss"}}})
+	built, err := m.Build()
+	if err != nil {
+		return kernels.Program{}, fmt.Errorf("building: %w", err)
+	}
+	t := contract.Var(Dim)
+	return kernels.Program{PTX: built.String(), Launches: launches, RuntimeDims: []string{Dim}, Buffers: []kernels.Buffer{
+		{Name: "z", DType: dtype.F32, Elems: t.TimesInt(maxLD), Role: kernels.Scratch},
+		{Name: "p", DType: s.DType, Elems: t.TimesInt(maxLD), Role: kernels.Scratch},
+		{Name: "acc", DType: dtype.F32, Elems: t.TimesInt(s.H), Role: kernels.Scratch},
+		{Name: "alpha", DType: dtype.F32, Elems: t, Role: kernels.Scratch},
+		{Name: "stats", DType: dtype.F32, Elems: t.TimesInt(statWords), Role: kernels.Scratch},
+	}}, nil
+}

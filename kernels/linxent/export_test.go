@@ -1,0 +1,21 @@
+package linxent
+
+import (
+	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/variants"
+)
+
+// EmitBuggy emits variant p of shape s with a planted bug: noRescale
+// stores each chunk's P·w over the accumulator instead of rescaling and
+// adding; labelOff takes z[label] one class late.
+func EmitBuggy(s variants.Shape, p variants.Params, noRescale, labelOff bool) (kernels.Program, error) {
+	sh, err := variants.DecodeShape[Shape](s.Dims, s.DType)
+	if err != nil {
+		return kernels.Program{}, err
+	}
+	pv, err := variants.Decode[Params](p)
+	if err != nil {
+		return kernels.Program{}, err
+	}
+	return emit(sh, pv, bugs{noRescale: noRescale, labelOff: labelOff})
+}

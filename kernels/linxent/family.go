@@ -1,0 +1,178 @@
+package linxent
+
+import (
+	"fmt"
+
+	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/dtype"
+	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/kernels/gemm"
+	"github.com/gradtune/gradtune/kernels/gen"
+	"github.com/gradtune/gradtune/variants"
+)
+
+// Families is linear_cross_entropy_bwd.
+func Families() []kernels.Family { return []kernels.Family{kernels.Define(family{})} }
+
+// Dim is the runtime dim: the token count t.
+const Dim = "t"
+
+// IgnoreIndex is the label of a row that has no loss (PyTorch's default).
+const IgnoreIndex = -100
+
+// maxChunks bounds a program's chunks: each is three launches.
+const maxChunks = 64
+
+// Shape is the LM head and loss of t tokens: hidden states x [t×h], the
+// head's weight w [v×h], labels of t rows (labels: i32, or i64 as
+// PyTorch keeps them).
+type Shape struct {
+	T      int    `dim:"t"`
+	H      int    `dim:"h"`
+	V      int    `dim:"v"`
+	Labels string `dim:"labels,optional=i32" values:"i32,i64"`
+	DType  dtype.DType
+}
+
+// labelType is the labels' storage type.
+func (s Shape) labelType() dtype.DType {
+	if s.Labels == "i64" {
+		return dtype.I64
+	}
+	return dtype.I32
+}
+
+// Params is one variant: the vocabulary's chunk, the tiles and grids of
+// the logits GEMM (z) and of the gradient GEMM (dx), and the softmax
+// kernel's CTA.
+type Params struct {
+	Chunk  int  `axis:"chunk" values:"256,512,1024,2048,4096,8192" doc:"vocabulary rows of w per chunk: the logits of a chunk, [t×chunk] f32, and its probabilities are the only per-class data stored"`
+	ZBM    int  `axis:"zbm" values:"64,128,256" doc:"tile rows (tokens) of the logits GEMM"`
+	ZBN    int  `axis:"zbn" values:"64,128,192,256" doc:"tile columns (classes) of the logits GEMM"`
+	ZPers  bool `axis:"zpers" values:"0,1" doc:"1: the logits GEMM runs a persistent grid"`
+	DBM    int  `axis:"dbm" values:"64,128,256" doc:"tile rows (tokens) of the gradient GEMM"`
+	DBN    int  `axis:"dbn" values:"64,128,192,256" doc:"tile columns (hidden) of the gradient GEMM"`
+	DPers  bool `axis:"dpers" values:"0,1" doc:"1: the gradient GEMM runs a persistent grid"`
+	SBlock int  `axis:"sblock" values:"128,256,512" doc:"threads per CTA of the softmax kernel (one row of a chunk each)"`
+}
+
+type family struct{}
+
+func (family) Name() string { return "linear_cross_entropy_bwd" }
+func (family) Doc() string {
+	return "LM head + mean cross-entropy, forward and backward without the logits: dx, lse and loss from x, w and labels (online log-sum-exp over vocabulary chunks, two wgmma GEMMs per chunk)"
+}
+func (family) DTypes() []dtype.DType { return []dtype.DType{dtype.BF16, dtype.F16} }
+
+// Shapes yields the preset's LM head at its tokens.
+func (family) Shapes(p variants.Preset, dt dtype.DType) []Shape {
+	if p.Tokens <= 0 || p.Vocab <= 0 || p.Hidden <= 0 {
+		return nil
+	}
+	return []Shape{{T: p.Tokens, H: p.Hidden, V: p.Vocab, DType: dt}}
+}
+
+// CheckShape: h a multiple of 64 (whole k-tiles of the logits GEMM and
+// 16-byte rows), every tensor indexable in u32 arithmetic at t.
+func (family) CheckShape(s Shape) error {
+	switch {
+	case s.H%64 != 0:
+		return fmt.Errorf("h=%d: the hidden size must be a multiple of 64", s.H)
+	case s.T > maxT(s):
+		return fmt.Errorf("t=%d: at most %d tokens at h=%d", s.T, maxT(s), s.H)
+	}
+	return gen.CheckIndexable([]string{"v", "h"}, s.V, s.H)
+}
+
+// maxT bounds the token count: t·max(h, the largest chunk) elements fit
+// u32 indices.
+func maxT(s Shape) int { return gen.MaxElems / max(s.H, 8192) }
+
+// Buffers are the shape's data; the chunk's logits and probabilities, the
+// f32 accumulator of dx and the rows' statistics are the program's.
+func (family) Buffers(s Shape) []kernels.Buffer {
+	t, one := contract.Var(Dim), contract.Int(1)
+	return []kernels.Buffer{
+		{Name: "x", DType: s.DType, Elems: t.TimesInt(s.H), Role: kernels.Input},
+		{Name: "w", DType: s.DType, Elems: contract.Int(s.V * s.H), Role: kernels.Input},
+		{Name: "labels", DType: s.labelType(), Elems: t, Role: kernels.Input},
+		{Name: "dloss", DType: dtype.F32, Elems: one, Role: kernels.Input},
+		{Name: "n_valid", DType: dtype.F32, Elems: one, Role: kernels.Input},
+		{Name: "dx", DType: s.DType, Elems: t.TimesInt(s.H), Role: kernels.Output},
+		{Name: "lse", DType: dtype.F32, Elems: t, Role: kernels.Output},
+		{Name: "loss", DType: dtype.F32, Elems: t, Role: kernels.Output},
+	}
+}
+
+// Cost: x read by each chunk's logits GEMM, w twice (both GEMMs), dx
+// written, labels read, lse and loss written; the two GEMMs' flops,
+// 4·t·v·h.
+func (family) Cost(s Shape) kernels.Cost {
+	t, h, v := int64(s.T), int64(s.H), int64(s.V)
+	elems := 2*v*h + 2*t*h
+	return kernels.Cost{Bytes: elems*int64(s.DType.Size()) + (8+int64(s.labelType().Size()))*t, Flops: 4 * t * v * h}
+}
+
+// Space: at most maxChunks chunks and no chunk past the vocabulary's
+// next power of two; tiles the wgmma path's rules take on each GEMM (the
+// last chunk's too); the softmax kernel's threads no more than a chunk
+// row's 4-float vectors and at most maxVecs vectors held per thread.
+func (family) Space(s Shape) variants.Typed[Params] {
+	return variants.Typed[Params]{Rules: []variants.Rule[Params]{
+		{Name: "chunks", Axes: []string{"chunk"}, Check: func(p Params) error {
+			switch {
+			case gen.CeilDiv(s.V, p.Chunk) > maxChunks:
+				return fmt.Errorf("chunk=%d makes %d chunks of v=%d (at most %d)", p.Chunk, gen.CeilDiv(s.V, p.Chunk), s.V, maxChunks)
+			case p.Chunk > 256 && p.Chunk >= 2*gen.Pow2Ceil(s.V):
+				return fmt.Errorf("chunk=%d for v=%d", p.Chunk, s.V)
+			}
+			return nil
+		}},
+		{Name: "softmax CTA", Axes: []string{"chunk", "sblock"}, Check: func(p Params) error {
+			w := padded(min(p.Chunk, s.V))
+			if vecs := gen.CeilDiv(w/4, p.SBlock); vecs > maxVecs {
+				return fmt.Errorf("sblock=%d holds %d vectors of a %d-wide chunk per thread (at most %d)", p.SBlock, vecs, w, maxVecs)
+			}
+			if p.SBlock > 128 && p.SBlock >= 2*gen.Pow2Ceil(gen.CeilDiv(w, 4)) {
+				return fmt.Errorf("sblock=%d for %d vectors", p.SBlock, w/4)
+			}
+			return nil
+		}},
+		{Name: "logits GEMM tiles", Axes: []string{"chunk", "zbm", "zbn", "zpers"}, Check: func(p Params) error {
+			return checkGEMMs(s, p, true)
+		}},
+		{Name: "gradient GEMM tiles", Axes: []string{"chunk", "dbm", "dbn", "dpers"}, Check: func(p Params) error {
+			return checkGEMMs(s, p, false)
+		}},
+	}}
+}
+
+// maxVecs bounds the 4-float vectors a softmax thread holds.
+const maxVecs = 16
+
+// checkGEMMs checks the tiles of the logits (z) or gradient GEMM of the
+// first chunk and the last (the others are the first's at other offsets).
+func checkGEMMs(s Shape, p Params, z bool) error {
+	cs := chunksOf(s, p)
+	for i, c := range []chunk{cs[0], cs[len(cs)-1]} {
+		var g gemm.Custom
+		var gp gemm.Params
+		var err error
+		if z {
+			g, gp, err = c.zGEMM(s, p)
+		} else {
+			g, gp, err = c.dxGEMM(s, p, true)
+		}
+		switch {
+		case err != nil:
+			return err
+		case i == 0 && gp.Persistent && g.Tiles(s.T, gp) <= gemm.Wave:
+			return fmt.Errorf("a persistent grid for %d tiles (one wave)", g.Tiles(s.T, gp))
+		}
+	}
+	return nil
+}
+
+// padded is a chunk's width rounded up to 8 columns: rows of its logits
+// and probabilities start on 16 bytes (the pad reads as zeros).
+func padded(w int) int { return gen.CeilDiv(w, 8) * 8 }

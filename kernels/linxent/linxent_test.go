@@ -1,0 +1,130 @@
+package linxent_test
+
+import (
+	"github.com/gradtune/gradtune/internal/ptxas"
+	"github.com/gradtune/gradtune/internal/sweep"
+	"github.com/gradtune/gradtune/kernels/internal/ptxtest"
+	"github.com/gradtune/gradtune/runner"
+	"github.com/gradtune/gradtune/runner/sim"
+	"github.com/gradtune/gradtune/variants"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gradtune/gradtune/dtype"
+	"github.com/gradtune/gradtune/internal/simtest"
+	"github.com/gradtune/gradtune/kernels/linxent"
+)
+
+var fam = linxent.Families()[0]
+
+// TestNamedOnInterpreter validates chosen variants on the interpreter.
+func TestNamedOnInterpreter(t *testing.T) {
+	simtest.RunNamed(t, fam, []simtest.Point{
+		{Case: simtest.Case{Spec: "t=70,h=128,v=300", DType: dtype.BF16}, Params: "chunk=256,zbm=128,zbn=128,zpers=0,dbm=128,dbn=128,dpers=0,sblock=128"},
+	})
+}
+
+// TestValidationCatchesBugs: accumulators overwritten by each chunk
+// instead of rescaled and added (dx wrong), and z[label] read one class
+// late (loss wrong), each fail validation naming that buffer.
+func TestValidationCatchesBugs(t *testing.T) {
+	ss := runner.NewSession(sim.New(sim.Options{Workers: 2}))
+	defer ss.Release()
+	s := simtest.Shape(t, fam, "t=70,h=128,v=300", dtype.BF16)
+	if err := ss.Prepare(fam, s, 1); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := variants.ParseParams("chunk=256,zbm=128,zbn=128,zpers=0,dbm=128,dbn=128,dpers=0,sblock=128")
+	good, err := fam.Emit(s, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := simtest.ValidateProgram(ss, good); err != nil {
+		t.Fatalf("the unbroken program: %v", err)
+	}
+	for _, b := range []struct {
+		noRescale, labelOff bool
+		buffer              string
+	}{{true, false, "dx"}, {false, true, "loss"}} {
+		prog, err := linxent.EmitBuggy(s, p, b.noRescale, b.labelOff)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = simtest.ValidateProgram(ss, prog)
+		if err == nil || !strings.Contains(err.Error(), b.buffer) {
+			t.Errorf("%+v: validation says %v, want a failure of %s", b, err, b.buffer)
+		}
+		t.Logf("%+v: %v", b, err)
+	}
+}
+
+// TestSpace: the qwen1.5b head's space, its programs' launches (three
+// per chunk and the finishing one) and runtime dim.
+func TestSpace(t *testing.T) {
+	s := simtest.Shape(t, fam, "t=2048,h=1536,v=151936", dtype.BF16)
+	pts := fam.Space(s).Enumerate()
+	t.Logf("%s: %d points", s.Key(), len(pts))
+	if len(pts) < 50 {
+		t.Fatalf("%d points", len(pts))
+	}
+	for _, pt := range sweep.Pick(pts, 4) {
+		prog, err := fam.Emit(s, pt)
+		if err != nil {
+			t.Fatalf("%s: %v", pt, err)
+		}
+		chunk, _ := pt.Int("chunk")
+		if want := 3*((151936+chunk-1)/chunk) + 1; len(prog.Launches) != want || !slices.Equal(prog.RuntimeDims, []string{"t"}) {
+			t.Errorf("%s: %d launches (want %d), runtime %v", pt, len(prog.Launches), want, prog.RuntimeDims)
+		}
+	}
+}
+
+// simCases: one token; odd t and an odd v whose last chunk is 44 classes
+// (a padded row of 48); one chunk that is also the last; f16 with i64
+// labels; rows past two tiles of 128 and chunks of 512.
+var simCases = []simtest.Case{
+	{Spec: "t=1,h=64,v=300", DType: dtype.BF16},
+	{Spec: "t=70,h=128,v=300", DType: dtype.BF16},
+	{Spec: "t=33,h=64,v=250", DType: dtype.BF16},
+	{Spec: "t=45,h=192,v=520,labels=i64", DType: dtype.F16},
+	{Spec: "t=300,h=64,v=1100", DType: dtype.BF16},
+}
+
+// TestVariantsOnInterpreter validates a sample of each case's variants
+// and, by name, a persistent logits GEMM (160 tiles), 256-row tiles, a
+// 192-wide tile and the widest softmax CTA.
+func TestVariantsOnInterpreter(t *testing.T) {
+	simtest.Sample(t, fam, simCases, 24, func(variants.Params) bool { return true })
+	simtest.RunNamed(t, fam, []simtest.Point{
+		{Case: simtest.Case{Spec: "t=600,h=64,v=2100", DType: dtype.BF16}, Params: "chunk=1024,zbm=64,zbn=64,zpers=1,dbm=64,dbn=64,dpers=0,sblock=256"},
+		{Case: simCases[4], Params: "chunk=512,zbm=256,zbn=128,zpers=0,dbm=128,dbn=64,dpers=0,sblock=128"},
+		{Case: simCases[3], Params: "chunk=256,zbm=64,zbn=64,zpers=0,dbm=64,dbn=192,dpers=0,sblock=128"},
+	})
+}
+
+// TestRuntimeTokens: a program emitted at t=70 is the program emitted at
+// other t, and computes t = 1, 16 and 200 on the interpreter.
+func TestRuntimeTokens(t *testing.T) {
+	simtest.RuntimeDim(t, fam, simCases[1], "t", []int{1, 16, 200},
+		"chunk=256,zbm=128,zbn=128,zpers=0,dbm=128,dbn=128,dpers=0,sblock=128")
+}
+
+// TestAssemble assembles a sample of the qwen1.5b head's variants for
+// sm_90a: ptxas must accept them with no spill, no stack frame and no
+// warning.
+func TestAssemble(t *testing.T) {
+	ptxas.RequireOrSkip(t)
+	var jobs []ptxtest.Job
+	for _, dt := range fam.DTypes() {
+		s := simtest.Shape(t, fam, "t=2048,h=1536,v=151936", dt)
+		for _, p := range sweep.Pick(fam.Space(s).Enumerate(), 8) {
+			prog, err := fam.Emit(s, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			jobs = append(jobs, ptxtest.Job{What: s.Key() + " " + p.String(), Module: ptxas.Module{PTX: prog.PTX, Arch: "sm_90a"}})
+		}
+	}
+	ptxtest.ReportSorted(t, ptxtest.Assemble(t, jobs, true), 20)
+}

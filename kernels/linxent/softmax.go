@@ -1,0 +1,114 @@
+package linxent
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/gradtune/gradtune/dtype"
+	"github.com/gradtune/gradtune/kernels/gen"
+	"github.com/gradtune/gradtune/kernels/ptx"
+)
+
+// softmax is the kernel that takes a chunk's logits into the rows'
+// running statistics: CTA r reads row r of z (ld floats, the first w the
+// chunk's classes), merges its maximum into the row's mL (log₂ units),
+// writes P = 2^(z·log₂e − mL) in the inputs' dtype over all ld columns
+// (0 in the pad), α = 2^(mL_old − mL) for the gradient GEMM's rescale,
+// s = s_old·α + ΣP, and z[label] when the label is in the chunk. The
+// first chunk starts from nothing seen (no old statistics, α = 0, z[label]
+// 0 unless it is in the chunk).
+type softmax struct {
+	dt       dtype.DType
+	w, ld    int
+	first    bool
+	block    int
+	labBytes int
+	labelOff bool // planted bug: z[label] one column late
+}
+
+func (sm softmax) entry() string {
+	kind := "next"
+	if sm.first {
+		kind = "first"
+	}
+	return fmt.Sprintf("%s_softmax_%s_w%d_%v", prefix, kind, sm.w, sm.dt)
+}
+
+// The f32 constants: log₂e, ln 2 and −∞.
+var (
+	log2e  = gen.F32Imm(math.Log2E)
+	ln2    = gen.F32Imm(math.Ln2)
+	negInf = ptx.F32Imm(float32(math.Inf(-1)))
+)
+
+func (sm softmax) emit(k *ptx.Func) {
+	k.ReqNTid(sm.block)
+	z, pp, labels, stats, alpha := gen.Param(k, "z"), gen.Param(k, "p"), gen.Param(k, "labels"), gen.Param(k, "stats"), gen.Param(k, "alpha")
+	c0 := k.LdParam(k.Param("c0", ptx.U32))
+	row := k.Mov(ptx.U32, ptx.CtaidX)
+	tid := k.Mov(ptx.U32, ptx.TidX)
+	zr := k.Add(ptx.U64, z, k.MulWide(ptx.U32, row, ptx.Imm(4*sm.ld)))
+	pr := k.Add(ptx.U64, pp, k.MulWide(ptx.U32, row, ptx.Imm(sm.ld*sm.dt.Size())))
+	nv := sm.ld / 4
+	vecs := gen.CeilDiv(nv, sm.block)
+	var vals []ptx.Reg // −∞ outside the chunk
+	var oks []ptx.Reg
+	for i := range vecs {
+		col4 := k.Add(ptx.U32, tid, ptx.Imm(i*sm.block))
+		ok := k.Setp("lt", ptx.U32, col4, ptx.Imm(nv))
+		oks = append(oks, ok)
+		v := gen.LdF32(k, ptx.Global, ptx.At(k.Add(ptx.U64, zr, k.MulWide(ptx.U32, col4, ptx.Imm(16))), 0), 4, ok)
+		for e, x := range v {
+			in := k.Setp("lt", ptx.U32, k.Mad(ptx.U32, col4, ptx.Imm(4), ptx.Imm(e)), ptx.Imm(sm.w))
+			vals = append(vals, k.Selp(ptx.F32, x, negInf, in))
+		}
+	}
+	red := newBlockReduce(k, tid, sm.block)
+	mc := red.max(gen.Tree(vals, func(a, b ptx.Reg) ptx.Reg { return k.Max(ptx.F32, a, b) }))
+	st := k.Add(ptx.U64, stats, k.MulWide(ptx.U32, row, ptx.Imm(4*statWords)))
+	var old []ptx.Reg
+	mL := k.Mul(ptx.F32, mc, log2e)
+	if !sm.first {
+		old = gen.LdF32(k, ptx.Global, ptx.At(st, 0), 2, ptx.Reg{})
+		mL = k.Max(ptx.F32, old[0], mL)
+	}
+	neg := k.Neg(ptx.F32, mL)
+	var terms []ptx.Reg
+	for i := range vecs {
+		e := make([]ptx.Reg, 4)
+		for j := range e {
+			e[j] = k.Ex2Approx(k.Fma(ptx.F32, vals[4*i+j], log2e, neg))
+		}
+		terms = append(terms, e...)
+		col4 := k.Add(ptx.U32, tid, ptx.Imm(i*sm.block))
+		gen.StVals(k, sm.dt, ptx.At(k.Add(ptx.U64, pr, k.MulWide(ptx.U32, col4, ptx.Imm(4*sm.dt.Size()))), 0), e, oks[i])
+	}
+	sum := red.sum(gen.SumTree(k, terms))
+	k.If(k.Setp("eq", ptx.U32, tid, ptx.Imm(0)), func() {
+		sm.storeStats(k, st, alpha, labels, zr, row, c0, mL, sum, old)
+	})
+}
+
+// storeStats is thread 0's part: the row's new statistics, α and
+// z[label] where the label is in the chunk.
+func (sm softmax) storeStats(k *ptx.Func, st, alpha, labels, zr, row, c0, mL, sum ptx.Reg, old []ptx.Reg) {
+	a, s := k.Mov(ptx.F32, ptx.F32Imm(0)), sum
+	zl := k.Mov(ptx.F32, ptx.F32Imm(0))
+	if !sm.first {
+		a = k.Ex2Approx(k.Sub(ptx.F32, old[0], mL))
+		s = k.Fma(ptx.F32, old[1], a, sum)
+		k.MovTo(zl, gen.LdF32(k, ptx.Global, ptx.At(st, 8), 1, ptx.Reg{})[0])
+	}
+	lab := k.Ld(ptx.Global, ptx.U32, 1, ptx.At(k.Add(ptx.U64, labels, k.MulWide(ptx.U32, row, ptx.Imm(sm.labBytes))), 0), gen.LdNC)[0]
+	rel := k.Sub(ptx.U32, lab, c0) // an ignored or earlier label wraps past w
+	if sm.labelOff {
+		rel = k.Add(ptx.U32, rel, ptx.Imm(1))
+	}
+	in := k.Setp("lt", ptx.U32, rel, ptx.Imm(sm.w))
+	at := ptx.At(k.Add(ptx.U64, zr, k.MulWide(ptx.U32, rel, ptx.Imm(4))), 0)
+	k.LdTo(ptx.Global, ptx.F32, []ptx.Reg{zl}, at)
+	k.Guard(in, false)
+	k.St(ptx.Global, ptx.F32, ptx.At(st, 0), []ptx.Reg{mL, s})
+	k.St(ptx.Global, ptx.F32, ptx.At(st, 8), []ptx.Reg{zl})
+	k.St(ptx.Global, ptx.F32, ptx.At(k.Add(ptx.U64, alpha, k.MulWide(ptx.U32, row, ptx.Imm(4))), 0), []ptx.Reg{a})
+}
