@@ -10,27 +10,34 @@ import (
 )
 
 // A Custom is a GEMM that another family emits with the wgmma path into
-// its own module: C[t×Cols] = A[t×Red]·B[Red×Cols] in 16-bit inputs with
-// f32 accumulation, t the token count at run time (the caller's runtime
-// dim Dim, passed as the kernel's parameter m). A is K-major; B is
-// K-major (B[k][j] at j·LD + k: a weight [Cols×Red] read as its
-// transpose) or MN-major (B[k][j] at k·LD + j). Every operand may start
-// at a byte offset in its buffer, and B may hold fewer rows than the
-// problem's extent (Rows): the rest reads as zeros, so a chunk of a
+// its own module: C[r×Cols] = A[r×l]·B[l×Cols] in 16-bit inputs with f32
+// accumulation, where t, the token count at run time (the caller's
+// runtime dim Dim, passed as the kernel's parameter m), is either C's
+// rows (M = 0: r = t, l = Red; A K-major, B K-major or MN-major) or the
+// reduction (M > 0: r = M, l = t; A and B MN-major, as gemm_bwd's dW).
+// A K-major B (B[k][j] at j·LD + k) is a weight [Cols×Red] read as its
+// transpose; an MN-major one has B[k][j] at k·LD + j. Every operand may
+// start at a byte offset in its buffer, and B may hold fewer rows than
+// the problem's extent (Rows): the rest reads as zeros, so a chunk of a
 // weight whose last rows are past the buffer is a GEMM over a padded
 // extent.
 type Custom struct {
 	Entry string
 	Dim   string
+	M     int // C's rows, or 0 for t
 	Cols  int // columns of C
-	Red   int // the reduction's length
+	Red   int // the reduction's length where it is not t (M = 0)
 	In    dtype.DType
 	A, B  Operand
 	Out   string
 	OutDT dtype.DType
+	// OutOffset is C's first element's byte offset in Out.
+	OutOffset int
 	// Scale, when set, is an f32 buffer [t]: the epilogue adds to what C
-	// holds, C = Scale[row]·C + A·B (OutDT f32).
+	// holds, C = Scale[row]·C + A·B (OutDT f32, M = 0).
 	Scale string
+	// Accumulate adds to what C holds, C += A·B, rounded once to OutDT.
+	Accumulate bool
 }
 
 // Operand is a GEMM operand in its buffer: LD elements between the
@@ -50,8 +57,12 @@ func (c Custom) problem(t int) problem {
 	op := func(o Operand) operand {
 		return operand{buf: o.Buffer, kMajor: o.KMajor, ld: o.LD, off: o.Offset, rows: o.Rows}
 	}
-	return problem{r: t, c: c.Cols, l: c.Red, mRows: true, a: op(c.A), b: op(c.B), out: c.Out, in: c.In, od: c.OutDT,
-		dim: c.Dim, scale: c.Scale}
+	g := problem{r: t, c: c.Cols, l: c.Red, mRows: true, a: op(c.A), b: op(c.B), out: c.Out, in: c.In, od: c.OutDT,
+		dim: c.Dim, scale: c.Scale, accumulate: c.Accumulate}
+	if c.M > 0 {
+		g.r, g.l, g.mRows = c.M, t, false
+	}
+	return g
 }
 
 // Check refuses what the wgmma path does not emit for c.
@@ -59,12 +70,16 @@ func (c Custom) Check() error {
 	switch {
 	case c.In != dtype.BF16 && c.In != dtype.F16:
 		return fmt.Errorf("gemm %s: inputs %v, want bf16 or f16", c.Entry, c.In)
-	case !c.A.KMajor:
-		return fmt.Errorf("gemm %s: A must be K-major", c.Entry)
+	case c.M == 0 && !c.A.KMajor:
+		return fmt.Errorf("gemm %s: with t as C's rows A must be K-major", c.Entry)
+	case c.M > 0 && (c.A.KMajor || c.B.KMajor || c.B.Rows != 0 || c.Red != 0 || c.Scale != ""):
+		return fmt.Errorf("gemm %s: with t as the reduction A and B are MN-major, B takes no row count, and there is no Red or Scale", c.Entry)
 	case c.A.Rows != 0:
 		return fmt.Errorf("gemm %s: A takes no row count", c.Entry)
 	case c.Scale != "" && c.OutDT != dtype.F32:
 		return fmt.Errorf("gemm %s: a scaled epilogue accumulates into f32, not %v", c.Entry, c.OutDT)
+	case c.OutOffset%16 != 0:
+		return fmt.Errorf("gemm %s: output offset %d must be a multiple of 16 bytes", c.Entry, c.OutOffset)
 	case c.Cols%8 != 0 || c.A.LD%8 != 0 || c.B.LD%8 != 0:
 		return fmt.Errorf("gemm %s: columns %d and leading dims %d, %d must be multiples of 8 (16-byte rows)", c.Entry, c.Cols, c.A.LD, c.B.LD)
 	case c.A.Offset%16 != 0 || c.B.Offset%16 != 0:
@@ -84,6 +99,9 @@ func (c Custom) Params(t, bm, bn int, persistent bool) (Params, error) {
 	p := Params{MMA: WGMMA, BM: bm, BN: bn, BK: 64, Consumers: wgConsumers(bm), Cluster: 1, SplitK: 1, Reduce: ReduceLaunch,
 		Order: Grouped, Persistent: persistent, Epilogue: Direct, RegSplit: true}
 	p.Stages = ringDepth(g, p)
+	if c.M > 0 {
+		p.Stages = maxStages(g, p) // the reduction is t: the ring may not depend on it
+	}
 	for _, rule := range []func(problem, Params) error{tileShape, warpLayout, registers, sharedFits} {
 		if err := rule(g, p); err != nil {
 			return Params{}, fmt.Errorf("gemm %s at bm=%d bn=%d: %w", c.Entry, bm, bn, err)
@@ -114,7 +132,11 @@ func AddCustom(m *ptx.Module, c Custom, p Params) error {
 // tensor maps, C, Scale where set, then m (the runtime dim).
 func (c Custom) Launch(p Params) kernels.Launch {
 	g := c.problem(0)
-	l := (&wgKernel{g: g, p: p}).launch(c.Entry, kernels.Arg{Buffer: c.Out})
+	out := kernels.Arg{Buffer: c.Out}
+	if c.OutOffset != 0 {
+		out.Offset = contract.Int(c.OutOffset)
+	}
+	l := (&wgKernel{g: g, p: p}).launch(c.Entry, out)
 	if c.Scale != "" {
 		l.Args = append(l.Args, kernels.Arg{Buffer: c.Scale})
 	}

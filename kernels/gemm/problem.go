@@ -30,6 +30,9 @@ type problem struct {
 	// the epilogue adds to what C holds: C = scale[row]·C + A·B (f32 C,
 	// direct epilogue; Custom only).
 	scale string
+	// accumulate: the epilogue adds to what C holds, C += A·B (Custom
+	// only, direct epilogue).
+	accumulate bool
 }
 
 // operand is one GEMM operand in its buffer: row-major with rows ld

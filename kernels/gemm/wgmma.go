@@ -708,8 +708,8 @@ func (wk *wgKernel) epilogue(c ptx.Reg, t tile, cw, l ptx.Reg, acc [][]ptx.Reg) 
 		c = splitSlice(k, c, t.split, r, g.c)
 	}
 	ds := wk.newDirectStore(c, od, t, r, cw, l)
-	if wk.g.scale != "" {
-		ds.scaled(wk.scale, acc)
+	if wk.g.scale != "" || wk.g.accumulate {
+		ds.accumulate(wk.scale, acc)
 		return
 	}
 	for mb := range acc {
@@ -783,24 +783,37 @@ func (ds *directStore) rowBound(dr int) ptx.Reg {
 	return rowOK
 }
 
-// scaled stores C = scale[row]·C + acc for the thread's pairs (f32 C):
-// each row's factor and each pair's old value are loaded under the store's
-// guards, so rows and columns outside C read nothing.
-func (ds *directStore) scaled(scale ptx.Reg, acc [][]ptx.Reg) {
-	k := ds.wk.k
-	at := k.Add(ptx.U64, scale, k.MulWide(ptx.U32, ds.row, ptx.Imm(4)))
+// accumulate stores C = scale[row]·C + acc (C + acc where scale is not
+// valid) for the thread's pairs, rounded once to C's dtype: each row's
+// factor and each pair's old value are loaded under the store's guards,
+// so rows and columns outside C read nothing.
+func (ds *directStore) accumulate(scale ptx.Reg, acc [][]ptx.Reg) {
+	k, od := ds.wk.k, ds.od
+	var at ptx.Reg
+	if scale.Valid() {
+		at = k.Add(ptx.U64, scale, k.MulWide(ptx.U32, ds.row, ptx.Imm(4)))
+	}
 	for mb := range acc {
 		for h := range 2 {
 			dr := 64*mb + 8*h
 			rowOK := ds.rowBound(dr)
-			f := gen.LdVals(k, ptx.Global, dtype.F32, 1, ptx.At(at, int64(4*dr)), rowOK)[0]
+			var f ptx.Reg
+			if scale.Valid() {
+				f = gen.LdVals(k, ptx.Global, dtype.F32, 1, ptx.At(at, int64(4*dr)), rowOK)[0]
+			}
 			for j := range ds.wk.p.BN / 8 {
-				off := int64(dr*ds.wk.g.c+8*j) * 4
+				off := int64(dr*ds.wk.g.c+8*j) * int64(od.Size())
 				ok := k.And(ptx.Pred, rowOK, ds.colOK[j])
-				old := gen.LdVals(k, ptx.Global, dtype.F32, 2, ptx.At(ds.ptr, off), ok)
-				v0 := k.Fma(ptx.F32, f, old[0], acc[mb][4*j+2*h])
-				v1 := k.Fma(ptx.F32, f, old[1], acc[mb][4*j+2*h+1])
-				gen.StVals(k, dtype.F32, ptx.At(ds.ptr, off), []ptx.Reg{v0, v1}, ok)
+				old := gen.LdVals(k, ptx.Global, od, 2, ptx.At(ds.ptr, off), ok)
+				v := []ptx.Reg{acc[mb][4*j+2*h], acc[mb][4*j+2*h+1]}
+				for i := range v {
+					if f.Valid() {
+						v[i] = k.Fma(ptx.F32, f, old[i], v[i])
+					} else {
+						v[i] = k.Add(ptx.F32, old[i], v[i])
+					}
+				}
+				gen.StVals(k, od, ptx.At(ds.ptr, off), v, ok)
 			}
 		}
 	}
