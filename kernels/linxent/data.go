@@ -38,13 +38,17 @@ func (family) Inputs(s Shape, seed uint64) map[string][]float64 {
 		}
 	}
 	b := wBound(s.H)
-	return map[string][]float64{
+	in := map[string][]float64{
 		"x":       kernels.Uniform(s.DType, s.T*s.H, -1, 1, seed, key+"/x"),
 		"w":       kernels.Uniform(s.DType, s.V*s.H, -b, b, seed, key+"/w"),
 		"labels":  labels,
 		"dloss":   kernels.Uniform(dtype.F32, 1, 0.5, 2, seed, key+"/dloss"),
 		"n_valid": {float64(valid)},
 	}
+	if s.DW == dwAdd {
+		in["dw"] = kernels.Uniform(dtype.F32, s.V*s.H, -1, 1, seed, key+"/dw")
+	}
+	return in
 }
 
 // Reference, per row in float64: z = x·wᵀ, lse = log Σ e^z, p = e^(z −
@@ -56,7 +60,41 @@ func (family) Reference(s Shape, in map[string][]float64) map[string][]float64 {
 	kernels.ParallelRows(gen.CeilDiv(s.T, refBlock), func(b int) {
 		refRows(s, in, out, b*refBlock, min(s.T, (b+1)*refBlock))
 	})
+	if s.DW != dwNone {
+		out["dw"] = make([]float64, s.V*s.H)
+		if s.DW == dwAdd {
+			copy(out["dw"], in["dw"])
+		}
+		kernels.ParallelRows(gen.CeilDiv(s.V, refBlock), func(b int) {
+			refDW(s, in, out["lse"], out["dw"], b*refBlock, min(s.V, (b+1)*refBlock))
+		})
+	}
 	return out
+}
+
+// refDW adds classes c0..c1−1 of dW = Σ_r g·(p[r,c] − [c = label[r]])·x[r]
+// into dw (ignored rows add nothing), from the rows' lse.
+func refDW(s Shape, in map[string][]float64, lse, dw []float64, c0, c1 int) {
+	x, w, labels := in["x"], in["w"], in["labels"]
+	g := in["dloss"][0] / in["n_valid"][0]
+	h := s.H
+	for c := c0; c < c1; c++ {
+		wc, d := w[c*h:(c+1)*h], dw[c*h:(c+1)*h]
+		for r := range s.T {
+			lab := int(labels[r])
+			if lab == IgnoreIndex {
+				continue
+			}
+			xr := x[r*h : (r+1)*h]
+			k := g * math.Exp(dot(xr, wc)-lse[r])
+			if lab == c {
+				k -= g
+			}
+			for j, xv := range xr {
+				d[j] += k * xv
+			}
+		}
+	}
 }
 
 // refBlock is the rows the reference takes together.
@@ -142,6 +180,8 @@ func (family) Tolerance(s Shape, buffer string) kernels.Tolerance {
 		return kernels.Tolerance{Atol: lse}
 	case "loss":
 		return kernels.Tolerance{Atol: lse + ez}
+	case "dw":
+		return dwTolerance(s, ez, lse)
 	}
 	eps := 0x1p-9
 	if s.DType == dtype.F16 {
@@ -150,4 +190,27 @@ func (family) Tolerance(s Shape, buffer string) kernels.Tolerance {
 	gmax := 2 / math.Max(1, float64(s.T-gen.CeilDiv(s.T, ignoreEvery)))
 	a := gmax * wBound(s.H) * (eps + 2*ez + 64*kernels.U32*(chunks+16))
 	return kernels.StoreTol(kernels.Tolerance{Atol: a}, s.DType)
+}
+
+// dwTolerance: G = g·(p − onehot) is rounded to the dtype (ε_P) after p
+// took the logits' and lse's errors (a factor e^(E_z + E_lse)), so
+// |ΔdW[c]| ≤ gmax·(ε_P + 2·(E_z + E_lse))·Σ_r (p[r,c] + [c = label[r]])
+// (|x| ≤ 1), plus the f32 sum over t rows (t·2⁻²³ of each term) and, with
+// dw=2, the rounding of the sum with the initial value (|dw| ≤ 1 + the
+// term, u each). Σ_r p[r,c], a sum of t softmax entries of mean 1/v and
+// second moment at most e^(σ²)/v² (σ = logitSpread, logits near normal),
+// is taken at most t/v + 12·√(t·e^(σ²))/v + 1 (twelve deviations and one
+// entry near 1) and never more than t; the labels of one class are at
+// most L = t/v + 6·√(t/v) + 6.
+func dwTolerance(s Shape, ez, lse float64) kernels.Tolerance {
+	eps := 0x1p-9
+	if s.DType == dtype.F16 {
+		eps = 0x1p-12
+	}
+	t, v := float64(s.T), float64(s.V)
+	gmax := 2 / math.Max(1, t-float64(gen.CeilDiv(s.T, ignoreEvery)))
+	probs := math.Min(t, t/v+12*math.Sqrt(t*math.Exp(logitSpread*logitSpread))/v+1)
+	mass := probs + t/v + 6*math.Sqrt(t/v) + 6
+	a := gmax*mass*(eps+2*(ez+lse)+t*0x1p-23) + 4*kernels.U32
+	return kernels.Tolerance{Atol: a, Rtol: 2 * kernels.U32}
 }

@@ -7,7 +7,11 @@
 //	dx[r]   = dloss/n_valid · (Σ_c p[r,c]·w[c] − w[label[r]])
 //	loss[r] = lse[r] − z[r,label[r]]
 //
-// with dx and loss zero on a row whose label is ignore_index (−100).
+// with dx and loss zero on a row whose label is ignore_index (−100); and,
+// with dw=1 or 2, the head's gradient (a trained head, or tied embeddings
+// whose gradient it adds to):
+//
+//	dw[c] (+)= dloss/n_valid · Σ_r (p[r,c] − [c = label[r]])·x[r]
 //
 // Rules:
 //   - Buffers: x [t·h] and w [v·h] in the dtype (bf16, f16); labels [t]
@@ -18,6 +22,9 @@
 //     loss [t] f32 per row (loss not divided by n_valid). A label outside
 //     [0, v) other than ignore_index is the caller's error: its row's
 //     values are undefined, but no memory outside the buffers is touched.
+//     With dw=1, dw [v·h] f32 is an output; with dw=2 an inout buffer the
+//     head's gradient is added to (the runner restores it before each
+//     validation; timed runs add to what the last left, the same work).
 //   - Shapes: from a preset, the head [Vocab × Hidden] at its tokens; h a
 //     multiple of 64; v any size.
 //   - The vocabulary is cut into chunks of `chunk` rows of w, the last
@@ -41,6 +48,15 @@
 //     differ only in the chunk's offset are one entry launched with other
 //     tensor maps: a program has at most two logits GEMMs, three gradient
 //     GEMMs and three softmax kernels, whatever v is.
+//   - dW (dw=1, 2): after the finishing kernel, a second pass over the
+//     chunks, last to first: the logits GEMM again (not for the last
+//     chunk, whose logits are still in z), the gradient kernel writing
+//     G = g·2^(z·log₂e − lseL) − g·[c = label] in the dtype over the
+//     chunk's probabilities (lseL = mL + log₂ s from the final
+//     statistics), and the dW GEMM dw[c0:c0+w] (+)= Gᵀ·x in f32, t its
+//     reduction (gemm.Custom with M = w: A = G and B = x MN-major; its
+//     ring as deep as fits, independent of t). Four GEMMs per chunk, one
+//     more than the floor with dW.
 //   - Scratch (the program's): z [t·ld] f32, p [t·ld] in the dtype, acc
 //     [t·h] f32, alpha [t] f32, stats [t·4] f32: with chunk = 4096 at
 //     t = 2048, h = 1536, 61 MB, a tenth of the bf16 logits (622 MB).
@@ -52,7 +68,8 @@
 //     as the wgmma path's rules take it at t (registers, shared memory,
 //     small tiles only where 128×128 ones leave SMs idle), a persistent
 //     grid only past one wave of the first chunk's tiles; sblock threads
-//     holding at most 16 vectors of a row, no more than a row needs.
+//     holding at most 16 vectors of a row, no more than a row needs; the
+//     dW GEMM's tile wbm×wbn (128×128, a single point, without dW).
 //   - Inputs: x uniform in [−1, 1], w uniform in [−6/√h, 6/√h] (logits of
 //     standard deviation 2 at every h), rounded to the dtype; labels
 //     uniform in [0, v), every eighth row (offset by the seed)
@@ -60,10 +77,11 @@
 //   - Tolerance (data.go): the logits' f32 error E_z (the GEMM's bound),
 //     the rescales' and ex2/lg2 errors per chunk for lse and loss, and
 //     for dx P's rounding to the dtype (Σ p·w moves by at most ε_P·max|w|)
-//     plus E_z's effect on p.
+//     plus E_z's effect on p; for dw G's rounding and p's errors times a
+//     bound on Σ_r p[r,c] + the class's labels (dwTolerance). With dw=2
+//     the initial dw is uniform in [−1, 1].
 //
-// Not built yet: dW (a second pass that recomputes the logits, for a
-// trained head or tied embeddings), label smoothing and z-loss (both
-// per-row terms: smoothing needs Σ_c w_c once per call). docs/kernels/linxent.md
-// has the floor and the design's reasoning.
+// Not built yet: label smoothing and z-loss (per-row terms; smoothing
+// needs Σ_c w_c once per call). docs/kernels/linxent.md has the floor and
+// the design's reasoning.
 package linxent

@@ -57,6 +57,18 @@ func (c chunk) dxGEMM(s Shape, p Params, first bool) (gemm.Custom, gemm.Params, 
 	return g, gp, err
 }
 
+// dwGEMM is the chunk's dW GEMM, dw[c0:c0+w] (+)= Gᵀ·x in f32 with G the
+// chunk's gradient of the logits ([t×ld] in p), t the reduction, and its
+// variant.
+func (c chunk) dwGEMM(s Shape, p Params) (gemm.Custom, gemm.Params, error) {
+	g := gemm.Custom{Entry: fmt.Sprintf("%s_dw%d_%v", prefix, c.w, s.DType), Dim: Dim, M: c.w, Cols: s.H, In: s.DType,
+		A:   gemm.Operand{Buffer: "p", LD: c.ld},
+		B:   gemm.Operand{Buffer: "x", LD: s.H},
+		Out: "dw", OutDT: dtype.F32, OutOffset: c.c0 * s.H * 4, Accumulate: s.DW == dwAdd}
+	gp, err := g.Params(s.T, p.WBM, p.WBN, false)
+	return g, gp, err
+}
+
 // prefix starts every kernel's name.
 const prefix = "linear_cross_entropy_bwd"
 
@@ -80,6 +92,7 @@ func (f family) Emit(s Shape, p Params) (kernels.Program, error) {
 type bugs struct {
 	noRescale bool // the gradient GEMM does not rescale the accumulator
 	labelOff  bool // z[label] taken one column late
+	noOneHot  bool // the dW pass's gradient leaves out −g at the label
 }
 
 func emit(s Shape, p Params, b bugs) (kernels.Program, error) {
@@ -123,6 +136,28 @@ func emit(s Shape, p Params, b bugs) (kernels.Program, error) {
 	launches = append(launches, kernels.Launch{Entry: fin.entry(), Grid: grid, Block: [3]int{finishBlock, 1, 1},
 		Args: []kernels.Arg{{Buffer: "acc"}, {Buffer: "w"}, {Buffer: "labels"}, {Buffer: "stats"}, {Buffer: "dloss"}, {Buffer: "n_valid"},
 			{Buffer: "dx"}, {Buffer: "lse"}, {Buffer: "loss"}}})
+	if s.DW != dwNone {
+		cs := chunksOf(s, p)
+		for i := len(cs) - 1; i >= 0; i-- {
+			c := cs[i]
+			if i != len(cs)-1 { // the last chunk's logits are still in z
+				if err := addGEMM(c.zGEMM(s, p)); err != nil {
+					return kernels.Program{}, err
+				}
+			}
+			gk := gradKernel{dt: s.DType, w: c.w, ld: c.ld, block: p.SBlock, labBytes: s.labelType().Size(), noOneHot: b.noOneHot}
+			if !emitted[gk.entry()] {
+				emitted[gk.entry()] = true
+				gk.emit(m.Func(gk.entry()))
+			}
+			launches = append(launches, kernels.Launch{Entry: gk.entry(), Grid: grid, Block: [3]int{p.SBlock, 1, 1},
+				Args: []kernels.Arg{{Buffer: "z"}, {Buffer: "p"}, {Buffer: "labels"}, {Buffer: "stats"}, {Buffer: "dloss"}, {Buffer: "n_valid"},
+					{Scalar: contract.Int(c.c0), Type: contract.U32}}})
+			if err := addGEMM(c.dwGEMM(s, p)); err != nil {
+				return kernels.Program{}, err
+			}
+		}
+	}
 	built, err := m.Build()
 	if err != nil {
 		return kernels.Program{}, fmt.Errorf("building: %w", err)

@@ -7,8 +7,9 @@ import (
 
 // EmitBuggy emits variant p of shape s with a planted bug: noRescale
 // stores each chunk's P·w over the accumulator instead of rescaling and
-// adding; labelOff takes z[label] one class late.
-func EmitBuggy(s variants.Shape, p variants.Params, noRescale, labelOff bool) (kernels.Program, error) {
+// adding; labelOff takes z[label] one class late; noOneHot leaves −g at
+// the label out of the dW pass's gradient.
+func EmitBuggy(s variants.Shape, p variants.Params, noRescale, labelOff, noOneHot bool) (kernels.Program, error) {
 	sh, err := variants.DecodeShape[Shape](s.Dims, s.DType)
 	if err != nil {
 		return kernels.Program{}, err
@@ -17,5 +18,5 @@ func EmitBuggy(s variants.Shape, p variants.Params, noRescale, labelOff bool) (k
 	if err != nil {
 		return kernels.Program{}, err
 	}
-	return emit(sh, pv, bugs{noRescale: noRescale, labelOff: labelOff})
+	return emit(sh, pv, bugs{noRescale: noRescale, labelOff: labelOff, noOneHot: noOneHot})
 }

@@ -25,14 +25,24 @@ const maxChunks = 64
 
 // Shape is the LM head and loss of t tokens: hidden states x [t×h], the
 // head's weight w [v×h], labels of t rows (labels: i32, or i64 as
-// PyTorch keeps them).
+// PyTorch keeps them), and the head's gradient (dw: 0 none, a frozen
+// head; 1 written into dw [v×h] f32; 2 added to what dw holds, the tied
+// embedding's gradient).
 type Shape struct {
 	T      int    `dim:"t"`
 	H      int    `dim:"h"`
 	V      int    `dim:"v"`
 	Labels string `dim:"labels,optional=i32" values:"i32,i64"`
+	DW     int    `dim:"dw,optional=0"`
 	DType  dtype.DType
 }
+
+// The dw modes.
+const (
+	dwNone  = 0
+	dwWrite = 1
+	dwAdd   = 2
+)
 
 // labelType is the labels' storage type.
 func (s Shape) labelType() dtype.DType {
@@ -54,6 +64,8 @@ type Params struct {
 	DBN    int  `axis:"dbn" values:"64,128,192,256" doc:"tile columns (hidden) of the gradient GEMM"`
 	DPers  bool `axis:"dpers" values:"0,1" doc:"1: the gradient GEMM runs a persistent grid"`
 	SBlock int  `axis:"sblock" values:"128,256,512" doc:"threads per CTA of the softmax kernel (one row of a chunk each)"`
+	WBM    int  `axis:"wbm" values:"64,128,256" doc:"tile rows (classes) of the dW GEMM (dw=1 or 2; 128 without dW)"`
+	WBN    int  `axis:"wbn" values:"64,128,192,256" doc:"tile columns (hidden) of the dW GEMM (dw=1 or 2; 128 without dW)"`
 }
 
 type family struct{}
@@ -78,6 +90,8 @@ func (family) CheckShape(s Shape) error {
 	switch {
 	case s.H%64 != 0:
 		return fmt.Errorf("h=%d: the hidden size must be a multiple of 64", s.H)
+	case s.DW > dwAdd:
+		return fmt.Errorf("dw=%d: want 0 (a frozen head), 1 (dW written) or 2 (dW added to dw)", s.DW)
 	case s.T > maxT(s):
 		return fmt.Errorf("t=%d: at most %d tokens at h=%d", s.T, maxT(s), s.H)
 	}
@@ -92,7 +106,7 @@ func maxT(s Shape) int { return gen.MaxElems / max(s.H, 8192) }
 // f32 accumulator of dx and the rows' statistics are the program's.
 func (family) Buffers(s Shape) []kernels.Buffer {
 	t, one := contract.Var(Dim), contract.Int(1)
-	return []kernels.Buffer{
+	b := []kernels.Buffer{
 		{Name: "x", DType: s.DType, Elems: t.TimesInt(s.H), Role: kernels.Input},
 		{Name: "w", DType: s.DType, Elems: contract.Int(s.V * s.H), Role: kernels.Input},
 		{Name: "labels", DType: s.labelType(), Elems: t, Role: kernels.Input},
@@ -102,15 +116,26 @@ func (family) Buffers(s Shape) []kernels.Buffer {
 		{Name: "lse", DType: dtype.F32, Elems: t, Role: kernels.Output},
 		{Name: "loss", DType: dtype.F32, Elems: t, Role: kernels.Output},
 	}
+	switch s.DW {
+	case dwWrite:
+		b = append(b, kernels.Buffer{Name: "dw", DType: dtype.F32, Elems: contract.Int(s.V * s.H), Role: kernels.Output})
+	case dwAdd:
+		b = append(b, kernels.Buffer{Name: "dw", DType: dtype.F32, Elems: contract.Int(s.V * s.H), Role: kernels.InOut})
+	}
+	return b
 }
 
-// Cost: x read by each chunk's logits GEMM, w twice (both GEMMs), dx
-// written, labels read, lse and loss written; the two GEMMs' flops,
-// 4·t·v·h.
+// Cost: x read and dx written, w read by both GEMMs, labels read, lse
+// and loss written; the two GEMMs' flops, 4·t·v·h. With dW, w read again
+// by the recomputation, dw written (and read, dw=2) in f32, and two more
+// GEMMs.
 func (family) Cost(s Shape) kernels.Cost {
 	t, h, v := int64(s.T), int64(s.H), int64(s.V)
-	elems := 2*v*h + 2*t*h
-	return kernels.Cost{Bytes: elems*int64(s.DType.Size()) + (8+int64(s.labelType().Size()))*t, Flops: 4 * t * v * h}
+	elems, flops, f32 := 2*v*h+2*t*h, 4*t*v*h, int64(0)
+	if s.DW != dwNone {
+		elems, flops, f32 = elems+v*h, flops+4*t*v*h, int64(s.DW)*v*h
+	}
+	return kernels.Cost{Bytes: elems*int64(s.DType.Size()) + 4*f32 + (8+int64(s.labelType().Size()))*t, Flops: flops}
 }
 
 // Space: at most maxChunks chunks and no chunk past the vocabulary's
@@ -143,6 +168,21 @@ func (family) Space(s Shape) variants.Typed[Params] {
 		}},
 		{Name: "gradient GEMM tiles", Axes: []string{"chunk", "dbm", "dbn", "dpers"}, Check: func(p Params) error {
 			return checkGEMMs(s, p, false)
+		}},
+		{Name: "dW GEMM tiles", Axes: []string{"chunk", "wbm", "wbn"}, Check: func(p Params) error {
+			if s.DW == dwNone {
+				if p.WBM != 128 || p.WBN != 128 {
+					return fmt.Errorf("wbm, wbn = 128 without dW")
+				}
+				return nil
+			}
+			cs := chunksOf(s, p)
+			for _, c := range []chunk{cs[0], cs[len(cs)-1]} {
+				if _, _, err := c.dwGEMM(s, p); err != nil {
+					return err
+				}
+			}
+			return nil
 		}},
 	}}
 }

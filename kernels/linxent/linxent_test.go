@@ -1,6 +1,7 @@
 package linxent_test
 
 import (
+	"fmt"
 	"github.com/gradtune/gradtune/internal/ptxas"
 	"github.com/gradtune/gradtune/internal/sweep"
 	"github.com/gradtune/gradtune/kernels/internal/ptxtest"
@@ -21,21 +22,22 @@ var fam = linxent.Families()[0]
 // TestNamedOnInterpreter validates chosen variants on the interpreter.
 func TestNamedOnInterpreter(t *testing.T) {
 	simtest.RunNamed(t, fam, []simtest.Point{
-		{Case: simtest.Case{Spec: "t=70,h=128,v=300", DType: dtype.BF16}, Params: "chunk=256,zbm=128,zbn=128,zpers=0,dbm=128,dbn=128,dpers=0,sblock=128"},
+		{Case: simtest.Case{Spec: "t=70,h=128,v=300", DType: dtype.BF16}, Params: "chunk=256,zbm=128,zbn=128,zpers=0,dbm=128,dbn=128,dpers=0,sblock=128,wbm=128,wbn=128"},
 	})
 }
 
 // TestValidationCatchesBugs: accumulators overwritten by each chunk
-// instead of rescaled and added (dx wrong), and z[label] read one class
-// late (loss wrong), each fail validation naming that buffer.
+// instead of rescaled and added (dx wrong), z[label] read one class late
+// (loss wrong) and the dW pass's gradient without −g at the label (dw
+// wrong), each fail validation naming that buffer.
 func TestValidationCatchesBugs(t *testing.T) {
 	ss := runner.NewSession(sim.New(sim.Options{Workers: 2}))
 	defer ss.Release()
-	s := simtest.Shape(t, fam, "t=70,h=128,v=300", dtype.BF16)
+	s := simtest.Shape(t, fam, "t=70,h=128,v=300,dw=1", dtype.BF16)
 	if err := ss.Prepare(fam, s, 1); err != nil {
 		t.Fatal(err)
 	}
-	p, _ := variants.ParseParams("chunk=256,zbm=128,zbn=128,zpers=0,dbm=128,dbn=128,dpers=0,sblock=128")
+	p, _ := variants.ParseParams("chunk=256,zbm=128,zbn=128,zpers=0,dbm=128,dbn=128,dpers=0,sblock=128,wbm=128,wbn=128")
 	good, err := fam.Emit(s, p)
 	if err != nil {
 		t.Fatal(err)
@@ -44,10 +46,10 @@ func TestValidationCatchesBugs(t *testing.T) {
 		t.Fatalf("the unbroken program: %v", err)
 	}
 	for _, b := range []struct {
-		noRescale, labelOff bool
-		buffer              string
-	}{{true, false, "dx"}, {false, true, "loss"}} {
-		prog, err := linxent.EmitBuggy(s, p, b.noRescale, b.labelOff)
+		noRescale, labelOff, noOneHot bool
+		buffer                        string
+	}{{true, false, false, "dx"}, {false, true, false, "loss"}, {false, false, true, "dw"}} {
+		prog, err := linxent.EmitBuggy(s, p, b.noRescale, b.labelOff, b.noOneHot)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -59,47 +61,66 @@ func TestValidationCatchesBugs(t *testing.T) {
 	}
 }
 
-// TestSpace: the qwen1.5b head's space, its programs' launches (three
-// per chunk and the finishing one) and runtime dim.
+// TestSpace: the qwen1.5b head's space, without and with dW, and its
+// programs' launches (three per chunk and the finishing one; with dW three
+// more per chunk but the last chunk's logits, still in z) and runtime dim.
 func TestSpace(t *testing.T) {
-	s := simtest.Shape(t, fam, "t=2048,h=1536,v=151936", dtype.BF16)
-	pts := fam.Space(s).Enumerate()
-	t.Logf("%s: %d points", s.Key(), len(pts))
-	if len(pts) < 50 {
-		t.Fatalf("%d points", len(pts))
-	}
-	for _, pt := range sweep.Pick(pts, 4) {
-		prog, err := fam.Emit(s, pt)
-		if err != nil {
-			t.Fatalf("%s: %v", pt, err)
+	for _, dw := range []int{0, 1} {
+		s := simtest.Shape(t, fam, fmt.Sprintf("t=2048,h=1536,v=151936,dw=%d", dw), dtype.BF16)
+		pts := fam.Space(s).Enumerate()
+		t.Logf("%s: %d points", s.Key(), len(pts))
+		if len(pts) < 50 {
+			t.Fatalf("%d points", len(pts))
 		}
-		chunk, _ := pt.Int("chunk")
-		if want := 3*((151936+chunk-1)/chunk) + 1; len(prog.Launches) != want || !slices.Equal(prog.RuntimeDims, []string{"t"}) {
-			t.Errorf("%s: %d launches (want %d), runtime %v", pt, len(prog.Launches), want, prog.RuntimeDims)
+		for _, pt := range sweep.Pick(pts, 4) {
+			prog, err := fam.Emit(s, pt)
+			if err != nil {
+				t.Fatalf("%s: %v", pt, err)
+			}
+			chunk, _ := pt.Int("chunk")
+			nc := (151936 + chunk - 1) / chunk
+			want := 3*nc + 1 + dw*(3*nc-1)
+			if len(prog.Launches) != want || !slices.Equal(prog.RuntimeDims, []string{"t"}) {
+				t.Errorf("%s: %d launches (want %d), runtime %v", pt, len(prog.Launches), want, prog.RuntimeDims)
+			}
 		}
 	}
 }
 
 // simCases: one token; odd t and an odd v whose last chunk is 44 classes
 // (a padded row of 48); one chunk that is also the last; f16 with i64
-// labels; rows past two tiles of 128 and chunks of 512.
+// labels; rows past two tiles of 128 and chunks of 512; dW written, and
+// added to a given dw in f16.
 var simCases = []simtest.Case{
 	{Spec: "t=1,h=64,v=300", DType: dtype.BF16},
 	{Spec: "t=70,h=128,v=300", DType: dtype.BF16},
 	{Spec: "t=33,h=64,v=250", DType: dtype.BF16},
 	{Spec: "t=45,h=192,v=520,labels=i64", DType: dtype.F16},
 	{Spec: "t=300,h=64,v=1100", DType: dtype.BF16},
+	{Spec: "t=45,h=64,v=300,dw=1", DType: dtype.BF16},
+	{Spec: "t=70,h=128,v=520,dw=2,labels=i64", DType: dtype.F16},
 }
 
 // TestVariantsOnInterpreter validates a sample of each case's variants
 // and, by name, a persistent logits GEMM (160 tiles), 256-row tiles, a
 // 192-wide tile and the widest softmax CTA.
 func TestVariantsOnInterpreter(t *testing.T) {
-	simtest.Sample(t, fam, simCases, 24, func(variants.Params) bool { return true })
+	simtest.Sample(t, fam, simCases[:5], 24, func(variants.Params) bool { return true })
+	// with dW, the logits and gradient GEMMs at 128×128: the dW GEMM's
+	// tiles, the chunk and the softmax CTA vary
+	simtest.Sample(t, fam, simCases[5:], 4, func(p variants.Params) bool {
+		for _, a := range []string{"zbm", "zbn", "dbm", "dbn"} {
+			if v, _ := p.Int(a); v != 128 {
+				return false
+			}
+		}
+		return true
+	})
 	simtest.RunNamed(t, fam, []simtest.Point{
-		{Case: simtest.Case{Spec: "t=600,h=64,v=2100", DType: dtype.BF16}, Params: "chunk=1024,zbm=64,zbn=64,zpers=1,dbm=64,dbn=64,dpers=0,sblock=256"},
-		{Case: simCases[4], Params: "chunk=512,zbm=256,zbn=128,zpers=0,dbm=128,dbn=64,dpers=0,sblock=128"},
-		{Case: simCases[3], Params: "chunk=256,zbm=64,zbn=64,zpers=0,dbm=64,dbn=192,dpers=0,sblock=128"},
+		{Case: simtest.Case{Spec: "t=600,h=64,v=2100", DType: dtype.BF16}, Params: "chunk=1024,zbm=64,zbn=64,zpers=1,dbm=64,dbn=64,dpers=0,sblock=256,wbm=128,wbn=128"},
+		{Case: simCases[4], Params: "chunk=512,zbm=256,zbn=128,zpers=0,dbm=128,dbn=64,dpers=0,sblock=128,wbm=128,wbn=128"},
+		{Case: simCases[6], Params: "chunk=256,zbm=128,zbn=128,zpers=0,dbm=128,dbn=128,dpers=0,sblock=128,wbm=256,wbn=128"},
+		{Case: simCases[3], Params: "chunk=256,zbm=64,zbn=64,zpers=0,dbm=64,dbn=192,dpers=0,sblock=128,wbm=128,wbn=128"},
 	})
 }
 
@@ -107,18 +128,22 @@ func TestVariantsOnInterpreter(t *testing.T) {
 // other t, and computes t = 1, 16 and 200 on the interpreter.
 func TestRuntimeTokens(t *testing.T) {
 	simtest.RuntimeDim(t, fam, simCases[1], "t", []int{1, 16, 200},
-		"chunk=256,zbm=128,zbn=128,zpers=0,dbm=128,dbn=128,dpers=0,sblock=128")
+		"chunk=256,zbm=128,zbn=128,zpers=0,dbm=128,dbn=128,dpers=0,sblock=128,wbm=128,wbn=128")
 }
 
-// TestAssemble assembles a sample of the qwen1.5b head's variants for
+// TestAssemble assembles a sample of the qwen1.5b head's variants, in
+// bf16 with dW (every kernel a program may have) and in f16 without, for
 // sm_90a: ptxas must accept them with no spill, no stack frame and no
 // warning.
 func TestAssemble(t *testing.T) {
 	ptxas.RequireOrSkip(t)
 	var jobs []ptxtest.Job
-	for _, dt := range fam.DTypes() {
-		s := simtest.Shape(t, fam, "t=2048,h=1536,v=151936", dt)
-		for _, p := range sweep.Pick(fam.Space(s).Enumerate(), 8) {
+	for _, c := range []struct {
+		dw, n int
+		dt    dtype.DType
+	}{{1, 1000, dtype.BF16}, {0, 1000, dtype.F16}} {
+		s := simtest.Shape(t, fam, fmt.Sprintf("t=2048,h=1536,v=151936,dw=%d", c.dw), c.dt)
+		for _, p := range sweep.Pick(fam.Space(s).Enumerate(), c.n) { // every axis value once
 			prog, err := fam.Emit(s, p)
 			if err != nil {
 				t.Fatal(err)

@@ -41,31 +41,67 @@ var (
 	negInf = ptx.F32Imm(float32(math.Inf(-1)))
 )
 
+// chunkRow is a CTA's row of a chunk: its logits, held in registers
+// (vecs float4 per thread, −∞ past the chunk's w classes), and where its
+// probabilities go.
+type chunkRow struct {
+	k        *ptx.Func
+	dt       dtype.DType
+	w, ld    int
+	block    int
+	row, tid ptx.Reg
+	zr, pr   ptx.Reg // u64: the row of z and of p
+	vals     []ptx.Reg
+	oks      []ptx.Reg // float4 i of the thread is in the row
+}
+
+// loadRow loads the CTA's row of z (CTA r takes row r).
+func loadRow(k *ptx.Func, dt dtype.DType, w, ld, block int, z, pp ptx.Reg) *chunkRow {
+	c := &chunkRow{k: k, dt: dt, w: w, ld: ld, block: block, row: k.Mov(ptx.U32, ptx.CtaidX), tid: k.Mov(ptx.U32, ptx.TidX)}
+	c.zr = k.Add(ptx.U64, z, k.MulWide(ptx.U32, c.row, ptx.Imm(4*ld)))
+	c.pr = k.Add(ptx.U64, pp, k.MulWide(ptx.U32, c.row, ptx.Imm(ld*dt.Size())))
+	nv := ld / 4
+	for i := range gen.CeilDiv(nv, block) {
+		col4 := c.col4(i)
+		ok := k.Setp("lt", ptx.U32, col4, ptx.Imm(nv))
+		c.oks = append(c.oks, ok)
+		v := gen.LdF32(k, ptx.Global, ptx.At(k.Add(ptx.U64, c.zr, k.MulWide(ptx.U32, col4, ptx.Imm(16))), 0), 4, ok)
+		for e, x := range v {
+			in := k.Setp("lt", ptx.U32, k.Mad(ptx.U32, col4, ptx.Imm(4), ptx.Imm(e)), ptx.Imm(w))
+			c.vals = append(c.vals, k.Selp(ptx.F32, x, negInf, in))
+		}
+	}
+	return c
+}
+
+// col4 is the index of the thread's float4 i in the row.
+func (c *chunkRow) col4(i int) ptx.Reg { return c.k.Add(ptx.U32, c.tid, ptx.Imm(i*c.block)) }
+
+// store writes f(value, class index) over the row of p for each float4
+// of the thread (f32 values rounded to the dtype) and returns them.
+func (c *chunkRow) store(f func(x, col ptx.Reg) ptx.Reg) []ptx.Reg {
+	k := c.k
+	var out []ptx.Reg
+	for i, ok := range c.oks {
+		col4 := c.col4(i)
+		e := make([]ptx.Reg, 4)
+		for j := range e {
+			e[j] = f(c.vals[4*i+j], k.Mad(ptx.U32, col4, ptx.Imm(4), ptx.Imm(j)))
+		}
+		out = append(out, e...)
+		gen.StVals(k, c.dt, ptx.At(k.Add(ptx.U64, c.pr, k.MulWide(ptx.U32, col4, ptx.Imm(4*c.dt.Size()))), 0), e, ok)
+	}
+	return out
+}
+
 func (sm softmax) emit(k *ptx.Func) {
 	k.ReqNTid(sm.block)
 	z, pp, labels, stats, alpha := gen.Param(k, "z"), gen.Param(k, "p"), gen.Param(k, "labels"), gen.Param(k, "stats"), gen.Param(k, "alpha")
 	c0 := k.LdParam(k.Param("c0", ptx.U32))
-	row := k.Mov(ptx.U32, ptx.CtaidX)
-	tid := k.Mov(ptx.U32, ptx.TidX)
-	zr := k.Add(ptx.U64, z, k.MulWide(ptx.U32, row, ptx.Imm(4*sm.ld)))
-	pr := k.Add(ptx.U64, pp, k.MulWide(ptx.U32, row, ptx.Imm(sm.ld*sm.dt.Size())))
-	nv := sm.ld / 4
-	vecs := gen.CeilDiv(nv, sm.block)
-	var vals []ptx.Reg // −∞ outside the chunk
-	var oks []ptx.Reg
-	for i := range vecs {
-		col4 := k.Add(ptx.U32, tid, ptx.Imm(i*sm.block))
-		ok := k.Setp("lt", ptx.U32, col4, ptx.Imm(nv))
-		oks = append(oks, ok)
-		v := gen.LdF32(k, ptx.Global, ptx.At(k.Add(ptx.U64, zr, k.MulWide(ptx.U32, col4, ptx.Imm(16))), 0), 4, ok)
-		for e, x := range v {
-			in := k.Setp("lt", ptx.U32, k.Mad(ptx.U32, col4, ptx.Imm(4), ptx.Imm(e)), ptx.Imm(sm.w))
-			vals = append(vals, k.Selp(ptx.F32, x, negInf, in))
-		}
-	}
-	red := newBlockReduce(k, tid, sm.block)
-	mc := red.max(gen.Tree(vals, func(a, b ptx.Reg) ptx.Reg { return k.Max(ptx.F32, a, b) }))
-	st := k.Add(ptx.U64, stats, k.MulWide(ptx.U32, row, ptx.Imm(4*statWords)))
+	c := loadRow(k, sm.dt, sm.w, sm.ld, sm.block, z, pp)
+	red := newBlockReduce(k, c.tid, sm.block)
+	mc := red.max(gen.Tree(c.vals, func(a, b ptx.Reg) ptx.Reg { return k.Max(ptx.F32, a, b) }))
+	st := k.Add(ptx.U64, stats, k.MulWide(ptx.U32, c.row, ptx.Imm(4*statWords)))
 	var old []ptx.Reg
 	mL := k.Mul(ptx.F32, mc, log2e)
 	if !sm.first {
@@ -73,19 +109,10 @@ func (sm softmax) emit(k *ptx.Func) {
 		mL = k.Max(ptx.F32, old[0], mL)
 	}
 	neg := k.Neg(ptx.F32, mL)
-	var terms []ptx.Reg
-	for i := range vecs {
-		e := make([]ptx.Reg, 4)
-		for j := range e {
-			e[j] = k.Ex2Approx(k.Fma(ptx.F32, vals[4*i+j], log2e, neg))
-		}
-		terms = append(terms, e...)
-		col4 := k.Add(ptx.U32, tid, ptx.Imm(i*sm.block))
-		gen.StVals(k, sm.dt, ptx.At(k.Add(ptx.U64, pr, k.MulWide(ptx.U32, col4, ptx.Imm(4*sm.dt.Size()))), 0), e, oks[i])
-	}
+	terms := c.store(func(x, _ ptx.Reg) ptx.Reg { return k.Ex2Approx(k.Fma(ptx.F32, x, log2e, neg)) })
 	sum := red.sum(gen.SumTree(k, terms))
-	k.If(k.Setp("eq", ptx.U32, tid, ptx.Imm(0)), func() {
-		sm.storeStats(k, st, alpha, labels, zr, row, c0, mL, sum, old)
+	k.If(k.Setp("eq", ptx.U32, c.tid, ptx.Imm(0)), func() {
+		sm.storeStats(k, st, alpha, labels, c.zr, c.row, c0, mL, sum, old)
 	})
 }
 
