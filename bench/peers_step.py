@@ -23,7 +23,7 @@ gradtune does not tune yet, bf16, on Qwen2.5-1.5B's shapes, per token count:
                backward (what gradtune's linear_cross_entropy_bwd computes:
                loss, lse and dX from x, W and labels) and the backward alone
                (linear_cross_entropy_grad). shape "t=T,h=1536,v=151936"
-               (gradtune's key); bytes 2*(2*T*1536 + 151936*1536) + 8*T
+               (gradtune's key; ",dw=1" on the +dW rows); bytes 2*(2*T*1536 + 151936*1536) + 8*T
                (read x, W, labels; write dX; +dW rows add W's gradient
                written, 151936*1536*2); the row's "tflops" counts the head's
                GEMMs, 4*T*151936*1536 for fwd+bwd (6*T*151936*1536 with dW)
@@ -577,7 +577,7 @@ def lce(x, w, labels):
 
 
 def run_lce(R, T, g, dw):
-    shape = f"t={T},h={HIDDEN},v={VOCAB}"
+    shape = f"t={T},h={HIDDEN},v={VOCAB}" + (",dw=1" if dw else "")
     nbytes = 2 * (2 * T * HIDDEN + VOCAB * HIDDEN) + 8 * T + (VOCAB * HIDDEN * 2 if dw else 0)
     flops = (6 if dw else 4) * T * VOCAB * HIDDEN
     bflops = flops - 2 * T * VOCAB * HIDDEN  # the backward's GEMMs, the logits' recomputation not counted
