@@ -1,0 +1,195 @@
+package gemm_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/dtype"
+	"github.com/gradtune/gradtune/internal/simtest"
+	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/kernels/gemm"
+	"github.com/gradtune/gradtune/kernels/ptx"
+	"github.com/gradtune/gradtune/variants"
+)
+
+// customCase is a family that runs one Custom per shape, so that the
+// interpreter validates what Custom promises against a float64
+// reference:
+//
+//	chunk  C[t×48] f32 = x[t×64]·w[64:104]ᵀ: a K-major B at a byte offset
+//	       whose 40 rows leave the last 8 columns of C zero
+//	scale  C[t×64] f32 = s[row]·C + x[t×72]·w[8:80]: an MN-major B at an
+//	       offset, C an inout buffer rescaled per row
+//	dw     C[16:56] bf16 of a [100×64] buffer += Gᵀ·x, G [t×48] (40 of its
+//	       columns), x [t×64]: t as the reduction, an output offset, an
+//	       epilogue that adds in bf16
+type customCase struct{}
+
+type customShape struct {
+	T     int    `dim:"t"`
+	Case  string `dim:"case" values:"chunk,scale,dw"`
+	DType dtype.DType
+}
+
+type customParams struct {
+	BM   int  `axis:"bm" values:"64,128"`
+	BN   int  `axis:"bn" values:"64,128"`
+	Pers bool `axis:"pers" values:"0,1"`
+}
+
+func (customCase) Name() string                                      { return "gemm_custom_test" }
+func (customCase) Doc() string                                       { return "gemm.Custom's cases" }
+func (customCase) DTypes() []dtype.DType                             { return []dtype.DType{dtype.BF16} }
+func (customCase) Shapes(variants.Preset, dtype.DType) []customShape { return nil }
+func (customCase) CheckShape(customShape) error                      { return nil }
+func (customCase) Space(customShape) variants.Typed[customParams] {
+	return variants.Typed[customParams]{}
+}
+func (customCase) Cost(customShape) kernels.Cost { return kernels.Cost{Bytes: 1} }
+
+// custom is the shape's GEMM.
+func (customCase) custom(s customShape) gemm.Custom {
+	switch s.Case {
+	case "chunk":
+		return gemm.Custom{Entry: "chunk", Dim: "t", Cols: 48, Red: 64, In: s.DType,
+			A: gemm.Operand{Buffer: "x", KMajor: true, LD: 64}, B: gemm.Operand{Buffer: "w", KMajor: true, LD: 64, Offset: 64 * 64 * 2, Rows: 40},
+			Out: "c", OutDT: dtype.F32}
+	case "scale":
+		return gemm.Custom{Entry: "scale", Dim: "t", Cols: 64, Red: 72, In: s.DType,
+			A: gemm.Operand{Buffer: "x", KMajor: true, LD: 72}, B: gemm.Operand{Buffer: "w", LD: 64, Offset: 8 * 64 * 2},
+			Out: "c", OutDT: dtype.F32, Scale: "s"}
+	}
+	return gemm.Custom{Entry: "dw", Dim: "t", M: 40, Cols: 64, In: s.DType,
+		A: gemm.Operand{Buffer: "g", LD: 48}, B: gemm.Operand{Buffer: "x", LD: 64},
+		Out: "c", OutDT: dtype.BF16, OutOffset: 16 * 64 * 2, Accumulate: true}
+}
+
+func (f customCase) Emit(s customShape, p customParams) (kernels.Program, error) {
+	c := f.custom(s)
+	gp, err := c.Params(s.T, p.BM, p.BN, p.Pers)
+	if err != nil {
+		return kernels.Program{}, err
+	}
+	m := ptx.NewModule()
+	if err := gemm.AddCustom(m, c, gp); err != nil {
+		return kernels.Program{}, err
+	}
+	built, err := m.Build()
+	if err != nil {
+		return kernels.Program{}, err
+	}
+	return kernels.Program{PTX: built.String(), Launches: []kernels.Launch{c.Launch(gp)}, RuntimeDims: []string{"t"}}, nil
+}
+
+func (customCase) Buffers(s customShape) []kernels.Buffer {
+	t := contract.Var("t")
+	in := func(name string, e contract.Expr) kernels.Buffer {
+		return kernels.Buffer{Name: name, DType: dtype.BF16, Elems: e, Role: kernels.Input}
+	}
+	switch s.Case {
+	case "chunk":
+		return []kernels.Buffer{in("x", t.TimesInt(64)), in("w", contract.Int(200*64)),
+			{Name: "c", DType: dtype.F32, Elems: t.TimesInt(48), Role: kernels.Output}}
+	case "scale":
+		return []kernels.Buffer{in("x", t.TimesInt(72)), in("w", contract.Int(80*64)),
+			{Name: "s", DType: dtype.F32, Elems: t, Role: kernels.Input},
+			{Name: "c", DType: dtype.F32, Elems: t.TimesInt(64), Role: kernels.InOut}}
+	}
+	return []kernels.Buffer{in("g", t.TimesInt(48)), in("x", t.TimesInt(64)),
+		{Name: "c", DType: dtype.BF16, Elems: contract.Int(100 * 64), Role: kernels.InOut}}
+}
+
+func (f customCase) Inputs(s customShape, seed uint64) map[string][]float64 {
+	in := map[string][]float64{}
+	for _, b := range f.Buffers(s) {
+		if b.Role != kernels.Output {
+			n := kernels.Elems(b, variants.ShapeOf(s))
+			in[b.Name] = kernels.Uniform(b.DType, n, -1, 1, seed, b.Name)
+		}
+	}
+	return in
+}
+
+// Reference computes each case's C in float64.
+func (customCase) Reference(s customShape, in map[string][]float64) map[string][]float64 {
+	t := s.T
+	switch s.Case {
+	case "chunk":
+		c := make([]float64, t*48)
+		for r := range t {
+			for j := range 40 {
+				for k := range 64 {
+					c[r*48+j] += in["x"][r*64+k] * in["w"][(64+j)*64+k]
+				}
+			}
+		}
+		return map[string][]float64{"c": c}
+	case "scale":
+		c := make([]float64, t*64)
+		for r := range t {
+			for j := range 64 {
+				v := in["s"][r] * in["c"][r*64+j]
+				for k := range 72 {
+					v += in["x"][r*72+k] * in["w"][(8+k)*64+j]
+				}
+				c[r*64+j] = v
+			}
+		}
+		return map[string][]float64{"c": c}
+	}
+	c := append([]float64(nil), in["c"]...)
+	for i := range 40 {
+		for j := range 64 {
+			for r := range t {
+				c[(16+i)*64+j] += in["g"][r*48+i] * in["x"][r*64+j]
+			}
+		}
+	}
+	return map[string][]float64{"c": c}
+}
+
+// Tolerance: f32 sums of at most max(72, t) products of |·| ≤ 1 (2⁻²³
+// each, doubled for the tensor cores' truncation), plus the old value's
+// rounding to bf16 in the dw case.
+func (customCase) Tolerance(s customShape, _ string) kernels.Tolerance {
+	n := float64(max(72, s.T))
+	tol := kernels.Tolerance{Atol: 2 * n * n * 0x1p-23}
+	if s.Case == "dw" {
+		return kernels.StoreTol(tol, dtype.BF16)
+	}
+	return tol
+}
+
+var customFam = kernels.Define(customCase{})
+
+// TestCustom validates each case of gemm.Custom on the interpreter at a
+// t with a tail of every tile, one CTA per tile and persistent.
+func TestCustom(t *testing.T) {
+	var pts []simtest.Point
+	for _, c := range []string{"chunk", "scale", "dw"} {
+		for _, p := range []string{"bm=64,bn=64,pers=0", "bm=128,bn=128,pers=0", "bm=64,bn=64,pers=1"} {
+			pts = append(pts, simtest.Point{Case: simtest.Case{Spec: fmt.Sprintf("t=%d,case=%s", 150, c), DType: dtype.BF16}, Params: p})
+		}
+	}
+	simtest.RunNamed(t, customFam, pts)
+}
+
+// TestCustomIndependentOfT: a Custom's kernel is the same at every t,
+// also where t is the reduction.
+func TestCustomIndependentOfT(t *testing.T) {
+	for _, c := range []string{"chunk", "dw"} {
+		var ptx0 string
+		for _, tt := range []int{1, 150, 100000} {
+			prog, err := customCase{}.Emit(customShape{T: tt, Case: c, DType: dtype.BF16}, customParams{BM: 128, BN: 128})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ptx0 == "" {
+				ptx0 = prog.PTX
+			} else if prog.PTX != ptx0 {
+				t.Errorf("%s: the kernel at t=%d differs from t=1's", c, tt)
+			}
+		}
+	}
+}
