@@ -5,6 +5,7 @@ import (
 
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/kernels/hopper"
 	"github.com/gradtune/gradtune/kernels/ptx"
 )
 
@@ -156,8 +157,8 @@ func (w WrittenB) Check(p Params, src BSource) error {
 		return fmt.Errorf("%d fill warpgroups: want 0 or 1", w.FillWarpgroups)
 	case w.RawRing < 0 || w.RawRing == 1 || w.RawRing > 16 || w.RawRing > 0 && src.RawBytes(p) == 0:
 		return fmt.Errorf("a raw ring of %d slots: want 0, or 2 to 16 for a source with raw data", w.RawRing)
-	case accRegs(p)+regOverhead > ConsumerBudget(srcProducerR, w.FillWarpgroups, p.Consumers):
-		return fmt.Errorf("%d accumulator registers per consumer thread, more than %d allow", accRegs(p), ConsumerBudget(srcProducerR, w.FillWarpgroups, p.Consumers))
+	case accRegs(p)+regOverhead > hopper.ConsumerBudget(srcProducerR, w.FillWarpgroups, p.Consumers):
+		return fmt.Errorf("%d accumulator registers per consumer thread, more than %d allow", accRegs(p), hopper.ConsumerBudget(srcProducerR, w.FillWarpgroups, p.Consumers))
 	case w.Smem(p, src) > smemMax:
 		return fmt.Errorf("%d bytes of shared memory, more than %d", w.Smem(p, src), smemMax)
 	case p.Stages < 2 || p.Stages > max(kTiles(g, p), 2):
@@ -210,27 +211,10 @@ func (wk *wgKernel) fillers() int {
 	return producerFillers + 128*wk.fillWGs
 }
 
-// consumerBudget is setmaxnreg.inc's budget for a consumer thread.
-func (wk *wgKernel) consumerBudget() int {
-	return ConsumerBudget(wk.producerRegs(), wk.fillWGs, wk.p.Consumers)
+// split is the kernel's warpgroups under the register split.
+func (wk *wgKernel) split() hopper.Split {
+	return hopper.Split{Producer: wk.producerRegs(), Fill: wk.fillWGs, Consumers: wk.p.Consumers}
 }
-
-// ConsumerBudget is what a consumer warpgroup's thread may raise itself to
-// (setmaxnreg.inc) when the producer warpgroup and fillWGs filling ones
-// lower themselves to producer registers each, at most 240: the CTA holds
-// InitialRegs(threads) per thread from its launch, and setmaxnreg only
-// moves registers between its warpgroups, so the warpgroups' registers
-// after the split must fit that (an inc that asks for more waits forever).
-func ConsumerBudget(producer, fillWGs, consumers int) int {
-	wgs := 1 + fillWGs + consumers
-	held := InitialRegs(128*wgs) * wgs
-	return min(240, (held-producer*(1+fillWGs))/consumers/8*8)
-}
-
-// InitialRegs is the registers per thread a kernel of threads threads
-// under the register split holds from its launch: its .maxnreg, the most
-// that lets one CTA fill the register file, a multiple of 8, at most 255.
-func InitialRegs(threads int) int { return min(255, 65536/threads/8*8) }
 
 // producerRegs is the producer warpgroup's setmaxnreg.dec budget.
 func (wk *wgKernel) producerRegs() int {
@@ -240,41 +224,39 @@ func (wk *wgKernel) producerRegs() int {
 	case wk.prod != nil:
 		return prodProducerR
 	}
-	return wgProducerR
+	return hopper.ProducerRegs
 }
 
-// newRawRing is the raw ring's tracker (nil without one).
-func (wk *wgKernel) newRawRing() *ring {
+// rawBars is the offset of the barriers after the ring's: a BSource's
+// raw barrier per slot, or the raw ring's full and empty barriers.
+func (wk *wgKernel) rawBars() int { return wk.bars + 16*wk.p.Stages }
+
+// rawRingLayout is the raw ring's layout: rawRing slots of the source's
+// raw bytes at rawOff, its barriers after the ring's.
+func (wk *wgKernel) rawRingLayout() hopper.Ring {
+	return hopper.Ring{N: wk.rawRing, Stride: wk.src.RawBytes(wk.p), Data: wk.rawOff, Bars: wk.rawBars()}
+}
+
+// newRawRing is a cursor of the raw ring (nil without one).
+func (wk *wgKernel) newRawRing() *hopper.Cursor {
 	if wk.rawRing == 0 {
 		return nil
 	}
-	return wk.ringOf(wk.rawRing)
-}
-
-// rawFull, rawEmpty and rawData are the raw ring slot's barriers and data.
-func (r *ring) rawFull(base ptx.Reg) ptx.Addr {
-	return ptx.At(r.wk.k.Mad(ptx.U32, r.slot, ptx.Imm(8), base), int64(r.wk.bars+16*r.wk.p.Stages))
-}
-func (r *ring) rawEmpty(base ptx.Reg) ptx.Addr {
-	return ptx.At(r.wk.k.Mad(ptx.U32, r.slot, ptx.Imm(8), base), int64(r.wk.bars+16*r.wk.p.Stages+8*r.n))
-}
-func (r *ring) rawData(base ptx.Reg) ptx.Reg {
-	return r.wk.k.Add(ptx.U32, r.wk.k.Mad(ptx.U32, r.slot, ptx.Imm(r.wk.src.RawBytes(r.wk.p)), base), ptx.Imm(r.wk.rawOff))
+	return wk.rawRingLayout().Cursor(wk.k)
 }
 
 // issueCodes waits until the fillers are done with the raw slot and
 // issues the raw data of the k-tile at kc into it.
-func (wk *wgKernel) issueCodes(base ptx.Reg, t tile, kc ptx.Reg, rr *ring) {
-	k := wk.k
-	k.MbarWait(rr.rawEmpty(base), k.Xor(ptx.U32, rr.phase, ptx.Imm(1)))
-	wk.src.Issue(k, rr.rawData(base), rr.rawFull(base), t.col0, kc)
-	rr.next()
+func (wk *wgKernel) issueCodes(base ptx.Reg, t tile, kc ptx.Reg, rr *hopper.Cursor) {
+	rr.WaitEmpty(base)
+	wk.src.Issue(wk.k, rr.Data(base), rr.Full(base), t.col0, kc)
+	rr.Next()
 }
 
 // issueAhead issues the raw data of tile t's first rawRing−1 k-tiles
 // (fewer when the tile has fewer) and returns the reduction row of the
 // next k-tile to issue; nil without a raw ring.
-func (wk *wgKernel) issueAhead(base ptx.Reg, t tile, kc ptx.Reg, rr *ring) ptx.Reg {
+func (wk *wgKernel) issueAhead(base ptx.Reg, t tile, kc ptx.Reg, rr *hopper.Cursor) ptx.Reg {
 	if rr == nil {
 		return ptx.Reg{}
 	}
@@ -289,17 +271,12 @@ func (wk *wgKernel) issueAhead(base ptx.Reg, t tile, kc ptx.Reg, rr *ring) ptx.R
 
 // issueNext, at k-tile it of tile t, issues k-tile it+rawRing−1's raw
 // data when the tile has it.
-func (wk *wgKernel) issueNext(base ptx.Reg, t tile, it, next ptx.Reg, rr *ring) {
+func (wk *wgKernel) issueNext(base ptx.Reg, t tile, it, next ptx.Reg, rr *hopper.Cursor) {
 	k := wk.k
 	k.If(k.Setp("lt", ptx.U32, k.Add(ptx.U32, it, ptx.Imm(wk.rawRing-1)), t.nk), func() {
 		wk.issueCodes(base, t, next, rr)
 		k.MovTo(next, k.Add(ptx.U32, next, ptx.Imm(wk.p.BK)))
 	})
-}
-
-// raw is the slot's raw barrier (a BSource's).
-func (r *ring) raw(base ptx.Reg) ptx.Addr {
-	return ptx.At(r.wk.k.Mad(ptx.U32, r.slot, ptx.Imm(8), base), int64(r.wk.bars+16*r.wk.p.Stages))
 }
 
 // share is the CTA's part of each k-tile's B rows.
@@ -331,40 +308,40 @@ func (wk *wgKernel) fill(base, i ptx.Reg) {
 			var rawEmpty *ptx.Addr
 			switch {
 			case rr != nil:
-				k.MbarWait(rr.rawFull(base), rr.phase)
-				k.MbarWait(r.empty(base), k.Xor(ptx.U32, r.phase, ptx.Imm(1)))
-				e := rr.rawEmpty(base)
+				rr.WaitFull(base)
+				r.WaitEmpty(base)
+				e := rr.Empty(base)
 				rawEmpty = &e
 			case wk.src.RawBytes(p) == 0:
-				k.MbarWait(r.empty(base), k.Xor(ptx.U32, r.phase, ptx.Imm(1)))
+				r.WaitEmpty(base)
 			default:
-				k.MbarWait(r.raw(base), r.phase)
+				k.MbarWait(r.Bar(base, wk.rawBars()), r.Phase)
 			}
-			b := k.Add(ptx.U32, r.data(base), ptx.Imm(wk.aBytes))
+			b := k.Add(ptx.U32, r.Data(base), ptx.Imm(wk.aBytes))
 			var raw ptx.Reg
 			if rr != nil {
-				raw = rr.rawData(base)
+				raw = rr.Data(base)
 			} else {
 				raw = k.Add(ptx.U32, b, ptx.Imm(p.BN*128))
 			}
 			wk.src.Fill(k, b, raw, t.col0, kc, i, cur)
 			k.FenceProxyAsync()
 			if p.Cluster > 1 {
-				wk.sendShare(b, r.full(base), rawEmpty, i, sh)
+				wk.sendShare(b, r.Full(base), rawEmpty, i, sh)
 			} else {
-				k.MbarArriveDrop(r.full(base))
+				k.MbarArriveDrop(r.Full(base))
 				if rawEmpty != nil {
 					k.MbarArriveDrop(*rawEmpty)
 				}
 			}
 			if rr != nil {
-				rr.next()
+				rr.Next()
 			}
 			for j := range cur {
 				k.MovTo(cur[j], next[j])
 			}
 			k.MovTo(kc, k.Add(ptx.U32, kc, ptx.Imm(p.BK)))
-			r.next()
+			r.Next()
 		})
 	})
 }

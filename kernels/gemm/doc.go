@@ -39,7 +39,7 @@
 // BM×BN tile of C; warps hold m16n8 accumulator blocks. A ring of `stages`
 // slots in dynamic shared memory holds [BM][BK] (K-major A) or [BK][BM]
 // (MN-major A) and [BK][BN] tiles, each row of 16-byte chunks XOR-swizzled
-// by row bits (swizzle.go) so ldmatrix phases and cp.async stores spread
+// by row bits (gen.SwizzledTileOffset) so ldmatrix phases and cp.async stores spread
 // over the banks. cp.async.cg copies 16-byte chunks, zero-filling those
 // outside the matrix (source size 0); `stages`−1 k-tiles are in flight.
 // Fragments come by ldmatrix.x4: non-transposed for a K-major A,
@@ -74,7 +74,26 @@
 // the whole stage, the empty barriers count both CTAs' consumer warps
 // (each arrives on both through mapa), and barrier.cluster at the start
 // (barriers initialized) and the end (no arrival on an exited CTA).
-// wgmma.go and wgmma_store.go have the layouts.
+// wgmma.go has the layouts.
+//
+// # What it takes from kernels/hopper
+//
+// The pipeline pieces that do not depend on the problem are the
+// library's (kernels/hopper, whose doc states their rules): the TMA ring
+// (hopper.Ring: the slots at the 1024-aligned base, full then empty
+// barriers after them, a BSource's raw barriers and raw ring after those;
+// hopper.Cursor for every role, hopper.Releaser for the consumers'
+// one-late release, across the cluster with multicast), the register
+// split (hopper.Split with the producer's 40, a BSource's 96 or a
+// producing B's 80 registers; hopper.ConsumerBudget in the space's
+// rules), the TMA-store epilogue (hopper.Staging and its Stager,
+// hopper.WarpgroupBarrier, also stream-K's), the persistent loop and the
+// m, n and grouped orders (hopper.ForTiles, DownRows, AlongCols,
+// Grouped), and on the sync path the warp's fragment offsets,
+// accumulators, k16 steps and stores and the cp.async ring (hopper.Warp,
+// hopper.CpAsyncLoop). gemm keeps its problem: the operands' layouts and
+// tensor maps, the loaders, split-K, reduce=dsmem, stream-K, a BSource's
+// fillers and a produced B, and the space's rules.
 //
 // # Split-K
 //
@@ -186,7 +205,7 @@
 //     three consumers, 232 with two, 240 with one; else 65536/threads, at
 //     most 255). The split moves registers between warpgroups only: after
 //     it they hold at most what the CTA got at launch, .maxnreg per thread
-//     (ConsumerBudget); an inc past that waits forever, which the
+//     (hopper.ConsumerBudget); an inc past that waits forever, which the
 //     interpreter reports as a deadlock.
 //   - shared memory: stages·(BM+BN)·BK·2 (+ the TMA-store tile, barriers
 //     and 1 KB of alignment slack for wgmma) ≤ 227 KB (sync: 163 KB, for

@@ -7,6 +7,7 @@ import (
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/gen"
+	"github.com/gradtune/gradtune/kernels/hopper"
 	"github.com/gradtune/gradtune/kernels/ptx"
 )
 
@@ -280,8 +281,8 @@ func (d DXGemm) Check(p Params) error {
 		return fmt.Errorf("a produced B takes cluster=1, reduce=launch and bn a multiple of 64")
 	case d.N%ChunkRows != 0 || d.K%ChunkCols != 0:
 		return fmt.Errorf("a produced B of %d×%d: want whole chunks of %d×%d", d.N, d.K, ChunkRows, ChunkCols)
-	case accRegs(p)+regOverhead > ConsumerBudget(prodProducerR, 0, p.Consumers):
-		return fmt.Errorf("%d accumulator registers per consumer thread, more than a producing warpgroup leaves (%d)", accRegs(p), ConsumerBudget(prodProducerR, 0, p.Consumers))
+	case accRegs(p)+regOverhead > hopper.ConsumerBudget(prodProducerR, 0, p.Consumers):
+		return fmt.Errorf("%d accumulator registers per consumer thread, more than a producing warpgroup leaves (%d)", accRegs(p), hopper.ConsumerBudget(prodProducerR, 0, p.Consumers))
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package gemm
 
 import (
 	"github.com/gradtune/gradtune/kernels/gen"
+	"github.com/gradtune/gradtune/kernels/hopper"
 	"github.com/gradtune/gradtune/kernels/ptx"
 )
 
@@ -47,32 +48,13 @@ func tileCorner(k *ptx.Func, p Params, o Order, t ptx.Reg, tr, tc ext) (row0, co
 	var r, c ptx.Reg
 	switch o {
 	case OrderM:
-		c = k.Div(ptx.U32, t, tr.op())
-		r = k.Sub(ptx.U32, t, k.Mul(ptx.U32, c, tr.op()))
+		r, c = hopper.DownRows(k, t, tr.op())
 	case OrderN:
-		r = k.Div(ptx.U32, t, tc.op())
-		c = k.Sub(ptx.U32, t, k.Mul(ptx.U32, r, tc.op()))
+		r, c = hopper.AlongCols(k, t, tc.op())
 	default:
-		r, c = grouped(k, t, tr, tc.v)
+		r, c = hopper.Grouped(k, t, tr.op(), tc.v, groupRows)
 	}
 	return k.Mul(ptx.U32, r, ptx.Imm(p.BM)), k.Mul(ptx.U32, c, ptx.Imm(p.BN))
-}
-
-// grouped is Triton's grouped order: groups of groupRows tile rows (the
-// last group may be shorter), each walked column by column.
-func grouped(k *ptx.Func, t ptx.Reg, tr ext, tc int) (r, c ptx.Reg) {
-	per := groupRows * tc
-	grp := k.Div(ptx.U32, t, ptx.Imm(per))
-	in := k.Sub(ptx.U32, t, k.Mul(ptx.U32, grp, ptx.Imm(per)))
-	first := k.Mul(ptx.U32, grp, ptx.Imm(groupRows))
-	rows := tr.reg
-	if !tr.runtime() {
-		rows = k.Mov(ptx.U32, ptx.Imm(tr.v))
-	}
-	size := k.Min(ptx.U32, k.Sub(ptx.U32, rows, first), ptx.Imm(groupRows))
-	c = k.Div(ptx.U32, in, size)
-	r = k.Add(ptx.U32, first, k.Sub(ptx.U32, in, k.Mul(ptx.U32, c, size)))
-	return r, c
 }
 
 // tileOrderGo is tileOf in Go, for tests: the tile row, column and split

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/gradtune/gradtune/kernels/gen"
+	"github.com/gradtune/gradtune/kernels/hopper"
 	"github.com/gradtune/gradtune/variants"
 )
 
@@ -213,7 +214,7 @@ func regCap(p Params) int {
 	if p.MMA == WGMMA {
 		threads += 128 // the producer warpgroup
 	}
-	return InitialRegs(threads)
+	return hopper.InitialRegs(threads)
 }
 
 func registers(_ problem, p Params) error {

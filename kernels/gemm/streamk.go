@@ -4,6 +4,7 @@ import (
 	"github.com/gradtune/gradtune/contract"
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/kernels/hopper"
 	"github.com/gradtune/gradtune/kernels/ptx"
 )
 
@@ -190,7 +191,7 @@ func (fx *fixup) publish(acc [][]ptx.Reg) {
 	k.Comment("stream-K contributor: store the partial tile, then raise the flag (release)")
 	slot := fx.slot(fx.pos)
 	groups(acc, func(off int64, v []ptx.Reg) { k.St(ptx.Global, ptx.F32, ptx.At(slot, off), v) })
-	fx.wk.wgBarrier(fx.first, fx.cw)
+	hopper.WarpgroupBarrier(k, fx.wk.p.Consumers, fx.first, fx.cw)
 	k.If(fx.elected, func() {
 		k.Red(ptx.Global, "add", ptx.U32, fx.flagAt(fx.pos), ptx.Imm(1), ptx.AtomOpts{Sem: "release"})
 	})
@@ -216,7 +217,7 @@ func (fx *fixup) gather(t tile, acc [][]ptx.Reg) {
 				return k.Setp("eq", ptx.B32, old, ptx.Imm(0))
 			}, func() {})
 		})
-		fx.wk.wgBarrier(fx.first, fx.cw)
+		hopper.WarpgroupBarrier(k, fx.wk.p.Consumers, fx.first, fx.cw)
 		slot := fx.slot(j)
 		groups(acc, func(off int64, v []ptx.Reg) {
 			w := k.Ld(ptx.Global, ptx.F32, 4, ptx.At(slot, off), ptx.LdOpts{Cache: ptx.CacheGlobal})

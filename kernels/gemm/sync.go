@@ -5,6 +5,7 @@ import (
 	"github.com/gradtune/gradtune/contract"
 
 	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/kernels/hopper"
 	"github.com/gradtune/gradtune/kernels/ptx"
 )
 
@@ -15,12 +16,11 @@ type syncKernel struct {
 	k      *ptx.Func
 	g      problem
 	p      Params
-	wm, wn int // warp grid
-	tm, tn int // warp tile
-	aBytes int // one A tile in shared memory; the B tile follows it
-	stage  int // bytes of one stage
-	lane   ptx.Reg
-	wr, wc ptx.Reg // the warp's row and column in the warp grid
+	wm, wn int         // warp grid
+	tm, tn int         // warp tile
+	aBytes int         // one A tile in shared memory; the B tile follows it
+	stage  int         // bytes of one stage
+	w      hopper.Warp // the thread's warp (set by body)
 }
 
 func (sk *syncKernel) threads() int { return 128 * sk.p.Consumers }

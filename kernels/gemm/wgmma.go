@@ -7,6 +7,7 @@ import (
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/gen"
+	"github.com/gradtune/gradtune/kernels/hopper"
 	"github.com/gradtune/gradtune/kernels/ptx"
 )
 
@@ -36,10 +37,8 @@ import (
 // Either way the m64 block that starts at tile row i starts at byte
 // i·128 of the A tile.
 
-const (
-	wgAtom      = 8192 // a [64][64] 16-bit swizzled box
-	wgProducerR = 40   // producer registers under the register split
-)
+// wgAtom is a [64][64] 16-bit swizzled box.
+const wgAtom = 8192
 
 // bAtom is B's shared-memory atom: [64 k][cols] 16-bit elements in k-rows
 // of rowBytes, swizzled over that span.
@@ -118,11 +117,14 @@ type wgBuild struct {
 // dsmem reports whether the splits sum in distributed shared memory.
 func (wk *wgKernel) dsmem() bool { return wk.p.Reduce == ReduceDSMEM }
 
-func (wk *wgKernel) threads() int { return 128 * (1 + wk.p.Consumers + wk.fillWGs) }
+func (wk *wgKernel) threads() int { return wk.split().Threads() }
 
 // consumerRegs is setmaxnreg.inc's budget for a consumer thread: what the
-// register file leaves after the producer's wgProducerR, at most 240.
-func consumerRegs(consumers int) int { return ConsumerBudget(wgProducerR, 0, consumers) }
+// register file leaves after the producer's hopper.ProducerRegs, at most
+// 240.
+func consumerRegs(consumers int) int {
+	return hopper.Split{Producer: hopper.ProducerRegs, Consumers: consumers}.ConsumerRegs()
+}
 
 // emitWgmma writes the wgmma path's program.
 func emitWgmma(s Shape, g problem, p Params) (kernels.Program, error) {
@@ -233,7 +235,7 @@ func newWgKernel(m *ptx.Module, b wgBuild) *wgKernel {
 	wk.stgOff = p.Stages * wk.stage
 	wk.bars = wk.stgOff
 	if p.Epilogue == TMAStore {
-		wk.bars += p.BM * p.BN * g.od.Size()
+		wk.bars += wk.staging().Bytes()
 	}
 	if b.rawRing > 0 {
 		wk.rawOff = wk.bars
@@ -293,7 +295,7 @@ func bMap(g problem, p Params) *kernels.TensorMap {
 // 32 f32 columns; or 64 bytes, stagingRow) by a consumer's rows, swizzled
 // over that width. The box is clipped at C's edges, so tails need no masks.
 func cMap(g problem, p Params) *kernels.TensorMap {
-	rb := stagingRow(p, g.od)
+	rb := stagingOf(g, p, 0).RowBytes()
 	return &kernels.TensorMap{Buffer: g.out, DType: g.od, Dims: []contract.Expr{contract.Int(g.c), g.rExpr()}, Strides: contract.Ints(g.c * g.od.Size()),
 		Box: []int{rb / g.od.Size(), p.BM / p.Consumers}, Swizzle: rb}
 }
@@ -310,7 +312,7 @@ func (wk *wgKernel) body() []kernels.Arg {
 		k.ReqNCtaPerCluster(p.SplitK, 1, 1)
 	}
 	if p.RegSplit {
-		k.MaxNReg(InitialRegs(wk.threads()))
+		wk.split().Declare(k)
 	}
 	tmA := k.TensorMapParam("a")
 	var tmB ptx.Sym
@@ -341,36 +343,33 @@ func (wk *wgKernel) body() []kernels.Arg {
 		wk.prod.declare()
 	}
 	wk.m = mParam(k)
-	dyn := k.DynamicShared("smem", 16)
 	k.Comment("tiles start on 1024 bytes (128B swizzle atoms): round the dynamic base up")
-	base := k.And(ptx.B32, k.Add(ptx.U32, k.Mov(ptx.U32, dyn), ptx.Imm(1023)), ptx.Imm(-1024))
+	base := hopper.AlignedBase(k)
 	tid := k.Mov(ptx.U32, ptx.TidX)
-	wg := k.Shr(ptx.U32, tid, ptx.Imm(7))
+	wg := hopper.Warpgroup(k, tid)
 	if wk.src != nil {
 		wk.src.Setup(k, tid, wk.fillers(), wk.share())
 	}
 	if wk.prod != nil {
 		wk.prod.src.Setup(k, tid)
 	}
-	k.If(k.Setp("eq", ptx.U32, tid, ptx.Imm(0)), func() {
+	hopper.InitBarriers(k, tid, func() {
+		ring := wk.ring()
 		for s := range p.Stages {
-			k.MbarInit(ptx.At(base, int64(wk.bars+8*s)), ptx.Imm(wk.fullArrivals()))
-			k.MbarInit(ptx.At(base, int64(wk.bars+8*(p.Stages+s))), ptx.Imm(4*p.Consumers*p.Cluster))
+			ring.InitSlot(k, base, s, wk.fullArrivals(), 4*p.Consumers*p.Cluster)
 			if wk.src != nil && wk.src.RawBytes(p) > 0 && wk.rawRing == 0 {
-				k.MbarInit(ptx.At(base, int64(wk.bars+8*(2*p.Stages+s))), ptx.Imm(1))
+				k.MbarInit(ptx.At(base, int64(wk.rawBars()+8*s)), ptx.Imm(1))
 			}
 		}
 		for s := range wk.rawRing {
-			k.MbarInit(ptx.At(base, int64(wk.bars+16*p.Stages+8*s)), ptx.Imm(1))
-			k.MbarInit(ptx.At(base, int64(wk.bars+16*p.Stages+8*(wk.rawRing+s))), ptx.Imm(wk.fullArrivals()-1))
+			wk.rawRingLayout().InitSlot(k, base, s, 1, wk.fullArrivals()-1)
 		}
-		k.FenceMbarrierInit()
 	})
 	wk.clusterSync()
-	k.IfElse(k.Setp("eq", ptx.U32, wg, ptx.Imm(0)), func() {
+	hopper.Roles(k, wg, func() {
 		k.Comment("producer warpgroup: one thread issues the TMA loads")
 		if p.RegSplit {
-			k.SetMaxNReg(false, wk.producerRegs())
+			wk.split().EnterProducer(k)
 		}
 		k.If(k.Setp("eq", ptx.U32, tid, ptx.Imm(0)), func() {
 			if wk.waitPrior {
@@ -403,7 +402,7 @@ func (wk *wgKernel) body() []kernels.Arg {
 		k.IfElse(k.Setp("gt", ptx.U32, wg, ptx.Imm(p.Consumers)), func() {
 			k.Comment("dequantizing warpgroups: fillers 96, 97, ...")
 			if p.RegSplit {
-				k.SetMaxNReg(false, wk.producerRegs())
+				wk.split().EnterProducer(k)
 			}
 			wk.fill(base, k.Add(ptx.U32, k.Sub(ptx.U32, tid, ptx.Imm(128*(1+p.Consumers))), ptx.Imm(96)))
 		}, func() { wk.consumers(base, tid, wg, c, tmC, ws, flags) })
@@ -429,7 +428,7 @@ func (wk *wgKernel) consumers(base, tid, wg, c ptx.Reg, tmC, ws, flags ptx.Sym) 
 	k, p := wk.k, wk.p
 	k.Comment("consumer warpgroups")
 	if p.RegSplit {
-		k.SetMaxNReg(true, wk.consumerBudget())
+		wk.split().EnterConsumer(k)
 	}
 	cw := k.Sub(ptx.U32, wg, ptx.Imm(1))
 	l := k.And(ptx.U32, tid, ptx.Imm(127))
@@ -453,13 +452,22 @@ func (wk *wgKernel) consumers(base, tid, wg, c ptx.Reg, tmC, ws, flags ptx.Sym) 
 		})
 		return
 	}
-	st := wk.newStager(base, tmC, cw, l)
+	st := wk.staging().Stager(k, base, tmC, cw, l)
 	wk.forTiles(func(t tile) {
 		wk.consumer(base, t, cw, acc, r)
-		fx.finish(t, acc, func() { st.store(t, acc) })
+		fx.finish(t, acc, func() { st.Store(t.row0, t.col0, acc) })
 	})
 	k.Comment("the last store must have read the staging tile before the CTA exits")
-	k.If(st.elected, func() { k.BulkWait(0, true) })
+	st.Drain()
+}
+
+// staging is the TMA-store epilogue's layout (epilogue=tma): after the
+// ring, each consumer's rowsPC rows of the tile.
+func (wk *wgKernel) staging() hopper.Staging { return stagingOf(wk.g, wk.p, wk.stgOff) }
+
+// stagingOf is the staging layout of p's tile at offset off.
+func stagingOf(g problem, p Params, off int) hopper.Staging {
+	return hopper.Staging{Off: off, Rows: p.BM / p.Consumers, Cols: p.BN, Consumers: p.Consumers, Out: g.od}
 }
 
 // clusterSync is bar.sync 0, or with a cluster barrier.cluster.arrive
@@ -488,13 +496,8 @@ func (wk *wgKernel) forTiles(body func(t tile)) {
 		return
 	}
 	sz := wk.sizes()
-	if !p.Persistent {
-		body(tileOf(k, p, sz, k.Mov(ptx.U32, ptx.CtaidX)))
-		return
-	}
-	k.For(ptx.U32, k.Mov(ptx.U32, ptx.CtaidX), sz.tiles.times(k, p.SplitK).op(), k.Mov(ptx.U32, ptx.NCtaidX), func(i ptx.Reg) {
-		body(tileOf(k, p, sz, i))
-	})
+	tiles := func() ptx.Operand { return sz.tiles.times(k, p.SplitK).op() }
+	hopper.ForTiles(k, p.Persistent, tiles, func(i ptx.Reg) { body(tileOf(k, p, sz, i)) })
 }
 
 // sizes computes the variant's sizes from the parameter m.
@@ -507,45 +510,20 @@ func (wk *wgKernel) mayBeEmpty() bool {
 	return wk.p.SplitK > 1 && (!wk.g.mRows || kTiles(wk.g, wk.p) < wk.p.SplitK)
 }
 
-// ring tracks a slot of the ring (of n slots) and the parity of its
-// current lap.
-type ring struct {
-	wk          *wgKernel
-	n           int
-	slot, phase ptx.Reg
+// ring is the layout of the variant's ring: Stages slots of stage bytes
+// at the base (A, then B, then a BSource's raw area), the barriers at
+// bars.
+func (wk *wgKernel) ring() hopper.Ring {
+	return hopper.Ring{N: wk.p.Stages, Stride: wk.stage, Bars: wk.bars}
 }
 
-func (wk *wgKernel) newRing() *ring { return wk.ringOf(wk.p.Stages) }
-
-// ringOf is a tracker of a ring of n slots, at slot 0 of lap 0.
-func (wk *wgKernel) ringOf(n int) *ring {
-	return &ring{wk: wk, n: n, slot: wk.k.Mov(ptx.U32, ptx.Imm(0)), phase: wk.k.Mov(ptx.U32, ptx.Imm(0))}
-}
-
-// full and empty are the slot's barriers; data its A tile.
-func (r *ring) full(base ptx.Reg) ptx.Addr {
-	return ptx.At(r.wk.k.Mad(ptx.U32, r.slot, ptx.Imm(8), base), int64(r.wk.bars))
-}
-func (r *ring) empty(base ptx.Reg) ptx.Addr {
-	return ptx.At(r.wk.k.Mad(ptx.U32, r.slot, ptx.Imm(8), base), int64(r.wk.bars+8*r.wk.p.Stages))
-}
-func (r *ring) data(base ptx.Reg) ptx.Reg {
-	return r.wk.k.Mad(ptx.U32, r.slot, ptx.Imm(r.wk.stage), base)
-}
-
-// next moves to the next slot, flipping the parity when the ring wraps.
-func (r *ring) next() {
-	k := r.wk.k
-	k.MovTo(r.slot, k.Add(ptx.U32, r.slot, ptx.Imm(1)))
-	wrap := k.Setp("eq", ptx.U32, r.slot, ptx.Imm(r.n))
-	k.MovTo(r.slot, k.Selp(ptx.U32, ptx.Imm(0), r.slot, wrap))
-	k.MovTo(r.phase, k.Xor(ptx.U32, r.phase, k.Selp(ptx.U32, ptx.Imm(1), ptx.Imm(0), wrap)))
-}
+// newRing is a cursor of the ring at slot 0 of lap 0.
+func (wk *wgKernel) newRing() *hopper.Cursor { return wk.ring().Cursor(wk.k) }
 
 // producer: per k-tile, wait until the consumers released the slot (on
 // the first lap the wait for the parity before phase 0 passes at once),
 // announce the slot's bytes on its full barrier and issue the loads.
-func (wk *wgKernel) producer(base ptx.Reg, t tile, ma, mb ptx.Reg, r, rr *ring) {
+func (wk *wgKernel) producer(base ptx.Reg, t tile, ma, mb ptx.Reg, r, rr *hopper.Cursor) {
 	k, g, p := wk.k, wk.g, wk.p
 	var rank ptx.Reg
 	if p.Cluster > 1 {
@@ -554,24 +532,24 @@ func (wk *wgKernel) producer(base ptx.Reg, t tile, ma, mb ptx.Reg, r, rr *ring) 
 	kc := k.Mul(ptx.U32, t.kt0, ptx.Imm(p.BK))
 	kCodes := wk.issueAhead(base, t, kc, rr)
 	k.For(ptx.U32, ptx.Imm(0), t.nk, ptx.Imm(1), func(it ptx.Reg) {
-		k.MbarWait(r.empty(base), k.Xor(ptx.U32, r.phase, ptx.Imm(1)))
-		full := r.full(base)
+		r.WaitEmpty(base)
+		full := r.Full(base)
 		if wk.src != nil {
 			k.MbarArriveExpectTx(full, ptx.Imm(wk.aBytes+(p.Cluster-1)*p.BN*128/p.Cluster))
-			dst := r.data(base)
+			dst := r.Data(base)
 			k.TmaLoad(ptx.At(dst, 0), ma, []ptx.Operand{kc, t.row0}, full)
 			switch {
 			case wk.rawRing > 0:
 				wk.issueNext(base, t, it, kCodes, rr)
 			case wk.src.RawBytes(p) > 0:
-				wk.src.Issue(k, k.Add(ptx.U32, dst, ptx.Imm(wk.aBytes+p.BN*128)), r.raw(base), t.col0, kc)
+				wk.src.Issue(k, k.Add(ptx.U32, dst, ptx.Imm(wk.aBytes+p.BN*128)), r.Bar(base, wk.rawBars()), t.col0, kc)
 			}
 			k.MovTo(kc, k.Add(ptx.U32, kc, ptx.Imm(p.BK)))
-			r.next()
+			r.Next()
 			return
 		}
 		k.MbarArriveExpectTx(full, ptx.Imm(wk.stage))
-		dst := r.data(base)
+		dst := r.Data(base)
 		if g.a.kMajor {
 			k.TmaLoad(ptx.At(dst, 0), ma, []ptx.Operand{kc, t.row0}, full)
 		} else {
@@ -603,7 +581,7 @@ func (wk *wgKernel) producer(base ptx.Reg, t tile, ma, mb ptx.Reg, r, rr *ring) 
 			}
 		}
 		k.MovTo(kc, k.Add(ptx.U32, kc, ptx.Imm(p.BK)))
-		r.next()
+		r.Next()
 	})
 }
 
@@ -614,7 +592,7 @@ func (wk *wgKernel) producer(base ptx.Reg, t tile, ma, mb ptx.Reg, r, rr *ring) 
 // release the previous k-tile's slot (lane 0 of each warp arrives); after
 // the loop, wait for the last group and release its slot, if there was
 // one. A split without k-tiles leaves the accumulators zero.
-func (wk *wgKernel) consumer(base ptx.Reg, t tile, cw ptx.Reg, acc [][]ptx.Reg, r *ring) {
+func (wk *wgKernel) consumer(base ptx.Reg, t tile, cw ptx.Reg, acc [][]ptx.Reg, r *hopper.Cursor) {
 	k, g, p := wk.k, wk.g, wk.p
 	ab := gen.HalfType(g.in)
 	aStep, aLBO := 32, 16
@@ -634,10 +612,10 @@ func (wk *wgKernel) consumer(base ptx.Reg, t tile, cw ptx.Reg, acc [][]ptx.Reg, 
 		}
 	}
 	aOff := k.Mul(ptx.U32, cw, ptx.Imm(wk.rowsPC*128))
-	prev := k.Mov(ptx.U32, ptx.Imm(0)) // the previous k-tile's empty barrier
+	rel := hopper.NewReleaser(k, p.Cluster)
 	k.For(ptx.U32, ptx.Imm(0), t.nk, ptx.Imm(1), func(it ptx.Reg) {
-		k.MbarWait(r.full(base), r.phase)
-		sa := r.data(base)
+		r.WaitFull(base)
+		sa := r.Data(base)
 		var da []ptx.Reg
 		for mb := range wk.mBlocks {
 			da = append(da, k.WgmmaDesc(k.Add(ptx.U32, k.Add(ptx.U32, sa, aOff), ptx.Imm(64*128*mb)), aLBO, 1024, ptx.Swizzle128B))
@@ -665,32 +643,14 @@ func (wk *wgKernel) consumer(base ptx.Reg, t tile, cw ptx.Reg, acc [][]ptx.Reg, 
 		k.WgmmaCommit()
 		k.Comment("keep this k-tile's wgmma in flight; the previous one is done: release its slot")
 		k.WgmmaWait(1)
-		k.If(k.And(ptx.Pred, lane0, accumulate), func() { wk.release(prev) })
-		e := r.empty(base)
-		k.MovTo(prev, k.Add(ptx.U32, e.Base.(ptx.Reg), ptx.Imm(e.Off)))
-		r.next()
+		rel.Step(k.And(ptx.Pred, lane0, accumulate), r, base)
 	})
 	k.WgmmaWait(0)
 	last := lane0
 	if wk.mayBeEmpty() {
 		last = k.And(ptx.Pred, lane0, k.Setp("ne", ptx.U32, t.nk, ptx.Imm(0)))
 	}
-	k.If(last, func() { wk.release(prev) })
-}
-
-// release arrives on the empty barrier at bar: this CTA's, or, in a
-// cluster, the one at the same offset in every CTA (each CTA's producer
-// multicasts into the others' slots, so a slot is free only when every
-// CTA's consumers are done with it).
-func (wk *wgKernel) release(bar ptx.Reg) {
-	k := wk.k
-	if wk.p.Cluster == 1 {
-		k.MbarArriveDrop(ptx.At(bar, 0))
-		return
-	}
-	for q := range wk.p.Cluster {
-		k.MbarArriveCluster(ptx.At(k.Mapa(bar, ptx.Imm(q)), 0))
-	}
+	rel.Last(last)
 }
 
 // epilogue stores consumer cw's accumulators from the wgmma layout: in

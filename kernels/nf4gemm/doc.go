@@ -52,6 +52,16 @@
 // the per-tile paths keep splitk=1, order=m, bn up to 192 and up to 5
 // stages.
 //
+// From kernels/hopper (the pipeline library; its doc has the rules) the
+// sync path takes the warp's MMA helpers (hopper.Warp: ldmatrix
+// offsets, accumulators, k16 steps, guarded stores) and the cp.async
+// ring (hopper.CpAsyncLoop) and keeps its loaders; the register-A path
+// takes the TMA ring (hopper.Ring, its Cursor and the consumers'
+// Releaser), the register split (hopper.Split: the producer keeps
+// rsProducerRegs for its scale loaders) and the persistent loop (order
+// m, hopper.ForTiles and DownRows). The shared-memory-B path is
+// gemm_bwd's kernel and takes the library through it.
+//
 // Token count at run time: the sync and register-A programs take m, the
 // rows of dY and dX, as their last parameter (u32) and compute the tile
 // rows, the persistent loop's bound and the row guards from it; their

@@ -6,8 +6,8 @@ import (
 
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
-	"github.com/gradtune/gradtune/kernels/gemm"
 	"github.com/gradtune/gradtune/kernels/gen"
+	"github.com/gradtune/gradtune/kernels/hopper"
 	"github.com/gradtune/gradtune/kernels/ptx"
 )
 
@@ -64,7 +64,13 @@ const (
 func rsProducerRegs(cons int) int { return (40 + 12*cons + 7) &^ 7 }
 
 // rsConsumerRegs is the consumers' registers: what the producer leaves.
-func rsConsumerRegs(cons int) int { return gemm.ConsumerBudget(rsProducerRegs(cons), 0, cons) }
+func rsConsumerRegs(cons int) int { return rsSplit(cons).ConsumerRegs() }
+
+// rsSplit is the warpgroups under the register split: the producer and
+// cons consumers.
+func rsSplit(cons int) hopper.Split {
+	return hopper.Split{Producer: rsProducerRegs(cons), Consumers: cons}
+}
 
 // rsConsumers is the consumer warpgroups of tile width bn.
 func rsConsumers(p GEMMParams) int { return p.BN / 64 }
@@ -80,7 +86,7 @@ func newRS(s GEMMShape, p GEMMParams) *rsKernel {
 
 // smem is the dynamic shared memory: the slots, their barriers and the
 // 1024 bytes the base may need to round up.
-func (rk *rsKernel) smem() int { return rk.bars + 16*rk.p.Stages + 1024 }
+func (rk *rsKernel) smem() int { return rk.bars + rk.ring().BarsBytes() + 1024 }
 
 // rsCheck says whether the register-A path emits p: bk 64, 64-column
 // consumers (2 or 3), wgmma's N = bm within 256, the accumulators within
@@ -105,7 +111,7 @@ func rsCheck(s GEMMShape, p GEMMParams) error {
 	return nil
 }
 
-func (rk *rsKernel) threads() int { return 128 * (1 + rk.cons) }
+func (rk *rsKernel) threads() int { return rsSplit(rk.cons).Threads() }
 
 // tileCols is the tile columns (k is no runtime dim).
 func (rk *rsKernel) tileCols() int { return gen.CeilDiv(rk.s.K, rk.p.BN) }
@@ -146,7 +152,7 @@ func emitRS(s GEMMShape, p GEMMParams) (kernels.Program, error) {
 func (rk *rsKernel) body() []kernels.Arg {
 	k, s, p := rk.k, rk.s, rk.p
 	k.ReqNTid(rk.threads())
-	k.MaxNReg(gemm.InitialRegs(rk.threads()))
+	rsSplit(rk.cons).Declare(k)
 	tmY := k.TensorMapParam("dy")
 	tmW := k.TensorMapParam("w4")
 	args := []kernels.Arg{
@@ -160,8 +166,7 @@ func (rk *rsKernel) body() []kernels.Arg {
 	args = append(args, arg)
 	rk.tilesM = k.Div(ptx.U32, k.Add(ptx.U32, rk.m, ptx.Imm(p.BM-1)), ptx.Imm(p.BM))
 	rk.tiles = k.Mul(ptx.U32, rk.tilesM, ptx.Imm(rk.tileCols()))
-	dyn := k.DynamicShared("smem", 16)
-	base := k.And(ptx.B32, k.Add(ptx.U32, k.Mov(ptx.U32, dyn), ptx.Imm(1023)), ptx.Imm(-1024))
+	base := hopper.AlignedBase(k)
 	tid := k.Mov(ptx.U32, ptx.TidX)
 	var code2 ptx.Reg
 	if rk.w.dq {
@@ -172,24 +177,22 @@ func (rk *rsKernel) body() []kernels.Arg {
 		})
 	}
 	rk.d = newDeq(k, LookupSmem, s.DType, tid)
-	k.If(k.Setp("eq", ptx.U32, tid, ptx.Imm(0)), func() {
+	hopper.InitBarriers(k, tid, func() {
 		for st := range p.Stages {
-			k.MbarInit(ptx.At(base, int64(rk.bars+8*st)), ptx.Imm(1+rsScaleLdr))
-			k.MbarInit(ptx.At(base, int64(rk.bars+8*(p.Stages+st))), ptx.Imm(4*rk.cons))
+			rk.ring().InitSlot(k, base, st, 1+rsScaleLdr, 4*rk.cons)
 		}
-		k.FenceMbarrierInit()
 	})
 	k.BarSync(0)
-	wg := k.Shr(ptx.U32, tid, ptx.Imm(7))
-	k.IfElse(k.Setp("eq", ptx.U32, wg, ptx.Imm(0)), func() {
-		k.SetMaxNReg(false, rsProducerRegs(rk.cons))
+	wg := hopper.Warpgroup(k, tid)
+	hopper.Roles(k, wg, func() {
+		rsSplit(rk.cons).EnterProducer(k)
 		warp := k.Shr(ptx.U32, tid, ptx.Imm(5))
 		k.If(k.Setp("eq", ptx.U32, tid, ptx.Imm(0)), func() { rk.issuer(base, k.TensorMapAddr(tmY), k.TensorMapAddr(tmW)) })
 		k.If(k.Setp("ge", ptx.U32, warp, ptx.Imm(1)), func() {
 			rk.scaleLoader(base, k.Sub(ptx.U32, warp, ptx.Imm(1)), k.And(ptx.U32, tid, ptx.Imm(31)), code2)
 		})
 	}, func() {
-		k.SetMaxNReg(true, rsConsumerRegs(rk.cons))
+		rsSplit(rk.cons).EnterConsumer(k)
 		rk.consumer(base, k.Sub(ptx.U32, wg, ptx.Imm(1)), k.And(ptx.U32, tid, ptx.Imm(127)))
 	})
 	return args
@@ -203,50 +206,16 @@ type rsTile struct{ m0, i0 ptx.Reg }
 // so that neighbouring CTAs read the same codes.
 func (rk *rsKernel) forTiles(body func(t rsTile)) {
 	k := rk.k
-	tile := func(i ptx.Reg) rsTile {
-		c := k.Div(ptx.U32, i, rk.tilesM)
-		r := k.Sub(ptx.U32, i, k.Mul(ptx.U32, c, rk.tilesM))
-		return rsTile{m0: k.Mul(ptx.U32, r, ptx.Imm(rk.p.BM)), i0: k.Mul(ptx.U32, c, ptx.Imm(rk.p.BN))}
-	}
-	if !rk.p.Persistent {
-		body(tile(k.Mov(ptx.U32, ptx.CtaidX)))
-		return
-	}
-	k.For(ptx.U32, k.Mov(ptx.U32, ptx.CtaidX), rk.tiles, k.Mov(ptx.U32, ptx.NCtaidX), func(i ptx.Reg) { body(tile(i)) })
+	tiles := func() ptx.Operand { return rk.tiles }
+	hopper.ForTiles(k, rk.p.Persistent, tiles, func(i ptx.Reg) {
+		r, c := hopper.DownRows(k, i, rk.tilesM)
+		body(rsTile{m0: k.Mul(ptx.U32, r, ptx.Imm(rk.p.BM)), i0: k.Mul(ptx.U32, c, ptx.Imm(rk.p.BN))})
+	})
 }
 
-// rsRing is a slot of the ring and the parity of its lap.
-type rsRing struct {
-	rk          *rsKernel
-	slot, phase ptx.Reg
-}
-
-func (rk *rsKernel) ring() *rsRing {
-	return &rsRing{rk: rk, slot: rk.k.Mov(ptx.U32, ptx.Imm(0)), phase: rk.k.Mov(ptx.U32, ptx.Imm(0))}
-}
-
-func (r *rsRing) data(base ptx.Reg) ptx.Reg {
-	return r.rk.k.Mad(ptx.U32, r.slot, ptx.Imm(r.rk.stage), base)
-}
-func (r *rsRing) full(base ptx.Reg) ptx.Addr {
-	return ptx.At(r.rk.k.Mad(ptx.U32, r.slot, ptx.Imm(8), base), int64(r.rk.bars))
-}
-func (r *rsRing) empty(base ptx.Reg) ptx.Addr {
-	return ptx.At(r.rk.k.Mad(ptx.U32, r.slot, ptx.Imm(8), base), int64(r.rk.bars+8*r.rk.p.Stages))
-}
-
-// waitEmpty waits until the consumers released the slot (on the first
-// lap the parity before phase 0 passes at once).
-func (r *rsRing) waitEmpty(base ptx.Reg) {
-	r.rk.k.MbarWait(r.empty(base), r.rk.k.Xor(ptx.U32, r.phase, ptx.Imm(1)))
-}
-
-func (r *rsRing) next() {
-	k := r.rk.k
-	k.MovTo(r.slot, k.Add(ptx.U32, r.slot, ptx.Imm(1)))
-	wrap := k.Setp("eq", ptx.U32, r.slot, ptx.Imm(r.rk.p.Stages))
-	k.MovTo(r.slot, k.Selp(ptx.U32, ptx.Imm(0), r.slot, wrap))
-	k.MovTo(r.phase, k.Xor(ptx.U32, r.phase, k.Selp(ptx.U32, ptx.Imm(1), ptx.Imm(0), wrap)))
+// ring is the layout of the slots and their barriers.
+func (rk *rsKernel) ring() hopper.Ring {
+	return hopper.Ring{N: rk.p.Stages, Stride: rk.stage, Bars: rk.bars}
 }
 
 // kTiles is the reduction's k-tiles (N is a multiple of 64).
@@ -256,18 +225,18 @@ func (rk *rsKernel) kTiles() int { return rk.s.N / 64 }
 // and load dY's tile and each consumer's codes by TMA.
 func (rk *rsKernel) issuer(base, tmY, tmW ptx.Reg) {
 	k := rk.k
-	r := rk.ring()
+	r := rk.ring().Cursor(k)
 	rk.forTiles(func(t rsTile) {
 		k.For(ptx.U32, ptx.Imm(0), ptx.Imm(rk.kTiles()*64), ptx.Imm(64), func(kc ptx.Reg) {
-			r.waitEmpty(base)
-			full, dst := r.full(base), r.data(base)
+			r.WaitEmpty(base)
+			full, dst := r.Full(base), r.Data(base)
 			k.MbarArriveExpectTx(full, ptx.Imm(rk.codesOff+rk.cons*rsCodes))
 			k.TmaLoad(ptx.At(dst, 0), tmY, []ptx.Operand{kc, t.m0}, full)
 			col := k.Shr(ptx.U32, t.i0, ptx.Imm(1))
 			for c := range rk.cons {
 				k.TmaLoad(ptx.At(dst, int64(rk.codesOff+c*rsCodes)), tmW, []ptx.Operand{k.Add(ptx.U32, col, ptx.Imm(32*c)), kc}, full)
 			}
-			r.next()
+			r.Next()
 		})
 	})
 }
@@ -331,8 +300,9 @@ func (rk *rsKernel) put(base ptx.Reg, set scaleSet, j, l, code2, offset ptx.Reg)
 	k, p := rk.k, rk.p
 	slot := rem(k, j, p.Stages)
 	phase := k.And(ptx.U32, k.Div(ptx.U32, j, ptx.Imm(p.Stages)), ptx.Imm(1))
-	k.MbarWait(ptx.At(k.Mad(ptx.U32, slot, ptx.Imm(8), base), int64(rk.bars+8*p.Stages)), k.Xor(ptx.U32, phase, ptx.Imm(1)))
-	at := k.Add(ptx.U32, k.Mad(ptx.U32, slot, ptx.Imm(rk.stage), base), k.Add(ptx.U32, k.Shl(ptx.U32, scalePos(k, l), ptx.Imm(2)), ptx.Imm(rk.scalesOff)))
+	ring := rk.ring()
+	k.MbarWait(ring.EmptyAt(k, base, slot), k.Xor(ptx.U32, phase, ptx.Imm(1)))
+	at := k.Add(ptx.U32, ring.DataAt(k, base, slot), k.Add(ptx.U32, k.Shl(ptx.U32, scalePos(k, l), ptx.Imm(2)), ptx.Imm(rk.scalesOff)))
 	for i, r := range set {
 		v := r[0]
 		if rk.w.dq {
@@ -343,7 +313,7 @@ func (rk *rsKernel) put(base ptx.Reg, set scaleSet, j, l, code2, offset ptx.Reg)
 			k.St(ptx.Shared, ptx.F32, ptx.At(at, int64(rsScales*(i/2)+256*w+128*(i%2))), []ptx.Reg{v})
 		}
 	}
-	k.MbarArriveDrop(ptx.At(k.Mad(ptx.U32, slot, ptx.Imm(8), base), int64(rk.bars)))
+	k.MbarArriveDrop(ring.FullAt(k, base, slot))
 }
 
 // scaleLoader is scale loader q's (u32 0..2) loop, lane l.
@@ -387,7 +357,7 @@ func (rk *rsKernel) consumer(base, c, l ptx.Reg) {
 	shift := k.Shl(ptx.U32, k.And(ptx.U32, byteCol, ptx.Imm(3)), ptx.Imm(3))
 	scales := k.Add(ptx.U32, k.Mad(ptx.U32, c, ptx.Imm(rsScales), k.Mad(ptx.U32, w, ptx.Imm(256), k.Shl(ptx.U32, t, ptx.Imm(4)))), ptx.Imm(rk.scalesOff))
 	acc := k.WgmmaAcc(rk.p.BM)
-	r := rk.ring()
+	r := rk.ring().Cursor(k)
 	rk.forTiles(func(tl rsTile) {
 		// Zeroed, never undefined: ptxas serializes the wgmma (C7515)
 		// when the first one's scale-d may read undefined accumulators.
@@ -406,11 +376,11 @@ func (rk *rsKernel) consumer(base, c, l ptx.Reg) {
 // the previous k-tile's wgmma; the two alternate between two fragment
 // sets (the loop is unrolled twice), since a wgmma reads its A registers
 // until it completes. At the end, wait for all and release the last slot.
-func (rk *rsKernel) kLoop(base ptx.Reg, r *rsRing, codes, shift, scales ptx.Reg, acc []ptx.Reg) {
+func (rk *rsKernel) kLoop(base ptx.Reg, r *hopper.Cursor, codes, shift, scales ptx.Reg, acc []ptx.Reg) {
 	k := rk.k
 	ab := gen.HalfType(rk.s.DType)
 	lane0 := k.Setp("eq", ptx.U32, k.And(ptx.U32, k.Mov(ptx.U32, ptx.TidX), ptx.Imm(31)), ptx.Imm(0))
-	prev := k.Mov(ptx.U32, ptx.Imm(0)) // the previous k-tile's empty barrier
+	rel := hopper.NewReleaser(k, 1)
 	var sets [2][4][4]ptx.Reg
 	for i := range sets {
 		for s := range sets[i] {
@@ -420,8 +390,8 @@ func (rk *rsKernel) kLoop(base ptx.Reg, r *rsRing, codes, shift, scales ptx.Reg,
 		}
 	}
 	step := func(it ptx.Reg, frags [4][4]ptx.Reg) {
-		k.MbarWait(r.full(base), r.phase)
-		slot := r.data(base)
+		r.WaitFull(base)
+		slot := r.Data(base)
 		cs, ss := k.Add(ptx.U32, slot, codes), k.Add(ptx.U32, slot, scales)
 		for s := range frags {
 			rk.fragment(frags[s], cs, ss, shift, s)
@@ -437,10 +407,7 @@ func (rk *rsKernel) kLoop(base ptx.Reg, r *rsRing, codes, shift, scales ptx.Reg,
 		}
 		k.WgmmaCommit()
 		k.WgmmaWait(1)
-		k.If(k.And(ptx.Pred, lane0, k.Setp("ne", ptx.U32, it, ptx.Imm(0))), func() { k.MbarArriveDrop(ptx.At(prev, 0)) })
-		e := r.empty(base)
-		k.MovTo(prev, k.Add(ptx.U32, e.Base.(ptx.Reg), ptx.Imm(e.Off)))
-		r.next()
+		rel.Step(k.And(ptx.Pred, lane0, k.Setp("ne", ptx.U32, it, ptx.Imm(0))), r, base)
 	}
 	// An odd k-tile first, then pairs: the set a half writes is
 	// never the one the pending group reads, on every path (ptxas
@@ -455,7 +422,7 @@ func (rk *rsKernel) kLoop(base ptx.Reg, r *rsRing, codes, shift, scales ptx.Reg,
 		step(k.Add(ptx.U32, it, ptx.Imm(1)), sets[1])
 	})
 	k.WgmmaWait(0)
-	k.If(lane0, func() { k.MbarArriveDrop(ptx.At(prev, 0)) })
+	rel.Last(lane0)
 }
 
 // fragment dequantizes k16 step s's A fragment into f: W rows

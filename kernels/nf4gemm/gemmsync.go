@@ -6,12 +6,14 @@ import (
 
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/gen"
+	"github.com/gradtune/gradtune/kernels/hopper"
 	"github.com/gradtune/gradtune/kernels/ptx"
 )
 
-// The sync path mirrors gemm_bwd's (kernels/gemm, grad=dx): 4 warps in a
-// 2×2 grid, each a (BM/2)×(BN/2) warp tile of m16n8k16 MMAs; dY tiles
-// [BM×BK] arrive by cp.async into a ring of Stages slots; the W tile of a
+// The sync path is gemm_bwd's (kernels/gemm, grad=dx) on the library's
+// sm80 helpers (hopper.Warp, hopper.CpAsyncLoop): 4 warps in a 2×2 grid,
+// each a (BM/2)×(BN/2) warp tile of m16n8k16 MMAs; dY tiles [BM×BK]
+// arrive by cp.async into a ring of Stages slots; the W tile of a
 // slot is [BK×BN] halves, rows along the reduction (N), written by the
 // warps themselves: each thread loads 4 packed bytes (8 codes along K)
 // per chunk with ld.global.nc, looks up their scale, dequantizes
@@ -29,8 +31,7 @@ type syncKernel struct {
 	tm, tn int
 	aBytes int
 	stage  int
-	lane   ptx.Reg
-	wr, wc ptx.Reg
+	warp   hopper.Warp // the thread's warp (set by body)
 }
 
 func (gemmDef) Emit(s GEMMShape, p GEMMParams) (kernels.Program, error) {
@@ -81,52 +82,32 @@ func (sk *syncKernel) body() []kernels.Arg {
 	smem := k.Mov(ptx.U32, k.DynamicShared("smem", 128))
 	tid := k.Mov(ptx.U32, ptx.TidX)
 	d := newDeq(k, p.Lookup, s.DType, tid)
-	sk.lane = k.And(ptx.U32, tid, ptx.Imm(31))
-	warp := k.Shr(ptx.U32, tid, ptx.Imm(5))
-	sk.wr = k.Shr(ptx.U32, warp, ptx.Imm(1))
-	sk.wc = k.And(ptx.U32, warp, ptx.Imm(1))
+	lane, wr, wc := hopper.WarpOf(k, tid, syncWarpsN)
+	sk.warp = hopper.Warp{K: k, In: s.DType, BM: p.BM, BN: p.BN, BK: p.BK, TM: sk.tm, TN: sk.tn, AKMajor: true,
+		ABytes: sk.aBytes, Lane: lane, Row: wr, Col: wc}
 	// Tiles go down the rows of dX (order m): ⌈m/bm⌉ of them per column.
 	tr := k.Div(ptx.U32, k.Add(ptx.U32, m, ptx.Imm(p.BM-1)), ptx.Imm(p.BM))
 	t := k.Mov(ptx.U32, ptx.CtaidX)
-	c := k.Div(ptx.U32, t, tr)
-	row0 := k.Mul(ptx.U32, k.Sub(ptx.U32, t, k.Mul(ptx.U32, c, tr)), ptx.Imm(p.BM))
+	r, c := hopper.DownRows(k, t, tr)
+	row0 := k.Mul(ptx.U32, r, ptx.Imm(p.BM))
 	col0 := k.Mul(ptx.U32, c, ptx.Imm(p.BN))
 	la := newALoader(k, bufs["dy"], tid, row0, m, p.BM, p.BK, s.N)
 	lb := newBLoader(sk, d, bufs, tid, col0)
-	aOff, bOff := sk.fragOffsets()
-	acc := sk.zeroAcc()
-	nk := s.N / p.BK
+	aOff, bOff := sk.warp.FragOffsets()
+	acc := sk.warp.ZeroAcc()
 	kbase := k.Mov(ptx.U32, ptx.Imm(0))
 	load := func(slot ptx.Reg) {
 		la.load(slot)
 		lb.load(k.Add(ptx.U32, slot, ptx.Imm(sk.aBytes)), kbase)
 		k.MovTo(kbase, k.Add(ptx.U32, kbase, ptx.Imm(p.BK)))
 	}
-	for st := range p.Stages - 1 {
-		if st < nk {
-			load(k.Add(ptx.U32, smem, ptx.Imm(st*sk.stage)))
-		}
-		k.CpAsyncCommit()
+	hopper.CpAsyncLoop(k, smem, p.Stages, sk.stage, ptx.Imm(s.N/p.BK), load, func(slot ptx.Reg) { sk.warp.Compute(slot, aOff, bOff, acc) })
+	// rows past m (a register) are not stored
+	rows := func(row ptx.Reg) func(dr int) ptx.Reg {
+		left := k.Sub(ptx.S32, m, row) // rows from the thread's first to m's end
+		return func(dr int) ptx.Reg { return k.Setp("gt", ptx.S32, left, ptx.Imm(dr)) }
 	}
-	end := k.Add(ptx.U32, smem, ptx.Imm(p.Stages*sk.stage))
-	next := func(slot ptx.Reg) {
-		k.MovTo(slot, k.Add(ptx.U32, slot, ptx.Imm(sk.stage)))
-		k.MovTo(slot, k.Selp(ptx.U32, smem, slot, k.Setp("eq", ptx.U32, slot, end)))
-	}
-	rd := k.Mov(ptx.U32, smem)
-	wr := k.Add(ptx.U32, smem, ptx.Imm((p.Stages-1)*sk.stage))
-	k.For(ptx.U32, ptx.Imm(0), ptx.Imm(nk), ptx.Imm(1), func(it ptx.Reg) {
-		k.CpAsyncWait(p.Stages - 2)
-		k.BarSync(0)
-		ahead := k.Add(ptx.U32, it, ptx.Imm(p.Stages-1))
-		k.If(k.Setp("lt", ptx.U32, ahead, ptx.Imm(nk)), func() { load(wr) })
-		k.CpAsyncCommit()
-		sk.compute(rd, aOff, bOff, acc)
-		next(rd)
-		next(wr)
-	})
-	k.CpAsyncWait(0)
-	sk.epilogue(bufs["dx"], row0, col0, m, acc)
+	sk.warp.Store(bufs["dx"], row0, col0, s.DType, s.K, rows, acc)
 	return args
 }
 
@@ -221,99 +202,5 @@ func (lb *bLoader) load(dst, kbase ptx.Reg) {
 			}
 		})
 		k.St(ptx.Shared, ptx.B32, ptx.At(d, int64(i*lb.step*sk.p.BN*2)), out[:])
-	}
-}
-
-// fragOffsets: each lane's ldmatrix row address within a slot's A tile
-// (per m16 block and k16 step) and B tile (per pair of n8 blocks and k16
-// step), as gemm_bwd's grad=dx.
-func (sk *syncKernel) fragOffsets() (aOff, bOff [][]ptx.Reg) {
-	k, p := sk.k, sk.p
-	i := k.Shr(ptx.U32, sk.lane, ptx.Imm(3))
-	r := k.And(ptx.U32, sk.lane, ptx.Imm(7))
-	i0, i1 := k.And(ptx.U32, i, ptx.Imm(1)), k.Shr(ptx.U32, i, ptx.Imm(1))
-	lo := k.Mad(ptx.U32, i0, ptx.Imm(8), r)
-	wrow := k.Mul(ptx.U32, sk.wr, ptx.Imm(sk.tm))
-	wcol := k.Mul(ptx.U32, sk.wc, ptx.Imm(sk.tn))
-	for mi := range sk.tm / 16 {
-		var row []ptx.Reg
-		for kk := range p.BK / 16 {
-			m := k.Add(ptx.U32, k.Add(ptx.U32, wrow, lo), ptx.Imm(16*mi))
-			row = append(row, gen.SwizzledTileOffset(k, m, k.Add(ptx.U32, i1, ptx.Imm(2*kk)), p.BK))
-		}
-		aOff = append(aOff, row)
-	}
-	for nj := range sk.tn / 16 {
-		var row []ptx.Reg
-		for kk := range p.BK / 16 {
-			ch := k.Add(ptx.U32, k.Shr(ptx.U32, wcol, ptx.Imm(3)), k.Add(ptx.U32, i1, ptx.Imm(2*nj)))
-			row = append(row, gen.SwizzledTileOffset(k, k.Add(ptx.U32, lo, ptx.Imm(16*kk)), ch, p.BN))
-		}
-		bOff = append(bOff, row)
-	}
-	return aOff, bOff
-}
-
-func (sk *syncKernel) zeroAcc() [][][4]ptx.Reg {
-	acc := make([][][4]ptx.Reg, sk.tm/16)
-	for mi := range acc {
-		acc[mi] = make([][4]ptx.Reg, sk.tn/8)
-		for ni := range acc[mi] {
-			for j := range 4 {
-				acc[mi][ni][j] = sk.k.Mov(ptx.F32, ptx.F32Imm(0))
-			}
-		}
-	}
-	return acc
-}
-
-func (sk *syncKernel) compute(slot ptx.Reg, aOff, bOff [][]ptx.Reg, acc [][][4]ptx.Reg) {
-	k := sk.k
-	ab := gen.HalfType(sk.s.DType)
-	for kk := range sk.p.BK / 16 {
-		var af [][]ptx.Reg
-		for mi := range aOff {
-			af = append(af, k.Ldmatrix(4, false, ptx.At(k.Add(ptx.U32, slot, aOff[mi][kk]), 0)))
-		}
-		var bf [][]ptx.Reg
-		for nj := range bOff {
-			bf = append(bf, k.Ldmatrix(4, true, ptx.At(k.Add(ptx.U32, slot, bOff[nj][kk]), int64(sk.aBytes))))
-		}
-		for mi := range acc {
-			for ni := range acc[mi] {
-				h := 2 * (ni % 2)
-				b := [2]ptx.Reg{bf[ni/2][h], bf[ni/2][h+1]}
-				k.MmaSyncTo(ab, acc[mi][ni], [4]ptx.Reg(af[mi]), b, acc[mi][ni])
-			}
-		}
-	}
-}
-
-// epilogue stores the accumulators from registers, pairs of columns
-// rounded to the dtype; rows past m (a register) and columns past k are
-// not stored.
-func (sk *syncKernel) epilogue(c, row0, col0, m ptx.Reg, acc [][][4]ptx.Reg) {
-	k, s := sk.k, sk.s
-	q := k.Shr(ptx.U32, sk.lane, ptx.Imm(2))
-	row := k.Add(ptx.U32, k.Mad(ptx.U32, sk.wr, ptx.Imm(sk.tm), row0), q)
-	col := k.Add(ptx.U32, k.Mad(ptx.U32, sk.wc, ptx.Imm(sk.tn), col0),
-		k.Shl(ptx.U32, k.And(ptx.U32, sk.lane, ptx.Imm(3)), ptx.Imm(1)))
-	size := s.DType.Size()
-	ptr := k.Add(ptx.U64, c, k.MulWide(ptx.U32, k.Mad(ptx.U32, row, ptx.Imm(s.K), col), ptx.Imm(size)))
-	var colOK []ptx.Reg
-	for ni := range sk.tn / 8 {
-		colOK = append(colOK, k.Setp("lt", ptx.S32, col, ptx.Imm(s.K-8*ni)))
-	}
-	left := k.Sub(ptx.S32, m, row) // rows from the thread's first to m's end
-	for mi := range acc {
-		for h := range 2 {
-			dr := 16*mi + 8*h
-			rowOK := k.Setp("gt", ptx.S32, left, ptx.Imm(dr))
-			for ni := range acc[mi] {
-				off := int64(dr*s.K+8*ni) * int64(size)
-				vals := []ptx.Reg{acc[mi][ni][2*h], acc[mi][ni][2*h+1]}
-				gen.StVals(k, s.DType, ptx.At(ptr, off), vals, k.And(ptx.Pred, rowOK, colOK[ni]))
-			}
-		}
 	}
 }

@@ -1,0 +1,61 @@
+package hopper
+
+import "github.com/gradtune/gradtune/kernels/ptx"
+
+// ProducerRegs is a TMA producer warpgroup's registers under the
+// register split: one thread issues the loads, the others idle.
+const ProducerRegs = 40
+
+// MaxConsumerRegs is the most a consumer warpgroup raises itself to.
+const MaxConsumerRegs = 240
+
+// InitialRegs is the registers per thread a kernel of threads threads
+// under the register split holds from its launch: its .maxnreg, the most
+// that lets one CTA fill the register file, a multiple of 8, at most 255.
+func InitialRegs(threads int) int { return min(255, 65536/threads/8*8) }
+
+// ConsumerBudget is what a consumer warpgroup's thread may raise itself to
+// (setmaxnreg.inc) when the producer warpgroup and fillWGs filling ones
+// lower themselves to producer registers each, at most MaxConsumerRegs:
+// the CTA holds InitialRegs(threads) per thread from its launch, and
+// setmaxnreg only moves registers between its warpgroups, so the
+// warpgroups' registers after the split must fit that (an inc that asks
+// for more waits forever).
+func ConsumerBudget(producer, fillWGs, consumers int) int {
+	wgs := 1 + fillWGs + consumers
+	held := InitialRegs(128*wgs) * wgs
+	return min(MaxConsumerRegs, (held-producer*(1+fillWGs))/consumers/8*8)
+}
+
+// Split is a CTA's warpgroups under the register split: warpgroup 0 the
+// producer, then Consumers consumer warpgroups, then Fill warpgroups that
+// keep the producer's registers (a written B's fillers).
+type Split struct {
+	Producer  int // registers of the producer and fill warpgroups
+	Fill      int // warpgroups beside the producer that lower themselves
+	Consumers int // consumer warpgroups
+}
+
+// Threads is the CTA's threads.
+func (s Split) Threads() int { return 128 * (1 + s.Fill + s.Consumers) }
+
+// ConsumerRegs is the consumers' setmaxnreg.inc budget.
+func (s Split) ConsumerRegs() int { return ConsumerBudget(s.Producer, s.Fill, s.Consumers) }
+
+// Declare sets the kernel's .maxnreg to what it holds at launch
+// (InitialRegs): setmaxnreg needs it.
+func (s Split) Declare(k *ptx.Func) { k.MaxNReg(InitialRegs(s.Threads())) }
+
+// EnterProducer lowers a producer or fill warpgroup to Producer
+// registers (setmaxnreg.dec); EnterConsumer raises a consumer to
+// ConsumerRegs (setmaxnreg.inc). Every thread of the warpgroup runs it.
+func (s Split) EnterProducer(k *ptx.Func) { k.SetMaxNReg(false, s.Producer) }
+func (s Split) EnterConsumer(k *ptx.Func) { k.SetMaxNReg(true, s.ConsumerRegs()) }
+
+// Warpgroup is the thread's warpgroup (u32): tid/128.
+func Warpgroup(k *ptx.Func, tid ptx.Reg) ptx.Reg { return k.Shr(ptx.U32, tid, ptx.Imm(7)) }
+
+// Roles runs producer in warpgroup wg 0 and consumer in the others.
+func Roles(k *ptx.Func, wg ptx.Reg, producer, consumer func()) {
+	k.IfElse(k.Setp("eq", ptx.U32, wg, ptx.Imm(0)), producer, consumer)
+}
