@@ -13,6 +13,13 @@ import (
 // bound is chosen from h so that z = x·wᵀ spreads this wide at every h.
 const logitSpread = 2
 
+// zlossLo and zlossHi bound the generated z-loss coefficient λ (above a
+// trainer's 1e-4, so that validation sees its terms).
+const (
+	zlossLo = 0.01
+	zlossHi = 0.1
+)
+
 // ignoreEvery: row r of the generated labels is ignored when
 // (r + seed) mod ignoreEvery = ignoreEvery − 1.
 const ignoreEvery = 8
@@ -48,12 +55,17 @@ func (family) Inputs(s Shape, seed uint64) map[string][]float64 {
 	if s.DW == dwAdd {
 		in["dw"] = kernels.Uniform(dtype.F32, s.V*s.H, -1, 1, seed, key+"/dw")
 	}
+	if s.zloss() {
+		in["zloss_scale"] = kernels.Uniform(dtype.F32, 1, zlossLo, zlossHi, seed, key+"/zloss_scale")
+	}
 	return in
 }
 
 // Reference, per row in float64: z = x·wᵀ, lse = log Σ e^z, p = e^(z −
-// lse); dx = g·(Σ_c p_c·w_c − w_label), loss = lse − z_label, both 0 on an
-// ignored row (g = dloss/n_valid); lse on every row. Rows go in blocks of
+// lse); dx = g·Σ_c (F·p_c − ε/v − (1−ε)·[c = label])·w_c with F = 1 +
+// 2λ·lse, loss = lse − (1−ε)·z_label − ε/v·Σz + λ·lse², both 0 on an
+// ignored row (g = dloss/n_valid; λ = 0 without z-loss); lse on every
+// row; dW the same coefficients times x. Rows go in blocks of
 // refBlock, so each row of w is read once per block.
 func (family) Reference(s Shape, in map[string][]float64) map[string][]float64 {
 	out := map[string][]float64{"dx": make([]float64, s.T*s.H), "lse": make([]float64, s.T), "loss": make([]float64, s.T)}
@@ -86,9 +98,10 @@ func refDW(s Shape, in map[string][]float64, lse, dw []float64, c0, c1 int) {
 				continue
 			}
 			xr := x[r*h : (r+1)*h]
-			k := g * math.Exp(dot(xr, wc)-lse[r])
+			lambda, eps := zlossScale(s, in), s.eps()
+			k := g * ((1+2*lambda*lse[r])*math.Exp(dot(xr, wc)-lse[r]) - eps/float64(s.V))
 			if lab == c {
-				k -= g
+				k -= g * (1 - eps)
 			}
 			for j, xv := range xr {
 				d[j] += k * xv
@@ -129,11 +142,17 @@ func refRows(s Shape, in, out map[string][]float64, r0, r1 int) {
 		if lab == IgnoreIndex {
 			continue
 		}
-		out["loss"][r] = lse - zr[lab]
-		for c, zc := range zr {
-			coef[i*v+c] = g * math.Exp(zc-lse)
+		lambda, eps := zlossScale(s, in), s.eps()
+		sumz := 0.0
+		for _, zc := range zr {
+			sumz += zc
 		}
-		coef[i*v+lab] -= g
+		out["loss"][r] = lse - (1-eps)*zr[lab] - eps/float64(v)*sumz + lambda*lse*lse
+		f := 1 + 2*lambda*lse
+		for c, zc := range zr {
+			coef[i*v+c] = g * (f*math.Exp(zc-lse) - eps/float64(v))
+		}
+		coef[i*v+lab] -= g * (1 - eps)
 	}
 	for c := range v {
 		wc := w[c*h : (c+1)*h]
@@ -148,6 +167,14 @@ func refRows(s Shape, in, out map[string][]float64, r0, r1 int) {
 	}
 }
 
+// zlossScale is λ, 0 without z-loss.
+func zlossScale(s Shape, in map[string][]float64) float64 {
+	if !s.zloss() {
+		return 0
+	}
+	return in["zloss_scale"][0]
+}
+
 func dot(a, b []float64) float64 {
 	s := 0.0
 	for i, av := range a {
@@ -156,40 +183,69 @@ func dot(a, b []float64) float64 {
 	return s
 }
 
-// Tolerance (u = 2⁻²⁴, ε_P the unit roundoff of the probabilities'
-// dtype, 2⁻⁹ for bf16 and 2⁻¹² for f16; Z = h·wBound bounds Σ|x·w| of a
-// logit, so a logit's f32 error is at most E_z = γ·Z with γ the GEMM's
-// (2·⌈h/16⌉ + 2)·2⁻²³; zmax = 6·logitSpread + ln v a six-sigma bound on
-// |lse|; W = wBound):
+// Tolerance (u = 2⁻²⁴, the terms of errs, W = wBound, λmax = zlossHi
+// with z-loss, else 0; ε the label smoothing):
 //
-//	lse   Atol = 2·E_z + 64u·(zmax + ⌈v/chunk_min⌉)   (the row's rescales, ex2/lg2)
-//	loss  Atol = lse's + E_z
-//	dx    Atol = gmax·W·(ε_P + 2·E_z + 64u·(⌈v/chunk_min⌉ + ⌈v/16⌉/v·16)),
-//	      plus the rounding of dx's dtype
+//	lse   Atol = E_lse
+//	loss  Atol = E_lse + E_z + ε·(E_z + zmax·(chunks + 64)·u)
+//	      + λmax·(2·zmax·E_lse + 4·zmax²·u)
+//	dx    Atol = gmax·W·(f·(ε_P + 2·E_z + 64u·(chunks + 16)) + 2·λmax·E_lse)
+//	      + gmax·ε·W·(⌈v/256⌉ + 64)·u, plus the rounding of dx's dtype
 //
-// with gmax = 2/max(1, t − ⌈t/8⌉): P's rounding moves Σ p·w by at most
-// ε_P·Σ p·|w| ≤ ε_P·W, and the logits' errors move p by a factor of at
-// most e^(2·E_z).
+// P's rounding moves Σ p·w by at most ε_P·Σ p·|w| ≤ ε_P·W, the logits'
+// errors move p by a factor of at most e^(2·E_z), F's relative error is
+// 2·λmax·E_lse, and Σz and the column sums of w are f32 sums in chunks.
 func (family) Tolerance(s Shape, buffer string) kernels.Tolerance {
-	ez := (2*math.Ceil(float64(s.H)/16) + 2) * 0x1p-23 * float64(s.H) * wBound(s.H)
-	chunks := float64(gen.CeilDiv(s.V, 256))
-	zmax := 6*logitSpread + math.Log(float64(s.V))
-	lse := 2*ez + 64*kernels.U32*(zmax+chunks)
+	e := errorsOf(s)
 	switch buffer {
 	case "lse":
-		return kernels.Tolerance{Atol: lse}
+		return kernels.Tolerance{Atol: e.lse}
 	case "loss":
-		return kernels.Tolerance{Atol: lse + ez}
+		zl := 0.0
+		if s.zloss() {
+			zl = zlossHi * (2*e.zmax*e.lse + 4*e.zmax*e.zmax*kernels.U32)
+		}
+		smooth := s.eps() * (e.z + e.zmax*(e.chunks+64)*kernels.U32)
+		return kernels.Tolerance{Atol: e.lse + e.z + smooth + zl}
 	case "dw":
-		return dwTolerance(s, ez, lse)
+		return dwTolerance(s, e)
 	}
-	eps := 0x1p-9
-	if s.DType == dtype.F16 {
-		eps = 0x1p-12
-	}
-	gmax := 2 / math.Max(1, float64(s.T-gen.CeilDiv(s.T, ignoreEvery)))
-	a := gmax * wBound(s.H) * (eps + 2*ez + 64*kernels.U32*(chunks+16))
+	w := wBound(s.H)
+	a := e.gmax * w * (e.f*(e.p+2*e.z+64*kernels.U32*(e.chunks+16)) + 2*zlossOf(s)*e.lse)
+	a += e.gmax * s.eps() * w * (float64(gen.CeilDiv(s.V, 8*wsumSplits)) + 64) * kernels.U32
 	return kernels.StoreTol(kernels.Tolerance{Atol: a}, s.DType)
+}
+
+// errs are the error terms of a shape's tolerances: a logit's f32 error
+// z = γ·Z (Z = h·wBound bounds Σ|x·w|, γ the GEMM's (2·⌈h/16⌉ + 2)·2⁻²³),
+// lse's (2·z plus 64u per chunk of 256 and per unit of zmax, the rescales'
+// and ex2/lg2 errors), zmax = 6·logitSpread + ln v bounding |z| and
+// |lse| but for six-sigma events, the chunks of 256, gmax = 2/max(1, t −
+// ⌈t/8⌉) bounding g, p the unit roundoff of the probabilities' dtype
+// (2⁻⁹ bf16, 2⁻¹² f16) and f = 1 + 2·λmax·zmax bounding z-loss's factor F
+// (1 without).
+type errs struct {
+	z, lse, zmax, chunks, gmax, p, f float64
+}
+
+func errorsOf(s Shape) errs {
+	e := errs{z: (2*math.Ceil(float64(s.H)/16) + 2) * 0x1p-23 * float64(s.H) * wBound(s.H),
+		chunks: float64(gen.CeilDiv(s.V, 256)), zmax: 6*logitSpread + math.Log(float64(s.V)),
+		gmax: 2 / math.Max(1, float64(s.T-gen.CeilDiv(s.T, ignoreEvery))), p: 0x1p-9}
+	e.lse = 2*e.z + 64*kernels.U32*(e.zmax+e.chunks)
+	if s.DType == dtype.F16 {
+		e.p = 0x1p-12
+	}
+	e.f = 1 + 2*zlossOf(s)*e.zmax
+	return e
+}
+
+// zlossOf is λmax with z-loss, else 0.
+func zlossOf(s Shape) float64 {
+	if s.zloss() {
+		return zlossHi
+	}
+	return 0
 }
 
 // dwTolerance: G = g·(p − onehot) is rounded to the dtype (ε_P) after p
@@ -202,15 +258,10 @@ func (family) Tolerance(s Shape, buffer string) kernels.Tolerance {
 // is taken at most t/v + 12·√(t·e^(σ²))/v + 1 (twelve deviations and one
 // entry near 1) and never more than t; the labels of one class are at
 // most L = t/v + 6·√(t/v) + 6.
-func dwTolerance(s Shape, ez, lse float64) kernels.Tolerance {
-	eps := 0x1p-9
-	if s.DType == dtype.F16 {
-		eps = 0x1p-12
-	}
+func dwTolerance(s Shape, e errs) kernels.Tolerance {
 	t, v := float64(s.T), float64(s.V)
-	gmax := 2 / math.Max(1, t-float64(gen.CeilDiv(s.T, ignoreEvery)))
 	probs := math.Min(t, t/v+12*math.Sqrt(t*math.Exp(logitSpread*logitSpread))/v+1)
-	mass := probs + t/v + 6*math.Sqrt(t/v) + 6
-	a := gmax*mass*(eps+2*(ez+lse)+t*0x1p-23) + 4*kernels.U32
+	mass := e.f*probs + t/v + 6*math.Sqrt(t/v) + 6 + t*s.eps()/v
+	a := e.gmax*mass*(e.p+2*(e.z+e.lse)+t*0x1p-23) + e.gmax*probs*2*zlossOf(s)*e.lse + 4*kernels.U32
 	return kernels.Tolerance{Atol: a, Rtol: 2 * kernels.U32}
 }

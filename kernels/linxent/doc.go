@@ -3,15 +3,18 @@
 // in memory, as PyTorch's cross_entropy(x @ w.T, labels,
 // ignore_index=-100, reduction="mean") with w frozen:
 //
-//	z = x·wᵀ per row, lse = log Σ_c e^z, p = e^(z − lse)
-//	dx[r]   = dloss/n_valid · (Σ_c p[r,c]·w[c] − w[label[r]])
-//	loss[r] = lse[r] − z[r,label[r]]
+//	z = x·wᵀ per row, lse = log Σ_c e^z, p = e^(z − lse), F = 1 + 2λ·lse
+//	G[r,c]  = dloss/n_valid · (F·p[r,c] − ε/v − (1−ε)·[c = label[r]])
+//	dx[r]   = Σ_c G[r,c]·w[c]
+//	loss[r] = lse[r] − (1−ε)·z[r,label[r]] − ε/v·Σ_c z[r,c] + λ·lse[r]²
 //
-// with dx and loss zero on a row whose label is ignore_index (−100); and,
-// with dw=1 or 2, the head's gradient (a trained head, or tied embeddings
-// whose gradient it adds to):
+// with dx and loss zero on a row whose label is ignore_index (−100), ε the
+// label smoothing and λ the z-loss coefficient (both 0 unless the shape
+// has them), as cross_entropy_bwd; and, with dw=1 or 2, the head's
+// gradient (a trained head, or tied embeddings whose gradient it adds
+// to):
 //
-//	dw[c] (+)= dloss/n_valid · Σ_r (p[r,c] − [c = label[r]])·x[r]
+//	dw[c] (+)= Σ_r G[r,c]·x[r]
 //
 // Rules:
 //   - Buffers: x [t·h] and w [v·h] in the dtype (bf16, f16); labels [t]
@@ -26,7 +29,9 @@
 //     head's gradient is added to (the runner restores it before each
 //     validation; timed runs add to what the last left, the same work).
 //   - Shapes: from a preset, the head [Vocab × Hidden] at its tokens; h a
-//     multiple of 64; v any size.
+//     multiple of 64; v any size; smooth (ε, below 1, baked into the PTX)
+//     and zloss (1: λ read at run time from zloss_scale [1] f32) as
+//     cross_entropy_bwd takes them.
 //   - The vocabulary is cut into chunks of `chunk` rows of w, the last
 //     shorter; a chunk's logits and probabilities are rows of ld = w
 //     rounded up to 8 columns (16-byte rows; the pad reads as zeros and is
@@ -43,22 +48,26 @@
 //     3. the gradient GEMM (gemm.Custom): acc[t×h] = α[row]·acc + P·w[c0:c0+w]
 //     in f32 (the first chunk stores P·w), B MN-major at the same offset.
 //     Then the finishing kernel, one CTA per row: lse = (mL + log₂ s)·ln 2,
-//     loss = lse − z[label], dx = g·acc/s − g·w[label] in the dtype. The
+//     the loss, dx = g·F/s·acc − g·(1−ε)·w[label] − g·ε/v·Σ_c w_c in the
+//     dtype. With label smoothing the softmax kernel also adds each
+//     chunk's Σz to the row's (the fourth statistics word), and two
+//     launches ahead of the chunks sum w's columns (wsum.go: 32 CTAs per
+//     32 columns, then the partials in a fixed order). The
 //     first chunk's softmax starts from nothing (α = 0). Kernels that
 //     differ only in the chunk's offset are one entry launched with other
 //     tensor maps: a program has at most two logits GEMMs, three gradient
 //     GEMMs and three softmax kernels, whatever v is.
 //   - dW (dw=1, 2): after the finishing kernel, a second pass over the
 //     chunks, last to first: the logits GEMM again (not for the last
-//     chunk, whose logits are still in z), the gradient kernel writing
-//     G = g·2^(z·log₂e − lseL) − g·[c = label] in the dtype over the
-//     chunk's probabilities (lseL = mL + log₂ s from the final
-//     statistics), and the dW GEMM dw[c0:c0+w] (+)= Gᵀ·x in f32, t its
+//     chunk, whose logits are still in z), the gradient kernel writing G
+//     in the dtype over the chunk's probabilities (p = 2^(z·log₂e − lseL),
+//     lseL = mL + log₂ s from the final statistics), and the dW GEMM dw[c0:c0+w] (+)= Gᵀ·x in f32, t its
 //     reduction (gemm.Custom with M = w: A = G and B = x MN-major; its
 //     ring as deep as fits, independent of t). Four GEMMs per chunk, one
 //     more than the floor with dW.
 //   - Scratch (the program's): z [t·ld] f32, p [t·ld] in the dtype, acc
-//     [t·h] f32, alpha [t] f32, stats [t·4] f32: with chunk = 4096 at
+//     [t·h] f32, alpha [t] f32, stats [t·4] f32 (mL, s, z[label], Σz),
+//     with label smoothing wsum [33·h] f32: with chunk = 4096 at
 //     t = 2048, h = 1536, 61 MB, a tenth of the bf16 logits (622 MB).
 //   - The token count t is taken at run time (RuntimeDims): the GEMMs
 //     read it as their parameter m, the other kernels' grids are t CTAs;
@@ -73,7 +82,8 @@
 //   - Inputs: x uniform in [−1, 1], w uniform in [−6/√h, 6/√h] (logits of
 //     standard deviation 2 at every h), rounded to the dtype; labels
 //     uniform in [0, v), every eighth row (offset by the seed)
-//     ignore_index; dloss uniform in [0.5, 2); n_valid their count.
+//     ignore_index; dloss uniform in [0.5, 2); n_valid their count;
+//     zloss_scale uniform in [0.01, 0.1).
 //   - Tolerance (data.go): the logits' f32 error E_z (the GEMM's bound),
 //     the rescales' and ex2/lg2 errors per chunk for lse and loss, and
 //     for dx P's rounding to the dtype (Σ p·w moves by at most ε_P·max|w|)
@@ -81,7 +91,5 @@
 //     bound on Σ_r p[r,c] + the class's labels (dwTolerance). With dw=2
 //     the initial dw is uniform in [−1, 1].
 //
-// Not built yet: label smoothing and z-loss (per-row terms; smoothing
-// needs Σ_c w_c once per call). docs/kernels/linxent.md has the floor and
-// the design's reasoning.
+// docs/kernels/linxent.md has the floor and the design's reasoning.
 package linxent

@@ -73,8 +73,8 @@ func (c chunk) dwGEMM(s Shape, p Params) (gemm.Custom, gemm.Params, error) {
 const prefix = "linear_cross_entropy_bwd"
 
 // statWords is the f32 words of a row's statistics: the running maximum
-// times log₂e (mL), Σ 2^(z·log₂e − mL), z[label] and a pad word (16-byte
-// rows).
+// times log₂e (mL), Σ 2^(z·log₂e − mL), z[label] and Σz (label
+// smoothing; 0 without).
 const statWords = 4
 
 // finishBlock is the finishing kernel's CTA.
@@ -93,6 +93,8 @@ type bugs struct {
 	noRescale bool // the gradient GEMM does not rescale the accumulator
 	labelOff  bool // z[label] taken one column late
 	noOneHot  bool // the dW pass's gradient leaves out −g at the label
+	noWSum    bool // dx leaves out label smoothing's −g·ε/v·Σ_c w_c
+	noZFactor bool // dx leaves out z-loss's factor 1 + 2λ·lse
 }
 
 func emit(s Shape, p Params, b bugs) (kernels.Program, error) {
@@ -113,13 +115,24 @@ func emit(s Shape, p Params, b bugs) (kernels.Program, error) {
 		return nil
 	}
 	grid := [3]contract.Expr{contract.Var(Dim), contract.Int(1), contract.Int(1)}
+	tm := termsOf(s)
+	ws := wsumKernels{dt: s.DType, v: s.V, h: s.H}
+	if tm.eps > 0 {
+		launches = append(launches, ws.emit(m)...)
+	}
+	// coefArgs are the finishing and gradient kernels' inputs after
+	// labels and stats.
+	coefArgs := []kernels.Arg{{Buffer: "dloss"}, {Buffer: "n_valid"}}
+	if tm.zloss {
+		coefArgs = append(coefArgs, kernels.Arg{Buffer: "zloss_scale"})
+	}
 	maxLD := 0
 	for _, c := range chunksOf(s, p) {
 		maxLD = max(maxLD, c.ld)
 		if err := addGEMM(c.zGEMM(s, p)); err != nil {
 			return kernels.Program{}, err
 		}
-		sm := softmax{dt: s.DType, w: c.w, ld: c.ld, first: c.first, block: p.SBlock, labBytes: s.labelType().Size(), labelOff: b.labelOff}
+		sm := softmax{dt: s.DType, w: c.w, ld: c.ld, first: c.first, block: p.SBlock, tm: tm, labelOff: b.labelOff}
 		if !emitted[sm.entry()] {
 			emitted[sm.entry()] = true
 			sm.emit(m.Func(sm.entry()))
@@ -131,11 +144,17 @@ func emit(s Shape, p Params, b bugs) (kernels.Program, error) {
 			return kernels.Program{}, err
 		}
 	}
-	fin := finish{dt: s.DType, h: s.H, v: s.V, labBytes: s.labelType().Size()}
+	fin := finish{dt: s.DType, h: s.H, tm: tm, noWSum: b.noWSum, noZFactor: b.noZFactor}
 	fin.emit(m.Func(fin.entry()))
-	launches = append(launches, kernels.Launch{Entry: fin.entry(), Grid: grid, Block: [3]int{finishBlock, 1, 1},
-		Args: []kernels.Arg{{Buffer: "acc"}, {Buffer: "w"}, {Buffer: "labels"}, {Buffer: "stats"}, {Buffer: "dloss"}, {Buffer: "n_valid"},
-			{Buffer: "dx"}, {Buffer: "lse"}, {Buffer: "loss"}}})
+	finArgs := []kernels.Arg{{Buffer: "acc"}, {Buffer: "w"}, {Buffer: "labels"}, {Buffer: "stats"}, {Buffer: "dloss"}, {Buffer: "n_valid"},
+		{Buffer: "dx"}, {Buffer: "lse"}, {Buffer: "loss"}}
+	if tm.zloss {
+		finArgs = append(finArgs, kernels.Arg{Buffer: "zloss_scale"})
+	}
+	if tm.eps > 0 {
+		finArgs = append(finArgs, ws.sums())
+	}
+	launches = append(launches, kernels.Launch{Entry: fin.entry(), Grid: grid, Block: [3]int{finishBlock, 1, 1}, Args: finArgs})
 	if s.DW != dwNone {
 		cs := chunksOf(s, p)
 		for i := len(cs) - 1; i >= 0; i-- {
@@ -145,14 +164,14 @@ func emit(s Shape, p Params, b bugs) (kernels.Program, error) {
 					return kernels.Program{}, err
 				}
 			}
-			gk := gradKernel{dt: s.DType, w: c.w, ld: c.ld, block: p.SBlock, labBytes: s.labelType().Size(), noOneHot: b.noOneHot}
+			gk := gradKernel{dt: s.DType, w: c.w, ld: c.ld, block: p.SBlock, tm: tm, noOneHot: b.noOneHot}
 			if !emitted[gk.entry()] {
 				emitted[gk.entry()] = true
 				gk.emit(m.Func(gk.entry()))
 			}
+			args := append([]kernels.Arg{{Buffer: "z"}, {Buffer: "p"}, {Buffer: "labels"}, {Buffer: "stats"}}, coefArgs...)
 			launches = append(launches, kernels.Launch{Entry: gk.entry(), Grid: grid, Block: [3]int{p.SBlock, 1, 1},
-				Args: []kernels.Arg{{Buffer: "z"}, {Buffer: "p"}, {Buffer: "labels"}, {Buffer: "stats"}, {Buffer: "dloss"}, {Buffer: "n_valid"},
-					{Scalar: contract.Int(c.c0), Type: contract.U32}}})
+				Args: append(args, kernels.Arg{Scalar: contract.Int(c.c0), Type: contract.U32})})
 			if err := addGEMM(c.dwGEMM(s, p)); err != nil {
 				return kernels.Program{}, err
 			}
@@ -163,11 +182,15 @@ func emit(s Shape, p Params, b bugs) (kernels.Program, error) {
 		return kernels.Program{}, fmt.Errorf("building: %w", err)
 	}
 	t := contract.Var(Dim)
-	return kernels.Program{PTX: built.String(), Launches: launches, RuntimeDims: []string{Dim}, Buffers: []kernels.Buffer{
+	prog := kernels.Program{PTX: built.String(), Launches: launches, RuntimeDims: []string{Dim}, Buffers: []kernels.Buffer{
 		{Name: "z", DType: dtype.F32, Elems: t.TimesInt(maxLD), Role: kernels.Scratch},
 		{Name: "p", DType: s.DType, Elems: t.TimesInt(maxLD), Role: kernels.Scratch},
 		{Name: "acc", DType: dtype.F32, Elems: t.TimesInt(s.H), Role: kernels.Scratch},
 		{Name: "alpha", DType: dtype.F32, Elems: t, Role: kernels.Scratch},
 		{Name: "stats", DType: dtype.F32, Elems: t.TimesInt(statWords), Role: kernels.Scratch},
-	}}, nil
+	}}
+	if tm.eps > 0 {
+		prog.Buffers = append(prog.Buffers, ws.buffer())
+	}
+	return prog, nil
 }

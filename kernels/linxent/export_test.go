@@ -8,8 +8,9 @@ import (
 // EmitBuggy emits variant p of shape s with a planted bug: noRescale
 // stores each chunk's P·w over the accumulator instead of rescaling and
 // adding; labelOff takes z[label] one class late; noOneHot leaves −g at
-// the label out of the dW pass's gradient.
-func EmitBuggy(s variants.Shape, p variants.Params, noRescale, labelOff, noOneHot bool) (kernels.Program, error) {
+// the label out of the dW pass's gradient; noWSum leaves label
+// smoothing's Σ_c w_c out of dx; noZFactor z-loss's factor.
+func EmitBuggy(s variants.Shape, p variants.Params, bug string) (kernels.Program, error) {
 	sh, err := variants.DecodeShape[Shape](s.Dims, s.DType)
 	if err != nil {
 		return kernels.Program{}, err
@@ -18,5 +19,7 @@ func EmitBuggy(s variants.Shape, p variants.Params, noRescale, labelOff, noOneHo
 	if err != nil {
 		return kernels.Program{}, err
 	}
-	return emit(sh, pv, bugs{noRescale: noRescale, labelOff: labelOff, noOneHot: noOneHot})
+	b := map[string]bugs{"noRescale": {noRescale: true}, "labelOff": {labelOff: true}, "noOneHot": {noOneHot: true},
+		"noWSum": {noWSum: true}, "noZFactor": {noZFactor: true}}[bug]
+	return emit(sh, pv, b)
 }

@@ -25,17 +25,27 @@ const maxChunks = 64
 
 // Shape is the LM head and loss of t tokens: hidden states x [t×h], the
 // head's weight w [v×h], labels of t rows (labels: i32, or i64 as
-// PyTorch keeps them), and the head's gradient (dw: 0 none, a frozen
-// head; 1 written into dw [v×h] f32; 2 added to what dw holds, the tied
-// embedding's gradient).
+// PyTorch keeps them), the head's gradient (dw: 0 none, a frozen head; 1
+// written into dw [v×h] f32; 2 added to what dw holds, the tied
+// embedding's gradient), label smoothing ε (smooth, optional: 0) and
+// z-loss (zloss, optional: 0; 1 adds λ·lse² to each row's loss, λ the
+// run-time input zloss_scale).
 type Shape struct {
-	T      int    `dim:"t"`
-	H      int    `dim:"h"`
-	V      int    `dim:"v"`
-	Labels string `dim:"labels,optional=i32" values:"i32,i64"`
-	DW     int    `dim:"dw,optional=0"`
+	T      int            `dim:"t"`
+	H      int            `dim:"h"`
+	V      int            `dim:"v"`
+	Labels string         `dim:"labels,optional=i32" values:"i32,i64"`
+	DW     int            `dim:"dw,optional=0"`
+	Smooth variants.Milli `dim:"smooth,optional"`
+	ZLoss  int            `dim:"zloss,optional=0"`
 	DType  dtype.DType
 }
+
+// eps is the label smoothing ε.
+func (s Shape) eps() float64 { return s.Smooth.Float() }
+
+// zloss reports whether the loss has PaLM's z-loss term λ·lse².
+func (s Shape) zloss() bool { return s.ZLoss == 1 }
 
 // The dw modes.
 const (
@@ -90,6 +100,10 @@ func (family) CheckShape(s Shape) error {
 	switch {
 	case s.H%64 != 0:
 		return fmt.Errorf("h=%d: the hidden size must be a multiple of 64", s.H)
+	case s.ZLoss > 1:
+		return fmt.Errorf("zloss=%d: want 0 or 1", s.ZLoss)
+	case s.Smooth >= 1000:
+		return fmt.Errorf("smooth=%v: label smoothing must be below 1", s.eps())
 	case s.DW > dwAdd:
 		return fmt.Errorf("dw=%d: want 0 (a frozen head), 1 (dW written) or 2 (dW added to dw)", s.DW)
 	case s.T > maxT(s):
@@ -116,6 +130,9 @@ func (family) Buffers(s Shape) []kernels.Buffer {
 		{Name: "lse", DType: dtype.F32, Elems: t, Role: kernels.Output},
 		{Name: "loss", DType: dtype.F32, Elems: t, Role: kernels.Output},
 	}
+	if s.zloss() {
+		b = append(b, kernels.Buffer{Name: "zloss_scale", DType: dtype.F32, Elems: one, Role: kernels.Input})
+	}
 	switch s.DW {
 	case dwWrite:
 		b = append(b, kernels.Buffer{Name: "dw", DType: dtype.F32, Elems: contract.Int(s.V * s.H), Role: kernels.Output})
@@ -128,12 +145,15 @@ func (family) Buffers(s Shape) []kernels.Buffer {
 // Cost: x read and dx written, w read by both GEMMs, labels read, lse
 // and loss written; the two GEMMs' flops, 4·t·v·h. With dW, w read again
 // by the recomputation, dw written (and read, dw=2) in f32, and two more
-// GEMMs.
+// GEMMs; with label smoothing w read once more (its column sums).
 func (family) Cost(s Shape) kernels.Cost {
 	t, h, v := int64(s.T), int64(s.H), int64(s.V)
 	elems, flops, f32 := 2*v*h+2*t*h, 4*t*v*h, int64(0)
 	if s.DW != dwNone {
 		elems, flops, f32 = elems+v*h, flops+4*t*v*h, int64(s.DW)*v*h
+	}
+	if s.Smooth > 0 {
+		elems += v * h
 	}
 	return kernels.Cost{Bytes: elems*int64(s.DType.Size()) + 4*f32 + (8+int64(s.labelType().Size()))*t, Flops: flops}
 }

@@ -28,36 +28,47 @@ func TestNamedOnInterpreter(t *testing.T) {
 
 // TestValidationCatchesBugs: accumulators overwritten by each chunk
 // instead of rescaled and added (dx wrong), z[label] read one class late
-// (loss wrong) and the dW pass's gradient without −g at the label (dw
-// wrong), each fail validation naming that buffer.
+// (loss wrong), the dW pass's gradient without −g at the label (dw
+// wrong), dx without label smoothing's column sums or without z-loss's
+// factor: each fails validation naming that buffer.
 func TestValidationCatchesBugs(t *testing.T) {
 	ss := runner.NewSession(sim.New(sim.Options{Workers: 2}))
 	defer ss.Release()
-	s := simtest.Shape(t, fam, "t=70,h=128,v=300,dw=1", dtype.BF16)
-	if err := ss.Prepare(fam, s, 1); err != nil {
-		t.Fatal(err)
-	}
 	p, _ := variants.ParseParams("chunk=256,zbm=128,zbn=128,zpers=0,dbm=128,dbn=128,dpers=0,sblock=128,wbm=128,wbn=128")
-	good, err := fam.Emit(s, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := simtest.ValidateProgram(ss, good); err != nil {
-		t.Fatalf("the unbroken program: %v", err)
-	}
-	for _, b := range []struct {
-		noRescale, labelOff, noOneHot bool
-		buffer                        string
-	}{{true, false, false, "dx"}, {false, true, false, "loss"}, {false, false, true, "dw"}} {
-		prog, err := linxent.EmitBuggy(s, p, b.noRescale, b.labelOff, b.noOneHot)
+	// smoothing's term g·ε/v·Σ_c w_c is visible past the probabilities'
+	// rounding only where ε/v is large: a short vocabulary, ε = 0.9
+	for _, c := range []struct {
+		spec string
+		bugs map[string]string
+	}{
+		{"t=70,h=128,v=300,dw=1,smooth=0.1,zloss=1", map[string]string{"noRescale": "dx", "labelOff": "loss", "noOneHot": "dw", "noZFactor": "dx"}},
+		{"t=70,h=128,v=40,smooth=0.9", map[string]string{"noWSum": "dx"}},
+	} {
+		s := simtest.Shape(t, fam, c.spec, dtype.BF16)
+		if err := ss.Prepare(fam, s, 1); err != nil {
+			t.Fatal(err)
+		}
+		good, err := fam.Emit(s, p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = simtest.ValidateProgram(ss, prog)
-		if err == nil || !strings.Contains(err.Error(), b.buffer) {
-			t.Errorf("%+v: validation says %v, want a failure of %s", b, err, b.buffer)
+		if err := simtest.ValidateProgram(ss, good); err != nil {
+			t.Fatalf("%s: the unbroken program: %v", c.spec, err)
 		}
-		t.Logf("%+v: %v", b, err)
+		for bug, buffer := range c.bugs {
+			prog, err := linxent.EmitBuggy(s, p, bug)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if prog.PTX == good.PTX {
+				t.Fatalf("%s: the bug was not planted", bug)
+			}
+			err = simtest.ValidateProgram(ss, prog)
+			if err == nil || !strings.Contains(err.Error(), buffer) {
+				t.Errorf("%s %s: validation says %v, want a failure of %s", c.spec, bug, err, buffer)
+			}
+			t.Logf("%s: %v", bug, err)
+		}
 	}
 }
 
@@ -90,7 +101,8 @@ func TestSpace(t *testing.T) {
 // simCases: one token; odd t and an odd v whose last chunk is 44 classes
 // (a padded row of 48); one chunk that is also the last; f16 with i64
 // labels; rows past two tiles of 128 and chunks of 512; dW written, and
-// added to a given dw in f16.
+// added to a given dw in f16; label smoothing with z-loss, without and
+// with dW.
 var simCases = []simtest.Case{
 	{Spec: "t=1,h=64,v=300", DType: dtype.BF16},
 	{Spec: "t=70,h=128,v=300", DType: dtype.BF16},
@@ -99,6 +111,8 @@ var simCases = []simtest.Case{
 	{Spec: "t=300,h=64,v=1100", DType: dtype.BF16},
 	{Spec: "t=45,h=64,v=300,dw=1", DType: dtype.BF16},
 	{Spec: "t=70,h=128,v=520,dw=2,labels=i64", DType: dtype.F16},
+	{Spec: "t=37,h=64,v=1003,smooth=0.1,zloss=1", DType: dtype.BF16},
+	{Spec: "t=45,h=64,v=300,smooth=0.05,zloss=1,dw=2", DType: dtype.F16},
 }
 
 // TestVariantsOnInterpreter validates a sample of each case's variants
