@@ -89,3 +89,29 @@ func TestAssembleWinners(t *testing.T) {
 	}
 	ptxtest.ReportSorted(t, ptxtest.Assemble(t, jobs, true), 20)
 }
+
+// TestAssembleLoRA assembles, for sm_90a, the lora=16 and lora=64
+// variants of qwen1.5b's gate·up dX covering every axis value, as
+// TestAssemble does.
+func TestAssembleLoRA(t *testing.T) {
+	f := Families()[0]
+	var jobs []ptxtest.Job
+	for _, spec := range []string{"m=2048,n=8960,k=1536,grad=dx,lora=16", "m=2048,n=1536,k=8960,grad=dx,lora=64"} {
+		specs, err := variants.ParseSpecs(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vs, err := f.Shape(specs[0], dtype.BF16)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ps := range sweep.Pick(f.Space(vs).Enumerate(), 1000) {
+			prog, err := f.Emit(vs, ps)
+			if err != nil {
+				t.Fatal(err)
+			}
+			jobs = append(jobs, ptxtest.Job{What: vs.Key() + " " + ps.String(), Module: ptxas.Module{PTX: prog.PTX, Arch: "sm_90a"}})
+		}
+	}
+	ptxtest.ReportSorted(t, ptxtest.Assemble(t, jobs, true), 20)
+}

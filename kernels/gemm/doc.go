@@ -5,7 +5,7 @@
 //
 // # Shapes
 //
-// m, n, k and grad (dx|dw) are required: grad=dx is dX[M×K] = dY[M×N]·W,
+// m, n, k and grad (dx|dw) are required (lora=r optional, below): grad=dx is dX[M×K] = dY[M×N]·W,
 // grad=dw is dW[N×K] = dYᵀ·X. out=f32 (dw only) writes dW in f32, for an
 // f32 main-grad; without it every output has the inputs' dtype, as
 // PyTorch's bf16 and f16 backward does. The output dtype is a shape choice,
@@ -150,6 +150,21 @@
 // into the others' slots (cp.async.bulk.shared::cluster); filler 0 then
 // arrives once for all. No split or stream-K. The program takes M at run
 // time like the family's own (below); a BSource sees no M (bsource.go).
+//
+// # An adapter's dX (lora=r)
+//
+// lora=r (grad=dx, r a multiple of 8 up to 64) adds a LoRA adapter's
+// share of dX in the same GEMM, dX = dY·W + dh·A with dh = s·dY·B [M×r]
+// (lora_bwd's output) and A [r×K]: the reduction goes on past N through
+// ⌈r/64⌉ more k-tiles, which the producer loads from two more tensor
+// maps (parameters lora_h and lora_a after B's): dh as A (K-major, box
+// {64 k, BM rows}) and A as B (MN-major atoms), both zero-filled past r,
+// at k coordinates less the base reduction's whole k-tiles. The consumers
+// and the epilogue do not change; split-K and reduce=dsmem split the
+// longer reduction as any other. wgmma path only, no cluster, no
+// stream-K. Its baselines are cuBLAS's base GEMM alone (cublas-base,
+// cublaslt-best-base): less than the unfused path, which also runs dh·A
+// and adds it.
 //
 // # Another family's GEMM (Custom)
 //

@@ -14,16 +14,18 @@ const exactLimit = 1 << 24
 // ExactInputs (kernels.Exacter): nonzero integers in −3..3 while
 // 9·L < 2²⁴, else ±1 in an ExactPattern of at most 2²⁴ − 1 terms an
 // output; false only where r·c outputs cannot carry all L reduction
-// indices that way (L ≥ 2²⁴ over fewer than ⌈L/(2²⁴−1)⌉ outputs). See
+// indices that way (L ≥ 2²⁴ over fewer than ⌈L/(2²⁴−1)⌉ outputs), and
+// with an adapter where the pattern is not dense (L counts its rank). See
 // the package doc, Validation.
 func (def) ExactInputs(s Shape, seed uint64) (map[string][]float64, bool) {
 	p := problemOf(s)
+	l := p.l + s.LoRA
 	v := 3
-	if 9*p.l >= exactLimit {
+	if 9*l >= exactLimit {
 		v = 1
 	}
-	pat, ok := NewExactPattern(p.r, p.c, p.l, (exactLimit-1)/(v*v))
-	if !ok {
+	pat, ok := NewExactPattern(p.r, p.c, l, (exactLimit-1)/(v*v))
+	if !ok || s.LoRA > 0 && !pat.Dense() {
 		return nil, false
 	}
 	key := "gemm_bwd/exact/"
@@ -45,7 +47,12 @@ func (def) ExactInputs(s Shape, seed uint64) (map[string][]float64, bool) {
 			}
 		}
 	}
-	return map[string][]float64{"dy": a, p.b.buf: b}, true
+	in := map[string][]float64{"dy": a, p.b.buf: b}
+	if s.LoRA > 0 {
+		in[loraH] = ExactValues(v, s.M*s.LoRA, seed, key+loraH)
+		in[loraA] = ExactValues(v, s.LoRA*s.K, seed, key+loraA)
+	}
+	return in, true
 }
 
 // ExactValues returns n integers drawn uniformly from ±1 .. ±v (never 0,

@@ -33,7 +33,15 @@ type problem struct {
 	// accumulate: the epilogue adds to what C holds, C += A·B (Custom
 	// only, direct epilogue).
 	accumulate bool
+	// lora is the rank of a LoRA adapter whose dX, dh·A, the GEMM adds
+	// (grad=dx): the reduction goes on past its l elements through
+	// loraTiles more k-tiles of dh [M×lora] (A, K-major) and a [lora×K]
+	// (B, MN-major), zero-filled past lora.
+	lora int
 }
+
+// loraTiles is the k-tiles of the adapter's reduction (0 without one).
+func (g problem) loraTiles(bk int) int { return (g.lora + bk - 1) / bk }
 
 // operand is one GEMM operand in its buffer: row-major with rows ld
 // elements apart. A K-major operand has the reduction index contiguous
@@ -59,6 +67,7 @@ func problemOf(s Shape) problem {
 		p.r, p.l, p.mRows = s.M, s.N, true
 		p.a = operand{buf: "dy", kMajor: true, ld: s.N}
 		p.b = operand{buf: "w", ld: s.K}
+		p.lora = s.LoRA
 	default:
 		p.r, p.l = s.N, s.M
 		p.a = operand{buf: "dy", ld: s.N}

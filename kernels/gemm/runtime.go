@@ -32,7 +32,11 @@ func tileRowsExpr(g problem, p Params) contract.Expr {
 }
 func tilesExpr(g problem, p Params) contract.Expr { return tileRowsExpr(g, p).TimesInt(tilesC(g, p)) }
 func kTilesExpr(g problem, p Params) contract.Expr {
-	return contract.CeilDiv(g.lExpr(), contract.Int(p.BK))
+	kt := contract.CeilDiv(g.lExpr(), contract.Int(p.BK))
+	if g.lora > 0 {
+		return kt.PlusInt(g.loraTiles(p.BK))
+	}
+	return kt
 }
 
 // ext is a u32 extent as a kernel computes with it: the immediate v, or,
@@ -123,6 +127,9 @@ func sizesOf(k *ptx.Func, g problem, p Params, m ptx.Sym) sizes {
 	sz.tr = sz.r.ceilDiv(k, p.BM*p.Cluster).times(k, p.Cluster)
 	sz.tiles = mulExt(k, sz.tr, sz.tc)
 	sz.kt = sz.l.ceilDiv(k, p.BK)
+	if g.lora > 0 { // dx: l is not M
+		sz.kt = immExt(sz.kt.v + g.loraTiles(p.BK))
+	}
 	return sz
 }
 

@@ -116,3 +116,24 @@ func TestDSMEMOnInterpreter(t *testing.T) {
 		{Spec: "m=1100,n=128,k=200,grad=dw", DType: dtype.BF16},
 	}, 16, func(p gemm.Params) bool { return p.Reduce == gemm.ReduceDSMEM })
 }
+
+// TestLoRAOnInterpreter runs lora=r variants (dX = dY·W + dh·A, the
+// adapter's rank as one more k-tile loaded from its own tensor maps) on
+// the random and the exact inputs: ranks 8 (a k-tile mostly zero-filled)
+// and 64 (a whole one), a base reduction that ends mid k-tile (n = 72),
+// one row, split-K summed by a launch or in distributed shared memory
+// (the adapter's k-tile in the last split) and TMA stores: a sample (one in 8; one in 2 with GRADTUNE_SWEEP=ci, all with
+// full), and named points.
+func TestLoRAOnInterpreter(t *testing.T) {
+	cases := []simtest.Case{
+		{Spec: "m=1,n=64,k=64,grad=dx,lora=8", DType: dtype.BF16},
+		{Spec: "m=100,n=72,k=136,grad=dx,lora=16", DType: dtype.F16},
+		{Spec: "m=300,n=200,k=264,grad=dx,lora=64", DType: dtype.BF16},
+	}
+	simSample(t, cases, 8, func(p gemm.Params) bool { return true })
+	simtest.RunNamed(t, gemm.Families()[0], []simtest.Point{
+		{Case: cases[2], Params: "mma=wgmma,bm=128,bn=64,bk=64,stages=2,consumers=2,cluster=1,multicast=0,splitk=2,reduce=launch,order=m,persistent=0,epilogue=direct,regsplit=1"},
+		{Case: cases[2], Params: "mma=wgmma,bm=64,bn=128,bk=64,stages=2,consumers=1,cluster=1,multicast=0,splitk=2,reduce=dsmem,order=m,persistent=0,epilogue=direct,regsplit=1"},
+		{Case: cases[2], Params: "mma=wgmma,bm=128,bn=64,bk=64,stages=5,consumers=2,cluster=1,multicast=0,splitk=1,reduce=launch,order=m,persistent=0,epilogue=tma,regsplit=1"},
+	})
+}

@@ -54,6 +54,7 @@ func (def) Space(s Shape) variants.Typed[Params] {
 			rule("tile order and persistence past one wave only; persistent grids grouped, sync grids m or n", tileOrder, "mma", "bm", "bn", "splitk", "order", "persistent"),
 			rule("wgmma clusters on reductions past 8 k-tiles, order m or grouped, unsplit, TMA store", wgmmaFeatures),
 			rule("stream-K on the wgmma path's persistent grids under two waves of tiles, unsplit, no cluster", streamK, "mma", "bm", "bn", "bk", "cluster", "splitk", "order", "persistent"),
+			rule("an adapter's dX on the wgmma path, no cluster, no stream-K", loraPath, "mma", "cluster", "order"),
 		},
 	}
 }
@@ -62,7 +63,7 @@ func (def) Space(s Shape) variants.Typed[Params] {
 func tilesR(g problem, p Params) int { return gen.CeilDiv(g.r, p.BM) }
 func tilesC(g problem, p Params) int { return gen.CeilDiv(g.c, p.BN) }
 func tiles(g problem, p Params) int  { return tilesR(g, p) * tilesC(g, p) }
-func kTiles(g problem, p Params) int { return gen.CeilDiv(g.l, p.BK) }
+func kTiles(g problem, p Params) int { return gen.CeilDiv(g.l, p.BK) + g.loraTiles(p.BK) }
 
 func syncFeatures(_ problem, p Params) error {
 	if p.MMA != Sync {
@@ -419,6 +420,16 @@ func streamK(g problem, p Params) error {
 		return fmt.Errorf("order=streamk over %d k-tiles: fewer than two per SM", n)
 	case gen.CeilDiv(numSMs, t)*p.BM*p.BN*4 > skFixupMax:
 		return fmt.Errorf("order=streamk with %d tiles of %d×%d: an owner adds %d partials of %d KB", t, p.BM, p.BN, gen.CeilDiv(numSMs, t), p.BM*p.BN*4>>10)
+	}
+	return nil
+}
+
+// loraPath: the adapter's k-tiles are loaded by the wgmma path's
+// producer from their own tensor maps, without a cluster's multicast of
+// B and outside stream-K's segments.
+func loraPath(g problem, p Params) error {
+	if g.lora > 0 && (p.MMA != WGMMA || p.Cluster != 1 || p.Order == StreamK) {
+		return fmt.Errorf("lora=%d takes mma=wgmma, cluster=1 and no stream-K", g.lora)
 	}
 	return nil
 }

@@ -88,7 +88,9 @@ type wgKernel struct {
 	dsm     *dsmemTile // reduce=dsmem: the consumer's tile, for the sum after the cluster barrier
 	m       ptx.Sym    // the parameter m (M)
 	scale   ptx.Reg    // u64: the rows' factors of a scaled epilogue (problem.scale)
-	prod    *produced  // B written into its buffer during the kernel (producedb.go), or nil
+	// loraMaps are the tensor maps of an adapter's dh and A (problem.lora).
+	loraMaps [2]ptx.Sym
+	prod     *produced // B written into its buffer during the kernel (producedb.go), or nil
 	// waitPrior: the producer thread waits for the previous grid
 	// (griddepcontrol.wait) before its first load, for a dependent launch
 	// after the one that writes B.
@@ -248,9 +250,25 @@ func newWgKernel(m *ptx.Module, b wgBuild) *wgKernel {
 // output argument out; the caller appends the rest of its arguments.
 func (wk *wgKernel) launch(entry string, out kernels.Arg) kernels.Launch {
 	g, p := wk.g, wk.p
+	args := []kernels.Arg{{TensorMap: aMap(g, p)}, {TensorMap: bMap(g, p)}}
+	if g.lora > 0 {
+		h, a := loraMaps(g, p)
+		args = append(args, kernels.Arg{TensorMap: h}, kernels.Arg{TensorMap: a})
+	}
 	return kernels.Launch{Entry: entry, Grid: [3]contract.Expr{tilesExpr(g, p).TimesInt(p.SplitK), contract.Int(1), contract.Int(1)},
-		Block: [3]int{wk.threads(), 1, 1}, SharedBytes: smemBytes(g, p, p.Stages),
-		Args: []kernels.Arg{{TensorMap: aMap(g, p)}, {TensorMap: bMap(g, p)}, out}}
+		Block: [3]int{wk.threads(), 1, 1}, SharedBytes: smemBytes(g, p, p.Stages), Args: append(args, out)}
+}
+
+// loraMaps are the tensor maps of an adapter's k-tiles: dh [M×r] as A
+// (K-major, boxes {64 k, BM rows}) and A [r×K] as B (MN-major, boxes of
+// one atom), both zero past r.
+func loraMaps(g problem, p Params) (h, a *kernels.TensorMap) {
+	h = &kernels.TensorMap{Buffer: loraH, DType: g.in, Dims: []contract.Expr{contract.Int(g.lora), g.rExpr()}, Strides: contract.Ints(2 * g.lora),
+		Box: []int{64, p.BM}, Swizzle: 128}
+	at := bAtomOf(p)
+	a = &kernels.TensorMap{Buffer: loraA, DType: g.in, Dims: []contract.Expr{contract.Int(g.c), contract.Int(g.lora)}, Strides: contract.Ints(2 * g.c),
+		Box: []int{at.cols, 64}, Swizzle: at.rowBytes}
+	return h, a
 }
 
 // aMap is A's tensor map: dy as {N, M} elements. K-major (dx: N is the
@@ -321,6 +339,9 @@ func (wk *wgKernel) body() []kernels.Arg {
 		tmB = k.TensorMapParam("b")
 	} else {
 		srcArgs = wk.src.Declare(k)
+	}
+	if wk.g.lora > 0 {
+		wk.loraMaps = [2]ptx.Sym{k.TensorMapParam("lora_h"), k.TensorMapParam("lora_a")}
 	}
 	if wk.prod != nil {
 		srcArgs = wk.prod.src.Declare(k)
@@ -550,6 +571,12 @@ func (wk *wgKernel) producer(base ptx.Reg, t tile, ma, mb ptx.Reg, r, rr *hopper
 		}
 		k.MbarArriveExpectTx(full, ptx.Imm(wk.stage))
 		dst := r.Data(base)
+		if g.lora > 0 {
+			wk.loadOrLoRA(dst, full, t, kc, ma, mb)
+			k.MovTo(kc, k.Add(ptx.U32, kc, ptx.Imm(p.BK)))
+			r.Next()
+			return
+		}
 		if g.a.kMajor {
 			k.TmaLoad(ptx.At(dst, 0), ma, []ptx.Operand{kc, t.row0}, full)
 		} else {
@@ -582,6 +609,24 @@ func (wk *wgKernel) producer(base ptx.Reg, t tile, ma, mb ptx.Reg, r, rr *hopper
 		}
 		k.MovTo(kc, k.Add(ptx.U32, kc, ptx.Imm(p.BK)))
 		r.Next()
+	})
+}
+
+// loadOrLoRA issues the loads of the k-tile at kc into dst: A from dy
+// (K-major) and B from w in atoms below the base reduction's whole
+// k-tiles, and past them the adapter's: dh's and A's at kc less those.
+func (wk *wgKernel) loadOrLoRA(dst ptx.Reg, full ptx.Addr, t tile, kc, ma, mb ptx.Reg) {
+	k, g, p := wk.k, wk.g, wk.p
+	at := bAtomOf(p)
+	loads := func(ma, mb ptx.Reg, kc ptx.Reg) {
+		k.TmaLoad(ptx.At(dst, 0), ma, []ptx.Operand{kc, t.row0}, full)
+		for j := range p.BN / at.cols {
+			k.TmaLoad(ptx.At(dst, int64(wk.aBytes+j*at.bytes)), mb, []ptx.Operand{k.Add(ptx.U32, t.col0, ptx.Imm(at.cols*j)), kc}, full)
+		}
+	}
+	baseK := gen.CeilDiv(g.l, p.BK) * p.BK
+	k.IfElse(k.Setp("lt", ptx.U32, kc, ptx.Imm(baseK)), func() { loads(ma, mb, kc) }, func() {
+		loads(k.TensorMapAddr(wk.loraMaps[0]), k.TensorMapAddr(wk.loraMaps[1]), k.Sub(ptx.U32, kc, ptx.Imm(baseK)))
 	})
 }
 
