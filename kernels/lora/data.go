@@ -17,11 +17,15 @@ const sMin, sMax = 0.5, 2
 func (family) Inputs(s Shape, seed uint64) map[string][]float64 {
 	key := variants.ShapeOf(s).Key() + "/"
 	u := func(name string, n int) []float64 { return kernels.Uniform(s.DType, n, -1, 1, seed, key+name) }
-	return map[string][]float64{
+	in := map[string][]float64{
 		"dy": u("dy", s.T*s.Out), "x": u("x", s.T*s.In), "h": u("h", s.T*s.R),
-		"a": u("a", s.R*s.In), "b": u("b", s.Out*s.R),
+		"b":     u("b", s.Out*s.R),
 		"scale": kernels.Uniform(dtype.F32, 1, sMin, sMax, seed, key+"scale"),
 	}
+	if s.dx() {
+		in["a"] = u("a", s.R*s.In)
+	}
+	return in
 }
 
 // Reference, in float64: dh = s·dY·B, dB = s·dYᵀ·h, dA = dhᵀ·x and
@@ -63,6 +67,9 @@ func (family) Reference(s Shape, in map[string][]float64) map[string][]float64 {
 			}
 		}
 	})
+	if !s.dx() {
+		return map[string][]float64{"dh": dh, "db": db, "da": da}
+	}
 	kernels.ParallelRows(s.T, func(t int) {
 		row := dx[t*s.In : (t+1)*s.In]
 		for j, c := range dh[t*r : (t+1)*r] {
@@ -166,9 +173,13 @@ func (family) ExactInputs(s Shape, seed uint64) (map[string][]float64, bool) {
 			}
 		}
 	}
-	return map[string][]float64{
+	in := map[string][]float64{
 		"dy": gemm.ExactValues(bv, s.T*s.Out, seed, key+"dy"), "x": x,
-		"h": gemm.ExactValues(bv, s.T*s.R, seed, key+"h"), "a": gemm.ExactValues(bv, s.R*s.In, seed, key+"a"),
+		"h": gemm.ExactValues(bv, s.T*s.R, seed, key+"h"),
 		"b": gemm.ExactValues(bv, s.Out*s.R, seed, key+"b"), "scale": {bs},
-	}, true
+	}
+	if s.dx() {
+		in["a"] = gemm.ExactValues(bv, s.R*s.In, seed, key+"a")
+	}
+	return in, true
 }

@@ -7,9 +7,12 @@
 //	dA = dhᵀ·x      [r×in]   (over t)
 //	dX = dh·A       [t×in]   (over r; the adapter's part of dX only)
 //
+// or, with dx=base, all but dX, which the base layer's dX GEMM then adds
+// in its own reduction (gemm_bwd lora=r): A is not read either.
+//
 // Rules:
-//   - Shapes: t, in, out, r and the dtype (bf16 or f16; every tensor in
-//     it, f32 accumulation). r is a multiple of 8 from 8 to 64, in and out
+//   - Shapes: t, in, out, r, dx (here, the default, or base) and the
+//     dtype (bf16 or f16; every tensor in it, f32 accumulation). r is a multiple of 8 from 8 to 64, in and out
 //     multiples of 8. From a preset: every projection [out×in]
 //     (variants.Preset.Projections) at ranks 16 and 64, at its tokens.
 //   - Buffers: dy, x, h, a, b (Input, the dtype), scale [1] f32 (Input: s
@@ -17,7 +20,8 @@
 //     integer); dh, db, da, dx (Output, the dtype). A program's own: dh32
 //     [t×r] f32 (Scratch, or State with osplit > 1), db32 [out×r] and
 //     da32 [r×in] f32 (State: zero between runs, as the finalize leaves
-//     them).
+//     them). With dx=base there is no a and no dx; the x kernel's ring
+//     holds x tiles only and it computes dA alone.
 //   - t is taken at run time: every GEMM kernel's last parameter is t
 //     (u32); grids, buffers and the finalize's counts are expressions of
 //     it. A program is correct at every t up to (2³¹−1)/max(in, out).

@@ -20,11 +20,12 @@ type geom struct {
 	kSteps              int // ⌈r/16⌉ k16 steps over the rank
 	rHalf               bool
 	tileBytes, rowBytes int // a [bt × 64] tile; one 64-column row
+	dx                  bool
 }
 
 func newGeom(s Shape, p Params) geom {
 	g := geom{dt: s.DType, in: s.In, out: s.Out, r: s.R, rp: max(8, gen.Pow2Ceil(s.R)),
-		bt: p.BT, warps: p.Warps, stages: p.Stages, osplit: p.OSplit, isplit: p.ISplit}
+		bt: p.BT, warps: p.Warps, stages: p.Stages, osplit: p.OSplit, isplit: p.ISplit, dx: s.dx()}
 	g.threads, g.wrows = 32*p.Warps, p.BT/p.Warps
 	g.mt = g.wrows / 16
 	g.kSteps, g.rHalf = gen.CeilDiv(s.R, 16), s.R%16 == 8
@@ -38,10 +39,16 @@ func newGeom(s Shape, p Params) geom {
 func (g geom) stageDY() int { return g.tileBytes + chunk*g.rp*2 }
 func (g geom) smemDY() int  { return g.stages*g.stageDY() + g.bt*g.rp*2 }
 
-// The x kernel's ring slot: an x tile [bt × 64], then an A tile [r × 64];
-// after the ring, dh's hi and lo tiles [bt × r] of pitch rp.
-func (g geom) stageX() int { return g.tileBytes + g.r*g.rowBytes }
-func (g geom) smemX() int  { return g.stages*g.stageX() + 2*g.bt*g.rp*2 }
+// The x kernel's ring slot: an x tile [bt × 64], then an A tile [r × 64]
+// (with dX only); after the ring, dh's hi and lo tiles [bt × r] of pitch
+// rp.
+func (g geom) stageX() int {
+	if !g.dx {
+		return g.tileBytes
+	}
+	return g.tileBytes + g.r*g.rowBytes
+}
+func (g geom) smemX() int { return g.stages*g.stageX() + 2*g.bt*g.rp*2 }
 
 // Emit generates one variant: the dY kernel, dh's finalize where its
 // partials meet in dh32 (osplit > 1), the x kernel and the finalize of
@@ -84,8 +91,11 @@ func (f family) Emit(s Shape, p Params) (kernels.Program, error) {
 		prog.Launches = append(prog.Launches, finalLaunch(name("dh"), []finalArg{{"dh32", "dh", t.TimesInt(g.r)}}))
 		endArgs = append(endArgs, finalArg{"dh32", "", t.TimesInt(g.r)})
 	}
-	prog.Launches = append(prog.Launches, gemm(name("x"), g.isplit, g.smemX(), "x", "a", "dh32", "dx", "da32"),
-		finalLaunch(name("end"), endArgs))
+	xBufs := []string{"x", "dh32", "da32"}
+	if g.dx {
+		xBufs = []string{"x", "a", "dh32", "dx", "da32"}
+	}
+	prog.Launches = append(prog.Launches, gemm(name("x"), g.isplit, g.smemX(), xBufs...), finalLaunch(name("end"), endArgs))
 	prog.Buffers = []kernels.Buffer{dh32,
 		{Name: "db32", DType: dtype.F32, Elems: contract.Int(g.out * g.r), Role: kernels.State},
 		{Name: "da32", DType: dtype.F32, Elems: contract.Int(g.r * g.in), Role: kernels.State}}

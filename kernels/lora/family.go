@@ -36,14 +36,21 @@ const maxShared = 227 * 1024
 const waveSMs = 132
 
 // Shape is one LoRA adapter's backward: t tokens, a base layer of in
-// inputs and out outputs, rank r.
+// inputs and out outputs, rank r; dx=base leaves the adapter's dX to the
+// base layer's GEMM (dx=here, the default, computes it).
 type Shape struct {
-	T     int `dim:"t"`
-	In    int `dim:"in"`
-	Out   int `dim:"out"`
-	R     int `dim:"r"`
+	T     int    `dim:"t"`
+	In    int    `dim:"in"`
+	Out   int    `dim:"out"`
+	R     int    `dim:"r"`
+	DX    string `dim:"dx,optional=here" values:"here,base"`
 	DType dtype.DType
 }
+
+// dx reports whether the adapter's dX is the family's to compute; with
+// dx=base the base layer's dX GEMM adds it (gemm_bwd lora=r), so A is
+// not read either.
+func (s Shape) dx() bool { return s.DX != "base" }
 
 // Params is one variant: the CTA's rows and warps and ring depth (both
 // GEMM kernels) and each kernel's split of its columns.
@@ -102,27 +109,35 @@ func (family) Buffers(s Shape) []kernels.Buffer {
 	buf := func(name string, e contract.Expr, role kernels.Role) kernels.Buffer {
 		return kernels.Buffer{Name: name, DType: s.DType, Elems: e, Role: role}
 	}
-	return []kernels.Buffer{
+	b := []kernels.Buffer{
 		buf("dy", t.TimesInt(s.Out), kernels.Input),
 		buf("x", t.TimesInt(s.In), kernels.Input),
 		buf("h", t.TimesInt(s.R), kernels.Input),
-		buf("a", contract.Int(s.R*s.In), kernels.Input),
 		buf("b", contract.Int(s.Out*s.R), kernels.Input),
 		{Name: "scale", DType: dtype.F32, Elems: contract.Int(1), Role: kernels.Input},
 		buf("dh", t.TimesInt(s.R), kernels.Output),
 		buf("db", contract.Int(s.Out*s.R), kernels.Output),
 		buf("da", contract.Int(s.R*s.In), kernels.Output),
-		buf("dx", t.TimesInt(s.In), kernels.Output),
 	}
+	if s.dx() {
+		b = append(b, buf("a", contract.Int(s.R*s.In), kernels.Input), buf("dx", t.TimesInt(s.In), kernels.Output))
+	}
+	return b
 }
 
 // Cost: dY, x, h, A and B read once, dh, dB, dA and dX written once (the
-// scale's 4 bytes too); 2·t·r·(2·out + 2·in) flops.
+// scale's 4 bytes too); 2·t·r·(2·out + 2·in) flops; with dx=base no A,
+// no dX and 2·t·r·(2·out + in).
 func (family) Cost(s Shape) kernels.Cost {
 	t, in, out, r := int64(s.T), int64(s.In), int64(s.Out), int64(s.R)
-	elems := t*out + t*in + t*r + r*in + out*r + // read
-		t*r + out*r + r*in + t*in // written
-	return kernels.Cost{Bytes: elems*int64(s.DType.Size()) + 4, Flops: 2 * t * r * (2*out + 2*in)}
+	elems := t*out + t*in + t*r + out*r + // read
+		t*r + out*r + r*in // written
+	flops := 2 * t * r * (2*out + in)
+	if s.dx() {
+		elems += r*in + t*in // A read, dX written
+		flops += 2 * t * r * in
+	}
+	return kernels.Cost{Bytes: elems*int64(s.DType.Size()) + 4, Flops: flops}
 }
 
 // chunks is ⌈n/64⌉, the 64-column chunks of a row of n.

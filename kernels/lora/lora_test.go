@@ -94,7 +94,40 @@ func TestVariantsOnInterpreter(t *testing.T) {
 		{Case: simCases[4], Params: "bt=128,warps=8,stages=2,osplit=1,isplit=1"},
 		{Case: simtest.Case{Spec: "t=137,in=200,out=136,r=64", DType: dtype.BF16}, Params: "bt=128,warps=8,stages=3,osplit=2,isplit=4"},
 		{Case: simtest.Case{Spec: "t=70,in=136,out=72,r=40", DType: dtype.F16}, Params: "bt=64,warps=4,stages=3,osplit=2,isplit=2"},
+		// dx=base: the base GEMM adds dh·A; no A read, no dX written
+		{Case: simtest.Case{Spec: "t=130,in=200,out=136,r=24,dx=base", DType: dtype.BF16}, Params: "bt=64,warps=4,stages=3,osplit=2,isplit=2"},
+		{Case: simtest.Case{Spec: "t=137,in=64,out=72,r=64,dx=base", DType: dtype.F16}, Params: "bt=128,warps=8,stages=2,osplit=1,isplit=1"},
 	})
+}
+
+// TestWithoutDX: with dx=base the program has neither A nor dX, and its
+// other outputs are the dx=1 program's (the same reference), for less
+// cost.
+func TestWithoutDX(t *testing.T) {
+	with := simtest.Shape(t, fam, "t=37,in=64,out=72,r=16", dtype.BF16)
+	without := simtest.Shape(t, fam, "t=37,in=64,out=72,r=16,dx=base", dtype.BF16)
+	var names []string
+	for _, b := range fam.Buffers(without) {
+		names = append(names, b.Name)
+	}
+	if slices.Contains(names, "a") || slices.Contains(names, "dx") || len(names) != len(fam.Buffers(with))-2 {
+		t.Errorf("dx=base buffers %v", names)
+	}
+	p, _ := variants.ParseParams("bt=64,warps=4,stages=2,osplit=1,isplit=1")
+	prog, err := fam.Emit(without, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range prog.Launches {
+		for _, a := range l.Args {
+			if a.Buffer == "a" || a.Buffer == "dx" {
+				t.Errorf("%s takes %s", l.Entry, a.Buffer)
+			}
+		}
+	}
+	if cw, co := fam.Cost(with), fam.Cost(without); co.Flops != cw.Flops-2*37*16*64 || co.Bytes != cw.Bytes-2*(16*64+37*64) {
+		t.Errorf("cost %+v without dX, %+v with", co, cw)
+	}
 }
 
 // TestRuntimeTokens: a program emitted at t=37 is the program emitted at

@@ -22,8 +22,16 @@ type xKernel struct {
 
 // emitX writes the x kernel.
 func emitX(k *ptx.Func, g geom) {
-	x, a, dh32 := gen.Param(k, "x"), gen.Param(k, "a"), gen.Param(k, "dh32")
-	dx, da32 := gen.Param(k, "dx"), gen.Param(k, "da32")
+	var a, dx ptx.Reg
+	x := gen.Param(k, "x")
+	if g.dx {
+		a = gen.Param(k, "a")
+	}
+	dh32 := gen.Param(k, "dh32")
+	if g.dx {
+		dx = gen.Param(k, "dx")
+	}
+	da32 := gen.Param(k, "da32")
 	t := k.LdParam(k.Param(Dim, ptx.U32))
 	k.ReqNTid(g.threads)
 	smem := k.Mov(ptx.U32, k.DynamicShared("smem", 128))
@@ -35,16 +43,23 @@ func emitX(k *ptx.Func, g geom) {
 	lo := k.Add(ptx.U32, hi, ptx.Imm(g.bt*g.rp*2))
 	xk.splitDH(dh32, hi, lo, c.row0, t)
 	xc := newTileCopy(k, xk.w.tid, g.bt, chunk, chunk, g.in, g.threads)
-	ac := newTileCopy(k, xk.w.tid, g.r, chunk, chunk, g.in, g.threads)
+	var ac *tileCopy
+	if g.dx {
+		ac = newTileCopy(k, xk.w.tid, g.r, chunk, chunk, g.in, g.threads)
+	}
 	load := func(slot, ch ptx.Reg) {
 		col := k.Shl(ptx.U32, ch, ptx.Imm(6))
 		xc.issue(slot, x, c.row0, col, t, ptx.Imm(g.in))
-		ac.issue(k.Add(ptx.U32, slot, ptx.Imm(g.tileBytes)), a, imm(k, 0), col, ptx.Imm(g.r), ptx.Imm(g.in))
+		if g.dx {
+			ac.issue(k.Add(ptx.U32, slot, ptx.Imm(g.tileBytes)), a, imm(k, 0), col, ptx.Imm(g.r), ptx.Imm(g.in))
+		}
 	}
 	fr := xk.frags()
 	ring(k, smem, g.stageX(), g.stages, c.first, c.cnt, load, func(slot, ch ptx.Reg) {
 		col0 := k.Shl(ptx.U32, ch, ptx.Imm(6))
-		xk.dx(fr, slot, hi, lo, c.row0, col0, t, dx)
+		if g.dx {
+			xk.dx(fr, slot, hi, lo, c.row0, col0, t, dx)
+		}
 		xk.da(fr, slot, hi, lo, col0, da32)
 	})
 }
