@@ -441,6 +441,95 @@ def linear(x, weight, bias=None, tuned=None):
     return _Linear.apply(x, weight, bias, tuned)
 
 
+# ---- the LM head and the loss
+
+IGNORE_INDEX = -100
+
+
+def _lce_reference(x, w, labels, eps, z):
+    """Mean cross-entropy of x·wᵀ (f32 logits) with label smoothing eps and
+    z-loss z·lse² per counted row, over the rows whose label is not -100."""
+    logits = (x @ w.t()).float()
+    ce = torch.nn.functional.cross_entropy(logits, labels, ignore_index=IGNORE_INDEX, label_smoothing=eps, reduction="none")
+    valid = labels != IGNORE_INDEX
+    if z:
+        ce = ce + z * torch.logsumexp(logits, dim=-1).square() * valid
+    return ce.sum() / valid.sum()
+
+
+def _smooth_text(eps):
+    """eps as the shape's smooth= dim (thousandths), or None when it has more
+    digits than that."""
+    m = round(eps * 1000)
+    if abs(m - eps * 1000) > 1e-9 or not 0 <= m < 1000:
+        return None
+    return f"{m // 1000}.{m % 1000:03d}".rstrip("0").rstrip(".")
+
+
+def _lce_shape(x, w, labels, eps, z):
+    """The linear_cross_entropy_bwd shape of the call, or None where the
+    family does not take it (the torch path runs)."""
+    smooth = _smooth_text(eps)
+    if (x.dtype not in (torch.bfloat16, torch.float16) or w.dtype != x.dtype or not x.is_cuda
+            or labels.dtype not in (torch.int32, torch.int64) or smooth is None or x.shape[-1] % 64):
+        return None
+    t, h = x.shape
+    spec = f"t={t},h={h},v={w.shape[0]}"
+    if labels.dtype == torch.int64:
+        spec += ",labels=i64"
+    if eps:
+        spec += f",smooth={smooth}"
+    if z:
+        spec += ",zloss=1"
+    if w.requires_grad:
+        spec += ",dw=1"
+    return spec
+
+
+class _LinearCrossEntropy(torch.autograd.Function):
+    """The gradients are computed in the forward (the fused kernel computes
+    the loss and the gradients in one program, with dloss = 1); the
+    backward scales them by the upstream gradient."""
+
+    @staticmethod
+    def forward(ctx, x, w, labels, eps, z, tuned):
+        ctx.w_dtype = w.dtype
+        spec = _lce_shape(x, w, labels, eps, z)
+        out = None
+        if spec is not None:
+            n_valid = (labels != IGNORE_INDEX).sum().float().reshape(1)
+            tensors = {"x": x.contiguous(), "w": w.contiguous(), "labels": labels.contiguous(),
+                       "dloss": torch.ones(1, dtype=torch.float32, device=x.device), "n_valid": n_valid}
+            if z:
+                tensors["zloss_scale"] = torch.full((1,), float(z), dtype=torch.float32, device=x.device)
+            out = _tuned(tuned).try_run("linear_cross_entropy_bwd", _NAMES[x.dtype], spec, tensors)
+        if out is not None:
+            dw = out["dw"].view(w.shape) if "dw" in out else None
+            ctx.save_for_backward(out["dx"].view(x.shape), dw)
+            return out["loss"].sum() / n_valid[0]
+        with torch.enable_grad():
+            xr = x.detach().requires_grad_(True)
+            wr = w.detach().requires_grad_(w.requires_grad)
+            loss = _lce_reference(xr, wr, labels, eps, z)
+            grads = torch.autograd.grad(loss, [xr, wr] if w.requires_grad else [xr])
+        ctx.save_for_backward(grads[0], grads[1] if w.requires_grad else None)
+        return loss.detach()
+
+    @staticmethod
+    def backward(ctx, g):
+        dx, dw = ctx.saved_tensors
+        return dx * g.to(dx.dtype), (dw * g).to(ctx.w_dtype) if dw is not None else None, None, None, None, None
+
+
+def linear_cross_entropy(x, weight, labels, label_smoothing=0.0, z_loss=0.0, tuned=None):
+    """Mean cross-entropy of x·weightᵀ over the labels that are not -100
+    (x [t×h], weight [v×h], labels [t] int32 or int64), with label
+    smoothing and z-loss z_loss·lse² per counted row; the logits are never
+    stored: linear_cross_entropy_bwd's entry computes the loss, dx and,
+    where weight requires grad, dW (f32, returned in weight's dtype)."""
+    return _LinearCrossEntropy.apply(x, weight, labels, float(label_smoothing), float(z_loss), tuned)
+
+
 # ---- NF4
 
 # bitsandbytes' NF4 codebook (nf4_dequantization_lut), f32, ascending.

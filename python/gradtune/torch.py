@@ -15,6 +15,9 @@ naming what to install when torch is absent).
                             rmsnorm_bwd from the forward's per-row rstd
   linear                    a dense bf16/f16 linear whose backward runs
                             gemm_bwd (grad=dx and grad=dw)
+  linear_cross_entropy      the LM head and the mean cross-entropy (label
+                            smoothing, z-loss) without the logits stored:
+                            linear_cross_entropy_bwd
   NF4Weight, nf4_lora_linear, nf4_gemm_dx, NF4LoRALinear
                             an NF4 (bitsandbytes layout) base weight with a
                             LoRA adapter: dX from nf4_gemm_bwd, the
@@ -24,7 +27,7 @@ A shape or GPU with no entry falls back to the torch path and warns once
 per kernel and reason. See gradtune/_torch.py for the rules.
 """
 
-_NAMES = ("Tuned", "default", "set_default", "relu", "gelu_tanh", "silu", "swiglu", "rope", "rms_norm", "linear", "NF4Weight",
+_NAMES = ("Tuned", "default", "set_default", "relu", "gelu_tanh", "silu", "swiglu", "rope", "rms_norm", "linear", "linear_cross_entropy", "NF4Weight",
           "nf4_lora_linear", "nf4_gemm_dx", "NF4LoRALinear", "BadTensor", "TORCH_DTYPES")
 
 

@@ -107,6 +107,26 @@ class Fallbacks(unittest.TestCase):
         self.check(gtorch.relu, torch.relu, (x,), 0)
         self.check(gtorch.gelu_tanh, lambda x: torch.nn.functional.gelu(x, approximate="tanh"), (x,), 1e-6)
 
+    def test_linear_cross_entropy(self):
+        torch = self.torch
+        x, w = torch.randn(12, 64), torch.randn(40, 64) * 0.1
+        labels = torch.randint(0, 40, (12,))
+        labels[3] = -100
+        for eps, z in ((0.0, 0.0), (0.1, 1e-3)):
+            def theirs(x, w):
+                logits = x @ w.t()
+                ce = torch.nn.functional.cross_entropy(logits, labels, ignore_index=-100, label_smoothing=eps, reduction="none")
+                valid = labels != -100
+                return (ce + z * torch.logsumexp(logits, -1).square() * valid).sum() / valid.sum()
+
+            self.check(lambda x, w: gtorch.linear_cross_entropy(x, w, labels, eps, z), theirs, (x, w), 1e-5)
+            self.assertAlmostEqual(gtorch.linear_cross_entropy(x, w, labels, eps, z).item(), theirs(x, w).item(), places=5)
+
+    def test_smooth_text(self):
+        from gradtune._torch import _smooth_text
+
+        self.assertEqual([_smooth_text(e) for e in (0.0, 0.1, 0.05, 0.125, 0.1234, 1.0)], ["0", "0.1", "0.05", "0.125", None, None])
+
     def test_swiglu(self):
         torch = self.torch
         self.check(gtorch.swiglu, lambda g, u: torch.nn.functional.silu(g) * u, (torch.randn(8, 32), torch.randn(8, 32)), 1e-6)
