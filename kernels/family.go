@@ -3,6 +3,7 @@ package kernels
 import (
 	"fmt"
 	"hash/fnv"
+	"math"
 	"math/rand/v2"
 
 	"github.com/gradtune/gradtune/contract"
@@ -171,6 +172,23 @@ type GEMMCall struct {
 type Cost struct {
 	Bytes int64 // fewest bytes moved through device memory (reads + writes)
 	Flops int64
+}
+
+// Labels returns n class labels uniform in [0, classes) from the stream
+// as Uniform draws it, with label ignore on every every-th row (row r
+// where (r + seed) mod every = every − 1), and the count of the others.
+func Labels(n, classes, ignore, every int, seed uint64, stream string) ([]float64, int) {
+	labels := Uniform(dtype.F64, n, 0, float64(classes), seed, stream)
+	valid := 0
+	for r := range labels {
+		labels[r] = math.Floor(labels[r])
+		if (uint64(r)+seed)%uint64(every) == uint64(every-1) {
+			labels[r] = float64(ignore)
+		} else {
+			valid++
+		}
+	}
+	return labels, valid
 }
 
 // Uniform returns n values uniform in [lo, hi) rounded to dt, from a

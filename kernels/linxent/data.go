@@ -34,16 +34,7 @@ func wBound(h int) float64 { return 3 * logitSpread / math.Sqrt(float64(h)) }
 // the count of labels that are not ignored.
 func (family) Inputs(s Shape, seed uint64) map[string][]float64 {
 	key := variants.ShapeOf(s).Key()
-	labels := kernels.Uniform(dtype.F64, s.T, 0, float64(s.V), seed, key+"/labels")
-	valid := 0
-	for r := range labels {
-		labels[r] = math.Floor(labels[r])
-		if (uint64(r)+seed)%ignoreEvery == ignoreEvery-1 {
-			labels[r] = IgnoreIndex
-		} else {
-			valid++
-		}
-	}
+	labels, valid := kernels.Labels(s.T, s.V, IgnoreIndex, ignoreEvery, seed, key+"/labels")
 	b := wBound(s.H)
 	in := map[string][]float64{
 		"x":       kernels.Uniform(s.DType, s.T*s.H, -1, 1, seed, key+"/x"),

@@ -30,16 +30,7 @@ const ignoreEvery = 8
 // [0.01, 0.1) (f32).
 func (family) Inputs(s Shape, seed uint64) map[string][]float64 {
 	key := variants.ShapeOf(s).Key()
-	labels := kernels.Uniform(dtype.F64, s.T, 0, float64(s.V), seed, key+"/labels")
-	valid := 0
-	for r := range labels {
-		labels[r] = math.Floor(labels[r])
-		if (uint64(r)+seed)%ignoreEvery == ignoreEvery-1 {
-			labels[r] = IgnoreIndex
-		} else {
-			valid++
-		}
-	}
+	labels, valid := kernels.Labels(s.T, s.V, IgnoreIndex, ignoreEvery, seed, key+"/labels")
 	in := map[string][]float64{
 		"logits":  kernels.Uniform(s.DType, s.T*s.V, -logit, logit, seed, key+"/logits"),
 		"labels":  labels,
