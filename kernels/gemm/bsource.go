@@ -32,6 +32,20 @@ import (
 // read it before they arrive, and thread 0 rewrites it only after the
 // consumers released the slot.
 //
+// An adapter's k-tiles (WrittenB.LoRA) follow each tile's base ones and
+// are dense: thread 0 waits for the slot, announces the whole slot's A
+// and B bytes on its full barrier and loads both by TMA (dh's box as A,
+// the adapter's A as B in the atoms above, zero past the rank), and
+// issues no raw data (with a raw area in the slot it arrives on the raw
+// barrier without bytes, so that the barrier still completes a phase a
+// lap; a raw ring skips the adapter's k-tiles on both sides). The
+// fillers wait for the slot's empty barrier (so that their arrivals count
+// in this lap's phase), write nothing and arrive on the full barrier as
+// for any k-tile (in a cluster filler 0 alone, sending no share: each
+// CTA loads the adapter's whole tile), so that its arrival count stays
+// the one the barrier was initialized with. Their Load for the first
+// adapter k-tile runs with more false, as past a tile's last k-tile.
+//
 // In a cluster of C CTAs on consecutive tile rows of one tile column
 // (cluster=C, multicast=1) the CTAs share B: each writes its Share of the
 // k-rows (64/C rows from rank·64/C; its Issue loads only those) and sends
@@ -123,14 +137,24 @@ type WrittenB struct {
 	// soon as the fillers are done with the raw slot, instead of after
 	// the consumers released the B slot; the fillers wait for both.
 	RawRing int
+	// LoRA, when not 0, is the rank of a LoRA adapter whose dX, dh·A, the
+	// GEMM adds (dh [M×LoRA] and A [LoRA×K] in the buffers LoRAH and
+	// LoRAA): the reduction goes on past N through ⌈LoRA/64⌉ k-tiles that
+	// the producer thread loads densely by TMA, both operands, while the
+	// fillers write nothing for them (see BSource).
+	LoRA int
 }
+
+// LoRAH and LoRAA are the buffers of an adapter's dh [M×r] and A [r×K]
+// (WrittenB.LoRA, DXGemm.LoRA; gemm_bwd's lora=r).
+const LoRAH, LoRAA = loraH, loraA
 
 // Fillers is how many threads run the BSource's Load and Fill.
 func (w WrittenB) Fillers() int { return producerFillers + 128*w.FillWarpgroups }
 
 func (w WrittenB) problem() problem {
 	return problem{r: w.M, c: w.K, l: w.N, mRows: true, a: operand{buf: "dy", kMajor: true, ld: w.N},
-		out: "dx", in: w.DType, od: w.DType}
+		out: "dx", in: w.DType, od: w.DType, lora: w.LoRA}
 }
 
 // Check says whether the wgmma path emits p for w with src: BK 64, one or
@@ -300,6 +324,7 @@ func (wk *wgKernel) fill(base, i ptx.Reg) {
 		sh = wk.share()
 	}
 	wk.forTiles(func(t tile) {
+		t = wk.baseTiles(t)
 		kc := k.Mul(ptx.U32, t.kt0, ptx.Imm(p.BK))
 		cur := wk.src.Load(k, t.col0, kc, i, k.Setp("ne", ptx.U32, t.nk, ptx.Imm(0)))
 		k.For(ptx.U32, ptx.Imm(0), t.nk, ptx.Imm(1), func(it ptx.Reg) {
@@ -343,7 +368,68 @@ func (wk *wgKernel) fill(base, i ptx.Reg) {
 			k.MovTo(kc, k.Add(ptx.U32, kc, ptx.Imm(p.BK)))
 			r.Next()
 		})
+		wk.fillLoRA(base, i, r)
 	})
+}
+
+// srcLoRATiles is the adapter's k-tiles at the end of each tile's
+// reduction that a BSource's producer thread loads densely (0 without an
+// adapter or a BSource: gemm_bwd's producer loads them in its k-loop).
+func (wk *wgKernel) srcLoRATiles() int {
+	if wk.src == nil {
+		return 0
+	}
+	return wk.g.loraTiles(wk.p.BK)
+}
+
+// baseTiles is tile t without the adapter's k-tiles (t itself where
+// srcLoRATiles is 0).
+func (wk *wgKernel) baseTiles(t tile) tile {
+	if n := wk.srcLoRATiles(); n > 0 {
+		t.nk = wk.k.Sub(ptx.U32, t.nk, ptx.Imm(n))
+	}
+	return t
+}
+
+// issueLoRA is thread 0's part of tile t's adapter k-tiles, after its
+// base ones (see BSource): per k-tile, wait for the slot, announce the
+// slot's A and B bytes, load dh's box and the adapter's A atoms at the
+// adapter's reduction row 64·j, and arrive on the slot's raw barrier
+// where it has one.
+func (wk *wgKernel) issueLoRA(base ptx.Reg, t tile, r *hopper.Cursor) {
+	k, p := wk.k, wk.p
+	n := wk.srcLoRATiles()
+	if n == 0 {
+		return
+	}
+	k.Comment("the adapter's k-tiles: dh and A by TMA, no raw data")
+	mh, ma := k.TensorMapAddr(wk.loraMaps[0]), k.TensorMapAddr(wk.loraMaps[1])
+	for j := range n {
+		r.WaitEmpty(base)
+		full := r.Full(base)
+		k.MbarArriveExpectTx(full, ptx.Imm(wk.aBytes+p.BN*128))
+		wk.loadTile(r.Data(base), full, t, mh, ma, k.Mov(ptx.U32, ptx.Imm(j*p.BK)), false)
+		if wk.rawRing == 0 && wk.src.RawBytes(p) > 0 {
+			k.MbarArriveDrop(r.Bar(base, wk.rawBars()))
+		}
+		r.Next()
+	}
+}
+
+// fillLoRA is filler i's part of a tile's adapter k-tiles (see BSource):
+// per k-tile, wait for the slot's empty barrier and arrive on its full
+// one (in a cluster filler 0 alone), writing nothing.
+func (wk *wgKernel) fillLoRA(base, i ptx.Reg, r *hopper.Cursor) {
+	k := wk.k
+	for range wk.srcLoRATiles() {
+		r.WaitEmpty(base)
+		if wk.p.Cluster > 1 {
+			k.If(k.Setp("eq", ptx.U32, i, ptx.Imm(0)), func() { k.MbarArriveDrop(r.Full(base)) })
+		} else {
+			k.MbarArriveDrop(r.Full(base))
+		}
+		r.Next()
+	}
 }
 
 // sendShare: the fillers meet; filler 0 copies the CTA's share of the B

@@ -164,7 +164,10 @@
 // longer reduction as any other. wgmma path only, no cluster, no
 // stream-K. Its baselines are cuBLAS's base GEMM alone (cublas-base,
 // cublaslt-best-base): less than the unfused path, which also runs dh·A
-// and adds it.
+// and adds it. DXGemm.LoRA and WrittenB.LoRA give nf4_gemm_bwd's paths
+// the same; on a written B the producer thread loads the adapter's
+// k-tile, both operands, and the fillers arrive without writing
+// (BSource).
 //
 // # Another family's GEMM (Custom)
 //

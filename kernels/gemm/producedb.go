@@ -247,6 +247,9 @@ type DXGemm struct {
 	B, Entry  string
 	WaitPrior bool
 	Producer  BProducer
+	// LoRA, when not 0, adds an adapter's dX as gemm_bwd's lora=r does
+	// (dh and A in the buffers LoRAH and LoRAA).
+	LoRA int
 	// Before, when set, adds the caller's kernels to the program's module
 	// and returns the launches that run ahead of the GEMM's (the one that
 	// writes B, for WaitPrior) and the buffers the program owns for them.
@@ -259,7 +262,9 @@ func WGConsumers(bm int) int { return wgConsumers(bm) }
 
 // Shape is the gemm_bwd shape of the product, whose space's rules p
 // must pass.
-func (d DXGemm) Shape() Shape { return Shape{M: d.M, N: d.N, K: d.K, Grad: DX, DType: d.DType} }
+func (d DXGemm) Shape() Shape {
+	return Shape{M: d.M, N: d.N, K: d.K, Grad: DX, LoRA: d.LoRA, DType: d.DType}
+}
 
 // Check says whether Emit writes p: a wgmma point of gemm_bwd's space at
 // Shape; with a Producer also cluster=1, reduce=launch, bn a multiple of

@@ -128,6 +128,7 @@ func TestRules(t *testing.T) {
 		"tile order and persistence past one wave only; persistent grids grouped, sync grids m or n",
 		"wgmma clusters on reductions past 8 k-tiles, order m or grouped, unsplit, TMA store",
 		"stream-K on the wgmma path's persistent grids under two waves of tiles, unsplit, no cluster",
+		"an adapter's dX on the wgmma path, no cluster, no stream-K",
 	}
 	if !slices.Equal(names, want) {
 		t.Fatalf("rules\n%q\nwant\n%q", names, want)

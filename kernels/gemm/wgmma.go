@@ -183,9 +183,9 @@ func buildWgmma(b wgBuild) (kernels.Program, error) {
 	switch {
 	case src != nil:
 		main.SharedBytes += wk.srcSmem()
-		main.Args = append(append([]kernels.Arg{{TensorMap: aMap(g, p)}}, srcArgs...), outArg)
+		main.Args = append(append(append([]kernels.Arg{{TensorMap: aMap(g, p)}}, srcArgs...), loraArgs(g, p)...), outArg)
 	case wk.prod != nil:
-		main.Args = append(append([]kernels.Arg{{TensorMap: aMap(g, p)}, {TensorMap: bMap(g, p)}}, srcArgs...), outArg)
+		main.Args = append(append(append([]kernels.Arg{{TensorMap: aMap(g, p)}, {TensorMap: bMap(g, p)}}, loraArgs(g, p)...), srcArgs...), outArg)
 	}
 	if p.Order == StreamK {
 		main.Grid[0] = skGrid(g, p)
@@ -250,13 +250,19 @@ func newWgKernel(m *ptx.Module, b wgBuild) *wgKernel {
 // output argument out; the caller appends the rest of its arguments.
 func (wk *wgKernel) launch(entry string, out kernels.Arg) kernels.Launch {
 	g, p := wk.g, wk.p
-	args := []kernels.Arg{{TensorMap: aMap(g, p)}, {TensorMap: bMap(g, p)}}
-	if g.lora > 0 {
-		h, a := loraMaps(g, p)
-		args = append(args, kernels.Arg{TensorMap: h}, kernels.Arg{TensorMap: a})
-	}
+	args := append([]kernels.Arg{{TensorMap: aMap(g, p)}, {TensorMap: bMap(g, p)}}, loraArgs(g, p)...)
 	return kernels.Launch{Entry: entry, Grid: [3]contract.Expr{tilesExpr(g, p).TimesInt(p.SplitK), contract.Int(1), contract.Int(1)},
 		Block: [3]int{wk.threads(), 1, 1}, SharedBytes: smemBytes(g, p, p.Stages), Args: append(args, out)}
+}
+
+// loraArgs are the launch arguments of an adapter's tensor maps (the
+// parameters lora_h and lora_a), none without an adapter.
+func loraArgs(g problem, p Params) []kernels.Arg {
+	if g.lora == 0 {
+		return nil
+	}
+	h, a := loraMaps(g, p)
+	return []kernels.Arg{{TensorMap: h}, {TensorMap: a}}
 }
 
 // loraMaps are the tensor maps of an adapter's k-tiles: dh [M×r] as A
@@ -544,12 +550,15 @@ func (wk *wgKernel) newRing() *hopper.Cursor { return wk.ring().Cursor(wk.k) }
 // producer: per k-tile, wait until the consumers released the slot (on
 // the first lap the wait for the parity before phase 0 passes at once),
 // announce the slot's bytes on its full barrier and issue the loads.
+// With a BSource an adapter's k-tiles follow the loop (issueLoRA).
 func (wk *wgKernel) producer(base ptx.Reg, t tile, ma, mb ptx.Reg, r, rr *hopper.Cursor) {
 	k, g, p := wk.k, wk.g, wk.p
 	var rank ptx.Reg
 	if p.Cluster > 1 {
 		rank = k.Mov(ptx.U32, ptx.ClusterCtaRank)
 	}
+	all := t
+	t = wk.baseTiles(t)
 	kc := k.Mul(ptx.U32, t.kt0, ptx.Imm(p.BK))
 	kCodes := wk.issueAhead(base, t, kc, rr)
 	k.For(ptx.U32, ptx.Imm(0), t.nk, ptx.Imm(1), func(it ptx.Reg) {
@@ -610,24 +619,35 @@ func (wk *wgKernel) producer(base ptx.Reg, t tile, ma, mb ptx.Reg, r, rr *hopper
 		k.MovTo(kc, k.Add(ptx.U32, kc, ptx.Imm(p.BK)))
 		r.Next()
 	})
+	wk.issueLoRA(base, all, r)
 }
 
 // loadOrLoRA issues the loads of the k-tile at kc into dst: A from dy
 // (K-major) and B from w in atoms below the base reduction's whole
 // k-tiles, and past them the adapter's: dh's and A's at kc less those.
+// A produced B's k-tiles wait for their k-slice (the adapter's need not).
 func (wk *wgKernel) loadOrLoRA(dst ptx.Reg, full ptx.Addr, t tile, kc, ma, mb ptx.Reg) {
 	k, g, p := wk.k, wk.g, wk.p
-	at := bAtomOf(p)
-	loads := func(ma, mb ptx.Reg, kc ptx.Reg) {
-		k.TmaLoad(ptx.At(dst, 0), ma, []ptx.Operand{kc, t.row0}, full)
-		for j := range p.BN / at.cols {
-			k.TmaLoad(ptx.At(dst, int64(wk.aBytes+j*at.bytes)), mb, []ptx.Operand{k.Add(ptx.U32, t.col0, ptx.Imm(at.cols*j)), kc}, full)
-		}
-	}
 	baseK := gen.CeilDiv(g.l, p.BK) * p.BK
-	k.IfElse(k.Setp("lt", ptx.U32, kc, ptx.Imm(baseK)), func() { loads(ma, mb, kc) }, func() {
-		loads(k.TensorMapAddr(wk.loraMaps[0]), k.TensorMapAddr(wk.loraMaps[1]), k.Sub(ptx.U32, kc, ptx.Imm(baseK)))
+	k.IfElse(k.Setp("lt", ptx.U32, kc, ptx.Imm(baseK)), func() { wk.loadTile(dst, full, t, ma, mb, kc, true) }, func() {
+		wk.loadTile(dst, full, t, k.TensorMapAddr(wk.loraMaps[0]), k.TensorMapAddr(wk.loraMaps[1]), k.Sub(ptx.U32, kc, ptx.Imm(baseK)), false)
 	})
+}
+
+// loadTile issues the TMA loads of a whole k-tile into the slot at dst,
+// completing on full: A's box {64 k, BM rows} at reduction element kc
+// from ma (K-major), then B's atoms from mb (MN-major), gated: after
+// waiting for a produced B's k-slice (produced.gate).
+func (wk *wgKernel) loadTile(dst ptx.Reg, full ptx.Addr, t tile, ma, mb, kc ptx.Reg, gated bool) {
+	k, p := wk.k, wk.p
+	at := bAtomOf(p)
+	k.TmaLoad(ptx.At(dst, 0), ma, []ptx.Operand{kc, t.row0}, full)
+	if gated {
+		wk.prod.gate(kc)
+	}
+	for j := range p.BN / at.cols {
+		k.TmaLoad(ptx.At(dst, int64(wk.aBytes+j*at.bytes)), mb, []ptx.Operand{k.Add(ptx.U32, t.col0, ptx.Imm(at.cols*j)), kc}, full)
+	}
 }
 
 // consumer runs the k-loop of consumer cw on tile t into its

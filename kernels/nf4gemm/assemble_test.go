@@ -54,3 +54,35 @@ func assembleFamily(t *testing.T, f kernels.Family, every int) {
 
 func TestAssembleDequant(t *testing.T) { assembleFamily(t, Families()[0], 7) }
 func TestAssembleGEMM(t *testing.T)    { assembleFamily(t, Families()[1], 80) }
+
+// TestAssembleLoRA assembles, for sm_90a, a sample of the lora=16 and
+// lora=64 variants of qwen1.5b's gate·up and down dX (one in 20 of
+// each, every axis value among them; all with GRADTUNE_SWEEP=full): each
+// module accepted with no spills, no stack frame and no warning.
+func TestAssembleLoRA(t *testing.T) {
+	f := Families()[1]
+	specs, err := variants.ParseSpecs("m=2048,n=8960,k=1536,lora=16; m=2048,n=1536,k=8960,scales=dq,lora=64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shapes := make([]variants.Shape, len(specs))
+	groups := make([][]variants.Params, len(specs))
+	for i, sp := range specs {
+		if shapes[i], err = f.Shape(sp, dtype.BF16); err != nil {
+			t.Fatal(err)
+		}
+		groups[i] = f.Space(shapes[i]).Enumerate()
+	}
+	var jobs []ptxtest.Job
+	for i, pts := range sweep.PickGroups(groups, 20) {
+		for _, ps := range pts {
+			prog, err := f.Emit(shapes[i], ps)
+			if err != nil {
+				t.Fatalf("%s %s: %v", shapes[i].Key(), ps, err)
+			}
+			jobs = append(jobs, ptxtest.Job{What: shapes[i].Key() + " " + ps.String(), Module: ptxas.Module{PTX: prog.PTX, Arch: "sm_90a"}})
+		}
+	}
+	ptxtest.ReportSorted(t, ptxtest.Assemble(t, jobs, true), 20)
+	t.Logf("%d modules", len(jobs))
+}

@@ -52,6 +52,36 @@
 // the per-tile paths keep splitk=1, order=m, bn up to 192 and up to 5
 // stages.
 //
+// # An adapter's dX (lora=r)
+//
+// lora=r (r a multiple of 8 up to 64; 0, left out, for none) adds a LoRA
+// adapter's share of dX in the same GEMM, as gemm_bwd's lora=r does: dX =
+// dY·dequant(W) + dh·A with dh = s·dY·B [M×r] (lora_bwd's output) and A
+// [r×K], buffers dh and a. The reduction goes on past N through one more
+// k-tile (⌈r/64⌉), loaded densely: on the shared-memory-B path
+// (gemm.WrittenB.LoRA) the producer thread waits for the slot, announces
+// the slot's A and B bytes on its full barrier and loads both by TMA,
+// dh's box as A and A's rows as B in the atoms the fillers write
+// (MN-major, element (k, n) at (n/64)·8192 + k·128 + (n%64)·2,
+// swizzled), zero past r; it issues no codes for the k-tile (with
+// codes=tma it arrives on the slot's raw barrier without bytes, keeping
+// its phase a lap; codes=ring skips the k-tile in the codes' ring). The
+// fillers' Load for it runs with more false (as past a tile's last
+// k-tile: block 0's scale), they wait for the slot's empty barrier,
+// dequantize nothing and arrive on the full barrier as on any
+// k-tile (with a cluster filler 0 alone, and no share is copied: each
+// CTA loads the adapter's whole tile), so its arrival count stays the
+// one it was initialized with. The unfused and streamed paths run
+// gemm_bwd's lora=r kernel (gemm.DXGemm.LoRA; its rules keep stream-K
+// out; a streamed B's gate is for the base k-tiles only). Rule: neither
+// the sync path (its math warps write every W tile between their MMAs:
+// the adapter's tile would need loads and stores of its own there) nor
+// the register-A path (its A operand, Wᵀ, is built in registers from
+// codes: the adapter's Aᵀ would need fragment loads of its own) takes
+// it. The baselines stay the dense cuBLAS GEMM and dequant+cublas, both
+// without the adapter's GEMM: less work than the unfused path, which
+// also runs dh·A and adds it.
+//
 // From kernels/hopper (the pipeline library; its doc has the rules) the
 // sync path takes the warp's MMA helpers (hopper.Warp: ldmatrix
 // offsets, accumulators, k16 steps, guarded stores) and the cp.async
@@ -75,7 +105,8 @@
 // Buffers (u8 buffers are padded to whole 32-bit words): dy, w4 (u8,
 // packed, bitsandbytes' high-first order), absmax (f32) or absmax_q (u8),
 // code2, absmax2, dq_offset (f32) with scales=dq, w_bf16/w_f16 (the
-// weight dequantized exactly, read only by the cuBLAS baseline), dx; the
+// weight dequantized exactly, read only by the cuBLAS baseline), dx,
+// with lora=r dh [M×r] and a [r×K]; the
 // unfused and streamed programs add w_deq (Scratch), the streamed ones
 // also gemm_bwd's chunk flags (State, left zero), and split-K programs
 // gemm_bwd's f32 workspace.
@@ -95,5 +126,7 @@
 // sum is a multiple of that ulp below 2²⁴ of them, exact in f32, and the
 // outputs must match bit for bit: at every shape with at least
 // ⌈N/exactTerms⌉ rows, which every preset shape has. A wrong scale block,
-// code or reduction row then fails, however long the reduction.
+// code or reduction row then fails, however long the reduction. With
+// lora=r the random bound counts N + r, and the exact inputs add dh and
+// A of ±1, dense, whose r products a row exactTerms leaves room for.
 package nf4gemm

@@ -16,15 +16,22 @@ import (
 // GEMMShape is the input gradient of a QLoRA linear layer y = x·Wᵀ with a
 // frozen NF4 weight W [N×K]: dX[M×K] = dY[M×N]·dequant(W), dY and dX in
 // DType (bf16 or f16). Block and Scales are the weight's format, as in
-// nf4_dequant.
+// nf4_dequant. LoRA=r adds a LoRA adapter's dX in the same GEMM: dX =
+// dY·dequant(W) + dh·A with dh = s·dY·B [M×r] (lora_bwd's dh) and A
+// [r×K], as gemm_bwd's lora=r.
 type GEMMShape struct {
 	M      int    `dim:"m"`
 	N      int    `dim:"n"`
 	K      int    `dim:"k"`
 	Block  int    `dim:"block,optional=64"`
 	Scales string `dim:"scales,optional=f32" values:"f32,dq"`
+	LoRA   int    `dim:"lora,optional=0"`
 	DType  dtype.DType
 }
+
+// maxLoRA is the largest adapter rank whose dX the GEMM adds (one k-tile
+// of the wgmma path).
+const maxLoRA = 64
 
 func (s GEMMShape) weight() weight {
 	return weight{n: s.N, k: s.K, block: blockOr64(s.Block), dq: s.Scales == "dq"}
@@ -119,18 +126,27 @@ func (gemmDef) CheckShape(s GEMMShape) error {
 	if s.M*s.N > gen.MaxElems || s.M*s.K > gen.MaxElems {
 		return fmt.Errorf("m=%d, n=%d, k=%d: a matrix has more than %d elements", s.M, s.N, s.K, gen.MaxElems)
 	}
+	if s.LoRA < 0 || s.LoRA%8 != 0 || s.LoRA > maxLoRA {
+		return fmt.Errorf("lora=%d: an adapter's rank, a multiple of 8 up to %d", s.LoRA, maxLoRA)
+	}
 	return nil
 }
 
 // Buffers: dy, the NF4 weight, dx; and w_bf16 (w_f16), the exactly
-// dequantized weight in the dtype, which only the cuBLAS baseline reads.
-// dy and dx have m rows, the runtime dim.
+// dequantized weight in the dtype, which only the cuBLAS baseline reads;
+// with an adapter dh [m×r] and a [r×K] last. dy, dx and dh have m rows,
+// the runtime dim.
 func (gemmDef) Buffers(s GEMMShape) []kernels.Buffer {
 	b := []kernels.Buffer{{Name: "dy", DType: s.DType, Elems: tokens.TimesInt(s.N), Role: kernels.Input}}
 	b = append(b, s.weight().buffers()...)
-	return append(b,
+	b = append(b,
 		kernels.Buffer{Name: denseName(s.DType), DType: s.DType, Elems: contract.Int(s.N * s.K), Role: kernels.Input},
 		kernels.Buffer{Name: "dx", DType: s.DType, Elems: tokens.TimesInt(s.K), Role: kernels.Output})
+	if s.LoRA > 0 {
+		b = append(b, kernels.Buffer{Name: gemm.LoRAH, DType: s.DType, Elems: tokens.TimesInt(s.LoRA), Role: kernels.Input},
+			kernels.Buffer{Name: gemm.LoRAA, DType: s.DType, Elems: contract.Int(s.LoRA * s.K), Role: kernels.Input})
+	}
+	return b
 }
 
 // tokenDim is the runtime dim of every nf4_gemm_bwd program: m, the rows
@@ -149,11 +165,15 @@ func tokensParam(k *ptx.Func) (ptx.Reg, kernels.Arg) {
 func denseName(dt dtype.DType) string { return "w_" + dt.String() }
 
 // Inputs: the weight from random codes and scales (weight.tensor), its
-// exact dequantization in the dtype, and dY uniform in [−1, 1) rounded to
-// the dtype.
+// exact dequantization in the dtype, and dY (and an adapter's dh and A)
+// uniform in [−1, 1) rounded to the dtype.
 func (gemmDef) Inputs(s GEMMShape, seed uint64) map[string][]float64 {
 	in := s.weightInputs(seed)
 	in["dy"] = kernels.Uniform(s.DType, s.M*s.N, -1, 1, seed, s.weightKey()+"/dy")
+	if s.LoRA > 0 {
+		in[gemm.LoRAH] = kernels.Uniform(s.DType, s.M*s.LoRA, -1, 1, seed, s.weightKey()+"/dh")
+		in[gemm.LoRAA] = kernels.Uniform(s.DType, s.LoRA*s.K, -1, 1, seed, s.weightKey()+"/a")
+	}
 	return in
 }
 
@@ -172,11 +192,13 @@ func (s GEMMShape) weightInputs(seed uint64) map[string][]float64 {
 }
 
 // exactTerms is the most nonzero products of ±1 and the dequantized
-// weights w an output may sum exactly in f32: each |w| is a multiple of
-// the unit u, the ulp in dt of the smallest nonzero |w| (bf16 keeps 8
-// significant bits, f16 11), and a sum of n of them below n·max|w| is a
-// multiple of u, exact while it stays below 2²⁴·u.
-func exactTerms(w []float64, dt dtype.DType) int {
+// weights w an output may sum exactly in f32 beside r products of ±1 (an
+// adapter's): each |w| is a multiple of the unit u, the ulp in dt of the
+// smallest nonzero |w| (bf16 keeps 8 significant bits, f16 11; u < 1, so
+// the adapter's ±1 are multiples of it too), and a sum of n of them and
+// r of ±1, below n·max|w| + r, is a multiple of u, exact while it stays
+// below 2²⁴·u.
+func exactTerms(w []float64, dt dtype.DType, r int) int {
 	lo, hi := math.Inf(1), 0.0
 	for _, v := range w {
 		if a := math.Abs(v); a > 0 {
@@ -192,7 +214,7 @@ func exactTerms(w []float64, dt dtype.DType) int {
 	}
 	_, e := math.Frexp(lo) // lo = f·2^e, f in [0.5, 1)
 	unit := math.Ldexp(1, e-bits)
-	return int(math.Floor((1<<24 - 1) * unit / hi))
+	return int(math.Floor(((1<<24-1)*unit - float64(r)) / hi))
 }
 
 // ExactInputs (kernels.Exacter): the same weight, and dY of ±1 in
@@ -200,11 +222,12 @@ func exactTerms(w []float64, dt dtype.DType) int {
 // one column: row i holds the reduction indices of class i mod D, D =
 // ⌈N/exactTerms⌉), so that every output sums at most exactTerms products,
 // exactly, and every weight row meets a nonzero dY in some output: a
-// wrong scale block or code shows. false when M has fewer rows than
-// classes.
+// wrong scale block or code shows. An adapter's dh and A are ±1, dense:
+// every output adds its r products, which exactTerms leaves room for.
+// false when M has fewer rows than classes.
 func (gemmDef) ExactInputs(s GEMMShape, seed uint64) (map[string][]float64, bool) {
 	in := s.weightInputs(seed)
-	pat, ok := gemm.NewExactPattern(s.M, 1, s.N, exactTerms(in[denseName(s.DType)], s.DType))
+	pat, ok := gemm.NewExactPattern(s.M, 1, s.N, exactTerms(in[denseName(s.DType)], s.DType, s.LoRA))
 	if !ok {
 		return nil, false
 	}
@@ -217,38 +240,50 @@ func (gemmDef) ExactInputs(s GEMMShape, seed uint64) (map[string][]float64, bool
 		}
 	}
 	in["dy"] = dy
+	if s.LoRA > 0 {
+		in[gemm.LoRAH] = gemm.ExactValues(1, s.M*s.LoRA, seed, s.weightKey()+"/exact/dh")
+		in[gemm.LoRAA] = gemm.ExactValues(1, s.LoRA*s.K, seed, s.weightKey()+"/exact/a")
+	}
 	return in, true
 }
 
 // Reference: the float64 product of dY and the weight dequantized from
-// the NF4 buffers (not from w_bf16), rows in parallel (the runner rounds
-// it to the dtype for the exact inputs).
+// the NF4 buffers (not from w_bf16), plus dh·A with an adapter, rows in
+// parallel (the runner rounds it to the dtype for the exact inputs).
 func (gemmDef) Reference(s GEMMShape, in map[string][]float64) map[string][]float64 {
 	wd := dequantized(s.weight().fromInputs(in), s.DType)
-	dy := in["dy"]
 	out := make([]float64, s.M*s.K)
 	kernels.ParallelRows(s.M, func(i int) {
 		c := out[i*s.K : (i+1)*s.K]
-		for n := range s.N {
-			a := dy[i*s.N+n]
-			if a == 0 {
-				continue
-			}
-			for j, b := range wd[n*s.K : (n+1)*s.K] {
-				c[j] += a * b
-			}
+		addRow(c, in["dy"][i*s.N:(i+1)*s.N], wd, s.K)
+		if s.LoRA > 0 {
+			addRow(c, in[gemm.LoRAH][i*s.LoRA:(i+1)*s.LoRA], in[gemm.LoRAA], s.K)
 		}
 	})
 	return map[string][]float64{"dx": out}
 }
 
-// Tolerance of the random inputs: |dY| ≤ 1 and |W| < 1, so Σ|a·b| ≤ N
-// and the f32 sum is within γ·N of the exact one, γ = (2·⌈N/16⌉ +
-// maxPartials)·2⁻²³ (each k16 MMA step may truncate its block sum and its
-// addition, one ulp each; split-K and stream-K add at most maxPartials
-// partial sums), widened by the output's rounding.
+// addRow adds a·B to the row c: a's n-th element times B's row n (rows
+// of k elements), skipping zeros of a (the exact inputs' pattern).
+func addRow(c, a, b []float64, k int) {
+	for n, v := range a {
+		if v == 0 {
+			continue
+		}
+		for j, w := range b[n*k : (n+1)*k] {
+			c[j] += v * w
+		}
+	}
+}
+
+// Tolerance of the random inputs: |dY| ≤ 1 and |W| < 1 (and an adapter's
+// |dh|, |A| ≤ 1), so Σ|a·b| ≤ L = N + r and the f32 sum is within γ·L of
+// the exact one, γ = (2·⌈L/16⌉ + maxPartials)·2⁻²³ (each k16 MMA step may
+// truncate its block sum and its addition, one ulp each; split-K and
+// stream-K add at most maxPartials partial sums), widened by the output's
+// rounding.
 func (gemmDef) Tolerance(s GEMMShape, _ string) kernels.Tolerance {
-	l := float64(s.N)
+	l := float64(s.N + s.LoRA)
 	return kernels.StoreTol(kernels.Tolerance{Atol: (2*math.Ceil(l/16) + maxPartials) * 0x1p-23 * l}, s.DType)
 }
 
@@ -257,13 +292,15 @@ func (gemmDef) Tolerance(s GEMMShape, _ string) kernels.Tolerance {
 // streamed kernels these are).
 const maxPartials = 16
 
-// Cost: 2·M·N·K flops; dY, the packed weight and its scales read once,
-// dX written once.
+// Cost: 2·M·(N+r)·K flops (an adapter's rank r as more reduction); dY,
+// the packed weight and its scales (and dh and A) read once, dX written
+// once.
 func (gemmDef) Cost(s GEMMShape) kernels.Cost {
 	e := int64(s.DType.Size())
 	return kernels.Cost{
-		Flops: 2 * int64(s.M) * int64(s.N) * int64(s.K),
-		Bytes: e*int64(s.M)*int64(s.N) + int64(s.N)*int64(s.K)/2 + s.weight().scaleBytes() + e*int64(s.M)*int64(s.K),
+		Flops: 2 * int64(s.M) * int64(s.N+s.LoRA) * int64(s.K),
+		Bytes: e*int64(s.M)*int64(s.N) + int64(s.N)*int64(s.K)/2 + s.weight().scaleBytes() + e*int64(s.M)*int64(s.K) +
+			e*int64(s.LoRA)*int64(s.M+s.K),
 	}
 }
 
@@ -273,7 +310,9 @@ func (gemmDef) Cost(s GEMMShape) kernels.Cost {
 // (nf4_dequant's, 8 packed bytes a thread, the shared-memory codebook)
 // into a scratch buffer, then cuBLAS on it, timed together
 // (dequant+cublas). The runner compares the winner with the faster of
-// the first two and reports the third beside it.
+// the first two and reports the third beside it. With an adapter they
+// are the same calls: the base GEMM alone, without the adapter's dh·A
+// (less than the unfused path, which also runs it and adds it).
 func (gemmDef) Baselines(s GEMMShape) []kernels.Baseline {
 	g := &kernels.GEMMCall{
 		A: "dy", B: denseName(s.DType), C: "dx", M: s.M, N: s.K, K: s.N,

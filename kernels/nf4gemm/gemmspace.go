@@ -30,7 +30,25 @@ func (gemmDef) Space(s GEMMShape) variants.Typed[GEMMParams] {
 		rule("dequantized once: gemm_bwd's dX point", denseAxes),
 		rule("wgmma: what gemm_bwd's path emits, the deepest ring", wgmmaFits),
 		rule("persistent only past one wave", persistence),
+		rule("an adapter's dX: the shared-memory-B wgmma path and the dense paths", loraPath, "mma", "dequant"),
 	}}
+}
+
+// loraPath: an adapter's k-tile (lora=r) is dense, dh and A loaded as
+// they are. The shared-memory-B wgmma path's producer thread loads it by
+// TMA into a slot its fillers leave alone, and the unfused and streamed
+// paths are gemm_bwd's kernel, which takes lora=r (gemm_bwd's own rule
+// then keeps stream-K out). The sync path's math warps write every W
+// tile themselves between their MMAs, so the adapter's tile would take
+// a second copy of its loads and stores; the register-A path's
+// consumers build their A operand (Wᵀ) in registers from codes, so the
+// adapter's Aᵀ would take fragment loads from shared memory of their
+// own: neither takes it.
+func loraPath(s GEMMShape, p GEMMParams) error {
+	if s.LoRA > 0 && (p.MMA == "sync" || p.Dequant == Consumers) {
+		return fmt.Errorf("lora=%d takes mma=wgmma with dequant producer, dedicated, unfused or streamed", s.LoRA)
+	}
+	return nil
 }
 
 // fusedTiles: the paths that dequantize per tile take tiles up to 192

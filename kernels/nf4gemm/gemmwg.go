@@ -167,7 +167,7 @@ func wgParams(p GEMMParams) gemm.Params {
 }
 
 func (s GEMMShape) writtenB() gemm.WrittenB {
-	return gemm.WrittenB{M: s.M, N: s.N, K: s.K, DType: s.DType, Entry: fmt.Sprintf("nf4_gemm_bwd_wgmma_%v", s.DType)}
+	return gemm.WrittenB{M: s.M, N: s.N, K: s.K, DType: s.DType, LoRA: s.LoRA, Entry: fmt.Sprintf("nf4_gemm_bwd_wgmma_%v", s.DType)}
 }
 
 // writtenB is s's problem with p's fillers.

@@ -310,3 +310,31 @@ func TestPlantedScaleBlockAtLongReduction(t *testing.T) {
 		}
 	}
 }
+
+// loraShapes are small lora=r shapes (dX = dY·dequant(W) + dh·A, the
+// adapter's rank as one more k-tile that the producer thread loads by
+// TMA): ranks 8 (a k-tile mostly zero-filled) and 64 (a whole one), one
+// row, row tails, a column tail (k=192), f16 and bf16, double-quantized
+// scales, clusters of 2 (m=130) and 4 (m=385) CTAs.
+var loraShapes = []simtest.Case{
+	{Spec: "m=1,n=64,k=128,lora=8", DType: dtype.BF16},
+	{Spec: "m=37,n=128,k=192,scales=dq,lora=64", DType: dtype.F16},
+	{Spec: "m=130,n=192,k=256,lora=16", DType: dtype.BF16},
+	{Spec: "m=385,n=64,k=128,lora=32", DType: dtype.BF16},
+}
+
+// TestLoRAOnInterpreter runs the lora variants of loraShapes on the
+// random and the exact inputs (alternately; both with GRADTUNE_SWEEP=ci
+// or full): a sample (simtest.Sample: one in 16; one in 4 with
+// GRADTUNE_SWEEP=ci, all with full); and a persistent point just past
+// one wave (133 tiles of 128×128 over the interpreter's 132 CTAs, a row
+// tail) whose tiles have 6 k-tiles over a 5-slot ring, so that the
+// adapter's k-tile lands in another slot each tile: the slot's raw
+// barrier (codes=tma), whose phase it does not wait for, must still
+// complete one phase a lap.
+func TestLoRAOnInterpreter(t *testing.T) {
+	f := nf4GEMM(t)
+	simtest.Sample(t, f, loraShapes, 16, func(variants.Params) bool { return true })
+	simtest.RunNamed(t, f, []simtest.Point{{Case: simtest.Case{Spec: "m=769,n=320,k=2432,lora=8", DType: dtype.BF16},
+		Params: "bk=64,bm=128,bn=128,cluster=1,codes=tma,dequant=producer,epilogue=direct,lookup=smem,mma=wgmma,order=m,persistent=1,splitk=1,stages=5"}})
+}

@@ -47,7 +47,7 @@ func (p GEMMParams) gemmParams() gemm.Params {
 
 // dxGemm is s's product for p's path (unfused or streamed).
 func (s GEMMShape) dxGemm(p GEMMParams) gemm.DXGemm {
-	d := gemm.DXGemm{M: s.M, N: s.N, K: s.K, DType: s.DType, B: deqBuffer, Entry: fmt.Sprintf("nf4_gemm_bwd_%s_%v", p.Dequant, s.DType)}
+	d := gemm.DXGemm{M: s.M, N: s.N, K: s.K, DType: s.DType, B: deqBuffer, LoRA: s.LoRA, Entry: fmt.Sprintf("nf4_gemm_bwd_%s_%v", p.Dequant, s.DType)}
 	switch p.Dequant {
 	case Streamed:
 		d.Producer = &chunkSource{s: s, w: s.weight()}
