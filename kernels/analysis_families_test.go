@@ -28,6 +28,7 @@ var analysisOddSpecs = []string{
 	"t=1,hq=1,hk=1,d=2", "t=3,hq=3,hk=2,d=6", "t=5,hq=12,hk=2,d=128",
 	"t=3,v=1003", "t=2,v=40,smooth=0.1", "t=1,v=3",
 	"t=1,in=64,out=72,r=8", "t=37,in=136,out=64,r=24", "t=37,h=64,v=1003",
+	"s=37,hq=3,hk=1,d=64,causal=1",
 }
 
 // analysisSample is the share of each space TestFamiliesPassAnalyses

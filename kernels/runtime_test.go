@@ -15,9 +15,10 @@ import (
 	"github.com/gradtune/gradtune/variants"
 )
 
-// noRuntimeDim are the families whose shape has no token dim: their
-// programs compute their tuned shape only.
-var noRuntimeDim = []string{"nf4_dequant"}
+// noRuntimeDim are the families whose programs compute their tuned shape
+// only: nf4_dequant's shape has no token dim; flash_attn_bwd's sequence
+// length is baked into its programs (its loops and causal schedule).
+var noRuntimeDim = []string{"nf4_dequant", "flash_attn_bwd"}
 
 // TestRuntimeDimsOnInterpreter holds every family to its programs'
 // RuntimeDims: the program emitted at a small shape s is the program

@@ -148,9 +148,9 @@ var badInputs = []struct {
 	{[]string{"--tokens", "-3"}, 2, `--tokens "-3": want positive token counts`, false},
 	{[]string{"--tokens", "512,512"}, 2, `--tokens "512,512": 512 is given twice`, false},
 	// Values.
-	{[]string{"--kernel", "nope"}, 2, `unknown kernel "nope" (kernels: cross_entropy_bwd, gelu_bwd,`, false},
+	{[]string{"--kernel", "nope"}, 2, `unknown kernel "nope" (kernels: cross_entropy_bwd, flash_attn_bwd, gelu_bwd,`, false},
 	{[]string{"--shapes", "llama7b"}, 2, `malformed shape "llama7b"`, false},
-	{[]string{"--shapes", "m=0,n=4"}, 2, "no kernel takes m=0,n=4 (cross_entropy_bwd takes t=T,v=V,smooth=SMOOTH (optional),labels=i32|i64 (optional, default i32),zloss=ZLOSS (optional, default 0),inplace=INPLACE (optional, default 0) (got m=0,n=4); gelu_bwd m=0 is not positive;", false},
+	{[]string{"--shapes", "m=0,n=4"}, 2, "no kernel takes m=0,n=4 (cross_entropy_bwd takes t=T,v=V,smooth=SMOOTH (optional),labels=i32|i64 (optional, default i32),zloss=ZLOSS (optional, default 0),inplace=INPLACE (optional, default 0) (got m=0,n=4); flash_attn_bwd takes b=B (optional, default 1),s=S,hq=HQ,hk=HK,d=D,causal=CAUSAL (optional, default 0) (got m=0,n=4); gelu_bwd m=0 is not positive;", false},
 	{[]string{"--kernel", "relu_bwd", "--shapes", "k=4"}, 2, "takes m=M (optional),n=N (got k=4)", false},
 	{[]string{"--shapes", "k=4"}, 2, "no kernel takes k=4", false},
 	{[]string{"--kernel", "relu_bwd", "--dtype", "f64"}, 2, "relu_bwd supports none of --dtype f64 (dtypes: [f32 f16 bf16])", false},
@@ -281,7 +281,7 @@ var badInputs = []struct {
 	// Messages that name what was wrong, once.
 	{[]string{"show", "--db", "{db}", "--kernel", "gemm_bwd"}, 2, "no results for gemm_bwd in {dir}/tune.db (kernels recorded there: relu_bwd)", false},
 	{[]string{"show", "--db", "{act}", "--kernel", "gemm_bwd"}, 2, "no results for gemm_bwd in {act} (kernels recorded there: gelu_bwd, relu_bwd, silu_bwd)", false},
-	{[]string{"show", "--db", "{db}", "--kernel", "nope_bwd"}, 2, `--kernel: unknown kernel "nope_bwd" (kernels: cross_entropy_bwd, gelu_bwd, gemm_bwd,`, false},
+	{[]string{"show", "--db", "{db}", "--kernel", "nope_bwd"}, 2, `--kernel: unknown kernel "nope_bwd" (kernels: cross_entropy_bwd, flash_attn_bwd, gelu_bwd, gemm_bwd,`, false},
 	{[]string{"check", "--kernel", "nf4_gemm_bwd", "--shapes", "m=64,n=100,k=64"}, 2, "--shapes: nf4_gemm_bwd: n=100 is not a multiple of the block size 64 (n, the reduction, takes whole blocks)", false},
 	{[]string{"check", "--kernel", "nf4_gemm_bwd", "--shapes", "m=64,n=64,k=64,block=3"}, 2, "--shapes: nf4_gemm_bwd: nf4 layout: block size 3 is not a positive even number", false},
 	{[]string{"check", "--kernel", "nf4_dequant", "--shapes", "n=64,k=64,scales=f16"}, 2, "scales=f16: want one of f32, dq", false},

@@ -119,7 +119,7 @@ func TestLoadErrors(t *testing.T) {
 	if want := "no results for relu_bwd in " + db.Path() + " (kernels recorded there: lp_pool1d_bwd)"; err == nil || err.Error() != want {
 		t.Errorf("a kernel not recorded: %v, want %q", err, want)
 	}
-	if _, err := Load(db, Options{Kernels: []string{"nope_bwd"}}); err == nil || !strings.Contains(err.Error(), `unknown kernel "nope_bwd" (kernels: cross_entropy_bwd, gelu_bwd,`) {
+	if _, err := Load(db, Options{Kernels: []string{"nope_bwd"}}); err == nil || !strings.Contains(err.Error(), `unknown kernel "nope_bwd" (kernels: cross_entropy_bwd, flash_attn_bwd, gelu_bwd,`) {
 		t.Errorf("an unknown kernel: %v", err)
 	}
 }

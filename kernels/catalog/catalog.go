@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/kernels/attn"
 	"github.com/gradtune/gradtune/kernels/elementwise"
 	"github.com/gradtune/gradtune/kernels/gemm"
 	"github.com/gradtune/gradtune/kernels/linxent"
@@ -29,6 +30,7 @@ var families = slices.Concat(
 	xent.Families(),
 	lora.Families(),
 	linxent.Families(),
+	attn.Families(),
 )
 
 // All returns every family, sorted by name.

@@ -1,0 +1,192 @@
+package attn_test
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/gradtune/gradtune/dtype"
+	"github.com/gradtune/gradtune/internal/ptxas"
+	"github.com/gradtune/gradtune/internal/simtest"
+	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/kernels/attn"
+	"github.com/gradtune/gradtune/kernels/internal/ptxtest"
+	"github.com/gradtune/gradtune/runner"
+	"github.com/gradtune/gradtune/runner/sim"
+	"github.com/gradtune/gradtune/variants"
+)
+
+var fam = attn.Families()[0]
+
+// qwen is Qwen2.5-1.5B's attention at 2048 tokens, causal.
+const qwen = "s=2048,hq=12,hk=2,d=128,causal=1"
+
+// TestShapesAndSpace: the preset's shape, qwen's space (every point
+// emits three launches), the cost and the shape limits.
+func TestShapesAndSpace(t *testing.T) {
+	p, err := variants.LookupPreset("qwen1.5b", 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fam.Shapes(p, []dtype.DType{dtype.BF16})
+	if len(got) != 1 || got[0].Key() != qwen+",dtype=bf16" {
+		t.Fatalf("Shapes = %v", got)
+	}
+	s := simtest.Shape(t, fam, qwen, dtype.BF16)
+	pts := fam.Space(s).Enumerate()
+	t.Logf("%s: %d points", s.Key(), len(pts))
+	if len(pts) != 4 {
+		t.Errorf("%d points, want bm=64 × (bn, warps) ∈ {(64, 4), (128, 8)} × 2 stages", len(pts))
+	}
+	for _, pt := range pts {
+		prog, err := fam.Emit(s, pt)
+		if err != nil {
+			t.Fatalf("%s: %v", pt, err)
+		}
+		if _, err := kernels.PlanAt(fam, s, prog, 132); err != nil || len(prog.Launches) != 3 {
+			t.Errorf("%s: %d launches, %v", pt, len(prog.Launches), err)
+		}
+	}
+	if n := len(fam.Space(simtest.Shape(t, fam, "s=300,hq=2,hk=1,d=64", dtype.F16)).Enumerate()); n != 8 {
+		t.Errorf("d=64: %d points, want 8", n)
+	}
+	c := fam.Cost(s)
+	if c.Flops != 10*2048*2048*128*12/2 || c.Bytes != 2*(2048*128*(2*(3*12+2*2)+12+2*2))+4*12*2048 {
+		t.Errorf("Cost = %+v", c)
+	}
+	for _, bad := range []string{"s=8,hq=3,hk=2,d=64", "s=8,hq=2,hk=1,d=96", "s=8,hq=2,hk=1,d=64,causal=2", "s=100000,b=4096,hq=8,hk=1,d=128"} {
+		sp, _ := variants.ParseSpecs(bad)
+		if _, err := fam.Shape(sp[0], dtype.BF16); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
+}
+
+// simCases: one token; odd lengths of a part block (37) and past two
+// blocks (130), at both head dims, GQA groups of 3 and 2, causal and
+// not, both dtypes, two sequences.
+var simCases = []simtest.Case{
+	{Spec: "s=1,hq=1,hk=1,d=64", DType: dtype.BF16},
+	{Spec: "s=1,hq=4,hk=2,d=128,causal=1", DType: dtype.F16},
+	{Spec: "s=37,hq=3,hk=1,d=64,causal=1", DType: dtype.BF16},
+	{Spec: "s=37,hq=4,hk=2,d=128", DType: dtype.F16},
+	{Spec: "s=130,hq=3,hk=1,d=128,causal=1", DType: dtype.BF16},
+	{Spec: "s=130,hq=4,hk=2,d=64", DType: dtype.F16},
+	{Spec: "s=130,b=2,hq=4,hk=2,d=64,causal=1", DType: dtype.BF16},
+}
+
+// TestVariantsOnInterpreter validates a sample of each case's variants
+// and, by name, the largest blocks, the deepest ring and eight warps.
+func TestVariantsOnInterpreter(t *testing.T) {
+	simtest.Sample(t, fam, simCases, 4, func(variants.Params) bool { return true })
+	simtest.RunNamed(t, fam, []simtest.Point{
+		{Case: simCases[6], Params: "bm=128,bn=128,warps=8,stages=3"},
+		{Case: simCases[4], Params: "bm=64,bn=128,warps=8,stages=3"},
+		{Case: simtest.Case{Spec: "s=200,hq=2,hk=2,d=128,causal=1", DType: dtype.F16}, Params: "bm=64,bn=64,warps=4,stages=2"},
+	})
+}
+
+// TestErrors runs three variants and logs each output's largest error
+// against its tolerance (Atol + Rtol·|ref|): at most half of it.
+func TestErrors(t *testing.T) {
+	for _, c := range []struct {
+		spec, p string
+		dt      dtype.DType
+	}{
+		{"s=130,hq=3,hk=1,d=64,causal=1", "bm=64,bn=64,warps=4,stages=2", dtype.BF16},
+		{"s=130,hq=4,hk=2,d=128", "bm=64,bn=128,warps=8,stages=2", dtype.BF16},
+		{"s=130,hq=4,hk=2,d=128,causal=1", "bm=64,bn=64,warps=4,stages=3", dtype.F16},
+	} {
+		s := simtest.Shape(t, fam, c.spec, c.dt)
+		ss := runner.NewSession(sim.New(sim.Options{Workers: 2}))
+		if err := ss.Prepare(fam, s, 1); err != nil {
+			t.Fatal(err)
+		}
+		p, _ := variants.ParseParams(c.p)
+		prog, err := fam.Emit(s, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := ss.Load(prog)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ss.Run(l); err != nil {
+			t.Fatal(err)
+		}
+		ref := fam.Reference(s, fam.Inputs(s, 1))
+		for _, b := range []string{"dq", "dk", "dv"} {
+			got, err := ss.Output(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tol := fam.Tolerance(s, b)
+			var worst, maxErr float64
+			for i, r := range ref[b] {
+				e := math.Abs(got[i] - r)
+				maxErr = max(maxErr, e)
+				worst = max(worst, e/(tol.Atol+tol.Rtol*math.Abs(r)))
+			}
+			t.Logf("%s %v %s: %s max error %.3g, atol %.3g, worst error/tolerance %.2f", c.spec, c.dt, c.p, b, maxErr, tol.Atol, worst)
+			if worst > 0.5 {
+				t.Errorf("%s %s: %s at %.2f of its tolerance", c.spec, c.p, b, worst)
+			}
+		}
+		l.Unload()
+		ss.Release()
+	}
+}
+
+// TestValidationCatchesBugs plants bugs: the causal mask's edge moved
+// (j < i: each query loses its own key), key block 0's dQ partials not
+// added, and no barrier between the dSᵀ tile's stores and dQ's reads of
+// it. Validation must reject each: the first two for the buffers they
+// break, the third as a shared-memory race.
+func TestValidationCatchesBugs(t *testing.T) {
+	ss := runner.NewSession(sim.New(sim.Options{Workers: 2}))
+	defer ss.Release()
+	s := simtest.Shape(t, fam, "s=130,hq=3,hk=1,d=64,causal=1", dtype.BF16)
+	if err := ss.Prepare(fam, s, 1); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := variants.ParseParams("bm=64,bn=64,warps=4,stages=2")
+	good, err := fam.Emit(s, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := simtest.ValidateProgram(ss, good); err != nil {
+		t.Fatalf("the unbroken program: %v", err)
+	}
+	for bug, want := range map[string]string{"maskEdge": "d", "dropDQ": "dq[", "noDSBar": "race"} {
+		prog, err := attn.EmitBuggy(s, p, bug)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if prog.PTX == good.PTX {
+			t.Fatalf("%s: the bug was not planted", bug)
+		}
+		err = simtest.ValidateProgram(ss, prog)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: validation says %v, want a failure naming %q", bug, err, want)
+		}
+		t.Logf("%s: %v", bug, err)
+	}
+}
+
+// TestAssemble assembles every variant at qwen's shape in both dtypes for sm_90: ptxas
+// must accept them with no spill, no stack frame and no warning.
+func TestAssemble(t *testing.T) {
+	ptxas.RequireOrSkip(t)
+	var jobs []ptxtest.Job
+	for _, dt := range fam.DTypes() {
+		s := simtest.Shape(t, fam, qwen, dt)
+		for _, p := range fam.Space(s).Enumerate() { // four a dtype: all of them
+			prog, err := fam.Emit(s, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			jobs = append(jobs, ptxtest.Job{What: s.Key() + " " + p.String(), Module: ptxas.Module{PTX: prog.PTX, Arch: "sm_90"}})
+		}
+	}
+	ptxtest.ReportSorted(t, ptxtest.Assemble(t, jobs, true), 20)
+}
