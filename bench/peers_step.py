@@ -30,6 +30,12 @@ gradtune does not tune yet, bf16, on Qwen2.5-1.5B's shapes, per token count:
                and 2*T*151936*1536 (4*... with dW) for the backward alone,
                whatever a peer recomputes left out.
 
+  flash_attn_bwd
+               causal GQA attention backward (12/2 heads, d 128) at the
+               sequence lengths 1024..8192 that T tokens fill (batch T/s):
+               SDPA's cuDNN, flash and efficient backends (run_attn).
+               shape "b=B,s=S,hq=12,hk=2,d=128,causal=1" (gradtune's key)
+
 Peers: torch eager (autograd of the forward graph), torch.compile (the forward
 function compiled, dynamic=False; for *_bwd and swiglu/rope only the
 torch.autograd.grad call is timed, run with retain_graph and with
@@ -67,7 +73,7 @@ logits carry no vocabulary structure, so how much CCE's gradient filter skips
 here need not match a trained model's; the filter_eps=None row bounds it.
 
 Usage: python3 bench/peers_step.py --out peers-step.jsonl [--tokens 2048[,8192]]
-           [--kernels swiglu_bwd,rope_bwd,cross_entropy,linear_cross_entropy]
+           [--kernels swiglu_bwd,rope_bwd,cross_entropy,linear_cross_entropy,lora_bwd,flash_attn_bwd]
            [--peers SUBSTR,...] [--lce-dw] [--no-copy]
 """
 import argparse
@@ -94,7 +100,7 @@ from peerlib import bench, copy_row, row  # noqa: E402
 
 HIDDEN, FFN, HQ, HK, HD, VOCAB, THETA = 1536, 8960, 12, 2, 128, 151936, 1e6  # Qwen2.5-1.5B
 BF16 = torch.bfloat16
-KERNELS = ("swiglu_bwd", "rope_bwd", "cross_entropy", "linear_cross_entropy", "lora_bwd")
+KERNELS = ("swiglu_bwd", "rope_bwd", "cross_entropy", "linear_cross_entropy", "lora_bwd", "flash_attn_bwd")
 # The projections of one layer, [out, in], and the LoRA ranks gradtune's lora_bwd is judged at.
 PROJECTIONS = ((HQ * HD, HIDDEN), (HK * HD, HIDDEN), (FFN, HIDDEN), (HIDDEN, FFN))
 RANKS = (16, 64)
@@ -485,6 +491,71 @@ def run_rope(R, T, g):
     R.peer("rope_bwd", shape, "liger rope_backward", nbytes, liger)
 
 
+# ---------------------------------------------------------------- flash_attn_bwd
+
+ATTN_SEQS = (1024, 2048, 4096, 8192)
+
+
+def attn_shape(b, s):
+    """gradtune's flash_attn_bwd key (b left out at its default, 1)."""
+    return (f"b={b}," if b != 1 else "") + f"s={s},hq={HQ},hk={HK},d={HD},causal=1"
+
+
+def run_attn(R, T, g):
+    """Qwen2.5-1.5B attention backward (12 query / 2 KV heads, head dim 128,
+    causal, bf16) through SDPA, at every sequence length of ATTN_SEQS that T
+    tokens fill (batch T/s): the backward alone (dQ, dK, dV from dO, the
+    forward run once before timing), per backend: cuDNN, FlashAttention-2
+    and memory-efficient, GQA by enable_gqa where the backend takes it, and
+    cuDNN on K, V expanded to the query heads (repeat_interleave, whose
+    backward sums the group: what a model without GQA support runs). Tokens
+    are [b, s, h, d] as FlashAttention keeps them; SDPA gets the [b, h, s, d]
+    views. The reference is the math backend in f32. "tflops" counts
+    FlashAttention's backward FLOPs: 2.5 × 4·b·s²·hq·d / 2 (causal)."""
+    attention = importlib.import_module("torch.nn.attention")
+    B = attention.SDPBackend
+    for s in ATTN_SEQS:
+        if T % s:
+            continue
+        b = T // s
+        shape = attn_shape(b, s)
+        nbytes = 2 * (4 * b * s * HQ * HD + 4 * b * s * HK * HD) + 4 * b * HQ * s  # q,o,do,dq; k,v,dk,dv; lse
+        flops = 2.5 * 4 * b * s * s * HQ * HD / 2
+        q0 = torch.randn(b, s, HQ, HD, device="cuda", generator=g).to(BF16)
+        k0 = torch.randn(b, s, HK, HD, device="cuda", generator=g).to(BF16)
+        v0 = torch.randn(b, s, HK, HD, device="cuda", generator=g).to(BF16)
+        do = torch.randn(b, s, HQ, HD, device="cuda", generator=g).to(BF16).transpose(1, 2)
+
+        def sdpa(q, k, v, expand=False):
+            q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+            if expand:
+                k, v = k.repeat_interleave(HQ // HK, dim=1), v.repeat_interleave(HQ // HK, dim=1)
+                return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+
+        with attention.sdpa_kernel(B.MATH):
+            qr, kr, vr = leaf(q0.float()), leaf(k0.float()), leaf(v0.float())
+            ref = torch.autograd.grad(sdpa(qr, kr, vr), (qr, kr, vr), do.float())
+        del qr, kr, vr
+        free()
+
+        def bwd(backend, expand=False):
+            def make():
+                q, k, v = leaf(q0), leaf(k0), leaf(v0)
+                with attention.sdpa_kernel(backend):
+                    out = sdpa(q, k, v, expand)
+                err = rel_err(torch.autograd.grad(out, (q, k, v), do, retain_graph=True), ref)
+                return (lambda: torch.autograd.grad(out, (q, k, v), do, retain_graph=True)), {"rel_err": err}
+            return make
+
+        for backend, tag in ((B.CUDNN_ATTENTION, "sdpa cudnn"), (B.FLASH_ATTENTION, "sdpa flash"),
+                             (B.EFFICIENT_ATTENTION, "sdpa efficient")):
+            R.peer("flash_attn_bwd", shape, tag + " (enable_gqa)", nbytes, bwd(backend), flops=flops)
+        R.peer("flash_attn_bwd", shape, "sdpa cudnn (K,V expanded)", nbytes, bwd(B.CUDNN_ATTENTION, True), flops=flops)
+        del q0, k0, v0, do, ref
+        free()
+
+
 # ---------------------------------------------------------------- cross_entropy
 
 
@@ -731,6 +802,8 @@ def main():
                     run_ce(R, t, g)
                 elif k == "lora_bwd":
                     run_lora(R, t, g)
+                elif k == "flash_attn_bwd":
+                    run_attn(R, t, g)
                 else:
                     run_lce(R, t, g, False)
                     if a.lce_dw:

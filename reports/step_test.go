@@ -36,7 +36,7 @@ func TestStepWeighsWinners(t *testing.T) {
 		t.Fatal("h200-rows.db has no bf16 rmsnorm_bwd winner at 2048×1536")
 	}
 	kernels, ours, byPeer := st.Totals()
-	if len(kernels) != 7 || ours["rmsnorm_bwd"] != 57*winner/1000 || byPeer["torch eager"]["rmsnorm_bwd"] != 5.7 ||
+	if len(kernels) != 8 || ours["rmsnorm_bwd"] != 57*winner/1000 || byPeer["torch eager"]["rmsnorm_bwd"] != 5.7 ||
 		byPeer["liger"]["rope_bwd"] != 28*40.0/1000 || byPeer["liger"]["swiglu_bwd"] != 0 {
 		t.Errorf("totals: kernels %v, ours %v, peers %v", kernels, ours, byPeer)
 	}

@@ -8,13 +8,14 @@
 //     only), one LoRA adapter of rank Rank on every projection
 //     (lora_bwd), two RMSNorms per layer and the final one
 //     (rmsnorm_bwd), the gated MLP (swiglu_bwd), rotary embeddings on q
-//     and k (rope_bwd), the LM head's dX through a frozen bf16 head or
+//     and k (rope_bwd), causal attention (flash_attn_bwd), the LM head's dX through a frozen bf16 head or
 //     tied embedding (gemm_bwd grad=dx) and the loss (cross_entropy_bwd).
 //   - Projections count as they occur: q and o are two launches of one
 //     shape when Heads·HeadDim = Hidden, k and v two, gate and up two (a
 //     fused gate_up or qkv one), down one; every per-layer kernel runs
 //     Layers times.
-//   - Attention's own backward is not a family yet (issue 28) and is not
-//     listed; a family missing from the catalog is reported as missing,
-//     never silently dropped.
+//   - Attention's backward (flash_attn_bwd) is one causal sequence of the
+//     step's tokens per layer, the model's heads and head dim; a family
+//     missing from the catalog is reported as missing, never silently
+//     dropped.
 package step

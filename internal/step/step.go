@@ -36,6 +36,7 @@ func Backward(p variants.Preset) []Entry {
 	return append(out,
 		Entry{"swiglu_bwd", fmt.Sprintf("m=%d,n=%d", t, p.Intermediate), l, "gated MLP"},
 		Entry{"rope_bwd", fmt.Sprintf("t=%d,hq=%d,hk=%d,d=%d", t, p.Heads, p.KVHeads, p.HeadDim), l, "rotary q and k"},
+		Entry{"flash_attn_bwd", fmt.Sprintf("s=%d,hq=%d,hk=%d,d=%d,causal=1", t, p.Heads, p.KVHeads, p.HeadDim), l, "causal attention (one sequence of the step's tokens)"},
 	)
 }
 

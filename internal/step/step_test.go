@@ -31,7 +31,7 @@ func TestQwenStep(t *testing.T) {
 	}
 	es := Backward(p)
 	want := map[string]int{"nf4_gemm_bwd": 7 * 28, "lora_bwd": 7 * 28, "rmsnorm_bwd": 57, "swiglu_bwd": 28,
-		"rope_bwd": 28, "gemm_bwd": 1, "cross_entropy_bwd": 1}
+		"rope_bwd": 28, "gemm_bwd": 1, "cross_entropy_bwd": 1, "flash_attn_bwd": 28}
 	if got := counts(es); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("launches per kernel %v, want %v", got, want)
 	}
