@@ -29,7 +29,7 @@
 //     head's gradient is added to (the runner restores it before each
 //     validation; timed runs add to what the last left, the same work).
 //   - Shapes: from a preset, the head [Vocab × Hidden] at its tokens; h a
-//     multiple of 64; v any size; smooth (ε, below 1, baked into the PTX)
+//     multiple of 8; v any size; smooth (ε, below 1, baked into the PTX)
 //     and zloss (1: λ read at run time from zloss_scale [1] f32) as
 //     cross_entropy_bwd takes them.
 //   - The vocabulary is cut into chunks of `chunk` rows of w, the last

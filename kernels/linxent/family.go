@@ -94,12 +94,13 @@ func (family) Shapes(p variants.Preset, dt dtype.DType) []Shape {
 	return []Shape{{T: p.Tokens, H: p.Hidden, V: p.Vocab, DType: dt}}
 }
 
-// CheckShape: h a multiple of 64 (whole k-tiles of the logits GEMM and
-// 16-byte rows), every tensor indexable in u32 arithmetic at t.
+// CheckShape: h a multiple of 8 (16-byte rows of x, w and dx, which TMA
+// and the vector accesses need; a last k-tile of the logits GEMM past h
+// reads zeros), every tensor indexable in u32 arithmetic at t.
 func (family) CheckShape(s Shape) error {
 	switch {
-	case s.H%64 != 0:
-		return fmt.Errorf("h=%d: the hidden size must be a multiple of 64", s.H)
+	case s.H%8 != 0:
+		return fmt.Errorf("h=%d: the hidden size must be a multiple of 8", s.H)
 	case s.ZLoss > 1:
 		return fmt.Errorf("zloss=%d: want 0 or 1", s.ZLoss)
 	case s.Smooth >= 1000:

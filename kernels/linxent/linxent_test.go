@@ -119,10 +119,12 @@ var simCases = []simtest.Case{
 // and, by name, a persistent logits GEMM (160 tiles), 256-row tiles, a
 // 192-wide tile and the widest softmax CTA.
 func TestVariantsOnInterpreter(t *testing.T) {
-	simtest.Sample(t, fam, simCases[:5], 24, func(variants.Params) bool { return true })
+	// kernels' TestVariantsOnInterpreter samples the family at the small
+	// shapes of the preset; here the cases it does not reach, once
+	simtest.Sample(t, fam, simCases[:5], 96, func(variants.Params) bool { return true })
 	// with dW, the logits and gradient GEMMs at 128×128: the dW GEMM's
 	// tiles, the chunk and the softmax CTA vary
-	simtest.Sample(t, fam, simCases[5:], 4, func(p variants.Params) bool {
+	simtest.Sample(t, fam, simCases[5:], 8, func(p variants.Params) bool {
 		for _, a := range []string{"zbm", "zbn", "dbm", "dbn"} {
 			if v, _ := p.Int(a); v != 128 {
 				return false

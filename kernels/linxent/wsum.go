@@ -11,7 +11,8 @@ import (
 )
 
 // The column sums Σ_c w_c (label smoothing's share of dX) take two
-// launches: wsumSplits CTAs per 32 columns each sum a range of
+// launches: wsumSplits CTAs per 32 columns (the last group's lanes past h
+// idle) each sum a range of
 // ⌈v/wsumSplits⌉ rows of w (eight rows at a time, one column per lane)
 // into partials [wsumSplits×h] f32, then one thread per column adds its
 // partials in split order (a fixed order: the same sum every run) into
@@ -46,9 +47,9 @@ func (ws wsumKernels) emit(m *ptx.Module) []kernels.Launch {
 	ws.emitSum(m.Func(ws.sumEntry()))
 	one := contract.Int(1)
 	return []kernels.Launch{
-		{Entry: ws.partEntry(), Grid: [3]contract.Expr{contract.Int(ws.h / 32 * wsumSplits), one, one}, Block: [3]int{wsumBlock, 1, 1},
+		{Entry: ws.partEntry(), Grid: [3]contract.Expr{contract.Int(gen.CeilDiv(ws.h, 32) * wsumSplits), one, one}, Block: [3]int{wsumBlock, 1, 1},
 			Args: []kernels.Arg{{Buffer: "w"}, {Buffer: "wsum"}}},
-		{Entry: ws.sumEntry(), Grid: [3]contract.Expr{contract.Int(ws.h / 64), one, one}, Block: [3]int{64, 1, 1},
+		{Entry: ws.sumEntry(), Grid: [3]contract.Expr{contract.Int(gen.CeilDiv(ws.h, 64)), one, one}, Block: [3]int{64, 1, 1},
 			Args: []kernels.Arg{{Buffer: "wsum"}, ws.sums()}},
 	}
 }
@@ -57,13 +58,15 @@ func (ws wsumKernels) emitPart(k *ptx.Func) {
 	k.ReqNTid(wsumBlock)
 	w, part := gen.Param(k, "w"), gen.Param(k, "part")
 	cta, tid := k.Mov(ptx.U32, ptx.CtaidX), k.Mov(ptx.U32, ptx.TidX)
-	groups := ws.h / 32
+	groups := gen.CeilDiv(ws.h, 32)
 	sp := k.Div(ptx.U32, cta, ptx.Imm(groups))
 	col := k.Mad(ptx.U32, k.Sub(ptx.U32, cta, k.Mul(ptx.U32, sp, ptx.Imm(groups))), ptx.Imm(32), k.And(ptx.U32, tid, ptx.Imm(31)))
+	colOK := k.Setp("lt", ptx.U32, col, ptx.Imm(ws.h))
 	ty := k.Shr(ptx.U32, tid, ptx.Imm(5))
 	per := gen.CeilDiv(ws.v, wsumSplits)
 	r0 := k.Mul(ptx.U32, sp, ptx.Imm(per))
-	r1 := k.Min(ptx.U32, k.Add(ptx.U32, r0, ptx.Imm(per)), ptx.Imm(ws.v))
+	// a lane past h sums no row (its loop is empty), and stores nothing
+	r1 := k.Selp(ptx.U32, k.Min(ptx.U32, k.Add(ptx.U32, r0, ptx.Imm(per)), ptx.Imm(ws.v)), ptx.Imm(0), colOK)
 	sum := k.Mov(ptx.F32, ptx.F32Imm(0))
 	k.For(ptx.U32, k.Add(ptx.U32, r0, ty), r1, ptx.Imm(8), func(r ptx.Reg) {
 		at := k.Add(ptx.U64, w, k.MulWide(ptx.U32, k.Mad(ptx.U32, r, ptx.Imm(ws.h), col), ptx.Imm(ws.dt.Size())))
@@ -79,6 +82,7 @@ func (ws wsumKernels) emitPart(k *ptx.Func) {
 		}
 		at := k.Add(ptx.U64, part, k.MulWide(ptx.U32, k.Mad(ptx.U32, sp, ptx.Imm(ws.h), col), ptx.Imm(4)))
 		k.St(ptx.Global, ptx.F32, ptx.At(at, 0), []ptx.Reg{gen.SumTree(k, rows)})
+		k.Guard(colOK, false)
 	})
 }
 
@@ -86,10 +90,12 @@ func (ws wsumKernels) emitSum(k *ptx.Func) {
 	k.ReqNTid(64)
 	part, out := gen.Param(k, "part"), gen.Param(k, "sums")
 	col := k.Mad(ptx.U32, k.Mov(ptx.U32, ptx.CtaidX), ptx.Imm(64), k.Mov(ptx.U32, ptx.TidX))
-	at := k.Add(ptx.U64, part, k.MulWide(ptx.U32, col, ptx.Imm(4)))
-	sum := gen.LdF32(k, ptx.Global, ptx.At(at, 0), 1, ptx.Reg{})[0]
-	for sp := 1; sp < wsumSplits; sp++ {
-		sum = k.Add(ptx.F32, sum, gen.LdF32(k, ptx.Global, ptx.At(at, int64(4*sp*ws.h)), 1, ptx.Reg{})[0])
-	}
-	k.St(ptx.Global, ptx.F32, ptx.At(k.Add(ptx.U64, out, k.MulWide(ptx.U32, col, ptx.Imm(4))), 0), []ptx.Reg{sum})
+	k.If(k.Setp("lt", ptx.U32, col, ptx.Imm(ws.h)), func() {
+		at := k.Add(ptx.U64, part, k.MulWide(ptx.U32, col, ptx.Imm(4)))
+		sum := gen.LdF32(k, ptx.Global, ptx.At(at, 0), 1, ptx.Reg{})[0]
+		for sp := 1; sp < wsumSplits; sp++ {
+			sum = k.Add(ptx.F32, sum, gen.LdF32(k, ptx.Global, ptx.At(at, int64(4*sp*ws.h)), 1, ptx.Reg{})[0])
+		}
+		k.St(ptx.Global, ptx.F32, ptx.At(k.Add(ptx.U64, out, k.MulWide(ptx.U32, col, ptx.Imm(4))), 0), []ptx.Reg{sum})
+	})
 }
