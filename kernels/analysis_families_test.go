@@ -32,7 +32,7 @@ var analysisOddSpecs = []string{
 }
 
 // analysisSample is the share of each space TestFamiliesPassAnalyses
-// emits by default: sweep.Pick of one in analysisSample (every axis value,
+// emits by default: sweep.Pick of one in 2·analysisSample (every axis value,
 // then spread; one in 4 with GRADTUNE_SWEEP=ci, all with full).
 const analysisSample = 16
 

@@ -105,7 +105,7 @@ type unique struct {
 // reads ptxas' resource report (checkReport).
 //
 // A deterministic sample of the distinct programs (by hash of the PTX) is
-// assembled: one in 12 for sm_90 and one in 48 for sm_80 (a third and a
+// assembled: one in 24 for sm_90 and one in 96 for sm_80 (a third and a
 // twelfth with GRADTUNE_SWEEP=ci), or every one for both with full
 // (internal/sweep).
 func TestAssembleAllVariants(t *testing.T) {

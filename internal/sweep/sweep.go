@@ -2,10 +2,11 @@
 // takes, at one of three levels that GRADTUNE_SWEEP names:
 //
 //   - unset or empty (the README's `go test ./...`): a sweep of "one in n"
-//     takes one item in n;
-//   - ci (what .ci/run sets): one in Every(n) = ⌈n/CIFactor⌉, CIFactor
-//     times as many, sized so that .ci/run stays within 30 minutes on two
-//     cores;
+//     takes one item in SampleFactor·n, so that the README's command stays
+//     within 3 minutes on two cores;
+//   - ci (what .ci/run sets): one in Every(n) = ⌈n/CIFactor⌉,
+//     SampleFactor·CIFactor times as many, sized so that .ci/run stays
+//     within 30 minutes on two cores;
 //   - full: every item (GRADTUNE_PTXAS_ALL=1, its older name, means the
 //     same). Nothing runs it on a schedule; run it by hand after changing a
 //     family's space or emitter.
@@ -33,9 +34,12 @@ import (
 	"github.com/gradtune/gradtune/variants"
 )
 
-// CIFactor is how many times more of every sweep GRADTUNE_SWEEP=ci takes
-// than the default.
-const CIFactor = 4
+// A sweep of "one in n" takes one in SampleFactor·n by default and one
+// in ⌈n/CIFactor⌉ with GRADTUNE_SWEEP=ci.
+const (
+	SampleFactor = 2
+	CIFactor     = 4
+)
 
 // Level is how much of the sweeps a run takes.
 type Level int
@@ -67,8 +71,9 @@ func Current() Level {
 // Full reports whether the exhaustive sweeps are asked for.
 func Full() bool { return Current() == All }
 
-// Every is the stride of a sweep of one in n at the current level: n by
-// default, ⌈n/CIFactor⌉ with GRADTUNE_SWEEP=ci, 1 with full.
+// Every is the stride of a sweep of one in n at the current level:
+// SampleFactor·n by default, ⌈n/CIFactor⌉ with GRADTUNE_SWEEP=ci, 1 with
+// full.
 func Every(n int) int {
 	switch Current() {
 	case All:
@@ -76,7 +81,7 @@ func Every(n int) int {
 	case CI:
 		return max(1, (n+CIFactor-1)/CIFactor)
 	}
-	return max(1, n)
+	return max(1, SampleFactor*n)
 }
 
 // Take reports whether item i of a sweep is in its sample of one in every
@@ -182,6 +187,6 @@ func Describe(n int) string {
 	case Current() == CI:
 		return "a sample of one in " + strconv.Itoa(e) + " (GRADTUNE_SWEEP=ci; full takes all)"
 	default:
-		return "a sample of one in " + strconv.Itoa(e) + " (GRADTUNE_SWEEP=ci takes " + strconv.Itoa(CIFactor) + " times as many, full all)"
+		return "a sample of one in " + strconv.Itoa(e) + " (GRADTUNE_SWEEP=ci takes " + strconv.Itoa(SampleFactor*CIFactor) + " times as many, full all)"
 	}
 }

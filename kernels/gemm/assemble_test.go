@@ -12,7 +12,7 @@ import (
 )
 
 // TestAssemble assembles a deterministic sample of the preset's variants
-// with ptxas (sweep.Pick: each shape's axis values, then one in 16; one
+// with ptxas (sweep.Pick: each shape's axis values, then one in 32; one
 // in 4 with GRADTUNE_SWEEP=ci, all with full; both dtypes): the sync path for
 // sm_80 and sm_90,
 // the wgmma path for sm_90a. ptxas must accept each module and report no

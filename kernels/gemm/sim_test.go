@@ -44,7 +44,7 @@ var syncShapes = []simtest.Case{
 }
 
 // TestSyncOnInterpreter runs the sync variants of syncShapes: a sample
-// (one in 8; one in 2 with GRADTUNE_SWEEP=ci, all with full).
+// (one in 16; one in 2 with GRADTUNE_SWEEP=ci, all with full).
 func TestSyncOnInterpreter(t *testing.T) {
 	simSample(t, syncShapes, 8, func(p gemm.Params) bool { return p.MMA == gemm.Sync })
 }
@@ -60,7 +60,7 @@ var wgmmaShapes = append(syncShapes[:len(syncShapes):len(syncShapes)], []simtest
 
 // TestWgmmaOnInterpreter runs the wgmma variants of wgmmaShapes on the
 // interpreter, which executes TMA with the 128B swizzle, mbarrier phases
-// and wgmma from descriptors: a sample (one in 32; one in 8 with
+// and wgmma from descriptors: a sample (one in 64; one in 8 with
 // GRADTUNE_SWEEP=ci, all with full).
 func TestWgmmaOnInterpreter(t *testing.T) {
 	simSample(t, wgmmaShapes, 32, func(p gemm.Params) bool { return p.MMA == gemm.WGMMA && p.Order != gemm.StreamK })
@@ -70,7 +70,7 @@ func TestWgmmaOnInterpreter(t *testing.T) {
 // wgmmaShapes: staging tile in the 128B swizzle, named barriers per
 // consumer warpgroup, TMA stores clipped at the tails (bf16, f16 and f32
 // outputs), persistent grids reusing the staging tile: a sample (one in
-// 16; one in 4 with GRADTUNE_SWEEP=ci, all with full).
+// 32; one in 4 with GRADTUNE_SWEEP=ci, all with full).
 func TestWgmmaTMAStoreOnInterpreter(t *testing.T) {
 	simSample(t, wgmmaShapes, 16, func(p gemm.Params) bool {
 		return p.MMA == gemm.WGMMA && p.Epilogue == gemm.TMAStore && p.Order != gemm.StreamK
@@ -99,7 +99,7 @@ func clusterShapes() []simtest.Case {
 // of the k-rows), empty barriers released in both CTAs, the cluster
 // barriers at the start and the end, and with GRADTUNE_SWEEP=ci or full
 // 128×128 tiles and persistent grids of 132 CTAs in clusters walking 170
-// tiles: a sample (one in 8; one in 2 with ci, all with full).
+// tiles: a sample (one in 16; one in 2 with ci, all with full).
 func TestWgmmaClusterOnInterpreter(t *testing.T) {
 	simSample(t, clusterShapes(), 8, func(p gemm.Params) bool { return p.Cluster == 2 })
 }
@@ -108,7 +108,7 @@ func TestWgmmaClusterOnInterpreter(t *testing.T) {
 // splits, each storing its partial in shared memory and summing a share
 // of the tile from all of them through distributed shared memory, with
 // tails in every dimension, both grads, bf16, f16 and an f32 dW: a
-// sample (one in 16; one in 4 with GRADTUNE_SWEEP=ci, all with full).
+// sample (one in 32; one in 4 with GRADTUNE_SWEEP=ci, all with full).
 func TestDSMEMOnInterpreter(t *testing.T) {
 	simSample(t, []simtest.Case{
 		{Spec: "m=600,n=136,k=72,grad=dw,out=f32", DType: dtype.F16},
@@ -122,7 +122,7 @@ func TestDSMEMOnInterpreter(t *testing.T) {
 // the random and the exact inputs: ranks 8 (a k-tile mostly zero-filled)
 // and 64 (a whole one), a base reduction that ends mid k-tile (n = 72),
 // one row, split-K summed by a launch or in distributed shared memory
-// (the adapter's k-tile in the last split) and TMA stores: a sample (one in 8; one in 2 with GRADTUNE_SWEEP=ci, all with
+// (the adapter's k-tile in the last split) and TMA stores: a sample (one in 16; one in 2 with GRADTUNE_SWEEP=ci, all with
 // full), and named points.
 func TestLoRAOnInterpreter(t *testing.T) {
 	cases := []simtest.Case{

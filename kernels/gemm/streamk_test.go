@@ -97,7 +97,7 @@ func consumersFor(bm int) int {
 // TestStreamKSpaceOnInterpreter runs the stream-K points of the space
 // where wgmmaShapes have them (153 tiles of 128×128 over two k-tiles, on
 // the launch's own grid of 132 CTAs: fewer CTAs than tiles, most tiles
-// split over two CTAs), both grads, both epilogues: a sample (one in 8;
+// split over two CTAs), both grads, both epilogues: a sample (one in 16;
 // one in 2 with GRADTUNE_SWEEP=ci, all with full).
 func TestStreamKSpaceOnInterpreter(t *testing.T) {
 	simSample(t, wgmmaShapes[len(wgmmaShapes)-2:], 8, func(p gemm.Params) bool { return p.Order == gemm.StreamK })

@@ -16,7 +16,7 @@ import (
 // ptxas.Assembler.Check), and reads ptxas' report of every kernel: no
 // spills or stack without a register cap, the cap respected with one, no
 // shared memory. It assembles a deterministic sample (sweep.Take): one in
-// 16 for sm_90 and one in 64 for sm_80 (a quarter and a sixteenth with
+// 32 for sm_90 and one in 128 for sm_80 (a quarter and a sixteenth with
 // GRADTUNE_SWEEP=ci, all of them for both with full).
 func TestAssemble(t *testing.T) {
 	start := time.Now()

@@ -54,7 +54,7 @@ func nf4GEMM(t *testing.T) kernels.Family {
 }
 
 // TestGEMMOnInterpreter runs the per-tile nf4_gemm_bwd variants of
-// gemmShapes: a sample (simtest.Sample: one in 3; all with GRADTUNE_SWEEP=ci or full).
+// gemmShapes: a sample (simtest.Sample: one in 6; all with GRADTUNE_SWEEP=ci or full).
 func TestGEMMOnInterpreter(t *testing.T) {
 	simtest.Sample(t, nf4GEMM(t), gemmShapes, 3, fused)
 }
@@ -67,7 +67,7 @@ func fused(p variants.Params) bool { return p["dequant"] != "unfused" && p["dequ
 // variants (TestDenseOnInterpreter has the others) of
 // a shape past one wave (13 × 12 tiles of 128×128 over the interpreter's
 // 132 CTAs, a row tail), double-quantized scales: each CTA walks tiles
-// with its ring's phase carried over. A sample: one in 6 (one in 2 with
+// with its ring's phase carried over. A sample: one in 12 (one in 2 with
 // GRADTUNE_SWEEP=ci, all with full).
 func TestWgmmaPersistentOnInterpreter(t *testing.T) {
 	simtest.Sample(t, nf4GEMM(t), []simtest.Case{{Spec: "m=1537,n=64,k=1536,scales=dq", DType: dtype.BF16}}, 6, func(p variants.Params) bool {
@@ -81,7 +81,7 @@ func TestWgmmaPersistentOnInterpreter(t *testing.T) {
 // number of k-tiles (the peeled first one), blocks of 128 and 256 with
 // double-quantized scales, a random-input reduction, and a persistent
 // grid whose tiles have 7 k-tiles (the three scale loaders' turns carry
-// over from one tile to the next): a sample (one in 2; all with
+// over from one tile to the next): a sample (one in 4; all with
 // GRADTUNE_SWEEP=ci or full).
 func TestRegisterAOnInterpreter(t *testing.T) {
 	registerA := func(p variants.Params) bool { return p["mma"] == "wgmma" && p["dequant"] == "consumer" }
@@ -241,7 +241,7 @@ var denseShapes = []simtest.Case{
 }
 
 // TestDenseOnInterpreter runs the unfused and streamed variants of
-// denseShapes: a sample (one in 16; one in 4 with GRADTUNE_SWEEP=ci, all
+// denseShapes: a sample (one in 32; one in 4 with GRADTUNE_SWEEP=ci, all
 // with full).
 func TestDenseOnInterpreter(t *testing.T) {
 	simtest.Sample(t, nf4GEMM(t), denseShapes, 16, func(p variants.Params) bool {
@@ -325,7 +325,7 @@ var loraShapes = []simtest.Case{
 
 // TestLoRAOnInterpreter runs the lora variants of loraShapes on the
 // random and the exact inputs (alternately; both with GRADTUNE_SWEEP=ci
-// or full): a sample (simtest.Sample: one in 16; one in 4 with
+// or full): a sample (simtest.Sample: one in 32; one in 4 with
 // GRADTUNE_SWEEP=ci, all with full); and a persistent point just past
 // one wave (133 tiles of 128×128 over the interpreter's 132 CTAs, a row
 // tail) whose tiles have 6 k-tiles over a 5-slot ring, so that the

@@ -104,7 +104,7 @@ func TestRowShapes(t *testing.T) {
 // every point emits, Emit rejects what Check rejects, and each launch is
 // well formed. At three shapes a third of the points (sweep.Pick: every
 // axis value, then spread; all with GRADTUNE_SWEEP=ci or full) is emitted
-// in every dtype; of the other (shape, dtype) pairs one in 12 is swept
+// in every dtype; of the other (shape, dtype) pairs one in 24 is swept
 // (sweep.Take; a third with ci, all with full), 12 points each.
 func TestRowSpaces(t *testing.T) {
 	var shapes []string
@@ -348,7 +348,7 @@ const smallSpillBytes = 64
 
 // TestRowVariantsAssemble assembles the distinct kernels of the row
 // variants at the model shapes and the odd shapes with ptxas (batched and
-// cached: ptxas.Assembler.Check): one in 16 for sm_90 and one in 64 for
+// cached: ptxas.Assembler.Check): one in 32 for sm_90 and one in 128 for
 // sm_80 (sweep.Take; a quarter and a sixteenth with GRADTUNE_SWEEP=ci, all
 // of them for both with full); and checks ptxas' report: no spills
 // without a register cap, the cap respected with one, and static shared
