@@ -25,6 +25,9 @@
 #           and loss) at 2048 tokens by the model strategy into lce.db
 #           (the float64 reference takes ~40 s of the host's 16 cores),
 #           then 8192 with LCE_TOKENS=8192 in a second command  ~8 min each
+#   attn    issue 28: tune flash_attn_bwd at Qwen's heads, causal, bf16,
+#           s = 1024/2048/4096/8192 with b·s = 8192 tokens into attn.db;
+#           steppeers measures SDPA's backends at the same keys  ~8 min
 #   steppeers  right after step, in the same session: bench/peers_step.py,
 #           the peers of the step's backward kernels (swiglu_bwd, rope_bwd, cross-entropy, linear cross-entropy):
 #           torch eager, torch.compile, Liger-Kernel and Cut Cross-Entropy
@@ -37,7 +40,7 @@ mkdir -p "$out"
 export LD_LIBRARY_PATH=/usr/local/nvidia/lib64:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export PYTHONUNBUFFERED=1
 timed() { local s rc; s=$(date +%s); "$@"; rc=$?; echo "[$(($(date +%s) - s)) s, exit $rc] ${*:0:4}"; return $rc; }
-case "${PHASE:?PHASE=nf4|launch|gemm|nights|pytorch|step|lce|steppeers}" in
+case "${PHASE:?PHASE=nf4|launch|gemm|nights|pytorch|step|lce|attn|steppeers}" in
 nf4)
 	OUT=$out bash bench/issue22_h200.sh
 	;;
@@ -79,6 +82,14 @@ lce)
 	./bin/tune show --db "$out/lce-$t.db" > "$out/lce-show-$t.txt" 2>&1
 	cat "$out/lce-show-$t.txt"
 	;;
+attn)
+	shapes="b=8,s=1024,hq=12,hk=2,d=128,causal=1;b=4,s=2048,hq=12,hk=2,d=128,causal=1"
+	shapes="$shapes;b=2,s=4096,hq=12,hk=2,d=128,causal=1;s=8192,hq=12,hk=2,d=128,causal=1"
+	timed ./bin/tune --kernel flash_attn_bwd --shapes "$shapes" --dtype bf16 --final-rounds 2 --db "$out/attn.db" > "$out/attn-tune.log" 2>&1
+	tail -3 "$out/attn-tune.log"
+	./bin/tune show --db "$out/attn.db" > "$out/attn-show.txt" 2>&1
+	cat "$out/attn-show.txt"
+	;;
 steppeers)
 	for t in ${STEP_TOKENS:-2048 8192}; do
 		timed python3 bench/peers_step.py --out "$out/peers-step-$t.jsonl" --tokens "$t" > "$out/peers-step-$t.log" 2>&1
@@ -87,7 +98,7 @@ steppeers)
 	done
 	;;
 *)
-	echo "PHASE=$PHASE: want nf4, launch, gemm, nights, pytorch, step, lce or steppeers" >&2
+	echo "PHASE=$PHASE: want nf4, launch, gemm, nights, pytorch, step, lce, attn or steppeers" >&2
 	exit 2
 	;;
 esac
