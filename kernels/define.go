@@ -169,6 +169,19 @@ func (t typed[S, P]) Shape(sp variants.Spec, dt dtype.DType) (variants.Shape, er
 	return variants.ShapeOf(s), nil
 }
 
+// DecodeVariant decodes a shape and a params of a family written against S
+// and P, for tests that emit with planted bugs through a family's own
+// emitter.
+func DecodeVariant[S, P any](s variants.Shape, p variants.Params) (S, P, error) {
+	var pv P
+	sv, err := variants.DecodeShape[S](s.Dims, s.DType)
+	if err != nil {
+		return sv, pv, err
+	}
+	pv, err = variants.Decode[P](p)
+	return sv, pv, err
+}
+
 // shape decodes a shape the family gave out. Shapes reach the other
 // methods only through Shape and Shapes, so an error here is a caller's
 // bug, reported where the method can report one.

@@ -10,11 +10,7 @@ import (
 // 0's dQ partials not added), "noDSBar" (no barrier between dSᵀ's store
 // and dQ's reads of it).
 func EmitBuggy(s variants.Shape, p variants.Params, bug string) (kernels.Program, error) {
-	sh, err := variants.DecodeShape[Shape](s.Dims, s.DType)
-	if err != nil {
-		return kernels.Program{}, err
-	}
-	pv, err := variants.Decode[Params](p)
+	sh, pv, err := kernels.DecodeVariant[Shape, Params](s, p)
 	if err != nil {
 		return kernels.Program{}, err
 	}

@@ -11,11 +11,7 @@ import (
 // the label out of the dW pass's gradient; noWSum leaves label
 // smoothing's Σ_c w_c out of dx; noZFactor z-loss's factor.
 func EmitBuggy(s variants.Shape, p variants.Params, bug string) (kernels.Program, error) {
-	sh, err := variants.DecodeShape[Shape](s.Dims, s.DType)
-	if err != nil {
-		return kernels.Program{}, err
-	}
-	pv, err := variants.Decode[Params](p)
+	sh, pv, err := kernels.DecodeVariant[Shape, Params](s, p)
 	if err != nil {
 		return kernels.Program{}, err
 	}

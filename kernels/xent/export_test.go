@@ -9,15 +9,11 @@ import (
 // the logits (the gradient kernel's output is the buffer logits) and,
 // with late, z[label] read by the gradient kernel from the logits.
 func EmitAliased(s variants.Shape, p variants.Params, late bool) (kernels.Program, error) {
-	sh, err := variants.DecodeShape[Shape](s.Dims, s.DType)
+	sh, pv, err := kernels.DecodeVariant[Shape, Params](s, p)
 	if err != nil {
 		return kernels.Program{}, err
 	}
 	if err := (family{}).Space(sh).Space().Check(p); err != nil {
-		return kernels.Program{}, err
-	}
-	pv, err := variants.Decode[Params](p)
-	if err != nil {
 		return kernels.Program{}, err
 	}
 	g := newGeom(sh, pv)
