@@ -80,6 +80,7 @@ func (family) Reference(s Shape, in map[string][]float64) map[string][]float64 {
 func refDW(s Shape, in map[string][]float64, lse, dw []float64, c0, c1 int) {
 	x, w, labels := in["x"], in["w"], in["labels"]
 	g := in["dloss"][0] / in["n_valid"][0]
+	lambda, eps := zlossScale(s, in), s.eps()
 	h := s.H
 	for c := c0; c < c1; c++ {
 		wc, d := w[c*h:(c+1)*h], dw[c*h:(c+1)*h]
@@ -89,7 +90,6 @@ func refDW(s Shape, in map[string][]float64, lse, dw []float64, c0, c1 int) {
 				continue
 			}
 			xr := x[r*h : (r+1)*h]
-			lambda, eps := zlossScale(s, in), s.eps()
 			k := g * ((1+2*lambda*lse[r])*math.Exp(dot(xr, wc)-lse[r]) - eps/float64(s.V))
 			if lab == c {
 				k -= g * (1 - eps)
@@ -108,6 +108,7 @@ const refBlock = 16
 func refRows(s Shape, in, out map[string][]float64, r0, r1 int) {
 	x, w, labels := in["x"], in["w"], in["labels"]
 	g := in["dloss"][0] / in["n_valid"][0]
+	lambda, eps := zlossScale(s, in), s.eps()
 	h, v, n := s.H, s.V, r1-r0
 	z := make([]float64, n*v)
 	for c := range v {
@@ -133,7 +134,6 @@ func refRows(s Shape, in, out map[string][]float64, r0, r1 int) {
 		if lab == IgnoreIndex {
 			continue
 		}
-		lambda, eps := zlossScale(s, in), s.eps()
 		sumz := 0.0
 		for _, zc := range zr {
 			sumz += zc

@@ -101,7 +101,8 @@ func (xk *xKernel) splitDH(dh32, hi, lo, row0, t ptx.Reg) {
 // xFrags are the x kernel's fragment offsets: dX's A (dh, K-major) per
 // k16 step of the rank and B (the A tile) per pair of n8 blocks, whole
 // and, for a rank that ends in half a step, half; dA's A (dh, MN-major)
-// per m16 block of the rank and B (the x tile) for the warp's n8 blocks.
+// per m16 block of the rank and B (the x tile) for the warp's n8 blocks;
+// dX's only with dx=here.
 type xFrags struct {
 	dxA, dxB, dxBHalf, daA []frag
 	daB                    frag
@@ -112,10 +113,12 @@ func (xk *xKernel) frags() xFrags {
 	var f xFrags
 	for kk := range g.kSteps {
 		half := g.rHalf && kk == g.kSteps-1
-		f.dxA = append(f.dxA, aKMajor(k, l, g.rp, xk.wr0, imm(k, 2*kk), half))
+		if g.dx {
+			f.dxA = append(f.dxA, aKMajor(k, l, g.rp, xk.wr0, imm(k, 2*kk), half))
+		}
 		f.daA = append(f.daA, aMNMajor(k, l, g.rp, z, imm(k, 2*kk), half))
 	}
-	for nc := 0; nc < chunk/8; nc += 2 {
+	for nc := 0; g.dx && nc < chunk/8; nc += 2 {
 		f.dxB = append(f.dxB, bMNMajor(k, l, chunk, z, imm(k, nc), true, false))
 		if g.rHalf {
 			f.dxBHalf = append(f.dxBHalf, bMNMajor(k, l, chunk, z, imm(k, nc), true, true))
