@@ -3,12 +3,13 @@
 # streamed paths against what QLoRA trainers run (bitsandbytes' path:
 # dequantize, then torch's matmul), in one session.
 #
-#   1. the card's own command, tune --kernel nf4_gemm_bwd --shapes qwen1.5b
+#   1. bench/peers_nf4.py on every bf16 case below: the peer and the dense
+#      floor (first, so that a call cut short keeps them);
+#   2. the card's own command, tune --kernel nf4_gemm_bwd --shapes qwen1.5b
 #      (bf16 and f16, 2048 tokens), timed: the 3-minute bar;
-#   2. the qwen1.5b projections at 512 and 8192 tokens, bf16;
-#   3. held-out shapes of another model (Llama-3.2-1B: hidden 2048,
+#   3. the qwen1.5b projections at 512 and 8192 tokens, bf16;
+#   4. held-out shapes of another model (Llama-3.2-1B: hidden 2048,
 #      intermediate 8192, 8 KV heads of 64), bf16, 2048 tokens;
-#   4. bench/peers_nf4.py on every bf16 case: the peer and the dense floor;
 #   5. bench/issue22_ratios.py: the table (every case >= 1.0 against the
 #      peer, geomean >= 1.15).
 #
@@ -20,7 +21,7 @@ mkdir -p "$out"
 export LD_LIBRARY_PATH=/usr/local/nvidia/lib64:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export PYTHONUNBUFFERED=1
 db="$out/h200-nf4-22.db"
-timed() { local s rc; s=$(date +%s); "$@"; rc=$?; echo "[$(($(date +%s) - s)) s, exit $rc] $*"; return $rc; }
+source "$(dirname "${BASH_SOURCE[0]}")/timed.sh"
 heldout="m=2048,n=2048,k=2048;m=2048,n=512,k=2048;m=2048,n=8192,k=2048;m=2048,n=2048,k=8192"
 heldout="$heldout;${heldout//;/,scales=dq;},scales=dq"
 qwen() { # the qwen1.5b projections at $1 tokens, f32 and dq scales
@@ -31,6 +32,11 @@ qwen() { # the qwen1.5b projections at $1 tokens, f32 and dq scales
 	done
 }
 phase=${PHASE:-all}
+if [[ $phase == peers || $phase == all ]]; then
+	mapfile -t cases < <(qwen 512; qwen 2048; qwen 8192; tr ';' '\n' <<< "$heldout")
+	timed python3 bench/peers_nf4.py "$out/peers-nf4.jsonl" "${cases[@]}" > "$out/peers-nf4.log" 2>&1
+	tail -3 "$out/peers-nf4.log"
+fi
 if [[ $phase == tune || $phase == all ]]; then
 	nvidia-smi --query-gpu=name,uuid,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv > "$out/nvidia-smi.csv" 2>&1
 	timed ./bin/tune --kernel nf4_gemm_bwd --shapes qwen1.5b --final-rounds 2 --db "$db" > "$out/tune-2048.log" 2>&1
@@ -42,9 +48,7 @@ if [[ $phase == tune || $phase == all ]]; then
 	./bin/tune show --db "$db" --kernel nf4_gemm_bwd > "$out/show.txt" 2>&1
 	./bin/tune export --db "$db" --format json --force -o "$out/nf4-22.json"
 fi
-if [[ $phase == peers || $phase == all ]]; then
-	mapfile -t cases < <(qwen 512; qwen 2048; qwen 8192; tr ';' '\n' <<< "$heldout")
-	timed python3 bench/peers_nf4.py "$out/peers-nf4.jsonl" "${cases[@]}" > "$out/peers-nf4.log" 2>&1
-	tail -3 "$out/peers-nf4.log"
+if [[ $phase == all ]]; then
 	python3 bench/issue22_ratios.py "$out/nf4-22.json" "$out/peers-nf4.jsonl" "$out/h200-nf4-22-ratios.txt"
+	cat "$out/h200-nf4-22-ratios.txt"
 fi

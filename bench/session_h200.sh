@@ -4,8 +4,12 @@
 # device's 10-minute limit). Build here first:
 #   go build -o bin/tune ./cmd/tune && CGO_ENABLED=0 go build -o bin/trainer ./examples/trainer
 #   go test -c -o bin/runner.test ./runner
-# then, on the GPU host, PHASE=<name> bash bench/session_h200.sh with
-# carry ["bin"]; everything goes to ${OUT:-out}.
+# then, on the GPU host, PHASE="<name> [<name>...]" bash bench/session_h200.sh
+# with carry ["bin"]; everything goes to ${OUT:-out}. Where the tracked
+# tree leaves too little room for bin/, carry binz/ instead: each binary
+# xz-compressed (xz -9e), unpacked here into bin/. BUDGET=<seconds> stops
+# every timed step (SIGINT: tune keeps what it measured) that would run
+# past the call's end, keeping 30 s for the steps after it.
 #
 #   nf4     issue 22: bench/issue22_h200.sh (the card's command timed,
 #           512 and 8192 tokens, held-out shapes, bitsandbytes' path as
@@ -39,13 +43,23 @@ out=${OUT:-out}
 mkdir -p "$out"
 export LD_LIBRARY_PATH=/usr/local/nvidia/lib64:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export PYTHONUNBUFFERED=1
-timed() { local s rc; s=$(date +%s); "$@"; rc=$?; echo "[$(($(date +%s) - s)) s, exit $rc] ${*:0:4}"; return $rc; }
-case "${PHASE:?PHASE=nf4|launch|gemm|nights|pytorch|step|lce|attn|steppeers}" in
+source "$(dirname "${BASH_SOURCE[0]}")/timed.sh"
+if [[ -n ${BUDGET:-} ]]; then
+	export DEADLINE=$(($(date +%s) + BUDGET))
+fi
+for z in binz/*.xz; do
+	[[ -f $z ]] || continue
+	mkdir -p bin
+	python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' "$z" "bin/$(basename "$z" .xz)"
+	chmod +x "bin/$(basename "$z" .xz)"
+done
+for phase in ${PHASE:?PHASE=nf4|launch|gemm|nights|pytorch|step|lce|attn|steppeers}; do
+case $phase in
 nf4)
-	OUT=$out bash bench/issue22_h200.sh
+	PHASE=all OUT=$out bash bench/issue22_h200.sh
 	;;
 launch)
-	timed ./bin/trainer --all > "$out/trainer-all.log" 2>&1
+	RESERVE=${LAUNCH_RESERVE:-30} timed ./bin/trainer --all > "$out/trainer-all.log" 2>&1
 	tail -5 "$out/trainer-all.log"
 	;;
 gemm)
@@ -98,7 +112,8 @@ steppeers)
 	done
 	;;
 *)
-	echo "PHASE=$PHASE: want nf4, launch, gemm, nights, pytorch, step, lce, attn or steppeers" >&2
+	echo "PHASE=$phase: want nf4, launch, gemm, nights, pytorch, step, lce, attn or steppeers" >&2
 	exit 2
 	;;
 esac
+done
