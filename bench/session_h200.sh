@@ -7,7 +7,9 @@
 # then, on the GPU host, PHASE="<name> [<name>...]" bash bench/session_h200.sh
 # with carry ["bin"]; everything goes to ${OUT:-out}. Where the tracked
 # tree leaves too little room for bin/, carry binz/ instead: each binary
-# xz-compressed (xz -9e), unpacked here into bin/. BUDGET=<seconds> stops
+# xz-compressed (xz -9e), unpacked here into bin/; and while the
+# tracked tree is over 56 MiB, move testdata/tunefast aside for the call
+# (nothing here reads it) and back after. BUDGET=<seconds> stops
 # every timed step (SIGINT: tune keeps what it measured) that would run
 # past the call's end, keeping 30 s for the steps after it.
 #
