@@ -5,19 +5,22 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"testing"
 
 	"github.com/gradtune/gradtune/store"
 )
 
-// night loads the newest run of testdata/issue21/night-NAME.db.gz, one of
-// the three real nights of all 55 committed entries on the H200 (c with
-// relu_bwd bf16 m=2048,n=8960 slowed by 5% and rows.json's layernorm_bwd
-// f16 entry broken).
+// night loads the newest run of a recorded night of all 55 committed
+// entries on the H200: testdata/issue21/night-{a,b,c}.db.gz (2026-12-02;
+// c with relu_bwd bf16 m=2048,n=8960 slowed by 5% and rows.json's
+// layernorm_bwd f16 entry broken) and testdata/issue23/night-{1,2,3,slow,
+// broken}.db.gz (2026-12-05, another machine; slow and broken plant one
+// each).
 func night(t *testing.T, name string) Side {
 	t.Helper()
-	f, err := os.Open(filepath.Join("..", "testdata", "issue21", "night-"+name+".db.gz"))
+	f, err := os.Open(filepath.Join("..", "testdata", name+".db.gz"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +29,7 @@ func night(t *testing.T, name string) Side {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "night-"+name+".db")
+	path := filepath.Join(t.TempDir(), filepath.Base(name)+".db")
 	out, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
@@ -47,40 +50,60 @@ func night(t *testing.T, name string) Side {
 	return s
 }
 
-// TestRealNights holds the gate's defaults to the three recorded nights,
-// compared both ways: the A/A pair passes, and a pair with night c fails
-// on exactly what c planted (the slowed case regressed, the broken one
-// failed) when c is the new run, and on nothing when c is the baseline.
+// TestRealNights holds the gate's defaults to the recorded nights of two
+// machines, every pair of one machine compared both ways: a pair of
+// unplanted nights passes; a pair whose new night planted a slowdown or a
+// broken entry fails on exactly that case; a planted night as the
+// baseline fails nothing.
 func TestRealNights(t *testing.T) {
-	n := map[string]Side{"a": night(t, "a"), "b": night(t, "b"), "c": night(t, "c")}
-	const slowed, broken = "relu_bwd bf16 m=2048,n=8960", "layernorm_bwd f16 m=2048,n=1536"
-	for _, c := range []struct {
-		base, cur string
-		want      []string
-	}{
-		{"a", "b", nil}, {"b", "a", nil},
-		{"a", "c", []string{broken + " failed", slowed + " regressed"}},
-		{"b", "c", []string{broken + " failed", slowed + " regressed"}},
-		{"c", "a", nil}, {"c", "b", nil},
+	const slowed, broken = "relu_bwd bf16 m=2048,n=8960 regressed", "layernorm_bwd f16 m=2048,n=1536 failed"
+	plants := map[string][]string{
+		"issue21/night-c":      {broken, slowed},
+		"issue23/night-slow":   {slowed},
+		"issue23/night-broken": {broken},
+	}
+	for _, machine := range [][]string{
+		{"issue21/night-a", "issue21/night-b", "issue21/night-c"},
+		{"issue23/night-1", "issue23/night-2", "issue23/night-3", "issue23/night-slow", "issue23/night-broken"},
 	} {
-		rep, err := Compare(n[c.base], n[c.cur], DefaultOptions)
-		if err != nil {
-			t.Fatal(err)
+		sides := map[string]Side{}
+		for _, n := range machine {
+			sides[n] = night(t, n)
 		}
-		var got []string
-		for _, r := range rep.Failed() {
-			got = append(got, r.Key()+" "+string(r.Verdict))
-		}
-		sort.Strings(got)
-		if len(got) != len(c.want) || len(got) > 0 && (got[0] != c.want[0] || got[1] != c.want[1]) {
-			t.Errorf("night %s against %s: the gate fails on %q, want %q", c.cur, c.base, got, c.want)
-		}
-		largest := 0.0
-		for _, r := range rep.Rows {
-			if r.Verdict == Unchanged && r.Change > largest {
-				largest = r.Change
+		for _, base := range machine {
+			for _, cur := range machine {
+				if base != cur {
+					checkNight(t, sides[base], sides[cur], base, cur, plants[cur])
+				}
 			}
 		}
-		t.Logf("night %s against %s: drift %+.2f%%, largest unchanged slowdown %+.2f%%, failing %q", c.cur, c.base, 100*rep.Drift, 100*largest, got)
 	}
+}
+
+// checkNight compares night cur with night base and wants the gate to fail
+// on the cases want names ("kernel dtype dims verdict", sorted), no other.
+func checkNight(t *testing.T, base, cur Side, baseName, curName string, want []string) {
+	t.Helper()
+	rep, err := Compare(base, cur, DefaultOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range rep.Failed() {
+		got = append(got, r.Key()+" "+string(r.Verdict))
+	}
+	sort.Strings(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("%s against %s: the gate fails on %q, want %q", curName, baseName, got, want)
+	}
+	largest, shift := 0.0, 0.0
+	for _, r := range rep.Rows {
+		if r.Verdict == Unchanged && r.Change > largest {
+			largest = r.Change
+		}
+		if r.Verdict == Unchanged && r.Change*r.BaseMedian > shift {
+			shift = r.Change * r.BaseMedian
+		}
+	}
+	t.Logf("%s against %s: drift %+.2f%%, largest unchanged slowdown %+.2f%%, %.2f µs; failing %q", curName, baseName, 100*rep.Drift, 100*largest, shift, got)
 }

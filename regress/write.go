@@ -143,7 +143,7 @@ func oneWord(s string) string {
 	return s
 }
 
-func pct(f float64) string { return fmt.Sprintf("%g%%", 100*f) }
+func pct(f float64) string { return fmt.Sprintf("%.4g%%", 100*f) }
 
 func signedPct(f float64) string { return fmt.Sprintf("%+.1f%%", 100*f) }
 

@@ -15,7 +15,7 @@ import (
 func regressCommand() *command {
 	return &command{
 		name:  "regress",
-		usage: "regress --baseline A.db[:RUN] --db B.db[:RUN] [--threshold 3.5%] [--min-shift 0.25] [--no-drift] [--alpha 0.05] [--format markdown|bench]",
+		usage: "regress --baseline A.db[:RUN] --db B.db[:RUN] [--threshold 3.5%] [--min-shift 0.75] [--no-drift] [--alpha 0.05] [--format markdown|bench]",
 		summary: "the regression gate: compare each kernel, dtype and shape of run B with run A (default:\n" +
 			"each database's newest run) with a Mann–Whitney U test, a threshold, a minimum shift and\n" +
 			"the 95% CI of the change, B's samples divided by its drift (the median change of all its\n" +
