@@ -306,7 +306,7 @@ func (r *Runner) tuneShape(ctx context.Context, f kernels.Family, s variants.Sha
 	if pl, ok := f.(PointLister); ok {
 		cfg.Points = pl.Points(s)
 	}
-	strat, err := search.New(cfg, f.Space(s), r.opt.Fix)
+	strat, err := search.New(cfg, f.Space(s).Search(r.opt.Fix), r.opt.Fix)
 	if err != nil {
 		return sum, err
 	}

@@ -374,3 +374,48 @@ func TestRemeasurePools(t *testing.T) {
 		t.Errorf("%d of 8 seeds measured v=1 again, want ≥ 4", confirmed)
 	}
 }
+
+// toySearch is toyFamily with a search rule that leaves v=3, the fastest
+// valid variant, out of the search (variants.Rule.Search).
+type toySearch struct{ toyFamily }
+
+type toySearchParams struct {
+	V int `axis:"v" values:"1,2,3,4"`
+}
+
+func (toySearch) Space(variants.Shape) variants.Space {
+	return variants.Typed[toySearchParams]{Rules: []variants.Rule[toySearchParams]{{Name: "search: v=3 measured slower", Axes: []string{"v"}, Search: true,
+		Check: func(p toySearchParams) error {
+			if p.V == 3 {
+				return errors.New("left out")
+			}
+			return nil
+		}}}}.Space()
+}
+
+// TestTuneSearchesTheSearchSpace: the tuner proposes the points of the
+// space's search (its search rules applied), and a fixed axis that a
+// search rule reads brings the region it leaves out back.
+func TestTuneSearchesTheSearchSpace(t *testing.T) {
+	answer := func(p string) (*evalResponse, error) {
+		med := map[string]float64{"v=1": 10, "v=2": 8, "v=3": 5}[p]
+		return &evalResponse{Outcome: Outcome{Status: "ok", Samples: samples(med)}}, nil
+	}
+	var starts, evals int
+	r := newRunner(t, answer, &starts, &evals)
+	sums, err := r.Tune(context.Background(), []Job{{Family: toySearch{}, Shapes: []variants.Shape{toyShape}}}, newMem())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := sums[0]; s.Tried != 3 || s.Best == nil || s.Best.Key.Params != "v=2" {
+		t.Fatalf("searched %d points, best %+v: want v=1, 2 and 4, v=2 best", s.Tried, s.Best)
+	}
+	r.opt.Fix = variants.Params{"v": "3"}
+	sums, err = r.Tune(context.Background(), []Job{{Family: toySearch{}, Shapes: []variants.Shape{toyShape}}}, newMem())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := sums[0]; s.Tried != 1 || s.Best == nil || s.Best.Key.Params != "v=3" {
+		t.Fatalf("with v=3 fixed: searched %d points, best %+v; want v=3", s.Tried, s.Best)
+	}
+}

@@ -14,4 +14,11 @@
 // set and prunes every combination below a refusal, so a family whose
 // early axes decide most refusals enumerates in a fraction of its
 // product; an untyped Space builds Params for every combination.
+//
+// A rule marked Search states a measured fact rather than a limit of the
+// code (a path that never came near the winner on recorded runs): the
+// space keeps the points it refuses, so the interpreter's sweeps, Check
+// and recorded points see them, and only the tuner's search
+// (Space.Search) leaves them out, unless the user fixes an axis the rule
+// reads.
 package variants

@@ -42,6 +42,19 @@ type Space struct {
 	// walk, when set (a Typed space's view), yields the allowed points in
 	// enumeration order on typed params: what allowedPoints yields.
 	walk func(yield func(Params) bool)
+	// search, when set (a Typed space with search rules), is the space
+	// the tuner searches with fix given: Search's answer.
+	search func(fix Params) Space
+}
+
+// Search is the space the tuner searches when the user fixes fix: s with
+// its family's search rules (Rule.Search) added, except those that read
+// an axis fix names. A space without search rules is its own.
+func (s Space) Search(fix Params) Space {
+	if s.search == nil {
+		return s
+	}
+	return s.search(fix)
 }
 
 // Axis returns the axis called name.

@@ -3,6 +3,7 @@ package variants
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,6 +49,14 @@ type Rule[P any] struct {
 	// holds each family's walk to the product's. Empty: checked once
 	// every axis has its value.
 	Axes []string
+	// Search marks a rule that narrows only the tuner's search
+	// (Space.Search), never the space: Enumerate, Check, the interpreter's
+	// sweeps and recorded or committed points ignore it. It states a
+	// measured fact (a region of the space that never came near the
+	// winner) and cites its evidence in Name; a search whose fixed params
+	// name an axis it reads keeps the region, so --params still reaches
+	// it. A search rule lists its Axes.
+	Search bool
 }
 
 // Ints prints integer axis values for Typed.Values.
@@ -60,8 +69,46 @@ func Ints(vals ...int) []string {
 }
 
 // Space is the untyped view of t: its axes with their values, and one
-// constraint per rule over decoded params.
+// constraint per rule over decoded params; the search rules (Rule.Search)
+// only narrow Space.Search.
 func (t Typed[P]) Space() Space {
+	space, search := t.split()
+	for _, r := range search {
+		if len(r.Axes) == 0 {
+			return brokenSpace(fmt.Errorf("search rule %q lists no axes", r.Name))
+		}
+	}
+	s := space.view()
+	if len(search) > 0 {
+		s.search = func(fix Params) Space {
+			kept := space
+			kept.Rules = slices.Clone(space.Rules)
+			for _, r := range search {
+				if !slices.ContainsFunc(r.Axes, func(a string) bool { _, ok := fix[a]; return ok }) {
+					kept.Rules = append(kept.Rules, r)
+				}
+			}
+			return kept.view()
+		}
+	}
+	return s
+}
+
+// split parts t's rules into the space's and the search rules.
+func (t Typed[P]) split() (space Typed[P], search []Rule[P]) {
+	space.Values = t.Values
+	for _, r := range t.Rules {
+		if r.Search {
+			search = append(search, r)
+		} else {
+			space.Rules = append(space.Rules, r)
+		}
+	}
+	return space, search
+}
+
+// view is the untyped view of t, every rule of t a constraint.
+func (t Typed[P]) view() Space {
 	c, err := codecOf[P]()
 	if err != nil {
 		return brokenSpace(err)

@@ -77,6 +77,57 @@ func TestTypedSpace(t *testing.T) {
 	}
 }
 
+// TestSearchRules: a search rule narrows Space.Search alone; fixing an
+// axis it reads keeps its region, fixing another does not; a search rule
+// without axes breaks the space.
+func TestSearchRules(t *testing.T) {
+	typed := testSpace()
+	typed.Rules = append(typed.Rules, Rule[testParams]{Name: "mode b never wins", Axes: []string{"mode"}, Search: true,
+		Check: func(p testParams) error {
+			if p.Mode == "b" {
+				return errors.New("measured slower")
+			}
+			return nil
+		}})
+	s := typed.Space()
+	if n := len(s.Enumerate()); n != 20 {
+		t.Errorf("Enumerate: %d points, want the space's 20", n)
+	}
+	p, _ := ParseParams("block=64,vec=1,mode=b,pdl=0")
+	if err := s.Check(p); err != nil {
+		t.Errorf("Check(%s) = %v: a search rule is not the space's", p, err)
+	}
+	for _, c := range []struct {
+		fix  string
+		want int
+	}{{"", 10}, {"pdl=1", 5}, {"mode=b", 10}, {"block=64,mode=a", 6}} {
+		fix := Params{}
+		if c.fix != "" {
+			fix, _ = ParseParams(c.fix)
+		}
+		got := 0
+		for _, q := range s.Search(fix).Enumerate() {
+			match := true
+			for k, v := range fix {
+				match = match && q[k] == v
+			}
+			if match {
+				got++
+			}
+		}
+		if got != c.want {
+			t.Errorf("Search(%q): %d points with the fixed values, want %d", c.fix, got, c.want)
+		}
+	}
+	typed.Rules[len(typed.Rules)-1].Axes = nil
+	if n := len(typed.Space().Enumerate()); n != 0 {
+		t.Errorf("a search rule without axes: %d points, want a broken space", n)
+	}
+	if plain := testSpace().Space(); len(plain.Search(Params{}).Enumerate()) != 20 {
+		t.Error("a space without search rules is not its own search")
+	}
+}
+
 func TestTypedSpaceMalformed(t *testing.T) {
 	type noAxes struct{ X int }
 	type badKind struct {

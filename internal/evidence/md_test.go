@@ -1,7 +1,9 @@
 package evidence
 
 import (
+	"compress/gzip"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -274,7 +276,9 @@ func load(t *testing.T, rel string) *results.Set {
 		return s
 	}
 	path := filepath.Join(root, rel)
-	if _, err := os.Stat(path + "-wal"); err == nil {
+	if strings.HasSuffix(rel, ".gz") {
+		path = gunzip(t, path)
+	} else if _, err := os.Stat(path + "-wal"); err == nil {
 		// A leftover write-ahead log beside a committed database: read a
 		// copy, so that nothing beside the committed file is touched.
 		b, err := os.ReadFile(path)
@@ -344,4 +348,28 @@ func peers(t *testing.T, rel string) *reports.Peers {
 		t.Fatalf("%s: %v", rel, err)
 	}
 	return p
+}
+
+// gunzip unpacks a gzipped database into the test's temporary directory.
+func gunzip(t *testing.T, path string) string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	out := filepath.Join(t.TempDir(), strings.TrimSuffix(filepath.Base(path), ".gz"))
+	w, err := os.Create(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if _, err := io.Copy(w, zr); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return out
 }

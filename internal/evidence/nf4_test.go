@@ -1,11 +1,14 @@
 package evidence
 
 import (
+	"math"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/gradtune/gradtune/internal/results"
+	"github.com/gradtune/gradtune/variants"
 )
 
 // nf4Row is one row of an NF4 table as the database gives it: the fused
@@ -253,6 +256,73 @@ func nf4Probe(t *testing.T, rel string) {
 	for name := range lo {
 		if name != "rsdeq" && !seen[name] {
 			t.Errorf("%s: no row for the session's probe %s", tb.where, name)
+		}
+	}
+}
+
+// TestNF4SearchRules recomputes the bounds nf4_gemm_bwd's search rules
+// state (kernels/nf4gemm/gemmspace.go) from the run they cite: over every
+// case of it, the best recorded median of each path they leave out
+// (fully measured or abandoned early) divided by the case's best. The
+// stated bound is that minimum, rounded down to hundredths.
+func TestNF4SearchRules(t *testing.T) {
+	const db = "testdata/nf4/h200-nf4-22.db.gz"
+	src := read(t, "kernels/nf4gemm/gemmspace.go")
+	set := load(t, db)
+	minRatio := map[string]float64{"sync": math.Inf(1), "warps": math.Inf(1)}
+	cases := 0
+	for _, sh := range set.Shapes {
+		if sh.Kernel != "nf4_gemm_bwd" {
+			continue
+		}
+		best := map[string]float64{}
+		for _, v := range sh.Order {
+			p, err := variants.ParseParams(v.Key.Params)
+			if err != nil || v.MedianUS <= 0 || p["dequant"] == "" {
+				continue
+			}
+			path := "kept"
+			switch {
+			case p["mma"] == "sync":
+				path = "sync"
+			case p["dequant"] == "producer" || p["dequant"] == "dedicated":
+				path = "warps"
+			}
+			if b, ok := best[path]; !ok || v.MedianUS < b {
+				best[path] = v.MedianUS
+			}
+		}
+		if len(best) == 0 {
+			continue // the call's deadline came before the case was measured
+		}
+		all := math.Inf(1)
+		for _, b := range best {
+			all = min(all, b)
+		}
+		if best["kept"] != all {
+			t.Errorf("%s %s: a path the search rules leave out is the fastest (%.2f µs, kept %.2f µs)", db, sh.Key, all, best["kept"])
+		}
+		for path := range minRatio {
+			if b, ok := best[path]; ok {
+				minRatio[path] = min(minRatio[path], b/all)
+			}
+		}
+		cases++
+	}
+	if cases != 34 {
+		t.Errorf("%s: %d nf4_gemm_bwd cases, want the 34 the rules cite", db, cases)
+	}
+	for path, re := range map[string]*regexp.Regexp{
+		"sync":  regexp.MustCompile(`searchSync\s+= "search: the sync path, at least ([\d.]+)× the best`),
+		"warps": regexp.MustCompile(`searchWarpgroups = "search: per-tile dequantization by producer or dedicated warps, at least ([\d.]+)× the best`),
+	} {
+		m := re.FindStringSubmatch(src)
+		if m == nil {
+			t.Errorf("gemmspace.go: no bound for %s", path)
+			continue
+		}
+		if want := math.Floor(minRatio[path]*100) / 100; m[1] != strconv.FormatFloat(want, 'f', 2, 64) {
+			t.Errorf("gemmspace.go states %s× for %s; %s gives %.4f", m[1], path, db, minRatio[path])
 		}
 	}
 }

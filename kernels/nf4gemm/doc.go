@@ -52,6 +52,11 @@
 // the per-tile paths keep splitk=1, order=m, bn up to 192 and up to 5
 // stages.
 //
+// Two search rules (variants.Rule.Search, gemmspace.go) leave the sync
+// path and per-tile dequantization by producer or dedicated warps out of
+// tune's search, each with the bound measured on the H200 that it cites;
+// the space, and so the interpreter's sweeps, keeps them.
+//
 // # An adapter's dX (lora=r)
 //
 // lora=r (r a multiple of 8 up to 64; 0, left out, for none) adds a LoRA

@@ -31,7 +31,38 @@ func (gemmDef) Space(s GEMMShape) variants.Typed[GEMMParams] {
 		rule("wgmma: what gemm_bwd's path emits, the deepest ring", wgmmaFits),
 		rule("persistent only past one wave", persistence),
 		rule("an adapter's dX: the shared-memory-B wgmma path and the dense paths", loraPath, "mma", "dequant"),
+		{Name: searchSync, Check: func(p GEMMParams) error { return notSync(p) }, Axes: []string{"mma"}, Search: true},
+		{Name: searchWarpgroups, Check: func(p GEMMParams) error { return notWarpgroups(p) }, Axes: []string{"dequant"}, Search: true},
 	}}
+}
+
+// The search rules (variants.Rule.Search), each a measured fact: over the
+// 34 cases of testdata/nf4/h200-nf4-22.db.gz (qwen1.5b at 512, 2048 and
+// 8192 tokens, bf16 and f16, f32 and double-quantized scales, two
+// held-out shapes) the best variant of each path named here was at least
+// that much slower than the case's best (internal/evidence's
+// TestNF4SearchRules recomputes both bounds). They leave the per-case
+// winners, the register-A (consumer) path at n=256 and the unfused path
+// elsewhere, and the streamed path (within 6–7% at 8192 tokens), and cut
+// the programs a shape compiles by about 70%. --params mma=sync or
+// dequant=producer (dedicated) searches them again.
+const (
+	searchSync       = "search: the sync path, at least 2.07× the best on the H200 (testdata/nf4/h200-nf4-22.db.gz)"
+	searchWarpgroups = "search: per-tile dequantization by producer or dedicated warps, at least 1.13× the best on the H200 (testdata/nf4/h200-nf4-22.db.gz)"
+)
+
+func notSync(p GEMMParams) error {
+	if p.MMA == "sync" {
+		return fmt.Errorf("mma=sync is left out of the search (%s)", searchSync)
+	}
+	return nil
+}
+
+func notWarpgroups(p GEMMParams) error {
+	if p.Dequant == Producers || p.Dequant == Dedicated {
+		return fmt.Errorf("dequant=%s is left out of the search (%s)", p.Dequant, searchWarpgroups)
+	}
+	return nil
 }
 
 // loraPath: an adapter's k-tile (lora=r) is dense, dh and A loaded as
