@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The nightly gate on real nights (issues 21 and 23), on the H200:
 #
-#   1. the README's nightly command, tune bench --configs over all five
+#   1. the README's nightly command, tune bench --configs over all six
 #      committed tables, into night-1.db;
 #   2. a night with relu_bwd bf16 m=2048,n=8960 made 5% slower
 #      (--plant-slowdown) and a night with rows.json's layernorm_bwd f16
@@ -19,7 +19,7 @@ set -uo pipefail
 out=${OUT:-out}/nights
 mkdir -p "$out"
 export LD_LIBRARY_PATH=/usr/local/nvidia/lib64:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-tables=configs/h200/activations.json,configs/h200/rows.json,configs/h200/pool.json,configs/h200/gemm.json,configs/h200/nf4.json
+tables=configs/h200/activations.json,configs/h200/rows.json,configs/h200/pool.json,configs/h200/gemm.json,configs/h200/nf4.json,configs/h200/nf4_gemm.json
 nights=${NIGHTS:-6}
 source "$(dirname "${BASH_SOURCE[0]}")/timed.sh"
 summary="$out/summary.txt"

@@ -23,8 +23,8 @@ func TestEmbeddedTables(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Tables) != 5 {
-		t.Fatalf("%d embedded tables, want activations, gemm, nf4, pool and rows", len(s.Tables))
+	if len(s.Tables) != 6 {
+		t.Fatalf("%d embedded tables, want activations, gemm, nf4, nf4_gemm, pool and rows", len(s.Tables))
 	}
 	n := 0
 	for _, tb := range s.Tables {
@@ -44,8 +44,8 @@ func TestEmbeddedTables(t *testing.T) {
 			n++
 		}
 	}
-	if n != 55 {
-		t.Errorf("%d entries, want 55 (18 activations, 8 gemm, 16 nf4, 9 rows, 4 pool)", n)
+	if n != 81 {
+		t.Errorf("%d entries, want 81 (18 activations, 8 gemm, 8 nf4, 34 nf4_gemm, 9 rows, 4 pool)", n)
 	}
 }
 

@@ -93,7 +93,8 @@ func TestCommittedTablesInSync(t *testing.T) {
 		"rows":        {smallDB, rowsKernels},
 		"pool":        {smallDB, poolKernels},
 		"gemm":        {gemmDB, results.Options{Kernels: []string{"gemm_bwd"}}},
-		"nf4":         {nf4DB, results.Options{}},
+		"nf4":         {nf4DB, results.Options{Kernels: []string{"nf4_dequant"}}},
+		"nf4_gemm":    {"nf4/h200-nf4-22.db.gz", results.Options{Kernels: []string{"nf4_gemm_bwd"}}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			tb, err := Build(load(t, src.db, src.opt))

@@ -114,7 +114,7 @@ class Committed(unittest.TestCase):
                 self.assertIn(b".entry " + e.launches[0].entry.encode(), ptx)
                 m.plan(132)
                 n += 1
-        self.assertEqual(n, 55)
+        self.assertEqual(n, 81)  # 18 activations, 9 rows, 4 pool, 8 gemm, 8 nf4, 34 nf4_gemm
 
     def test_ptx_checked(self):
         tmp = tempfile.mkdtemp()
