@@ -14,7 +14,9 @@
 #      peer, geomean >= 1.15).
 #
 # Run from the repository root on the GPU host with bin/tune built here;
-# writes into ${OUT:-out}. PHASE=tune|peers|all (default all).
+# writes into ${OUT:-out}. PHASE=tune|peers|all (default all), or card:
+# the card's command with tune's default flags, timed, then the held-out
+# shapes with their peers and the ratio table.
 set -uo pipefail
 out=${OUT:-out}
 mkdir -p "$out"
@@ -32,6 +34,17 @@ qwen() { # the qwen1.5b projections at $1 tokens, f32 and dq scales
 	done
 }
 phase=${PHASE:-all}
+if [[ $phase == card ]]; then
+	timed ./bin/tune --kernel nf4_gemm_bwd --shapes qwen1.5b --db "$out/card.db" > "$out/tune-card.log" 2>&1
+	tail -3 "$out/tune-card.log"
+	mapfile -t cases < <(tr ';' '\n' <<< "$heldout")
+	timed python3 bench/peers_nf4.py "$out/peers-nf4-heldout.jsonl" "${cases[@]}" > "$out/peers-nf4-heldout.log" 2>&1
+	timed ./bin/tune --kernel nf4_gemm_bwd --shapes "$heldout" --dtype bf16 --final-rounds 2 --db "$db" > "$out/tune-heldout.log" 2>&1
+	./bin/tune export --db "$db" --format json --force -o "$out/nf4-heldout.json"
+	python3 bench/issue22_ratios.py "$out/nf4-heldout.json" "$out/peers-nf4-heldout.jsonl" "$out/h200-nf4-heldout-ratios.txt"
+	cat "$out/h200-nf4-heldout-ratios.txt"
+	exit 0
+fi
 if [[ $phase == peers || $phase == all ]]; then
 	mapfile -t cases < <(qwen 512; qwen 2048; qwen 8192; tr ';' '\n' <<< "$heldout")
 	timed python3 bench/peers_nf4.py "$out/peers-nf4.jsonl" "${cases[@]}" > "$out/peers-nf4.log" 2>&1

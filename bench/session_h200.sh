@@ -7,15 +7,20 @@
 # then, on the GPU host, PHASE="<name> [<name>...]" bash bench/session_h200.sh
 # with carry ["bin"]; everything goes to ${OUT:-out}. Where the tracked
 # tree leaves too little room for bin/, carry binz/ instead: each binary
-# xz-compressed (xz -9e), unpacked here into bin/; and while the
-# tracked tree is over 56 MiB, move testdata/tunefast aside for the call
-# (nothing here reads it) and back after. BUDGET=<seconds> stops
+# xz-compressed (xz -9e), unpacked here into bin/ (tune 6.4 MB, trainer
+# 1.3 MB, runner.test 2.4 MB); the device takes 64 MiB in all and the
+# tracked tree is 61 MiB, so move testdata/tunefast (13 MB, nothing here
+# reads it) aside for the calls and back after. BUDGET=<seconds> stops
 # every timed step (SIGINT: tune keeps what it measured) that would run
 # past the call's end, keeping 30 s for the steps after it.
 #
 #   nf4     issue 22: bench/issue22_h200.sh (the card's command timed,
 #           512 and 8192 tokens, held-out shapes, bitsandbytes' path as
 #           the peer, the ratio table)                        ~8 min
+#   nf4card issue 22, after the first H200 run (testdata/nf4/h200-nf4-22*):
+#           the card's command as a user runs it (default flags, bf16 and
+#           f16) timed against the 3-minute bar with the search rules, then
+#           the eight held-out Llama-3.2-1B shapes and their peers ~6 min
 #   launch  issue 21: examples/trainer --all over every committed entry
 #           at its tuned token count and two others           ~5 min
 #   gemm    issue 23: gemm_bwd on qwen1.5b and held-out shapes against
@@ -55,10 +60,13 @@ for z in binz/*.xz; do
 	python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' "$z" "bin/$(basename "$z" .xz)"
 	chmod +x "bin/$(basename "$z" .xz)"
 done
-for phase in ${PHASE:?PHASE=nf4|launch|gemm|nights|pytorch|step|lce|attn|steppeers}; do
+for phase in ${PHASE:?PHASE=nf4|nf4card|launch|gemm|nights|pytorch|step|lce|attn|steppeers}; do
 case $phase in
 nf4)
 	PHASE=all OUT=$out bash bench/issue22_h200.sh
+	;;
+nf4card)
+	PHASE=card OUT=$out bash bench/issue22_h200.sh
 	;;
 launch)
 	RESERVE=${LAUNCH_RESERVE:-30} timed ./bin/trainer --all > "$out/trainer-all.log" 2>&1
@@ -114,7 +122,7 @@ steppeers)
 	done
 	;;
 *)
-	echo "PHASE=$phase: want nf4, launch, gemm, nights, pytorch, step, lce, attn or steppeers" >&2
+	echo "PHASE=$phase: want nf4, nf4card, launch, gemm, nights, pytorch, step, lce, attn or steppeers" >&2
 	exit 2
 	;;
 esac
