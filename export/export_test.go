@@ -2,13 +2,11 @@ package export
 
 import (
 	"bytes"
-	"compress/gzip"
 	"errors"
 	"github.com/gradtune/gradtune/configs"
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -17,53 +15,20 @@ import (
 
 	"github.com/gradtune/gradtune/internal/outfile"
 	"github.com/gradtune/gradtune/internal/results"
-	"github.com/gradtune/gradtune/store"
+	"github.com/gradtune/gradtune/internal/testdb"
 )
 
 // load reads the results of testdata/db (gunzipped first when it ends in
 // .gz).
 func load(t *testing.T, db string, opt results.Options) *results.Set {
 	t.Helper()
-	path := filepath.Join("..", "testdata", db)
-	if strings.HasSuffix(db, ".gz") {
-		path = gunzip(t, path)
-	}
-	d, err := store.OpenReadOnly(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := testdb.Open(t, filepath.Join("..", "testdata", db))
 	defer d.Close()
 	set, err := results.Load(d, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return set
-}
-
-// gunzip unpacks a gzipped file into the test's temporary directory.
-func gunzip(t *testing.T, path string) string {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(t.TempDir(), strings.TrimSuffix(filepath.Base(path), ".gz"))
-	w, err := os.Create(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(w, zr); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 // The recorded H200 databases the committed tables come from, and the

@@ -1,15 +1,12 @@
 package regress
 
 import (
-	"compress/gzip"
-	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"testing"
 
-	"github.com/gradtune/gradtune/store"
+	"github.com/gradtune/gradtune/internal/testdb"
 )
 
 // night loads the newest run of a recorded night of all 55 committed
@@ -20,28 +17,7 @@ import (
 // each).
 func night(t *testing.T, name string) Side {
 	t.Helper()
-	f, err := os.Open(filepath.Join("..", "testdata", name+".db.gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), filepath.Base(name)+".db")
-	out, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(out, zr); err != nil {
-		t.Fatal(err)
-	}
-	out.Close()
-	db, err := store.OpenReadOnly(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := testdb.Open(t, filepath.Join("..", "testdata", name+".db.gz"))
 	defer db.Close()
 	s, err := Load(db, 0)
 	if err != nil {

@@ -1,9 +1,7 @@
 package evidence
 
 import (
-	"compress/gzip"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -14,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/gradtune/gradtune/internal/results"
+	"github.com/gradtune/gradtune/internal/testdb"
 	"github.com/gradtune/gradtune/reports"
 	"github.com/gradtune/gradtune/store"
 )
@@ -277,7 +276,7 @@ func load(t *testing.T, rel string) *results.Set {
 	}
 	path := filepath.Join(root, rel)
 	if strings.HasSuffix(rel, ".gz") {
-		path = gunzip(t, path)
+		path = testdb.Gunzip(t, path)
 	} else if _, err := os.Stat(path + "-wal"); err == nil {
 		// A leftover write-ahead log beside a committed database: read a
 		// copy, so that nothing beside the committed file is touched.
@@ -348,28 +347,4 @@ func peers(t *testing.T, rel string) *reports.Peers {
 		t.Fatalf("%s: %v", rel, err)
 	}
 	return p
-}
-
-// gunzip unpacks a gzipped database into the test's temporary directory.
-func gunzip(t *testing.T, path string) string {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	out := filepath.Join(t.TempDir(), strings.TrimSuffix(filepath.Base(path), ".gz"))
-	w, err := os.Create(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	if _, err := io.Copy(w, zr); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	return out
 }
