@@ -85,6 +85,7 @@ type GEMMParams struct {
 	Cluster    int           `axis:"cluster" values:"1,2,4" default:"1" doc:"CTAs on consecutive tile rows that share the dequantized W tile (wgmma, per tile): each dequantizes 64/cluster of a k-tile's rows and copies them into the others' shared memory"`
 	SplitK     int           `axis:"splitk" values:"1,2,3,4" default:"1" doc:"splits of the reduction, summed by a second launch (unfused and streamed: gemm_bwd's)"`
 	Order      gemm.Order    `axis:"order" values:"m,grouped,streamk" default:"m" doc:"tile order (unfused and streamed: gemm_bwd's): down the rows, grouped, or stream-K"`
+	DKernel    string        `axis:"dkernel" values:"8x256,4x128" default:"8x256" doc:"the unfused path's dequantization kernel (nf4_dequant's): packed bytes a thread × threads a CTA"`
 }
 
 // gemmDef is nf4_gemm_bwd.

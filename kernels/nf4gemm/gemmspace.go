@@ -27,6 +27,7 @@ func (gemmDef) Space(s GEMMShape) variants.Typed[GEMMParams] {
 		rule("shared memory fits", sharedFits, "mma", "bm", "bn", "bk", "stages", "dequant"),
 		rule("pipeline no deeper than the k-loop", pipelineDepth, "mma", "bk", "stages", "dequant"),
 		rule("per-tile dequantization: gemm_bwd's axes at their defaults", fusedAxes, "dequant", "splitk", "order"),
+		rule("dkernel: the unfused path's", unfusedKernel, "dequant", "dkernel"),
 		rule("dequantized once: gemm_bwd's dX point", denseAxes),
 		rule("wgmma: what gemm_bwd's path emits, the deepest ring", wgmmaFits),
 		rule("persistent only past one wave", persistence),
@@ -43,9 +44,11 @@ func (gemmDef) Space(s GEMMShape) variants.Typed[GEMMParams] {
 // that much slower than the case's best (internal/evidence's
 // TestNF4SearchRules recomputes both bounds). They leave the per-case
 // winners, the register-A (consumer) path at n=256 and the unfused path
-// elsewhere, and the streamed path (within 6–7% at 8192 tokens), and cut
-// the programs a shape compiles by about 70%. --params mma=sync or
-// dequant=producer (dedicated) searches them again.
+// elsewhere, and the streamed path (within 6–7% at 8192 tokens): a shape
+// searches 190 of its 478 variants at q·o (with both of the unfused
+// path's dkernel values, an axis that run did not have), against the 404
+// it searched before. --params mma=sync or dequant=producer (dedicated)
+// searches them again.
 const (
 	searchSync       = "search: the sync path, at least 2.07× the best on the H200 (testdata/nf4/h200-nf4-22.db.gz)"
 	searchWarpgroups = "search: per-tile dequantization by producer or dedicated warps, at least 1.13× the best on the H200 (testdata/nf4/h200-nf4-22.db.gz)"
@@ -96,6 +99,18 @@ func fusedTiles(_ GEMMShape, p GEMMParams) error {
 func fusedAxes(_ GEMMShape, p GEMMParams) error {
 	if p.Dequant.fused() && (p.SplitK != 1 || p.Order != gemm.OrderM) {
 		return fmt.Errorf("dequant=%s takes splitk=1 and order=m", p.Dequant)
+	}
+	return nil
+}
+
+// unfusedKernel: only the unfused path runs a dequantization kernel of
+// its own; the others take dkernel's default. Neither of its two kernels
+// wins everywhere (nf4_dequant on the H200, testdata/issue21/h200-nf4.db:
+// 4x128 by 1.3–2.2 µs at the 1536×8960 weights with the smem lookup,
+// 8x256 by 1.5–1.6 µs there with prmt and double-quantized scales).
+func unfusedKernel(_ GEMMShape, p GEMMParams) error {
+	if p.Dequant != Unfused && p.DKernel != "8x256" {
+		return fmt.Errorf("dequant=%s takes dkernel=8x256 (only the unfused path runs that kernel)", p.Dequant)
 	}
 	return nil
 }

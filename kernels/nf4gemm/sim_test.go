@@ -242,10 +242,18 @@ var denseShapes = []simtest.Case{
 
 // TestDenseOnInterpreter runs the unfused and streamed variants of
 // denseShapes: a sample (one in 32; one in 4 with GRADTUNE_SWEEP=ci, all
-// with full).
+// with full), and the unfused path's second dequantization kernel
+// (dkernel=4x128) with each lookup, f32 and double-quantized scales, a
+// row tail and split-K.
 func TestDenseOnInterpreter(t *testing.T) {
-	simtest.Sample(t, nf4GEMM(t), denseShapes, 16, func(p variants.Params) bool {
+	f := nf4GEMM(t)
+	simtest.Sample(t, f, denseShapes, 16, func(p variants.Params) bool {
 		return p["dequant"] == "unfused" || p["dequant"] == "streamed"
+	})
+	const unfused = "bk=64,bm=128,bn=128,cluster=1,codes=tma,dequant=unfused,dkernel=4x128,mma=wgmma,order=m,persistent=0,"
+	simtest.RunNamed(t, f, []simtest.Point{
+		{Case: denseShapes[2], Params: unfused + "epilogue=tma,lookup=prmt,splitk=1,stages=6"},
+		{Case: denseShapes[3], Params: unfused + "epilogue=direct,lookup=smem,splitk=2,stages=4"},
 	})
 }
 
@@ -336,5 +344,5 @@ func TestLoRAOnInterpreter(t *testing.T) {
 	f := nf4GEMM(t)
 	simtest.Sample(t, f, loraShapes, 16, func(variants.Params) bool { return true })
 	simtest.RunNamed(t, f, []simtest.Point{{Case: simtest.Case{Spec: "m=769,n=320,k=2432,lora=8", DType: dtype.BF16},
-		Params: "bk=64,bm=128,bn=128,cluster=1,codes=tma,dequant=producer,epilogue=direct,lookup=smem,mma=wgmma,order=m,persistent=1,splitk=1,stages=5"}})
+		Params: "bk=64,bm=128,bn=128,cluster=1,codes=tma,dequant=producer,dkernel=8x256,epilogue=direct,lookup=smem,mma=wgmma,order=m,persistent=1,splitk=1,stages=5"}})
 }

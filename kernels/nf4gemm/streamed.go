@@ -14,8 +14,9 @@ import (
 // DXGemm) on the weight dequantized once into a bf16 (f16) scratch
 // buffer, deqBuffer [N×K], instead of dequantizing per tile:
 //
-//   - dequant=unfused: nf4_dequant's kernel (lookup smem or prmt, 8
-//     packed bytes and one scale per thread, 256 threads) writes it, and
+//   - dequant=unfused: nf4_dequant's kernel (lookup smem or prmt; 8
+//     packed bytes a thread and 256 threads, or 4 and 128: dkernel)
+//     writes it, and
 //     the GEMM follows as a programmatic dependent launch whose producer
 //     thread waits for that grid before its first load. What
 //     bitsandbytes' backward does, in one program.
@@ -34,9 +35,14 @@ import (
 // deqBuffer is the dequantized weight both paths write.
 const deqBuffer = "w_deq"
 
-// unfusedDequant is the dequantization kernel of an unfused variant.
+// unfusedDequant is the dequantization kernel of an unfused variant: its
+// dkernel's bytes and threads, the variant's lookup.
 func unfusedDequant(p GEMMParams) DequantParams {
-	return DequantParams{Threads: 256, Bytes: 8, Lookup: p.Lookup}
+	d := DequantParams{Threads: 256, Bytes: 8, Lookup: p.Lookup}
+	if p.DKernel == "4x128" {
+		d.Threads, d.Bytes = 128, 4
+	}
+	return d
 }
 
 // gemmParams is the gemm_bwd point of an unfused or streamed variant.
