@@ -69,8 +69,11 @@ nf4card)
 	PHASE=card OUT=$out bash bench/issue22_h200.sh
 	;;
 launch)
-	RESERVE=${LAUNCH_RESERVE:-30} timed ./bin/trainer --all > "$out/trainer-all.log" 2>&1
-	tail -5 "$out/trainer-all.log"
+	# the entries 2026-12-05's call did not reach or that are new first
+	RESERVE=${LAUNCH_RESERVE:-30} timed ./bin/trainer --all --only nf4_gemm_bwd,rmsnorm_bwd,layernorm_bwd,softmax_bwd,lp_pool1d_bwd > "$out/trainer-first.log" 2>&1
+	tail -3 "$out/trainer-first.log"
+	RESERVE=${LAUNCH_RESERVE:-30} timed ./bin/trainer --all --only relu_bwd,gelu_bwd,silu_bwd,gemm_bwd,nf4_dequant > "$out/trainer-rest.log" 2>&1
+	tail -3 "$out/trainer-rest.log"
 	;;
 gemm)
 	heldout="m=2048,n=2048,k=2048,grad=dx;m=2048,n=2048,k=2048,grad=dw;m=2048,n=8192,k=2048,grad=dx;m=2048,n=8192,k=2048,grad=dw"

@@ -23,9 +23,9 @@
 //
 // --all walks every committed entry at its tuned shape and, for entries
 // with a runtime dim, at two other values of it (--tokens, default v/2+1
-// and 2v for a tuned v: one odd, so not a multiple of any tile); it exits 1
-// if any launch fails or any output is wrong. Without a GPU it prints the
-// plans and exits 0.
+// and 2v for a tuned v: one odd, so not a multiple of any tile), or the
+// entries of the kernels --only names; it exits 1 if any launch fails or
+// any output is wrong. Without a GPU it prints the plans and exits 0.
 //
 // The example builds with CGO_ENABLED=0.
 package main

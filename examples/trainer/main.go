@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -19,7 +20,8 @@ type options struct {
 	kernel, dtype string
 	shape         configs.Shape
 	all           bool
-	tokens        []int64 // other values of the runtime dim (--all); nil: v/2+1 and 2v
+	only          []string // --all: only these kernels' entries; nil: every entry
+	tokens        []int64  // other values of the runtime dim (--all); nil: v/2+1 and 2v
 	samples       int
 	gpu           configs.GPU
 }
@@ -32,6 +34,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	shape := fs.String("shape", "m=2048,n=8960", "problem size (dims, without dtype)")
 	all := fs.Bool("all", false, "every committed entry, at its tuned shape and two other token counts")
 	tokens := fs.String("tokens", "", "with --all: the other values of each entry's runtime dim (default v/2+1 and 2v)")
+	only := fs.String("only", "", "with --all: only the entries of these kernels, e.g. nf4_gemm_bwd,rmsnorm_bwd (default every entry)")
 	samples := fs.Int("samples", 50, "timed runs per launch plan")
 	gpuName := fs.String("gpu", "", "GPU model to look up (default: device 0's, else NVIDIA H200)")
 	cc := fs.String("cc", "", "compute capability to fall back on (default: device 0's, else 9.0)")
@@ -44,6 +47,17 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	o := options{kernel: *kernel, dtype: *dt, all: *all, samples: *samples, gpu: configs.GPU{Name: *gpuName, CC: *cc}}
 	if o.samples < 1 {
 		return options{}, fmt.Errorf("--samples %d: want at least 1", o.samples)
+	}
+	if *only != "" {
+		if !o.all {
+			return options{}, errors.New("--only goes with --all")
+		}
+		for _, k := range strings.Split(*only, ",") {
+			if k = strings.TrimSpace(k); k == "" {
+				return options{}, fmt.Errorf("--only %q: want kernel names separated by commas", *only)
+			}
+			o.only = append(o.only, k)
+		}
 	}
 	if *tokens != "" {
 		if !o.all {
@@ -133,6 +147,9 @@ func casesOf(o options) ([]Case, error) {
 	var out []Case
 	for _, t := range set.Tables {
 		for _, e := range t.Entries {
+			if o.only != nil && !slices.Contains(o.only, e.Kernel) {
+				continue
+			}
 			for _, sh := range shapesOf(e, o.tokens) {
 				c, err := lookup(set, t.GPU, e.Kernel, e.DType, sh)
 				if err != nil {
@@ -141,6 +158,9 @@ func casesOf(o options) ([]Case, error) {
 				out = append(out, c)
 			}
 		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--only %s: no committed entry of these kernels: %w", strings.Join(o.only, ","), configs.ErrUnknownKernel)
 	}
 	return out, nil
 }

@@ -52,6 +52,22 @@ func TestPlanEveryCommittedEntry(t *testing.T) {
 	t.Logf("%d entries, %d plans at other token counts", n, runtime)
 }
 
+// TestOnlySomeKernels: --all --only plans the named kernels' entries
+// alone, each at its tuned shape and two other token counts.
+func TestOnlySomeKernels(t *testing.T) {
+	cases, err := casesOf(options{all: true, only: []string{"nf4_gemm_bwd", "rmsnorm_bwd"}, gpu: configs.GPU{Name: "NVIDIA H200", CC: "9.0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := map[string]int{}
+	for _, c := range cases {
+		n[c.Match.Entry.Kernel]++
+	}
+	if len(n) != 2 || n["nf4_gemm_bwd"] != 3*34 || n["rmsnorm_bwd"] != 3*3 {
+		t.Errorf("plans per kernel %v, want 102 of nf4_gemm_bwd's 34 entries and 9 of rmsnorm_bwd's 3", n)
+	}
+}
+
 func mustShape(t *testing.T, s string) configs.Shape {
 	t.Helper()
 	sh, err := configs.ParseShape(s)
@@ -77,6 +93,9 @@ func TestRunWithoutGPU(t *testing.T) {
 		{[]string{"--kernel", "no_such_bwd"}, "no config for this kernel"},
 		{[]string{"--kernel", "relu_bwd", "--shape", "m=2048,n=1000"}, "no config for this dtype and shape"},
 		{[]string{"--tokens", "5"}, "--tokens goes with --all"},
+		{[]string{"--only", "relu_bwd"}, "--only goes with --all"},
+		{[]string{"--all", "--only", "relu_bwd,,gelu_bwd"}, "want kernel names separated by commas"},
+		{[]string{"--all", "--only", "no_such_bwd"}, "no committed entry of these kernels"},
 		{[]string{"--all", "--tokens", "0"}, "want positive integers"},
 		{[]string{"--samples", "0"}, "want at least 1"},
 		{[]string{"extra"}, "unexpected arguments"},
