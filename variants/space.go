@@ -49,7 +49,9 @@ type Space struct {
 
 // Search is the space the tuner searches when the user fixes fix: s with
 // its family's search rules (Rule.Search) added, except those that read
-// an axis fix names. A space without search rules is its own.
+// an axis fix names; s itself when that leaves no point with fix's
+// values (fix names only axes the rules do not read, yet asks for a
+// region they leave out). A space without search rules is its own.
 func (s Space) Search(fix Params) Space {
 	if s.search == nil {
 		return s
@@ -182,6 +184,21 @@ func (s Space) Product() []Params {
 		return true
 	})
 	return out
+}
+
+// has reports whether some allowed point has all of fix's values.
+func (s Space) has(fix Params) bool {
+	found := false
+	s.points(func(p Params) bool {
+		for k, v := range fix {
+			if p[k] != v {
+				return true
+			}
+		}
+		found = true
+		return false
+	})
+	return found
 }
 
 // points calls yield with every allowed point in enumeration order until

@@ -88,7 +88,10 @@ func (t Typed[P]) Space() Space {
 					kept.Rules = append(kept.Rules, r)
 				}
 			}
-			return kept.view()
+			if v := kept.view(); v.has(fix) {
+				return v
+			}
+			return s // fix's values lie only where search rules reach
 		}
 	}
 	return s

@@ -3,6 +3,7 @@ package variants
 import (
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -118,6 +119,20 @@ func TestSearchRules(t *testing.T) {
 		if got != c.want {
 			t.Errorf("Search(%q): %d points with the fixed values, want %d", c.fix, got, c.want)
 		}
+	}
+	// pdl=1 only with mode=b: fixing pdl=1 names no axis the search rule
+	// reads, yet asks for what it leaves out, so the search is the space.
+	coupled := typed
+	coupled.Rules = append(slices.Clone(typed.Rules), Rule[testParams]{Name: "pdl with b", Axes: []string{"pdl", "mode"},
+		Check: func(p testParams) error {
+			if p.PDL && p.Mode != "b" {
+				return errors.New("pdl=1 takes mode=b")
+			}
+			return nil
+		}})
+	fix, _ := ParseParams("pdl=1")
+	if pts := coupled.Space().Search(fix).Enumerate(); len(pts) != 15 {
+		t.Errorf("Search(pdl=1) with pdl=1 only in mode b: %d points, want the space's 15", len(pts))
 	}
 	typed.Rules[len(typed.Rules)-1].Axes = nil
 	if n := len(typed.Space().Enumerate()); n != 0 {
