@@ -31,7 +31,7 @@
 #           night over five tables on 2026-12-05, more with nf4_gemm.json
 #           (34 entries, each validated against a float64 reference on the
 #           host first: about 4-5 s each at 8192 tokens), so plan on two
-#           calls: NIGHTS=3 in each, the planted nights in the first
+#           calls: NIGHTS=3, then PLANTED=0 NIGHTS=4 (A/A nights alone)
 #   pytorch issue 25: examples/pytorch's Qwen2.5-1.5B layer, tuned
 #           Functions against torch + dequantize                ~2 min
 #   step    issues 26/27: tune swiglu_bwd, rope_bwd, cross_entropy_bwd and lora_bwd at
