@@ -60,3 +60,18 @@ func addToGroup(gs []ValueGroup, dt dtype.DType, vs []string) []ValueGroup {
 	}
 	return append(gs, ValueGroup{DTypes: []dtype.DType{dt}, Values: vs})
 }
+
+// SearchRules names the search rules (variants.Rule.Search) of f's
+// spaces at the shapes of preset p, each once, in order of appearance:
+// what tune's search leaves out unless --params names an axis they read.
+func SearchRules(f kernels.Family, p variants.Preset) []string {
+	var out []string
+	for _, s := range f.Shapes(p, f.DTypes()) {
+		for _, r := range f.Space(s).SearchRules() {
+			if !slices.Contains(out, r) {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}

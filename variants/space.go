@@ -45,7 +45,13 @@ type Space struct {
 	// search, when set (a Typed space with search rules), is the space
 	// the tuner searches with fix given: Search's answer.
 	search func(fix Params) Space
+	// searchRules are the names of those rules, in the family's order.
+	searchRules []string
 }
+
+// SearchRules names the rules that narrow Search alone (Rule.Search), in
+// the family's order; none for a space without them.
+func (s Space) SearchRules() []string { return s.searchRules }
 
 // Search is the space the tuner searches when the user fixes fix: s with
 // its family's search rules (Rule.Search) added, except those that read

@@ -79,6 +79,9 @@ func (t Typed[P]) Space() Space {
 		}
 	}
 	s := space.view()
+	for _, r := range search {
+		s.searchRules = append(s.searchRules, r.Name)
+	}
 	if len(search) > 0 {
 		s.search = func(fix Params) Space {
 			kept := space

@@ -91,6 +91,9 @@ func TestSearchRules(t *testing.T) {
 			return nil
 		}})
 	s := typed.Space()
+	if got := s.SearchRules(); !slices.Equal(got, []string{"mode b never wins"}) {
+		t.Errorf("SearchRules = %q", got)
+	}
 	if n := len(s.Enumerate()); n != 20 {
 		t.Errorf("Enumerate: %d points, want the space's 20", n)
 	}

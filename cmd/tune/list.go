@@ -13,7 +13,7 @@ import (
 )
 
 func listCommand() *command {
-	return &command{name: "list", usage: "list", summary: "families, their dims, dtypes and axes (values per dtype); presets", run: cmdList}
+	return &command{name: "list", usage: "list", summary: "families, their dims, dtypes and axes (values per dtype), the regions their search leaves out; presets", run: cmdList}
 }
 
 func cmdList(_ *flagSet, stdout, _ io.Writer) error {
@@ -26,6 +26,9 @@ func cmdList(_ *flagSet, stdout, _ io.Writer) error {
 		fmt.Fprintf(stdout, "  %s — %s\n", f.Name(), f.Doc())
 		fmt.Fprintf(stdout, "    dims: %s; dtypes: %v\n", strings.Join(f.Dims(), ", "), f.DTypes())
 		printAxes(stdout, tuning.Axes(f, p))
+		for _, r := range tuning.SearchRules(f, p) {
+			fmt.Fprintf(stdout, "    the search leaves out %s; --params naming an axis of it searches it\n", strings.TrimPrefix(r, "search: "))
+		}
 	}
 	fmt.Fprintln(stdout, "presets:")
 	for _, n := range variants.PresetNames() {
