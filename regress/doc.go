@@ -42,8 +42,9 @@
 // Defaults (DefaultOptions): a relative threshold and a minimum shift in
 // µs, α = 0.05, 95% intervals, calibrated on recorded nights: the
 // threshold and the minimum shift keep differences that are significant
-// but within a night-to-night jitter from failing a night (a 4 µs kernel
-// measured with hundreds of samples shows significant shifts of up to 13%
-// between nights); α keeps noise from doing so. A slowdown below
+// but within a night-to-night jitter from failing a night (a short kernel
+// measured with hundreds of samples shifts significantly between nights;
+// the README's "Nightly regression runs" gives the figures); α keeps
+// noise from doing so. A slowdown below
 // the minimum shift is not told from that jitter, whatever its share.
 package regress

@@ -34,9 +34,9 @@ type Options struct {
 // DefaultOptions are the gate calibrated on recorded H200 nights of two
 // machines (testdata/issue21/night-*.db.gz, testdata/issue23/night-*.db.gz;
 // the README's "Nightly regression runs" gives the figures): above every
-// unplanted change of those nights compared both ways (short kernels jump
-// by up to 0.52 µs between nights, each jump significant within its
-// night), below the planted slowdown. TestRealNights holds them to it.
+// unplanted change of those nights compared both ways (a short kernel's
+// jumps between nights are significant within each night), below the
+// planted slowdown. TestRealNights holds them to it.
 var DefaultOptions = Options{Threshold: 0.035, MinShift: 0.75, Alpha: 0.05}
 
 // minDriftCases is the fewest cases compared whose ratios estimate a

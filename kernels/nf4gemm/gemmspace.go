@@ -37,18 +37,13 @@ func (gemmDef) Space(s GEMMShape) variants.Typed[GEMMParams] {
 	}}
 }
 
-// The search rules (variants.Rule.Search), each a measured fact: over the
-// 34 cases of testdata/nf4/h200-nf4-22.db.gz (qwen1.5b at 512, 2048 and
-// 8192 tokens, bf16 and f16, f32 and double-quantized scales, two
-// held-out shapes) the best variant of each path named here was at least
-// that much slower than the case's best (internal/evidence's
-// TestNF4SearchRules recomputes both bounds). They leave the per-case
-// winners, the register-A (consumer) path at n=256 and the unfused path
-// elsewhere, and the streamed path (within 6–7% at 8192 tokens): a shape
-// searches 190 of its 478 variants at q·o (with both of the unfused
-// path's dkernel values, an axis that run did not have), against the 404
-// it searched before. --params mma=sync or dequant=producer (dedicated)
-// searches them again.
+// The search rules (variants.Rule.Search), each a measured fact: over
+// every case of the run each one cites, the best variant of the path it
+// names was at least that much slower than the case's best
+// (internal/evidence's TestNF4SearchRules recomputes both bounds from that
+// database). Each case's winner stays in the search. --params mma=sync or
+// dequant=producer (dedicated) searches them again; docs/kernels/nf4.md
+// gives the run and what the rules leave of the space.
 const (
 	searchSync       = "search: the sync path, at least 2.07× the best on the H200 (testdata/nf4/h200-nf4-22.db.gz)"
 	searchWarpgroups = "search: per-tile dequantization by producer or dedicated warps, at least 1.13× the best on the H200 (testdata/nf4/h200-nf4-22.db.gz)"
@@ -104,10 +99,9 @@ func fusedAxes(_ GEMMShape, p GEMMParams) error {
 }
 
 // unfusedKernel: only the unfused path runs a dequantization kernel of
-// its own; the others take dkernel's default. Neither of its two kernels
-// wins everywhere (nf4_dequant on the H200, testdata/issue21/h200-nf4.db:
-// 4x128 by 1.3–2.2 µs at the 1536×8960 weights with the smem lookup,
-// 8x256 by 1.5–1.6 µs there with prmt and double-quantized scales).
+// its own; the others take dkernel's default. The unfused path tunes it
+// because neither of its kernels wins at every weight, lookup and scale
+// format (docs/kernels/nf4.md gives nf4_dequant's H200 figures).
 func unfusedKernel(_ GEMMShape, p GEMMParams) error {
 	if p.Dequant != Unfused && p.DKernel != "8x256" {
 		return fmt.Errorf("dequant=%s takes dkernel=8x256 (only the unfused path runs that kernel)", p.Dequant)
