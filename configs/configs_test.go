@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/gradtune/gradtune/contract"
+
 	"go/parser"
 	"go/token"
 	"os"
@@ -140,22 +140,22 @@ func TestContractChecked(t *testing.T) {
 		{"tensor map of an unknown buffer", func(e *Entry) { e.Launches[0].Args[0].TensorMap.Buffer = "dz" }, `tensor map of unknown buffer "dz"`},
 		{"wrong rank", func(e *Entry) {
 			m := e.Launches[0].Args[0].TensorMap
-			m.Dims = append(m.Dims, contract.Int(2))
+			m.Dims = append(m.Dims, Int(2))
 		}, "rank 3 with 1 strides"},
 		{"runtime dim not in the shape", func(e *Entry) { e.Runtime = map[string]Range{"q": {1, 10}} }, `runtime dim "q" is not a size`},
 		{"runtime range without the tuned value", func(e *Entry) { e.Runtime = map[string]Range{"m": {1, 10}} }, "must hold the tuned 2048"},
-		{"a variable nothing gives", func(e *Entry) { e.Launches[0].Grid[0] = contract.Var("tokens") }, `variable "tokens" has no value`},
+		{"a variable nothing gives", func(e *Entry) { e.Launches[0].Grid[0] = Var("tokens") }, `variable "tokens" has no value`},
 		{"beyond the buffer at the range's end", func(e *Entry) {
 			// dy sized for the tuned m only, its map for any m
 			e.Runtime = map[string]Range{"m": {1, 4096}}
 			for i, b := range e.Buffers {
 				if b.Name == e.Launches[0].Args[0].TensorMap.Buffer {
-					e.Buffers[i].Elems = contract.Int(2048 * 1536)
+					e.Buffers[i].Elems = Int(2048 * 1536)
 				}
 			}
 		}, "but the buffer has"},
-		{"a map offset not a multiple of 16", func(e *Entry) { e.Launches[0].Args[0].TensorMap.Offset = contract.Int(8) }, "offset 8 bytes: want a multiple of 16"},
-		{"a map its offset runs past its buffer", func(e *Entry) { e.Launches[0].Args[0].TensorMap.Offset = contract.Int(3072) }, "from offset 3072"},
+		{"a map offset not a multiple of 16", func(e *Entry) { e.Launches[0].Args[0].TensorMap.Offset = Int(8) }, "offset 8 bytes: want a multiple of 16"},
+		{"a map its offset runs past its buffer", func(e *Entry) { e.Launches[0].Args[0].TensorMap.Offset = Int(3072) }, "from offset 3072"},
 	} {
 		tb, err := Parse(bytes.NewReader(data))
 		if err != nil {
@@ -261,7 +261,7 @@ func TestTensorMapOffsetWritten(t *testing.T) {
 	}
 	e := &tb.Entries[0]
 	m := e.Launches[0].Args[0].TensorMap
-	m.Offset = contract.Int(3072)
+	m.Offset = Int(3072)
 	for i, b := range e.Buffers {
 		if b.Name == m.Buffer {
 			e.Buffers[i].Elems = b.Elems.PlusInt(1536)
@@ -278,7 +278,7 @@ func TestTensorMapOffsetWritten(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := back.Entries[0].Launches[0].Args[0].TensorMap.Offset; !contract.Equal(got, m.Offset) {
+	if got := back.Entries[0].Launches[0].Args[0].TensorMap.Offset; !got.Equal(m.Offset) {
 		t.Errorf("offset read back as %s", got)
 	}
 	var c bytes.Buffer

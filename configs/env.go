@@ -5,8 +5,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-
-	"github.com/gradtune/gradtune/contract"
 )
 
 // checkSMs is the multiprocessor count Check resolves launches with (the
@@ -46,7 +44,7 @@ func (e Entry) Launchable(shape Shape) error {
 // in at shape (which must be Launchable) on a device of sms
 // multiprocessors: the shape's sizes by name (the integer part of a
 // fractional one) and "sms".
-func (e Entry) Env(shape Shape, sms int) (contract.Env, error) {
+func (e Entry) Env(shape Shape, sms int) (Env, error) {
 	if err := e.Launchable(shape); err != nil {
 		return nil, fmt.Errorf("configs: %s: %w", e.Key(), err)
 	}
@@ -55,20 +53,20 @@ func (e Entry) Env(shape Shape, sms int) (contract.Env, error) {
 
 // Plan resolves the entry's launches and buffers at shape on a device of
 // sms multiprocessors.
-func (e Entry) Plan(shape Shape, sms int) (contract.Plan, error) {
+func (e Entry) Plan(shape Shape, sms int) (Plan, error) {
 	env, err := e.Env(shape, sms)
 	if err != nil {
-		return contract.Plan{}, err
+		return Plan{}, err
 	}
-	p, err := contract.Resolve(e.Launches, e.Buffers, env)
+	p, err := Resolve(e.Launches, e.Buffers, env)
 	if err != nil {
-		return contract.Plan{}, fmt.Errorf("configs: %s at %s: %w", e.Key(), shape, err)
+		return Plan{}, fmt.Errorf("configs: %s at %s: %w", e.Key(), shape, err)
 	}
 	return p, nil
 }
 
-func envOf(shape Shape, sms int) contract.Env {
-	env := contract.Env{"sms": int64(sms)}
+func envOf(shape Shape, sms int) Env {
+	env := Env{"sms": int64(sms)}
 	for n, v := range shape.Sizes {
 		env[n] = int64(v)
 	}
@@ -77,8 +75,8 @@ func envOf(shape Shape, sms int) contract.Env {
 
 // checkEnvs are the environments Check resolves an entry in: its tuned
 // shape, and each end of each runtime range.
-func (e Entry) checkEnvs(tuned Shape) []contract.Env {
-	envs := []contract.Env{envOf(tuned, checkSMs)}
+func (e Entry) checkEnvs(tuned Shape) []Env {
+	envs := []Env{envOf(tuned, checkSMs)}
 	for n, r := range e.Runtime {
 		for _, v := range []int64{r.Min, r.Max} {
 			env := envOf(tuned, checkSMs)
@@ -89,7 +87,7 @@ func (e Entry) checkEnvs(tuned Shape) []contract.Env {
 	return envs
 }
 
-func envString(env contract.Env) string {
+func envString(env Env) string {
 	var parts []string
 	for n, v := range env {
 		parts = append(parts, fmt.Sprintf("%s=%d", n, v))

@@ -6,8 +6,6 @@ import (
 	"math"
 	"sort"
 	"strings"
-
-	"github.com/gradtune/gradtune/contract"
 )
 
 // Lookup errors, returned wrapped with what was asked and what is known.
@@ -59,7 +57,7 @@ type Match struct {
 
 // Plan resolves the match's launches and buffers at the asked shape on a
 // device of sms multiprocessors.
-func (m Match) Plan(sms int) (contract.Plan, error) { return m.Entry.Plan(m.Shape, sms) }
+func (m Match) Plan(sms int) (Plan, error) { return m.Entry.Plan(m.Shape, sms) }
 
 // Set is a collection of tables, with the files their PTX is in.
 type Set struct {

@@ -15,8 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/gradtune/gradtune/contract"
 )
 
 var update = flag.Bool("update", false, "rewrite the lookup golden file from this package's answers")
@@ -47,12 +45,12 @@ type golden struct {
 // goldenExpr is an expression's text, how it prints (or why it does not
 // parse), and its value in Env (or why it has none).
 type goldenExpr struct {
-	Text       string       `json:"text"`
-	Env        contract.Env `json:"env"`
-	Printed    string       `json:"printed,omitempty"`
-	ParseError string       `json:"parse_error,omitempty"`
-	Value      int64        `json:"value"`
-	EvalError  string       `json:"eval_error,omitempty"`
+	Text       string `json:"text"`
+	Env        Env    `json:"env"`
+	Printed    string `json:"printed,omitempty"`
+	ParseError string `json:"parse_error,omitempty"`
+	Value      int64  `json:"value"`
+	EvalError  string `json:"eval_error,omitempty"`
 }
 
 // goldenRefusal is a table Parse refuses: its text, the sentinel the
@@ -363,11 +361,11 @@ func planOf(m Match, sms int) goldenPlan {
 // "tensor_map dy bf16 dims=[..] strides=[..] box=[..] element_strides=[..]
 // swizzle=128 interleave=none l2_promotion=128 oob_fill=zero", with
 // " offset=N" after the buffer for a map whose offset is not 0.
-func argText(a contract.ArgSpec) string {
+func argText(a ArgSpec) string {
 	switch a.Kind {
-	case contract.PointerArg:
+	case PointerArg:
 		return fmt.Sprintf("pointer %s+%d", a.Buffer, a.Offset)
-	case contract.TensorMapArg:
+	case TensorMapArg:
 		m := a.TensorMap
 		off := ""
 		if m.Offset != 0 {
@@ -487,7 +485,7 @@ func sortedSizes(s Shape) []string {
 	return out
 }
 
-var exprEnv = contract.Env{"m": 2049, "n": 1536, "sms": 132}
+var exprEnv = Env{"m": 2049, "n": 1536, "sms": 132}
 
 // goldenExprs evaluates the expression cases in exprEnv.
 func goldenExprs() []goldenExpr {
@@ -501,7 +499,7 @@ func goldenExprs() []goldenExpr {
 		"", "m +", "cdiv(m)", "cdiv(m, 2", "M", "m ^ 2", "(m", "m)", "99999999999999999999", "-", "m*", "min m", "m·2", "cdiv(m,,2)",
 	} {
 		g := goldenExpr{Text: text, Env: exprEnv}
-		e, err := contract.Parse(text)
+		e, err := ParseExpr(text)
 		if err != nil {
 			g.ParseError = err.Error()
 			out = append(out, g)

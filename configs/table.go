@@ -10,12 +10,10 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-
-	"github.com/gradtune/gradtune/contract"
 )
 
 // SchemaVersion is the version of the table format this package writes
-// and reads. Version 2 is the launch contract (package contract): every
+// and reads. Version 2 is the launch contract (Launch, Buffer): every
 // launch argument described, sizes as expressions of the shape's dims,
 // and the dims a launch may change (Entry.Runtime). Tables of any other
 // version are refused.
@@ -83,8 +81,8 @@ type Entry struct {
 	// Launches are made in order from the PTX module, with Buffers
 	// allocated as their roles say; their sizes are expressions of the
 	// shape's dims (and of "sms", the device's multiprocessor count).
-	Launches []contract.Launch `json:"launches"`
-	Buffers  []contract.Buffer `json:"buffers"`
+	Launches []Launch `json:"launches"`
+	Buffers  []Buffer `json:"buffers"`
 	// Registers per thread and static shared memory bytes per CTA, from
 	// the driver's JIT of the winner.
 	Registers int `json:"registers"`
@@ -228,7 +226,7 @@ func (e Entry) check() error {
 	// runtime range: every argument names a buffer, every expression has
 	// its variables, every tensor map is one the driver accepts.
 	for _, env := range e.checkEnvs(sh) {
-		if _, err := contract.Resolve(e.Launches, e.Buffers, env); err != nil {
+		if _, err := Resolve(e.Launches, e.Buffers, env); err != nil {
 			return fmt.Errorf("at %s: %w", envString(env), err)
 		}
 	}

@@ -9,8 +9,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-
-	"github.com/gradtune/gradtune/contract"
 )
 
 // WriteJSON writes t as indented JSON, entries sorted, with a final
@@ -94,7 +92,7 @@ func WriteC(w io.Writer, t *Table, prefix string) error {
 }
 
 // cTypes declares the C side of the launch contract. Sizes are
-// expressions (package contract's grammar) of the shape's dims and "sms",
+// expressions (configs.ParseExpr's grammar) of the shape's dims and "sms",
 // which gradtune_eval evaluates.
 const cTypes = `#ifndef GRADTUNE_CONFIG_TYPES
 #define GRADTUNE_CONFIG_TYPES
@@ -273,9 +271,9 @@ func writeCEntryData(b *strings.Builder, prefix string, i int, e Entry) {
 		for k, a := range l.Args {
 			kind, buf, off, typ, val, tm := string(a.Kind()), "0", "0", "0", "0", "0"
 			switch a.Kind() {
-			case contract.PointerArg:
+			case PointerArg:
 				buf, off = cString(a.Buffer), cString(a.Offset.String())
-			case contract.ScalarArg:
+			case ScalarArg:
 				typ, val = cString(string(a.ScalarType())), cString(a.Scalar.String())
 			default:
 				tm = fmt.Sprintf("&%s_tmap_%d_%d_%d", prefix, i, j, k)
@@ -317,11 +315,11 @@ func writeCEntryData(b *strings.Builder, prefix string, i int, e Entry) {
 	b.WriteString("\n")
 }
 
-func writeCTensorMap(b *strings.Builder, name string, m contract.TensorMap) {
-	var d contract.TensorMap
+func writeCTensorMap(b *strings.Builder, name string, m TensorMap) {
+	var d TensorMap
 	data, _ := json.Marshal(m) // spells the defaults out
 	json.Unmarshal(data, &d)
-	exprs := func(es []contract.Expr, n int) string {
+	exprs := func(es []Expr, n int) string {
 		var parts []string
 		for i := range n {
 			if i < len(es) {

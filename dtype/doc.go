@@ -1,8 +1,11 @@
 // Package dtype names the element types gradtune kernels read and write
-// (f32, f16, bf16, f64; u8 for packed bytes and i32 for class indices)
-// and converts between them and float64.
+// (f32, f16, bf16, f64; u8 for packed bytes, i32 and i64 for class
+// indices) and converts between them and float64.
 //
-// Conversions to the narrow types round to nearest, ties to even, exactly as
-// the GPU's cvt.rn instructions do, so host-side inputs, references and the
-// values a kernel reads agree bit for bit.
+// The element types are part of the launch contract (every buffer of a
+// tuned table has one), so their definition lives in package configs,
+// which trainers import alone. This package gives the harness, the kernel
+// families and their tests the short names they read best: dtype.BF16,
+// dtype.Parse. Each name here is an alias of configs' definition, not a
+// second one.
 package dtype

@@ -2,7 +2,7 @@ package kernels_test
 
 import (
 	"fmt"
-	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/configs"
 	"hash/fnv"
 	"slices"
 	"sort"
@@ -30,7 +30,7 @@ type variant struct {
 	shape  variants.Shape
 	params variants.Params
 	prog   kernels.Program
-	plan   contract.Plan // prog at shape on a device of 132 SMs
+	plan   configs.Plan // prog at shape on a device of 132 SMs
 }
 
 func (v variant) String() string { return fmt.Sprintf("%s %s %s", v.family, v.shape.Key(), v.params) }

@@ -6,7 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/variants"
 )
@@ -48,32 +48,33 @@ type Family interface {
 	Tolerance(s variants.Shape, buffer string) Tolerance
 }
 
-// The launch description of a program is the launch contract (package
-// contract), the same types the tuned tables carry to trainers: buffers,
-// launches and arguments whose sizes are expressions of the shape's dims.
+// The launch description of a program is the launch contract (defined in
+// package configs), the same types the tuned tables carry to trainers:
+// buffers, launches and arguments whose sizes are expressions of the
+// shape's dims.
 type (
-	Role      = contract.Role
-	Buffer    = contract.Buffer
-	Arg       = contract.Arg
-	TensorMap = contract.TensorMap
-	Launch    = contract.Launch
+	Role      = configs.Role
+	Buffer    = configs.Buffer
+	Arg       = configs.Arg
+	TensorMap = configs.TensorMap
+	Launch    = configs.Launch
 )
 
-// Buffer roles (contract.Role).
+// Buffer roles (configs.Role).
 const (
-	Input      = contract.Input
-	Output     = contract.Output
-	Accumulate = contract.Accumulate
-	Scratch    = contract.Scratch
-	State      = contract.State
-	InOut      = contract.InOut
+	Input      = configs.Input
+	Output     = configs.Output
+	Accumulate = configs.Accumulate
+	Scratch    = configs.Scratch
+	State      = configs.State
+	InOut      = configs.InOut
 )
 
 // Env is the environment a shape's expressions are evaluated in: its
 // numeric dims by name (the integer part of a fractional one; choices
 // have no value).
-func Env(s variants.Shape) contract.Env {
-	env := contract.Env{}
+func Env(s variants.Shape) configs.Env {
+	env := configs.Env{}
 	for _, d := range s.Dims {
 		if d.Text == "" {
 			env[d.Name] = int64(d.Value)
@@ -98,10 +99,10 @@ func WithDim(f Family, s variants.Shape, name string, v int) (variants.Shape, er
 // PlanAt resolves program p of family f at shape s on a device of sms
 // multiprocessors: its launches, and the family's buffers then the
 // program's own.
-func PlanAt(f Family, s variants.Shape, p Program, sms int) (contract.Plan, error) {
+func PlanAt(f Family, s variants.Shape, p Program, sms int) (configs.Plan, error) {
 	env := Env(s)
 	env["sms"] = int64(sms)
-	return contract.Resolve(p.Launches, append(f.Buffers(s), p.Buffers...), env)
+	return configs.Resolve(p.Launches, append(f.Buffers(s), p.Buffers...), env)
 }
 
 // Bytes is buffer b's size at shape s.

@@ -2,7 +2,7 @@ package kernels_test
 
 import (
 	"fmt"
-	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/configs"
 	"slices"
 	"testing"
 
@@ -124,9 +124,9 @@ func withDim(f kernels.Family, s variants.Shape, d string, v int) (variants.Shap
 }
 
 // resolvedBuffers prints bufs evaluated in env.
-func resolvedBuffers(t *testing.T, bufs []kernels.Buffer, env contract.Env) string {
+func resolvedBuffers(t *testing.T, bufs []kernels.Buffer, env configs.Env) string {
 	t.Helper()
-	p, err := contract.Resolve(nil, bufs, env)
+	p, err := configs.Resolve(nil, bufs, env)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/runner/cuda"
 )
 
@@ -24,7 +24,7 @@ var tensorTypes = map[string]cuda.TensorDataType{
 }
 
 // TensorMap implements Device with cuTensorMapEncodeTiled.
-func (c CUDA) TensorMap(m contract.TensorMapSpec, global uint64) (any, error) {
+func (c CUDA) TensorMap(m configs.TensorMapSpec, global uint64) (any, error) {
 	tm, err := c.Ctx.Driver().EncodeTensorMapTiled(CUDATensorMap(m, global))
 	if err != nil {
 		return nil, fmt.Errorf("tensor map of %s: %w", m.Buffer, err)
@@ -35,7 +35,7 @@ func (c CUDA) TensorMap(m contract.TensorMapSpec, global uint64) (any, error) {
 // CUDATensorMap is m as the driver binding takes it, over global: the
 // address of the tensor's element (0, …, 0), its buffer's address plus
 // m.Offset (m.Global), already added.
-func CUDATensorMap(m contract.TensorMapSpec, global uint64) cuda.TensorMapSpec {
+func CUDATensorMap(m configs.TensorMapSpec, global uint64) cuda.TensorMapSpec {
 	s := cuda.TensorMapSpec{DataType: tensorTypes[m.DType.String()], Global: cuda.DevicePtr(global), Swizzle: m.Swizzle,
 		Interleave: m.Interleave, L2Promotion: m.L2Promotion, OOBNaN: m.OOBFill == "nan"}
 	for _, d := range m.Dims {
@@ -55,7 +55,7 @@ func CUDATensorMap(m contract.TensorMapSpec, global uint64) cuda.TensorMapSpec {
 
 // Launch implements Device with cuLaunchKernel, or cuLaunchKernelEx for
 // clusters and dependent launches.
-func (c CUDA) Launch(fn any, l contract.LaunchSpec, args []any) error {
+func (c CUDA) Launch(fn any, l configs.LaunchSpec, args []any) error {
 	f, ok := fn.(*cuda.Function)
 	if !ok {
 		return fmt.Errorf("launch: %T is not a CUDA function", fn)
@@ -73,7 +73,7 @@ func (c CUDA) Launch(fn any, l contract.LaunchSpec, args []any) error {
 
 // Functions looks up the entry of every launch of plan in mod and opts
 // each in to its launch's dynamic shared memory.
-func Functions(mod *cuda.Module, plan contract.Plan) ([]any, error) {
+func Functions(mod *cuda.Module, plan configs.Plan) ([]any, error) {
 	var out []any
 	for _, l := range plan.Launches {
 		f, err := mod.Function(l.Entry)

@@ -1,4 +1,4 @@
-// Package launch runs a program of the launch contract (package contract)
+// Package launch runs a program of the launch contract (package configs)
 // on a device: it binds a resolved plan's arguments to device buffers —
 // buffer addresses plus offsets, tensor maps encoded over them, scalars of
 // their PTX type — and makes the launches in order, each with its grid,
@@ -21,7 +21,7 @@
 //   - Tensor maps are encoded once, at Bind; the buffers must not move
 //     while the bound program is in use.
 //   - A tensor map is encoded over its buffer's address plus its offset
-//     (contract.TensorMapSpec.Global): the Device gets the address of the
+//     (configs.TensorMapSpec.Global): the Device gets the address of the
 //     tensor's element (0, …, 0), after the check that the buffer's
 //     address is 16-byte aligned and the tensor, from its offset to its
 //     last byte, lies inside the buffer.

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/configs"
 )
 
 // Device is what binding and launching need of a device. Function values
@@ -15,12 +15,12 @@ type Device interface {
 	// TensorMap encodes m into its argument value over global, the
 	// address of the tensor's element (0, …, 0): its buffer's address
 	// plus m.Offset (m.Global), already added.
-	TensorMap(m contract.TensorMapSpec, global uint64) (any, error)
+	TensorMap(m configs.TensorMapSpec, global uint64) (any, error)
 	// Launch enqueues one launch of fn as l says (grid, block, cluster,
 	// dynamic shared memory, dependent) with args; an error wrapping
 	// ErrNoDependentLaunch means nothing was enqueued because the device
 	// cannot launch dependently.
-	Launch(fn any, l contract.LaunchSpec, args []any) error
+	Launch(fn any, l configs.LaunchSpec, args []any) error
 }
 
 // ErrNoDependentLaunch is wrapped by a Device's Launch error when it
@@ -36,7 +36,7 @@ type Memory interface {
 // Bound is a plan whose arguments are bound to device buffers, ready to
 // run.
 type Bound struct {
-	launches []contract.LaunchSpec
+	launches []configs.LaunchSpec
 	funcs    []any
 	args     [][]any
 	// plain is set once the device refused a dependent launch: the later
@@ -46,7 +46,7 @@ type Bound struct {
 
 // Bind binds plan's arguments to the buffers of mem on dev; funcs holds
 // the device function of each launch of plan, in order.
-func Bind(dev Device, plan contract.Plan, funcs []any, mem Memory) (*Bound, error) {
+func Bind(dev Device, plan configs.Plan, funcs []any, mem Memory) (*Bound, error) {
 	if len(funcs) != len(plan.Launches) {
 		return nil, fmt.Errorf("launch: %d functions for %d launches", len(funcs), len(plan.Launches))
 	}
@@ -65,9 +65,9 @@ func Bind(dev Device, plan contract.Plan, funcs []any, mem Memory) (*Bound, erro
 	return b, nil
 }
 
-func bindArg(dev Device, a contract.ArgSpec, mem Memory) (any, error) {
+func bindArg(dev Device, a configs.ArgSpec, mem Memory) (any, error) {
 	switch a.Kind {
-	case contract.PointerArg:
+	case configs.PointerArg:
 		addr, size, ok := mem.Buffer(a.Buffer)
 		if !ok {
 			return nil, fmt.Errorf("no buffer %q", a.Buffer)
@@ -76,7 +76,7 @@ func bindArg(dev Device, a contract.ArgSpec, mem Memory) (any, error) {
 			return nil, fmt.Errorf("offset %d is past the end of %s (%d bytes)", a.Offset, a.Buffer, size)
 		}
 		return dev.Pointer(addr + uint64(a.Offset)), nil
-	case contract.TensorMapArg:
+	case configs.TensorMapArg:
 		m := *a.TensorMap
 		addr, size, ok := mem.Buffer(m.Buffer)
 		if !ok {
@@ -110,4 +110,4 @@ func (b *Bound) Run(dev Device) error {
 }
 
 // Launches is the bound plan's launches.
-func (b *Bound) Launches() []contract.LaunchSpec { return b.launches }
+func (b *Bound) Launches() []configs.LaunchSpec { return b.launches }

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/dtype"
 )
 
@@ -18,11 +18,11 @@ type fakeDevice struct {
 
 func (d *fakeDevice) Pointer(addr uint64) any { return fmt.Sprintf("ptr %#x", addr) }
 
-func (d *fakeDevice) TensorMap(m contract.TensorMapSpec, base uint64) (any, error) {
+func (d *fakeDevice) TensorMap(m configs.TensorMapSpec, base uint64) (any, error) {
 	return fmt.Sprintf("map %s %v at %#x", m.Buffer, m.Dims, base), nil
 }
 
-func (d *fakeDevice) Launch(fn any, l contract.LaunchSpec, args []any) error {
+func (d *fakeDevice) Launch(fn any, l configs.LaunchSpec, args []any) error {
 	if l.Dependent && d.noPDL {
 		return fmt.Errorf("fake: %w", ErrNoDependentLaunch)
 	}
@@ -39,19 +39,19 @@ func (m mem) Buffer(name string) (uint64, int, bool) {
 
 // program: a tensor map over m rows, a pointer at an offset, a u32 scalar
 // m; then a dependent launch of cdiv(m, 128) CTAs.
-func program(t *testing.T, m int64) contract.Plan {
+func program(t *testing.T, m int64) configs.Plan {
 	t.Helper()
-	rows := contract.Var("m")
-	bufs := []contract.Buffer{{Name: "x", DType: dtype.BF16, Elems: rows.TimesInt(64), Role: contract.Input},
-		{Name: "y", DType: dtype.F32, Elems: rows, Role: contract.Output}}
-	launches := []contract.Launch{
-		{Entry: "a", Grid: [3]contract.Expr{contract.CeilDiv(rows, contract.Int(64)), contract.Int(1), contract.Int(1)}, Block: [3]int{128, 1, 1},
-			Args: []contract.Arg{{TensorMap: &contract.TensorMap{Buffer: "x", DType: dtype.BF16, Dims: []contract.Expr{contract.Int(64), rows},
-				Strides: contract.Ints(128), Box: []int{64, 64}, Swizzle: 128}}, {Buffer: "y", Offset: contract.Int(16)}, {Scalar: rows, Type: contract.U32}}},
-		{Entry: "b", Grid: [3]contract.Expr{contract.CeilDiv(rows, contract.Int(128)), contract.Int(1), contract.Int(1)}, Block: [3]int{256, 1, 1},
-			Dependent: true, Args: []contract.Arg{{Buffer: "y"}}},
+	rows := configs.Var("m")
+	bufs := []configs.Buffer{{Name: "x", DType: dtype.BF16, Elems: rows.TimesInt(64), Role: configs.Input},
+		{Name: "y", DType: dtype.F32, Elems: rows, Role: configs.Output}}
+	launches := []configs.Launch{
+		{Entry: "a", Grid: [3]configs.Expr{configs.CeilDiv(rows, configs.Int(64)), configs.Int(1), configs.Int(1)}, Block: [3]int{128, 1, 1},
+			Args: []configs.Arg{{TensorMap: &configs.TensorMap{Buffer: "x", DType: dtype.BF16, Dims: []configs.Expr{configs.Int(64), rows},
+				Strides: configs.Ints(128), Box: []int{64, 64}, Swizzle: 128}}, {Buffer: "y", Offset: configs.Int(16)}, {Scalar: rows, Type: configs.U32}}},
+		{Entry: "b", Grid: [3]configs.Expr{configs.CeilDiv(rows, configs.Int(128)), configs.Int(1), configs.Int(1)}, Block: [3]int{256, 1, 1},
+			Dependent: true, Args: []configs.Arg{{Buffer: "y"}}},
 	}
-	p, err := contract.Resolve(launches, bufs, contract.Env{"m": m})
+	p, err := configs.Resolve(launches, bufs, configs.Env{"m": m})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,11 +122,11 @@ func TestBindRefuses(t *testing.T) {
 // x's address plus its offset, after the check that it ends inside x
 // counting from the offset.
 func TestBindMapOffset(t *testing.T) {
-	x := contract.Buffer{Name: "x", DType: dtype.BF16, Elems: contract.Int(128 * 64), Role: contract.Input}
-	block := &contract.TensorMap{Buffer: "x", Offset: contract.Var("j").TimesInt(32 * 128), DType: dtype.BF16,
-		Dims: contract.Ints(64, 32), Strides: contract.Ints(128), Box: []int{64, 32}, Swizzle: 128}
-	l := contract.Launch{Entry: "a", Grid: contract.Grid(1, 1, 1), Block: [3]int{128, 1, 1}, Args: []contract.Arg{{TensorMap: block}}}
-	p, err := contract.Resolve([]contract.Launch{l}, []contract.Buffer{x}, contract.Env{"j": 3})
+	x := configs.Buffer{Name: "x", DType: dtype.BF16, Elems: configs.Int(128 * 64), Role: configs.Input}
+	block := &configs.TensorMap{Buffer: "x", Offset: configs.Var("j").TimesInt(32 * 128), DType: dtype.BF16,
+		Dims: configs.Ints(64, 32), Strides: configs.Ints(128), Box: []int{64, 32}, Swizzle: 128}
+	l := configs.Launch{Entry: "a", Grid: configs.Grid(1, 1, 1), Block: [3]int{128, 1, 1}, Args: []configs.Arg{{TensorMap: block}}}
+	p, err := configs.Resolve([]configs.Launch{l}, []configs.Buffer{x}, configs.Env{"j": 3})
 	if err != nil {
 		t.Fatal(err)
 	}

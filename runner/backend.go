@@ -1,7 +1,7 @@
 package runner
 
 import (
-	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/launch"
 )
 
@@ -83,7 +83,7 @@ type TensorMapArg [128]byte
 // interpreter uses an encoding of its own that its TMA instructions
 // decode.
 type TensorMapEncoder interface {
-	EncodeTensorMap(m contract.TensorMapSpec, global Ptr) (TensorMapArg, error)
+	EncodeTensorMap(m configs.TensorMapSpec, global Ptr) (TensorMapArg, error)
 }
 
 // ClusterLauncher is implemented by backends that launch grids in

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/eval"
 	"github.com/gradtune/gradtune/kernels"
@@ -270,7 +270,7 @@ func (r *evalRequest) evaluations() int {
 // type In (f16 or bf16), C of type Out (f32 or In), C an output or
 // accumulate buffer, positive sizes, leading dimensions at least a row,
 // and every matrix inside its buffer.
-func checkGEMM(c kernels.GEMMCall, specs []contract.BufferSpec) error {
+func checkGEMM(c kernels.GEMMCall, specs []configs.BufferSpec) error {
 	if c.In != dtype.F16 && c.In != dtype.BF16 {
 		return fmt.Errorf("GEMM inputs of type %v: want f16 or bf16", c.In)
 	}
@@ -308,7 +308,7 @@ func checkGEMM(c kernels.GEMMCall, specs []contract.BufferSpec) error {
 
 // checkMatrix checks one row-major rows×cols operand with rows ld elements
 // apart against its buffer in specs.
-func checkMatrix(specs []contract.BufferSpec, role, name string, dt dtype.DType, rows, cols, ld int, writes bool) error {
+func checkMatrix(specs []configs.BufferSpec, role, name string, dt dtype.DType, rows, cols, ld int, writes bool) error {
 	i := -1
 	for j, b := range specs {
 		if b.Name == name {

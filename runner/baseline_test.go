@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/configs"
 	"math/rand/v2"
 	"runtime"
 	"strings"
@@ -142,10 +142,10 @@ type gemmFamily struct {
 func (gemmFamily) Name() string { return "gemm_toy" }
 func (f gemmFamily) Buffers(variants.Shape) []kernels.Buffer {
 	return []kernels.Buffer{
-		{Name: "a", DType: dtype.BF16, Elems: contract.Int(f.m * f.k), Role: kernels.Input},
-		{Name: "b", DType: dtype.BF16, Elems: contract.Int(f.n * f.k), Role: kernels.Input},
-		{Name: "c", DType: f.out, Elems: contract.Int(f.m * f.n), Role: kernels.Output},
-		{Name: "d", DType: dtype.F32, Elems: contract.Int(4), Role: kernels.Output}, // no baseline writes it
+		{Name: "a", DType: dtype.BF16, Elems: configs.Int(f.m * f.k), Role: kernels.Input},
+		{Name: "b", DType: dtype.BF16, Elems: configs.Int(f.n * f.k), Role: kernels.Input},
+		{Name: "c", DType: f.out, Elems: configs.Int(f.m * f.n), Role: kernels.Output},
+		{Name: "d", DType: dtype.F32, Elems: configs.Int(4), Role: kernels.Output}, // no baseline writes it
 	}
 }
 func (f gemmFamily) call() kernels.GEMMCall {
@@ -306,7 +306,7 @@ func TestBaselineLibraryAbsent(t *testing.T) {
 
 func TestCheckGEMM(t *testing.T) {
 	f := gemmFamily{m: 4, n: 8, k: 16, out: dtype.F32}
-	plan, err := contract.Resolve(nil, f.Buffers(toyShape), contract.Env{})
+	plan, err := configs.Resolve(nil, f.Buffers(toyShape), configs.Env{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,7 @@ package runner
 import (
 	"errors"
 	"fmt"
-	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/launch"
 	"strconv"
 
@@ -140,7 +140,7 @@ func (b *cudaBackend) LaunchCluster(fn Function, grid, block, cluster [3]int, sm
 
 // EncodeTensorMap implements TensorMapEncoder with cuTensorMapEncodeTiled
 // over global (the buffer's address plus m.Offset).
-func (b *cudaBackend) EncodeTensorMap(m contract.TensorMapSpec, global Ptr) (TensorMapArg, error) {
+func (b *cudaBackend) EncodeTensorMap(m configs.TensorMapSpec, global Ptr) (TensorMapArg, error) {
 	tm, err := b.ctx.Driver().EncodeTensorMapTiled(launch.CUDATensorMap(m, uint64(global)))
 	if err != nil {
 		return TensorMapArg{}, fmt.Errorf("tensor map of %s: %w", m.Buffer, err)

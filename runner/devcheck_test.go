@@ -2,7 +2,7 @@ package runner_test
 
 import (
 	"context"
-	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/configs"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -119,7 +119,7 @@ func TestValidateOnDeviceAgrees(t *testing.T) {
 	}
 	half := prog
 	half.Launches = slices.Clone(prog.Launches)
-	half.Launches[0].Grid[0] = contract.Max(contract.Int(1), contract.Div(prog.Launches[0].Grid[0], contract.Int(2)))
+	half.Launches[0].Grid[0] = configs.Max(configs.Int(1), configs.Div(prog.Launches[0].Grid[0], configs.Int(2)))
 	var checks [2][]runner.Check
 	for i, onDevice := range []bool{false, true} {
 		ss := runner.NewSession(sim.New(sim.Options{}))

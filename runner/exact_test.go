@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/eval"
 	"github.com/gradtune/gradtune/kernels"
@@ -44,8 +44,8 @@ func (f *sumFamily) shape() variants.Shape {
 func (f *sumFamily) Shape(variants.Spec, dtype.DType) (variants.Shape, error) { return f.shape(), nil }
 func (f *sumFamily) Space(variants.Shape) variants.Space                      { return variants.Space{} }
 func (f *sumFamily) Buffers(variants.Shape) []kernels.Buffer {
-	return []kernels.Buffer{{Name: "x", DType: dtype.F32, Elems: contract.Int(f.rows * f.l), Role: kernels.Input},
-		{Name: "y", DType: dtype.BF16, Elems: contract.Int(f.rows), Role: kernels.Output}}
+	return []kernels.Buffer{{Name: "x", DType: dtype.F32, Elems: configs.Int(f.rows * f.l), Role: kernels.Input},
+		{Name: "y", DType: dtype.BF16, Elems: configs.Int(f.rows), Role: kernels.Output}}
 }
 func (f *sumFamily) Inputs(_ variants.Shape, seed uint64) map[string][]float64 {
 	return map[string][]float64{"x": kernels.Uniform(dtype.F32, f.rows*f.l, -1, 1, seed, "x")}
@@ -102,7 +102,7 @@ func (f *sumFamily) Emit(variants.Shape, variants.Params) (kernels.Program, erro
 	if err != nil {
 		return kernels.Program{}, err
 	}
-	return kernels.Program{PTX: b.String(), Launches: []kernels.Launch{{Entry: "sum", Grid: contract.Grid((f.rows+63)/64, 1, 1),
+	return kernels.Program{PTX: b.String(), Launches: []kernels.Launch{{Entry: "sum", Grid: configs.Grid((f.rows+63)/64, 1, 1),
 		Block: [3]int{64, 1, 1}, Args: []kernels.Arg{{Buffer: "x"}, {Buffer: "y"}}}}}, nil
 }
 

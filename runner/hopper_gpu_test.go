@@ -14,7 +14,7 @@ package runner
 import (
 	"errors"
 	"fmt"
-	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/configs"
 	"runtime"
 	"strings"
 	"testing"
@@ -164,9 +164,9 @@ type tmaFamily struct{ kernels.Family }
 func (tmaFamily) Name() string { return "tma_toy" }
 func (tmaFamily) Buffers(variants.Shape) []kernels.Buffer {
 	return []kernels.Buffer{
-		{Name: "x", DType: dtype.F32, Elems: contract.Int(32 * 64), Role: kernels.Input},
-		{Name: "y", DType: dtype.F32, Elems: contract.Int(32 * 64), Role: kernels.Output},
-		{Name: "r", DType: dtype.F32, Elems: contract.Int(8), Role: kernels.Output},
+		{Name: "x", DType: dtype.F32, Elems: configs.Int(32 * 64), Role: kernels.Input},
+		{Name: "y", DType: dtype.F32, Elems: configs.Int(32 * 64), Role: kernels.Output},
+		{Name: "r", DType: dtype.F32, Elems: configs.Int(8), Role: kernels.Output},
 	}
 }
 func (tmaFamily) Inputs(variants.Shape, uint64) map[string][]float64 {
@@ -188,9 +188,9 @@ func (tmaFamily) Tolerance(variants.Shape, string) kernels.Tolerance { return ke
 // tmaProgram launches tma_copy in 2-block clusters with 100 KiB of dynamic
 // shared memory (so the opt-in above 48 KiB precedes a cluster launch).
 var tmaProgram = kernels.Program{PTX: tmaPTX, Launches: []kernels.Launch{{
-	Entry: "tma_copy", Grid: contract.Grid(2, 4, 1), Block: [3]int{256, 1, 1}, SharedBytes: 100 << 10, Cluster: [3]int{2, 1, 1},
+	Entry: "tma_copy", Grid: configs.Grid(2, 4, 1), Block: [3]int{256, 1, 1}, SharedBytes: 100 << 10, Cluster: [3]int{2, 1, 1},
 	Args: []kernels.Arg{
-		{TensorMap: &kernels.TensorMap{Buffer: "x", DType: dtype.F32, Dims: contract.Ints(64, 32), Strides: contract.Ints(256), Box: []int{32, 8}}},
+		{TensorMap: &kernels.TensorMap{Buffer: "x", DType: dtype.F32, Dims: configs.Ints(64, 32), Strides: configs.Ints(256), Box: []int{32, 8}}},
 		{Buffer: "y"}, {Buffer: "r"},
 	},
 }}}
@@ -268,7 +268,7 @@ func TestHopperClusterNonPortable(t *testing.T) {
 }
 
 // TestHopperTensorMapEncode: the maps the GEMMs use encode, and the driver
-// refuses what contract.TensorMapSpec.Check refuses.
+// refuses what configs.TensorMapSpec.Check refuses.
 func TestHopperTensorMapEncode(t *testing.T) {
 	be := hopperBackend(t)
 	const m, k = 2048, 1536
@@ -278,12 +278,12 @@ func TestHopperTensorMapEncode(t *testing.T) {
 	}
 	defer be.Free(p)
 	for _, tm := range []kernels.TensorMap{
-		{Buffer: "a", DType: dtype.BF16, Dims: contract.Ints(k, m), Strides: contract.Ints(2 * k), Box: []int{64, 128}, Swizzle: 128},
-		{Buffer: "a", DType: dtype.BF16, Dims: contract.Ints(64, m, k/64), Strides: contract.Ints(2*k, 128), Box: []int{64, 128, 2}, Swizzle: 128},
-		{Buffer: "a", DType: dtype.F16, Dims: contract.Ints(k, m), Strides: contract.Ints(2 * k), Box: []int{32, 64}, Swizzle: 64},
-		{Buffer: "a", DType: dtype.F32, Dims: contract.Ints(k/2, m), Strides: contract.Ints(2 * k), Box: []int{8, 256}, Swizzle: 32},
+		{Buffer: "a", DType: dtype.BF16, Dims: configs.Ints(k, m), Strides: configs.Ints(2 * k), Box: []int{64, 128}, Swizzle: 128},
+		{Buffer: "a", DType: dtype.BF16, Dims: configs.Ints(64, m, k/64), Strides: configs.Ints(2*k, 128), Box: []int{64, 128, 2}, Swizzle: 128},
+		{Buffer: "a", DType: dtype.F16, Dims: configs.Ints(k, m), Strides: configs.Ints(2 * k), Box: []int{32, 64}, Swizzle: 64},
+		{Buffer: "a", DType: dtype.F32, Dims: configs.Ints(k/2, m), Strides: configs.Ints(2 * k), Box: []int{8, 256}, Swizzle: 32},
 		// the second half of the rows, a map of its own
-		{Buffer: "a", Offset: contract.Int(k * m), DType: dtype.BF16, Dims: contract.Ints(k, m/2), Strides: contract.Ints(2 * k), Box: []int{64, 128}, Swizzle: 128},
+		{Buffer: "a", Offset: configs.Int(k * m), DType: dtype.BF16, Dims: configs.Ints(k, m/2), Strides: configs.Ints(2 * k), Box: []int{64, 128}, Swizzle: 128},
 	} {
 		spec, err := tm.Resolve(nil)
 		if err == nil {

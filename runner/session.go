@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/launch"
 	"github.com/gradtune/gradtune/variants"
@@ -35,8 +35,8 @@ type Session struct {
 	// same resolved at the shape, in env (its dims and the device's
 	// multiprocessor count "sms").
 	symbolic []kernels.Buffer
-	specs    []contract.BufferSpec
-	env      contract.Env
+	specs    []configs.BufferSpec
+	env      configs.Env
 	ref      map[string][]float64
 	// exact is the exact input set, nil when the family has none here.
 	exact   *exactSet
@@ -146,7 +146,7 @@ func (ss *Session) prepareExact(in map[string][]float64) error {
 // keepPristine uploads the data in gives InOut buffer b into the
 // session's buffer and into a copy kept to restore it before each
 // validation; what says which input set it is.
-func (ss *Session) keepPristine(b contract.BufferSpec, in map[string][]float64, what string) error {
+func (ss *Session) keepPristine(b configs.BufferSpec, in map[string][]float64, what string) error {
 	p, err := ss.be.Alloc(max(b.Bytes(), 16))
 	if err != nil {
 		return fmt.Errorf("allocating the %scopy of %s (%d bytes): %w", what, b.Name, b.Bytes(), err)
@@ -180,13 +180,13 @@ func (ss *Session) restore(inputs string) error {
 
 // writes reports whether the launches write a buffer of role r that
 // validation compares: output, accumulate and inout buffers.
-func writes(r contract.Role) bool {
+func writes(r configs.Role) bool {
 	return r == kernels.Output || r == kernels.Accumulate || r == kernels.InOut
 }
 
 // upload writes the data in gives input buffer b to p; what says which
 // input set it is ("" or "exact ").
-func (ss *Session) upload(b contract.BufferSpec, p Ptr, in map[string][]float64, what string) error {
+func (ss *Session) upload(b configs.BufferSpec, p Ptr, in map[string][]float64, what string) error {
 	data, ok := in[b.Name]
 	if !ok || len(data) != b.Elems {
 		return fmt.Errorf("family %s gave no %sinput data for buffer %s", ss.fam.Name(), what, b.Name)
@@ -199,9 +199,9 @@ func (ss *Session) upload(b contract.BufferSpec, p Ptr, in map[string][]float64,
 
 // setBuffers makes bufs, resolved in env and the device's multiprocessor
 // count, the session's buffers.
-func (ss *Session) setBuffers(bufs []kernels.Buffer, env contract.Env) error {
+func (ss *Session) setBuffers(bufs []kernels.Buffer, env configs.Env) error {
 	env["sms"] = int64(ss.be.Device().SMs)
-	plan, err := contract.Resolve(nil, bufs, env)
+	plan, err := configs.Resolve(nil, bufs, env)
 	if err != nil {
 		return err
 	}
@@ -256,10 +256,10 @@ func (ss *Session) Release() {
 // and its own.
 type Loaded struct {
 	be      Backend
-	own     []contract.BufferSpec // the program's State and Scratch buffers
+	own     []configs.BufferSpec // the program's State and Scratch buffers
 	ownPtrs map[string]Ptr
 	mod     Module
-	plan    contract.Plan
+	plan    configs.Plan
 	bound   *launch.Bound
 	// exact is the program bound to the exact inputs' buffers (nil when
 	// the session has none, and for a baseline).
@@ -289,7 +289,7 @@ func (l *Loaded) Unload() error {
 
 // Plan is the program's launches and buffers resolved at the session's
 // shape.
-func (l *Loaded) Plan() contract.Plan { return l.plan }
+func (l *Loaded) Plan() configs.Plan { return l.plan }
 
 // allocOwn allocates the program's own buffers, State ones zeroed.
 func (ss *Session) allocOwn(l *Loaded) error {
@@ -331,7 +331,7 @@ func (m loadedMemory) Buffer(name string) (uint64, int, bool) {
 }
 
 // allocated is the size of buffer name of specs, as allocated.
-func allocated(specs []contract.BufferSpec, name string) int {
+func allocated(specs []configs.BufferSpec, name string) int {
 	for _, b := range specs {
 		if b.Name == name {
 			return max(b.Bytes(), 16)
@@ -379,11 +379,11 @@ func (ss *Session) LoadCompiled(p kernels.Program, cubin []byte) (*Loaded, error
 // resolve checks what p asks of the backend (checkProgram) and resolves
 // its launches and buffers at the session's shape; the plan's buffers are
 // the session's, then the program's own.
-func (ss *Session) resolve(p kernels.Program) (contract.Plan, error) {
+func (ss *Session) resolve(p kernels.Program) (configs.Plan, error) {
 	if err := ss.checkProgram(p); err != nil {
-		return contract.Plan{}, err
+		return configs.Plan{}, err
 	}
-	return contract.Resolve(p.Launches, append(slices.Clip(ss.symbolic), p.Buffers...), ss.env)
+	return configs.Resolve(p.Launches, append(slices.Clip(ss.symbolic), p.Buffers...), ss.env)
 }
 
 // bind looks up the function of each launch of l, reads its resources
@@ -427,7 +427,7 @@ func errNoTensorMaps(be Backend) error {
 // checkProgram rejects, before anything is compiled, a program that the
 // backend cannot run: tensor-map arguments on a backend without
 // TensorMapEncoder, clusters on a backend without ClusterLauncher.
-// Everything else the launch contract checks (contract.Resolve).
+// Everything else the launch contract checks (configs.Resolve).
 func (ss *Session) checkProgram(p kernels.Program) error {
 	_, encodes := ss.be.(TensorMapEncoder)
 	_, clusters := ss.be.(ClusterLauncher)
@@ -480,7 +480,7 @@ func (d sessionDevice) Pointer(addr uint64) any { return Ptr(addr) }
 
 // TensorMap encodes m over global, its buffer's address plus its offset
 // (launch.Bind adds it).
-func (d sessionDevice) TensorMap(m contract.TensorMapSpec, global uint64) (any, error) {
+func (d sessionDevice) TensorMap(m configs.TensorMapSpec, global uint64) (any, error) {
 	enc, ok := d.be.(TensorMapEncoder)
 	if !ok {
 		return nil, errNoTensorMaps(d.be)
@@ -491,7 +491,7 @@ func (d sessionDevice) TensorMap(m contract.TensorMapSpec, global uint64) (any, 
 // Launch enqueues ln: in clusters when it has one, dependently when it
 // asks for it and the backend can (else an error wrapping
 // ErrNoDependentLaunch), plainly otherwise.
-func (d sessionDevice) Launch(fn any, ln contract.LaunchSpec, args []any) error {
+func (d sessionDevice) Launch(fn any, ln configs.LaunchSpec, args []any) error {
 	f, ok := fn.(Function)
 	if !ok {
 		return fmt.Errorf("the %s backend was given a function %T", d.be.Name(), fn)
@@ -652,7 +652,7 @@ func (ss *Session) validateSet(l *Loaded, inputs string) (SetCheck, error) {
 
 // checked reports whether Validate compares buffer b after a run of l:
 // every output and accumulate buffer, or those of l.checks.
-func (l *Loaded) checked(b contract.BufferSpec) bool {
+func (l *Loaded) checked(b configs.BufferSpec) bool {
 	if !writes(b.Role) {
 		return false
 	}
@@ -662,7 +662,7 @@ func (l *Loaded) checked(b contract.BufferSpec) bool {
 // compareBuffer downloads buffer b and compares it with input set
 // inputs' reference under its tolerance (the family's, or none for the
 // exact inputs), adding the outcome to c.
-func (ss *Session) compareBuffer(b contract.BufferSpec, inputs string, c *SetCheck) error {
+func (ss *Session) compareBuffer(b configs.BufferSpec, inputs string, c *SetCheck) error {
 	tol := ss.fam.Tolerance(ss.shape, b.Name)
 	ref, key := ss.ref[b.Name], b.Name
 	if inputs == ExactInputs {

@@ -4,7 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
-	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/configs"
 	"math"
 	"slices"
 	"strings"
@@ -73,9 +73,9 @@ func (b *fakeDependentBackend) LaunchDependent(fn Function, grid, block [3]int, 
 
 // dependentProgram launches a, then b and c as dependent launches.
 var dependentProgram = kernels.Program{PTX: "// fake", Launches: []kernels.Launch{
-	{Entry: "a", Grid: contract.Grid(8, 1, 1), Block: [3]int{128, 1, 1}, Args: []kernels.Arg{{Scalar: contract.Int(1)}}},
-	{Entry: "b", Grid: contract.Grid(8, 1, 1), Block: [3]int{128, 1, 1}, Dependent: true},
-	{Entry: "c", Grid: contract.Grid(8, 1, 1), Block: [3]int{128, 1, 1}, Dependent: true},
+	{Entry: "a", Grid: configs.Grid(8, 1, 1), Block: [3]int{128, 1, 1}, Args: []kernels.Arg{{Scalar: configs.Int(1)}}},
+	{Entry: "b", Grid: configs.Grid(8, 1, 1), Block: [3]int{128, 1, 1}, Dependent: true},
+	{Entry: "c", Grid: configs.Grid(8, 1, 1), Block: [3]int{128, 1, 1}, Dependent: true},
 }}
 
 // runTwice loads dependentProgram on be, runs it twice, and checks the

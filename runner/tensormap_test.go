@@ -1,7 +1,7 @@
 package runner
 
 import (
-	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/configs"
 	"slices"
 	"strings"
 	"testing"
@@ -17,7 +17,7 @@ type fakeHopperBackend struct {
 	bases []Ptr
 }
 
-func (b *fakeHopperBackend) EncodeTensorMap(m contract.TensorMapSpec, base Ptr) (TensorMapArg, error) {
+func (b *fakeHopperBackend) EncodeTensorMap(m configs.TensorMapSpec, base Ptr) (TensorMapArg, error) {
 	b.bases = append(b.bases, base)
 	var a TensorMapArg
 	a[0], a[1] = byte(base>>12), byte(m.Dims[0])
@@ -33,21 +33,21 @@ func (b *fakeHopperBackend) LaunchCluster(fn Function, grid, block, cluster [3]i
 // hopperProgram: a tensor map of the session's buffer a, one of its own
 // scratch buffer, a pointer and a scalar; a 2-block cluster over a
 // per-SM grid, then a plain launch.
-var hopperProgram = kernels.Program{PTX: "// fake", Buffers: []kernels.Buffer{{Name: "s", Elems: contract.Int(64), DType: dtype.F32, Role: kernels.Scratch}},
+var hopperProgram = kernels.Program{PTX: "// fake", Buffers: []kernels.Buffer{{Name: "s", Elems: configs.Int(64), DType: dtype.F32, Role: kernels.Scratch}},
 	Launches: []kernels.Launch{
-		{Entry: "tma", Grid: contract.Grid(1000, 1, 1), GridPerSM: 1, Block: [3]int{384, 1, 1}, SharedBytes: 200 << 10,
+		{Entry: "tma", Grid: configs.Grid(1000, 1, 1), GridPerSM: 1, Block: [3]int{384, 1, 1}, SharedBytes: 200 << 10,
 			Cluster: [3]int{2, 1, 1}, Args: []kernels.Arg{
-				{TensorMap: &kernels.TensorMap{Buffer: "a", DType: dtype.F32, Dims: contract.Ints(4), Box: []int{4}}},
-				{TensorMap: &kernels.TensorMap{Buffer: "s", DType: dtype.F32, Dims: contract.Ints(8, 8), Strides: contract.Ints(32), Box: []int{8, 2}}},
-				{Buffer: "a"}, {Scalar: contract.Int(7)}}},
-		{Entry: "plain", Grid: contract.Grid(4, 1, 1), Block: [3]int{32, 1, 1}},
+				{TensorMap: &kernels.TensorMap{Buffer: "a", DType: dtype.F32, Dims: configs.Ints(4), Box: []int{4}}},
+				{TensorMap: &kernels.TensorMap{Buffer: "s", DType: dtype.F32, Dims: configs.Ints(8, 8), Strides: configs.Ints(32), Box: []int{8, 2}}},
+				{Buffer: "a"}, {Scalar: configs.Int(7)}}},
+		{Entry: "plain", Grid: configs.Grid(4, 1, 1), Block: [3]int{32, 1, 1}},
 	}}
 
 func TestLoadTensorMapsAndClusters(t *testing.T) {
 	be := &fakeHopperBackend{fakeBackend: fakeBackend{sms: 5}}
 	ss := NewSession(be)
 	ss.bufs = map[string]Ptr{"a": 0x1000}
-	if err := ss.setBuffers([]kernels.Buffer{{Name: "a", Elems: contract.Int(4), DType: dtype.F32, Role: kernels.Input}}, contract.Env{}); err != nil {
+	if err := ss.setBuffers([]kernels.Buffer{{Name: "a", Elems: configs.Int(4), DType: dtype.F32, Role: kernels.Input}}, configs.Env{}); err != nil {
 		t.Fatal(err)
 	}
 	l, err := ss.Load(hopperProgram)
@@ -79,9 +79,9 @@ func TestLoadTensorMapsAndClusters(t *testing.T) {
 }
 
 func TestLoadRejectsWhatTheBackendLacks(t *testing.T) {
-	tmap := kernels.Program{PTX: "// fake", Launches: []kernels.Launch{{Entry: "k", Grid: contract.Grid(1, 1, 1), Block: [3]int{32, 1, 1},
-		Args: []kernels.Arg{{TensorMap: &kernels.TensorMap{Buffer: "a", DType: dtype.F32, Dims: contract.Ints(4), Box: []int{4}}}}}}}
-	cluster := kernels.Program{PTX: "// fake", Launches: []kernels.Launch{{Entry: "k", Grid: contract.Grid(2, 1, 1), Block: [3]int{32, 1, 1},
+	tmap := kernels.Program{PTX: "// fake", Launches: []kernels.Launch{{Entry: "k", Grid: configs.Grid(1, 1, 1), Block: [3]int{32, 1, 1},
+		Args: []kernels.Arg{{TensorMap: &kernels.TensorMap{Buffer: "a", DType: dtype.F32, Dims: configs.Ints(4), Box: []int{4}}}}}}}
+	cluster := kernels.Program{PTX: "// fake", Launches: []kernels.Launch{{Entry: "k", Grid: configs.Grid(2, 1, 1), Block: [3]int{32, 1, 1},
 		Cluster: [3]int{2, 1, 1}}}}
 	be := &fakeBackend{}
 	for _, tt := range []struct {
@@ -106,18 +106,18 @@ func TestLoadRejectsBadClustersAndMaps(t *testing.T) {
 		ln   kernels.Launch
 		want string
 	}{
-		{kernels.Launch{Entry: "k", Grid: contract.Grid(32, 2, 1), Block: [3]int{32, 1, 1}, Cluster: [3]int{16, 2, 1}}, "32 CTAs, at most 16"},
-		{kernels.Launch{Entry: "k", Grid: contract.Grid(6, 1, 1), Block: [3]int{32, 1, 1}, Cluster: [3]int{4, 1, 1}}, "grid [6 1 1] is not a multiple of its cluster [4 1 1]"},
-		{kernels.Launch{Entry: "k", Grid: contract.Grid(1, 1, 1), Block: [3]int{32, 1, 1}, Args: []kernels.Arg{{TensorMap: &kernels.TensorMap{
-			Buffer: "a", DType: dtype.F32, Dims: contract.Ints(4), Box: []int{300}}}}}, "argument 0: tensor map of a: box[0] = 300"},
-		{kernels.Launch{Entry: "k", Grid: contract.Grid(1, 1, 1), Block: [3]int{32, 1, 1}, Args: []kernels.Arg{{TensorMap: &kernels.TensorMap{
-			Buffer: "a", DType: dtype.F32, Dims: contract.Ints(8), Box: []int{8}}}}}, "span 32 bytes, but the buffer has 16"},
-		{kernels.Launch{Entry: "k", Grid: contract.Grid(1, 1, 1), Block: [3]int{32, 1, 1}, Args: []kernels.Arg{{TensorMap: &kernels.TensorMap{
-			Buffer: "zz", DType: dtype.F32, Dims: contract.Ints(8), Box: []int{8}}}}}, `unknown buffer "zz"`},
+		{kernels.Launch{Entry: "k", Grid: configs.Grid(32, 2, 1), Block: [3]int{32, 1, 1}, Cluster: [3]int{16, 2, 1}}, "32 CTAs, at most 16"},
+		{kernels.Launch{Entry: "k", Grid: configs.Grid(6, 1, 1), Block: [3]int{32, 1, 1}, Cluster: [3]int{4, 1, 1}}, "grid [6 1 1] is not a multiple of its cluster [4 1 1]"},
+		{kernels.Launch{Entry: "k", Grid: configs.Grid(1, 1, 1), Block: [3]int{32, 1, 1}, Args: []kernels.Arg{{TensorMap: &kernels.TensorMap{
+			Buffer: "a", DType: dtype.F32, Dims: configs.Ints(4), Box: []int{300}}}}}, "argument 0: tensor map of a: box[0] = 300"},
+		{kernels.Launch{Entry: "k", Grid: configs.Grid(1, 1, 1), Block: [3]int{32, 1, 1}, Args: []kernels.Arg{{TensorMap: &kernels.TensorMap{
+			Buffer: "a", DType: dtype.F32, Dims: configs.Ints(8), Box: []int{8}}}}}, "span 32 bytes, but the buffer has 16"},
+		{kernels.Launch{Entry: "k", Grid: configs.Grid(1, 1, 1), Block: [3]int{32, 1, 1}, Args: []kernels.Arg{{TensorMap: &kernels.TensorMap{
+			Buffer: "zz", DType: dtype.F32, Dims: configs.Ints(8), Box: []int{8}}}}}, `unknown buffer "zz"`},
 	} {
 		ss := NewSession(&fakeHopperBackend{})
 		ss.bufs = map[string]Ptr{"a": 0x1000}
-		if err := ss.setBuffers([]kernels.Buffer{{Name: "a", Elems: contract.Int(4), DType: dtype.F32, Role: kernels.Input}}, contract.Env{}); err != nil {
+		if err := ss.setBuffers([]kernels.Buffer{{Name: "a", Elems: configs.Int(4), DType: dtype.F32, Role: kernels.Input}}, configs.Env{}); err != nil {
 			t.Fatal(err)
 		}
 		_, err := ss.Load(kernels.Program{PTX: "// fake", Launches: []kernels.Launch{tt.ln}})
@@ -132,9 +132,9 @@ func TestLoadRejectsBadClustersAndMaps(t *testing.T) {
 // past its buffer.
 func TestLoadTensorMapOffset(t *testing.T) {
 	prog := func(off int) kernels.Program {
-		return kernels.Program{PTX: "// fake", Buffers: []kernels.Buffer{{Name: "s", Elems: contract.Int(64), DType: dtype.F32, Role: kernels.Scratch}},
-			Launches: []kernels.Launch{{Entry: "k", Grid: contract.Grid(1, 1, 1), Block: [3]int{32, 1, 1}, Args: []kernels.Arg{{TensorMap: &kernels.TensorMap{
-				Buffer: "s", Offset: contract.Int(off), DType: dtype.F32, Dims: contract.Ints(8, 4), Strides: contract.Ints(32), Box: []int{8, 4}}}}}}}
+		return kernels.Program{PTX: "// fake", Buffers: []kernels.Buffer{{Name: "s", Elems: configs.Int(64), DType: dtype.F32, Role: kernels.Scratch}},
+			Launches: []kernels.Launch{{Entry: "k", Grid: configs.Grid(1, 1, 1), Block: [3]int{32, 1, 1}, Args: []kernels.Arg{{TensorMap: &kernels.TensorMap{
+				Buffer: "s", Offset: configs.Int(off), DType: dtype.F32, Dims: configs.Ints(8, 4), Strides: configs.Ints(32), Box: []int{8, 4}}}}}}}
 	}
 	be := &fakeHopperBackend{}
 	ss := NewSession(be)

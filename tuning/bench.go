@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/gradtune/gradtune/configs"
-	"github.com/gradtune/gradtune/contract"
+
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/eval"
 	"github.com/gradtune/gradtune/kernels"
@@ -163,11 +163,11 @@ func tableProgram(f kernels.Family, s variants.Shape, e configs.Entry, ptx []byt
 		}
 	}
 	env := kernels.Env(s)
-	want, err := contract.Resolve(nil, f.Buffers(s), env)
+	want, err := configs.Resolve(nil, f.Buffers(s), env)
 	if err != nil {
 		return kernels.Program{}, err
 	}
-	got, err := contract.Resolve(nil, data, env)
+	got, err := configs.Resolve(nil, data, env)
 	if err != nil {
 		return kernels.Program{}, err
 	}

@@ -8,7 +8,7 @@ import (
 	"sort"
 
 	"github.com/gradtune/gradtune/configs"
-	"github.com/gradtune/gradtune/contract"
+
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/catalog"
@@ -74,7 +74,7 @@ func (r result) print(w io.Writer, c Case) {
 // memory is a plan's buffers on the device.
 type memory struct {
 	ptrs  map[string]cuda.DevicePtr
-	specs []contract.BufferSpec
+	specs []configs.BufferSpec
 }
 
 func (m memory) Buffer(name string) (uint64, int, bool) {
@@ -126,9 +126,9 @@ func (d *device) exercise(c Case, samples int) (result, error) {
 		mem.ptrs[b.Name] = p
 		fill := make([]byte, max(b.Bytes(), 16))
 		switch b.Role {
-		case contract.Input, contract.InOut:
+		case configs.Input, configs.InOut:
 			copy(fill, b.DType.Encode(in[b.Name]))
-		case contract.Output:
+		case configs.Output:
 			for i := range fill {
 				fill[i] = 0xff // NaN: an element the launches never write fails
 			}
@@ -144,7 +144,7 @@ func (d *device) exercise(c Case, samples int) (result, error) {
 	}
 	run := func() error {
 		for _, b := range plan.Buffers {
-			if b.Role == contract.Accumulate {
+			if b.Role == configs.Accumulate {
 				if err := d.ctx.MemsetD8Async(mem.ptrs[b.Name], 0, b.Bytes(), d.stream); err != nil {
 					return err
 				}
@@ -182,18 +182,18 @@ func familyShape(f kernels.Family, c Case) (variants.Shape, error) {
 
 // check compares every output and accumulate buffer with the family's
 // reference and checks that the state buffers are zero.
-func (d *device) check(f kernels.Family, s variants.Shape, plan contract.Plan, mem memory) (result, error) {
+func (d *device) check(f kernels.Family, s variants.Shape, plan configs.Plan, mem memory) (result, error) {
 	var r result
 	ref := f.Reference(s, f.Inputs(s, 1))
 	for _, b := range plan.Buffers {
 		raw := make([]byte, b.Bytes())
-		if b.Role == contract.Input || b.Role == contract.Scratch || len(raw) == 0 {
+		if b.Role == configs.Input || b.Role == configs.Scratch || len(raw) == 0 {
 			continue
 		}
 		if err := d.ctx.CopyDtoH(raw, mem.ptrs[b.Name]); err != nil {
 			return r, err
 		}
-		if b.Role == contract.State {
+		if b.Role == configs.State {
 			for i, v := range raw {
 				if v != 0 {
 					return r, fmt.Errorf("state buffer %s not left zero (byte %d is %#x)", b.Name, i, v)

@@ -27,9 +27,8 @@ type rule struct {
 
 var rules = []rule{
 	{from: "variants", to: []string{"kernels"}},
-	{from: "configs", stdOnly: true, allow: []string{"contract", "dtype"}},
-	{from: "contract", stdOnly: true, allow: []string{"dtype"}},
-	{from: "dtype", stdOnly: true},
+	{from: "configs", stdOnly: true},
+	{from: "dtype", stdOnly: true, allow: []string{"configs"}},
 	{from: "store", to: []string{"runner", "kernels"}},
 	{from: "runner", to: []string{"store"}},
 	{from: "kernels", to: []string{"runner"}},
@@ -139,15 +138,16 @@ func TestViolations(t *testing.T) {
 	pkgs := []pkg{
 		{ImportPath: m("variants"), Deps: []string{"fmt", m("dtype")}},
 		{ImportPath: m("store"), Deps: []string{"fmt", m("eval"), m("kernels/ptx")}},
-		{ImportPath: m("configs"), Deps: []string{"strings", m("contract"), "github.com/mattn/go-sqlite3"}},
-		{ImportPath: m("contract"), Deps: []string{"strings", m("dtype"), m("kernels")}},
+		{ImportPath: m("configs"), Deps: []string{"strings", m("dtype"), "github.com/mattn/go-sqlite3"}},
+		{ImportPath: m("dtype"), Deps: []string{"strings", m("configs"), m("kernels")}},
 		{ImportPath: m("kernels/catalog"), Deps: []string{m("kernels"), m("runner/sim")}},
 		{ImportPath: m("runnerx"), Deps: []string{m("store")}}, // not under runner
 	}
 	got := violations(pkgs, std, rules)
 	want := []string{
-		m("configs") + " imports github.com/mattn/go-sqlite3 (rule: configs imports the standard library and contract, dtype only)",
-		m("contract") + " imports " + m("kernels") + " (rule: contract imports the standard library and dtype only)",
+		m("configs") + " imports " + m("dtype") + " (rule: configs imports the standard library only)",
+		m("configs") + " imports github.com/mattn/go-sqlite3 (rule: configs imports the standard library only)",
+		m("dtype") + " imports " + m("kernels") + " (rule: dtype imports the standard library and configs only)",
 		m("kernels/catalog") + " imports " + m("runner/sim") + " (rule: kernels ↛ runner)",
 		m("store") + " imports " + m("kernels/ptx") + " (rule: store ↛ runner, kernels)",
 	}
@@ -156,11 +156,11 @@ func TestViolations(t *testing.T) {
 	}
 }
 
-// TestTrainerPackagesBuildWithoutCgo: what a trainer embeds (configs and
-// the stdlib-only contract and dtype it imports) and the launcher it
-// calls (launch, examples/trainer) build with CGO_ENABLED=0.
+// TestTrainerPackagesBuildWithoutCgo: what a trainer embeds (configs, and
+// dtype's names for its element types) and the launcher it calls (launch,
+// examples/trainer) build with CGO_ENABLED=0.
 func TestTrainerPackagesBuildWithoutCgo(t *testing.T) {
-	cmd := exec.Command("go", "build", module+"/configs", module+"/contract", module+"/dtype", module+"/launch", module+"/examples/trainer")
+	cmd := exec.Command("go", "build", module+"/configs", module+"/dtype", module+"/launch", module+"/examples/trainer")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("CGO_ENABLED=0 go build: %v\n%s", err, out)

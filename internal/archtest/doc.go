@@ -2,11 +2,12 @@
 // the non-test imports of each package, transitively (go list -deps):
 //
 //   - variants imports nothing of kernels (any kernels/...);
-//   - configs imports the standard library and contract and dtype only,
-//     which import the standard library only (dtype) or it and dtype
-//     (contract): what a trainer embeds depends on nothing else, and it
-//     builds with CGO_ENABLED=0 (checked, with launch and
-//     examples/trainer, by TestTrainerPackagesBuildWithoutCgo);
+//   - configs imports the standard library only: what a trainer embeds
+//     (the tables, the launch contract, the element types) depends on
+//     nothing else, and it builds with CGO_ENABLED=0 (checked, with
+//     launch and examples/trainer, by TestTrainerPackagesBuildWithoutCgo);
+//   - dtype imports the standard library and configs only: its names are
+//     aliases of configs' element types;
 //   - store imports neither runner nor kernels (any of their packages);
 //   - runner (any runner/...) does not import store;
 //   - kernels (any kernels/...) imports nothing of runner.

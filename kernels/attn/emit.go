@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/gen"
@@ -67,8 +67,8 @@ func emit(s Shape, p Params, b bugs) (kernels.Program, error) {
 		}
 		return out
 	}
-	grid := func(x, y, z int) [3]contract.Expr {
-		return [3]contract.Expr{contract.Int(x), contract.Int(y), contract.Int(z)}
+	grid := func(x, y, z int) [3]configs.Expr {
+		return [3]configs.Expr{configs.Int(x), configs.Int(y), configs.Int(z)}
 	}
 	rows := s.B * s.HQ * g.sp
 	qElems := s.B * s.S * s.HQ * s.D
@@ -82,7 +82,7 @@ func emit(s Shape, p Params, b bugs) (kernels.Program, error) {
 			Args: args("dq32", "dq")},
 	}
 	f32 := func(name string, n int) kernels.Buffer {
-		return kernels.Buffer{Name: name, DType: dtype.F32, Elems: contract.Int(n), Role: kernels.Scratch}
+		return kernels.Buffer{Name: name, DType: dtype.F32, Elems: configs.Int(n), Role: kernels.Scratch}
 	}
 	prog.Buffers = []kernels.Buffer{f32("lse2", rows), f32("dd", rows), f32("dq32", qElems)}
 	return prog, nil

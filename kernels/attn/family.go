@@ -3,7 +3,7 @@ package attn
 import (
 	"fmt"
 
-	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/gen"
@@ -84,12 +84,12 @@ func (family) CheckShape(s Shape) error {
 // (f32) in; dq, dk, dv out.
 func (family) Buffers(s Shape) []kernels.Buffer {
 	buf := func(name string, heads int, role kernels.Role) kernels.Buffer {
-		return kernels.Buffer{Name: name, DType: s.DType, Elems: contract.Int(s.B * s.S * heads * s.D), Role: role}
+		return kernels.Buffer{Name: name, DType: s.DType, Elems: configs.Int(s.B * s.S * heads * s.D), Role: role}
 	}
 	return []kernels.Buffer{
 		buf("q", s.HQ, kernels.Input), buf("k", s.HK, kernels.Input), buf("v", s.HK, kernels.Input),
 		buf("o", s.HQ, kernels.Input), buf("do", s.HQ, kernels.Input),
-		{Name: "lse", DType: dtype.F32, Elems: contract.Int(s.B * s.HQ * s.S), Role: kernels.Input},
+		{Name: "lse", DType: dtype.F32, Elems: configs.Int(s.B * s.HQ * s.S), Role: kernels.Input},
 		buf("dq", s.HQ, kernels.Output), buf("dk", s.HK, kernels.Output), buf("dv", s.HK, kernels.Output),
 	}
 }

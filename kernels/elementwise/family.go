@@ -3,7 +3,7 @@ package elementwise
 import (
 	"math"
 
-	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/gen"
@@ -190,8 +190,8 @@ func (s Shape) perToken() int {
 }
 
 // elemsExpr is the element count as an expression of the runtime dim.
-func (s Shape) elemsExpr() contract.Expr {
-	return contract.Var(s.runtimeDim()).TimesInt(s.perToken())
+func (s Shape) elemsExpr() configs.Expr {
+	return configs.Var(s.runtimeDim()).TimesInt(s.perToken())
 }
 
 // Emit generates one variant (see the package doc for the work split).
@@ -222,27 +222,27 @@ func (e *family) Emit(s Shape, p Params) (kernels.Program, error) {
 	if err != nil {
 		return kernels.Program{}, err
 	}
-	work := contract.Div(s.elemsExpr(), contract.Int(p.Vec))
+	work := configs.Div(s.elemsExpr(), configs.Int(p.Vec))
 	return program(built.String(), entry, e.names(), dim, work, p), nil
 }
 
 // program is the one-launch program of entry over units (an expression
 // of the runtime dim dim) with p's grid mode: the operands' pointers in
 // order, then dim (u32).
-func program(ptxText, entry string, operands []string, dim string, units contract.Expr, p Params) kernels.Program {
+func program(ptxText, entry string, operands []string, dim string, units configs.Expr, p Params) kernels.Program {
 	var args []kernels.Arg
 	for _, name := range operands {
 		args = append(args, kernels.Arg{Buffer: name})
 	}
-	args = append(args, kernels.Arg{Scalar: contract.Var(dim), Type: contract.U32})
+	args = append(args, kernels.Arg{Scalar: configs.Var(dim), Type: configs.U32})
 	l := kernels.Launch{
-		Entry: entry, Grid: [3]contract.Expr{contract.CeilDiv(units, contract.Int(p.Block*p.EPT)), contract.Int(1), contract.Int(1)},
+		Entry: entry, Grid: [3]configs.Expr{configs.CeilDiv(units, configs.Int(p.Block*p.EPT)), configs.Int(1), configs.Int(1)},
 		Block: [3]int{p.Block, 1, 1},
 		Args:  args,
 	}
 	if p.Grid == GridStride {
 		// One full-occupancy wave (2048 threads per SM), never more CTAs
-		// than there is work for (contract.Resolve caps the grid).
+		// than there is work for (configs.Resolve caps the grid).
 		l.GridPerSM = 2048 / p.Block
 	}
 	return kernels.Program{PTX: ptxText, Launches: []kernels.Launch{l}, RuntimeDims: []string{dim}}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/gen"
@@ -89,8 +89,8 @@ var (
 )
 
 func (rope) Buffers(s RopeShape) []kernels.Buffer {
-	t := contract.Var("t")
-	sizes := map[string]contract.Expr{
+	t := configs.Var("t")
+	sizes := map[string]configs.Expr{
 		"dy_q": t.TimesInt(s.HQ * s.D), "dq": t.TimesInt(s.HQ * s.D),
 		"dy_k": t.TimesInt(s.HK * s.D), "dk": t.TimesInt(s.HK * s.D),
 		"cos": t.TimesInt(s.D), "sin": t.TimesInt(s.D),
@@ -220,7 +220,7 @@ func (rope) emitWith(s RopeShape, p Params, lane mapFunc) (kernels.Program, erro
 	if err != nil {
 		return kernels.Program{}, err
 	}
-	work := contract.Var("t").TimesInt(s.unitsPerToken(p.Vec))
+	work := configs.Var("t").TimesInt(s.unitsPerToken(p.Vec))
 	return program(built.String(), entry, ropeOperands, "t", work, p), nil
 }
 

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/internal/simtest"
 	"github.com/gradtune/gradtune/kernels"
@@ -82,7 +82,7 @@ func TestRuntimeTokens(t *testing.T) {
 // onCTAs is prog with its one launch on a fixed grid of n CTAs.
 func onCTAs(prog kernels.Program, n int) kernels.Program {
 	l := prog.Launches[0]
-	l.Grid, l.GridPerSM = contract.Grid(n, 1, 1), 0
+	l.Grid, l.GridPerSM = configs.Grid(n, 1, 1), 0
 	prog.Launches = []kernels.Launch{l}
 	return prog
 }

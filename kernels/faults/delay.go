@@ -2,7 +2,7 @@ package faults
 
 import (
 	"fmt"
-	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/configs"
 	"strings"
 
 	"github.com/gradtune/gradtune/kernels"
@@ -44,7 +44,7 @@ func Delay(prog kernels.Program, ns uint64) (kernels.Program, error) {
 	out := prog
 	out.PTX = strings.TrimRight(prog.PTX, "\n") + "\n" + delayPTX
 	out.Launches = append(append([]kernels.Launch(nil), prog.Launches...), kernels.Launch{Entry: DelayEntry,
-		Grid: contract.Grid(1, 1, 1), Block: [3]int{1, 1, 1}, Args: []kernels.Arg{{Scalar: contract.Const(int64(ns))}}})
+		Grid: configs.Grid(1, 1, 1), Block: [3]int{1, 1, 1}, Args: []kernels.Arg{{Scalar: configs.Const(int64(ns))}}})
 	return out, nil
 }
 

@@ -3,7 +3,7 @@ package faults
 import (
 	"fmt"
 
-	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/gen"
@@ -56,8 +56,8 @@ func (family) Space(Shape) variants.Typed[Params] { return variants.Typed[Params
 
 func (family) Buffers(s Shape) []kernels.Buffer {
 	return []kernels.Buffer{
-		{Name: "dy", DType: s.DType, Elems: contract.Int(s.N), Role: kernels.Input},
-		{Name: "dx", DType: s.DType, Elems: contract.Int(s.N), Role: kernels.Output},
+		{Name: "dy", DType: s.DType, Elems: configs.Int(s.N), Role: kernels.Input},
+		{Name: "dx", DType: s.DType, Elems: configs.Int(s.N), Role: kernels.Output},
 	}
 }
 
@@ -103,8 +103,8 @@ func (family) Emit(s Shape, p Params) (kernels.Program, error) {
 	}
 	grid := (s.N + block - 1) / block
 	return kernels.Program{PTX: built.String(), Launches: []kernels.Launch{{Entry: "fault_" + p.Fault,
-		Grid: contract.Grid(grid, 1, 1), Block: [3]int{block, 1, 1},
-		Args: []kernels.Arg{{Buffer: "dy"}, {Buffer: "dx"}, {Scalar: contract.Int(s.N)}}}}}, nil
+		Grid: configs.Grid(grid, 1, 1), Block: [3]int{block, 1, 1},
+		Args: []kernels.Arg{{Buffer: "dy"}, {Buffer: "dx"}, {Scalar: configs.Int(s.N)}}}}}, nil
 }
 
 // plant writes the fault that thread 0 executes.
@@ -153,10 +153,10 @@ func emitDrift(s Shape) (kernels.Program, error) {
 		return kernels.Program{}, err
 	}
 	return kernels.Program{PTX: built.String(),
-		Buffers: []kernels.Buffer{{Name: "seen", DType: dtype.F32, Elems: contract.Int(1), Role: kernels.Scratch}},
+		Buffers: []kernels.Buffer{{Name: "seen", DType: dtype.F32, Elems: configs.Int(1), Role: kernels.Scratch}},
 		Launches: []kernels.Launch{
-			{Entry: "fault_drift", Grid: contract.Grid((s.N+block-1)/block, 1, 1), Block: [3]int{block, 1, 1},
-				Args: []kernels.Arg{{Buffer: "dy"}, {Buffer: "dx"}, {Buffer: "seen"}, {Scalar: contract.Int(s.N)}}},
-			{Entry: "fault_drift_mark", Grid: contract.Grid(1, 1, 1), Block: [3]int{1, 1, 1}, Args: []kernels.Arg{{Buffer: "seen"}}},
+			{Entry: "fault_drift", Grid: configs.Grid((s.N+block-1)/block, 1, 1), Block: [3]int{block, 1, 1},
+				Args: []kernels.Arg{{Buffer: "dy"}, {Buffer: "dx"}, {Buffer: "seen"}, {Scalar: configs.Int(s.N)}}},
+			{Entry: "fault_drift_mark", Grid: configs.Grid(1, 1, 1), Block: [3]int{1, 1, 1}, Args: []kernels.Arg{{Buffer: "seen"}}},
 		}}, nil
 }

@@ -1,7 +1,7 @@
 package faults
 
 import (
-	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/configs"
 	"strings"
 	"testing"
 
@@ -34,7 +34,7 @@ func TestEmitEveryFault(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", p, err)
 		}
-		if !strings.Contains(prog.PTX, want[p["fault"]]) || !contract.Equal(prog.Launches[0].Grid[0], contract.Int(32)) {
+		if !strings.Contains(prog.PTX, want[p["fault"]]) || !prog.Launches[0].Grid[0].Equal(configs.Int(32)) {
 			t.Errorf("%s: PTX lacks %q or grid %v", p, want[p["fault"]], prog.Launches[0].Grid)
 		}
 	}

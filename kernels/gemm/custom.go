@@ -3,7 +3,7 @@ package gemm
 import (
 	"fmt"
 
-	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/ptx"
@@ -134,7 +134,7 @@ func (c Custom) Launch(p Params) kernels.Launch {
 	g := c.problem(0)
 	out := kernels.Arg{Buffer: c.Out}
 	if c.OutOffset != 0 {
-		out.Offset = contract.Int(c.OutOffset)
+		out.Offset = configs.Int(c.OutOffset)
 	}
 	l := (&wgKernel{g: g, p: p}).launch(c.Entry, out)
 	if c.Scale != "" {
@@ -150,6 +150,6 @@ func (c Custom) Launch(p Params) kernels.Launch {
 // setOffset makes m start off bytes into its buffer.
 func setOffset(m *kernels.TensorMap, off int) {
 	if off != 0 {
-		m.Offset = contract.Int(off)
+		m.Offset = configs.Int(off)
 	}
 }

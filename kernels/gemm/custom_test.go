@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/internal/simtest"
 	"github.com/gradtune/gradtune/kernels"
@@ -83,21 +83,21 @@ func (f customCase) Emit(s customShape, p customParams) (kernels.Program, error)
 }
 
 func (customCase) Buffers(s customShape) []kernels.Buffer {
-	t := contract.Var("t")
-	in := func(name string, e contract.Expr) kernels.Buffer {
+	t := configs.Var("t")
+	in := func(name string, e configs.Expr) kernels.Buffer {
 		return kernels.Buffer{Name: name, DType: dtype.BF16, Elems: e, Role: kernels.Input}
 	}
 	switch s.Case {
 	case "chunk":
-		return []kernels.Buffer{in("x", t.TimesInt(64)), in("w", contract.Int(200*64)),
+		return []kernels.Buffer{in("x", t.TimesInt(64)), in("w", configs.Int(200*64)),
 			{Name: "c", DType: dtype.F32, Elems: t.TimesInt(48), Role: kernels.Output}}
 	case "scale":
-		return []kernels.Buffer{in("x", t.TimesInt(72)), in("w", contract.Int(80*64)),
+		return []kernels.Buffer{in("x", t.TimesInt(72)), in("w", configs.Int(80*64)),
 			{Name: "s", DType: dtype.F32, Elems: t, Role: kernels.Input},
 			{Name: "c", DType: dtype.F32, Elems: t.TimesInt(64), Role: kernels.InOut}}
 	}
 	return []kernels.Buffer{in("g", t.TimesInt(48)), in("x", t.TimesInt(64)),
-		{Name: "c", DType: dtype.BF16, Elems: contract.Int(100 * 64), Role: kernels.InOut}}
+		{Name: "c", DType: dtype.BF16, Elems: configs.Int(100 * 64), Role: kernels.InOut}}
 }
 
 func (f customCase) Inputs(s customShape, seed uint64) map[string][]float64 {

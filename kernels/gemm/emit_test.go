@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/internal/sweep"
 
 	"github.com/gradtune/gradtune/dtype"
@@ -43,8 +43,8 @@ func TestEmitPreset(t *testing.T) {
 }
 
 // evalAt evaluates expressions at shape s.
-func evalAt(t *testing.T, s variants.Shape) func(contract.Expr) int {
-	return func(e contract.Expr) int {
+func evalAt(t *testing.T, s variants.Shape) func(configs.Expr) int {
+	return func(e configs.Expr) int {
 		v, err := e.EvalInt(kernels.Env(s))
 		if err != nil {
 			t.Fatalf("%s: %v", s.Key(), err)
@@ -53,7 +53,7 @@ func evalAt(t *testing.T, s variants.Shape) func(contract.Expr) int {
 	}
 }
 
-func checkProgram(t *testing.T, g problem, p Params, prog kernels.Program, at func(contract.Expr) int) {
+func checkProgram(t *testing.T, g problem, p Params, prog kernels.Program, at func(configs.Expr) int) {
 	t.Helper()
 	main := prog.Launches[0]
 	if p.Order == StreamK {
@@ -88,7 +88,7 @@ func checkProgram(t *testing.T, g problem, p Params, prog kernels.Program, at fu
 // checkStreamK: one launch of min(132, iterations) CTAs, one per SM, with
 // the partials' workspace (a slot per CTA) and the flags (one per
 // consumer warpgroup of each CTA) as its arguments before m.
-func checkStreamK(t *testing.T, g problem, p Params, prog kernels.Program, at func(contract.Expr) int) {
+func checkStreamK(t *testing.T, g problem, p Params, prog kernels.Program, at func(configs.Expr) int) {
 	t.Helper()
 	main := prog.Launches[0]
 	n := min(numSMs, tiles(g, p)*kTiles(g, p))

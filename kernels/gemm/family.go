@@ -2,7 +2,7 @@ package gemm
 
 import (
 	"fmt"
-	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/configs"
 
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
@@ -98,13 +98,13 @@ func (s Shape) outDType() dtype.DType {
 func (def) Buffers(s Shape) []kernels.Buffer {
 	p := problemOf(s)
 	b := []kernels.Buffer{
-		{Name: "dy", DType: s.DType, Elems: contract.Var(tokenDim).TimesInt(s.N), Role: kernels.Input},
+		{Name: "dy", DType: s.DType, Elems: configs.Var(tokenDim).TimesInt(s.N), Role: kernels.Input},
 		{Name: p.b.buf, DType: s.DType, Elems: p.lExpr().TimesInt(p.c), Role: kernels.Input},
 		{Name: p.out, DType: s.outDType(), Elems: p.rExpr().TimesInt(p.c), Role: kernels.Output},
 	}
 	if s.LoRA > 0 {
-		b = append(b, kernels.Buffer{Name: loraH, DType: s.DType, Elems: contract.Var(tokenDim).TimesInt(s.LoRA), Role: kernels.Input},
-			kernels.Buffer{Name: loraA, DType: s.DType, Elems: contract.Int(s.LoRA * s.K), Role: kernels.Input})
+		b = append(b, kernels.Buffer{Name: loraH, DType: s.DType, Elems: configs.Var(tokenDim).TimesInt(s.LoRA), Role: kernels.Input},
+			kernels.Buffer{Name: loraA, DType: s.DType, Elems: configs.Int(s.LoRA * s.K), Role: kernels.Input})
 	}
 	return b
 }

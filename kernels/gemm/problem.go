@@ -1,7 +1,7 @@
 package gemm
 
 import (
-	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
 )
@@ -78,14 +78,14 @@ func problemOf(s Shape) problem {
 
 // rExpr and lExpr are r and l as launch expressions: the variable m for
 // the one that is M.
-func (g problem) rExpr() contract.Expr { return g.extExpr(g.r, g.mRows) }
-func (g problem) lExpr() contract.Expr { return g.extExpr(g.l, !g.mRows) }
+func (g problem) rExpr() configs.Expr { return g.extExpr(g.r, g.mRows) }
+func (g problem) lExpr() configs.Expr { return g.extExpr(g.l, !g.mRows) }
 
-func (g problem) extExpr(v int, isM bool) contract.Expr {
+func (g problem) extExpr(v int, isM bool) configs.Expr {
 	if isM {
-		return contract.Var(g.dimName())
+		return configs.Var(g.dimName())
 	}
-	return contract.Int(v)
+	return configs.Int(v)
 }
 
 // dimName is the name of M in g's launch expressions.
@@ -98,7 +98,7 @@ func (g problem) dimName() string {
 
 // mArg is the launch argument of a kernel's m parameter.
 func (g problem) mArg() kernels.Arg {
-	return kernels.Arg{Scalar: contract.Var(g.dimName()), Type: contract.U32}
+	return kernels.Arg{Scalar: configs.Var(g.dimName()), Type: configs.U32}
 }
 
 // index is the position in the buffer of A[row][k] (B: of B[k][row]).

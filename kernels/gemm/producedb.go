@@ -3,7 +3,7 @@ package gemm
 import (
 	"fmt"
 
-	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/gen"
@@ -104,8 +104,8 @@ func (pr *produced) buffers() []kernels.Buffer {
 	g := pr.wk.g
 	r, _ := pr.chunks()
 	return []kernels.Buffer{
-		{Name: g.b.buf, DType: g.in, Elems: contract.Int(g.l * g.c), Role: kernels.Scratch},
-		{Name: producedState, DType: dtype.F32, Elems: contract.Int(stateHead + r), Role: kernels.State},
+		{Name: g.b.buf, DType: g.in, Elems: configs.Int(g.l * g.c), Role: kernels.Scratch},
+		{Name: producedState, DType: dtype.F32, Elems: configs.Int(stateHead + r), Role: kernels.State},
 	}
 }
 

@@ -1,7 +1,7 @@
 package gemm
 
 import (
-	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/configs"
 	"slices"
 
 	"github.com/gradtune/gradtune/dtype"
@@ -72,7 +72,7 @@ func emitReduce(k *ptx.Func, g problem, splits int, pdl bool) {
 
 // reduceLaunch launches the reduce over the workspace into the output.
 func reduceLaunch(entry string, g problem, pdl bool) kernels.Launch {
-	l := kernels.Launch{Entry: entry, Grid: [3]contract.Expr{contract.CeilDiv(g.rExpr().TimesInt(g.c), contract.Int(4*reduceBlock)), contract.Int(1), contract.Int(1)},
+	l := kernels.Launch{Entry: entry, Grid: [3]configs.Expr{configs.CeilDiv(g.rExpr().TimesInt(g.c), configs.Int(4*reduceBlock)), configs.Int(1), configs.Int(1)},
 		Block: [3]int{reduceBlock, 1, 1}, Dependent: pdl,
 		Args: []kernels.Arg{{Buffer: workspace}, {Buffer: g.out}}}
 	if g.mRows {

@@ -1,7 +1,7 @@
 package gemm
 
 import (
-	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/kernels/gen"
 	"github.com/gradtune/gradtune/kernels/ptx"
 )
@@ -27,12 +27,12 @@ func mParam(k *ptx.Func) ptx.Sym { return k.Param(tokenDim, ptx.U32) }
 // tileRowsExpr is the grid's tile rows, whole clusters of them, as a
 // launch expression; tilesExpr its tiles; kTilesExpr the reduction's
 // k-tiles.
-func tileRowsExpr(g problem, p Params) contract.Expr {
-	return contract.CeilDiv(g.rExpr(), contract.Int(p.BM*p.Cluster)).TimesInt(p.Cluster)
+func tileRowsExpr(g problem, p Params) configs.Expr {
+	return configs.CeilDiv(g.rExpr(), configs.Int(p.BM*p.Cluster)).TimesInt(p.Cluster)
 }
-func tilesExpr(g problem, p Params) contract.Expr { return tileRowsExpr(g, p).TimesInt(tilesC(g, p)) }
-func kTilesExpr(g problem, p Params) contract.Expr {
-	kt := contract.CeilDiv(g.lExpr(), contract.Int(p.BK))
+func tilesExpr(g problem, p Params) configs.Expr { return tileRowsExpr(g, p).TimesInt(tilesC(g, p)) }
+func kTilesExpr(g problem, p Params) configs.Expr {
+	kt := configs.CeilDiv(g.lExpr(), configs.Int(p.BK))
 	if g.lora > 0 {
 		return kt.PlusInt(g.loraTiles(p.BK))
 	}

@@ -1,7 +1,7 @@
 package gemm
 
 import (
-	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/hopper"
@@ -50,8 +50,8 @@ const skFlags = "skflags"
 // skGrid is the CTAs a stream-K launch asks for: one per SM of the H200,
 // no more than there are iterations, so that every CTA has at least one
 // (the runner launches fewer on fewer SMs).
-func skGrid(g problem, p Params) contract.Expr {
-	return contract.Min(contract.Int(numSMs), tilesExpr(g, p).Times(kTilesExpr(g, p)))
+func skGrid(g problem, p Params) configs.Expr {
+	return configs.Min(configs.Int(numSMs), tilesExpr(g, p).Times(kTilesExpr(g, p)))
 }
 
 // streamKBuffers are the partials' workspace and the flags, one slot and

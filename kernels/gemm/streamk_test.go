@@ -2,7 +2,7 @@ package gemm_test
 
 import (
 	"fmt"
-	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/kernels"
 	"testing"
 
@@ -79,7 +79,7 @@ func streamKRun(s gemm.Shape, p gemm.Params, grid int) error {
 	if grid > asked {
 		return fmt.Errorf("grid %d: the launch asks for %d CTAs", grid, asked)
 	}
-	prog.Launches[0].Grid[0] = contract.Int(grid)
+	prog.Launches[0].Grid[0] = configs.Int(grid)
 	return validateAt(s, prog, 2)
 }
 

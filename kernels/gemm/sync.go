@@ -2,7 +2,7 @@ package gemm
 
 import (
 	"fmt"
-	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/configs"
 
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/hopper"
@@ -40,7 +40,7 @@ func emitSync(s Shape, g problem, p Params) (kernels.Program, error) {
 		return kernels.Program{}, fmt.Errorf("building: %w", err)
 	}
 	prog := kernels.Program{PTX: mod.String(), RuntimeDims: []string{tokenDim}}
-	main := kernels.Launch{Entry: entry(s, "sync"), Grid: [3]contract.Expr{tilesExpr(g, p).TimesInt(p.SplitK), contract.Int(1), contract.Int(1)},
+	main := kernels.Launch{Entry: entry(s, "sync"), Grid: [3]configs.Expr{tilesExpr(g, p).TimesInt(p.SplitK), configs.Int(1), configs.Int(1)},
 		Block: [3]int{sk.threads(), 1, 1}, SharedBytes: smemBytes(g, p, p.Stages)}
 	out := g.out
 	if p.SplitK > 1 {

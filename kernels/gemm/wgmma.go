@@ -2,7 +2,7 @@ package gemm
 
 import (
 	"fmt"
-	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/configs"
 
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
@@ -251,7 +251,7 @@ func newWgKernel(m *ptx.Module, b wgBuild) *wgKernel {
 func (wk *wgKernel) launch(entry string, out kernels.Arg) kernels.Launch {
 	g, p := wk.g, wk.p
 	args := append([]kernels.Arg{{TensorMap: aMap(g, p)}, {TensorMap: bMap(g, p)}}, loraArgs(g, p)...)
-	return kernels.Launch{Entry: entry, Grid: [3]contract.Expr{tilesExpr(g, p).TimesInt(p.SplitK), contract.Int(1), contract.Int(1)},
+	return kernels.Launch{Entry: entry, Grid: [3]configs.Expr{tilesExpr(g, p).TimesInt(p.SplitK), configs.Int(1), configs.Int(1)},
 		Block: [3]int{wk.threads(), 1, 1}, SharedBytes: smemBytes(g, p, p.Stages), Args: append(args, out)}
 }
 
@@ -269,10 +269,10 @@ func loraArgs(g problem, p Params) []kernels.Arg {
 // (K-major, boxes {64 k, BM rows}) and A [r×K] as B (MN-major, boxes of
 // one atom), both zero past r.
 func loraMaps(g problem, p Params) (h, a *kernels.TensorMap) {
-	h = &kernels.TensorMap{Buffer: loraH, DType: g.in, Dims: []contract.Expr{contract.Int(g.lora), g.rExpr()}, Strides: contract.Ints(2 * g.lora),
+	h = &kernels.TensorMap{Buffer: loraH, DType: g.in, Dims: []configs.Expr{configs.Int(g.lora), g.rExpr()}, Strides: configs.Ints(2 * g.lora),
 		Box: []int{64, p.BM}, Swizzle: 128}
 	at := bAtomOf(p)
-	a = &kernels.TensorMap{Buffer: loraA, DType: g.in, Dims: []contract.Expr{contract.Int(g.c), contract.Int(g.lora)}, Strides: contract.Ints(2 * g.c),
+	a = &kernels.TensorMap{Buffer: loraA, DType: g.in, Dims: []configs.Expr{configs.Int(g.c), configs.Int(g.lora)}, Strides: configs.Ints(2 * g.c),
 		Box: []int{at.cols, 64}, Swizzle: at.rowBytes}
 	return h, a
 }
@@ -281,11 +281,11 @@ func loraMaps(g problem, p Params) (h, a *kernels.TensorMap) {
 // reduction) in boxes {64 k, BM rows}; MN-major (dw: N is the row of C)
 // in boxes {64 rows, 64 k}.
 func aMap(g problem, p Params) *kernels.TensorMap {
-	m := &kernels.TensorMap{Buffer: g.a.buf, DType: g.in, Strides: contract.Ints(2 * g.a.ld), Swizzle: 128}
+	m := &kernels.TensorMap{Buffer: g.a.buf, DType: g.in, Strides: configs.Ints(2 * g.a.ld), Swizzle: 128}
 	if g.a.kMajor {
-		m.Dims, m.Box = []contract.Expr{g.lExpr(), g.rExpr()}, []int{64, p.BM}
+		m.Dims, m.Box = []configs.Expr{g.lExpr(), g.rExpr()}, []int{64, p.BM}
 	} else {
-		m.Dims, m.Box = []contract.Expr{g.rExpr(), g.lExpr()}, []int{64, 64}
+		m.Dims, m.Box = []configs.Expr{g.rExpr(), g.lExpr()}, []int{64, 64}
 	}
 	setOffset(m, g.a.off)
 	return m
@@ -299,15 +299,15 @@ func aMap(g problem, p Params) *kernels.TensorMap {
 func bMap(g problem, p Params) *kernels.TensorMap {
 	var m *kernels.TensorMap
 	if g.b.kMajor {
-		m = &kernels.TensorMap{Buffer: g.b.buf, DType: g.in, Dims: []contract.Expr{g.lExpr(), contract.Int(g.b.rowsOr(g.c))}, Strides: contract.Ints(2 * g.b.ld),
+		m = &kernels.TensorMap{Buffer: g.b.buf, DType: g.in, Dims: []configs.Expr{g.lExpr(), configs.Int(g.b.rowsOr(g.c))}, Strides: configs.Ints(2 * g.b.ld),
 			Box: []int{64, p.BN}, Swizzle: 128}
 	} else {
 		at := bAtomOf(p)
 		l := g.lExpr()
 		if g.b.rows != 0 {
-			l = contract.Int(g.b.rows)
+			l = configs.Int(g.b.rows)
 		}
-		m = &kernels.TensorMap{Buffer: g.b.buf, DType: g.in, Dims: []contract.Expr{contract.Int(g.c), l}, Strides: contract.Ints(2 * g.b.ld),
+		m = &kernels.TensorMap{Buffer: g.b.buf, DType: g.in, Dims: []configs.Expr{configs.Int(g.c), l}, Strides: configs.Ints(2 * g.b.ld),
 			Box: []int{at.cols, 64 / p.Cluster}, Swizzle: at.rowBytes}
 	}
 	setOffset(m, g.b.off)
@@ -320,7 +320,7 @@ func bMap(g problem, p Params) *kernels.TensorMap {
 // over that width. The box is clipped at C's edges, so tails need no masks.
 func cMap(g problem, p Params) *kernels.TensorMap {
 	rb := stagingOf(g, p, 0).RowBytes()
-	return &kernels.TensorMap{Buffer: g.out, DType: g.od, Dims: []contract.Expr{contract.Int(g.c), g.rExpr()}, Strides: contract.Ints(g.c * g.od.Size()),
+	return &kernels.TensorMap{Buffer: g.out, DType: g.od, Dims: []configs.Expr{configs.Int(g.c), g.rExpr()}, Strides: configs.Ints(g.c * g.od.Size()),
 		Box: []int{rb / g.od.Size(), p.BM / p.Consumers}, Swizzle: rb}
 }
 

@@ -3,7 +3,7 @@ package linxent
 import (
 	"fmt"
 
-	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/gemm"
@@ -114,7 +114,7 @@ func emit(s Shape, p Params, b bugs) (kernels.Program, error) {
 		launches = append(launches, g.Launch(gp))
 		return nil
 	}
-	grid := [3]contract.Expr{contract.Var(Dim), contract.Int(1), contract.Int(1)}
+	grid := [3]configs.Expr{configs.Var(Dim), configs.Int(1), configs.Int(1)}
 	tm := termsOf(s)
 	ws := wsumKernels{dt: s.DType, v: s.V, h: s.H}
 	if tm.eps > 0 {
@@ -139,7 +139,7 @@ func emit(s Shape, p Params, b bugs) (kernels.Program, error) {
 		}
 		launches = append(launches, kernels.Launch{Entry: sm.entry(), Grid: grid, Block: [3]int{p.SBlock, 1, 1},
 			Args: []kernels.Arg{{Buffer: "z"}, {Buffer: "p"}, {Buffer: "labels"}, {Buffer: "stats"}, {Buffer: "alpha"},
-				{Scalar: contract.Int(c.c0), Type: contract.U32}}})
+				{Scalar: configs.Int(c.c0), Type: configs.U32}}})
 		if err := addGEMM(c.dxGEMM(s, p, c.first || b.noRescale)); err != nil {
 			return kernels.Program{}, err
 		}
@@ -171,7 +171,7 @@ func emit(s Shape, p Params, b bugs) (kernels.Program, error) {
 			}
 			args := append([]kernels.Arg{{Buffer: "z"}, {Buffer: "p"}, {Buffer: "labels"}, {Buffer: "stats"}}, coefArgs...)
 			launches = append(launches, kernels.Launch{Entry: gk.entry(), Grid: grid, Block: [3]int{p.SBlock, 1, 1},
-				Args: append(args, kernels.Arg{Scalar: contract.Int(c.c0), Type: contract.U32})})
+				Args: append(args, kernels.Arg{Scalar: configs.Int(c.c0), Type: configs.U32})})
 			if err := addGEMM(c.dwGEMM(s, p)); err != nil {
 				return kernels.Program{}, err
 			}
@@ -181,7 +181,7 @@ func emit(s Shape, p Params, b bugs) (kernels.Program, error) {
 	if err != nil {
 		return kernels.Program{}, fmt.Errorf("building: %w", err)
 	}
-	t := contract.Var(Dim)
+	t := configs.Var(Dim)
 	prog := kernels.Program{PTX: built.String(), Launches: launches, RuntimeDims: []string{Dim}, Buffers: []kernels.Buffer{
 		{Name: "z", DType: dtype.F32, Elems: t.TimesInt(maxLD), Role: kernels.Scratch},
 		{Name: "p", DType: s.DType, Elems: t.TimesInt(maxLD), Role: kernels.Scratch},

@@ -3,7 +3,7 @@ package linxent
 import (
 	"fmt"
 
-	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/gemm"
@@ -120,10 +120,10 @@ func maxT(s Shape) int { return gen.MaxElems / max(s.H, 8192) }
 // Buffers are the shape's data; the chunk's logits and probabilities, the
 // f32 accumulator of dx and the rows' statistics are the program's.
 func (family) Buffers(s Shape) []kernels.Buffer {
-	t, one := contract.Var(Dim), contract.Int(1)
+	t, one := configs.Var(Dim), configs.Int(1)
 	b := []kernels.Buffer{
 		{Name: "x", DType: s.DType, Elems: t.TimesInt(s.H), Role: kernels.Input},
-		{Name: "w", DType: s.DType, Elems: contract.Int(s.V * s.H), Role: kernels.Input},
+		{Name: "w", DType: s.DType, Elems: configs.Int(s.V * s.H), Role: kernels.Input},
 		{Name: "labels", DType: s.labelType(), Elems: t, Role: kernels.Input},
 		{Name: "dloss", DType: dtype.F32, Elems: one, Role: kernels.Input},
 		{Name: "n_valid", DType: dtype.F32, Elems: one, Role: kernels.Input},
@@ -136,9 +136,9 @@ func (family) Buffers(s Shape) []kernels.Buffer {
 	}
 	switch s.DW {
 	case dwWrite:
-		b = append(b, kernels.Buffer{Name: "dw", DType: dtype.F32, Elems: contract.Int(s.V * s.H), Role: kernels.Output})
+		b = append(b, kernels.Buffer{Name: "dw", DType: dtype.F32, Elems: configs.Int(s.V * s.H), Role: kernels.Output})
 	case dwAdd:
-		b = append(b, kernels.Buffer{Name: "dw", DType: dtype.F32, Elems: contract.Int(s.V * s.H), Role: kernels.InOut})
+		b = append(b, kernels.Buffer{Name: "dw", DType: dtype.F32, Elems: configs.Int(s.V * s.H), Role: kernels.InOut})
 	}
 	return b
 }

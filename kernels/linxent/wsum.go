@@ -3,7 +3,7 @@ package linxent
 import (
 	"fmt"
 
-	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/gen"
@@ -33,23 +33,23 @@ func (ws wsumKernels) sumEntry() string  { return fmt.Sprintf("%s_wsum_%v", pref
 
 // buffer is the scratch the kernels share: the partials, then the sums.
 func (ws wsumKernels) buffer() kernels.Buffer {
-	return kernels.Buffer{Name: "wsum", DType: dtype.F32, Elems: contract.Int((wsumSplits + 1) * ws.h), Role: kernels.Scratch}
+	return kernels.Buffer{Name: "wsum", DType: dtype.F32, Elems: configs.Int((wsumSplits + 1) * ws.h), Role: kernels.Scratch}
 }
 
 // sums is the argument of the sums' address.
 func (ws wsumKernels) sums() kernels.Arg {
-	return kernels.Arg{Buffer: "wsum", Offset: contract.Int(4 * wsumSplits * ws.h)}
+	return kernels.Arg{Buffer: "wsum", Offset: configs.Int(4 * wsumSplits * ws.h)}
 }
 
 // emit adds both kernels to m and returns their launches.
 func (ws wsumKernels) emit(m *ptx.Module) []kernels.Launch {
 	ws.emitPart(m.Func(ws.partEntry()))
 	ws.emitSum(m.Func(ws.sumEntry()))
-	one := contract.Int(1)
+	one := configs.Int(1)
 	return []kernels.Launch{
-		{Entry: ws.partEntry(), Grid: [3]contract.Expr{contract.Int(gen.CeilDiv(ws.h, 32) * wsumSplits), one, one}, Block: [3]int{wsumBlock, 1, 1},
+		{Entry: ws.partEntry(), Grid: [3]configs.Expr{configs.Int(gen.CeilDiv(ws.h, 32) * wsumSplits), one, one}, Block: [3]int{wsumBlock, 1, 1},
 			Args: []kernels.Arg{{Buffer: "w"}, {Buffer: "wsum"}}},
-		{Entry: ws.sumEntry(), Grid: [3]contract.Expr{contract.Int(gen.CeilDiv(ws.h, 64)), one, one}, Block: [3]int{64, 1, 1},
+		{Entry: ws.sumEntry(), Grid: [3]configs.Expr{configs.Int(gen.CeilDiv(ws.h, 64)), one, one}, Block: [3]int{64, 1, 1},
 			Args: []kernels.Arg{{Buffer: "wsum"}, ws.sums()}},
 	}
 }

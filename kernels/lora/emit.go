@@ -3,7 +3,7 @@ package lora
 import (
 	"fmt"
 
-	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/gen"
@@ -70,11 +70,11 @@ func (f family) Emit(s Shape, p Params) (kernels.Program, error) {
 	if err != nil {
 		return kernels.Program{}, fmt.Errorf("building: %w", err)
 	}
-	t := contract.Var(Dim)
-	tArg := kernels.Arg{Scalar: t, Type: contract.U32}
-	rows := contract.CeilDiv(t, contract.Int(g.bt))
+	t := configs.Var(Dim)
+	tArg := kernels.Arg{Scalar: t, Type: configs.U32}
+	rows := configs.CeilDiv(t, configs.Int(g.bt))
 	gemm := func(entry string, split int, smem int, bufs ...string) kernels.Launch {
-		l := kernels.Launch{Entry: entry, Grid: [3]contract.Expr{rows.TimesInt(split), contract.Int(1), contract.Int(1)},
+		l := kernels.Launch{Entry: entry, Grid: [3]configs.Expr{rows.TimesInt(split), configs.Int(1), configs.Int(1)},
 			Block: [3]int{g.threads, 1, 1}, SharedBytes: smem}
 		for _, b := range bufs {
 			l.Args = append(l.Args, kernels.Arg{Buffer: b})
@@ -85,7 +85,7 @@ func (f family) Emit(s Shape, p Params) (kernels.Program, error) {
 	dh32 := kernels.Buffer{Name: "dh32", DType: dtype.F32, Elems: t.TimesInt(g.r), Role: kernels.Scratch}
 	prog := kernels.Program{PTX: built.String(), RuntimeDims: []string{Dim}}
 	prog.Launches = append(prog.Launches, gemm(name("dy"), g.osplit, g.smemDY(), "dy", "b", "h", "scale", "dh", "dh32", "db32"))
-	endArgs := []finalArg{{"db32", "db", contract.Int(g.out * g.r)}, {"da32", "da", contract.Int(g.r * g.in)}}
+	endArgs := []finalArg{{"db32", "db", configs.Int(g.out * g.r)}, {"da32", "da", configs.Int(g.r * g.in)}}
 	if g.osplit > 1 {
 		dh32.Role = kernels.State
 		prog.Launches = append(prog.Launches, finalLaunch(name("dh"), []finalArg{{"dh32", "dh", t.TimesInt(g.r)}}))
@@ -97,8 +97,8 @@ func (f family) Emit(s Shape, p Params) (kernels.Program, error) {
 	}
 	prog.Launches = append(prog.Launches, gemm(name("x"), g.isplit, g.smemX(), xBufs...), finalLaunch(name("end"), endArgs))
 	prog.Buffers = []kernels.Buffer{dh32,
-		{Name: "db32", DType: dtype.F32, Elems: contract.Int(g.out * g.r), Role: kernels.State},
-		{Name: "da32", DType: dtype.F32, Elems: contract.Int(g.r * g.in), Role: kernels.State}}
+		{Name: "db32", DType: dtype.F32, Elems: configs.Int(g.out * g.r), Role: kernels.State},
+		{Name: "da32", DType: dtype.F32, Elems: configs.Int(g.r * g.in), Role: kernels.State}}
 	return prog, nil
 }
 

@@ -3,7 +3,7 @@ package lora
 import (
 	"fmt"
 
-	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/gen"
@@ -105,22 +105,22 @@ func maxT(s Shape) int { return gen.MaxElems / max(s.In, s.Out, 1) }
 
 // Buffers are the shape's data; the f32 accumulators are the program's.
 func (family) Buffers(s Shape) []kernels.Buffer {
-	t := contract.Var(Dim)
-	buf := func(name string, e contract.Expr, role kernels.Role) kernels.Buffer {
+	t := configs.Var(Dim)
+	buf := func(name string, e configs.Expr, role kernels.Role) kernels.Buffer {
 		return kernels.Buffer{Name: name, DType: s.DType, Elems: e, Role: role}
 	}
 	b := []kernels.Buffer{
 		buf("dy", t.TimesInt(s.Out), kernels.Input),
 		buf("x", t.TimesInt(s.In), kernels.Input),
 		buf("h", t.TimesInt(s.R), kernels.Input),
-		buf("b", contract.Int(s.Out*s.R), kernels.Input),
-		{Name: "scale", DType: dtype.F32, Elems: contract.Int(1), Role: kernels.Input},
+		buf("b", configs.Int(s.Out*s.R), kernels.Input),
+		{Name: "scale", DType: dtype.F32, Elems: configs.Int(1), Role: kernels.Input},
 		buf("dh", t.TimesInt(s.R), kernels.Output),
-		buf("db", contract.Int(s.Out*s.R), kernels.Output),
-		buf("da", contract.Int(s.R*s.In), kernels.Output),
+		buf("db", configs.Int(s.Out*s.R), kernels.Output),
+		buf("da", configs.Int(s.R*s.In), kernels.Output),
 	}
 	if s.dx() {
-		b = append(b, buf("a", contract.Int(s.R*s.In), kernels.Input), buf("dx", t.TimesInt(s.In), kernels.Output))
+		b = append(b, buf("a", configs.Int(s.R*s.In), kernels.Input), buf("dx", t.TimesInt(s.In), kernels.Output))
 	}
 	return b
 }

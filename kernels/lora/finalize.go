@@ -1,7 +1,7 @@
 package lora
 
 import (
-	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/gen"
@@ -20,7 +20,7 @@ type region struct{ out, zero bool }
 // zeroed) and its element count, a multiple of 8.
 type finalArg struct {
 	acc, out string
-	n        contract.Expr
+	n        configs.Expr
 }
 
 // emitFinalize writes a kernel over the regions laid end to end: its
@@ -69,16 +69,16 @@ func countName(i int) string { return "n" + string(rune('0'+i)) }
 
 // finalLaunch launches a finalize kernel over args' regions.
 func finalLaunch(entry string, args []finalArg) kernels.Launch {
-	total := contract.Int(0)
+	total := configs.Int(0)
 	var as []kernels.Arg
 	for _, a := range args {
 		as = append(as, kernels.Arg{Buffer: a.acc})
 		if a.out != "" {
 			as = append(as, kernels.Arg{Buffer: a.out})
 		}
-		as = append(as, kernels.Arg{Scalar: a.n, Type: contract.U32})
+		as = append(as, kernels.Arg{Scalar: a.n, Type: configs.U32})
 		total = total.Plus(a.n)
 	}
-	return kernels.Launch{Entry: entry, Grid: [3]contract.Expr{contract.CeilDiv(total, contract.Int(4*finalBlock)), contract.Int(1), contract.Int(1)},
+	return kernels.Launch{Entry: entry, Grid: [3]configs.Expr{configs.CeilDiv(total, configs.Int(4*finalBlock)), configs.Int(1), configs.Int(1)},
 		Block: [3]int{finalBlock, 1, 1}, Args: as}
 }

@@ -1,7 +1,7 @@
 package lppool
 
 import (
-	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/ptx"
 )
@@ -14,7 +14,7 @@ import (
 const batchDim = "n"
 
 // batchArg is the launch argument of the parameter batchParam declares.
-var batchArg = kernels.Arg{Scalar: contract.Var(batchDim), Type: contract.U32}
+var batchArg = kernels.Arg{Scalar: configs.Var(batchDim), Type: configs.U32}
 
 // batchParam declares a kernel's batch parameter; declare it after the
 // pointers, as the launches pass batchArg last.
@@ -26,11 +26,11 @@ func batchTimes(k *ptx.Func, n ptx.Sym, per int) ptx.Reg {
 }
 
 // batchElems is n·per elements, as a buffer size.
-func batchElems(per int) contract.Expr { return contract.Var(batchDim).TimesInt(per) }
+func batchElems(per int) configs.Expr { return configs.Var(batchDim).TimesInt(per) }
 
 // batchGrid is the grid of ⌈n·per / perCTA⌉ CTAs.
-func batchGrid(per, perCTA int) [3]contract.Expr {
-	return [3]contract.Expr{contract.CeilDiv(batchElems(per), contract.Int(perCTA)), contract.Int(1), contract.Int(1)}
+func batchGrid(per, perCTA int) [3]configs.Expr {
+	return [3]configs.Expr{configs.CeilDiv(batchElems(per), configs.Int(perCTA)), configs.Int(1), configs.Int(1)}
 }
 
 // itemGrid is the flat index space of a main kernel: n·per items (units

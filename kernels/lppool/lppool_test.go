@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/variants"
@@ -562,7 +562,7 @@ func TestBuffers(t *testing.T) {
 				t.Fatalf("%v %s: %v", dt, form, err)
 			}
 			wantAcc := form != Gather && dt.Size() == 2
-			acc := []kernels.Buffer{{Name: "acc", DType: dtype.F32, Elems: contract.Var("n").TimesInt(120), Role: kernels.Scratch}}
+			acc := []kernels.Buffer{{Name: "acc", DType: dtype.F32, Elems: configs.Var("n").TimesInt(120), Role: kernels.Scratch}}
 			if got := prog.Buffers; wantAcc && fmt.Sprint(got) != fmt.Sprint(acc) || !wantAcc && len(got) != 0 {
 				t.Errorf("%v %s: program buffers %+v, want the accumulator: %v", dt, form, got, wantAcc)
 			}
@@ -711,7 +711,7 @@ func TestPrograms(t *testing.T) {
 			if l.Grid[0] < 1 || l.Block[0] < 1 || l.SharedBytes != 0 {
 				t.Fatalf("%s %s: launch %+v", v.shape.Key(), v.key, l)
 			}
-			if last := l.Args[len(l.Args)-1]; last.Kind != contract.ScalarArg || last.Type != contract.U32 || last.Scalar != uint64(v.shape.Get("n")) {
+			if last := l.Args[len(l.Args)-1]; last.Kind != configs.ScalarArg || last.Type != configs.U32 || last.Scalar != uint64(v.shape.Get("n")) {
 				t.Fatalf("%s %s: launch %s ends with %+v, not the batch dim n", v.shape.Key(), v.key, l.Entry, last)
 			}
 			for _, a := range l.Args[:len(l.Args)-1] {

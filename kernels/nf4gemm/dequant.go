@@ -2,7 +2,7 @@ package nf4gemm
 
 import (
 	"fmt"
-	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/configs"
 
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
@@ -84,7 +84,7 @@ func (dequantDef) Space(DequantShape) variants.Typed[DequantParams] {
 }
 
 func (dequantDef) Buffers(s DequantShape) []kernels.Buffer {
-	return append(s.weight().buffers(), kernels.Buffer{Name: "w", DType: s.DType, Elems: contract.Int(s.N * s.K), Role: kernels.Output})
+	return append(s.weight().buffers(), kernels.Buffer{Name: "w", DType: s.DType, Elems: configs.Int(s.N * s.K), Role: kernels.Output})
 }
 
 func (dequantDef) Inputs(s DequantShape, seed uint64) map[string][]float64 {
@@ -139,5 +139,5 @@ func emitDequant(m *ptx.Module, w weight, dt dtype.DType, p DequantParams, entry
 			k.St(ptx.Global, ptx.B32, ptx.At(dst, int64(16*i)), out[:])
 		}
 	})
-	return kernels.Launch{Entry: entry, Grid: contract.Grid(gen.CeilDiv(units, p.Threads), 1, 1), Block: [3]int{p.Threads, 1, 1}, Args: args}
+	return kernels.Launch{Entry: entry, Grid: configs.Grid(gen.CeilDiv(units, p.Threads), 1, 1), Block: [3]int{p.Threads, 1, 1}, Args: args}
 }

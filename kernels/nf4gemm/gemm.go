@@ -2,7 +2,7 @@ package nf4gemm
 
 import (
 	"fmt"
-	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/configs"
 	"math"
 
 	"github.com/gradtune/gradtune/dtype"
@@ -141,11 +141,11 @@ func (gemmDef) Buffers(s GEMMShape) []kernels.Buffer {
 	b := []kernels.Buffer{{Name: "dy", DType: s.DType, Elems: tokens.TimesInt(s.N), Role: kernels.Input}}
 	b = append(b, s.weight().buffers()...)
 	b = append(b,
-		kernels.Buffer{Name: denseName(s.DType), DType: s.DType, Elems: contract.Int(s.N * s.K), Role: kernels.Input},
+		kernels.Buffer{Name: denseName(s.DType), DType: s.DType, Elems: configs.Int(s.N * s.K), Role: kernels.Input},
 		kernels.Buffer{Name: "dx", DType: s.DType, Elems: tokens.TimesInt(s.K), Role: kernels.Output})
 	if s.LoRA > 0 {
 		b = append(b, kernels.Buffer{Name: gemm.LoRAH, DType: s.DType, Elems: tokens.TimesInt(s.LoRA), Role: kernels.Input},
-			kernels.Buffer{Name: gemm.LoRAA, DType: s.DType, Elems: contract.Int(s.LoRA * s.K), Role: kernels.Input})
+			kernels.Buffer{Name: gemm.LoRAA, DType: s.DType, Elems: configs.Int(s.LoRA * s.K), Role: kernels.Input})
 	}
 	return b
 }
@@ -155,12 +155,12 @@ func (gemmDef) Buffers(s GEMMShape) []kernels.Buffer {
 // as immediates; tokens is its expression.
 const tokenDim = "m"
 
-var tokens = contract.Var(tokenDim)
+var tokens = configs.Var(tokenDim)
 
 // tokensParam declares the kernel's parameter m and returns its value and
 // the launch argument that passes it.
 func tokensParam(k *ptx.Func) (ptx.Reg, kernels.Arg) {
-	return k.LdParam(k.Param(tokenDim, ptx.U32)), kernels.Arg{Scalar: tokens, Type: contract.U32}
+	return k.LdParam(k.Param(tokenDim, ptx.U32)), kernels.Arg{Scalar: tokens, Type: configs.U32}
 }
 
 func denseName(dt dtype.DType) string { return "w_" + dt.String() }

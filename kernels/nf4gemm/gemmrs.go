@@ -2,7 +2,7 @@ package nf4gemm
 
 import (
 	"fmt"
-	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/configs"
 
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
@@ -120,8 +120,8 @@ func (rk *rsKernel) tileCols() int { return gen.CeilDiv(rk.s.K, rk.p.BN) }
 // the same count as an expression of m, for the launch (the kernel
 // computes it into rk.tiles).
 func (rk *rsKernel) tilesAt(m int) int { return gen.CeilDiv(m, rk.p.BM) * rk.tileCols() }
-func (rk *rsKernel) gridTiles() contract.Expr {
-	return contract.CeilDiv(tokens, contract.Int(rk.p.BM)).TimesInt(rk.tileCols())
+func (rk *rsKernel) gridTiles() configs.Expr {
+	return configs.CeilDiv(tokens, configs.Int(rk.p.BM)).TimesInt(rk.tileCols())
 }
 
 // emitRS writes the register-A path's program.
@@ -138,7 +138,7 @@ func emitRS(s GEMMShape, p GEMMParams) (kernels.Program, error) {
 	if err != nil {
 		return kernels.Program{}, fmt.Errorf("building: %w", err)
 	}
-	l := kernels.Launch{Entry: entry, Grid: [3]contract.Expr{rk.gridTiles(), contract.Int(1), contract.Int(1)},
+	l := kernels.Launch{Entry: entry, Grid: [3]configs.Expr{rk.gridTiles(), configs.Int(1), configs.Int(1)},
 		Block: [3]int{rk.threads(), 1, 1}, SharedBytes: rk.smem(), Args: args}
 	if p.Persistent {
 		l.GridPerSM = 1
@@ -156,8 +156,8 @@ func (rk *rsKernel) body() []kernels.Arg {
 	tmY := k.TensorMapParam("dy")
 	tmW := k.TensorMapParam("w4")
 	args := []kernels.Arg{
-		{TensorMap: &kernels.TensorMap{Buffer: "dy", DType: s.DType, Dims: []contract.Expr{contract.Int(s.N), tokens}, Strides: contract.Ints(2 * s.N), Box: []int{64, p.BM}, Swizzle: 128}},
-		{TensorMap: &kernels.TensorMap{Buffer: "w4", DType: dtype.U8, Dims: contract.Ints(s.K/2, s.N), Strides: contract.Ints(s.K / 2), Box: []int{32, 64}, Swizzle: 32}},
+		{TensorMap: &kernels.TensorMap{Buffer: "dy", DType: s.DType, Dims: []configs.Expr{configs.Int(s.N), tokens}, Strides: configs.Ints(2 * s.N), Box: []int{64, p.BM}, Swizzle: 128}},
+		{TensorMap: &kernels.TensorMap{Buffer: "w4", DType: dtype.U8, Dims: configs.Ints(s.K/2, s.N), Strides: configs.Ints(s.K / 2), Box: []int{32, 64}, Swizzle: 32}},
 	}
 	rk.bufs = map[string]ptx.Reg{}
 	args = append(args, bufferParams(k, rk.bufs, append(rk.w.scaleNames(), "dx")...)...)

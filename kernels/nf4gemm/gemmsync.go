@@ -2,7 +2,7 @@ package nf4gemm
 
 import (
 	"fmt"
-	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/configs"
 
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/gen"
@@ -57,8 +57,8 @@ func (gemmDef) Emit(s GEMMShape, p GEMMParams) (kernels.Program, error) {
 		return kernels.Program{}, fmt.Errorf("building: %w", err)
 	}
 	// tiles: ⌈m/bm⌉ tile rows by the tile columns
-	grid := contract.CeilDiv(tokens, contract.Int(p.BM)).TimesInt(gen.CeilDiv(s.K, p.BN))
-	l := kernels.Launch{Entry: entry, Grid: [3]contract.Expr{grid, contract.Int(1), contract.Int(1)},
+	grid := configs.CeilDiv(tokens, configs.Int(p.BM)).TimesInt(gen.CeilDiv(s.K, p.BN))
+	l := kernels.Launch{Entry: entry, Grid: [3]configs.Expr{grid, configs.Int(1), configs.Int(1)},
 		Block: [3]int{syncThreads, 1, 1}, SharedBytes: smemBytes(p), Args: args}
 	return kernels.Program{PTX: mod.String(), Launches: []kernels.Launch{l}, RuntimeDims: []string{tokenDim}}, nil
 }

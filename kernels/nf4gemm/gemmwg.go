@@ -2,7 +2,7 @@ package nf4gemm
 
 import (
 	"fmt"
-	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/configs"
 
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
@@ -44,7 +44,7 @@ func (src *wgSource) Declare(k *ptx.Func) []kernels.Arg {
 	} else {
 		src.tm = k.TensorMapParam("w4")
 		args = append(args, kernels.Arg{TensorMap: &kernels.TensorMap{Buffer: "w4", DType: dtype.U8,
-			Dims: contract.Ints(src.s.K/2, src.s.N), Strides: contract.Ints(src.s.K / 2), Box: []int{src.p.BN / 2, src.rows()}}})
+			Dims: configs.Ints(src.s.K/2, src.s.N), Strides: configs.Ints(src.s.K / 2), Box: []int{src.p.BN / 2, src.rows()}}})
 	}
 	return append(args, bufferParams(k, src.bufs, src.w.scaleNames()...)...)
 }

@@ -3,7 +3,7 @@ package nf4gemm
 import (
 	"fmt"
 
-	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/gemm"
 	"github.com/gradtune/gradtune/kernels/gen"
@@ -71,7 +71,7 @@ func (s GEMMShape) dxGemm(p GEMMParams) gemm.DXGemm {
 // scratch buffer (the program's own).
 func (s GEMMShape) dequantToScratch(m *ptx.Module, p DequantParams, entry string) ([]kernels.Launch, []kernels.Buffer) {
 	l := emitDequant(m, s.weight(), s.DType, p, entry, deqBuffer)
-	return []kernels.Launch{l}, []kernels.Buffer{{Name: deqBuffer, DType: s.DType, Elems: contract.Int(s.N * s.K), Role: kernels.Scratch}}
+	return []kernels.Launch{l}, []kernels.Buffer{{Name: deqBuffer, DType: s.DType, Elems: configs.Int(s.N * s.K), Role: kernels.Scratch}}
 }
 
 // emitDense writes an unfused or streamed variant's program.

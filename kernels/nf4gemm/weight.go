@@ -2,7 +2,7 @@ package nf4gemm
 
 import (
 	"fmt"
-	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/configs"
 	"math"
 
 	"github.com/gradtune/gradtune/dtype"
@@ -77,15 +77,15 @@ func words(n int) int { return (n + 3) &^ 3 }
 
 func (w weight) buffers() []kernels.Buffer {
 	nb := w.blocks()
-	out := []kernels.Buffer{{Name: "w4", DType: dtype.U8, Elems: contract.Int(words(w.n * w.k / 2)), Role: kernels.Input}}
+	out := []kernels.Buffer{{Name: "w4", DType: dtype.U8, Elems: configs.Int(words(w.n * w.k / 2)), Role: kernels.Input}}
 	if !w.dq {
-		return append(out, kernels.Buffer{Name: "absmax", DType: dtype.F32, Elems: contract.Int(nb), Role: kernels.Input})
+		return append(out, kernels.Buffer{Name: "absmax", DType: dtype.F32, Elems: configs.Int(nb), Role: kernels.Input})
 	}
 	return append(out,
-		kernels.Buffer{Name: "absmax_q", DType: dtype.U8, Elems: contract.Int(words(nb)), Role: kernels.Input},
-		kernels.Buffer{Name: "code2", DType: dtype.F32, Elems: contract.Int(256), Role: kernels.Input},
-		kernels.Buffer{Name: "absmax2", DType: dtype.F32, Elems: contract.Int(gen.CeilDiv(nb, nf4.NestedBlock)), Role: kernels.Input},
-		kernels.Buffer{Name: "dq_offset", DType: dtype.F32, Elems: contract.Int(1), Role: kernels.Input})
+		kernels.Buffer{Name: "absmax_q", DType: dtype.U8, Elems: configs.Int(words(nb)), Role: kernels.Input},
+		kernels.Buffer{Name: "code2", DType: dtype.F32, Elems: configs.Int(256), Role: kernels.Input},
+		kernels.Buffer{Name: "absmax2", DType: dtype.F32, Elems: configs.Int(gen.CeilDiv(nb, nf4.NestedBlock)), Role: kernels.Input},
+		kernels.Buffer{Name: "dq_offset", DType: dtype.F32, Elems: configs.Int(1), Role: kernels.Input})
 }
 
 // scaleBytes is the bytes of scales a kernel reads.

@@ -1,7 +1,7 @@
 package norm
 
 import (
-	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/gen"
@@ -50,11 +50,11 @@ func (f *family) ownBuffers(g rows.Geom, dg DGamma) []kernels.Buffer {
 		return []kernels.Buffer{{Name: "partials", DType: dtype.F32, Elems: g.GridExpr().TimesInt(na * g.N), Role: kernels.Scratch}}
 	case DGammaTicket:
 		return []kernels.Buffer{
-			{Name: "colsum", DType: dtype.F32, Elems: contract.Int(na * g.N), Role: kernels.State},
-			{Name: "ticket", DType: dtype.F32, Elems: contract.Int(1), Role: kernels.State},
+			{Name: "colsum", DType: dtype.F32, Elems: configs.Int(na * g.N), Role: kernels.State},
+			{Name: "ticket", DType: dtype.F32, Elems: configs.Int(1), Role: kernels.State},
 		}
 	case DGammaAtomic1:
-		return []kernels.Buffer{{Name: "ticket", DType: dtype.F32, Elems: contract.Int(2), Role: kernels.State}}
+		return []kernels.Buffer{{Name: "ticket", DType: dtype.F32, Elems: configs.Int(2), Role: kernels.State}}
 	}
 	return nil
 }
@@ -95,5 +95,5 @@ func (f *family) emitZero(mod *ptx.Module, entry string, g rows.Geom, pdl bool) 
 			k.Guard(ok, false)
 		}
 	}
-	return kernels.Launch{Entry: entry, Grid: contract.Grid(gen.CeilDiv(g.N, block), 1, 1), Block: [3]int{block, 1, 1}, Args: f.colArgs()}
+	return kernels.Launch{Entry: entry, Grid: configs.Grid(gen.CeilDiv(g.N, block), 1, 1), Block: [3]int{block, 1, 1}, Args: f.colArgs()}
 }

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/gen"
@@ -136,7 +136,7 @@ func (f *family) Space(s rows.Shape) variants.Typed[Params] {
 // Buffers are the shape's data; the strategies' own buffers are in each
 // Program's Buffers.
 func (f *family) Buffers(s rows.Shape) []kernels.Buffer {
-	m, n, mn, dt := contract.Var(rows.Dim), contract.Int(s.N), s.ElemsExpr(), s.DType
+	m, n, mn, dt := configs.Var(rows.Dim), configs.Int(s.N), s.ElemsExpr(), s.DType
 	b := []kernels.Buffer{
 		{Name: "dy", DType: dt, Elems: mn, Role: kernels.Input},
 		{Name: "x", DType: dt, Elems: mn, Role: kernels.Input},

@@ -1,7 +1,7 @@
 package norm
 
 import (
-	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/gen"
@@ -46,8 +46,8 @@ func (f *family) emitFinalize(mod *ptx.Module, entry string, g rows.Geom, pdl bo
 	fz.col0 = k.Mul(ptx.U32, k.Mov(ptx.U32, ptx.CtaidX), ptx.Imm(32))
 	fz.transpose(fz.sliceSum(part, k.Add(ptx.U32, fz.col0, fz.lane), ctas))
 	args := append([]kernels.Arg{{Buffer: "partials"}}, f.colArgs()...)
-	return kernels.Launch{Entry: entry, Grid: contract.Grid(gen.CeilDiv(fz.c, 32), 1, 1), Block: [3]int{block, 1, 1},
-		Args: append(args, kernels.Arg{Scalar: g.GridExpr(), Type: contract.U32})}
+	return kernels.Launch{Entry: entry, Grid: configs.Grid(gen.CeilDiv(fz.c, 32), 1, 1), Block: [3]int{block, 1, 1},
+		Args: append(args, kernels.Arg{Scalar: g.GridExpr(), Type: configs.U32})}
 }
 
 // sliceSum adds this thread's slice of column col's ctas partial rows:

@@ -1,7 +1,7 @@
 package rows
 
 import (
-	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels/gen"
 )
@@ -13,7 +13,7 @@ const Dim = "m"
 
 // DimArg is the launch argument of the row count, passed after the row
 // kernel's others.
-var DimArg = contract.Arg{Scalar: contract.Var(Dim), Type: contract.U32}
+var DimArg = configs.Arg{Scalar: configs.Var(Dim), Type: configs.U32}
 
 // MaxRowSmem bounds the dynamic shared memory of a row variant: two CTAs
 // fit in an SM of sm_80 (164 KiB) and sm_90 (228 KiB).
@@ -174,13 +174,13 @@ func (c Config) Geom(s Shape, p Params) Geom {
 
 // GridExpr is the row kernel's CTA count at any row count:
 // ⌈m/(rows·rpg)⌉.
-func (g Geom) GridExpr() contract.Expr {
-	return contract.CeilDiv(contract.Var(Dim), contract.Int(g.Rows*g.RPG))
+func (g Geom) GridExpr() configs.Expr {
+	return configs.CeilDiv(configs.Var(Dim), configs.Int(g.Rows*g.RPG))
 }
 
 // LaunchGrid is the row kernel's grid: GridExpr CTAs along x.
-func (g Geom) LaunchGrid() [3]contract.Expr {
-	return [3]contract.Expr{g.GridExpr(), contract.Int(1), contract.Int(1)}
+func (g Geom) LaunchGrid() [3]configs.Expr {
+	return [3]configs.Expr{g.GridExpr(), configs.Int(1), configs.Int(1)}
 }
 
 // Shape is an [m × n] matrix whose rows are reduced.
@@ -194,7 +194,7 @@ type Shape struct {
 func (s Shape) Elems() int { return s.M * s.N }
 
 // ElemsExpr is the element count at any row count: m·n.
-func (s Shape) ElemsExpr() contract.Expr { return contract.Var(Dim).TimesInt(s.N) }
+func (s Shape) ElemsExpr() configs.Expr { return configs.Var(Dim).TimesInt(s.N) }
 
 // DTypes are the storage types of the row families.
 func DTypes() []dtype.DType { return []dtype.DType{dtype.F32, dtype.F16, dtype.BF16} }

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/internal/ptxas"
 	"github.com/gradtune/gradtune/internal/rowtest"
@@ -274,13 +274,13 @@ func checkRowProgram(t *testing.T, f kernels.Family, s variants.Shape, p variant
 			continue
 		}
 		for i, a := range l.Args {
-			if a.Kind == contract.ScalarArg {
+			if a.Kind == configs.ScalarArg {
 				// The row count, last, or (finalize) the row kernel's CTAs.
 				want := "ctas"
 				if strings.HasSuffix(l.Entry, "_"+s.DType.String()) {
 					want = "m"
 				}
-				if a.Type != contract.U32 || params[i][1] != "u32" || params[i][3] != want || i != len(l.Args)-1 {
+				if a.Type != configs.U32 || params[i][1] != "u32" || params[i][3] != want || i != len(l.Args)-1 {
 					errorf("%s: arg %d is a %s scalar, parameter %s %s (want the last, u32 %s)", l.Entry, i, a.Type, params[i][1], params[i][3], want)
 				}
 				continue

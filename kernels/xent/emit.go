@@ -3,7 +3,7 @@ package xent
 import (
 	"math"
 
-	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/gen"
@@ -73,7 +73,7 @@ func (f family) emit(g geom) (kernels.Program, error) {
 	if err != nil {
 		return kernels.Program{}, err
 	}
-	grid := [3]contract.Expr{contract.Var(Dim).TimesInt(g.split), contract.Int(1), contract.Int(1)}
+	grid := [3]configs.Expr{configs.Var(Dim).TimesInt(g.split), configs.Int(1), configs.Int(1)}
 	block := [3]int{g.block, 1, 1}
 	in := []kernels.Arg{{Buffer: "logits"}, {Buffer: "labels"}, {Buffer: "dloss"}, {Buffer: "n_valid"}}
 	if g.zloss {
@@ -88,7 +88,7 @@ func (f family) emit(g geom) (kernels.Program, error) {
 		{Entry: grad, Grid: grid, Block: block, Args: append(in, kernels.Arg{Buffer: "partials"}, kernels.Arg{Buffer: out},
 			kernels.Arg{Buffer: "lse"}, kernels.Arg{Buffer: "loss"})},
 	}, Buffers: []kernels.Buffer{
-		{Name: "partials", DType: dtype.F32, Elems: contract.Var(Dim).TimesInt(g.split * statWords), Role: kernels.Scratch},
+		{Name: "partials", DType: dtype.F32, Elems: configs.Var(Dim).TimesInt(g.split * statWords), Role: kernels.Scratch},
 	}, RuntimeDims: []string{Dim}}, nil
 }
 

@@ -3,7 +3,7 @@ package xent
 import (
 	"fmt"
 
-	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/gen"
@@ -114,7 +114,7 @@ func (family) CheckShape(s Shape) error {
 // Buffers are the shape's data (zloss_scale only with zloss=1); the
 // partials are the program's.
 func (family) Buffers(s Shape) []kernels.Buffer {
-	t, tv, one := contract.Var(Dim), contract.Var(Dim).TimesInt(s.V), contract.Int(1)
+	t, tv, one := configs.Var(Dim), configs.Var(Dim).TimesInt(s.V), configs.Int(1)
 	logits := kernels.Input
 	if s.grad() == "logits" {
 		logits = kernels.InOut

@@ -1,4 +1,4 @@
-"""The launch contract (Go: package contract): a program's buffers and
+"""The launch contract (Go: package configs): a program's buffers and
 launches as a table carries them, decoded from JSON, and resolve(), which
 evaluates them at one shape into a Plan of plain numbers and checks
 everything that needs no device.
@@ -18,7 +18,7 @@ the buffer's start to the tensor's element (0, ..., 0): at least 0 and a
 multiple of 16, and the map is encoded over the buffer's address plus it,
 so a sub-tensor (rows j*C to j*C+C-1 of a weight) is a map of its own.
 
-Resolve's checks, as contract.Resolve makes them, with the same messages:
+Resolve's checks, as configs.Resolve makes them, with the same messages:
 buffer names unique with known roles; blocks of 1 to 1024 threads; clusters
 of at most 16 CTAs and grids that are whole clusters; the first launch not
 dependent; every argument naming a known buffer, offsets and tensors inside

@@ -151,14 +151,14 @@ class Driver:
 
     def encode_tensor_map(self, spec, base):
         """The 128 bytes of the tiled tensor map spec (a
-        contract.TensorMapSpec) over device address base: that of the
+        configs.TensorMapSpec) over device address base: that of the
         tensor's element (0, ..., 0), its buffer's address plus
         spec.offset (spec.global_address), which the caller has added."""
         raise NotImplementedError
 
     def launch(self, function, spec, stream, packed):
         """Enqueues one launch of function on stream as spec (a
-        contract.LaunchSpec) says, with packed parameters; raises
+        configs.LaunchSpec) says, with packed parameters; raises
         NoDependentLaunch, enqueueing nothing, for a dependent launch the
         driver cannot make."""
         raise NotImplementedError

@@ -1,5 +1,5 @@
 """The package's exceptions. Each names what was wrong; the classes mirror
-the Go sentinel errors (configs.ErrMalformed, contract.ErrBadProgram, ...)
+the Go sentinel errors (configs.ErrMalformed, configs.ErrBadProgram, ...)
 so that a caller can tell the cases apart."""
 
 
@@ -12,7 +12,7 @@ class DecodeError(GradtuneError, ValueError):
 
 
 class BadProgram(GradtuneError):
-    """A program that cannot be launched as described (contract.ErrBadProgram)."""
+    """A program that cannot be launched as described (configs.ErrBadProgram)."""
 
 
 class TableError(GradtuneError):

@@ -1,4 +1,4 @@
-"""Integer expressions of the launch contract (Go: package contract, Expr).
+"""Integer expressions of the launch contract (Go: package configs, Expr).
 
 An expression is over named variables: the shape's dims ("m", "n", ...)
 and "sms", the device's multiprocessor count. The text form is the grammar

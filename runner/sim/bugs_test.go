@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/configs"
 	"math"
 	"strings"
 	"testing"
@@ -39,8 +39,8 @@ func (f *testFamily) shape() variants.Shape {
 func (f *testFamily) Shape(variants.Spec, dtype.DType) (variants.Shape, error) { return f.shape(), nil }
 func (f *testFamily) Space(variants.Shape) variants.Space                      { return variants.Space{} }
 func (f *testFamily) Buffers(s variants.Shape) []kernels.Buffer {
-	return []kernels.Buffer{{Name: "x", DType: dtype.F32, Elems: contract.Int(f.n), Role: kernels.Input},
-		{Name: "y", DType: dtype.F32, Elems: contract.Int(len(f.ref(make([]float64, f.n)))), Role: kernels.Output}}
+	return []kernels.Buffer{{Name: "x", DType: dtype.F32, Elems: configs.Int(f.n), Role: kernels.Input},
+		{Name: "y", DType: dtype.F32, Elems: configs.Int(len(f.ref(make([]float64, f.n)))), Role: kernels.Output}}
 }
 func (f *testFamily) Inputs(s variants.Shape, seed uint64) map[string][]float64 {
 	return map[string][]float64{"x": kernels.Uniform(dtype.F32, f.n, -1, 1, seed, "x")}
@@ -63,7 +63,7 @@ func (f *testFamily) Emit(s variants.Shape, p variants.Params) (kernels.Program,
 	if err != nil {
 		return kernels.Program{}, err
 	}
-	return kernels.Program{PTX: b.String(), Launches: []kernels.Launch{{Entry: "k", Grid: contract.Grid(f.grid, 1, 1),
+	return kernels.Program{PTX: b.String(), Launches: []kernels.Launch{{Entry: "k", Grid: configs.Grid(f.grid, 1, 1),
 		Block: [3]int{f.block, 1, 1}, Args: []kernels.Arg{{Buffer: "x"}, {Buffer: "y"}}}}}, nil
 }
 

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/runner"
@@ -75,7 +75,7 @@ func TestFlagBeforeData(t *testing.T) {
 			return p
 		}
 		data, flag, out := alloc(128), alloc(16), alloc(128)
-		spec, err := kernels.TensorMap{Buffer: "data", DType: dtype.F32, Dims: contract.Ints(32, 1), Strides: contract.Ints(128), Box: []int{32, 1}}.Resolve(nil)
+		spec, err := kernels.TensorMap{Buffer: "data", DType: dtype.F32, Dims: configs.Ints(32, 1), Strides: configs.Ints(128), Box: []int{32, 1}}.Resolve(nil)
 		if err != nil {
 			t.Fatal(err)
 		}

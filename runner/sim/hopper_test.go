@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/configs"
 	"math"
 	"os"
 	"strings"
@@ -162,9 +162,9 @@ func runGemm(t *testing.T, o gemmOpts) (got, want []float32, err error) {
 		}
 		return tm
 	}
-	tmA := enc(kernels.TensorMap{Buffer: "A", DType: dtype.BF16, Dims: contract.Ints(o.k, 64), Strides: contract.Ints(2 * o.k), Box: []int{64, 64}, Swizzle: 128}, pa)
-	tmB := enc(kernels.TensorMap{Buffer: "B", DType: dtype.BF16, Dims: contract.Ints(o.k, o.n), Strides: contract.Ints(2 * o.k), Box: []int{64, o.n}, Swizzle: 128}, pb)
-	tmC := enc(kernels.TensorMap{Buffer: "C", DType: dtype.F32, Dims: contract.Ints(o.n, 64), Strides: contract.Ints(4 * o.n), Box: []int{o.n, 64}}, pc)
+	tmA := enc(kernels.TensorMap{Buffer: "A", DType: dtype.BF16, Dims: configs.Ints(o.k, 64), Strides: configs.Ints(2 * o.k), Box: []int{64, 64}, Swizzle: 128}, pa)
+	tmB := enc(kernels.TensorMap{Buffer: "B", DType: dtype.BF16, Dims: configs.Ints(o.k, o.n), Strides: configs.Ints(2 * o.k), Box: []int{64, o.n}, Swizzle: 128}, pb)
+	tmC := enc(kernels.TensorMap{Buffer: "C", DType: dtype.F32, Dims: configs.Ints(o.n, 64), Strides: configs.Ints(4 * o.n), Box: []int{o.n, 64}}, pc)
 	if err := be.Launch(fn, [3]int{1, 1, 1}, [3]int{128, 1, 1}, 0, []any{tmA, tmB, tmC}); err != nil {
 		t.Fatal(err)
 	}
@@ -337,7 +337,7 @@ func TestHopperCluster(t *testing.T) {
 	ps, _ := be.Alloc(256)
 	be.Upload(ps, dtype.F32.Encode(src))
 	po, _ := be.Alloc(516)
-	spec, err := kernels.TensorMap{Buffer: "src", DType: dtype.F32, Dims: contract.Ints(8, 8), Strides: contract.Ints(32), Box: []int{8, 4}}.Resolve(nil)
+	spec, err := kernels.TensorMap{Buffer: "src", DType: dtype.F32, Dims: configs.Ints(8, 8), Strides: configs.Ints(32), Box: []int{8, 4}}.Resolve(nil)
 	if err != nil {
 		t.Fatal(err)
 	}

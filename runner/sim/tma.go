@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"math/bits"
 
-	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/runner"
 )
 
@@ -49,11 +49,11 @@ func (m *tensorMap) boxBytes() int {
 // times the strides, so a map with an offset reads and writes its
 // sub-tensor, and elements outside the map's dims are out of bounds even
 // where the buffer goes on. The checks are those of cuTensorMapEncodeTiled
-// (contract.TensorMapSpec.Check) and a 16-byte aligned global address.
+// (configs.TensorMapSpec.Check) and a 16-byte aligned global address.
 // The interpreter moves elements with element strides 1, no interleave and
 // zeros outside the tensor; a map asking for anything else is refused (its
 // L2 promotion does not change what is read).
-func (b *Backend) EncodeTensorMap(m contract.TensorMapSpec, global runner.Ptr) (runner.TensorMapArg, error) {
+func (b *Backend) EncodeTensorMap(m configs.TensorMapSpec, global runner.Ptr) (runner.TensorMapArg, error) {
 	var out runner.TensorMapArg
 	bad := func(format string, args ...any) (runner.TensorMapArg, error) {
 		return out, fmt.Errorf("%w: tensor map of %s: %s", ErrLaunch, m.Buffer, fmt.Sprintf(format, args...))

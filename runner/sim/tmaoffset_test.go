@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/gradtune/gradtune/contract"
+	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/dtype"
 	contractlaunch "github.com/gradtune/gradtune/launch"
 	"github.com/gradtune/gradtune/runner"
@@ -56,11 +56,11 @@ type simDevice struct{ be *sim.Backend }
 
 func (d simDevice) Pointer(addr uint64) any { return runner.Ptr(addr) }
 
-func (d simDevice) TensorMap(m contract.TensorMapSpec, global uint64) (any, error) {
+func (d simDevice) TensorMap(m configs.TensorMapSpec, global uint64) (any, error) {
 	return d.be.EncodeTensorMap(m, runner.Ptr(global))
 }
 
-func (d simDevice) Launch(fn any, l contract.LaunchSpec, args []any) error {
+func (d simDevice) Launch(fn any, l configs.LaunchSpec, args []any) error {
 	return d.be.Launch(fn.(runner.Function), l.Grid, l.Block, l.SharedBytes, args)
 }
 
@@ -93,15 +93,15 @@ func TestTMAMapOffset(t *testing.T) {
 	pw, _ := be.Alloc(v * h * 4)
 	be.Upload(pw, dtype.F32.Encode(w))
 	po, _ := be.Alloc(128)
-	block := &contract.TensorMap{Buffer: "w", Offset: contract.Var("j").TimesInt(c * h * 4), DType: dtype.F32,
-		Dims: contract.Ints(h, c), Strides: contract.Ints(h * 4), Box: []int{8, 4}}
-	bufs := []contract.Buffer{{Name: "w", DType: dtype.F32, Elems: contract.Int(v * h), Role: contract.Input},
-		{Name: "out", DType: dtype.F32, Elems: contract.Int(32), Role: contract.Output}}
+	block := &configs.TensorMap{Buffer: "w", Offset: configs.Var("j").TimesInt(c * h * 4), DType: dtype.F32,
+		Dims: configs.Ints(h, c), Strides: configs.Ints(h * 4), Box: []int{8, 4}}
+	bufs := []configs.Buffer{{Name: "w", DType: dtype.F32, Elems: configs.Int(v * h), Role: configs.Input},
+		{Name: "out", DType: dtype.F32, Elems: configs.Int(32), Role: configs.Output}}
 	mem := simMemory{"w": {int(pw), v * h * 4}, "out": {int(po), 128}}
 	for _, row := range []int{0, 2} {
-		l := contract.Launch{Entry: "box", Grid: contract.Grid(1, 1, 1), Block: [3]int{32, 1, 1},
-			Args: []contract.Arg{{TensorMap: block}, {Buffer: "out"}, {Scalar: contract.Int(row), Type: contract.U32}}}
-		p, err := contract.Resolve([]contract.Launch{l}, bufs, contract.Env{"j": j})
+		l := configs.Launch{Entry: "box", Grid: configs.Grid(1, 1, 1), Block: [3]int{32, 1, 1},
+			Args: []configs.Arg{{TensorMap: block}, {Buffer: "out"}, {Scalar: configs.Int(row), Type: configs.U32}}}
+		p, err := configs.Resolve([]configs.Launch{l}, bufs, configs.Env{"j": j})
 		if err != nil {
 			t.Fatal(err)
 		}

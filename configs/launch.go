@@ -1,10 +1,8 @@
-package contract
+package configs
 
 import (
 	"encoding/json"
 	"fmt"
-
-	"github.com/gradtune/gradtune/dtype"
 )
 
 // Role says how the launches of a program use a buffer.
@@ -48,7 +46,7 @@ func (r Role) check() error {
 // Buffer is a device buffer of a program: Elems elements of DType.
 type Buffer struct {
 	Name  string
-	DType dtype.DType
+	DType DType
 	Elems Expr
 	Role  Role
 }
@@ -80,7 +78,7 @@ func (b *Buffer) UnmarshalJSON(data []byte) error {
 	if err := strictUnmarshal(data, &j); err != nil {
 		return fmt.Errorf("buffer: %w", err)
 	}
-	dt, err := dtype.Parse(j.DType)
+	dt, err := ParseDType(j.DType)
 	if err != nil {
 		return fmt.Errorf("buffer %s: %w", j.Name, err)
 	}

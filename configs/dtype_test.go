@@ -1,4 +1,4 @@
-package dtype
+package configs
 
 import (
 	"math"
@@ -63,7 +63,7 @@ func TestBF16Rounding(t *testing.T) {
 
 func TestEncodeDecode(t *testing.T) {
 	vals := []float64{0, 1.5, -3.25, 1e-3, 100}
-	for _, d := range All() {
+	for _, d := range DTypes() {
 		got := d.Decode(d.Encode(vals))
 		for i, v := range vals {
 			if got[i] != d.Round(v) {
@@ -75,14 +75,14 @@ func TestEncodeDecode(t *testing.T) {
 
 func TestParse(t *testing.T) {
 	for _, s := range []string{"f32", "bf16", "half", "float64"} {
-		if _, err := Parse(s); err != nil {
+		if _, err := ParseDType(s); err != nil {
 			t.Errorf("Parse(%q): %v", s, err)
 		}
 	}
-	if _, err := Parse("int8"); err == nil {
+	if _, err := ParseDType("int8"); err == nil {
 		t.Error("Parse(int8) succeeded")
 	}
-	if l, err := ParseList("f32,bf16,f32"); err != nil || len(l) != 2 {
+	if l, err := ParseDTypes("f32,bf16,f32"); err != nil || len(l) != 2 {
 		t.Errorf("ParseList = %v, %v", l, err)
 	}
 }
@@ -101,10 +101,10 @@ func TestU8(t *testing.T) {
 			t.Errorf("element %d: decoded %v, rounded %v, want %d", i, v, U8.Round(vals[i]), want[i])
 		}
 	}
-	if d, err := Parse("u8"); err != nil || d != U8 || U8.Size() != 1 || U8.String() != "u8" {
+	if d, err := ParseDType("u8"); err != nil || d != U8 || U8.Size() != 1 || U8.String() != "u8" {
 		t.Errorf("Parse(u8) = %v, %v", d, err)
 	}
-	for _, d := range All() {
+	for _, d := range DTypes() {
 		if d == U8 {
 			t.Errorf("All lists u8")
 		}
@@ -127,10 +127,10 @@ func TestI32(t *testing.T) {
 			t.Errorf("element %d: decoded %v, rounded %v, want %d", i, v, I32.Round(vals[i]), want[i])
 		}
 	}
-	if d, err := Parse("i32"); err != nil || d != I32 || I32.Size() != 4 || I32.String() != "i32" {
+	if d, err := ParseDType("i32"); err != nil || d != I32 || I32.Size() != 4 || I32.String() != "i32" {
 		t.Errorf("Parse(i32) = %v, %v", d, err)
 	}
-	for _, d := range All() {
+	for _, d := range DTypes() {
 		if d == I32 {
 			t.Errorf("All lists i32")
 		}
@@ -153,15 +153,15 @@ func TestI64(t *testing.T) {
 			t.Errorf("element %d: decoded %v, rounded %v, want %d", i, v, I64.Round(vals[i]), want[i])
 		}
 	}
-	if d, err := Parse("i64"); err != nil || d != I64 || I64.Size() != 8 || I64.String() != "i64" {
+	if d, err := ParseDType("i64"); err != nil || d != I64 || I64.Size() != 8 || I64.String() != "i64" {
 		t.Errorf("Parse(i64) = %v, %v", d, err)
 	}
 	for _, name := range []string{"int64", "long"} {
-		if _, err := Parse(name); err == nil {
+		if _, err := ParseDType(name); err == nil {
 			t.Errorf("Parse(%s) accepted", name)
 		}
 	}
-	for _, d := range All() {
+	for _, d := range DTypes() {
 		if d == I64 {
 			t.Errorf("All lists i64")
 		}

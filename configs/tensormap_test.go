@@ -1,17 +1,15 @@
-package contract
+package configs
 
 import (
 	"encoding/json"
 	"strings"
 	"testing"
-
-	"github.com/gradtune/gradtune/dtype"
 )
 
 // goodMap is a 2-D bf16 map of a 256×512 row-major matrix in 64×128 boxes
 // with the 128-byte swizzle: 262144 bytes.
 func goodMap() TensorMapSpec {
-	return TensorMap{Buffer: "a", DType: dtype.BF16, Dims: Ints(512, 256), Strides: Ints(1024), Box: []int{64, 128}, Swizzle: 128}.mustResolve()
+	return TensorMap{Buffer: "a", DType: BF16, Dims: Ints(512, 256), Strides: Ints(1024), Box: []int{64, 128}, Swizzle: 128}.mustResolve()
 }
 
 func (m TensorMap) mustResolve() TensorMapSpec {
@@ -41,7 +39,7 @@ func TestTensorMapCheck(t *testing.T) {
 		}, "rank 6"},
 		{"strides count", func(m *TensorMapSpec) { m.Strides = nil }, "0 strides"},
 		{"box count", func(m *TensorMapSpec) { m.Box = m.Box[:1] }, "1 box extents"},
-		{"dtype", func(m *TensorMapSpec) { m.DType = dtype.F64; m.Box[0] = 16 }, "element type f64"},
+		{"dtype", func(m *TensorMapSpec) { m.DType = F64; m.Box[0] = 16 }, "element type f64"},
 		{"zero dim", func(m *TensorMapSpec) { m.Dims[1] = 0 }, "dims[1] = 0"},
 		{"stride not multiple of 16", func(m *TensorMapSpec) { m.Strides[0] = 1000 }, "strides[0] = 1000"},
 		{"stride too large", func(m *TensorMapSpec) { m.Strides[0] = 1 << 40 }, "below 2^40"},
@@ -73,7 +71,7 @@ func TestTensorMapCheck(t *testing.T) {
 func TestTensorMapEnd(t *testing.T) {
 	// A 3-D f32 map whose middle dimension is padded: rows of 10 elements
 	// 48 bytes apart, 3 rows per plane, planes 160 bytes apart.
-	m := TensorMap{DType: dtype.F32, Dims: Ints(10, 3, 2), Strides: Ints(48, 160), Box: []int{4, 1, 1}}.mustResolve()
+	m := TensorMap{DType: F32, Dims: Ints(10, 3, 2), Strides: Ints(48, 160), Box: []int{4, 1, 1}}.mustResolve()
 	if got, want := m.End(), int64(160+2*48+40); got != want {
 		t.Errorf("end = %d, want %d", got, want)
 	}
@@ -83,7 +81,7 @@ func TestTensorMapEnd(t *testing.T) {
 // h·4 bytes apart): the offset j·c·h·4 bytes, c rows of h elements.
 func rowBlock() TensorMap {
 	j, c, h := Var("j"), Var("c"), Var("h")
-	return TensorMap{Buffer: "w", Offset: j.Times(c).Times(h).TimesInt(4), DType: dtype.F32,
+	return TensorMap{Buffer: "w", Offset: j.Times(c).Times(h).TimesInt(4), DType: F32,
 		Dims: []Expr{h, c}, Strides: []Expr{h.TimesInt(4)}, Box: []int{32, 8}}
 }
 
@@ -96,9 +94,9 @@ func TestTensorMapOffsetJSON(t *testing.T) {
 		m    TensorMap
 		want string // "" for no offset key
 	}{
-		{"no offset", TensorMap{Buffer: "w", DType: dtype.F32, Dims: Ints(64, 8), Strides: Ints(256), Box: []int{32, 8}}, ""},
-		{"offset 0", TensorMap{Buffer: "w", Offset: Int(0), DType: dtype.F32, Dims: Ints(64, 8), Strides: Ints(256), Box: []int{32, 8}}, ""},
-		{"constant offset", TensorMap{Buffer: "w", Offset: Int(2048), DType: dtype.F32, Dims: Ints(64, 8), Strides: Ints(256), Box: []int{32, 8}}, `"offset":2048`},
+		{"no offset", TensorMap{Buffer: "w", DType: F32, Dims: Ints(64, 8), Strides: Ints(256), Box: []int{32, 8}}, ""},
+		{"offset 0", TensorMap{Buffer: "w", Offset: Int(0), DType: F32, Dims: Ints(64, 8), Strides: Ints(256), Box: []int{32, 8}}, ""},
+		{"constant offset", TensorMap{Buffer: "w", Offset: Int(2048), DType: F32, Dims: Ints(64, 8), Strides: Ints(256), Box: []int{32, 8}}, `"offset":2048`},
 		{"expression", rowBlock(), `"offset":"j*c*h*4"`},
 	} {
 		data, err := json.Marshal(c.m)
@@ -112,7 +110,7 @@ func TestTensorMapOffsetJSON(t *testing.T) {
 		if err := json.Unmarshal(data, &back); err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
-		if !Equal(back.Offset, c.m.Offset) {
+		if !back.Offset.Equal(c.m.Offset) {
 			t.Errorf("%s: offset %s read back as %s", c.name, c.m.Offset, back.Offset)
 		}
 		if again, _ := json.Marshal(back); string(again) != string(data) {

@@ -1,12 +1,10 @@
-package contract
+package configs
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
-
-	"github.com/gradtune/gradtune/dtype"
 )
 
 // TensorMap describes the tiled TMA tensor map (cuTensorMapEncodeTiled)
@@ -25,7 +23,7 @@ type TensorMap struct {
 	// element (0, …, 0): at least 0 and a multiple of 16, so that the
 	// global address stays 16-byte aligned. The zero Expr is 0.
 	Offset  Expr
-	DType   dtype.DType
+	DType   DType
 	Dims    []Expr // extents, innermost first (1 to 5)
 	Strides []Expr // byte strides of Dims[1:], multiples of 16
 	Box     []int  // box extents, innermost first, each ≤ 256
@@ -104,7 +102,7 @@ func (m *TensorMap) UnmarshalJSON(data []byte) error {
 	if err := strictUnmarshal(data, &j); err != nil {
 		return fmt.Errorf("tensor map: %w", err)
 	}
-	dt, err := dtype.Parse(j.DType)
+	dt, err := ParseDType(j.DType)
 	if err != nil {
 		return fmt.Errorf("tensor map of %s: %w", j.Buffer, err)
 	}
@@ -125,7 +123,7 @@ func (m *TensorMap) UnmarshalJSON(data []byte) error {
 type TensorMapSpec struct {
 	Buffer      string
 	Offset      int // bytes from the buffer's start to element (0, …, 0)
-	DType       dtype.DType
+	DType       DType
 	Dims        []int
 	Strides     []int
 	Box         []int
@@ -189,7 +187,7 @@ func (s TensorMapSpec) Check() error {
 			rank, len(s.Strides), len(s.Box), len(s.ElemStrides), rank-1, rank, rank)
 	}
 	switch s.DType {
-	case dtype.F16, dtype.BF16, dtype.F32, dtype.U8:
+	case F16, BF16, F32, U8:
 	default:
 		return fmt.Errorf("element type %v: want f16, bf16, f32 or u8", s.DType)
 	}

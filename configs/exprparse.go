@@ -1,4 +1,4 @@
-package contract
+package configs
 
 import (
 	"fmt"
@@ -7,8 +7,8 @@ import (
 )
 
 // Parse reads an expression in the grammar of Expr.
-func Parse(s string) (Expr, error) {
-	p := &parser{src: s}
+func ParseExpr(s string) (Expr, error) {
+	p := &exprParser{src: s}
 	e, err := p.expr()
 	if err == nil {
 		p.space()
@@ -22,19 +22,19 @@ func Parse(s string) (Expr, error) {
 	return e, nil
 }
 
-type parser struct {
+type exprParser struct {
 	src string
 	pos int
 }
 
-func (p *parser) space() {
+func (p *exprParser) space() {
 	for p.pos < len(p.src) && p.src[p.pos] == ' ' {
 		p.pos++
 	}
 }
 
 // peek skips spaces and returns the next byte, or 0 at the end.
-func (p *parser) peek() byte {
+func (p *exprParser) peek() byte {
 	p.space()
 	if p.pos == len(p.src) {
 		return 0
@@ -42,7 +42,7 @@ func (p *parser) peek() byte {
 	return p.src[p.pos]
 }
 
-func (p *parser) expect(c byte) error {
+func (p *exprParser) expect(c byte) error {
 	if p.peek() != c {
 		return fmt.Errorf("want %q at offset %d", c, p.pos)
 	}
@@ -50,7 +50,7 @@ func (p *parser) expect(c byte) error {
 	return nil
 }
 
-func (p *parser) expr() (Expr, error) {
+func (p *exprParser) expr() (Expr, error) {
 	e, err := p.term()
 	for err == nil {
 		c := p.peek()
@@ -70,7 +70,7 @@ func (p *parser) expr() (Expr, error) {
 	return Expr{}, err
 }
 
-func (p *parser) term() (Expr, error) {
+func (p *exprParser) term() (Expr, error) {
 	e, err := p.factor()
 	for err == nil {
 		if p.peek() != '*' {
@@ -87,7 +87,7 @@ func (p *parser) term() (Expr, error) {
 
 var fnOps = map[string]func(a, b Expr) Expr{"cdiv": CeilDiv, "div": Div, "min": Min, "max": Max}
 
-func (p *parser) factor() (Expr, error) {
+func (p *exprParser) factor() (Expr, error) {
 	c := p.peek()
 	switch {
 	case c == '(':

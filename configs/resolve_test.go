@@ -1,25 +1,23 @@
-package contract
+package configs
 
 import (
 	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
-
-	"github.com/gradtune/gradtune/dtype"
 )
 
 // twoLaunches is a program over m rows: a persistent grid capped at two
 // CTAs per SM and rounded to clusters of 2, then a dependent launch.
 func twoLaunches() ([]Launch, []Buffer) {
 	m := Var("m")
-	bufs := []Buffer{{Name: "x", DType: dtype.BF16, Elems: m.TimesInt(64), Role: Input},
-		{Name: "y", DType: dtype.F32, Elems: m, Role: Output},
-		{Name: "flags", DType: dtype.F32, Elems: Int(4), Role: State}}
+	bufs := []Buffer{{Name: "x", DType: BF16, Elems: m.TimesInt(64), Role: Input},
+		{Name: "y", DType: F32, Elems: m, Role: Output},
+		{Name: "flags", DType: F32, Elems: Int(4), Role: State}}
 	ls := []Launch{
 		{Entry: "a", Grid: [3]Expr{CeilDiv(m, Int(8)), Int(1), Int(1)}, GridPerSM: 2, Cluster: [3]int{2, 1, 1}, Block: [3]int{128, 1, 1},
 			SharedBytes: 100 << 10, Args: []Arg{
-				{TensorMap: &TensorMap{Buffer: "x", DType: dtype.BF16, Dims: []Expr{Int(64), m}, Strides: Ints(128), Box: []int{64, 32}, Swizzle: 128}},
+				{TensorMap: &TensorMap{Buffer: "x", DType: BF16, Dims: []Expr{Int(64), m}, Strides: Ints(128), Box: []int{64, 32}, Swizzle: 128}},
 				{Buffer: "flags"}, {Scalar: m, Type: U32}}},
 		{Entry: "b", Grid: Grid(1, 1, 1), Block: [3]int{32, 1, 1}, Dependent: true, Args: []Arg{{Buffer: "y", Offset: Int(4)}, {Scalar: Int(7)}}},
 	}

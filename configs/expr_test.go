@@ -1,4 +1,4 @@
-package contract
+package configs
 
 import (
 	"encoding/json"
@@ -23,7 +23,7 @@ func TestExprEval(t *testing.T) {
 		{"m - n - 1", 2049 - 1537},
 		{"-3 + m", 2046},
 	} {
-		e, err := Parse(c.text)
+		e, err := ParseExpr(c.text)
 		if err != nil {
 			t.Errorf("%s: %v", c.text, err)
 			continue
@@ -33,8 +33,8 @@ func TestExprEval(t *testing.T) {
 			t.Errorf("%s = %d, %v; want %d", c.text, got, err, c.want)
 		}
 		// The printed form reads back as the same expression.
-		back, err := Parse(e.String())
-		if err != nil || !Equal(back, e) {
+		back, err := ParseExpr(e.String())
+		if err != nil || !back.Equal(e) {
 			t.Errorf("%s printed as %q, read back as %q (%v)", c.text, e, back, err)
 		}
 	}
@@ -68,7 +68,7 @@ func TestExprFolds(t *testing.T) {
 
 func TestExprErrors(t *testing.T) {
 	for _, text := range []string{"", "m +", "cdiv(m)", "cdiv(m, 2", "M", "m ^ 2", "(m", "m)", "99999999999999999999"} {
-		if _, err := Parse(text); err == nil {
+		if _, err := ParseExpr(text); err == nil {
 			t.Errorf("Parse(%q) accepted", text)
 		}
 	}
@@ -78,7 +78,7 @@ func TestExprErrors(t *testing.T) {
 		{"m*4611686018427387904", "overflows"},
 		{"div(0 - m, 2)", "want a ≥ 0"},
 	} {
-		e, err := Parse(c.text)
+		e, err := ParseExpr(c.text)
 		if err != nil {
 			t.Fatalf("%s: %v", c.text, err)
 		}
@@ -99,7 +99,7 @@ func TestExprJSON(t *testing.T) {
 		t.Errorf("marshalled %s", data)
 	}
 	var out doc
-	if err := json.Unmarshal(data, &out); err != nil || !Equal(out.A, in.A) || !Equal(out.B, in.B) {
+	if err := json.Unmarshal(data, &out); err != nil || !out.A.Equal(in.A) || !out.B.Equal(in.B) {
 		t.Errorf("read back %v, %v (%v)", out.A, out.B, err)
 	}
 	if err := json.Unmarshal([]byte(`{"A":"m +"}`), &out); err == nil {
@@ -111,7 +111,7 @@ func TestExprJSON(t *testing.T) {
 }
 
 func TestExprVars(t *testing.T) {
-	e, _ := Parse("min(sms*2, cdiv(m*n, 1024)) + m")
+	e, _ := ParseExpr("min(sms*2, cdiv(m*n, 1024)) + m")
 	if got := strings.Join(e.Vars(), ","); got != "m,n,sms" {
 		t.Errorf("Vars = %s", got)
 	}

@@ -1,4 +1,4 @@
-package contract
+package configs
 
 import (
 	"encoding/json"
@@ -101,7 +101,7 @@ func (e Expr) node() *node {
 // x·1, x·0, div(x, 1) and cdiv(x, 1). A constant operation that cannot be
 // evaluated (a division by zero, an overflow) is kept as written, so that
 // evaluating it reports the error.
-func binary(o op, a, b Expr) Expr {
+func binaryExpr(o op, a, b Expr) Expr {
 	av, ac := a.Value()
 	bv, bc := b.Value()
 	if ac && bc {
@@ -125,13 +125,13 @@ func binary(o op, a, b Expr) Expr {
 }
 
 // Plus is e + o.
-func (e Expr) Plus(o Expr) Expr { return binary(opAdd, e, o) }
+func (e Expr) Plus(o Expr) Expr { return binaryExpr(opAdd, e, o) }
 
 // Minus is e − o.
-func (e Expr) Minus(o Expr) Expr { return binary(opSub, e, o) }
+func (e Expr) Minus(o Expr) Expr { return binaryExpr(opSub, e, o) }
 
 // Times is e · o.
-func (e Expr) Times(o Expr) Expr { return binary(opMul, e, o) }
+func (e Expr) Times(o Expr) Expr { return binaryExpr(opMul, e, o) }
 
 // PlusInt is e + v.
 func (e Expr) PlusInt(v int) Expr { return e.Plus(Int(v)) }
@@ -140,16 +140,16 @@ func (e Expr) PlusInt(v int) Expr { return e.Plus(Int(v)) }
 func (e Expr) TimesInt(v int) Expr { return e.Times(Int(v)) }
 
 // CeilDiv is ⌈a/b⌉.
-func CeilDiv(a, b Expr) Expr { return binary(opCeilDiv, a, b) }
+func CeilDiv(a, b Expr) Expr { return binaryExpr(opCeilDiv, a, b) }
 
 // Div is ⌊a/b⌋.
-func Div(a, b Expr) Expr { return binary(opDiv, a, b) }
+func Div(a, b Expr) Expr { return binaryExpr(opDiv, a, b) }
 
 // Min is the smaller of a and b.
-func Min(a, b Expr) Expr { return binary(opMin, a, b) }
+func Min(a, b Expr) Expr { return binaryExpr(opMin, a, b) }
 
 // Max is the larger of a and b.
-func Max(a, b Expr) Expr { return binary(opMax, a, b) }
+func Max(a, b Expr) Expr { return binaryExpr(opMax, a, b) }
 
 // Env gives the variables' values.
 type Env map[string]int64
@@ -267,8 +267,8 @@ func (e Expr) String() string {
 	return b.String()
 }
 
-// Equal reports whether a and b are the same expression (the same text).
-func Equal(a, b Expr) bool { return a.String() == b.String() }
+// Equal reports whether e and o are the same expression (the same text).
+func (e Expr) Equal(o Expr) bool { return e.String() == o.String() }
 
 // precedence: 1 for + and −, 2 for ·, 3 for atoms and calls.
 func (n *node) precedence() int {
@@ -335,7 +335,7 @@ func (e *Expr) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(data, &s); err != nil {
 		return fmt.Errorf("an expression is a number or a string, not %s", data)
 	}
-	p, err := Parse(s)
+	p, err := ParseExpr(s)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package dtype
+package configs
 
 import (
 	"encoding/binary"

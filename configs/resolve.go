@@ -1,11 +1,9 @@
-package contract
+package configs
 
 import (
 	"errors"
 	"fmt"
 	"math"
-
-	"github.com/gradtune/gradtune/dtype"
 )
 
 // Plan is a program's buffers and launches resolved at one shape: every
@@ -28,7 +26,7 @@ func (p Plan) Buffer(name string) (BufferSpec, bool) {
 // BufferSpec is a Buffer resolved at one shape.
 type BufferSpec struct {
 	Name  string
-	DType dtype.DType
+	DType DType
 	Elems int
 	Role  Role
 }
