@@ -17,14 +17,16 @@ import (
 func productWalk(sp variants.Space) []string {
 	var out []string
 	idx := make([]int, len(sp.Axes))
+	p := variants.Params{}
+	for _, a := range sp.Axes {
+		p[a.Name] = a.Values[0]
+	}
 	for {
-		p := variants.Params{}
-		for i, a := range sp.Axes {
-			p[a.Name] = a.Values[idx[i]]
-		}
 		if allowed(sp, p) {
 			out = append(out, p.String())
 		}
+		// An odometer step: the axes from i on change, the others keep
+		// their values in p.
 		i := len(idx) - 1
 		for ; i >= 0; i-- {
 			if idx[i]++; idx[i] < len(sp.Axes[i].Values) {
@@ -34,6 +36,9 @@ func productWalk(sp variants.Space) []string {
 		}
 		if i < 0 {
 			return out
+		}
+		for j := i; j < len(idx); j++ {
+			p[sp.Axes[j].Name] = sp.Axes[j].Values[idx[j]]
 		}
 	}
 }

@@ -28,19 +28,21 @@ var lpSimShapes = []string{
 	"n=1,c=2,l=24,window=6,stride=2,p=2.5",
 }
 
-// TestOnInterpreter validates every variant of lp_pool1d_bwd (but the
+// TestOnInterpreter validates the variants of lp_pool1d_bwd (but the
 // register caps, which leave the PTX's meaning unchanged) at the small
 // shapes, in every dtype, on the CPU interpreter through runner.Session as
 // tune does: outputs poisoned with NaN beforehand, every element within the
 // tolerance of the float64 reference, no access out of bounds or
-// misaligned, no register read before it is written. -short runs every
-// fourth variant.
+// misaligned, no register read before it is written. It takes a sweep of
+// one in 2 (internal/sweep: every axis value at every shape and dtype, then
+// a quarter by default; everything with GRADTUNE_SWEEP=ci).
 func TestOnInterpreter(t *testing.T) {
 	f := lppool.Families()[0]
 	be := sim.New(sim.Options{Workers: 2})
 	ss := runner.NewSession(be)
 	defer ss.Release()
-	runs, bad := 0, 0
+	var shapes []variants.Shape
+	var groups [][]variants.Params
 	for _, dt := range f.DTypes() {
 		for _, spec := range lpSimShapes {
 			sp, err := variants.ParseSpecs(spec)
@@ -51,31 +53,39 @@ func TestOnInterpreter(t *testing.T) {
 			if err != nil {
 				continue // f64 with a fractional p
 			}
-			if err := ss.Prepare(f, s, 1); err != nil {
-				t.Fatal(err)
-			}
-			for i, p := range f.Space(s).Enumerate() {
+			var points []variants.Params
+			for _, p := range f.Space(s).Enumerate() {
 				pv, err := variants.Decode[lppool.Params](p)
 				if err != nil {
 					t.Fatalf("%s %s: %v", s.Key(), p, err)
 				}
-				if pv.MaxNReg != 0 || testing.Short() && i%4 != 0 {
-					continue
+				if pv.MaxNReg == 0 {
+					points = append(points, p)
 				}
-				prog, err := f.Emit(s, p)
-				if err != nil {
-					t.Fatalf("%s %s: %v", s.Key(), p, err)
-				}
-				l, err := ss.Load(prog)
-				if err != nil {
-					t.Fatalf("%s %s: load: %v", s.Key(), p, err)
-				}
-				c, err := ss.Validate(l)
-				runs++
-				if err != nil || !c.OK {
-					if bad++; bad <= 20 {
-						t.Errorf("%s %s: %v %s (max abs error %g, rel %g)", s.Key(), p, err, c.Message, c.MaxAbs, c.MaxRel)
-					}
+			}
+			shapes, groups = append(shapes, s), append(groups, points)
+		}
+	}
+	runs, bad := 0, 0
+	for g, points := range sweep.PickGroups(groups, 2) {
+		s := shapes[g]
+		if err := ss.Prepare(f, s, 1); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range points {
+			prog, err := f.Emit(s, p)
+			if err != nil {
+				t.Fatalf("%s %s: %v", s.Key(), p, err)
+			}
+			l, err := ss.Load(prog)
+			if err != nil {
+				t.Fatalf("%s %s: load: %v", s.Key(), p, err)
+			}
+			c, err := ss.Validate(l)
+			runs++
+			if err != nil || !c.OK {
+				if bad++; bad <= 20 {
+					t.Errorf("%s %s: %v %s (max abs error %g, rel %g)", s.Key(), p, err, c.Message, c.MaxAbs, c.MaxRel)
 				}
 			}
 		}
