@@ -3,7 +3,7 @@ package sim
 import (
 	"fmt"
 	"math/bits"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -41,6 +41,10 @@ type hopperState struct {
 	proxy   []proxyMark // per 2-byte granule: the last generic-proxy write
 	fences  []uint32    // per thread: fence.proxy.async executed so far
 	wgs     []wgLog     // per warpgroup: warpgroup-collective instructions
+	// listed[ch] is the number (read) of the last wgmma operand read that
+	// listed chunk ch, so that a read lists each chunk once.
+	listed []uint32
+	read   uint32
 }
 
 // proxyMark records a generic write: the thread (tid+1; 0 for none) and
@@ -107,7 +111,7 @@ func newClusterRun(l *launchCtx) *clusterRun {
 func newHopperState(l *launchCtx) *hopperState {
 	return &hopperState{mbars: map[uint32]*mbarrier{}, asyncWr: make([]uint16, (l.smem+15)/16),
 		asyncRd: make([]uint16, (l.smem+15)/16), proxy: make([]proxyMark, (l.smem+1)/2),
-		fences: make([]uint32, l.nwarps*32), wgs: make([]wgLog, (l.nwarps+3)/4)}
+		fences: make([]uint32, l.nwarps*32), wgs: make([]wgLog, (l.nwarps+3)/4), listed: make([]uint32, (l.smem+15)/16)}
 }
 
 func (hs *hopperState) reset() {
@@ -116,6 +120,8 @@ func (hs *hopperState) reset() {
 	clear(hs.asyncRd)
 	clear(hs.proxy)
 	clear(hs.fences)
+	clear(hs.listed)
+	hs.read = 0
 	for i := range hs.wgs {
 		hs.wgs[i] = wgLog{}
 	}
@@ -376,7 +382,7 @@ func (c *ctaRun) asyncRead(ch uint32) string {
 
 // sortedChunks sorts and dedupes chunk indexes in place.
 func sortedChunks(cs []uint32) []uint32 {
-	sort.Slice(cs, func(i, j int) bool { return cs[i] < cs[j] })
+	slices.Sort(cs)
 	out := cs[:0]
 	for i, x := range cs {
 		if i == 0 || x != cs[i-1] {

@@ -109,9 +109,10 @@ func swizzle(addr uint32, span uint32) uint32 {
 	return addr
 }
 
-// addr returns the shared-memory byte address of element (mn, k) of a
-// 16-bit operand described by d, K-major or MN-major (CUTLASS's
-// canonical GMMA layouts, cute/arch/mma_sm90_desc.hpp):
+// The shared-memory byte address of element (mn, k) of a 16-bit operand
+// described by d, K-major or MN-major (CUTLASS's canonical GMMA layouts,
+// cute/arch/mma_sm90_desc.hpp), is swizzle(start + mnOffset(mn) +
+// kOffset(k)), with the offsets:
 //
 //	K-major, interleave: (mn%8)·16 + (mn/8)·SBO + (k%8)·2 + (k/8)·LBO
 //	K-major, swizzle S:  (mn%8)·S  + (mn/8)·SBO + (k%8)·2 + (k/8)·16
@@ -119,20 +120,30 @@ func swizzle(addr uint32, span uint32) uint32 {
 //	MN-major, swizzle S:  (mn%(S/2))·2 + (mn/(S/2))·LBO + (k%8)·S + (k/8)·SBO
 //
 // then swizzled on the absolute address.
-func (d gmmaDesc) addr(mn, k uint32, mnMajor bool) uint32 {
+func (d gmmaDesc) mnOffset(mn uint32, mnMajor bool) uint32 {
 	s := d.span()
-	var off uint32
 	switch {
 	case !mnMajor && d.layout == 0:
-		off = mn%8*16 + mn/8*d.sbo + k%8*2 + k/8*d.lbo
+		return mn%8*16 + mn/8*d.sbo
 	case !mnMajor:
-		off = mn%8*s + mn/8*d.sbo + k%8*2 + k/8*16
+		return mn%8*s + mn/8*d.sbo
 	case d.layout == 0:
-		off = mn%8*2 + mn/8*d.sbo + k%8*16 + k/8*d.lbo
-	default:
-		off = mn%(s/2)*2 + mn/(s/2)*d.lbo + k%8*s + k/8*d.sbo
+		return mn%8*2 + mn/8*d.sbo
 	}
-	return swizzle(d.start+off, s)
+	return mn%(s/2)*2 + mn/(s/2)*d.lbo
+}
+
+// kOffset is the k term of an element's address (see mnOffset).
+func (d gmmaDesc) kOffset(k uint32, mnMajor bool) uint32 {
+	switch {
+	case !mnMajor && d.layout == 0:
+		return k%8*2 + k/8*d.lbo
+	case !mnMajor:
+		return k%8*2 + k/8*16
+	case d.layout == 0:
+		return k%8*16 + k/8*d.lbo
+	}
+	return k%8*d.span() + k/8*d.sbo
 }
 
 // uniform returns slot s's value, which every lane of the warp must hold.
@@ -161,9 +172,16 @@ func (w *warp) gmmaOperand(in *inst, descSlot int32, what string, mn0, rows int,
 	}
 	smem := w.c.smem
 	t := in.t2
+	hs := w.c.hs
+	span := d.span()
+	var kOff [16]uint32
+	for k := range kOff {
+		kOff[k] = d.kOffset(uint32(k), mnMajor)
+	}
 	for i := 0; i < rows; i++ {
+		row := d.start + d.mnOffset(uint32(mn0+i), mnMajor)
 		for k := 0; k < 16; k++ {
-			a := d.addr(uint32(mn0+i), uint32(k), mnMajor)
+			a := swizzle(row+kOff[k], span)
 			if int(a)+2 > len(smem) {
 				return nil, w.fault(in, 0, ErrMemory, uint64(a), true,
 					fmt.Sprintf("%s element (%d, %d) at shared %#x is outside the CTA's %d bytes of shared memory (descriptor %#x)",
@@ -173,7 +191,10 @@ func (w *warp) gmmaOperand(in *inst, descSlot int32, what string, mn0, rows int,
 				return nil, w.fault(in, 0, ErrMisaligned, uint64(a), true, what+" element not 2-byte aligned")
 			}
 			out[i][k] = halfToF64(loadN(smem[a:], 2), t)
-			chunks = append(chunks, a>>4)
+			if ch := a >> 4; hs.listed[ch] != hs.read {
+				hs.listed[ch] = hs.read
+				chunks = append(chunks, ch)
+			}
 		}
 	}
 	return chunks, nil
@@ -200,6 +221,7 @@ func (w *warp) wgmma(in *inst, mask uint32) error {
 	var A [16][16]float64
 	B := make([][16]float64, n)
 	chunks := hw.openChunks
+	w.c.hs.read++ // a new operand read: every chunk it reads is listed once
 	var err error
 	if in.mode&wgRegA != 0 {
 		w.regFragmentA(in, &A)
@@ -244,14 +266,21 @@ func (w *warp) wgmma(in *inst, mask uint32) error {
 	if in.mode&wgNegB != 0 {
 		sb = -1
 	}
-	for l := 0; l < 32; l++ {
-		for j := 0; j < n/8; j++ {
-			for e := 0; e < 4; e++ {
-				row, col := l/4+8*(e/2), 8*j+2*(l%4)+e%2
-				D := w.lanes(acc[4*j+e])
+	if sa*sb < 0 { // (sa·a)·sb·b is exactly −(a·b): negate A once
+		for r := range A {
+			for k := range A[r] {
+				A[r][k] = -A[r][k]
+			}
+		}
+	}
+	for j := 0; j < n/8; j++ {
+		for e := 0; e < 4; e++ {
+			D := w.lanes(acc[4*j+e])
+			for l := 0; l < 32; l++ {
+				a, b := &A[l/4+8*(e/2)], &B[8*j+2*(l%4)+e%2]
 				s := 0.0
 				for k := 0; k < 16; k++ {
-					s += sa * A[row][k] * sb * B[col][k]
+					s += a[k] * b[k]
 				}
 				if scaleD {
 					s += float64(f32(D[l]))
