@@ -99,18 +99,35 @@ func isIdentChar(c byte) bool {
 }
 
 // lineText returns line n (1-based) of src, trimmed.
-func lineText(src string, n int) string {
-	for i := 1; i < n; i++ {
-		k := strings.IndexByte(src, '\n')
-		if k < 0 {
-			return ""
+func lineText(src string, n int) string { return indexLines(src).text(n) }
+
+// lineIndex is a source text with the offset of each line's start, so
+// that the parser finds a statement's line without rescanning the text.
+type lineIndex struct {
+	src    string
+	starts []int // starts[i] is the offset of line i+1
+}
+
+func indexLines(src string) lineIndex {
+	starts := []int{0}
+	for i := 0; i < len(src); i++ {
+		if src[i] == '\n' {
+			starts = append(starts, i+1)
 		}
-		src = src[k+1:]
 	}
-	if k := strings.IndexByte(src, '\n'); k >= 0 {
-		src = src[:k]
+	return lineIndex{src, starts}
+}
+
+// text returns line n (1-based), trimmed; "" past the end.
+func (x lineIndex) text(n int) string {
+	if n < 1 || n > len(x.starts) {
+		return ""
 	}
-	return strings.TrimSpace(src)
+	line := x.src[x.starts[n-1]:]
+	if k := strings.IndexByte(line, '\n'); k >= 0 {
+		line = line[:k]
+	}
+	return strings.TrimSpace(line)
 }
 
 // Syntax tree.
@@ -194,9 +211,9 @@ type operand struct {
 }
 
 type parser struct {
-	toks []token
-	pos  int
-	src  string
+	toks  []token
+	pos   int
+	lines lineIndex
 }
 
 func (p *parser) peek() token { return p.toks[p.pos] }
@@ -209,7 +226,7 @@ func (p *parser) next() token {
 }
 
 func (p *parser) errf(t token, format string, args ...any) error {
-	return parseError(t.line, lineText(p.src, t.line), format, args...)
+	return parseError(t.line, p.lines.text(t.line), format, args...)
 }
 
 func (p *parser) expect(s string) error {
@@ -271,7 +288,7 @@ func parseModule(src string) (*modAST, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &parser{toks: toks, src: src}
+	p := &parser{toks: toks, lines: indexLines(src)}
 	m := &modAST{}
 	for {
 		t := p.peek()
@@ -584,7 +601,7 @@ func (p *parser) regDecl() (regDecl, error) {
 // statement reads a label or an instruction.
 func (p *parser) statement() (stmt, error) {
 	t := p.peek()
-	s := stmt{line: t.line, text: lineText(p.src, t.line)}
+	s := stmt{line: t.line, text: p.lines.text(t.line)}
 	if t.kind == tIdent && p.toks[p.pos+1].s == ":" && t.s[0] != '.' && t.s[0] != '%' {
 		p.pos += 2
 		s.label = t.s
