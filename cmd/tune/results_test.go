@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"github.com/gradtune/gradtune/internal/sweep"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,16 +38,21 @@ func runResults(args ...string) (int, string, string) {
 // without it.
 var currentGenerator = map[string]bool{"issue21_h200-gemm": true, "issue21_h200-nf4": true}
 
-// TestResultsCommandsOnRecorded runs show, export (JSON, Go, C; with PTX
-// where the database is the current generator's) and report on every
-// recorded database: none needs a GPU.
+// TestResultsCommandsOnRecorded runs show on every recorded database, and
+// export (JSON, Go, C; with PTX where the database is the current
+// generator's) and report on the current generator's and a sweep of one
+// in 1 of the others (internal/sweep: a third by default, all with ci):
+// none needs a GPU.
 func TestResultsCommandsOnRecorded(t *testing.T) {
-	for _, db := range recordedDBs(t) {
+	for i, db := range recordedDBs(t) {
 		name := strings.TrimSuffix(strings.ReplaceAll(strings.TrimPrefix(db, filepath.Join("..", "..", "testdata")+"/"), "/", "_"), ".db")
 		t.Run(name, func(t *testing.T) {
 			code, out, errs := runResults("show", "--db", db)
 			if code != 0 || !strings.Contains(out, "best params") {
 				t.Fatalf("show: exit %d\n%s%s", code, out, errs)
+			}
+			if !currentGenerator[name] && !sweep.Take(i, 1) {
+				return
 			}
 			dir := t.TempDir()
 			for _, f := range []string{"json", "go", "c"} {
