@@ -3,7 +3,6 @@ package export
 import (
 	"bytes"
 	"errors"
-	"github.com/gradtune/gradtune/configs"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -13,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/internal/outfile"
 	"github.com/gradtune/gradtune/internal/results"
 	"github.com/gradtune/gradtune/internal/testdb"

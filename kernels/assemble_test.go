@@ -2,7 +2,6 @@ package kernels_test
 
 import (
 	"fmt"
-	"github.com/gradtune/gradtune/configs"
 	"hash/fnv"
 	"slices"
 	"sort"
@@ -11,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/internal/ptxas"
 	"github.com/gradtune/gradtune/internal/sweep"
 	"github.com/gradtune/gradtune/kernels"

@@ -2,10 +2,10 @@ package kernels_test
 
 import (
 	"fmt"
-	"github.com/gradtune/gradtune/configs"
 	"slices"
 	"testing"
 
+	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/internal/simtest"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/catalog"

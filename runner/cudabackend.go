@@ -3,10 +3,10 @@ package runner
 import (
 	"errors"
 	"fmt"
-	"github.com/gradtune/gradtune/configs"
-	"github.com/gradtune/gradtune/launch"
 	"strconv"
 
+	"github.com/gradtune/gradtune/configs"
+	"github.com/gradtune/gradtune/launch"
 	"github.com/gradtune/gradtune/runner/cuda"
 )
 

@@ -2,13 +2,13 @@ package runner_test
 
 import (
 	"context"
-	"github.com/gradtune/gradtune/configs"
 	"math"
 	"math/rand/v2"
 	"reflect"
 	"slices"
 	"testing"
 
+	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/internal/ptxas"
 	"github.com/gradtune/gradtune/kernels"

@@ -14,11 +14,11 @@ package runner
 import (
 	"errors"
 	"fmt"
-	"github.com/gradtune/gradtune/configs"
 	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/eval"
 	"github.com/gradtune/gradtune/kernels"

@@ -4,12 +4,12 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
-	"github.com/gradtune/gradtune/configs"
 	"math"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/kernels"
 )
 

@@ -1,11 +1,11 @@
 package runner
 
 import (
-	"github.com/gradtune/gradtune/configs"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
 )

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/gradtune/gradtune/configs"
-
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/eval"
 	"github.com/gradtune/gradtune/kernels"

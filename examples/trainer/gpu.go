@@ -8,7 +8,6 @@ import (
 	"sort"
 
 	"github.com/gradtune/gradtune/configs"
-
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/catalog"

@@ -2,9 +2,9 @@ package faults
 
 import (
 	"fmt"
-	"github.com/gradtune/gradtune/configs"
 	"strings"
 
+	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/kernels"
 )
 

@@ -1,10 +1,10 @@
 package faults
 
 import (
-	"github.com/gradtune/gradtune/configs"
 	"strings"
 	"testing"
 
+	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels/catalog"
 	"github.com/gradtune/gradtune/variants"

@@ -1,9 +1,9 @@
 package gemm
 
 import (
-	"github.com/gradtune/gradtune/configs"
 	"slices"
 
+	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/gen"

@@ -2,12 +2,12 @@ package gemm_test
 
 import (
 	"fmt"
-	"github.com/gradtune/gradtune/configs"
-	"github.com/gradtune/gradtune/kernels"
 	"testing"
 
+	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/internal/sweep"
+	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/gemm"
 	"github.com/gradtune/gradtune/variants"
 )

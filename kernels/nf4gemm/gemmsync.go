@@ -2,8 +2,8 @@ package nf4gemm
 
 import (
 	"fmt"
-	"github.com/gradtune/gradtune/configs"
 
+	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/gen"
 	"github.com/gradtune/gradtune/kernels/hopper"
