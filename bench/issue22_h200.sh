@@ -15,8 +15,9 @@
 #
 # Run from the repository root on the GPU host with bin/tune built here;
 # writes into ${OUT:-out}. PHASE=tune|peers|all (default all), or card:
-# the card's command with tune's default flags, timed, then the held-out
-# shapes with their peers and the ratio table.
+# the card's command with tune's default flags, timed, then the 512-token
+# down case and the held-out shapes with their peers and the ratio table,
+# then nf4_dequant at qwen1.5b (bf16).
 set -uo pipefail
 out=${OUT:-out}
 mkdir -p "$out"
@@ -37,12 +38,18 @@ phase=${PHASE:-all}
 if [[ $phase == card ]]; then
 	timed ./bin/tune --kernel nf4_gemm_bwd --shapes qwen1.5b --db "$out/card.db" > "$out/tune-card.log" 2>&1
 	tail -3 "$out/tune-card.log"
-	mapfile -t cases < <(tr ';' '\n' <<< "$heldout")
+	down512="m=512,n=1536,k=8960;m=512,n=1536,k=8960,scales=dq" # the case under 1.0 on 2026-12-05
+	mapfile -t cases < <(tr ';' '\n' <<< "$down512;$heldout")
 	timed python3 bench/peers_nf4.py "$out/peers-nf4-heldout.jsonl" "${cases[@]}" > "$out/peers-nf4-heldout.log" 2>&1
+	timed ./bin/tune --kernel nf4_gemm_bwd --shapes "$down512" --dtype bf16 --final-rounds 2 --db "$db" > "$out/tune-down512.log" 2>&1
 	timed ./bin/tune --kernel nf4_gemm_bwd --shapes "$heldout" --dtype bf16 --final-rounds 2 --db "$db" > "$out/tune-heldout.log" 2>&1
 	./bin/tune export --db "$db" --format json --force -o "$out/nf4-heldout.json"
 	python3 bench/issue22_ratios.py "$out/nf4-heldout.json" "$out/peers-nf4-heldout.jsonl" "$out/h200-nf4-heldout-ratios.txt"
 	cat "$out/h200-nf4-heldout-ratios.txt"
+	# nf4_dequant with its unroll axis, against the Triton dequantization
+	# the peers' file above holds (nf4_dequant rows)
+	timed ./bin/tune --kernel nf4_dequant --shapes qwen1.5b --dtype bf16 --final-rounds 2 --db "$out/dequant.db" > "$out/tune-dequant.log" 2>&1
+	tail -3 "$out/tune-dequant.log"
 	exit 0
 fi
 if [[ $phase == peers || $phase == all ]]; then

@@ -265,13 +265,15 @@ func baseline(sh *Shape, w *store.Winner) *Baseline {
 	if w != nil && w.BaselineName != "" && w.BaselineMedianUS > 0 {
 		return &Baseline{Name: w.BaselineName, MedianUS: w.BaselineMedianUS}
 	}
-	def, ok := defaultParams(sh.Kernel, sh.Key)
+	sp, def, ok := defaultPoint(sh.Kernel, sh.Key)
 	if !ok {
 		return nil
 	}
 	for _, v := range sh.Valid {
-		if v.Key.Params == def {
-			return &Baseline{Name: "default", Params: def, MedianUS: v.MedianUS}
+		// A record from before an axis was added names the default
+		// point without it: compared as today's point, kept as recorded.
+		if p, err := sp.ParseRecorded(v.Key.Params); err == nil && p.String() == def {
+			return &Baseline{Name: "default", Params: v.Key.Params, MedianUS: v.MedianUS}
 		}
 	}
 	return nil
@@ -295,16 +297,17 @@ func familyShape(kernel, key string) (kernels.Family, variants.Shape, bool) {
 	return f, s, true
 }
 
-// defaultParams is the canonical parameter string of the family's untuned
-// variant at the shape: the first valid point of its space
+// defaultPoint is the family's space at the shape and the canonical
+// parameter string of its untuned variant: the first valid point
 // (variants.Space.First).
-func defaultParams(kernel, key string) (string, bool) {
+func defaultPoint(kernel, key string) (variants.Space, string, bool) {
 	f, s, ok := familyShape(kernel, key)
 	if !ok {
-		return "", false
+		return variants.Space{}, "", false
 	}
-	p, ok := f.Space(s).First()
-	return p.String(), ok
+	sp := f.Space(s)
+	p, ok := sp.First()
+	return sp, p.String(), ok
 }
 
 func runIDs(runs []store.Run) string {

@@ -34,13 +34,17 @@ func blockOr64(b int) int {
 	return b
 }
 
-// DequantParams is one nf4_dequant variant: a thread converts Bytes
-// packed bytes (2·Bytes elements, all in one block) with one load and
-// stores 4·Bytes bytes of halves.
+// DequantParams is one nf4_dequant variant: a thread converts Unroll
+// units of Bytes packed bytes (2·Bytes elements, all in one block), each
+// with one load, and stores 4·Bytes bytes of halves per unit. With
+// Unroll > 1 a thread issues every unit's loads before it converts the
+// first, and its units lie a grid's threads apart, so that each load and
+// store instruction of a warp stays contiguous.
 type DequantParams struct {
 	Threads int    `axis:"threads" values:"128,256" doc:"threads per CTA"`
 	Bytes   int    `axis:"bytes" values:"4,8,16" doc:"packed bytes per thread (8, 16 or 32 codes)"`
 	Lookup  Lookup `axis:"lookup" values:"smem,prmt,sel" doc:"code to value: shared-memory table, prmt byte tables, selp tree"`
+	Unroll  int    `axis:"unroll" values:"1,2,4" default:"1" doc:"units a thread converts, their loads issued together"`
 }
 
 // dequantDef is nf4_dequant.
@@ -127,17 +131,61 @@ func emitDequant(m *ptx.Module, w weight, dt dtype.DType, p DequantParams, entry
 	tid := k.Mov(ptx.U32, ptx.TidX)
 	d := newDeq(k, p.Lookup, dt, tid)
 	units := w.n * w.k / 2 / p.Bytes
+	unroll := max(p.Unroll, 1)
+	ctas := gen.CeilDiv(units, p.Threads*unroll)
 	u := k.Mad(ptx.U32, k.Mov(ptx.U32, ptx.CtaidX), ptx.Imm(p.Threads), tid)
-	k.If(k.Setp("lt", ptx.U32, u, ptx.Imm(units)), func() {
-		src := k.Add(ptx.U64, bufs["w4"], k.MulWide(ptx.U32, u, ptx.Imm(p.Bytes)))
-		codes := k.Ld(ptx.Global, ptx.B32, p.Bytes/4, ptx.At(src, 0), ptx.LdOpts{NC: true})
-		blk := k.Div(ptx.U32, u, ptx.Imm(w.block/2/p.Bytes))
-		t := d.forScale(loadScale(k, w.dq, bufs, blk))
-		dst := k.Add(ptx.U64, bufs[out], k.MulWide(ptx.U32, u, ptx.Imm(4*p.Bytes)))
-		for i, c := range codes {
-			out := d.word(c, t)
-			k.St(ptx.Global, ptx.B32, ptx.At(dst, int64(16*i)), out[:])
+	du := dequantUnit{k: k, d: d, w: w, p: p, bufs: bufs, out: out}
+	if unroll == 1 {
+		k.If(k.Setp("lt", ptx.U32, u, ptx.Imm(units)), func() { du.store(u, du.load(u)) })
+	} else {
+		// Every unit's loads first, from an index clamped into the
+		// weight; the stores of the units past its end are skipped.
+		us := make([]ptx.Reg, unroll)
+		loaded := make([]unitData, unroll)
+		for j := range us {
+			us[j] = k.Add(ptx.U32, u, ptx.Imm(j*ctas*p.Threads))
+			loaded[j] = du.load(k.Min(ptx.U32, us[j], ptx.Imm(units-1)))
 		}
-	})
-	return kernels.Launch{Entry: entry, Grid: configs.Grid(gen.CeilDiv(units, p.Threads), 1, 1), Block: [3]int{p.Threads, 1, 1}, Args: args}
+		for j := range us {
+			k.If(k.Setp("lt", ptx.U32, us[j], ptx.Imm(units)), func() { du.store(us[j], loaded[j]) })
+		}
+	}
+	return kernels.Launch{Entry: entry, Grid: configs.Grid(ctas, 1, 1), Block: [3]int{p.Threads, 1, 1}, Args: args}
+}
+
+// dequantUnit emits the two halves of converting one unit of a thread:
+// its loads (packed codes and scale) and its conversion and stores.
+type dequantUnit struct {
+	k    *ptx.Func
+	d    *deq
+	w    weight
+	p    DequantParams
+	bufs map[string]ptx.Reg
+	out  string
+}
+
+// unitData is a unit's loaded codes (Bytes/4 words) and block scale.
+type unitData struct {
+	codes []ptx.Reg
+	scale ptx.Reg
+}
+
+// load reads unit u's packed codes and its block's scale.
+func (du dequantUnit) load(u ptx.Reg) unitData {
+	k, p := du.k, du.p
+	src := k.Add(ptx.U64, du.bufs["w4"], k.MulWide(ptx.U32, u, ptx.Imm(p.Bytes)))
+	codes := k.Ld(ptx.Global, ptx.B32, p.Bytes/4, ptx.At(src, 0), ptx.LdOpts{NC: true})
+	blk := k.Div(ptx.U32, u, ptx.Imm(du.w.block/2/p.Bytes))
+	return unitData{codes, loadScale(k, du.w.dq, du.bufs, blk)}
+}
+
+// store converts unit u's loaded codes and stores them, 16 bytes each.
+func (du dequantUnit) store(u ptx.Reg, in unitData) {
+	k := du.k
+	t := du.d.forScale(in.scale)
+	dst := k.Add(ptx.U64, du.bufs[du.out], k.MulWide(ptx.U32, u, ptx.Imm(4*du.p.Bytes)))
+	for i, c := range in.codes {
+		out := du.d.word(c, t)
+		k.St(ptx.Global, ptx.B32, ptx.At(dst, int64(16*i)), out[:])
+	}
 }

@@ -4,10 +4,13 @@
 // # nf4_dequant
 //
 // W [N×K] in NF4 to bf16/f16, shape n, k, block (64 if left out; 64, 128
-// or 256), scales=dq for double-quantized scales. A thread converts 4, 8
-// or 16 packed bytes with one load; the lookup axis picks a shared-memory
-// codebook, prmt byte tables (CUTLASS's lookup_table_convert) or a selp
-// tree. Every variant is bit-exact: fl32(Codebook[c]·absmax) rounded once.
+// or 256), scales=dq for double-quantized scales. A thread converts 1, 2
+// or 4 units (unroll) of 4, 8 or 16 packed bytes, one load each, every
+// unit's loads issued before the first is converted, the units a grid's
+// threads apart so that each warp instruction stays contiguous; the
+// lookup axis picks a shared-memory codebook, prmt byte tables (CUTLASS's
+// lookup_table_convert) or a selp tree. Every variant is bit-exact:
+// fl32(Codebook[c]·absmax) rounded once.
 //
 // # nf4_gemm_bwd
 //
