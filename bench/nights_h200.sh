@@ -15,13 +15,18 @@
 # PLANTED=0 leaves out step 2 (a second call of A/A nights).
 #
 # Run from the repository root on the GPU host with bin/tune built here;
-# writes into ${OUT:-out}/nights. About 80 s a night.
+# writes into ${OUT:-out}/nights. About 80 s a night over five tables on
+# 2026-12-05, most of it the host's float64 references; with --ref-cache
+# only the first night computes them.
 set -uo pipefail
 out=${OUT:-out}/nights
 mkdir -p "$out"
 export LD_LIBRARY_PATH=/usr/local/nvidia/lib64:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 tables=configs/h200/activations.json,configs/h200/rows.json,configs/h200/pool.json,configs/h200/gemm.json,configs/h200/nf4.json,configs/h200/nf4_gemm.json
 nights=${NIGHTS:-6}
+# The nights' float64 references, computed by the first night and read by
+# the others (tune bench --ref-cache); outside $OUT, which comes back.
+refs=${REFS:-/tmp/gradtune-refs}
 source "$(dirname "${BASH_SOURCE[0]}")/timed.sh"
 summary="$out/summary.txt"
 : > "$summary"
@@ -29,7 +34,7 @@ nvidia-smi --query-gpu=name,uuid,driver_version,clocks.sm,clocks.mem,temperature
 night() { # night NAME [bench flags...]: the nightly command into night-NAME.db
 	local name=$1
 	shift
-	timed ./bin/tune bench --configs "$tables" "$@" --db "$out/night-$name.db" > "$out/bench-$name.log" 2>&1
+	timed ./bin/tune bench --configs "$tables" "$@" --ref-cache "$refs" --db "$out/night-$name.db" > "$out/bench-$name.log" 2>&1
 	local rc=$?
 	echo "night $name: exit $rc" >> "$summary"
 	return $rc

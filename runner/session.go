@@ -43,7 +43,13 @@ type Session struct {
 	scratch []byte
 	// dev, when set, compares outputs on the device (CheckOnDevice).
 	dev *devChecker
+	// refs, when set, keeps references across processes (UseRefCache).
+	refs *RefCache
 }
+
+// UseRefCache makes Prepare read references from c, and store there the
+// ones it computes (see RefCache).
+func (ss *Session) UseRefCache(c *RefCache) { ss.refs = c }
 
 // NewSession returns a session on be with nothing prepared.
 func NewSession(be Backend) *Session { return &Session{be: be} }
@@ -58,7 +64,7 @@ func (ss *Session) Prepare(f kernels.Family, s variants.Shape, seed uint64) erro
 	ss.Release()
 	in := f.Inputs(s, seed)
 	ss.fam, ss.shape = f, s
-	ss.ref = f.Reference(s, in)
+	ss.ref = ss.refs.reference(f, s, "random", seed, in)
 	if err := ss.setBuffers(f.Buffers(s), kernels.Env(s)); err != nil {
 		return fmt.Errorf("family %s at %s: %w", f.Name(), s.Key(), err)
 	}
@@ -82,7 +88,7 @@ func (ss *Session) Prepare(f kernels.Family, s variants.Shape, seed uint64) erro
 	}
 	if e, ok := f.(kernels.Exacter); ok {
 		if in, ok := e.ExactInputs(s, seed); ok {
-			if err := ss.prepareExact(in); err != nil {
+			if err := ss.prepareExact(in, seed); err != nil {
 				return err
 			}
 		}
@@ -104,7 +110,7 @@ type exactSet struct {
 // prepareExact allocates and fills the exact set's Input buffers with in
 // and computes its reference: the family's, rounded once to each Output
 // and Accumulate buffer's dtype, as the program rounds its exact result.
-func (ss *Session) prepareExact(in map[string][]float64) error {
+func (ss *Session) prepareExact(in map[string][]float64, seed uint64) error {
 	ex := &exactSet{bufs: map[string]Ptr{}, pristine: map[string]Ptr{}}
 	ss.exact = ex
 	for _, b := range ss.specs {
@@ -131,7 +137,7 @@ func (ss *Session) prepareExact(in map[string][]float64) error {
 			return err
 		}
 	}
-	ex.ref = ss.fam.Reference(ss.shape, in)
+	ex.ref = ss.refs.reference(ss.fam, ss.shape, "exact", seed, in)
 	for _, b := range ss.specs {
 		if writes(b.Role) {
 			r := ex.ref[b.Name]

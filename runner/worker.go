@@ -21,6 +21,8 @@ type ServeOptions struct {
 	Families Families
 	// Telemetry opens the GPU's telemetry; nil: none.
 	Telemetry OpenTelemetry
+	// References, when set, keeps the references across processes.
+	References *RefCache
 }
 
 // Serve runs the worker side: it owns GPU ordinal dev, reads one JSON
@@ -99,6 +101,7 @@ func (w *gpuWorker) open() error {
 	}
 	w.be = be
 	w.ss = NewSession(be)
+	w.ss.UseRefCache(w.opt.References)
 	// Outputs of megabytes: compare them where they are.
 	if err := w.ss.CheckOnDevice(); err != nil {
 		return err

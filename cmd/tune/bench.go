@@ -22,7 +22,7 @@ import (
 func benchCommand() *command {
 	return &command{
 		name:  "bench",
-		usage: "bench --configs TABLE.json [--db FILE] [--kernel K] [--shapes S] [--device N] [--mode cold|hot] [--seed N]",
+		usage: "bench --configs TABLE.json [--db FILE] [--kernel K] [--shapes S] [--device N] [--mode cold|hot] [--seed N] [--ref-cache DIR]",
 		summary: "measure again, without searching, the tuned variant of every entry of a config table\n" +
 			"and its baseline (the table's, else the family's default variant), into a new run;\n" +
 			"tune regress then compares that run with an earlier one",
@@ -34,6 +34,7 @@ func benchCommand() *command {
 			fs.Int("device", 0, "N\tGPU ordinal")
 			fs.String("mode", string(eval.Cold), "cold|hot\tflush L2 before every sample (cold) or not")
 			fs.Uint64("seed", 1, "N\tinput data seed")
+			fs.String("ref-cache", "", "DIR\tkeep the float64 references in DIR and read them there in later runs of this same binary\n(a nightly run computes each entry's once; any other binary ignores them)")
 			fs.String("plant-slowdown", "", "'KERNEL DTYPE SHAPE=PCT%'\tadd a delay launch of PCT% of the table's median to that case (tests of the gate)")
 			fs.String("replay", "", "DB\tanswer from the samples recorded in DB instead of a GPU (tests of the gate)")
 		},
@@ -53,6 +54,11 @@ func cmdBench(fs *flagSet, stdout, stderr io.Writer) error {
 	}
 	if err := gpu.probeDB(); err != nil {
 		return err
+	}
+	if dir := fs.str("ref-cache"); dir != "" {
+		if _, err := runner.OpenRefCache(dir); err != nil {
+			return usagef("--ref-cache %s: %w", dir, err)
+		}
 	}
 	worker, err := benchWorker(fs, gpu.device, gpu.seed)
 	if err != nil {
@@ -187,7 +193,7 @@ func entryFilter(fs *flagSet) (func(configs.Entry) bool, error) {
 func benchWorker(fs *flagSet, dev int, seed uint64) (func() (runner.Worker, error), error) {
 	path := fs.str("replay")
 	if path == "" {
-		return processWorker(dev, false)
+		return processWorker(dev, workerFlags{refCache: fs.str("ref-cache")})
 	}
 	rp, info, err := replayOf(path, seed)
 	if err != nil {

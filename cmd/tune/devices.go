@@ -42,16 +42,24 @@ func cmdDevices(_ *flagSet, stdout, _ io.Writer) error {
 // the planted-fault family.
 func workerCommand() *command {
 	return &command{
-		name: "__worker", usage: "__worker [--device N] [--faults]", summary: "internal: serve the tuning loop over stdin and stdout", hidden: true,
+		name: "__worker", usage: "__worker [--device N] [--faults] [--ref-cache DIR]", summary: "internal: serve the tuning loop over stdin and stdout", hidden: true,
 		flags: func(fs *flagSet) {
 			fs.Int("device", 0, "N\tGPU ordinal")
 			fs.Bool("faults", false, "\tserve the planted-fault family too")
+			fs.String("ref-cache", "", "DIR\tkeep the references in DIR (runner.RefCache)")
 		},
 		run: func(fs *flagSet, _, _ io.Writer) error {
 			dev := fs.integer("device")
 			opt := runner.ServeOptions{Telemetry: nvml.Open}
 			if fs.Given("faults") {
 				opt.Families = runner.Families{faults.Family()}
+			}
+			if dir := fs.str("ref-cache"); dir != "" {
+				c, err := runner.OpenRefCache(dir)
+				if err != nil {
+					return err
+				}
+				opt.References = c
 			}
 			return runner.Serve(os.Stdin, os.Stdout, dev, opt)
 		},

@@ -302,7 +302,7 @@ func openDevice(fs *flagSet, gpu gpuOptions, o tuneOptions, dev int, fix variant
 func tuneWorker(fs *flagSet, gpu gpuOptions, dev int) (func() (runner.Worker, error), error) {
 	path := fs.str("replay")
 	if path == "" {
-		return processWorker(dev, fs.Given("faults"))
+		return processWorker(dev, workerFlags{faults: fs.Given("faults")})
 	}
 	rp, info, err := replayOf(path, gpu.seed)
 	if err != nil {
@@ -322,12 +322,19 @@ func printPool(stdout io.Writer, pool *runner.CompilePool, o compileOptions) {
 
 // processWorker is the constructor of worker processes on GPU dev: this
 // binary in its hidden worker mode.
-func processWorker(dev int, withFaults bool) (func() (runner.Worker, error), error) {
+func processWorker(dev int, wf workerFlags) (func() (runner.Worker, error), error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("finding the tune binary for its worker: %w", err)
 	}
-	return runner.NewProcessWorker(workerArgv(exe, dev, withFaults, os.Getenv("GRADTUNE_WORKER_WRAP"))), nil
+	return runner.NewProcessWorker(workerArgv(exe, dev, wf, os.Getenv("GRADTUNE_WORKER_WRAP"))), nil
+}
+
+// workerFlags are what a worker is asked to do beyond its device: serve
+// the planted-fault family, keep references in a cache directory.
+type workerFlags struct {
+	faults   bool
+	refCache string
 }
 
 // workerArgv is the worker's command line: exe in its worker mode, run
@@ -335,10 +342,13 @@ func processWorker(dev int, withFaults bool) (func() (runner.Worker, error), err
 // profiler that follows one process, such as Nsight Compute with its
 // output off stdout (ncu --log-file F -o REPORT ...), since the worker
 // talks to tune over its stdin and stdout.
-func workerArgv(exe string, dev int, withFaults bool, wrap string) []string {
+func workerArgv(exe string, dev int, wf workerFlags, wrap string) []string {
 	argv := append(strings.Fields(wrap), exe, "__worker", "--device", strconv.Itoa(dev))
-	if withFaults {
+	if wf.faults {
 		argv = append(argv, "--faults")
+	}
+	if wf.refCache != "" {
+		argv = append(argv, "--ref-cache", wf.refCache)
 	}
 	return argv
 }

@@ -13,6 +13,10 @@
 #                                job summary on GitHub Actions)
 #   STATE_DIR/gate.bench.txt     both nights in the Go benchmark format:
 #                                benchstat -col run gate.bench.txt
+#   STATE_DIR/references/        the entries' float64 references, computed
+#                                by the first night of a tune binary and
+#                                read by the next ones (tune bench
+#                                --ref-cache)
 #
 # Exit codes: those of tune regress (0 pass, 1 a case regressed or is
 # missing, 2 bad input), or tune bench's when the measurement itself
@@ -27,7 +31,7 @@ tables=${TABLES:-$(ls configs/h200/*.json | paste -sd, -)}
 night=$state/nights/$(date -u +%Y%m%dT%H%M%SZ).db
 mkdir -p "$state/nights"
 
-"$tune" bench --configs "$tables" --db "$night" || exit $?
+"$tune" bench --configs "$tables" --ref-cache "$state/references" --db "$night" || exit $?
 echo "night: $night"
 if [[ ! -f $state/last-good.db ]]; then
   cp "$night" "$state/last-good.db"
