@@ -28,10 +28,12 @@
 #           round; runner/exact_gpu_test.go's exactness on the GPU ~5 min
 #   nights  issues 21 and 23: bench/nights_h200.sh (six nights, five A/A
 #           pairs, a planted slowdown, a planted failure); 92-104 s a
-#           night over five tables on 2026-12-05, more with nf4_gemm.json
-#           (34 entries, each validated against a float64 reference on the
-#           host first: about 4-5 s each at 8192 tokens), so plan on two
-#           calls: NIGHTS=3, then PLANTED=0 NIGHTS=4 (A/A nights alone)
+#           night over five tables on 2026-12-05, 88 s of it preparing
+#           inputs and float64 references on the host, more with
+#           nf4_gemm.json (34 entries: about 4-5 s each at 8192 tokens).
+#           The nights share --ref-cache /tmp/gradtune-refs, so only the
+#           first computes references; if a call still runs out, a second
+#           with PLANTED=0 runs A/A nights alone
 #   pytorch issue 25: examples/pytorch's Qwen2.5-1.5B layer, tuned
 #           Functions against torch + dequantize                ~2 min
 #   step    issues 26/27: tune swiglu_bwd, rope_bwd, cross_entropy_bwd and lora_bwd at
