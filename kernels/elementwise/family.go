@@ -137,21 +137,31 @@ func (e *family) Inputs(s Shape, seed uint64) map[string][]float64 {
 	return out
 }
 
+// Reference maps every element, in chunks on every processor (a map of
+// 18 M elements is seconds on one core).
 func (e *family) Reference(s Shape, in map[string][]float64) map[string][]float64 {
 	n := s.elems()
 	out := map[string][]float64{}
-	for _, name := range e.outs {
-		out[name] = make([]float64, n)
+	ins, outs := make([][]float64, len(e.ins)), make([][]float64, len(e.outs))
+	for j, op := range e.ins {
+		ins[j] = in[op.name]
 	}
-	args := make([]float64, len(e.ins))
-	for i := range n {
-		for j, op := range e.ins {
-			args[j] = in[op.name][i]
-		}
-		for o, v := range e.ref(args) {
-			out[e.outs[o]][i] = v
-		}
+	for o, name := range e.outs {
+		outs[o] = make([]float64, n)
+		out[name] = outs[o]
 	}
+	const chunk = 1 << 16
+	kernels.ParallelRows((n+chunk-1)/chunk, func(c int) {
+		args := make([]float64, len(ins))
+		for i := c * chunk; i < min(n, (c+1)*chunk); i++ {
+			for j := range ins {
+				args[j] = ins[j][i]
+			}
+			for o, v := range e.ref(args) {
+				outs[o][i] = v
+			}
+		}
+	})
 	return out
 }
 

@@ -1,6 +1,10 @@
 package lppool
 
-import "math"
+import (
+	"math"
+
+	"github.com/gradtune/gradtune/kernels"
+)
 
 // geom is a shape's pooling geometry: rows = n·c rows of l elements, c of
 // them per batch element (the kernels take n at run time and bake c).
@@ -63,7 +67,7 @@ func (g geom) ymax() float64 { return inputMax * math.Pow(float64(g.k), 1/g.p) }
 // forward is the forward in float64: y_w = ((k/c_w)·Σ|x_i|^p)^(1/p).
 func forward(g geom, x []float64) []float64 {
 	y := make([]float64, g.rows*g.lout)
-	for r := 0; r < g.rows; r++ {
+	kernels.ParallelRows(g.rows, func(r int) {
 		row := x[r*g.l : (r+1)*g.l]
 		for w := 0; w < g.lout; w++ {
 			var sum float64
@@ -72,7 +76,7 @@ func forward(g geom, x []float64) []float64 {
 			}
 			y[r*g.lout+w] = math.Pow(g.scale(w)*sum, 1/g.p)
 		}
-	}
+	})
 	return y
 }
 
@@ -81,7 +85,7 @@ func forward(g geom, x []float64) []float64 {
 // with y_w = 0 and elements with x_i = 0 contribute 0.
 func backward(g geom, x, dy, y []float64) []float64 {
 	dx := make([]float64, len(x))
-	for r := 0; r < g.rows; r++ {
+	kernels.ParallelRows(g.rows, func(r int) { // a row's windows touch its elements only
 		for w := 0; w < g.lout; w++ {
 			yw := y[r*g.lout+w]
 			if yw == 0 {
@@ -99,6 +103,6 @@ func backward(g geom, x, dy, y []float64) []float64 {
 				dx[i] += t
 			}
 		}
-	}
+	})
 	return dx
 }
