@@ -111,14 +111,31 @@ func (f *sumFamily) Emit(variants.Shape, variants.Params) (kernels.Program, erro
 // the session holds it afterwards.
 func validateSum(t *testing.T, f *sumFamily, onDevice bool) (runner.Check, []float64) {
 	t.Helper()
+	return sessionCheck(t, f, 1, func(ss *runner.Session) error {
+		if onDevice {
+			return ss.CheckOnDevice()
+		}
+		return nil
+	})
+}
+
+// shapedFamily is a test family that names its one shape.
+type shapedFamily interface {
+	kernels.Family
+	shape() variants.Shape
+}
+
+// sessionCheck validates f's program on a fresh interpreter session that
+// setup configures, with inputs from seed, and returns the check and y as
+// the session holds it afterwards.
+func sessionCheck(t *testing.T, f shapedFamily, seed uint64, setup func(*runner.Session) error) (runner.Check, []float64) {
+	t.Helper()
 	ss := runner.NewSession(sim.New(sim.Options{}))
 	defer ss.Release()
-	if onDevice {
-		if err := ss.CheckOnDevice(); err != nil {
-			t.Fatal(err)
-		}
+	if err := setup(ss); err != nil {
+		t.Fatal(err)
 	}
-	if err := ss.Prepare(f, f.shape(), 1); err != nil {
+	if err := ss.Prepare(f, f.shape(), seed); err != nil {
 		t.Fatal(err)
 	}
 	prog, err := f.Emit(f.shape(), nil)

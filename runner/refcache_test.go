@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/gradtune/gradtune/runner"
-	"github.com/gradtune/gradtune/runner/sim"
 	"github.com/gradtune/gradtune/variants"
 )
 
@@ -23,29 +22,11 @@ func (f *countingSum) Reference(s variants.Shape, in map[string][]float64) map[s
 	return f.sumFamily.Reference(s, in)
 }
 
-// validateCached prepares f at seed on a fresh interpreter session that
-// uses c, and validates f's program there.
+// validateCached validates f's program at seed on a fresh interpreter
+// session that uses c.
 func validateCached(t *testing.T, f *countingSum, c *runner.RefCache, seed uint64) runner.Check {
 	t.Helper()
-	ss := runner.NewSession(sim.New(sim.Options{}))
-	defer ss.Release()
-	ss.UseRefCache(c)
-	if err := ss.Prepare(f, f.shape(), seed); err != nil {
-		t.Fatal(err)
-	}
-	prog, err := f.Emit(f.shape(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := ss.Load(prog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Unload()
-	check, err := ss.Validate(l)
-	if err != nil {
-		t.Fatal(err)
-	}
+	check, _ := sessionCheck(t, f, seed, func(ss *runner.Session) error { ss.UseRefCache(c); return nil })
 	return check
 }
 
