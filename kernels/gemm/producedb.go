@@ -2,6 +2,7 @@ package gemm
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/dtype"
@@ -9,6 +10,7 @@ import (
 	"github.com/gradtune/gradtune/kernels/gen"
 	"github.com/gradtune/gradtune/kernels/hopper"
 	"github.com/gradtune/gradtune/kernels/ptx"
+	"github.com/gradtune/gradtune/variants"
 )
 
 // A BProducer writes B into its global buffer while the GEMM that reads
@@ -294,12 +296,25 @@ func (d DXGemm) Check(p Params) error {
 
 // checkRules applies the rules of gemm_bwd's space at s to p.
 func checkRules(s Shape, p Params) error {
-	for _, r := range (def{}).Space(s).Rules {
+	for _, r := range rulesAt(s) {
 		if err := r.Check(p); err != nil {
 			return fmt.Errorf("%s: %w", r.Name, err)
 		}
 	}
 	return nil
+}
+
+// spaceRules holds gemm_bwd's rules per shape for checkRules: a caller's
+// space (nf4_gemm_bwd's dense paths) checks every one of its points
+// against them, and building them is most of a check.
+var spaceRules sync.Map // Shape → []variants.Rule[Params]
+
+func rulesAt(s Shape) []variants.Rule[Params] {
+	if r, ok := spaceRules.Load(s); ok {
+		return r.([]variants.Rule[Params])
+	}
+	r, _ := spaceRules.LoadOrStore(s, (def{}).Space(s).Rules)
+	return r.([]variants.Rule[Params])
 }
 
 // Emit writes the program of p (see Check): the GEMM launch, the split-K
