@@ -8,7 +8,6 @@ import (
 
 	"github.com/gradtune/gradtune/eval"
 	"github.com/gradtune/gradtune/internal/results"
-	"github.com/gradtune/gradtune/runner"
 )
 
 // WriteRuns writes one line per run of the set: GPU, driver, tool and
@@ -218,7 +217,7 @@ func WriteRunSummaries(w io.Writer, path string, sums []results.RunSummary) {
 		fmt.Fprintf(w, "  telemetry: %d of %d timed evaluations", s.WithTelemetry, s.Timed)
 		if s.WithTelemetry > 0 {
 			reasons := "none"
-			if names := runner.ReasonNames(s.Reasons); len(names) > 0 {
+			if names := eval.ReasonNames(s.Reasons); len(names) > 0 {
 				reasons = strings.Join(names, ", ")
 			}
 			fmt.Fprintf(w, "; SM %d–%d MHz, memory %d–%d MHz, up to %d °C and %.0f W; clock event reasons: %s",

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gradtune/gradtune/eval"
 	"github.com/gradtune/gradtune/kernels/faults"
 	"github.com/gradtune/gradtune/variants"
 )
@@ -77,7 +78,7 @@ func (f *fakeTelemetry) Close() error { return nil }
 // either side of it is; the summary takes median clocks and every reason.
 func TestGaugeFlagsThrottledBatches(t *testing.T) {
 	cool := Reading{SMClockMHz: 1980, MemClockMHz: 3201, TemperatureC: 40, PowerW: 300}
-	hot := Reading{SMClockMHz: 1500, MemClockMHz: 3201, TemperatureC: 80, PowerW: 700, Reasons: ReasonSWPowerCap}
+	hot := Reading{SMClockMHz: 1500, MemClockMHz: 3201, TemperatureC: 80, PowerW: 700, Reasons: eval.ReasonSWPowerCap}
 	g := &gauge{t: &fakeTelemetry{readings: []Reading{cool, cool, hot, cool, cool}}}
 	var flags []bool
 	g.read()
@@ -88,7 +89,7 @@ func TestGaugeFlagsThrottledBatches(t *testing.T) {
 		t.Errorf("throttled batches %v, want %v", flags, want)
 	}
 	s := g.summary()
-	if s.SMClockMHz != 1980 || s.TemperatureC != 80 || s.PowerW != 700 || s.Reasons != ReasonSWPowerCap {
+	if s.SMClockMHz != 1980 || s.TemperatureC != 80 || s.PowerW != 700 || s.Reasons != eval.ReasonSWPowerCap {
 		t.Errorf("summary %+v", s)
 	}
 	if !strings.Contains(hot.String(), "sw power cap") || (&gauge{}).read() {

@@ -3,6 +3,8 @@ package runner
 import (
 	"fmt"
 	"slices"
+
+	"github.com/gradtune/gradtune/eval"
 )
 
 // Reading is a GPU's state at one moment, as NVML reports it.
@@ -15,55 +17,18 @@ type Reading struct {
 	Reasons uint64
 }
 
-// NVML clock event reasons that lower the clocks of a busy GPU: a software
-// power cap, a hardware slowdown, software and hardware thermal slowdown,
-// and the power brake. The others (idle, application clock settings, sync
-// boost, display clock) do not make a measurement slower than the same
-// GPU's normal state.
-const (
-	ReasonSWPowerCap   uint64 = 0x4
-	ReasonHWSlowdown   uint64 = 0x8
-	ReasonSWThermal    uint64 = 0x20
-	ReasonHWThermal    uint64 = 0x40
-	ReasonHWPowerBrake uint64 = 0x80
-	ThrottleReasons           = ReasonSWPowerCap | ReasonHWSlowdown | ReasonSWThermal | ReasonHWThermal | ReasonHWPowerBrake
-	reasonGPUIdle      uint64 = 0x1
-	reasonAppClocks    uint64 = 0x2
-	reasonSyncBoost    uint64 = 0x10
-	reasonDisplayClock uint64 = 0x100
-	reasonBoardLimit   uint64 = 0x200
-	reasonReliability  uint64 = 0x400
-)
-
 // Throttled reports whether the GPU was slowed down by a cap (see
-// ThrottleReasons).
-func (r Reading) Throttled() bool { return r.Reasons&ThrottleReasons != 0 }
+// eval.ThrottleReasons).
+func (r Reading) Throttled() bool { return r.Reasons&eval.ThrottleReasons != 0 }
 
 // String is "SM 1980 MHz, memory 3201 MHz, 41 °C, 312 W" and the
 // reasons, if any.
 func (r Reading) String() string {
 	s := fmt.Sprintf("SM %d MHz, memory %d MHz, %d °C, %.0f W", r.SMClockMHz, r.MemClockMHz, r.TemperatureC, r.PowerW)
-	if names := ReasonNames(r.Reasons); len(names) > 0 {
+	if names := eval.ReasonNames(r.Reasons); len(names) > 0 {
 		s += fmt.Sprintf(" (clock event reasons: %v)", names)
 	}
 	return s
-}
-
-// ReasonNames names the bits of an NVML clock event reason mask.
-func ReasonNames(mask uint64) []string {
-	var out []string
-	for _, r := range []struct {
-		bit  uint64
-		name string
-	}{{reasonGPUIdle, "idle"}, {reasonAppClocks, "application clocks"}, {ReasonSWPowerCap, "sw power cap"},
-		{ReasonHWSlowdown, "hw slowdown"}, {reasonSyncBoost, "sync boost"}, {ReasonSWThermal, "sw thermal"},
-		{ReasonHWThermal, "hw thermal"}, {ReasonHWPowerBrake, "hw power brake"}, {reasonDisplayClock, "display clock"},
-		{reasonBoardLimit, "board limit"}, {reasonReliability, "reliability"}} {
-		if mask&r.bit != 0 {
-			out = append(out, r.name)
-		}
-	}
-	return out
 }
 
 // Telemetry reads a GPU's clocks, temperature, power and throttle reasons

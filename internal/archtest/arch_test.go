@@ -32,6 +32,7 @@ var rules = []rule{
 	{from: "store", to: []string{"runner", "kernels"}},
 	{from: "runner", to: []string{"store"}},
 	{from: "kernels", to: []string{"runner"}},
+	{from: "reports", to: []string{"runner"}},
 }
 
 // pkg is what go list says of one package.

@@ -10,7 +10,9 @@
 //     aliases of configs' element types;
 //   - store imports neither runner nor kernels (any of their packages);
 //   - runner (any runner/...) does not import store;
-//   - kernels (any kernels/...) imports nothing of runner.
+//   - kernels (any kernels/...) imports nothing of runner;
+//   - reports imports nothing of runner (what an evaluation records is
+//     eval's and store's vocabulary).
 //
 // A second test keeps README.md in step with go.mod and the commands.
 // The package has no code besides the tests.
