@@ -76,7 +76,7 @@ func simSample(all []variants.Params, key string) []variants.Params {
 	if testing.Short() {
 		n = 3
 	}
-	out := runner.Pick(all, n)
+	out := variants.Spread(all, n)
 	if len(all) > len(out) {
 		h := fnv.New32a()
 		fmt.Fprint(h, key)

@@ -633,40 +633,6 @@ func (r *Runner) run(ctx context.Context, req *evalRequest, res *Result, cost ke
 	}
 }
 
-// Pick returns at most budget points spread evenly over all (budget 0: all).
-func Pick(all []variants.Params, budget int) []variants.Params {
-	if budget <= 0 || budget >= len(all) {
-		return all
-	}
-	out := make([]variants.Params, budget)
-	for i := range out {
-		out[i] = all[i*len(all)/budget]
-	}
-	return out
-}
-
-// Filter keeps the points whose values agree with fix on every axis fix
-// names.
-func Filter(all []variants.Params, fix variants.Params) []variants.Params {
-	if len(fix) == 0 {
-		return all
-	}
-	var out []variants.Params
-	for _, p := range all {
-		ok := true
-		for k, v := range fix {
-			if p[k] != v {
-				ok = false
-				break
-			}
-		}
-		if ok {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
 // finalRound re-times the winner best and the baseline base (the vendor
 // baseline bl; nil when there is none) alternately, r.opt.FinalRounds
 // times each, in a fresh worker (a new process and CUDA context, as a

@@ -242,19 +242,6 @@ func TestHungVariantTimesOut(t *testing.T) {
 	}
 }
 
-func TestPickAndFilter(t *testing.T) {
-	all := toyFamily{}.Space(toyShape).Enumerate()
-	if got := Pick(all, 2); len(got) != 2 || got[0].String() != "v=1" || got[1].String() != "v=3" {
-		t.Errorf("Pick = %v", got)
-	}
-	if got := Pick(all, 0); len(got) != 4 {
-		t.Errorf("Pick(0) = %v", got)
-	}
-	if got := Filter(all, variants.Params{"v": "2"}); len(got) != 1 || got[0].String() != "v=2" {
-		t.Errorf("Filter = %v", got)
-	}
-}
-
 func TestConverged(t *testing.T) {
 	o := MeasureOpts{MinSamples: 10, MaxSamples: 50, TargetCI: 0.005}
 	tight := samples(100)

@@ -99,12 +99,12 @@ func New(c Config, space variants.Space, fix variants.Params) (Strategy, error) 
 	if all == nil {
 		all = space.Enumerate()
 	}
-	pts := filter(all, fix)
+	pts := variants.Filter(all, fix)
 	b := c.budget(len(pts))
 	rng := rand.New(rand.NewPCG(c.Seed, 0x73656172))
 	switch c.Name {
 	case "", "exhaustive":
-		return &fixedList{list: spread(pts, b)}, nil
+		return &fixedList{list: variants.Spread(pts, b)}, nil
 	case "random":
 		perm := rng.Perm(len(pts))
 		list := make([]variants.Params, b)
@@ -119,34 +119,6 @@ func New(c Config, space variants.Space, fix variants.Params) (Strategy, error) 
 	}
 	_, err := ParseName(c.Name)
 	return nil, err
-}
-
-// filter keeps the points whose values agree with fix on every axis fix
-// names.
-func filter(all []variants.Params, fix variants.Params) []variants.Params {
-	var out []variants.Params
-	for _, p := range all {
-		ok := true
-		for k, v := range fix {
-			ok = ok && p[k] == v
-		}
-		if ok {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// spread returns n points spread evenly over all.
-func spread(all []variants.Params, n int) []variants.Params {
-	if n >= len(all) {
-		return all
-	}
-	out := make([]variants.Params, n)
-	for i := range out {
-		out[i] = all[i*len(all)/n]
-	}
-	return out
 }
 
 // fixedList proposes a list decided up front, all at once.

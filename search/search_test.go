@@ -81,7 +81,7 @@ func TestStrategiesKeepConstraintsAndSeeds(t *testing.T) {
 			}
 			points := n
 			if fix != nil {
-				points = len(filter(sp.Enumerate(), fix))
+				points = len(variants.Filter(sp.Enumerate(), fix))
 			}
 			want := map[string]int{"exhaustive": points, "random": DefaultBudget(points), "model": DefaultBudget(points),
 				"halving": max(1, (points+26)/27)}[name]

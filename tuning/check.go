@@ -84,7 +84,7 @@ type checkUnit struct {
 func Check(sel Selection, opt CheckOptions) []CheckResult {
 	var units []*checkUnit
 	for _, fs := range sel.Shapes() {
-		pts := runner.Pick(runner.Filter(fs.F.Space(fs.S).Enumerate(), sel.Fix), opt.Sample)
+		pts := variants.Spread(variants.Filter(fs.F.Space(fs.S).Enumerate(), sel.Fix), opt.Sample)
 		units = append(units, &checkUnit{fs: fs, points: pts, need: InterpreterBytes(fs.F, fs.S)})
 	}
 	procs := opt.Procs

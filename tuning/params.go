@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/gradtune/gradtune/kernels"
-	"github.com/gradtune/gradtune/runner"
 	"github.com/gradtune/gradtune/variants"
 )
 
@@ -39,7 +38,7 @@ func FirstPoint(sp variants.Space, fix variants.Params) (variants.Params, error)
 		if p, ok := sp.First(); ok {
 			return p, nil
 		}
-	} else if pts := runner.Filter(sp.Enumerate(), fix); len(pts) > 0 {
+	} else if pts := variants.Filter(sp.Enumerate(), fix); len(pts) > 0 {
 		return pts[0], nil
 	}
 	if len(fix) == 0 {
@@ -77,7 +76,7 @@ func ValidValues(sp variants.Space, fix variants.Params) []AxisValues {
 			continue
 		}
 		seen := map[string]bool{}
-		for _, p := range runner.Filter(all, without(fix, a.Name)) {
+		for _, p := range variants.Filter(all, without(fix, a.Name)) {
 			seen[p[a.Name]] = true
 		}
 		av := AxisValues{Axis: a.Name}

@@ -196,13 +196,8 @@ func (s Space) Product() []Params {
 func (s Space) has(fix Params) bool {
 	found := false
 	s.points(func(p Params) bool {
-		for k, v := range fix {
-			if p[k] != v {
-				return true
-			}
-		}
-		found = true
-		return false
+		found = p.Agrees(fix)
+		return !found
 	})
 	return found
 }

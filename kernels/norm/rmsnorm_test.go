@@ -11,7 +11,6 @@ import (
 	"github.com/gradtune/gradtune/internal/rowtest"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/internal/ptxtest"
-	"github.com/gradtune/gradtune/runner"
 	"github.com/gradtune/gradtune/variants"
 )
 
@@ -423,7 +422,7 @@ func TestNormAtomic1(t *testing.T) {
 		for _, dt := range f.DTypes() {
 			for _, sp := range append([]string{rowtest.ModelShape[name]}, rowtest.OddShapes...) {
 				s := rowtest.Shape(t, f, sp, dt)
-				for _, p := range runner.Filter(f.Space(s).Enumerate(), variants.Params{"dgamma": "atomic1"}) {
+				for _, p := range variants.Filter(f.Space(s).Enumerate(), variants.Params{"dgamma": "atomic1"}) {
 					prog, err := f.Emit(s, p)
 					if err != nil {
 						t.Fatalf("%s %s %s: %v", name, s.Key(), p, err)

@@ -134,7 +134,7 @@ func TestRowSpaces(t *testing.T) {
 				}
 				// Emit a third (every axis value; all with
 				// GRADTUNE_SWEEP=ci) at a few shapes, 12 elsewhere.
-				pts := runner.Pick(all, 12)
+				pts := variants.Spread(all, 12)
 				if every {
 					pts = sweep.Pick(all, 3)
 				}
@@ -492,11 +492,11 @@ func TestRowVariantsOnInterpreter(t *testing.T) {
 				pts := f.Space(s).Enumerate()
 				switch n := c.sample; {
 				case testing.Short():
-					pts = runner.Pick(pts, min(max(n, 1), 6))
+					pts = variants.Spread(pts, min(max(n, 1), 6))
 				case n == 0:
 					pts = sweep.Pick(pts, 4)
 				default:
-					pts = runner.Pick(pts, n)
+					pts = variants.Spread(pts, n)
 				}
 				for _, p := range pts {
 					runs++
@@ -580,11 +580,11 @@ func TestRowRuntimeRows(t *testing.T) {
 			s := rowtest.Shape(t, f, c.emitAt, dt)
 			var progs []rowtest.Variant
 			for _, grp := range runtimeGroups(name) {
-				pts := runner.Filter(f.Space(s).Enumerate(), grp)
+				pts := variants.Filter(f.Space(s).Enumerate(), grp)
 				if len(pts) == 0 {
 					t.Errorf("%s: no variant with %s", s.Key(), grp)
 				}
-				for _, p := range runner.Pick(pts, 2) {
+				for _, p := range variants.Spread(pts, 2) {
 					prog, err := f.Emit(s, p)
 					if err != nil {
 						t.Fatalf("%s %s: %v", s.Key(), p, err)
