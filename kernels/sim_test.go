@@ -9,6 +9,7 @@ import (
 	"github.com/gradtune/gradtune/kernels/catalog"
 	"github.com/gradtune/gradtune/runner"
 	"github.com/gradtune/gradtune/runner/sim"
+	"github.com/gradtune/gradtune/smallshapes"
 	"github.com/gradtune/gradtune/variants"
 )
 
@@ -33,9 +34,9 @@ func TestVariantsOnInterpreter(t *testing.T) {
 			defer ss.Release()
 			runs := 0
 			for _, dt := range f.DTypes() {
-				shapes := sim.SmallShapes(f, dt)
+				shapes := smallshapes.Of(f, dt)
 				if len(shapes) == 0 {
-					t.Errorf("%s %v: no small shape accepted (sim.SmallShapes)", f.Name(), dt)
+					t.Errorf("%s %v: no small shape accepted (smallshapes.Of)", f.Name(), dt)
 					continue
 				}
 				for _, s := range shapes {
