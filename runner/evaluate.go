@@ -4,27 +4,31 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/eval"
 	"github.com/gradtune/gradtune/kernels"
-	"github.com/gradtune/gradtune/kernels/catalog"
 	"github.com/gradtune/gradtune/runner/cuda"
 	"github.com/gradtune/gradtune/variants"
 )
 
-// Families are families a worker finds by name before the catalog's.
+// Families are the families a worker serves, found by name (the tune
+// binary's workers serve the catalog's, and with --faults the planted
+// faults too).
 type Families []kernels.Family
 
-// Lookup returns the family called name: one of fs, else the catalog's.
+// Lookup returns the family called name.
 func (fs Families) Lookup(name string) (kernels.Family, error) {
+	var names []string
 	for _, f := range fs {
 		if f.Name() == name {
 			return f, nil
 		}
+		names = append(names, f.Name())
 	}
-	return catalog.Lookup(name)
+	return nil, fmt.Errorf("unknown kernel %q (this worker serves %s)", name, strings.Join(names, ", "))
 }
 
 // Measured is what the timed stage of an evaluation found.

@@ -16,8 +16,9 @@ import (
 
 // ServeOptions configure the worker side.
 type ServeOptions struct {
-	// Families are found by name before the catalog: families kept out of
-	// it, such as the planted faults of kernels/faults.
+	// Families are the families the worker serves (the catalog's, and
+	// families kept out of it such as the planted faults of
+	// kernels/faults).
 	Families Families
 	// Telemetry opens the GPU's telemetry; nil: none.
 	Telemetry OpenTelemetry

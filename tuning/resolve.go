@@ -134,7 +134,9 @@ func parseKernels(list string, extra runner.Families) (fams []kernels.Family, al
 		seen[n] = true
 		f, err := extra.Lookup(n)
 		if err != nil {
-			return nil, false, &InputError{err}
+			if f, err = catalog.Lookup(n); err != nil {
+				return nil, false, &InputError{err}
+			}
 		}
 		fams = append(fams, f)
 	}

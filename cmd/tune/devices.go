@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/gradtune/gradtune/kernels/catalog"
 	"github.com/gradtune/gradtune/kernels/faults"
 	"github.com/gradtune/gradtune/runner"
 	"github.com/gradtune/gradtune/runner/cuda"
@@ -50,9 +51,9 @@ func workerCommand() *command {
 		},
 		run: func(fs *flagSet, _, _ io.Writer) error {
 			dev := fs.integer("device")
-			opt := runner.ServeOptions{Telemetry: nvml.Open}
+			opt := runner.ServeOptions{Telemetry: nvml.Open, Families: catalog.All()}
 			if fs.Given("faults") {
-				opt.Families = runner.Families{faults.Family()}
+				opt.Families = append(opt.Families, faults.Family())
 			}
 			if dir := fs.str("ref-cache"); dir != "" {
 				c, err := runner.OpenRefCache(dir)

@@ -9,7 +9,8 @@
 //   - dtype imports the standard library and configs only: its names are
 //     aliases of configs' element types;
 //   - store imports neither runner nor kernels (any of their packages);
-//   - runner (any runner/...) does not import store;
+//   - runner (any runner/...) imports neither store nor the catalog (a
+//     worker serves the families its caller gives it);
 //   - kernels (any kernels/...) imports nothing of runner;
 //   - reports imports nothing of runner (what an evaluation records is
 //     eval's and store's vocabulary).
