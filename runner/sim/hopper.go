@@ -3,7 +3,6 @@ package sim
 import (
 	"fmt"
 	"math/bits"
-	"slices"
 	"strings"
 )
 
@@ -378,18 +377,6 @@ func (c *ctaRun) asyncRead(ch uint32) string {
 		}
 	}
 	return ""
-}
-
-// sortedChunks sorts and dedupes chunk indexes in place.
-func sortedChunks(cs []uint32) []uint32 {
-	slices.Sort(cs)
-	out := cs[:0]
-	for i, x := range cs {
-		if i == 0 || x != cs[i-1] {
-			out = append(out, x)
-		}
-	}
-	return out
 }
 
 // sharedAt maps a shared::cta or shared::cluster address (generic when

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math/bits"
+	"slices"
 	"strings"
 )
 
@@ -232,7 +233,7 @@ func (w *warp) wgmma(in *inst, mask uint32) error {
 		return err
 	}
 	start := len(hw.openChunks)
-	chunks = append(chunks[:start], sortedChunks(chunks[start:])...)
+	slices.Sort(chunks[start:]) // listed once each (gmmaOperand); checked in address order
 	for _, ch := range chunks[start:] {
 		if why := w.c.asyncRead(ch); why != "" {
 			sentinel := ErrProxy
