@@ -25,7 +25,8 @@ import (
 // The entries live in a folder named by the executable's SHA-256 (any
 // change to the code that makes inputs or references is a new
 // executable, so a stale entry is never read), each keyed by the family,
-// the shape key (dtype included), the input set ("random" or "exact") and
+// the shape key (dtype included), the input set (RandomInputs or
+// ExactInputs) and
 // the seed. A cache directory serves one executable at a time: opening
 // it removes the folders of other executables, so that it holds one
 // set of references, not one per build. A missing, unreadable or
@@ -61,6 +62,15 @@ func OpenRefCache(dir string) (*RefCache, error) {
 	}
 	return &RefCache{dir: own}, nil
 }
+
+// Dir is the executable's folder of an open cache: what a worker process
+// of the same executable is given (RefCacheIn), so that the executable is
+// hashed and the directory pruned once, by the process that opens it.
+func (c *RefCache) Dir() string { return c.dir }
+
+// RefCacheIn is the cache whose executable's folder is dir (an open
+// cache's Dir), for a process of that same executable.
+func RefCacheIn(dir string) *RefCache { return &RefCache{dir: dir} }
 
 func fileSHA256(path string) (string, error) {
 	f, err := os.Open(path)

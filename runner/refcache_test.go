@@ -46,7 +46,8 @@ func TestRefCache(t *testing.T) {
 	if !first.OK || len(first.Sets) != 2 || good.calls != 2 {
 		t.Fatalf("first session: %d Reference calls, check %+v; want 2 and both sets valid", good.calls, first)
 	}
-	if again := validateCached(t, good, c, 1); good.calls != 2 || !reflect.DeepEqual(again, first) {
+	worker := runner.RefCacheIn(c.Dir()) // the cache as tune hands it to its worker process
+	if again := validateCached(t, good, worker, 1); good.calls != 2 || !reflect.DeepEqual(again, first) {
 		t.Errorf("second session: %d Reference calls (want 2), check %+v, first %+v", good.calls, again, first)
 	}
 	bad := &countingSum{sumFamily: &sumFamily{rows: 100, l: 1024, skip: 517}}

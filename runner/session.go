@@ -64,7 +64,7 @@ func (ss *Session) Prepare(f kernels.Family, s variants.Shape, seed uint64) erro
 	ss.Release()
 	in := f.Inputs(s, seed)
 	ss.fam, ss.shape = f, s
-	ss.ref = ss.refs.reference(f, s, "random", seed, in)
+	ss.ref = ss.refs.reference(f, s, RandomInputs, seed, in)
 	if err := ss.setBuffers(f.Buffers(s), kernels.Env(s)); err != nil {
 		return fmt.Errorf("family %s at %s: %w", f.Name(), s.Key(), err)
 	}
@@ -137,7 +137,7 @@ func (ss *Session) prepareExact(in map[string][]float64, seed uint64) error {
 			return err
 		}
 	}
-	ex.ref = ss.refs.reference(ss.fam, ss.shape, "exact", seed, in)
+	ex.ref = ss.refs.reference(ss.fam, ss.shape, ExactInputs, seed, in)
 	for _, b := range ss.specs {
 		if writes(b.Role) {
 			r := ex.ref[b.Name]

@@ -55,12 +55,15 @@ func cmdBench(fs *flagSet, stdout, stderr io.Writer) error {
 	if err := gpu.probeDB(); err != nil {
 		return err
 	}
+	var refs string // the executable's folder of the reference cache
 	if dir := fs.str("ref-cache"); dir != "" {
-		if _, err := runner.OpenRefCache(dir); err != nil {
+		c, err := runner.OpenRefCache(dir)
+		if err != nil {
 			return usagef("--ref-cache %s: %w", dir, err)
 		}
+		refs = c.Dir()
 	}
-	worker, err := benchWorker(fs, gpu.device, gpu.seed)
+	worker, err := benchWorker(fs, gpu.device, gpu.seed, refs)
 	if err != nil {
 		return err
 	}
@@ -188,12 +191,13 @@ func entryFilter(fs *flagSet) (func(configs.Entry) bool, error) {
 	}, nil
 }
 
-// benchWorker is a GPU worker process, or with --replay a replay of a
-// recorded database.
-func benchWorker(fs *flagSet, dev int, seed uint64) (func() (runner.Worker, error), error) {
+// benchWorker is a GPU worker process (keeping references in refs, an
+// open reference cache's folder, when not empty), or with --replay a
+// replay of a recorded database.
+func benchWorker(fs *flagSet, dev int, seed uint64, refs string) (func() (runner.Worker, error), error) {
 	path := fs.str("replay")
 	if path == "" {
-		return processWorker(dev, workerFlags{refCache: fs.str("ref-cache")})
+		return processWorker(dev, workerFlags{refCache: refs})
 	}
 	rp, info, err := replayOf(path, seed)
 	if err != nil {

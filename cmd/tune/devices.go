@@ -47,7 +47,7 @@ func workerCommand() *command {
 		flags: func(fs *flagSet) {
 			fs.Int("device", 0, "N\tGPU ordinal")
 			fs.Bool("faults", false, "\tserve the planted-fault family too")
-			fs.String("ref-cache", "", "DIR\tkeep the references in DIR (runner.RefCache)")
+			fs.String("ref-cache", "", "DIR\tthe executable's folder of the reference cache tune opened (runner.RefCache.Dir)")
 		},
 		run: func(fs *flagSet, _, _ io.Writer) error {
 			dev := fs.integer("device")
@@ -56,11 +56,7 @@ func workerCommand() *command {
 				opt.Families = append(opt.Families, faults.Family())
 			}
 			if dir := fs.str("ref-cache"); dir != "" {
-				c, err := runner.OpenRefCache(dir)
-				if err != nil {
-					return err
-				}
-				opt.References = c
+				opt.References = runner.RefCacheIn(dir)
 			}
 			return runner.Serve(os.Stdin, os.Stdout, dev, opt)
 		},

@@ -331,7 +331,8 @@ func processWorker(dev int, wf workerFlags) (func() (runner.Worker, error), erro
 }
 
 // workerFlags are what a worker is asked to do beyond its device: serve
-// the planted-fault family, keep references in a cache directory.
+// the planted-fault family, keep references in an open reference cache's
+// folder (runner.RefCache.Dir).
 type workerFlags struct {
 	faults   bool
 	refCache string
