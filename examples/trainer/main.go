@@ -145,11 +145,13 @@ func casesOf(o options) ([]Case, error) {
 		return []Case{c}, err
 	}
 	var out []Case
+	planned := map[string]bool{} // kernels with an entry
 	for _, t := range set.Tables {
 		for _, e := range t.Entries {
 			if o.only != nil && !slices.Contains(o.only, e.Kernel) {
 				continue
 			}
+			planned[e.Kernel] = true
 			for _, sh := range shapesOf(e, o.tokens) {
 				c, err := lookup(set, t.GPU, e.Kernel, e.DType, sh)
 				if err != nil {
@@ -159,8 +161,14 @@ func casesOf(o options) ([]Case, error) {
 			}
 		}
 	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("--only %s: no committed entry of these kernels: %w", strings.Join(o.only, ","), configs.ErrUnknownKernel)
+	var missing []string
+	for _, k := range o.only {
+		if !planned[k] {
+			missing = append(missing, k)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("--only %s: no committed entry of these kernels: %s: %w", strings.Join(o.only, ","), strings.Join(missing, ", "), configs.ErrUnknownKernel)
 	}
 	return out, nil
 }

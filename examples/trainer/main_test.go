@@ -96,6 +96,7 @@ func TestRunWithoutGPU(t *testing.T) {
 		{[]string{"--only", "relu_bwd"}, "--only goes with --all"},
 		{[]string{"--all", "--only", "relu_bwd,,gelu_bwd"}, "want kernel names separated by commas"},
 		{[]string{"--all", "--only", "no_such_bwd"}, "no committed entry of these kernels"},
+		{[]string{"--all", "--only", "relu_bwd,no_such_bwd"}, "no committed entry of these kernels: no_such_bwd"},
 		{[]string{"--all", "--tokens", "0"}, "want positive integers"},
 		{[]string{"--samples", "0"}, "want at least 1"},
 		{[]string{"extra"}, "unexpected arguments"},
