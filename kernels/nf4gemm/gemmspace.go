@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/gradtune/gradtune/kernels/gemm"
+	"github.com/gradtune/gradtune/kernels/gen"
 	"github.com/gradtune/gradtune/variants"
 )
 
@@ -28,6 +29,7 @@ func (gemmDef) Space(s GEMMShape) variants.Typed[GEMMParams] {
 		rule("pipeline no deeper than the k-loop", pipelineDepth, "mma", "bk", "stages", "dequant"),
 		rule("per-tile dequantization: gemm_bwd's axes at their defaults", fusedAxes, "dequant", "splitk", "order"),
 		rule("dkernel: the unfused path's", unfusedKernel, "dequant", "dkernel"),
+		rule("96 and 160 columns only where their last wave is fuller", oddColumnsFill, "bm", "bn"),
 		rule("dequantized once: gemm_bwd's dX point", denseAxes),
 		rule("wgmma: what gemm_bwd's path emits, the deepest ring", wgmmaFits),
 		rule("persistent only past one wave", persistence),
@@ -109,6 +111,35 @@ func unfusedKernel(_ GEMMShape, p GEMMParams) error {
 	return nil
 }
 
+// oddColumnsFill: gemm_bwd's 96- and 160-column tiles (192×96, 128×160)
+// exist for wave quantization, so they are tried only where their tiles
+// fill the last wave of gemm.Wave CTAs better than every tile of 128, 192
+// or 256 rows by 128, 192 or 256 columns: 512 tokens through down's
+// 1536×8960 weight make 224 tiles of 128×160 (85% of two waves) where
+// 128×192 makes 188 and 128×128 makes 280 (71% of two and three).
+func oddColumnsFill(s GEMMShape, p GEMMParams) error {
+	if p.BN != 96 && p.BN != 160 {
+		return nil
+	}
+	best := 0.0
+	for _, bm := range []int{128, 192, 256} {
+		for _, bn := range []int{128, 192, 256} {
+			best = max(best, waveFill(s, bm, bn))
+		}
+	}
+	if f := waveFill(s, p.BM, p.BN); f <= best {
+		return fmt.Errorf("bn=%d: %d×%d tiles fill %.0f%% of their waves, no more than the 128-, 192- and 256-column tiles' best %.0f%%", p.BN, p.BM, p.BN, 100*f, 100*best)
+	}
+	return nil
+}
+
+// waveFill is the share of its waves' CTA slots that s's dX tiles of
+// bm×bn fill.
+func waveFill(s GEMMShape, bm, bn int) float64 {
+	t := gen.CeilDiv(s.M, bm) * gen.CeilDiv(s.K, bn)
+	return float64(t) / float64(gen.CeilDiv(t, gemm.Wave)*gemm.Wave)
+}
+
 // denseFeatures: the unfused and streamed paths are gemm_bwd's dX kernel
 // on the wgmma path (bk=64), the per-tile axes at their defaults (codes
 // tma, cluster 1); the streamed path's chunks use the shared-memory
@@ -137,7 +168,7 @@ func denseAxes(s GEMMShape, p GEMMParams) error {
 }
 
 // pathFeatures: the sync path takes bk=32, its math warps dequantizing,
-// direct stores, no persistence, tiles up to 128×128 and at most 4
+// direct stores, no persistence, tiles up to 128×128 (64 or 128 columns), at most 4
 // stages; the wgmma path bk=64, tiles of 128 or 256 rows by 128 or 192
 // columns (within the consumers' registers: gemm.WrittenB.Check), the
 // producer's warps (or those and a dedicated warpgroup) dequantizing with
@@ -149,8 +180,8 @@ func pathFeatures(_ GEMMShape, p GEMMParams) error {
 		return nil // denseAxes
 	}
 	if p.MMA == "sync" {
-		if p.BK != 32 || p.Dequant != Consumers || p.Epilogue != gemm.Direct || p.Persistent || p.BM > 128 || p.BN > 128 || p.Stages > 4 || p.Codes != "tma" || p.Cluster != 1 {
-			return fmt.Errorf("mma=sync takes bk=32, dequant=consumer, epilogue=direct, persistent=0, tiles up to 128×128, stages <= 4, codes=tma, cluster=1 (the codes and cluster axes are the wgmma path's)")
+		if p.BK != 32 || p.Dequant != Consumers || p.Epilogue != gemm.Direct || p.Persistent || p.BM > 128 || p.BN > 128 || p.BN%64 != 0 || p.Stages > 4 || p.Codes != "tma" || p.Cluster != 1 {
+			return fmt.Errorf("mma=sync takes bk=32, dequant=consumer, epilogue=direct, persistent=0, tiles up to 128×128 of 64 or 128 columns, stages <= 4, codes=tma, cluster=1 (the codes and cluster axes are the wgmma path's)")
 		}
 		return nil
 	}
@@ -163,7 +194,7 @@ func pathFeatures(_ GEMMShape, p GEMMParams) error {
 		}
 		return nil
 	}
-	if p.BK != 64 || p.BM < 128 || p.BN < 128 || p.Lookup == LookupSel {
+	if p.BK != 64 || p.BM < 128 || p.BN != 128 && p.BN != 192 && p.BN != 256 || p.Lookup == LookupSel {
 		return fmt.Errorf("mma=wgmma takes bk=64, bm 128 or 256, bn 128 or 192, lookup smem or prmt")
 	}
 	return nil

@@ -254,7 +254,51 @@ func TestDenseOnInterpreter(t *testing.T) {
 	simtest.RunNamed(t, f, []simtest.Point{
 		{Case: denseShapes[2], Params: unfused + "epilogue=tma,lookup=prmt,splitk=1,stages=6"},
 		{Case: denseShapes[3], Params: unfused + "epilogue=direct,lookup=smem,splitk=2,stages=4"},
+		// 128×160 tiles where they fill a wave better than the even widths
+		// (oddColumnsFill), and 192×96, more tiles within one wave
+		{Case: simtest.Case{Spec: "m=129,n=128,k=8512", DType: dtype.BF16},
+			Params: "bk=64,bm=128,bn=160,cluster=1,codes=tma,dequant=unfused,dkernel=8x256,mma=wgmma,order=m,persistent=0,epilogue=tma,lookup=prmt,splitk=1,stages=2"},
+		{Case: simtest.Case{Spec: "m=37,n=128,k=320,scales=dq", DType: dtype.F16}, Params: "bk=64,bm=192,bn=96,cluster=1,codes=tma,dequant=unfused,dkernel=8x256,mma=wgmma,order=m,persistent=0,epilogue=direct,lookup=smem,splitk=1,stages=2"},
 	})
+}
+
+// TestOddColumnsFill: 96- and 160-column tiles are in the space only
+// where their last wave is fuller than every even width's.
+func TestOddColumnsFill(t *testing.T) {
+	f := nf4GEMM(t)
+	for _, c := range []struct {
+		spec, params string
+		in           bool
+	}{
+		{"m=512,n=1536,k=8960", "bm=128,bn=160", true},   // 224 tiles (85% of two waves), 128×128's 280 and 128×192's 188 fill 71%
+		{"m=2048,n=1536,k=1536", "bm=128,bn=160", false}, // 120 tiles; 128×192 makes 128 (97%)
+		{"m=37,n=128,k=320", "bm=192,bn=96", true},       // 4 tiles against 128×128's 3
+		{"m=37,n=128,k=192", "bm=192,bn=96", false},      // 2 tiles, as 128×128's
+		{"m=2048,n=1536,k=8960", "bm=192,bn=96", false},
+	} {
+		specs, err := variants.ParseSpecs(c.spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := f.Shape(specs[0], dtype.BF16)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fix, err := variants.ParseParams(c.params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, p := range f.Space(s).Enumerate() {
+			if p["dequant"] == "unfused" && p.Agrees(fix) {
+				found = true
+				break
+			}
+		}
+		if found != c.in {
+			t.Errorf("%s: unfused %s in the space: %v, want %v", c.spec, c.params, found, c.in)
+		}
+	}
 }
 
 // TestPlantedScaleBlockAtLongReduction plants, in one variant of every
