@@ -6,6 +6,7 @@ import (
 	"math"
 	"runtime"
 	"sort"
+	"time"
 
 	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/dtype"
@@ -88,7 +89,7 @@ func (m memory) Buffer(name string) (uint64, int, bool) {
 // exercise loads c's PTX, fills its inputs with the family's data, runs
 // the launches once and checks the outputs, then times them with the
 // table's protocol.
-func (d *device) exercise(c Case, samples int) (result, error) {
+func (d *device) exercise(c Case, samples int, warm time.Duration) (result, error) {
 	f, err := catalog.Lookup(c.Kernel)
 	if err != nil {
 		return result{}, err
@@ -162,7 +163,7 @@ func (d *device) exercise(c Case, samples int) (result, error) {
 		return r, err
 	}
 	r.l2 = c.Match.Table.Protocol.L2
-	r.medianUS, err = d.time(run, samples, r.l2 == "flushed", c.Match.Table.Protocol.Warmup)
+	r.medianUS, err = d.time(run, samples, r.l2 == "flushed", c.Match.Table.Protocol.Warmup, warm)
 	return r, err
 }
 
@@ -213,19 +214,42 @@ func (d *device) check(f kernels.Family, s variants.Shape, plan configs.Plan, me
 
 // time is the table's protocol: warmup runs, then samples runs enqueued
 // back to back, each between two events and, when flush is set, after a
-// write of twice the L2; the median in µs.
-func (d *device) time(run func() error, samples int, flush bool, warmup int) (float64, error) {
-	for range warmup {
-		if err := run(); err != nil {
-			return 0, err
-		}
-	}
+// write of twice the L2; the median in µs. Before the warm-up runs the
+// loop's own work (flush and run) keeps the GPU busy for at least warm:
+// the tuner measures on a GPU that has been running variants, and a GPU
+// that has sat idle while the host computed references starts a short
+// burst at lower clocks.
+func (d *device) time(run func() error, samples int, flush bool, warmup int, warm time.Duration) (float64, error) {
 	n := max(2*d.l2, 128<<20)
 	buf, err := d.ctx.Alloc(n)
 	if err != nil {
 		return 0, err
 	}
 	defer d.ctx.Free(buf)
+	flushL2 := func(i int) error {
+		if !flush {
+			return nil
+		}
+		return d.ctx.MemsetD32Async(buf, uint32(i+1), n/4, d.stream)
+	}
+	for start := time.Now(); time.Since(start) < warm; {
+		for i := range 16 {
+			if err := flushL2(i); err != nil {
+				return 0, err
+			}
+			if err := run(); err != nil {
+				return 0, err
+			}
+		}
+		if err := d.stream.Synchronize(); err != nil {
+			return 0, err
+		}
+	}
+	for range warmup {
+		if err := run(); err != nil {
+			return 0, err
+		}
+	}
 	evs := make([]*cuda.Event, 2*samples)
 	for i := range evs {
 		if evs[i], err = d.ctx.NewEvent(); err != nil {
@@ -234,10 +258,8 @@ func (d *device) time(run func() error, samples int, flush bool, warmup int) (fl
 		defer evs[i].Destroy()
 	}
 	for i := range samples {
-		if flush {
-			if err := d.ctx.MemsetD32Async(buf, uint32(i+1), n/4, d.stream); err != nil {
-				return 0, err
-			}
+		if err := flushL2(i); err != nil {
+			return 0, err
 		}
 		if err := evs[2*i].Record(d.stream); err != nil {
 			return 0, err

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gradtune/gradtune/configs"
 )
@@ -23,6 +24,7 @@ type options struct {
 	only          []string // --all: only these kernels' entries; nil: every entry
 	tokens        []int64  // other values of the runtime dim (--all); nil: v/2+1 and 2v
 	samples       int
+	warm          time.Duration // GPU busy time before the first sample
 	gpu           configs.GPU
 }
 
@@ -36,6 +38,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	tokens := fs.String("tokens", "", "with --all: the other values of each entry's runtime dim (default v/2+1 and 2v)")
 	only := fs.String("only", "", "with --all: only the entries of these kernels, e.g. nf4_gemm_bwd,rmsnorm_bwd (default every entry)")
 	samples := fs.Int("samples", 50, "timed runs per launch plan")
+	warmMS := fs.Int("warm-ms", 100, "milliseconds of the timed loop's own work (flush and launches) before the first sample, so the GPU has left its idle clocks as in the tuner (0: only the table's warm-up runs)")
 	gpuName := fs.String("gpu", "", "GPU model to look up (default: device 0's, else NVIDIA H200)")
 	cc := fs.String("cc", "", "compute capability to fall back on (default: device 0's, else 9.0)")
 	if err := fs.Parse(args); err != nil {
@@ -48,6 +51,10 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	if o.samples < 1 {
 		return options{}, fmt.Errorf("--samples %d: want at least 1", o.samples)
 	}
+	if *warmMS < 0 {
+		return options{}, fmt.Errorf("--warm-ms %d: want 0 or more", *warmMS)
+	}
+	o.warm = time.Duration(*warmMS) * time.Millisecond
 	if *only != "" {
 		if !o.all {
 			return options{}, errors.New("--only goes with --all")
@@ -111,7 +118,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	failed := 0
 	for _, p := range cases {
 		p.describe(stdout)
-		r, err := dev.exercise(p, o.samples)
+		r, err := dev.exercise(p, o.samples, o.warm)
 		if err != nil {
 			fmt.Fprintf(stdout, "  FAILED: %v\n", err)
 			failed++

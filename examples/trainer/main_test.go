@@ -99,6 +99,7 @@ func TestRunWithoutGPU(t *testing.T) {
 		{[]string{"--all", "--only", "relu_bwd,no_such_bwd"}, "no committed entry of these kernels: no_such_bwd"},
 		{[]string{"--all", "--tokens", "0"}, "want positive integers"},
 		{[]string{"--samples", "0"}, "want at least 1"},
+		{[]string{"--warm-ms", "-1"}, "want 0 or more"},
 		{[]string{"extra"}, "unexpected arguments"},
 	} {
 		out.Reset()
