@@ -14,6 +14,11 @@
 # every timed step (SIGINT: tune keeps what it measured) that would run
 # past the call's end, keeping 30 s for the steps after it.
 #
+#   diag    issue 21: why the trainer's medians of kernels under 10 µs sit
+#           0.3-1 µs over the table: nf4_dequant's entries by the trainer
+#           with --warm-ms 0 and 200, then by tune bench (the harness's
+#           protocol) in the same call, the SM clock sampled throughout
+#                                                             ~1.5 min
 #   nf4     issue 22: bench/issue22_h200.sh (the card's command timed,
 #           512 and 8192 tokens, held-out shapes, bitsandbytes' path as
 #           the peer, the ratio table)                        ~8 min
@@ -23,6 +28,10 @@
 #           the eight held-out Llama-3.2-1B shapes and their peers ~6 min
 #   launch  issue 21: examples/trainer --all over every committed entry
 #           at its tuned token count and two others           ~5 min
+#   shard   issue 29: relu_bwd and rmsnorm_bwd (bf16, qwen1.5b) tuned
+#           whole, then as --shard 1/2 and 2/2, merged; the winners
+#           compared by bench/compare_winners.py               ~2 min
+#   exact   issue 23: runner/exact_gpu_test.go's exactness on the GPU alone
 #   gemm    issue 23: gemm_bwd on qwen1.5b and held-out shapes against
 #           the best of cuBLASLt's algorithms, from the interleaved final
 #           round; runner/exact_gpu_test.go's exactness on the GPU ~5 min
@@ -66,10 +75,39 @@ for z in binz/*.xz; do
 	python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' "$z" "bin/$(basename "$z" .xz)"
 	chmod +x "bin/$(basename "$z" .xz)"
 done
-for phase in ${PHASE:?PHASE=nf4|nf4card|launch|gemm|nights|pytorch|step|lce|attn|steppeers}; do
+for phase in ${PHASE:?PHASE=diag|nf4|nf4card|launch|shard|exact|gemm|nights|pytorch|step|lce|attn|steppeers}; do
 case $phase in
 nf4)
 	PHASE=all OUT=$out bash bench/issue22_h200.sh
+	;;
+diag)
+	nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,pstate --format=csv -lms 100 > "$out/diag-smi.csv" 2>&1 &
+	smi=$!
+	for w in 0 200; do
+		timed ./bin/trainer --all --only nf4_dequant --warm-ms "$w" > "$out/diag-trainer-warm$w.log" 2>&1
+		grep -a -o "median of the launches.*" "$out/diag-trainer-warm$w.log" | head -24
+	done
+	timed ./bin/tune bench --configs configs/h200/nf4.json --db "$out/diag-bench.db" > "$out/diag-bench.log" 2>&1
+	grep -a "^nf4_dequant" "$out/diag-bench.log" | cut -c1-150
+	kill "$smi"
+	;;
+shard)
+	k="--kernel relu_bwd,rmsnorm_bwd --shapes qwen1.5b --dtype bf16 --final-rounds 2"
+	# shellcheck disable=SC2086 # $k is the flag list
+	timed ./bin/tune $k --db "$out/shard-whole.db" > "$out/shard-whole.log" 2>&1
+	for i in 1 2; do
+		# shellcheck disable=SC2086
+		timed ./bin/tune $k --shard "$i/2" --db "$out/shard-$i.db" > "$out/shard-$i.log" 2>&1
+	done
+	./bin/tune merge -o "$out/shard-merged.db" "$out/shard-1.db" "$out/shard-2.db"
+	for d in whole merged; do
+		./bin/tune export --db "$out/shard-$d.db" --format json -o "$out/shard-$d.json"
+	done
+	python3 bench/compare_winners.py "$out/shard-whole.json" "$out/shard-merged.json" | tee "$out/shard-compare.txt"
+	;;
+exact)
+	(cd runner && timed ../bin/runner.test -test.run TestGPUExactInputs -test.v) > "$out/exact-gpu.log" 2>&1
+	tail -5 "$out/exact-gpu.log"
 	;;
 nf4card)
 	PHASE=card OUT=$out bash bench/issue22_h200.sh
@@ -131,7 +169,7 @@ steppeers)
 	done
 	;;
 *)
-	echo "PHASE=$phase: want nf4, nf4card, launch, gemm, nights, pytorch, step, lce, attn or steppeers" >&2
+	echo "PHASE=$phase: want diag, nf4, nf4card, launch, shard, exact, gemm, nights, pytorch, step, lce, attn or steppeers" >&2
 	exit 2
 	;;
 esac
