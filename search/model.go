@@ -101,14 +101,14 @@ func newModel(space variants.Space, pts []variants.Params, budget int, rng *rand
 	return m
 }
 
+// newAxisDist: categorical values are all 1 apart; numeric ones 0.5 plus
+// half their distance in rank (by value, whatever the axis's listing
+// order: a value appended to an axis sits among its neighbours).
 func newAxisDist(a variants.Axis) axisDist {
 	ad := axisDist{name: a.Name, val: map[string]int{}}
-	numeric := true
+	rank, numeric := numericRanks(a.Values)
 	for i, v := range a.Values {
 		ad.val[v] = i
-		if _, err := strconv.ParseFloat(v, 64); err != nil {
-			numeric = false
-		}
 	}
 	n := len(a.Values)
 	ad.d = make([][]float64, n)
@@ -120,11 +120,33 @@ func newAxisDist(a variants.Axis) axisDist {
 			case !numeric:
 				ad.d[i][j] = 1
 			default:
-				ad.d[i][j] = 0.5 + 0.5*math.Abs(float64(i-j))/float64(n-1)
+				ad.d[i][j] = 0.5 + 0.5*math.Abs(float64(rank[i]-rank[j]))/float64(n-1)
 			}
 		}
 	}
 	return ad
+}
+
+// numericRanks gives each value's rank among vs by value, when every one
+// is a number.
+func numericRanks(vs []string) ([]int, bool) {
+	xs := make([]float64, len(vs))
+	for i, v := range vs {
+		x, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return nil, false
+		}
+		xs[i] = x
+	}
+	rank := make([]int, len(vs))
+	for i := range xs {
+		for j := range xs {
+			if xs[j] < xs[i] {
+				rank[i]++
+			}
+		}
+	}
+	return rank, true
 }
 
 func (m *model) Next() []Proposal {

@@ -283,3 +283,26 @@ func TestModelLearnsFromFailures(t *testing.T) {
 		t.Errorf("%d of %d proposals after the design were of failing points, want ≤ a quarter", inFailing, after)
 	}
 }
+
+// TestAxisDistanceByValue: a numeric axis's distances follow its values'
+// order, not its listing's (nf4_gemm_bwd lists bn 96 and 160 after 256);
+// categorical values are all 1 apart.
+func TestAxisDistanceByValue(t *testing.T) {
+	listed := newAxisDist(variants.IntAxis("bn", "", 64, 128, 192, 256, 96, 160))
+	sorted := newAxisDist(variants.IntAxis("bn", "", 64, 96, 128, 160, 192, 256))
+	for _, a := range []string{"64", "96", "128", "160", "192", "256"} {
+		for _, b := range []string{"64", "96", "128", "160", "192", "256"} {
+			got, want := listed.d[listed.val[a]][listed.val[b]], sorted.d[sorted.val[a]][sorted.val[b]]
+			if got != want {
+				t.Errorf("d(%s, %s) = %g, want %g (as when listed in order)", a, b, got, want)
+			}
+		}
+	}
+	if d := listed.d[listed.val["256"]][listed.val["160"]]; d != 0.7 {
+		t.Errorf("d(256, 160) = %g, want 0.7 (two ranks apart: 192 between)", d)
+	}
+	cat := newAxisDist(variants.Axis{Name: "order", Values: []string{"m", "grouped", "streamk"}})
+	if cat.d[0][1] != 1 || cat.d[0][2] != 1 || cat.d[1][1] != 0 {
+		t.Errorf("categorical distances %v, want 1 between values and 0 on the diagonal", cat.d)
+	}
+}
