@@ -20,9 +20,9 @@ type Case struct {
 	// BaselineName what it is ("default").
 	Baseline     variants.Params
 	BaselineName string
-	// Delay plants a slowdown in the tuned variant: its program gets a
-	// launch that spins this long (faults.Delay). Zero: none.
-	Delay time.Duration
+	// Plant changes the tuned variant's program before it is evaluated
+	// (tune bench --plant-slowdown adds a delay launch). Nil: none.
+	Plant Plant
 	// Program, when set, is the tuned variant's program as a config table
 	// describes it (its PTX and launch contract), measured instead of the
 	// program this gradtune emits for Params.
@@ -56,9 +56,9 @@ func (r *Runner) benchCase(ctx context.Context, c Case, rec Recorder) (Summary, 
 	var tuned, base *Result
 	for _, v := range []struct {
 		p     variants.Params
-		delay time.Duration
+		plant Plant
 		out   **Result
-	}{{c.Params, c.Delay, &tuned}, {c.Baseline, 0, &base}} {
+	}{{c.Params, c.Plant, &tuned}, {c.Baseline, nil, &base}} {
 		if v.p == nil || (v.out == &base && v.p.String() == c.Params.String()) {
 			continue
 		}
@@ -67,9 +67,9 @@ func (r *Runner) benchCase(ctx context.Context, c Case, rec Recorder) (Summary, 
 		}
 		var res *Result
 		if v.out == &tuned && c.Program != nil {
-			res = r.evalProgram(ctx, c.Family, c.Shape, v.p, *c.Program, nil, cost, rec, v.delay, r.opt.Measure, false)
+			res = r.evalProgram(ctx, c.Family, c.Shape, v.p, *c.Program, nil, cost, rec, v.plant, r.opt.Measure, false)
 		} else {
-			res = r.evalOne(ctx, c.Family, c.Shape, v.p, cost, rec, v.delay, r.opt.Measure, false)
+			res = r.evalOne(ctx, c.Family, c.Shape, v.p, cost, rec, v.plant, r.opt.Measure, false)
 		}
 		sum.add(res)
 		if err := rec.Record(*res); err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gradtune/gradtune/eval"
+	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/faults"
 	"github.com/gradtune/gradtune/variants"
 )
@@ -125,7 +126,10 @@ func TestBenchMeasuresTunedAndBaseline(t *testing.T) {
 	r.w = &spyWorker{Worker: inner, seen: func(req *evalRequest) { delays = append(delays, faults.DelayNS(req.Program)) }}
 	rec := newMem()
 	c := Case{Family: toyFamily{}, Shape: toyShape, Params: variants.Params{"v": "3"}, Baseline: variants.Params{"v": "1"},
-		BaselineName: "default", Delay: 350 * time.Nanosecond}
+		BaselineName: "default", Plant: func(p kernels.Program) (kernels.Program, string, error) {
+			q, err := faults.Delay(p, 350)
+			return q, "planted slowdown: 350ns", err
+		}}
 	for range 2 {
 		sums, err := r.Bench(context.Background(), []Case{c}, rec)
 		if err != nil {

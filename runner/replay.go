@@ -7,10 +7,11 @@ import (
 	"hash/fnv"
 	"math/rand/v2"
 	"sync"
+	"time"
 
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/eval"
-	"github.com/gradtune/gradtune/kernels/faults"
+	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/variants"
 )
 
@@ -24,7 +25,7 @@ type Recorded struct {
 // Replay is a statistical model of a GPU built from recorded evaluations:
 // a variant's samples are a bootstrap resample (drawn with replacement) of
 // its recorded samples, as many as were recorded, times the replay's
-// drift factor, plus the spin of a planted delay launch (faults.Delay). It
+// drift factor, plus what Spin says a planted launch adds. It
 // stands in for the GPU where none is present: the regression gate's
 // detection tests and tune bench --replay.
 //
@@ -41,6 +42,10 @@ type Replay struct {
 	drift float64
 	// Keyed gives each variant its own stream of draws.
 	Keyed bool
+	// Spin is the time a program's planted launches add to each of its
+	// samples (tune bench --replay: the delay launch of
+	// --plant-slowdown); nil: none.
+	Spin func(kernels.Program) time.Duration
 	// CopyGBps is the copy bandwidth workers report (the recorded run's);
 	// 0: none was recorded, and CopyBandwidth fails.
 	CopyGBps float64
@@ -129,7 +134,11 @@ func (w *replayWorker) Eval(_ context.Context, r *evalRequest, m MeasureOpts) (*
 		return &evalResponse{Outcome: Outcome{Status: eval.LaunchError, Message: err.Error()}}, nil
 	}
 	key := variants.Shape{Dims: r.Dims, DType: dt}.Key()
-	xs, ok := w.rp.Draw(r.Kernel, key, r.Params, float64(faults.DelayNS(r.Program))/1e3)
+	var spinUS float64
+	if w.rp.Spin != nil {
+		spinUS = float64(w.rp.Spin(r.Program).Nanoseconds()) / 1e3
+	}
+	xs, ok := w.rp.Draw(r.Kernel, key, r.Params, spinUS)
 	if !ok {
 		return &evalResponse{Outcome: Outcome{Status: eval.LaunchError,
 			Message: fmt.Sprintf("replay: nothing recorded for %s %s [%s]", r.Kernel, key, r.Params)}}, nil

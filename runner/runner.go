@@ -14,7 +14,6 @@ import (
 
 	"github.com/gradtune/gradtune/eval"
 	"github.com/gradtune/gradtune/kernels"
-	"github.com/gradtune/gradtune/kernels/faults"
 	"github.com/gradtune/gradtune/kernels/ptx"
 	"github.com/gradtune/gradtune/search"
 	"github.com/gradtune/gradtune/variants"
@@ -323,7 +322,7 @@ func (r *Runner) tuneShape(ctx context.Context, f kernels.Family, s variants.Sha
 			if err := ctx.Err(); err != nil {
 				return sum, err
 			}
-			res := r.evalOne(ctx, f, s, pr.Params, cost, rec, 0, r.measureFor(pr, valid), pr.Again)
+			res := r.evalOne(ctx, f, s, pr.Params, cost, rec, nil, r.measureFor(pr, valid), pr.Again)
 			sum.add(res)
 			if res.Reused {
 				sum.Reused++
@@ -480,21 +479,26 @@ func (sum *Summary) add(res *Result) {
 	sum.TotalS += res.TotalMS / 1e3
 }
 
-// evalOne emits, looks up and evaluates one variant; delay > 0 plants a
-// slowdown (faults.Delay) in its program; again measures it even when
-// the recorder has it.
-func (r *Runner) evalOne(ctx context.Context, f kernels.Family, s variants.Shape, p variants.Params, cost kernels.Cost, rec Recorder, delay time.Duration, m MeasureOpts, again bool) *Result {
+// Plant changes a program before it is evaluated (a fault planted for
+// the regression gate's tests) and says what it did, for the result's
+// message.
+type Plant func(kernels.Program) (kernels.Program, string, error)
+
+// evalOne emits, looks up and evaluates one variant, changed by plant
+// when that is not nil; again measures it even when the recorder has it.
+func (r *Runner) evalOne(ctx context.Context, f kernels.Family, s variants.Shape, p variants.Params, cost kernels.Cost, rec Recorder, plant Plant, m MeasureOpts, again bool) *Result {
 	prog, err := r.emit(f, s, p)
-	return r.evalProgram(ctx, f, s, p, prog, err, cost, rec, delay, m, again)
+	return r.evalProgram(ctx, f, s, p, prog, err, cost, rec, plant, m, again)
 }
 
 // evalProgram evaluates prog, variant p of f at s (emitErr: why it could
 // not be emitted).
 func (r *Runner) evalProgram(ctx context.Context, f kernels.Family, s variants.Shape, p variants.Params, prog kernels.Program, err error,
-	cost kernels.Cost, rec Recorder, delay time.Duration, m MeasureOpts, again bool) *Result {
+	cost kernels.Cost, rec Recorder, plant Plant, m MeasureOpts, again bool) *Result {
 	res := r.newResult(f, s, p.String())
-	if err == nil && delay > 0 {
-		prog, err = faults.Delay(prog, uint64(delay.Nanoseconds()))
+	var planted string
+	if err == nil && plant != nil {
+		prog, planted, err = plant(prog)
 	}
 	if err != nil {
 		// A variant the static analyses reject (a barrier under divergent
@@ -509,8 +513,8 @@ func (r *Runner) evalProgram(ctx context.Context, f kernels.Family, s variants.S
 	res.Key.PTXSHA256 = sha256Hex([]byte(prog.PTX))
 	req := &evalRequest{Kernel: f.Name(), Params: p.String(), Dims: s.Dims, DType: s.DType.String(), Program: prog, Seed: r.opt.Seed}
 	res = r.evaluate(ctx, res, req, cost, rec, m, again)
-	if delay > 0 && res.Message == "" {
-		res.Message = fmt.Sprintf("planted slowdown: a %v delay launch after the program", delay)
+	if planted != "" && res.Message == "" {
+		res.Message = planted
 	}
 	return res
 }
@@ -654,7 +658,7 @@ func (r *Runner) finalRound(ctx context.Context, f kernels.Family, s variants.Sh
 		if err := ctx.Err(); err != nil {
 			return nil, nil, err
 		}
-		w = pooled(w, r.evalOne(ctx, f, s, p, cost, rec, 0, r.opt.Measure, true), cost)
+		w = pooled(w, r.evalOne(ctx, f, s, p, cost, rec, nil, r.opt.Measure, true), cost)
 		if bl != nil {
 			b = pooled(b, r.evalBaseline(ctx, f, s, *bl, baselineAlgorithm(base, b), cost, rec, true), cost)
 		}

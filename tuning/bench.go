@@ -15,6 +15,7 @@ import (
 	"github.com/gradtune/gradtune/eval"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/catalog"
+	"github.com/gradtune/gradtune/kernels/faults"
 	"github.com/gradtune/gradtune/runner"
 	"github.com/gradtune/gradtune/store"
 	"github.com/gradtune/gradtune/variants"
@@ -72,10 +73,11 @@ func BenchCases(set *configs.Set, keep func(configs.Entry) bool, plant *Plant) (
 				notes = append(notes, note)
 			}
 			if plant != nil && plant.Key == e.Key() {
-				c.Delay = time.Duration(math.Round(plant.Fraction * e.MedianUS * 1e3))
+				delay := time.Duration(math.Round(plant.Fraction * e.MedianUS * 1e3))
+				c.Plant = delayLaunch(delay)
 				planted = true
 				notes = append(notes, fmt.Sprintf("%s: planted slowdown, a %v delay launch (%.1f%% of the table's %.2f µs) after the program",
-					e.Key(), c.Delay, 100*plant.Fraction, e.MedianUS))
+					e.Key(), delay, 100*plant.Fraction, e.MedianUS))
 			}
 			cases = append(cases, c)
 		}
@@ -235,4 +237,13 @@ func LoadTables(paths []string) (*configs.Set, error) {
 		return nil, inputf("--configs: %w", err)
 	}
 	return set, nil
+}
+
+// delayLaunch plants a launch that spins d after the program
+// (faults.Delay): a slowdown the regression gate must catch.
+func delayLaunch(d time.Duration) runner.Plant {
+	return func(p kernels.Program) (kernels.Program, string, error) {
+		q, err := faults.Delay(p, uint64(d.Nanoseconds()))
+		return q, fmt.Sprintf("planted slowdown: a %v delay launch after the program", d), err
+	}
 }

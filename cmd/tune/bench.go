@@ -8,11 +8,14 @@ import (
 	"os/signal"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/eval"
 	"github.com/gradtune/gradtune/internal/results"
+	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/catalog"
+	"github.com/gradtune/gradtune/kernels/faults"
 	"github.com/gradtune/gradtune/runner"
 	"github.com/gradtune/gradtune/store"
 	"github.com/gradtune/gradtune/tuning"
@@ -228,5 +231,6 @@ func replayOf(path string, seed uint64) (*runner.Replay, runner.DeviceInfo, erro
 		Telemetry: "no telemetry: replaying the samples recorded in " + path}
 	rp := runner.NewReplay(recs, seed, 0)
 	rp.CopyGBps = last.CopyGBps
+	rp.Spin = func(p kernels.Program) time.Duration { return time.Duration(faults.DelayNS(p)) }
 	return rp, info, nil
 }

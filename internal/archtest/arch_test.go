@@ -30,7 +30,7 @@ var rules = []rule{
 	{from: "configs", stdOnly: true},
 	{from: "dtype", stdOnly: true, allow: []string{"configs"}},
 	{from: "store", to: []string{"runner", "kernels"}},
-	{from: "runner", to: []string{"store", "kernels/catalog"}},
+	{from: "runner", to: []string{"store", "kernels/catalog", "kernels/faults"}},
 	{from: "kernels", to: []string{"runner"}},
 	{from: "reports", to: []string{"runner"}},
 }

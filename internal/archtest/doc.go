@@ -9,8 +9,10 @@
 //   - dtype imports the standard library and configs only: its names are
 //     aliases of configs' element types;
 //   - store imports neither runner nor kernels (any of their packages);
-//   - runner (any runner/...) imports neither store nor the catalog (a
-//     worker serves the families its caller gives it);
+//   - runner (any runner/...) imports neither store, nor the catalog (a
+//     worker serves the families its caller gives it), nor the planted
+//     faults (a bench case's Plant and a replay's Spin come from its
+//     caller);
 //   - kernels (any kernels/...) imports nothing of runner;
 //   - reports imports nothing of runner (what an evaluation records is
 //     eval's and store's vocabulary).

@@ -74,7 +74,7 @@ func (d Dequantizer) fused() bool { return d != Unfused && d != Streamed }
 type GEMMParams struct {
 	MMA        string        `axis:"mma" values:"sync,wgmma" doc:"sync: cp.async ring + ldmatrix + mma.sync m16n8k16 (sm_80+); wgmma: gemm_bwd's TMA + mbarrier ring + wgmma (sm_90a)"`
 	BM         int           `axis:"bm" values:"64,128,192,256" doc:"tile rows of dX"`
-	BN         int           `axis:"bn" values:"64,128,192,256,96,160" doc:"tile columns of dX (along K of W); 96 and 160 (gemm_bwd's 192×96 and 128×160, for wave quantization) on the unfused and streamed paths"`
+	BN         int           `axis:"bn" values:"64,128,192,256,96,160" doc:"tile columns of dX (along K of W); 96 and 160 (gemm_bwd's 192×96 and 128×160, for wave quantization) on the unfused path"`
 	BK         int           `axis:"bk" values:"32,64" doc:"reduction elements (rows of W) per stage (sync 32, wgmma 64)"`
 	Stages     int           `axis:"stages" values:"2,3,4,5,6,8,12" doc:"pipeline stages in shared memory"`
 	Dequant    Dequantizer   `axis:"dequant" values:"consumer,producer,dedicated,unfused,streamed" doc:"who dequantizes: per tile, the math warps (consumer: on sync into shared memory, on wgmma into the register A operand of dXᵀ = Wᵀ·dYᵀ), three warps of the producer warpgroup (producer, wgmma), or those and a dedicated warpgroup (dedicated, wgmma); once, into a scratch buffer gemm_bwd's dX kernel reads: a kernel of its own ahead of it (unfused) or its own spare producer warps, chunk by chunk ahead of the k-loops (streamed)"`
