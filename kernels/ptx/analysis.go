@@ -1109,18 +1109,11 @@ func accessBytes(in *Inst, op, head string) int64 {
 	default:
 		return 0
 	}
-	t := op[strings.LastIndexByte(op, '.')+1:]
-	var bits int64
-	switch t {
-	case "b8", "u8", "s8":
-		bits = 8
-	default:
-		tt := typeNamed(t)
-		if tt == invalidType {
-			return 0
-		}
-		bits = int64(tt.Bits())
+	tt, ok := ParseType(op[strings.LastIndexByte(op, '.')+1:])
+	if !ok {
+		return 0
 	}
+	bits := int64(tt.Bits())
 	n := int64(1)
 	switch {
 	case strings.Contains(op, ".v2."):
@@ -1131,44 +1124,6 @@ func accessBytes(in *Inst, op, head string) int64 {
 		n = 8
 	}
 	return bits * n / 8
-}
-
-func typeNamed(s string) Type {
-	switch s {
-	case "pred":
-		return Pred
-	case "b16":
-		return B16
-	case "b32":
-		return B32
-	case "b64":
-		return B64
-	case "u16":
-		return U16
-	case "u32":
-		return U32
-	case "u64":
-		return U64
-	case "s16":
-		return S16
-	case "s32":
-		return S32
-	case "s64":
-		return S64
-	case "f16":
-		return F16
-	case "bf16":
-		return BF16
-	case "f32":
-		return F32
-	case "f64":
-		return F64
-	case "f16x2":
-		return F16x2
-	case "bf16x2":
-		return BF16x2
-	}
-	return invalidType
 }
 
 // idx returns the state index of register r.

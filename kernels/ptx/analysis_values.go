@@ -224,13 +224,17 @@ func ceilDiv(x, d int64) int64 {
 func isSigned(t Type) bool { return t == S16 || t == S32 || t == S64 }
 
 func isIntOrBit(t Type) bool {
-	return t.IsInt() || t == B16 || t == B32 || t == B64
+	return t.IsInt() || t.IsBits()
 }
 
 // rangeOf returns the values of integer or bit type t (bit types read as
 // unsigned), capped at ±inf.
 func rangeOf(t Type) (int64, int64, bool) {
 	switch t {
+	case U8, B8:
+		return 0, 1<<8 - 1, true
+	case S8:
+		return -1 << 7, 1<<7 - 1, true
 	case U16, B16:
 		return 0, 1<<16 - 1, true
 	case S16:
@@ -574,7 +578,8 @@ func (a *analyzer) def(d Reg, v aval, c *ctx, guarded bool) {
 
 // opType returns the type named by the last component of op.
 func opType(op string) Type {
-	return typeNamed(op[strings.LastIndexByte(op, '.')+1:])
+	t, _ := ParseType(op[strings.LastIndexByte(op, '.')+1:])
+	return t
 }
 
 // component returns the n-th dot-separated component of op.
@@ -964,7 +969,7 @@ func (a *analyzer) arith(in *Inst, cls *opClass, arg func(int, Type) opv) aval {
 		return v
 	case "cvt":
 		from := t
-		to := typeNamed(component(op, strings.Count(op, ".")-1))
+		to, _ := ParseType(component(op, strings.Count(op, ".")-1))
 		if !isIntOrBit(from) || !isIntOrBit(to) {
 			return a.pure(in)
 		}

@@ -24,9 +24,28 @@ const (
 	F64
 	F16x2
 	BF16x2
+	// Types of memory and conversion suffixes that no register has
+	// (ld.u8, cvt.s8.s32, st.shared.b128), for the analyses and the
+	// interpreter that read such suffixes.
+	B8
+	U8
+	S8
+	B128
 )
 
-var typeNames = [...]string{"", "pred", "b16", "b32", "b64", "u16", "u32", "u64", "s16", "s32", "s64", "f16", "bf16", "f32", "f64", "f16x2", "bf16x2"}
+var typeNames = [...]string{"", "pred", "b16", "b32", "b64", "u16", "u32", "u64", "s16", "s32", "s64", "f16", "bf16", "f32", "f64", "f16x2", "bf16x2",
+	"b8", "u8", "s8", "b128"}
+
+// ParseType is the type spelled s without the dot ("f32"), and whether
+// s names one.
+func ParseType(s string) (Type, bool) {
+	for t, name := range typeNames {
+		if t > 0 && name == s {
+			return Type(t), true
+		}
+	}
+	return invalidType, false
+}
 
 // String returns the PTX spelling without the dot ("f32").
 func (t Type) String() string {
@@ -41,15 +60,22 @@ func (t Type) Bits() int {
 	switch t {
 	case Pred:
 		return 1
+	case B8, U8, S8:
+		return 8
 	case B16, U16, S16, F16, BF16:
 		return 16
 	case B32, U32, S32, F32, F16x2, BF16x2:
 		return 32
 	case B64, U64, S64, F64:
 		return 64
+	case B128:
+		return 128
 	}
 	return 0
 }
+
+// Bytes is the width in bytes (0 for Pred).
+func (t Type) Bytes() int { return t.Bits() / 8 }
 
 // IsFloat reports whether arithmetic on t is floating point.
 func (t Type) IsFloat() bool {
@@ -63,11 +89,17 @@ func (t Type) IsFloat() bool {
 // IsInt reports whether t is a signed or unsigned integer type.
 func (t Type) IsInt() bool {
 	switch t {
-	case U16, U32, U64, S16, S32, S64:
+	case U8, U16, U32, U64, S8, S16, S32, S64:
 		return true
 	}
 	return false
 }
+
+// Signed reports whether t is a signed integer type.
+func (t Type) Signed() bool { return t == S8 || t == S16 || t == S32 || t == S64 }
+
+// IsBits reports whether t is an untyped bit-size type (b8 to b64).
+func (t Type) IsBits() bool { return t == B8 || t == B16 || t == B32 || t == B64 }
 
 // class is a register class: what the printer declares.
 type class int

@@ -421,7 +421,7 @@ func decodeKernel(ast *modAST, ka *kernelAST, src string) (*kernel, error) {
 	// Parameters.
 	off := 0
 	for i, p := range ka.params {
-		t, ok := ptypeNames[p.typ]
+		t, ok := parseType(p.typ)
 		if !ok || t == tyPred {
 			return nil, parseError(ka.line, "", "parameter %s: type .%s not supported", p.name, p.typ)
 		}
@@ -704,7 +704,7 @@ func lastType(q []string) (ptype, bool) {
 	if len(q) == 0 {
 		return tyNone, false
 	}
-	t, ok := ptypeNames[q[len(q)-1]]
+	t, ok := parseType(q[len(q)-1])
 	return t, ok
 }
 
@@ -1458,7 +1458,7 @@ func (d *decoder) decCvt(in *inst, q []string) error {
 	in.op = opCvt
 	var types []ptype
 	for _, x := range q {
-		if t, ok := ptypeNames[x]; ok {
+		if t, ok := parseType(x); ok {
 			types = append(types, t)
 			continue
 		}

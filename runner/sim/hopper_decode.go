@@ -124,7 +124,7 @@ func (d *decoder) decWgmma(in *inst, q []string) error {
 	if len(q) != 7 || q[1] != "sync" || q[2] != "aligned" || q[4] != "f32" || q[5] != q[6] || (q[5] != "bf16" && q[5] != "f16") {
 		return d.errf("only wgmma.mma_async.sync.aligned.m64nNk16.f32.{bf16,f16}.{bf16,f16} is supported")
 	}
-	in.t2 = ptypeNames[q[5]]
+	in.t2, _ = parseType(q[5])
 	var n int
 	if _, err := fmtSscan(q[3], &n); err != nil || n < 8 || n > 256 || n%8 != 0 {
 		return d.errf("wgmma shape .%s: want m64nNk16 with N a multiple of 8 from 8 to 256", q[3])

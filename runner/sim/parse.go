@@ -776,19 +776,8 @@ func (p *parser) operand() (operand, error) {
 
 // typeBytes is the size of a PTX fundamental type, 0 if unknown.
 func typeBytes(t string) int {
-	switch t {
-	case "b8", "u8", "s8":
-		return 1
-	case "b16", "u16", "s16", "f16", "bf16":
-		return 2
-	case "b32", "u32", "s32", "f32", "f16x2", "bf16x2":
-		return 4
-	case "b64", "u64", "s64", "f64":
-		return 8
-	case "b128":
-		return 16
-	}
-	return 0
+	pt, _ := parseType(t)
+	return pt.bytes()
 }
 
 // regBits is the width of a register type; 1 for pred, 0 if unknown.

@@ -1,88 +1,60 @@
 package sim
 
-// ptype is a PTX fundamental type.
-type ptype uint8
+import "github.com/gradtune/gradtune/kernels/ptx"
+
+// ptype is a PTX fundamental type (ptx.Type: its names and widths), with
+// the interpreter's value helpers.
+type ptype ptx.Type
 
 const (
-	tyNone ptype = iota
-	tyPred
-	tyB8
-	tyU8
-	tyS8
-	tyB16
-	tyU16
-	tyS16
-	tyF16
-	tyBF16
-	tyB32
-	tyU32
-	tyS32
-	tyF32
-	tyF16x2
-	tyBF16x2
-	tyB64
-	tyU64
-	tyS64
-	tyF64
-	tyB128
+	tyNone   = ptype(0)
+	tyPred   = ptype(ptx.Pred)
+	tyB8     = ptype(ptx.B8)
+	tyU8     = ptype(ptx.U8)
+	tyS8     = ptype(ptx.S8)
+	tyB16    = ptype(ptx.B16)
+	tyU16    = ptype(ptx.U16)
+	tyS16    = ptype(ptx.S16)
+	tyF16    = ptype(ptx.F16)
+	tyBF16   = ptype(ptx.BF16)
+	tyB32    = ptype(ptx.B32)
+	tyU32    = ptype(ptx.U32)
+	tyS32    = ptype(ptx.S32)
+	tyF32    = ptype(ptx.F32)
+	tyF16x2  = ptype(ptx.F16x2)
+	tyBF16x2 = ptype(ptx.BF16x2)
+	tyB64    = ptype(ptx.B64)
+	tyU64    = ptype(ptx.U64)
+	tyS64    = ptype(ptx.S64)
+	tyF64    = ptype(ptx.F64)
+	tyB128   = ptype(ptx.B128)
 )
 
-var ptypeNames = map[string]ptype{
-	"pred": tyPred, "b8": tyB8, "u8": tyU8, "s8": tyS8, "b16": tyB16, "u16": tyU16, "s16": tyS16,
-	"f16": tyF16, "bf16": tyBF16, "b32": tyB32, "u32": tyU32, "s32": tyS32, "f32": tyF32,
-	"f16x2": tyF16x2, "bf16x2": tyBF16x2, "b64": tyB64, "u64": tyU64, "s64": tyS64, "f64": tyF64,
-	"b128": tyB128,
+// parseType is the type spelled s ("f32"), and whether s names one.
+func parseType(s string) (ptype, bool) {
+	t, ok := ptx.ParseType(s)
+	return ptype(t), ok
 }
 
 func (t ptype) String() string {
-	for k, v := range ptypeNames {
-		if v == t {
-			return k
-		}
+	if t == tyNone {
+		return "none"
 	}
-	return "none"
+	return ptx.Type(t).String()
 }
 
 // bits is the width in bits (1 for pred).
-func (t ptype) bits() int {
-	switch t {
-	case tyPred:
-		return 1
-	case tyB8, tyU8, tyS8:
-		return 8
-	case tyB16, tyU16, tyS16, tyF16, tyBF16:
-		return 16
-	case tyB32, tyU32, tyS32, tyF32, tyF16x2, tyBF16x2:
-		return 32
-	case tyB64, tyU64, tyS64, tyF64:
-		return 64
-	case tyB128:
-		return 128
-	}
-	return 0
-}
+func (t ptype) bits() int { return ptx.Type(t).Bits() }
 
-func (t ptype) bytes() int { return t.bits() / 8 }
+func (t ptype) bytes() int { return ptx.Type(t).Bytes() }
 
-func (t ptype) signed() bool { return t == tyS8 || t == tyS16 || t == tyS32 || t == tyS64 }
+func (t ptype) signed() bool { return ptx.Type(t).Signed() }
 
-func (t ptype) isInt() bool {
-	switch t {
-	case tyU8, tyS8, tyU16, tyS16, tyU32, tyS32, tyU64, tyS64:
-		return true
-	}
-	return false
-}
+func (t ptype) isInt() bool { return ptx.Type(t).IsInt() }
 
-func (t ptype) isBits() bool { return t == tyB8 || t == tyB16 || t == tyB32 || t == tyB64 }
+func (t ptype) isBits() bool { return ptx.Type(t).IsBits() }
 
-func (t ptype) isFloat() bool {
-	switch t {
-	case tyF16, tyBF16, tyF32, tyF64, tyF16x2, tyBF16x2:
-		return true
-	}
-	return false
-}
+func (t ptype) isFloat() bool { return ptx.Type(t).IsFloat() }
 
 func (t ptype) isHalf() bool { return t == tyF16 || t == tyBF16 }
 
