@@ -16,7 +16,9 @@
 #
 #   diag    issue 21: why the trainer's medians of kernels under 10 µs sit
 #           0.3-1 µs over the table: nf4_dequant's entries by the trainer
-#           with --warm-ms 0 and 200, then by tune bench (the harness's
+#           with --warm-ms 0 and 200 (idle clocks?), and with a 1 GiB flush
+#           (a host too slow to keep the GPU's queue ahead?), each printing
+#           the host's time a sample, then by tune bench (the harness's
 #           protocol) in the same call, the SM clock sampled throughout
 #                                                             ~1.5 min
 #   nf4     issue 22: bench/issue22_h200.sh (the card's command timed,
@@ -93,9 +95,10 @@ nf4)
 diag)
 	nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,pstate --format=csv -lms 100 > "$out/diag-smi.csv" 2>&1 &
 	smi=$!
-	for w in 0 200; do
-		timed ./bin/trainer --all --only nf4_dequant --warm-ms "$w" "${as_h200[@]}" > "$out/diag-trainer-warm$w.log" 2>&1
-		grep -a -o "median of the launches.*" "$out/diag-trainer-warm$w.log" | head -24
+	for v in "0 0" "200 0" "200 1024"; do
+		read -r w f <<< "$v"
+		timed ./bin/trainer --all --only nf4_dequant --warm-ms "$w" --flush-mib "$f" "${as_h200[@]}" > "$out/diag-trainer-warm$w-flush$f.log" 2>&1
+		grep -a -o "median of the launches.*" "$out/diag-trainer-warm$w-flush$f.log" | head -24
 	done
 	timed ./bin/tune bench --configs configs/h200/nf4.json --db "$out/diag-bench.db" > "$out/diag-bench.log" 2>&1
 	grep -a "^nf4_dequant" "$out/diag-bench.log" | cut -c1-150

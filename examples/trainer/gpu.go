@@ -59,12 +59,22 @@ func (d *device) close() {
 type result struct {
 	maxAbs, maxRel float64
 	medianUS       float64
+	hostUS         float64 // the host's time to enqueue one sample
 	l2             string
 }
 
+// timing is how the trainer times a launch plan: the table's protocol,
+// samples runs, after warm of GPU work; flushBytes, when not 0, is the
+// write before each sample (the table's: twice the L2, at least 128 MiB).
+type timing struct {
+	samples    int
+	warm       time.Duration
+	flushBytes int
+}
+
 func (r result) print(w io.Writer, c Case) {
-	fmt.Fprintf(w, "  ok: outputs within tolerance (max abs err %.3g, max rel err %.3g); median of the launches %.2f µs (L2 %s)",
-		r.maxAbs, r.maxRel, r.medianUS, r.l2)
+	fmt.Fprintf(w, "  ok: outputs within tolerance (max abs err %.3g, max rel err %.3g); median of the launches %.2f µs (L2 %s; host %.1f µs a sample)",
+		r.maxAbs, r.maxRel, r.medianUS, r.l2, r.hostUS)
 	if c.Match.Rule == configs.Exact {
 		fmt.Fprintf(w, ", %.3f× the table's %.2f µs", r.medianUS/c.Match.Entry.MedianUS, c.Match.Entry.MedianUS)
 	}
@@ -89,7 +99,7 @@ func (m memory) Buffer(name string) (uint64, int, bool) {
 // exercise loads c's PTX, fills its inputs with the family's data, runs
 // the launches once and checks the outputs, then times them with the
 // table's protocol.
-func (d *device) exercise(c Case, samples int, warm time.Duration) (result, error) {
+func (d *device) exercise(c Case, tm timing) (result, error) {
 	f, err := catalog.Lookup(c.Kernel)
 	if err != nil {
 		return result{}, err
@@ -163,7 +173,7 @@ func (d *device) exercise(c Case, samples int, warm time.Duration) (result, erro
 		return r, err
 	}
 	r.l2 = c.Match.Table.Protocol.L2
-	r.medianUS, err = d.time(run, samples, r.l2 == "flushed", c.Match.Table.Protocol.Warmup, warm)
+	r.medianUS, r.hostUS, err = d.time(run, tm, r.l2 == "flushed", c.Match.Table.Protocol.Warmup)
 	return r, err
 }
 
@@ -212,18 +222,23 @@ func (d *device) check(f kernels.Family, s variants.Shape, plan configs.Plan, me
 	return r, nil
 }
 
-// time is the table's protocol: warmup runs, then samples runs enqueued
-// back to back, each between two events and, when flush is set, after a
-// write of twice the L2; the median in µs. Before the warm-up runs the
-// loop's own work (flush and run) keeps the GPU busy for at least warm:
-// the tuner measures on a GPU that has been running variants, and a GPU
-// that has sat idle while the host computed references starts a short
-// burst at lower clocks.
-func (d *device) time(run func() error, samples int, flush bool, warmup int, warm time.Duration) (float64, error) {
+// time is the table's protocol: warmup runs, then tm.samples runs
+// enqueued back to back, each between two events and, when flush is set,
+// after a write of twice the L2 (or tm.flushBytes); the median in µs,
+// and the host's time to enqueue one sample (were it longer than the
+// GPU's flush, the GPU would wait for the launch inside the events).
+// Before the warm-up runs the loop's own work (flush and run) keeps the
+// GPU busy for at least tm.warm: the tuner measures on a GPU that has
+// been running variants, and a GPU that has sat idle while the host
+// computed references starts a short burst at lower clocks.
+func (d *device) time(run func() error, tm timing, flush bool, warmup int) (medianUS, hostUS float64, err error) {
 	n := max(2*d.l2, 128<<20)
+	if tm.flushBytes > 0 {
+		n = tm.flushBytes
+	}
 	buf, err := d.ctx.Alloc(n)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer d.ctx.Free(buf)
 	flushL2 := func(i int) error {
@@ -232,56 +247,59 @@ func (d *device) time(run func() error, samples int, flush bool, warmup int, war
 		}
 		return d.ctx.MemsetD32Async(buf, uint32(i+1), n/4, d.stream)
 	}
-	for start := time.Now(); time.Since(start) < warm; {
+	for start := time.Now(); time.Since(start) < tm.warm; {
 		for i := range 16 {
 			if err := flushL2(i); err != nil {
-				return 0, err
+				return 0, 0, err
 			}
 			if err := run(); err != nil {
-				return 0, err
+				return 0, 0, err
 			}
 		}
 		if err := d.stream.Synchronize(); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 	}
 	for range warmup {
 		if err := run(); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 	}
+	samples := tm.samples
 	evs := make([]*cuda.Event, 2*samples)
 	for i := range evs {
 		if evs[i], err = d.ctx.NewEvent(); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		defer evs[i].Destroy()
 	}
+	enqueue := time.Now()
 	for i := range samples {
 		if err := flushL2(i); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		if err := evs[2*i].Record(d.stream); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		if err := run(); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		if err := evs[2*i+1].Record(d.stream); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 	}
+	hostUS = float64(time.Since(enqueue).Nanoseconds()) / 1e3 / float64(samples)
 	if err := evs[len(evs)-1].Synchronize(); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	us := make([]float64, samples)
 	for i := range us {
 		ms, err := cuda.Elapsed(evs[2*i], evs[2*i+1])
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		us[i] = float64(ms) * 1e3
 	}
 	sort.Float64s(us)
-	return us[len(us)/2], nil
+	return us[len(us)/2], hostUS, nil
 }

@@ -23,8 +23,7 @@ type options struct {
 	all           bool
 	only          []string // --all: only these kernels' entries; nil: every entry
 	tokens        []int64  // other values of the runtime dim (--all); nil: v/2+1 and 2v
-	samples       int
-	warm          time.Duration // GPU busy time before the first sample
+	timing        timing
 	gpu           configs.GPU
 }
 
@@ -38,6 +37,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	tokens := fs.String("tokens", "", "with --all: the other values of each entry's runtime dim (default v/2+1 and 2v)")
 	only := fs.String("only", "", "with --all: only the entries of these kernels, e.g. nf4_gemm_bwd,rmsnorm_bwd (default every entry)")
 	samples := fs.Int("samples", 50, "timed runs per launch plan")
+	flushMiB := fs.Int("flush-mib", 0, "MiB written before each sample when the table's L2 is flushed (0: twice the L2, at least 128)")
 	warmMS := fs.Int("warm-ms", 100, "milliseconds of the timed loop's own work (flush and launches) before the first sample, so the GPU has left its idle clocks as in the tuner (0: only the table's warm-up runs)")
 	gpuName := fs.String("gpu", "", "GPU model to look up (default: device 0's, else NVIDIA H200)")
 	cc := fs.String("cc", "", "compute capability to fall back on (default: device 0's, else 9.0)")
@@ -47,14 +47,16 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	if fs.NArg() > 0 {
 		return options{}, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	o := options{kernel: *kernel, dtype: *dt, all: *all, samples: *samples, gpu: configs.GPU{Name: *gpuName, CC: *cc}}
-	if o.samples < 1 {
-		return options{}, fmt.Errorf("--samples %d: want at least 1", o.samples)
-	}
-	if *warmMS < 0 {
+	o := options{kernel: *kernel, dtype: *dt, all: *all, gpu: configs.GPU{Name: *gpuName, CC: *cc},
+		timing: timing{samples: *samples, warm: time.Duration(*warmMS) * time.Millisecond, flushBytes: *flushMiB << 20}}
+	switch {
+	case *samples < 1:
+		return options{}, fmt.Errorf("--samples %d: want at least 1", *samples)
+	case *warmMS < 0:
 		return options{}, fmt.Errorf("--warm-ms %d: want 0 or more", *warmMS)
+	case *flushMiB < 0:
+		return options{}, fmt.Errorf("--flush-mib %d: want 0 or more", *flushMiB)
 	}
-	o.warm = time.Duration(*warmMS) * time.Millisecond
 	if *only != "" {
 		if !o.all {
 			return options{}, errors.New("--only goes with --all")
@@ -118,7 +120,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	failed := 0
 	for _, p := range cases {
 		p.describe(stdout)
-		r, err := dev.exercise(p, o.samples, o.warm)
+		r, err := dev.exercise(p, o.timing)
 		if err != nil {
 			fmt.Fprintf(stdout, "  FAILED: %v\n", err)
 			failed++

@@ -100,6 +100,7 @@ func TestRunWithoutGPU(t *testing.T) {
 		{[]string{"--all", "--tokens", "0"}, "want positive integers"},
 		{[]string{"--samples", "0"}, "want at least 1"},
 		{[]string{"--warm-ms", "-1"}, "want 0 or more"},
+		{[]string{"--flush-mib", "-1"}, "want 0 or more"},
 		{[]string{"extra"}, "unexpected arguments"},
 	} {
 		out.Reset()
