@@ -18,8 +18,11 @@
 // launches once on NaN-poisoned outputs and checks every output against
 // the family's float64 reference within its tolerance, checks that state
 // buffers are left zero, and times the launches with the table's protocol
-// (its L2 flush, warm-up and median), printing the ratio to the table's
-// figure at the tuned shape.
+// (its L2 flush, warm-up and median) after --warm-ms of the same work
+// (the tuner's GPU has been busy; an idle one starts at lower clocks),
+// printing the ratio to the table's figure at the tuned shape and the
+// host's time to enqueue one sample (--flush-mib sets the write between
+// samples, for telling a host that lets the GPU wait from the GPU).
 //
 // --all walks every committed entry at its tuned shape and, for entries
 // with a runtime dim, at two other values of it (--tokens, default v/2+1
