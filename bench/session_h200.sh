@@ -19,7 +19,8 @@
 #           with --warm-ms 0 and 200 (idle clocks?), and with a 1 GiB flush
 #           (a host too slow to keep the GPU's queue ahead?), each printing
 #           the host's time a sample, then by tune bench (the harness's
-#           protocol) in the same call, the SM clock sampled throughout
+#           protocol) with --warm-ms 0 and 100 in the same call, the SM
+#           clock sampled throughout
 #                                                             ~1.5 min
 #   nf4     issue 22: bench/issue22_h200.sh (the card's command timed,
 #           512 and 8192 tokens, held-out shapes, bitsandbytes' path as
@@ -100,8 +101,10 @@ diag)
 		timed ./bin/trainer --all --only nf4_dequant --warm-ms "$w" --flush-mib "$f" "${as_h200[@]}" > "$out/diag-trainer-warm$w-flush$f.log" 2>&1
 		grep -a -o "median of the launches.*" "$out/diag-trainer-warm$w-flush$f.log" | head -24
 	done
-	timed ./bin/tune bench --configs configs/h200/nf4.json --db "$out/diag-bench.db" > "$out/diag-bench.log" 2>&1
-	grep -a "^nf4_dequant" "$out/diag-bench.log" | cut -c1-150
+	for w in 0 100; do
+		timed ./bin/tune bench --configs configs/h200/nf4.json --warm-ms "$w" --db "$out/diag-bench-warm$w.db" > "$out/diag-bench-warm$w.log" 2>&1
+		grep -a "^nf4_dequant" "$out/diag-bench-warm$w.log" | cut -c1-150
+	done
 	kill "$smi"
 	;;
 shard)

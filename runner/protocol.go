@@ -38,6 +38,11 @@ type MeasureOpts struct {
 	// AbandonAfter is the number of samples after which the abandon rule
 	// is first checked (the first batch); at least minKept.
 	AbandonAfter int `json:",omitempty"`
+	// WarmMS, when positive, is the wall time for which the sampling
+	// loop's own work (flush and run) repeats, untimed, before the
+	// warm-up runs: a GPU the host left idle (computing references,
+	// compiling) starts at lower clocks (tune bench --warm-ms).
+	WarmMS float64 `json:",omitempty"`
 }
 
 // DefaultMeasure is the protocol the design fixes: at least 10 samples,

@@ -181,6 +181,11 @@ func (w *gpuWorker) copyBandwidth() (float64, error) {
 // then batches of samples until the protocol says stop, with a telemetry
 // reading before the first batch and after each.
 func (w *gpuWorker) measure(l *Loaded, mo MeasureOpts) (Measured, error) {
+	for start := time.Now(); time.Since(start).Seconds()*1e3 < mo.WarmMS; {
+		if _, err := w.sample(8, func() error { return w.ss.Run(l) }, mo.Mode); err != nil {
+			return Measured{}, err
+		}
+	}
 	for i := 0; i < mo.Warmup; i++ {
 		if err := w.ss.Run(l); err != nil {
 			return Measured{}, err

@@ -299,6 +299,7 @@ var badInputs = []struct {
 	{[]string{"bench", "--configs", "{table},{table}", "--db", "{dir}/n.db"}, 2, "--configs: ../../configs/h200/pool.json is given twice: give each file once", false},
 	{[]string{"bench", "--configs", "{table},../../configs/h200/../h200/pool.json", "--db", "{dir}/n.db"}, 2, "--configs: ../../configs/h200/pool.json and ../../configs/h200/../h200/pool.json are the same file: give each file once", false},
 	{[]string{"bench", "--configs", "{table},", "--db", "{dir}/n.db"}, 2, `--configs "../../configs/h200/pool.json,": an empty path between commas (want TABLE.json[,TABLE.json...])`, false},
+	{[]string{"bench", "--configs", "{table}", "--db", "{dir}/n.db", "--warm-ms", "-5"}, 2, "--warm-ms -5: want 0 or more", false},
 	{[]string{"bench", "--configs", "{table}", "--db", "{dir}/n.db", "--ref-cache", "{table}/refs"}, 2, "--ref-cache ../../configs/h200/pool.json/refs: reference cache: mkdir ../../configs/h200/pool.json: not a directory", false},
 	{[]string{"regress", "--baseline", "{db}", "--db", "{db}"}, 2, "a run compared with itself: {dir}/tune.db run 1 and {dir}/tune.db run 1 are run 1", false},
 	{[]string{"--version", "--kernel", "relu_bwd"}, 2, "--version stands alone", false},

@@ -25,7 +25,7 @@ import (
 func benchCommand() *command {
 	return &command{
 		name:  "bench",
-		usage: "bench --configs TABLE.json [--db FILE] [--kernel K] [--shapes S] [--device N] [--mode cold|hot] [--seed N] [--ref-cache DIR]",
+		usage: "bench --configs TABLE.json [--db FILE] [--kernel K] [--shapes S] [--device N] [--mode cold|hot] [--seed N] [--ref-cache DIR] [--warm-ms MS]",
 		summary: "measure again, without searching, the tuned variant of every entry of a config table\n" +
 			"and its baseline (the table's, else the family's default variant), into a new run;\n" +
 			"tune regress then compares that run with an earlier one",
@@ -36,6 +36,7 @@ func benchCommand() *command {
 			fs.String("shapes", "", "S\tonly entries matching these dims (a subset matches; dtype=bf16; several separated by ';')")
 			fs.Int("device", 0, "N\tGPU ordinal")
 			fs.String("mode", string(eval.Cold), "cold|hot\tflush L2 before every sample (cold) or not")
+			fs.Int("warm-ms", 0, "MS\tbefore each variant's warm-up runs, repeat its sampling loop untimed for this long (a GPU left idle while the host prepared inputs starts at lower clocks)")
 			fs.Uint64("seed", 1, "N\tinput data seed")
 			fs.String("ref-cache", "", "DIR\tkeep the float64 references in DIR and read them there in later runs of this same binary\n(a nightly run computes each entry's once; any other binary ignores them)")
 			fs.String("plant-slowdown", "", "'KERNEL DTYPE SHAPE=PCT%'\tadd a delay launch of PCT% of the table's median to that case (tests of the gate)")
@@ -50,6 +51,10 @@ func cmdBench(fs *flagSet, stdout, stderr io.Writer) error {
 	gpu, err := gpuOptionsOf(fs)
 	if err != nil {
 		return err
+	}
+	gpu.measure.WarmMS = float64(fs.integer("warm-ms"))
+	if gpu.measure.WarmMS < 0 {
+		return usagef("--warm-ms %d: want 0 or more", fs.integer("warm-ms"))
 	}
 	cases, err := benchSelection(fs, stderr)
 	if err != nil {
