@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels/catalog"
 	"github.com/gradtune/gradtune/variants"
@@ -30,5 +31,28 @@ func TestAxesPerDType(t *testing.T) {
 	}
 	if len(ls) != len(f.Space(f.Shapes(p, f.DTypes()[:1])[0]).Axes) {
 		t.Errorf("%d axes listed", len(ls))
+	}
+}
+
+// TestBenchBaselinesAreRecordedParams: a table's baseline params were
+// recorded like its winners', possibly before an axis was added
+// (nf4.json's before nf4_dequant's unroll), and bench measures them as
+// points of today's space, not as params the emitter refuses.
+func TestBenchBaselinesAreRecordedParams(t *testing.T) {
+	set, err := configs.Embedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases, _, err := BenchCases(set, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		if c.Baseline == nil {
+			continue
+		}
+		if err := c.Family.Space(c.Shape).Check(c.Baseline); err != nil {
+			t.Errorf("%s %s: baseline %s: %v", c.Family.Name(), c.Shape.Key(), c.Baseline, err)
+		}
 	}
 }

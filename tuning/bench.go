@@ -125,7 +125,8 @@ func benchCase(set *configs.Set, t *configs.Table, e configs.Entry) (runner.Case
 	c := runner.Case{Family: f, Shape: s, Params: p, BaselineName: "default"}
 	c.Baseline, _ = f.Space(s).First() // p is a point, so the space has one
 	if e.Baseline.Params != "" {
-		if c.Baseline, err = variants.ParseParams(e.Baseline.Params); err != nil {
+		// recorded before an axis was added, like the entry's own params
+		if c.Baseline, err = f.Space(s).ParseRecorded(e.Baseline.Params); err != nil {
 			return bad(err)
 		}
 		c.BaselineName = e.Baseline.Name
