@@ -115,18 +115,19 @@ func benchCase(set *configs.Set, t *configs.Table, e configs.Entry) (runner.Case
 	if err != nil {
 		return bad(err)
 	}
-	p, err := f.Space(s).ParseRecorded(e.Params)
+	sp := f.Space(s)
+	p, err := sp.ParseRecorded(e.Params)
 	if err == nil {
-		err = f.Space(s).Check(p)
+		err = sp.Check(p)
 	}
 	if err != nil {
 		return bad(err)
 	}
 	c := runner.Case{Family: f, Shape: s, Params: p, BaselineName: "default"}
-	c.Baseline, _ = f.Space(s).First() // p is a point, so the space has one
+	c.Baseline, _ = sp.First() // p is a point, so the space has one
 	if e.Baseline.Params != "" {
 		// recorded before an axis was added, like the entry's own params
-		if c.Baseline, err = f.Space(s).ParseRecorded(e.Baseline.Params); err != nil {
+		if c.Baseline, err = sp.ParseRecorded(e.Baseline.Params); err != nil {
 			return bad(err)
 		}
 		c.BaselineName = e.Baseline.Name

@@ -52,10 +52,11 @@ func cmdBench(fs *flagSet, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	gpu.measure.WarmMS = float64(fs.integer("warm-ms"))
-	if gpu.measure.WarmMS < 0 {
-		return usagef("--warm-ms %d: want 0 or more", fs.integer("warm-ms"))
+	warmMS := fs.integer("warm-ms")
+	if warmMS < 0 {
+		return usagef("--warm-ms %d: want 0 or more", warmMS)
 	}
+	gpu.measure.WarmMS = float64(warmMS)
 	cases, err := benchSelection(fs, stderr)
 	if err != nil {
 		return err

@@ -65,6 +65,10 @@ func tilesC(g problem, p Params) int { return gen.CeilDiv(g.c, p.BN) }
 func tiles(g problem, p Params) int  { return tilesR(g, p) * tilesC(g, p) }
 func kTiles(g problem, p Params) int { return gen.CeilDiv(g.l, p.BK) + g.loraTiles(p.BK) }
 
+// WaveSlots is the CTA slots of the waves that t CTAs take: t rounded up
+// to whole waves of Wave.
+func WaveSlots(t int) int { return gen.CeilDiv(t, Wave) * Wave }
+
 func syncFeatures(_ problem, p Params) error {
 	if p.MMA != Sync {
 		return nil
@@ -414,7 +418,7 @@ func streamK(g problem, p Params) error {
 		return fmt.Errorf("order=streamk takes mma=wgmma persistent=1 splitk=1 cluster=1")
 	case t >= 2*numSMs:
 		return fmt.Errorf("order=streamk with %d tiles: two waves or more", t)
-	case 10*t >= 9*gen.CeilDiv(t, numSMs)*numSMs:
+	case 10*t >= 9*WaveSlots(t):
 		return fmt.Errorf("order=streamk with %d tiles: whole tiles fill 90%% of their waves", t)
 	case n < 2*numSMs:
 		return fmt.Errorf("order=streamk over %d k-tiles: fewer than two per SM", n)

@@ -137,7 +137,7 @@ func oddColumnsFill(s GEMMShape, p GEMMParams) error {
 // bm×bn fill.
 func waveFill(s GEMMShape, bm, bn int) float64 {
 	t := gen.CeilDiv(s.M, bm) * gen.CeilDiv(s.K, bn)
-	return float64(t) / float64(gen.CeilDiv(t, gemm.Wave)*gemm.Wave)
+	return float64(t) / float64(gemm.WaveSlots(t))
 }
 
 // denseFeatures: the unfused and streamed paths are gemm_bwd's dX kernel

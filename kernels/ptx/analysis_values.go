@@ -221,8 +221,6 @@ func ceilDiv(x, d int64) int64 {
 	return -floorDiv(-x, d)
 }
 
-func isSigned(t Type) bool { return t == S16 || t == S32 || t == S64 }
-
 func isIntOrBit(t Type) bool {
 	return t.IsInt() || t.IsBits()
 }
@@ -394,7 +392,7 @@ func (a *analyzer) read(x *opv, o Operand, t Type, ring bool) {
 	switch v := o.(type) {
 	case Imm:
 		c := int64(v)
-		if !isSigned(t) {
+		if !t.Signed() {
 			switch t.Bits() {
 			case 16:
 				c &= 1<<16 - 1
@@ -1204,7 +1202,7 @@ func (a *analyzer) sideFacts(cmp string, t Type, x, y *opv, truth bool) {
 	if fl <= -inf && fh >= inf {
 		fOK = false
 	}
-	if !isSigned(t) {
+	if !t.Signed() {
 		ul, uh, _ := rangeOf(t)
 		tl, th, fl, fh = max(tl, ul), min(th, uh), max(fl, ul), min(fh, uh)
 	}
@@ -1212,7 +1210,7 @@ func (a *analyzer) sideFacts(cmp string, t Type, x, y *opv, truth bool) {
 		// The bound holds in t's reading of the bits; it holds in the
 		// register's own reading when both agree on it.
 		_, smax, _ := rangeOf(signedOf(t))
-		if !(lo >= 0 && hi <= smax) && isSigned(t) != isSigned(x.rt) {
+		if !(lo >= 0 && hi <= smax) && t.Signed() != x.rt.Signed() {
 			return
 		}
 		a.factBuf = append(a.factBuf, fact{x.idx, x.ver, lo, hi})
@@ -1248,7 +1246,7 @@ func (a *analyzer) sideFacts(cmp string, t Type, x, y *opv, truth bool) {
 
 // flipSign returns the integer type of t's width and the other signedness.
 func flipSign(t Type) Type {
-	if isSigned(t) {
+	if t.Signed() {
 		switch t.Bits() {
 		case 16:
 			return U16

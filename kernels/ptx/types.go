@@ -36,15 +36,20 @@ const (
 var typeNames = [...]string{"", "pred", "b16", "b32", "b64", "u16", "u32", "u64", "s16", "s32", "s64", "f16", "bf16", "f32", "f64", "f16x2", "bf16x2",
 	"b8", "u8", "s8", "b128"}
 
+// typeNamed maps each spelling in typeNames to its type.
+var typeNamed = func() map[string]Type {
+	m := make(map[string]Type, len(typeNames))
+	for t, name := range typeNames[1:] {
+		m[name] = Type(t + 1)
+	}
+	return m
+}()
+
 // ParseType is the type spelled s without the dot ("f32"), and whether
 // s names one.
 func ParseType(s string) (Type, bool) {
-	for t, name := range typeNames {
-		if t > 0 && name == s {
-			return Type(t), true
-		}
-	}
-	return invalidType, false
+	t, ok := typeNamed[s]
+	return t, ok
 }
 
 // String returns the PTX spelling without the dot ("f32").
