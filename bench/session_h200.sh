@@ -29,6 +29,9 @@
 #           the card's command as a user runs it (default flags, bf16 and
 #           f16) timed against the 3-minute bar with the search rules, then
 #           the eight held-out Llama-3.2-1B shapes and their peers ~6 min
+#   cardtime  issue 22: the card's command alone (default flags), each
+#           shape's wall time split by phase (search, baselines, final
+#           round; preparing inputs, starting workers)          ~3.5 min
 #   launch  issue 21: examples/trainer --all over every committed entry
 #           at its tuned token count and two others           ~5 min
 #   shard   issue 29: relu_bwd and rmsnorm_bwd (bf16, qwen1.5b) tuned
@@ -88,7 +91,7 @@ if [[ $gpu != *H200* ]]; then
 	as_h200=(--gpu "NVIDIA H200" --cc 9.0)
 	echo "not an H200: the trainer looks up the H200's tables (${as_h200[*]})"
 fi
-for phase in ${PHASE:?PHASE=diag|nf4|nf4card|launch|shard|exact|gemm|nights|pytorch|step|lce|attn|steppeers}; do
+for phase in ${PHASE:?PHASE=diag|nf4|nf4card|cardtime|launch|shard|exact|gemm|nights|pytorch|step|lce|attn|steppeers}; do
 case $phase in
 nf4)
 	PHASE=all OUT=$out bash bench/issue22_h200.sh
@@ -127,6 +130,11 @@ exact)
 	;;
 nf4card)
 	PHASE=card OUT=$out bash bench/issue22_h200.sh
+	;;
+cardtime)
+	timed ./bin/tune --kernel nf4_gemm_bwd --shapes qwen1.5b --db "$out/card.db" > "$out/tune-card.log" 2>&1
+	grep -a -o "^nf4_gemm_bwd   [^ ]*\|\[[0-9.]*s: search.*\]" "$out/tune-card.log" | paste - - | cut -c1-330
+	tail -2 "$out/tune-card.log"
 	;;
 launch)
 	# the entries 2026-12-05's call did not reach or that are new first
@@ -185,7 +193,7 @@ steppeers)
 	done
 	;;
 *)
-	echo "PHASE=$phase: want diag, nf4, nf4card, launch, shard, exact, gemm, nights, pytorch, step, lce, attn or steppeers" >&2
+	echo "PHASE=$phase: want diag, nf4, nf4card, cardtime, launch, shard, exact, gemm, nights, pytorch, step, lce, attn or steppeers" >&2
 	exit 2
 	;;
 esac

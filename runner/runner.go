@@ -170,6 +170,17 @@ type Summary struct {
 	BaselineName string
 	// Worker wall time spent compiling, validating and in all, seconds.
 	CompileS, ValidateS, TotalS float64
+	// Wall, the runner's own clock on the shape's phases.
+	Wall Walls
+}
+
+// Walls is where a shape's wall time went, seconds: its three phases in
+// order (the search, the baselines, the final round), and across them the
+// time spent preparing inputs and references in the worker, starting
+// workers, and waiting for the compile pool's cubins.
+type Walls struct {
+	Search, Baselines, Final   float64
+	Prepare, Starts, CubinWait float64
 }
 
 // Runner tunes jobs on one worker at a time.
@@ -178,6 +189,8 @@ type Runner struct {
 	w        Worker
 	info     DeviceInfo
 	prepared string // the shape the worker holds
+	// wall accumulates the shape in hand's Walls.
+	wall Walls
 	// pool, when set, compiles programs ahead of the worker (UseCompilePool).
 	pool *CompilePool
 	// emitted holds the programs prefetch emitted, by emitKey, until
@@ -237,6 +250,8 @@ func (r *Runner) start() error {
 // is appended to res.
 func (r *Runner) restart(res *Result) {
 	r.w.Close()
+	t0 := time.Now()
+	defer func() { r.wall.Starts += time.Since(t0).Seconds() }()
 	if err := r.start(); err != nil {
 		res.Message += "; restarting the worker failed: " + err.Error()
 	}
@@ -300,6 +315,7 @@ func (r *Runner) Tune(ctx context.Context, jobs []Job, rec Recorder) ([]Summary,
 
 func (r *Runner) tuneShape(ctx context.Context, f kernels.Family, s variants.Shape, rec Recorder) (Summary, error) {
 	start := time.Now()
+	r.wall = Walls{}
 	sum := Summary{Kernel: f.Name(), Shape: s}
 	cfg := search.Config{Name: r.opt.Strategy, Budget: r.opt.Budget, Fraction: r.opt.BudgetFraction, Seed: r.opt.Seed}
 	if pl, ok := f.(PointLister); ok {
@@ -345,10 +361,14 @@ func (r *Runner) tuneShape(ctx context.Context, f kernels.Family, s variants.Sha
 	}
 	c := Choose(valid)
 	sum.Best, sum.Ties, sum.Rule = c.Best, c.Ties, c.Rule
+	r.wall.Search = time.Since(start).Seconds()
+	t0 := time.Now()
 	base, bl, err := r.tuneBaselines(ctx, f, s, cost, rec)
 	if err != nil {
 		return sum, err
 	}
+	r.wall.Baselines = time.Since(t0).Seconds()
+	t0 = time.Now()
 	for tries := 0; c.Best != nil && r.opt.FinalRounds > 0; tries++ {
 		w, b, err := r.finalRound(ctx, f, s, c.Best, base, bl, cost, rec)
 		if err != nil {
@@ -371,6 +391,8 @@ func (r *Runner) tuneShape(ctx context.Context, f kernels.Family, s variants.Sha
 			break
 		}
 	}
+	r.wall.Final = time.Since(t0).Seconds()
+	sum.Wall = r.wall
 	sum.Baseline = base
 	if base != nil {
 		sum.BaselineName, _ = eval.BaselineName(base.Key.Params)
@@ -466,8 +488,10 @@ func (r *Runner) progress(sum Summary, took time.Duration) {
 	if b := sum.Baseline; b != nil {
 		best += fmt.Sprintf("; %s %.2f µs", sum.BaselineName, b.Stats.Median)
 	}
-	fmt.Fprintf(r.opt.Progress, "%-14s %-26s %4d variants: %d valid, %d failed, %d reused; %s [%.1fs: compile %.1fs, validate %.1fs, measure %.1fs]\n",
+	w := sum.Wall
+	fmt.Fprintf(r.opt.Progress, "%-14s %-26s %4d variants: %d valid, %d failed, %d reused; %s [%.1fs: search %.1fs, baselines %.1fs, final round %.1fs; preparing inputs %.1fs, starting workers %.1fs, waiting for cubins %.1fs; the worker's variants: compile %.1fs, validate %.1fs, measure %.1fs]\n",
 		sum.Kernel, sum.Shape.Key(), sum.Tried, sum.Valid, sum.Failed, sum.Reused, best, took.Seconds(),
+		w.Search, w.Baselines, w.Final, w.Prepare, w.Starts, w.CubinWait,
 		sum.CompileS, sum.ValidateS, sum.TotalS-sum.CompileS-sum.ValidateS)
 }
 
@@ -559,7 +583,9 @@ func (r *Runner) evaluate(ctx context.Context, res *Result, req *evalRequest, co
 	if r.pool != nil && req.Baseline == nil {
 		// A helper that could not compile leaves it to the worker, which
 		// records the compiler's error as it always did.
+		t0 := time.Now()
 		req.Cubin, _ = r.pool.Cubin(req.Program.PTX)
+		r.wall.CubinWait += time.Since(t0).Seconds()
 	}
 	if !r.prepare(ctx, req, res) {
 		return res
@@ -576,7 +602,9 @@ func (r *Runner) prepare(ctx context.Context, req *evalRequest, res *Result) boo
 		return true
 	}
 	pctx, cancel := context.WithTimeout(ctx, r.opt.PrepareTimeout)
+	t0 := time.Now()
 	resp, err := r.w.Prepare(pctx, req)
+	r.wall.Prepare += time.Since(t0).Seconds()
 	cancel()
 	if err == nil && resp.Status == eval.OK {
 		r.prepared = key
