@@ -11,9 +11,11 @@
 // uploaded once per shape as f64 and a check kernel applies the family's
 // tolerance to every element, so only the largest errors and the first
 // bad index come back, not the output; elsewhere the comparison runs here.
-// With a RefCache (tune bench --ref-cache) the references are kept on
-// disk, keyed by the executable's SHA-256, and a later process of the same
-// binary reads them instead of computing them again.
+// With a RefCache (tune bench --ref-cache; tune keeps one for its run,
+// so that a final round's fresh worker reads its shape's references) the
+// references are kept on disk, keyed by the executable's SHA-256, and a
+// later process of the same binary reads them instead of computing them
+// again.
 //
 // The worker is a separate process (the tune binary re-executed in a hidden
 // mode) so that a sticky CUDA error or a hung kernel kills only the worker:

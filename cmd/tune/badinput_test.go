@@ -129,7 +129,7 @@ var badInputs = []struct {
 	needsNoGPU bool
 }{
 	// Flags, as Go's flag package would have reported them.
-	{[]string{"--bogus"}, 2, "unknown flag --bogus (flags of tune: --budget, --compile-helpers, --compiler, --cubin-cache, --db, --device, --devices, --dtype, --final-rounds, --fresh, --kernel, --mode, --no-abandon, --no-cache, --params, --seed, --shapes, --shard, --strategy, --tokens)", false},
+	{[]string{"--bogus"}, 2, "unknown flag --bogus (flags of tune: --budget, --compile-helpers, --compiler, --cubin-cache, --db, --device, --devices, --dtype, --final-rounds, --fresh, --kernel, --mode, --no-abandon, --no-cache, --params, --ref-cache, --seed, --shapes, --shard, --strategy, --tokens)", false},
 	{[]string{"--tokens", "abc"}, 2, `--tokens "abc": want positive token counts separated by commas`, false},
 	{[]string{"--fresh=maybe"}, 2, `--fresh "maybe": want true or false`, false},
 	{[]string{"--seed", "-1"}, 2, `--seed "-1": want a non-negative integer`, false},

@@ -38,7 +38,7 @@ func benchCommand() *command {
 			fs.String("mode", string(eval.Cold), "cold|hot\tflush L2 before every sample (cold) or not")
 			fs.Int("warm-ms", 0, "MS\tbefore each variant's warm-up runs, repeat its sampling loop untimed for this long (a GPU left idle while the host prepared inputs starts at lower clocks)")
 			fs.Uint64("seed", 1, "N\tinput data seed")
-			fs.String("ref-cache", "", "DIR\tkeep the float64 references in DIR and read them there in later runs of this same binary\n(a nightly run computes each entry's once; any other binary ignores them)")
+			refCacheFlag(fs, "(a nightly run computes each entry's once; any other binary ignores them)")
 			fs.String("plant-slowdown", "", "'KERNEL DTYPE SHAPE=PCT%'\tadd a delay launch of PCT% of the table's median to that case (tests of the gate)")
 			fs.String("replay", "", "DB\tanswer from the samples recorded in DB instead of a GPU (tests of the gate)")
 		},
@@ -64,14 +64,11 @@ func cmdBench(fs *flagSet, stdout, stderr io.Writer) error {
 	if err := gpu.probeDB(); err != nil {
 		return err
 	}
-	var refs string // the executable's folder of the reference cache
-	if dir := fs.str("ref-cache"); dir != "" {
-		c, err := runner.OpenRefCache(dir)
-		if err != nil {
-			return usagef("--ref-cache %s: %w", dir, err)
-		}
-		refs = c.Dir()
+	refs, closeRefs, err := refCacheOf(fs, false)
+	if err != nil {
+		return err
 	}
+	defer closeRefs()
 	worker, err := benchWorker(fs, gpu.device, gpu.seed, refs)
 	if err != nil {
 		return err

@@ -74,6 +74,7 @@ func tuneCommand() *command {
 			fs.Bool("fresh", false, "\tre-measure variants already in the database")
 			fs.Int("final-rounds", 3, "N\tre-time each shape's winner and its baseline alternately N times each in a fresh worker; those medians are the run's figures (0: report the tuning medians)")
 			fs.Uint64("seed", 1, "N\tinput data seed")
+			refCacheFlag(fs, "(default: a temporary folder for this run, so that each final round's fresh worker reads the shape's references instead of computing them again)")
 			fs.Bool("faults", false, "\tlet --kernel name the planted-fault family (kernels/faults)")
 		},
 		hiddenFlags: map[string]bool{"faults": true, "replay": true},
@@ -146,6 +147,12 @@ func cmdTune(fs *flagSet, stdout, stderr io.Writer) error {
 	if err := gpu.probeDB(); err != nil {
 		return err
 	}
+	refs, closeRefs, err := refCacheOf(fs, run.rounds > 0 && !fs.Given("replay"))
+	if err != nil {
+		return err
+	}
+	defer closeRefs()
+	run.refs = refs
 	if len(run.devices) > 1 {
 		return tuneOnDevices(fs, gpu, run, sel, stdout)
 	}
@@ -176,6 +183,7 @@ type tuneOptions struct {
 	devices   []int
 	shard     tuning.Shard
 	shardFrom string // " (from VAR)" when the environment chose the shard
+	refs      string // the reference cache's folder for the workers ("": none)
 }
 
 func tuneOptionsOf(fs *flagSet) (tuneOptions, error) {
@@ -267,7 +275,7 @@ func allDevices() ([]int, error) {
 // and its compile pool (nil when it has none), its progress going to
 // progress.
 func openDevice(fs *flagSet, gpu gpuOptions, o tuneOptions, dev int, fix variants.Params, progress io.Writer) (*runner.Runner, *runner.CompilePool, error) {
-	worker, err := tuneWorker(fs, gpu, dev)
+	worker, err := tuneWorker(fs, gpu, dev, o.refs)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -296,13 +304,14 @@ func openDevice(fs *flagSet, gpu gpuOptions, o tuneOptions, dev int, fix variant
 	return r, pool, nil
 }
 
-// tuneWorker is the constructor of GPU dev's worker processes, or with
+// tuneWorker is the constructor of GPU dev's worker processes (keeping
+// references in refs, an open reference cache's folder, when not empty), or with
 // --replay of a keyed replay of the recorded database (each variant
 // draws from its own stream, so shards draw what the whole run would).
-func tuneWorker(fs *flagSet, gpu gpuOptions, dev int) (func() (runner.Worker, error), error) {
+func tuneWorker(fs *flagSet, gpu gpuOptions, dev int, refs string) (func() (runner.Worker, error), error) {
 	path := fs.str("replay")
 	if path == "" {
-		return processWorker(dev, workerFlags{faults: fs.Given("faults")})
+		return processWorker(dev, workerFlags{faults: fs.Given("faults"), refCache: refs})
 	}
 	rp, info, err := replayOf(path, gpu.seed)
 	if err != nil {
