@@ -27,8 +27,14 @@
 // --all walks every committed entry at its tuned shape and, for entries
 // with a runtime dim, at two other values of it (--tokens, default v/2+1
 // and 2v for a tuned v: one odd, so not a multiple of any tile), or the
-// entries of the kernels --only names; it exits 1 if any launch fails or
-// any output is wrong. Without a GPU it prints the plans and exits 0.
+// entries of the kernels --only names (--tuned-only: at the tuned shape
+// alone); it exits 1 if any launch fails or any output is wrong. Without
+// a GPU it prints the plans and exits 0.
+//
+// --configs reads tables from files instead of the committed ones, e.g.
+// those tune export --ptx writes from a tune bench run on this machine:
+// a table's figures are one machine's, and another machine of the same
+// model differs by a few percent, most on kernels of a few µs.
 //
 // The example builds with CGO_ENABLED=0.
 package main

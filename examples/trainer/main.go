@@ -23,6 +23,8 @@ type options struct {
 	all           bool
 	only          []string // --all: only these kernels' entries; nil: every entry
 	tokens        []int64  // other values of the runtime dim (--all); nil: v/2+1 and 2v
+	tunedOnly     bool     // --all at each entry's tuned shape alone
+	tables        []string // --configs: tables read from these files; nil: the committed ones
 	timing        timing
 	gpu           configs.GPU
 }
@@ -35,6 +37,8 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	shape := fs.String("shape", "m=2048,n=8960", "problem size (dims, without dtype)")
 	all := fs.Bool("all", false, "every committed entry, at its tuned shape and two other token counts")
 	tokens := fs.String("tokens", "", "with --all: the other values of each entry's runtime dim (default v/2+1 and 2v)")
+	tables := fs.String("configs", "", "TABLE.json[,TABLE.json...]: look up these tables (tune export --ptx writes them with their PTX) instead of the committed ones")
+	tunedOnly := fs.Bool("tuned-only", false, "with --all: only each entry's tuned shape (the one its table figure is of)")
 	only := fs.String("only", "", "with --all: only the entries of these kernels, e.g. nf4_gemm_bwd,rmsnorm_bwd (default every entry)")
 	samples := fs.Int("samples", 50, "timed runs per launch plan")
 	flushMiB := fs.Int("flush-mib", 0, "MiB written before each sample when the table's L2 is flushed (0: twice the L2, at least 128)")
@@ -57,6 +61,14 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	case *flushMiB < 0:
 		return options{}, fmt.Errorf("--flush-mib %d: want 0 or more", *flushMiB)
 	}
+	if *tables != "" {
+		for _, p := range strings.Split(*tables, ",") {
+			if p = strings.TrimSpace(p); p == "" {
+				return options{}, fmt.Errorf("--configs %q: want table files separated by commas", *tables)
+			}
+			o.tables = append(o.tables, p)
+		}
+	}
 	if *only != "" {
 		if !o.all {
 			return options{}, errors.New("--only goes with --all")
@@ -67,6 +79,12 @@ func parse(args []string, stderr io.Writer) (options, error) {
 			}
 			o.only = append(o.only, k)
 		}
+	}
+	if *tunedOnly {
+		if !o.all || *tokens != "" {
+			return options{}, errors.New("--tuned-only goes with --all and without --tokens")
+		}
+		o.tunedOnly = true
 	}
 	if *tokens != "" {
 		if !o.all {
@@ -105,7 +123,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	cases, err := casesOf(o)
 	if err != nil {
 		fmt.Fprintf(stderr, "trainer: %v\n", err)
-		if errors.Is(err, configs.ErrUnknownGPU) || errors.Is(err, configs.ErrUnknownKernel) || errors.Is(err, configs.ErrNoConfig) {
+		if errors.Is(err, configs.ErrUnknownGPU) || errors.Is(err, configs.ErrUnknownKernel) || errors.Is(err, configs.ErrNoConfig) ||
+			errors.Is(err, errBadTables) {
 			return 2
 		}
 		return 1
@@ -145,7 +164,7 @@ type Case struct {
 // casesOf looks up what o asks for: one shape, or every committed entry
 // at its tuned shape and at other values of its runtime dims.
 func casesOf(o options) ([]Case, error) {
-	set, err := configs.Embedded()
+	set, err := tablesOf(o)
 	if err != nil {
 		return nil, err
 	}
@@ -161,7 +180,11 @@ func casesOf(o options) ([]Case, error) {
 				continue
 			}
 			planned[e.Kernel] = true
-			for _, sh := range shapesOf(e, o.tokens) {
+			shapes := shapesOf(e, o.tokens)
+			if o.tunedOnly {
+				shapes = shapes[:1]
+			}
+			for _, sh := range shapes {
 				c, err := lookup(set, t.GPU, e.Kernel, e.DType, sh)
 				if err != nil {
 					return nil, err
@@ -180,6 +203,21 @@ func casesOf(o options) ([]Case, error) {
 		return nil, fmt.Errorf("--only %s: no committed entry of these kernels: %s: %w", strings.Join(o.only, ","), strings.Join(missing, ", "), configs.ErrUnknownKernel)
 	}
 	return out, nil
+}
+
+// errBadTables marks --configs tables that do not load: a bad input.
+var errBadTables = errors.New("tables not loaded")
+
+// tablesOf is --configs' tables, else the committed ones.
+func tablesOf(o options) (*configs.Set, error) {
+	if o.tables == nil {
+		return configs.Embedded()
+	}
+	set, err := configs.LoadFiles(o.tables...)
+	if err != nil {
+		return nil, fmt.Errorf("--configs: %w (%w)", err, errBadTables)
+	}
+	return set, nil
 }
 
 // shapesOf is the entry's tuned shape, then the same with each runtime

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -66,6 +67,18 @@ func TestOnlySomeKernels(t *testing.T) {
 	if len(n) != 2 || n["nf4_gemm_bwd"] != 3*34 || n["rmsnorm_bwd"] != 3*3 {
 		t.Errorf("plans per kernel %v, want 102 of nf4_gemm_bwd's 34 entries and 9 of rmsnorm_bwd's 3", n)
 	}
+	tuned, err := casesOf(options{all: true, tunedOnly: true, only: []string{"rmsnorm_bwd"}, gpu: configs.GPU{Name: "NVIDIA H200", CC: "9.0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tuned) != 3 {
+		t.Fatalf("--tuned-only: %d plans of rmsnorm_bwd's 3 entries", len(tuned))
+	}
+	for _, c := range tuned {
+		if c.Match.Rule.String() != "exact" {
+			t.Errorf("--tuned-only planned %s at %s: a %s match, want the tuned shape", c.Kernel, c.Match.Shape, c.Match.Rule)
+		}
+	}
 }
 
 func mustShape(t *testing.T, s string) configs.Shape {
@@ -98,6 +111,8 @@ func TestRunWithoutGPU(t *testing.T) {
 		{[]string{"--all", "--only", "no_such_bwd"}, "no committed entry of these kernels"},
 		{[]string{"--all", "--only", "relu_bwd,no_such_bwd"}, "no committed entry of these kernels: no_such_bwd"},
 		{[]string{"--all", "--tokens", "0"}, "want positive integers"},
+		{[]string{"--tuned-only"}, "--tuned-only goes with --all"},
+		{[]string{"--all", "--tuned-only", "--tokens", "7"}, "without --tokens"},
 		{[]string{"--samples", "0"}, "want at least 1"},
 		{[]string{"--warm-ms", "-1"}, "want 0 or more"},
 		{[]string{"--flush-mib", "-1"}, "want 0 or more"},
@@ -108,5 +123,39 @@ func TestRunWithoutGPU(t *testing.T) {
 		if code := run(c.args, &out, &errb); code != 2 || !strings.Contains(errb.String(), c.want) {
 			t.Errorf("%q: exit %d: %s", c.args, code, errb.String())
 		}
+	}
+}
+
+// --configs looks up the tables it names, not the committed set: every
+// plan comes from them, and a table that does not load is a bad input.
+func TestConfigsFromFiles(t *testing.T) {
+	path := "../../configs/h200/rows.json"
+	set, err := configs.LoadFiles(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{}
+	for _, e := range set.Tables[0].Entries {
+		want[e.Kernel] = true
+	}
+	cases, err := casesOf(options{all: true, tables: []string{path}, gpu: configs.GPU{Name: "NVIDIA H200", CC: "9.0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, c := range cases {
+		got[c.Kernel] = true
+	}
+	if len(cases) < len(set.Tables[0].Entries) || len(got) != len(want) {
+		t.Errorf("%d plans of kernels %v from a table of %d entries of %v", len(cases), got, len(set.Tables[0].Entries), want)
+	}
+	for k := range got {
+		if !want[k] {
+			t.Errorf("a plan of %s, which %s does not hold", k, path)
+		}
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"--all", "--configs", filepath.Join(t.TempDir(), "none.json")}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "--configs") {
+		t.Errorf("a missing table: exit %d: %s", code, errb.String())
 	}
 }
