@@ -32,6 +32,9 @@
 #   cardtime  issue 22: the card's command alone (default flags), each
 #           shape's wall time split by phase (search, baselines, final
 #           round; preparing inputs, starting workers)          ~3.5 min
+#   refresh issue 21: the trainer at every entry's tuned shape against the
+#           committed tables, then against the same tables re-measured on
+#           this machine (tune bench, tune export --ptx)         ~6 min
 #   launch  issue 21: examples/trainer --all over every committed entry
 #           at its tuned token count and two others           ~5 min
 #   shard   issue 29: relu_bwd and rmsnorm_bwd (bf16, qwen1.5b) tuned
@@ -91,7 +94,7 @@ if [[ $gpu != *H200* ]]; then
 	as_h200=(--gpu "NVIDIA H200" --cc 9.0)
 	echo "not an H200: the trainer looks up the H200's tables (${as_h200[*]})"
 fi
-for phase in ${PHASE:?PHASE=diag|nf4|nf4card|cardtime|launch|shard|exact|gemm|nights|pytorch|step|lce|attn|steppeers}; do
+for phase in ${PHASE:?PHASE=diag|nf4|nf4card|cardtime|refresh|launch|shard|exact|gemm|nights|pytorch|step|lce|attn|steppeers}; do
 case $phase in
 nf4)
 	PHASE=all OUT=$out bash bench/issue22_h200.sh
@@ -135,6 +138,25 @@ cardtime)
 	timed ./bin/tune --kernel nf4_gemm_bwd --shapes qwen1.5b --db "$out/card.db" > "$out/tune-card.log" 2>&1
 	grep -a -o "^nf4_gemm_bwd   [^ ]*\|\[[0-9.]*s: search.*\]" "$out/tune-card.log" | paste - - | cut -c1-330
 	tail -2 "$out/tune-card.log"
+	;;
+refresh)
+	# the 5% check of issue 21 on one machine: every entry at its tuned
+	# shape by the trainer against the committed tables (another H200's
+	# figures), then the same tables re-measured here by tune bench and
+	# exported, and the trainer against those
+	all=configs/h200/activations.json,configs/h200/rows.json,configs/h200/pool.json,configs/h200/gemm.json,configs/h200/nf4.json,configs/h200/nf4_gemm.json
+	timed ./bin/trainer --all --tuned-only "${as_h200[@]}" > "$out/refresh-trainer-committed.log" 2>&1
+	tail -1 "$out/refresh-trainer-committed.log"
+	timed ./bin/tune bench --configs "$all" --ref-cache /tmp/gradtune-refs --db "$out/refresh.db" > "$out/refresh-bench.log" 2>&1
+	tail -1 "$out/refresh-bench.log"
+	mkdir -p /tmp/fresh
+	./bin/tune export --db "$out/refresh.db" --format json --ptx -o /tmp/fresh/h200.json > /dev/null
+	cp /tmp/fresh/h200.json "$out/refresh-table.json"
+	timed ./bin/trainer --all --tuned-only --configs /tmp/fresh/h200.json "${as_h200[@]}" > "$out/refresh-trainer-here.log" 2>&1
+	tail -1 "$out/refresh-trainer-here.log"
+	for f in committed here; do
+		echo "$f: $(grep -a -o "[0-9.]*× the table" "$out/refresh-trainer-$f.log" | awk '{r=$1+0; n++; if (r>1.05||r<0.95) o++} END {printf "%d ratios, %d outside 5%%", n, o}')"
+	done
 	;;
 launch)
 	# the entries 2026-12-05's call did not reach or that are new first
@@ -193,7 +215,7 @@ steppeers)
 	done
 	;;
 *)
-	echo "PHASE=$phase: want diag, nf4, nf4card, cardtime, launch, shard, exact, gemm, nights, pytorch, step, lce, attn or steppeers" >&2
+	echo "PHASE=$phase: want diag, nf4, nf4card, cardtime, refresh, launch, shard, exact, gemm, nights, pytorch, step, lce, attn or steppeers" >&2
 	exit 2
 	;;
 esac
