@@ -62,6 +62,7 @@ func (ss *Session) Prepare(f kernels.Family, s variants.Shape, seed uint64) erro
 		return nil
 	}
 	ss.Release()
+	exact := exactInputsAsync(f, s, seed)
 	in := f.Inputs(s, seed)
 	ss.fam, ss.shape = f, s
 	ss.ref = ss.refs.reference(f, s, RandomInputs, seed, in)
@@ -86,15 +87,37 @@ func (ss *Session) Prepare(f kernels.Family, s variants.Shape, seed uint64) erro
 			}
 		}
 	}
-	if e, ok := f.(kernels.Exacter); ok {
-		if in, ok := e.ExactInputs(s, seed); ok {
-			if err := ss.prepareExact(in, seed); err != nil {
-				return err
-			}
+	if ex := <-exact; ex.ok {
+		if err := ss.prepareExact(ex.in, seed); err != nil {
+			return err
 		}
 	}
 	ss.key = key
 	return nil
+}
+
+// exactInputs is a family's exact input set; ok is false when it has none
+// at the shape.
+type exactInputs struct {
+	in map[string][]float64
+	ok bool
+}
+
+// exactInputsAsync makes f's exact inputs at s (kernels.Exacter) beside
+// the caller, which makes the random set and its reference meanwhile:
+// generating inputs is serial, seconds at a large GEMM's shape.
+func exactInputsAsync(f kernels.Family, s variants.Shape, seed uint64) <-chan exactInputs {
+	ch := make(chan exactInputs, 1)
+	e, ok := f.(kernels.Exacter)
+	if !ok {
+		ch <- exactInputs{}
+		return ch
+	}
+	go func() {
+		in, ok := e.ExactInputs(s, seed)
+		ch <- exactInputs{in, ok}
+	}()
+	return ch
 }
 
 // exactSet is a session's exact input set (kernels.Exacter): its Input
