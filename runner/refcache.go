@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/variants"
@@ -32,8 +33,15 @@ import (
 // set of references, not one per build. A missing, unreadable or
 // malformed entry is computed afresh and written again; a failed write
 // leaves the run as it would be without the cache.
+//
+// A run's own cache (KeepLastShape) holds one shape's references at a
+// time: writing a shape's removes every other shape's, so that a tune
+// over large shapes does not fill the disk with references it will not
+// read again.
 type RefCache struct {
 	dir string // the executable's folder
+	// lastShape: writing a shape's reference removes other shapes'.
+	lastShape bool
 }
 
 // OpenRefCache opens (creating it) the reference cache in dir for the
@@ -70,7 +78,24 @@ func (c *RefCache) Dir() string { return c.dir }
 
 // RefCacheIn is the cache whose executable's folder is dir (an open
 // cache's Dir), for a process of that same executable.
-func RefCacheIn(dir string) *RefCache { return &RefCache{dir: dir} }
+func RefCacheIn(dir string) *RefCache {
+	_, err := os.Stat(filepath.Join(dir, lastShapeMarker))
+	return &RefCache{dir: dir, lastShape: err == nil}
+}
+
+// lastShapeMarker, a file in the executable's folder, says that the cache
+// keeps one shape's references (KeepLastShape).
+const lastShapeMarker = "last-shape-only"
+
+// KeepLastShape makes the cache, in this process and in the processes
+// given its Dir, keep only the references of the shape written last.
+func (c *RefCache) KeepLastShape() error {
+	if err := os.WriteFile(filepath.Join(c.dir, lastShapeMarker), nil, 0o644); err != nil {
+		return fmt.Errorf("reference cache: %w", err)
+	}
+	c.lastShape = true
+	return nil
+}
 
 func fileSHA256(path string) (string, error) {
 	f, err := os.Open(path)
@@ -96,19 +121,36 @@ func (c *RefCache) reference(f kernels.Family, s variants.Shape, set string, see
 	if c == nil {
 		return f.Reference(s, in)
 	}
-	path := c.path(f.Name(), s.Key(), set, seed)
+	shape := shapeName(f.Name(), s.Key(), seed)
+	path := filepath.Join(c.dir, shape+"-"+set+".ref")
 	if ref, err := readRef(path); err == nil {
 		return ref
 	}
 	ref := f.Reference(s, in)
+	if c.lastShape {
+		c.removeOtherShapes(shape)
+	}
 	_ = writeRef(path, ref) // a reference not kept is computed again next time
 	return ref
 }
 
-func (c *RefCache) path(kernel, shape, set string, seed uint64) string {
+// shapeName names a shape's entries: the SHA-256 of the family, the shape
+// key (dtype included) and the seed; each input set's file adds its name.
+func shapeName(kernel, shape string, seed uint64) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%d", kernel, shape, set, seed)
-	return filepath.Join(c.dir, hex.EncodeToString(h.Sum(nil))+".ref")
+	fmt.Fprintf(h, "%s\x00%s\x00%d", kernel, shape, seed)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// removeOtherShapes removes the entries of every shape but shape; what
+// cannot be removed only uses disk.
+func (c *RefCache) removeOtherShapes(shape string) {
+	entries, _ := os.ReadDir(c.dir)
+	for _, e := range entries {
+		if name := e.Name(); strings.HasSuffix(name, ".ref") && !strings.HasPrefix(name, shape+"-") {
+			os.Remove(filepath.Join(c.dir, name))
+		}
+	}
 }
 
 // refMagic opens every cache file: the format and its version.

@@ -115,3 +115,50 @@ func TestOpenRefCacheKeepsOneExecutable(t *testing.T) {
 		t.Errorf("a folder the cache does not own was touched: %v", err)
 	}
 }
+
+// TestRefCacheKeepsLastShape: a run's own cache holds one shape's
+// references (both input sets), in the process that marked it and in the
+// processes given its folder; the shape in hand is still read back.
+func TestRefCacheKeepsLastShape(t *testing.T) {
+	dir := t.TempDir()
+	c, err := runner.OpenRefCache(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.KeepLastShape(); err != nil {
+		t.Fatal(err)
+	}
+	worker := runner.RefCacheIn(c.Dir())
+	f := &countingSum{sumFamily: &sumFamily{rows: 100, l: 1024, skip: -1}}
+	files := func() []string {
+		m, _ := filepath.Glob(filepath.Join(c.Dir(), "*.ref"))
+		return m
+	}
+	validateCached(t, f, worker, 1)
+	first := files()
+	if len(first) != 2 || f.calls != 2 {
+		t.Fatalf("first shape: files %v, %d Reference calls; want both sets' 2", first, f.calls)
+	}
+	validateCached(t, f, worker, 2) // another seed: another entry, as another shape
+	second := files()
+	if len(second) != 2 || f.calls != 4 {
+		t.Fatalf("second shape: files %v, %d Reference calls; want its own 2", second, f.calls)
+	}
+	for _, p := range first {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("%s of the first shape kept", filepath.Base(p))
+		}
+	}
+	if validateCached(t, f, runner.RefCacheIn(c.Dir()), 2); f.calls != 4 {
+		t.Errorf("the last shape again: %d Reference calls in all, want 4 (read back)", f.calls)
+	}
+	plain, err := runner.OpenRefCache(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	validateCached(t, f, plain, 1)
+	validateCached(t, f, plain, 2)
+	if m, _ := filepath.Glob(filepath.Join(plain.Dir(), "*.ref")); len(m) != 4 {
+		t.Errorf("a named cache keeps every shape: %d files, want 4", len(m))
+	}
+}

@@ -15,8 +15,9 @@ func refCacheFlag(fs *flagSet, defaults string) {
 
 // refCacheOf opens the reference cache --ref-cache names and returns its
 // folder for the workers (runner.RefCache.Dir); without the flag, a
-// temporary one when temporary is set (removed by the returned close),
-// else none (""). A reference cache only saves the host's time: the
+// temporary one when temporary is set, holding one shape's references
+// at a time (runner.RefCache.KeepLastShape; removed by the returned
+// done), else none (""). A reference cache only saves the host's time: the
 // references read are the ones this binary computed.
 func refCacheOf(fs *flagSet, temporary bool) (dir string, done func(), err error) {
 	path := fs.str("ref-cache")
@@ -35,6 +36,9 @@ func refCacheOf(fs *flagSet, temporary bool) (dir string, done func(), err error
 	}
 	done = func() { os.RemoveAll(path) }
 	c, err := runner.OpenRefCache(path)
+	if err == nil {
+		err = c.KeepLastShape()
+	}
 	if err != nil {
 		done()
 		return "", func() {}, fmt.Errorf("a temporary reference cache: %w", err)

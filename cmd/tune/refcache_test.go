@@ -24,8 +24,8 @@ func TestRefCacheOf(t *testing.T) {
 	if err != nil || !strings.HasPrefix(dir, filepath.Join(tmp, "gradtune-refs-")) {
 		t.Fatalf("temporary cache %q, %v: want a folder under %s", dir, err, tmp)
 	}
-	if _, err := os.Stat(dir); err != nil {
-		t.Fatalf("temporary cache not made: %v", err)
+	if _, err := os.Stat(filepath.Join(dir, "last-shape-only")); err != nil {
+		t.Fatalf("temporary cache not made to keep one shape: %v", err)
 	}
 	done()
 	if left, _ := os.ReadDir(tmp); len(left) != 0 {
@@ -40,6 +40,9 @@ func TestRefCacheOf(t *testing.T) {
 	done()
 	if _, err := os.Stat(dir); err != nil {
 		t.Errorf("a named cache must outlive the run: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "last-shape-only")); err == nil {
+		t.Errorf("a named cache keeps every shape's references")
 	}
 
 	if dir, _, err := refCacheOf(parse(benchCommand()), false); dir != "" || err != nil {
