@@ -135,9 +135,10 @@ nf4card)
 	PHASE=card OUT=$out bash bench/issue22_h200.sh
 	;;
 cardtime)
-	timed ./bin/tune --kernel nf4_gemm_bwd --shapes qwen1.5b --db "$out/card.db" > "$out/tune-card.log" 2>&1
-	grep -a -o "^nf4_gemm_bwd   [^ ]*\|\[[0-9.]*s: search.*\]" "$out/tune-card.log" | paste - - | cut -c1-330
-	tail -2 "$out/tune-card.log"
+	rm -f "$out/cardtime.db"
+	timed ./bin/tune --kernel nf4_gemm_bwd --shapes qwen1.5b --db "$out/cardtime.db" > "$out/tune-cardtime.log" 2>&1
+	grep -a -o "^nf4_gemm_bwd   [^ ]*\|\[[0-9.]*s: search.*\]" "$out/tune-cardtime.log" | paste - - | cut -c1-330
+	tail -2 "$out/tune-cardtime.log"
 	;;
 refresh)
 	# the 5% check of issue 21 on one machine: every entry at its tuned
@@ -149,8 +150,11 @@ refresh)
 	tail -1 "$out/refresh-trainer-committed.log"
 	timed ./bin/tune bench --configs "$all" --ref-cache /tmp/gradtune-refs --db "$out/refresh.db" > "$out/refresh-bench.log" 2>&1
 	tail -1 "$out/refresh-bench.log"
-	mkdir -p /tmp/fresh
-	./bin/tune export --db "$out/refresh.db" --format json --ptx -o /tmp/fresh/h200.json > /dev/null
+	rm -rf /tmp/fresh && mkdir -p /tmp/fresh
+	if ! ./bin/tune export --db "$out/refresh.db" --format json --ptx -o /tmp/fresh/h200.json > "$out/refresh-export.log" 2>&1; then
+		echo "refresh: the export failed (refresh-export.log)"
+		continue
+	fi
 	cp /tmp/fresh/h200.json "$out/refresh-table.json"
 	timed ./bin/trainer --all --tuned-only --configs /tmp/fresh/h200.json "${as_h200[@]}" > "$out/refresh-trainer-here.log" 2>&1
 	tail -1 "$out/refresh-trainer-here.log"

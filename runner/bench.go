@@ -51,6 +51,7 @@ func (r *Runner) Bench(ctx context.Context, cases []Case, rec Recorder) ([]Summa
 
 func (r *Runner) benchCase(ctx context.Context, c Case, rec Recorder) (Summary, error) {
 	start := time.Now()
+	r.wall = Walls{}
 	sum := Summary{Kernel: c.Family.Name(), Shape: c.Shape, Rule: "from the config table"}
 	cost := c.Family.Cost(c.Shape)
 	var tuned, base *Result
@@ -96,6 +97,8 @@ func (r *Runner) benchCase(ctx context.Context, c Case, rec Recorder) (Summary, 
 			return sum, fmt.Errorf("recording winner: %w", err)
 		}
 	}
+	r.wall.Search = time.Since(start).Seconds() // the entry's two evaluations
+	sum.Wall = r.wall
 	r.progress(sum, time.Since(start))
 	return sum, nil
 }

@@ -175,9 +175,11 @@ type Summary struct {
 }
 
 // Walls is where a shape's wall time went, seconds: its three phases in
-// order (the search, the baselines, the final round), and across them the
-// time spent preparing inputs and references in the worker, starting
-// workers, and waiting for the compile pool's cubins.
+// order (the search, the baselines, the final round; a bench entry's two
+// evaluations count as its search), and across them the time spent
+// preparing inputs and references in the worker, replacing workers (the
+// old one's exit and the new one's start), and waiting for the compile
+// pool's cubins.
 type Walls struct {
 	Search, Baselines, Final   float64
 	Prepare, Starts, CubinWait float64
@@ -249,9 +251,9 @@ func (r *Runner) start() error {
 // restart replaces a dead or hung worker with a fresh one; what went wrong
 // is appended to res.
 func (r *Runner) restart(res *Result) {
-	r.w.Close()
 	t0 := time.Now()
 	defer func() { r.wall.Starts += time.Since(t0).Seconds() }()
+	r.w.Close()
 	if err := r.start(); err != nil {
 		res.Message += "; restarting the worker failed: " + err.Error()
 	}

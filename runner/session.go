@@ -105,7 +105,9 @@ type exactInputs struct {
 
 // exactInputsAsync makes f's exact inputs at s (kernels.Exacter) beside
 // the caller, which makes the random set and its reference meanwhile:
-// generating inputs is serial, seconds at a large GEMM's shape.
+// generating inputs is serial, seconds at a large GEMM's shape. The
+// channel holds the one answer, so a Prepare that fails before reading
+// it leaves nothing blocked (the goroutine ends with the generation).
 func exactInputsAsync(f kernels.Family, s variants.Shape, seed uint64) <-chan exactInputs {
 	ch := make(chan exactInputs, 1)
 	e, ok := f.(kernels.Exacter)

@@ -64,12 +64,12 @@ func cmdBench(fs *flagSet, stdout, stderr io.Writer) error {
 	if err := gpu.probeDB(); err != nil {
 		return err
 	}
-	refs, closeRefs, err := refCacheOf(fs, false)
+	refs, closeRefs, err := refCaches(fs, []int{gpu.device}, false)
 	if err != nil {
 		return err
 	}
 	defer closeRefs()
-	worker, err := benchWorker(fs, gpu.device, gpu.seed, refs)
+	worker, err := benchWorker(fs, gpu.device, gpu.seed, refs[gpu.device])
 	if err != nil {
 		return err
 	}

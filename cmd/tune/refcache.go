@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/gradtune/gradtune/runner"
 )
@@ -13,35 +14,44 @@ func refCacheFlag(fs *flagSet, defaults string) {
 	fs.String("ref-cache", "", "DIR\tkeep the float64 references in DIR and read them there in later runs of this same binary "+defaults)
 }
 
-// refCacheOf opens the reference cache --ref-cache names and returns its
-// folder for the workers (runner.RefCache.Dir); without the flag, a
-// temporary one when temporary is set, holding one shape's references
-// at a time (runner.RefCache.KeepLastShape; removed by the returned
-// done), else none (""). A reference cache only saves the host's time: the
-// references read are the ones this binary computed.
-func refCacheOf(fs *flagSet, temporary bool) (dir string, done func(), err error) {
-	path := fs.str("ref-cache")
-	if path != "" {
+// refCaches opens the reference caches of a command's workers on the
+// GPUs devs and returns each GPU's folder (runner.RefCache.Dir): the
+// cache --ref-cache names, shared by all; without the flag, when
+// temporary is set, a temporary folder per GPU, each holding the
+// references of the shape its worker prepared last
+// (runner.RefCache.KeepLastShape), all removed by the returned done;
+// else none (no entry). A reference cache only saves the host's time:
+// the references read are the ones this binary computed.
+func refCaches(fs *flagSet, devs []int, temporary bool) (dirs map[int]string, done func(), err error) {
+	dirs, done = map[int]string{}, func() {}
+	if path := fs.str("ref-cache"); path != "" {
 		c, err := runner.OpenRefCache(path)
 		if err != nil {
-			return "", func() {}, usagef("--ref-cache %s: %w", path, err)
+			return nil, done, usagef("--ref-cache %s: %w", path, err)
 		}
-		return c.Dir(), func() {}, nil
+		for _, d := range devs {
+			dirs[d] = c.Dir()
+		}
+		return dirs, done, nil
 	}
 	if !temporary {
-		return "", func() {}, nil
+		return dirs, done, nil
 	}
-	if path, err = os.MkdirTemp("", "gradtune-refs-"); err != nil {
-		return "", func() {}, fmt.Errorf("a temporary reference cache: %w", err)
-	}
-	done = func() { os.RemoveAll(path) }
-	c, err := runner.OpenRefCache(path)
-	if err == nil {
-		err = c.KeepLastShape()
-	}
+	tmp, err := os.MkdirTemp("", "gradtune-refs-")
 	if err != nil {
-		done()
-		return "", func() {}, fmt.Errorf("a temporary reference cache: %w", err)
+		return nil, done, fmt.Errorf("a temporary reference cache: %w", err)
 	}
-	return c.Dir(), done, nil
+	done = func() { os.RemoveAll(tmp) }
+	for _, d := range devs {
+		c, err := runner.OpenRefCache(filepath.Join(tmp, fmt.Sprintf("gpu%d", d)))
+		if err == nil {
+			err = c.KeepLastShape()
+		}
+		if err != nil {
+			done()
+			return nil, func() {}, fmt.Errorf("a temporary reference cache: %w", err)
+		}
+		dirs[d] = c.Dir()
+	}
+	return dirs, done, nil
 }

@@ -147,7 +147,7 @@ func cmdTune(fs *flagSet, stdout, stderr io.Writer) error {
 	if err := gpu.probeDB(); err != nil {
 		return err
 	}
-	refs, closeRefs, err := refCacheOf(fs, run.rounds > 0 && !fs.Given("replay"))
+	refs, closeRefs, err := refCaches(fs, run.devices, run.rounds > 0 && !fs.Given("replay"))
 	if err != nil {
 		return err
 	}
@@ -182,8 +182,8 @@ type tuneOptions struct {
 	rounds    int
 	devices   []int
 	shard     tuning.Shard
-	shardFrom string // " (from VAR)" when the environment chose the shard
-	refs      string // the reference cache's folder for the workers ("": none)
+	shardFrom string         // " (from VAR)" when the environment chose the shard
+	refs      map[int]string // each GPU's workers' reference cache folder (none: no cache)
 }
 
 func tuneOptionsOf(fs *flagSet) (tuneOptions, error) {
@@ -275,7 +275,7 @@ func allDevices() ([]int, error) {
 // and its compile pool (nil when it has none), its progress going to
 // progress.
 func openDevice(fs *flagSet, gpu gpuOptions, o tuneOptions, dev int, fix variants.Params, progress io.Writer) (*runner.Runner, *runner.CompilePool, error) {
-	worker, err := tuneWorker(fs, gpu, dev, o.refs)
+	worker, err := tuneWorker(fs, gpu, dev, o.refs[dev])
 	if err != nil {
 		return nil, nil, err
 	}

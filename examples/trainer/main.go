@@ -170,7 +170,7 @@ func casesOf(o options) ([]Case, error) {
 	}
 	if !o.all {
 		c, err := lookup(set, o.gpu, o.kernel, o.dtype, o.shape)
-		return []Case{c}, err
+		return []Case{c}, tablesError(o, err)
 	}
 	var out []Case
 	planned := map[string]bool{} // kernels with an entry
@@ -187,7 +187,7 @@ func casesOf(o options) ([]Case, error) {
 			for _, sh := range shapes {
 				c, err := lookup(set, t.GPU, e.Kernel, e.DType, sh)
 				if err != nil {
-					return nil, err
+					return nil, tablesError(o, err)
 				}
 				out = append(out, c)
 			}
@@ -200,10 +200,35 @@ func casesOf(o options) ([]Case, error) {
 		}
 	}
 	if len(missing) > 0 {
-		return nil, fmt.Errorf("--only %s: no committed entry of these kernels: %s: %w", strings.Join(o.only, ","), strings.Join(missing, ", "), configs.ErrUnknownKernel)
+		return nil, fmt.Errorf("--only %s: no %s entry of these kernels: %s: %w", strings.Join(o.only, ","), tablesName(o), strings.Join(missing, ", "), configs.ErrUnknownKernel)
 	}
 	return out, nil
 }
+
+// tablesName says which tables o looks up.
+func tablesName(o options) string {
+	if o.tables == nil {
+		return "committed"
+	}
+	return "--configs"
+}
+
+// tablesError marks an entry of --configs' tables whose PTX cannot be
+// read or does not match its checksum as a bad input (errBadTables): the
+// committed tables are checked by configs' tests.
+func tablesError(o options, err error) error {
+	var pe *ptxError
+	if o.tables != nil && errors.As(err, &pe) {
+		return fmt.Errorf("--configs: %w (%w)", err, errBadTables)
+	}
+	return err
+}
+
+// ptxError is a looked-up entry whose PTX could not be read.
+type ptxError struct{ err error }
+
+func (e *ptxError) Error() string { return e.err.Error() }
+func (e *ptxError) Unwrap() error { return e.err }
 
 // errBadTables marks --configs tables that do not load: a bad input.
 var errBadTables = errors.New("tables not loaded")
@@ -250,7 +275,7 @@ func lookup(set *configs.Set, gpu configs.GPU, kernel, dtype string, shape confi
 	}
 	ptx, err := set.PTX(m)
 	if err != nil {
-		return Case{}, err
+		return Case{}, &ptxError{err}
 	}
 	return Case{Kernel: kernel, DType: dtype, Match: m, PTX: ptx}, nil
 }

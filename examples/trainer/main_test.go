@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -157,5 +158,19 @@ func TestConfigsFromFiles(t *testing.T) {
 	var out, errb bytes.Buffer
 	if code := run([]string{"--all", "--configs", filepath.Join(t.TempDir(), "none.json")}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "--configs") {
 		t.Errorf("a missing table: exit %d: %s", code, errb.String())
+	}
+	alone := filepath.Join(t.TempDir(), "rows.json") // the table without its PTX files
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(alone, data, 0o644)
+	errb.Reset()
+	if code := run([]string{"--all", "--configs", alone}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "--configs") {
+		t.Errorf("a table without its PTX files: exit %d: %s", code, errb.String())
+	}
+	errb.Reset()
+	if code := run([]string{"--all", "--configs", path, "--only", "relu_bwd"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "no --configs entry") {
+		t.Errorf("--only a kernel the table lacks: exit %d: %s", code, errb.String())
 	}
 }
