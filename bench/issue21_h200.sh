@@ -16,7 +16,8 @@ mkdir -p "$out" bin
 export LD_LIBRARY_PATH=/usr/local/nvidia/lib64:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 for b in devbin/*.gz; do gunzip -c "$b" > "bin/$(basename "$b" .gz)"; chmod +x "bin/$(basename "$b" .gz)"; done
 nvidia-smi --query-gpu=name,uuid,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv > "$out/nvidia-smi.csv" 2>&1
-tables=configs/h200/activations.json,configs/h200/rows.json,configs/h200/pool.json,configs/h200/gemm.json,configs/h200/nf4.json,configs/h200/nf4_gemm.json
+source "$(dirname "${BASH_SOURCE[0]}")/tables.sh"
+tables=$H200_TABLES
 old=ab/old/activations.json,ab/old/rows.json,ab/old/pool.json,ab/old/gemm.json,ab/old/nf4.json
 timed() { local s; s=$(date +%s); "$@"; local rc=$?; echo "[$(( $(date +%s) - s )) s, exit $rc] $*"; return $rc; }
 case "${PHASE:?}" in

@@ -22,7 +22,8 @@ set -uo pipefail
 out=${OUT:-out}/nights
 mkdir -p "$out"
 export LD_LIBRARY_PATH=/usr/local/nvidia/lib64:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-tables=configs/h200/activations.json,configs/h200/rows.json,configs/h200/pool.json,configs/h200/gemm.json,configs/h200/nf4.json,configs/h200/nf4_gemm.json
+source "$(dirname "${BASH_SOURCE[0]}")/tables.sh"
+tables=$H200_TABLES
 nights=${NIGHTS:-6}
 # The nights' float64 references, computed by the first night and read by
 # the others (tune bench --ref-cache); outside $OUT, which comes back.

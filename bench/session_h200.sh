@@ -75,6 +75,7 @@ mkdir -p "$out"
 export LD_LIBRARY_PATH=/usr/local/nvidia/lib64:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export PYTHONUNBUFFERED=1
 source "$(dirname "${BASH_SOURCE[0]}")/timed.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/tables.sh"
 if [[ -n ${BUDGET:-} ]]; then
 	export DEADLINE=$(($(date +%s) + BUDGET))
 fi
@@ -145,10 +146,9 @@ refresh)
 	# shape by the trainer against the committed tables (another H200's
 	# figures), then the same tables re-measured here by tune bench and
 	# exported, and the trainer against those
-	all=configs/h200/activations.json,configs/h200/rows.json,configs/h200/pool.json,configs/h200/gemm.json,configs/h200/nf4.json,configs/h200/nf4_gemm.json
 	timed ./bin/trainer --all --tuned-only "${as_h200[@]}" > "$out/refresh-trainer-committed.log" 2>&1
 	tail -1 "$out/refresh-trainer-committed.log"
-	timed ./bin/tune bench --configs "$all" --ref-cache /tmp/gradtune-refs --db "$out/refresh.db" > "$out/refresh-bench.log" 2>&1
+	timed ./bin/tune bench --configs "$H200_TABLES" --ref-cache /tmp/gradtune-refs --db "$out/refresh.db" > "$out/refresh-bench.log" 2>&1
 	tail -1 "$out/refresh-bench.log"
 	rm -rf /tmp/fresh && mkdir -p /tmp/fresh
 	if ! ./bin/tune export --db "$out/refresh.db" --format json --ptx -o /tmp/fresh/h200.json > "$out/refresh-export.log" 2>&1; then

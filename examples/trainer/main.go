@@ -161,16 +161,28 @@ type Case struct {
 	PTX           []byte
 }
 
-// casesOf looks up what o asks for: one shape, or every committed entry
-// at its tuned shape and at other values of its runtime dims.
+// casesOf looks up what o asks for: one shape, or every entry at its
+// tuned shape and at other values of its runtime dims. An entry of
+// --configs' tables whose PTX cannot be read or does not match its
+// checksum is a bad input (errBadTables); the committed tables' are
+// checked by configs' tests.
 func casesOf(o options) ([]Case, error) {
 	set, err := tablesOf(o)
 	if err != nil {
 		return nil, err
 	}
+	cases, err := plan(set, o)
+	if o.tables != nil && errors.Is(err, errPTX) {
+		err = fmt.Errorf("--configs: %w (%w)", err, errBadTables)
+	}
+	return cases, err
+}
+
+// plan looks up o's cases in set.
+func plan(set *configs.Set, o options) ([]Case, error) {
 	if !o.all {
 		c, err := lookup(set, o.gpu, o.kernel, o.dtype, o.shape)
-		return []Case{c}, tablesError(o, err)
+		return []Case{c}, err
 	}
 	var out []Case
 	planned := map[string]bool{} // kernels with an entry
@@ -187,7 +199,7 @@ func casesOf(o options) ([]Case, error) {
 			for _, sh := range shapes {
 				c, err := lookup(set, t.GPU, e.Kernel, e.DType, sh)
 				if err != nil {
-					return nil, tablesError(o, err)
+					return nil, err
 				}
 				out = append(out, c)
 			}
@@ -213,22 +225,8 @@ func tablesName(o options) string {
 	return "--configs"
 }
 
-// tablesError marks an entry of --configs' tables whose PTX cannot be
-// read or does not match its checksum as a bad input (errBadTables): the
-// committed tables are checked by configs' tests.
-func tablesError(o options, err error) error {
-	var pe *ptxError
-	if o.tables != nil && errors.As(err, &pe) {
-		return fmt.Errorf("--configs: %w (%w)", err, errBadTables)
-	}
-	return err
-}
-
-// ptxError is a looked-up entry whose PTX could not be read.
-type ptxError struct{ err error }
-
-func (e *ptxError) Error() string { return e.err.Error() }
-func (e *ptxError) Unwrap() error { return e.err }
+// errPTX marks a looked-up entry whose PTX could not be read.
+var errPTX = errors.New("the entry's PTX")
 
 // errBadTables marks --configs tables that do not load: a bad input.
 var errBadTables = errors.New("tables not loaded")
@@ -275,7 +273,7 @@ func lookup(set *configs.Set, gpu configs.GPU, kernel, dtype string, shape confi
 	}
 	ptx, err := set.PTX(m)
 	if err != nil {
-		return Case{}, &ptxError{err}
+		return Case{}, fmt.Errorf("%w: %w", errPTX, err)
 	}
 	return Case{Kernel: kernel, DType: dtype, Match: m, PTX: ptx}, nil
 }
