@@ -22,6 +22,14 @@
 #           protocol) with --warm-ms 0 and 100 in the same call, the SM
 #           clock sampled throughout
 #                                                             ~1.5 min
+#   gemmgap issue 21: why the trainer times tensor-core GEMMs 4-20% over
+#           the harness on one machine: three GEMM entries and one
+#           memory-bound control, each by the trainer in the harness's
+#           rhythm (no warm time, synchronized every 10 samples, with and
+#           without 2 ms idle after each batch), its own (100 ms warm, 50
+#           back to back) and sustained (2 s warm, 200 back to back),
+#           every sample traced, then by tune bench; the
+#           SM clock, power and clock event reasons logged every 20 ms ~3 min
 #   nf4     issue 22: bench/issue22_h200.sh (the card's command timed,
 #           512 and 8192 tokens, held-out shapes, bitsandbytes' path as
 #           the peer, the ratio table)                        ~8 min
@@ -95,7 +103,7 @@ if [[ $gpu != *H200* ]]; then
 	as_h200=(--gpu "NVIDIA H200" --cc 9.0)
 	echo "not an H200: the trainer looks up the H200's tables (${as_h200[*]})"
 fi
-for phase in ${PHASE:?PHASE=diag|nf4|nf4card|cardtime|refresh|launch|shard|exact|gemm|nights|pytorch|step|lce|attn|steppeers}; do
+for phase in ${PHASE:?PHASE=diag|gemmgap|nf4|nf4card|cardtime|refresh|launch|shard|exact|gemm|nights|pytorch|step|lce|attn|steppeers}; do
 case $phase in
 nf4)
 	PHASE=all OUT=$out bash bench/issue22_h200.sh
@@ -113,6 +121,34 @@ diag)
 		grep -a "^nf4_dequant" "$out/diag-bench-warm$w.log" | cut -c1-150
 	done
 	kill "$smi"
+	;;
+gemmgap)
+	nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu --format=csv -lms 20 > "$out/gap-smi.csv" 2>&1 &
+	smi=$!
+	nvidia-smi --query-gpu=timestamp,clocks_event_reasons.active --format=csv -lms 20 > "$out/gap-reasons.csv" 2>&1 &
+	smi2=$!
+	gap_cases=("gemm_bwd m=2048,n=8960,k=1536,grad=dx" "nf4_gemm_bwd m=8192,n=8960,k=1536,scales=dq"
+		"nf4_gemm_bwd m=8192,n=1536,k=8960" "relu_bwd m=2048,n=8960")
+	for c in "${gap_cases[@]}"; do
+		read -r k s <<< "$c"
+		for v in "batch10:--warm-ms 0 --batch 10" "batch10gap2ms:--warm-ms 0 --batch 10 --gap-us 2000" "trainer:--warm-ms 100" \
+			"sustained:--warm-ms 2000 --samples 200"; do
+			# shellcheck disable=SC2086 # ${v#*:} is the flag list
+			echo "$(date +%T.%N) $k $s ${v%%:*}" >> "$out/gap-marks.txt"
+			timed ./bin/trainer --kernel "$k" --shape "$s" ${v#*:} --trace "$out/gap-trace.jsonl.tmp" "${as_h200[@]}" >> "$out/gap-trainer.log" 2>&1
+			sed "s/^{/{\"protocol\":\"${v%%:*}\",/" "$out/gap-trace.jsonl.tmp" >> "$out/gap-trace.jsonl"
+			grep -a -o "median of the launches.*" "$out/gap-trainer.log" | tail -1 | sed "s/^/$k $s ${v%%:*}: /"
+		done
+	done
+	rm -f "$out/gap-trace.jsonl.tmp"
+	echo "$(date +%T.%N) bench" >> "$out/gap-marks.txt"
+	timed ./bin/tune bench --configs "$H200_TABLES" --kernel gemm_bwd,nf4_gemm_bwd,relu_bwd \
+		--shapes "m=2048,n=8960,k=1536,grad=dx;m=8192,n=8960,k=1536,scales=dq;m=8192,n=1536,k=8960;m=2048,n=8960" \
+		--db "$out/gap-bench.db" > "$out/gap-bench.log" 2>&1
+	grep -a "^gemm_bwd\|^nf4_gemm_bwd\|^relu_bwd" "$out/gap-bench.log" | cut -c1-160
+	echo "$(date +%T.%N) end" >> "$out/gap-marks.txt"
+	kill "$smi" "$smi2"
+	gzip -9 "$out/gap-smi.csv" "$out/gap-reasons.csv"
 	;;
 shard)
 	k="--kernel relu_bwd,rmsnorm_bwd --shapes qwen1.5b --dtype bf16 --final-rounds 2"
@@ -219,7 +255,7 @@ steppeers)
 	done
 	;;
 *)
-	echo "PHASE=$phase: want diag, nf4, nf4card, cardtime, refresh, launch, shard, exact, gemm, nights, pytorch, step, lce, attn or steppeers" >&2
+	echo "PHASE=$phase: want diag, gemmgap, nf4, nf4card, cardtime, refresh, launch, shard, exact, gemm, nights, pytorch, step, lce, attn or steppeers" >&2
 	exit 2
 	;;
 esac

@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"runtime"
+	"slices"
 	"sort"
 	"time"
 
@@ -70,6 +71,14 @@ type timing struct {
 	samples    int
 	warm       time.Duration
 	flushBytes int
+	// batch, when not 0, synchronizes the stream after every batch
+	// samples, as the tuner's worker does between its batches, and then
+	// leaves the GPU idle for gap (the worker's telemetry reading and
+	// statistics).
+	batch int
+	gap   time.Duration
+	// trace, when not nil, receives each plan's samples in µs, in order.
+	trace func(us []float64)
 }
 
 func (r result) print(w io.Writer, c Case) {
@@ -287,6 +296,12 @@ func (d *device) time(run func() error, tm timing, flush bool, warmup int) (medi
 		if err := evs[2*i+1].Record(d.stream); err != nil {
 			return 0, 0, err
 		}
+		if tm.batch > 0 && (i+1)%tm.batch == 0 {
+			if err := evs[2*i+1].Synchronize(); err != nil {
+				return 0, 0, err
+			}
+			time.Sleep(tm.gap)
+		}
 	}
 	hostUS = float64(time.Since(enqueue).Nanoseconds()) / 1e3 / float64(samples)
 	if err := evs[len(evs)-1].Synchronize(); err != nil {
@@ -299,6 +314,9 @@ func (d *device) time(run func() error, tm timing, flush bool, warmup int) (medi
 			return 0, 0, err
 		}
 		us[i] = float64(ms) * 1e3
+	}
+	if tm.trace != nil {
+		tm.trace(slices.Clone(us))
 	}
 	sort.Float64s(us)
 	return us[len(us)/2], hostUS, nil

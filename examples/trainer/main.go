@@ -26,6 +26,7 @@ type options struct {
 	tunedOnly     bool     // --all at each entry's tuned shape alone
 	tables        []string // --configs: tables read from these files; nil: the committed ones
 	timing        timing
+	trace         string // --trace: the file of every plan's samples; "": none
 	gpu           configs.GPU
 }
 
@@ -42,6 +43,9 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	only := fs.String("only", "", "with --all: only the entries of these kernels, e.g. nf4_gemm_bwd,rmsnorm_bwd (default every entry)")
 	samples := fs.Int("samples", 50, "timed runs per launch plan")
 	flushMiB := fs.Int("flush-mib", 0, "MiB written before each sample when the table's L2 is flushed (0: twice the L2, at least 128)")
+	batch := fs.Int("batch", 0, "synchronize the stream after every N timed runs, as the tuner's worker does between batches (0: every run back to back)")
+	gapUS := fs.Int("gap-us", 0, "with --batch: microseconds the GPU is left idle after each batch")
+	trace := fs.String("trace", "", "FILE: write each launch plan's samples (µs, in order) to FILE as JSON lines")
 	warmMS := fs.Int("warm-ms", 100, "milliseconds of the timed loop's own work (flush and launches) before the first sample, so the GPU has left its idle clocks as in the tuner (0: only the table's warm-up runs)")
 	gpuName := fs.String("gpu", "", "GPU model to look up (default: device 0's, else NVIDIA H200)")
 	cc := fs.String("cc", "", "compute capability to fall back on (default: device 0's, else 9.0)")
@@ -52,10 +56,15 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		return options{}, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	o := options{kernel: *kernel, dtype: *dt, all: *all, gpu: configs.GPU{Name: *gpuName, CC: *cc},
-		timing: timing{samples: *samples, warm: time.Duration(*warmMS) * time.Millisecond, flushBytes: *flushMiB << 20}}
+		timing: timing{samples: *samples, warm: time.Duration(*warmMS) * time.Millisecond, flushBytes: *flushMiB << 20, batch: *batch, gap: time.Duration(*gapUS) * time.Microsecond},
+		trace: *trace}
 	switch {
 	case *samples < 1:
 		return options{}, fmt.Errorf("--samples %d: want at least 1", *samples)
+	case *batch < 0:
+		return options{}, fmt.Errorf("--batch %d: want 0 or more", *batch)
+	case *gapUS < 0 || *gapUS > 0 && *batch == 0:
+		return options{}, fmt.Errorf("--gap-us %d: want 0 or more, with --batch", *gapUS)
 	case *warmMS < 0:
 		return options{}, fmt.Errorf("--warm-ms %d: want 0 or more", *warmMS)
 	case *flushMiB < 0:
@@ -136,10 +145,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "no GPU (%v): not launched\n", devErr)
 		return 0
 	}
+	traces, err := openTrace(o.trace)
+	if err != nil {
+		fmt.Fprintf(stderr, "trainer: %v\n", err)
+		return 1
+	}
 	failed := 0
 	for _, p := range cases {
 		p.describe(stdout)
-		r, err := dev.exercise(p, o.timing)
+		tm := o.timing
+		tm.trace = traces.writer(p)
+		r, err := dev.exercise(p, tm)
 		if err != nil {
 			fmt.Fprintf(stdout, "  FAILED: %v\n", err)
 			failed++
@@ -148,6 +164,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		r.print(stdout, p)
 	}
 	fmt.Fprintf(stdout, "%d launch plans, %d failed\n", len(cases), failed)
+	if err := traces.Close(); err != nil {
+		fmt.Fprintf(stderr, "trainer: %v\n", err)
+		return 1
+	}
 	if failed > 0 {
 		return 1
 	}

@@ -117,6 +117,8 @@ func TestRunWithoutGPU(t *testing.T) {
 		{[]string{"--samples", "0"}, "want at least 1"},
 		{[]string{"--warm-ms", "-1"}, "want 0 or more"},
 		{[]string{"--flush-mib", "-1"}, "want 0 or more"},
+		{[]string{"--batch", "-1"}, "--batch -1: want 0 or more"},
+		{[]string{"--gap-us", "5"}, "with --batch"},
 		{[]string{"extra"}, "unexpected arguments"},
 	} {
 		out.Reset()
@@ -172,5 +174,37 @@ func TestConfigsFromFiles(t *testing.T) {
 	errb.Reset()
 	if code := run([]string{"--all", "--configs", path, "--only", "relu_bwd"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "no --configs entry") {
 		t.Errorf("--only a kernel the table lacks: exit %d: %s", code, errb.String())
+	}
+}
+
+// A trace holds each plan's samples in the order they were timed, one
+// JSON line a plan; a file that cannot be created is an error.
+func TestTraceFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "trace.jsonl")
+	tr, err := openTrace(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Case{Kernel: "relu_bwd", DType: "bf16"}
+	c.Match.Shape = mustShape(t, "m=2048,n=8960")
+	tr.writer(c)([]float64{3, 1, 2})
+	tr.writer(c)([]float64{5})
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"kernel":"relu_bwd","dtype":"bf16","shape":"m=2048,n=8960","samples_us":[3,1,2]}` + "\n" +
+		`{"kernel":"relu_bwd","dtype":"bf16","shape":"m=2048,n=8960","samples_us":[5]}` + "\n"
+	if string(raw) != want {
+		t.Errorf("trace:\n%s\nwant\n%s", raw, want)
+	}
+	if none, err := openTrace(""); err != nil || none.writer(c) != nil || none.Close() != nil {
+		t.Errorf("no trace: %v", err)
+	}
+	if _, err := openTrace(filepath.Join(t.TempDir(), "missing", "trace.jsonl")); err == nil || !strings.Contains(err.Error(), "--trace") {
+		t.Errorf("trace in a missing folder: %v", err)
 	}
 }
