@@ -21,6 +21,25 @@ def bench(fn):
     return do_bench(fn, warmup=25, rep=200, return_mode="median") * 1e3
 
 
+def graphed(fn):
+    """fn captured in a CUDA graph, returned as a function that replays it:
+    a peer of several launches timed without Python's launch overhead, which
+    on a slow host exceeds the GPU's time for kernels of tens of µs (the
+    GPU then waits for the host inside the timed region). fn's outputs are
+    the graph's: they are rewritten at every replay."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        fn()
+    torch.cuda.synchronize()
+    return g.replay
+
+
 def row(kernel, shape, dtype, peer, median_us, nbytes):
     """One result; gbps counts nbytes (gradtune's Cost) over the median."""
     return {"kernel": kernel, "shape": shape, "dtype": dtype, "peer": peer,

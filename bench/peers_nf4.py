@@ -8,7 +8,9 @@ python/gradtune), f32 scales or double-quantized; the dequantize kernel is
 a Triton one-pass kernel in bitsandbytes' layout (element 2i in the high
 nibble of byte i, a scale per 64 elements along k); where Triton fails it
 falls back to torch's ops and says so. Every peer's dX is checked against
-dY·W dequantized by the torch path before it is timed.
+dY·W dequantized by the torch path before it is timed. Each peer is timed
+as a CUDA graph replay (peerlib.graphed): eager, the Triton launch's
+Python overhead alone exceeded the GPU's time on the H200's host.
 
 Usage: python3 bench/peers_nf4.py OUT.jsonl SHAPE [SHAPE ...]
 with SHAPE like m=2048,n=8960,k=1536 or m=2048,n=8960,k=1536,scales=dq
@@ -22,7 +24,7 @@ import torch
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gradtune._torch import NF4_CODEBOOK, NF4Weight  # noqa: E402
-from peerlib import bench, finish, row  # noqa: E402
+from peerlib import bench, finish, graphed, row  # noqa: E402
 
 try:
     import triton
@@ -101,9 +103,9 @@ def case(spec, rows):
     if err > 1e-2 * scale + 1e-3:
         raise SystemExit(f"peers_nf4: {spec}: {peer} is off by {err} (|ref| up to {scale})")
     cost = 2 * m * n + n * k // 2 + 2 * m * k  # gradtune's Cost, scales left out
-    rows.append(row("nf4_gemm_bwd", spec, "bf16", peer, bench(unfused), cost))
-    rows.append(row("nf4_gemm_bwd", spec, "bf16", "torch matmul (bf16 W)", bench(lambda: dy @ ref_w), cost))
-    rows.append(row("nf4_dequant", spec, "bf16", peer.split(" + ")[0], bench(deq), n * k // 2 + 2 * n * k))
+    rows.append(row("nf4_gemm_bwd", spec, "bf16", peer + " (CUDA graph)", bench(graphed(unfused)), cost))
+    rows.append(row("nf4_gemm_bwd", spec, "bf16", "torch matmul (bf16 W, CUDA graph)", bench(graphed(lambda: dy @ ref_w)), cost))
+    rows.append(row("nf4_dequant", spec, "bf16", peer.split(" + ")[0] + " (CUDA graph)", bench(graphed(deq)), n * k // 2 + 2 * n * k))
 
 
 def main():
