@@ -57,7 +57,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	}
 	o := options{kernel: *kernel, dtype: *dt, all: *all, gpu: configs.GPU{Name: *gpuName, CC: *cc},
 		timing: timing{samples: *samples, warm: time.Duration(*warmMS) * time.Millisecond, flushBytes: *flushMiB << 20, batch: *batch, gap: time.Duration(*gapUS) * time.Microsecond},
-		trace: *trace}
+		trace:  *trace}
 	switch {
 	case *samples < 1:
 		return options{}, fmt.Errorf("--samples %d: want at least 1", *samples)
