@@ -16,20 +16,18 @@
 #
 #   diag    issue 21: why the trainer's medians of kernels under 10 µs sit
 #           0.3-1 µs over the table: nf4_dequant's entries by the trainer
-#           with --warm-ms 0 and 200 (idle clocks?), and with a 1 GiB flush
-#           (a host too slow to keep the GPU's queue ahead?), each printing
-#           the host's time a sample, then by tune bench (the harness's
+#           with --warm-ms 0 and 200 (idle clocks?), then by tune bench (the harness's
 #           protocol) with --warm-ms 0 and 100 in the same call, the SM
 #           clock sampled throughout
 #                                                             ~1.5 min
-#   gemmgap issue 21: why the trainer times tensor-core GEMMs 4-20% over
+#   gemmgap issue 21: why the trainer timed tensor-core GEMMs 4-20% over
 #           the harness on one machine: three GEMM entries and one
-#           memory-bound control, each by the trainer in the harness's
-#           rhythm (no warm time, synchronized every 10 samples, with and
-#           without 2 ms idle after each batch), its own (100 ms warm, 50
-#           back to back) and sustained (2 s warm, 200 back to back),
-#           every sample traced, then by tune bench; the
-#           SM clock, power and clock event reasons logged every 20 ms ~3 min
+#           memory-bound control by the trainer (the table's protocol
+#           through runner.Measure, then 200 runs back to back after 2 s
+#           of continuous work; again with 2 ms idle after each batch, as
+#           the worker's telemetry reading leaves it), every sample
+#           traced, then by tune bench; the SM clock, power and clock
+#           event reasons logged every 20 ms                  ~3 min
 #   nf4     issue 22: bench/issue22_h200.sh (the card's command timed,
 #           512 and 8192 tokens, held-out shapes, bitsandbytes' path as
 #           the peer, the ratio table)                        ~8 min
@@ -111,10 +109,9 @@ nf4)
 diag)
 	nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,pstate --format=csv -lms 100 > "$out/diag-smi.csv" 2>&1 &
 	smi=$!
-	for v in "0 0" "200 0" "200 1024"; do
-		read -r w f <<< "$v"
-		timed ./bin/trainer --all --only nf4_dequant --warm-ms "$w" --flush-mib "$f" "${as_h200[@]}" > "$out/diag-trainer-warm$w-flush$f.log" 2>&1
-		grep -a -o "median of the launches.*" "$out/diag-trainer-warm$w-flush$f.log" | head -24
+	for w in 0 200; do
+		timed ./bin/trainer --all --only nf4_dequant --warm-ms "$w" "${as_h200[@]}" > "$out/diag-trainer-warm$w.log" 2>&1
+		grep -a -o "median of the launches.*" "$out/diag-trainer-warm$w.log" | head -24
 	done
 	for w in 0 100; do
 		timed ./bin/tune bench --configs configs/h200/nf4.json --warm-ms "$w" --db "$out/diag-bench-warm$w.db" > "$out/diag-bench-warm$w.log" 2>&1
@@ -131,8 +128,7 @@ gemmgap)
 		"nf4_gemm_bwd m=8192,n=1536,k=8960" "relu_bwd m=2048,n=8960")
 	for c in "${gap_cases[@]}"; do
 		read -r k s <<< "$c"
-		for v in "batch10:--warm-ms 0 --batch 10" "batch10gap2ms:--warm-ms 0 --batch 10 --gap-us 2000" "trainer:--warm-ms 100" \
-			"sustained:--warm-ms 2000 --samples 200"; do
+		for v in "table:--sustained-ms 2000" "tablegap2ms:--gap-us 2000"; do
 			# shellcheck disable=SC2086 # ${v#*:} is the flag list
 			echo "$(date +%T.%N) $k $s ${v%%:*}" >> "$out/gap-marks.txt"
 			timed ./bin/trainer --kernel "$k" --shape "$s" ${v#*:} --trace "$out/gap-trace.jsonl.tmp" "${as_h200[@]}" >> "$out/gap-trainer.log" 2>&1

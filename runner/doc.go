@@ -30,7 +30,9 @@
 // (including the zeroing of accumulate buffers); samples are taken in
 // batches and stop once there are at least MinSamples and the 95%
 // order-statistic confidence interval of the median is within TargetCI of
-// it, or at MaxSamples, or at MaxTime. Hot mode skips the flush.
+// it, or at MaxSamples, or at MaxTime. Hot mode skips the flush. The
+// sample (Sampler) and the loop (Measure) are exported: a trainer times a
+// table entry with the code that measured it (examples/trainer).
 //
 // Launches marked Dependent (kernels.Launch.Dependent) use programmatic
 // dependent launch where the backend implements DependentLauncher (CUDA with

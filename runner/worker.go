@@ -6,12 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"runtime"
 	"time"
 
 	"github.com/gradtune/gradtune/eval"
-	"github.com/gradtune/gradtune/runner/cuda"
 )
 
 // ServeOptions configure the worker side.
@@ -61,9 +59,7 @@ type gpuWorker struct {
 	be      *cudaBackend
 	ss      *Session
 	tel     Telemetry
-	flush   cuda.DevicePtr
-	flushN  int
-	events  []*cuda.Event
+	sampler *Sampler
 }
 
 func (w *gpuWorker) serve(req *request) *response {
@@ -107,10 +103,8 @@ func (w *gpuWorker) open() error {
 	if err := w.ss.CheckOnDevice(); err != nil {
 		return err
 	}
-	// The flush buffer: at least twice the L2, and never under 128 MiB.
-	w.flushN = max(2*be.info.L2Bytes, 128<<20)
-	if w.flush, err = be.ctx.Alloc(w.flushN); err != nil {
-		return fmt.Errorf("allocating the %d-byte L2 flush buffer: %w", w.flushN, err)
+	if w.sampler, err = NewSampler(be.ctx, be.stream, be.info.L2Bytes); err != nil {
+		return err
 	}
 	w.openTelemetry()
 	return nil
@@ -144,10 +138,9 @@ func (w *gpuWorker) close() {
 		w.tel.Close()
 	}
 	w.ss.Release()
-	for _, e := range w.events {
-		e.Destroy()
+	if w.sampler != nil {
+		w.sampler.Close()
 	}
-	w.be.ctx.Free(w.flush)
 	w.be.close()
 }
 
@@ -169,7 +162,7 @@ func (w *gpuWorker) copyBandwidth() (float64, error) {
 	if err := ctx.MemsetD8Async(src, 1, n, w.be.stream); err != nil {
 		return 0, err
 	}
-	samples, err := w.sample(10, func() error { return ctx.CopyDtoDAsync(dst, src, n, w.be.stream) }, eval.Hot)
+	samples, err := w.sampler.Sample(10, func() error { return ctx.CopyDtoDAsync(dst, src, n, w.be.stream) }, eval.Hot)
 	if err != nil {
 		return 0, err
 	}
@@ -177,105 +170,10 @@ func (w *gpuWorker) copyBandwidth() (float64, error) {
 	return 2 * n / (st.Median * 1e-6) / 1e9, nil
 }
 
-// measure is the timed stage of an evaluation on the GPU: warm-up runs,
-// then batches of samples until the protocol says stop, with a telemetry
-// reading before the first batch and after each.
+// measure is the timed stage of an evaluation on the GPU: Measure with
+// the worker's telemetry.
 func (w *gpuWorker) measure(l *Loaded, mo MeasureOpts) (Measured, error) {
-	for start := time.Now(); time.Since(start).Seconds()*1e3 < mo.WarmMS; {
-		if _, err := w.sample(8, func() error { return w.ss.Run(l) }, mo.Mode); err != nil {
-			return Measured{}, err
-		}
-	}
-	for i := 0; i < mo.Warmup; i++ {
-		if err := w.ss.Run(l); err != nil {
-			return Measured{}, err
-		}
-	}
-	g := &gauge{t: w.tel}
-	g.read()
-	start := time.Now()
-	var m Measured
-	for {
-		n := min(max(mo.MinSamples, 10), mo.MaxSamples-len(m.Samples))
-		if mo.AbandonAbove > 0 && len(m.Samples) == 0 {
-			n = min(max(mo.AbandonAfter, minKept), mo.MaxSamples)
-		}
-		xs, err := w.sample(n, func() error { return w.ss.Run(l) }, mo.Mode)
-		if err != nil {
-			return Measured{}, err
-		}
-		if g.read() {
-			for i := range xs {
-				m.Throttled = append(m.Throttled, len(m.Samples)+i)
-			}
-		}
-		m.Samples = append(m.Samples, xs...)
-		if Abandon(m.Samples, m.Throttled, mo) {
-			m.Abandoned = true
-			m.GPU = g.summary()
-			return m, nil
-		}
-		if converged(m.Samples, m.Throttled, mo) || time.Since(start).Seconds()*1e3 > mo.MaxTimeMS {
-			m.GPU = g.summary()
-			return m, nil
-		}
-	}
-}
-
-// flushL2 prepares the cache state of one sample: in cold mode a memset
-// of a buffer at least twice the L2 size evicts the program's inputs and
-// outputs (as triton.testing.do_bench does). The memset leaves up to an L2
-// of dirty lines, whose write-back the timed program pays for, just as its
-// own dirty outputs are written back after the timed region: a balanced
-// steady state. (Measured on the H200: a flush that also cleaned L2 made
-// a 3-stream kernel appear faster than a device-to-device copy, so gradtune
-// does not do that.)
-func (w *gpuWorker) flushL2(mode eval.Mode, i int) error {
-	if mode == eval.Hot {
-		return nil
-	}
-	return w.be.ctx.MemsetD32Async(w.flush, uint32(i+1), w.flushN/4, w.be.stream)
-}
-
-// sample times n runs with CUDA events, each preceded by the L2 flush of
-// mode, and returns the times in µs. Events are pooled per worker.
-func (w *gpuWorker) sample(n int, run func() error, mode eval.Mode) ([]float64, error) {
-	for len(w.events) < 2*n {
-		e, err := w.be.ctx.NewEvent()
-		if err != nil {
-			return nil, err
-		}
-		w.events = append(w.events, e)
-	}
-	evs := w.events
-	for i := 0; i < n; i++ {
-		if err := w.flushL2(mode, i); err != nil {
-			return nil, err
-		}
-		if err := evs[2*i].Record(w.be.stream); err != nil {
-			return nil, err
-		}
-		if err := run(); err != nil {
-			return nil, err
-		}
-		if err := evs[2*i+1].Record(w.be.stream); err != nil {
-			return nil, err
-		}
-	}
-	if err := evs[2*n-1].Synchronize(); err != nil {
-		return nil, err
-	}
-	out := make([]float64, n)
-	for i := range out {
-		ms, err := cuda.Elapsed(evs[2*i], evs[2*i+1])
-		if err != nil {
-			return nil, err
-		}
-		// Nanosecond resolution is finer than the events' own (about
-		// 0.5 µs) and keeps stored samples short.
-		out[i] = math.Round(float64(ms)*1e6) / 1e3
-	}
-	return out, nil
+	return Measure(w.sampler, func() error { return w.ss.Run(l) }, mo, w.tel)
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1e3 }

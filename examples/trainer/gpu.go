@@ -5,15 +5,15 @@ import (
 	"io"
 	"math"
 	"runtime"
-	"slices"
-	"sort"
 	"time"
 
 	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/dtype"
+	"github.com/gradtune/gradtune/eval"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/catalog"
 	"github.com/gradtune/gradtune/launch"
+	"github.com/gradtune/gradtune/runner"
 	"github.com/gradtune/gradtune/runner/cuda"
 	"github.com/gradtune/gradtune/variants"
 )
@@ -22,6 +22,7 @@ import (
 type device struct {
 	ctx      *cuda.Context
 	stream   *cuda.Stream
+	sampler  *runner.Sampler // made at the first timing
 	name, cc string
 	sms, l2  int
 }
@@ -52,6 +53,9 @@ func openDevice() (*device, error) {
 }
 
 func (d *device) close() {
+	if d.sampler != nil {
+		d.sampler.Close()
+	}
 	d.stream.Destroy()
 	d.ctx.Close()
 }
@@ -60,32 +64,39 @@ func (d *device) close() {
 type result struct {
 	maxAbs, maxRel float64
 	medianUS       float64
-	hostUS         float64 // the host's time to enqueue one sample
+	samples        int
+	sustainedUS    float64 // 0: not timed sustained
 	l2             string
 }
 
-// timing is how the trainer times a launch plan: the table's protocol,
-// samples runs, after warm of GPU work; flushBytes, when not 0, is the
-// write before each sample (the table's: twice the L2, at least 128 MiB).
+// timing is how the trainer times a launch plan: the table's protocol
+// (runner.Measure over runner.Sampler, as the tuner's worker times), with
+// at least samples samples after warm of the loop's own work; sustained,
+// when not 0, also times sustainedSamples runs back to back after that
+// long of continuous work, as a training step's GEMMs run.
 type timing struct {
-	samples    int
-	warm       time.Duration
-	flushBytes int
-	// batch, when not 0, synchronizes the stream after every batch
-	// samples, as the tuner's worker does between its batches, and then
-	// leaves the GPU idle for gap (the worker's telemetry reading and
-	// statistics).
-	batch int
-	gap   time.Duration
-	// trace, when not nil, receives each plan's samples in µs, in order.
+	samples   int
+	warm      time.Duration
+	sustained time.Duration
+	// gap leaves the GPU idle after each batch of samples (the worker
+	// reads its telemetry there).
+	gap time.Duration
+	// trace, when not nil, receives each timed loop's samples in µs, in
+	// order.
 	trace func(us []float64)
 }
 
+// sustainedSamples is the back-to-back samples of timing.sustained.
+const sustainedSamples = 200
+
 func (r result) print(w io.Writer, c Case) {
-	fmt.Fprintf(w, "  ok: outputs within tolerance (max abs err %.3g, max rel err %.3g); median of the launches %.2f µs (L2 %s; host %.1f µs a sample)",
-		r.maxAbs, r.maxRel, r.medianUS, r.l2, r.hostUS)
+	fmt.Fprintf(w, "  ok: outputs within tolerance (max abs err %.3g, max rel err %.3g); median of the launches %.2f µs (L2 %s, %d samples)",
+		r.maxAbs, r.maxRel, r.medianUS, r.l2, r.samples)
 	if c.Match.Rule == configs.Exact {
 		fmt.Fprintf(w, ", %.3f× the table's %.2f µs", r.medianUS/c.Match.Entry.MedianUS, c.Match.Entry.MedianUS)
+	}
+	if r.sustainedUS > 0 {
+		fmt.Fprintf(w, "; sustained %.2f µs (%.3f×)", r.sustainedUS, r.sustainedUS/r.medianUS)
 	}
 	fmt.Fprintln(w)
 }
@@ -182,7 +193,7 @@ func (d *device) exercise(c Case, tm timing) (result, error) {
 		return r, err
 	}
 	r.l2 = c.Match.Table.Protocol.L2
-	r.medianUS, r.hostUS, err = d.time(run, tm, r.l2 == "flushed", c.Match.Table.Protocol.Warmup)
+	err = d.time(&r, run, tm, c.Match.Table.Protocol)
 	return r, err
 }
 
@@ -231,93 +242,58 @@ func (d *device) check(f kernels.Family, s variants.Shape, plan configs.Plan, me
 	return r, nil
 }
 
-// time is the table's protocol: warmup runs, then tm.samples runs
-// enqueued back to back, each between two events and, when flush is set,
-// after a write of twice the L2 (or tm.flushBytes); the median in µs,
-// and the host's time to enqueue one sample (were it longer than the
-// GPU's flush, the GPU would wait for the launch inside the events).
-// Before the warm-up runs the loop's own work (flush and run) keeps the
-// GPU busy for at least tm.warm: the tuner measures on a GPU that has
-// been running variants, and a GPU that has sat idle while the host
-// computed references starts a short burst at lower clocks.
-func (d *device) time(run func() error, tm timing, flush bool, warmup int) (medianUS, hostUS float64, err error) {
-	n := max(2*d.l2, 128<<20)
-	if tm.flushBytes > 0 {
-		n = tm.flushBytes
-	}
-	buf, err := d.ctx.Alloc(n)
-	if err != nil {
-		return 0, 0, err
-	}
-	defer d.ctx.Free(buf)
-	flushL2 := func(i int) error {
-		if !flush {
-			return nil
-		}
-		return d.ctx.MemsetD32Async(buf, uint32(i+1), n/4, d.stream)
-	}
-	for start := time.Now(); time.Since(start) < tm.warm; {
-		for i := range 16 {
-			if err := flushL2(i); err != nil {
-				return 0, 0, err
-			}
-			if err := run(); err != nil {
-				return 0, 0, err
-			}
-		}
-		if err := d.stream.Synchronize(); err != nil {
-			return 0, 0, err
-		}
-	}
-	for range warmup {
-		if err := run(); err != nil {
-			return 0, 0, err
-		}
-	}
-	samples := tm.samples
-	evs := make([]*cuda.Event, 2*samples)
-	for i := range evs {
-		if evs[i], err = d.ctx.NewEvent(); err != nil {
-			return 0, 0, err
-		}
-		defer evs[i].Destroy()
-	}
-	enqueue := time.Now()
-	for i := range samples {
-		if err := flushL2(i); err != nil {
-			return 0, 0, err
-		}
-		if err := evs[2*i].Record(d.stream); err != nil {
-			return 0, 0, err
-		}
-		if err := run(); err != nil {
-			return 0, 0, err
-		}
-		if err := evs[2*i+1].Record(d.stream); err != nil {
-			return 0, 0, err
-		}
-		if tm.batch > 0 && (i+1)%tm.batch == 0 {
-			if err := evs[2*i+1].Synchronize(); err != nil {
-				return 0, 0, err
-			}
-			time.Sleep(tm.gap)
-		}
-	}
-	hostUS = float64(time.Since(enqueue).Nanoseconds()) / 1e3 / float64(samples)
-	if err := evs[len(evs)-1].Synchronize(); err != nil {
-		return 0, 0, err
-	}
-	us := make([]float64, samples)
-	for i := range us {
-		ms, err := cuda.Elapsed(evs[2*i], evs[2*i+1])
+// time times run by the table's protocol p into r, then sustained when
+// tm asks.
+func (d *device) time(r *result, run func() error, tm timing, p configs.Protocol) error {
+	if d.sampler == nil {
+		s, err := runner.NewSampler(d.ctx, d.stream, d.l2)
 		if err != nil {
-			return 0, 0, err
+			return err
 		}
-		us[i] = float64(ms) * 1e3
+		d.sampler = s
 	}
+	mo := runner.DefaultMeasure
+	mo.Warmup, mo.WarmMS = p.Warmup, float64(tm.warm.Milliseconds())
+	mo.MinSamples = max(mo.MinSamples, tm.samples)
+	mo.MaxSamples = max(mo.MaxSamples, tm.samples)
+	if p.L2 != "flushed" {
+		mo.Mode = eval.Hot
+	}
+	var s runner.BatchSampler = d.sampler
+	if tm.gap > 0 {
+		s = idleAfter{s, tm.gap}
+	}
+	m, err := runner.Measure(s, run, mo, nil)
+	if err != nil {
+		return err
+	}
+	r.medianUS, r.samples = runner.Summarize(m.Samples).Median, len(m.Samples)
 	if tm.trace != nil {
-		tm.trace(slices.Clone(us))
+		tm.trace(m.Samples)
 	}
-	sort.Float64s(us)
-	return us[len(us)/2], hostUS, nil
+	if tm.sustained == 0 {
+		return nil
+	}
+	mo.WarmMS, mo.Warmup = float64(tm.sustained.Milliseconds()), 0
+	mo.MinSamples, mo.MaxSamples, mo.TargetCI, mo.MaxTimeMS = sustainedSamples, sustainedSamples, 0, math.Inf(1)
+	if m, err = runner.Measure(d.sampler, run, mo, nil); err != nil {
+		return err
+	}
+	r.sustainedUS = runner.Summarize(m.Samples).Median
+	if tm.trace != nil {
+		tm.trace(m.Samples)
+	}
+	return nil
+}
+
+// idleAfter leaves the GPU idle for gap after each batch.
+type idleAfter struct {
+	runner.BatchSampler
+	gap time.Duration
+}
+
+func (s idleAfter) Sample(n int, run func() error, mode eval.Mode) ([]float64, error) {
+	xs, err := s.BatchSampler.Sample(n, run, mode)
+	time.Sleep(s.gap)
+	return xs, err
 }

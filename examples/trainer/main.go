@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gradtune/gradtune/configs"
+	"github.com/gradtune/gradtune/runner"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -41,10 +42,9 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	tables := fs.String("configs", "", "TABLE.json[,TABLE.json...]: look up these tables (tune export --ptx writes them with their PTX) instead of the committed ones")
 	tunedOnly := fs.Bool("tuned-only", false, "with --all: only each entry's tuned shape (the one its table figure is of)")
 	only := fs.String("only", "", "with --all: only the entries of these kernels, e.g. nf4_gemm_bwd,rmsnorm_bwd (default every entry)")
-	samples := fs.Int("samples", 50, "timed runs per launch plan")
-	flushMiB := fs.Int("flush-mib", 0, "MiB written before each sample when the table's L2 is flushed (0: twice the L2, at least 128)")
-	batch := fs.Int("batch", 0, "synchronize the stream after every N timed runs, as the tuner's worker does between batches (0: every run back to back)")
-	gapUS := fs.Int("gap-us", 0, "with --batch: microseconds the GPU is left idle after each batch")
+	samples := fs.Int("samples", runner.DefaultMeasure.MinSamples, "at least this many timed runs per launch plan (the table's protocol goes on until its median converges)")
+	sustainedMS := fs.Int("sustained-ms", 0, fmt.Sprintf("also time each plan %d runs back to back after this many milliseconds of continuous work, as a training step's kernels run (0: not)", sustainedSamples))
+	gapUS := fs.Int("gap-us", 0, "microseconds the GPU is left idle after each batch of samples (the tuner's worker reads its telemetry there)")
 	trace := fs.String("trace", "", "FILE: write each launch plan's samples (µs, in order) to FILE as JSON lines")
 	warmMS := fs.Int("warm-ms", 100, "milliseconds of the timed loop's own work (flush and launches) before the first sample, so the GPU has left its idle clocks as in the tuner (0: only the table's warm-up runs)")
 	gpuName := fs.String("gpu", "", "GPU model to look up (default: device 0's, else NVIDIA H200)")
@@ -56,19 +56,18 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		return options{}, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	o := options{kernel: *kernel, dtype: *dt, all: *all, gpu: configs.GPU{Name: *gpuName, CC: *cc},
-		timing: timing{samples: *samples, warm: time.Duration(*warmMS) * time.Millisecond, flushBytes: *flushMiB << 20, batch: *batch, gap: time.Duration(*gapUS) * time.Microsecond},
-		trace:  *trace}
+		timing: timing{samples: *samples, warm: time.Duration(*warmMS) * time.Millisecond,
+			sustained: time.Duration(*sustainedMS) * time.Millisecond, gap: time.Duration(*gapUS) * time.Microsecond},
+		trace: *trace}
 	switch {
 	case *samples < 1:
 		return options{}, fmt.Errorf("--samples %d: want at least 1", *samples)
-	case *batch < 0:
-		return options{}, fmt.Errorf("--batch %d: want 0 or more", *batch)
-	case *gapUS < 0 || *gapUS > 0 && *batch == 0:
-		return options{}, fmt.Errorf("--gap-us %d: want 0 or more, with --batch", *gapUS)
+	case *gapUS < 0:
+		return options{}, fmt.Errorf("--gap-us %d: want 0 or more", *gapUS)
+	case *sustainedMS < 0:
+		return options{}, fmt.Errorf("--sustained-ms %d: want 0 or more", *sustainedMS)
 	case *warmMS < 0:
 		return options{}, fmt.Errorf("--warm-ms %d: want 0 or more", *warmMS)
-	case *flushMiB < 0:
-		return options{}, fmt.Errorf("--flush-mib %d: want 0 or more", *flushMiB)
 	}
 	if *tables != "" {
 		for _, p := range strings.Split(*tables, ",") {

@@ -116,9 +116,8 @@ func TestRunWithoutGPU(t *testing.T) {
 		{[]string{"--all", "--tuned-only", "--tokens", "7"}, "without --tokens"},
 		{[]string{"--samples", "0"}, "want at least 1"},
 		{[]string{"--warm-ms", "-1"}, "want 0 or more"},
-		{[]string{"--flush-mib", "-1"}, "want 0 or more"},
-		{[]string{"--batch", "-1"}, "--batch -1: want 0 or more"},
-		{[]string{"--gap-us", "5"}, "with --batch"},
+		{[]string{"--sustained-ms", "-1"}, "want 0 or more"},
+		{[]string{"--gap-us", "-5"}, "--gap-us -5: want 0 or more"},
 		{[]string{"extra"}, "unexpected arguments"},
 	} {
 		out.Reset()
