@@ -33,7 +33,7 @@ import warnings
 
 import torch
 
-from . import launch, table
+from . import contract, launch, table
 from .driver import CUDADriver, CUDAError, NoDriver
 from .errors import NoEntry, NoPTX
 
@@ -129,7 +129,7 @@ class Runner:
 
 
 def _alloc(b, device, zero):
-    n = max(b.elems, -(-16 // table.contract.dtype_size(b.dtype)))
+    n = max(b.elems, -(-16 // contract.dtype_size(b.dtype)))
     t = (torch.zeros if zero else torch.empty)(n, dtype=TORCH_DTYPES[b.dtype], device=device)
     return t[: b.elems] if b.elems else t
 

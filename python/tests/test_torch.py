@@ -96,7 +96,7 @@ class Fallbacks(unittest.TestCase):
 
     def check(self, ours, theirs, xs, rtol):
         torch = self.torch
-        self.dy = torch.randn(*ours(*xs).shape, dtype=xs[0].dtype)
+        self.dy = torch.randn(ours(*xs).shape, dtype=xs[0].dtype)
         for a, b in zip(self.grads(ours, *xs), self.grads(theirs, *xs)):
             self.assertTrue(torch.allclose(a.float(), b.float(), rtol=rtol, atol=rtol * b.abs().max().item()), (a - b).abs().max())
 
