@@ -34,13 +34,14 @@ var (
 // runner's measurement protocol, runner.DefaultMeasure).
 func protocolOf(mode eval.Mode) configs.Protocol {
 	p := configs.Protocol{L2: "flushed", Warmup: 3,
-		Timer:     "CUDA events around one run of the launches (accumulate buffers zeroed first), runs enqueued back to back",
+		Timer:     "CUDA events around one run of the launches (accumulate buffers zeroed first)",
 		Statistic: "median of at least 10 samples, until its 95% confidence interval is within 0.5% (at most 200 samples or 0.5 s)"}
 	if mode == eval.Hot {
 		p.L2 = "warm"
 	} else {
-		p.Timer += ", each after a write of twice the L2 size"
+		p.Timer += ", each run after a write of twice the L2 size"
 	}
+	p.Timer += "; batches of 10 runs enqueued back to back, the GPU idle at least 2 ms between batches"
 	return p
 }
 

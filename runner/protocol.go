@@ -43,12 +43,18 @@ type MeasureOpts struct {
 	// warm-up runs: a GPU the host left idle (computing references,
 	// compiling) starts at lower clocks (tune bench --warm-ms).
 	WarmMS float64 `json:",omitempty"`
+	// IdleMS is how long the GPU is left idle after each batch of
+	// samples, at least: the worker reads its telemetry there, and a
+	// trainer timing a table entry (examples/trainer) waits as long, so
+	// that both time the same power state (docs/architecture.md, "What a
+	// table's time means").
+	IdleMS float64 `json:",omitempty"`
 }
 
 // DefaultMeasure is the protocol the design fixes: at least 10 samples,
-// 0.5% CI, cold L2.
+// 0.5% CI, cold L2, 2 ms idle between batches.
 var DefaultMeasure = MeasureOpts{Mode: eval.Cold, Warmup: 3, MinSamples: 10, MaxSamples: 200,
-	TargetCI: 0.005, MaxTimeMS: 500, MaxLocal: 256}
+	TargetCI: 0.005, MaxTimeMS: 500, MaxLocal: 256, IdleMS: 2}
 
 // request is one line the parent sends to a worker.
 type request struct {

@@ -104,10 +104,11 @@ func (s *Sampler) Sample(n int, run func() error, mode eval.Mode) ([]float64, er
 // Measure is the timed stage of the tables' protocol: mo.WarmMS of the
 // sampling loop's own work, mo.Warmup runs, then batches of samples
 // (MinSamples, at least 10, a batch; the first AbandonAfter when the
-// abandon rule is on) until the median converges, the abandon rule stops
-// it, or MaxSamples or MaxTimeMS is reached. tel, when not nil, is read
-// before the first batch and after each; a batch with a throttle reason on
-// either side is flagged (Measured.Throttled).
+// abandon rule is on), each followed by at least mo.IdleMS with the GPU
+// idle, until the median converges, the abandon rule stops it, or
+// MaxSamples or MaxTimeMS is reached. tel, when not nil, is read before
+// the first batch and after each (in the idle time); a batch with a
+// throttle reason on either side is flagged (Measured.Throttled).
 func Measure(s BatchSampler, run func() error, mo MeasureOpts, tel Telemetry) (Measured, error) {
 	for start := time.Now(); time.Since(start).Seconds()*1e3 < mo.WarmMS; {
 		if _, err := s.Sample(8, run, mo.Mode); err != nil {
@@ -132,6 +133,7 @@ func Measure(s BatchSampler, run func() error, mo MeasureOpts, tel Telemetry) (M
 		if err != nil {
 			return Measured{}, err
 		}
+		idle := time.Now().Add(time.Duration(mo.IdleMS * float64(time.Millisecond)))
 		if g.read() {
 			for i := range xs {
 				m.Throttled = append(m.Throttled, len(m.Samples)+i)
@@ -147,5 +149,6 @@ func Measure(s BatchSampler, run func() error, mo MeasureOpts, tel Telemetry) (M
 			m.GPU = g.summary()
 			return m, nil
 		}
+		time.Sleep(time.Until(idle))
 	}
 }

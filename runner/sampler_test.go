@@ -3,6 +3,7 @@ package runner
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/gradtune/gradtune/eval"
 )
@@ -12,10 +13,12 @@ import (
 type batches struct {
 	times [][]float64
 	sizes []int
+	at    []time.Time // when each batch was asked for
 }
 
 func (b *batches) Sample(n int, run func() error, _ eval.Mode) ([]float64, error) {
 	b.sizes = append(b.sizes, n)
+	b.at = append(b.at, time.Now())
 	xs := b.times[min(len(b.sizes), len(b.times))-1]
 	out := make([]float64, n)
 	for i := range out {
@@ -80,5 +83,24 @@ func TestMeasureBatches(t *testing.T) {
 	mo.AbandonAbove, mo.AbandonAfter = 20, 7
 	if m, err = Measure(first, run, mo, nil); err != nil || !m.Abandoned || !slices.Equal(first.sizes, []int{7}) {
 		t.Errorf("abandon: batches %v, abandoned %v, %v", first.sizes, m.Abandoned, err)
+	}
+}
+
+// Between batches the GPU is left idle for at least IdleMS (the worker
+// reads its telemetry there; a trainer waits as long).
+func TestMeasureIdlesBetweenBatches(t *testing.T) {
+	mo := DefaultMeasure
+	mo.IdleMS, mo.MaxSamples = 30, 30
+	b := &batches{times: [][]float64{{10, 30, 12, 25, 11, 40}}}
+	if _, err := Measure(b, func() error { return nil }, mo, nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(b.at) != 3 {
+		t.Fatalf("%d batches, want 3", len(b.at))
+	}
+	for i := 1; i < len(b.at); i++ {
+		if gap := b.at[i].Sub(b.at[i-1]); gap < 30*time.Millisecond {
+			t.Errorf("batch %d began %v after the one before, want at least 30 ms", i, gap)
+		}
 	}
 }

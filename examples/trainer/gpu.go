@@ -78,9 +78,6 @@ type timing struct {
 	samples   int
 	warm      time.Duration
 	sustained time.Duration
-	// gap leaves the GPU idle after each batch of samples (the worker
-	// reads its telemetry there).
-	gap time.Duration
 	// trace, when not nil, receives each timed loop's samples in µs, in
 	// order.
 	trace func(us []float64)
@@ -259,11 +256,7 @@ func (d *device) time(r *result, run func() error, tm timing, p configs.Protocol
 	if p.L2 != "flushed" {
 		mo.Mode = eval.Hot
 	}
-	var s runner.BatchSampler = d.sampler
-	if tm.gap > 0 {
-		s = idleAfter{s, tm.gap}
-	}
-	m, err := runner.Measure(s, run, mo, nil)
+	m, err := runner.Measure(d.sampler, run, mo, nil)
 	if err != nil {
 		return err
 	}
@@ -274,7 +267,7 @@ func (d *device) time(r *result, run func() error, tm timing, p configs.Protocol
 	if tm.sustained == 0 {
 		return nil
 	}
-	mo.WarmMS, mo.Warmup = float64(tm.sustained.Milliseconds()), 0
+	mo.WarmMS, mo.Warmup, mo.IdleMS = float64(tm.sustained.Milliseconds()), 0, 0
 	mo.MinSamples, mo.MaxSamples, mo.TargetCI, mo.MaxTimeMS = sustainedSamples, sustainedSamples, 0, math.Inf(1)
 	if m, err = runner.Measure(d.sampler, run, mo, nil); err != nil {
 		return err
@@ -284,16 +277,4 @@ func (d *device) time(r *result, run func() error, tm timing, p configs.Protocol
 		tm.trace(m.Samples)
 	}
 	return nil
-}
-
-// idleAfter leaves the GPU idle for gap after each batch.
-type idleAfter struct {
-	runner.BatchSampler
-	gap time.Duration
-}
-
-func (s idleAfter) Sample(n int, run func() error, mode eval.Mode) ([]float64, error) {
-	xs, err := s.BatchSampler.Sample(n, run, mode)
-	time.Sleep(s.gap)
-	return xs, err
 }

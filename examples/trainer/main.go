@@ -44,7 +44,6 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	only := fs.String("only", "", "with --all: only the entries of these kernels, e.g. nf4_gemm_bwd,rmsnorm_bwd (default every entry)")
 	samples := fs.Int("samples", runner.DefaultMeasure.MinSamples, "at least this many timed runs per launch plan (the table's protocol goes on until its median converges)")
 	sustainedMS := fs.Int("sustained-ms", 0, fmt.Sprintf("also time each plan %d runs back to back after this many milliseconds of continuous work, as a training step's kernels run (0: not)", sustainedSamples))
-	gapUS := fs.Int("gap-us", 0, "microseconds the GPU is left idle after each batch of samples (the tuner's worker reads its telemetry there)")
 	trace := fs.String("trace", "", "FILE: write each launch plan's samples (µs, in order) to FILE as JSON lines")
 	warmMS := fs.Int("warm-ms", 100, "milliseconds of the timed loop's own work (flush and launches) before the first sample, so the GPU has left its idle clocks as in the tuner (0: only the table's warm-up runs)")
 	gpuName := fs.String("gpu", "", "GPU model to look up (default: device 0's, else NVIDIA H200)")
@@ -57,13 +56,11 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	}
 	o := options{kernel: *kernel, dtype: *dt, all: *all, gpu: configs.GPU{Name: *gpuName, CC: *cc},
 		timing: timing{samples: *samples, warm: time.Duration(*warmMS) * time.Millisecond,
-			sustained: time.Duration(*sustainedMS) * time.Millisecond, gap: time.Duration(*gapUS) * time.Microsecond},
+			sustained: time.Duration(*sustainedMS) * time.Millisecond},
 		trace: *trace}
 	switch {
 	case *samples < 1:
 		return options{}, fmt.Errorf("--samples %d: want at least 1", *samples)
-	case *gapUS < 0:
-		return options{}, fmt.Errorf("--gap-us %d: want 0 or more", *gapUS)
 	case *sustainedMS < 0:
 		return options{}, fmt.Errorf("--sustained-ms %d: want 0 or more", *sustainedMS)
 	case *warmMS < 0:
