@@ -2,23 +2,47 @@
 peers_pool.py): the timing protocol, the copy-bandwidth ceiling, and the
 JSON lines and table they write.
 
-Timing is triton.testing.do_bench: a 256 MB memset flushes L2 before every
-repetition, as gradtune's cold mode does, and the median is returned.
+Timing is gradtune's table protocol (docs/architecture.md), so that a peer
+and a table entry are timed alike: a 256 MB memset flushes L2 before every
+run, CUDA events around each run, batches of 10 runs with the GPU idle 2 ms
+between batches, the median. (triton.testing.do_bench runs its repetitions
+back to back for 200 ms: a tensor-core GEMM then reaches the board's power
+cap and runs 7-17% slower than between idles, which would favour gradtune.)
 """
 import json
+import statistics
 import sys
+import time
 
 import torch
-from triton.testing import do_bench
 
 DT = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16, "f64": torch.float64}
 
 
-def bench(fn):
-    """Median time of fn in µs, after one untimed call."""
-    fn()
+BATCH, IDLE_S, SAMPLES, WARMUP = 10, 0.002, 100, 25
+_flush = None
+
+
+def bench(fn, samples=SAMPLES):
+    """Median time of fn in µs by the tables' protocol, after WARMUP untimed
+    calls."""
+    global _flush
+    if _flush is None:
+        _flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    for _ in range(WARMUP):
+        fn()
     torch.cuda.synchronize()
-    return do_bench(fn, warmup=25, rep=200, return_mode="median") * 1e3
+    evs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(samples)]
+    for i, (a, b) in enumerate(evs):
+        _flush.fill_(i & 255)
+        a.record()
+        fn()
+        b.record()
+        if (i + 1) % BATCH == 0:
+            torch.cuda.synchronize()
+            time.sleep(IDLE_S)
+    torch.cuda.synchronize()
+    return statistics.median(a.elapsed_time(b) * 1e3 for a, b in evs)
 
 
 def graphed(fn):

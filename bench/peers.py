@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Peer measurements for gradtune: PyTorch eager backward kernels on the same GPU.
 
-Times each op with triton.testing.do_bench (a 256 MB memset flushes L2
+Times each op with peerlib.bench, the tables' protocol (a 256 MB memset flushes L2
 before every repetition, as gradtune's cold mode does; median returned) on
 the shapes gradtune tunes, and writes one JSON object per line: {"kernel",
 "shape", "dtype", "peer", "median_us", "gbps"}. Also measures a device-to-device copy as the bandwidth ceiling.

@@ -7,7 +7,7 @@ gradtune's inputs), runs the forward y = F.lp_pool1d(x, p, window, stride,
 ceil_mode) once with autograd recording, and times the backward alone:
 torch.autograd.grad(y, x, dy, retain_graph=True), which runs PyTorch's
 pow/mul/relu/abs/avg_pool2d backward chain. Timing is
-triton.testing.do_bench (a 256 MB memset flushes L2 before every repetition,
+peerlib.bench, the tables' protocol (a 256 MB memset flushes L2 before every run,
 as gradtune's cold mode does; median returned). Writes one JSON object per
 line with the fields of bench/peers.py: {"kernel", "shape", "dtype", "peer",
 "median_us", "gbps"}, where shape is gradtune's shape key without the dtype

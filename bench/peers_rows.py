@@ -8,7 +8,7 @@ softmax, RMSNorm and LayerNorm on the same GPU, on the qwen1.5b shapes.
 
 Inputs follow gradtune's: y the softmax of logits uniform in [-2, 2], dy
 uniform in [-1, 1], gamma uniform in [0.5, 1.5], eps 1e-6 (RMSNorm) and 1e-5
-(LayerNorm). Timing is triton.testing.do_bench (a 256 MB memset flushes L2
+(LayerNorm). Timing is peerlib.bench, the tables' protocol (a 256 MB memset flushes L2
 before every repetition, as gradtune's cold mode does; median returned).
 Writes one JSON object per line with bench/peers.py's fields {"kernel",
 "shape", "dtype", "peer", "median_us", "gbps"}; shape is gradtune's shape key

@@ -48,7 +48,7 @@ swiglu_bwd, and the two head GEMMs through torch (x @ W.T, dlogits @ W) as the
 linear cross-entropy's floor. Liger and CCE are carried as source under
 bench/third_party (see its README.md: commits, files, the one stub).
 
-Timing is peerlib.bench (triton.testing.do_bench, L2 flushed before every
+Timing is peerlib.bench (the tables' protocol, L2 flushed before every
 repetition, median). Each row has peerlib's fields {"kernel", "shape", "dtype",
 "peer", "median_us", "gbps"} plus "tokens", "pass" ("bwd", "fwd+bwd"; "copy"
 and "gemm" for the references),

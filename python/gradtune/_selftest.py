@@ -23,7 +23,11 @@ def rel_err(got, ref):
 
 class Timer:
     """The table's protocol: warm-up runs, then samples each between two
-    events, after a write of twice the L2 when flushed; the median in µs."""
+    events, after a write of twice the L2 when flushed, in batches of 10
+    with the GPU idle 2 ms between batches (power-bound GEMMs run slower
+    without it: docs/architecture.md); the median in µs."""
+
+    BATCH, IDLE_S = 10, 0.002
 
     def __init__(self, protocol, samples, device):
         self.flush = protocol["l2"] == "flushed"
@@ -41,6 +45,9 @@ class Timer:
             a.record()
             fn()
             b.record()
+            if (i + 1) % self.BATCH == 0:
+                torch.cuda.synchronize()
+                time.sleep(self.IDLE_S)
         torch.cuda.synchronize()
         return statistics.median(a.elapsed_time(b) * 1e3 for a, b in evs)
 
