@@ -5,15 +5,15 @@
 #
 #   1. bench/peers_nf4.py on every bf16 case below: the peer and the dense
 #      floor (first, so that a call cut short keeps them);
-#   2. the qwen1.5b projections at 512, 2048 and 8192 tokens, bf16, f32 and
-#      dq scales, in one tune command;
-#   3. held-out shapes of another model (Llama-3.2-1B: hidden 2048,
+#   2. the card's own command, tune --kernel nf4_gemm_bwd --shapes qwen1.5b
+#      (default flags; bf16 and f16 at 2048 tokens), timed: the 3-minute bar;
+#   3. the qwen1.5b projections at 512 and 8192 tokens, bf16, f32 and dq
+#      scales;
+#   4. held-out shapes of another model (Llama-3.2-1B: hidden 2048,
 #      intermediate 8192, 8 KV heads of 64), bf16, 2048 tokens;
-#   4. bench/issue22_ratios.py: the table (every case >= 1.0 against the
+#   5. bench/issue22_ratios.py: the table (every case >= 1.0 against the
 #      peer, geomean >= 1.15), with the harness's own dequant+cublas
 #      baseline of the same run beside it.
-# The card's command (bf16 and f16 at 2048 tokens, the 3-minute bar) is
-# session_h200.sh's cardtime phase.
 #
 # Run from the repository root on the GPU host with bin/tune built here;
 # writes into ${OUT:-out}. PHASE=tune|peers|all (default all), or card:
@@ -61,9 +61,11 @@ if [[ $phase == peers || $phase == all ]]; then
 fi
 if [[ $phase == tune || $phase == all ]]; then
 	nvidia-smi --query-gpu=name,uuid,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv > "$out/nvidia-smi.csv" 2>&1
-	timed ./bin/tune --kernel nf4_gemm_bwd --shapes qwen1.5b --tokens 512,2048,8192 --dtype bf16 --final-rounds 2 --db "$db" > "$out/tune-qwen.log" 2>&1
-	tail -2 "$out/tune-qwen.log"
-	timed ./bin/tune --kernel nf4_gemm_bwd --shapes "$heldout" --dtype bf16 --final-rounds 2 --db "$db" > "$out/tune-heldout.log" 2>&1
+	timed ./bin/tune --kernel nf4_gemm_bwd --shapes qwen1.5b --db "$db" > "$out/tune-card.log" 2>&1
+	tail -2 "$out/tune-card.log"
+	timed ./bin/tune --kernel nf4_gemm_bwd --shapes qwen1.5b --tokens 512,8192 --dtype bf16 --final-rounds 2 --db "$db" > "$out/tune-512-8192.log" 2>&1
+	tail -2 "$out/tune-512-8192.log"
+	RESERVE=40 timed ./bin/tune --kernel nf4_gemm_bwd --shapes "$heldout" --dtype bf16 --final-rounds 2 --db "$db" > "$out/tune-heldout.log" 2>&1
 	tail -2 "$out/tune-heldout.log"
 	./bin/tune show --db "$db" --kernel nf4_gemm_bwd > "$out/show.txt" 2>&1
 	./bin/tune export --db "$db" --format json --force -o "$out/nf4-22.json"
