@@ -101,8 +101,13 @@ func (s *Sampler) Sample(n int, run func() error, mode eval.Mode) ([]float64, er
 	return out, nil
 }
 
+// warmBatch is the runs of a batch of the warm time.
+const warmBatch = 10
+
 // Measure is the timed stage of the tables' protocol: mo.WarmMS of the
-// sampling loop's own work, mo.Warmup runs, then batches of samples
+// sampling loop's own work in its rhythm (batches of warmBatch runs, the
+// GPU idle mo.IdleMS after each: a GEMM run without pause would reach the
+// power cap before the first sample), mo.Warmup runs, then batches of samples
 // (MinSamples, at least 10, a batch; the first AbandonAfter when the
 // abandon rule is on), each followed by at least mo.IdleMS with the GPU
 // idle, until the median converges, the abandon rule stops it, or
@@ -110,10 +115,12 @@ func (s *Sampler) Sample(n int, run func() error, mode eval.Mode) ([]float64, er
 // the first batch and after each (in the idle time); a batch with a
 // throttle reason on either side is flagged (Measured.Throttled).
 func Measure(s BatchSampler, run func() error, mo MeasureOpts, tel Telemetry) (Measured, error) {
+	idleFor := time.Duration(mo.IdleMS * float64(time.Millisecond))
 	for start := time.Now(); time.Since(start).Seconds()*1e3 < mo.WarmMS; {
-		if _, err := s.Sample(8, run, mo.Mode); err != nil {
+		if _, err := s.Sample(warmBatch, run, mo.Mode); err != nil {
 			return Measured{}, err
 		}
+		time.Sleep(idleFor)
 	}
 	for i := 0; i < mo.Warmup; i++ {
 		if err := run(); err != nil {
@@ -133,7 +140,7 @@ func Measure(s BatchSampler, run func() error, mo MeasureOpts, tel Telemetry) (M
 		if err != nil {
 			return Measured{}, err
 		}
-		idle := time.Now().Add(time.Duration(mo.IdleMS * float64(time.Millisecond)))
+		idle := time.Now().Add(idleFor)
 		if g.read() {
 			for i := range xs {
 				m.Throttled = append(m.Throttled, len(m.Samples)+i)

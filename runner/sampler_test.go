@@ -86,17 +86,19 @@ func TestMeasureBatches(t *testing.T) {
 	}
 }
 
-// Between batches the GPU is left idle for at least IdleMS (the worker
-// reads its telemetry there; a trainer waits as long).
+// Between batches, warm ones included, the GPU is left idle for at least
+// IdleMS (the worker reads its telemetry there; a trainer waits as long).
 func TestMeasureIdlesBetweenBatches(t *testing.T) {
 	mo := DefaultMeasure
-	mo.IdleMS, mo.MaxSamples = 30, 30
+	mo.IdleMS, mo.MaxSamples, mo.WarmMS = 30, 30, 40
 	b := &batches{times: [][]float64{{10, 30, 12, 25, 11, 40}}}
 	if _, err := Measure(b, func() error { return nil }, mo, nil); err != nil {
 		t.Fatal(err)
 	}
-	if len(b.at) != 3 {
-		t.Fatalf("%d batches, want 3", len(b.at))
+	// Two warm batches (the second begins 30 ms into the 40 ms of warm
+	// time, a third would begin at 60 ms), then three timed ones.
+	if len(b.at) != 5 {
+		t.Fatalf("%d batches, want 2 warm and 3 timed", len(b.at))
 	}
 	for i := 1; i < len(b.at); i++ {
 		if gap := b.at[i].Sub(b.at[i-1]); gap < 30*time.Millisecond {
