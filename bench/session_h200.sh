@@ -41,6 +41,7 @@
 #   refresh issue 21: the trainer at every entry's tuned shape against the
 #           committed tables, then against the same tables re-measured on
 #           this machine (tune bench, tune export --ptx)         ~6 min
+#           (REFRESH_COMMITTED=0: only against this machine's ~4 min)
 #   launch  issue 21: examples/trainer --all over every committed entry
 #           at its tuned token count and two others           ~5 min
 #   shard   issue 29: relu_bwd and rmsnorm_bwd (bf16, qwen1.5b) tuned
@@ -178,8 +179,10 @@ refresh)
 	# shape by the trainer against the committed tables (another H200's
 	# figures), then the same tables re-measured here by tune bench and
 	# exported, and the trainer against those
-	timed ./bin/trainer --all --tuned-only "${as_h200[@]}" > "$out/refresh-trainer-committed.log" 2>&1
-	tail -1 "$out/refresh-trainer-committed.log"
+	if [[ ${REFRESH_COMMITTED:-1} == 1 ]]; then
+		timed ./bin/trainer --all --tuned-only "${as_h200[@]}" > "$out/refresh-trainer-committed.log" 2>&1
+		tail -1 "$out/refresh-trainer-committed.log"
+	fi
 	timed ./bin/tune bench --configs "$H200_TABLES" --ref-cache /tmp/gradtune-refs --db "$out/refresh.db" > "$out/refresh-bench.log" 2>&1
 	tail -1 "$out/refresh-bench.log"
 	rm -rf /tmp/fresh && mkdir -p /tmp/fresh
@@ -191,6 +194,7 @@ refresh)
 	timed ./bin/trainer --all --tuned-only --configs /tmp/fresh/h200.json "${as_h200[@]}" > "$out/refresh-trainer-here.log" 2>&1
 	tail -1 "$out/refresh-trainer-here.log"
 	for f in committed here; do
+		[[ -f $out/refresh-trainer-$f.log ]] || continue
 		echo "$f: $(grep -a -o "[0-9.]*× the table" "$out/refresh-trainer-$f.log" | awk '{r=$1+0; n++; if (r>1.05||r<0.95) o++} END {printf "%d ratios, %d outside 5%%", n, o}')"
 	done
 	;;
