@@ -20,14 +20,13 @@
 #           protocol) with --warm-ms 0 and 100 in the same call, the SM
 #           clock sampled throughout
 #                                                             ~1.5 min
-#   gemmgap issue 21: why the trainer timed tensor-core GEMMs 4-20% over
-#           the harness on one machine: three GEMM entries and one
-#           memory-bound control by the trainer (the table's protocol
-#           through runner.Measure, then 200 runs back to back after 2 s
-#           of continuous work; again with 2 ms idle after each batch, as
-#           the worker's telemetry reading leaves it), every sample
-#           traced, then by tune bench; the SM clock, power and clock
-#           event reasons logged every 20 ms                  ~3 min
+#   gemmgap issue 21: the trainer against the harness on tensor-core GEMMs
+#           (testdata/issue21/gap-1205-h100): three GEMM entries and one
+#           memory-bound control by the trainer (the tables' protocol, then
+#           200 runs back to back after 2 s of continuous work; again
+#           without the warm time), every sample traced, then by tune
+#           bench; the SM clock, power and clock event reasons logged
+#           every 20 ms                                        ~3 min
 #   nf4     issue 22: bench/issue22_h200.sh (the card's command timed,
 #           512 and 8192 tokens, held-out shapes, bitsandbytes' path as
 #           the peer, the ratio table)                        ~8 min
@@ -129,9 +128,9 @@ gemmgap)
 		"nf4_gemm_bwd m=8192,n=1536,k=8960" "relu_bwd m=2048,n=8960")
 	for c in "${gap_cases[@]}"; do
 		read -r k s <<< "$c"
-		for v in "table:--sustained-ms 2000" "tablegap2ms:--gap-us 2000"; do
-			# shellcheck disable=SC2086 # ${v#*:} is the flag list
+		for v in "table:--sustained-ms 2000" "nowarm:--warm-ms 0"; do
 			echo "$(date +%T.%N) $k $s ${v%%:*}" >> "$out/gap-marks.txt"
+			# shellcheck disable=SC2086 # ${v#*:} is the flag list
 			timed ./bin/trainer --kernel "$k" --shape "$s" ${v#*:} --trace "$out/gap-trace.jsonl.tmp" "${as_h200[@]}" >> "$out/gap-trainer.log" 2>&1
 			sed "s/^{/{\"protocol\":\"${v%%:*}\",/" "$out/gap-trace.jsonl.tmp" >> "$out/gap-trace.jsonl"
 			grep -a -o "median of the launches.*" "$out/gap-trainer.log" | tail -1 | sed "s/^/$k $s ${v%%:*}: /"
