@@ -58,8 +58,10 @@
 #           The nights share --ref-cache /tmp/gradtune-refs, so only the
 #           first computes references; if a call still runs out, a second
 #           with PLANTED=0 runs A/A nights alone
-#   pytorch issue 25: examples/pytorch's Qwen2.5-1.5B layer, tuned
-#           Functions against torch + dequantize                ~2 min
+#   pytorch issue 25: python's tests, gradtune.selftest (committed entries
+#           launched through gradtune.torch), examples/pytorch's
+#           Qwen2.5-1.5B layer, tuned Functions against torch +
+#           dequantize                                         ~2 min
 #   step    issues 26/27: tune swiglu_bwd, rope_bwd, cross_entropy_bwd and lora_bwd at
 #           2048 and 8192 tokens into step.db
 #   lce     issue 26: tune linear_cross_entropy_bwd (the fused LM head
@@ -220,6 +222,8 @@ nights)
 pytorch)
 	timed python3 -m unittest discover -s python/tests > "$out/python-tests.log" 2>&1
 	tail -4 "$out/python-tests.log"
+	timed env PYTHONPATH=python python3 -m gradtune.selftest configs/h200 > "$out/python-selftest.log" 2>&1
+	tail -4 "$out/python-selftest.log"
 	timed env PYTHONPATH=python python3 examples/pytorch/qwen_layer.py > "$out/pytorch-layer.log" 2>&1
 	tail -30 "$out/pytorch-layer.log"
 	;;

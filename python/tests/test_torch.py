@@ -194,6 +194,19 @@ class TensorChecks(unittest.TestCase):
             with self.subTest(want=want), self.assertRaisesRegex(BadTensor, "rows_bwd: buffer dy: " + want):
                 r._check(b, t)
 
+    def test_alloc(self):
+        """A buffer the caller does not give is allocated with the entry's
+        dtype and size, zeroed when it accumulates, never under 16 bytes."""
+        import torch
+        from gradtune.contract import BufferSpec
+        from gradtune._torch import _alloc
+
+        acc = _alloc(BufferSpec("dw", "f32", 1536, "accumulate"), torch.device("cpu"), zero=True)
+        self.assertEqual((acc.dtype, acc.numel(), acc.abs().sum().item()), (torch.float32, 1536, 0.0))
+        tiny = _alloc(BufferSpec("flag", "bf16", 1, "state"), torch.device("cpu"), zero=False)
+        self.assertEqual(tiny.numel(), 1)
+        self.assertGreaterEqual(tiny.untyped_storage().nbytes(), 16)
+
 
 if __name__ == "__main__":
     unittest.main()
