@@ -28,9 +28,10 @@ def geomean(xs):
 
 def harness_unfused(db):
     """The last valid dequant+cublas median of each bf16 shape in db."""
-    rows = sqlite3.connect(db).execute(
+    rows = sqlite3.connect(f"file:{db}?mode=ro", uri=True).execute(
         "select v.shape_key, e.median_us from evaluations e join variants v on v.id = e.variant_id "
-        "where v.kernel = 'nf4_gemm_bwd' and v.params = 'baseline=dequant+cublas' and e.status = 'ok' order by e.id")
+        "where v.kernel = 'nf4_gemm_bwd' and v.params = 'baseline=dequant+cublas' and e.status = 'ok' "
+        "and e.mode = 'cold' order by e.id")
     got = {}
     for shape, us in rows:
         d = dict(kv.split("=") for kv in shape.split(","))

@@ -24,8 +24,9 @@ _flush = None
 
 
 def bench(fn, samples=SAMPLES):
-    """Median time of fn in µs by the tables' protocol, after WARMUP untimed
-    calls."""
+    """Median time of fn in µs by the tables' protocol (a fixed SAMPLES
+    samples where the harness samples until the median converges), after
+    WARMUP untimed calls."""
     global _flush
     if _flush is None:
         _flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
@@ -45,12 +46,14 @@ def bench(fn, samples=SAMPLES):
     return statistics.median(a.elapsed_time(b) * 1e3 for a, b in evs)
 
 
-def graphed(fn):
+def graphed(fn, name):
     """fn captured in a CUDA graph, returned as a function that replays it:
     a peer of several launches timed without Python's launch overhead, which
     on a slow host exceeds the GPU's time for kernels of tens of µs (the
     GPU then waits for the host inside the timed region). fn's outputs are
-    the graph's: they are rewritten at every replay."""
+    the graph's: they are rewritten at every replay. A function that cannot
+    be captured (one that copies from the host or synchronizes) is returned
+    as it is, and stderr says so."""
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
@@ -58,8 +61,13 @@ def graphed(fn):
             fn()
     torch.cuda.current_stream().wait_stream(side)
     g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        fn()
+    try:
+        with torch.cuda.graph(g):
+            fn()
+    except RuntimeError as e:
+        torch.cuda.synchronize()
+        print(f"peerlib: {name} cannot be captured in a CUDA graph ({e}): timed eagerly", file=sys.stderr)
+        return fn
     torch.cuda.synchronize()
     return g.replay
 

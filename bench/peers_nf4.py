@@ -103,9 +103,10 @@ def case(spec, rows):
     if err > 1e-2 * scale + 1e-3:
         raise SystemExit(f"peers_nf4: {spec}: {peer} is off by {err} (|ref| up to {scale})")
     cost = 2 * m * n + n * k // 2 + 2 * m * k  # gradtune's Cost, scales left out
-    rows.append(row("nf4_gemm_bwd", spec, "bf16", peer + " (CUDA graph)", bench(graphed(unfused)), cost))
-    rows.append(row("nf4_gemm_bwd", spec, "bf16", "torch matmul (bf16 W, CUDA graph)", bench(graphed(lambda: dy @ ref_w)), cost))
-    rows.append(row("nf4_dequant", spec, "bf16", peer.split(" + ")[0] + " (CUDA graph)", bench(graphed(deq)), n * k // 2 + 2 * n * k))
+    rows.append(row("nf4_gemm_bwd", spec, "bf16", peer + " (CUDA graph)", bench(graphed(unfused, peer)), cost))
+    rows.append(row("nf4_gemm_bwd", spec, "bf16", "torch matmul (bf16 W, CUDA graph)", bench(graphed(lambda: dy @ ref_w, "torch matmul")), cost))
+    rows.append(row("nf4_dequant", spec, "bf16", peer.split(" + ")[0] + " (CUDA graph)", bench(graphed(deq, "the dequantization")),
+                    n * k // 2 + 2 * n * k))
 
 
 def main():

@@ -132,13 +132,15 @@ gemmgap)
 		read -r k s <<< "$c"
 		for v in "table:--sustained-ms 2000" "nowarm:--warm-ms 0"; do
 			echo "$(date +%T.%N) $k $s ${v%%:*}" >> "$out/gap-marks.txt"
+			rm -f "$out/gap-trace.jsonl.tmp" "$out/gap-run.log"
 			# shellcheck disable=SC2086 # ${v#*:} is the flag list
-			timed ./bin/trainer --kernel "$k" --shape "$s" ${v#*:} --trace "$out/gap-trace.jsonl.tmp" "${as_h200[@]}" >> "$out/gap-trainer.log" 2>&1
-			sed "s/^{/{\"protocol\":\"${v%%:*}\",/" "$out/gap-trace.jsonl.tmp" >> "$out/gap-trace.jsonl"
-			grep -a -o "median of the launches.*" "$out/gap-trainer.log" | tail -1 | sed "s/^/$k $s ${v%%:*}: /"
+			timed ./bin/trainer --kernel "$k" --shape "$s" ${v#*:} --trace "$out/gap-trace.jsonl.tmp" "${as_h200[@]}" > "$out/gap-run.log" 2>&1
+			cat "$out/gap-run.log" >> "$out/gap-trainer.log"
+			[[ -f $out/gap-trace.jsonl.tmp ]] && sed "s/^{/{\"variant\":\"${v%%:*}\",/" "$out/gap-trace.jsonl.tmp" >> "$out/gap-trace.jsonl"
+			grep -a -o "median of the launches.*\|FAILED.*" "$out/gap-run.log" | sed "s/^/$k $s ${v%%:*}: /"
 		done
 	done
-	rm -f "$out/gap-trace.jsonl.tmp"
+	rm -f "$out/gap-trace.jsonl.tmp" "$out/gap-run.log"
 	echo "$(date +%T.%N) bench" >> "$out/gap-marks.txt"
 	timed ./bin/tune bench --configs "$H200_TABLES" --kernel gemm_bwd,nf4_gemm_bwd,relu_bwd \
 		--shapes "m=2048,n=8960,k=1536,grad=dx;m=8192,n=8960,k=1536,scales=dq;m=8192,n=1536,k=8960;m=2048,n=8960" \
@@ -146,6 +148,7 @@ gemmgap)
 	grep -a "^gemm_bwd\|^nf4_gemm_bwd\|^relu_bwd" "$out/gap-bench.log" | cut -c1-160
 	echo "$(date +%T.%N) end" >> "$out/gap-marks.txt"
 	kill "$smi" "$smi2"
+	wait "$smi" "$smi2" 2>/dev/null
 	gzip -9 "$out/gap-smi.csv" "$out/gap-reasons.csv"
 	;;
 shard)

@@ -43,11 +43,10 @@ type MeasureOpts struct {
 	// warm-up runs: a GPU the host left idle (computing references,
 	// compiling) starts at lower clocks (tune bench --warm-ms).
 	WarmMS float64 `json:",omitempty"`
-	// IdleMS is how long the GPU is left idle after each batch of
-	// samples, at least: the worker reads its telemetry there, and a
-	// trainer timing a table entry (examples/trainer) waits as long, so
-	// that both time the same power state (docs/architecture.md, "What a
-	// table's time means").
+	// IdleMS is the least time the GPU is left idle after each batch of
+	// samples (the worker reads its telemetry in it): what a table's time
+	// means depends on it (docs/architecture.md, "What a table's time
+	// means").
 	IdleMS float64 `json:",omitempty"`
 }
 

@@ -63,6 +63,9 @@ func (s *Sampler) flushL2(mode eval.Mode, i int) error {
 // Sample times n runs with CUDA events, each preceded by the L2 flush of
 // mode, and returns the times in µs. Events are pooled.
 func (s *Sampler) Sample(n int, run func() error, mode eval.Mode) ([]float64, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("sampling %d runs: want at least 1", n)
+	}
 	for len(s.events) < 2*n {
 		e, err := s.ctx.NewEvent()
 		if err != nil {
@@ -101,7 +104,7 @@ func (s *Sampler) Sample(n int, run func() error, mode eval.Mode) ([]float64, er
 	return out, nil
 }
 
-// warmBatch is the runs of a batch of the warm time.
+// warmBatch is the runs per batch of the warm time.
 const warmBatch = 10
 
 // Measure is the timed stage of the tables' protocol: mo.WarmMS of the

@@ -95,10 +95,10 @@ func TestMeasureIdlesBetweenBatches(t *testing.T) {
 	if _, err := Measure(b, func() error { return nil }, mo, nil); err != nil {
 		t.Fatal(err)
 	}
-	// Two warm batches (the second begins 30 ms into the 40 ms of warm
-	// time, a third would begin at 60 ms), then three timed ones.
-	if len(b.at) != 5 {
-		t.Fatalf("%d batches, want 2 warm and 3 timed", len(b.at))
+	// At least one warm batch (a second begins 30 ms into the 40 ms of
+	// warm time unless the sleep overshoots), then three timed ones.
+	if len(b.at) < 4 || len(b.at) > 5 {
+		t.Fatalf("%d batches, want 1 or 2 warm and 3 timed", len(b.at))
 	}
 	for i := 1; i < len(b.at); i++ {
 		if gap := b.at[i].Sub(b.at[i-1]); gap < 30*time.Millisecond {

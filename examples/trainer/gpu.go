@@ -70,17 +70,16 @@ type result struct {
 }
 
 // timing is how the trainer times a launch plan: the table's protocol
-// (runner.Measure over runner.Sampler, as the tuner's worker times), with
-// at least samples samples after warm of the loop's own work; sustained,
-// when not 0, also times sustainedSamples runs back to back after that
-// long of continuous work, as a training step's GEMMs run.
+// (runner.Measure over runner.Sampler, as the tuner's worker times) after
+// warm of the loop's own work; sustained, when not 0, also times
+// sustainedSamples runs back to back after that long of work without
+// idle, as a training step's GEMMs run.
 type timing struct {
-	samples   int
 	warm      time.Duration
 	sustained time.Duration
 	// trace, when not nil, receives each timed loop's samples in µs, in
-	// order.
-	trace func(us []float64)
+	// order, with the loop's name ("protocol", "sustained").
+	trace func(loop string, us []float64)
 }
 
 // sustainedSamples is the back-to-back samples of timing.sustained.
@@ -251,8 +250,6 @@ func (d *device) time(r *result, run func() error, tm timing, p configs.Protocol
 	}
 	mo := runner.DefaultMeasure
 	mo.Warmup, mo.WarmMS = p.Warmup, float64(tm.warm.Milliseconds())
-	mo.MinSamples = max(mo.MinSamples, tm.samples)
-	mo.MaxSamples = max(mo.MaxSamples, tm.samples)
 	if p.L2 != "flushed" {
 		mo.Mode = eval.Hot
 	}
@@ -262,7 +259,7 @@ func (d *device) time(r *result, run func() error, tm timing, p configs.Protocol
 	}
 	r.medianUS, r.samples = runner.Summarize(m.Samples).Median, len(m.Samples)
 	if tm.trace != nil {
-		tm.trace(m.Samples)
+		tm.trace("protocol", m.Samples)
 	}
 	if tm.sustained == 0 {
 		return nil
@@ -274,7 +271,7 @@ func (d *device) time(r *result, run func() error, tm timing, p configs.Protocol
 	}
 	r.sustainedUS = runner.Summarize(m.Samples).Median
 	if tm.trace != nil {
-		tm.trace(m.Samples)
+		tm.trace("sustained", m.Samples)
 	}
 	return nil
 }

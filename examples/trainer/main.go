@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/gradtune/gradtune/configs"
-	"github.com/gradtune/gradtune/runner"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -42,7 +41,6 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	tables := fs.String("configs", "", "TABLE.json[,TABLE.json...]: look up these tables (tune export --ptx writes them with their PTX) instead of the committed ones")
 	tunedOnly := fs.Bool("tuned-only", false, "with --all: only each entry's tuned shape (the one its table figure is of)")
 	only := fs.String("only", "", "with --all: only the entries of these kernels, e.g. nf4_gemm_bwd,rmsnorm_bwd (default every entry)")
-	samples := fs.Int("samples", runner.DefaultMeasure.MinSamples, "at least this many timed runs per launch plan (the table's protocol goes on until its median converges)")
 	sustainedMS := fs.Int("sustained-ms", 0, fmt.Sprintf("also time each plan %d runs back to back after this many milliseconds of continuous work, as a training step's kernels run (0: not)", sustainedSamples))
 	trace := fs.String("trace", "", "FILE: write each launch plan's samples (µs, in order) to FILE as JSON lines")
 	warmMS := fs.Int("warm-ms", 100, "milliseconds of the timed loop's own work (flush and launches) before the first sample, so the GPU has left its idle clocks as in the tuner (0: only the table's warm-up runs)")
@@ -55,12 +53,10 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		return options{}, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	o := options{kernel: *kernel, dtype: *dt, all: *all, gpu: configs.GPU{Name: *gpuName, CC: *cc},
-		timing: timing{samples: *samples, warm: time.Duration(*warmMS) * time.Millisecond,
+		timing: timing{warm: time.Duration(*warmMS) * time.Millisecond,
 			sustained: time.Duration(*sustainedMS) * time.Millisecond},
 		trace: *trace}
 	switch {
-	case *samples < 1:
-		return options{}, fmt.Errorf("--samples %d: want at least 1", *samples)
 	case *sustainedMS < 0:
 		return options{}, fmt.Errorf("--sustained-ms %d: want 0 or more", *sustainedMS)
 	case *warmMS < 0:

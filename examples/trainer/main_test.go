@@ -114,7 +114,6 @@ func TestRunWithoutGPU(t *testing.T) {
 		{[]string{"--all", "--tokens", "0"}, "want positive integers"},
 		{[]string{"--tuned-only"}, "--tuned-only goes with --all"},
 		{[]string{"--all", "--tuned-only", "--tokens", "7"}, "without --tokens"},
-		{[]string{"--samples", "0"}, "want at least 1"},
 		{[]string{"--warm-ms", "-1"}, "want 0 or more"},
 		{[]string{"--sustained-ms", "-1"}, "want 0 or more"},
 		{[]string{"extra"}, "unexpected arguments"},
@@ -185,8 +184,8 @@ func TestTraceFile(t *testing.T) {
 	}
 	c := Case{Kernel: "relu_bwd", DType: "bf16"}
 	c.Match.Shape = mustShape(t, "m=2048,n=8960")
-	tr.writer(c)([]float64{3, 1, 2})
-	tr.writer(c)([]float64{5})
+	tr.writer(c)("protocol", []float64{3, 1, 2})
+	tr.writer(c)("sustained", []float64{5})
 	if err := tr.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -194,8 +193,8 @@ func TestTraceFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"kernel":"relu_bwd","dtype":"bf16","shape":"m=2048,n=8960","samples_us":[3,1,2]}` + "\n" +
-		`{"kernel":"relu_bwd","dtype":"bf16","shape":"m=2048,n=8960","samples_us":[5]}` + "\n"
+	want := `{"loop":"protocol","kernel":"relu_bwd","dtype":"bf16","shape":"m=2048,n=8960","samples_us":[3,1,2]}` + "\n" +
+		`{"loop":"sustained","kernel":"relu_bwd","dtype":"bf16","shape":"m=2048,n=8960","samples_us":[5]}` + "\n"
 	if string(raw) != want {
 		t.Errorf("trace:\n%s\nwant\n%s", raw, want)
 	}

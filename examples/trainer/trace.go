@@ -17,6 +17,7 @@ type traceFile struct {
 
 // traceLine is one launch plan's samples.
 type traceLine struct {
+	Loop    string    `json:"loop"` // "protocol" or "sustained"
 	Kernel  string    `json:"kernel"`
 	DType   string    `json:"dtype"`
 	Shape   string    `json:"shape"`
@@ -36,12 +37,12 @@ func openTrace(path string) (*traceFile, error) {
 }
 
 // writer is the timing's trace function for c; nil without a file.
-func (t *traceFile) writer(c Case) func([]float64) {
+func (t *traceFile) writer(c Case) func(string, []float64) {
 	if t.f == nil {
 		return nil
 	}
-	return func(us []float64) {
-		if err := t.enc.Encode(traceLine{Kernel: c.Kernel, DType: c.DType, Shape: c.Match.Shape.String(), Samples: us}); err != nil && t.err == nil {
+	return func(loop string, us []float64) {
+		if err := t.enc.Encode(traceLine{Loop: loop, Kernel: c.Kernel, DType: c.DType, Shape: c.Match.Shape.String(), Samples: us}); err != nil && t.err == nil {
 			t.err = fmt.Errorf("--trace: %w", err)
 		}
 	}
