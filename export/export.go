@@ -15,6 +15,7 @@ import (
 	"github.com/gradtune/gradtune/internal/results"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/catalog"
+	"github.com/gradtune/gradtune/runner"
 	"github.com/gradtune/gradtune/variants"
 )
 
@@ -33,15 +34,17 @@ var (
 // protocolOf is the table protocol of results timed in mode (the
 // runner's measurement protocol, runner.DefaultMeasure).
 func protocolOf(mode eval.Mode) configs.Protocol {
-	p := configs.Protocol{L2: "flushed", Warmup: 3,
-		Timer:     "CUDA events around one run of the launches (accumulate buffers zeroed first)",
-		Statistic: "median of at least 10 samples, until its 95% confidence interval is within 0.5% (at most 200 samples or 0.5 s)"}
+	mo := runner.DefaultMeasure
+	p := configs.Protocol{L2: "flushed", Warmup: mo.Warmup,
+		Timer: "CUDA events around one run of the launches (accumulate buffers zeroed first)",
+		Statistic: fmt.Sprintf("median of at least %d samples, until its 95%% confidence interval is within %g%% (at most %d samples or %g s)",
+			mo.MinSamples, mo.TargetCI*100, mo.MaxSamples, mo.MaxTimeMS/1000)}
 	if mode == eval.Hot {
 		p.L2 = "warm"
 	} else {
 		p.Timer += ", each run after a write of twice the L2 size"
 	}
-	p.Timer += "; batches of 10 runs enqueued back to back, the GPU idle at least 2 ms between batches"
+	p.Timer += fmt.Sprintf("; batches of %d runs enqueued back to back, the GPU idle at least %g ms between batches", mo.Batch(), mo.IdleMS)
 	return p
 }
 

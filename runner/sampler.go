@@ -50,9 +50,7 @@ func (s *Sampler) Close() {
 // outputs (as triton.testing.do_bench does). The memset leaves up to an L2
 // of dirty lines, whose write-back the timed program pays for, just as its
 // own dirty outputs are written back after the timed region: a balanced
-// steady state. (Measured on the H200: a flush that also cleaned L2 made
-// a 3-stream kernel appear faster than a device-to-device copy, so gradtune
-// does not do that.)
+// steady state; the flush does not clean L2 (docs/architecture.md).
 func (s *Sampler) flushL2(mode eval.Mode, i int) error {
 	if mode == eval.Hot {
 		return nil
@@ -97,8 +95,8 @@ func (s *Sampler) Sample(n int, run func() error, mode eval.Mode) ([]float64, er
 		if err != nil {
 			return nil, err
 		}
-		// Nanosecond resolution is finer than the events' own (about
-		// 0.5 µs) and keeps stored samples short.
+		// Rounded to the nanosecond, below the events' resolution, so
+		// that stored samples stay short.
 		out[i] = math.Round(float64(ms)*1e6) / 1e3
 	}
 	return out, nil
@@ -111,8 +109,7 @@ const warmBatch = 10
 // sampling loop's own work in its rhythm (batches of warmBatch runs, the
 // GPU idle mo.IdleMS after each: a GEMM run without pause would reach the
 // power cap before the first sample), mo.Warmup runs, then batches of samples
-// (MinSamples, at least 10, a batch; the first AbandonAfter when the
-// abandon rule is on), each followed by at least mo.IdleMS with the GPU
+// (mo.Batch(); the first AbandonAfter when the abandon rule is on), each followed by at least mo.IdleMS with the GPU
 // idle, until the median converges, the abandon rule stops it, or
 // MaxSamples or MaxTimeMS is reached. tel, when not nil, is read before
 // the first batch and after each (in the idle time); a batch with a
@@ -135,7 +132,7 @@ func Measure(s BatchSampler, run func() error, mo MeasureOpts, tel Telemetry) (M
 	start := time.Now()
 	var m Measured
 	for {
-		n := min(max(mo.MinSamples, 10), mo.MaxSamples-len(m.Samples))
+		n := min(mo.Batch(), mo.MaxSamples-len(m.Samples))
 		if mo.AbandonAbove > 0 && len(m.Samples) == 0 {
 			n = min(max(mo.AbandonAfter, minKept), mo.MaxSamples)
 		}

@@ -95,8 +95,8 @@ func TestMeasureIdlesBetweenBatches(t *testing.T) {
 	if _, err := Measure(b, func() error { return nil }, mo, nil); err != nil {
 		t.Fatal(err)
 	}
-	// At least one warm batch (a second begins 30 ms into the 40 ms of
-	// warm time unless the sleep overshoots), then three timed ones.
+	// At least one warm batch (a second fits in the warm time unless the
+	// sleep overshoots), then three timed ones.
 	if len(b.at) < 4 || len(b.at) > 5 {
 		t.Fatalf("%d batches, want 1 or 2 warm and 3 timed", len(b.at))
 	}
