@@ -5,9 +5,9 @@ JSON lines and table they write.
 Timing is gradtune's table protocol (docs/architecture.md), so that a peer
 and a table entry are timed alike: a 256 MB memset flushes L2 before every
 run, CUDA events around each run, batches of 10 runs with the GPU idle 2 ms
-between batches, the median. (triton.testing.do_bench runs its repetitions
-back to back for 200 ms: a tensor-core GEMM then reaches the board's power
-cap and runs 7-17% slower than between idles, which would favour gradtune.)
+between batches, the median. Not triton.testing.do_bench: its repetitions
+run back to back, which holds a tensor-core GEMM at the board's power cap
+(docs/architecture.md), unlike the table entries it is compared with.
 """
 import json
 import statistics

@@ -9,8 +9,8 @@ a Triton one-pass kernel in bitsandbytes' layout (element 2i in the high
 nibble of byte i, a scale per 64 elements along k); where Triton fails it
 falls back to torch's ops and says so. Every peer's dX is checked against
 dY·W dequantized by the torch path before it is timed. Each peer is timed
-as a CUDA graph replay (peerlib.graphed): eager, the Triton launch's
-Python overhead alone exceeded the GPU's time on the H200's host.
+as a CUDA graph replay (peerlib.graphed), so that Python's launch overhead
+is not in the time.
 
 Usage: python3 bench/peers_nf4.py OUT.jsonl SHAPE [SHAPE ...]
 with SHAPE like m=2048,n=8960,k=1536 or m=2048,n=8960,k=1536,scales=dq
