@@ -18,9 +18,9 @@
 // launches once on NaN-poisoned outputs and checks every output against
 // the family's float64 reference within its tolerance, checks that state
 // buffers are left zero, and times the launches with the table's protocol
-// through the tuner's own sampling code (runner.Sampler and runner.Measure:
-// the L2 flush, the warm-up, batches of 10 samples until the median's 95%
-// interval is within 0.5%) after --warm-ms of the same work (the tuner's
+// through the tuner's own sampling code (runner.Sampler and runner.Measure
+// with runner.DefaultMeasure, which the table's protocol states) after
+// --warm-ms of the same work (the tuner's
 // GPU has been busy; an idle one starts at lower clocks), printing the
 // ratio to the table's figure at the tuned shape. --sustained-ms also
 // times each plan 200 runs back to back after that long of continuous
