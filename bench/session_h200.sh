@@ -41,8 +41,12 @@
 #           committed tables, then against the same tables re-measured on
 #           this machine (tune bench, tune export --ptx)         ~6 min
 #           (REFRESH_COMMITTED=0: only against this machine's ~4 min)
+#   rows    issue 21: rmsnorm/layernorm/softmax backward re-tuned here and
+#           exported over configs/h200/rows.json for the phases after it
+#           (rows-table.tgz comes back to be committed)       ~2 min
 #   launch  issue 21: examples/trainer --all over every committed entry
-#           at its tuned token count and two others           ~5 min
+#           at its tuned token count and two others (LAUNCH_ONLY=kernels
+#           splits it over calls)                          ~8 min in all
 #   shard   issue 29: relu_bwd and rmsnorm_bwd (bf16, qwen1.5b) tuned
 #           whole, then as --shard 1/2 and 2/2, merged; the winners
 #           compared by bench/compare_winners.py               ~2 min
@@ -103,7 +107,7 @@ if [[ $gpu != *H200* ]]; then
 	as_h200=(--gpu "NVIDIA H200" --cc 9.0)
 	echo "not an H200: the trainer looks up the H200's tables (${as_h200[*]})"
 fi
-for phase in ${PHASE:?PHASE=diag|gemmgap|nf4|nf4card|cardtime|refresh|launch|shard|exact|gemm|nights|pytorch|step|lce|attn|steppeers}; do
+for phase in ${PHASE:?PHASE=diag|gemmgap|nf4|nf4card|cardtime|refresh|rows|launch|shard|exact|gemm|nights|pytorch|step|lce|attn|steppeers}; do
 case $phase in
 nf4)
 	PHASE=all OUT=$out bash bench/issue22_h200.sh
@@ -203,11 +207,29 @@ refresh)
 	done
 	;;
 launch)
-	# the entries 2026-12-05's call did not reach or that are new first
-	RESERVE=${LAUNCH_RESERVE:-30} timed ./bin/trainer --all --only nf4_gemm_bwd,rmsnorm_bwd,layernorm_bwd,softmax_bwd,lp_pool1d_bwd "${as_h200[@]}" > "$out/trainer-first.log" 2>&1
-	tail -3 "$out/trainer-first.log"
-	RESERVE=${LAUNCH_RESERVE:-30} timed ./bin/trainer --all --only relu_bwd,gelu_bwd,silu_bwd,gemm_bwd,nf4_dequant "${as_h200[@]}" > "$out/trainer-rest.log" 2>&1
-	tail -3 "$out/trainer-rest.log"
+	# LAUNCH_ONLY=k1,k2 splits the walk over calls (default every entry)
+	only=()
+	[[ -n ${LAUNCH_ONLY:-} ]] && only=(--only "$LAUNCH_ONLY")
+	log="$out/trainer-all${LAUNCH_TAG:+-$LAUNCH_TAG}.log"
+	RESERVE=${LAUNCH_RESERVE:-30} timed ./bin/trainer --all "${only[@]}" "${as_h200[@]}" > "$log" 2>&1
+	tail -3 "$log"
+	grep -a -o "[0-9.]*× the table" "$log" | awk '{r=$1+0; n++; if (r>1.05||r<0.95) o++} END {printf "%d ratios at the tuned shape, %d outside 5%%\n", n, o}'
+	;;
+rows)
+	# issue 21: the rows family re-tuned here under the tables' protocol and
+	# exported over configs/h200/rows.json (its PTX beside it), so that the
+	# phases after it in this call, and the commit of rows-table.tgz, use it
+	timed ./bin/tune --kernel rmsnorm_bwd,layernorm_bwd,softmax_bwd --shapes qwen1.5b --final-rounds 2 \
+		--db "$out/rows.db" > "$out/rows-tune.log" 2>&1
+	tail -12 "$out/rows-tune.log" | cut -c1-170
+	rm -rf /tmp/rows && mkdir -p /tmp/rows
+	if ./bin/tune export --db "$out/rows.db" --format json --ptx -o /tmp/rows/rows.json > "$out/rows-export.log" 2>&1; then
+		rm -f configs/h200/rmsnorm_bwd-*.ptx configs/h200/layernorm_bwd-*.ptx configs/h200/softmax_bwd-*.ptx
+		cp /tmp/rows/* configs/h200/
+		tar czf "$out/rows-table.tgz" -C /tmp/rows .
+	else
+		echo "rows: the export failed (rows-export.log); configs/h200/rows.json left as committed"
+	fi
 	;;
 gemm)
 	heldout="m=2048,n=2048,k=2048,grad=dx;m=2048,n=2048,k=2048,grad=dw;m=2048,n=8192,k=2048,grad=dx;m=2048,n=8192,k=2048,grad=dw"
@@ -261,7 +283,7 @@ steppeers)
 	done
 	;;
 *)
-	echo "PHASE=$phase: want diag, gemmgap, nf4, nf4card, cardtime, refresh, launch, shard, exact, gemm, nights, pytorch, step, lce, attn or steppeers" >&2
+	echo "PHASE=$phase: want diag, gemmgap, nf4, nf4card, cardtime, refresh, rows, launch, shard, exact, gemm, nights, pytorch, step, lce, attn or steppeers" >&2
 	exit 2
 	;;
 esac
