@@ -20,6 +20,9 @@
 #           protocol) with --warm-ms 0 and 100 in the same call, the SM
 #           clock sampled throughout
 #                                                             ~1.5 min
+#   dequantgap  issue 21: nf4_dequant [256x1536]'s 0.4 us over the table
+#           in the trainer's walk: the harness, the entry alone in a fresh
+#           trainer, the walk over nf4_dequant                ~1 min
 #   gemmgap issue 21: the trainer against the harness on tensor-core GEMMs
 #           (testdata/issue21/gap-1205-h100): three GEMM entries and one
 #           memory-bound control by the trainer (the tables' protocol, then
@@ -107,7 +110,7 @@ if [[ $gpu != *H200* ]]; then
 	as_h200=(--gpu "NVIDIA H200" --cc 9.0)
 	echo "not an H200: the trainer looks up the H200's tables (${as_h200[*]})"
 fi
-for phase in ${PHASE:?PHASE=diag|gemmgap|nf4|nf4card|cardtime|refresh|rows|launch|shard|exact|gemm|nights|pytorch|step|lce|attn|steppeers}; do
+for phase in ${PHASE:?PHASE=diag|dequantgap|gemmgap|nf4|nf4card|cardtime|refresh|rows|launch|shard|exact|gemm|nights|pytorch|step|lce|attn|steppeers}; do
 case $phase in
 nf4)
 	PHASE=all OUT=$out bash bench/issue22_h200.sh
@@ -124,6 +127,23 @@ diag)
 		grep -a "^nf4_dequant" "$out/diag-bench-warm$w.log" | cut -c1-150
 	done
 	kill "$smi"
+	;;
+dequantgap)
+	# issue 21: nf4_dequant [256x1536] alone is 0.4 us (9%) over its table
+	# in the trainer's --all walk (testdata/issue21/launch-1205-h200): the
+	# harness on this machine, then the trainer on that entry alone in a
+	# fresh process (default warm-up, then 1 s), then the walk over
+	# nf4_dequant's entries at their tuned shapes
+	timed ./bin/tune bench --configs configs/h200/nf4.json --kernel nf4_dequant --db "$out/dq-bench.db" > "$out/dq-bench.log" 2>&1
+	grep -a "^nf4_dequant" "$out/dq-bench.log" | cut -c1-150
+	for w in 100 1000; do
+		for s in "n=256,k=1536" "n=256,k=1536,scales=dq"; do
+			timed ./bin/trainer --kernel nf4_dequant --shape "$s" --warm-ms "$w" "${as_h200[@]}" > "$out/dq-alone.log" 2>&1
+			echo "alone $s warm $w: $(grep -a -o "median of the launches.*" "$out/dq-alone.log")"
+		done
+	done
+	timed ./bin/trainer --all --tuned-only --only nf4_dequant "${as_h200[@]}" > "$out/dq-walk.log" 2>&1
+	grep -a -o "median of the launches.*" "$out/dq-walk.log"
 	;;
 gemmgap)
 	nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu --format=csv -lms 20 > "$out/gap-smi.csv" 2>&1 &
@@ -249,8 +269,10 @@ pytorch)
 	tail -4 "$out/python-tests.log"
 	timed env PYTHONPATH=python python3 -m gradtune.selftest configs/h200 > "$out/python-selftest.log" 2>&1
 	tail -4 "$out/python-selftest.log"
-	timed env PYTHONPATH=python python3 examples/pytorch/qwen_layer.py > "$out/pytorch-layer.log" 2>&1
-	tail -30 "$out/pytorch-layer.log"
+	for t in ${LAYER_TOKENS:-2048 8192}; do
+		timed env PYTHONPATH=python python3 examples/pytorch/qwen_layer.py --tokens "$t" > "$out/pytorch-layer-$t.log" 2>&1
+		grep -a "^backward\|of kernels\|OUT OF\|^fallback" "$out/pytorch-layer-$t.log" | cut -c1-200
+	done
 	;;
 step)
 	timed ./bin/tune --kernel swiglu_bwd,rope_bwd,cross_entropy_bwd,lora_bwd --shapes qwen1.5b --dtype bf16 --tokens 2048,8192 \
@@ -283,7 +305,7 @@ steppeers)
 	done
 	;;
 *)
-	echo "PHASE=$phase: want diag, gemmgap, nf4, nf4card, cardtime, refresh, rows, launch, shard, exact, gemm, nights, pytorch, step, lce, attn or steppeers" >&2
+	echo "PHASE=$phase: want diag, dequantgap, gemmgap, nf4, nf4card, cardtime, refresh, rows, launch, shard, exact, gemm, nights, pytorch, step, lce, attn or steppeers" >&2
 	exit 2
 	;;
 esac

@@ -5,7 +5,8 @@ Rules:
     capability (torch.cuda.get_device_name, get_device_capability), by
     the table's rules (gradtune.table), and resolved at the asked shape on
     its multiprocessor count. Lookups, plans, loaded modules and functions
-    are cached per device, kernel, dtype and shape, failures included.
+    are cached per device, kernel, dtype and shape, failures included; a
+    plan's bindings (tensor maps, packed parameters) per buffer addresses.
   - Launches go to torch's current stream of the device
     (torch.cuda.current_stream().cuda_stream), in torch's primary context.
   - Every buffer a launch passes is a tensor: inputs are given; outputs and
@@ -72,6 +73,7 @@ class Runner:
         self.funcs = launch.functions(drv, module, self.plan)
         self.drv = drv
         self._state = {}
+        self._bindings = launch.Bindings(drv, self.plan, self.funcs)
 
     def state(self, stream):
         """The state buffers of stream: allocated once, zeroed."""
@@ -110,8 +112,7 @@ class Runner:
                 outs[b.name] = t
             bufs[b.name] = (t.data_ptr(), t.numel() * t.element_size())
         self.drv.ensure_context()
-        bound = launch.bind(self.drv, self.plan, self.funcs, launch.Memory(bufs))
-        bound.run(self.drv, handle)
+        self._bindings.bind(bufs).run(self.drv, handle)
         return outs
 
     def _check(self, b, t):
@@ -274,9 +275,9 @@ def silu(x, tuned=None):
 
 
 def _swiglu_reference(dy, gate, up):
-    s = torch.sigmoid(gate.float())
-    g, u, d = gate.float(), up.float(), dy.float()
-    return (d * u * s * (1 + g * (1 - s))).to(gate.dtype), (d * g * s).to(up.dtype)
+    """The torch path: the ops autograd runs for silu(gate)·up, in the
+    tensors' dtype (silu_backward computes in f32 per element)."""
+    return torch.ops.aten.silu_backward(dy * up, gate), dy * torch.nn.functional.silu(gate)
 
 
 class _SwiGLU(torch.autograd.Function):

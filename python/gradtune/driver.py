@@ -98,12 +98,14 @@ def pointer(addr):
 
 class Packed:
     """Parameters packed as the driver reads them: data, whose base is to
-    be placed at a 64-byte aligned address, and each parameter's offset."""
+    be placed at a 64-byte aligned address, and each parameter's offset.
+    native is the driver's own copy (CUDADriver: the aligned block and the
+    kernelParams array), made by its first launch and reused by the rest."""
 
-    __slots__ = ("data", "offsets")
+    __slots__ = ("data", "offsets", "native")
 
     def __init__(self, data, offsets):
-        self.data, self.offsets = data, offsets
+        self.data, self.offsets, self.native = data, offsets, None
 
 
 def pack_params(params):
@@ -358,17 +360,19 @@ class CUDADriver(Driver):
             if spec.dependent and not spec.clustered:
                 raise NoDependentLaunch("cuda: the driver has no cuLaunchKernelEx (dependent launches need CUDA 12.0)")
             raise NoDriver("cuda: the driver has no cuLaunchKernelEx (clusters need CUDA 12.0)")
-        raw, base = _aligned(packed.data, TENSOR_MAP_ALIGN)
-        n = len(packed.offsets)
-        params = (ctypes.c_void_p * max(n, 1))(*[base + off for off in packed.offsets])
-        detail = (f"(kernel {spec.entry}, grid {spec.grid}, block {spec.block}, cluster {spec.cluster}, "
-                  f"shared {spec.shared_bytes}, dependent {spec.dependent})")
+        if packed.native is None:
+            raw, base = _aligned(packed.data, TENSOR_MAP_ALIGN)
+            params = (ctypes.c_void_p * max(len(packed.offsets), 1))(*[base + off for off in packed.offsets])
+            packed.native = (raw, params)
+        params = packed.native[1]
         if not attrs:
             code = self.fn["cuLaunchKernel"](function, *spec.grid, *spec.block, spec.shared_bytes, stream or None, params, None)
-            self._check("cuLaunchKernel", code, detail)
-            return
-        arr = (LaunchAttribute * len(attrs))(*attrs)
-        cfg = launch_config(spec, stream, arr)
-        code = self.fn["cuLaunchKernelEx"](ctypes.byref(cfg), function, params, None)
-        del raw, arr
-        self._check("cuLaunchKernelEx", code, detail)
+            op = "cuLaunchKernel"
+        else:
+            arr = (LaunchAttribute * len(attrs))(*attrs)
+            cfg = launch_config(spec, stream, arr)
+            code = self.fn["cuLaunchKernelEx"](ctypes.byref(cfg), function, params, None)
+            op = "cuLaunchKernelEx"
+        if code:
+            self._check(op, code, f"(kernel {spec.entry}, grid {spec.grid}, block {spec.block}, cluster {spec.cluster}, "
+                                  f"shared {spec.shared_bytes}, dependent {spec.dependent})")

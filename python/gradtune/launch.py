@@ -15,6 +15,11 @@ Rules:
   - functions() looks every launch's entry up once per module and opts it
     in to its dynamic shared memory above 48 KiB (and to clusters of more
     than 8 CTAs).
+  - A bound plan depends on nothing but the plan, its functions and the
+    buffers' addresses and sizes: Bindings keeps the last few per buffer
+    set, so a caller that passes the same buffers again (a training loop
+    under torch's caching allocator) encodes no tensor map and packs no
+    parameters.
 """
 
 from .driver import NoDependentLaunch, Packed, Param, pack_params, pointer
@@ -67,6 +72,31 @@ class Bound:
                 drv.launch(f, _with_dependent(l, False), stream, p)
 
 
+class Bindings:
+    """The bound plans of one plan and its functions on drv, by buffer set:
+    the last `keep` used are kept."""
+
+    def __init__(self, drv, plan, funcs, keep=16):
+        self.drv, self.plan, self.funcs, self.keep = drv, plan, funcs, keep
+        self._bound = {}
+
+    def bind(self, buffers):
+        """The plan bound to buffers (name -> (device address, bytes)), as
+        bind() makes it, from the cache when these buffers were bound
+        before."""
+        key = tuple(sorted(buffers.items()))
+        b = self._bound.pop(key, None)
+        if b is None:
+            b = bind(self.drv, self.plan, self.funcs, Memory(buffers))
+            if len(self._bound) >= self.keep:
+                del self._bound[next(iter(self._bound))]
+        self._bound[key] = b
+        return b
+
+    def __len__(self):
+        return len(self._bound)
+
+
 def _with_dependent(l, dependent):
     if l.dependent == dependent:
         return l
@@ -114,4 +144,4 @@ def _bind_arg(drv, a, memory):
     return Param(a.type, a.scalar)
 
 
-__all__ = ["Bound", "Memory", "Packed", "bind", "functions"]
+__all__ = ["Bindings", "Bound", "Memory", "Packed", "bind", "functions"]

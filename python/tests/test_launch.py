@@ -127,6 +127,55 @@ class BindAndRun(unittest.TestCase):
             launch.bind(fake, plan, ["fa"], launch.Memory({"x": (0x10000, 128 * 64 * 2 - 16)}))
 
 
+class Binding(unittest.TestCase):
+    """launch.Bindings: a buffer set bound once, rebound when a buffer moves
+    or grows, the least recently used dropped past `keep`."""
+
+    def encodes(self, fake):
+        return [c for c in fake.calls if c[0] == "encode_tensor_map"]
+
+    def test_same_buffers_bind_once(self):
+        plan = rows_plan()
+        fake = FakeDriver()
+        b = launch.Bindings(fake, plan, ["f0", "f1"])
+        _, bufs = memory(plan)
+        first = b.bind(bufs)
+        n = len(self.encodes(fake))
+        self.assertGreater(n, 0, "the rows plan passes a tensor map")
+        self.assertIs(b.bind(dict(reversed(list(bufs.items())))), first, "the same buffers in another order")
+        self.assertEqual(len(self.encodes(fake)), n)
+        want = launch.bind(FakeDriver(), plan, ["f0", "f1"], launch.Memory(bufs))
+        self.assertEqual([p.data for p in first.packed], [p.data for p in want.packed])
+
+    def test_moved_or_grown_buffer_rebinds(self):
+        plan = rows_plan()
+        fake = FakeDriver()
+        b = launch.Bindings(fake, plan, ["f0", "f1"])
+        _, bufs = memory(plan)
+        first = b.bind(bufs)
+        addr, size = bufs["dy"]
+        moved = b.bind(dict(bufs, dy=(addr + (1 << 30), size)))
+        self.assertIsNot(moved, first)
+        self.assertEqual(self.encodes(fake)[-1], ("encode_tensor_map", "dy", addr + (1 << 30)))
+        self.assertIsNot(b.bind(dict(bufs, dy=(addr, size + 256))), first)
+        self.assertEqual(len(b), 3)
+
+    def test_keeps_the_most_recently_used(self):
+        plan = rows_plan()
+        b = launch.Bindings(FakeDriver(), plan, ["f0", "f1"], keep=2)
+        sets = [memory(plan, base=0x7f0000000000 + i * (1 << 32))[1] for i in range(3)]
+        first = b.bind(sets[0])
+        b.bind(sets[1])
+        self.assertIs(b.bind(sets[0]), first, "used again: now the most recent")
+        b.bind(sets[2])  # drops sets[1], the least recently used
+        self.assertEqual(len(b), 2)
+        self.assertIs(b.bind(sets[0]), first)
+        fake = b.drv
+        n = len(fake.calls)
+        b.bind(sets[1])
+        self.assertGreater(len(fake.calls), n, "sets[1] was dropped and is bound again")
+
+
 class CUDALayouts(unittest.TestCase):
     """The ctypes structures are cuda.h's on x86-64."""
 
@@ -206,6 +255,30 @@ class CUDACalls(unittest.TestCase):
         self.assertEqual([a[:20] for a in attrs], [struct.pack("<i4x3I", 4, 2, 1, 1), struct.pack("<i4xI", 6, 1) + bytes(8)])
         self.assertEqual(params[0][0], bound.packed[1].data[:128])
         self.assertTrue(params[0][1], "the tensor map is 64-byte aligned")
+
+    def test_relaunch_reuses_the_parameter_block(self):
+        plan = rows_plan()
+        mem, _ = memory(plan)
+        bound = launch.bind(FakeDriver(), plan, ["f0", "f1"], mem)
+        seen = []
+        d = cuda_with(cuLaunchKernel=StandIn(lambda *a: seen.append((a[9], read_params(a[9], bound.packed[0])))))
+        bound.launches, bound.funcs, bound.packed = bound.launches[:1], bound.funcs[:1], bound.packed[:1]
+        bound.run(d, 0x5000)
+        bound.run(d, 0x6000)
+        (p1, r1), (p2, r2) = seen
+        self.assertEqual(ctypes.addressof(p1), ctypes.addressof(p2), "one kernelParams array for both launches")
+        want = bound.packed[0]
+        self.assertEqual([p for p, _ in r2], [want.data[o:o + 8] for o in want.offsets])
+        self.assertEqual(r1, r2)
+
+    def test_launch_error_names_the_launch(self):
+        plan = rows_plan()
+        mem, _ = memory(plan)
+        bound = launch.bind(FakeDriver(), plan, ["f0", "f1"], mem)
+        d = cuda_with(cuLaunchKernel=StandIn(code=1))
+        d.lib = type("Lib", (), {"cuGetErrorName": staticmethod(lambda c, p: 0), "cuGetErrorString": staticmethod(lambda c, p: 0)})()
+        with self.assertRaisesRegex(driver.CUDAError, r"cuLaunchKernel.*kernel rows_main, grid \[188, 1, 1\]"):
+            bound.run(d, 0)
 
     def test_no_launch_ex(self):
         plan = rows_plan()
