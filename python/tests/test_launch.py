@@ -131,34 +131,31 @@ class Binding(unittest.TestCase):
     """launch.Bindings: a buffer set bound once, rebound when a buffer moves
     or grows, the least recently used dropped past `keep`."""
 
-    def encodes(self, fake):
-        return [c for c in fake.calls if c[0] == "encode_tensor_map"]
+    def setUp(self):
+        self.plan = rows_plan()
+        self.fake = FakeDriver()
+        self.b = launch.Bindings(self.fake, self.plan, ["f0", "f1"])
+        _, self.bufs = memory(self.plan)
+        self.first = self.b.bind(self.bufs)
+
+    def encodes(self):
+        return [c for c in self.fake.calls if c[0] == "encode_tensor_map"]
 
     def test_same_buffers_bind_once(self):
-        plan = rows_plan()
-        fake = FakeDriver()
-        b = launch.Bindings(fake, plan, ["f0", "f1"])
-        _, bufs = memory(plan)
-        first = b.bind(bufs)
-        n = len(self.encodes(fake))
+        n = len(self.encodes())
         self.assertGreater(n, 0, "the rows plan passes a tensor map")
-        self.assertIs(b.bind(dict(reversed(list(bufs.items())))), first, "the same buffers in another order")
-        self.assertEqual(len(self.encodes(fake)), n)
-        want = launch.bind(FakeDriver(), plan, ["f0", "f1"], launch.Memory(bufs))
-        self.assertEqual([p.data for p in first.packed], [p.data for p in want.packed])
+        self.assertIs(self.b.bind(dict(reversed(list(self.bufs.items())))), self.first, "the same buffers in another order")
+        self.assertEqual(len(self.encodes()), n)
+        want = launch.bind(FakeDriver(), self.plan, ["f0", "f1"], launch.Memory(self.bufs))
+        self.assertEqual([p.data for p in self.first.packed], [p.data for p in want.packed])
 
     def test_moved_or_grown_buffer_rebinds(self):
-        plan = rows_plan()
-        fake = FakeDriver()
-        b = launch.Bindings(fake, plan, ["f0", "f1"])
-        _, bufs = memory(plan)
-        first = b.bind(bufs)
-        addr, size = bufs["dy"]
-        moved = b.bind(dict(bufs, dy=(addr + (1 << 30), size)))
-        self.assertIsNot(moved, first)
-        self.assertEqual(self.encodes(fake)[-1], ("encode_tensor_map", "dy", addr + (1 << 30)))
-        self.assertIsNot(b.bind(dict(bufs, dy=(addr, size + 256))), first)
-        self.assertEqual(len(b), 3)
+        addr, size = self.bufs["dy"]
+        moved = self.b.bind(dict(self.bufs, dy=(addr + (1 << 30), size)))
+        self.assertIsNot(moved, self.first)
+        self.assertEqual(self.encodes()[-1], ("encode_tensor_map", "dy", addr + (1 << 30)))
+        self.assertIsNot(self.b.bind(dict(self.bufs, dy=(addr, size + 256))), self.first)
+        self.assertEqual(len(self.b), 3)
 
     def test_keeps_the_most_recently_used(self):
         plan = rows_plan()
