@@ -2,9 +2,7 @@ package kernels
 
 import (
 	"fmt"
-	"hash/fnv"
 	"math"
-	"math/rand/v2"
 
 	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/dtype"
@@ -190,18 +188,4 @@ func Labels(n, classes, ignore, every int, seed uint64, stream string) ([]float6
 		}
 	}
 	return labels, valid
-}
-
-// Uniform returns n values uniform in [lo, hi) rounded to dt, from a
-// generator seeded by seed and the stream name, so every buffer of every
-// shape gets its own reproducible data.
-func Uniform(dt dtype.DType, n int, lo, hi float64, seed uint64, stream string) []float64 {
-	h := fnv.New64a()
-	h.Write([]byte(stream))
-	r := rand.New(rand.NewPCG(seed, h.Sum64()))
-	out := make([]float64, n)
-	for i := range out {
-		out[i] = dt.Round(lo + (hi-lo)*r.Float64())
-	}
-	return out
 }
