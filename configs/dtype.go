@@ -1,7 +1,6 @@
 package configs
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 	"strings"
@@ -159,31 +158,6 @@ func toInt[T int32 | int64](v float64, lo, hi T) T {
 
 func toI32(v float64) int32 { return toInt[int32](v, math.MinInt32, math.MaxInt32) }
 func toI64(v float64) int64 { return toInt[int64](v, math.MinInt64, math.MaxInt64) }
-
-// Encode writes vals as little-endian elements of type d.
-// Narrow types are rounded through f32 first (as a kernel would see them).
-func (d DType) Encode(vals []float64) []byte {
-	b := make([]byte, len(vals)*d.Size())
-	for i, v := range vals {
-		switch d {
-		case F32:
-			binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(float32(v)))
-		case F16:
-			binary.LittleEndian.PutUint16(b[2*i:], FloatToF16(float32(v)))
-		case BF16:
-			binary.LittleEndian.PutUint16(b[2*i:], FloatToBF16(float32(v)))
-		case F64:
-			binary.LittleEndian.PutUint64(b[8*i:], math.Float64bits(v))
-		case U8:
-			b[i] = toU8(v)
-		case I32:
-			binary.LittleEndian.PutUint32(b[4*i:], uint32(toI32(v)))
-		case I64:
-			binary.LittleEndian.PutUint64(b[8*i:], uint64(toI64(v)))
-		}
-	}
-	return b
-}
 
 // Decode reads little-endian elements of type d into float64 values.
 func (d DType) Decode(b []byte) []float64 {

@@ -5,10 +5,9 @@ import (
 	"hash/fnv"
 	"math/bits"
 	"math/rand/v2"
-	"runtime"
-	"sync"
 
 	"github.com/gradtune/gradtune/dtype"
+	"github.com/gradtune/gradtune/internal/parallel"
 )
 
 // Uniform returns n values uniform in [lo, hi) rounded to dt, from a
@@ -23,38 +22,28 @@ func Uniform(dt dtype.DType, n int, lo, hi float64, seed uint64, stream string) 
 	h.Write([]byte(stream))
 	start := pcgState{hi: seed, lo: h.Sum64()}
 	out := make([]float64, n)
-	fill := func(from, to int) {
+	fill := func(from, to int) { // a generator per piece, jumped to its first value
 		r := rand.New(start.advanced(uint64(from)).pcg())
 		for i := from; i < to; i++ {
 			out[i] = dt.Round(lo + (hi-lo)*r.Float64())
 		}
 	}
-	chunks := (n + uniformChunk - 1) / uniformChunk
-	if chunks <= 1 || runtime.GOMAXPROCS(0) == 1 {
-		fill(0, n)
-		return out
-	}
-	next := make(chan int, chunks)
-	for c := range chunks {
-		next <- c
-	}
-	close(next)
-	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), chunks) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for c := range next {
-				fill(c*uniformChunk, min((c+1)*uniformChunk, n))
-			}
-		}()
-	}
-	wg.Wait()
+	parallel.Chunks(n, pieceElems, fill)
 	return out
 }
 
-// uniformChunk is the values one goroutine of Uniform draws at a time.
-const uniformChunk = 1 << 18
+// pieceElems is the elements one goroutine of Uniform or Encode makes at
+// a time.
+const pieceElems = 1 << 18
+
+// Encode is dt.Encode(vals) (configs.DType.Encode) with large buffers
+// converted on every core.
+func Encode(dt dtype.DType, vals []float64) []byte {
+	size := dt.Size()
+	b := make([]byte, len(vals)*size)
+	parallel.Chunks(len(vals), pieceElems, func(from, to int) { dt.EncodeInto(b[from*size:to*size], vals[from:to]) })
+	return b
+}
 
 // pcgState is the 128-bit state of math/rand/v2's PCG, which steps it by
 // state = state·pcgMul + pcgInc (mod 2¹²⁸) before each output.

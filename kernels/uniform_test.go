@@ -23,13 +23,13 @@ func serialUniform(dt dtype.DType, n int, lo, hi float64, seed uint64, stream st
 
 func TestUniformIsOneGeneratorInOrder(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
-	for _, n := range []int{0, 1, uniformChunk - 1, uniformChunk, uniformChunk + 1, 3*uniformChunk + 17} {
+	for _, n := range []int{0, 1, pieceElems - 1, pieceElems, pieceElems + 1, 3*pieceElems + 17} {
 		for _, dt := range []dtype.DType{dtype.BF16, dtype.F64} {
 			got := Uniform(dt, n, -1, 1, 7, "a/stream")
 			want := serialUniform(dt, n, -1, 1, 7, "a/stream")
 			for i := range want {
 				if got[i] != want[i] {
-					t.Fatalf("n=%d %v: value %d = %v, want %v (chunk %d)", n, dt, i, got[i], want[i], i/uniformChunk)
+					t.Fatalf("n=%d %v: value %d = %v, want %v (chunk %d)", n, dt, i, got[i], want[i], i/pieceElems)
 				}
 			}
 		}
@@ -45,6 +45,16 @@ func TestPCGAdvance(t *testing.T) {
 		}
 		if a, b := q.Uint64(), r.Uint64(); a != b {
 			t.Errorf("advanced %d: next output %#x, want %#x", k, a, b)
+		}
+	}
+}
+
+func TestEncodeIsDTypeEncode(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	vals := serialUniform(dtype.F64, 3*pieceElems+5, -3, 3, 1, "enc")
+	for _, dt := range []dtype.DType{dtype.BF16, dtype.F16, dtype.F32, dtype.F64, dtype.U8} {
+		if got, want := Encode(dt, vals), dt.Encode(vals); string(got) != string(want) {
+			t.Errorf("%v: Encode differs from %v.Encode", dt, dt)
 		}
 	}
 }

@@ -222,7 +222,7 @@ func (ss *Session) upload(b configs.BufferSpec, p Ptr, in map[string][]float64, 
 	if !ok || len(data) != b.Elems {
 		return fmt.Errorf("family %s gave no %sinput data for buffer %s", ss.fam.Name(), what, b.Name)
 	}
-	if err := ss.be.Upload(p, b.DType.Encode(data)); err != nil {
+	if err := ss.be.Upload(p, kernels.Encode(b.DType, data)); err != nil {
 		return fmt.Errorf("uploading %s%s: %w", what, b.Name, err)
 	}
 	return nil

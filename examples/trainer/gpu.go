@@ -163,7 +163,7 @@ func (d *device) exercise(c Case, tm timing) (result, error) {
 		fill := make([]byte, max(b.Bytes(), 16))
 		switch b.Role {
 		case configs.Input, configs.InOut:
-			copy(fill, b.DType.Encode(in[b.Name]))
+			copy(fill, kernels.Encode(b.DType, in[b.Name]))
 		case configs.Output:
 			for i := range fill {
 				fill[i] = 0xff // NaN: an element the launches never write fails

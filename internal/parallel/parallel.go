@@ -24,3 +24,19 @@ func Each[J any](jobs []J, f func(J)) {
 	close(work)
 	wg.Wait()
 }
+
+// Chunks calls f on [0, n) cut into pieces [from, to) of size elements
+// (the last one shorter), the pieces spread over GOMAXPROCS goroutines in
+// any order; one piece, or one processor, runs on the caller's goroutine.
+func Chunks(n, size int, f func(from, to int)) {
+	pieces := (n + size - 1) / size
+	if pieces <= 1 || runtime.GOMAXPROCS(0) == 1 {
+		f(0, n)
+		return
+	}
+	starts := make([]int, pieces)
+	for i := range starts {
+		starts[i] = i * size
+	}
+	Each(starts, func(from int) { f(from, min(from+size, n)) })
+}
