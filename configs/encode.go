@@ -15,33 +15,21 @@ func (d DType) Encode(vals []float64) []byte {
 
 // EncodeInto is Encode into b, which must hold len(vals) elements.
 func (d DType) EncodeInto(b []byte, vals []float64) {
-	switch d {
-	case F32:
-		for i, v := range vals {
+	for i, v := range vals {
+		switch d {
+		case F32:
 			binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(float32(v)))
-		}
-	case F16:
-		for i, v := range vals {
+		case F16:
 			binary.LittleEndian.PutUint16(b[2*i:], FloatToF16(float32(v)))
-		}
-	case BF16:
-		for i, v := range vals {
+		case BF16:
 			binary.LittleEndian.PutUint16(b[2*i:], FloatToBF16(float32(v)))
-		}
-	case F64:
-		for i, v := range vals {
+		case F64:
 			binary.LittleEndian.PutUint64(b[8*i:], math.Float64bits(v))
-		}
-	case U8:
-		for i, v := range vals {
+		case U8:
 			b[i] = toU8(v)
-		}
-	case I32:
-		for i, v := range vals {
+		case I32:
 			binary.LittleEndian.PutUint32(b[4*i:], uint32(toI32(v)))
-		}
-	case I64:
-		for i, v := range vals {
+		case I64:
 			binary.LittleEndian.PutUint64(b[8*i:], uint64(toI64(v)))
 		}
 	}

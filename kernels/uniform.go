@@ -18,9 +18,7 @@ import (
 // generator jumped ahead to its first value, the same values as one
 // generator drawing them in order.
 func Uniform(dt dtype.DType, n int, lo, hi float64, seed uint64, stream string) []float64 {
-	h := fnv.New64a()
-	h.Write([]byte(stream))
-	start := pcgState{hi: seed, lo: h.Sum64()}
+	start := pcgState{hi: seed, lo: streamKey(stream)}
 	out := make([]float64, n)
 	fill := func(from, to int) { // a generator per piece, jumped to its first value
 		r := rand.New(start.advanced(uint64(from)).pcg())
@@ -30,6 +28,13 @@ func Uniform(dt dtype.DType, n int, lo, hi float64, seed uint64, stream string) 
 	}
 	parallel.Chunks(n, pieceElems, fill)
 	return out
+}
+
+// streamKey is the second word of a stream's PCG seed: FNV-1a of its name.
+func streamKey(stream string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(stream))
+	return h.Sum64()
 }
 
 // pieceElems is the elements one goroutine of Uniform or Encode makes at

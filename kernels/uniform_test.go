@@ -1,7 +1,6 @@
 package kernels
 
 import (
-	"hash/fnv"
 	"math/rand/v2"
 	"runtime"
 	"testing"
@@ -11,9 +10,7 @@ import (
 
 // serialUniform is Uniform's definition: one generator drawing in order.
 func serialUniform(dt dtype.DType, n int, lo, hi float64, seed uint64, stream string) []float64 {
-	h := fnv.New64a()
-	h.Write([]byte(stream))
-	r := rand.New(rand.NewPCG(seed, h.Sum64()))
+	r := rand.New(rand.NewPCG(seed, streamKey(stream)))
 	out := make([]float64, n)
 	for i := range out {
 		out[i] = dt.Round(lo + (hi-lo)*r.Float64())
@@ -55,6 +52,15 @@ func TestEncodeIsDTypeEncode(t *testing.T) {
 	for _, dt := range []dtype.DType{dtype.BF16, dtype.F16, dtype.F32, dtype.F64, dtype.U8} {
 		if got, want := Encode(dt, vals), dt.Encode(vals); string(got) != string(want) {
 			t.Errorf("%v: Encode differs from %v.Encode", dt, dt)
+		}
+	}
+}
+
+func TestStreamKeyIsFNV1a(t *testing.T) {
+	// FNV-1a 64-bit test vectors (the offset basis, and "a").
+	for s, want := range map[string]uint64{"": 0xcbf29ce484222325, "a": 0xaf63dc4c8601ec8c} {
+		if got := streamKey(s); got != want {
+			t.Errorf("streamKey(%q) = %#x, want %#x", s, got, want)
 		}
 	}
 }
