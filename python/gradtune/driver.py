@@ -253,6 +253,7 @@ class CUDADriver(Driver):
         self._bind()
         self._check("cuInit", self.lib.cuInit(0))
         self._modules, self._functions, self._lock = {}, {}, threading.Lock()
+        self._launch_attrs = {}
 
     def _bind(self):
         L, vp, u32, i32 = self.lib, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int
@@ -355,8 +356,8 @@ class CUDADriver(Driver):
         return ctypes.string_at(addr, TENSOR_MAP_BYTES)
 
     def launch(self, function, spec, stream, packed):
-        attrs = launch_attributes(spec)
-        if attrs and not self.has_launch_ex:
+        attrs = self._attributes(spec)
+        if attrs is not None and not self.has_launch_ex:
             if spec.dependent and not spec.clustered:
                 raise NoDependentLaunch("cuda: the driver has no cuLaunchKernelEx (dependent launches need CUDA 12.0)")
             raise NoDriver("cuda: the driver has no cuLaunchKernelEx (clusters need CUDA 12.0)")
@@ -365,14 +366,22 @@ class CUDADriver(Driver):
             params = (ctypes.c_void_p * max(len(packed.offsets), 1))(*[base + off for off in packed.offsets])
             packed.native = (raw, params)
         params = packed.native[1]
-        if not attrs:
+        if attrs is None:
             code = self.fn["cuLaunchKernel"](function, *spec.grid, *spec.block, spec.shared_bytes, stream or None, params, None)
             op = "cuLaunchKernel"
         else:
-            arr = (LaunchAttribute * len(attrs))(*attrs)
-            cfg = launch_config(spec, stream, arr)
+            cfg = launch_config(spec, stream, attrs)
             code = self.fn["cuLaunchKernelEx"](ctypes.byref(cfg), function, params, None)
             op = "cuLaunchKernelEx"
         if code:
             self._check(op, code, f"(kernel {spec.entry}, grid {spec.grid}, block {spec.block}, cluster {spec.cluster}, "
                                   f"shared {spec.shared_bytes}, dependent {spec.dependent})")
+
+    def _attributes(self, spec):
+        """The ctypes array of spec's launch attributes, or None when it
+        needs none; made once per kind of launch (cluster shape, dependent)."""
+        key = (tuple(spec.cluster) if spec.clustered else None, bool(spec.dependent))
+        if key not in self._launch_attrs:
+            attrs = launch_attributes(spec)
+            self._launch_attrs[key] = (LaunchAttribute * len(attrs))(*attrs) if attrs else None
+        return self._launch_attrs[key]

@@ -210,6 +210,7 @@ def cuda_with(**fns):
             "cuFuncSetAttribute": StandIn()}
     d.fn.update(fns)
     d.device = 0
+    d._launch_attrs = {}
     return d
 
 
