@@ -130,20 +130,25 @@ diag)
 	;;
 dequantgap)
 	# issue 21: nf4_dequant [256x1536] alone is 0.4 us (9%) over its table
-	# in the trainer's --all walk (testdata/issue21/launch-1205-h200): the
-	# harness on this machine, then the trainer on that entry alone in a
-	# fresh process (default warm-up, then 1 s), then the walk over
-	# nf4_dequant's entries at their tuned shapes
-	timed ./bin/tune bench --configs configs/h200/nf4.json --kernel nf4_dequant --db "$out/dq-bench.db" > "$out/dq-bench.log" 2>&1
-	grep -a "^nf4_dequant" "$out/dq-bench.log" | cut -c1-150
-	for w in 100 1000; do
-		for s in "n=256,k=1536" "n=256,k=1536,scales=dq"; do
-			timed ./bin/trainer --kernel nf4_dequant --shape "$s" --warm-ms "$w" "${as_h200[@]}" > "$out/dq-alone.log" 2>&1
-			echo "alone $s warm $w: $(grep -a -o "median of the launches.*" "$out/dq-alone.log")"
-		done
+	# in the trainer's --all walk on the H200 (testdata/issue21/
+	# launch-1205-h200; level on an H100, dequantgap-1205-h100): the
+	# harness, the trainer on that entry alone in a fresh process (default
+	# warm-up, then 1 s; every sample traced), the walk over nf4_dequant's
+	# entries, then the harness again
+	for pass in before after; do
+		[[ $pass == after ]] && {
+			for w in 100 1000; do
+				for s in "n=256,k=1536" "n=256,k=1536,scales=dq"; do
+					timed ./bin/trainer --kernel nf4_dequant --shape "$s" --warm-ms "$w" --trace "$out/dq-trace-${s//[=,]/-}-warm$w.jsonl" "${as_h200[@]}" > "$out/dq-alone.log" 2>&1
+					echo "alone $s warm $w: $(grep -a -o "median of the launches.*" "$out/dq-alone.log")"
+				done
+			done
+			timed ./bin/trainer --all --tuned-only --only nf4_dequant "${as_h200[@]}" > "$out/dq-walk.log" 2>&1
+			grep -a -o "median of the launches.*" "$out/dq-walk.log"
+		}
+		timed ./bin/tune bench --configs configs/h200/nf4.json --kernel nf4_dequant --db "$out/dq-bench-$pass.db" > "$out/dq-bench-$pass.log" 2>&1
+		grep -a "^nf4_dequant    n=256" "$out/dq-bench-$pass.log" | cut -c1-150
 	done
-	timed ./bin/trainer --all --tuned-only --only nf4_dequant "${as_h200[@]}" > "$out/dq-walk.log" 2>&1
-	grep -a -o "median of the launches.*" "$out/dq-walk.log"
 	;;
 gemmgap)
 	nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu --format=csv -lms 20 > "$out/gap-smi.csv" 2>&1 &
