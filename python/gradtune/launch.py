@@ -22,6 +22,8 @@ Rules:
     parameters.
 """
 
+import threading
+
 from .driver import NoDependentLaunch, Packed, Param, pack_params, pointer
 from .errors import BadProgram
 
@@ -74,24 +76,26 @@ class Bound:
 
 class Bindings:
     """The bound plans of one plan and its functions on drv, by buffer set:
-    the last `keep` used are kept."""
+    the last `keep` used are kept. Safe to share between threads."""
 
     def __init__(self, drv, plan, funcs, keep=16):
         self.drv, self.plan, self.funcs, self.keep = drv, plan, funcs, keep
         self._bound = {}
+        self._lock = threading.Lock()
 
     def bind(self, buffers):
         """The plan bound to buffers (name -> (device address, bytes)), as
         bind() makes it, from the cache when these buffers were bound
         before."""
         key = tuple(sorted(buffers.items()))
-        b = self._bound.pop(key, None)
-        if b is None:
-            b = bind(self.drv, self.plan, self.funcs, Memory(buffers))
-            if len(self._bound) >= self.keep:
-                del self._bound[next(iter(self._bound))]
-        self._bound[key] = b
-        return b
+        with self._lock:
+            b = self._bound.pop(key, None)
+            if b is None:
+                b = bind(self.drv, self.plan, self.funcs, Memory(buffers))
+                if len(self._bound) >= self.keep:
+                    del self._bound[next(iter(self._bound))]
+            self._bound[key] = b
+            return b
 
     def __len__(self):
         return len(self._bound)
