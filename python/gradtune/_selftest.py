@@ -52,6 +52,19 @@ class Timer:
         return statistics.median(a.elapsed_time(b) * 1e3 for a, b in evs)
 
 
+def host_us(fn, calls=200):
+    """The host's µs per call of fn, calls enqueued back to back without
+    waiting for the GPU (what a call adds to a host-bound training step)."""
+    fn()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    us = (time.perf_counter() - t0) / calls * 1e6
+    torch.cuda.synchronize()
+    return us
+
+
 def _cases(dev):
     """(kernel, dtype, shape at m, make) where make(m) returns the inputs
     and a function giving the reference outputs."""
@@ -142,9 +155,11 @@ def _case(tuned, dev, kernel, dt, shape, make, m, samples):
     timer = Timer(r.match.table.protocol, samples, dev)
     t_tuned = timer(lambda: r.run(dict(inputs, **outs)))
     t_torch = timer(reference)
+    h_tuned = host_us(lambda: tuned.run(kernel, dt, shape, dict(inputs, **outs), dev))
+    h_torch = host_us(reference)
     exact = f", table {e.median_us:.1f} µs" if r.match.rule == "exact" else ""
     print(f"{kernel} {dt} {shape}: {r.match.rule} of {e.shape} ({e.params}); {'ok' if ok else 'WRONG'}: {', '.join(errs)}; "
-          f"tuned {t_tuned:.1f} µs{exact}, torch {t_torch:.1f} µs")
+          f"tuned {t_tuned:.1f} µs{exact}, torch {t_torch:.1f} µs; host µs a call: tuned {h_tuned:.1f}, torch {h_torch:.1f}")
     return ok
 
 

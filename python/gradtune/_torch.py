@@ -73,6 +73,7 @@ class Runner:
         self.funcs = launch.functions(drv, module, self.plan)
         self.drv = drv
         self._state = {}
+        self._names = frozenset(b.name for b in self.plan.buffers)
         self._bindings = launch.Bindings(drv, self.plan, self.funcs)
 
     def state(self, stream):
@@ -87,7 +88,7 @@ class Runner:
         caller must give, is overwritten with the result)."""
         stream = torch.cuda.current_stream(self.device)
         handle = stream.cuda_stream
-        unknown = set(tensors) - {b.name for b in self.plan.buffers}
+        unknown = tensors.keys() - self._names
         if unknown:
             raise BadTensor(f"{self.kernel}: no buffers {sorted(unknown)} (buffers: {[b.name for b in self.plan.buffers]})")
         bufs, outs = {}, {}
