@@ -52,9 +52,11 @@ class Timer:
         return statistics.median(a.elapsed_time(b) * 1e3 for a, b in evs)
 
 
-def host_us(fn, calls=200):
+def host_us(fn, calls=50):
     """The host's µs per call of fn, calls enqueued back to back without
-    waiting for the GPU (what a call adds to a host-bound training step)."""
+    waiting for the GPU (what a call adds to a host-bound training step);
+    few enough calls that the launch queue does not fill and make the host
+    wait for the GPU."""
     fn()
     torch.cuda.synchronize()
     t0 = time.perf_counter()
