@@ -18,10 +18,8 @@ import (
 //     packed bytes a thread and 256 threads, or 4 and 128: dkernel)
 //     writes it, and
 //     the GEMM follows as a programmatic dependent launch whose producer
-//     thread waits for that grid before its first load; the dequant's
-//     CTAs let it launch as they start, so its CTAs fill the SMs as the
-//     dequant's leave them. What bitsandbytes' backward does, in one
-//     program.
+//     thread waits for that grid before its first load. What
+//     bitsandbytes' backward does, in one program.
 //   - dequant=streamed: one launch. The GEMM CTAs' spare producer warps
 //     dequantize the weight in chunks of 64 rows by 64 columns, claimed
 //     in the k-loops' order, and count each in its k-slice; the thread
@@ -72,7 +70,7 @@ func (s GEMMShape) dxGemm(p GEMMParams) gemm.DXGemm {
 // weight with params p into deqBuffer, and returns its launch and the
 // scratch buffer (the program's own).
 func (s GEMMShape) dequantToScratch(m *ptx.Module, p DequantParams, entry string) ([]kernels.Launch, []kernels.Buffer) {
-	l := emitDequant(m, s.weight(), s.DType, p, entry, deqBuffer, true)
+	l := emitDequant(m, s.weight(), s.DType, p, entry, deqBuffer)
 	return []kernels.Launch{l}, []kernels.Buffer{{Name: deqBuffer, DType: s.DType, Elems: configs.Int(s.N * s.K), Role: kernels.Scratch}}
 }
 
