@@ -21,8 +21,9 @@
 #           clock sampled throughout
 #                                                             ~1.5 min
 #   dequantgap  issue 21: nf4_dequant [256x1536]'s 0.4 us over the table
-#           in the trainer's walk: the harness, the entry alone in a fresh
-#           trainer, the walk over nf4_dequant                ~1 min
+#           in the trainer's walk: the harness and the entry alone in a
+#           fresh trainer at several warm-ups, the walk over nf4_dequant
+#                                                              ~1.5 min
 #   gemmgap issue 21: the trainer against the harness on tensor-core GEMMs
 #           (testdata/issue21/gap-1205-h100): three GEMM entries and one
 #           memory-bound control by the trainer (the tables' protocol, then
@@ -129,15 +130,16 @@ diag)
 	kill "$smi"
 	;;
 dequantgap)
-	# issue 21: nf4_dequant [256x1536] alone is 0.4 us (9%) over its table
-	# in the trainer's --all walk on the H200 (testdata/issue21/
-	# launch-1205-h200; level on an H100, dequantgap-1205-h100): the
-	# harness, the trainer on that entry alone in a fresh process (default
-	# warm-up, then 1 s; every sample traced), the walk over nf4_dequant's
-	# entries, then the harness again
+	# issue 21: nf4_dequant [256x1536] is 0.4 us (9%) over its table in
+	# the trainer on the H200 while tune bench reproduces the table
+	# (testdata/issue21/launch-1205-h200; level on an H100,
+	# dequantgap-1205-h100). The trainer warms 100 ms by default, tune
+	# bench 0: the harness at --warm-ms 0 and 100, the trainer on the entry
+	# alone in a fresh process at --warm-ms 0, 100 and 1000 (every sample
+	# traced), the walk over nf4_dequant's entries, the harness again
 	for pass in before after; do
 		[[ $pass == after ]] && {
-			for w in 100 1000; do
+			for w in 0 100 1000; do
 				for s in "n=256,k=1536" "n=256,k=1536,scales=dq"; do
 					timed ./bin/trainer --kernel nf4_dequant --shape "$s" --warm-ms "$w" --trace "$out/dq-trace-${s//[=,]/-}-warm$w.jsonl" "${as_h200[@]}" > "$out/dq-alone.log" 2>&1
 					echo "alone $s warm $w: $(grep -a -o "median of the launches.*" "$out/dq-alone.log")"
@@ -146,8 +148,11 @@ dequantgap)
 			timed ./bin/trainer --all --tuned-only --only nf4_dequant "${as_h200[@]}" > "$out/dq-walk.log" 2>&1
 			grep -a -o "median of the launches.*" "$out/dq-walk.log"
 		}
-		timed ./bin/tune bench --configs configs/h200/nf4.json --kernel nf4_dequant --db "$out/dq-bench-$pass.db" > "$out/dq-bench-$pass.log" 2>&1
-		grep -a "^nf4_dequant    n=256" "$out/dq-bench-$pass.log" | cut -c1-150
+		for w in 0 100; do
+			timed ./bin/tune bench --configs configs/h200/nf4.json --kernel nf4_dequant --warm-ms "$w" --db "$out/dq-bench-$pass-warm$w.db" > "$out/dq-bench-$pass-warm$w.log" 2>&1
+			echo "bench $pass warm $w:"
+			grep -a "^nf4_dequant    n=256" "$out/dq-bench-$pass-warm$w.log" | cut -c1-150
+		done
 	done
 	;;
 gemmgap)
