@@ -2,6 +2,7 @@
 package parallel
 
 import (
+	"fmt"
 	"runtime"
 	"sync"
 )
@@ -29,6 +30,9 @@ func Each[J any](jobs []J, f func(J)) {
 // (the last one shorter), the pieces spread over GOMAXPROCS goroutines in
 // any order; one piece, or one processor, runs on the caller's goroutine.
 func Chunks(n, size int, f func(from, to int)) {
+	if size < 1 {
+		panic(fmt.Sprintf("parallel.Chunks: pieces of %d elements", size))
+	}
 	pieces := (n + size - 1) / size
 	if pieces <= 1 || runtime.GOMAXPROCS(0) == 1 {
 		f(0, n)

@@ -276,8 +276,9 @@ def silu(x, tuned=None):
 
 
 def _swiglu_reference(dy, gate, up):
-    """The torch path: the ops autograd runs for silu(gate)·up, in the
-    tensors' dtype (silu_backward computes in f32 per element)."""
+    """The torch path: the ops autograd runs for silu(gate)·up when gate
+    and up share a dtype (swiglu_bwd's case), in that dtype;
+    silu_backward computes in f32 per element."""
     return torch.ops.aten.silu_backward(dy * up, gate), dy * torch.nn.functional.silu(gate)
 
 

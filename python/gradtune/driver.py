@@ -361,11 +361,12 @@ class CUDADriver(Driver):
             if spec.dependent and not spec.clustered:
                 raise NoDependentLaunch("cuda: the driver has no cuLaunchKernelEx (dependent launches need CUDA 12.0)")
             raise NoDriver("cuda: the driver has no cuLaunchKernelEx (clusters need CUDA 12.0)")
-        if packed.native is None:
+        native = packed.native  # held for the whole call: params points into its raw block
+        if native is None:
             raw, base = _aligned(packed.data, TENSOR_MAP_ALIGN)
-            params = (ctypes.c_void_p * max(len(packed.offsets), 1))(*[base + off for off in packed.offsets])
-            packed.native = (raw, params)
-        params = packed.native[1]
+            native = (raw, (ctypes.c_void_p * max(len(packed.offsets), 1))(*[base + off for off in packed.offsets]))
+            packed.native = native
+        params = native[1]
         if attrs is None:
             code = self.fn["cuLaunchKernel"](function, *spec.grid, *spec.block, spec.shared_bytes, stream or None, params, None)
             op = "cuLaunchKernel"

@@ -79,6 +79,8 @@ class Bindings:
     the last `keep` used are kept. Safe to share between threads."""
 
     def __init__(self, drv, plan, funcs, keep=16):
+        if keep < 1:
+            raise ValueError(f"Bindings keeps at least one binding, not {keep}")
         self.drv, self.plan, self.funcs, self.keep = drv, plan, funcs, keep
         self._bound = {}
         self._lock = threading.Lock()

@@ -157,6 +157,10 @@ class Binding(unittest.TestCase):
         self.assertIsNot(self.b.bind(dict(self.bufs, dy=(addr, size + 256))), self.first)
         self.assertEqual(len(self.b), 3)
 
+    def test_keeps_at_least_one(self):
+        with self.assertRaisesRegex(ValueError, "at least one binding, not 0"):
+            launch.Bindings(self.fake, self.plan, ["f0", "f1"], keep=0)
+
     def test_keeps_the_most_recently_used(self):
         plan = rows_plan()
         b = launch.Bindings(FakeDriver(), plan, ["f0", "f1"], keep=2)
