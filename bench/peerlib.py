@@ -10,40 +10,30 @@ run back to back, which holds a tensor-core GEMM at the board's power cap
 (docs/architecture.md), unlike the table entries it is compared with.
 """
 import json
-import statistics
+import os
 import sys
-import time
 
 import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+from gradtune._selftest import protocol_median  # noqa: E402
 
 DT = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16, "f64": torch.float64}
 
 
-BATCH, IDLE_S, SAMPLES, WARMUP = 10, 0.002, 100, 25
+SAMPLES, WARMUP = 100, 25
 _flush = None
 
 
 def bench(fn, samples=SAMPLES):
-    """Median time of fn in µs by the tables' protocol (a fixed SAMPLES
-    samples where the harness samples until the median converges), after
-    WARMUP untimed calls."""
+    """Median time of fn in µs by the tables' protocol
+    (gradtune._selftest.protocol_median: a fixed SAMPLES samples where the
+    harness samples until the median converges, each after a 256 MB
+    write), after WARMUP untimed calls."""
     global _flush
     if _flush is None:
         _flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
-    for _ in range(WARMUP):
-        fn()
-    torch.cuda.synchronize()
-    evs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(samples)]
-    for i, (a, b) in enumerate(evs):
-        _flush.fill_(i & 255)
-        a.record()
-        fn()
-        b.record()
-        if (i + 1) % BATCH == 0:
-            torch.cuda.synchronize()
-            time.sleep(IDLE_S)
-    torch.cuda.synchronize()
-    return statistics.median(a.elapsed_time(b) * 1e3 for a, b in evs)
+    return protocol_median(fn, samples, WARMUP, _flush)
 
 
 def graphed(fn, name):

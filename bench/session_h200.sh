@@ -111,6 +111,11 @@ if [[ $gpu != *H200* ]]; then
 	as_h200=(--gpu "NVIDIA H200" --cc 9.0)
 	echo "not an H200: the trainer looks up the H200's tables (${as_h200[*]})"
 fi
+# outside5 LOG: how many of a trainer log's ratios to the table (its
+# entries at their tuned shape) lie outside 5%
+outside5() {
+	grep -a -o "[0-9.]*× the table" "$1" | awk '{r=$1+0; n++; if (r>1.05||r<0.95) o++} END {printf "%d ratios at the tuned shape, %d outside 5%%\n", n, o}'
+}
 for phase in ${PHASE:?PHASE=diag|dequantgap|gemmgap|nf4|nf4card|cardtime|refresh|rows|launch|shard|exact|gemm|nights|pytorch|step|lce|attn|steppeers}; do
 case $phase in
 nf4)
@@ -233,7 +238,7 @@ refresh)
 	tail -1 "$out/refresh-trainer-here.log"
 	for f in committed here; do
 		[[ -f $out/refresh-trainer-$f.log ]] || continue
-		echo "$f: $(grep -a -o "[0-9.]*× the table" "$out/refresh-trainer-$f.log" | awk '{r=$1+0; n++; if (r>1.05||r<0.95) o++} END {printf "%d ratios, %d outside 5%%", n, o}')"
+		echo "$f: $(outside5 "$out/refresh-trainer-$f.log")"
 	done
 	;;
 launch)
@@ -243,7 +248,7 @@ launch)
 	log="$out/trainer-all${LAUNCH_TAG:+-$LAUNCH_TAG}.log"
 	RESERVE=${LAUNCH_RESERVE:-30} timed ./bin/trainer --all "${only[@]}" "${as_h200[@]}" > "$log" 2>&1
 	tail -3 "$log"
-	grep -a -o "[0-9.]*× the table" "$log" | awk '{r=$1+0; n++; if (r>1.05||r<0.95) o++} END {printf "%d ratios at the tuned shape, %d outside 5%%\n", n, o}'
+	outside5 "$log"
 	;;
 rows)
 	# issue 21: the rows family re-tuned here under the tables' protocol and

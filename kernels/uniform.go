@@ -44,10 +44,15 @@ const pieceElems = 1 << 18
 // Encode is dt.Encode(vals) (configs.DType.Encode) with large buffers
 // converted on every core.
 func Encode(dt dtype.DType, vals []float64) []byte {
-	size := dt.Size()
-	b := make([]byte, len(vals)*size)
-	parallel.Chunks(len(vals), pieceElems, func(from, to int) { dt.EncodeInto(b[from*size:to*size], vals[from:to]) })
+	b := make([]byte, len(vals)*dt.Size())
+	EncodeInto(dt, b, vals)
 	return b
+}
+
+// EncodeInto is Encode into b, which must hold len(vals) elements.
+func EncodeInto(dt dtype.DType, b []byte, vals []float64) {
+	size := dt.Size()
+	parallel.Chunks(len(vals), pieceElems, func(from, to int) { dt.EncodeInto(b[from*size:to*size], vals[from:to]) })
 }
 
 // pcgState is the 128-bit state of math/rand/v2's PCG, which steps it by

@@ -147,12 +147,8 @@ func Measure(s BatchSampler, run func() error, mo MeasureOpts, tel Telemetry) (M
 			}
 		}
 		m.Samples = append(m.Samples, xs...)
-		if Abandon(m.Samples, m.Throttled, mo) {
-			m.Abandoned = true
-			m.GPU = g.summary()
-			return m, nil
-		}
-		if converged(m.Samples, m.Throttled, mo) || time.Since(start).Seconds()*1e3 > mo.MaxTimeMS {
+		m.Abandoned = Abandon(m.Samples, m.Throttled, mo)
+		if m.Abandoned || converged(m.Samples, m.Throttled, mo) || time.Since(start).Seconds()*1e3 > mo.MaxTimeMS {
 			m.GPU = g.summary()
 			return m, nil
 		}

@@ -146,14 +146,11 @@ func (d *device) exercise(c Case, tm timing) (result, error) {
 	in := f.Inputs(s, 1)
 	// The float64 reference (seconds at a large GEMM's shape, on every
 	// core) is computed while the inputs go up and the launches run; it
-	// only reads in.
-	refc := make(chan map[string][]float64, 1)
-	go func() { refc <- f.Reference(s, in) }()
-	defer func() {
-		if refc != nil {
-			<-refc // never leave the goroutine reading in behind
-		}
-	}()
+	// only reads in, and no return leaves it running.
+	var ref map[string][]float64
+	refDone := make(chan struct{})
+	go func() { ref = f.Reference(s, in); close(refDone) }()
+	defer func() { <-refDone }()
 	for _, b := range plan.Buffers {
 		p, err := d.ctx.Alloc(max(b.Bytes(), 16))
 		if err != nil {
@@ -163,7 +160,7 @@ func (d *device) exercise(c Case, tm timing) (result, error) {
 		fill := make([]byte, max(b.Bytes(), 16))
 		switch b.Role {
 		case configs.Input, configs.InOut:
-			copy(fill, kernels.Encode(b.DType, in[b.Name]))
+			kernels.EncodeInto(b.DType, fill, in[b.Name])
 		case configs.Output:
 			for i := range fill {
 				fill[i] = 0xff // NaN: an element the launches never write fails
@@ -194,8 +191,7 @@ func (d *device) exercise(c Case, tm timing) (result, error) {
 	if err := d.stream.Synchronize(); err != nil {
 		return result{}, err
 	}
-	ref := <-refc
-	refc = nil
+	<-refDone
 	r, err := d.check(f, s, plan, mem, ref)
 	if err != nil {
 		return r, err
@@ -259,30 +255,27 @@ func (d *device) time(r *result, run func() error, tm timing, p configs.Protocol
 		}
 		d.sampler = s
 	}
+	measure := func(loop string, mo runner.MeasureOpts) (float64, int, error) {
+		m, err := runner.Measure(d.sampler, run, mo, nil)
+		if err != nil {
+			return 0, 0, err
+		}
+		if tm.trace != nil {
+			tm.trace(loop, m.Samples)
+		}
+		return runner.Summarize(m.Samples).Median, len(m.Samples), nil
+	}
 	mo := runner.DefaultMeasure
 	mo.Warmup, mo.WarmMS = p.Warmup, float64(tm.warm.Milliseconds())
 	if p.L2 != "flushed" {
 		mo.Mode = eval.Hot
 	}
-	m, err := runner.Measure(d.sampler, run, mo, nil)
-	if err != nil {
+	var err error
+	if r.medianUS, r.samples, err = measure("protocol", mo); err != nil || tm.sustained == 0 {
 		return err
-	}
-	r.medianUS, r.samples = runner.Summarize(m.Samples).Median, len(m.Samples)
-	if tm.trace != nil {
-		tm.trace("protocol", m.Samples)
-	}
-	if tm.sustained == 0 {
-		return nil
 	}
 	mo.WarmMS, mo.Warmup, mo.IdleMS = float64(tm.sustained.Milliseconds()), 0, 0
 	mo.MinSamples, mo.MaxSamples, mo.TargetCI, mo.MaxTimeMS = sustainedSamples, sustainedSamples, 0, math.Inf(1)
-	if m, err = runner.Measure(d.sampler, run, mo, nil); err != nil {
-		return err
-	}
-	r.sustainedUS = runner.Summarize(m.Samples).Median
-	if tm.trace != nil {
-		tm.trace("sustained", m.Samples)
-	}
-	return nil
+	r.sustainedUS, _, err = measure("sustained", mo)
+	return err
 }

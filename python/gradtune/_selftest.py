@@ -21,35 +21,44 @@ def rel_err(got, ref):
     return ((got - ref).abs().max() / ref.abs().max().clamp(min=1e-30)).item()
 
 
-class Timer:
-    """The table's protocol: warm-up runs, then samples each between two
-    events, after a write of twice the L2 when flushed, in batches of 10
-    with the GPU idle 2 ms between batches (power-bound GEMMs run slower
-    without it: docs/architecture.md); the median in µs."""
+BATCH, IDLE_S = 10, 0.002
 
-    BATCH, IDLE_S = 10, 0.002
+
+def protocol_median(fn, samples, warmup, scrub=None):
+    """The table's protocol: warmup runs, then samples runs each between
+    two events, after a write of scrub (None: no flush), in batches of
+    BATCH with the GPU idle IDLE_S between batches (power-bound GEMMs run
+    slower without it: docs/architecture.md); the median in µs. The peer
+    scripts (bench/peerlib.py) time by it too."""
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    evs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(samples)]
+    for i, (a, b) in enumerate(evs):
+        if scrub is not None:
+            scrub.fill_(i & 255)
+        a.record()
+        fn()
+        b.record()
+        if (i + 1) % BATCH == 0:
+            torch.cuda.synchronize()
+            time.sleep(IDLE_S)
+    torch.cuda.synchronize()
+    return statistics.median(a.elapsed_time(b) * 1e3 for a, b in evs)
+
+
+class Timer:
+    """protocol_median by a table's protocol: its warm-up runs, and a write
+    of twice the L2 before each sample when the table's L2 is flushed."""
 
     def __init__(self, protocol, samples, device):
-        self.flush = protocol["l2"] == "flushed"
         self.warmup, self.samples = protocol["warmup"], samples
         l2 = getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 64 << 20)
-        self.scrub = torch.empty(max(2 * l2, 128 << 20), dtype=torch.uint8, device=device) if self.flush else None
+        flushed = protocol["l2"] == "flushed"
+        self.scrub = torch.empty(max(2 * l2, 128 << 20), dtype=torch.uint8, device=device) if flushed else None
 
     def __call__(self, fn):
-        for _ in range(self.warmup):
-            fn()
-        evs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(self.samples)]
-        for i, (a, b) in enumerate(evs):
-            if self.flush:
-                self.scrub.fill_(i & 255)
-            a.record()
-            fn()
-            b.record()
-            if (i + 1) % self.BATCH == 0:
-                torch.cuda.synchronize()
-                time.sleep(self.IDLE_S)
-        torch.cuda.synchronize()
-        return statistics.median(a.elapsed_time(b) * 1e3 for a, b in evs)
+        return protocol_median(fn, self.samples, self.warmup, self.scrub)
 
 
 def host_us(fn, calls=50):
