@@ -24,6 +24,9 @@
 #           in the trainer's walk: the harness and the entry alone in a
 #           fresh trainer at several warm-ups, the walk over nf4_dequant
 #                                                              ~1.5 min
+#   dqlayout  issue 21: nf4_dequant [256x1536] alone in fresh trainers,
+#           timed 4 times in a row, with its buffers allocated apart,
+#           packed, and after paddings of 64 KiB to 32 MiB      ~1 min
 #   gemmgap issue 21: the trainer against the harness on tensor-core GEMMs
 #           (testdata/issue21/gap-1205-h100): three GEMM entries and one
 #           memory-bound control by the trainer (the tables' protocol, then
@@ -50,7 +53,7 @@
 #           (rows-table.tgz comes back to be committed)       ~2 min
 #   launch  issue 21: examples/trainer --all over every committed entry
 #           at its tuned token count and two others (LAUNCH_ONLY=kernels
-#           splits it over calls)                          ~8 min in all
+#           splits it over calls; LAUNCH_TUNED_ONLY=1: the tuned count alone)                          ~8 min in all
 #   shard   issue 29: relu_bwd and rmsnorm_bwd (bf16, qwen1.5b) tuned
 #           whole, then as --shard 1/2 and 2/2, merged; the winners
 #           compared by bench/compare_winners.py               ~2 min
@@ -116,7 +119,7 @@ fi
 outside5() {
 	grep -a -o "[0-9.]*× the table" "$1" | awk '{r=$1+0; n++; if (r>1.05||r<0.95) o++} END {printf "%d ratios at the tuned shape, %d outside 5%%\n", n, o}'
 }
-for phase in ${PHASE:?PHASE=diag|dequantgap|gemmgap|nf4|nf4card|cardtime|refresh|rows|launch|shard|exact|gemm|nights|pytorch|step|lce|attn|steppeers}; do
+for phase in ${PHASE:?PHASE=diag|dequantgap|dqlayout|gemmgap|nf4|nf4card|cardtime|refresh|rows|launch|shard|exact|gemm|nights|pytorch|step|lce|attn|steppeers}; do
 case $phase in
 nf4)
 	PHASE=all OUT=$out bash bench/issue22_h200.sh
@@ -158,6 +161,17 @@ dequantgap)
 			echo "bench $pass warm $w:"
 			grep -a "^nf4_dequant    n=256" "$out/dq-bench-$pass-warm$w.log" | cut -c1-150
 		done
+	done
+	;;
+dqlayout)
+	# issue 21: does nf4_dequant [256x1536]'s time depend on where its
+	# buffers lie? The entry alone in fresh trainers, each timed 4 times
+	# in a row: as allocated by default, packed into one allocation, and
+	# after paddings that move the buffers to other pages
+	for l in "" "--packed" "--pad-bytes 65536" "--pad-bytes 1048576" "--pad-bytes 2097152" "--pad-bytes 4194560" "--pad-bytes 33554432" "--packed --pad-bytes 2097152" ""; do
+		# shellcheck disable=SC2086 # $l is the flag list
+		timed ./bin/trainer --kernel nf4_dequant --shape n=256,k=1536 --repeat 4 $l "${as_h200[@]}" > "$out/dql.log" 2>&1
+		echo "layout [${l:-default}]: $(grep -a -o "median of the launches.*" "$out/dql.log")" | tee -a "$out/dqlayout.txt"
 	done
 	;;
 gemmgap)
@@ -246,6 +260,7 @@ launch)
 	only=()
 	[[ -n ${LAUNCH_ONLY:-} ]] && only=(--only "$LAUNCH_ONLY")
 	log="$out/trainer-all${LAUNCH_TAG:+-$LAUNCH_TAG}.log"
+	[[ -n ${LAUNCH_TUNED_ONLY:-} ]] && only+=(--tuned-only)
 	RESERVE=${LAUNCH_RESERVE:-30} timed ./bin/trainer --all "${only[@]}" "${as_h200[@]}" > "$log" 2>&1
 	tail -3 "$log"
 	outside5 "$log"
@@ -286,7 +301,7 @@ pytorch)
 	tail -4 "$out/python-selftest.log"
 	for t in ${LAYER_TOKENS:-2048 8192}; do
 		timed env PYTHONPATH=python python3 examples/pytorch/qwen_layer.py --tokens "$t" > "$out/pytorch-layer-$t.log" 2>&1
-		grep -a "^backward\|of kernels\|OUT OF\|^fallback" "$out/pytorch-layer-$t.log" | cut -c1-200
+		grep -a "^backward\|^CUDA graph\|of kernels\|OUT OF\|^fallback" "$out/pytorch-layer-$t.log" | cut -c1-200
 	done
 	;;
 step)

@@ -20,8 +20,9 @@
 // buffers are left zero, and times the launches with the table's protocol
 // through the tuner's own sampling code (runner.Sampler and runner.Measure
 // with runner.DefaultMeasure, which the table's protocol states) after
-// --warm-ms of the same work (the tuner's
-// GPU has been busy; an idle one starts at lower clocks), printing the
+// --warm-ms (1000) of the same work (the tuner's GPU has been busy; one
+// left idle while the host made inputs times a 4 µs kernel up to 12%
+// slower after 100 ms of work than after 1 s), printing the
 // ratio to the table's figure at the tuned shape. --sustained-ms also
 // times each plan 200 runs back to back after that long of continuous
 // work, as a training step runs its kernels; --trace writes every sample.

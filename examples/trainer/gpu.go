@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/gradtune/gradtune/configs"
@@ -65,7 +66,8 @@ type result struct {
 	maxAbs, maxRel float64
 	medianUS       float64
 	samples        int
-	sustainedUS    float64 // 0: not timed sustained
+	sustainedUS    float64   // 0: not timed sustained
+	repeats        []float64 // the median of each timing (--repeat)
 	l2             string
 }
 
@@ -77,6 +79,8 @@ type result struct {
 type timing struct {
 	warm      time.Duration
 	sustained time.Duration
+	layout    layout
+	repeat    int // times the plan is timed in a row (0: once)
 	// trace, when not nil, receives each timed loop's samples in µs, in
 	// order, with the loop's name ("protocol", "sustained").
 	trace func(loop string, us []float64)
@@ -90,6 +94,9 @@ func (r result) print(w io.Writer, c Case) {
 		r.maxAbs, r.maxRel, r.medianUS, r.l2, r.samples)
 	if c.Match.Rule == configs.Exact {
 		fmt.Fprintf(w, ", %.3f× the table's %.2f µs", r.medianUS/c.Match.Entry.MedianUS, c.Match.Entry.MedianUS)
+	}
+	if len(r.repeats) > 1 {
+		fmt.Fprintf(w, "; timed %d times in a row: %s µs", len(r.repeats), fmtList(r.repeats))
 	}
 	if r.sustainedUS > 0 {
 		fmt.Fprintf(w, "; sustained %.2f µs (%.3f×)", r.sustainedUS, r.sustainedUS/r.medianUS)
@@ -137,12 +144,11 @@ func (d *device) exercise(c Case, tm timing) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	mem := memory{ptrs: map[string]cuda.DevicePtr{}, specs: plan.Buffers}
-	defer func() {
-		for _, p := range mem.ptrs {
-			d.ctx.Free(p)
-		}
-	}()
+	mem, free, err := d.allocate(plan.Buffers, tm.layout)
+	if err != nil {
+		return result{}, err
+	}
+	defer free()
 	in := f.Inputs(s, 1)
 	// The float64 reference (seconds at a large GEMM's shape, on every
 	// core) is computed while the inputs go up and the launches run; it
@@ -152,11 +158,7 @@ func (d *device) exercise(c Case, tm timing) (result, error) {
 	go func() { ref = f.Reference(s, in); close(refDone) }()
 	defer func() { <-refDone }()
 	for _, b := range plan.Buffers {
-		p, err := d.ctx.Alloc(max(b.Bytes(), 16))
-		if err != nil {
-			return result{}, fmt.Errorf("buffer %s (%d bytes): %w", b.Name, b.Bytes(), err)
-		}
-		mem.ptrs[b.Name] = p
+		p := mem.ptrs[b.Name]
 		fill := make([]byte, max(b.Bytes(), 16))
 		switch b.Role {
 		case configs.Input, configs.InOut:
@@ -197,8 +199,70 @@ func (d *device) exercise(c Case, tm timing) (result, error) {
 		return r, err
 	}
 	r.l2 = c.Match.Table.Protocol.L2
-	err = d.time(&r, run, tm, c.Match.Table.Protocol)
-	return r, err
+	for range max(tm.repeat, 1) {
+		if err := d.time(&r, run, tm, c.Match.Table.Protocol); err != nil {
+			return r, err
+		}
+		r.repeats = append(r.repeats, r.medianUS)
+	}
+	return r, nil
+}
+
+// layout is where a plan's buffers lie in device memory (--pad-bytes,
+// --packed): a kernel of a few µs can time differently with the pages
+// and L2 lines its buffers share.
+type layout struct {
+	padBytes int  // allocated before the buffers and held while they live
+	packed   bool // every buffer in one allocation, 256-byte aligned
+}
+
+// allocate places buffers by l and returns them with the function that
+// frees them.
+func (d *device) allocate(bufs []configs.BufferSpec, l layout) (memory, func(), error) {
+	mem := memory{ptrs: map[string]cuda.DevicePtr{}, specs: bufs}
+	var held []cuda.DevicePtr
+	free := func() {
+		for _, p := range held {
+			d.ctx.Free(p)
+		}
+	}
+	hold := func(n int, what string) (cuda.DevicePtr, error) {
+		p, err := d.ctx.Alloc(n)
+		if err != nil {
+			free()
+			return 0, fmt.Errorf("%s (%d bytes): %w", what, n, err)
+		}
+		held = append(held, p)
+		return p, nil
+	}
+	if l.padBytes > 0 {
+		if _, err := hold(l.padBytes, "the padding before the buffers"); err != nil {
+			return memory{}, nil, err
+		}
+	}
+	if !l.packed {
+		for _, b := range bufs {
+			p, err := hold(max(b.Bytes(), 16), "buffer "+b.Name)
+			if err != nil {
+				return memory{}, nil, err
+			}
+			mem.ptrs[b.Name] = p
+		}
+		return mem, free, nil
+	}
+	offsets, total := make([]int, len(bufs)), 0
+	for i, b := range bufs {
+		offsets[i] = total
+		total += (max(b.Bytes(), 16) + 255) &^ 255
+	}
+	base, err := hold(max(total, 16), "the packed buffers")
+	if err != nil {
+		return memory{}, nil, err
+	}
+	for i, b := range bufs {
+		mem.ptrs[b.Name] = base + cuda.DevicePtr(offsets[i])
+	}
+	return mem, free, nil
 }
 
 // familyShape is the case's shape as its family types it.
@@ -278,4 +342,13 @@ func (d *device) time(r *result, run func() error, tm timing, p configs.Protocol
 	mo.MinSamples, mo.MaxSamples, mo.TargetCI, mo.MaxTimeMS = sustainedSamples, sustainedSamples, 0, math.Inf(1)
 	r.sustainedUS, _, err = measure("sustained", mo)
 	return err
+}
+
+// fmtList is xs to two decimals, separated by spaces.
+func fmtList(xs []float64) string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = fmt.Sprintf("%.2f", x)
+	}
+	return strings.Join(out, " ")
 }

@@ -43,7 +43,10 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	only := fs.String("only", "", "with --all: only the entries of these kernels, e.g. nf4_gemm_bwd,rmsnorm_bwd (default every entry)")
 	sustainedMS := fs.Int("sustained-ms", 0, fmt.Sprintf("also time each plan %d runs back to back after this many milliseconds of continuous work, as a training step's kernels run (0: not)", sustainedSamples))
 	trace := fs.String("trace", "", "FILE: write each launch plan's samples (µs, in order) to FILE as JSON lines")
-	warmMS := fs.Int("warm-ms", 100, "milliseconds of the timed loop's own work (flush and launches) before the first sample, so the GPU has left its idle clocks as in the tuner (0: only the table's warm-up runs)")
+	warmMS := fs.Int("warm-ms", 1000, "milliseconds of the timed loop's own work (flush and launches) before the first sample, so that the GPU is as busy as in the tuner (0: only the table's warm-up runs)")
+	padBytes := fs.Int("pad-bytes", 0, "diagnostic: allocate this many bytes before each plan's buffers, so that they lie elsewhere in device memory")
+	packed := fs.Bool("packed", false, "diagnostic: every plan's buffers in one allocation (256-byte aligned), as a caching allocator packs small tensors")
+	repeat := fs.Int("repeat", 1, "time each plan this many times in a row and print each median (the last is the one reported)")
 	gpuName := fs.String("gpu", "", "GPU model to look up (default: device 0's, else NVIDIA H200)")
 	cc := fs.String("cc", "", "compute capability to fall back on (default: device 0's, else 9.0)")
 	if err := fs.Parse(args); err != nil {
@@ -54,13 +57,18 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	}
 	o := options{kernel: *kernel, dtype: *dt, all: *all, gpu: configs.GPU{Name: *gpuName, CC: *cc},
 		timing: timing{warm: time.Duration(*warmMS) * time.Millisecond,
-			sustained: time.Duration(*sustainedMS) * time.Millisecond},
+			sustained: time.Duration(*sustainedMS) * time.Millisecond,
+			layout:    layout{padBytes: *padBytes, packed: *packed}, repeat: *repeat},
 		trace: *trace}
 	switch {
 	case *sustainedMS < 0:
 		return options{}, fmt.Errorf("--sustained-ms %d: want 0 or more", *sustainedMS)
 	case *warmMS < 0:
 		return options{}, fmt.Errorf("--warm-ms %d: want 0 or more", *warmMS)
+	case *padBytes < 0:
+		return options{}, fmt.Errorf("--pad-bytes %d: want 0 or more", *padBytes)
+	case *repeat < 1:
+		return options{}, fmt.Errorf("--repeat %d: want 1 or more", *repeat)
 	}
 	if *tables != "" {
 		for _, p := range strings.Split(*tables, ",") {

@@ -116,6 +116,8 @@ func TestRunWithoutGPU(t *testing.T) {
 		{[]string{"--all", "--tuned-only", "--tokens", "7"}, "without --tokens"},
 		{[]string{"--warm-ms", "-1"}, "want 0 or more"},
 		{[]string{"--sustained-ms", "-1"}, "want 0 or more"},
+		{[]string{"--pad-bytes", "-1"}, "--pad-bytes -1: want 0 or more"},
+		{[]string{"--repeat", "0"}, "--repeat 0: want 1 or more"},
 		{[]string{"extra"}, "unexpected arguments"},
 	} {
 		out.Reset()
