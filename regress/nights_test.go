@@ -14,7 +14,10 @@ import (
 // c with relu_bwd bf16 m=2048,n=8960 slowed by 5% and rows.json's
 // layernorm_bwd f16 entry broken) and testdata/issue23/night-{1,2,3,slow,
 // broken}.db.gz (2026-12-05, another machine; slow and broken plant one
-// each).
+// each), and testdata/issue23/nights-1205c-h200/night-{1..6,slow,broken}
+// (2026-12-05, a third machine, 81 entries of six tables, after the
+// defaults were set: slow plants 4.3% on nf4_gemm_bwd bf16
+// m=8192,n=8960,k=1536, broken the same layernorm_bwd f16 entry).
 func night(t *testing.T, name string) Side {
 	t.Helper()
 	db := testdb.Open(t, filepath.Join("..", "testdata", name+".db.gz"))
@@ -26,21 +29,27 @@ func night(t *testing.T, name string) Side {
 	return s
 }
 
-// TestRealNights holds the gate's defaults to the recorded nights of two
+// TestRealNights holds the gate's defaults to the recorded nights of three
 // machines, every pair of one machine compared both ways: a pair of
 // unplanted nights passes; a pair whose new night planted a slowdown or a
 // broken entry fails on exactly that case; a planted night as the
 // baseline fails nothing.
 func TestRealNights(t *testing.T) {
 	const slowed, broken = "relu_bwd bf16 m=2048,n=8960 regressed", "layernorm_bwd f16 m=2048,n=1536 failed"
+	const slowedNF4 = "nf4_gemm_bwd bf16 m=8192,n=8960,k=1536 regressed"
+	const third = "issue23/nights-1205c-h200/"
 	plants := map[string][]string{
 		"issue21/night-c":      {broken, slowed},
 		"issue23/night-slow":   {slowed},
 		"issue23/night-broken": {broken},
+		third + "night-slow":   {slowedNF4},
+		third + "night-broken": {broken},
 	}
 	for _, machine := range [][]string{
 		{"issue21/night-a", "issue21/night-b", "issue21/night-c"},
 		{"issue23/night-1", "issue23/night-2", "issue23/night-3", "issue23/night-slow", "issue23/night-broken"},
+		{third + "night-1", third + "night-2", third + "night-3", third + "night-4", third + "night-5", third + "night-6",
+			third + "night-slow", third + "night-broken"},
 	} {
 		sides := map[string]Side{}
 		for _, n := range machine {
