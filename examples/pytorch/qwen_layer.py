@@ -21,8 +21,11 @@ from the same bf16 weights; the tuned path's relative error
 (0.2%): the tuned kernels may round differently, not worse.
 
 Prints each path's backward time (median of --iters, CUDA events, L2
-flushed before each, as the tables' protocol says), the speedup, and the
-per-kernel split of one backward of each (torch.profiler, CUDA time).
+flushed before each, as the tables' protocol says), the speedup, the same
+the per-kernel split of one backward of each (torch.profiler, CUDA time),
+and, last, the times with the step captured in CUDA graphs (forward,
+forward and backward, and their difference: the backward without the
+host's launch cost, which bounds eager mode at a few thousand tokens).
 
     PYTHONPATH=python python3 examples/pytorch/qwen_layer.py [--tokens 2048] [--iters 20]
 
@@ -198,6 +201,44 @@ def backward_time(layer, x, dy, ops, iters, scrub):
     return statistics.median(times)
 
 
+def graph_times(layer, x, dy, ops, iters, scrub):
+    """Median replay times in µs of the layer's forward, and of its forward
+    and backward, each captured in one CUDA graph (as a trainer that
+    captures its step runs it: no host cost per launch), L2 flushed before
+    each replay; their difference is the backward's GPU time."""
+    xs = x.clone().requires_grad_(True)
+    params = layer.params()
+
+    def step(backward):
+        y = forward(layer, xs, params, ops)
+        if backward:
+            y.backward(dy)
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            step(True)
+    torch.cuda.current_stream().wait_stream(side)
+    out = {}
+    for name, backward in (("forward", False), ("forward+backward", True)):
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            step(backward)
+        times = []
+        for i in range(iters + 3):
+            scrub.fill_(i & 255)
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            g.replay()
+            end.record()
+            torch.cuda.synchronize()
+            if i >= 3:
+                times.append(start.elapsed_time(end) * 1e3)
+        out[name] = statistics.median(times)
+    return out
+
+
 def kernel_split(layer, x, dy, ops):
     """(kernel, µs) of one backward, largest first (torch.profiler)."""
     xs = x.clone().requires_grad_(True)
@@ -262,6 +303,19 @@ def main():
         print(f"per-kernel split of one {label} backward ({total:.0f} µs of kernels):")
         for key, us, count in rows[: a.top]:
             print(f"  {us:8.1f} µs {100 * us / total:5.1f}%  ×{count:<3d} {key[:90]}")
+    try:
+        g_tuned = graph_times(layer, x, dy, Tuned, a.iters, scrub)
+        g_torch = graph_times(layer, x, dy, Torch, a.iters, scrub)
+    except Exception as e:  # a path that cannot be captured is reported, not fatal
+        print(f"CUDA graphs: not captured ({type(e).__name__}: {e})")
+    else:
+        for name in g_tuned:
+            print(f"CUDA graph, {name}: tuned {g_tuned[name]:.0f} µs, torch + dequantize {g_torch[name]:.0f} µs "
+                  f"({g_torch[name] / g_tuned[name]:.2f}×)")
+        b_tuned = g_tuned["forward+backward"] - g_tuned["forward"]
+        b_torch = g_torch["forward+backward"] - g_torch["forward"]
+        print(f"CUDA graph, backward (the difference): tuned {b_tuned:.0f} µs, torch + dequantize {b_torch:.0f} µs "
+              f"({b_torch / b_tuned:.2f}×)")
     return 1 if bad else 0
 
 
