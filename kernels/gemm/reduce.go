@@ -80,3 +80,33 @@ func reduceLaunch(entry string, g problem, pdl bool) kernels.Launch {
 	}
 	return l
 }
+
+// SplitKReduce is the split-K reduce for another family's GEMM whose
+// output is [m×Cols], m the token dim at run time (nf4_gemm_bwd's
+// register-A path): the kernel gemm_bwd's split-K runs, summing Splits
+// f32 slices of the workspace (Workspace; slice s holds the partial sums
+// of split s, row-major) in split order into Out, rounded once to
+// OutType.
+type SplitKReduce struct {
+	Cols, Splits int
+	Out          string
+	OutType      dtype.DType
+}
+
+// WorkspaceName is the name of the partials' buffer.
+const WorkspaceName = workspace
+
+func (r SplitKReduce) problem() problem {
+	return problem{c: r.Cols, mRows: true, out: r.Out, od: r.OutType}
+}
+
+// Workspace is the partials' buffer: Splits slices of m×Cols f32.
+func (r SplitKReduce) Workspace() kernels.Buffer { return workspaceBuffer(r.problem(), r.Splits) }
+
+// Emit writes the reduce into k (parameters ws, out and m).
+func (r SplitKReduce) Emit(k *ptx.Func) { emitReduce(k, r.problem(), r.Splits, false) }
+
+// Launch is the reduce's launch of entry.
+func (r SplitKReduce) Launch(entry string) kernels.Launch {
+	return reduceLaunch(entry, r.problem(), false)
+}

@@ -87,3 +87,31 @@ func TestAssembleLoRA(t *testing.T) {
 	ptxtest.ReportSorted(t, ptxtest.Assemble(t, jobs, true), 20)
 	t.Logf("%d modules", len(jobs))
 }
+
+// TestAssembleRegisterASplitK assembles, for sm_90a, every register-A
+// variant that splits the reduction at qwen1.5b's shapes at 512 tokens
+// (where its tiles fill less than a wave), bf16: each module (the
+// register-A kernel and gemm_bwd's reduce) accepted with no spills, no
+// stack frame and no warning.
+func TestAssembleRegisterASplitK(t *testing.T) {
+	f := Families()[1]
+	pr, _ := variants.LookupPreset("qwen1.5b", 512)
+	var jobs []ptxtest.Job
+	for _, s := range f.Shapes(pr, []dtype.DType{dtype.BF16}) {
+		for _, ps := range f.Space(s).Enumerate() {
+			if ps["dequant"] != "consumer" || ps["mma"] != "wgmma" || ps["splitk"] == "1" {
+				continue
+			}
+			prog, err := f.Emit(s, ps)
+			if err != nil {
+				t.Fatalf("%s %s: %v", s.Key(), ps, err)
+			}
+			jobs = append(jobs, ptxtest.Job{What: s.Key() + " " + ps.String(), Module: ptxas.Module{PTX: prog.PTX, Arch: "sm_90a"}})
+		}
+	}
+	if len(jobs) == 0 {
+		t.Fatal("no register-A variant with split-K at 512 tokens")
+	}
+	ptxtest.ReportSorted(t, ptxtest.Assemble(t, jobs, true), 20)
+	t.Logf("%d modules", len(jobs))
+}

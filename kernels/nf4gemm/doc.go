@@ -52,8 +52,12 @@
 // stages, splitk, order, persistent, epilogue; consumers follow bm) at a
 // point of gemm_bwd's space (DXGemm.Check), with the lookup of the
 // unfused kernel (smem or prmt) or the chunks' shared-memory codebook;
-// the per-tile paths keep splitk=1, order=m, bn up to 192 and up to 5
-// stages.
+// the per-tile paths keep order=m, bn up to 192 and up to 5 stages, and
+// splitk=1 but for the register-A path, whose tiles, where they fill less
+// than a wave, may split the reduction into at most two waves of work
+// items: each stores its f32 partial sums into its slice of gemm_bwd's
+// workspace, and gemm_bwd's reduce (gemm.SplitKReduce) adds them in split
+// order into dX.
 //
 // Two search rules (variants.Rule.Search, gemmspace.go) leave the sync
 // path and per-tile dequantization by producer or dedicated warps out of
@@ -117,7 +121,7 @@
 // with lora=r dh [M×r] and a [r×K]; the
 // unfused and streamed programs add w_deq (Scratch), the streamed ones
 // also gemm_bwd's chunk flags (State, left zero), and split-K programs
-// gemm_bwd's f32 workspace.
+// (unfused, streamed, register-A) gemm_bwd's f32 workspace.
 //
 // # Validation
 //

@@ -7,3 +7,12 @@ func PlantScaleBlock(b int) (restore func()) {
 	plantedBlock = b
 	return func() { plantedBlock = old }
 }
+
+// PlantDropPartial makes the register-A kernels emitted until the
+// returned function runs leave their last split's partial sums
+// unstored (see plantedDropPartial).
+func PlantDropPartial() (restore func()) {
+	old := plantedDropPartial
+	plantedDropPartial = true
+	return func() { plantedDropPartial = old }
+}

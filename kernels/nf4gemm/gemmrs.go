@@ -6,6 +6,7 @@ import (
 	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/kernels/gemm"
 	"github.com/gradtune/gradtune/kernels/gen"
 	"github.com/gradtune/gradtune/kernels/hopper"
 	"github.com/gradtune/gradtune/kernels/ptx"
@@ -49,6 +50,7 @@ type rsKernel struct {
 	m         ptx.Reg // dX's rows, the launch argument
 	tilesM    ptx.Reg // ⌈m/bm⌉, the tile rows
 	tiles     ptx.Reg // the tiles: tilesM by the tile columns
+	items     ptx.Reg // the work items: the tiles by the splits
 }
 
 const (
@@ -91,19 +93,23 @@ func (rk *rsKernel) smem() int { return rk.bars + rk.ring().BarsBytes() + 1024 }
 // rsCheck says whether the register-A path emits p: bk 64, 64-column
 // consumers (2 or 3), wgmma's N = bm within 256, the accumulators within
 // the consumers' registers, the slots within shared memory, no deeper
-// than the k-loop.
+// than a split's k-loop, the splits dividing the k-tiles into at least
+// two each.
 func rsCheck(s GEMMShape, p GEMMParams) error {
 	cons := rsConsumers(p)
 	budget := rsConsumerRegs(max(cons, 1))
+	kt := s.N / 64
 	switch {
+	case p.SplitK > 1 && (kt%p.SplitK != 0 || kt/p.SplitK < 2):
+		return fmt.Errorf("splitk=%d over %d k-tiles: want a divisor that leaves at least 2 a split", p.SplitK, kt)
 	case p.BK != 64 || p.BN%64 != 0 || cons < 2 || cons > 3:
 		return fmt.Errorf("dequant=consumer on wgmma takes bk=64 and bn 128 or 192 (a warpgroup per 64 columns)")
 	case p.BM%64 != 0 || p.BM < 128 || p.BM > 256:
 		return fmt.Errorf("bm=%d: wgmma's N, 128, 192 or 256", p.BM)
 	case p.BM/2+rsFragRegs > budget:
 		return fmt.Errorf("%d accumulator registers per consumer thread, more than %d allow", p.BM/2, budget-rsFragRegs)
-	case p.Stages < 2 || p.Stages > max(s.N/64, 2):
-		return fmt.Errorf("stages=%d over %d k-tiles", p.Stages, s.N/64)
+	case p.Stages < 2 || p.Stages > max(kt/max(p.SplitK, 1), 2):
+		return fmt.Errorf("stages=%d over %d k-tiles a split", p.Stages, kt/max(p.SplitK, 1))
 	}
 	if n := newRS(s, p).smem(); n > 227*1024 {
 		return fmt.Errorf("%d bytes of shared memory, more than %d", n, 227*1024)
@@ -121,7 +127,26 @@ func (rk *rsKernel) tileCols() int { return gen.CeilDiv(rk.s.K, rk.p.BN) }
 // computes it into rk.tiles).
 func (rk *rsKernel) tilesAt(m int) int { return gen.CeilDiv(m, rk.p.BM) * rk.tileCols() }
 func (rk *rsKernel) gridTiles() configs.Expr {
-	return configs.CeilDiv(tokens, configs.Int(rk.p.BM)).TimesInt(rk.tileCols())
+	return configs.CeilDiv(tokens, configs.Int(rk.p.BM)).TimesInt(rk.tileCols() * rk.splits())
+}
+
+// splits is the reduction's splits (split-K): each work item is a tile's
+// kCount k-tiles from split·kCount, its partial sums a slice of the
+// workspace that a second launch adds up (gemm.SplitKReduce).
+func (rk *rsKernel) splits() int { return max(rk.p.SplitK, 1) }
+func (rk *rsKernel) kCount() int { return rk.kTiles() / rk.splits() }
+
+// reduce is the split-K reduce into dX.
+func (rk *rsKernel) reduce() gemm.SplitKReduce {
+	return gemm.SplitKReduce{Cols: rk.s.K, Splits: rk.splits(), Out: "dx", OutType: rk.s.DType}
+}
+
+// out is the buffer the consumers store: dX, or the split-K workspace.
+func (rk *rsKernel) out() string {
+	if rk.splits() > 1 {
+		return gemm.WorkspaceName
+	}
+	return "dx"
 }
 
 // emitRS writes the register-A path's program.
@@ -134,16 +159,24 @@ func emitRS(s GEMMShape, p GEMMParams) (kernels.Program, error) {
 	rk := newRS(s, p)
 	rk.k = m.Func(entry)
 	args := rk.body()
-	mod, err := m.Build()
-	if err != nil {
-		return kernels.Program{}, fmt.Errorf("building: %w", err)
-	}
 	l := kernels.Launch{Entry: entry, Grid: [3]configs.Expr{rk.gridTiles(), configs.Int(1), configs.Int(1)},
 		Block: [3]int{rk.threads(), 1, 1}, SharedBytes: rk.smem(), Args: args}
 	if p.Persistent {
 		l.GridPerSM = 1
 	}
-	return kernels.Program{PTX: mod.String(), Launches: []kernels.Launch{l}, RuntimeDims: []string{tokenDim}}, nil
+	prog := kernels.Program{Launches: []kernels.Launch{l}, RuntimeDims: []string{tokenDim}}
+	if rk.splits() > 1 {
+		red := fmt.Sprintf("nf4_gemm_bwd_rs_reduce_%v", s.DType)
+		rk.reduce().Emit(m.Func(red))
+		prog.Launches = append(prog.Launches, rk.reduce().Launch(red))
+		prog.Buffers = []kernels.Buffer{rk.reduce().Workspace()}
+	}
+	mod, err := m.Build()
+	if err != nil {
+		return kernels.Program{}, fmt.Errorf("building: %w", err)
+	}
+	prog.PTX = mod.String()
+	return prog, nil
 }
 
 // body declares the parameters (dy's and w4's tensor maps, dy's m rows
@@ -160,12 +193,16 @@ func (rk *rsKernel) body() []kernels.Arg {
 		{TensorMap: &kernels.TensorMap{Buffer: "w4", DType: dtype.U8, Dims: configs.Ints(s.K/2, s.N), Strides: configs.Ints(s.K / 2), Box: []int{32, 64}, Swizzle: 32}},
 	}
 	rk.bufs = map[string]ptx.Reg{}
-	args = append(args, bufferParams(k, rk.bufs, append(rk.w.scaleNames(), "dx")...)...)
+	args = append(args, bufferParams(k, rk.bufs, append(rk.w.scaleNames(), rk.out())...)...)
 	var arg kernels.Arg
 	rk.m, arg = tokensParam(k)
 	args = append(args, arg)
 	rk.tilesM = k.Div(ptx.U32, k.Add(ptx.U32, rk.m, ptx.Imm(p.BM-1)), ptx.Imm(p.BM))
 	rk.tiles = k.Mul(ptx.U32, rk.tilesM, ptx.Imm(rk.tileCols()))
+	rk.items = rk.tiles
+	if rk.splits() > 1 {
+		rk.items = k.Mul(ptx.U32, rk.tiles, ptx.Imm(rk.splits()))
+	}
 	base := hopper.AlignedBase(k)
 	tid := k.Mov(ptx.U32, ptx.TidX)
 	var code2 ptx.Reg
@@ -198,19 +235,37 @@ func (rk *rsKernel) body() []kernels.Arg {
 	return args
 }
 
-// rsTile is a CTA's tile: its first dX row and column.
-type rsTile struct{ m0, i0 ptx.Reg }
+// rsTile is a CTA's work item: its tile's first dX row and column and,
+// under split-K, its split and the split's first k-tile.
+type rsTile struct{ m0, i0, split, kt0 ptx.Reg }
 
-// forTiles calls body with the CTA's tile, or in a persistent grid with
-// tiles ctaid, ctaid + nctaid, ...; consecutive tiles go down dX's rows,
-// so that neighbouring CTAs read the same codes.
+// forTiles calls body with the CTA's work item, or in a persistent grid
+// with items ctaid, ctaid + nctaid, ...; item i is tile i mod tiles of
+// split i / tiles, and consecutive tiles go down dX's rows, so that
+// neighbouring CTAs read the same codes.
 func (rk *rsKernel) forTiles(body func(t rsTile)) {
 	k := rk.k
-	tiles := func() ptx.Operand { return rk.tiles }
-	hopper.ForTiles(k, rk.p.Persistent, tiles, func(i ptx.Reg) {
+	items := func() ptx.Operand { return rk.items }
+	hopper.ForTiles(k, rk.p.Persistent, items, func(i ptx.Reg) {
+		var t rsTile
+		if rk.splits() > 1 {
+			t.split = k.Div(ptx.U32, i, rk.tiles)
+			t.kt0 = k.Mul(ptx.U32, t.split, ptx.Imm(rk.kCount()))
+			i = k.Sub(ptx.U32, i, k.Mul(ptx.U32, t.split, rk.tiles))
+		}
 		r, c := hopper.DownRows(k, i, rk.tilesM)
-		body(rsTile{m0: k.Mul(ptx.U32, r, ptx.Imm(rk.p.BM)), i0: k.Mul(ptx.U32, c, ptx.Imm(rk.p.BN))})
+		t.m0, t.i0 = k.Mul(ptx.U32, r, ptx.Imm(rk.p.BM)), k.Mul(ptx.U32, c, ptx.Imm(rk.p.BN))
+		body(t)
 	})
+}
+
+// kAbs is the item's k-tile kt (counted from its split's first) in the
+// whole reduction.
+func (rk *rsKernel) kAbs(t rsTile, kt ptx.Reg) ptx.Reg {
+	if rk.splits() == 1 {
+		return kt
+	}
+	return rk.k.Add(ptx.U32, kt, t.kt0)
 }
 
 // ring is the layout of the slots and their barriers.
@@ -227,7 +282,10 @@ func (rk *rsKernel) issuer(base, tmY, tmW ptx.Reg) {
 	k := rk.k
 	r := rk.ring().Cursor(k)
 	rk.forTiles(func(t rsTile) {
-		k.For(ptx.U32, ptx.Imm(0), ptx.Imm(rk.kTiles()*64), ptx.Imm(64), func(kc ptx.Reg) {
+		k.For(ptx.U32, ptx.Imm(0), ptx.Imm(rk.kCount()*64), ptx.Imm(64), func(kc ptx.Reg) {
+			if rk.splits() > 1 {
+				kc = k.Add(ptx.U32, kc, k.Shl(ptx.U32, t.kt0, ptx.Imm(6)))
+			}
 			r.WaitEmpty(base)
 			full, dst := r.Full(base), r.Data(base)
 			k.MbarArriveExpectTx(full, ptx.Imm(rk.codesOff+rk.cons*rsCodes))
@@ -273,7 +331,8 @@ func (rk *rsKernel) newScaleSet() scaleSet {
 func (rk *rsKernel) fetch(set scaleSet, t rsTile, kt, l ptx.Reg) {
 	k := rk.k
 	nc := ptx.LdOpts{NC: true}
-	in := k.Setp("lt", ptx.U32, kt, ptx.Imm(rk.kTiles()))
+	in := k.Setp("lt", ptx.U32, kt, ptx.Imm(rk.kCount()))
+	kt = rk.kAbs(t, kt)
 	for c := range rk.cons {
 		col := k.Add(ptx.U32, t.i0, ptx.Imm(64*c))
 		ok := k.And(ptx.Pred, in, k.Setp("lt", ptx.U32, col, ptx.Imm(rk.s.K)))
@@ -328,16 +387,16 @@ func (rk *rsKernel) scaleLoader(base, q, l, code2 ptx.Reg) {
 	rk.forTiles(func(t rsTile) {
 		kt0 := rem(k, k.Sub(ptx.U32, k.Add(ptx.U32, q, ptx.Imm(3)), rem(k, first, 3)), 3)
 		rk.fetch(a, t, kt0, l)
-		k.For(ptx.U32, kt0, ptx.Imm(rk.kTiles()), ptx.Imm(6), func(kt ptx.Reg) {
+		k.For(ptx.U32, kt0, ptx.Imm(rk.kCount()), ptx.Imm(6), func(kt ptx.Reg) {
 			kb := k.Add(ptx.U32, kt, ptx.Imm(3))
 			rk.fetch(b, t, kb, l)
 			rk.put(base, a, k.Add(ptx.U32, first, kt), l, code2, offset)
-			k.If(k.Setp("lt", ptx.U32, kb, ptx.Imm(rk.kTiles())), func() {
+			k.If(k.Setp("lt", ptx.U32, kb, ptx.Imm(rk.kCount())), func() {
 				rk.fetch(a, t, k.Add(ptx.U32, kt, ptx.Imm(6)), l)
 				rk.put(base, b, k.Add(ptx.U32, first, kb), l, code2, offset)
 			})
 		})
-		k.MovTo(first, k.Add(ptx.U32, first, ptx.Imm(rk.kTiles())))
+		k.MovTo(first, k.Add(ptx.U32, first, ptx.Imm(rk.kCount())))
 	})
 }
 
@@ -412,7 +471,7 @@ func (rk *rsKernel) kLoop(base ptx.Reg, r *hopper.Cursor, codes, shift, scales p
 	// An odd k-tile first, then pairs: the set a half writes is
 	// never the one the pending group reads, on every path (ptxas
 	// serializes the wgmma where it cannot tell, C7513).
-	kt, first := rk.kTiles(), 0
+	kt, first := rk.kCount(), 0
 	if kt%2 == 1 {
 		step(k.Mov(ptx.U32, ptx.Imm(0)), sets[1])
 		first = 1
@@ -466,7 +525,8 @@ func scalePos(k *ptx.Func, r ptx.Reg) ptx.Reg {
 
 // epilogue stores the accumulators: A row g (h 0) and g+8 (h 1) of warp
 // w are dX columns i0 + 64c + 16w + 2g + h, accumulator column 8j + 2t + e
-// is dX row m0 + 8j + 2t + e; the two columns of a row go as one word.
+// is dX row m0 + 8j + 2t + e; the two columns of a row go as one word
+// (under split-K as two f32, into the split's slice of the workspace).
 // Rows past m (the tile's tail, whose dY rows TMA filled with zeros) and
 // columns past k are not stored.
 func (rk *rsKernel) epilogue(tl rsTile, c, w, g, t ptx.Reg, acc []ptx.Reg) {
@@ -476,7 +536,12 @@ func (rk *rsKernel) epilogue(tl rsTile, c, w, g, t ptx.Reg, acc []ptx.Reg) {
 	row := k.Add(ptx.U32, tl.m0, k.Shl(ptx.U32, t, ptx.Imm(1)))
 	colOK := k.Setp("lt", ptx.U32, col, ptx.Imm(s.K))
 	left := k.Sub(ptx.S32, rk.m, row) // rows from the thread's first to m's end
-	ptr := k.Add(ptx.U64, rk.bufs["dx"], k.MulWide(ptx.U32, k.Mad(ptx.U32, row, ptx.Imm(s.K), col), ptx.Imm(2)))
+	elem := k.Mad(ptx.U32, row, ptx.Imm(s.K), col)
+	if rk.splits() > 1 {
+		rk.partials(tl, elem, colOK, left, acc)
+		return
+	}
+	ptr := k.Add(ptx.U64, rk.bufs["dx"], k.MulWide(ptx.U32, elem, ptx.Imm(2)))
 	for j := range rk.p.BM / 8 {
 		for e := range 2 {
 			dr := 8*j + e
@@ -487,6 +552,33 @@ func (rk *rsKernel) epilogue(tl rsTile, c, w, g, t ptx.Reg, acc []ptx.Reg) {
 		}
 	}
 }
+
+// partials stores the accumulators as the epilogue does, unrounded, into
+// split tl.split's slice of the workspace (m·k f32 from split·m·k; the
+// slices may pass 2³² bytes, an element index within one may not).
+func (rk *rsKernel) partials(tl rsTile, elem, colOK, left ptx.Reg, acc []ptx.Reg) {
+	k, s := rk.k, rk.s
+	slice := k.MulWide(ptx.U32, tl.split, k.Mul(ptx.U32, rk.m, ptx.Imm(s.K)))
+	at := k.Add(ptx.U64, k.Shl(ptx.U64, slice, ptx.Imm(2)), k.MulWide(ptx.U32, elem, ptx.Imm(4)))
+	ptr := k.Add(ptx.U64, rk.bufs[gemm.WorkspaceName], at)
+	if plantedDropPartial {
+		colOK = k.And(ptx.Pred, colOK, k.Setp("ne", ptx.U32, tl.split, ptx.Imm(rk.splits()-1)))
+	}
+	for j := range rk.p.BM / 8 {
+		for e := range 2 {
+			dr := 8*j + e
+			ok := k.And(ptx.Pred, colOK, k.Setp("gt", ptx.S32, left, ptx.Imm(dr)))
+			k.St(ptx.Global, ptx.F32, ptx.At(ptr, int64(4*dr*s.K)), []ptx.Reg{acc[4*j+e], acc[4*j+2+e]})
+			k.Guard(ok, false)
+		}
+	}
+}
+
+// plantedDropPartial makes the register-A kernels emitted while it is
+// set leave the last split's partial sums unstored: the dropped-partial
+// bug this package's tests plant (export_test.go). It is false in every
+// other build.
+var plantedDropPartial bool
 
 // rem is a mod n (u32).
 func rem(k *ptx.Func, a ptx.Reg, n int) ptx.Reg {

@@ -27,7 +27,8 @@ func (gemmDef) Space(s GEMMShape) variants.Typed[GEMMParams] {
 		rule("tile columns within k", tileColumns, "bn", "dequant"),
 		rule("shared memory fits", sharedFits, "mma", "bm", "bn", "bk", "stages", "dequant"),
 		rule("pipeline no deeper than the k-loop", pipelineDepth, "mma", "bk", "stages", "dequant"),
-		rule("per-tile dequantization: gemm_bwd's axes at their defaults", fusedAxes, "dequant", "splitk", "order"),
+		rule("per-tile dequantization: order=m, split-K on the register-A path alone", fusedAxes, "mma", "dequant", "splitk", "order"),
+		rule("register-A split-K only below one wave, into at most two", registerASplit, "mma", "bm", "bn", "dequant", "splitk", "persistent"),
 		rule("dkernel: the unfused path's", unfusedKernel, "dequant", "dkernel"),
 		rule("96 and 160 columns only where their last wave is fuller", oddColumnsFill, "bm", "bn"),
 		rule("dequantized once: gemm_bwd's dX point", denseAxes),
@@ -91,11 +92,36 @@ func fusedTiles(_ GEMMShape, p GEMMParams) error {
 	return nil
 }
 
-// fusedAxes: the paths that dequantize per tile take splitk=1 and
-// order=m (they have no split-K nor stream-K).
+// fusedAxes: the paths that dequantize per tile take order=m (they have
+// no stream-K) and splitk=1, but for the register-A path (registerASplit).
 func fusedAxes(_ GEMMShape, p GEMMParams) error {
-	if p.Dequant.fused() && (p.SplitK != 1 || p.Order != gemm.OrderM) {
-		return fmt.Errorf("dequant=%s takes splitk=1 and order=m", p.Dequant)
+	if !p.Dequant.fused() {
+		return nil
+	}
+	if p.Order != gemm.OrderM {
+		return fmt.Errorf("dequant=%s takes order=m", p.Dequant)
+	}
+	if p.SplitK != 1 && (p.MMA != "wgmma" || p.Dequant != Consumers) {
+		return fmt.Errorf("dequant=%s on mma=%s takes splitk=1 (split-K: the register-A path)", p.Dequant, p.MMA)
+	}
+	return nil
+}
+
+// registerASplit: the register-A path splits the reduction (split-K) only
+// where its tiles fill less than one wave, into at most two waves of
+// work items, with a workspace indexed in u32 per slice; gemm_bwd's rule
+// for its own split-K.
+func registerASplit(s GEMMShape, p GEMMParams) error {
+	if p.SplitK == 1 || p.Dequant != Consumers || p.MMA != "wgmma" {
+		return nil
+	}
+	switch t := newRS(s, p).tilesAt(s.M); {
+	case t >= numSMs:
+		return fmt.Errorf("splitk=%d with %d tiles, already a wave", p.SplitK, t)
+	case t*p.SplitK > 2*numSMs:
+		return fmt.Errorf("splitk=%d makes %d work items, more than two waves", p.SplitK, t*p.SplitK)
+	case p.Persistent:
+		return fmt.Errorf("splitk=%d: persistent=0 (below one wave)", p.SplitK)
 	}
 	return nil
 }

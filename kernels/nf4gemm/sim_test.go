@@ -196,6 +196,69 @@ func TestRegisterARowsAtRunTime(t *testing.T) {
 	}
 }
 
+// TestRegisterASplitKOnInterpreter runs every register-A variant that
+// splits the reduction (2 splits of 4 k-tiles, 3 of 9 with
+// double-quantized scales and f16), emitted at 200 rows, at token counts
+// with row tails and one of a single row: each split's partial sums go
+// to its slice of the workspace and the reduce adds them in split order.
+func TestRegisterASplitKOnInterpreter(t *testing.T) {
+	registerA := withParams("mma=wgmma", "dequant=consumer")
+	split := func(p variants.Params) bool { return registerA(p) && p["splitk"] != "1" }
+	for _, c := range []struct {
+		dims string
+		dt   dtype.DType
+	}{
+		{"n=256,k=256", dtype.BF16},
+		{"n=576,k=128,scales=dq", dtype.F16},
+	} {
+		n := rowsRun(t, c.dims, c.dt, 200, []int{1, 37, 200}, split)
+		if n == 0 {
+			t.Fatalf("%s: no register-A variant with split-K", c.dims)
+		}
+		t.Logf("%s %v: %d runs", c.dims, c.dt, n)
+	}
+}
+
+// TestPlantedDropPartial: a register-A variant with split-K whose last
+// split's partial sums are never stored fails validation on both input
+// sets (the workspace holds what the harness left there, zeros or a
+// previous run's), and passes without the bug.
+func TestPlantedDropPartial(t *testing.T) {
+	f := nf4GEMM(t)
+	const spec = "m=70,n=576,k=128"
+	s := simtest.Shape(t, f, spec, dtype.BF16)
+	_, all := simtest.Points(t, f, simtest.Case{Spec: spec, DType: dtype.BF16})
+	i := slices.IndexFunc(all, withParams("mma=wgmma", "dequant=consumer", "splitk=3"))
+	if i < 0 {
+		t.Fatalf("no register-A variant with splitk=3 at %s", spec)
+	}
+	ss := runner.NewSession(sim.New(sim.Options{Workers: 2}))
+	defer ss.Release()
+	if err := ss.Prepare(f, s, 1); err != nil {
+		t.Fatal(err)
+	}
+	for _, plant := range []bool{false, true} {
+		restore := func() {}
+		if plant {
+			restore = nf4gemm.PlantDropPartial()
+		}
+		prog, err := f.Emit(s, all[i])
+		restore()
+		if err != nil {
+			t.Fatal(err)
+		}
+		chk := simtest.CheckBothSets(t, ss, prog)
+		switch {
+		case !plant && !chk.OK:
+			t.Errorf("%s without the bug: %s", all[i], chk.Message)
+		case plant && (chk.Sets[0].OK || chk.Sets[1].OK):
+			t.Errorf("%s: the dropped partial passed (random ok %v, exact ok %v)", all[i], chk.Sets[0].OK, chk.Sets[1].OK)
+		case plant:
+			t.Logf("dropped partial: %s", chk.Message)
+		}
+	}
+}
+
 // TestSyncRowsAtRunTime: the same for the sync path (64- and 128-row
 // tiles), a sample of its variants unless GRADTUNE_SWEEP=full.
 func TestSyncRowsAtRunTime(t *testing.T) {
