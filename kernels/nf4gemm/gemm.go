@@ -83,10 +83,14 @@ type GEMMParams struct {
 	Persistent bool          `axis:"persistent" values:"0,1" default:"0" doc:"1: one CTA per SM walks grouped tiles (wgmma)"`
 	Codes      string        `axis:"codes" values:"tma,ld,ring" default:"tma" doc:"how the packed codes reach the dequantizing warps (wgmma, per tile): TMA into each slot once the consumers freed it, each thread's ld.global a k-tile ahead, or TMA into a ring of their own 8 slots, 7 k-tiles ahead"`
 	Cluster    int           `axis:"cluster" values:"1,2,4" default:"1" doc:"CTAs on consecutive tile rows that share the dequantized W tile (wgmma, per tile): each dequantizes 64/cluster of a k-tile's rows and copies them into the others' shared memory"`
-	SplitK     int           `axis:"splitk" values:"1,2,3,4" default:"1" doc:"splits of the reduction, summed by a second launch (unfused and streamed: gemm_bwd's)"`
+	SplitK     int           `axis:"splitk" values:"1,2,3,4" default:"1" doc:"splits of the reduction, summed by a second launch (unfused and streamed: gemm_bwd's; register-A: its own, below one wave of tiles, summed by gemm_bwd's reduce)"`
 	Order      gemm.Order    `axis:"order" values:"m,grouped,streamk" default:"m" doc:"tile order (unfused and streamed: gemm_bwd's): down the rows, grouped, or stream-K"`
 	DKernel    string        `axis:"dkernel" values:"8x256,4x128" default:"8x256" doc:"the unfused path's dequantization kernel (nf4_dequant's): packed bytes a thread × threads a CTA"`
+	Trigger    string        `axis:"trigger" values:"exit,start" default:"exit" doc:"when the unfused path's dequantization lets the GEMM, its programmatic dependent launch, launch: as each CTA exits, or as each starts (griddepcontrol.launch_dependents), so that the GEMM's CTAs take the SMs as the dequantization leaves them; the GEMM's griddepcontrol.wait covers every dequantization write either way"`
 }
+
+// TriggerStart is trigger's early value.
+const TriggerStart = "start"
 
 // gemmDef is nf4_gemm_bwd.
 type gemmDef struct{}
@@ -333,7 +337,7 @@ const DequantCuBLAS = "dequant+cublas"
 // of s into deqBuffer (Scratch).
 func dequantProgram(s GEMMShape) *kernels.Program {
 	m := ptx.NewModule()
-	ls, bufs := s.dequantToScratch(m, DequantParams{Threads: 256, Bytes: 8, Lookup: LookupSmem}, fmt.Sprintf("nf4_baseline_dequant_%v", s.DType))
+	ls, bufs := s.dequantToScratch(m, DequantParams{Threads: 256, Bytes: 8, Lookup: LookupSmem}, fmt.Sprintf("nf4_baseline_dequant_%v", s.DType), false)
 	built, err := m.Build()
 	if err != nil {
 		panic(fmt.Sprintf("nf4_gemm_bwd: the baseline's dequantization does not build: %v", err)) // fixed code, checked by the tests
