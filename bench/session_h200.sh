@@ -37,6 +37,11 @@
 #   nf4     issue 22: bench/issue22_h200.sh (the card's command timed,
 #           512 and 8192 tokens, held-out shapes, bitsandbytes' path as
 #           the peer, the ratio table)                        ~8 min
+#   nf4ab   issue 22: bench/issue22_h200.sh PHASE=ab: qwen1.5b at 512 and
+#           2048 tokens with split-K on the register-A path in the space,
+#           the peer and the ratio table; the unfused path with
+#           trigger=exit, start, exit; the register-A path alone at 512
+#                                                              ~8 min
 #   nf4card issue 22, after the first H200 run (testdata/nf4/h200-nf4-22*):
 #           the card's command as a user runs it (default flags, bf16 and
 #           f16) timed against the 3-minute bar with the search rules, then
@@ -119,10 +124,13 @@ fi
 outside5() {
 	grep -a -o "[0-9.]*× the table" "$1" | awk '{r=$1+0; n++; if (r>1.05||r<0.95) o++} END {printf "%d ratios at the tuned shape, %d outside 5%%\n", n, o}'
 }
-for phase in ${PHASE:?PHASE=diag|dequantgap|dqlayout|gemmgap|nf4|nf4card|cardtime|refresh|rows|launch|shard|exact|gemm|nights|pytorch|step|lce|attn|steppeers}; do
+for phase in ${PHASE:?PHASE=diag|dequantgap|dqlayout|gemmgap|nf4|nf4ab|nf4card|cardtime|refresh|rows|launch|shard|exact|gemm|nights|pytorch|step|lce|attn|steppeers}; do
 case $phase in
 nf4)
 	PHASE=all OUT=$out bash bench/issue22_h200.sh
+	;;
+nf4ab)
+	PHASE=ab OUT=$out bash bench/issue22_h200.sh
 	;;
 diag)
 	nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,pstate --format=csv -lms 100 > "$out/diag-smi.csv" 2>&1 &
