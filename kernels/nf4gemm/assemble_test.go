@@ -88,25 +88,32 @@ func TestAssembleLoRA(t *testing.T) {
 	t.Logf("%d modules", len(jobs))
 }
 
-// TestAssembleRegisterASplitK assembles, for sm_90a, every register-A
-// variant that splits the reduction at qwen1.5b's shapes at 512 tokens
-// (where its tiles fill less than a wave), bf16: each module (the
-// register-A kernel and gemm_bwd's reduce) accepted with no spills, no
-// stack frame and no warning.
+// TestAssembleRegisterASplitK assembles, for sm_90a, the register-A
+// variants that split the reduction at qwen1.5b's shapes at 512 tokens
+// (where its tiles fill less than a wave), bf16 (sweep.PickGroups: every
+// shape and axis value, then one in 4; all 48 with GRADTUNE_SWEEP=full):
+// each module (the register-A kernel and gemm_bwd's reduce) accepted with
+// no spills, no stack frame and no warning.
 func TestAssembleRegisterASplitK(t *testing.T) {
 	f := Families()[1]
 	pr, _ := variants.LookupPreset("qwen1.5b", 512)
-	var jobs []ptxtest.Job
-	for _, s := range f.Shapes(pr, []dtype.DType{dtype.BF16}) {
+	shapes := f.Shapes(pr, []dtype.DType{dtype.BF16})
+	groups := make([][]variants.Params, len(shapes))
+	for i, s := range shapes {
 		for _, ps := range f.Space(s).Enumerate() {
-			if ps["dequant"] != "consumer" || ps["mma"] != "wgmma" || ps["splitk"] == "1" {
-				continue
+			if ps["dequant"] == "consumer" && ps["mma"] == "wgmma" && ps["splitk"] != "1" {
+				groups[i] = append(groups[i], ps)
 			}
-			prog, err := f.Emit(s, ps)
+		}
+	}
+	var jobs []ptxtest.Job
+	for i, pts := range sweep.PickGroups(groups, 4) {
+		for _, ps := range pts {
+			prog, err := f.Emit(shapes[i], ps)
 			if err != nil {
-				t.Fatalf("%s %s: %v", s.Key(), ps, err)
+				t.Fatalf("%s %s: %v", shapes[i].Key(), ps, err)
 			}
-			jobs = append(jobs, ptxtest.Job{What: s.Key() + " " + ps.String(), Module: ptxas.Module{PTX: prog.PTX, Arch: "sm_90a"}})
+			jobs = append(jobs, ptxtest.Job{What: shapes[i].Key() + " " + ps.String(), Module: ptxas.Module{PTX: prog.PTX, Arch: "sm_90a"}})
 		}
 	}
 	if len(jobs) == 0 {
