@@ -21,8 +21,8 @@ from the same bf16 weights; the tuned path's relative error
 (0.2%): the tuned kernels may round differently, not worse.
 
 Prints each path's backward time (median of --iters, CUDA events, L2
-flushed before each, as the tables' protocol says), the speedup, the same
-the per-kernel split of one backward of each (torch.profiler, CUDA time),
+flushed before each, as the tables' protocol says), the speedup, the
+per-kernel split of one backward of each (torch.profiler, CUDA time),
 and, last, the times with the step captured in CUDA graphs (forward,
 forward and backward, and their difference: the backward without the
 host's launch cost, which bounds eager mode at a few thousand tokens).
@@ -220,6 +220,10 @@ def graph_times(layer, x, dy, ops, iters, scrub):
         for _ in range(3):
             step(True)
     torch.cuda.current_stream().wait_stream(side)
+    # The captured backward then writes fresh gradients, as the eager
+    # timing's fresh leaves get them, rather than adding to the warm-up's.
+    for t in [xs, *(w for pair in params.values() for w in pair)]:
+        t.grad = None
     out = {}
     for name, backward in (("forward", False), ("forward+backward", True)):
         g = torch.cuda.CUDAGraph()
@@ -303,12 +307,14 @@ def main():
         print(f"per-kernel split of one {label} backward ({total:.0f} µs of kernels):")
         for key, us, count in rows[: a.top]:
             print(f"  {us:8.1f} µs {100 * us / total:5.1f}%  ×{count:<3d} {key[:90]}")
-    try:
-        g_tuned = graph_times(layer, x, dy, Tuned, a.iters, scrub)
-        g_torch = graph_times(layer, x, dy, Torch, a.iters, scrub)
-    except Exception as e:  # a path that cannot be captured is reported, not fatal
-        print(f"CUDA graphs: not captured ({type(e).__name__}: {e})")
-    else:
+    graphs = {}
+    for label, ops in (("tuned", Tuned), ("torch", Torch)):
+        try:
+            graphs[label] = graph_times(layer, x, dy, ops, a.iters, scrub)
+        except Exception as e:  # a path that cannot be captured is reported, not fatal
+            print(f"CUDA graph, {label}: not captured ({type(e).__name__}: {e})")
+    if len(graphs) == 2:
+        g_tuned, g_torch = graphs["tuned"], graphs["torch"]
         for name in g_tuned:
             print(f"CUDA graph, {name}: tuned {g_tuned[name]:.0f} µs, torch + dequantize {g_torch[name]:.0f} µs "
                   f"({g_torch[name] / g_tuned[name]:.2f}×)")

@@ -45,7 +45,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	trace := fs.String("trace", "", "FILE: write each launch plan's samples (µs, in order) to FILE as JSON lines")
 	warmMS := fs.Int("warm-ms", 1000, "milliseconds of the timed loop's own work (flush and launches) before the first sample, so that the GPU is as busy as in the tuner (0: only the table's warm-up runs)")
 	padBytes := fs.Int("pad-bytes", 0, "diagnostic: allocate this many bytes before each plan's buffers, so that they lie elsewhere in device memory")
-	packed := fs.Bool("packed", false, "diagnostic: every plan's buffers in one allocation (256-byte aligned), as a caching allocator packs small tensors")
+	packed := fs.Bool("packed", false, "diagnostic: every plan's buffers in one allocation, each 256-byte aligned")
 	repeat := fs.Int("repeat", 1, "time each plan this many times in a row and print each median (the last is the one reported)")
 	gpuName := fs.String("gpu", "", "GPU model to look up (default: device 0's, else NVIDIA H200)")
 	cc := fs.String("cc", "", "compute capability to fall back on (default: device 0's, else 9.0)")

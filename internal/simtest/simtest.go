@@ -233,7 +233,7 @@ func RuntimeDim(t testing.TB, f kernels.Family, c Case, dim string, values []int
 	defer ss.Release()
 	s := Shape(t, f, c.Spec, c.DType)
 	for _, ps := range params {
-		p, err := variants.ParseParams(ps)
+		p, err := f.Space(s).ParseRecorded(ps) // an axis added since takes its default
 		if err != nil {
 			t.Fatal(err)
 		}

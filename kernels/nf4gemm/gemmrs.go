@@ -102,6 +102,8 @@ func rsCheck(s GEMMShape, p GEMMParams) error {
 	switch {
 	case p.SplitK > 1 && (kt%p.SplitK != 0 || kt/p.SplitK < 2):
 		return fmt.Errorf("splitk=%d over %d k-tiles: want a divisor that leaves at least 2 a split", p.SplitK, kt)
+	case p.SplitK > 1 && p.Persistent:
+		return fmt.Errorf("splitk=%d takes persistent=0 (a split grid is under two waves)", p.SplitK)
 	case p.BK != 64 || p.BN%64 != 0 || cons < 2 || cons > 3:
 		return fmt.Errorf("dequant=consumer on wgmma takes bk=64 and bn 128 or 192 (a warpgroup per 64 columns)")
 	case p.BM%64 != 0 || p.BM < 128 || p.BM > 256:
@@ -123,8 +125,8 @@ func (rk *rsKernel) threads() int { return rsSplit(rk.cons).Threads() }
 func (rk *rsKernel) tileCols() int { return gen.CeilDiv(rk.s.K, rk.p.BN) }
 
 // tilesAt is the tiles at m rows, for the space's rules; gridTiles is
-// the same count as an expression of m, for the launch (the kernel
-// computes it into rk.tiles).
+// the work items (the tiles by the splits) as an expression of m, for the
+// launch (the kernel computes them into rk.items).
 func (rk *rsKernel) tilesAt(m int) int { return gen.CeilDiv(m, rk.p.BM) * rk.tileCols() }
 func (rk *rsKernel) gridTiles() configs.Expr {
 	return configs.CeilDiv(tokens, configs.Int(rk.p.BM)).TimesInt(rk.tileCols() * rk.splits())

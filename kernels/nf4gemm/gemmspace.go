@@ -56,7 +56,8 @@ const (
 
 // searchTrigger keeps trigger=start, which no GPU has timed yet, out of
 // the search (it would double the unfused path's variants): tune
-// --params trigger=start times it against the default.
+// --params trigger=start searches the early variants, to be compared
+// with a run of --params trigger=exit.
 const searchTrigger = "search: trigger=start, not yet timed on a GPU"
 
 func notEarly(p GEMMParams) error {
@@ -123,8 +124,8 @@ func fusedAxes(_ GEMMShape, p GEMMParams) error {
 
 // registerASplit: the register-A path splits the reduction (split-K) only
 // where its tiles fill less than one wave, into at most two waves of
-// work items, with a workspace indexed in u32 per slice; gemm_bwd's rule
-// for its own split-K.
+// work items, as gemm_bwd's rule for its own split-K (a slice of the
+// workspace is m×k, within u32 indexing by the shape's own bound).
 func registerASplit(s GEMMShape, p GEMMParams) error {
 	if p.SplitK == 1 || p.Dequant != Consumers || p.MMA != "wgmma" {
 		return nil

@@ -197,7 +197,7 @@ func TestRegisterARowsAtRunTime(t *testing.T) {
 }
 
 // TestRegisterASplitKOnInterpreter runs every register-A variant that
-// splits the reduction (2 splits of 4 k-tiles, 3 of 9 with
+// splits the reduction (2 splits of 4 k-tiles, 2 or 4 of 8, 3 of 9 with
 // double-quantized scales and f16), emitted at 200 rows, at token counts
 // with row tails and one of a single row: each split's partial sums go
 // to its slice of the workspace and the reduce adds them in split order.
@@ -209,6 +209,7 @@ func TestRegisterASplitKOnInterpreter(t *testing.T) {
 		dt   dtype.DType
 	}{
 		{"n=256,k=256", dtype.BF16},
+		{"n=512,k=128", dtype.BF16},
 		{"n=576,k=128,scales=dq", dtype.F16},
 	} {
 		n := rowsRun(t, c.dims, c.dt, 200, []int{1, 37, 200}, split)
@@ -307,9 +308,10 @@ var denseShapes = []simtest.Case{
 // denseShapes: a sample (one in 32; one in 4 with GRADTUNE_SWEEP=ci, all
 // with full), and the unfused path's second dequantization kernel
 // (dkernel=4x128) with each lookup, f32 and double-quantized scales, a
-// row tail and split-K, each also with the early trigger (trigger=start:
-// the GEMM may launch while the dequantization runs, and must still read
-// all of it).
+// row tail and split-K, each also with the early trigger (trigger=start;
+// the interpreter runs launches in order and griddepcontrol as a no-op,
+// so this checks the program's results and PTX, not the overlap: the
+// GEMM's griddepcontrol.wait before its first load is what covers it).
 func TestDenseOnInterpreter(t *testing.T) {
 	f := nf4GEMM(t)
 	simtest.Sample(t, f, denseShapes, 16, func(p variants.Params) bool {

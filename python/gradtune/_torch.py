@@ -653,8 +653,7 @@ class NF4Weight:
         once to dtype (the torch path)."""
         packed = self.w4[: self.n * self.k // 2]
         codes = torch.stack(((packed >> 4) & 15, packed & 15), 1).reshape(-1).long()
-        book = torch.tensor(NF4_CODEBOOK, dtype=torch.float32, device=packed.device)
-        vals = book[codes].view(-1, self.block) * self.scales()[:, None]
+        vals = _codebook(packed.device)[codes].view(-1, self.block) * self.scales()[:, None]
         return vals.to(dtype).view(self.n, self.k)
 
     def buffers(self):
@@ -680,6 +679,19 @@ class NF4Weight:
             if out is not None:
                 return out["w"].view(self.n, self.k)
         return self.dequantize(dtype)
+
+
+_CODEBOOKS = {}
+
+
+def _codebook(device):
+    """NF4_CODEBOOK in f32 on device, made once per device: a copy from the
+    host on every call would wait for it, which a CUDA graph cannot
+    capture."""
+    book = _CODEBOOKS.get(device)
+    if book is None:
+        book = _CODEBOOKS[device] = torch.tensor(NF4_CODEBOOK, dtype=torch.float32, device=device)
+    return book
 
 
 def _pad_u8(t, n):
