@@ -17,8 +17,7 @@
 #
 # Run from the repository root on the GPU host with bin/tune built here;
 # writes into ${OUT:-out}. PHASE=tune|peers|all (default all), ab (the
-# A/B of the split-K register-A path and the unfused early trigger at 512
-# and 2048 tokens; see below), or card:
+# split-K register-A path at 512 and 2048 tokens; see below), or card:
 # the card's command with tune's default flags, timed, then the 512-token
 # down case and the held-out shapes with their peers and the ratio table,
 # then nf4_dequant at qwen1.5b (bf16).
@@ -40,13 +39,11 @@ qwen() { # the qwen1.5b projections at $1 tokens, f32 and dq scales
 }
 phase=${PHASE:-all}
 if [[ $phase == ab ]]; then
-	# The levers added on 2026-12-05, not yet timed: split-K on the
+	# The lever added on 2026-12-05, not yet timed: split-K on the
 	# register-A path (in the default space, below one wave of tiles: the
-	# 512-token cases) and the unfused path's early trigger (out of the
-	# search), on qwen1.5b at 512 and 2048 tokens, bf16, f32 and dq scales,
-	# with the peer; then the unfused path alone with trigger=exit, start,
-	# exit again (each run its own database, so that an A/A pair brackets
-	# the A/B), and the register-A path alone at 512 tokens
+	# 512-token cases), on qwen1.5b at 512 and 2048 tokens, bf16, f32 and
+	# dq scales, with the peer and the ratio table; then the register-A
+	# path alone at 512 tokens
 	mapfile -t cases < <(qwen 512; qwen 2048)
 	shapes=$(IFS=';'; echo "${cases[*]}")
 	timed python3 bench/peers_nf4.py "$out/peers-nf4-ab.jsonl" "${cases[@]}" > "$out/peers-nf4-ab.log" 2>&1
@@ -55,11 +52,6 @@ if [[ $phase == ab ]]; then
 	./bin/tune export --db "$out/ab.db" --format json --force -o "$out/nf4-ab.json"
 	python3 bench/issue22_ratios.py "$out/nf4-ab.json" "$out/peers-nf4-ab.jsonl" "$out/h200-nf4-ab-ratios.txt" "$out/ab.db"
 	cat "$out/h200-nf4-ab-ratios.txt"
-	for run in exit-1 start exit-2; do
-		timed ./bin/tune --kernel nf4_gemm_bwd --shapes "$shapes" --dtype bf16 --params "dequant=unfused,trigger=${run%-*}" \
-			--final-rounds 2 --db "$out/trigger-$run.db" > "$out/tune-trigger-$run.log" 2>&1
-		grep -a "^nf4_gemm_bwd " "$out/tune-trigger-$run.log" | sed -E 's/^nf4_gemm_bwd +([^ ]+).* best ([0-9.]+) µs.*/\1 \2/'
-	done
 	RESERVE=20 timed ./bin/tune --kernel nf4_gemm_bwd --shapes "$(qwen 512 | paste -sd';')" --dtype bf16 \
 		--params mma=wgmma,dequant=consumer --final-rounds 2 --db "$out/registerA-512.db" > "$out/tune-registerA-512.log" 2>&1
 	grep -a "^nf4_gemm_bwd " "$out/tune-registerA-512.log" | cut -c1-220

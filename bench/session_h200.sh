@@ -39,9 +39,8 @@
 #           the peer, the ratio table)                        ~8 min
 #   nf4ab   issue 22: bench/issue22_h200.sh PHASE=ab: qwen1.5b at 512 and
 #           2048 tokens with split-K on the register-A path in the space,
-#           the peer and the ratio table; the unfused path with
-#           trigger=exit, start, exit; the register-A path alone at 512
-#                                                              ~8 min
+#           the peer and the ratio table; the register-A path alone at
+#           512                                                ~5 min
 #   nf4card issue 22, after the first H200 run (testdata/nf4/h200-nf4-22*):
 #           the card's command as a user runs it (default flags, bf16 and
 #           f16) timed against the 3-minute bar with the search rules, then

@@ -113,7 +113,7 @@ func (dequantDef) Tolerance(DequantShape, string) kernels.Tolerance { return ker
 // Emit: one unit of Bytes packed bytes per thread, as many CTAs as units.
 func (dequantDef) Emit(s DequantShape, p DequantParams) (kernels.Program, error) {
 	m := ptx.NewModule()
-	l := emitDequant(m, s.weight(), s.DType, p, fmt.Sprintf("nf4_dequant_%v", s.DType), "w", false)
+	l := emitDequant(m, s.weight(), s.DType, p, fmt.Sprintf("nf4_dequant_%v", s.DType), "w")
 	built, err := m.Build()
 	if err != nil {
 		return kernels.Program{}, fmt.Errorf("building: %w", err)
@@ -122,17 +122,10 @@ func (dequantDef) Emit(s DequantShape, p DequantParams) (kernels.Program, error)
 }
 
 // emitDequant adds the dequantization kernel of w into dt to m under
-// entry, writing the buffer out, and returns its launch. With
-// earlyTrigger every CTA lets the stream's next grid, a programmatic
-// dependent launch, launch as it starts (griddepcontrol.launch_dependents)
-// rather than as it exits; that grid's griddepcontrol.wait still waits
-// for all of this one and its writes.
-func emitDequant(m *ptx.Module, w weight, dt dtype.DType, p DequantParams, entry, out string, earlyTrigger bool) kernels.Launch {
+// entry, writing the buffer out, and returns its launch.
+func emitDequant(m *ptx.Module, w weight, dt dtype.DType, p DequantParams, entry, out string) kernels.Launch {
 	k := m.Func(entry)
 	k.ReqNTid(p.Threads)
-	if earlyTrigger {
-		k.GridDepLaunch()
-	}
 	bufs := map[string]ptx.Reg{}
 	args := bufferParams(k, bufs, append([]string{"w4", out}, w.scaleNames()...)...)
 	tid := k.Mov(ptx.U32, ptx.TidX)

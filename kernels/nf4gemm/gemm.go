@@ -86,11 +86,7 @@ type GEMMParams struct {
 	SplitK     int           `axis:"splitk" values:"1,2,3,4" default:"1" doc:"splits of the reduction, summed by a second launch (unfused and streamed: gemm_bwd's; register-A: its own, below one wave of tiles, summed by gemm_bwd's reduce)"`
 	Order      gemm.Order    `axis:"order" values:"m,grouped,streamk" default:"m" doc:"tile order (unfused and streamed: gemm_bwd's): down the rows, grouped, or stream-K"`
 	DKernel    string        `axis:"dkernel" values:"8x256,4x128" default:"8x256" doc:"the unfused path's dequantization kernel (nf4_dequant's): packed bytes a thread × threads a CTA"`
-	Trigger    string        `axis:"trigger" values:"exit,start" default:"exit" doc:"when the unfused path's dequantization lets the GEMM, its programmatic dependent launch, launch: as each CTA exits, or as each starts (griddepcontrol.launch_dependents), so that the GEMM's CTAs take the SMs as the dequantization leaves them; the GEMM's griddepcontrol.wait covers every dequantization write either way"`
 }
-
-// TriggerStart is trigger's early value.
-const TriggerStart = "start"
 
 // gemmDef is nf4_gemm_bwd.
 type gemmDef struct{}
@@ -337,7 +333,7 @@ const DequantCuBLAS = "dequant+cublas"
 // of s into deqBuffer (Scratch).
 func dequantProgram(s GEMMShape) *kernels.Program {
 	m := ptx.NewModule()
-	ls, bufs := s.dequantToScratch(m, DequantParams{Threads: 256, Bytes: 8, Lookup: LookupSmem}, fmt.Sprintf("nf4_baseline_dequant_%v", s.DType), false)
+	ls, bufs := s.dequantToScratch(m, DequantParams{Threads: 256, Bytes: 8, Lookup: LookupSmem}, fmt.Sprintf("nf4_baseline_dequant_%v", s.DType))
 	built, err := m.Build()
 	if err != nil {
 		panic(fmt.Sprintf("nf4_gemm_bwd: the baseline's dequantization does not build: %v", err)) // fixed code, checked by the tests

@@ -30,7 +30,6 @@ func (gemmDef) Space(s GEMMShape) variants.Typed[GEMMParams] {
 		rule("per-tile dequantization: order=m, split-K on the register-A path alone", fusedAxes, "mma", "dequant", "splitk", "order"),
 		rule("register-A split-K only below one wave, into at most two", registerASplit, "mma", "bm", "bn", "dequant", "splitk", "persistent"),
 		rule("dkernel: the unfused path's", unfusedKernel, "dequant", "dkernel"),
-		rule("trigger: the unfused path's", unfusedTrigger, "dequant", "trigger"),
 		rule("96 and 160 columns only where their last wave is fuller", oddColumnsFill, "bm", "bn"),
 		rule("dequantized once: gemm_bwd's dX point", denseAxes),
 		rule("wgmma: what gemm_bwd's path emits, the deepest ring", wgmmaFits),
@@ -38,7 +37,6 @@ func (gemmDef) Space(s GEMMShape) variants.Typed[GEMMParams] {
 		rule("an adapter's dX: the shared-memory-B wgmma path and the dense paths", loraPath, "mma", "dequant"),
 		{Name: searchSync, Check: func(p GEMMParams) error { return notSync(p) }, Axes: []string{"mma"}, Search: true},
 		{Name: searchWarpgroups, Check: func(p GEMMParams) error { return notWarpgroups(p) }, Axes: []string{"dequant"}, Search: true},
-		{Name: searchTrigger, Check: func(p GEMMParams) error { return notEarly(p) }, Axes: []string{"trigger"}, Search: true},
 	}}
 }
 
@@ -53,19 +51,6 @@ const (
 	searchSync       = "search: the sync path, at least 2.07× the best on the H200 (testdata/nf4/h200-nf4-22.db.gz)"
 	searchWarpgroups = "search: per-tile dequantization by producer or dedicated warps, at least 1.13× the best on the H200 (testdata/nf4/h200-nf4-22.db.gz)"
 )
-
-// searchTrigger keeps trigger=start, which no GPU has timed yet, out of
-// the search (it would double the unfused path's variants): tune
-// --params trigger=start searches the early variants, to be compared
-// with a run of --params trigger=exit.
-const searchTrigger = "search: trigger=start, not yet timed on a GPU"
-
-func notEarly(p GEMMParams) error {
-	if p.Trigger == TriggerStart {
-		return fmt.Errorf("trigger=start is left out of the search (%s)", searchTrigger)
-	}
-	return nil
-}
 
 func notSync(p GEMMParams) error {
 	if p.MMA == "sync" {
@@ -148,15 +133,6 @@ func registerASplit(s GEMMShape, p GEMMParams) error {
 func unfusedKernel(_ GEMMShape, p GEMMParams) error {
 	if p.Dequant != Unfused && p.DKernel != "8x256" {
 		return fmt.Errorf("dequant=%s takes dkernel=8x256 (only the unfused path runs that kernel)", p.Dequant)
-	}
-	return nil
-}
-
-// unfusedTrigger: only the unfused path has a kernel ahead of its GEMM
-// whose trigger could be early.
-func unfusedTrigger(_ GEMMShape, p GEMMParams) error {
-	if p.Dequant != Unfused && p.Trigger == TriggerStart {
-		return fmt.Errorf("dequant=%s takes trigger=exit (only the unfused path runs a kernel ahead of its GEMM)", p.Dequant)
 	}
 	return nil
 }

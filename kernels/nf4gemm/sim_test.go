@@ -308,10 +308,7 @@ var denseShapes = []simtest.Case{
 // denseShapes: a sample (one in 32; one in 4 with GRADTUNE_SWEEP=ci, all
 // with full), and the unfused path's second dequantization kernel
 // (dkernel=4x128) with each lookup, f32 and double-quantized scales, a
-// row tail and split-K, each also with the early trigger (trigger=start;
-// the interpreter runs launches in order and griddepcontrol as a no-op,
-// so this checks the program's results and PTX, not the overlap: the
-// GEMM's griddepcontrol.wait before its first load is what covers it).
+// row tail and split-K.
 func TestDenseOnInterpreter(t *testing.T) {
 	f := nf4GEMM(t)
 	simtest.Sample(t, f, denseShapes, 16, func(p variants.Params) bool {
@@ -321,8 +318,6 @@ func TestDenseOnInterpreter(t *testing.T) {
 	simtest.RunNamed(t, f, []simtest.Point{
 		{Case: denseShapes[2], Params: unfused + "epilogue=tma,lookup=prmt,splitk=1,stages=6"},
 		{Case: denseShapes[3], Params: unfused + "epilogue=direct,lookup=smem,splitk=2,stages=4"},
-		{Case: denseShapes[2], Params: unfused + "epilogue=tma,lookup=prmt,splitk=1,stages=6,trigger=start"},
-		{Case: denseShapes[3], Params: unfused + "epilogue=direct,lookup=smem,splitk=2,stages=4,trigger=start"},
 		// 128×160 tiles where they fill a wave better than the even widths
 		// (oddColumnsFill), and 192×96, more tiles within one wave
 		{Case: simtest.Case{Spec: "m=129,n=128,k=8512", DType: dtype.BF16},

@@ -60,17 +60,17 @@ func (s GEMMShape) dxGemm(p GEMMParams) gemm.DXGemm {
 	case Unfused:
 		d.WaitPrior = true
 		d.Before = func(m *ptx.Module) ([]kernels.Launch, []kernels.Buffer) {
-			return s.dequantToScratch(m, unfusedDequant(p), fmt.Sprintf("nf4_gemm_bwd_dequant_%v", s.DType), p.Trigger == TriggerStart)
+			return s.dequantToScratch(m, unfusedDequant(p), fmt.Sprintf("nf4_gemm_bwd_dequant_%v", s.DType))
 		}
 	}
 	return d
 }
 
 // dequantToScratch adds to m, under entry, nf4_dequant's kernel of s's
-// weight with params p into deqBuffer (earlyTrigger: emitDequant's), and
-// returns its launch and the scratch buffer (the program's own).
-func (s GEMMShape) dequantToScratch(m *ptx.Module, p DequantParams, entry string, earlyTrigger bool) ([]kernels.Launch, []kernels.Buffer) {
-	l := emitDequant(m, s.weight(), s.DType, p, entry, deqBuffer, earlyTrigger)
+// weight with params p into deqBuffer, and returns its launch and the
+// scratch buffer (the program's own).
+func (s GEMMShape) dequantToScratch(m *ptx.Module, p DequantParams, entry string) ([]kernels.Launch, []kernels.Buffer) {
+	l := emitDequant(m, s.weight(), s.DType, p, entry, deqBuffer)
 	return []kernels.Launch{l}, []kernels.Buffer{{Name: deqBuffer, DType: s.DType, Elems: configs.Int(s.N * s.K), Role: kernels.Scratch}}
 }
 
