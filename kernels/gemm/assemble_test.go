@@ -12,8 +12,9 @@ import (
 )
 
 // TestAssemble assembles a deterministic sample of the preset's variants
-// with ptxas (sweep.Pick: each shape's axis values, then one in 32; one
-// in 4 with GRADTUNE_SWEEP=ci, all with full; both dtypes): the sync path for
+// with ptxas (sweep.PickGroups over the shapes: every axis value and
+// shape, then one in 48 of each; one in 4 with GRADTUNE_SWEEP=ci, all
+// with full; both dtypes): the sync path for
 // sm_80 and sm_90,
 // the wgmma path for sm_90a. ptxas must accept each module and report no
 // spills, no stack frame, no performance-loss note (C7515: wgmma
@@ -21,9 +22,14 @@ import (
 func TestAssemble(t *testing.T) {
 	f := Families()[0]
 	var jobs []ptxtest.Job
-	for _, sp := range preset(t) {
-		vs := sp.shape
-		for _, ps := range sweep.Pick(sp.points, 16) {
+	sps := preset(t)
+	groups := make([][]variants.Params, len(sps))
+	for i, sp := range sps {
+		groups[i] = sp.points
+	}
+	for i, pts := range sweep.PickGroups(groups, 16) {
+		vs := sps[i].shape
+		for _, ps := range pts {
 			prog, err := f.Emit(vs, ps)
 			if err != nil {
 				t.Fatal(err)

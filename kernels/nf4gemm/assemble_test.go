@@ -91,7 +91,7 @@ func TestAssembleLoRA(t *testing.T) {
 // TestAssembleRegisterASplitK assembles, for sm_90a, the register-A
 // variants that split the reduction at qwen1.5b's shapes at 512 tokens
 // (where its tiles fill less than a wave), bf16 (sweep.PickGroups: every
-// shape and axis value, then one in 4; all 48 with GRADTUNE_SWEEP=full):
+// shape and axis value, then one in 16; all 48 with GRADTUNE_SWEEP=full):
 // each module (the register-A kernel and gemm_bwd's reduce) accepted with
 // no spills, no stack frame and no warning.
 func TestAssembleRegisterASplitK(t *testing.T) {
@@ -107,7 +107,7 @@ func TestAssembleRegisterASplitK(t *testing.T) {
 		}
 	}
 	var jobs []ptxtest.Job
-	for i, pts := range sweep.PickGroups(groups, 4) {
+	for i, pts := range sweep.PickGroups(groups, 16) {
 		for _, ps := range pts {
 			prog, err := f.Emit(shapes[i], ps)
 			if err != nil {
