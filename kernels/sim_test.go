@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gradtune/gradtune/internal/simtest"
+	"github.com/gradtune/gradtune/internal/sweep"
 	"github.com/gradtune/gradtune/kernels/catalog"
 	"github.com/gradtune/gradtune/runner"
 	"github.com/gradtune/gradtune/runner/sim"
@@ -15,7 +16,8 @@ import (
 
 // simVariantsPerShape is how many variants of each small shape the
 // interpreter validates (spread evenly over the space, plus one chosen by
-// a hash of the shape so that different shapes cover different points).
+// a hash of the shape so that different shapes cover different points):
+// 12 with GRADTUNE_SWEEP=ci or full, half that by default.
 const simVariantsPerShape = 12
 
 // TestVariantsOnInterpreter validates a deterministic sample of every
@@ -70,12 +72,15 @@ func TestVariantsOnInterpreter(t *testing.T) {
 	}
 }
 
-// simSample picks simVariantsPerShape points (3 with -short) spread over
-// all, and one more that depends on key.
+// simSample picks simVariantsPerShape points (half by default, 3 with
+// -short) spread over all, and one more that depends on key.
 func simSample(all []variants.Params, key string) []variants.Params {
 	n := simVariantsPerShape
-	if testing.Short() {
+	switch {
+	case testing.Short():
 		n = 3
+	case sweep.Current() == sweep.Sample:
+		n /= 2
 	}
 	out := variants.Spread(all, n)
 	if len(all) > len(out) {
