@@ -102,8 +102,9 @@ func TestRowShapes(t *testing.T) {
 
 // TestRowSpaces checks the spaces over a sweep of shapes: never empty,
 // every point emits, Emit rejects what Check rejects, and each launch is
-// well formed. At three shapes a third of the points (sweep.Pick: every
-// axis value, then spread; all with GRADTUNE_SWEEP=ci or full) is emitted
+// well formed. At three shapes a sample of the points (sweep.Pick of one
+// in 6: every axis value, then spread; all with GRADTUNE_SWEEP=ci or
+// full) is emitted
 // in every dtype; of the other (shape, dtype) pairs one in 24 is swept
 // (sweep.Take; a third with ci, all with full), 12 points each.
 func TestRowSpaces(t *testing.T) {
@@ -132,11 +133,11 @@ func TestRowSpaces(t *testing.T) {
 					t.Errorf("%s %s: empty space", name, s.Key())
 					continue
 				}
-				// Emit a third (every axis value; all with
+				// Emit a sample (every axis value; all with
 				// GRADTUNE_SWEEP=ci) at a few shapes, 12 elsewhere.
 				pts := variants.Spread(all, 12)
 				if every {
-					pts = sweep.Pick(all, 3)
+					pts = sweep.Pick(all, 6)
 				}
 				for _, p := range pts {
 					prog, err := f.Emit(s, p)
