@@ -13,7 +13,7 @@ import (
 
 // TestAssemble assembles a deterministic sample of the preset's variants
 // with ptxas (sweep.PickGroups over the shapes: every axis value and
-// shape, then one in 48 of each; one in 4 with GRADTUNE_SWEEP=ci, all
+// shape, then one in 64 of each; one in 4 with GRADTUNE_SWEEP=ci, all
 // with full; both dtypes): the sync path for
 // sm_80 and sm_90,
 // the wgmma path for sm_90a. ptxas must accept each module and report no
