@@ -269,8 +269,14 @@ func TestPlantedDropPartial(t *testing.T) {
 // TestSyncRowsAtRunTime: the same for the sync path (64- and 128-row
 // tiles), a sample of its variants unless GRADTUNE_SWEEP=full.
 func TestSyncRowsAtRunTime(t *testing.T) {
-	j := 0
-	sync := func(p variants.Params) bool { j++; return p["mma"] == "sync" && sweep.Take(j, 4) }
+	var j int // the sync variants seen in this case: the first, then a sweep of one in 4
+	sync := func(p variants.Params) bool {
+		if p["mma"] != "sync" {
+			return false
+		}
+		j++
+		return j == 1 || sweep.Take(j-1, 4)
+	}
 	for _, c := range []struct {
 		dims string
 		dt   dtype.DType
@@ -278,6 +284,7 @@ func TestSyncRowsAtRunTime(t *testing.T) {
 		{"n=128,k=192", dtype.BF16},
 		{"n=64,k=128,block=64,scales=dq", dtype.F16},
 	} {
+		j = 0
 		n := rowsRun(t, c.dims, c.dt, 128, []int{1, 7, 63, 65, 127, 129, 200}, sync)
 		if n == 0 {
 			t.Fatalf("%s: no sync variant", c.dims)
