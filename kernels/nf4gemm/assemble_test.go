@@ -74,16 +74,7 @@ func TestAssembleLoRA(t *testing.T) {
 		}
 		groups[i] = f.Space(shapes[i]).Enumerate()
 	}
-	var jobs []ptxtest.Job
-	for i, pts := range sweep.PickGroups(groups, 20) {
-		for _, ps := range pts {
-			prog, err := f.Emit(shapes[i], ps)
-			if err != nil {
-				t.Fatalf("%s %s: %v", shapes[i].Key(), ps, err)
-			}
-			jobs = append(jobs, ptxtest.Job{What: shapes[i].Key() + " " + ps.String(), Module: ptxas.Module{PTX: prog.PTX, Arch: "sm_90a"}})
-		}
-	}
+	jobs := sm90aJobs(t, f, shapes, sweep.PickGroups(groups, 20))
 	ptxtest.ReportSorted(t, ptxtest.Assemble(t, jobs, true), 20)
 	t.Logf("%d modules", len(jobs))
 }
@@ -106,8 +97,19 @@ func TestAssembleRegisterASplitK(t *testing.T) {
 			}
 		}
 	}
+	jobs := sm90aJobs(t, f, shapes, sweep.PickGroups(groups, 16))
+	if len(jobs) == 0 {
+		t.Fatal("no register-A variant with split-K at 512 tokens")
+	}
+	ptxtest.ReportSorted(t, ptxtest.Assemble(t, jobs, true), 20)
+	t.Logf("%d modules", len(jobs))
+}
+
+// sm90aJobs emits picked[i]'s points at shapes[i] as sm_90a modules.
+func sm90aJobs(t *testing.T, f kernels.Family, shapes []variants.Shape, picked [][]variants.Params) []ptxtest.Job {
+	t.Helper()
 	var jobs []ptxtest.Job
-	for i, pts := range sweep.PickGroups(groups, 16) {
+	for i, pts := range picked {
 		for _, ps := range pts {
 			prog, err := f.Emit(shapes[i], ps)
 			if err != nil {
@@ -116,9 +118,5 @@ func TestAssembleRegisterASplitK(t *testing.T) {
 			jobs = append(jobs, ptxtest.Job{What: shapes[i].Key() + " " + ps.String(), Module: ptxas.Module{PTX: prog.PTX, Arch: "sm_90a"}})
 		}
 	}
-	if len(jobs) == 0 {
-		t.Fatal("no register-A variant with split-K at 512 tokens")
-	}
-	ptxtest.ReportSorted(t, ptxtest.Assemble(t, jobs, true), 20)
-	t.Logf("%d modules", len(jobs))
+	return jobs
 }
