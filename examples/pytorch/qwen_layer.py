@@ -183,22 +183,33 @@ def gradients(layer, x, dy, ops, dtype=torch.bfloat16):
     return out
 
 
-def backward_time(layer, x, dy, ops, iters, scrub):
-    """Median backward time in µs: each iteration's forward untimed, the
-    L2 flushed, then the backward between two events."""
+def median_us(timed, iters, scrub, before=lambda: None):
+    """Median in µs of timed() over iters runs after 3 untimed ones: each
+    run's before() untimed, the L2 flushed, then timed() between two
+    events."""
     times = []
     for i in range(iters + 3):
-        xs = x.clone().requires_grad_(True)
-        y = forward(layer, xs, layer.params(), ops)
+        before()
         scrub.fill_(i & 255)
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        y.backward(dy)
+        timed()
         end.record()
         torch.cuda.synchronize()
         if i >= 3:
             times.append(start.elapsed_time(end) * 1e3)
     return statistics.median(times)
+
+
+def backward_time(layer, x, dy, ops, iters, scrub):
+    """Median backward time in µs: each iteration's forward untimed, the
+    L2 flushed, then the backward between two events."""
+    outputs = []
+
+    def run_forward():
+        outputs.append(forward(layer, x.clone().requires_grad_(True), layer.params(), ops))
+
+    return median_us(lambda: outputs.pop().backward(dy), iters, scrub, run_forward)
 
 
 def graph_times(layer, x, dy, ops, iters, scrub):
@@ -229,17 +240,7 @@ def graph_times(layer, x, dy, ops, iters, scrub):
         g = torch.cuda.CUDAGraph()
         with torch.cuda.graph(g):
             step(backward)
-        times = []
-        for i in range(iters + 3):
-            scrub.fill_(i & 255)
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            g.replay()
-            end.record()
-            torch.cuda.synchronize()
-            if i >= 3:
-                times.append(start.elapsed_time(end) * 1e3)
-        out[name] = statistics.median(times)
+        out[name] = median_us(g.replay, iters, scrub)
     return out
 
 

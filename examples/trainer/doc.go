@@ -21,8 +21,8 @@
 // through the tuner's own sampling code (runner.Sampler and runner.Measure
 // with runner.DefaultMeasure, which the table's protocol states) after
 // --warm-ms (1000) of the same work (the tuner's GPU has been busy; one
-// left idle while the host made inputs times a 4 µs kernel up to 12%
-// slower after 100 ms of work than after 1 s), printing the
+// left idle while the host made inputs times kernels of a few µs slower:
+// docs/architecture.md), printing the
 // ratio to the table's figure at the tuned shape. --sustained-ms also
 // times each plan 200 runs back to back after that long of continuous
 // work, as a training step runs its kernels; --trace writes every sample.

@@ -98,8 +98,8 @@ func (rk *rsKernel) smem() int { return rk.bars + rk.ring().BarsBytes() + 1024 }
 func rsCheck(s GEMMShape, p GEMMParams) error {
 	cons := rsConsumers(p)
 	budget := rsConsumerRegs(max(cons, 1))
-	kt := s.N / 64
-	switch {
+	rk := newRS(s, p)
+	switch kt := rk.kTiles(); {
 	case p.SplitK > 1 && (kt%p.SplitK != 0 || kt/p.SplitK < 2):
 		return fmt.Errorf("splitk=%d over %d k-tiles: want a divisor that leaves at least 2 a split", p.SplitK, kt)
 	case p.SplitK > 1 && p.Persistent:
@@ -110,10 +110,10 @@ func rsCheck(s GEMMShape, p GEMMParams) error {
 		return fmt.Errorf("bm=%d: wgmma's N, 128, 192 or 256", p.BM)
 	case p.BM/2+rsFragRegs > budget:
 		return fmt.Errorf("%d accumulator registers per consumer thread, more than %d allow", p.BM/2, budget-rsFragRegs)
-	case p.Stages < 2 || p.Stages > max(kt/max(p.SplitK, 1), 2):
-		return fmt.Errorf("stages=%d over %d k-tiles a split", p.Stages, kt/max(p.SplitK, 1))
+	case p.Stages < 2 || p.Stages > max(rk.kCount(), 2):
+		return fmt.Errorf("stages=%d over %d k-tiles a split", p.Stages, rk.kCount())
 	}
-	if n := newRS(s, p).smem(); n > 227*1024 {
+	if n := rk.smem(); n > 227*1024 {
 		return fmt.Errorf("%d bytes of shared memory, more than %d", n, 227*1024)
 	}
 	return nil

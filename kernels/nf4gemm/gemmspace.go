@@ -28,7 +28,7 @@ func (gemmDef) Space(s GEMMShape) variants.Typed[GEMMParams] {
 		rule("shared memory fits", sharedFits, "mma", "bm", "bn", "bk", "stages", "dequant"),
 		rule("pipeline no deeper than the k-loop", pipelineDepth, "mma", "bk", "stages", "dequant"),
 		rule("per-tile dequantization: order=m, split-K on the register-A path alone", fusedAxes, "mma", "dequant", "splitk", "order"),
-		rule("register-A split-K only below one wave, into at most two", registerASplit, "mma", "bm", "bn", "dequant", "splitk", "persistent"),
+		rule("register-A split-K only below one wave, into at most two", registerASplit, "mma", "bm", "bn", "dequant", "splitk"),
 		rule("dkernel: the unfused path's", unfusedKernel, "dequant", "dkernel"),
 		rule("96 and 160 columns only where their last wave is fuller", oddColumnsFill, "bm", "bn"),
 		rule("dequantized once: gemm_bwd's dX point", denseAxes),
@@ -110,7 +110,8 @@ func fusedAxes(_ GEMMShape, p GEMMParams) error {
 // registerASplit: the register-A path splits the reduction (split-K) only
 // where its tiles fill less than one wave, into at most two waves of
 // work items, as gemm_bwd's rule for its own split-K (a slice of the
-// workspace is m×k, within u32 indexing by the shape's own bound).
+// workspace is m×k, within u32 indexing by the shape's own bound; the
+// grid is not persistent, which rsCheck requires).
 func registerASplit(s GEMMShape, p GEMMParams) error {
 	if p.SplitK == 1 || p.Dequant != Consumers || p.MMA != "wgmma" {
 		return nil
@@ -120,8 +121,6 @@ func registerASplit(s GEMMShape, p GEMMParams) error {
 		return fmt.Errorf("splitk=%d with %d tiles, already a wave", p.SplitK, t)
 	case t*p.SplitK > 2*numSMs:
 		return fmt.Errorf("splitk=%d makes %d work items, more than two waves", p.SplitK, t*p.SplitK)
-	case p.Persistent:
-		return fmt.Errorf("splitk=%d: persistent=0 (below one wave)", p.SplitK)
 	}
 	return nil
 }
