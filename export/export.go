@@ -152,14 +152,19 @@ func (v Variant) Buffers() []kernels.Buffer {
 
 // Runtime is the range of each of the program's runtime dims: from 1 to
 // the largest value the family accepts with the other dims as they are
-// (Family.Shape, whose limits are monotone in each dim).
+// (Family.Shape, whose limits are monotone in each dim), or the
+// program's own bound (Program.RuntimeMax) where that is lower.
 func (v Variant) Runtime() map[string]configs.Range {
 	if len(v.Program.RuntimeDims) == 0 {
 		return nil
 	}
 	out := map[string]configs.Range{}
 	for _, name := range v.Program.RuntimeDims {
-		out[name] = configs.Range{Min: 1, Max: int64(maxDim(v.Family, v.Shape, name))}
+		hi := maxDim(v.Family, v.Shape, name)
+		if own, ok := v.Program.RuntimeMax[name]; ok {
+			hi = min(hi, own)
+		}
+		out[name] = configs.Range{Min: 1, Max: int64(hi)}
 	}
 	return out
 }

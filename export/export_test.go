@@ -286,3 +286,31 @@ func TestOptionsCheck(t *testing.T) {
 		}
 	}
 }
+
+// TestRuntimeBound: an entry's runtime range ends at its program's own
+// bound where that is below the family's (a split-K dX program: where
+// the split rule stops admitting it), and at the family's otherwise.
+func TestRuntimeBound(t *testing.T) {
+	const (
+		shape = "m=512,n=1536,k=1536,grad=dx,dtype=bf16"
+		tail  = ",bk=32,bm=128,bn=128,cluster=1,consumers=1,epilogue=direct,mma=sync,multicast=0,order=m,persistent=0,reduce=launch,regsplit=0,stages=4"
+	)
+	mMax := func(splitk string) int64 {
+		v, err := Emit("gemm_bwd", shape, "splitk="+splitk+tail)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := v.Runtime()["m"]
+		if r.Min != 1 {
+			t.Errorf("splitk=%s: m from %d, want 1", splitk, r.Min)
+		}
+		return r.Max
+	}
+	// 12 tile columns: 10 tile rows of 128 keep 120 tiles under a wave.
+	if got := mMax("2"); got != 1280 {
+		t.Errorf("splitk=2: m up to %d, want 1280", got)
+	}
+	if got := mMax("1"); got < 1<<20 {
+		t.Errorf("splitk=1: m up to %d, want the family's bound (millions)", got)
+	}
+}

@@ -127,6 +127,12 @@ type Program struct {
 	// and buffers evaluated at other values of these dims, computes those
 	// shapes. Empty: the program computes its shape only.
 	RuntimeDims []string `json:",omitempty"`
+	// RuntimeMax bounds a runtime dim below the family's own limit where
+	// the program is not meant to run past a value: a split-K program
+	// whose workspace grows with the dim serves it only while its split
+	// is one the family's rules admit (gemm.SplitRowsMax). Absent: the
+	// family's limit.
+	RuntimeMax map[string]int `json:",omitempty"`
 }
 
 // Baseline is a vendor library's implementation of the same problem,

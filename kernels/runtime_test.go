@@ -70,7 +70,7 @@ func checkRuntime(t *testing.T, ss *runner.Session, f kernels.Family, s variants
 		}
 		for _, other := range []int{1, max(1, v/2), v + 5} {
 			o, ok := withDim(f, s, d, other)
-			if !ok || other == v {
+			if hi, bounded := prog.RuntimeMax[d]; !ok || other == v || (bounded && other > hi) {
 				continue
 			}
 			if f.Space(o).Check(p) == nil {

@@ -148,13 +148,14 @@ func benchCase(set *configs.Set, t *configs.Table, e configs.Entry) (runner.Case
 }
 
 // tableProgram is the program entry e of a table describes: its PTX, its
-// launches, its own (state and scratch) buffers and its runtime dims. Its
-// other buffers must be the family's at s: the same names, dtypes, roles
-// and sizes.
+// launches, its own (state and scratch) buffers and its runtime dims with
+// their upper ends. Its other buffers must be the family's at s: the same
+// names, dtypes, roles and sizes.
 func tableProgram(f kernels.Family, s variants.Shape, e configs.Entry, ptx []byte) (kernels.Program, error) {
-	prog := kernels.Program{PTX: string(ptx), Launches: e.Launches}
-	for d := range e.Runtime {
+	prog := kernels.Program{PTX: string(ptx), Launches: e.Launches, RuntimeMax: map[string]int{}}
+	for d, r := range e.Runtime {
 		prog.RuntimeDims = append(prog.RuntimeDims, d)
+		prog.RuntimeMax[d] = int(r.Max)
 	}
 	slices.Sort(prog.RuntimeDims)
 	var data []kernels.Buffer

@@ -259,3 +259,57 @@ func RuntimeDim(t testing.TB, f kernels.Family, c Case, dim string, values []int
 		}
 	}
 }
+
+// RuntimeBound checks the bounds program p of f at s puts on its runtime
+// dims (Program.RuntimeMax): each is at least s's own value, and it is
+// where f's space stops admitting p, so that a table entry serves the
+// values the tuner would have tried it at and no further. It reports
+// whether the program has a bound.
+func RuntimeBound(t testing.TB, f kernels.Family, s variants.Shape, p variants.Params) bool {
+	t.Helper()
+	prog, err := f.Emit(s, p)
+	if err != nil {
+		t.Fatalf("%s %s: %v", s.Key(), p, err)
+	}
+	for d, hi := range prog.RuntimeMax {
+		at, err := kernels.WithDim(f, s, d, hi)
+		switch {
+		case hi < s.Get(d):
+			t.Errorf("%s %s: %s at most %d, below its own %d", s.Key(), p, d, hi, s.Get(d))
+		case err != nil:
+			t.Errorf("%s %s: %s=%d, its bound: %v", s.Key(), p, d, hi, err)
+		case f.Space(at).Check(p) != nil:
+			t.Errorf("%s %s: the space at its bound %s=%d refuses it: %v", s.Key(), p, d, hi, f.Space(at).Check(p))
+		}
+		if past, err := kernels.WithDim(f, s, d, hi+1); err == nil && f.Space(past).Check(p) == nil {
+			t.Errorf("%s %s: the space past its bound %s=%d still admits it", s.Key(), p, d, hi)
+		}
+	}
+	return len(prog.RuntimeMax) > 0
+}
+
+// PresetBounds runs RuntimeBound on up to n variants per shape that
+// split selects, over f's bf16 shapes of preset at tokens, and returns
+// how many had a bound and how many did not.
+func PresetBounds(t testing.TB, f kernels.Family, preset string, tokens, n int, split func(variants.Shape, variants.Params) bool) (bounded, unbounded int) {
+	t.Helper()
+	pr, err := variants.LookupPreset(preset, tokens)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range f.Shapes(pr, []dtype.DType{dtype.BF16}) {
+		taken := 0
+		for _, p := range f.Space(s).Enumerate() {
+			if taken == n || !split(s, p) {
+				continue
+			}
+			taken++
+			if RuntimeBound(t, f, s, p) {
+				bounded++
+			} else {
+				unbounded++
+			}
+		}
+	}
+	return bounded, unbounded
+}

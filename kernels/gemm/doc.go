@@ -201,6 +201,9 @@
 // be deeper than the loop, a cluster's tile rows are rounded up to whole
 // clusters (the extra row's CTAs run the k-loop for their partner and
 // store nothing), a stream-K grid never has more CTAs than iterations.
+// A dx program that splits K serves M only up to where the split-K rules
+// still admit it (Program.RuntimeMax, SplitRowsMax): its workspace is
+// M×K×splits f32, and past that M an unsplit program is the one to run.
 //
 // # Rules
 //

@@ -16,6 +16,24 @@ const workspace = "ws"
 // reduceBlock is the reduce kernel's CTA; each thread sums 4 elements.
 const reduceBlock = 256
 
+// SplitRowsMax is the most rows a split-K program serves when its rows are
+// the runtime dim (dX: the tokens), so that its workspace, rows × columns
+// × splits f32, grows with them: the rows at which the split-K rules
+// still admit it, its tiles (bm rows by tileCols) under one wave and
+// times splits at most two. Past it the rules choose an unsplit program,
+// and a table lookup finds one.
+func SplitRowsMax(bm, tileCols, splits int) int {
+	return min((Wave-1)/tileCols, 2*Wave/(splits*tileCols)) * bm
+}
+
+// splitRuntime sets program p's bound on m where p splits K over rows
+// that are m (the rows of g's output are the tokens).
+func splitRuntime(p *kernels.Program, g problem, bm, bn, splits int) {
+	if splits > 1 && g.mRows {
+		p.RuntimeMax = map[string]int{tokenDim: SplitRowsMax(bm, gen.CeilDiv(g.c, bn), splits)}
+	}
+}
+
 func workspaceBuffer(g problem, splits int) kernels.Buffer {
 	return kernels.Buffer{Name: workspace, DType: dtype.F32, Elems: g.rExpr().TimesInt(splits * g.c), Role: kernels.Scratch}
 }

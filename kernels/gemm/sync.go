@@ -46,6 +46,7 @@ func emitSync(s Shape, g problem, p Params) (kernels.Program, error) {
 	if p.SplitK > 1 {
 		out = workspace
 		prog.Buffers = []kernels.Buffer{workspaceBuffer(g, p.SplitK)}
+		splitRuntime(&prog, g, p.BM, p.BN, p.SplitK)
 	}
 	main.Args = []kernels.Arg{{Buffer: g.a.buf}, {Buffer: g.b.buf}, {Buffer: out}, g.mArg()}
 	prog.Launches = append(prog.Launches, main)

@@ -176,6 +176,7 @@ func buildWgmma(b wgBuild) (kernels.Program, error) {
 	case launchReduce:
 		outArg.Buffer = workspace
 		prog.Buffers = []kernels.Buffer{workspaceBuffer(g, p.SplitK)}
+		splitRuntime(&prog, g, p.BM, p.BN, p.SplitK)
 	case p.Epilogue == TMAStore:
 		outArg = kernels.Arg{TensorMap: cMap(g, p)}
 	}

@@ -111,7 +111,9 @@
 // (Program.RuntimeDims), so the PTX emitted at one m is the same at every
 // m and computes any of them (rows past m: cp.async's zero fill on the
 // sync path, TMA's on the register-A path, and masked stores); so do the
-// unfused and streamed programs, through gemm_bwd's. The shared-memory-B
+// unfused and streamed programs, through gemm_bwd's. A split-K program
+// serves m only while the split rule admits it (Program.RuntimeMax:
+// its workspace grows with m). The shared-memory-B
 // wgmma path (gemm.WrittenB) still bakes m in.
 //
 // Buffers (u8 buffers are padded to whole 32-bit words): dy, w4 (u8,
