@@ -78,7 +78,7 @@
 #           Qwen2.5-1.5B layer, tuned Functions against torch +
 #           dequantize                                         ~2 min
 #   step    issues 26/27: tune swiglu_bwd, rope_bwd, cross_entropy_bwd and lora_bwd at
-#           2048 and 8192 tokens into step.db
+#           STEP_TOKENS (default "2048 8192") into step.db
 #   lce     issue 26: tune linear_cross_entropy_bwd (the fused LM head
 #           and loss) at 2048 tokens by the model strategy into lce.db
 #           (the float64 reference takes ~40 s of the host's 16 cores),
@@ -312,7 +312,8 @@ pytorch)
 	done
 	;;
 step)
-	timed ./bin/tune --kernel swiglu_bwd,rope_bwd,cross_entropy_bwd,lora_bwd --shapes qwen1.5b --dtype bf16 --tokens 2048,8192 \
+	tokens=${STEP_TOKENS:-2048 8192}
+	timed ./bin/tune --kernel swiglu_bwd,rope_bwd,cross_entropy_bwd,lora_bwd --shapes qwen1.5b --dtype bf16 --tokens "${tokens// /,}" \
 		--final-rounds 2 --db "$out/step.db" > "$out/step-tune.log" 2>&1
 	tail -3 "$out/step-tune.log"
 	./bin/tune show --db "$out/step.db" > "$out/step-show.txt" 2>&1
