@@ -35,8 +35,8 @@ func TestShapesAndSpace(t *testing.T) {
 	s := simtest.Shape(t, fam, qwen, dtype.BF16)
 	pts := fam.Space(s).Enumerate()
 	t.Logf("%s: %d points", s.Key(), len(pts))
-	if len(pts) != 4 {
-		t.Errorf("%d points, want bm=64 × (bn, warps) ∈ {(64, 4), (128, 8)} × 2 stages", len(pts))
+	if len(pts) != 8 {
+		t.Errorf("%d points, want bm=64 × (bn, warps) ∈ {(64, 4), (128, 8)} × 2 stages (sync) and bm=64 × (bn, warps) ∈ {(64, 8), (128, 12)} × 2 stages (wgmma)", len(pts))
 	}
 	for _, pt := range pts {
 		prog, err := fam.Emit(s, pt)
@@ -47,8 +47,8 @@ func TestShapesAndSpace(t *testing.T) {
 			t.Errorf("%s: %d launches, %v", pt, len(prog.Launches), err)
 		}
 	}
-	if n := len(fam.Space(simtest.Shape(t, fam, "s=300,hq=2,hk=1,d=64", dtype.F16)).Enumerate()); n != 8 {
-		t.Errorf("d=64: %d points, want 8", n)
+	if n := len(fam.Space(simtest.Shape(t, fam, "s=300,hq=2,hk=1,d=64", dtype.F16)).Enumerate()); n != 10 {
+		t.Errorf("d=64: %d points, want 8 sync and 2 wgmma (bn=64)", n)
 	}
 	c := fam.Cost(s)
 	if c.Flops != 10*2048*2048*128*12/2 || c.Bytes != 2*(2048*128*(2*(3*12+2*2)+12+2*2))+4*12*2048 {
@@ -76,26 +76,32 @@ var simCases = []simtest.Case{
 }
 
 // TestVariantsOnInterpreter validates a sample of each case's variants
-// and, by name, the largest blocks, the deepest ring and eight warps.
+// and, by name, the largest blocks, the deepest ring and eight warps, and
+// the wgmma kernel with one and two consumers over two sequences, GQA,
+// tails, causal and not.
 func TestVariantsOnInterpreter(t *testing.T) {
 	simtest.Sample(t, fam, simCases, 4, func(variants.Params) bool { return true })
 	simtest.RunNamed(t, fam, []simtest.Point{
-		{Case: simCases[6], Params: "bm=128,bn=128,warps=8,stages=3"},
-		{Case: simCases[4], Params: "bm=64,bn=128,warps=8,stages=3"},
-		{Case: simtest.Case{Spec: "s=200,hq=2,hk=2,d=128,causal=1", DType: dtype.F16}, Params: "bm=64,bn=64,warps=4,stages=2"},
+		{Case: simCases[6], Params: "mma=sync,bm=128,bn=128,warps=8,stages=3"},
+		{Case: simCases[4], Params: "mma=sync,bm=64,bn=128,warps=8,stages=3"},
+		{Case: simtest.Case{Spec: "s=200,hq=2,hk=2,d=128,causal=1", DType: dtype.F16}, Params: "mma=sync,bm=64,bn=64,warps=4,stages=2"},
+		{Case: simtest.Case{Spec: "s=130,b=2,hq=4,hk=2,d=128,causal=1", DType: dtype.BF16}, Params: "mma=wgmma,bm=64,bn=128,warps=12,stages=2"},
+		{Case: simCases[3], Params: "mma=wgmma,bm=64,bn=128,warps=12,stages=3"},
+		{Case: simCases[6], Params: "mma=wgmma,bm=64,bn=64,warps=8,stages=3"},
 	})
 }
 
-// TestErrors runs three variants and logs each output's largest error
+// TestErrors runs four variants and logs each output's largest error
 // against its tolerance (Atol + Rtol·|ref|): at most half of it.
 func TestErrors(t *testing.T) {
 	for _, c := range []struct {
 		spec, p string
 		dt      dtype.DType
 	}{
-		{"s=130,hq=3,hk=1,d=64,causal=1", "bm=64,bn=64,warps=4,stages=2", dtype.BF16},
-		{"s=130,hq=4,hk=2,d=128", "bm=64,bn=128,warps=8,stages=2", dtype.BF16},
-		{"s=130,hq=4,hk=2,d=128,causal=1", "bm=64,bn=64,warps=4,stages=3", dtype.F16},
+		{"s=130,hq=3,hk=1,d=64,causal=1", "mma=sync,bm=64,bn=64,warps=4,stages=2", dtype.BF16},
+		{"s=130,hq=4,hk=2,d=128", "mma=sync,bm=64,bn=128,warps=8,stages=2", dtype.BF16},
+		{"s=130,hq=4,hk=2,d=128,causal=1", "mma=sync,bm=64,bn=64,warps=4,stages=3", dtype.F16},
+		{"s=130,hq=4,hk=2,d=128,causal=1", "mma=wgmma,bm=64,bn=128,warps=12,stages=2", dtype.BF16},
 	} {
 		s := simtest.Shape(t, fam, c.spec, c.dt)
 		ss := runner.NewSession(sim.New(sim.Options{Workers: 2}))
@@ -137,55 +143,70 @@ func TestErrors(t *testing.T) {
 	}
 }
 
-// TestValidationCatchesBugs plants bugs: the causal mask's edge moved
-// (j < i: each query loses its own key), key block 0's dQ partials not
-// added, and no barrier between the dSᵀ tile's stores and dQ's reads of
-// it. Validation must reject each: the first two for the buffers they
-// break, the third as a shared-memory race.
+// TestValidationCatchesBugs plants bugs in a variant of each main kernel
+// (and of the wgmma kernel with two consumer warpgroups): the causal
+// mask's edge moved (j < i: each query loses its own key), key block 0's
+// dQ partials not added, and no barrier between the dS tile's stores and
+// dQ's reads of it. Validation must reject each: the first two for the
+// buffers they break, the third as a shared-memory race (sync) or a
+// wrong dQ (wgmma).
 func TestValidationCatchesBugs(t *testing.T) {
 	ss := runner.NewSession(sim.New(sim.Options{Workers: 2}))
 	defer ss.Release()
-	s := simtest.Shape(t, fam, "s=130,hq=3,hk=1,d=64,causal=1", dtype.BF16)
+	s := simtest.Shape(t, fam, "s=130,hq=3,hk=1,d=128,causal=1", dtype.BF16)
 	if err := ss.Prepare(fam, s, 1); err != nil {
 		t.Fatal(err)
 	}
-	p, _ := variants.ParseParams("bm=64,bn=64,warps=4,stages=2")
-	good, err := fam.Emit(s, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := simtest.ValidateProgram(ss, good); err != nil {
-		t.Fatalf("the unbroken program: %v", err)
-	}
-	for bug, want := range map[string]string{"maskEdge": "d", "dropDQ": "dq[", "noDSBar": "race"} {
-		prog, err := attn.EmitBuggy(s, p, bug)
+	for _, ps := range []string{"mma=sync,bm=64,bn=64,warps=4,stages=2", "mma=wgmma,bm=64,bn=64,warps=8,stages=2", "mma=wgmma,bm=64,bn=128,warps=12,stages=2"} {
+		p, err := variants.ParseParams(ps)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if prog.PTX == good.PTX {
-			t.Fatalf("%s: the bug was not planted", bug)
+		good, err := fam.Emit(s, p)
+		if err != nil {
+			t.Fatal(err)
 		}
-		err = simtest.ValidateProgram(ss, prog)
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%s: validation says %v, want a failure naming %q", bug, err, want)
+		if err := simtest.ValidateProgram(ss, good); err != nil {
+			t.Fatalf("%s, the unbroken program: %v", ps, err)
 		}
-		t.Logf("%s: %v", bug, err)
+		// The interpreter runs a wgmma when it is issued: without the
+		// barrier it reads a dS tile not yet written, and dQ is wrong.
+		noBar := map[string]string{attn.Sync: "race", attn.WGMMA: "dq["}[p["mma"]]
+		for bug, want := range map[string]string{"maskEdge": "d", "dropDQ": "dq[", "noDSBar": noBar} {
+			prog, err := attn.EmitBuggy(s, p, bug)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if prog.PTX == good.PTX {
+				t.Fatalf("%s %s: the bug was not planted", ps, bug)
+			}
+			err = simtest.ValidateProgram(ss, prog)
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("%s %s: validation says %v, want a failure naming %q", ps, bug, err, want)
+			}
+			t.Logf("%s %s: %v", ps, bug, err)
+		}
 	}
 }
 
-// TestAssemble assembles every variant at qwen's shape in both dtypes for sm_90: ptxas
+// TestAssemble assembles every variant at qwen's shape in both dtypes for
+// sm_90 (sm_90a: wgmma): ptxas
 // must accept them with no spill, no stack frame and no warning.
 func TestAssemble(t *testing.T) {
 	ptxas.RequireOrSkip(t)
 	var jobs []ptxtest.Job
 	for _, dt := range fam.DTypes() {
 		s := simtest.Shape(t, fam, qwen, dt)
-		for _, p := range fam.Space(s).Enumerate() { // four a dtype: all of them
+		for _, p := range fam.Space(s).Enumerate() { // eight a dtype: all of them
 			prog, err := fam.Emit(s, p)
 			if err != nil {
 				t.Fatal(err)
 			}
-			jobs = append(jobs, ptxtest.Job{What: s.Key() + " " + p.String(), Module: ptxas.Module{PTX: prog.PTX, Arch: "sm_90"}})
+			arch := "sm_90"
+			if p["mma"] == attn.WGMMA {
+				arch = "sm_90a"
+			}
+			jobs = append(jobs, ptxtest.Job{What: s.Key() + " " + p.String(), Module: ptxas.Module{PTX: prog.PTX, Arch: arch}})
 		}
 	}
 	ptxtest.ReportSorted(t, ptxtest.Assemble(t, jobs, true), 20)

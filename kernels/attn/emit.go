@@ -36,6 +36,14 @@ func (g geom) kvBase() int { return g.stages * g.stage() }
 func (g geom) dsBase() int { return g.kvBase() + 2*g.tileK() }
 func (g geom) smem() int   { return g.dsBase() + g.bn*g.bm*2 }
 
+// smemOf is the main kernel's dynamic shared memory under mma.
+func (g geom) smemOf(mma string) int {
+	if mma == WGMMA {
+		return newWGLayout(g).smem()
+	}
+	return g.smem()
+}
+
 // Emit generates one variant: the preprocess, the main kernel and dQ's
 // conversion, in one module.
 func (f family) Emit(s Shape, p Params) (kernels.Program, error) {
@@ -54,19 +62,24 @@ func emit(s Shape, p Params, b bugs) (kernels.Program, error) {
 	m := ptx.NewModule()
 	name := func(what string) string { return fmt.Sprintf("flash_attn_bwd_%s_%v", what, s.DType) }
 	emitPre(m.Func(name("pre")), g)
-	emitMain(m.Func(name("main")), g, b)
+	main := kernels.Launch{Entry: name("main"), Grid: [3]configs.Expr{configs.Int(gen.CeilDiv(s.S, g.bn)), configs.Int(s.HK), configs.Int(s.B)}}
+	if p.MMA == WGMMA {
+		emitMainWG(m.Func(main.Entry), g, b)
+		l := newWGLayout(g)
+		main.Block, main.SharedBytes = [3]int{l.split().Threads(), 1, 1}, l.smem()
+		main.Args = wgMaps(g)
+	} else {
+		emitMain(m.Func(main.Entry), g, b)
+		main.Block, main.SharedBytes = [3]int{g.threads, 1, 1}, g.smem()
+		main.Args = bufferArgs("q", "k", "v", "do", "lse2", "dd")
+	}
+	main.Args = append(main.Args, bufferArgs("dq32", "dk", "dv")...)
 	emitConvert(m.Func(name("dq")), g)
 	built, err := m.Build()
 	if err != nil {
 		return kernels.Program{}, fmt.Errorf("building: %w", err)
 	}
-	args := func(names ...string) []kernels.Arg {
-		var out []kernels.Arg
-		for _, n := range names {
-			out = append(out, kernels.Arg{Buffer: n})
-		}
-		return out
-	}
+	args := bufferArgs
 	grid := func(x, y, z int) [3]configs.Expr {
 		return [3]configs.Expr{configs.Int(x), configs.Int(y), configs.Int(z)}
 	}
@@ -76,8 +89,7 @@ func emit(s Shape, p Params, b bugs) (kernels.Program, error) {
 	prog.Launches = []kernels.Launch{
 		{Entry: name("pre"), Grid: grid(rows/g.preRows(), 1, 1), Block: [3]int{preThreads, 1, 1},
 			Args: args("o", "do", "lse", "lse2", "dd", "dq32")},
-		{Entry: name("main"), Grid: grid(gen.CeilDiv(s.S, g.bn), s.HK, s.B), Block: [3]int{g.threads, 1, 1}, SharedBytes: g.smem(),
-			Args: args("q", "k", "v", "do", "lse2", "dd", "dq32", "dk", "dv")},
+		main,
 		{Entry: name("dq"), Grid: grid(gen.CeilDiv(qElems, 8*convThreads), 1, 1), Block: [3]int{convThreads, 1, 1},
 			Args: args("dq32", "dq")},
 	}
@@ -86,6 +98,15 @@ func emit(s Shape, p Params, b bugs) (kernels.Program, error) {
 	}
 	prog.Buffers = []kernels.Buffer{f32("lse2", rows), f32("dd", rows), f32("dq32", qElems)}
 	return prog, nil
+}
+
+// bufferArgs is the arguments naming buffers.
+func bufferArgs(names ...string) []kernels.Arg {
+	var out []kernels.Arg
+	for _, n := range names {
+		out = append(out, kernels.Arg{Buffer: n})
+	}
+	return out
 }
 
 // The preprocess: d/8 threads a (query, head) row of the padded scratch,

@@ -38,19 +38,26 @@ type Shape struct {
 	DType  dtype.DType
 }
 
+// The main kernel's instructions (Params.MMA).
+const (
+	Sync  = "sync"  // mma.sync from ldmatrix fragments, a cp.async ring
+	WGMMA = "wgmma" // wgmma (sm_90a), a TMA ring, a producer warpgroup
+)
+
 // Params is one variant of the main kernel.
 type Params struct {
-	BM     int `axis:"bm" values:"64,128" doc:"query rows per block of the main kernel's loop (a ring slot holds their Q, dO, log-sum-exp and D)"`
-	BN     int `axis:"bn" values:"64,128" doc:"keys per CTA of the main kernel: its dK and dV accumulators, 16 rows a warp"`
-	Warps  int `axis:"warps" values:"4,8" doc:"warps per CTA of the main kernel (bn/16)"`
-	Stages int `axis:"stages" values:"2,3" doc:"cp.async ring slots of query blocks"`
+	MMA    string `axis:"mma" values:"sync,wgmma" doc:"the main kernel's matrix instructions: mma.sync (16 keys a warp) or wgmma (64 keys a consumer warpgroup, fed by a TMA producer warpgroup)"`
+	BM     int    `axis:"bm" values:"64,128" doc:"query rows per block of the main kernel's loop (a ring slot holds their Q, dO, log-sum-exp and D)"`
+	BN     int    `axis:"bn" values:"64,128" doc:"keys per CTA of the main kernel: its dK and dV accumulators, 16 rows a warp (sync) or 64 a consumer warpgroup (wgmma)"`
+	Warps  int    `axis:"warps" values:"4,8,12" doc:"warps per CTA of the main kernel: bn/16 (sync), or 4 for the producer and 4 per consumer warpgroup (wgmma)"`
+	Stages int    `axis:"stages" values:"2,3" doc:"ring slots of query blocks"`
 }
 
 type family struct{}
 
 func (family) Name() string { return "flash_attn_bwd" }
 func (family) Doc() string {
-	return "FlashAttention-2 backward: dQ, dK, dV from Q, K, V, O, dO and the log-sum-exp; GQA, causal (mma.sync, f32 accumulation, dQ by red.add)"
+	return "FlashAttention backward: dQ, dK, dV from Q, K, V, O, dO and the log-sum-exp; GQA, causal (mma.sync or wgmma, f32 accumulation, dQ by red.add)"
 }
 func (family) DTypes() []dtype.DType { return []dtype.DType{dtype.BF16, dtype.F16} }
 
@@ -111,20 +118,32 @@ func (family) Cost(s Shape) kernels.Cost {
 // within sm_90's.
 func (family) Space(s Shape) variants.Typed[Params] {
 	return variants.Typed[Params]{Rules: []variants.Rule[Params]{
-		{Name: "keys per warp", Axes: []string{"bn", "warps"}, Check: func(p Params) error {
-			if p.BN != 16*p.Warps {
+		{Name: "keys per warp", Axes: []string{"mma", "bn", "warps"}, Check: func(p Params) error {
+			switch {
+			case p.MMA == Sync && p.BN != 16*p.Warps:
 				return fmt.Errorf("bn=%d over %d warps (want 16 keys a warp)", p.BN, p.Warps)
+			case p.MMA == WGMMA && p.Warps != 4+p.BN/16:
+				return fmt.Errorf("mma=wgmma, bn=%d: warps=%d (want a producer warpgroup and one per 64 keys)", p.BN, p.Warps)
 			}
 			return nil
 		}},
-		{Name: "registers", Axes: []string{"bm"}, Check: func(p Params) error {
-			if r := p.BM + s.D; r > maxAccRegs {
+		{Name: "registers", Axes: []string{"mma", "bm"}, Check: func(p Params) error {
+			if r := p.BM + s.D; p.MMA == Sync && r > maxAccRegs {
 				return fmt.Errorf("bm=%d at d=%d: %d accumulator registers a thread (at most %d)", p.BM, s.D, r, maxAccRegs)
 			}
 			return nil
 		}},
-		{Name: "shared memory", Axes: []string{"bm", "bn", "stages"}, Check: func(p Params) error {
-			if b := newGeom(s, p).smem(); b > maxShared {
+		{Name: "wgmma blocks", Axes: []string{"mma", "bm", "bn"}, Check: func(p Params) error {
+			switch {
+			case p.MMA == WGMMA && p.BM != 64:
+				return fmt.Errorf("mma=wgmma takes bm=64 (Sᵀ's N and the RS GEMMs' K; dK, dV, Sᵀ, dPᵀ and dQ take d + 96 registers a thread)")
+			case p.MMA == WGMMA && p.BN > s.D:
+				return fmt.Errorf("mma=wgmma, bn=%d at d=%d: a consumer warpgroup per 64 columns of dQ at most", p.BN, s.D)
+			}
+			return nil
+		}},
+		{Name: "shared memory", Axes: []string{"mma", "bm", "bn", "stages"}, Check: func(p Params) error {
+			if b := newGeom(s, p).smemOf(p.MMA); b > maxShared {
 				return fmt.Errorf("%d bytes of shared memory (at most %d)", b, maxShared)
 			}
 			return nil

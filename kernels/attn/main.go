@@ -74,26 +74,7 @@ func emitMain(k *ptx.Func, g geom, b bugs) {
 	kl.Issue(k, mk.kTile, kvSrc(kp), mk.n0, ptx.Imm(int64(g.S)))
 	kl.Issue(k, mk.vTile, kvSrc(v), mk.n0, ptx.Imm(int64(g.S)))
 
-	// The loop: it = gi·nq + (qb − first) over the group's heads gi and
-	// the query blocks from first (causal: the first block with a query
-	// at or past n0) to the last.
-	nqb := gen.CeilDiv(g.S, g.bm)
-	first := k.Mov(ptx.U32, ptx.Imm(0))
-	if g.Causal == 1 {
-		first = k.Div(ptx.U32, mk.n0, ptx.Imm(int64(g.bm)))
-	}
-	nq := k.Sub(ptx.U32, k.Mov(ptx.U32, ptx.Imm(int64(nqb))), first)
-	total := k.Mul(ptx.U32, nq, ptx.Imm(int64(g.g)))
-	// block returns the query block's first row and its head.
-	block := func(it ptx.Reg) (q0, h ptx.Reg) {
-		gi, rest := mk.zero, it
-		if g.g > 1 {
-			gi = k.Div(ptx.U32, it, nq)
-			rest = k.Sub(ptx.U32, it, k.Mul(ptx.U32, gi, nq))
-		}
-		q0 = k.Mul(ptx.U32, k.Add(ptx.U32, first, rest), ptx.Imm(int64(g.bm)))
-		return q0, k.Mad(ptx.U32, mk.kvh, ptx.Imm(int64(g.g)), gi)
-	}
+	loop := newQueryLoop(k, g, mk.n0, mk.kvh)
 	ql := hopper.NewTileLoader(k, tid, g.bm, g.D, g.HQ*g.D, g.threads)
 	// thread t < bm/4 copies chunk t of lse2, bm/4 ≤ t < bm/2 chunk t − bm/4 of dd
 	vecT := k.And(ptx.U32, tid, ptx.Imm(int64(g.bm/4-1)))
@@ -101,7 +82,7 @@ func emitMain(k *ptx.Func, g geom, b bugs) {
 	vecDst := k.Add(ptx.U32, k.Shl(ptx.U32, tid, ptx.Imm(4)), ptx.Imm(int64(2*g.tileQ())))
 	ldIt := k.Mov(ptx.U32, ptx.Imm(0))
 	load := func(slot ptx.Reg) {
-		q0, h := block(ldIt)
+		q0, h := loop.block(ldIt)
 		row0 := k.Mad(ptx.U32, k.Mul(ptx.U32, mk.bi, ptx.Imm(int64(g.S))), ptx.Imm(int64(g.HQ)), h)
 		src := func(base ptx.Reg) ptx.Reg {
 			return k.Add(ptx.U64, base, k.MulWide(ptx.U32, row0, ptx.Imm(int64(2*g.D))))
@@ -116,13 +97,47 @@ func emitMain(k *ptx.Func, g geom, b bugs) {
 	}
 	dkAcc, dvAcc := zeroAcc(k, g.D/8), zeroAcc(k, g.D/8)
 	cIt := k.Mov(ptx.U32, ptx.Imm(0))
-	hopper.CpAsyncLoop(k, smem, g.stages, g.stage(), total, load, func(slot ptx.Reg) {
-		q0, h := block(cIt)
+	hopper.CpAsyncLoop(k, smem, g.stages, g.stage(), loop.total, load, func(slot ptx.Reg) {
+		q0, h := loop.block(cIt)
 		mk.step(slot, q0, h, dq32, dkAcc, dvAcc)
 		k.MovTo(cIt, k.Add(ptx.U32, cIt, ptx.Imm(1)))
 	})
-	mk.store(dk, dkAcc, g.scale)
-	mk.store(dv, dvAcc, 1)
+	rows := rowStore{k: k, g: g, bi: mk.bi, kvh: mk.kvh, key: mk.key, tig: mk.tig}
+	rows.store(dk, dkAcc, g.scale)
+	rows.store(dv, dvAcc, 1)
+}
+
+// queryLoop is a CTA's loop over query blocks: iteration it = gi·nq +
+// (qb − first) over the group's heads gi and the query blocks from first
+// (causal: the first block with a query at or past n0) to the last.
+type queryLoop struct {
+	k         *ptx.Func
+	g         geom
+	kvh       ptx.Reg
+	first, nq ptx.Reg
+	total     ptx.Reg // iterations: nq per head of the group
+}
+
+func newQueryLoop(k *ptx.Func, g geom, n0, kvh ptx.Reg) queryLoop {
+	ql := queryLoop{k: k, g: g, kvh: kvh, first: k.Mov(ptx.U32, ptx.Imm(0))}
+	if g.Causal == 1 {
+		ql.first = k.Div(ptx.U32, n0, ptx.Imm(int64(g.bm)))
+	}
+	ql.nq = k.Sub(ptx.U32, k.Mov(ptx.U32, ptx.Imm(int64(gen.CeilDiv(g.S, g.bm)))), ql.first)
+	ql.total = k.Mul(ptx.U32, ql.nq, ptx.Imm(int64(g.g)))
+	return ql
+}
+
+// block returns iteration it's query block's first row and its head.
+func (ql queryLoop) block(it ptx.Reg) (q0, h ptx.Reg) {
+	k := ql.k
+	gi, rest := k.Mov(ptx.U32, ptx.Imm(0)), it
+	if ql.g.g > 1 {
+		gi = k.Div(ptx.U32, it, ql.nq)
+		rest = k.Sub(ptx.U32, it, k.Mul(ptx.U32, gi, ql.nq))
+	}
+	q0 = k.Mul(ptx.U32, k.Add(ptx.U32, ql.first, rest), ptx.Imm(int64(ql.g.bm)))
+	return q0, k.Mad(ptx.U32, ql.kvh, ptx.Imm(int64(ql.g.g)), gi)
 }
 
 // zeroAcc is n m16n8 accumulator blocks of zeros: one m16 row of
@@ -258,14 +273,25 @@ func (mk *mainKernel) dq(q0, h, dq32 ptx.Reg) {
 	}
 }
 
-// store writes the warp's accumulators [16 keys × d], times mul, to out
-// [b·s, hk, d] rounded; keys at or past s are not stored.
-func (mk *mainKernel) store(out ptx.Reg, acc [][4]ptx.Reg, mul float64) {
-	k, g := mk.k, mk.g
+// rowStore writes a thread's accumulator rows of keys to a [b·s, hk, d]
+// output: rows key[0] and key[1] of KV head kvh of sequence bi, columns
+// tig + 8j, +1.
+type rowStore struct {
+	k       *ptx.Func
+	g       geom
+	bi, kvh ptx.Reg
+	key     [2]ptx.Reg
+	tig     ptx.Reg
+}
+
+// store writes acc [rows × d], times mul, to out rounded; keys at or past
+// s are not stored.
+func (rs rowStore) store(out ptx.Reg, acc [][4]ptx.Reg, mul float64) {
+	k, g := rs.k, rs.g
 	for half := range 2 {
-		key := mk.key[half]
+		key := rs.key[half]
 		ok := k.Setp("lt", ptx.U32, key, ptx.Imm(int64(g.S)))
-		e := k.Mad(ptx.U32, k.Mad(ptx.U32, k.Mad(ptx.U32, mk.bi, ptx.Imm(int64(g.S)), key), ptx.Imm(int64(g.HK)), mk.kvh), ptx.Imm(int64(g.D)), mk.tig)
+		e := k.Mad(ptx.U32, k.Mad(ptx.U32, k.Mad(ptx.U32, rs.bi, ptx.Imm(int64(g.S)), key), ptx.Imm(int64(g.HK)), rs.kvh), ptx.Imm(int64(g.D)), rs.tig)
 		base := k.Add(ptx.U64, out, k.MulWide(ptx.U32, e, ptx.Imm(int64(g.DType.Size()))))
 		for j := range acc {
 			v := []ptx.Reg{acc[j][2*half], acc[j][2*half+1]}

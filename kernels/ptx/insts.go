@@ -654,6 +654,19 @@ func (f *Func) BarSync(id int) {
 	f.emit(&Inst{Op: "bar.sync", Args: []Operand{Imm(id)}})
 }
 
+// BarSyncN emits bar.sync id, threads: the warps that reach named
+// barrier id wait until threads of them (a multiple of 32) have, so that
+// some warpgroups of a CTA sync among themselves.
+func (f *Func) BarSyncN(id, threads int) {
+	if id < 0 || id > 15 {
+		f.errorf("bar.sync %d: barrier id must be 0..15", id)
+	}
+	if threads <= 0 || threads%32 != 0 {
+		f.errorf("bar.sync %d, %d: the thread count must be a positive multiple of 32", id, threads)
+	}
+	f.emit(&Inst{Op: "bar.sync", Args: []Operand{Imm(id), Imm(threads)}})
+}
+
 // ShflSync emits shfl.sync.mode.b32 (mode: idx, up, down, bfly) with lane
 // operand b, clamp/segment operand c and member mask, returning the value.
 func (f *Func) ShflSync(mode string, a, b, c Operand, mask uint32) Reg {

@@ -1,0 +1,428 @@
+package attn
+
+import (
+	"math"
+
+	"github.com/gradtune/gradtune/configs"
+	"github.com/gradtune/gradtune/dtype"
+	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/kernels/gen"
+	"github.com/gradtune/gradtune/kernels/hopper"
+	"github.com/gradtune/gradtune/kernels/ptx"
+)
+
+// The wgmma main kernel (mma=wgmma, sm_90a): FlashAttention-3's backward
+// schedule on the TMA ring and warpgroup roles of package hopper. The
+// package doc states its rules; this file holds its layout and code.
+
+// chunk is the bytes of one 64-column row of a tile in the 128-byte
+// swizzle: tiles are stored as column chunks of 64 elements.
+const chunk = 128
+
+// wgLayout is the wgmma kernel's shared memory, offsets from the
+// 1024-aligned base: K and V [bn × d] and two dS buffers [bm × bn] (column
+// chunks of 64), the ring's slots (Q and dO [bm × d] in column chunks,
+// then the block's lse2 and D [bm] f32), the K/V barrier and the ring's.
+type wgLayout struct {
+	g                   geom
+	cons                int // consumer warpgroups, 64 keys each
+	kOff, vOff, dsOff   int
+	ringOff, stage      int
+	doOff, lseOff, dOff int // within a slot
+	kvBar, ringBars     int
+}
+
+func newWGLayout(g geom) wgLayout {
+	l := wgLayout{g: g, cons: g.bn / 64}
+	l.vOff = g.bn * g.D * 2
+	l.dsOff = 2 * l.vOff
+	l.ringOff = l.dsOff + 2*g.bm*g.bn*2
+	l.doOff = g.bm * g.D * 2
+	l.lseOff = 2 * l.doOff
+	l.dOff = l.lseOff + 4*g.bm
+	l.stage = (l.dOff + 4*g.bm + 1023) &^ 1023
+	l.kvBar = l.ringOff + g.stages*l.stage
+	l.ringBars = l.kvBar + 8
+	return l
+}
+
+func (l wgLayout) ring() hopper.Ring {
+	return hopper.Ring{N: l.g.stages, Stride: l.stage, Data: l.ringOff, Bars: l.ringBars}
+}
+
+// smem is the dynamic shared memory, with the 1024 bytes the base may
+// need to round up.
+func (l wgLayout) smem() int { return l.ringBars + l.ring().BarsBytes() + 1024 }
+
+func (l wgLayout) split() hopper.Split {
+	return hopper.Split{Producer: hopper.ProducerRegs, Consumers: l.cons}
+}
+
+// slotBytes is what TMA writes into a slot: Q, dO, lse2 and D.
+func (l wgLayout) slotBytes() int { return l.dOff + 4*l.g.bm }
+
+// wgMaps are the main kernel's tensor maps, in its parameter order: q and
+// do [b·s, hq, d] in boxes {64, 1, bm}, k and v [b·s, hk, d] in boxes
+// {64, 1, bn} (all in the 128-byte swizzle; rows past b·s read as zeros),
+// lse2 and dd [b·hq, sp] f32 in boxes {bm, 1}.
+func wgMaps(g geom) []kernels.Arg {
+	rows := func(buf string, heads, box int) kernels.Arg {
+		return kernels.Arg{TensorMap: &kernels.TensorMap{Buffer: buf, DType: g.DType, Dims: configs.Ints(g.D, heads, g.B*g.S),
+			Strides: configs.Ints(2*g.D, 2*heads*g.D), Box: []int{64, 1, box}, Swizzle: 128}}
+	}
+	vec := func(buf string) kernels.Arg {
+		return kernels.Arg{TensorMap: &kernels.TensorMap{Buffer: buf, DType: dtype.F32, Dims: configs.Ints(g.sp, g.B*g.HQ),
+			Strides: configs.Ints(4 * g.sp), Box: []int{g.bm, 1}}}
+	}
+	return []kernels.Arg{rows("q", g.HQ, g.bm), rows("k", g.HK, g.bn), rows("v", g.HK, g.bn), rows("do", g.HQ, g.bm), vec("lse2"), vec("dd")}
+}
+
+// wgKernel is the build state of the wgmma main kernel: CTA (n, kv head,
+// sequence) holds keys [n·bn, +bn); consumer warpgroup c owns keys
+// [64c, +64) of the block, their dK and dV in registers.
+type wgKernel struct {
+	k          *ptx.Func
+	g          geom
+	l          wgLayout
+	b          bugs
+	base       ptx.Reg
+	maps       [6]ptx.Sym // q, k, v, do, lse2, dd
+	dq32       ptx.Reg
+	bi, kvh    ptx.Reg
+	nb, n0     ptx.Reg
+	loop       queryLoop
+	ab         ptx.Type
+	chunkBytes func(rows int) int
+}
+
+// emitMainWG writes the wgmma main kernel; its parameters are wgMaps'
+// tensor maps, then dq32, dk and dv.
+func emitMainWG(k *ptx.Func, g geom, b bugs) {
+	l := newWGLayout(g)
+	wk := &wgKernel{k: k, g: g, l: l, b: b, ab: gen.HalfType(g.DType)}
+	k.ReqNTid(l.split().Threads())
+	l.split().Declare(k)
+	for i, n := range []string{"q", "k", "v", "do", "lse2", "dd"} {
+		wk.maps[i] = k.TensorMapParam(n)
+	}
+	wk.dq32 = gen.Param(k, "dq32")
+	dk, dv := gen.Param(k, "dk"), gen.Param(k, "dv")
+	wk.base = hopper.AlignedBase(k)
+	tid := k.Mov(ptx.U32, ptx.TidX)
+	wk.nb = k.Mov(ptx.U32, ptx.CtaidX)
+	wk.kvh = k.Mov(ptx.U32, ptx.CtaidY)
+	wk.bi = k.Mov(ptx.U32, ptx.CtaidZ)
+	wk.n0 = k.Mul(ptx.U32, wk.nb, ptx.Imm(int64(g.bn)))
+	wk.loop = newQueryLoop(k, g, wk.n0, wk.kvh)
+	hopper.InitBarriers(k, tid, func() {
+		k.MbarInit(wk.at(l.kvBar), ptx.Imm(1))
+		for s := range g.stages {
+			l.ring().InitSlot(k, wk.base, s, 1, 4*l.cons)
+		}
+	})
+	k.BarSync(0)
+	wg := hopper.Warpgroup(k, tid)
+	hopper.Roles(k, wg, func() {
+		l.split().EnterProducer(k)
+		k.If(k.Setp("eq", ptx.U32, tid, ptx.Imm(0)), wk.issuer)
+	}, func() {
+		l.split().EnterConsumer(k)
+		wk.consumer(k.Sub(ptx.U32, wg, ptx.Imm(1)), k.And(ptx.U32, tid, ptx.Imm(127)), dk, dv)
+	})
+}
+
+// at is the shared address base + off.
+func (wk *wgKernel) at(off int) ptx.Addr { return ptx.At(wk.base, int64(off)) }
+
+// issuer (thread 0): K and V once on their barrier, then per query block
+// its slot's Q, dO, lse2 and D.
+func (wk *wgKernel) issuer() {
+	k, g, l := wk.k, wk.g, wk.l
+	tm := func(i int) ptx.Reg { return k.TensorMapAddr(wk.maps[i]) }
+	mq, mk, mv, mdo, ml, md := tm(0), tm(1), tm(2), tm(3), tm(4), tm(5)
+	kv := wk.at(l.kvBar)
+	k.MbarArriveExpectTx(kv, ptx.Imm(int64(2*g.bn*g.D*2)))
+	row := k.Mad(ptx.U32, wk.bi, ptx.Imm(int64(g.S)), wk.n0)
+	for c := range g.D / 64 {
+		col := ptx.Imm(int64(64 * c))
+		k.TmaLoad(wk.at(l.kOff+c*g.bn*chunk), mk, []ptx.Operand{col, wk.kvh, row}, kv)
+		k.TmaLoad(wk.at(l.vOff+c*g.bn*chunk), mv, []ptx.Operand{col, wk.kvh, row}, kv)
+	}
+	r := l.ring().Cursor(k)
+	k.For(ptx.U32, ptx.Imm(0), wk.loop.total, ptx.Imm(1), func(it ptx.Reg) {
+		q0, h := wk.loop.block(it)
+		r.WaitEmpty(wk.base)
+		full, dst := r.Full(wk.base), r.Data(wk.base)
+		k.MbarArriveExpectTx(full, ptx.Imm(int64(l.slotBytes())))
+		qrow := k.Mad(ptx.U32, wk.bi, ptx.Imm(int64(g.S)), q0)
+		for c := range g.D / 64 {
+			col := ptx.Imm(int64(64 * c))
+			k.TmaLoad(ptx.At(dst, int64(c*g.bm*chunk)), mq, []ptx.Operand{col, h, qrow}, full)
+			k.TmaLoad(ptx.At(dst, int64(l.doOff+c*g.bm*chunk)), mdo, []ptx.Operand{col, h, qrow}, full)
+		}
+		head := k.Mad(ptx.U32, wk.bi, ptx.Imm(int64(g.HQ)), h)
+		k.TmaLoad(ptx.At(dst, int64(l.lseOff)), ml, []ptx.Operand{q0, head}, full)
+		k.TmaLoad(ptx.At(dst, int64(l.dOff)), md, []ptx.Operand{q0, head}, full)
+		r.Next()
+	})
+}
+
+// wgThread is a consumer thread's place: its warpgroup c, warp w of it,
+// the accumulator row g4 and first column tig of its lane.
+type wgThread struct{ c, w, g4, tig ptx.Reg }
+
+// consumer runs warpgroup c's loop over the query blocks (wgStep), then
+// stores its dK (scaled) and dV.
+func (wk *wgKernel) consumer(c, t, dk, dv ptx.Reg) {
+	k, g := wk.k, wk.g
+	lane := k.And(ptx.U32, t, ptx.Imm(31))
+	th := wgThread{c: c, w: k.Shr(ptx.U32, t, ptx.Imm(5)), g4: k.Shr(ptx.U32, lane, ptx.Imm(2)),
+		tig: k.Shl(ptx.U32, k.And(ptx.U32, lane, ptx.Imm(3)), ptx.Imm(1))}
+	dkAcc, dvAcc := k.WgmmaAcc(g.D), k.WgmmaAcc(g.D)
+	for _, a := range append(append([]ptx.Reg{}, dkAcc...), dvAcc...) {
+		k.MovTo(a, ptx.F32Imm(0))
+	}
+	k.MbarWait(wk.at(wk.l.kvBar), ptx.Imm(0))
+	lane0 := k.Setp("eq", ptx.U32, lane, ptx.Imm(0))
+	r := wk.l.ring().Cursor(k)
+	k.For(ptx.U32, ptx.Imm(0), wk.loop.total, ptx.Imm(1), func(it ptx.Reg) {
+		q0, h := wk.loop.block(it)
+		r.WaitFull(wk.base)
+		wk.step(th, r.Data(wk.base), it, q0, h, dkAcc, dvAcc)
+		k.If(lane0, func() { k.MbarArriveDrop(r.Empty(wk.base)) })
+		r.Next()
+	})
+	rows := rowStore{k: k, g: g, bi: wk.bi, kvh: wk.kvh, key: wk.keys(th), tig: th.tig}
+	rows.store(dk, quads(dkAcc), g.scale)
+	rows.store(dv, quads(dvAcc), 1)
+}
+
+// keys is the thread's two accumulator rows' keys: n0 + 64c + 16w + g4
+// and 8 past it.
+func (wk *wgKernel) keys(th wgThread) [2]ptx.Reg {
+	k := wk.k
+	key := k.Add(ptx.U32, k.Add(ptx.U32, wk.n0, k.Shl(ptx.U32, th.c, ptx.Imm(6))), k.Add(ptx.U32, k.Shl(ptx.U32, th.w, ptx.Imm(4)), th.g4))
+	return [2]ptx.Reg{key, k.Add(ptx.U32, key, ptx.Imm(8))}
+}
+
+// quads is a wgmma accumulator as m16n8 blocks (hopper.Warp's layout).
+func quads(acc []ptx.Reg) [][4]ptx.Reg {
+	out := make([][4]ptx.Reg, len(acc)/4)
+	for j := range out {
+		out[j] = [4]ptx.Reg(acc[4*j : 4*j+4])
+	}
+	return out
+}
+
+// desc is the wgmma descriptor of the 128-byte-swizzled tile at shared
+// address base + off: K-major (lbo unused), or MN-major with its 64-column
+// atoms lbo bytes apart.
+func (wk *wgKernel) desc(at ptx.Reg, off, lbo int) ptx.Reg {
+	return wk.k.WgmmaDesc(wk.k.Add(ptx.U32, at, ptx.Imm(int64(off))), lbo, 1024, ptx.Swizzle128B)
+}
+
+// kMajorStep is the byte offset of k16 step kk in a K-major tile of rows
+// rows stored as 64-column chunks.
+func kMajorStep(kk, rows int) int { return kk/4*rows*chunk + kk%4*32 }
+
+// step is one query block (rows q0.., head h) in slot: Sᵀ = K·Qᵀ and
+// dPᵀ = V·dOᵀ (the warpgroup's 64 keys by bm queries), P and dS in
+// registers, dSᵀ into the dS buffer of the block's parity, dV += Pᵀ·dO,
+// then, after the consumers' barrier, dQ = dS·K into dq32 and
+// dK += dSᵀ·Q.
+func (wk *wgKernel) step(th wgThread, slot, it, q0, h ptx.Reg, dkAcc, dvAcc []ptx.Reg) {
+	k, g, l := wk.k, wk.g, wk.l
+	kRows := k.Add(ptx.U32, wk.base, k.Shl(ptx.U32, th.c, ptx.Imm(13))) // K and V rows 64c..: 64·128 bytes a warpgroup
+	sAcc, pAcc := k.WgmmaAcc(g.bm), k.WgmmaAcc(g.bm)
+	k.WgmmaFence()
+	for _, gemm := range []struct {
+		acc  []ptx.Reg
+		a, b int
+	}{{sAcc, l.kOff, 0}, {pAcc, l.vOff, l.doOff}} {
+		for kk := range g.D / 16 {
+			var scale ptx.Operand = ptx.Imm(1)
+			if kk == 0 {
+				scale = ptx.Imm(0)
+			}
+			a := wk.desc(kRows, gemm.a+kMajorStep(kk, g.bn), 16)
+			b := wk.desc(slot, gemm.b+kMajorStep(kk, g.bm), 16)
+			k.Wgmma(wk.ab, gemm.acc, a, b, ptx.WgmmaOpts{ScaleD: scale})
+		}
+		k.WgmmaCommit()
+	}
+	k.WgmmaWait(1)
+	wk.probabilities(th, slot, q0, sAcc)
+	k.WgmmaWait(0)
+	wk.dsFromDP(th, slot, sAcc, pAcc)
+	aP, aS := wk.fragments(sAcc), wk.fragments(pAcc)
+	ds := k.Add(ptx.U32, k.Add(ptx.U32, wk.base, ptx.Imm(int64(l.dsOff))), k.Mul(ptx.U32, k.And(ptx.U32, it, ptx.Imm(1)), ptx.Imm(int64(g.bm*g.bn*2))))
+	wk.storeDS(th, ds, pAcc)
+	k.WgmmaFence()
+	wk.rsGEMM(dvAcc, aP, slot, l.doOff)
+	k.FenceProxyAsync()
+	if !wk.b.noDSBar {
+		k.BarSyncN(1, 128*l.cons)
+	}
+	chunks := wk.dqChunks()
+	dq := k.WgmmaAcc(64)
+	wk.dqGEMM(dq, ds, chunks[0], th)
+	wk.rsGEMM(dkAcc, aS, slot, 0)
+	k.WgmmaWait(1)
+	wk.addDQ(th, q0, h, dq, chunks[0])
+	for _, ch := range chunks[1:] {
+		wk.dqGEMM(dq, ds, ch, th)
+		k.WgmmaWait(0)
+		wk.addDQ(th, q0, h, dq, ch)
+	}
+	k.WgmmaWait(0)
+}
+
+// dqChunks is the offsets of the 64-column chunks of dQ a consumer
+// computes, from its own index c: chunk c + i·consumers for i below
+// d/64/consumers (bn ≤ d: at least one).
+func (wk *wgKernel) dqChunks() []int {
+	out := make([]int, wk.g.D/64/wk.l.cons)
+	for i := range out {
+		out[i] = i * wk.l.cons
+	}
+	return out
+}
+
+// probabilities turns Sᵀ into P = 2^(S·scale·log₂e − lse2) in place, 0
+// where the causal mask hides the key or the key is past s (the rows of
+// the next sequence or TMA's zeros).
+func (wk *wgKernel) probabilities(th wgThread, slot, q0 ptx.Reg, sAcc []ptx.Reg) {
+	k, g := wk.k, wk.g
+	c := gen.F32Imm(g.scale * math.Log2E)
+	keys := wk.keys(th)
+	var inSeq [2]ptx.Reg
+	for i, key := range keys {
+		inSeq[i] = k.Setp("lt", ptx.U32, key, ptx.Imm(int64(g.S)))
+	}
+	for j := range g.bm / 8 {
+		col := k.Add(ptx.U32, th.tig, ptx.Imm(int64(8*j)))
+		lse := k.Ld(ptx.Shared, ptx.F32, 2, ptx.At(k.Add(ptx.U32, slot, k.Shl(ptx.U32, col, ptx.Imm(2))), int64(wk.l.lseOff)))
+		qi := k.Add(ptx.U32, q0, col)
+		for e := range 4 {
+			p := k.Ex2Approx(k.Fma(ptx.F32, sAcc[4*j+e], c, k.Neg(ptx.F32, lse[e&1])))
+			ok := inSeq[e>>1]
+			if g.Causal == 1 {
+				cmp := "le"
+				if wk.b.maskEdge {
+					cmp = "lt"
+				}
+				ok = k.And(ptx.Pred, ok, k.Setp(cmp, ptx.U32, keys[e>>1], k.Add(ptx.U32, qi, ptx.Imm(int64(e&1)))))
+			}
+			k.MovTo(sAcc[4*j+e], k.Selp(ptx.F32, p, ptx.F32Imm(0), ok))
+		}
+	}
+}
+
+// dsFromDP turns dPᵀ into dSᵀ = P·(dP − D) in place.
+func (wk *wgKernel) dsFromDP(th wgThread, slot ptx.Reg, pAcc, dpAcc []ptx.Reg) {
+	k, g := wk.k, wk.g
+	for j := range g.bm / 8 {
+		col := k.Add(ptx.U32, th.tig, ptx.Imm(int64(8*j)))
+		d := k.Ld(ptx.Shared, ptx.F32, 2, ptx.At(k.Add(ptx.U32, slot, k.Shl(ptx.U32, col, ptx.Imm(2))), int64(wk.l.dOff)))
+		for e := range 4 {
+			i := 4*j + e
+			k.MovTo(dpAcc[i], k.Mul(ptx.F32, pAcc[i], k.Sub(ptx.F32, dpAcc[i], d[e&1])))
+		}
+	}
+}
+
+// fragments rounds a [64 keys × bm queries] accumulator into the A
+// fragments of its k16 steps over the queries (the RS wgmma's A: the
+// accumulator's layout is the fragment's).
+func (wk *wgKernel) fragments(acc []ptx.Reg) [][4]ptx.Reg {
+	q := quads(acc)
+	out := make([][4]ptx.Reg, len(q)/2)
+	for t := range out {
+		out[t] = hopper.PackA(wk.k, wk.g.DType, q[2*t], q[2*t+1])
+	}
+	return out
+}
+
+// rsGEMM issues acc += A·B over the block's queries as one group: A the
+// fragments, B the slot's [bm × d] tile at off read MN-major (N = d).
+func (wk *wgKernel) rsGEMM(acc []ptx.Reg, a [][4]ptx.Reg, slot ptx.Reg, off int) {
+	for t, f := range a {
+		b := wk.desc(slot, off+t*16*chunk, wk.g.bm*chunk)
+		wk.k.WgmmaRegA(wk.ab, acc, f, b, ptx.WgmmaOpts{TransB: true})
+	}
+	wk.k.WgmmaCommit()
+}
+
+// storeDS stores the warpgroup's dSᵀ [64 keys × bm], rounded, transposed
+// into chunk c of the dS buffer ds: row q holds dS[q][64c ..] in the
+// 128-byte swizzle, the A of dQ = dS·K. stmatrix.x4.trans takes the
+// m8n8 blocks (keys +0/+8, queries 8j..) and (keys +0/+8, queries
+// 8j+8..); lane t gives the address of row t%8 of block t/8.
+func (wk *wgKernel) storeDS(th wgThread, ds ptx.Reg, acc []ptx.Reg) {
+	k, g := wk.k, wk.g
+	pt := ptx.F16x2
+	if g.DType == dtype.BF16 {
+		pt = ptx.BF16x2
+	}
+	lane := k.Add(ptx.U32, k.Shl(ptx.U32, th.g4, ptx.Imm(2)), k.Shr(ptx.U32, th.tig, ptx.Imm(1)))
+	m, r := k.Shr(ptx.U32, lane, ptx.Imm(3)), k.And(ptx.U32, lane, ptx.Imm(7))
+	unit := k.Add(ptx.U32, k.Shl(ptx.U32, th.w, ptx.Imm(1)), k.And(ptx.U32, m, ptx.Imm(1))) // keys 16w + 8(m&1): their 16-byte unit
+	at := k.Add(ptx.U32, k.Mad(ptx.U32, th.c, ptx.Imm(int64(g.bm*chunk)), ds), k.Shl(ptx.U32, k.Xor(ptx.U32, unit, r), ptx.Imm(4)))
+	row := k.Add(ptx.U32, k.Shl(ptx.U32, k.Shr(ptx.U32, m, ptx.Imm(1)), ptx.Imm(3)), r) // query 8(m>>1) + r of the pair of blocks
+	at = k.Mad(ptx.U32, row, ptx.Imm(chunk), at)
+	q := quads(acc)
+	for j := 0; j < len(q); j += 2 {
+		vals := make([]ptx.Reg, 4)
+		for mi := range 4 {
+			b := q[j+mi>>1]
+			h := mi & 1
+			vals[mi] = k.PackHalf2(pt, b[2*h+1], b[2*h])
+		}
+		k.Stmatrix(true, ptx.At(at, int64(8*j*chunk)), vals)
+	}
+}
+
+// dqGEMM issues dq = dS·K over the block's bn keys for dQ's 64-column
+// chunk c + ch as one group: A the dS buffer (K-major), B K's chunk
+// (MN-major). Every consumer has its chunks (bn ≤ d): a wgmma under a
+// branch is one ptxas serializes (C7512).
+func (wk *wgKernel) dqGEMM(dq []ptx.Reg, ds ptx.Reg, ch int, th wgThread) {
+	k, g, l := wk.k, wk.g, wk.l
+	kChunk := k.Add(ptx.U32, wk.base, k.Mul(ptx.U32, k.Add(ptx.U32, th.c, ptx.Imm(int64(ch))), ptx.Imm(int64(g.bn*chunk))))
+	k.WgmmaFence()
+	for kt := range g.bn / 16 {
+		var scale ptx.Operand = ptx.Imm(1)
+		if kt == 0 {
+			scale = ptx.Imm(0)
+		}
+		a := wk.desc(ds, kMajorStep(kt, g.bm), 16)
+		b := wk.desc(kChunk, l.kOff+kt*16*chunk, g.bn*chunk)
+		k.Wgmma(wk.ab, dq, a, b, ptx.WgmmaOpts{ScaleD: scale, TransB: true})
+	}
+	k.WgmmaCommit()
+}
+
+// addDQ adds dq·scale, dQ's chunk ch for the block's queries, into
+// dq32 by red.add.v2 (queries at or past s left out).
+func (wk *wgKernel) addDQ(th wgThread, q0, h ptx.Reg, dq []ptx.Reg, ch int) {
+	k, g := wk.k, wk.g
+	col := k.Add(ptx.U32, k.Shl(ptx.U32, k.Add(ptx.U32, th.c, ptx.Imm(int64(ch))), ptx.Imm(6)), th.tig)
+	sc := gen.F32Imm(g.scale)
+	row := k.Add(ptx.U32, k.Add(ptx.U32, q0, k.Shl(ptx.U32, th.w, ptx.Imm(4))), th.g4)
+	q := quads(dq)
+	for half := range 2 {
+		r := k.Add(ptx.U32, row, ptx.Imm(int64(8*half)))
+		e := k.Mad(ptx.U32, k.Mad(ptx.U32, k.Mad(ptx.U32, wk.bi, ptx.Imm(int64(g.S)), r), ptx.Imm(int64(g.HQ)), h), ptx.Imm(int64(g.D)), col)
+		base := k.Add(ptx.U64, wk.dq32, k.MulWide(ptx.U32, e, ptx.Imm(4)))
+		ok := k.Setp("lt", ptx.U32, r, ptx.Imm(int64(g.S)))
+		if wk.b.dropDQ {
+			ok = k.And(ptx.Pred, ok, k.Setp("ne", ptx.U32, wk.nb, ptx.Imm(0)))
+		}
+		k.If(ok, func() {
+			for j := range q {
+				v := []ptx.Reg{k.Mul(ptx.F32, q[j][2*half], sc), k.Mul(ptx.F32, q[j][2*half+1], sc)}
+				k.RedAddF32(ptx.At(base, int64(32*j)), v)
+			}
+		})
+	}
+}
