@@ -22,7 +22,8 @@ var fam = attn.Families()[0]
 const qwen = "s=2048,hq=12,hk=2,d=128,causal=1"
 
 // TestShapesAndSpace: the preset's shape, qwen's space (every point
-// emits three launches), the cost and the shape limits.
+// emits three launches, five where a KV head's query heads are split over
+// CTAs), the cost and the shape limits.
 func TestShapesAndSpace(t *testing.T) {
 	p, err := variants.LookupPreset("qwen1.5b", 2048)
 	if err != nil {
@@ -35,20 +36,24 @@ func TestShapesAndSpace(t *testing.T) {
 	s := simtest.Shape(t, fam, qwen, dtype.BF16)
 	pts := fam.Space(s).Enumerate()
 	t.Logf("%s: %d points", s.Key(), len(pts))
-	if len(pts) != 8 {
-		t.Errorf("%d points, want bm=64 × (bn, warps) ∈ {(64, 4), (128, 8)} × 2 stages (sync) and bm=64 × (bn, warps) ∈ {(64, 8), (128, 12)} × 2 stages (wgmma)", len(pts))
+	if len(pts) != 20 {
+		t.Errorf("%d points, want bm=64 × (bn, warps) ∈ {(64, 4), (128, 8)} × 2 stages (sync) and bm=64 × (bn, warps) ∈ {(64, 8), (128, 12)} × 2 stages × heads 0, 1, 2, 3 (wgmma)", len(pts))
 	}
 	for _, pt := range pts {
 		prog, err := fam.Emit(s, pt)
 		if err != nil {
 			t.Fatalf("%s: %v", pt, err)
 		}
-		if _, err := kernels.PlanAt(fam, s, prog, 132); err != nil || len(prog.Launches) != 3 {
+		want := 3 // the preprocess, the main kernel, dQ's conversion
+		if pt["heads"] != "0" {
+			want = 5 // and dK's and dV's
+		}
+		if _, err := kernels.PlanAt(fam, s, prog, 132); err != nil || len(prog.Launches) != want {
 			t.Errorf("%s: %d launches, %v", pt, len(prog.Launches), err)
 		}
 	}
-	if n := len(fam.Space(simtest.Shape(t, fam, "s=300,hq=2,hk=1,d=64", dtype.F16)).Enumerate()); n != 10 {
-		t.Errorf("d=64: %d points, want 8 sync and 2 wgmma (bn=64)", n)
+	if n := len(fam.Space(simtest.Shape(t, fam, "s=300,hq=2,hk=1,d=64", dtype.F16)).Enumerate()); n != 12 {
+		t.Errorf("d=64: %d points, want 8 sync and 4 wgmma (bn=64, heads 0 and 1)", n)
 	}
 	c := fam.Cost(s)
 	if c.Flops != 10*2048*2048*128*12/2 || c.Bytes != 2*(2048*128*(2*(3*12+2*2)+12+2*2))+4*12*2048 {
@@ -78,30 +83,34 @@ var simCases = []simtest.Case{
 // TestVariantsOnInterpreter validates a sample of each case's variants
 // and, by name, the largest blocks, the deepest ring and eight warps, and
 // the wgmma kernel with one and two consumers over two sequences, GQA,
-// tails, causal and not.
+// tails, causal and not, a KV head's query heads in one CTA and split
+// over CTAs.
 func TestVariantsOnInterpreter(t *testing.T) {
 	simtest.Sample(t, fam, simCases, 4, func(variants.Params) bool { return true })
 	simtest.RunNamed(t, fam, []simtest.Point{
-		{Case: simCases[6], Params: "mma=sync,bm=128,bn=128,warps=8,stages=3"},
-		{Case: simCases[4], Params: "mma=sync,bm=64,bn=128,warps=8,stages=3"},
-		{Case: simtest.Case{Spec: "s=200,hq=2,hk=2,d=128,causal=1", DType: dtype.F16}, Params: "mma=sync,bm=64,bn=64,warps=4,stages=2"},
-		{Case: simtest.Case{Spec: "s=130,b=2,hq=4,hk=2,d=128,causal=1", DType: dtype.BF16}, Params: "mma=wgmma,bm=64,bn=128,warps=12,stages=2"},
-		{Case: simCases[3], Params: "mma=wgmma,bm=64,bn=128,warps=12,stages=3"},
-		{Case: simCases[6], Params: "mma=wgmma,bm=64,bn=64,warps=8,stages=3"},
+		{Case: simCases[6], Params: "mma=sync,bm=128,bn=128,warps=8,stages=3,heads=0"},
+		{Case: simCases[4], Params: "mma=sync,bm=64,bn=128,warps=8,stages=3,heads=0"},
+		{Case: simtest.Case{Spec: "s=200,hq=2,hk=2,d=128,causal=1", DType: dtype.F16}, Params: "mma=sync,bm=64,bn=64,warps=4,stages=2,heads=0"},
+		{Case: simtest.Case{Spec: "s=130,b=2,hq=4,hk=2,d=128,causal=1", DType: dtype.BF16}, Params: "mma=wgmma,bm=64,bn=128,warps=12,stages=2,heads=0"},
+		{Case: simCases[3], Params: "mma=wgmma,bm=64,bn=128,warps=12,stages=3,heads=0"},
+		{Case: simCases[6], Params: "mma=wgmma,bm=64,bn=64,warps=8,stages=3,heads=0"},
+		{Case: simtest.Case{Spec: "s=130,b=2,hq=4,hk=2,d=128,causal=1", DType: dtype.BF16}, Params: "mma=wgmma,bm=64,bn=128,warps=12,stages=2,heads=1"},
+		{Case: simtest.Case{Spec: "s=100,hq=6,hk=1,d=64", DType: dtype.F16}, Params: "mma=wgmma,bm=64,bn=64,warps=8,stages=2,heads=2"},
 	})
 }
 
-// TestErrors runs four variants and logs each output's largest error
+// TestErrors runs five variants and logs each output's largest error
 // against its tolerance (Atol + Rtol·|ref|): at most half of it.
 func TestErrors(t *testing.T) {
 	for _, c := range []struct {
 		spec, p string
 		dt      dtype.DType
 	}{
-		{"s=130,hq=3,hk=1,d=64,causal=1", "mma=sync,bm=64,bn=64,warps=4,stages=2", dtype.BF16},
-		{"s=130,hq=4,hk=2,d=128", "mma=sync,bm=64,bn=128,warps=8,stages=2", dtype.BF16},
-		{"s=130,hq=4,hk=2,d=128,causal=1", "mma=sync,bm=64,bn=64,warps=4,stages=3", dtype.F16},
-		{"s=130,hq=4,hk=2,d=128,causal=1", "mma=wgmma,bm=64,bn=128,warps=12,stages=2", dtype.BF16},
+		{"s=130,hq=3,hk=1,d=64,causal=1", "mma=sync,bm=64,bn=64,warps=4,stages=2,heads=0", dtype.BF16},
+		{"s=130,hq=4,hk=2,d=128", "mma=sync,bm=64,bn=128,warps=8,stages=2,heads=0", dtype.BF16},
+		{"s=130,hq=4,hk=2,d=128,causal=1", "mma=sync,bm=64,bn=64,warps=4,stages=3,heads=0", dtype.F16},
+		{"s=130,hq=4,hk=2,d=128,causal=1", "mma=wgmma,bm=64,bn=128,warps=12,stages=2,heads=0", dtype.BF16},
+		{"s=130,hq=4,hk=2,d=128,causal=1", "mma=wgmma,bm=64,bn=128,warps=12,stages=2,heads=1", dtype.BF16},
 	} {
 		s := simtest.Shape(t, fam, c.spec, c.dt)
 		ss := runner.NewSession(sim.New(sim.Options{Workers: 2}))
@@ -157,7 +166,7 @@ func TestValidationCatchesBugs(t *testing.T) {
 	if err := ss.Prepare(fam, s, 1); err != nil {
 		t.Fatal(err)
 	}
-	for _, ps := range []string{"mma=sync,bm=64,bn=64,warps=4,stages=2", "mma=wgmma,bm=64,bn=64,warps=8,stages=2", "mma=wgmma,bm=64,bn=128,warps=12,stages=2"} {
+	for _, ps := range []string{"mma=sync,bm=64,bn=64,warps=4,stages=2,heads=0", "mma=wgmma,bm=64,bn=64,warps=8,stages=2,heads=0", "mma=wgmma,bm=64,bn=128,warps=12,stages=2,heads=0", "mma=wgmma,bm=64,bn=128,warps=12,stages=2,heads=1"} {
 		p, err := variants.ParseParams(ps)
 		if err != nil {
 			t.Fatal(err)
@@ -197,7 +206,7 @@ func TestAssemble(t *testing.T) {
 	var jobs []ptxtest.Job
 	for _, dt := range fam.DTypes() {
 		s := simtest.Shape(t, fam, qwen, dt)
-		for _, p := range fam.Space(s).Enumerate() { // eight a dtype: all of them
+		for _, p := range fam.Space(s).Enumerate() { // 20 a dtype: all of them
 			prog, err := fam.Emit(s, p)
 			if err != nil {
 				t.Fatal(err)

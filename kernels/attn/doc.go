@@ -1,5 +1,6 @@
 // Package attn is the flash_attn_bwd family: attention's backward by the
-// FlashAttention-2 algorithm. Given Q, K, V, the forward's output O, its
+// FlashAttention-2 algorithm (mma=sync) or FlashAttention-3's schedule
+// (mma=wgmma). Given Q, K, V, the forward's output O, its
 // gradient dO and the saved log-sum-exp of the scaled scores, it
 // computes, per sequence and query head (scale = 1/√d, the KV head of
 // query head h is h/G, G = hq/hk):
@@ -25,10 +26,13 @@
 //     padded scratch per d/8 threads: D = Σ dO·O (an fma chain of 8, a
 //     butterfly over the row's threads) into dd, lse·log₂e into lse2,
 //     and zeros into the row's dq32; padding rows (i ≥ s) get D = 0 and
-//     lse2 = +∞, so that P = 0 there. The main kernel, one CTA per
-//     (block of bn keys, KV head, sequence). dQ's conversion: dq32
-//     rounded into dq, 8 elements a thread.
-//   - The main kernel: the K and V tiles [bn × d] are loaded once (rows
+//     lse2 = +∞, so that P = 0 there; where a KV head's query heads are
+//     split over CTAs (heads > 0) also zeros into the dk32 and dv32 rows
+//     of the same token and of heads below hk. The main kernel (sync:
+//     one CTA per block of bn keys, KV head and sequence). dQ's
+//     conversion: dq32 rounded into dq, 8 elements a thread; with
+//     heads > 0 also dk32 into dk and dv32 into dv.
+//   - The sync main kernel: the K and V tiles [bn × d] are loaded once (rows
 //     past s zero-filled); a cp.async ring of stages slots
 //     (hopper.CpAsyncLoop) walks the query blocks of bm rows of every
 //     query head of the KV group, each slot holding Q and dO [bm × d] and
@@ -47,10 +51,43 @@
 //     and added into dq32 by red.global.add.v2.f32 (rows past s left
 //     out). The ring's barrier at the top of the next iteration orders
 //     the dSᵀ tile's reads before its next writes.
-//   - Space: bm, bn ∈ {64, 128}, warps = bn/16, stages ∈ {2, 3}; a
-//     thread's accumulators (Sᵀ and dPᵀ: bm/2 each; dK and dV: d/2 each)
-//     at most 192 registers, so bm = 64 at d = 128; shared memory
-//     stages·(4·bm·d + 8·bm) + 4·bn·d + 2·bn·bm within 227 KB.
+//   - The wgmma main kernel (sm_90a, wgmma.go): warpgroup 0 is the
+//     producer (thread 0 issues TMA), warpgroup 1 + c a consumer owning
+//     keys [64c, +64) of the block (bn = 64·consumers ≤ d, warps =
+//     4 + bn/16). Grid (hq/hpc, b, key blocks): CTA x takes query heads
+//     [x·hpc, +hpc) of KV head x·hpc/G, hpc = heads or G, so the longest
+//     causal key blocks start first. Shared memory from a 1024-aligned
+//     base: K, V [bn × d] and two dS buffers [bm × bn], each in 64-column
+//     chunks of 128-byte rows in the 128-byte swizzle; a ring of stages
+//     slots, each Q, dO [bm × d] (the same chunks) then lse2, D [bm] f32;
+//     a K/V barrier and the ring's full (1 arrival and TMA bytes) and
+//     empty (one per consumer warp) barriers. Tensor maps: q, do
+//     [b·s, hq, d] in boxes {64, 1, bm}, k, v [b·s, hk, d] in boxes {64,
+//     1, bn}, lse2, dd [b·hq, sp] in boxes {bm, 1}. Per query block a
+//     consumer waits for its slot; issues Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ
+//     (m64n64k16, A and B K-major from shared memory) as two groups;
+//     after the first completes takes P = 2^(S·scale·log₂e − lse2), 0
+//     where the key is masked or past s (keys of the next sequence),
+//     after the second dS = P·(dP − D); rounds both into register A
+//     fragments; stores dSᵀ transposed (stmatrix.x4.trans) into chunk c
+//     of the dS buffer of the block's parity; issues dV += Pᵀ·dO (RS,
+//     m64n{d}k16, dO MN-major); fences the async proxy and meets the
+//     other consumers at named barrier 1; issues dQ = dS·K for its
+//     64-column chunks c, c + consumers, … (A the dS buffer K-major, B
+//     K's chunk MN-major) and dK += dSᵀ·Q (RS, Q MN-major); adds each dQ
+//     chunk times scale into dq32 by red.add.v2 as it completes (queries
+//     past s left out); waits for all and releases the slot. Two dS
+//     buffers make a consumer's next-but-one write come after every
+//     consumer's dQ of this block, which each waited before the next
+//     barrier. At the end dK (times scale) and dV are stored, or with
+//     heads > 0 added into dk32 and dv32 by red.add.v2.
+//   - Space: mma sync or wgmma; bm, bn ∈ {64, 128}; stages ∈ {2, 3}.
+//     sync: warps = bn/16, heads = 0, a thread's accumulators (Sᵀ and
+//     dPᵀ: bm/2 each; dK and dV: d/2 each) at most 192 registers, so
+//     bm = 64 at d = 128; shared memory stages·(4·bm·d + 8·bm) + 4·bn·d +
+//     2·bn·bm within 227 KB. wgmma: bm = 64, bn ≤ d, warps = 4 + bn/16,
+//     heads 0 or a divisor of the group below it, shared memory within
+//     227 KB.
 //   - Reference: float64 from the inputs as given (lse as rounded to f32,
 //     D from the rounded o).
 //   - Inputs: q, k, v, dO uniform in [−1, 1) rounded to the dtype; o and

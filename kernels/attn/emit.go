@@ -17,13 +17,31 @@ type geom struct {
 	bm, bn, warps, stages int
 	threads               int
 	g                     int // query heads per KV head
+	hpc                   int // query heads per CTA: g, or a divisor of it (splitKV)
 	sp                    int // s padded to a multiple of pad: a head's row of the per-query scratch
 	scale                 float64
 }
 
 func newGeom(s Shape, p Params) geom {
-	return geom{Shape: s, bm: p.BM, bn: p.BN, warps: p.Warps, stages: p.Stages, threads: 32 * p.Warps,
-		g: s.HQ / s.HK, sp: gen.CeilDiv(s.S, pad) * pad, scale: 1 / math.Sqrt(float64(s.D))}
+	g := geom{Shape: s, bm: p.BM, bn: p.BN, warps: p.Warps, stages: p.Stages, threads: 32 * p.Warps,
+		g: s.HQ / s.HK, hpc: p.Heads, sp: gen.CeilDiv(s.S, pad) * pad, scale: 1 / math.Sqrt(float64(s.D))}
+	if g.hpc == 0 {
+		g.hpc = g.g
+	}
+	return g
+}
+
+// splitKV says whether a KV head's query heads are split over CTAs: their
+// dK and dV partials are then added into dk32 and dv32 (f32, zeroed by the
+// preprocess) and rounded by a conversion launch.
+func (g geom) splitKV() bool { return g.hpc < g.g }
+
+// kvOut is the main kernel's dK and dV buffers.
+func (g geom) kvOut() []string {
+	if g.splitKV() {
+		return []string{"dk32", "dv32"}
+	}
+	return []string{"dk", "dv"}
 }
 
 // A ring slot holds the Q and dO tiles [bm × d], then the block's base-2
@@ -62,10 +80,12 @@ func emit(s Shape, p Params, b bugs) (kernels.Program, error) {
 	m := ptx.NewModule()
 	name := func(what string) string { return fmt.Sprintf("flash_attn_bwd_%s_%v", what, s.DType) }
 	emitPre(m.Func(name("pre")), g)
-	main := kernels.Launch{Entry: name("main"), Grid: [3]configs.Expr{configs.Int(gen.CeilDiv(s.S, g.bn)), configs.Int(s.HK), configs.Int(s.B)}}
+	nb := configs.Int(gen.CeilDiv(s.S, g.bn))
+	main := kernels.Launch{Entry: name("main"), Grid: [3]configs.Expr{nb, configs.Int(s.HK), configs.Int(s.B)}}
 	if p.MMA == WGMMA {
 		emitMainWG(m.Func(main.Entry), g, b)
 		l := newWGLayout(g)
+		main.Grid = [3]configs.Expr{configs.Int(s.HQ / g.hpc), configs.Int(s.B), nb}
 		main.Block, main.SharedBytes = [3]int{l.split().Threads(), 1, 1}, l.smem()
 		main.Args = wgMaps(g)
 	} else {
@@ -73,30 +93,34 @@ func emit(s Shape, p Params, b bugs) (kernels.Program, error) {
 		main.Block, main.SharedBytes = [3]int{g.threads, 1, 1}, g.smem()
 		main.Args = bufferArgs("q", "k", "v", "do", "lse2", "dd")
 	}
-	main.Args = append(main.Args, bufferArgs("dq32", "dk", "dv")...)
-	emitConvert(m.Func(name("dq")), g)
+	main.Args = append(main.Args, bufferArgs(append([]string{"dq32"}, g.kvOut()...)...)...)
+	qElems, kvElems := s.B*s.S*s.HQ*s.D, s.B*s.S*s.HK*s.D
+	emitConvert(m.Func(name("dq")), g, qElems)
+	if g.splitKV() {
+		emitConvert(m.Func(name("kv")), g, kvElems)
+	}
 	built, err := m.Build()
 	if err != nil {
 		return kernels.Program{}, fmt.Errorf("building: %w", err)
 	}
-	args := bufferArgs
-	grid := func(x, y, z int) [3]configs.Expr {
-		return [3]configs.Expr{configs.Int(x), configs.Int(y), configs.Int(z)}
-	}
 	rows := s.B * s.HQ * g.sp
-	qElems := s.B * s.S * s.HQ * s.D
-	prog := kernels.Program{PTX: built.String()}
-	prog.Launches = []kernels.Launch{
-		{Entry: name("pre"), Grid: grid(rows/g.preRows(), 1, 1), Block: [3]int{preThreads, 1, 1},
-			Args: args("o", "do", "lse", "lse2", "dd", "dq32")},
-		main,
-		{Entry: name("dq"), Grid: grid(gen.CeilDiv(qElems, 8*convThreads), 1, 1), Block: [3]int{convThreads, 1, 1},
-			Args: args("dq32", "dq")},
+	convert := func(what string, n int, src, dst string) kernels.Launch {
+		return kernels.Launch{Entry: name(what), Grid: [3]configs.Expr{configs.Int(gen.CeilDiv(n, 8*convThreads)), configs.Int(1), configs.Int(1)},
+			Block: [3]int{convThreads, 1, 1}, Args: bufferArgs(src, dst)}
 	}
+	prog := kernels.Program{PTX: built.String()}
+	pre := kernels.Launch{Entry: name("pre"), Grid: [3]configs.Expr{configs.Int(rows / g.preRows()), configs.Int(1), configs.Int(1)},
+		Block: [3]int{preThreads, 1, 1}, Args: bufferArgs("o", "do", "lse", "lse2", "dd", "dq32")}
 	f32 := func(name string, n int) kernels.Buffer {
 		return kernels.Buffer{Name: name, DType: dtype.F32, Elems: configs.Int(n), Role: kernels.Scratch}
 	}
 	prog.Buffers = []kernels.Buffer{f32("lse2", rows), f32("dd", rows), f32("dq32", qElems)}
+	prog.Launches = []kernels.Launch{pre, main, convert("dq", qElems, "dq32", "dq")}
+	if g.splitKV() {
+		prog.Launches[0].Args = append(pre.Args, bufferArgs("dk32", "dv32")...)
+		prog.Launches = append(prog.Launches, convert("kv", kvElems, "dk32", "dk"), convert("kv", kvElems, "dv32", "dv"))
+		prog.Buffers = append(prog.Buffers, f32("dk32", kvElems), f32("dv32", kvElems))
+	}
 	return prog, nil
 }
 
@@ -147,7 +171,17 @@ func emitPre(k *ptx.Func, g geom) {
 		sum = k.Add(ptx.F32, sum, k.BitsToF32(k.ShflSync("bfly", sum, ptx.Imm(int64(w)), ptx.Imm(31), 0xffffffff)))
 	}
 	z := k.Mov(ptx.F32, ptx.F32Imm(0))
-	gen.StF32(k, ptx.Global, at(dq32, 4), []ptx.Reg{z, z, z, z, z, z, z, z}, ok)
+	zeros := []ptx.Reg{z, z, z, z, z, z, z, z}
+	gen.StF32(k, ptx.Global, at(dq32, 4), zeros, ok)
+	if g.splitKV() {
+		// rows of KV heads h < hk: the same token's dK and dV rows
+		dk32, dv32 := gen.Param(k, "dk32"), gen.Param(k, "dv32")
+		kv := k.And(ptx.Pred, ok, k.Setp("lt", ptx.U32, h, ptx.Imm(int64(g.HK))))
+		ekv := k.Mad(ptx.U32, k.Mad(ptx.U32, k.Mad(ptx.U32, bi, ptx.Imm(int64(g.S)), i), ptx.Imm(int64(g.HK)), h), ptx.Imm(int64(g.D)), k.Shl(ptx.U32, part, ptx.Imm(3)))
+		for _, buf := range []ptx.Reg{dk32, dv32} {
+			gen.StF32(k, ptx.Global, ptx.At(k.Add(ptx.U64, buf, k.MulWide(ptx.U32, ekv, ptx.Imm(4))), 0), zeros, kv)
+		}
+	}
 	k.If(k.Setp("eq", ptx.U32, part, ptx.Imm(0)), func() {
 		l := k.Mov(ptx.F32, ptx.F32Imm(float32(math.Inf(1))))
 		k.If(ok, func() {
@@ -164,14 +198,14 @@ func emitPre(k *ptx.Func, g geom) {
 // convThreads is the conversion's CTA; each thread takes 8 elements.
 const convThreads = 256
 
-// emitConvert writes dQ's conversion: dq = dq32 rounded to the dtype.
-func emitConvert(k *ptx.Func, g geom) {
-	dq32, dq := gen.Param(k, "dq32"), gen.Param(k, "dq")
+// emitConvert writes a conversion of n elements: dst = src (f32)
+// rounded to the dtype.
+func emitConvert(k *ptx.Func, g geom, n int) {
+	src, dst := gen.Param(k, "src"), gen.Param(k, "dst")
 	k.ReqNTid(convThreads)
-	n := g.B * g.S * g.HQ * g.D
 	e := k.Shl(ptx.U32, k.Mad(ptx.U32, k.Mov(ptx.U32, ptx.CtaidX), ptx.Imm(convThreads), k.Mov(ptx.U32, ptx.TidX)), ptx.Imm(3))
 	k.If(k.Setp("lt", ptx.U32, e, ptx.Imm(int64(n))), func() {
-		v := gen.LdF32(k, ptx.Global, ptx.At(k.Add(ptx.U64, dq32, k.MulWide(ptx.U32, e, ptx.Imm(4))), 0), 8, ptx.Reg{})
-		gen.StVals(k, g.DType, ptx.At(k.Add(ptx.U64, dq, k.MulWide(ptx.U32, e, ptx.Imm(int64(g.DType.Size())))), 0), v, ptx.Reg{})
+		v := gen.LdF32(k, ptx.Global, ptx.At(k.Add(ptx.U64, src, k.MulWide(ptx.U32, e, ptx.Imm(4))), 0), 8, ptx.Reg{})
+		gen.StVals(k, g.DType, ptx.At(k.Add(ptx.U64, dst, k.MulWide(ptx.U32, e, ptx.Imm(int64(g.DType.Size())))), 0), v, ptx.Reg{})
 	})
 }

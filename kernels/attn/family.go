@@ -51,6 +51,7 @@ type Params struct {
 	BN     int    `axis:"bn" values:"64,128" doc:"keys per CTA of the main kernel: its dK and dV accumulators, 16 rows a warp (sync) or 64 a consumer warpgroup (wgmma)"`
 	Warps  int    `axis:"warps" values:"4,8,12" doc:"warps per CTA of the main kernel: bn/16 (sync), or 4 for the producer and 4 per consumer warpgroup (wgmma)"`
 	Stages int    `axis:"stages" values:"2,3" doc:"ring slots of query blocks"`
+	Heads  int    `axis:"heads" values:"0,1,2,3" doc:"query heads per CTA of the main kernel: 0 all of its KV head's group, or a divisor of the group, whose CTAs then add their dK and dV into f32 scratch (wgmma)"`
 }
 
 type family struct{}
@@ -139,6 +140,16 @@ func (family) Space(s Shape) variants.Typed[Params] {
 				return fmt.Errorf("mma=wgmma takes bm=64 (Sᵀ's N and the RS GEMMs' K; dK, dV, Sᵀ, dPᵀ and dQ take d + 96 registers a thread)")
 			case p.MMA == WGMMA && p.BN > s.D:
 				return fmt.Errorf("mma=wgmma, bn=%d at d=%d: a consumer warpgroup per 64 columns of dQ at most", p.BN, s.D)
+			}
+			return nil
+		}},
+		{Name: "heads per CTA", Axes: []string{"mma", "heads"}, Check: func(p Params) error {
+			g := s.HQ / s.HK
+			switch {
+			case p.Heads != 0 && p.MMA == Sync:
+				return fmt.Errorf("mma=sync takes heads=0 (a CTA loops over its KV head's group)")
+			case p.Heads != 0 && (p.Heads >= g || g%p.Heads != 0):
+				return fmt.Errorf("heads=%d: want a divisor of the group of %d below it, or 0 (all)", p.Heads, g)
 			}
 			return nil
 		}},

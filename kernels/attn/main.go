@@ -74,7 +74,7 @@ func emitMain(k *ptx.Func, g geom, b bugs) {
 	kl.Issue(k, mk.kTile, kvSrc(kp), mk.n0, ptx.Imm(int64(g.S)))
 	kl.Issue(k, mk.vTile, kvSrc(v), mk.n0, ptx.Imm(int64(g.S)))
 
-	loop := newQueryLoop(k, g, mk.n0, mk.kvh)
+	loop := newQueryLoop(k, g, mk.n0, k.Mul(ptx.U32, mk.kvh, ptx.Imm(int64(g.g))))
 	ql := hopper.NewTileLoader(k, tid, g.bm, g.D, g.HQ*g.D, g.threads)
 	// thread t < bm/4 copies chunk t of lse2, bm/4 ≤ t < bm/2 chunk t − bm/4 of dd
 	vecT := k.And(ptx.U32, tid, ptx.Imm(int64(g.bm/4-1)))
@@ -108,23 +108,24 @@ func emitMain(k *ptx.Func, g geom, b bugs) {
 }
 
 // queryLoop is a CTA's loop over query blocks: iteration it = gi·nq +
-// (qb − first) over the group's heads gi and the query blocks from first
-// (causal: the first block with a query at or past n0) to the last.
+// (qb − first) over its query heads h0 + gi (gi below g.hpc) and the
+// query blocks from first (causal: the first block with a query at or
+// past n0) to the last.
 type queryLoop struct {
 	k         *ptx.Func
 	g         geom
-	kvh       ptx.Reg
+	h0        ptx.Reg
 	first, nq ptx.Reg
-	total     ptx.Reg // iterations: nq per head of the group
+	total     ptx.Reg // iterations: nq per head
 }
 
-func newQueryLoop(k *ptx.Func, g geom, n0, kvh ptx.Reg) queryLoop {
-	ql := queryLoop{k: k, g: g, kvh: kvh, first: k.Mov(ptx.U32, ptx.Imm(0))}
+func newQueryLoop(k *ptx.Func, g geom, n0, h0 ptx.Reg) queryLoop {
+	ql := queryLoop{k: k, g: g, h0: h0, first: k.Mov(ptx.U32, ptx.Imm(0))}
 	if g.Causal == 1 {
 		ql.first = k.Div(ptx.U32, n0, ptx.Imm(int64(g.bm)))
 	}
 	ql.nq = k.Sub(ptx.U32, k.Mov(ptx.U32, ptx.Imm(int64(gen.CeilDiv(g.S, g.bm)))), ql.first)
-	ql.total = k.Mul(ptx.U32, ql.nq, ptx.Imm(int64(g.g)))
+	ql.total = k.Mul(ptx.U32, ql.nq, ptx.Imm(int64(g.hpc)))
 	return ql
 }
 
@@ -132,12 +133,12 @@ func newQueryLoop(k *ptx.Func, g geom, n0, kvh ptx.Reg) queryLoop {
 func (ql queryLoop) block(it ptx.Reg) (q0, h ptx.Reg) {
 	k := ql.k
 	gi, rest := k.Mov(ptx.U32, ptx.Imm(0)), it
-	if ql.g.g > 1 {
+	if ql.g.hpc > 1 {
 		gi = k.Div(ptx.U32, it, ql.nq)
 		rest = k.Sub(ptx.U32, it, k.Mul(ptx.U32, gi, ql.nq))
 	}
 	q0 = k.Mul(ptx.U32, k.Add(ptx.U32, ql.first, rest), ptx.Imm(int64(ql.g.bm)))
-	return q0, k.Mad(ptx.U32, ql.kvh, ptx.Imm(int64(ql.g.g)), gi)
+	return q0, k.Add(ptx.U32, ql.h0, gi)
 }
 
 // zeroAcc is n m16n8 accumulator blocks of zeros: one m16 row of
@@ -287,18 +288,33 @@ type rowStore struct {
 // store writes acc [rows × d], times mul, to out rounded; keys at or past
 // s are not stored.
 func (rs rowStore) store(out ptx.Reg, acc [][4]ptx.Reg, mul float64) {
+	rs.each(out, rs.g.DType.Size(), acc, mul, func(at ptx.Addr, v []ptx.Reg, ok ptx.Reg) { gen.StVals(rs.k, rs.g.DType, at, v, ok) })
+}
+
+// add adds acc [rows × d], times mul, into out32 (f32) by red.add.v2;
+// keys at or past s are left out.
+func (rs rowStore) add(out32 ptx.Reg, acc [][4]ptx.Reg, mul float64) {
+	rs.each(out32, 4, acc, mul, func(at ptx.Addr, v []ptx.Reg, ok ptx.Reg) {
+		rs.k.If(ok, func() { rs.k.RedAddF32(at, v) })
+	})
+}
+
+// each calls put with each pair of acc's values, times mul, the address
+// of their element in out (size bytes an element) and whether the key is
+// below s.
+func (rs rowStore) each(out ptx.Reg, size int, acc [][4]ptx.Reg, mul float64, put func(at ptx.Addr, v []ptx.Reg, ok ptx.Reg)) {
 	k, g := rs.k, rs.g
 	for half := range 2 {
 		key := rs.key[half]
 		ok := k.Setp("lt", ptx.U32, key, ptx.Imm(int64(g.S)))
 		e := k.Mad(ptx.U32, k.Mad(ptx.U32, k.Mad(ptx.U32, rs.bi, ptx.Imm(int64(g.S)), key), ptx.Imm(int64(g.HK)), rs.kvh), ptx.Imm(int64(g.D)), rs.tig)
-		base := k.Add(ptx.U64, out, k.MulWide(ptx.U32, e, ptx.Imm(int64(g.DType.Size()))))
+		base := k.Add(ptx.U64, out, k.MulWide(ptx.U32, e, ptx.Imm(int64(size))))
 		for j := range acc {
 			v := []ptx.Reg{acc[j][2*half], acc[j][2*half+1]}
 			if mul != 1 {
 				v = []ptx.Reg{k.Mul(ptx.F32, v[0], gen.F32Imm(mul)), k.Mul(ptx.F32, v[1], gen.F32Imm(mul))}
 			}
-			gen.StVals(k, g.DType, ptx.At(base, int64(8*j*g.DType.Size())), v, ok)
+			put(ptx.At(base, int64(8*j*size)), v, ok)
 		}
 	}
 }

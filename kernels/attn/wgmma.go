@@ -77,9 +77,10 @@ func wgMaps(g geom) []kernels.Arg {
 	return []kernels.Arg{rows("q", g.HQ, g.bm), rows("k", g.HK, g.bn), rows("v", g.HK, g.bn), rows("do", g.HQ, g.bm), vec("lse2"), vec("dd")}
 }
 
-// wgKernel is the build state of the wgmma main kernel: CTA (n, kv head,
-// sequence) holds keys [n·bn, +bn); consumer warpgroup c owns keys
-// [64c, +64) of the block, their dK and dV in registers.
+// wgKernel is the build state of the wgmma main kernel: a CTA holds keys
+// [n·bn, +bn) of a KV head of a sequence for hpc of the head's query
+// heads; consumer warpgroup c owns keys [64c, +64) of the block, their dK
+// and dV in registers.
 type wgKernel struct {
 	k          *ptx.Func
 	g          geom
@@ -96,7 +97,7 @@ type wgKernel struct {
 }
 
 // emitMainWG writes the wgmma main kernel; its parameters are wgMaps'
-// tensor maps, then dq32, dk and dv.
+// tensor maps, then dq32 and the dK and dV outputs (geom.kvOut).
 func emitMainWG(k *ptx.Func, g geom, b bugs) {
 	l := newWGLayout(g)
 	wk := &wgKernel{k: k, g: g, l: l, b: b, ab: gen.HalfType(g.DType)}
@@ -106,14 +107,17 @@ func emitMainWG(k *ptx.Func, g geom, b bugs) {
 		wk.maps[i] = k.TensorMapParam(n)
 	}
 	wk.dq32 = gen.Param(k, "dq32")
-	dk, dv := gen.Param(k, "dk"), gen.Param(k, "dv")
+	dk, dv := gen.Param(k, g.kvOut()[0]), gen.Param(k, g.kvOut()[1])
 	wk.base = hopper.AlignedBase(k)
 	tid := k.Mov(ptx.U32, ptx.TidX)
-	wk.nb = k.Mov(ptx.U32, ptx.CtaidX)
-	wk.kvh = k.Mov(ptx.U32, ptx.CtaidY)
-	wk.bi = k.Mov(ptx.U32, ptx.CtaidZ)
+	// CTA (x, y, z): query heads [x·hpc, +hpc), sequence y, key block z,
+	// so that the longest key blocks (causal: the first) start first.
+	wk.nb = k.Mov(ptx.U32, ptx.CtaidZ)
+	wk.bi = k.Mov(ptx.U32, ptx.CtaidY)
+	h0 := k.Mul(ptx.U32, k.Mov(ptx.U32, ptx.CtaidX), ptx.Imm(int64(g.hpc)))
+	wk.kvh = k.Div(ptx.U32, h0, ptx.Imm(int64(g.g)))
 	wk.n0 = k.Mul(ptx.U32, wk.nb, ptx.Imm(int64(g.bn)))
-	wk.loop = newQueryLoop(k, g, wk.n0, wk.kvh)
+	wk.loop = newQueryLoop(k, g, wk.n0, h0)
 	hopper.InitBarriers(k, tid, func() {
 		k.MbarInit(wk.at(l.kvBar), ptx.Imm(1))
 		for s := range g.stages {
@@ -193,8 +197,12 @@ func (wk *wgKernel) consumer(c, t, dk, dv ptx.Reg) {
 		r.Next()
 	})
 	rows := rowStore{k: k, g: g, bi: wk.bi, kvh: wk.kvh, key: wk.keys(th), tig: th.tig}
-	rows.store(dk, quads(dkAcc), g.scale)
-	rows.store(dv, quads(dvAcc), 1)
+	put := rows.store
+	if g.splitKV() {
+		put = rows.add
+	}
+	put(dk, quads(dkAcc), g.scale)
+	put(dv, quads(dvAcc), 1)
 }
 
 // keys is the thread's two accumulator rows' keys: n0 + 64c + 16w + g4
