@@ -84,8 +84,9 @@
 #           (the float64 reference takes ~40 s of the host's 16 cores),
 #           then 8192 with LCE_TOKENS=8192 in a second command  ~8 min each
 #   attn    issue 28: tune flash_attn_bwd at Qwen's heads, causal, bf16,
-#           s = 1024/2048/4096/8192 with b·s = 8192 tokens into attn.db;
-#           steppeers measures SDPA's backends at the same keys  ~8 min
+#           s = 1024/2048/4096/8192 with b·s = 8192 tokens into attn.db,
+#           then SDPA's backends at the same keys (bench/peers_step.py
+#           --kernels flash_attn_bwd)                            ~8 min
 #   steppeers  right after step, in the same session: bench/peers_step.py,
 #           the peers of the step's backward kernels (swiglu_bwd, rope_bwd, cross-entropy, linear cross-entropy):
 #           torch eager, torch.compile, Liger-Kernel and Cut Cross-Entropy
@@ -334,6 +335,8 @@ attn)
 	tail -3 "$out/attn-tune.log"
 	./bin/tune show --db "$out/attn.db" > "$out/attn-show.txt" 2>&1
 	cat "$out/attn-show.txt"
+	timed python3 bench/peers_step.py --out "$out/peers-attn.jsonl" --tokens 8192 --kernels flash_attn_bwd > "$out/peers-attn.log" 2>&1
+	grep -a -A12 "^kernel " "$out/peers-attn.log"
 	;;
 steppeers)
 	for t in ${STEP_TOKENS:-2048 8192}; do
