@@ -410,27 +410,31 @@ func (wk *wgKernel) dqGEMM(dq []ptx.Reg, ds ptx.Reg, ch int, th wgThread) {
 	k.WgmmaCommit()
 }
 
-// addDQ adds dq·scale, dQ's chunk ch for the block's queries, into
-// dq32 by red.add.v2 (queries at or past s left out).
+// addDQ adds dq·scale, dQ's chunk ch for the block's queries, into dq32
+// by red.add.v4 (queries at or past s left out): lanes l and l^1 hold
+// columns 2t.. and 2t+2.. of rows g4 and g4+8, so they swap a pair
+// (shfl.bfly 1) and the even lane adds four columns of row g4, the odd
+// lane four of row g4+8: half the atomics of a pair each.
 func (wk *wgKernel) addDQ(th wgThread, q0, h ptx.Reg, dq []ptx.Reg, ch int) {
 	k, g := wk.k, wk.g
-	col := k.Add(ptx.U32, k.Shl(ptx.U32, k.Add(ptx.U32, th.c, ptx.Imm(int64(ch))), ptx.Imm(6)), th.tig)
+	odd := k.Setp("ne", ptx.U32, k.And(ptx.U32, th.tig, ptx.Imm(2)), ptx.Imm(0))
+	col := k.Add(ptx.U32, k.Shl(ptx.U32, k.Add(ptx.U32, th.c, ptx.Imm(int64(ch))), ptx.Imm(6)), k.And(ptx.U32, th.tig, ptx.Imm(4)))
+	row := k.Add(ptx.U32, k.Add(ptx.U32, q0, k.Shl(ptx.U32, th.w, ptx.Imm(4))), k.Add(ptx.U32, th.g4, k.Selp(ptx.U32, ptx.Imm(8), ptx.Imm(0), odd)))
+	e := k.Mad(ptx.U32, k.Mad(ptx.U32, k.Mad(ptx.U32, wk.bi, ptx.Imm(int64(g.S)), row), ptx.Imm(int64(g.HQ)), h), ptx.Imm(int64(g.D)), col)
+	base := k.Add(ptx.U64, wk.dq32, k.MulWide(ptx.U32, e, ptx.Imm(4)))
+	ok := k.Setp("lt", ptx.U32, row, ptx.Imm(int64(g.S)))
+	if wk.b.dropDQ {
+		ok = k.And(ptx.Pred, ok, k.Setp("ne", ptx.U32, wk.nb, ptx.Imm(0)))
+	}
 	sc := gen.F32Imm(g.scale)
-	row := k.Add(ptx.U32, k.Add(ptx.U32, q0, k.Shl(ptx.U32, th.w, ptx.Imm(4))), th.g4)
-	q := quads(dq)
-	for half := range 2 {
-		r := k.Add(ptx.U32, row, ptx.Imm(int64(8*half)))
-		e := k.Mad(ptx.U32, k.Mad(ptx.U32, k.Mad(ptx.U32, wk.bi, ptx.Imm(int64(g.S)), r), ptx.Imm(int64(g.HQ)), h), ptx.Imm(int64(g.D)), col)
-		base := k.Add(ptx.U64, wk.dq32, k.MulWide(ptx.U32, e, ptx.Imm(4)))
-		ok := k.Setp("lt", ptx.U32, r, ptx.Imm(int64(g.S)))
-		if wk.b.dropDQ {
-			ok = k.And(ptx.Pred, ok, k.Setp("ne", ptx.U32, wk.nb, ptx.Imm(0)))
+	for j, c := range quads(dq) {
+		var v [4]ptx.Reg
+		for i := range 2 {
+			send := k.Selp(ptx.F32, c[i], c[2+i], odd) // the partner's row
+			got := k.BitsToF32(k.ShflSync("bfly", send, ptx.Imm(1), ptx.Imm(31), 0xffffffff))
+			v[i] = k.Mul(ptx.F32, k.Selp(ptx.F32, got, c[i], odd), sc)
+			v[2+i] = k.Mul(ptx.F32, k.Selp(ptx.F32, c[2+i], got, odd), sc)
 		}
-		k.If(ok, func() {
-			for j := range q {
-				v := []ptx.Reg{k.Mul(ptx.F32, q[j][2*half], sc), k.Mul(ptx.F32, q[j][2*half+1], sc)}
-				k.RedAddF32(ptx.At(base, int64(32*j)), v)
-			}
-		})
+		k.If(ok, func() { k.RedAddF32(ptx.At(base, int64(32*j)), v[:]) })
 	}
 }
