@@ -36,8 +36,8 @@ func TestShapesAndSpace(t *testing.T) {
 	s := simtest.Shape(t, fam, qwen, dtype.BF16)
 	pts := fam.Space(s).Enumerate()
 	t.Logf("%s: %d points", s.Key(), len(pts))
-	if len(pts) != 20 {
-		t.Errorf("%d points, want bm=64 × (bn, warps) ∈ {(64, 4), (128, 8)} × 2 stages (sync) and bm=64 × (bn, warps) ∈ {(64, 8), (128, 12)} × 2 stages × heads 0, 1, 2, 3 (wgmma)", len(pts))
+	if len(pts) != 32 {
+		t.Errorf("%d points, want bm=64 × (bn, warps) ∈ {(64, 4), (128, 8)} × 2 stages (sync) and bm=64 × (bn, warps) ∈ {(64, 8), (128, 12)} × 2 stages × heads 0, 1, 2, 3 × dq red, tma but for the staging past 227 KB at bn=128, stages=3 (wgmma)", len(pts))
 	}
 	for _, pt := range pts {
 		prog, err := fam.Emit(s, pt)
@@ -52,8 +52,8 @@ func TestShapesAndSpace(t *testing.T) {
 			t.Errorf("%s: %d launches, %v", pt, len(prog.Launches), err)
 		}
 	}
-	if n := len(fam.Space(simtest.Shape(t, fam, "s=300,hq=2,hk=1,d=64", dtype.F16)).Enumerate()); n != 12 {
-		t.Errorf("d=64: %d points, want 8 sync and 4 wgmma (bn=64, heads 0 and 1)", n)
+	if n := len(fam.Space(simtest.Shape(t, fam, "s=300,hq=2,hk=1,d=64", dtype.F16)).Enumerate()); n != 16 {
+		t.Errorf("d=64: %d points, want 8 sync and 8 wgmma (bn=64, heads 0 and 1, dq red and tma)", n)
 	}
 	c := fam.Cost(s)
 	if c.Flops != 10*2048*2048*128*12/2 || c.Bytes != 2*(2048*128*(2*(3*12+2*2)+12+2*2))+4*12*2048 {
@@ -88,29 +88,33 @@ var simCases = []simtest.Case{
 func TestVariantsOnInterpreter(t *testing.T) {
 	simtest.Sample(t, fam, simCases, 4, func(variants.Params) bool { return true })
 	simtest.RunNamed(t, fam, []simtest.Point{
-		{Case: simCases[6], Params: "mma=sync,bm=128,bn=128,warps=8,stages=3,heads=0"},
-		{Case: simCases[4], Params: "mma=sync,bm=64,bn=128,warps=8,stages=3,heads=0"},
-		{Case: simtest.Case{Spec: "s=200,hq=2,hk=2,d=128,causal=1", DType: dtype.F16}, Params: "mma=sync,bm=64,bn=64,warps=4,stages=2,heads=0"},
-		{Case: simtest.Case{Spec: "s=130,b=2,hq=4,hk=2,d=128,causal=1", DType: dtype.BF16}, Params: "mma=wgmma,bm=64,bn=128,warps=12,stages=2,heads=0"},
-		{Case: simCases[3], Params: "mma=wgmma,bm=64,bn=128,warps=12,stages=3,heads=0"},
-		{Case: simCases[6], Params: "mma=wgmma,bm=64,bn=64,warps=8,stages=3,heads=0"},
-		{Case: simtest.Case{Spec: "s=130,b=2,hq=4,hk=2,d=128,causal=1", DType: dtype.BF16}, Params: "mma=wgmma,bm=64,bn=128,warps=12,stages=2,heads=1"},
-		{Case: simtest.Case{Spec: "s=100,hq=6,hk=1,d=64", DType: dtype.F16}, Params: "mma=wgmma,bm=64,bn=64,warps=8,stages=2,heads=2"},
+		{Case: simCases[6], Params: "mma=sync,bm=128,bn=128,warps=8,stages=3,heads=0,dq=red"},
+		{Case: simCases[4], Params: "mma=sync,bm=64,bn=128,warps=8,stages=3,heads=0,dq=red"},
+		{Case: simtest.Case{Spec: "s=200,hq=2,hk=2,d=128,causal=1", DType: dtype.F16}, Params: "mma=sync,bm=64,bn=64,warps=4,stages=2,heads=0,dq=red"},
+		{Case: simtest.Case{Spec: "s=130,b=2,hq=4,hk=2,d=128,causal=1", DType: dtype.BF16}, Params: "mma=wgmma,bm=64,bn=128,warps=12,stages=2,heads=0,dq=red"},
+		{Case: simCases[3], Params: "mma=wgmma,bm=64,bn=128,warps=12,stages=3,heads=0,dq=red"},
+		{Case: simCases[6], Params: "mma=wgmma,bm=64,bn=64,warps=8,stages=3,heads=0,dq=red"},
+		{Case: simtest.Case{Spec: "s=130,b=2,hq=4,hk=2,d=128,causal=1", DType: dtype.BF16}, Params: "mma=wgmma,bm=64,bn=128,warps=12,stages=2,heads=1,dq=red"},
+		{Case: simtest.Case{Spec: "s=100,hq=6,hk=1,d=64", DType: dtype.F16}, Params: "mma=wgmma,bm=64,bn=64,warps=8,stages=2,heads=2,dq=red"},
+		{Case: simtest.Case{Spec: "s=130,b=2,hq=4,hk=2,d=128,causal=1", DType: dtype.BF16}, Params: "mma=wgmma,bm=64,bn=128,warps=12,stages=2,heads=1,dq=tma"},
+		{Case: simCases[3], Params: "mma=wgmma,bm=64,bn=64,warps=8,stages=3,heads=0,dq=tma"},
+		{Case: simCases[6], Params: "mma=wgmma,bm=64,bn=64,warps=8,stages=2,heads=1,dq=tma"},
 	})
 }
 
-// TestErrors runs five variants and logs each output's largest error
+// TestErrors runs six variants and logs each output's largest error
 // against its tolerance (Atol + Rtol·|ref|): at most half of it.
 func TestErrors(t *testing.T) {
 	for _, c := range []struct {
 		spec, p string
 		dt      dtype.DType
 	}{
-		{"s=130,hq=3,hk=1,d=64,causal=1", "mma=sync,bm=64,bn=64,warps=4,stages=2,heads=0", dtype.BF16},
-		{"s=130,hq=4,hk=2,d=128", "mma=sync,bm=64,bn=128,warps=8,stages=2,heads=0", dtype.BF16},
-		{"s=130,hq=4,hk=2,d=128,causal=1", "mma=sync,bm=64,bn=64,warps=4,stages=3,heads=0", dtype.F16},
-		{"s=130,hq=4,hk=2,d=128,causal=1", "mma=wgmma,bm=64,bn=128,warps=12,stages=2,heads=0", dtype.BF16},
-		{"s=130,hq=4,hk=2,d=128,causal=1", "mma=wgmma,bm=64,bn=128,warps=12,stages=2,heads=1", dtype.BF16},
+		{"s=130,hq=3,hk=1,d=64,causal=1", "mma=sync,bm=64,bn=64,warps=4,stages=2,heads=0,dq=red", dtype.BF16},
+		{"s=130,hq=4,hk=2,d=128", "mma=sync,bm=64,bn=128,warps=8,stages=2,heads=0,dq=red", dtype.BF16},
+		{"s=130,hq=4,hk=2,d=128,causal=1", "mma=sync,bm=64,bn=64,warps=4,stages=3,heads=0,dq=red", dtype.F16},
+		{"s=130,hq=4,hk=2,d=128,causal=1", "mma=wgmma,bm=64,bn=128,warps=12,stages=2,heads=0,dq=red", dtype.BF16},
+		{"s=130,hq=4,hk=2,d=128,causal=1", "mma=wgmma,bm=64,bn=128,warps=12,stages=2,heads=1,dq=red", dtype.BF16},
+		{"s=130,hq=4,hk=2,d=128,causal=1", "mma=wgmma,bm=64,bn=128,warps=12,stages=2,heads=1,dq=tma", dtype.BF16},
 	} {
 		s := simtest.Shape(t, fam, c.spec, c.dt)
 		ss := runner.NewSession(sim.New(sim.Options{Workers: 2}))
@@ -166,7 +170,7 @@ func TestValidationCatchesBugs(t *testing.T) {
 	if err := ss.Prepare(fam, s, 1); err != nil {
 		t.Fatal(err)
 	}
-	for _, ps := range []string{"mma=sync,bm=64,bn=64,warps=4,stages=2,heads=0", "mma=wgmma,bm=64,bn=64,warps=8,stages=2,heads=0", "mma=wgmma,bm=64,bn=128,warps=12,stages=2,heads=0", "mma=wgmma,bm=64,bn=128,warps=12,stages=2,heads=1"} {
+	for _, ps := range []string{"mma=sync,bm=64,bn=64,warps=4,stages=2,heads=0,dq=red", "mma=wgmma,bm=64,bn=64,warps=8,stages=2,heads=0,dq=red", "mma=wgmma,bm=64,bn=128,warps=12,stages=2,heads=0,dq=red", "mma=wgmma,bm=64,bn=128,warps=12,stages=2,heads=1,dq=red", "mma=wgmma,bm=64,bn=64,warps=8,stages=2,heads=0,dq=tma", "mma=wgmma,bm=64,bn=128,warps=12,stages=2,heads=1,dq=tma"} {
 		p, err := variants.ParseParams(ps)
 		if err != nil {
 			t.Fatal(err)
@@ -206,7 +210,7 @@ func TestAssemble(t *testing.T) {
 	var jobs []ptxtest.Job
 	for _, dt := range fam.DTypes() {
 		s := simtest.Shape(t, fam, qwen, dt)
-		for _, p := range fam.Space(s).Enumerate() { // 20 a dtype: all of them
+		for _, p := range fam.Space(s).Enumerate() { // 32 a dtype: all of them
 			prog, err := fam.Emit(s, p)
 			if err != nil {
 				t.Fatal(err)

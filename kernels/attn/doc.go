@@ -75,8 +75,15 @@
 //     other consumers at named barrier 1; issues dQ = dS·K for its
 //     64-column chunks c, c + consumers, … (A the dS buffer K-major, B
 //     K's chunk MN-major) and dK += dSᵀ·Q (RS, Q MN-major); adds each dQ
-//     chunk times scale into dq32 by red.add.v2 as it completes (queries
-//     past s left out); waits for all and releases the slot. Two dS
+//     chunk times scale into dq32 as it completes, by red.add.v4 (lane
+//     pairs swap a row pair; queries past s left out) or, with dq=tma,
+//     staged in the consumer's [64 × 64] f32 tile (two 32-column halves
+//     in the 128-byte swizzle) and added by its thread 0's two TMA
+//     reductions (cp.reduce.async.bulk.tensor .add over a dq32 tensor
+//     map, boxes {32, 1, bm}) after an async-proxy fence and the
+//     consumers' barrier 2; the staging is rewritten only after the
+//     thread's bulk wait (.read) and a barrier; waits for all and
+//     releases the slot. Two dS
 //     buffers make a consumer's next-but-one write come after every
 //     consumer's dQ of this block, which each waited before the next
 //     barrier. At the end dK (times scale) and dV are stored, or with
@@ -85,8 +92,9 @@
 //     sync: warps = bn/16, heads = 0, a thread's accumulators (Sᵀ and
 //     dPᵀ: bm/2 each; dK and dV: d/2 each) at most 192 registers, so
 //     bm = 64 at d = 128; shared memory stages·(4·bm·d + 8·bm) + 4·bn·d +
-//     2·bn·bm within 227 KB. wgmma: bm = 64, bn ≤ d, warps = 4 + bn/16,
-//     heads 0 or a divisor of the group below it, shared memory within
+//     2·bn·bm within 227 KB, dq = red. wgmma: bm = 64, bn ≤ d, warps =
+//     4 + bn/16, heads 0 or a divisor of the group below it, dq red or
+//     tma (its staging, 16 KB a consumer, counted), shared memory within
 //     227 KB.
 //   - Reference: float64 from the inputs as given (lse as rounded to f32,
 //     D from the rounded o).

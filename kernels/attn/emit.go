@@ -16,15 +16,16 @@ type geom struct {
 	Shape
 	bm, bn, warps, stages int
 	threads               int
-	g                     int // query heads per KV head
-	hpc                   int // query heads per CTA: g, or a divisor of it (splitKV)
-	sp                    int // s padded to a multiple of pad: a head's row of the per-query scratch
+	g                     int  // query heads per KV head
+	hpc                   int  // query heads per CTA: g, or a divisor of it (splitKV)
+	dqTMA                 bool // dQ partials staged and added by TMA (wgmma)
+	sp                    int  // s padded to a multiple of pad: a head's row of the per-query scratch
 	scale                 float64
 }
 
 func newGeom(s Shape, p Params) geom {
 	g := geom{Shape: s, bm: p.BM, bn: p.BN, warps: p.Warps, stages: p.Stages, threads: 32 * p.Warps,
-		g: s.HQ / s.HK, hpc: p.Heads, sp: gen.CeilDiv(s.S, pad) * pad, scale: 1 / math.Sqrt(float64(s.D))}
+		g: s.HQ / s.HK, hpc: p.Heads, dqTMA: p.DQ == "tma", sp: gen.CeilDiv(s.S, pad) * pad, scale: 1 / math.Sqrt(float64(s.D))}
 	if g.hpc == 0 {
 		g.hpc = g.g
 	}

@@ -52,6 +52,7 @@ type Params struct {
 	Warps  int    `axis:"warps" values:"4,8,12" doc:"warps per CTA of the main kernel: bn/16 (sync), or 4 for the producer and 4 per consumer warpgroup (wgmma)"`
 	Stages int    `axis:"stages" values:"2,3" doc:"ring slots of query blocks"`
 	Heads  int    `axis:"heads" values:"0,1,2,3" doc:"query heads per CTA of the main kernel: 0 all of its KV head's group, or a divisor of the group, whose CTAs then add their dK and dV into f32 scratch (wgmma)"`
+	DQ     string `axis:"dq" values:"red,tma" doc:"how a block's dQ partial reaches the f32 accumulator: red.add by every thread, or staged in shared memory and added by TMA (cp.reduce.async.bulk.tensor, wgmma)"`
 }
 
 type family struct{}
@@ -143,17 +144,19 @@ func (family) Space(s Shape) variants.Typed[Params] {
 			}
 			return nil
 		}},
-		{Name: "heads per CTA", Axes: []string{"mma", "heads"}, Check: func(p Params) error {
+		{Name: "heads per CTA and dQ's path", Axes: []string{"mma", "heads", "dq"}, Check: func(p Params) error {
 			g := s.HQ / s.HK
 			switch {
 			case p.Heads != 0 && p.MMA == Sync:
 				return fmt.Errorf("mma=sync takes heads=0 (a CTA loops over its KV head's group)")
+			case p.DQ != "red" && p.MMA == Sync:
+				return fmt.Errorf("mma=sync takes dq=red")
 			case p.Heads != 0 && (p.Heads >= g || g%p.Heads != 0):
 				return fmt.Errorf("heads=%d: want a divisor of the group of %d below it, or 0 (all)", p.Heads, g)
 			}
 			return nil
 		}},
-		{Name: "shared memory", Axes: []string{"mma", "bm", "bn", "stages"}, Check: func(p Params) error {
+		{Name: "shared memory", Axes: []string{"mma", "bm", "bn", "stages", "dq"}, Check: func(p Params) error {
 			if b := newGeom(s, p).smemOf(p.MMA); b > maxShared {
 				return fmt.Errorf("%d bytes of shared memory (at most %d)", b, maxShared)
 			}

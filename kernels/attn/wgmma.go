@@ -29,8 +29,13 @@ type wgLayout struct {
 	kOff, vOff, dsOff   int
 	ringOff, stage      int
 	doOff, lseOff, dOff int // within a slot
+	stgOff              int // dq=tma: each consumer's dQ staging, two [64 × 32] f32 halves of a chunk
 	kvBar, ringBars     int
 }
+
+// stgBytes is a consumer's dQ staging: a 64-column chunk of 64 queries in
+// f32, as two 32-column halves of 128-byte rows in the 128-byte swizzle.
+const stgBytes = 64 * 64 * 4
 
 func newWGLayout(g geom) wgLayout {
 	l := wgLayout{g: g, cons: g.bn / 64}
@@ -41,7 +46,11 @@ func newWGLayout(g geom) wgLayout {
 	l.lseOff = 2 * l.doOff
 	l.dOff = l.lseOff + 4*g.bm
 	l.stage = (l.dOff + 4*g.bm + 1023) &^ 1023
-	l.kvBar = l.ringOff + g.stages*l.stage
+	l.stgOff = l.ringOff + g.stages*l.stage
+	l.kvBar = l.stgOff
+	if g.dqTMA {
+		l.kvBar += l.cons * stgBytes
+	}
 	l.ringBars = l.kvBar + 8
 	return l
 }
@@ -64,7 +73,8 @@ func (l wgLayout) slotBytes() int { return l.dOff + 4*l.g.bm }
 // wgMaps are the main kernel's tensor maps, in its parameter order: q and
 // do [b·s, hq, d] in boxes {64, 1, bm}, k and v [b·s, hk, d] in boxes
 // {64, 1, bn} (all in the 128-byte swizzle; rows past b·s read as zeros),
-// lse2 and dd [b·hq, sp] f32 in boxes {bm, 1}.
+// lse2 and dd [b·hq, sp] f32 in boxes {bm, 1}; with dq=tma dq32
+// [b·s, hq, d] f32 in boxes {32, 1, bm} (the 128-byte swizzle).
 func wgMaps(g geom) []kernels.Arg {
 	rows := func(buf string, heads, box int) kernels.Arg {
 		return kernels.Arg{TensorMap: &kernels.TensorMap{Buffer: buf, DType: g.DType, Dims: configs.Ints(g.D, heads, g.B*g.S),
@@ -74,7 +84,12 @@ func wgMaps(g geom) []kernels.Arg {
 		return kernels.Arg{TensorMap: &kernels.TensorMap{Buffer: buf, DType: dtype.F32, Dims: configs.Ints(g.sp, g.B*g.HQ),
 			Strides: configs.Ints(4 * g.sp), Box: []int{g.bm, 1}}}
 	}
-	return []kernels.Arg{rows("q", g.HQ, g.bm), rows("k", g.HK, g.bn), rows("v", g.HK, g.bn), rows("do", g.HQ, g.bm), vec("lse2"), vec("dd")}
+	maps := []kernels.Arg{rows("q", g.HQ, g.bm), rows("k", g.HK, g.bn), rows("v", g.HK, g.bn), rows("do", g.HQ, g.bm), vec("lse2"), vec("dd")}
+	if g.dqTMA {
+		maps = append(maps, kernels.Arg{TensorMap: &kernels.TensorMap{Buffer: "dq32", DType: dtype.F32, Dims: configs.Ints(g.D, g.HQ, g.B*g.S),
+			Strides: configs.Ints(4*g.D, 4*g.HQ*g.D), Box: []int{32, 1, g.bm}, Swizzle: 128}})
+	}
+	return maps
 }
 
 // wgKernel is the build state of the wgmma main kernel: a CTA holds keys
@@ -87,7 +102,7 @@ type wgKernel struct {
 	l          wgLayout
 	b          bugs
 	base       ptx.Reg
-	maps       [6]ptx.Sym // q, k, v, do, lse2, dd
+	maps       []ptx.Sym // q, k, v, do, lse2, dd, and dq32 with dq=tma
 	dq32       ptx.Reg
 	bi, kvh    ptx.Reg
 	nb, n0     ptx.Reg
@@ -103,8 +118,12 @@ func emitMainWG(k *ptx.Func, g geom, b bugs) {
 	wk := &wgKernel{k: k, g: g, l: l, b: b, ab: gen.HalfType(g.DType)}
 	k.ReqNTid(l.split().Threads())
 	l.split().Declare(k)
-	for i, n := range []string{"q", "k", "v", "do", "lse2", "dd"} {
-		wk.maps[i] = k.TensorMapParam(n)
+	names := []string{"q", "k", "v", "do", "lse2", "dd"}
+	if g.dqTMA {
+		names = append(names, "dq32map")
+	}
+	for _, n := range names {
+		wk.maps = append(wk.maps, k.TensorMapParam(n))
 	}
 	wk.dq32 = gen.Param(k, "dq32")
 	dk, dv := gen.Param(k, g.kvOut()[0]), gen.Param(k, g.kvOut()[1])
@@ -172,8 +191,9 @@ func (wk *wgKernel) issuer() {
 }
 
 // wgThread is a consumer thread's place: its warpgroup c, warp w of it,
-// the accumulator row g4 and first column tig of its lane.
-type wgThread struct{ c, w, g4, tig ptx.Reg }
+// the accumulator row g4 and first column tig of its lane, and whether it
+// is the warpgroup's thread 0 (leader: it issues the dQ reductions).
+type wgThread struct{ c, w, g4, tig, leader ptx.Reg }
 
 // consumer runs warpgroup c's loop over the query blocks (wgStep), then
 // stores its dK (scaled) and dV.
@@ -181,7 +201,7 @@ func (wk *wgKernel) consumer(c, t, dk, dv ptx.Reg) {
 	k, g := wk.k, wk.g
 	lane := k.And(ptx.U32, t, ptx.Imm(31))
 	th := wgThread{c: c, w: k.Shr(ptx.U32, t, ptx.Imm(5)), g4: k.Shr(ptx.U32, lane, ptx.Imm(2)),
-		tig: k.Shl(ptx.U32, k.And(ptx.U32, lane, ptx.Imm(3)), ptx.Imm(1))}
+		tig: k.Shl(ptx.U32, k.And(ptx.U32, lane, ptx.Imm(3)), ptx.Imm(1)), leader: k.Setp("eq", ptx.U32, t, ptx.Imm(0))}
 	dkAcc, dvAcc := k.WgmmaAcc(g.D), k.WgmmaAcc(g.D)
 	for _, a := range append(append([]ptx.Reg{}, dkAcc...), dvAcc...) {
 		k.MovTo(a, ptx.F32Imm(0))
@@ -197,6 +217,9 @@ func (wk *wgKernel) consumer(c, t, dk, dv ptx.Reg) {
 		r.Next()
 	})
 	rows := rowStore{k: k, g: g, bi: wk.bi, kvh: wk.kvh, key: wk.keys(th), tig: th.tig}
+	if g.dqTMA {
+		k.If(th.leader, func() { k.BulkWait(0, false) })
+	}
 	put := rows.store
 	if g.splitKV() {
 		put = rows.add
@@ -268,6 +291,9 @@ func (wk *wgKernel) step(th wgThread, slot, it, q0, h ptx.Reg, dkAcc, dvAcc []pt
 	k.WgmmaFence()
 	wk.rsGEMM(dvAcc, aP, slot, l.doOff)
 	k.FenceProxyAsync()
+	if g.dqTMA { // the staging's last reduction has read it before barrier 1 frees it
+		k.If(th.leader, func() { k.BulkWait(0, true) })
+	}
 	if !wk.b.noDSBar {
 		k.BarSyncN(1, 128*l.cons)
 	}
@@ -276,13 +302,65 @@ func (wk *wgKernel) step(th wgThread, slot, it, q0, h ptx.Reg, dkAcc, dvAcc []pt
 	wk.dqGEMM(dq, ds, chunks[0], th)
 	wk.rsGEMM(dkAcc, aS, slot, 0)
 	k.WgmmaWait(1)
-	wk.addDQ(th, q0, h, dq, chunks[0])
+	wk.flushDQ(th, q0, h, dq, chunks[0])
 	for _, ch := range chunks[1:] {
 		wk.dqGEMM(dq, ds, ch, th)
 		k.WgmmaWait(0)
-		wk.addDQ(th, q0, h, dq, ch)
+		if g.dqTMA {
+			k.If(th.leader, func() { k.BulkWait(0, true) })
+			k.BarSyncN(stgBar, 128*l.cons)
+		}
+		wk.flushDQ(th, q0, h, dq, ch)
 	}
 	k.WgmmaWait(0)
+}
+
+// stgBar is the consumers' named barrier between their dQ staging and
+// its reduction (barrier 1 orders the dS buffers).
+const stgBar = 2
+
+// flushDQ adds dq·scale, dQ's chunk c + ch for the block's queries, into
+// dq32: by red.add (addDQ), or with dq=tma staged into the consumer's
+// staging (the two 32-column halves in the 128-byte swizzle: row r's
+// 16-byte unit u at u ^ (r mod 8)), then, after the async-proxy fence and
+// the consumers' staging barrier, added by the leader's two TMA
+// reductions as one bulk group. Queries past s stage zeros (P = 0
+// there), which add nothing to the rows of the next sequence.
+func (wk *wgKernel) flushDQ(th wgThread, q0, h ptx.Reg, dq []ptx.Reg, ch int) {
+	if !wk.g.dqTMA {
+		wk.addDQ(th, q0, h, dq, ch)
+		return
+	}
+	k, g, l := wk.k, wk.g, wk.l
+	stg := k.Add(ptx.U32, k.Mad(ptx.U32, th.c, ptx.Imm(stgBytes), wk.base), ptx.Imm(int64(l.stgOff)))
+	sc := gen.F32Imm(g.scale)
+	unit0 := k.Shr(ptx.U32, th.tig, ptx.Imm(2))
+	sub := k.Shl(ptx.U32, k.And(ptx.U32, th.tig, ptx.Imm(2)), ptx.Imm(2))
+	row := k.Add(ptx.U32, k.Shl(ptx.U32, th.w, ptx.Imm(4)), th.g4)
+	rowAt := k.Add(ptx.U32, k.Mad(ptx.U32, row, ptx.Imm(chunk), stg), sub)
+	for j, c := range quads(dq) {
+		u := k.Xor(ptx.U32, k.Add(ptx.U32, unit0, ptx.Imm(int64(2*(j%4)))), th.g4)
+		at := k.Add(ptx.U32, rowAt, k.Shl(ptx.U32, u, ptx.Imm(4)))
+		for half := range 2 {
+			v := []ptx.Reg{k.Mul(ptx.F32, c[2*half], sc), k.Mul(ptx.F32, c[2*half+1], sc)}
+			k.St(ptx.Shared, ptx.F32, ptx.At(at, int64(j/4*stgBytes/2+8*half*chunk)), v)
+		}
+	}
+	k.FenceProxyAsync()
+	k.BarSyncN(stgBar, 128*l.cons)
+	issue := th.leader
+	if wk.b.dropDQ {
+		issue = k.And(ptx.Pred, issue, k.Setp("ne", ptx.U32, wk.nb, ptx.Imm(0)))
+	}
+	k.If(issue, func() {
+		m := k.TensorMapAddr(wk.maps[6])
+		qrow := k.Mad(ptx.U32, wk.bi, ptx.Imm(int64(g.S)), q0)
+		col := k.Shl(ptx.U32, k.Add(ptx.U32, th.c, ptx.Imm(int64(ch))), ptx.Imm(6))
+		for hb := range 2 {
+			k.TmaReduceAdd(m, []ptx.Operand{k.Add(ptx.U32, col, ptx.Imm(int64(32*hb))), h, qrow}, ptx.At(stg, int64(hb*stgBytes/2)))
+		}
+		k.BulkCommit()
+	})
 }
 
 // dqChunks is the offsets of the 64-column chunks of dQ a consumer
@@ -410,8 +488,8 @@ func (wk *wgKernel) dqGEMM(dq []ptx.Reg, ds ptx.Reg, ch int, th wgThread) {
 	k.WgmmaCommit()
 }
 
-// addDQ adds dq·scale, dQ's chunk ch for the block's queries, into dq32
-// by red.add.v4 (queries at or past s left out): lanes l and l^1 hold
+// addDQ adds dq·scale, dQ's chunk c + ch for the block's queries, into
+// dq32 by red.add.v4 (queries at or past s left out): lanes l and l^1 hold
 // columns 2t.. and 2t+2.. of rows g4 and g4+8, so they swap a pair
 // (shfl.bfly 1) and the even lane adds four columns of row g4, the odd
 // lane four of row g4+8: half the atomics of a pair each.

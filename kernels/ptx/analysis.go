@@ -1096,7 +1096,7 @@ func accessBytes(in *Inst, op, head string) int64 {
 	case "mbarrier":
 		return 8
 	case "cp":
-		if strings.HasPrefix(op, "cp.async.bulk") {
+		if strings.HasPrefix(op, "cp.async.bulk") || strings.HasPrefix(op, "cp.reduce.async.bulk") {
 			return 0 // the box's size is in the tensor map
 		}
 		for _, o := range in.Args[1:] {

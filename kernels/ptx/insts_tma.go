@@ -195,6 +195,23 @@ func (f *Func) TmaStore(tmap Reg, coords []Operand, src Addr) {
 	f.emit(&Inst{Op: op, Args: []Operand{ta, src}})
 }
 
+// TmaReduceAdd emits
+// cp.reduce.async.bulk.tensor.Nd.global.shared::cta.add.tile.bulk_group
+// [tmap, {coords}], [src]: the box at src is added element by element
+// into the tensor at coords (each element an atomic add in L2; f32 here).
+// Like TmaStore it reads src, written before and then FenceProxyAsync,
+// until the thread's BulkWait(…, true) of its group.
+func (f *Func) TmaReduceAdd(tmap Reg, coords []Operand, src Addr) {
+	const what = "cp.reduce.async.bulk.tensor"
+	f.checkAddr(what+" source", Shared, src)
+	ta, ok := f.tensorAddr(what, tmap, coords)
+	if !ok {
+		return
+	}
+	op := fmt.Sprintf("cp.reduce.async.bulk.tensor.%dd.global.shared::cta.add.tile.bulk_group", len(coords))
+	f.emit(&Inst{Op: op, Args: []Operand{ta, src}})
+}
+
 // BulkCommit emits cp.async.bulk.commit_group: the thread's bulk stores
 // since the last commit form a group.
 func (f *Func) BulkCommit() { f.emit(&Inst{Op: "cp.async.bulk.commit_group"}) }

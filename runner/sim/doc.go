@@ -68,7 +68,8 @@
 // token); cp.async.bulk.tensor.{2d,3d} loads (shared::cluster ← global,
 // mbarrier::complete_tx::bytes, .multicast::cluster) and stores (global ←
 // shared::cta, .bulk_group) with cp.async.bulk.commit_group and
-// wait_group{.read}; fence.proxy.async; barrier.cluster.arrive/wait; mapa
+// wait_group{.read}; cp.reduce.async.bulk.tensor.{2d,3d} .add into f32
+// tensors (each element an atomic add, as red.add.f32); fence.proxy.async; barrier.cluster.arrive/wait; mapa
 // and ld/st on shared::cluster addresses; the %cluster_* special
 // registers; elect.sync; setmaxnreg (no effect beyond its checks);
 // fence.mbarrier_init (no effect). Backend.LaunchCluster runs clusters
@@ -284,8 +285,8 @@
 // divergent code; happens-before per thread rather than per warp (see
 // Races); atomics on shared memory under the async
 // rules; lanes of one warp waiting on different mbarriers; TMA im2col
-// mode, 1d/4d/5d boxes, the non-tensor cp.async.bulk forms and
-// reductions; wgmma on tf32/fp8/integer types; textures and surfaces;
+// mode, 1d/4d/5d boxes, the non-tensor cp.async.bulk forms, reductions
+// other than a tensor's f32 add; wgmma on tf32/fp8/integer types; textures and surfaces;
 // the .const space; function calls. %warpid is the warp's index in its CTA and %smid the
 // CTA's index modulo 132.
 package sim

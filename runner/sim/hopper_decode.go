@@ -42,6 +42,7 @@ const (
 	mbTest                         // test_wait: does not block
 	mbSink                         // the destination is _
 	tmaMulticast                   // .multicast::cluster
+	tmaReduceAdd                   // cp.reduce.async.bulk.tensor .add
 )
 
 // wgmma operand modes (inst.mode).
@@ -70,6 +71,7 @@ func init() {
 	reg(q((*decoder).decMbar), "mbarrier.init", "mbarrier.arrive", "mbarrier.expect_tx", "mbarrier.complete_tx",
 		"mbarrier.try_wait", "mbarrier.test_wait")
 	reg(q((*decoder).decTma), "cp.async.bulk.tensor")
+	reg(q((*decoder).decTmaReduce), "cp.reduce.async.bulk.tensor")
 	reg(q((*decoder).decBulkS2C), "cp.async.bulk")
 	reg(q(func(d *decoder, in *inst, q []string) error { in.op = opBulkCommit; d.k.hopper = true; return nil }), "cp.async.bulk.commit_group")
 	reg(q(func(d *decoder, in *inst, q []string) error { return d.decWaitN(in, opBulkWait) }), "cp.async.bulk.wait_group")
@@ -378,6 +380,33 @@ func (d *decoder) decTma(in *inst, q []string) error {
 		return d.errf("cp.async.bulk.tensor: only shared::cluster.global loads with mbarrier::complete_tx::bytes and global.shared::cta stores with bulk_group are supported")
 	}
 	return d.tmapOperand(args[tmapArg], dims, in)
+}
+
+// decTmaReduce: cp.reduce.async.bulk.tensor.{2d,3d}.global.shared::cta.add.tile.bulk_group
+// [tmap, {c...}], [src]: a TMA store that adds (tmaStore).
+func (d *decoder) decTmaReduce(in *inst, q []string) error {
+	d.k.hopper = true
+	in.space = spShared
+	// q: reduce async bulk tensor Nd global shared::cta add ...
+	if len(q) < 8 || (q[4] != "2d" && q[4] != "3d") || q[5] != "global" || q[6] != "shared::cta" || !has(q, "add") || !has(q, "bulk_group") {
+		return d.errf("only cp.reduce.async.bulk.tensor.{2d,3d}.global.shared::cta.add{.tile}.bulk_group is supported")
+	}
+	for _, x := range q[7:] {
+		if x != "add" && x != "tile" && x != "bulk_group" && !strings.HasPrefix(x, "L2::") {
+			return d.errf("cp.reduce.async.bulk.tensor: unsupported qualifier .%s", x)
+		}
+	}
+	args := d.st.args
+	if len(args) < 2 {
+		return d.errf("cp.reduce.async.bulk.tensor takes [tensorMap, {coordinates}], [src]")
+	}
+	in.op, in.mode2 = opTmaStore, in.mode2|tmaReduceAdd
+	b, off, _, err := d.addr(args[1], in)
+	if err != nil {
+		return err
+	}
+	in.a[0], in.imm = b, off
+	return d.tmapOperand(args[0], int(q[4][0]-'0'), in)
 }
 
 // decBulkS2C: cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"math/bits"
 
 	"github.com/gradtune/gradtune/configs"
@@ -31,6 +32,7 @@ type tensorMap struct {
 	dims    [5]int64
 	strides [5]int64 // byte stride of each dimension (strides[0] = esize)
 	box     [5]int
+	f32     bool // the elements are f32 (a reduce's add is a float add)
 }
 
 // boxBytes is the size of one box in shared memory.
@@ -75,6 +77,9 @@ func (b *Backend) EncodeTensorMap(m configs.TensorMapSpec, global runner.Ptr) (r
 	es, r := m.DType.Size(), len(m.Dims)
 	copy(out[0:4], tmapMagic)
 	out[4], out[5], out[6] = byte(es), byte(r), byte(m.Swizzle/16)
+	if m.DType == configs.F32 {
+		out[7] = 1 // what a TMA reduce adds as floats
+	}
 	binary.LittleEndian.PutUint64(out[8:], uint64(global))
 	for i, d := range m.Dims {
 		binary.LittleEndian.PutUint64(out[16+8*i:], uint64(d))
@@ -92,7 +97,7 @@ func decodeTmap(b []byte) (*tensorMap, error) {
 	if len(b) < 128 || string(b[0:4]) != tmapMagic {
 		return nil, errTmap
 	}
-	m := &tensorMap{esize: int(b[4]), rank: int(b[5]), swizzle: 16 * int(b[6]), global: binary.LittleEndian.Uint64(b[8:])}
+	m := &tensorMap{esize: int(b[4]), rank: int(b[5]), swizzle: 16 * int(b[6]), f32: b[7] == 1, global: binary.LittleEndian.Uint64(b[8:])}
 	if m.rank < 1 || m.rank > 5 {
 		return nil, errTmap
 	}
@@ -313,11 +318,14 @@ func (op *tmaOp) read(n int) ([]byte, error) {
 	return box, err
 }
 
-// tmaStore executes cp.async.bulk.tensor stores: the box is read from
-// shared memory (which the async proxy must be allowed to read) and its
-// elements inside the tensor are written at once; the shared memory
-// counts as read until the bulk group's wait_group.
+// tmaStore executes cp.async.bulk.tensor stores and
+// cp.reduce.async.bulk.tensor adds: the box is read from shared memory
+// (which the async proxy must be allowed to read) and its elements inside
+// the tensor are written at once, or added each as an atomic f32 add
+// (other element types are refused); the shared memory counts as read
+// until the bulk group's wait_group.
 func (w *warp) tmaStore(in *inst, mask uint32) error {
+	reduce := in.mode2&tmaReduceAdd != 0
 	hw := w.hwState()
 	for m := mask; m != 0; m &= m - 1 {
 		l := bits.TrailingZeros32(m) & 31
@@ -328,6 +336,9 @@ func (w *warp) tmaStore(in *inst, mask uint32) error {
 		var coords [5]int64
 		for i, s := range in.x {
 			coords[i] = int64(int32(w.lanes(s)[l]))
+		}
+		if reduce && !tm.f32 {
+			return w.fault(in, l, ErrTrap, 0, false, "the interpreter implements cp.reduce.async.bulk.tensor .add on f32 tensor maps only")
 		}
 		n := tm.boxBytes()
 		sc, src, err := w.sharedAt(in, l, w.lanes(in.a[0])[l]+uint64(in.imm), n, 128)
@@ -353,6 +364,13 @@ func (w *warp) tmaStore(in *inst, mask uint32) error {
 			a := findAlloc(c.l.allocs, g, uint64(tm.esize))
 			if a == nil {
 				return w.fault(in, l, ErrMemory, g, true, "TMA store: "+c.l.mem.describe(c.l.allocs, g, uint64(tm.esize)))
+			}
+			if reduce {
+				v := binary.LittleEndian.Uint32(c.smem[s:])
+				rmw(a.data[g-a.base:], 4, func(old uint64) uint64 {
+					return uint64(math.Float32bits(math.Float32frombits(uint32(old)) + math.Float32frombits(v)))
+				})
+				return nil
 			}
 			copy(a.data[g-a.base:g-a.base+uint64(tm.esize)], c.smem[s:])
 			return nil

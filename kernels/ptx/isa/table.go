@@ -200,6 +200,8 @@ var table = []Row{
 		Effects: Load | Store | Async, SM: 90, PTX: 80},
 	{Name: "cp.async.bulk.tensor", Args: []Kind{Addr, Addr, Addr, Src}, Opt: 2, Spaces: Global | Shared,
 		Effects: Load | Store | Async, SM: 90, PTX: 80},
+	{Name: "cp.reduce.async.bulk.tensor", Args: []Kind{Addr, Addr}, Spaces: Global | Shared,
+		Effects: Load | Store | Async, SM: 90, PTX: 80},
 	{Name: "cp.async.bulk.commit_group", Args: none, Effects: Async, SM: 90, PTX: 80},
 	{Name: "cp.async.bulk.wait_group", Args: []Kind{Src}, Effects: Async, SM: 90, PTX: 80},
 }
