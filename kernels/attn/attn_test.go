@@ -8,6 +8,7 @@ import (
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/internal/ptxas"
 	"github.com/gradtune/gradtune/internal/simtest"
+	"github.com/gradtune/gradtune/internal/sweep"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/attn"
 	"github.com/gradtune/gradtune/kernels/internal/ptxtest"
@@ -202,16 +203,22 @@ func TestValidationCatchesBugs(t *testing.T) {
 	}
 }
 
-// TestAssemble assembles every variant at qwen's shape in both dtypes for
-// sm_90 (sm_90a: wgmma): ptxas
+// TestAssemble assembles the variants at qwen's shape in both dtypes (a
+// sample covering every axis value; all with GRADTUNE_SWEEP=ci) for sm_90
+// (sm_90a: wgmma): ptxas
 // must accept them with no spill, no stack frame and no warning.
 func TestAssemble(t *testing.T) {
 	ptxas.RequireOrSkip(t)
-	var jobs []ptxtest.Job
+	var shapes []variants.Shape
+	var groups [][]variants.Params
 	for _, dt := range fam.DTypes() {
 		s := simtest.Shape(t, fam, qwen, dt)
-		for _, p := range fam.Space(s).Enumerate() { // 32 a dtype: all of them
-			prog, err := fam.Emit(s, p)
+		shapes, groups = append(shapes, s), append(groups, fam.Space(s).Enumerate())
+	}
+	var jobs []ptxtest.Job
+	for i, pts := range sweep.PickGroups(groups, 1) { // 32 a dtype: all with GRADTUNE_SWEEP=ci
+		for _, p := range pts {
+			prog, err := fam.Emit(shapes[i], p)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -219,8 +226,9 @@ func TestAssemble(t *testing.T) {
 			if p["mma"] == attn.WGMMA {
 				arch = "sm_90a"
 			}
-			jobs = append(jobs, ptxtest.Job{What: s.Key() + " " + p.String(), Module: ptxas.Module{PTX: prog.PTX, Arch: arch}})
+			jobs = append(jobs, ptxtest.Job{What: shapes[i].Key() + " " + p.String(), Module: ptxas.Module{PTX: prog.PTX, Arch: arch}})
 		}
 	}
+	t.Logf("%d modules, %s", len(jobs), sweep.Describe(1))
 	ptxtest.ReportSorted(t, ptxtest.Assemble(t, jobs, true), 20)
 }
