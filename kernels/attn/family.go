@@ -82,6 +82,8 @@ func (family) CheckShape(s Shape) error {
 		return fmt.Errorf("hq=%d, hk=%d: hq must be a multiple of hk", s.HQ, s.HK)
 	case s.Causal != 0 && s.Causal != 1:
 		return fmt.Errorf("causal=%d: 0 or 1", s.Causal)
+	case s.B > 65535:
+		return fmt.Errorf("b=%d: at most 65535 sequences (a grid dimension)", s.B)
 	}
 	if err := gen.CheckIndexable([]string{"b", "s", "hq", "d"}, s.B, gen.CeilDiv(s.S, pad)*pad, s.HQ, s.D); err != nil {
 		return err

@@ -145,11 +145,16 @@ func emitMainWG(k *ptx.Func, g geom, b bugs) {
 	})
 	k.BarSync(0)
 	wg := hopper.Warpgroup(k, tid)
+	split := l.split()
 	hopper.Roles(k, wg, func() {
-		l.split().EnterProducer(k)
+		if split.Reallocates() {
+			split.EnterProducer(k)
+		}
 		k.If(k.Setp("eq", ptx.U32, tid, ptx.Imm(0)), wk.issuer)
 	}, func() {
-		l.split().EnterConsumer(k)
+		if split.Reallocates() {
+			split.EnterConsumer(k)
+		}
 		wk.consumer(k.Sub(ptx.U32, wg, ptx.Imm(1)), k.And(ptx.U32, tid, ptx.Imm(127)), dk, dv)
 	})
 }

@@ -42,6 +42,13 @@ func (s Split) Threads() int { return 128 * (1 + s.Fill + s.Consumers) }
 // ConsumerRegs is the consumers' setmaxnreg.inc budget.
 func (s Split) ConsumerRegs() int { return ConsumerBudget(s.Producer, s.Fill, s.Consumers) }
 
+// Reallocates reports whether the consumers' budget exceeds the
+// registers a thread holds at launch, so that the split has registers to
+// move. Where it does not (one consumer at 256 threads holds 255), the
+// consumers' setmaxnreg.inc would ask for fewer than they hold, which the
+// PTX ISA leaves undefined: such a kernel runs without the split.
+func (s Split) Reallocates() bool { return s.ConsumerRegs() > InitialRegs(s.Threads()) }
+
 // Declare sets the kernel's .maxnreg to what it holds at launch
 // (InitialRegs): setmaxnreg needs it.
 func (s Split) Declare(k *ptx.Func) { k.MaxNReg(InitialRegs(s.Threads())) }
