@@ -185,14 +185,18 @@ func (f *Func) tmaLoad(dst Addr, tmap Reg, coords []Operand, bar Addr, mask Oper
 // FenceProxyAsync). It joins the thread's bulk group: BulkCommit, then
 // BulkWait before src is reused.
 func (f *Func) TmaStore(tmap Reg, coords []Operand, src Addr) {
-	const what = "cp.async.bulk.tensor"
+	f.tmaFromShared("cp.async.bulk.tensor", "cp.async.bulk.tensor.%dd.global.shared::cta.tile.bulk_group", tmap, coords, src)
+}
+
+// tmaFromShared emits the bulk-group TMA op (its format takes the rank)
+// that writes the box at src to the tensor at coords.
+func (f *Func) tmaFromShared(what, format string, tmap Reg, coords []Operand, src Addr) {
 	f.checkAddr(what+" source", Shared, src)
 	ta, ok := f.tensorAddr(what, tmap, coords)
 	if !ok {
 		return
 	}
-	op := fmt.Sprintf("cp.async.bulk.tensor.%dd.global.shared::cta.tile.bulk_group", len(coords))
-	f.emit(&Inst{Op: op, Args: []Operand{ta, src}})
+	f.emit(&Inst{Op: fmt.Sprintf(format, len(coords)), Args: []Operand{ta, src}})
 }
 
 // TmaReduceAdd emits
@@ -202,14 +206,7 @@ func (f *Func) TmaStore(tmap Reg, coords []Operand, src Addr) {
 // Like TmaStore it reads src, written before and then FenceProxyAsync,
 // until the thread's BulkWait(…, true) of its group.
 func (f *Func) TmaReduceAdd(tmap Reg, coords []Operand, src Addr) {
-	const what = "cp.reduce.async.bulk.tensor"
-	f.checkAddr(what+" source", Shared, src)
-	ta, ok := f.tensorAddr(what, tmap, coords)
-	if !ok {
-		return
-	}
-	op := fmt.Sprintf("cp.reduce.async.bulk.tensor.%dd.global.shared::cta.add.tile.bulk_group", len(coords))
-	f.emit(&Inst{Op: op, Args: []Operand{ta, src}})
+	f.tmaFromShared("cp.reduce.async.bulk.tensor", "cp.reduce.async.bulk.tensor.%dd.global.shared::cta.add.tile.bulk_group", tmap, coords, src)
 }
 
 // BulkCommit emits cp.async.bulk.commit_group: the thread's bulk stores
