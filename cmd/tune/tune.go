@@ -140,12 +140,12 @@ func cmdTune(fs *flagSet, stdout, stderr io.Writer) error {
 		all := len(sel.Shapes())
 		sel = run.shard.Select(sel)
 		fmt.Fprintf(stdout, "shard %s%s: %d of %d shapes\n", run.shard, run.shardFrom, len(sel.Shapes()), all)
-		if len(sel.Jobs) == 0 {
-			return nil // a part may hold nothing: nothing to record
-		}
 	}
 	if err := gpu.probeDB(); err != nil {
 		return err
+	}
+	if run.shard.Count > 1 && len(sel.Jobs) == 0 { // a part may hold nothing
+		return emptyPart(gpu.db, stdout)
 	}
 	refs, closeRefs, err := refCaches(fs, run.devices, run.rounds > 0 && !fs.Given("replay"))
 	if err != nil {
@@ -170,6 +170,21 @@ func cmdTune(fs *flagSet, stdout, stderr io.Writer) error {
 	err = tuneOn(r, sel, gpu.db, run.devices[0], fs.raw, stdout)
 	printPool(stdout, pool, run.compile)
 	return err
+}
+
+// emptyPart writes the database of a shard that holds no shape: no run,
+// but a file that tune merge reads like the others, so that a merge step
+// that names every part's database works however the parts fell.
+func emptyPart(path string, stdout io.Writer) error {
+	db, err := store.Open(path)
+	if err != nil {
+		return fmt.Errorf("--db: %w", err)
+	}
+	if err := db.Close(); err != nil {
+		return fmt.Errorf("--db: %w", err)
+	}
+	fmt.Fprintf(stdout, "nothing to tune in this part; %s holds no run of it\n", path)
+	return nil
 }
 
 // tuneOptions are tune's own flags, checked: the search, compiling,
