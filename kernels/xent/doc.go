@@ -42,6 +42,17 @@
 //     and the part-0 CTA's thread 0 writes lse and loss from the merged
 //     partial and zl. Reverse takes the gradient kernel's rows last to
 //     first.
+//   - One pass (pass=one, sm_90): one launch of t·split CTAs in clusters
+//     of split (no cluster at split 1), CTA rank c taking part c of row
+//     c's cluster as above; it copies its raw vectors into its dynamic
+//     shared memory (⌈v/vec/split⌉·vec elements, at most 226 KB; split
+//     at most 8, reverse 0) while it absorbs them, publishes its partial
+//     (and part 0's zl, read before any barrier) in a static slot, and
+//     after a cluster barrier every thread merges the split partials in
+//     rank order through distributed shared memory (mapa, ld.shared::
+//     cluster); a second cluster barrier keeps each slot alive until
+//     every CTA has read it. The gradient is then computed from the
+//     shared copy: the logits are read once.
 //   - Alias-safe: the gradient kernel reads no logit but its part's, each
 //     element once, by the thread that writes its gradient, before that
 //     store (a batch's loads precede its stores); z[label] comes from the

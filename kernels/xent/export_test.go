@@ -20,3 +20,15 @@ func EmitAliased(s variants.Shape, p variants.Params, late bool) (kernels.Progra
 	g.alias, g.labelLate = true, late
 	return family{}.emit(g)
 }
+
+// EmitUnsynced emits one-pass variant p of shape s without the row's
+// barrier between publishing the CTAs' statistics and merging them.
+func EmitUnsynced(s variants.Shape, p variants.Params) (kernels.Program, error) {
+	sh, pv, err := kernels.DecodeVariant[Shape, Params](s, p)
+	if err != nil {
+		return kernels.Program{}, err
+	}
+	g := newGeom(sh, pv)
+	g.unsynced = true
+	return family{}.emit(g)
+}

@@ -71,11 +71,12 @@ func (s Shape) zloss() bool { return s.ZLoss == 1 }
 // Params is one variant: the vector width, the CTA, the loads in flight,
 // the CTAs per row and the gradient kernel's row order.
 type Params struct {
-	Vec     int  `axis:"vec" doc:"elements per vector access: the widest width dividing v (at most 16 bytes) or half that"`
-	Block   int  `axis:"block" values:"128,256,512,1024" doc:"threads per CTA, both kernels"`
-	VPT     int  `axis:"vpt" values:"1,2,4" doc:"vectors per thread per loop iteration, loaded before any arithmetic"`
-	Split   int  `axis:"split" values:"1,2,4,8,16" doc:"CTAs per row, both kernels: each takes ⌈v/vec/split⌉ vectors of its row; the gradient kernel merges the statistics kernel's split partial (max, sum-exp) pairs"`
-	Reverse bool `axis:"reverse" values:"0,1" doc:"1: the gradient kernel takes the rows last to first, starting on those the statistics kernel read last (still in L2)"`
+	Vec     int    `axis:"vec" doc:"elements per vector access: the widest width dividing v (at most 16 bytes) or half that"`
+	Block   int    `axis:"block" values:"128,256,512,1024" doc:"threads per CTA, both kernels"`
+	VPT     int    `axis:"vpt" values:"1,2,4" doc:"vectors per thread per loop iteration, loaded before any arithmetic"`
+	Split   int    `axis:"split" values:"1,2,4,8,16" doc:"CTAs per row, both kernels: each takes ⌈v/vec/split⌉ vectors of its row; the gradient kernel merges the statistics kernel's split partial (max, sum-exp) pairs"`
+	Reverse bool   `axis:"reverse" values:"0,1" doc:"1: the gradient kernel takes the rows last to first, starting on those the statistics kernel read last (still in L2)"`
+	Pass    string `axis:"pass" values:"two,one" doc:"two: a statistics kernel, then a gradient kernel that reads the logits again; one: a cluster of split CTAs a row keeps its part in shared memory and merges the statistics over distributed shared memory, reading the logits once"`
 }
 
 type family struct{}
@@ -136,14 +137,15 @@ func (family) Buffers(s Shape) []kernels.Buffer {
 		kernels.Buffer{Name: "loss", DType: dtype.F32, Elems: t, Role: kernels.Output})
 }
 
-// Cost: the logits read twice and the gradient written (the two-pass
-// floor), the labels read and lse and loss written; per element the
+// Cost: the logits read once and the gradient written (the floor, which
+// the one-pass kernel reaches; the two-pass kernels read the logits
+// twice), the labels read and lse and loss written; per element the
 // statistics' max, fma, ex2 and add and the gradient's fma, ex2 and fma
 // (z-loss scales the gradient's per-row coefficient: nothing per
 // element).
 func (family) Cost(s Shape) kernels.Cost {
 	t, tv := int64(s.T), int64(s.T)*int64(s.V)
-	return kernels.Cost{Bytes: 3*tv*int64(s.DType.Size()) + (8+int64(s.labelType().Size()))*t, Flops: 7 * tv}
+	return kernels.Cost{Bytes: 2*tv*int64(s.DType.Size()) + (8+int64(s.labelType().Size()))*t, Flops: 7 * tv}
 }
 
 // Space: vec is the widest width dividing v or half that; the rules keep
@@ -170,6 +172,21 @@ func (family) Space(s Shape) variants.Typed[Params] {
 				}
 				return nil
 			}},
+			{Name: "one pass: a portable cluster holding its row", Axes: []string{"vec", "split", "reverse", "pass"}, Check: func(p Params) error {
+				if p.Pass != "one" {
+					return nil
+				}
+				hold := gen.CeilDiv(s.V/p.Vec, p.Split) * p.Vec * s.DType.Size()
+				switch {
+				case p.Reverse:
+					return fmt.Errorf("pass=one takes reverse=0 (one kernel)")
+				case p.Split > 8:
+					return fmt.Errorf("pass=one, split=%d: a cluster of at most 8 CTAs (portable)", p.Split)
+				case hold > maxHold:
+					return fmt.Errorf("pass=one, split=%d: %d bytes of a row a CTA (at most %d of shared memory)", p.Split, hold, maxHold)
+				}
+				return nil
+			}},
 			{Name: "block fits the part", Axes: []string{"vec", "block", "vpt", "split"}, Check: func(p Params) error {
 				cv := gen.CeilDiv(s.V/p.Vec, p.Split)
 				if need := max(minBlock, gen.Pow2Ceil(gen.CeilDiv(cv, p.VPT))); p.Block > need {
@@ -187,3 +204,7 @@ const (
 	maxHeld  = 32
 	minBlock = 128
 )
+
+// maxHold is the shared memory a one-pass CTA may hold its part of a row
+// in: sm_90's 227 KB less a KB for the statistics' slots.
+const maxHold = 226 * 1024

@@ -30,37 +30,67 @@ func emitGrad(k *ptx.Func, g geom) {
 	w := newWalk(k, g, cta)
 	r := rowEnd{row: w.row, lab: loadLabel(k, g, labels, w.row)}
 	st := rowStat(k, g, partials, w.row, &r)
-	lseL := k.Add(ptx.F32, st.mL, k.Lg2Approx(st.s))
-	r.lse = k.Mul(ptx.F32, lseL, ln2)
-	r.valid = k.Setp("ne", ptx.U32, r.lab, ptx.Imm(ignoreBits))
-	gs, gp := scales(k, g, dloss, nValid, zscale, &r)
-	first := k.And(ptx.Pred, k.Setp("eq", ptx.U32, w.part, ptx.Imm(0)), k.Setp("eq", ptx.U32, w.tid, ptx.Imm(0)))
+	var late func(first ptx.Reg)
 	if g.labelLate {
-		r.zl = labelLogit(k, g, logits, w.row, r.lab, first)
+		late = func(first ptx.Reg) { r.zl = labelLogit(k, g, logits, w.row, r.lab, first) }
 	}
-	k.If(first, func() { rowOut(k, g, lse, loss, st, r) })
-	c := newCoefs(k, g, gs, r.lab)
-	neg := k.Neg(ptx.F32, lseL)
+	gr := finishRow(k, g, w, st, &r, rowParams{dloss, nValid, zscale, lse, loss}, late)
 	var ld []ptx.LdOpts
 	if !g.alias {
 		ld = []ptx.LdOpts{gen.LdNC}
 	}
 	w.each(func(vi, off ptx.Reg, ok []ptx.Reg) {
-		at := k.Add(ptx.U64, dlogits, off)
-		for q, v := range w.load(logits, off, ok, ld...) {
-			hit := k.Setp("eq", ptx.U32, w.plus(vi, q), c.labVec)
-			out := make([]ptx.Reg, len(v))
-			for e, x := range v {
-				p := k.Ex2Approx(k.Fma(ptx.F32, x, log2e, neg))
-				out[e] = k.Fma(ptx.F32, p, gp, k.Selp(ptx.F32, c.hit[e], c.miss, hit))
-			}
-			var guard ptx.Reg
-			if ok != nil {
-				guard = ok[q]
-			}
-			gen.StVals(k, g.dt, ptx.At(at, int64(q*g.block*g.vb)), out, guard)
-		}
+		gr.store(w, dlogits, vi, off, ok, w.load(logits, off, ok, ld...))
 	})
+}
+
+// rowParams are the gradient's per-row inputs and outputs.
+type rowParams struct{ dloss, nValid, zscale, lse, loss ptx.Reg }
+
+// gradient is a row's gradient once its statistics are merged:
+// dlogits = 2^(z·log₂e − lseL)·gp + the coefficients.
+type gradient struct {
+	k       *ptx.Func
+	g       geom
+	c       coefs
+	neg, gp ptx.Reg // −lseL and the p coefficient
+}
+
+// finishRow completes row r from its merged stat st: lse, validity and
+// the scales; the part-0 CTA's thread 0 writes lse and loss (after late,
+// when set, which tests use to plant a late z[label] read).
+func finishRow(k *ptx.Func, g geom, w *walk, st stat, r *rowEnd, p rowParams, late func(first ptx.Reg)) gradient {
+	lseL := k.Add(ptx.F32, st.mL, k.Lg2Approx(st.s))
+	r.lse = k.Mul(ptx.F32, lseL, ln2)
+	r.valid = k.Setp("ne", ptx.U32, r.lab, ptx.Imm(ignoreBits))
+	gs, gp := scales(k, g, p.dloss, p.nValid, p.zscale, r)
+	first := k.And(ptx.Pred, k.Setp("eq", ptx.U32, w.part, ptx.Imm(0)), k.Setp("eq", ptx.U32, w.tid, ptx.Imm(0)))
+	if late != nil {
+		late(first)
+	}
+	k.If(first, func() { rowOut(k, g, p.lse, p.loss, st, *r) })
+	c := newCoefs(k, g, gs, r.lab)
+	return gradient{k: k, g: g, c: c, neg: k.Neg(ptx.F32, lseL), gp: gp}
+}
+
+// store writes the gradient of a batch's vectors (vals, as loaded at
+// vector vi, byte offset off, guards ok) into out.
+func (gr gradient) store(w *walk, out, vi, off ptx.Reg, ok []ptx.Reg, vals [][]ptx.Reg) {
+	k, g, c := gr.k, gr.g, gr.c
+	at := k.Add(ptx.U64, out, off)
+	for q, v := range vals {
+		hit := k.Setp("eq", ptx.U32, w.plus(vi, q), c.labVec)
+		res := make([]ptx.Reg, len(v))
+		for e, x := range v {
+			p := k.Ex2Approx(k.Fma(ptx.F32, x, log2e, gr.neg))
+			res[e] = k.Fma(ptx.F32, p, gr.gp, k.Selp(ptx.F32, c.hit[e], c.miss, hit))
+		}
+		var guard ptx.Reg
+		if ok != nil {
+			guard = ok[q]
+		}
+		gen.StVals(k, g.dt, ptx.At(at, int64(q*g.block*g.vb)), res, guard)
+	}
 }
 
 // scales returns g = dloss/n_valid (0 for an ignored row) and the p

@@ -27,6 +27,13 @@ const modelSpec = "t=2048,v=151936"
 // TestShapesAndSpace: the preset's shape, the model shape's space (every
 // point emits two launches over t·split CTAs and a partials buffer of
 // t·split·4 f32) and the shape limits.
+// heldBytes is a one-pass CTA's share of a row: ⌈v/vec/split⌉ vectors.
+func heldBytes(s variants.Shape, p variants.Params) int {
+	vec, _ := p.Int("vec")
+	split, _ := p.Int("split")
+	return (s.Get("v")/vec + split - 1) / split * vec * s.DType.Size()
+}
+
 func TestShapesAndSpace(t *testing.T) {
 	p, err := variants.LookupPreset("qwen1.5b", 2048)
 	if err != nil {
@@ -52,14 +59,19 @@ func TestShapesAndSpace(t *testing.T) {
 				t.Fatal(err)
 			}
 			split, _ := pt.Int("split")
-			if len(plan.Launches) != 2 || plan.Launches[1].Grid != [3]int{2048 * split, 1, 1} || len(prog.Buffers) != 1 ||
-				kernels.Elems(prog.Buffers[0], s) != 2048*split*4 || !slices.Equal(prog.RuntimeDims, []string{"t"}) {
-				t.Errorf("%s %s: launches %+v, buffers %v, runtime %v", s.Key(), pt, plan.Launches, prog.Buffers, prog.RuntimeDims)
+			grid := [3]int{2048 * split, 1, 1}
+			switch last := plan.Launches[len(plan.Launches)-1]; {
+			case !slices.Equal(prog.RuntimeDims, []string{"t"}) || last.Grid != grid:
+				t.Errorf("%s %s: launches %+v, runtime %v", s.Key(), pt, plan.Launches, prog.RuntimeDims)
+			case pt["pass"] == "two" && (len(plan.Launches) != 2 || len(prog.Buffers) != 1 || kernels.Elems(prog.Buffers[0], s) != 2048*split*4):
+				t.Errorf("%s %s: two passes: launches %+v, buffers %v", s.Key(), pt, plan.Launches, prog.Buffers)
+			case pt["pass"] == "one" && (len(plan.Launches) != 1 || len(prog.Buffers) != 0 || last.SharedBytes != heldBytes(s, pt)):
+				t.Errorf("%s %s: one pass: launches %+v, buffers %v", s.Key(), pt, plan.Launches, prog.Buffers)
 			}
 		}
 	}
 	s := simtest.Shape(t, fam, modelSpec, dtype.BF16)
-	if c := fam.Cost(s); c.Bytes != 3*2048*151936*2+12*2048 {
+	if c := fam.Cost(s); c.Bytes != 2*2048*151936*2+12*2048 {
 		t.Errorf("Cost = %+v", c)
 	}
 	for _, bad := range []string{"t=1,v=16777217", "t=1,v=8,smooth=1", "t=200000000,v=8", "t=1,v=8,labels=i16", "t=1,v=8,zloss=2", "t=1,v=8,labels=1", "t=1,v=8,inplace=2"} {
@@ -233,21 +245,28 @@ var simCases = []simtest.Case{
 func TestVariantsOnInterpreter(t *testing.T) {
 	simtest.Sample(t, fam, simCases, 8, func(variants.Params) bool { return true })
 	simtest.RunNamed(t, fam, []simtest.Point{
-		{Case: simCases[4], Params: "vec=8,block=128,vpt=1,split=4,reverse=1"},
-		{Case: simCases[4], Params: "vec=8,block=128,vpt=4,split=4,reverse=0"},
-		{Case: simCases[1], Params: "vec=1,block=128,vpt=2,split=16,reverse=1"},
-		{Case: simCases[2], Params: "vec=1,block=128,vpt=4,split=16,reverse=0"},
-		{Case: simCases[3], Params: "vec=1,block=128,vpt=1,split=2,reverse=0"},
-		{Case: simCases[0], Params: "vec=4,block=128,vpt=1,split=1,reverse=1"},
+		{Case: simCases[4], Params: "vec=8,block=128,vpt=1,split=4,reverse=1,pass=two"},
+		{Case: simCases[4], Params: "vec=8,block=128,vpt=4,split=4,reverse=0,pass=two"},
+		{Case: simCases[1], Params: "vec=1,block=128,vpt=2,split=16,reverse=1,pass=two"},
+		{Case: simCases[2], Params: "vec=1,block=128,vpt=4,split=16,reverse=0,pass=two"},
+		{Case: simCases[3], Params: "vec=1,block=128,vpt=1,split=2,reverse=0,pass=two"},
+		{Case: simCases[0], Params: "vec=4,block=128,vpt=1,split=1,reverse=1,pass=two"},
 		// Two rows of the model's vocabulary, on the longest chain of
 		// sums the space has there (297 iterations per thread).
-		{Case: simtest.Case{Spec: "t=2,v=151936", DType: dtype.BF16}, Params: "vec=4,block=128,vpt=1,split=1,reverse=0"},
-		{Case: simtest.Case{Spec: "t=2,v=151936,smooth=0.1,zloss=1", DType: dtype.F32}, Params: "vec=4,block=1024,vpt=4,split=16,reverse=1"},
+		{Case: simtest.Case{Spec: "t=2,v=151936", DType: dtype.BF16}, Params: "vec=4,block=128,vpt=1,split=1,reverse=0,pass=two"},
+		{Case: simtest.Case{Spec: "t=2,v=151936,smooth=0.1,zloss=1", DType: dtype.F32}, Params: "vec=4,block=1024,vpt=4,split=16,reverse=1,pass=two"},
 		// The options alone and combined: i64 labels (row 6 ignored),
 		// z-loss with smoothing, both with smoothing over empty CTAs.
-		{Case: simtest.Case{Spec: "t=9,v=1000,labels=i64", DType: dtype.BF16}, Params: "vec=8,block=128,vpt=1,split=2,reverse=1"},
-		{Case: simtest.Case{Spec: "t=17,v=1003,smooth=0.1,zloss=1", DType: dtype.F32}, Params: "vec=1,block=128,vpt=2,split=4,reverse=0"},
-		{Case: simtest.Case{Spec: "t=10,v=40,smooth=0.05,labels=i64,zloss=1", DType: dtype.F16}, Params: "vec=8,block=128,vpt=1,split=4,reverse=1"},
+		{Case: simtest.Case{Spec: "t=9,v=1000,labels=i64", DType: dtype.BF16}, Params: "vec=8,block=128,vpt=1,split=2,reverse=1,pass=two"},
+		{Case: simtest.Case{Spec: "t=17,v=1003,smooth=0.1,zloss=1", DType: dtype.F32}, Params: "vec=1,block=128,vpt=2,split=4,reverse=0,pass=two"},
+		{Case: simtest.Case{Spec: "t=10,v=40,smooth=0.05,labels=i64,zloss=1", DType: dtype.F16}, Params: "vec=8,block=128,vpt=1,split=4,reverse=1,pass=two"},
+		// one pass: a CTA a row, and clusters of 2, 4 and 8 with tails,
+		// smoothing, i64 labels and z-loss
+		{Case: simCases[4], Params: "vec=8,block=128,vpt=2,split=1,reverse=0,pass=one"},
+		{Case: simCases[4], Params: "vec=4,block=128,vpt=1,split=2,reverse=0,pass=one"},
+		{Case: simCases[1], Params: "vec=1,block=128,vpt=4,split=8,reverse=0,pass=one"},
+		{Case: simtest.Case{Spec: "t=17,v=1003,smooth=0.1,zloss=1", DType: dtype.F32}, Params: "vec=1,block=128,vpt=2,split=4,reverse=0,pass=one"},
+		{Case: simtest.Case{Spec: "t=10,v=40,smooth=0.05,labels=i64,zloss=1", DType: dtype.F16}, Params: "vec=8,block=128,vpt=1,split=4,reverse=0,pass=one"},
 	})
 }
 
@@ -256,9 +275,9 @@ func TestVariantsOnInterpreter(t *testing.T) {
 // one with i64 labels and z-loss at t = 1 and 8.
 func TestRuntimeTokens(t *testing.T) {
 	simtest.RuntimeDim(t, fam, simtest.Case{Spec: "t=9,v=1000,smooth=0.05", DType: dtype.BF16}, "t", []int{1, 4, 8, 33},
-		"vec=8,block=128,vpt=2,split=4,reverse=1", "vec=4,block=128,vpt=1,split=1,reverse=0")
+		"vec=8,block=128,vpt=2,split=4,reverse=1,pass=two", "vec=4,block=128,vpt=1,split=1,reverse=0,pass=two")
 	simtest.RuntimeDim(t, fam, simtest.Case{Spec: "t=9,v=1000,labels=i64,zloss=1", DType: dtype.BF16}, "t", []int{1, 8},
-		"vec=8,block=128,vpt=1,split=2,reverse=0")
+		"vec=8,block=128,vpt=1,split=2,reverse=0,pass=two")
 }
 
 // validBase is the session of bf16 shape spec on the interpreter and
@@ -271,7 +290,7 @@ func validBase(t *testing.T, spec string) (*runner.Session, kernels.Program) {
 	if err := ss.Prepare(fam, s, 1); err != nil {
 		t.Fatal(err)
 	}
-	p, _ := variants.ParseParams("vec=8,block=128,vpt=1,split=2,reverse=0")
+	p, _ := variants.ParseParams("vec=8,block=128,vpt=1,split=2,reverse=0,pass=two")
 	prog, err := fam.Emit(s, p)
 	if err != nil {
 		t.Fatal(err)
@@ -366,10 +385,47 @@ func TestAssemble(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, arch := range []string{"sm_80", "sm_90"} {
+			archs := []string{"sm_80", "sm_90"}
+			if p["pass"] == "one" {
+				archs = archs[1:] // clusters: sm_90
+			}
+			for _, arch := range archs {
 				jobs = append(jobs, ptxtest.Job{What: s.Key() + " " + p.String(), Module: ptxas.Module{PTX: prog.PTX, Arch: arch}})
 			}
 		}
 	}
 	ptxtest.ReportSorted(t, ptxtest.Assemble(t, jobs, true), 20)
+}
+
+// TestOnePassNeedsItsBarrier: the one-pass kernel without the row's
+// barrier between publishing the CTAs' statistics and merging them reads
+// statistics not yet written, which validation rejects (a race or wrong
+// values); with the barrier it passes.
+func TestOnePassNeedsItsBarrier(t *testing.T) {
+	s := simtest.Shape(t, fam, "t=9,v=1000", dtype.BF16)
+	p, err := variants.ParseParams("vec=4,block=128,vpt=1,split=2,reverse=0,pass=one")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss := runner.NewSession(sim.New(sim.Options{Workers: 2}))
+	defer ss.Release()
+	if err := ss.Prepare(fam, s, 1); err != nil {
+		t.Fatal(err)
+	}
+	good, err := fam.Emit(s, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := simtest.ValidateProgram(ss, good); err != nil {
+		t.Fatalf("with the barrier: %v", err)
+	}
+	bad, err := xent.EmitUnsynced(s, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = simtest.ValidateProgram(ss, bad)
+	t.Logf("without: %v", err)
+	if err == nil {
+		t.Error("the one-pass kernel without its barrier passed validation")
+	}
 }
