@@ -109,7 +109,7 @@ func TestOptionDims(t *testing.T) {
 		if c.labels == "i64" {
 			lb = 8
 		}
-		if got := fam.Cost(s); got.Bytes != 3*32*2+(8+lb)*4 || got.Flops != 7*32 {
+		if got := fam.Cost(s); got.Bytes != 2*32*2+(8+lb)*4 || got.Flops != 7*32 {
 			t.Errorf("%s: Cost = %+v", c.spec, got)
 		}
 		if in := fam.Inputs(s, 1); zl && (in["zloss_scale"][0] < 0.01 || in["zloss_scale"][0] >= 0.1) {
