@@ -79,18 +79,9 @@ func (f family) emit(g geom) (kernels.Program, error) {
 	}
 	grid := [3]configs.Expr{configs.Var(Dim).TimesInt(g.split), configs.Int(1), configs.Int(1)}
 	block := [3]int{g.block, 1, 1}
-	in := []kernels.Arg{{Buffer: "logits"}, {Buffer: "labels"}, {Buffer: "dloss"}, {Buffer: "n_valid"}}
-	if g.zloss {
-		in = append(in, kernels.Arg{Buffer: "zloss_scale"})
-	}
-	out := "dlogits"
-	if g.alias {
-		out = "logits"
-	}
 	return kernels.Program{PTX: built.String(), Launches: []kernels.Launch{
 		{Entry: stats, Grid: grid, Block: block, Args: []kernels.Arg{{Buffer: "logits"}, {Buffer: "labels"}, {Buffer: "partials"}}},
-		{Entry: grad, Grid: grid, Block: block, Args: append(in, kernels.Arg{Buffer: "partials"}, kernels.Arg{Buffer: out},
-			kernels.Arg{Buffer: "lse"}, kernels.Arg{Buffer: "loss"})},
+		{Entry: grad, Grid: grid, Block: block, Args: gradArgs(g, true)},
 	}, Buffers: []kernels.Buffer{
 		{Name: "partials", DType: dtype.F32, Elems: configs.Var(Dim).TimesInt(g.split * statWords), Role: kernels.Scratch},
 	}, RuntimeDims: []string{Dim}}, nil
@@ -106,19 +97,28 @@ func (f family) emitOne(g geom) (kernels.Program, error) {
 	if err != nil {
 		return kernels.Program{}, err
 	}
+	return kernels.Program{PTX: built.String(), Launches: []kernels.Launch{{
+		Entry: entry, Grid: [3]configs.Expr{configs.Var(Dim).TimesInt(g.split), configs.Int(1), configs.Int(1)},
+		Block: [3]int{g.block, 1, 1}, Cluster: g.cluster(), SharedBytes: g.cv * g.vb, Args: gradArgs(g, false),
+	}}, RuntimeDims: []string{Dim}}, nil
+}
+
+// gradArgs is the arguments of a kernel that writes the gradient
+// (declareGrad's parameters): the partials only in the two-pass one; the
+// gradient goes to the logits when they alias.
+func gradArgs(g geom, partials bool) []kernels.Arg {
 	args := []kernels.Arg{{Buffer: "logits"}, {Buffer: "labels"}, {Buffer: "dloss"}, {Buffer: "n_valid"}}
 	if g.zloss {
 		args = append(args, kernels.Arg{Buffer: "zloss_scale"})
+	}
+	if partials {
+		args = append(args, kernels.Arg{Buffer: "partials"})
 	}
 	out := "dlogits"
 	if g.alias {
 		out = "logits"
 	}
-	args = append(args, kernels.Arg{Buffer: out}, kernels.Arg{Buffer: "lse"}, kernels.Arg{Buffer: "loss"})
-	return kernels.Program{PTX: built.String(), Launches: []kernels.Launch{{
-		Entry: entry, Grid: [3]configs.Expr{configs.Var(Dim).TimesInt(g.split), configs.Int(1), configs.Int(1)},
-		Block: [3]int{g.block, 1, 1}, Cluster: g.cluster(), SharedBytes: g.cv * g.vb, Args: args,
-	}}, RuntimeDims: []string{Dim}}, nil
+	return append(args, kernels.Arg{Buffer: out}, kernels.Arg{Buffer: "lse"}, kernels.Arg{Buffer: "loss"})
 }
 
 // cluster is the one-pass launch's cluster: a row's split CTAs, none

@@ -17,12 +17,8 @@ import (
 // be written over the logits.
 func emitGrad(k *ptx.Func, g geom) {
 	k.ReqNTid(g.block)
-	logits, labels, dloss, nValid := gen.Param(k, "logits"), gen.Param(k, "labels"), gen.Param(k, "dloss"), gen.Param(k, "n_valid")
-	var zscale ptx.Reg
-	if g.zloss {
-		zscale = gen.Param(k, "zloss_scale")
-	}
-	partials, dlogits, lse, loss := gen.Param(k, "partials"), gen.Param(k, "dlogits"), gen.Param(k, "lse"), gen.Param(k, "loss")
+	gp := declareGrad(k, g, true)
+	logits, labels, partials, dlogits := gp.logits, gp.labels, gp.partials, gp.dlogits
 	cta := k.Mov(ptx.U32, ptx.CtaidX)
 	if g.reverse {
 		cta = k.Sub(ptx.U32, k.Sub(ptx.U32, k.Mov(ptx.U32, ptx.NCtaidX), cta), ptx.Imm(1))
@@ -34,7 +30,7 @@ func emitGrad(k *ptx.Func, g geom) {
 	if g.labelLate {
 		late = func(first ptx.Reg) { r.zl = labelLogit(k, g, logits, w.row, r.lab, first) }
 	}
-	gr := finishRow(k, g, w, st, &r, rowParams{dloss, nValid, zscale, lse, loss}, late)
+	gr := finishRow(k, g, w, st, &r, gp.row, late)
 	var ld []ptx.LdOpts
 	if !g.alias {
 		ld = []ptx.LdOpts{gen.LdNC}
@@ -46,6 +42,27 @@ func emitGrad(k *ptx.Func, g geom) {
 
 // rowParams are the gradient's per-row inputs and outputs.
 type rowParams struct{ dloss, nValid, zscale, lse, loss ptx.Reg }
+
+// gradParams are a gradient kernel's parameters (gradArgs' order).
+type gradParams struct {
+	logits, labels, partials, dlogits ptx.Reg
+	row                               rowParams
+}
+
+// declareGrad declares them: the partials only in the two-pass kernel.
+func declareGrad(k *ptx.Func, g geom, partials bool) gradParams {
+	p := gradParams{logits: gen.Param(k, "logits"), labels: gen.Param(k, "labels")}
+	p.row.dloss, p.row.nValid = gen.Param(k, "dloss"), gen.Param(k, "n_valid")
+	if g.zloss {
+		p.row.zscale = gen.Param(k, "zloss_scale")
+	}
+	if partials {
+		p.partials = gen.Param(k, "partials")
+	}
+	p.dlogits = gen.Param(k, "dlogits")
+	p.row.lse, p.row.loss = gen.Param(k, "lse"), gen.Param(k, "loss")
+	return p
+}
 
 // gradient is a row's gradient once its statistics are merged:
 // dlogits = 2^(z·log₂e − lseL)·gp + the coefficients.

@@ -22,12 +22,8 @@ import (
 // gradient may be written over the logits.
 func emitOnePass(k *ptx.Func, g geom) {
 	k.ReqNTid(g.block)
-	logits, labels, dloss, nValid := gen.Param(k, "logits"), gen.Param(k, "labels"), gen.Param(k, "dloss"), gen.Param(k, "n_valid")
-	var zscale ptx.Reg
-	if g.zloss {
-		zscale = gen.Param(k, "zloss_scale")
-	}
-	dlogits, lse, loss := gen.Param(k, "dlogits"), gen.Param(k, "lse"), gen.Param(k, "loss")
+	gp := declareGrad(k, g, false)
+	logits, labels := gp.logits, gp.labels
 	cta := k.Mov(ptx.U32, ptx.CtaidX)
 	hold := k.Mov(ptx.U32, k.DynamicShared("hold", 16))
 	pub := k.Mov(ptx.U32, k.SharedArray("stat", ptx.F32, statWords, 16))
@@ -79,8 +75,8 @@ func emitOnePass(k *ptx.Func, g geom) {
 	}
 	st = clusterStat(k, g, pub, &r)
 	rowSync(k, g)
-	gr := finishRow(k, g, w, st, &r, rowParams{dloss, nValid, zscale, lse, loss}, nil)
-	out := dlogits
+	gr := finishRow(k, g, w, st, &r, gp.row, nil)
+	out := gp.dlogits
 	w = newWalk(k, g, cta)
 	w.each(func(vi, off ptx.Reg, ok []ptx.Reg) {
 		vals := make([][]ptx.Reg, g.vpt)
