@@ -103,6 +103,16 @@ func (f family) emitOne(g geom) (kernels.Program, error) {
 	}}, RuntimeDims: []string{Dim}}, nil
 }
 
+// declareBlock declares a kernel's CTA: block threads, and .maxnreg at
+// the registers one CTA a SM may take (65536/block, at most 255).
+// Without a cap ptxas sizes a 512-thread CTA for three a SM (40
+// registers) and spills the heavier gradient variants (vec·vpt = 16 with
+// smoothing, z-loss and i64 labels); with it they take what they need.
+func declareBlock(k *ptx.Func, g geom) {
+	k.ReqNTid(g.block)
+	k.MaxNReg(min(255, 65536/g.block/8*8))
+}
+
 // gradArgs is the arguments of a kernel that writes the gradient
 // (declareGrad's parameters): the partials only in the two-pass one; the
 // gradient goes to the logits when they alias.

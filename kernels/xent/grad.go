@@ -16,7 +16,7 @@ import (
 // writes its gradient, after the loads of its batch: so the gradient may
 // be written over the logits.
 func emitGrad(k *ptx.Func, g geom) {
-	k.ReqNTid(g.block)
+	declareBlock(k, g)
 	gp := declareGrad(k, g, true)
 	logits, labels, partials, dlogits := gp.logits, gp.labels, gp.partials, gp.dlogits
 	cta := k.Mov(ptx.U32, ptx.CtaidX)

@@ -21,7 +21,7 @@ import (
 // memory itself, and z[label] is read before the first barrier, so the
 // gradient may be written over the logits.
 func emitOnePass(k *ptx.Func, g geom) {
-	k.ReqNTid(g.block)
+	declareBlock(k, g)
 	gp := declareGrad(k, g, false)
 	logits, labels := gp.logits, gp.labels
 	cta := k.Mov(ptx.U32, ptx.CtaidX)

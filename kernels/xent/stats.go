@@ -68,7 +68,7 @@ func shflMerge(k *ptx.Func, st stat, n int, smooth bool) stat {
 // It writes no logit, so what it reads is the caller's logits even when
 // the gradient is to be written over them.
 func emitStats(k *ptx.Func, g geom) {
-	k.ReqNTid(g.block)
+	declareBlock(k, g)
 	logits, labels, partials := gen.Param(k, "logits"), gen.Param(k, "labels"), gen.Param(k, "partials")
 	cta := k.Mov(ptx.U32, ptx.CtaidX)
 	w := newWalk(k, g, cta)
