@@ -14,7 +14,7 @@ import (
 func TestSplitKBound(t *testing.T) {
 	f := nf4GEMM(t)
 	for _, split := range []bool{true, false} {
-		bounded, unbounded := simtest.PresetBounds(t, f, "qwen1.5b", 512, 4, func(_ variants.Shape, p variants.Params) bool {
+		bounded, unbounded := simtest.PresetBounds(t, f, "qwen1.5b", 512, 1, func(_ variants.Shape, p variants.Params) bool {
 			return p["mma"] == "wgmma" && p["dequant"] == "consumer" && (p["splitk"] != "1") == split
 		})
 		t.Logf("split-K %v: %d bounded, %d not", split, bounded, unbounded)
