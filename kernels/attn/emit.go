@@ -81,16 +81,20 @@ func emit(s Shape, p Params, b bugs) (kernels.Program, error) {
 	m := ptx.NewModule()
 	name := func(what string) string { return fmt.Sprintf("flash_attn_bwd_%s_%v", what, s.DType) }
 	emitPre(m.Func(name("pre")), g)
-	nb := configs.Int(gen.CeilDiv(s.S, g.bn))
-	main := kernels.Launch{Entry: name("main"), Grid: [3]configs.Expr{nb, configs.Int(s.HK), configs.Int(s.B)}}
+	grid := func(x, y, z int) [3]configs.Expr {
+		return [3]configs.Expr{configs.Int(x), configs.Int(y), configs.Int(z)}
+	}
+	nb := gen.CeilDiv(s.S, g.bn)
+	main := kernels.Launch{Entry: name("main")}
 	if p.MMA == WGMMA {
 		emitMainWG(m.Func(main.Entry), g, b)
 		l := newWGLayout(g)
-		main.Grid = [3]configs.Expr{configs.Int(s.HQ / g.hpc), configs.Int(s.B), nb}
+		main.Grid = grid(s.HQ/g.hpc, s.B, nb)
 		main.Block, main.SharedBytes = [3]int{l.split().Threads(), 1, 1}, l.smem()
 		main.Args = wgMaps(g)
 	} else {
 		emitMain(m.Func(main.Entry), g, b)
+		main.Grid = grid(nb, s.HK, s.B)
 		main.Block, main.SharedBytes = [3]int{g.threads, 1, 1}, g.smem()
 		main.Args = bufferArgs("q", "k", "v", "do", "lse2", "dd")
 	}
@@ -106,23 +110,22 @@ func emit(s Shape, p Params, b bugs) (kernels.Program, error) {
 	}
 	rows := s.B * s.HQ * g.sp
 	convert := func(what string, n int, src, dst string) kernels.Launch {
-		return kernels.Launch{Entry: name(what), Grid: [3]configs.Expr{configs.Int(gen.CeilDiv(n, 8*convThreads)), configs.Int(1), configs.Int(1)},
+		return kernels.Launch{Entry: name(what), Grid: grid(gen.CeilDiv(n, 8*convThreads), 1, 1),
 			Block: [3]int{convThreads, 1, 1}, Args: bufferArgs(src, dst)}
 	}
-	prog := kernels.Program{PTX: built.String()}
-	pre := kernels.Launch{Entry: name("pre"), Grid: [3]configs.Expr{configs.Int(rows / g.preRows()), configs.Int(1), configs.Int(1)},
-		Block: [3]int{preThreads, 1, 1}, Args: bufferArgs("o", "do", "lse", "lse2", "dd", "dq32")}
 	f32 := func(name string, n int) kernels.Buffer {
 		return kernels.Buffer{Name: name, DType: dtype.F32, Elems: configs.Int(n), Role: kernels.Scratch}
 	}
-	prog.Buffers = []kernels.Buffer{f32("lse2", rows), f32("dd", rows), f32("dq32", qElems)}
-	prog.Launches = []kernels.Launch{pre, main, convert("dq", qElems, "dq32", "dq")}
+	pre := kernels.Launch{Entry: name("pre"), Grid: grid(rows/g.preRows(), 1, 1),
+		Block: [3]int{preThreads, 1, 1}, Args: bufferArgs("o", "do", "lse", "lse2", "dd", "dq32")}
+	bufs := []kernels.Buffer{f32("lse2", rows), f32("dd", rows), f32("dq32", qElems)}
+	after := []kernels.Launch{convert("dq", qElems, "dq32", "dq")}
 	if g.splitKV() {
-		prog.Launches[0].Args = append(pre.Args, bufferArgs("dk32", "dv32")...)
-		prog.Launches = append(prog.Launches, convert("kv", kvElems, "dk32", "dk"), convert("kv", kvElems, "dv32", "dv"))
-		prog.Buffers = append(prog.Buffers, f32("dk32", kvElems), f32("dv32", kvElems))
+		pre.Args = append(pre.Args, bufferArgs("dk32", "dv32")...)
+		bufs = append(bufs, f32("dk32", kvElems), f32("dv32", kvElems))
+		after = append(after, convert("kv", kvElems, "dk32", "dk"), convert("kv", kvElems, "dv32", "dv"))
 	}
-	return prog, nil
+	return kernels.Program{PTX: built.String(), Launches: append([]kernels.Launch{pre, main}, after...), Buffers: bufs}, nil
 }
 
 // bufferArgs is the arguments naming buffers.

@@ -76,39 +76,43 @@ func (l wgLayout) slotBytes() int { return l.dOff + 4*l.g.bm }
 // lse2 and dd [b·hq, sp] f32 in boxes {bm, 1}; with dq=tma dq32
 // [b·s, hq, d] f32 in boxes {32, 1, bm} (the 128-byte swizzle).
 func wgMaps(g geom) []kernels.Arg {
-	rows := func(buf string, heads, box int) kernels.Arg {
-		return kernels.Arg{TensorMap: &kernels.TensorMap{Buffer: buf, DType: g.DType, Dims: configs.Ints(g.D, heads, g.B*g.S),
-			Strides: configs.Ints(2*g.D, 2*heads*g.D), Box: []int{64, 1, box}, Swizzle: 128}}
+	// rows maps a [b·s, heads, d] buffer of dt in boxes {cols, 1, box}.
+	rows := func(buf string, dt dtype.DType, heads, cols, box int) kernels.Arg {
+		es := dt.Size()
+		return kernels.Arg{TensorMap: &kernels.TensorMap{Buffer: buf, DType: dt, Dims: configs.Ints(g.D, heads, g.B*g.S),
+			Strides: configs.Ints(es*g.D, es*heads*g.D), Box: []int{cols, 1, box}, Swizzle: 128}}
 	}
 	vec := func(buf string) kernels.Arg {
 		return kernels.Arg{TensorMap: &kernels.TensorMap{Buffer: buf, DType: dtype.F32, Dims: configs.Ints(g.sp, g.B*g.HQ),
 			Strides: configs.Ints(4 * g.sp), Box: []int{g.bm, 1}}}
 	}
-	maps := []kernels.Arg{rows("q", g.HQ, g.bm), rows("k", g.HK, g.bn), rows("v", g.HK, g.bn), rows("do", g.HQ, g.bm), vec("lse2"), vec("dd")}
+	maps := []kernels.Arg{rows("q", g.DType, g.HQ, 64, g.bm), rows("k", g.DType, g.HK, 64, g.bn), rows("v", g.DType, g.HK, 64, g.bn),
+		rows("do", g.DType, g.HQ, 64, g.bm), vec("lse2"), vec("dd")}
 	if g.dqTMA {
-		maps = append(maps, kernels.Arg{TensorMap: &kernels.TensorMap{Buffer: "dq32", DType: dtype.F32, Dims: configs.Ints(g.D, g.HQ, g.B*g.S),
-			Strides: configs.Ints(4*g.D, 4*g.HQ*g.D), Box: []int{32, 1, g.bm}, Swizzle: 128}})
+		maps = append(maps, rows("dq32", dtype.F32, g.HQ, 32, g.bm))
 	}
 	return maps
 }
+
+// dqMap is the index of dq32's tensor map among the kernel's maps.
+const dqMap = 6
 
 // wgKernel is the build state of the wgmma main kernel: a CTA holds keys
 // [n·bn, +bn) of a KV head of a sequence for hpc of the head's query
 // heads; consumer warpgroup c owns keys [64c, +64) of the block, their dK
 // and dV in registers.
 type wgKernel struct {
-	k          *ptx.Func
-	g          geom
-	l          wgLayout
-	b          bugs
-	base       ptx.Reg
-	maps       []ptx.Sym // q, k, v, do, lse2, dd, and dq32 with dq=tma
-	dq32       ptx.Reg
-	bi, kvh    ptx.Reg
-	nb, n0     ptx.Reg
-	loop       queryLoop
-	ab         ptx.Type
-	chunkBytes func(rows int) int
+	k       *ptx.Func
+	g       geom
+	l       wgLayout
+	b       bugs
+	base    ptx.Reg
+	maps    []ptx.Sym // q, k, v, do, lse2, dd, and dq32 with dq=tma (dqMap)
+	dq32    ptx.Reg
+	bi, kvh ptx.Reg
+	nb, n0  ptx.Reg
+	loop    queryLoop
+	ab      ptx.Type
 }
 
 // emitMainWG writes the wgmma main kernel; its parameters are wgMaps'
@@ -196,9 +200,16 @@ func (wk *wgKernel) issuer() {
 }
 
 // wgThread is a consumer thread's place: its warpgroup c, warp w of it,
-// the accumulator row g4 and first column tig of its lane, and whether it
-// is the warpgroup's thread 0 (leader: it issues the dQ reductions).
-type wgThread struct{ c, w, g4, tig, leader ptx.Reg }
+// the accumulator row g4 and first column tig of its lane, whether it is
+// the warpgroup's thread 0 (leader: it issues the dQ reductions), the
+// keys of its two accumulator rows (n0 + 64c + 16w + g4 and 8 past it)
+// and whether each is below s, and the shared address of its
+// warpgroup's 64 rows of K (V's are vOff further).
+type wgThread struct {
+	c, w, g4, tig, leader ptx.Reg
+	key, inSeq            [2]ptx.Reg
+	kRows                 ptx.Reg
+}
 
 // consumer runs warpgroup c's loop over the query blocks (wgStep), then
 // stores its dK (scaled) and dV.
@@ -206,7 +217,13 @@ func (wk *wgKernel) consumer(c, t, dk, dv ptx.Reg) {
 	k, g := wk.k, wk.g
 	lane := k.And(ptx.U32, t, ptx.Imm(31))
 	th := wgThread{c: c, w: k.Shr(ptx.U32, t, ptx.Imm(5)), g4: k.Shr(ptx.U32, lane, ptx.Imm(2)),
-		tig: k.Shl(ptx.U32, k.And(ptx.U32, lane, ptx.Imm(3)), ptx.Imm(1)), leader: k.Setp("eq", ptx.U32, t, ptx.Imm(0))}
+		tig: k.Shl(ptx.U32, k.And(ptx.U32, lane, ptx.Imm(3)), ptx.Imm(1)), leader: k.Setp("eq", ptx.U32, t, ptx.Imm(0)),
+		kRows: k.Add(ptx.U32, wk.base, k.Shl(ptx.U32, c, ptx.Imm(13)))} // 64 rows of 128 bytes a warpgroup
+	key := k.Add(ptx.U32, k.Add(ptx.U32, wk.n0, k.Shl(ptx.U32, th.c, ptx.Imm(6))), k.Add(ptx.U32, k.Shl(ptx.U32, th.w, ptx.Imm(4)), th.g4))
+	th.key = [2]ptx.Reg{key, k.Add(ptx.U32, key, ptx.Imm(8))}
+	for i, key := range th.key {
+		th.inSeq[i] = k.Setp("lt", ptx.U32, key, ptx.Imm(int64(g.S)))
+	}
 	dkAcc, dvAcc := k.WgmmaAcc(g.D), k.WgmmaAcc(g.D)
 	for _, a := range append(append([]ptx.Reg{}, dkAcc...), dvAcc...) {
 		k.MovTo(a, ptx.F32Imm(0))
@@ -221,10 +238,8 @@ func (wk *wgKernel) consumer(c, t, dk, dv ptx.Reg) {
 		k.If(lane0, func() { k.MbarArriveDrop(r.Empty(wk.base)) })
 		r.Next()
 	})
-	rows := rowStore{k: k, g: g, bi: wk.bi, kvh: wk.kvh, key: wk.keys(th), tig: th.tig}
-	if g.dqTMA {
-		k.If(th.leader, func() { k.BulkWait(0, false) })
-	}
+	rows := rowStore{k: k, g: g, bi: wk.bi, kvh: wk.kvh, key: th.key, tig: th.tig}
+	wk.stagingDone(th, false)
 	put := rows.store
 	if g.splitKV() {
 		put = rows.add
@@ -233,12 +248,12 @@ func (wk *wgKernel) consumer(c, t, dk, dv ptx.Reg) {
 	put(dv, quads(dvAcc), 1)
 }
 
-// keys is the thread's two accumulator rows' keys: n0 + 64c + 16w + g4
-// and 8 past it.
-func (wk *wgKernel) keys(th wgThread) [2]ptx.Reg {
-	k := wk.k
-	key := k.Add(ptx.U32, k.Add(ptx.U32, wk.n0, k.Shl(ptx.U32, th.c, ptx.Imm(6))), k.Add(ptx.U32, k.Shl(ptx.U32, th.w, ptx.Imm(4)), th.g4))
-	return [2]ptx.Reg{key, k.Add(ptx.U32, key, ptx.Imm(8))}
+// stagingDone (dq=tma) makes the leader wait for its dQ reductions: until
+// they have read the staging (read), or until they are complete.
+func (wk *wgKernel) stagingDone(th wgThread, read bool) {
+	if wk.g.dqTMA {
+		wk.k.If(th.leader, func() { wk.k.BulkWait(0, read) })
+	}
 }
 
 // quads is a wgmma accumulator as m16n8 blocks (hopper.Warp's layout).
@@ -268,7 +283,6 @@ func kMajorStep(kk, rows int) int { return kk/4*rows*chunk + kk%4*32 }
 // dK += dSᵀ·Q.
 func (wk *wgKernel) step(th wgThread, slot, it, q0, h ptx.Reg, dkAcc, dvAcc []ptx.Reg) {
 	k, g, l := wk.k, wk.g, wk.l
-	kRows := k.Add(ptx.U32, wk.base, k.Shl(ptx.U32, th.c, ptx.Imm(13))) // K and V rows 64c..: 64·128 bytes a warpgroup
 	sAcc, pAcc := k.WgmmaAcc(g.bm), k.WgmmaAcc(g.bm)
 	k.WgmmaFence()
 	for _, gemm := range []struct {
@@ -280,7 +294,7 @@ func (wk *wgKernel) step(th wgThread, slot, it, q0, h ptx.Reg, dkAcc, dvAcc []pt
 			if kk == 0 {
 				scale = ptx.Imm(0)
 			}
-			a := wk.desc(kRows, gemm.a+kMajorStep(kk, g.bn), 16)
+			a := wk.desc(th.kRows, gemm.a+kMajorStep(kk, g.bn), 16)
 			b := wk.desc(slot, gemm.b+kMajorStep(kk, g.bm), 16)
 			k.Wgmma(wk.ab, gemm.acc, a, b, ptx.WgmmaOpts{ScaleD: scale})
 		}
@@ -296,9 +310,7 @@ func (wk *wgKernel) step(th wgThread, slot, it, q0, h ptx.Reg, dkAcc, dvAcc []pt
 	k.WgmmaFence()
 	wk.rsGEMM(dvAcc, aP, slot, l.doOff)
 	k.FenceProxyAsync()
-	if g.dqTMA { // the staging's last reduction has read it before barrier 1 frees it
-		k.If(th.leader, func() { k.BulkWait(0, true) })
-	}
+	wk.stagingDone(th, true) // the last reductions have read the staging before barrier 1 frees it
 	if !wk.b.noDSBar {
 		k.BarSyncN(1, 128*l.cons)
 	}
@@ -312,7 +324,7 @@ func (wk *wgKernel) step(th wgThread, slot, it, q0, h ptx.Reg, dkAcc, dvAcc []pt
 		wk.dqGEMM(dq, ds, ch, th)
 		k.WgmmaWait(0)
 		if g.dqTMA {
-			k.If(th.leader, func() { k.BulkWait(0, true) })
+			wk.stagingDone(th, true)
 			k.BarSyncN(stgBar, 128*l.cons)
 		}
 		wk.flushDQ(th, q0, h, dq, ch)
@@ -358,7 +370,7 @@ func (wk *wgKernel) flushDQ(th wgThread, q0, h ptx.Reg, dq []ptx.Reg, ch int) {
 		issue = k.And(ptx.Pred, issue, k.Setp("ne", ptx.U32, wk.nb, ptx.Imm(0)))
 	}
 	k.If(issue, func() {
-		m := k.TensorMapAddr(wk.maps[6])
+		m := k.TensorMapAddr(wk.maps[dqMap])
 		qrow := k.Mad(ptx.U32, wk.bi, ptx.Imm(int64(g.S)), q0)
 		col := k.Shl(ptx.U32, k.Add(ptx.U32, th.c, ptx.Imm(int64(ch))), ptx.Imm(6))
 		for hb := range 2 {
@@ -385,24 +397,19 @@ func (wk *wgKernel) dqChunks() []int {
 func (wk *wgKernel) probabilities(th wgThread, slot, q0 ptx.Reg, sAcc []ptx.Reg) {
 	k, g := wk.k, wk.g
 	c := gen.F32Imm(g.scale * math.Log2E)
-	keys := wk.keys(th)
-	var inSeq [2]ptx.Reg
-	for i, key := range keys {
-		inSeq[i] = k.Setp("lt", ptx.U32, key, ptx.Imm(int64(g.S)))
-	}
 	for j := range g.bm / 8 {
 		col := k.Add(ptx.U32, th.tig, ptx.Imm(int64(8*j)))
 		lse := k.Ld(ptx.Shared, ptx.F32, 2, ptx.At(k.Add(ptx.U32, slot, k.Shl(ptx.U32, col, ptx.Imm(2))), int64(wk.l.lseOff)))
 		qi := k.Add(ptx.U32, q0, col)
 		for e := range 4 {
 			p := k.Ex2Approx(k.Fma(ptx.F32, sAcc[4*j+e], c, k.Neg(ptx.F32, lse[e&1])))
-			ok := inSeq[e>>1]
+			ok := th.inSeq[e>>1]
 			if g.Causal == 1 {
 				cmp := "le"
 				if wk.b.maskEdge {
 					cmp = "lt"
 				}
-				ok = k.And(ptx.Pred, ok, k.Setp(cmp, ptx.U32, keys[e>>1], k.Add(ptx.U32, qi, ptx.Imm(int64(e&1)))))
+				ok = k.And(ptx.Pred, ok, k.Setp(cmp, ptx.U32, th.key[e>>1], k.Add(ptx.U32, qi, ptx.Imm(int64(e&1)))))
 			}
 			k.MovTo(sAcc[4*j+e], k.Selp(ptx.F32, p, ptx.F32Imm(0), ok))
 		}

@@ -27,11 +27,18 @@ func SplitRowsMax(bm, tileCols, splits int) int {
 }
 
 // splitRuntime sets program p's bound on m where p splits K over rows
-// that are m (the rows of g's output are the tokens).
+// that are m (the rows of g's output are the tokens), its tiles bm rows
+// by bn of g's columns.
 func splitRuntime(p *kernels.Program, g problem, bm, bn, splits int) {
 	if splits > 1 && g.mRows {
 		p.RuntimeMax = map[string]int{tokenDim: SplitRowsMax(bm, gen.CeilDiv(g.c, bn), splits)}
 	}
+}
+
+// Bound sets program p's bound on m (Program.RuntimeMax) for a GEMM whose
+// split partials r adds, its tiles bm rows by bn columns.
+func (r SplitKReduce) Bound(p *kernels.Program, bm, bn int) {
+	splitRuntime(p, r.problem(), bm, bn, r.Splits)
 }
 
 func workspaceBuffer(g problem, splits int) kernels.Buffer {

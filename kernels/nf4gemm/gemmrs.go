@@ -172,7 +172,7 @@ func emitRS(s GEMMShape, p GEMMParams) (kernels.Program, error) {
 		rk.reduce().Emit(m.Func(red))
 		prog.Launches = append(prog.Launches, rk.reduce().Launch(red))
 		prog.Buffers = []kernels.Buffer{rk.reduce().Workspace()}
-		prog.RuntimeMax = map[string]int{tokenDim: gemm.SplitRowsMax(rk.p.BM, rk.tileCols(), rk.splits())}
+		rk.reduce().Bound(&prog, rk.p.BM, rk.p.BN)
 	}
 	mod, err := m.Build()
 	if err != nil {

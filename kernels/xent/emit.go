@@ -77,11 +77,10 @@ func (f family) emit(g geom) (kernels.Program, error) {
 	if err != nil {
 		return kernels.Program{}, err
 	}
-	grid := [3]configs.Expr{configs.Var(Dim).TimesInt(g.split), configs.Int(1), configs.Int(1)}
 	block := [3]int{g.block, 1, 1}
 	return kernels.Program{PTX: built.String(), Launches: []kernels.Launch{
-		{Entry: stats, Grid: grid, Block: block, Args: []kernels.Arg{{Buffer: "logits"}, {Buffer: "labels"}, {Buffer: "partials"}}},
-		{Entry: grad, Grid: grid, Block: block, Args: gradArgs(g, true)},
+		{Entry: stats, Grid: g.grid(), Block: block, Args: []kernels.Arg{{Buffer: "logits"}, {Buffer: "labels"}, {Buffer: "partials"}}},
+		{Entry: grad, Grid: g.grid(), Block: block, Args: gradArgs(g, true)},
 	}, Buffers: []kernels.Buffer{
 		{Name: "partials", DType: dtype.F32, Elems: configs.Var(Dim).TimesInt(g.split * statWords), Role: kernels.Scratch},
 	}, RuntimeDims: []string{Dim}}, nil
@@ -98,7 +97,7 @@ func (f family) emitOne(g geom) (kernels.Program, error) {
 		return kernels.Program{}, err
 	}
 	return kernels.Program{PTX: built.String(), Launches: []kernels.Launch{{
-		Entry: entry, Grid: [3]configs.Expr{configs.Var(Dim).TimesInt(g.split), configs.Int(1), configs.Int(1)},
+		Entry: entry, Grid: g.grid(),
 		Block: [3]int{g.block, 1, 1}, Cluster: g.cluster(), SharedBytes: g.cv * g.vb, Args: gradArgs(g, false),
 	}}, RuntimeDims: []string{Dim}}, nil
 }
@@ -129,6 +128,11 @@ func gradArgs(g geom, partials bool) []kernels.Arg {
 		out = "logits"
 	}
 	return append(args, kernels.Arg{Buffer: out}, kernels.Arg{Buffer: "lse"}, kernels.Arg{Buffer: "loss"})
+}
+
+// grid is every kernel's grid: t·split CTAs, split a row.
+func (g geom) grid() [3]configs.Expr {
+	return [3]configs.Expr{configs.Var(Dim).TimesInt(g.split), configs.Int(1), configs.Int(1)}
 }
 
 // cluster is the one-pass launch's cluster: a row's split CTAs, none
@@ -202,17 +206,36 @@ func (w *walk) plus(i ptx.Reg, q int) ptx.Reg {
 // load loads the vpt vectors of a batch at base+off as f32 values (zero
 // where guarded off), with the load options o.
 func (w *walk) load(base, off ptx.Reg, ok []ptx.Reg, o ...ptx.LdOpts) [][]ptx.Reg {
+	return w.widen(w.loadRaw(base, off, ok, o...))
+}
+
+// loadRaw is load's raw words (gen.LdRaw).
+func (w *walk) loadRaw(base, off ptx.Reg, ok []ptx.Reg, o ...ptx.LdOpts) [][]ptx.Reg {
 	k, g := w.k, w.g
 	at := k.Add(ptx.U64, base, off)
 	out := make([][]ptx.Reg, g.vpt)
 	for q := range out {
-		var guard ptx.Reg
-		if ok != nil {
-			guard = ok[q]
-		}
-		out[q] = gen.Widen(k, g.dt, gen.LdRaw(k, ptx.Global, g.dt, g.vec, ptx.At(at, int64(q*g.block*g.vb)), guard, o...))
+		out[q] = gen.LdRaw(k, ptx.Global, g.dt, g.vec, ptx.At(at, int64(q*g.block*g.vb)), guardOf(ok, q), o...)
 	}
 	return out
+}
+
+// widen converts a batch's raw words to f32 values.
+func (w *walk) widen(raw [][]ptx.Reg) [][]ptx.Reg {
+	out := make([][]ptx.Reg, len(raw))
+	for q, r := range raw {
+		out[q] = gen.Widen(w.k, w.g.dt, r)
+	}
+	return out
+}
+
+// guardOf is vector q's guard in a batch's guards ok (nil: all in the
+// part), or no register.
+func guardOf(ok []ptx.Reg, q int) ptx.Reg {
+	if ok == nil {
+		return ptx.Reg{}
+	}
+	return ok[q]
 }
 
 // loadLabel is row row's label as a u32: an i32 label, or the low word

@@ -102,11 +102,7 @@ func (gr gradient) store(w *walk, out, vi, off ptx.Reg, ok []ptx.Reg, vals [][]p
 			p := k.Ex2Approx(k.Fma(ptx.F32, x, log2e, gr.neg))
 			res[e] = k.Fma(ptx.F32, p, gr.gp, k.Selp(ptx.F32, c.hit[e], c.miss, hit))
 		}
-		var guard ptx.Reg
-		if ok != nil {
-			guard = ok[q]
-		}
-		gen.StVals(k, g.dt, ptx.At(at, int64(q*g.block*g.vb)), res, guard)
+		gen.StVals(k, g.dt, ptx.At(at, int64(q*g.block*g.vb)), res, guardOf(ok, q))
 	}
 }
 
@@ -136,9 +132,17 @@ type rowEnd struct {
 // r.zl from partial 0.
 func rowStat(k *ptx.Func, g geom, partials, row ptx.Reg, r *rowEnd) stat {
 	base := k.Add(ptx.U64, partials, k.MulWide(ptx.U32, row, ptx.Imm(g.split*4*statWords)))
+	return mergeParts(k, g, r, func(i int) []ptx.Reg {
+		return gen.LdF32(k, ptx.Global, ptx.At(base, int64(i*4*statWords)), statWords, ptx.Reg{})
+	})
+}
+
+// mergeParts merges a row's split partials in order, part i's words
+// (mL, s, Σz, zl) as load gives them, and sets r.zl from part 0's.
+func mergeParts(k *ptx.Func, g geom, r *rowEnd, load func(i int) []ptx.Reg) stat {
 	var st stat
-	for i := 0; i < g.split; i++ {
-		v := gen.LdF32(k, ptx.Global, ptx.At(base, int64(i*4*statWords)), statWords, ptx.Reg{})
+	for i := range g.split {
+		v := load(i)
 		if i == 0 {
 			st, r.zl = stat{v[0], v[1], v[2]}, v[3]
 			continue

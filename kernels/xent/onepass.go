@@ -41,27 +41,14 @@ func emitOnePass(k *ptx.Func, g geom) {
 	smooth := g.eps > 0
 	st := newStat(k)
 	w.each(func(vi, off ptx.Reg, ok []ptx.Reg) {
-		at := k.Add(ptx.U64, logits, off)
-		var xm, xs []ptx.Reg
-		for q := range g.vpt {
-			var guard ptx.Reg
-			if ok != nil {
-				guard = ok[q]
-			}
-			raw := gen.LdRaw(k, ptx.Global, g.dt, g.vec, ptx.At(at, int64(q*g.block*g.vb)), guard, ld...)
-			k.St(ptx.Shared, raw[0].Type(), ptx.At(held(w.plus(vi, q)), 0), raw)
-			if guard.Valid() {
+		raw := w.loadRaw(logits, off, ok, ld...)
+		for q, r := range raw {
+			k.St(ptx.Shared, r[0].Type(), ptx.At(held(w.plus(vi, q)), 0), r)
+			if guard := guardOf(ok, q); guard.Valid() {
 				k.Guard(guard, false)
 			}
-			for _, x := range gen.Widen(k, g.dt, raw) {
-				xs = append(xs, x)
-				if guard.Valid() {
-					x = k.Selp(ptx.F32, x, negInf, guard)
-				}
-				xm = append(xm, x)
-			}
 		}
-		st.absorb(k, xm, xs, smooth)
+		st.absorbBatch(k, w.widen(raw), ok, smooth)
 	})
 	st = ctaMerge(k, g, w.tid, shflMerge(k, st, 32, smooth), smooth)
 	r := rowEnd{row: w.row, lab: loadLabel(k, g, labels, w.row)}
@@ -79,15 +66,11 @@ func emitOnePass(k *ptx.Func, g geom) {
 	out := gp.dlogits
 	w = newWalk(k, g, cta)
 	w.each(func(vi, off ptx.Reg, ok []ptx.Reg) {
-		vals := make([][]ptx.Reg, g.vpt)
-		for q := range vals {
-			var guard ptx.Reg
-			if ok != nil {
-				guard = ok[q]
-			}
-			vals[q] = gen.Widen(k, g.dt, gen.LdRaw(k, ptx.Shared, g.dt, g.vec, ptx.At(held(w.plus(vi, q)), 0), guard))
+		raw := make([][]ptx.Reg, g.vpt)
+		for q := range raw {
+			raw[q] = gen.LdRaw(k, ptx.Shared, g.dt, g.vec, ptx.At(held(w.plus(vi, q)), 0), guardOf(ok, q))
 		}
-		gr.store(w, out, vi, off, ok, vals)
+		gr.store(w, out, vi, off, ok, w.widen(raw))
 	})
 }
 
@@ -103,22 +86,14 @@ func rowSync(k *ptx.Func, g geom) {
 }
 
 // clusterStat merges the stats the cluster's split CTAs published at pub
-// (rank order, as rowStat merges the two-pass kernel's partials) and
-// sets r.zl from rank 0's.
+// (mergeParts: as the two-pass kernel merges its partials).
 func clusterStat(k *ptx.Func, g geom, pub ptx.Reg, r *rowEnd) stat {
-	var st stat
-	for i := 0; i < g.split; i++ {
-		// A copy: the ld keeps the slice it returns as its operand list.
+	return mergeParts(k, g, r, func(i int) []ptx.Reg {
 		sp, at := ptx.Shared, pub
 		if g.split > 1 {
 			sp, at = ptx.SharedCluster, k.Mapa(pub, ptx.Imm(int64(i)))
 		}
-		v := slices.Clone(k.Ld(sp, ptx.F32, statWords, ptx.At(at, 0)))
-		if i == 0 {
-			st, r.zl = stat{v[0], v[1], v[2]}, v[3]
-			continue
-		}
-		st = merge(k, st, stat{v[0], v[1], v[2]}, g.eps > 0)
-	}
-	return st
+		// A copy: the ld keeps the slice it returns as its operand list.
+		return slices.Clone(k.Ld(sp, ptx.F32, statWords, ptx.At(at, 0)))
+	})
 }

@@ -33,6 +33,23 @@ func (st stat) absorb(k *ptx.Func, xm, xs []ptx.Reg, smooth bool) {
 	}
 }
 
+// absorbBatch absorbs a batch's values (vals[q], vector q guarded by
+// ok[q]; ok nil: all valid): guarded-off values count −∞ for the maximum
+// and 0 for Σz (a guarded load reads zeros).
+func (st stat) absorbBatch(k *ptx.Func, vals [][]ptx.Reg, ok []ptx.Reg, smooth bool) {
+	var xm, xs []ptx.Reg
+	for q, v := range vals {
+		for _, x := range v {
+			xs = append(xs, x)
+			if ok != nil {
+				x = k.Selp(ptx.F32, x, negInf, ok[q])
+			}
+			xm = append(xm, x)
+		}
+	}
+	st.absorb(k, xm, xs, smooth)
+}
+
 // merge returns the stat of a and b together; it is symmetric, so both
 // lanes of a butterfly agree.
 func merge(k *ptx.Func, a, b stat, smooth bool) stat {
@@ -75,17 +92,7 @@ func emitStats(k *ptx.Func, g geom) {
 	smooth := g.eps > 0
 	st := newStat(k)
 	w.each(func(_, off ptx.Reg, ok []ptx.Reg) {
-		var xm, xs []ptx.Reg
-		for q, v := range w.load(logits, off, ok, gen.LdNC) {
-			for _, x := range v {
-				xs = append(xs, x)
-				if ok != nil {
-					x = k.Selp(ptx.F32, x, negInf, ok[q])
-				}
-				xm = append(xm, x)
-			}
-		}
-		st.absorb(k, xm, xs, smooth)
+		st.absorbBatch(k, w.load(logits, off, ok, gen.LdNC), ok, smooth)
 	})
 	st = ctaMerge(k, g, w.tid, shflMerge(k, st, 32, smooth), smooth)
 	t0 := k.Setp("eq", ptx.U32, w.tid, ptx.Imm(0))

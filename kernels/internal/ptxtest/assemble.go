@@ -11,6 +11,9 @@ import (
 type Job struct {
 	What string // e.g. the variant's shape and params
 	ptxas.Module
+	// SpillAllowed, when set, lets a function's spill pass where it
+	// returns true for the function's report (logged, not a problem).
+	SpillAllowed func(ptxas.Report) bool
 }
 
 // Assemble assembles jobs with the test's ptxas (ptxas.ForTests: batched, results cached) and
@@ -36,6 +39,10 @@ func Assemble(t *testing.T, jobs []Job, warningsFail bool) []string {
 			continue
 		}
 		for _, rep := range r.Reports {
+			if rep.Spills() && j.SpillAllowed != nil && j.SpillAllowed(rep) {
+				t.Logf("%s %s: spill allowed: %d/%d bytes, stack %d, %d registers", j.Arch, j.What, rep.SpillStores, rep.SpillLoads, rep.StackBytes, rep.Registers)
+				rep.SpillStores, rep.SpillLoads, rep.StackBytes = 0, 0, 0
+			}
 			for _, f := range rep.Faults() {
 				problems = append(problems, fmt.Sprintf("%s %s %s", j.Arch, j.What, f))
 			}
