@@ -87,6 +87,10 @@
 #           s = 1024/2048/4096/8192 with b·s = 8192 tokens into attn.db,
 #           then SDPA's backends at the same keys (bench/peers_step.py
 #           --kernels flash_attn_bwd)                            ~8 min
+#   gemmfix gemm_bwd on qwen1.5b re-tuned by bin/tune-fix (branch
+#           fix-setmaxnreg's binary: no setmaxnreg.inc below the registers
+#           held at launch) into h200-gemm-fix.db, the database the gemm
+#           table is regenerated from when the branch lands      ~3 min
 #   steppeers  right after step, in the same session: bench/peers_step.py,
 #           the peers of the step's backward kernels (swiglu_bwd, rope_bwd, cross-entropy, linear cross-entropy):
 #           torch eager, torch.compile, Liger-Kernel and Cut Cross-Entropy
@@ -124,7 +128,7 @@ fi
 outside5() {
 	grep -a -o "[0-9.]*× the table" "$1" | awk '{r=$1+0; n++; if (r>1.05||r<0.95) o++} END {printf "%d ratios at the tuned shape, %d outside 5%%\n", n, o}'
 }
-for phase in ${PHASE:?PHASE=diag|dequantgap|dqlayout|gemmgap|nf4|nf4ab|nf4card|cardtime|refresh|rows|launch|shard|exact|gemm|nights|pytorch|step|lce|attn|steppeers}; do
+for phase in ${PHASE:?PHASE=diag|dequantgap|dqlayout|gemmgap|nf4|nf4ab|nf4card|cardtime|refresh|rows|launch|shard|exact|gemm|nights|pytorch|step|lce|attn|steppeers|gemmfix}; do
 case $phase in
 nf4)
 	PHASE=all OUT=$out bash bench/issue22_h200.sh
@@ -298,6 +302,12 @@ gemm)
 	tail -25 "$out/show-gemm.txt"
 	(cd runner && timed ../bin/runner.test -test.run TestGPUExactInputs -test.v) > "$out/exact-gpu.log" 2>&1
 	tail -5 "$out/exact-gpu.log"
+	;;
+gemmfix)
+	timed ./bin/tune-fix --kernel gemm_bwd --shapes qwen1.5b --dtype bf16 --final-rounds 2 --db "$out/h200-gemm-fix.db" > "$out/tune-gemmfix.log" 2>&1
+	tail -3 "$out/tune-gemmfix.log"
+	./bin/tune-fix show --db "$out/h200-gemm-fix.db" > "$out/show-gemmfix.txt" 2>&1
+	tail -12 "$out/show-gemmfix.txt"
 	;;
 nights)
 	OUT=$out bash bench/nights_h200.sh
