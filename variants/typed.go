@@ -177,7 +177,7 @@ func Encode[P any](v P) Params {
 	rv := reflect.ValueOf(v)
 	p := make(Params, len(c.fields))
 	for _, f := range c.fields {
-		fv := rv.Field(f.index)
+		fv := rv.FieldByIndex(f.index)
 		switch fv.Kind() {
 		case reflect.Bool:
 			p[f.axis] = map[bool]string{false: "0", true: "1"}[fv.Bool()]
@@ -208,7 +208,7 @@ func Decode[P any](p Params) (P, error) {
 		if !ok {
 			return v, fmt.Errorf("param %q missing", f.axis)
 		}
-		if err := f.set(rv.Field(f.index), s); err != nil {
+		if err := f.set(rv.FieldByIndex(f.index), s); err != nil {
 			return v, err
 		}
 	}
@@ -250,7 +250,7 @@ func (t Typed[P]) walk(c *paramCodec, axes []Axis, yield func(Params) bool) {
 	texts := make([][]string, len(axes))
 	for i, f := range c.fields {
 		for _, s := range axes[i].Values {
-			fv := reflect.New(rv.Field(f.index).Type()).Elem()
+			fv := reflect.New(rv.FieldByIndex(f.index).Type()).Elem()
 			if f.set(fv, s) == nil {
 				decoded[i], texts[i] = append(decoded[i], fv), append(texts[i], s)
 			}
@@ -265,7 +265,7 @@ func (t Typed[P]) walk(c *paramCodec, axes []Axis, yield func(Params) bool) {
 	dfs = func(d int) bool {
 		for j := range decoded[d] {
 			idx[d] = j
-			rv.Field(c.fields[d].index).Set(decoded[d][j])
+			rv.FieldByIndex(c.fields[d].index).Set(decoded[d][j])
 			if !allow(at[d], v) {
 				continue
 			}
@@ -352,7 +352,7 @@ type paramCodec struct {
 }
 
 type paramField struct {
-	index  int
+	index  []int // reflect's index path: through embedded structs
 	axis   string
 	doc    string
 	values []string
@@ -386,30 +386,45 @@ func buildCodec(t reflect.Type) (*paramCodec, error) {
 		return nil, fmt.Errorf("params type %v is not a struct", t)
 	}
 	c := &paramCodec{typ: t}
-	seen := map[string]bool{}
-	for i := range t.NumField() {
-		sf := t.Field(i)
-		name, ok := sf.Tag.Lookup("axis")
-		if !ok {
-			continue
-		}
-		switch k := sf.Type.Kind(); {
-		case name == "" || seen[name]:
-			return nil, fmt.Errorf("%v.%s: axis name %q empty or repeated", t, sf.Name, name)
-		case !sf.IsExported():
-			return nil, fmt.Errorf("%v.%s: an axis field must be exported", t, sf.Name)
-		case k != reflect.Int && k != reflect.Bool && k != reflect.String:
-			return nil, fmt.Errorf("%v.%s: axis field of kind %v (want int, bool or string)", t, sf.Name, k)
-		}
-		seen[name] = true
-		f := paramField{index: i, axis: name, doc: sf.Tag.Get("doc"), def: sf.Tag.Get("default")}
-		if vs, ok := sf.Tag.Lookup("values"); ok {
-			f.values = strings.Split(vs, ",")
-		}
-		c.fields = append(c.fields, f)
+	if err := c.addFields(t, nil, map[string]bool{}); err != nil {
+		return nil, err
 	}
 	if len(c.fields) == 0 {
 		return nil, fmt.Errorf("params type %v has no field tagged axis", t)
 	}
 	return c, nil
+}
+
+// addFields adds the axis fields of struct t, reached from the params
+// type by index path at, in order; an embedded struct without an axis
+// tag contributes its own axes in its place.
+func (c *paramCodec) addFields(t reflect.Type, at []int, seen map[string]bool) error {
+	for i := range t.NumField() {
+		sf := t.Field(i)
+		path := append(append([]int(nil), at...), i)
+		name, ok := sf.Tag.Lookup("axis")
+		if !ok {
+			if sf.Anonymous && sf.Type.Kind() == reflect.Struct {
+				if err := c.addFields(sf.Type, path, seen); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		switch k := sf.Type.Kind(); {
+		case name == "" || seen[name]:
+			return fmt.Errorf("%v.%s: axis name %q empty or repeated", c.typ, sf.Name, name)
+		case !sf.IsExported():
+			return fmt.Errorf("%v.%s: an axis field must be exported", c.typ, sf.Name)
+		case k != reflect.Int && k != reflect.Bool && k != reflect.String:
+			return fmt.Errorf("%v.%s: axis field of kind %v (want int, bool or string)", c.typ, sf.Name, k)
+		}
+		seen[name] = true
+		f := paramField{index: path, axis: name, doc: sf.Tag.Get("doc"), def: sf.Tag.Get("default")}
+		if vs, ok := sf.Tag.Lookup("values"); ok {
+			f.values = strings.Split(vs, ",")
+		}
+		c.fields = append(c.fields, f)
+	}
+	return nil
 }

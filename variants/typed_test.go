@@ -55,6 +55,45 @@ func TestTypedRoundTrip(t *testing.T) {
 	}
 }
 
+// extendedParams embeds testParams: its axes come first, in place of the
+// embedded field, then the extension's.
+type extendedParams struct {
+	testParams
+	Heads int `axis:"heads" values:"1,2"`
+}
+
+// TestEmbeddedAxes: an embedded struct's axes are the params type's own,
+// encoded, decoded and enumerated like them; an embedded axis repeated by
+// the outer type is refused.
+func TestEmbeddedAxes(t *testing.T) {
+	p := extendedParams{testParams{Block: 64, Vec: 4, Mode: "a"}, 2}
+	enc := Encode(p)
+	if got := enc.String(); got != "block=64,heads=2,mode=a,pdl=0,vec=4" {
+		t.Fatalf("Encode = %q", got)
+	}
+	if back, err := Decode[extendedParams](enc); err != nil || back != p {
+		t.Fatalf("Decode(Encode(p)) = %+v, %v; want %+v", back, err, p)
+	}
+	s := Typed[extendedParams]{Values: map[string][]string{"vec": Ints(1, 2)}}.Space()
+	var names []string
+	for _, a := range s.Axes {
+		names = append(names, a.Name)
+	}
+	if got := strings.Join(names, " "); got != "block vec mode pdl heads" {
+		t.Errorf("axes: %s", got)
+	}
+	if n := len(s.Enumerate()); n != 2*2*2*2*2 {
+		t.Errorf("Enumerate: %d points, want 32", n)
+	}
+	type repeated struct {
+		testParams
+		Again int `axis:"block"`
+	}
+	if _, err := Decode[repeated](enc); err == nil || !strings.Contains(err.Error(), `"block" empty or repeated`) {
+		t.Errorf("a repeated embedded axis: %v", err)
+	}
+}
+
 func TestTypedSpace(t *testing.T) {
 	s := testSpace().Space()
 	var names []string

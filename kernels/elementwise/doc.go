@@ -22,11 +22,12 @@
 //     bound are computed from it, so the PTX is the same at every value
 //     of it. Grids and buffer sizes are expressions of it.
 //   - Units: a flat map's unit u is elements [u·vec, u·vec+vec) of every
-//     operand. A rope_bwd unit is vec columns of the low half of one head
-//     of one token, with the same columns of the high half and of both
-//     halves of the tables; units are token-major, each token's query
-//     heads then its key heads, so q's and k's units share one launch
-//     and vec divides d/2.
+//     operand. A rope_bwd unit is vec columns of the low half of `heads`
+//     consecutive heads of one token, with the same columns of the high
+//     half and of both halves of the tables, loaded once for those heads;
+//     units are token-major, each token's query heads then its key heads
+//     (a unit may hold both kinds), so q's and k's units share one
+//     launch, vec divides d/2 and heads divides hq + hk.
 //   - Every thread handles ept units, all loads issued before any math. A
 //     thread whose ept units are all in range does them unguarded; the
 //     one iteration that holds the last units guards each unit past its

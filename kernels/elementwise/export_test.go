@@ -14,7 +14,7 @@ func RopeSwappedSinHalves(s variants.Shape, p variants.Params) (kernels.Program,
 	if err != nil {
 		return kernels.Program{}, err
 	}
-	pv, err := variants.Decode[Params](p)
+	pv, err := variants.Decode[RopeParams](p)
 	if err != nil {
 		return kernels.Program{}, err
 	}

@@ -26,8 +26,21 @@ type RopeShape struct {
 // half is the head dim's half: element j pairs with element j + half.
 func (s RopeShape) half() int { return s.D / 2 }
 
-// unitsPerToken is the work units of one token for a vector width.
-func (s RopeShape) unitsPerToken(vec int) int { return (s.HQ + s.HK) * s.half() / vec }
+// heads is the query and key heads of a token, in the kernel's order
+// (its query heads, then its key heads).
+func (s RopeShape) heads() int { return s.HQ + s.HK }
+
+// unitsPerToken is the work units of one token for params p: vec columns
+// of p.Heads heads each.
+func (s RopeShape) unitsPerToken(p RopeParams) int { return s.heads() / p.Heads * s.half() / p.Vec }
+
+// RopeParams is one rope_bwd variant: the map's params, and the heads a
+// unit takes at the same columns, which share one load of the tables'
+// columns.
+type RopeParams struct {
+	Params
+	Heads int `axis:"heads" default:"1" doc:"heads a thread rotates at the same columns (the tables loaded once for all)"`
+}
 
 // rope is rope_bwd: the backward of rotary embeddings in the rotate-half
 // layout,
@@ -67,16 +80,38 @@ func (rope) CheckShape(s RopeShape) error {
 	return gen.CheckIndexable([]string{"t", "heads", "d"}, s.T, s.HQ+s.HK, s.D)
 }
 
+// ropeMaxElems bounds the elements a thread loads before its math:
+// ept·heads·vec of the gradients (2 each) beside the tables' 4·vec.
+const ropeMaxElems = 32
+
 // Space: vector widths of at most 16 bytes that divide d/2 (16-bit types
-// take pairs when they can); every point is valid.
-func (rope) Space(s RopeShape) variants.Typed[Params] {
-	var vecs []int
+// take pairs when they can); heads a unit that divide a token's heads,
+// past 1 only while ept·heads·vec stays within ropeMaxElems (each is two
+// loads of vec elements held until the math).
+func (rope) Space(s RopeShape) variants.Typed[RopeParams] {
+	var vecs, heads []int
 	for _, v := range []int{1, 2, 4, 8} {
 		if v*s.DType.Size() <= 16 && s.half()%v == 0 && (v > 1 || s.DType.Size() == 4 || s.half()%2 != 0) {
 			vecs = append(vecs, v)
 		}
 	}
-	return variants.Typed[Params]{Values: map[string][]string{"vec": variants.Ints(vecs...)}}
+	for h := 1; h <= s.heads(); h++ {
+		if s.heads()%h == 0 && h <= ropeMaxElems {
+			heads = append(heads, h)
+		}
+	}
+	return variants.Typed[RopeParams]{
+		Values: map[string][]string{"vec": variants.Ints(vecs...), "heads": variants.Ints(heads...)},
+		Rules: []variants.Rule[RopeParams]{{Name: "heads", Check: func(p RopeParams) error {
+			if s.heads()%p.Heads != 0 {
+				return fmt.Errorf("heads=%d does not divide a token's %d heads", p.Heads, s.heads())
+			}
+			if p.Heads > 1 && p.EPT*p.Heads*p.Vec > ropeMaxElems {
+				return fmt.Errorf("ept·heads·vec = %d: more than %d elements of each gradient half held a thread", p.EPT*p.Heads*p.Vec, ropeMaxElems)
+			}
+			return nil
+		}}},
+	}
 }
 
 // ropeIns and ropeOuts are the buffers: the gradients of the rotated q and
@@ -187,8 +222,8 @@ func (rope) Tolerance(s RopeShape, _ string) kernels.Tolerance {
 	return kernels.Tolerance{Atol: 1e-6, Rtol: 1e-6}
 }
 
-// ropeLane is the math of one lane: dy_lo, dy_hi, cos_lo, cos_hi, sin_lo,
-// sin_hi in; dx_lo, dx_hi out.
+// ropeLane is the math of one lane of one head: dy_lo, dy_hi, cos_lo,
+// cos_hi, sin_lo, sin_hi in; dx_lo, dx_hi out.
 func ropeLane(k *ptx.Func, in []ptx.Reg) []ptx.Reg {
 	dyLo, dyHi, cLo, cHi, sLo, sHi := in[0], in[1], in[2], in[3], in[4], in[5]
 	lo := k.Fma(ptx.F32, dyHi, sHi, k.Mul(ptx.F32, dyLo, cLo))
@@ -196,66 +231,101 @@ func ropeLane(k *ptx.Func, in []ptx.Reg) []ptx.Reg {
 	return []ptx.Reg{lo, hi}
 }
 
+// ropeHeads is the map of a unit of h heads from the map of one head:
+// inputs dy_lo, dy_hi of each head, then cos_lo, cos_hi, sin_lo, sin_hi;
+// outputs dx_lo, dx_hi of each head.
+func ropeHeads(h int, lane mapFunc) mapFunc {
+	return func(k *ptx.Func, in []ptx.Reg) []ptx.Reg {
+		var out []ptx.Reg
+		for j := range h {
+			out = append(out, lane(k, append([]ptx.Reg{in[2*j], in[2*j+1]}, in[2*h:2*h+4]...))...)
+		}
+		return out
+	}
+}
+
 // Emit generates one variant. A unit is vec columns of the low half of
-// one head of one token, with their partners in the high half: units are
-// token-major, the token's query heads then its key heads. The PTX takes
-// t as its last parameter.
-func (r rope) Emit(s RopeShape, p Params) (kernels.Program, error) {
+// p.Heads consecutive heads of one token, with their partners in the high
+// half: units are token-major, the token's query heads then its key
+// heads. The PTX takes t as its last parameter.
+func (r rope) Emit(s RopeShape, p RopeParams) (kernels.Program, error) {
 	return r.emitWith(s, p, ropeLane)
 }
 
-// emitWith is Emit with the lane math given.
-func (rope) emitWith(s RopeShape, p Params, lane mapFunc) (kernels.Program, error) {
+// emitWith is Emit with the math of one head given.
+func (rope) emitWith(s RopeShape, p RopeParams, lane mapFunc) (kernels.Program, error) {
 	dt := s.DType
 	entry := "rope_bwd_" + dt.String()
 	m := ptx.NewModule()
-	kn := newKernel(m, entry, dt, p, 6, lane)
+	kn := newKernel(m, entry, dt, p.Params, 2*p.Heads+4, ropeHeads(p.Heads, lane))
 	k := kn.k
 	ptrs := kn.params(ropeOperands)
 	t := k.LdParam(k.Param("t", ptx.U32))
-	kn.setUnits(k.Mul(ptx.U32, t, ptx.Imm(s.unitsPerToken(p.Vec))))
-	kn.place = ropePlacer(k, s, p.Vec, ptrs)
+	kn.setUnits(k.Mul(ptx.U32, t, ptx.Imm(s.unitsPerToken(p))))
+	kn.place = ropePlacer(k, s, p, ptrs)
 	kn.run(p.Grid)
 	built, err := m.Build()
 	if err != nil {
 		return kernels.Program{}, err
 	}
-	work := configs.Var("t").TimesInt(s.unitsPerToken(p.Vec))
-	return program(built.String(), entry, ropeOperands, "t", work, p), nil
+	work := configs.Var("t").TimesInt(s.unitsPerToken(p))
+	return program(built.String(), entry, ropeOperands, "t", work, p.Params), nil
 }
 
-// ropePlacer places unit u: token u / P (P units per token), head h and
-// column group j of the remainder; the query heads' units read dy_q and
-// write dq, the key heads' dy_k and dk. Operands: dy lo, dy hi, cos lo,
-// cos hi, sin lo, sin hi, dx lo, dx hi.
-func ropePlacer(k *ptx.Func, s RopeShape, vec int, ptrs []ptx.Reg) placer {
+// ropePlacer places unit u: token u / P (P units per token), head group
+// g and column group of the remainder; head g·H + j of the group (H =
+// p.Heads) is a query head, read from dy_q and written to dq, or a key
+// head, dy_k and dk. Operands: dy lo and hi of each head, cos lo, cos hi,
+// sin lo, sin hi, then dx lo and hi of each head.
+func ropePlacer(k *ptx.Func, s RopeShape, p RopeParams, ptrs []ptx.Reg) placer {
 	dyQ, dyK, cos, sin, dq, dk := ptrs[0], ptrs[1], ptrs[2], ptrs[3], ptrs[4], ptrs[5]
-	perHead, size := s.half()/vec, s.DType.Size()
+	h, perGroup, size := p.Heads, s.half()/p.Vec, s.DType.Size()
 	hiOff := int64(s.half() * size)
 	return func(u ptx.Reg) func(int) ptx.Addr {
-		tok := k.Div(ptx.U32, u, ptx.Imm(s.unitsPerToken(vec)))
-		rest := k.Sub(ptx.U32, u, k.Mul(ptx.U32, tok, ptx.Imm(s.unitsPerToken(vec))))
-		h := k.Div(ptx.U32, rest, ptx.Imm(perHead))
-		col := k.Mul(ptx.U32, k.Sub(ptx.U32, rest, k.Mul(ptx.U32, h, ptx.Imm(perHead))), ptx.Imm(vec))
-		isK := k.Setp("ge", ptx.U32, h, ptx.Imm(s.HQ))
-		head := k.Sub(ptx.U32, h, k.Selp(ptx.U32, ptx.Imm(s.HQ), ptx.Imm(0), isK))
-		heads := k.Selp(ptx.U32, ptx.Imm(s.HK), ptx.Imm(s.HQ), isK)
-		row := k.Mad(ptx.U32, tok, heads, head)
-		off := k.MulWide(ptx.U32, k.Mad(ptx.U32, row, ptx.Imm(s.D), col), ptx.Imm(size))
-		tab := k.MulWide(ptx.U32, k.Mad(ptx.U32, tok, ptx.Imm(s.D), col), ptx.Imm(size))
-		var dy, cs, sn, dx ptx.Reg
-		return func(i int) ptx.Addr {
-			switch i {
-			case 0:
-				dy = k.Add(ptx.U64, k.Selp(ptx.U64, dyK, dyQ, isK), off)
-			case 2:
-				cs = k.Add(ptx.U64, cos, tab)
-			case 4:
-				sn = k.Add(ptx.U64, sin, tab)
-			case 6:
-				dx = k.Add(ptx.U64, k.Selp(ptx.U64, dk, dq, isK), off)
+		tok := k.Div(ptx.U32, u, ptx.Imm(s.unitsPerToken(p)))
+		rest := k.Sub(ptx.U32, u, k.Mul(ptx.U32, tok, ptx.Imm(s.unitsPerToken(p))))
+		g := k.Div(ptx.U32, rest, ptx.Imm(perGroup))
+		col := k.Mul(ptx.U32, k.Sub(ptx.U32, rest, k.Mul(ptx.U32, g, ptx.Imm(perGroup))), ptx.Imm(p.Vec))
+		isK, off := make([]ptx.Reg, h), make([]ptx.Reg, h)
+		for j := range h {
+			hd := g
+			if h > 1 {
+				hd = k.Mad(ptx.U32, g, ptx.Imm(h), ptx.Imm(j))
 			}
-			base := [...]ptx.Reg{dy, dy, cs, cs, sn, sn, dx, dx}[i]
+			isK[j] = k.Setp("ge", ptx.U32, hd, ptx.Imm(s.HQ))
+			head := k.Sub(ptx.U32, hd, k.Selp(ptx.U32, ptx.Imm(s.HQ), ptx.Imm(0), isK[j]))
+			heads := k.Selp(ptx.U32, ptx.Imm(s.HK), ptx.Imm(s.HQ), isK[j])
+			row := k.Mad(ptx.U32, tok, heads, head)
+			off[j] = k.MulWide(ptx.U32, k.Mad(ptx.U32, row, ptx.Imm(s.D), col), ptx.Imm(size))
+		}
+		tab := k.MulWide(ptx.U32, k.Mad(ptx.U32, tok, ptx.Imm(s.D), col), ptx.Imm(size))
+		dy, dx := make([]ptx.Reg, h), make([]ptx.Reg, h)
+		var cs, sn ptx.Reg
+		return func(i int) ptx.Addr {
+			var base ptx.Reg
+			switch {
+			case i < 2*h:
+				if i%2 == 0 {
+					dy[i/2] = k.Add(ptx.U64, k.Selp(ptx.U64, dyK, dyQ, isK[i/2]), off[i/2])
+				}
+				base = dy[i/2]
+			case i < 2*h+2:
+				if i == 2*h {
+					cs = k.Add(ptx.U64, cos, tab)
+				}
+				base = cs
+			case i < 2*h+4:
+				if i == 2*h+2 {
+					sn = k.Add(ptx.U64, sin, tab)
+				}
+				base = sn
+			default:
+				j := (i - 2*h - 4) / 2
+				if i%2 == 0 {
+					dx[j] = k.Add(ptx.U64, k.Selp(ptx.U64, dk, dq, isK[j]), off[j])
+				}
+				base = dx[j]
+			}
 			return ptx.At(base, int64(i%2)*hiOff)
 		}
 	}

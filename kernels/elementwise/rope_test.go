@@ -6,6 +6,7 @@ import (
 
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/internal/simtest"
+	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/catalog"
 	"github.com/gradtune/gradtune/kernels/elementwise"
 	"github.com/gradtune/gradtune/runner"
@@ -23,21 +24,32 @@ func TestRopeExactInputsCatchHalfMixup(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := simtest.Shape(t, f, "t=3,hq=3,hk=2,d=16", dtype.BF16)
-	p, err := variants.ParseParams("block=128,vec=4,ept=2,grid=once,maxnreg=0,cache=default")
-	if err != nil {
-		t.Fatal(err)
-	}
 	ss := runner.NewSession(sim.New(sim.Options{Workers: 1}))
 	defer ss.Release()
 	if err := ss.Prepare(f, s, 1); err != nil {
 		t.Fatal(err)
 	}
+	// One head a unit, and a unit of a query head's and a key head's columns
+	// (heads=5 of 3 + 2), which load the tables once for both.
+	for _, params := range []string{"block=128,vec=4,ept=2,grid=once,maxnreg=0,cache=default,heads=1", "block=128,vec=2,ept=1,grid=stride,maxnreg=0,cache=default,heads=5"} {
+		p, err := variants.ParseParams(params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkHalfMixup(t, ss, f, s, p)
+	}
+}
+
+// checkHalfMixup: the kernel of params p passes both input sets; the
+// planted one passes the random set and fails the exact one.
+func checkHalfMixup(t *testing.T, ss *runner.Session, f kernels.Family, s variants.Shape, p variants.Params) {
+	t.Helper()
 	good, err := f.Emit(s, p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c := simtest.CheckBothSets(t, ss, good); !c.OK {
-		t.Fatalf("rope_bwd as emitted: %s", c.Message)
+		t.Fatalf("rope_bwd %s as emitted: %s", p, c.Message)
 	}
 	bad, err := elementwise.RopeSwappedSinHalves(s, p)
 	if err != nil {

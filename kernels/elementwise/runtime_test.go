@@ -39,8 +39,9 @@ func TestRuntimeTokens(t *testing.T) {
 		// 3·1003 elements leave 3 of every 8 over at m = 1: both outputs' leftovers.
 		{"swiglu_bwd", dtype.BF16, "m=2,n=1003", "block=128,vec=8,ept=2,grid=stride,maxnreg=0,cache=default", "m", []int{1, 3, 5}},
 		// (3+2) heads · 8 pairs / vec 2 = 20 units per token, chunk 256 units.
-		{"rope_bwd", dtype.F16, "t=4,hq=3,hk=2,d=16", "block=128,vec=2,ept=2,grid=stride,maxnreg=0,cache=stream", "t", []int{1, 12, 13, 26}},
-		{"rope_bwd", dtype.F32, "t=4,hq=2,hk=1,d=128", "block=256,vec=4,ept=1,grid=once,maxnreg=0,cache=default", "t", []int{1, 7, 22}},
+		{"rope_bwd", dtype.F16, "t=4,hq=3,hk=2,d=16", "block=128,vec=2,ept=2,grid=stride,maxnreg=0,cache=stream,heads=1", "t", []int{1, 12, 13, 26}},
+		// A unit of all 3 heads: 16 units per token, one CTA 256 of them.
+		{"rope_bwd", dtype.F32, "t=4,hq=2,hk=1,d=128", "block=256,vec=4,ept=1,grid=once,maxnreg=0,cache=default,heads=3", "t", []int{1, 7, 16, 17, 22}},
 	}
 	ss := runner.NewSession(sim.New(sim.Options{Workers: 1}))
 	defer ss.Release()
