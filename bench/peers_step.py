@@ -358,9 +358,13 @@ def run_lora(R, T, g):
                 dh, db, da = three()
                 return dh, db, da, dh @ a
 
-            R.peer("lora_bwd", shape, "torch 3 GEMMs", nbytes, lambda: (three, {}),
-                   flops=2 * T * r * (2 * out + inn))
-            R.peer("lora_bwd", shape, "torch 4 GEMMs", nbytes, lambda: (four, {}),
+            # Each a CUDA graph: five or seven small launches, whose host
+            # time exceeds their GPU time at 2048 tokens. The three GEMMs
+            # are the peer of gradtune's dx=base (dX left to the base
+            # layer's GEMM), the four of dx=here.
+            R.peer("lora_bwd", shape + ",dx=base", "torch 3 GEMMs", nbytes - 2 * (r * inn + T * inn),
+                   lambda: (graphed(three, "torch 3 GEMMs"), {}), flops=2 * T * r * (2 * out + inn))
+            R.peer("lora_bwd", shape, "torch 4 GEMMs", nbytes, lambda: (graphed(four, "torch 4 GEMMs"), {}),
                    flops=2 * T * r * (2 * out + 2 * inn))
             del x, dy, a, b, h
 

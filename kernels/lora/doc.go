@@ -14,7 +14,8 @@
 //   - Shapes: t, in, out, r, dx (here, the default, or base) and the
 //     dtype (bf16 or f16; every tensor in it, f32 accumulation). r is a multiple of 8 from 8 to 64, in and out
 //     multiples of 8. From a preset: every projection [out×in]
-//     (variants.Preset.Projections) at ranks 16 and 64, at its tokens.
+//     (variants.Preset.Projections) at ranks 16 and 64, at its tokens,
+//     with dx=here and dx=base.
 //   - Buffers: dy, x, h, a, b (Input, the dtype), scale [1] f32 (Input: s
 //     is read at run time, not baked, since a contract scalar is an
 //     integer); dh, db, da, dx (Output, the dtype). A program's own: dh32

@@ -71,7 +71,8 @@ func (family) Doc() string {
 func (family) DTypes() []dtype.DType { return []dtype.DType{dtype.BF16, dtype.F16} }
 
 // Shapes yields every projection [out×in] of the preset at ranks 16 and
-// 64, at the preset's tokens.
+// 64, at the preset's tokens, with the adapter's dX here and left to the
+// base layer's GEMM (dx=base).
 func (family) Shapes(p variants.Preset, dt dtype.DType) []Shape {
 	if p.Tokens <= 0 {
 		return nil
@@ -79,7 +80,9 @@ func (family) Shapes(p variants.Preset, dt dtype.DType) []Shape {
 	var out []Shape
 	for _, nk := range p.Projections() {
 		for _, r := range Ranks {
-			out = append(out, Shape{T: p.Tokens, In: nk[1], Out: nk[0], R: r, DType: dt})
+			for _, dx := range []string{"here", "base"} {
+				out = append(out, Shape{T: p.Tokens, In: nk[1], Out: nk[0], R: r, DX: dx, DType: dt})
+			}
 		}
 	}
 	return out
