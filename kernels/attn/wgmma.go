@@ -518,12 +518,9 @@ func (wk *wgKernel) addDQ(th wgThread, q0, h ptx.Reg, dq []ptx.Reg, ch int) {
 	}
 	sc := gen.F32Imm(g.scale)
 	for j, c := range quads(dq) {
-		var v [4]ptx.Reg
-		for i := range 2 {
-			send := k.Selp(ptx.F32, c[i], c[2+i], odd) // the partner's row
-			got := k.BitsToF32(k.ShflSync("bfly", send, ptx.Imm(1), ptx.Imm(31), 0xffffffff))
-			v[i] = k.Mul(ptx.F32, k.Selp(ptx.F32, got, c[i], odd), sc)
-			v[2+i] = k.Mul(ptx.F32, k.Selp(ptx.F32, c[2+i], got, odd), sc)
+		v := gen.QuadRows(k, odd, c)
+		for i := range v {
+			v[i] = k.Mul(ptx.F32, v[i], sc)
 		}
 		k.If(ok, func() { k.RedAddF32(ptx.At(base, int64(32*j)), v[:]) })
 	}

@@ -39,7 +39,9 @@
 //     m16 block w mod 4 of the chunk's 64 rows of dYᵀ·h over the CTA's
 //     bt rows (ldmatrix.trans), n8 blocks of r split between w < 4 and
 //     w ≥ 4 with eight warps, scales it by s and adds it into db32 by
-//     red.global.add.v2.f32. At the end dh's accumulators, scaled by s,
+//     red.global.add.v4.f32 (every partial into an f32 accumulator goes
+//     so: lane pairs regroup a fragment's two rows by gen.QuadRows, each
+//     lane adding four columns of one row). At the end dh's accumulators, scaled by s,
 //     are stored to dh (rounded) and dh32 with osplit = 1, or added into
 //     dh32 by red.add, whose finalize rounds them to dh.
 //   - The x kernel: CTA c takes rows [bt·⌊c/isplit⌋, +bt) and share
@@ -57,7 +59,7 @@
 //     laid end to end in one launch.
 //   - Space: bt ∈ {64, 128, 256}, warps ∈ {4, 8} with 16 or 32 rows per
 //     warp (eight warps only where 16 divides r); bt past 64 only where
-//     t > bt/2; osplit, isplit ∈ {1, 2, 4, 8, 16}, leaving no CTA without
+//     t > bt/2; osplit, isplit ∈ {1, 2, 4, 6, 8, 12, 16, 24}, leaving no CTA without
 //     a chunk and past 1 only while half the split would give fewer than
 //     two waves of 132 CTAs; stages ∈ {2, 3, 4}, past 2 only if the
 //     longer kernel's CTAs have stages−1 chunks; both kernels' shared

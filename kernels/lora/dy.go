@@ -117,13 +117,9 @@ func (dk *dyKernel) db(f dyFrags, slot, hTile, ch, db32 ptx.Reg) {
 	}
 	o := k.Add(ptx.U32, k.Add(ptx.U32, k.Shl(ptx.U32, ch, ptx.Imm(6)), k.Shl(ptx.U32, dk.mw, ptx.Imm(4))), w.g4)
 	col := k.Add(ptx.U32, k.Shl(ptx.U32, dk.nb0, ptx.Imm(3)), w.tig)
-	for half := range 2 {
-		row := k.Add(ptx.U32, o, ptx.Imm(8*half))
-		ok := k.Setp("lt", ptx.U32, row, ptx.Imm(g.out))
-		for ni := range acc {
-			v := []ptx.Reg{k.Mul(ptx.F32, acc[ni][2*half], dk.s), k.Mul(ptx.F32, acc[ni][2*half+1], dk.s)}
-			redPair(k, db32, row, k.Add(ptx.U32, col, ptx.Imm(8*ni)), g.r, v, ok)
-		}
+	inOut := func(row, _ ptx.Reg) ptx.Reg { return k.Setp("lt", ptx.U32, row, ptx.Imm(g.out)) }
+	for ni := range acc {
+		redQuad(k, w, db32, o, k.Add(ptx.U32, col, ptx.Imm(8*ni)), g.r, scaled(k, acc[ni], dk.s), inOut)
 	}
 }
 
@@ -134,6 +130,16 @@ func (dk *dyKernel) dhOut(acc [][4]ptx.Reg, row0, t, dh, dh32 ptx.Reg) {
 	k, g, w := dk.k, dk.g, dk.w
 	nb := g.r / 8
 	base := k.Add(ptx.U32, k.Add(ptx.U32, row0, dk.wr0), w.g4)
+	if g.osplit > 1 {
+		inT := func(row, _ ptx.Reg) ptx.Reg { return k.Setp("lt", ptx.U32, row, t) }
+		for mi := range g.mt {
+			row := k.Add(ptx.U32, base, ptx.Imm(16*mi))
+			for ni := range nb {
+				redQuad(k, w, dh32, row, k.Add(ptx.U32, w.tig, ptx.Imm(8*ni)), g.r, scaled(k, acc[mi*nb+ni], dk.s), inT)
+			}
+		}
+		return
+	}
 	for mi := range g.mt {
 		for half := range 2 {
 			row := k.Add(ptx.U32, base, ptx.Imm(16*mi+8*half))
@@ -141,12 +147,7 @@ func (dk *dyKernel) dhOut(acc [][4]ptx.Reg, row0, t, dh, dh32 ptx.Reg) {
 			for ni := range nb {
 				d := acc[mi*nb+ni]
 				v := []ptx.Reg{k.Mul(ptx.F32, d[2*half], dk.s), k.Mul(ptx.F32, d[2*half+1], dk.s)}
-				col := k.Add(ptx.U32, w.tig, ptx.Imm(8*ni))
-				if g.osplit > 1 {
-					redPair(k, dh32, row, col, g.r, v, ok)
-					continue
-				}
-				elem := k.Mad(ptx.U32, row, ptx.Imm(g.r), col)
+				elem := k.Mad(ptx.U32, row, ptx.Imm(g.r), k.Add(ptx.U32, w.tig, ptx.Imm(8*ni)))
 				gen.StVals(k, g.dt, ptx.At(k.Add(ptx.U64, dh, k.MulWide(ptx.U32, elem, ptx.Imm(g.dt.Size()))), 0), v, ok)
 				gen.StF32(k, ptx.Global, ptx.At(k.Add(ptx.U64, dh32, k.MulWide(ptx.U32, elem, ptx.Imm(4))), 0), v, ok)
 			}

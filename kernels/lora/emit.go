@@ -145,9 +145,13 @@ type cta struct {
 func newCTA(k *ptx.Func, g geom, split, n int) cta {
 	id := k.Mov(ptx.U32, ptx.CtaidX)
 	block, part := id, k.Mov(ptx.U32, ptx.Imm(0))
-	if split > 1 {
+	switch {
+	case split > 1 && split&(split-1) == 0:
 		block = k.Shr(ptx.U32, id, ptx.Imm(gen.Log2(split)))
 		part = k.And(ptx.U32, id, ptx.Imm(split-1))
+	case split > 1:
+		block = k.Div(ptx.U32, id, ptx.Imm(split))
+		part = k.Sub(ptx.U32, id, k.Mul(ptx.U32, block, ptx.Imm(split)))
 	}
 	nc, cc := chunks(n), gen.CeilDiv(chunks(n), split)
 	first := k.Mul(ptx.U32, part, ptx.Imm(cc))
@@ -161,6 +165,7 @@ func newCTA(k *ptx.Func, g geom, split, n int) cta {
 type warpCtx struct {
 	tid, lane, warp ptx.Reg
 	g4, tig         ptx.Reg // lane/4 and lane%4: an accumulator's row and column pair
+	odd             ptx.Reg // lane & 1 ≠ 0: the lane that takes row g4+8 in gen.QuadRows
 	l               lanes
 	zero, zrow      ptx.Reg // b32 0; u32 0
 }
@@ -171,6 +176,7 @@ func newWarpCtx(k *ptx.Func) warpCtx {
 	w.warp = k.Shr(ptx.U32, w.tid, ptx.Imm(5))
 	w.g4 = k.Shr(ptx.U32, w.lane, ptx.Imm(2))
 	w.tig = k.Shl(ptx.U32, k.And(ptx.U32, w.lane, ptx.Imm(3)), ptx.Imm(1))
+	w.odd = k.Setp("ne", ptx.U32, k.And(ptx.U32, w.lane, ptx.Imm(1)), ptx.Imm(0))
 	w.l = newLanes(k, w.lane)
 	w.zero = k.Mov(ptx.B32, ptx.Imm(0))
 	w.zrow = k.Mov(ptx.U32, ptx.Imm(0))
@@ -191,14 +197,29 @@ func zeroAcc(k *ptx.Func, n int) [][4]ptx.Reg {
 	return acc
 }
 
-// redPair adds the f32 pair (v0, v1) into the f32 matrix at base, element
-// row·ld + col, guarded by ok when valid.
-func redPair(k *ptx.Func, base, row, col ptx.Reg, ld int, v []ptx.Reg, ok ptx.Reg) {
+// redQuad adds an m16n8 accumulator fragment c into the f32 matrix at
+// base [· × ld], the fragment's row g4 at row and its column pair at col
+// (columns col, col+1 of rows row and row+8): regrouped by gen.QuadRows,
+// each lane adds four columns of one row by one red.global.add.v4.f32.
+// okOf gives the guard of a lane's row and first column (nil: none). ld
+// is a multiple of 4 and base 16-byte aligned.
+func redQuad(k *ptx.Func, w warpCtx, base, row, col ptx.Reg, ld int, c [4]ptx.Reg, okOf func(row, col ptx.Reg) ptx.Reg) {
+	v := gen.QuadRows(k, w.odd, c)
+	row = k.Add(ptx.U32, row, k.Selp(ptx.U32, ptx.Imm(8), ptx.Imm(0), w.odd))
+	col = k.Sub(ptx.U32, col, k.Selp(ptx.U32, ptx.Imm(2), ptx.Imm(0), w.odd))
 	addr := k.Add(ptx.U64, base, k.MulWide(ptx.U32, k.Mad(ptx.U32, row, ptx.Imm(ld), col), ptx.Imm(4)))
-	put := func() { k.RedAddF32(ptx.At(addr, 0), v) }
-	if ok.Valid() {
-		k.If(ok, put)
+	put := func() { k.RedAddF32(ptx.At(addr, 0), v[:]) }
+	if okOf == nil {
+		put()
 		return
 	}
-	put()
+	k.If(okOf(row, col), put)
+}
+
+// scaled is c times s.
+func scaled(k *ptx.Func, c [4]ptx.Reg, s ptx.Reg) [4]ptx.Reg {
+	for i := range c {
+		c[i] = k.Mul(ptx.F32, c[i], s)
+	}
+	return c
 }

@@ -58,8 +58,8 @@ type Params struct {
 	BT     int `axis:"bt" values:"64,128,256" doc:"token rows per CTA of both GEMM kernels"`
 	Warps  int `axis:"warps" values:"4,8" doc:"warps per CTA of both GEMM kernels; each owns bt/warps rows (16 or 32)"`
 	Stages int `axis:"stages" values:"2,3,4" doc:"cp.async ring slots of 64-column tiles (dY and B; x and A)"`
-	OSplit int `axis:"osplit" values:"1,2,4,8,16" doc:"CTAs per row block of the dY kernel, each a share of out's 64-column chunks; past 1, dh's partials meet by red.add in an f32 state buffer"`
-	ISplit int `axis:"isplit" values:"1,2,4,8,16" doc:"CTAs per row block of the x kernel, each a share of in's 64-column chunks"`
+	OSplit int `axis:"osplit" values:"1,2,4,6,8,12,16,24" doc:"CTAs per row block of the dY kernel, each a share of out's 64-column chunks; past 1, dh's partials meet by red.add in an f32 state buffer"`
+	ISplit int `axis:"isplit" values:"1,2,4,6,8,12,16,24" doc:"CTAs per row block of the x kernel, each a share of in's 64-column chunks"`
 }
 
 type family struct{}

@@ -24,7 +24,7 @@ var fam = lora.Families()[0]
 const gateUp = "t=2048,in=1536,out=8960,r=16"
 
 // TestShapesAndSpace: the preset's shapes (four projections at ranks 16
-// and 64), the gate·up space (every sampled point emits a program whose
+// and 64, dx here and base), the gate·up space (every sampled point emits a program whose
 // launches and buffers are expressions of t), the cost and the shape
 // limits.
 func TestShapesAndSpace(t *testing.T) {
@@ -33,7 +33,7 @@ func TestShapesAndSpace(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := fam.Shapes(p, fam.DTypes())
-	if len(got) != 16 || got[0].Key() != "t=2048,in=1536,out=1536,r=16,dtype=bf16" {
+	if len(got) != 32 || got[0].Key() != "t=2048,in=1536,out=1536,r=16,dtype=bf16" || got[1].Key() != "t=2048,in=1536,out=1536,r=16,dx=base,dtype=bf16" {
 		t.Fatalf("Shapes = %v", got)
 	}
 	s := simtest.Shape(t, fam, gateUp, dtype.BF16)
@@ -169,7 +169,7 @@ func TestValidationCatchesBugs(t *testing.T) {
 		t.Fatalf("the unbroken program: %v", err)
 	}
 	stored := good
-	stored.PTX = strings.ReplaceAll(good.PTX, "red.global.add.v2.f32", "st.global.v2.f32")
+	stored.PTX = strings.ReplaceAll(good.PTX, "red.global.add.v4.f32", "st.global.v4.f32")
 	for _, b := range []struct {
 		what   string
 		prog   kernels.Program

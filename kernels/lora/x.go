@@ -194,18 +194,19 @@ func (xk *xKernel) da(f xFrags, slot, hi, lo, col0, da32 ptx.Reg) {
 		}
 	}
 	col := k.Add(ptx.U32, k.Add(ptx.U32, col0, k.Shl(ptx.U32, xk.nb0, ptx.Imm(3))), w.tig)
+	inIn := func(_, cn ptx.Reg) ptx.Reg { return k.Setp("lt", ptx.U32, cn, ptx.Imm(g.in)) }
 	for mb := range g.kSteps {
-		halves := 2
+		ok := inIn
 		if g.rHalf && mb == g.kSteps-1 {
-			halves = 1
-		}
-		for half := range halves {
-			row := k.Add(ptx.U32, w.g4, ptx.Imm(16*mb+8*half))
-			for ni := range xk.nbw {
-				cn := k.Add(ptx.U32, col, ptx.Imm(8*ni))
-				d := acc[mb*xk.nbw+ni]
-				redPair(k, da32, row, cn, g.in, []ptx.Reg{d[2*half], d[2*half+1]}, k.Setp("lt", ptx.U32, cn, ptx.Imm(g.in)))
+			// The rank ends in this block's first 8 rows: the odd lanes'
+			// row g4+8 is past it.
+			ok = func(row, cn ptx.Reg) ptx.Reg {
+				return k.And(ptx.Pred, inIn(row, cn), k.Setp("lt", ptx.U32, row, ptx.Imm(g.r)))
 			}
+		}
+		row := k.Add(ptx.U32, w.g4, ptx.Imm(16*mb))
+		for ni := range xk.nbw {
+			redQuad(k, w, da32, row, k.Add(ptx.U32, col, ptx.Imm(8*ni)), g.in, acc[mb*xk.nbw+ni], ok)
 		}
 	}
 }
