@@ -226,7 +226,9 @@ func TestAssemble(t *testing.T) {
 	for _, spec := range []string{gateUp, "t=2048,in=1536,out=1536,r=64"} {
 		for _, dt := range fam.DTypes() {
 			s := simtest.Shape(t, fam, spec, dt)
-			for _, p := range sweep.Pick(fam.Space(s).Enumerate(), 12) {
+			// One in 32: every axis value at least once, as many modules as
+			// one in 12 took before the splits 6, 12 and 24 joined.
+			for _, p := range sweep.Pick(fam.Space(s).Enumerate(), 32) {
 				prog, err := fam.Emit(s, p)
 				if err != nil {
 					t.Fatal(err)
