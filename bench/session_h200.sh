@@ -91,11 +91,6 @@
 #           fix-setmaxnreg's binary: no setmaxnreg.inc below the registers
 #           held at launch) into h200-gemm-fix.db, the database the gemm
 #           table is regenerated from when the branch lands      ~3 min
-#   loraprof  lora_bwd's launches one by one under Nsight Compute
-#           (gpu__time_duration of the dY kernel, the finalizes and the x
-#           kernel) at the q and down adapters, r 16 and 64, dx here and
-#           base, each at the params LORA_PARAMS gives (default: the
-#           H100's winners of testdata/issue27)                ~2 min
 #   steppeers  right after step, in the same session: bench/peers_step.py,
 #           the peers of the step's backward kernels (swiglu_bwd, rope_bwd, cross-entropy, linear cross-entropy):
 #           torch eager, torch.compile, Liger-Kernel and Cut Cross-Entropy
@@ -133,7 +128,7 @@ fi
 outside5() {
 	grep -a -o "[0-9.]*× the table" "$1" | awk '{r=$1+0; n++; if (r>1.05||r<0.95) o++} END {printf "%d ratios at the tuned shape, %d outside 5%%\n", n, o}'
 }
-for phase in ${PHASE:?PHASE=diag|dequantgap|dqlayout|gemmgap|nf4|nf4ab|nf4card|cardtime|refresh|rows|launch|shard|exact|gemm|nights|pytorch|step|lce|attn|steppeers|gemmfix|loraprof}; do
+for phase in ${PHASE:?PHASE=diag|dequantgap|dqlayout|gemmgap|nf4|nf4ab|nf4card|cardtime|refresh|rows|launch|shard|exact|gemm|nights|pytorch|step|lce|attn|steppeers|gemmfix}; do
 case $phase in
 nf4)
 	PHASE=all OUT=$out bash bench/issue22_h200.sh
@@ -313,22 +308,6 @@ gemmfix)
 	tail -3 "$out/tune-gemmfix.log"
 	./bin/tune-fix show --db "$out/h200-gemm-fix.db" > "$out/show-gemmfix.txt" 2>&1
 	tail -12 "$out/show-gemmfix.txt"
-	;;
-loraprof)
-	ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
-	for sp in "t=2048,in=1536,out=1536,r=16|bt=128,isplit=8,osplit=8,stages=2,warps=8" \
-		"t=2048,in=1536,out=1536,r=64|bt=128,isplit=8,osplit=8,stages=2,warps=4" \
-		"t=2048,in=8960,out=1536,r=64|bt=128,isplit=16,osplit=8,stages=2,warps=8"; do
-		for dx in here base; do
-			shape="${sp%%|*},dx=$dx" params="${sp##*|}"
-			tag=$(echo "$shape" | tr -c 'a-z0-9\n' _)
-			timed "$ncu" --target-processes all --metrics gpu__time_duration.sum --launch-count 24 --csv \
-				./bin/tune --kernel lora_bwd --shapes "$shape" --dtype bf16 --params "$params" --final-rounds 1 \
-				--db "/tmp/loraprof.db" > "$out/loraprof-$tag.csv" 2> "$out/loraprof-$tag.err"
-			echo "$shape $params"
-			grep -a '"gpu__time_duration.sum"' "$out/loraprof-$tag.csv" | awk -F'","' '{print $5, $(NF)}' | head -30
-		done
-	done
 	;;
 nights)
 	OUT=$out bash bench/nights_h200.sh
