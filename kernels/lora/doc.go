@@ -44,12 +44,15 @@
 //     lane adding four columns of one row). At the end dh's accumulators, scaled by s,
 //     are stored to dh (rounded) and dh32 with osplit = 1, or added into
 //     dh32 by red.add, whose finalize rounds them to dh.
-//   - The x kernel: CTA c takes rows [bt·⌊c/isplit⌋, +bt) and share
-//     c mod isplit of in's chunks. It reads its rows of dh32 once and
+//   - The x kernel: CTA c takes the rg row blocks [rg·bt·⌊c/isplit⌋,
+//     +rg·bt) and share c mod isplit of in's chunks, each chunk over each
+//     of its row blocks in turn; dA's accumulators sum a chunk over them
+//     before one red.add. It reads its rows of dh32 once and
 //     stores each value v as hi = round(v) and lo = round(v − hi) in the
 //     dtype (v = hi + lo to 2⁻¹⁷ relative in bf16, 2⁻²² in f16; exact for
 //     integers below 2¹⁶), so dA and dX use dh in f32, not dh as stored.
-//     Per chunk the ring holds the x tile [bt×64] and the A tile [r×64];
+//     Per step (a chunk of one row block) the ring holds the x tile
+//     [bt×64] and the A tile [r×64];
 //     warp w stores its rows of dX = hi·A + lo·A, rounded, and adds its
 //     64/warps columns of hiᵀ·x + loᵀ·x into da32 by red.add. A rank
 //     that ends in half a k16 step (r mod 16 = 8) zeroes the missing half
@@ -59,11 +62,13 @@
 //     laid end to end in one launch.
 //   - Space: bt ∈ {64, 128, 256}, warps ∈ {4, 8} with 16 or 32 rows per
 //     warp (eight warps only where 16 divides r); bt past 64 only where
-//     t > bt/2; osplit, isplit ∈ {1, 2, 4, 6, 8, 12, 16, 24}, leaving no CTA without
+//     t > bt/2; rg ∈ {1, 2, 4}, rg·bt ≤ 256 rows and, past 1, at least
+//     two row groups; osplit, isplit ∈ {1, 2, 4, 8, 12, 16, 24}, leaving no CTA without
 //     a chunk and past 1 only while half the split would give fewer than
 //     two waves of 132 CTAs; stages ∈ {2, 3, 4}, past 2 only if the
-//     longer kernel's CTAs have stages−1 chunks; both kernels' shared
-//     memory within 227 KB.
+//     longer kernel's CTAs have stages−1 steps; both kernels' shared
+//     memory within 227 KB. The search leaves out x kernels of under half
+//     a wave of CTAs where a split could fill one ("x fill").
 //   - Reference: float64, dh unrounded.
 //   - Inputs: dY, x, h, A, B uniform in [−1, 1) rounded to the dtype; s
 //     uniform in [0.5, 2).

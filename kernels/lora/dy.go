@@ -35,7 +35,7 @@ func emitDY(k *ptx.Func, g geom) {
 	dk.nbw = g.r / 8 / wn
 	dk.mw = k.And(ptx.U32, dk.w.warp, ptx.Imm(3))
 	dk.nb0 = k.Mul(ptx.U32, k.Shr(ptx.U32, dk.w.warp, ptx.Imm(2)), ptx.Imm(dk.nbw))
-	c := newCTA(k, g, g.osplit, g.out)
+	c := newCTA(k, g.bt, g.osplit, g.out)
 	hTile := k.Add(ptx.U32, smem, ptx.Imm(g.stages*g.stageDY()))
 	newTileCopy(k, dk.w.tid, g.bt, g.r, g.rp, g.r, g.threads).issue(hTile, h, c.row0, imm(k, 0), t, ptx.Imm(g.r))
 	dyc := newTileCopy(k, dk.w.tid, g.bt, chunk, chunk, g.out, g.threads)
@@ -157,5 +157,7 @@ func (dk *dyKernel) dhOut(acc [][4]ptx.Reg, row0, t, dh, dh32 ptx.Reg) {
 
 // planted holds bugs a test plants in emission (export_test.go): dropStep
 // leaves out the last k16 step of each chunk from dh (16 of every 64
-// reduction indices), dropLo the lo half of dh from dA.
-var planted struct{ dropStep, dropLo bool }
+// reduction indices), dropLo the lo half of dh from dA, keepDA the
+// zeroing of dA's accumulators after a chunk's row group (rg > 1: the
+// next chunk adds the last one's sums).
+var planted struct{ dropStep, dropLo, keepDA bool }

@@ -16,6 +16,7 @@ type geom struct {
 	in, out, r, rp      int // rp: r rounded up to a power of two, the pitch of r-wide tiles
 	bt, warps, stages   int
 	osplit, isplit      int
+	rg                  int // row blocks an x-kernel CTA takes
 	threads, wrows, mt  int // wrows = bt/warps rows per warp, mt = wrows/16 m16 blocks
 	kSteps              int // ⌈r/16⌉ k16 steps over the rank
 	rHalf               bool
@@ -25,7 +26,7 @@ type geom struct {
 
 func newGeom(s Shape, p Params) geom {
 	g := geom{dt: s.DType, in: s.In, out: s.Out, r: s.R, rp: max(8, gen.Pow2Ceil(s.R)),
-		bt: p.BT, warps: p.Warps, stages: p.Stages, osplit: p.OSplit, isplit: p.ISplit, dx: s.dx()}
+		bt: p.BT, warps: p.Warps, stages: p.Stages, osplit: p.OSplit, isplit: p.ISplit, rg: max(p.RG, 1), dx: s.dx()}
 	g.threads, g.wrows = 32*p.Warps, p.BT/p.Warps
 	g.mt = g.wrows / 16
 	g.kSteps, g.rHalf = gen.CeilDiv(s.R, 16), s.R%16 == 8
@@ -40,15 +41,15 @@ func (g geom) stageDY() int { return g.tileBytes + chunk*g.rp*2 }
 func (g geom) smemDY() int  { return g.stages*g.stageDY() + g.bt*g.rp*2 }
 
 // The x kernel's ring slot: an x tile [bt × 64], then an A tile [r × 64]
-// (with dX only); after the ring, dh's hi and lo tiles [bt × r] of pitch
-// rp.
+// (with dX only); after the ring, dh's hi and lo tiles [rg·bt × r] of
+// pitch rp.
 func (g geom) stageX() int {
 	if !g.dx {
 		return g.tileBytes
 	}
 	return g.tileBytes + g.r*g.rowBytes
 }
-func (g geom) smemX() int { return g.stages*g.stageX() + 2*g.bt*g.rp*2 }
+func (g geom) smemX() int { return g.stages*g.stageX() + 2*g.rg*g.bt*g.rp*2 }
 
 // Emit generates one variant: the dY kernel, dh's finalize where its
 // partials meet in dh32 (osplit > 1), the x kernel and the finalize of
@@ -73,7 +74,11 @@ func (f family) Emit(s Shape, p Params) (kernels.Program, error) {
 	t := configs.Var(Dim)
 	tArg := kernels.Arg{Scalar: t, Type: configs.U32}
 	rows := configs.CeilDiv(t, configs.Int(g.bt))
-	gemm := func(entry string, split int, smem int, bufs ...string) kernels.Launch {
+	groups := rows
+	if g.rg > 1 {
+		groups = configs.CeilDiv(t, configs.Int(g.rg*g.bt))
+	}
+	gemm := func(entry string, rows configs.Expr, split int, smem int, bufs ...string) kernels.Launch {
 		l := kernels.Launch{Entry: entry, Grid: [3]configs.Expr{rows.TimesInt(split), configs.Int(1), configs.Int(1)},
 			Block: [3]int{g.threads, 1, 1}, SharedBytes: smem}
 		for _, b := range bufs {
@@ -84,7 +89,7 @@ func (f family) Emit(s Shape, p Params) (kernels.Program, error) {
 	}
 	dh32 := kernels.Buffer{Name: "dh32", DType: dtype.F32, Elems: t.TimesInt(g.r), Role: kernels.Scratch}
 	prog := kernels.Program{PTX: built.String(), RuntimeDims: []string{Dim}}
-	prog.Launches = append(prog.Launches, gemm(name("dy"), g.osplit, g.smemDY(), "dy", "b", "h", "scale", "dh", "dh32", "db32"))
+	prog.Launches = append(prog.Launches, gemm(name("dy"), rows, g.osplit, g.smemDY(), "dy", "b", "h", "scale", "dh", "dh32", "db32"))
 	endArgs := []finalArg{{"db32", "db", configs.Int(g.out * g.r)}, {"da32", "da", configs.Int(g.r * g.in)}}
 	if g.osplit > 1 {
 		dh32.Role = kernels.State
@@ -95,7 +100,7 @@ func (f family) Emit(s Shape, p Params) (kernels.Program, error) {
 	if g.dx {
 		xBufs = []string{"x", "a", "dh32", "dx", "da32"}
 	}
-	prog.Launches = append(prog.Launches, gemm(name("x"), g.isplit, g.smemX(), xBufs...), finalLaunch(name("end"), endArgs))
+	prog.Launches = append(prog.Launches, gemm(name("x"), groups, g.isplit, g.smemX(), xBufs...), finalLaunch(name("end"), endArgs))
 	prog.Buffers = []kernels.Buffer{dh32,
 		{Name: "db32", DType: dtype.F32, Elems: configs.Int(g.out * g.r), Role: kernels.State},
 		{Name: "da32", DType: dtype.F32, Elems: configs.Int(g.r * g.in), Role: kernels.State}}
@@ -136,13 +141,14 @@ func ring(k *ptx.Func, smem ptx.Reg, stage, stages int, first, cnt ptx.Reg, load
 	k.CpAsyncWait(0)
 }
 
-// cta is a GEMM kernel's CTA: its row block's first row and its share
-// of the 64-column chunks of a row of n (split CTAs a row block).
+// cta is a GEMM kernel's CTA: its row group's first row (a group is rows
+// rows) and its share of the 64-column chunks of a row of n (split CTAs a
+// row group).
 type cta struct {
 	row0, first, cnt ptx.Reg
 }
 
-func newCTA(k *ptx.Func, g geom, split, n int) cta {
+func newCTA(k *ptx.Func, rows, split, n int) cta {
 	id := k.Mov(ptx.U32, ptx.CtaidX)
 	block, part := id, k.Mov(ptx.U32, ptx.Imm(0))
 	switch {
@@ -157,7 +163,7 @@ func newCTA(k *ptx.Func, g geom, split, n int) cta {
 	first := k.Mul(ptx.U32, part, ptx.Imm(cc))
 	// The rules leave no CTA without chunks: first < nc.
 	cnt := k.Min(ptx.U32, k.Sub(ptx.U32, k.Mov(ptx.U32, ptx.Imm(nc)), first), ptx.Imm(cc))
-	return cta{row0: k.Mul(ptx.U32, block, ptx.Imm(g.bt)), first: first, cnt: cnt}
+	return cta{row0: k.Mul(ptx.U32, block, ptx.Imm(rows)), first: first, cnt: cnt}
 }
 
 // warpCtx is what a GEMM kernel's warps share: the thread's lane and warp,

@@ -1,7 +1,7 @@
 package lora
 
 // Plant sets a bug emission plants (see planted) until the returned
-// function restores it: "dropStep" or "dropLo".
+// function restores it: "dropStep", "dropLo" or "keepDA".
 func Plant(bug string) (restore func()) {
 	old := planted
 	switch bug {
@@ -9,6 +9,8 @@ func Plant(bug string) (restore func()) {
 		planted.dropStep = true
 	case "dropLo":
 		planted.dropLo = true
+	case "keepDA":
+		planted.keepDA = true
 	default:
 		panic("no planted bug " + bug)
 	}

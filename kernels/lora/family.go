@@ -35,6 +35,11 @@ const maxShared = 227 * 1024
 // waveSMs is the H200's SM count, for the rules on grid sizes.
 const waveSMs = 132
 
+// maxGroupRows bounds an x-kernel CTA's rows (rg·bt): dh's hi and lo
+// tiles of them sit in shared memory, and the copy that splits them is
+// unrolled over them (at 512 rows of rank 64 ptxas spills).
+const maxGroupRows = 256
+
 // Shape is one LoRA adapter's backward: t tokens, a base layer of in
 // inputs and out outputs, rank r; dx=base leaves the adapter's dX to the
 // base layer's GEMM (dx=here, the default, computes it).
@@ -58,8 +63,9 @@ type Params struct {
 	BT     int `axis:"bt" values:"64,128,256" doc:"token rows per CTA of both GEMM kernels"`
 	Warps  int `axis:"warps" values:"4,8" doc:"warps per CTA of both GEMM kernels; each owns bt/warps rows (16 or 32)"`
 	Stages int `axis:"stages" values:"2,3,4" doc:"cp.async ring slots of 64-column tiles (dY and B; x and A)"`
-	OSplit int `axis:"osplit" values:"1,2,4,6,8,12,16,24" doc:"CTAs per row block of the dY kernel, each a share of out's 64-column chunks; past 1, dh's partials meet by red.add in an f32 state buffer"`
-	ISplit int `axis:"isplit" values:"1,2,4,6,8,12,16,24" doc:"CTAs per row block of the x kernel, each a share of in's 64-column chunks"`
+	OSplit int `axis:"osplit" values:"1,2,4,8,12,16,24" doc:"CTAs per row block of the dY kernel, each a share of out's 64-column chunks; past 1, dh's partials meet by red.add in an f32 state buffer"`
+	ISplit int `axis:"isplit" values:"1,2,4,8,12,16,24" doc:"CTAs per row group of the x kernel, each a share of in's 64-column chunks"`
+	RG     int `axis:"rg" values:"1,2,4" default:"1" doc:"row blocks of bt an x-kernel CTA takes for each of its chunks, dA summed over them in registers before its red.add (dh's hi and lo tiles of all of them in shared memory)"`
 }
 
 type family struct{}
@@ -170,17 +176,29 @@ func (family) Space(s Shape) variants.Typed[Params] {
 		{Name: "dY split", Axes: []string{"bt", "osplit"}, Check: func(p Params) error {
 			return splitOK("osplit", p.OSplit, chunks(s.Out), gen.CeilDiv(s.T, p.BT))
 		}},
-		{Name: "x split", Axes: []string{"bt", "isplit"}, Check: func(p Params) error {
-			return splitOK("isplit", p.ISplit, chunks(s.In), gen.CeilDiv(s.T, p.BT))
+		{Name: "row groups", Axes: []string{"bt", "rg"}, Check: func(p Params) error {
+			switch {
+			case p.RG > 1 && 2*p.RG > gen.CeilDiv(s.T, p.BT):
+				return fmt.Errorf("rg=%d over %d row blocks leaves fewer than two groups", p.RG, gen.CeilDiv(s.T, p.BT))
+			case p.RG*p.BT > maxGroupRows:
+				return fmt.Errorf("rg·bt = %d rows of dh a CTA splits and holds (at most %d)", p.RG*p.BT, maxGroupRows)
+			}
+			return nil
 		}},
-		{Name: "ring depth", Axes: []string{"stages", "osplit", "isplit"}, Check: func(p Params) error {
-			most := max(gen.CeilDiv(chunks(s.Out), p.OSplit), gen.CeilDiv(chunks(s.In), p.ISplit))
+		{Name: "x split", Axes: []string{"bt", "rg", "isplit"}, Check: func(p Params) error {
+			return splitOK("isplit", p.ISplit, chunks(s.In), gen.CeilDiv(gen.CeilDiv(s.T, p.BT), p.RG))
+		}},
+		{Name: "x fill", Axes: []string{"bt", "rg", "isplit"}, Search: true, Check: func(p Params) error {
+			return fills("isplit", p.ISplit, chunks(s.In), gen.CeilDiv(gen.CeilDiv(s.T, p.BT), p.RG))
+		}},
+		{Name: "ring depth", Axes: []string{"stages", "osplit", "isplit", "rg"}, Check: func(p Params) error {
+			most := max(gen.CeilDiv(chunks(s.Out), p.OSplit), gen.CeilDiv(chunks(s.In), p.ISplit)*p.RG)
 			if p.Stages > 2 && p.Stages-1 > most {
 				return fmt.Errorf("stages=%d for at most %d chunks per CTA", p.Stages, most)
 			}
 			return nil
 		}},
-		{Name: "shared memory", Axes: []string{"bt", "stages"}, Check: func(p Params) error {
+		{Name: "shared memory", Axes: []string{"bt", "stages", "rg"}, Check: func(p Params) error {
 			g := newGeom(s, p)
 			if b := max(g.smemDY(), g.smemX()); b > maxShared {
 				return fmt.Errorf("%d bytes of shared memory (at most %d)", b, maxShared)
@@ -188,6 +206,18 @@ func (family) Space(s Shape) variants.Typed[Params] {
 			return nil
 		}},
 	}}
+}
+
+// fills (the x kernel's search rule): a kernel of rowBlocks·split CTAs
+// fills at least half a wave of the GPU, unless no split of nc chunks
+// could; no x kernel under it won in the H100 runs of testdata/issue27,
+// and they ran 50-130% slower. (The dY kernel has none: a split there
+// costs a launch and dh's atomics, and k·v's winners took osplit = 1.)
+func fills(axis string, split, nc, rowBlocks int) error {
+	if rowBlocks*split < waveSMs/2 && rowBlocks*nc >= waveSMs/2 {
+		return fmt.Errorf("%s=%d: %d CTAs, under half a wave", axis, split, rowBlocks*split)
+	}
+	return nil
 }
 
 // splitOK: split CTAs per row block over nc chunks leave none empty, and

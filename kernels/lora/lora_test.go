@@ -113,7 +113,7 @@ func TestWithoutDX(t *testing.T) {
 	if slices.Contains(names, "a") || slices.Contains(names, "dx") || len(names) != len(fam.Buffers(with))-2 {
 		t.Errorf("dx=base buffers %v", names)
 	}
-	p, _ := variants.ParseParams("bt=64,warps=4,stages=2,osplit=1,isplit=1")
+	p, _ := variants.ParseParams("bt=64,warps=4,stages=2,osplit=1,isplit=1,rg=1")
 	prog, err := fam.Emit(without, p)
 	if err != nil {
 		t.Fatal(err)
@@ -145,25 +145,9 @@ func TestRuntimeTokens(t *testing.T) {
 // partials overwrite each other). Validation must reject each for the
 // buffer it breaks first, on the exact inputs at least.
 func TestValidationCatchesBugs(t *testing.T) {
-	ss := runner.NewSession(sim.New(sim.Options{Workers: 2}))
-	defer ss.Release()
 	// out = 2048: the exact inputs' Σ_o dY·B passes 256, so dh's lo half
 	// is nonzero.
-	s := simtest.Shape(t, fam, "t=130,in=64,out=2048,r=16", dtype.BF16)
-	if err := ss.Prepare(fam, s, 1); err != nil {
-		t.Fatal(err)
-	}
-	p, _ := variants.ParseParams("bt=64,warps=4,stages=2,osplit=4,isplit=1")
-	emit := func(bug string) kernels.Program {
-		if bug != "" {
-			defer lora.Plant(bug)()
-		}
-		prog, err := fam.Emit(s, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return prog
-	}
+	ss, emit := plantable(t, "t=130,in=64,out=2048,r=16", "bt=64,warps=4,stages=2,osplit=4,isplit=1,rg=1")
 	good := emit("")
 	if err := simtest.ValidateProgram(ss, good); err != nil {
 		t.Fatalf("the unbroken program: %v", err)
@@ -188,6 +172,51 @@ func TestValidationCatchesBugs(t *testing.T) {
 			t.Errorf("%s: validation says %q (exact set ok: %v), want a failure of %s", b.what, c.Message, exact.OK, b.buffer)
 		}
 		t.Logf("%s: %s", b.what, c.Message)
+	}
+}
+
+// TestRowGroupZeroesBetweenChunks: with rg = 2 a CTA sums dA over two row
+// blocks of each of its chunks in the same registers; a kernel that does
+// not zero them after a chunk adds one chunk's sums into the next
+// chunk's dA, which validation must reject (and the right kernel pass).
+func TestRowGroupZeroesBetweenChunks(t *testing.T) {
+	ss, emit := plantable(t, "t=300,in=192,out=256,r=16,dx=base", "bt=64,warps=4,stages=2,osplit=1,isplit=1,rg=2")
+	good, bad := emit(""), emit("keepDA")
+	if err := simtest.ValidateProgram(ss, good); err != nil {
+		t.Fatalf("the unbroken program: %v", err)
+	}
+	if bad.PTX == good.PTX {
+		t.Fatal("the bug was not planted")
+	}
+	if c := simtest.CheckBothSets(t, ss, bad); c.OK || !strings.Contains(c.Message, "da") {
+		t.Errorf("validation says %q, want a failure of da", c.Message)
+	}
+}
+
+// plantable prepares an interpreter session for the bf16 shape spec and
+// returns it with the emitter of params' program, a named bug planted
+// (none for "").
+func plantable(t *testing.T, spec, params string) (*runner.Session, func(bug string) kernels.Program) {
+	t.Helper()
+	ss := runner.NewSession(sim.New(sim.Options{Workers: 2}))
+	t.Cleanup(ss.Release)
+	s := simtest.Shape(t, fam, spec, dtype.BF16)
+	if err := ss.Prepare(fam, s, 1); err != nil {
+		t.Fatal(err)
+	}
+	p, err := variants.ParseParams(params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ss, func(bug string) kernels.Program {
+		if bug != "" {
+			defer lora.Plant(bug)()
+		}
+		prog, err := fam.Emit(s, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return prog
 	}
 }
 

@@ -34,34 +34,84 @@ func emitX(k *ptx.Func, g geom) {
 	da32 := gen.Param(k, "da32")
 	t := k.LdParam(k.Param(Dim, ptx.U32))
 	k.ReqNTid(g.threads)
+	if g.rg > 1 {
+		// dA's accumulators live across the ring's steps beside dX's: left
+		// to itself ptxas held some variants to 128 registers and spilled.
+		k.MaxNReg(255)
+	}
 	smem := k.Mov(ptx.U32, k.DynamicShared("smem", 128))
 	xk := &xKernel{k: k, g: g, w: newWarpCtx(k), nbw: chunk / 8 / g.warps}
 	xk.wr0 = k.Mul(ptx.U32, xk.w.warp, ptx.Imm(g.wrows))
 	xk.nb0 = k.Mul(ptx.U32, xk.w.warp, ptx.Imm(xk.nbw))
-	c := newCTA(k, g, g.isplit, g.in)
+	c := newCTA(k, g.rg*g.bt, g.isplit, g.in)
 	hi := k.Add(ptx.U32, smem, ptx.Imm(g.stages*g.stageX()))
-	lo := k.Add(ptx.U32, hi, ptx.Imm(g.bt*g.rp*2))
+	lo := k.Add(ptx.U32, hi, ptx.Imm(g.rg*g.bt*g.rp*2))
 	xk.splitDH(dh32, hi, lo, c.row0, t)
 	xc := newTileCopy(k, xk.w.tid, g.bt, chunk, chunk, g.in, g.threads)
 	var ac *tileCopy
 	if g.dx {
 		ac = newTileCopy(k, xk.w.tid, g.r, chunk, chunk, g.in, g.threads)
 	}
-	load := func(slot, ch ptx.Reg) {
-		col := k.Shl(ptx.U32, ch, ptx.Imm(6))
-		xc.issue(slot, x, c.row0, col, t, ptx.Imm(g.in))
+	load := func(slot, item ptx.Reg) {
+		it := xk.item(item, c.row0)
+		col := k.Shl(ptx.U32, it.ch, ptx.Imm(6))
+		xc.issue(slot, x, it.row0, col, t, ptx.Imm(g.in))
 		if g.dx {
 			ac.issue(k.Add(ptx.U32, slot, ptx.Imm(g.tileBytes)), a, imm(k, 0), col, ptx.Imm(g.r), ptx.Imm(g.in))
 		}
 	}
 	fr := xk.frags()
-	ring(k, smem, g.stageX(), g.stages, c.first, c.cnt, load, func(slot, ch ptx.Reg) {
-		col0 := k.Shl(ptx.U32, ch, ptx.Imm(6))
-		if g.dx {
-			xk.dx(fr, slot, hi, lo, c.row0, col0, t, dx)
+	first, cnt := c.first, c.cnt
+	var acc [][4]ptx.Reg // dA's accumulators, kept across a chunk's row blocks
+	if g.rg > 1 {
+		first, cnt = k.Shl(ptx.U32, first, ptx.Imm(gen.Log2(g.rg))), k.Shl(ptx.U32, cnt, ptx.Imm(gen.Log2(g.rg)))
+		acc = xk.zeroDA()
+	}
+	ring(k, smem, g.stageX(), g.stages, first, cnt, load, func(slot, item ptx.Reg) {
+		it := xk.item(item, c.row0)
+		col0 := k.Shl(ptx.U32, it.ch, ptx.Imm(6))
+		hiJ, loJ := hi, lo
+		if g.rg > 1 {
+			off := k.Mul(ptx.U32, it.j, ptx.Imm(g.bt*g.rp*2))
+			hiJ, loJ = k.Add(ptx.U32, hi, off), k.Add(ptx.U32, lo, off)
 		}
-		xk.da(fr, slot, hi, lo, col0, da32)
+		if g.dx {
+			xk.dx(fr, slot, hiJ, loJ, it.row0, col0, t, dx)
+		}
+		if g.rg == 1 {
+			a := xk.zeroDA()
+			xk.addDA(fr, slot, hiJ, loJ, a)
+			xk.flushDA(a, col0, da32)
+			return
+		}
+		xk.addDA(fr, slot, hiJ, loJ, acc)
+		k.If(k.Setp("eq", ptx.U32, it.j, ptx.Imm(g.rg-1)), func() {
+			xk.flushDA(acc, col0, da32)
+			if planted.keepDA {
+				return
+			}
+			for _, q := range acc {
+				for _, r := range q {
+					k.MovTo(r, ptx.F32Imm(0))
+				}
+			}
+		})
 	})
+}
+
+// xItem is one step of the x kernel's ring: chunk ch of row block j of
+// the CTA's group; row0 is the block's first row.
+type xItem struct{ ch, j, row0 ptx.Reg }
+
+// item splits ring step i (the CTA's chunks in order, each over its
+// group's rg row blocks) into its chunk and row block.
+func (xk *xKernel) item(i, groupRow0 ptx.Reg) xItem {
+	k, g := xk.k, xk.g
+	if g.rg == 1 {
+		return xItem{ch: i, row0: groupRow0} // j is 0, and unused
+	}
+	j := k.And(ptx.U32, i, ptx.Imm(g.rg-1))
+	return xItem{ch: k.Shr(ptx.U32, i, ptx.Imm(gen.Log2(g.rg))), j: j, row0: k.Mad(ptx.U32, j, ptx.Imm(g.bt), groupRow0)}
 }
 
 // splitDH loads the CTA's rows of dh32 (zeros at or past t) and stores
@@ -72,7 +122,7 @@ func (xk *xKernel) splitDH(dh32, hi, lo, row0, t ptx.Reg) {
 	if g.dt == dtype.BF16 {
 		pt = ptx.BF16x2
 	}
-	c := newTileCopy(k, xk.w.tid, g.bt, g.r, g.rp, g.r, g.threads)
+	c := newTileCopy(k, xk.w.tid, g.rg*g.bt, g.r, g.rp, g.r, g.threads)
 	for i := range c.rowIn {
 		one := func() {
 			row := k.Add(ptx.U32, row0, c.rowIn[i])
@@ -172,11 +222,13 @@ func (xk *xKernel) dx(f xFrags, slot, hi, lo, row0, col0, t, dx ptx.Reg) {
 	}
 }
 
-// da computes the warp's columns of dhᵀ·x over the CTA's rows for the
-// chunk at column col0 and adds them into da32 [r × in].
-func (xk *xKernel) da(f xFrags, slot, hi, lo, col0, da32 ptx.Reg) {
+// zeroDA is the warp's dA accumulators for one chunk, zeroed.
+func (xk *xKernel) zeroDA() [][4]ptx.Reg { return zeroAcc(xk.k, xk.g.kSteps*xk.nbw) }
+
+// addDA adds the warp's columns of dhᵀ·x over one row block (dh's hi and
+// lo tiles of its bt rows, the slot's x tile) into acc.
+func (xk *xKernel) addDA(f xFrags, slot, hi, lo ptx.Reg, acc [][4]ptx.Reg) {
 	k, g, w, ab := xk.k, xk.g, xk.w, gen.HalfType(xk.g.dt)
-	acc := zeroAcc(k, g.kSteps*xk.nbw)
 	for kt := range g.bt / 16 {
 		bs := bRegs(f.daB, f.daB.load(k, slot, kt), w.zero, false)
 		tiles := []ptx.Reg{hi, lo}
@@ -193,6 +245,12 @@ func (xk *xKernel) da(f xFrags, slot, hi, lo, col0, da32 ptx.Reg) {
 			}
 		}
 	}
+}
+
+// flushDA adds the warp's dA accumulators for the chunk at column col0
+// into da32 [r × in].
+func (xk *xKernel) flushDA(acc [][4]ptx.Reg, col0, da32 ptx.Reg) {
+	k, g, w := xk.k, xk.g, xk.w
 	col := k.Add(ptx.U32, k.Add(ptx.U32, col0, k.Shl(ptx.U32, xk.nb0, ptx.Imm(3))), w.tig)
 	inIn := func(_, cn ptx.Reg) ptx.Reg { return k.Setp("lt", ptx.U32, cn, ptx.Imm(g.in)) }
 	for mb := range g.kSteps {
