@@ -93,11 +93,7 @@ func RunPoints(t testing.TB, f kernels.Family, s variants.Shape, pts []variants.
 	if len(pts) == 0 {
 		return 0
 	}
-	ss := runner.NewSession(sim.New(sim.Options{Workers: 2}))
-	defer ss.Release()
-	if err := ss.Prepare(f, s, 1); err != nil {
-		t.Fatal(err)
-	}
+	ss := Session(t, f, s, 2)
 	for i, p := range pts {
 		prog, err := f.Emit(s, p)
 		if err == nil {
@@ -136,6 +132,18 @@ func Shape(t testing.TB, f kernels.Family, spec string, dt dtype.DType) variants
 		t.Fatalf("%s %s: %v", f.Name(), spec, err)
 	}
 	return s
+}
+
+// Session is an interpreter session of workers workers prepared for
+// family f at shape s (one input set each), released when the test ends.
+func Session(t testing.TB, f kernels.Family, s variants.Shape, workers int) *runner.Session {
+	t.Helper()
+	ss := runner.NewSession(sim.New(sim.Options{Workers: workers}))
+	t.Cleanup(ss.Release)
+	if err := ss.Prepare(f, s, 1); err != nil {
+		t.Fatal(err)
+	}
+	return ss
 }
 
 // Validate emits variant p of family f at shape s, runs it once on ss

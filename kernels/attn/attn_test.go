@@ -164,12 +164,8 @@ func TestErrors(t *testing.T) {
 // buffers they break, the third as a shared-memory race (sync) or a
 // wrong dQ (wgmma).
 func TestValidationCatchesBugs(t *testing.T) {
-	ss := runner.NewSession(sim.New(sim.Options{Workers: 2}))
-	defer ss.Release()
 	s := simtest.Shape(t, fam, "s=130,hq=3,hk=1,d=128,causal=1", dtype.BF16)
-	if err := ss.Prepare(fam, s, 1); err != nil {
-		t.Fatal(err)
-	}
+	ss := simtest.Session(t, fam, s, 2)
 	for _, ps := range []string{"mma=sync,bm=64,bn=64,warps=4,stages=2,heads=0,dq=red", "mma=wgmma,bm=64,bn=64,warps=8,stages=2,heads=0,dq=red", "mma=wgmma,bm=64,bn=128,warps=12,stages=2,heads=1,dq=tma"} {
 		p, err := variants.ParseParams(ps)
 		if err != nil {

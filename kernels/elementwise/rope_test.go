@@ -10,7 +10,6 @@ import (
 	"github.com/gradtune/gradtune/kernels/catalog"
 	"github.com/gradtune/gradtune/kernels/elementwise"
 	"github.com/gradtune/gradtune/runner"
-	"github.com/gradtune/gradtune/runner/sim"
 	"github.com/gradtune/gradtune/variants"
 )
 
@@ -24,11 +23,7 @@ func TestRopeExactInputsCatchHalfMixup(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := simtest.Shape(t, f, "t=3,hq=3,hk=2,d=16", dtype.BF16)
-	ss := runner.NewSession(sim.New(sim.Options{Workers: 1}))
-	defer ss.Release()
-	if err := ss.Prepare(f, s, 1); err != nil {
-		t.Fatal(err)
-	}
+	ss := simtest.Session(t, f, s, 1)
 	// One head a unit, and a unit of a query head's and a key head's columns
 	// (heads=5 of 3 + 2), which load the tables once for both.
 	for _, params := range []string{"block=128,vec=4,ept=2,grid=once,maxnreg=0,cache=default,heads=1", "block=128,vec=2,ept=1,grid=stride,maxnreg=0,cache=default,heads=5"} {

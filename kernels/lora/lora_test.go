@@ -14,7 +14,6 @@ import (
 	"github.com/gradtune/gradtune/kernels/internal/ptxtest"
 	"github.com/gradtune/gradtune/kernels/lora"
 	"github.com/gradtune/gradtune/runner"
-	"github.com/gradtune/gradtune/runner/sim"
 	"github.com/gradtune/gradtune/variants"
 )
 
@@ -198,12 +197,8 @@ func TestRowGroupZeroesBetweenChunks(t *testing.T) {
 // (none for "").
 func plantable(t *testing.T, spec, params string) (*runner.Session, func(bug string) kernels.Program) {
 	t.Helper()
-	ss := runner.NewSession(sim.New(sim.Options{Workers: 2}))
-	t.Cleanup(ss.Release)
 	s := simtest.Shape(t, fam, spec, dtype.BF16)
-	if err := ss.Prepare(fam, s, 1); err != nil {
-		t.Fatal(err)
-	}
+	ss := simtest.Session(t, fam, s, 2)
 	p, err := variants.ParseParams(params)
 	if err != nil {
 		t.Fatal(err)

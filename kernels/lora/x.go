@@ -62,11 +62,10 @@ func emitX(k *ptx.Func, g geom) {
 	}
 	fr := xk.frags()
 	first, cnt := c.first, c.cnt
-	var acc [][4]ptx.Reg // dA's accumulators, kept across a chunk's row blocks
 	if g.rg > 1 {
 		first, cnt = k.Shl(ptx.U32, first, ptx.Imm(gen.Log2(g.rg))), k.Shl(ptx.U32, cnt, ptx.Imm(gen.Log2(g.rg)))
-		acc = xk.zeroDA()
 	}
+	acc := xk.zeroDA() // dA's accumulators, summed over a chunk's row blocks
 	ring(k, smem, g.stageX(), g.stages, first, cnt, load, func(slot, item ptx.Reg) {
 		it := xk.item(item, c.row0)
 		col0 := k.Shl(ptx.U32, it.ch, ptx.Imm(6))
@@ -78,14 +77,8 @@ func emitX(k *ptx.Func, g geom) {
 		if g.dx {
 			xk.dx(fr, slot, hiJ, loJ, it.row0, col0, t, dx)
 		}
-		if g.rg == 1 {
-			a := xk.zeroDA()
-			xk.addDA(fr, slot, hiJ, loJ, a)
-			xk.flushDA(a, col0, da32)
-			return
-		}
 		xk.addDA(fr, slot, hiJ, loJ, acc)
-		k.If(k.Setp("eq", ptx.U32, it.j, ptx.Imm(g.rg-1)), func() {
+		flush := func() {
 			xk.flushDA(acc, col0, da32)
 			if planted.keepDA {
 				return
@@ -95,7 +88,12 @@ func emitX(k *ptx.Func, g geom) {
 					k.MovTo(r, ptx.F32Imm(0))
 				}
 			}
-		})
+		}
+		if g.rg == 1 {
+			flush()
+			return
+		}
+		k.If(k.Setp("eq", ptx.U32, it.j, ptx.Imm(g.rg-1)), flush)
 	})
 }
 

@@ -419,11 +419,7 @@ func TestOnePassNeedsItsBarrier(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ss := runner.NewSession(sim.New(sim.Options{Workers: 2}))
-	defer ss.Release()
-	if err := ss.Prepare(fam, s, 1); err != nil {
-		t.Fatal(err)
-	}
+	ss := simtest.Session(t, fam, s, 2)
 	good, err := fam.Emit(s, p)
 	if err != nil {
 		t.Fatal(err)
