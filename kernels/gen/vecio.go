@@ -87,13 +87,18 @@ func Widen(k *ptx.Func, dt dtype.DType, w []ptx.Reg) []ptx.Reg {
 // stores them in global memory at at, guarded by ok when valid. o may set
 // a cache operator.
 func StVals(k *ptx.Func, dt dtype.DType, at ptx.Addr, vals []ptx.Reg, ok ptx.Reg, o ...ptx.LdOpts) {
+	StValsIn(k, ptx.Global, dt, at, vals, ok, o...)
+}
+
+// StValsIn is StVals into the state space sp.
+func StValsIn(k *ptx.Func, sp ptx.Space, dt dtype.DType, at ptx.Addr, vals []ptx.Reg, ok ptx.Reg, o ...ptx.LdOpts) {
 	switch {
 	case dt == dtype.F32:
-		k.St(ptx.Global, ptx.F32, at, vals, o...)
+		k.St(sp, ptx.F32, at, vals, o...)
 	case dt == dtype.F64:
-		k.St(ptx.Global, ptx.F64, at, vals, o...)
+		k.St(sp, ptx.F64, at, vals, o...)
 	case len(vals) == 1:
-		k.St(ptx.Global, ptx.B16, at, []ptx.Reg{k.Cvt(HalfType(dt), ptx.F32, "rn", vals[0])}, o...)
+		k.St(sp, ptx.B16, at, []ptx.Reg{k.Cvt(HalfType(dt), ptx.F32, "rn", vals[0])}, o...)
 	default:
 		pt := ptx.F16x2
 		if dt == dtype.BF16 {
@@ -103,7 +108,7 @@ func StVals(k *ptx.Func, dt dtype.DType, at ptx.Addr, vals []ptx.Reg, ok ptx.Reg
 		for i := range words {
 			words[i] = k.PackHalf2(pt, vals[2*i+1], vals[2*i])
 		}
-		k.St(ptx.Global, ptx.B32, at, words, o...)
+		k.St(sp, ptx.B32, at, words, o...)
 	}
 	if ok.Valid() {
 		k.Guard(ok, false)

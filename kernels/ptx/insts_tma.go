@@ -330,6 +330,47 @@ func (f *Func) BulkCopyToCluster(dst, src Addr, bytes int, bar Addr) {
 		Args: []Operand{dst, src, Imm(bytes), bar}})
 }
 
+// BulkLoad emits
+// cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes
+// [dst], [src], bytes, [bar]: the async proxy copies bytes (u32, a
+// positive multiple of 16; both addresses 16-byte aligned) of global
+// memory at src into shared memory at dst and completes them as
+// transactions on bar, whose current phase must expect them
+// (MbarArriveExpectTx). One thread issues it.
+func (f *Func) BulkLoad(dst, src Addr, bytes Operand, bar Addr) {
+	f.checkAddr("cp.async.bulk destination", Shared, dst)
+	f.checkAddr("cp.async.bulk source", Global, src)
+	f.checkAddr("cp.async.bulk mbarrier", Shared, bar)
+	f.checkBulkBytes(bytes)
+	f.emit(&Inst{Op: "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes",
+		Args: []Operand{dst, src, bytes, bar}})
+}
+
+// BulkStore emits cp.async.bulk.global.shared::cta.bulk_group [dst],
+// [src], bytes: bytes (u32, a positive multiple of 16; both addresses
+// 16-byte aligned) of this CTA's shared memory at src, written before
+// with st.shared and then FenceProxyAsync, are written to global memory
+// at dst. It joins the thread's bulk group: BulkCommit, then BulkWait
+// before src is reused or the CTA exits.
+func (f *Func) BulkStore(dst, src Addr, bytes Operand) {
+	f.checkAddr("cp.async.bulk destination", Global, dst)
+	f.checkAddr("cp.async.bulk source", Shared, src)
+	f.checkBulkBytes(bytes)
+	f.emit(&Inst{Op: "cp.async.bulk.global.shared::cta.bulk_group", Args: []Operand{dst, src, bytes}})
+}
+
+// checkBulkBytes checks a bulk copy's size: a u32 register, or an
+// immediate positive multiple of 16.
+func (f *Func) checkBulkBytes(bytes Operand) {
+	if n, ok := bytes.(Imm); ok {
+		if n <= 0 || n%16 != 0 {
+			f.errorf("cp.async.bulk: %d bytes (want a positive multiple of 16)", n)
+		}
+		return
+	}
+	f.check("cp.async.bulk size", U32, bytes)
+}
+
 // FenceProxyAsyncGlobal emits fence.proxy.async.global: the thread's
 // global-memory accesses through the generic proxy are ordered with
 // those of the async proxy (TMA) after it. A kernel that TMA-loads data

@@ -46,13 +46,19 @@
 //     of split (no cluster at split 1), CTA rank c taking part c of row
 //     c's cluster as above; it copies its raw vectors into its dynamic
 //     shared memory (⌈v/vec/split⌉·vec elements, at most 226 KB; split
-//     at most 8, reverse 0) while it absorbs them, publishes its partial
+//     at most 8, reverse 0) while it absorbs them (copy=ld), or thread 0
+//     brings the whole part in by one cp.async.bulk on an mbarrier and
+//     the threads absorb it from there (copy=in, inout: 16-byte vectors,
+//     so every part starts and ends on 16 bytes), publishes its partial
 //     (and part 0's zl, read before any barrier) in a static slot, and
 //     after a cluster barrier every thread merges the split partials in
 //     rank order through distributed shared memory (mapa, ld.shared::
 //     cluster); a second cluster barrier keeps each slot alive until
 //     every CTA has read it. The gradient is then computed from the
-//     shared copy: the logits are read once.
+//     shared copy: the logits are read once. With copy=inout each thread
+//     writes its gradient over the vectors it read there, fences
+//     (fence.proxy.async), and after the CTA's barrier thread 0 writes
+//     the part out by one bulk store and waits until it has been read.
 //   - Alias-safe: the gradient kernel reads no logit but its part's, each
 //     element once, by the thread that writes its gradient, before that
 //     store (a batch's loads precede its stores); z[label] comes from the

@@ -33,12 +33,15 @@ type geom struct {
 	reverse, zloss    bool
 	alias, labelLate  bool
 	onePass, unsynced bool // unsynced: a planted bug (no barrier before the one-pass merge)
+	bulkIn, bulkOut   bool
+	bulkBug           string // a planted bug of the bulk copies (tests): "nowait" or "nofence"
 }
 
 func newGeom(s Shape, p Params) geom {
 	g := geom{dt: s.DType, v: s.V, vec: p.Vec, vb: p.Vec * s.DType.Size(), nv: s.V / p.Vec,
 		block: p.Block, vpt: p.VPT, split: p.Split, eps: s.eps(), reverse: p.Reverse,
-		labBytes: s.labelType().Size(), zloss: s.zloss(), alias: s.grad() == "logits", onePass: p.Pass == "one"}
+		labBytes: s.labelType().Size(), zloss: s.zloss(), alias: s.grad() == "logits", onePass: p.Pass == "one",
+		bulkIn: p.Copy != "ld", bulkOut: p.Copy == "inout"}
 	g.cv = gen.CeilDiv(g.nv, g.split)
 	return g
 }

@@ -32,3 +32,17 @@ func EmitUnsynced(s variants.Shape, p variants.Params) (kernels.Program, error) 
 	g.unsynced = true
 	return family{}.emit(g)
 }
+
+// EmitBulkBug emits one-pass variant p of shape s (copy=in or inout)
+// with a planted bug of its bulk copies: "nowait", the part read before
+// its copy has completed; "nofence", the gradient stored by the async
+// proxy without the threads' proxy fence.
+func EmitBulkBug(s variants.Shape, p variants.Params, bug string) (kernels.Program, error) {
+	sh, pv, err := kernels.DecodeVariant[Shape, Params](s, p)
+	if err != nil {
+		return kernels.Program{}, err
+	}
+	g := newGeom(sh, pv)
+	g.bulkBug = bug
+	return family{}.emit(g)
+}

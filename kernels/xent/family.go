@@ -77,6 +77,7 @@ type Params struct {
 	Split   int    `axis:"split" values:"1,2,4,8,16" doc:"CTAs per row, both kernels: each takes ⌈v/vec/split⌉ vectors of its row; the gradient kernel merges the statistics kernel's split partial (max, sum-exp) pairs"`
 	Reverse bool   `axis:"reverse" values:"0,1" doc:"1: the gradient kernel takes the rows last to first, starting on those the statistics kernel read last (still in L2)"`
 	Pass    string `axis:"pass" values:"two,one" doc:"two: a statistics kernel, then a gradient kernel that reads the logits again; one: a cluster of split CTAs a row keeps its part in shared memory and merges the statistics over distributed shared memory, reading the logits once"`
+	Copy    string `axis:"copy" values:"ld,in,inout" default:"ld" doc:"pass=one: ld, the threads load the part and copy it into shared memory; in, one bulk copy (cp.async.bulk) brings the part in; inout, and the gradient, written over that copy, goes out by one bulk store (16-byte vectors)"`
 }
 
 type family struct{}
@@ -184,6 +185,17 @@ func (family) Space(s Shape) variants.Typed[Params] {
 					return fmt.Errorf("pass=one, split=%d: a cluster of at most 8 CTAs (portable)", p.Split)
 				case hold > maxHold:
 					return fmt.Errorf("pass=one, split=%d: %d bytes of a row a CTA (at most %d of shared memory)", p.Split, hold, maxHold)
+				}
+				return nil
+			}},
+			{Name: "bulk copies: one pass, 16-byte vectors", Axes: []string{"vec", "pass", "copy"}, Check: func(p Params) error {
+				switch {
+				case p.Copy == "ld":
+					return nil
+				case p.Pass != "one":
+					return fmt.Errorf("copy=%s copies a one-pass CTA's part (pass=one)", p.Copy)
+				case p.Vec*s.DType.Size() != 16:
+					return fmt.Errorf("copy=%s needs 16-byte vectors (vec=%d of %v is %d bytes): every part's offset and size a multiple of 16", p.Copy, p.Vec, s.DType, p.Vec*s.DType.Size())
 				}
 				return nil
 			}},

@@ -93,17 +93,23 @@ func finishRow(k *ptx.Func, g geom, w *walk, st stat, r *rowEnd, p rowParams, la
 // store writes the gradient of a batch's vectors (vals, as loaded at
 // vector vi, byte offset off, guards ok) into out.
 func (gr gradient) store(w *walk, out, vi, off ptx.Reg, ok []ptx.Reg, vals [][]ptx.Reg) {
-	k, g, c := gr.k, gr.g, gr.c
-	at := k.Add(ptx.U64, out, off)
+	at := gr.k.Add(ptx.U64, out, off)
 	for q, v := range vals {
-		hit := k.Setp("eq", ptx.U32, w.plus(vi, q), c.labVec)
-		res := make([]ptx.Reg, len(v))
-		for e, x := range v {
-			p := k.Ex2Approx(k.Fma(ptx.F32, x, log2e, gr.neg))
-			res[e] = k.Fma(ptx.F32, p, gr.gp, k.Selp(ptx.F32, c.hit[e], c.miss, hit))
-		}
-		gen.StVals(k, g.dt, ptx.At(at, int64(q*g.block*g.vb)), res, guardOf(ok, q))
+		gen.StVals(gr.k, gr.g.dt, ptx.At(at, int64(q*gr.g.block*gr.g.vb)), gr.of(w, vi, q, v), guardOf(ok, q))
 	}
+}
+
+// of is the gradient of vector q of the batch at vector vi, whose values
+// are v.
+func (gr gradient) of(w *walk, vi ptx.Reg, q int, v []ptx.Reg) []ptx.Reg {
+	k, c := gr.k, gr.c
+	hit := k.Setp("eq", ptx.U32, w.plus(vi, q), c.labVec)
+	res := make([]ptx.Reg, len(v))
+	for e, x := range v {
+		p := k.Ex2Approx(k.Fma(ptx.F32, x, log2e, gr.neg))
+		res[e] = k.Fma(ptx.F32, p, gr.gp, k.Selp(ptx.F32, c.hit[e], c.miss, hit))
+	}
+	return res
 }
 
 // scales returns g = dloss/n_valid (0 for an ignored row) and the p

@@ -60,9 +60,9 @@ func validateTwice(vs variants.Shape, prog kernels.Program, workers int) (runner
 // reverse=1 every row's parts 3, 2 and 1 have written their gradient
 // before part 0 reads, and the loss of each row whose label is not in
 // part 0 is wrong: caught deterministically. The unplanted program
-// passes with one worker and two, either order, validated twice; so does
-// the one-pass kernel, whose clusters read z[label] before any CTA of the
-// row writes.
+// passes with one worker and two, either order, validated twice; so do
+// the one-pass kernels (the threads' loads, and bulk copies in and out),
+// whose clusters read z[label] before any CTA of the row writes.
 func TestInPlace(t *testing.T) {
 	for _, spec := range []string{"t=9,v=1000,inplace=1", "t=9,v=1000,smooth=0.1,labels=i64,zloss=1,inplace=1"} {
 		vs := simtest.Shape(t, fam, spec, dtype.BF16)
@@ -73,7 +73,7 @@ func TestInPlace(t *testing.T) {
 		if got := strings.Join(roles, " "); !strings.HasPrefix(got, "logits:inout ") || strings.Contains(got, "dlogits") {
 			t.Errorf("%s: buffers %s, want the logits inout and no dlogits", spec, got)
 		}
-		for _, params := range []string{"vec=8,block=128,vpt=1,split=4,reverse=1,pass=two", "vec=4,block=128,vpt=2,split=4,reverse=0,pass=two", "vec=8,block=128,vpt=1,split=4,reverse=0,pass=one"} {
+		for _, params := range []string{"vec=8,block=128,vpt=1,split=4,reverse=1,pass=two,copy=ld", "vec=4,block=128,vpt=2,split=4,reverse=0,pass=two,copy=ld", "vec=8,block=128,vpt=1,split=4,reverse=0,pass=one,copy=ld", "vec=8,block=128,vpt=2,split=2,reverse=0,pass=one,copy=inout"} {
 			p, err := variants.ParseParams(params)
 			if err != nil {
 				t.Fatal(err)
@@ -94,7 +94,7 @@ func TestInPlace(t *testing.T) {
 				}
 			}
 		}
-		bad := aliased(t, vs, "vec=8,block=128,vpt=1,split=4,reverse=1,pass=two", true)
+		bad := aliased(t, vs, "vec=8,block=128,vpt=1,split=4,reverse=1,pass=two,copy=ld", true)
 		if c, err := validateTwice(vs, bad, 1); err != nil || c.OK || !strings.Contains(c.Message, "loss[") {
 			t.Errorf("%s: z[label] read after other parts wrote: %v %q, want a loss failure", spec, err, c.Message)
 		}

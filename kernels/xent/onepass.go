@@ -9,47 +9,56 @@ import (
 
 // emitOnePass is the one-pass kernel (pass=one): a cluster of split CTAs
 // takes a row, CTA rank c its part c, which it reads from global memory
-// once, keeping the raw vectors in its dynamic shared memory while it
-// absorbs them into its stat. Thread 0 publishes the CTA's stat (and,
-// in part 0, z[label]) in shared memory; after a cluster barrier every
-// thread merges the split stats in rank order from the cluster's shared
-// memory (the two-pass gradient kernel's merge, so the same rounding);
-// a second cluster barrier keeps each CTA's stat readable until every
-// CTA has read it. Then the gradient of the part is computed from the
-// shared copy and written: one read and one write of the logits. The
-// thread that writes a gradient element read that logit from global
-// memory itself, and z[label] is read before the first barrier, so the
-// gradient may be written over the logits.
+// once into its dynamic shared memory while it absorbs it into its stat
+// (copy=ld: each thread copies the vectors it loads; otherwise one bulk
+// copy brings the whole part in, and the threads absorb it from shared
+// memory). Thread 0 publishes the CTA's stat (and, in part 0, z[label])
+// in shared memory; after a cluster barrier every thread merges the
+// split stats in rank order from the cluster's shared memory (the
+// two-pass gradient kernel's merge, so the same rounding); a second
+// cluster barrier keeps each CTA's stat readable until every CTA has
+// read it. Then the gradient of the part is computed from the shared
+// copy and written by the threads (copy=inout: written over the shared
+// copy, which one bulk store writes out): one read and one write of the
+// logits. Every logit is read before any gradient is written, and
+// z[label] before the first barrier, so the gradient may be written over
+// the logits.
 func emitOnePass(k *ptx.Func, g geom) {
 	declareBlock(k, g)
 	gp := declareGrad(k, g, false)
 	logits, labels := gp.logits, gp.labels
 	cta := k.Mov(ptx.U32, ptx.CtaidX)
-	hold := k.Mov(ptx.U32, k.DynamicShared("hold", 16))
+	pt := part{hold: k.Mov(ptx.U32, k.DynamicShared("hold", 16))}
 	pub := k.Mov(ptx.U32, k.SharedArray("stat", ptx.F32, statWords, 16))
 	var ld []ptx.LdOpts
 	if !g.alias {
 		ld = []ptx.LdOpts{gen.LdNC}
 	}
 	w := newWalk(k, g, cta)
-	begin := k.Mul(ptx.U32, w.part, ptx.Imm(g.cv))
-	// held is the shared address of vector vi of the row (the part's
-	// copy starts at the part's first vector).
-	held := func(vi ptx.Reg) ptx.Reg {
-		return k.Mad(ptx.U32, k.Sub(ptx.U32, vi, begin), ptx.Imm(g.vb), hold)
+	pt.begin = k.Mul(ptx.U32, w.part, ptx.Imm(g.cv))
+	if g.bulkIn {
+		pt.at = k.Add(ptx.U64, k.MulWide(ptx.U32, w.row, ptx.Imm(g.v*g.dt.Size())), k.MulWide(ptx.U32, pt.begin, ptx.Imm(g.vb)))
+		pt.bytes = k.Mul(ptx.U32, w.cnt, ptx.Imm(g.vb))
 	}
 	smooth := g.eps > 0
 	st := newStat(k)
-	w.each(func(vi, off ptx.Reg, ok []ptx.Reg) {
-		raw := w.loadRaw(logits, off, ok, ld...)
-		for q, r := range raw {
-			k.St(ptx.Shared, r[0].Type(), ptx.At(held(w.plus(vi, q)), 0), r)
-			if guard := guardOf(ok, q); guard.Valid() {
-				k.Guard(guard, false)
+	if g.bulkIn {
+		bulkIn(k, g, w.tid, pt, logits)
+		w.each(func(vi, off ptx.Reg, ok []ptx.Reg) {
+			st.absorbBatch(k, w.widen(pt.load(k, g, w, vi, ok)), ok, smooth)
+		})
+	} else {
+		w.each(func(vi, off ptx.Reg, ok []ptx.Reg) {
+			raw := w.loadRaw(logits, off, ok, ld...)
+			for q, r := range raw {
+				k.St(ptx.Shared, r[0].Type(), ptx.At(pt.held(k, g, w.plus(vi, q)), 0), r)
+				if guard := guardOf(ok, q); guard.Valid() {
+					k.Guard(guard, false)
+				}
 			}
-		}
-		st.absorbBatch(k, w.widen(raw), ok, smooth)
-	})
+			st.absorbBatch(k, w.widen(raw), ok, smooth)
+		})
+	}
 	st = ctaMerge(k, g, w.tid, shflMerge(k, st, 32, smooth), smooth)
 	r := rowEnd{row: w.row, lab: loadLabel(k, g, labels, w.row)}
 	t0 := k.Setp("eq", ptx.U32, w.tid, ptx.Imm(0))
@@ -66,11 +75,76 @@ func emitOnePass(k *ptx.Func, g geom) {
 	out := gp.dlogits
 	w = newWalk(k, g, cta)
 	w.each(func(vi, off ptx.Reg, ok []ptx.Reg) {
-		raw := make([][]ptx.Reg, g.vpt)
-		for q := range raw {
-			raw[q] = gen.LdRaw(k, ptx.Shared, g.dt, g.vec, ptx.At(held(w.plus(vi, q)), 0), guardOf(ok, q))
+		raw := pt.load(k, g, w, vi, ok)
+		if !g.bulkOut {
+			gr.store(w, out, vi, off, ok, w.widen(raw))
+			return
 		}
-		gr.store(w, out, vi, off, ok, w.widen(raw))
+		for q, v := range w.widen(raw) {
+			gen.StValsIn(k, ptx.Shared, g.dt, ptx.At(pt.held(k, g, w.plus(vi, q)), 0), gr.of(w, vi, q, v), guardOf(ok, q))
+		}
+	})
+	if g.bulkOut {
+		bulkOut(k, g, w.tid, pt, out)
+	}
+}
+
+// part is a one-pass CTA's part of its row: its first vector in the row
+// (begin), its byte offset in the tensor (at), its bytes and the shared
+// memory holding it.
+type part struct {
+	begin, bytes, hold ptx.Reg // U32
+	at                 ptx.Reg // U64
+}
+
+// held is the shared address of vector vi of the row.
+func (pt part) held(k *ptx.Func, g geom, vi ptx.Reg) ptx.Reg {
+	return k.Mad(ptx.U32, k.Sub(ptx.U32, vi, pt.begin), ptx.Imm(g.vb), pt.hold)
+}
+
+// load loads a batch's raw vectors (at vector vi, guards ok) from the
+// part's shared copy.
+func (pt part) load(k *ptx.Func, g geom, w *walk, vi ptx.Reg, ok []ptx.Reg) [][]ptx.Reg {
+	raw := make([][]ptx.Reg, g.vpt)
+	for q := range raw {
+		raw[q] = gen.LdRaw(k, ptx.Shared, g.dt, g.vec, ptx.At(pt.held(k, g, w.plus(vi, q)), 0), guardOf(ok, q))
+	}
+	return raw
+}
+
+// bulkIn brings the part into its shared copy: thread 0 initializes an
+// mbarrier, and after the CTA's barrier sets it to expect the part's
+// bytes and issues one bulk copy (none for an empty part); every thread
+// waits for it.
+func bulkIn(k *ptx.Func, g geom, tid ptx.Reg, pt part, logits ptx.Reg) {
+	bar := ptx.At(k.Mov(ptx.U32, k.SharedArray("full", ptx.B64, 1, 8)), 0)
+	t0 := k.Setp("eq", ptx.U32, tid, ptx.Imm(0))
+	k.If(t0, func() { k.MbarInit(bar, ptx.Imm(1)) })
+	k.BarSync(0)
+	k.If(t0, func() {
+		k.MbarArriveExpectTx(bar, pt.bytes)
+		k.If(k.Setp("ne", ptx.U32, pt.bytes, ptx.Imm(0)), func() {
+			k.BulkLoad(ptx.At(pt.hold, 0), ptx.At(k.Add(ptx.U64, logits, pt.at), 0), pt.bytes, bar)
+		})
+	})
+	if g.bulkBug != "nowait" {
+		k.MbarWait(bar, ptx.Imm(0))
+	}
+}
+
+// bulkOut writes the part's shared copy, which the threads have
+// overwritten with the gradient, to out by one bulk store: each thread
+// fences its writes for the async proxy, and after the CTA's barrier
+// thread 0 issues the store and waits until it has read the copy.
+func bulkOut(k *ptx.Func, g geom, tid ptx.Reg, pt part, out ptx.Reg) {
+	if g.bulkBug != "nofence" {
+		k.FenceProxyAsync()
+	}
+	k.BarSync(0)
+	k.If(k.And(ptx.Pred, k.Setp("eq", ptx.U32, tid, ptx.Imm(0)), k.Setp("ne", ptx.U32, pt.bytes, ptx.Imm(0))), func() {
+		k.BulkStore(ptx.At(k.Add(ptx.U64, out, pt.at), 0), ptx.At(pt.hold, 0), pt.bytes)
+		k.BulkCommit()
+		k.BulkWait(0, true)
 	})
 }
 

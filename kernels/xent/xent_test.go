@@ -245,28 +245,37 @@ var simCases = []simtest.Case{
 func TestVariantsOnInterpreter(t *testing.T) {
 	simtest.Sample(t, fam, simCases, 8, func(variants.Params) bool { return true })
 	simtest.RunNamed(t, fam, []simtest.Point{
-		{Case: simCases[4], Params: "vec=8,block=128,vpt=1,split=4,reverse=1,pass=two"},
-		{Case: simCases[4], Params: "vec=8,block=128,vpt=4,split=4,reverse=0,pass=two"},
-		{Case: simCases[1], Params: "vec=1,block=128,vpt=2,split=16,reverse=1,pass=two"},
-		{Case: simCases[2], Params: "vec=1,block=128,vpt=4,split=16,reverse=0,pass=two"},
-		{Case: simCases[3], Params: "vec=1,block=128,vpt=1,split=2,reverse=0,pass=two"},
-		{Case: simCases[0], Params: "vec=4,block=128,vpt=1,split=1,reverse=1,pass=two"},
+		{Case: simCases[4], Params: "vec=8,block=128,vpt=1,split=4,reverse=1,pass=two,copy=ld"},
+		{Case: simCases[4], Params: "vec=8,block=128,vpt=4,split=4,reverse=0,pass=two,copy=ld"},
+		{Case: simCases[1], Params: "vec=1,block=128,vpt=2,split=16,reverse=1,pass=two,copy=ld"},
+		{Case: simCases[2], Params: "vec=1,block=128,vpt=4,split=16,reverse=0,pass=two,copy=ld"},
+		{Case: simCases[3], Params: "vec=1,block=128,vpt=1,split=2,reverse=0,pass=two,copy=ld"},
+		{Case: simCases[0], Params: "vec=4,block=128,vpt=1,split=1,reverse=1,pass=two,copy=ld"},
 		// Two rows of the model's vocabulary, on the longest chain of
 		// sums the space has there (297 iterations per thread).
-		{Case: simtest.Case{Spec: "t=2,v=151936", DType: dtype.BF16}, Params: "vec=4,block=128,vpt=1,split=1,reverse=0,pass=two"},
-		{Case: simtest.Case{Spec: "t=2,v=151936,smooth=0.1,zloss=1", DType: dtype.F32}, Params: "vec=4,block=1024,vpt=4,split=16,reverse=1,pass=two"},
+		{Case: simtest.Case{Spec: "t=2,v=151936", DType: dtype.BF16}, Params: "vec=4,block=128,vpt=1,split=1,reverse=0,pass=two,copy=ld"},
+		{Case: simtest.Case{Spec: "t=2,v=151936,smooth=0.1,zloss=1", DType: dtype.F32}, Params: "vec=4,block=1024,vpt=4,split=16,reverse=1,pass=two,copy=ld"},
 		// The options alone and combined: i64 labels (row 6 ignored),
 		// z-loss with smoothing, both with smoothing over empty CTAs.
-		{Case: simtest.Case{Spec: "t=9,v=1000,labels=i64", DType: dtype.BF16}, Params: "vec=8,block=128,vpt=1,split=2,reverse=1,pass=two"},
-		{Case: simtest.Case{Spec: "t=17,v=1003,smooth=0.1,zloss=1", DType: dtype.F32}, Params: "vec=1,block=128,vpt=2,split=4,reverse=0,pass=two"},
-		{Case: simtest.Case{Spec: "t=10,v=40,smooth=0.05,labels=i64,zloss=1", DType: dtype.F16}, Params: "vec=8,block=128,vpt=1,split=4,reverse=1,pass=two"},
+		{Case: simtest.Case{Spec: "t=9,v=1000,labels=i64", DType: dtype.BF16}, Params: "vec=8,block=128,vpt=1,split=2,reverse=1,pass=two,copy=ld"},
+		{Case: simtest.Case{Spec: "t=17,v=1003,smooth=0.1,zloss=1", DType: dtype.F32}, Params: "vec=1,block=128,vpt=2,split=4,reverse=0,pass=two,copy=ld"},
+		{Case: simtest.Case{Spec: "t=10,v=40,smooth=0.05,labels=i64,zloss=1", DType: dtype.F16}, Params: "vec=8,block=128,vpt=1,split=4,reverse=1,pass=two,copy=ld"},
 		// one pass: a CTA a row, and clusters of 2, 4 and 8 with tails,
 		// smoothing, i64 labels and z-loss
-		{Case: simCases[4], Params: "vec=8,block=128,vpt=2,split=1,reverse=0,pass=one"},
-		{Case: simCases[4], Params: "vec=4,block=128,vpt=1,split=2,reverse=0,pass=one"},
-		{Case: simCases[1], Params: "vec=1,block=128,vpt=4,split=8,reverse=0,pass=one"},
-		{Case: simtest.Case{Spec: "t=17,v=1003,smooth=0.1,zloss=1", DType: dtype.F32}, Params: "vec=1,block=128,vpt=2,split=4,reverse=0,pass=one"},
-		{Case: simtest.Case{Spec: "t=10,v=40,smooth=0.05,labels=i64,zloss=1", DType: dtype.F16}, Params: "vec=8,block=128,vpt=1,split=4,reverse=0,pass=one"},
+		{Case: simCases[4], Params: "vec=8,block=128,vpt=2,split=1,reverse=0,pass=one,copy=ld"},
+		{Case: simCases[4], Params: "vec=4,block=128,vpt=1,split=2,reverse=0,pass=one,copy=ld"},
+		{Case: simCases[1], Params: "vec=1,block=128,vpt=4,split=8,reverse=0,pass=one,copy=ld"},
+		{Case: simtest.Case{Spec: "t=17,v=1003,smooth=0.1,zloss=1", DType: dtype.F32}, Params: "vec=1,block=128,vpt=2,split=4,reverse=0,pass=one,copy=ld"},
+		{Case: simtest.Case{Spec: "t=10,v=40,smooth=0.05,labels=i64,zloss=1", DType: dtype.F16}, Params: "vec=8,block=128,vpt=1,split=4,reverse=0,pass=one,copy=ld"},
+		// one pass by bulk copies: a CTA a row; parts with tails, an
+		// empty part (v=40 is 5 vectors over 4 CTAs: parts of 2, 2, 1, 0)
+		// and the options; f32's 16 bytes are 4 values
+		{Case: simCases[0], Params: "vec=8,block=128,vpt=1,split=1,reverse=0,pass=one,copy=in"},
+		{Case: simCases[0], Params: "vec=8,block=128,vpt=2,split=2,reverse=0,pass=one,copy=inout"},
+		{Case: simCases[4], Params: "vec=8,block=128,vpt=1,split=4,reverse=0,pass=one,copy=inout"},
+		{Case: simtest.Case{Spec: "t=10,v=40,smooth=0.05,labels=i64,zloss=1", DType: dtype.F16}, Params: "vec=8,block=128,vpt=1,split=4,reverse=0,pass=one,copy=in"},
+		{Case: simtest.Case{Spec: "t=6,v=1004,smooth=0.1,zloss=1", DType: dtype.F32}, Params: "vec=4,block=128,vpt=4,split=8,reverse=0,pass=one,copy=inout"},
+		{Case: simtest.Case{Spec: "t=2,v=151936", DType: dtype.BF16}, Params: "vec=8,block=256,vpt=2,split=8,reverse=0,pass=one,copy=inout"},
 	})
 }
 
@@ -275,9 +284,9 @@ func TestVariantsOnInterpreter(t *testing.T) {
 // one with i64 labels and z-loss at t = 1 and 8.
 func TestRuntimeTokens(t *testing.T) {
 	simtest.RuntimeDim(t, fam, simtest.Case{Spec: "t=9,v=1000,smooth=0.05", DType: dtype.BF16}, "t", []int{1, 4, 8, 33},
-		"vec=8,block=128,vpt=2,split=4,reverse=1,pass=two", "vec=4,block=128,vpt=1,split=1,reverse=0,pass=two")
+		"vec=8,block=128,vpt=2,split=4,reverse=1,pass=two,copy=ld", "vec=4,block=128,vpt=1,split=1,reverse=0,pass=two,copy=ld")
 	simtest.RuntimeDim(t, fam, simtest.Case{Spec: "t=9,v=1000,labels=i64,zloss=1", DType: dtype.BF16}, "t", []int{1, 8},
-		"vec=8,block=128,vpt=1,split=2,reverse=0,pass=two")
+		"vec=8,block=128,vpt=1,split=2,reverse=0,pass=two,copy=ld")
 }
 
 // validBase is the session of bf16 shape spec on the interpreter and
@@ -290,7 +299,7 @@ func validBase(t *testing.T, spec string) (*runner.Session, kernels.Program) {
 	if err := ss.Prepare(fam, s, 1); err != nil {
 		t.Fatal(err)
 	}
-	p, _ := variants.ParseParams("vec=8,block=128,vpt=1,split=2,reverse=0,pass=two")
+	p, _ := variants.ParseParams("vec=8,block=128,vpt=1,split=2,reverse=0,pass=two,copy=ld")
 	prog, err := fam.Emit(s, p)
 	if err != nil {
 		t.Fatal(err)
@@ -415,7 +424,7 @@ func smallSpillAtLimit(r ptxas.Report) bool {
 // values); with the barrier it passes.
 func TestOnePassNeedsItsBarrier(t *testing.T) {
 	s := simtest.Shape(t, fam, "t=9,v=1000", dtype.BF16)
-	p, err := variants.ParseParams("vec=4,block=128,vpt=1,split=2,reverse=0,pass=one")
+	p, err := variants.ParseParams("vec=4,block=128,vpt=1,split=2,reverse=0,pass=one,copy=ld")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -435,5 +444,37 @@ func TestOnePassNeedsItsBarrier(t *testing.T) {
 	t.Logf("without: %v", err)
 	if err == nil {
 		t.Error("the one-pass kernel without its barrier passed validation")
+	}
+}
+
+// TestBulkCopiesNeedTheirWaits: the one-pass kernel that reads its part
+// before the bulk copy has completed, or bulk-stores a gradient its
+// threads wrote without a proxy fence, fails validation (the
+// interpreter's async-proxy rules); the same variant without the bug
+// passes.
+func TestBulkCopiesNeedTheirWaits(t *testing.T) {
+	s := simtest.Shape(t, fam, "t=5,v=1000", dtype.BF16)
+	p, err := variants.ParseParams("vec=8,block=128,vpt=1,split=2,reverse=0,pass=one,copy=inout")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss := simtest.Session(t, fam, s, 1)
+	good, err := fam.Emit(s, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := simtest.ValidateProgram(ss, good); err != nil {
+		t.Fatalf("without a bug: %v", err)
+	}
+	for _, bug := range []string{"nowait", "nofence"} {
+		bad, err := xent.EmitBulkBug(s, p, bug)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = simtest.ValidateProgram(ss, bad)
+		t.Logf("%s: %v", bug, err)
+		if err == nil {
+			t.Errorf("%s: the one-pass kernel passed validation", bug)
+		}
 	}
 }

@@ -69,7 +69,11 @@
 // mbarrier::complete_tx::bytes, .multicast::cluster) and stores (global ←
 // shared::cta, .bulk_group) with cp.async.bulk.commit_group and
 // wait_group{.read}; cp.reduce.async.bulk.tensor.{2d,3d} .add into f32
-// tensors (each element an atomic add, as red.add.f32); fence.proxy.async; barrier.cluster.arrive/wait; mapa
+// tensors (each element an atomic add, as red.add.f32); the non-tensor
+// cp.async.bulk forms shared::cluster ← global (mbarrier::complete_tx::
+// bytes), global ← shared::cta (.bulk_group) and shared::cluster ←
+// shared::cta (16-byte aligned addresses, sizes a multiple of 16; global
+// memory read at issue, as TMA loads); fence.proxy.async; barrier.cluster.arrive/wait; mapa
 // and ld/st on shared::cluster addresses; the %cluster_* special
 // registers; elect.sync; setmaxnreg (no effect beyond its checks);
 // fence.mbarrier_init (no effect). Backend.LaunchCluster runs clusters
@@ -285,7 +289,7 @@
 // divergent code; happens-before per thread rather than per warp (see
 // Races); atomics on shared memory under the async
 // rules; lanes of one warp waiting on different mbarriers; TMA im2col
-// mode, 1d/4d/5d boxes, the non-tensor cp.async.bulk forms, reductions
+// mode, 1d/4d/5d boxes, cp.async.bulk's multicast and cache hints, reductions
 // other than a tensor's f32 add; wgmma on tf32/fp8/integer types; textures and surfaces;
 // the .const space; function calls. %warpid is the warp's index in its CTA and %smid the
 // CTA's index modulo 132.

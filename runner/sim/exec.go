@@ -461,7 +461,7 @@ func (w *warp) exec() error {
 				return err
 			}
 		case opWgmma, opWgFence, opWgCommit, opWgWait, opMbarInit, opMbarArrive, opMbarExpectTx, opMbarCompleteTx,
-			opMbarWait, opTmaLoad, opTmaStore, opBulkS2C, opBulkCommit, opBulkWait, opFenceProxy, opClusterArrive, opClusterWait,
+			opMbarWait, opTmaLoad, opTmaStore, opBulkS2C, opBulkG2S, opBulkS2G, opBulkCommit, opBulkWait, opFenceProxy, opClusterArrive, opClusterWait,
 			opMapa, opSetmaxnreg, opElect, opStmatrix:
 			stop, err := w.hopperOp(in, mask)
 			if err != nil {

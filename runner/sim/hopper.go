@@ -313,6 +313,10 @@ func (w *warp) hopperOp(in *inst, mask uint32) (stop bool, err error) {
 		return false, w.tmaStore(in, mask)
 	case opBulkS2C:
 		return false, w.bulkToCluster(in, mask)
+	case opBulkG2S:
+		return false, w.bulkFromGlobal(in, mask)
+	case opBulkS2G:
+		return false, w.bulkToGlobal(in, mask)
 	case opBulkCommit:
 		hw := w.hwState()
 		hw.bulk = append(hw.bulk, asyncGroup{chunks: hw.bulkOpen})
@@ -345,7 +349,7 @@ func (w *warp) asyncAccess(in *inst, lane int, addr uint64, n int, write bool) e
 	for ch := addr >> 4; ch <= (addr+uint64(n)-1)>>4; ch++ {
 		if hs.asyncWr[ch] != 0 {
 			return w.fault(in, lane, ErrAsync, addr, true,
-				"accesses shared memory that an in-flight cp.async.bulk.tensor load writes (wait on its mbarrier first)")
+				"accesses shared memory that an in-flight TMA or bulk load writes (wait on its mbarrier first)")
 		}
 		if write && hs.asyncRd[ch] != 0 {
 			return w.fault(in, lane, ErrAsync, addr, true,
@@ -368,7 +372,7 @@ func (w *warp) asyncAccess(in *inst, lane int, addr uint64, n int, write bool) e
 func (c *ctaRun) asyncRead(ch uint32) string {
 	hs := c.hs
 	if hs.asyncWr[ch] != 0 {
-		return "an in-flight cp.async.bulk.tensor load writes it (wait on its mbarrier first)"
+		return "an in-flight TMA or bulk load writes it (wait on its mbarrier first)"
 	}
 	for g := ch * 8; g < ch*8+8 && int(g) < len(hs.proxy); g++ {
 		if m := hs.proxy[g]; m.tid != 0 && hs.fences[m.tid-1] == m.fence {

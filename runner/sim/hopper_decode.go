@@ -21,6 +21,8 @@ const (
 	opMbarWait
 	opTmaLoad
 	opBulkS2C // cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes
+	opBulkG2S // cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes
+	opBulkS2G // cp.async.bulk.global.shared::cta.bulk_group
 	opTmaStore
 	opBulkCommit
 	opBulkWait
@@ -72,7 +74,7 @@ func init() {
 		"mbarrier.try_wait", "mbarrier.test_wait")
 	reg(q((*decoder).decTma), "cp.async.bulk.tensor")
 	reg(q((*decoder).decTmaReduce), "cp.reduce.async.bulk.tensor")
-	reg(q((*decoder).decBulkS2C), "cp.async.bulk")
+	reg(q((*decoder).decBulk), "cp.async.bulk")
 	reg(q(func(d *decoder, in *inst, q []string) error { in.op = opBulkCommit; d.k.hopper = true; return nil }), "cp.async.bulk.commit_group")
 	reg(q(func(d *decoder, in *inst, q []string) error { return d.decWaitN(in, opBulkWait) }), "cp.async.bulk.wait_group")
 	reg(q(func(d *decoder, in *inst, q []string) error {
@@ -412,16 +414,28 @@ func (d *decoder) decTmaReduce(in *inst, q []string) error {
 // decBulkS2C: cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes
 // [dst], [src], size, [mbar]: dst and mbar shared::cluster addresses of one
 // CTA, src this CTA's, size a u32.
-func (d *decoder) decBulkS2C(in *inst, q []string) error {
+func (d *decoder) decBulk(in *inst, q []string) error {
 	d.k.hopper = true
 	in.space = spShared
-	if len(q) != 5 || q[2] != "shared::cluster" || q[3] != "shared::cta" || q[4] != "mbarrier::complete_tx::bytes" {
-		return d.errf("cp.async.bulk: only shared::cluster.shared::cta.mbarrier::complete_tx::bytes is supported")
-	}
-	in.op = opBulkS2C
+	form := strings.Join(q[2:], ".")
 	args := d.st.args
-	if len(args) != 4 {
-		return d.errf("cp.async.bulk takes [dst], [src], size, [mbar]")
+	switch form {
+	case "shared::cluster.shared::cta.mbarrier::complete_tx::bytes":
+		in.op = opBulkS2C
+	case "shared::cluster.global.mbarrier::complete_tx::bytes":
+		in.op = opBulkG2S
+	case "global.shared::cta.bulk_group":
+		in.op = opBulkS2G
+	default:
+		return d.errf("cp.async.bulk.%s: only shared::cluster.shared::cta.mbarrier::complete_tx::bytes, "+
+			"shared::cluster.global.mbarrier::complete_tx::bytes and global.shared::cta.bulk_group are supported", form)
+	}
+	want := 4
+	if in.op == opBulkS2G {
+		want = 3
+	}
+	if len(args) != want {
+		return d.errf("cp.async.bulk.%s takes %d operands", form, want)
 	}
 	b, off, _, err := d.addr(args[0], in)
 	if err != nil {
@@ -435,6 +449,9 @@ func (d *decoder) decBulkS2C(in *inst, q []string) error {
 	in.a[1], in.target = sb, int32(soff)
 	if in.a[2], err = d.src(args[2], tyU32, in); err != nil {
 		return err
+	}
+	if in.op == opBulkS2G {
+		return nil
 	}
 	return d.mbarAddr(args[3], in)
 }

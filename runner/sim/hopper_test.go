@@ -12,6 +12,7 @@ import (
 	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/kernels/ptx"
 	"github.com/gradtune/gradtune/runner"
 	"github.com/gradtune/gradtune/runner/sim"
 )
@@ -483,5 +484,69 @@ func TestBuilderHopperPTX(t *testing.T) {
 	}
 	if _, err := sim.New(sim.Options{}).Load(string(text)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// bulkKernel copies size bytes of in at srcOff into shared memory by one
+// cp.async.bulk (thread 0, an mbarrier expecting them), and after every
+// thread's wait bulk-stores them to out at dstOff.
+func bulkKernel(srcOff, dstOff int64, size int) *ptx.Module {
+	m := ptx.NewModule()
+	k := m.Func("bulk")
+	in := k.Cvta(ptx.Global, k.LdParam(k.Param("in", ptx.U64)))
+	out := k.Cvta(ptx.Global, k.LdParam(k.Param("out", ptx.U64)))
+	hold := ptx.At(k.Mov(ptx.U32, k.SharedArray("hold", ptx.B32, 64, 16)), 0)
+	bar := ptx.At(k.Mov(ptx.U32, k.SharedArray("bar", ptx.B64, 1, 8)), 0)
+	t0 := k.Setp("eq", ptx.U32, k.Mov(ptx.U32, ptx.TidX), ptx.Imm(0))
+	k.If(t0, func() { k.MbarInit(bar, ptx.Imm(1)) })
+	k.BarSync(0)
+	k.If(t0, func() {
+		k.MbarArriveExpectTx(bar, ptx.Imm(int64(size)))
+		k.BulkLoad(hold, ptx.At(in, srcOff), ptx.Imm(int64(size)), bar)
+	})
+	k.MbarWait(bar, ptx.Imm(0))
+	k.If(t0, func() {
+		k.BulkStore(ptx.At(out, dstOff), hold, ptx.Imm(int64(size)))
+		k.BulkCommit()
+		k.BulkWait(0, true)
+	})
+	return m
+}
+
+// TestBulkGlobalCopies: cp.async.bulk from global into shared memory and
+// back moves the bytes; a misaligned address, a size that is not a
+// multiple of 16 and bytes outside the buffer are faults.
+func TestBulkGlobalCopies(t *testing.T) {
+	in := make([]byte, 128)
+	for i := range in {
+		in[i] = byte(i + 1)
+	}
+	out, err := launch(t, bulkKernel(16, 32, 48), "bulk", 1, 32, 0, in, make([]byte, 128))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, b := range out[1] {
+		want := byte(0)
+		if i >= 32 && i < 80 {
+			want = in[i-16]
+		}
+		if b != want {
+			t.Fatalf("out[%d] = %d, want %d", i, b, want)
+		}
+	}
+	for _, c := range []struct {
+		src, dst int64
+		size     int
+		want     string
+	}{
+		{8, 0, 32, "16-byte aligned global address"},
+		{0, 8, 32, "16-byte aligned global address"},
+		{96, 0, 48, "cp.async.bulk:"},
+		{0, 96, 48, "cp.async.bulk:"},
+	} {
+		_, err := launch(t, bulkKernel(c.src, c.dst, c.size), "bulk", 1, 32, 0, in, make([]byte, 128))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("src %d, dst %d, %d bytes: %v, want an error containing %q", c.src, c.dst, c.size, err, c.want)
+		}
 	}
 }

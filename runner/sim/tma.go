@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 
 	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/runner"
@@ -382,8 +383,10 @@ func (w *warp) tmaStore(in *inst, mask uint32) error {
 	return nil
 }
 
-// bulkOp is an in-flight cp.async.bulk from this CTA's shared memory to
-// a CTA of the cluster, completing its bytes on that CTA's mbarrier.
+// bulkOp is an in-flight cp.async.bulk into shared memory, completing
+// its bytes on the destination CTA's mbarrier: from this CTA's shared
+// memory to a CTA of the cluster, or (data set) from global memory, read
+// at issue.
 type bulkOp struct {
 	w             *warp
 	in            *inst
@@ -391,6 +394,7 @@ type bulkOp struct {
 	src, dst, bar uint32
 	n             uint32
 	to            *ctaRun
+	data          []byte // the global bytes read at issue; nil: src is this CTA's shared memory
 }
 
 // bulkToCluster issues cp.async.bulk.shared::cluster.shared::cta copies:
@@ -401,9 +405,9 @@ func (w *warp) bulkToCluster(in *inst, mask uint32) error {
 	c := w.c
 	for m := mask; m != 0; m &= m - 1 {
 		l := bits.TrailingZeros32(m) & 31
-		n := uint32(w.lanes(in.a[2])[l])
-		if n == 0 || n%16 != 0 {
-			return w.fault(in, l, ErrMisaligned, uint64(n), false, "cp.async.bulk size must be a positive multiple of 16")
+		n, err := w.bulkSize(in, l)
+		if err != nil {
+			return err
 		}
 		sc, src, err := w.sharedAt(in, l, w.lanes(in.a[1])[l]+uint64(in.target), int(n), 16)
 		if err != nil {
@@ -442,16 +446,21 @@ func (w *warp) bulkToCluster(in *inst, mask uint32) error {
 func (op *bulkOp) complete() error {
 	c, t := op.w.c, op.to
 	for ch := op.dst >> 4; ch < (op.dst+op.n)>>4; ch++ {
-		if t.hs.asyncRd[ch] != 0 && (t != c || ch < op.src>>4 || ch >= (op.src+op.n)>>4) {
+		ownSrc := op.data == nil && t == c && ch >= op.src>>4 && ch < (op.src+op.n)>>4
+		if t.hs.asyncRd[ch] != 0 && !ownSrc {
 			return op.w.fault(op.in, op.lane, ErrAsync, uint64(ch)*16, true,
 				"the bulk copy overwrites shared memory that an in-flight wgmma.mma_async or bulk store still reads")
 		}
 		t.hs.asyncWr[ch]--
 	}
-	for ch := op.src >> 4; ch < (op.src+op.n)>>4; ch++ {
-		c.hs.asyncRd[ch]--
+	if op.data != nil {
+		copy(t.smem[op.dst:op.dst+op.n], op.data)
+	} else {
+		for ch := op.src >> 4; ch < (op.src+op.n)>>4; ch++ {
+			c.hs.asyncRd[ch]--
+		}
+		copy(t.smem[op.dst:op.dst+op.n], c.smem[op.src:op.src+op.n])
 	}
-	copy(t.smem[op.dst:op.dst+op.n], c.smem[op.src:op.src+op.n])
 	for g := op.dst / 2; g < (op.dst+op.n)/2; g++ {
 		t.hs.proxy[g] = proxyMark{}
 	}
@@ -461,6 +470,100 @@ func (op *bulkOp) complete() error {
 	}
 	if mb.tx -= int64(op.n); mb.pending == 0 && mb.tx == 0 {
 		t.completePhase(mb)
+	}
+	return nil
+}
+
+// bulkSize is lane l's size operand of a cp.async.bulk: a positive
+// multiple of 16.
+func (w *warp) bulkSize(in *inst, l int) (uint32, error) {
+	n := uint32(w.lanes(in.a[2])[l])
+	if n == 0 || n%16 != 0 {
+		return 0, w.fault(in, l, ErrMisaligned, uint64(n), false, "cp.async.bulk size must be a positive multiple of 16")
+	}
+	return n, nil
+}
+
+// bulkGlobal returns the allocation holding lane l's global operand
+// slot (its address plus off) of n bytes, and the address, 16-aligned.
+func (w *warp) bulkGlobal(in *inst, l int, slot int32, off int64, n uint32) (*alloc, uint64, error) {
+	g := w.lanes(slot)[l] + uint64(off)
+	if g%16 != 0 {
+		return nil, 0, w.fault(in, l, ErrMisaligned, g, true, "cp.async.bulk needs a 16-byte aligned global address")
+	}
+	a := findAlloc(w.c.l.allocs, g, uint64(n))
+	if a == nil {
+		return nil, 0, w.fault(in, l, ErrMemory, g, true, "cp.async.bulk: "+w.c.l.mem.describe(w.c.l.allocs, g, uint64(n)))
+	}
+	return a, g, nil
+}
+
+// bulkFromGlobal issues cp.async.bulk.shared::cluster.global copies:
+// global memory is read at issue (as TMA loads are), and the
+// destination counts as written until the copy completes on its
+// mbarrier.
+func (w *warp) bulkFromGlobal(in *inst, mask uint32) error {
+	for m := mask; m != 0; m &= m - 1 {
+		l := bits.TrailingZeros32(m) & 31
+		n, err := w.bulkSize(in, l)
+		if err != nil {
+			return err
+		}
+		a, g, err := w.bulkGlobal(in, l, in.a[1], int64(in.target), n)
+		if err != nil {
+			return err
+		}
+		dc, dst, err := w.sharedAt(in, l, w.lanes(in.a[0])[l]+uint64(in.imm), int(n), 16)
+		if err != nil {
+			return err
+		}
+		bc, bar, _, err := w.mbarAt(in, l, true)
+		if err != nil {
+			return err
+		}
+		if bc != dc {
+			return w.fault(in, l, ErrTrap, uint64(bar), true, "the destination and the mbarrier of a bulk copy are in different CTAs")
+		}
+		for ch := dst >> 4; ch < (dst+n)>>4; ch++ {
+			dc.hs.asyncWr[ch]++
+		}
+		data := slices.Clone(a.data[g-a.base : g-a.base+uint64(n)])
+		w.c.cl.loads = append(w.c.cl.loads, &bulkOp{w: w, in: in, lane: l, dst: dst, bar: bar, n: n, to: dc, data: data})
+	}
+	return nil
+}
+
+// bulkToGlobal executes cp.async.bulk.global.shared::cta stores: the
+// source (this CTA's, which the async proxy must be allowed to read) is
+// written to global memory at once and counts as read until the bulk
+// group's wait_group.
+func (w *warp) bulkToGlobal(in *inst, mask uint32) error {
+	hw := w.hwState()
+	for m := mask; m != 0; m &= m - 1 {
+		l := bits.TrailingZeros32(m) & 31
+		n, err := w.bulkSize(in, l)
+		if err != nil {
+			return err
+		}
+		a, g, err := w.bulkGlobal(in, l, in.a[0], in.imm, n)
+		if err != nil {
+			return err
+		}
+		sc, src, err := w.sharedAt(in, l, w.lanes(in.a[1])[l]+uint64(in.target), int(n), 16)
+		if err != nil {
+			return err
+		}
+		if sc != w.c {
+			return w.fault(in, l, ErrTrap, uint64(src), true, "a bulk store reads the CTA's own shared memory")
+		}
+		for ch := src >> 4; ch < (src+n)>>4; ch++ {
+			if why := w.c.asyncRead(ch); why != "" {
+				return w.fault(in, l, ErrProxy, uint64(ch)*16, true, "the bulk store reads shared memory that "+why)
+			}
+			w.c.hs.asyncRd[ch]++
+			hw.bulkOpen = append(hw.bulkOpen, ch)
+		}
+		copy(a.data[g-a.base:g-a.base+uint64(n)], w.c.smem[src:src+n])
 	}
 	return nil
 }
