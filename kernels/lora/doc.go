@@ -29,6 +29,13 @@
 //   - Launches, in order: the dY kernel, over ⌈t/bt⌉·osplit CTAs; with
 //     osplit > 1, dh's finalize; the x kernel, over ⌈t/bt⌉·isplit CTAs;
 //     the end finalize (dB, dA, and with osplit > 1 dh32's zeroing).
+//     With pdl every launch after the first is a programmatic dependent
+//     launch (sm_90): each kernel executes griddepcontrol.launch_dependents
+//     first, and a dependent one griddepcontrol.wait before it reads or
+//     writes global memory, except the x kernel, which issues its ring's
+//     first x (and A) tiles, inputs no launch writes, before it waits and
+//     then reads dh32. The interpreter runs launches in order, so
+//     TestDependentLaunches checks that order in the PTX.
 //   - The dY kernel: CTA c takes rows [bt·⌊c/osplit⌋, +bt) and share
 //     c mod osplit of out's ⌈out/64⌉ chunks of 64 columns (⌈chunks/osplit⌉
 //     each, none empty by the rules). A cp.async ring of stages slots

@@ -27,6 +27,9 @@ func emitDY(k *ptx.Func, g geom) {
 	dh, dh32, db32 := gen.Param(k, "dh"), gen.Param(k, "dh32"), gen.Param(k, "db32")
 	t := k.LdParam(k.Param(Dim, ptx.U32))
 	k.ReqNTid(g.threads)
+	if g.pdl {
+		k.GridDepLaunch() // the first launch: it reads nothing a launch of this run wrote
+	}
 	smem := k.Mov(ptx.U32, k.DynamicShared("smem", 128))
 	dk := &dyKernel{k: k, g: g, w: newWarpCtx(k)}
 	dk.s = k.Ld(ptx.Global, ptx.F32, 1, ptx.At(scale, 0), gen.LdNC)[0]
@@ -50,7 +53,7 @@ func emitDY(k *ptx.Func, g geom) {
 	ring(k, smem, g.stageDY(), g.stages, c.first, c.cnt, load, func(slot, ch ptx.Reg) {
 		dk.dh(fr, slot, dhAcc)
 		dk.db(fr, slot, hTile, ch, db32)
-	})
+	}, nil)
 	dk.dhOut(dhAcc, c.row0, t, dh, dh32)
 }
 

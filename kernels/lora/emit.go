@@ -21,12 +21,12 @@ type geom struct {
 	kSteps              int // ⌈r/16⌉ k16 steps over the rank
 	rHalf               bool
 	tileBytes, rowBytes int // a [bt × 64] tile; one 64-column row
-	dx                  bool
+	dx, pdl             bool
 }
 
 func newGeom(s Shape, p Params) geom {
 	g := geom{dt: s.DType, in: s.In, out: s.Out, r: s.R, rp: max(8, gen.Pow2Ceil(s.R)),
-		bt: p.BT, warps: p.Warps, stages: p.Stages, osplit: p.OSplit, isplit: p.ISplit, rg: max(p.RG, 1), dx: s.dx()}
+		bt: p.BT, warps: p.Warps, stages: p.Stages, osplit: p.OSplit, isplit: p.ISplit, rg: max(p.RG, 1), dx: s.dx(), pdl: p.PDL}
 	g.threads, g.wrows = 32*p.Warps, p.BT/p.Warps
 	g.mt = g.wrows / 16
 	g.kSteps, g.rHalf = gen.CeilDiv(s.R, 16), s.R%16 == 8
@@ -63,10 +63,10 @@ func (f family) Emit(s Shape, p Params) (kernels.Program, error) {
 	mid := []region{{out: true}}
 	end := []region{{out: true, zero: true}, {out: true, zero: true}}
 	if g.osplit > 1 {
-		emitFinalize(m.Func(name("dh")), g.dt, mid)
+		emitFinalize(m.Func(name("dh")), g.dt, mid, g.pdl)
 		end = append(end, region{zero: true})
 	}
-	emitFinalize(m.Func(name("end")), g.dt, end)
+	emitFinalize(m.Func(name("end")), g.dt, end, g.pdl)
 	built, err := m.Build()
 	if err != nil {
 		return kernels.Program{}, fmt.Errorf("building: %w", err)
@@ -101,6 +101,9 @@ func (f family) Emit(s Shape, p Params) (kernels.Program, error) {
 		xBufs = []string{"x", "a", "dh32", "dx", "da32"}
 	}
 	prog.Launches = append(prog.Launches, gemm(name("x"), groups, g.isplit, g.smemX(), xBufs...), finalLaunch(name("end"), endArgs))
+	for i := 1; i < len(prog.Launches); i++ {
+		prog.Launches[i].Dependent = g.pdl
+	}
 	prog.Buffers = []kernels.Buffer{dh32,
 		{Name: "db32", DType: dtype.F32, Elems: configs.Int(g.out * g.r), Role: kernels.State},
 		{Name: "da32", DType: dtype.F32, Elems: configs.Int(g.r * g.in), Role: kernels.State}}
@@ -113,13 +116,17 @@ func (f family) Emit(s Shape, p Params) (kernels.Program, error) {
 // warp still reads the slot the next copy overwrites), issues the copy of
 // the chunk stages−1 ahead and computes. Every iteration commits a group,
 // empty or not, so that wait_group counts stay aligned. Copies issued
-// before ring belong to its first group.
-func ring(k *ptx.Func, smem ptx.Reg, stage, stages int, first, cnt ptx.Reg, load, compute func(slot, c ptx.Reg)) {
+// before ring belong to its first group. ready, when set, runs after the
+// first copies are issued and before the loop.
+func ring(k *ptx.Func, smem ptx.Reg, stage, stages int, first, cnt ptx.Reg, load, compute func(slot, c ptx.Reg), ready func()) {
 	for s := range stages - 1 {
 		k.If(k.Setp("gt", ptx.U32, cnt, ptx.Imm(s)), func() {
 			load(k.Add(ptx.U32, smem, ptx.Imm(s*stage)), k.Add(ptx.U32, first, ptx.Imm(s)))
 		})
 		k.CpAsyncCommit()
+	}
+	if ready != nil {
+		ready()
 	}
 	end := k.Add(ptx.U32, smem, ptx.Imm(stages*stage))
 	next := func(slot ptx.Reg) {

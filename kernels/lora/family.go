@@ -65,7 +65,8 @@ type Params struct {
 	Stages int `axis:"stages" values:"2,3,4" doc:"cp.async ring slots of 64-column tiles (dY and B; x and A)"`
 	OSplit int `axis:"osplit" values:"1,2,4,8,12,16,24" doc:"CTAs per row block of the dY kernel, each a share of out's 64-column chunks; past 1, dh's partials meet by red.add in an f32 state buffer"`
 	ISplit int `axis:"isplit" values:"1,2,4,8,12,16,24" doc:"CTAs per row group of the x kernel, each a share of in's 64-column chunks"`
-	RG     int `axis:"rg" values:"1,2,4" default:"1" doc:"row blocks of bt an x-kernel CTA takes for each of its chunks, dA summed over them in registers before its red.add (dh's hi and lo tiles of all of them in shared memory)"`
+	RG     int  `axis:"rg" values:"1,2,4" default:"1" doc:"row blocks of bt an x-kernel CTA takes for each of its chunks, dA summed over them in registers before its red.add (dh's hi and lo tiles of all of them in shared memory)"`
+	PDL    bool `axis:"pdl" values:"0,1" default:"0" doc:"1: every launch after the first is a programmatic dependent launch: each kernel lets the next one launch at its start (griddepcontrol.launch_dependents) and waits (griddepcontrol.wait) before it reads what earlier launches wrote; the x kernel issues its first tiles of x before it waits"`
 }
 
 type family struct{}

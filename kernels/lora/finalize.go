@@ -27,8 +27,9 @@ type finalArg struct {
 // parameters are, per region, the accumulator, the output (where the
 // region has one) and the count (u32). Thread i takes elements 4i..4i+3
 // of the concatenation; a region's count is a multiple of 4, so they lie
-// in one region.
-func emitFinalize(k *ptx.Func, dt dtype.DType, regions []region) {
+// in one region. With pdl it lets the next launch begin and waits for
+// the previous ones before anything else.
+func emitFinalize(k *ptx.Func, dt dtype.DType, regions []region, pdl bool) {
 	type regs struct{ acc, out, n ptx.Reg }
 	var rs []regs
 	for i, r := range regions {
@@ -41,6 +42,10 @@ func emitFinalize(k *ptx.Func, dt dtype.DType, regions []region) {
 		rs = append(rs, x)
 	}
 	k.ReqNTid(finalBlock)
+	if pdl {
+		k.GridDepLaunch()
+		k.GridDepWait()
+	}
 	e := k.Shl(ptx.U32, k.Mad(ptx.U32, k.Mov(ptx.U32, ptx.CtaidX), ptx.Imm(finalBlock), k.Mov(ptx.U32, ptx.TidX)), ptx.Imm(2))
 	for i, r := range regions {
 		x := rs[i]

@@ -2,6 +2,7 @@ package lora_test
 
 import (
 	"math"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -96,7 +97,79 @@ func TestVariantsOnInterpreter(t *testing.T) {
 		// dx=base: the base GEMM adds dh·A; no A read, no dX written
 		{Case: simtest.Case{Spec: "t=130,in=200,out=136,r=24,dx=base", DType: dtype.BF16}, Params: "bt=64,warps=4,stages=3,osplit=2,isplit=2"},
 		{Case: simtest.Case{Spec: "t=137,in=64,out=72,r=64,dx=base", DType: dtype.F16}, Params: "bt=128,warps=8,stages=2,osplit=1,isplit=1"},
+		// pdl: dh's finalize, the x kernel whose tiles come before its
+		// wait, with and without dX and row groups
+		{Case: simtest.Case{Spec: "t=137,in=200,out=136,r=64", DType: dtype.BF16}, Params: "bt=128,warps=8,stages=3,osplit=2,isplit=4,pdl=1"},
+		{Case: simtest.Case{Spec: "t=300,in=192,out=256,r=16,dx=base", DType: dtype.BF16}, Params: "bt=64,warps=4,stages=2,osplit=1,isplit=1,rg=2,pdl=1"},
+		{Case: simtest.Case{Spec: "t=70,in=136,out=72,r=40", DType: dtype.F16}, Params: "bt=64,warps=4,stages=3,osplit=2,isplit=2,pdl=1"},
 	})
+}
+
+// TestDependentLaunches: with pdl=1 every launch but the first is
+// dependent; every kernel lets the next one launch before it reads or
+// writes global memory, and a dependent kernel waits before its first
+// load that is not a cp.async of x (dh32, the accumulators) and before
+// its first store or red; the x kernel issues its first tiles before it
+// waits. The interpreter runs launches in order, so it cannot see a
+// missing wait: this reads the PTX.
+func TestDependentLaunches(t *testing.T) {
+	for _, c := range []struct{ spec, params string }{
+		{"t=137,in=200,out=136,r=64", "bt=128,warps=8,stages=3,osplit=2,isplit=4,rg=1,pdl=1"},
+		{"t=300,in=192,out=256,r=16,dx=base", "bt=64,warps=4,stages=2,osplit=1,isplit=1,rg=2,pdl=1"},
+	} {
+		s, params := simtest.Shape(t, fam, c.spec, dtype.BF16), c.params
+		p, err := variants.ParseParams(params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prog, err := fam.Emit(s, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, l := range prog.Launches {
+			if l.Dependent != (i > 0) {
+				t.Errorf("%s: launch %d (%s) dependent %v", params, i, l.Entry, l.Dependent)
+			}
+			body := entryBody(t, prog.PTX, l.Entry)
+			first := func(re string) int {
+				if m := regexp.MustCompile(re).FindStringIndex(body); m != nil {
+					return m[0]
+				}
+				return len(body)
+			}
+			launch, wait := first(`griddepcontrol\.launch_dependents`), first(`griddepcontrol\.wait`)
+			global := first(`(ld|st|red|cp\.async\.ca|cp\.async\.cg)\.(global|shared\.global)`)
+			if launch > global {
+				t.Errorf("%s: %s touches global memory before launch_dependents", params, l.Entry)
+			}
+			if i == 0 {
+				if wait < len(body) {
+					t.Errorf("%s: the first launch %s waits", params, l.Entry)
+				}
+				continue
+			}
+			if access := first(`\b(ld\.global|st\.global|red\.global)`); wait > access {
+				t.Errorf("%s: %s reads or writes global memory before griddepcontrol.wait", params, l.Entry)
+			}
+			if strings.Contains(l.Entry, "_x_") && first(`cp\.async\.c[ag]\.shared\.global`) > wait {
+				t.Errorf("%s: the x kernel waits before it issues its first tiles", params)
+			}
+		}
+	}
+}
+
+// entryBody is the text of kernel entry's body in a module.
+func entryBody(t *testing.T, module, entry string) string {
+	t.Helper()
+	i := strings.Index(module, ".entry "+entry+"(")
+	if i < 0 {
+		t.Fatalf("no entry %s", entry)
+	}
+	body := module[i:]
+	if j := strings.Index(body[1:], ".entry "); j >= 0 {
+		body = body[:j+1]
+	}
+	return body
 }
 
 // TestWithoutDX: with dx=base the program has neither A nor dX, and its
@@ -112,7 +185,7 @@ func TestWithoutDX(t *testing.T) {
 	if slices.Contains(names, "a") || slices.Contains(names, "dx") || len(names) != len(fam.Buffers(with))-2 {
 		t.Errorf("dx=base buffers %v", names)
 	}
-	p, _ := variants.ParseParams("bt=64,warps=4,stages=2,osplit=1,isplit=1,rg=1")
+	p, _ := variants.ParseParams("bt=64,warps=4,stages=2,osplit=1,isplit=1,rg=1,pdl=0")
 	prog, err := fam.Emit(without, p)
 	if err != nil {
 		t.Fatal(err)
@@ -146,7 +219,7 @@ func TestRuntimeTokens(t *testing.T) {
 func TestValidationCatchesBugs(t *testing.T) {
 	// out = 2048: the exact inputs' Σ_o dY·B passes 256, so dh's lo half
 	// is nonzero.
-	ss, emit := plantable(t, "t=130,in=64,out=2048,r=16", "bt=64,warps=4,stages=2,osplit=4,isplit=1,rg=1")
+	ss, emit := plantable(t, "t=130,in=64,out=2048,r=16", "bt=64,warps=4,stages=2,osplit=4,isplit=1,rg=1,pdl=0")
 	good := emit("")
 	if err := simtest.ValidateProgram(ss, good); err != nil {
 		t.Fatalf("the unbroken program: %v", err)
@@ -179,7 +252,7 @@ func TestValidationCatchesBugs(t *testing.T) {
 // not zero them after a chunk adds one chunk's sums into the next
 // chunk's dA, which validation must reject (and the right kernel pass).
 func TestRowGroupZeroesBetweenChunks(t *testing.T) {
-	ss, emit := plantable(t, "t=300,in=192,out=256,r=16,dx=base", "bt=64,warps=4,stages=2,osplit=1,isplit=1,rg=2")
+	ss, emit := plantable(t, "t=300,in=192,out=256,r=16,dx=base", "bt=64,warps=4,stages=2,osplit=1,isplit=1,rg=2,pdl=0")
 	good, bad := emit(""), emit("keepDA")
 	if err := simtest.ValidateProgram(ss, good); err != nil {
 		t.Fatalf("the unbroken program: %v", err)

@@ -34,6 +34,9 @@ func emitX(k *ptx.Func, g geom) {
 	da32 := gen.Param(k, "da32")
 	t := k.LdParam(k.Param(Dim, ptx.U32))
 	k.ReqNTid(g.threads)
+	if g.pdl {
+		k.GridDepLaunch()
+	}
 	if g.rg > 1 {
 		// dA's accumulators live across the ring's steps beside dX's: left
 		// to itself ptxas held some variants to 128 registers and spilled.
@@ -46,7 +49,16 @@ func emitX(k *ptx.Func, g geom) {
 	c := newCTA(k, g.rg*g.bt, g.isplit, g.in)
 	hi := k.Add(ptx.U32, smem, ptx.Imm(g.stages*g.stageX()))
 	lo := k.Add(ptx.U32, hi, ptx.Imm(g.rg*g.bt*g.rp*2))
-	xk.splitDH(dh32, hi, lo, c.row0, t)
+	split := func() { xk.splitDH(dh32, hi, lo, c.row0, t) }
+	var ready func() // with pdl: after the first x tiles are issued, wait for dh32, then split it
+	if g.pdl {
+		ready = func() {
+			k.GridDepWait()
+			split()
+		}
+	} else {
+		split()
+	}
 	xc := newTileCopy(k, xk.w.tid, g.bt, chunk, chunk, g.in, g.threads)
 	var ac *tileCopy
 	if g.dx {
@@ -94,7 +106,7 @@ func emitX(k *ptx.Func, g geom) {
 			return
 		}
 		k.If(k.Setp("eq", ptx.U32, it.j, ptx.Imm(g.rg-1)), flush)
-	})
+	}, ready)
 }
 
 // xItem is one step of the x kernel's ring: chunk ch of row block j of
