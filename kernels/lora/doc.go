@@ -26,9 +26,9 @@
 //   - t is taken at run time: every GEMM kernel's last parameter is t
 //     (u32); grids, buffers and the finalize's counts are expressions of
 //     it. A program is correct at every t up to (2³¹−1)/max(in, out).
-//   - Launches, in order: the dY kernel, over ⌈t/bt⌉·osplit CTAs; with
-//     osplit > 1, dh's finalize; the x kernel, over ⌈t/bt⌉·isplit CTAs;
-//     the end finalize (dB, dA, and with osplit > 1 dh32's zeroing).
+//   - Launches, in order: the dY kernel, over ⌈t/bt⌉·osplit CTAs; the x
+//     kernel, over ⌈t/(rg·bt)⌉·isplit CTAs; the finalize (dB, dA, and
+//     with osplit > 1 dh32's zeroing).
 //     With pdl every launch after the first is a programmatic dependent
 //     launch (sm_90): each kernel executes griddepcontrol.launch_dependents
 //     first, and a dependent one griddepcontrol.wait before it reads or
@@ -50,7 +50,9 @@
 //     so: lane pairs regroup a fragment's two rows by gen.QuadRows, each
 //     lane adding four columns of one row). At the end dh's accumulators, scaled by s,
 //     are stored to dh (rounded) and dh32 with osplit = 1, or added into
-//     dh32 by red.add, whose finalize rounds them to dh.
+//     dh32 by red.add; the x kernel's CTAs of part 0 of each row group
+//     then store dh rounded (the hi half they split), so no launch
+//     rounds dh alone.
 //   - The x kernel: CTA c takes the rg row blocks [rg·bt·⌊c/isplit⌋,
 //     +rg·bt) and share c mod isplit of in's chunks, each chunk over each
 //     of its row blocks in turn; dA's accumulators sum a chunk over them

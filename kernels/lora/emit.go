@@ -51,19 +51,18 @@ func (g geom) stageX() int {
 }
 func (g geom) smemX() int { return g.stages*g.stageX() + 2*g.rg*g.bt*g.rp*2 }
 
-// Emit generates one variant: the dY kernel, dh's finalize where its
-// partials meet in dh32 (osplit > 1), the x kernel and the finalize of
-// dB and dA, in one module. t is every kernel's last parameter.
+// Emit generates one variant: the dY kernel, the x kernel (which also
+// rounds dh where its partials meet in dh32, osplit > 1) and the
+// finalize of dB and dA, in one module. t is every kernel's last
+// parameter.
 func (f family) Emit(s Shape, p Params) (kernels.Program, error) {
 	g := newGeom(s, p)
 	m := ptx.NewModule()
 	name := func(what string) string { return fmt.Sprintf("%s_%s_%v", f.Name(), what, s.DType) }
 	emitDY(m.Func(name("dy")), g)
 	emitX(m.Func(name("x")), g)
-	mid := []region{{out: true}}
 	end := []region{{out: true, zero: true}, {out: true, zero: true}}
 	if g.osplit > 1 {
-		emitFinalize(m.Func(name("dh")), g.dt, mid, g.pdl)
 		end = append(end, region{zero: true})
 	}
 	emitFinalize(m.Func(name("end")), g.dt, end, g.pdl)
@@ -93,12 +92,14 @@ func (f family) Emit(s Shape, p Params) (kernels.Program, error) {
 	endArgs := []finalArg{{"db32", "db", configs.Int(g.out * g.r)}, {"da32", "da", configs.Int(g.r * g.in)}}
 	if g.osplit > 1 {
 		dh32.Role = kernels.State
-		prog.Launches = append(prog.Launches, finalLaunch(name("dh"), []finalArg{{"dh32", "dh", t.TimesInt(g.r)}}))
 		endArgs = append(endArgs, finalArg{"dh32", "", t.TimesInt(g.r)})
 	}
 	xBufs := []string{"x", "dh32", "da32"}
 	if g.dx {
 		xBufs = []string{"x", "a", "dh32", "dx", "da32"}
+	}
+	if g.osplit > 1 {
+		xBufs = append(xBufs, "dh")
 	}
 	prog.Launches = append(prog.Launches, gemm(name("x"), groups, g.isplit, g.smemX(), xBufs...), finalLaunch(name("end"), endArgs))
 	for i := 1; i < len(prog.Launches); i++ {

@@ -51,9 +51,8 @@ func TestShapesAndSpace(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		osplit, _ := pt.Int("osplit")
-		if want := 3 + min(osplit-1, 1); len(plan.Launches) != want || !slices.Equal(prog.RuntimeDims, []string{"t"}) {
-			t.Errorf("%s: %d launches (want %d), runtime %v", pt, len(plan.Launches), want, prog.RuntimeDims)
+		if len(plan.Launches) != 3 || !slices.Equal(prog.RuntimeDims, []string{"t"}) {
+			t.Errorf("%s: %d launches (want 3: dY, x, finalize), runtime %v", pt, len(plan.Launches), prog.RuntimeDims)
 		}
 	}
 	c := fam.Cost(s)

@@ -32,6 +32,10 @@ func emitX(k *ptx.Func, g geom) {
 		dx = gen.Param(k, "dx")
 	}
 	da32 := gen.Param(k, "da32")
+	var dh ptx.Reg // with osplit > 1: the x kernel rounds dh32 into dh
+	if g.osplit > 1 {
+		dh = gen.Param(k, "dh")
+	}
 	t := k.LdParam(k.Param(Dim, ptx.U32))
 	k.ReqNTid(g.threads)
 	if g.pdl {
@@ -49,7 +53,11 @@ func emitX(k *ptx.Func, g geom) {
 	c := newCTA(k, g.rg*g.bt, g.isplit, g.in)
 	hi := k.Add(ptx.U32, smem, ptx.Imm(g.stages*g.stageX()))
 	lo := k.Add(ptx.U32, hi, ptx.Imm(g.rg*g.bt*g.rp*2))
-	split := func() { xk.splitDH(dh32, hi, lo, c.row0, t) }
+	var dhOut ptx.Reg // the CTAs of part 0 of their row group store dh
+	if dh.Valid() {
+		dhOut = k.Setp("eq", ptx.U32, c.first, ptx.Imm(0))
+	}
+	split := func() { xk.splitDH(dh32, hi, lo, c.row0, t, dh, dhOut) }
 	var ready func() // with pdl: after the first x tiles are issued, wait for dh32, then split it
 	if g.pdl {
 		ready = func() {
@@ -125,8 +133,9 @@ func (xk *xKernel) item(i, groupRow0 ptx.Reg) xItem {
 }
 
 // splitDH loads the CTA's rows of dh32 (zeros at or past t) and stores
-// hi = round(dh) and lo = round(dh − hi) in the tiles hi and lo.
-func (xk *xKernel) splitDH(dh32, hi, lo, row0, t ptx.Reg) {
+// hi = round(dh) and lo = round(dh − hi) in the tiles hi and lo; where
+// out holds (and dh is a buffer) it also stores hi, dh rounded, into dh.
+func (xk *xKernel) splitDH(dh32, hi, lo, row0, t, dh, out ptx.Reg) {
 	k, g := xk.k, xk.g
 	pt := ptx.F16x2
 	if g.dt == dtype.BF16 {
@@ -149,6 +158,11 @@ func (xk *xKernel) splitDH(dh32, hi, lo, row0, t ptx.Reg) {
 			}
 			k.St(ptx.Shared, ptx.B32, ptx.At(k.Add(ptx.U32, hi, c.sOff[i]), 0), hw)
 			k.St(ptx.Shared, ptx.B32, ptx.At(k.Add(ptx.U32, lo, c.sOff[i]), 0), lw)
+			if dh.Valid() {
+				store := k.And(ptx.Pred, ok, out)
+				k.St(ptx.Global, ptx.B32, ptx.At(k.Add(ptx.U64, dh, k.MulWide(ptx.U32, elem, ptx.Imm(2))), 0), hw)
+				k.Guard(store, false)
+			}
 		}
 		if c.has[i].Valid() {
 			k.If(c.has[i], one)
