@@ -63,7 +63,13 @@
 //     Per step (a chunk of one row block) the ring holds the x tile
 //     [bt×64] and the A tile [r×64];
 //     warp w stores its rows of dX = hi·A + lo·A, rounded, and adds its
-//     64/warps columns of hiᵀ·x + loᵀ·x into da32 by red.add. A rank
+//     block of hiᵀ·x + loᵀ·x into da32 by red.add: the warps form mw
+//     groups (4, 2 or 1, dividing the rank's m16 blocks and the warps; 1
+//     where the rank ends in half a block), a group taking 1/mw of the
+//     rank's m16 blocks and a warp of it 64·mw/warps columns, so that
+//     each warp loads 1/mw of dh's fragments per step. With rg = 1, where
+//     they fit in 64 registers, a warp loads its dh fragments once, after
+//     splitting dh32, and holds them for every step. A rank
 //     that ends in half a k16 step (r mod 16 = 8) zeroes the missing half
 //     of the fragments.
 //   - Finalize: each thread rounds four f32 of an accumulator into its

@@ -96,6 +96,10 @@ func TestVariantsOnInterpreter(t *testing.T) {
 		// dx=base: the base GEMM adds dh·A; no A read, no dX written
 		{Case: simtest.Case{Spec: "t=130,in=200,out=136,r=24,dx=base", DType: dtype.BF16}, Params: "bt=64,warps=4,stages=3,osplit=2,isplit=2"},
 		{Case: simtest.Case{Spec: "t=137,in=64,out=72,r=64,dx=base", DType: dtype.F16}, Params: "bt=128,warps=8,stages=2,osplit=1,isplit=1"},
+		// dA's warps split by rank blocks (4 and 2 groups), A fragments
+		// held in registers
+		{Case: simtest.Case{Spec: "t=137,in=200,out=136,r=64", DType: dtype.BF16}, Params: "bt=64,warps=4,stages=2,osplit=2,isplit=2"},
+		{Case: simtest.Case{Spec: "t=300,in=200,out=136,r=32,dx=base", DType: dtype.F16}, Params: "bt=128,warps=4,stages=3,osplit=1,isplit=2"},
 		// pdl: dh's finalize, the x kernel whose tiles come before its
 		// wait, with and without dX and row groups
 		{Case: simtest.Case{Spec: "t=137,in=200,out=136,r=64", DType: dtype.BF16}, Params: "bt=128,warps=8,stages=3,osplit=2,isplit=4,pdl=1"},

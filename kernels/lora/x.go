@@ -16,8 +16,37 @@ type xKernel struct {
 	g   geom
 	w   warpCtx
 	wr0 ptx.Reg // the warp's first row in the CTA's block (dX)
-	nb0 ptx.Reg // the warp's first n8 block of the chunk (dA)
-	nbw int
+	// dA: the warp takes m16 blocks mb0 .. mb0+mbw−1 of the rank and n8
+	// blocks nb0 .. nb0+nbw−1 of the chunk (daSplit).
+	mb0, nb0 ptx.Reg
+	mbw, nbw int
+	held     [][4]ptx.Reg // with holdA: the warp's A fragments of dA, per (k16 step, m16 block, hi/lo)
+}
+
+// daSplit is how the x kernel's warps share a chunk of dA [r × 64]: mw
+// groups of warps take kSteps/mw m16 blocks of the rank each, and the
+// warps of a group 64/(warps/mw) columns each. More groups mean fewer A
+// fragments (dh) loaded per warp for the same mma.sync: mw is the
+// largest of 4, 2, 1 that divides both the m16 blocks and the warps,
+// 1 for a rank that ends in half a block.
+func (g geom) daSplit() (mw, mbw, nbw int) {
+	mw = 1
+	for _, c := range []int{4, 2} {
+		if !g.rHalf && g.kSteps%c == 0 && g.warps%c == 0 {
+			mw = c
+			break
+		}
+	}
+	return mw, g.kSteps / mw, chunk / 8 * mw / g.warps
+}
+
+// holdA reports whether the x kernel keeps its warps' A fragments of dA
+// (dh's hi and lo, transposed) in registers for the CTA's life instead
+// of loading them from shared memory at every step: with one row block a
+// CTA (rg = 1), where they fit in 64 registers.
+func (g geom) holdA() bool {
+	_, mbw, _ := g.daSplit()
+	return g.rg == 1 && g.bt/16*mbw*2*4 <= 64
 }
 
 // emitX writes the x kernel.
@@ -47,9 +76,15 @@ func emitX(k *ptx.Func, g geom) {
 		k.MaxNReg(255)
 	}
 	smem := k.Mov(ptx.U32, k.DynamicShared("smem", 128))
-	xk := &xKernel{k: k, g: g, w: newWarpCtx(k), nbw: chunk / 8 / g.warps}
+	xk := &xKernel{k: k, g: g, w: newWarpCtx(k)}
 	xk.wr0 = k.Mul(ptx.U32, xk.w.warp, ptx.Imm(g.wrows))
-	xk.nb0 = k.Mul(ptx.U32, xk.w.warp, ptx.Imm(xk.nbw))
+	mw, mbw, nbw := g.daSplit()
+	xk.mbw, xk.nbw = mbw, nbw
+	xk.mb0, xk.nb0 = imm(k, 0), k.Mul(ptx.U32, xk.w.warp, ptx.Imm(nbw))
+	if mw > 1 {
+		xk.mb0 = k.Mul(ptx.U32, k.And(ptx.U32, xk.w.warp, ptx.Imm(mw-1)), ptx.Imm(mbw))
+		xk.nb0 = k.Mul(ptx.U32, k.Shr(ptx.U32, xk.w.warp, ptx.Imm(gen.Log2(mw))), ptx.Imm(nbw))
+	}
 	c := newCTA(k, g.rg*g.bt, g.isplit, g.in)
 	hi := k.Add(ptx.U32, smem, ptx.Imm(g.stages*g.stageX()))
 	lo := k.Add(ptx.U32, hi, ptx.Imm(g.rg*g.bt*g.rp*2))
@@ -57,7 +92,14 @@ func emitX(k *ptx.Func, g geom) {
 	if dh.Valid() {
 		dhOut = k.Setp("eq", ptx.U32, c.first, ptx.Imm(0))
 	}
-	split := func() { xk.splitDH(dh32, hi, lo, c.row0, t, dh, dhOut) }
+	fr := xk.frags()
+	split := func() {
+		xk.splitDH(dh32, hi, lo, c.row0, t, dh, dhOut)
+		if g.holdA() {
+			k.BarSync(0) // every warp's hi and lo rows are in shared memory
+			xk.held = xk.loadA(fr, hi, lo)
+		}
+	}
 	var ready func() // with pdl: after the first x tiles are issued, wait for dh32, then split it
 	if g.pdl {
 		ready = func() {
@@ -80,7 +122,6 @@ func emitX(k *ptx.Func, g geom) {
 			ac.issue(k.Add(ptx.U32, slot, ptx.Imm(g.tileBytes)), a, imm(k, 0), col, ptx.Imm(g.r), ptx.Imm(g.in))
 		}
 	}
-	fr := xk.frags()
 	first, cnt := c.first, c.cnt
 	if g.rg > 1 {
 		first, cnt = k.Shl(ptx.U32, first, ptx.Imm(gen.Log2(g.rg))), k.Shl(ptx.U32, cnt, ptx.Imm(gen.Log2(g.rg)))
@@ -178,8 +219,7 @@ func (xk *xKernel) splitDH(dh32, hi, lo, row0, t, dh, out ptx.Reg) {
 // per m16 block of the rank and B (the x tile) for the warp's n8 blocks;
 // dX's only with dx=here.
 type xFrags struct {
-	dxA, dxB, dxBHalf, daA []frag
-	daB                    frag
+	dxA, dxB, dxBHalf, daA, daB []frag
 }
 
 func (xk *xKernel) frags() xFrags {
@@ -190,7 +230,10 @@ func (xk *xKernel) frags() xFrags {
 		if g.dx {
 			f.dxA = append(f.dxA, aKMajor(k, l, g.rp, xk.wr0, imm(k, 2*kk), half))
 		}
-		f.daA = append(f.daA, aMNMajor(k, l, g.rp, z, imm(k, 2*kk), half))
+	}
+	for i := range xk.mbw {
+		mc := k.Shl(ptx.U32, k.Add(ptx.U32, xk.mb0, ptx.Imm(i)), ptx.Imm(1))
+		f.daA = append(f.daA, aMNMajor(k, l, g.rp, z, mc, g.rHalf && i == g.kSteps-1))
 	}
 	for nc := 0; g.dx && nc < chunk/8; nc += 2 {
 		f.dxB = append(f.dxB, bMNMajor(k, l, chunk, z, imm(k, nc), true, false))
@@ -198,7 +241,9 @@ func (xk *xKernel) frags() xFrags {
 			f.dxBHalf = append(f.dxBHalf, bMNMajor(k, l, chunk, z, imm(k, nc), true, true))
 		}
 	}
-	f.daB = bMNMajor(k, l, chunk, z, xk.nb0, xk.nbw == 2, false)
+	for nc := 0; nc < xk.nbw; nc += 2 {
+		f.daB = append(f.daB, bMNMajor(k, l, chunk, z, k.Add(ptx.U32, xk.nb0, ptx.Imm(nc)), nc+1 < xk.nbw, false))
+	}
 	return f
 }
 
@@ -247,21 +292,44 @@ func (xk *xKernel) dx(f xFrags, slot, hi, lo, row0, col0, t, dx ptx.Reg) {
 }
 
 // zeroDA is the warp's dA accumulators for one chunk, zeroed.
-func (xk *xKernel) zeroDA() [][4]ptx.Reg { return zeroAcc(xk.k, xk.g.kSteps*xk.nbw) }
+func (xk *xKernel) zeroDA() [][4]ptx.Reg { return zeroAcc(xk.k, xk.mbw*xk.nbw) }
 
-// addDA adds the warp's columns of dhᵀ·x over one row block (dh's hi and
-// lo tiles of its bt rows, the slot's x tile) into acc.
+// loadA loads the warp's A fragments of dA (per k16 step of the row
+// block, m16 block and tile: hi, then lo) from the tiles hi and lo.
+func (xk *xKernel) loadA(f xFrags, hi, lo ptx.Reg) [][4]ptx.Reg {
+	var out [][4]ptx.Reg
+	for kt := range xk.g.bt / 16 {
+		for _, fa := range f.daA {
+			for _, tile := range []ptx.Reg{hi, lo} {
+				out = append(out, aRegs(fa, fa.load(xk.k, tile, kt), xk.w.zero))
+			}
+		}
+	}
+	return out
+}
+
+// addDA adds the warp's block of dhᵀ·x over one row block (dh's hi and
+// lo tiles of its bt rows, or the fragments held from them; the slot's x
+// tile) into acc.
 func (xk *xKernel) addDA(f xFrags, slot, hi, lo ptx.Reg, acc [][4]ptx.Reg) {
 	k, g, w, ab := xk.k, xk.g, xk.w, gen.HalfType(xk.g.dt)
+	tiles := []ptx.Reg{hi, lo}
 	for kt := range g.bt / 16 {
-		bs := bRegs(f.daB, f.daB.load(k, slot, kt), w.zero, false)
-		tiles := []ptx.Reg{hi, lo}
-		if planted.dropLo {
-			tiles = tiles[:1]
+		var bs [][2]ptx.Reg
+		for _, fb := range f.daB {
+			bs = append(bs, bRegs(fb, fb.load(k, slot, kt), w.zero, false)...)
 		}
 		for mb, fa := range f.daA {
-			for _, tile := range tiles {
-				a := aRegs(fa, fa.load(k, tile, kt), w.zero)
+			for ti, tile := range tiles {
+				if planted.dropLo && ti == 1 {
+					continue
+				}
+				var a [4]ptx.Reg
+				if xk.held != nil {
+					a = xk.held[(kt*len(f.daA)+mb)*2+ti]
+				} else {
+					a = aRegs(fa, fa.load(k, tile, kt), w.zero)
+				}
 				for ni, b := range bs {
 					d := acc[mb*xk.nbw+ni]
 					k.MmaSyncTo(ab, d, a, b, d)
@@ -277,16 +345,16 @@ func (xk *xKernel) flushDA(acc [][4]ptx.Reg, col0, da32 ptx.Reg) {
 	k, g, w := xk.k, xk.g, xk.w
 	col := k.Add(ptx.U32, k.Add(ptx.U32, col0, k.Shl(ptx.U32, xk.nb0, ptx.Imm(3))), w.tig)
 	inIn := func(_, cn ptx.Reg) ptx.Reg { return k.Setp("lt", ptx.U32, cn, ptx.Imm(g.in)) }
-	for mb := range g.kSteps {
+	for mb := range xk.mbw {
 		ok := inIn
-		if g.rHalf && mb == g.kSteps-1 {
+		if g.rHalf && mb == g.kSteps-1 { // mbw = kSteps here (daSplit)
 			// The rank ends in this block's first 8 rows: the odd lanes'
 			// row g4+8 is past it.
 			ok = func(row, cn ptx.Reg) ptx.Reg {
 				return k.And(ptx.Pred, inIn(row, cn), k.Setp("lt", ptx.U32, row, ptx.Imm(g.r)))
 			}
 		}
-		row := k.Add(ptx.U32, w.g4, ptx.Imm(16*mb))
+		row := k.Add(ptx.U32, w.g4, k.Shl(ptx.U32, k.Add(ptx.U32, xk.mb0, ptx.Imm(mb)), ptx.Imm(4)))
 		for ni := range xk.nbw {
 			redQuad(k, w, da32, row, k.Add(ptx.U32, col, ptx.Imm(8*ni)), g.in, acc[mb*xk.nbw+ni], ok)
 		}
