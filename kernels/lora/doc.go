@@ -40,7 +40,8 @@
 //     c mod osplit of out's ⌈out/64⌉ chunks of 64 columns (⌈chunks/osplit⌉
 //     each, none empty by the rules). A cp.async ring of stages slots
 //     holds per chunk the dY tile [bt×64] and the B tile [64×r]; the h
-//     tile [bt×r] is loaded once. Each chunk is read from shared memory
+//     tile [bt×r] is loaded once (and, where dB's fragments of it fit in
+//     64 registers, held in registers from the first chunk on). Each chunk is read from shared memory
 //     twice: warp w adds its 16 or 32 rows of dY·B into dh's
 //     accumulators (ldmatrix, mma.sync m16n8k16), and warp w computes
 //     m16 block w mod 4 of the chunk's 64 rows of dYᵀ·h over the CTA's

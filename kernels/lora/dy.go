@@ -19,6 +19,16 @@ type dyKernel struct {
 	// (o), n8 blocks nb0 .. nb0+nbw−1 of r.
 	mw, nb0 ptx.Reg
 	nbw     int
+	held    [][2]ptx.Reg // with holdH: the warp's B fragments of dB (h), per (k16 step, n8 block)
+}
+
+// holdH reports whether the dY kernel's warps keep their B fragments of
+// dB (h, the same for every chunk) in registers instead of loading them
+// from the h tile at every chunk: where they fit in 64 registers (two
+// per n8 block and k16 step of the row block).
+func (g geom) holdH() bool {
+	nbw := g.r / 8 / (g.warps / 4)
+	return g.bt/16*nbw*2 <= 64
 }
 
 // emitDY writes the dY kernel.
@@ -50,10 +60,18 @@ func emitDY(k *ptx.Func, g geom) {
 	}
 	dhAcc := zeroAcc(k, g.mt*g.r/8)
 	fr := dk.frags()
+	var ready func() // with holdH: once the first group (h and chunk 0) is in, load h's fragments
+	if g.holdH() {
+		ready = func() {
+			k.CpAsyncWait(g.stages - 2)
+			k.BarSync(0)
+			dk.held = dk.loadH(fr, hTile)
+		}
+	}
 	ring(k, smem, g.stageDY(), g.stages, c.first, c.cnt, load, func(slot, ch ptx.Reg) {
 		dk.dh(fr, slot, dhAcc)
 		dk.db(fr, slot, hTile, ch, db32)
-	}, nil)
+	}, ready)
 	dk.dhOut(dhAcc, c.row0, t, dh, dh32)
 }
 
@@ -103,6 +121,18 @@ func (dk *dyKernel) dh(f dyFrags, slot ptx.Reg, acc [][4]ptx.Reg) {
 	}
 }
 
+// loadH loads the warp's B fragments of dB from the h tile, per k16
+// step of the row block and n8 block.
+func (dk *dyKernel) loadH(f dyFrags, hTile ptx.Reg) [][2]ptx.Reg {
+	var out [][2]ptx.Reg
+	for kt := range dk.g.bt / 16 {
+		for _, fb := range f.dbB {
+			out = append(out, bRegs(fb, fb.load(dk.k, hTile, kt), dk.w.zero, false)...)
+		}
+	}
+	return out
+}
+
 // db computes the warp's share of s·dYᵀ·h over the CTA's rows for chunk
 // ch and adds it into db32 [out × r].
 func (dk *dyKernel) db(f dyFrags, slot, hTile, ch, db32 ptx.Reg) {
@@ -110,12 +140,16 @@ func (dk *dyKernel) db(f dyFrags, slot, hTile, ch, db32 ptx.Reg) {
 	acc := zeroAcc(k, dk.nbw)
 	for kt := range g.bt / 16 {
 		a := aRegs(f.dbA, f.dbA.load(k, slot, kt), w.zero)
-		ni := 0
-		for _, fb := range f.dbB {
-			for _, b := range bRegs(fb, fb.load(k, hTile, kt), w.zero, false) {
-				k.MmaSyncTo(ab, acc[ni], a, b, acc[ni])
-				ni++
+		bs := dk.held
+		if bs != nil {
+			bs = bs[kt*dk.nbw : (kt+1)*dk.nbw]
+		} else {
+			for _, fb := range f.dbB {
+				bs = append(bs, bRegs(fb, fb.load(k, hTile, kt), w.zero, false)...)
 			}
+		}
+		for ni, b := range bs {
+			k.MmaSyncTo(ab, acc[ni], a, b, acc[ni])
 		}
 	}
 	o := k.Add(ptx.U32, k.Add(ptx.U32, k.Shl(ptx.U32, ch, ptx.Imm(6)), k.Shl(ptx.U32, dk.mw, ptx.Imm(4))), w.g4)
