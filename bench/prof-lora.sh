@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# bench/prof-lora.sh: Nsight Compute's per-kernel split of lora_bwd variants
+# on the GPU machine: each SHAPE|PARAMS below is tuned alone with the tune
+# worker under ncu (GRADTUNE_WORKER_WRAP; ncu's output goes to a file, since
+# the worker talks to tune over stdin and stdout), skipping the first 24
+# launches (validation) and recording the next 9 (three runs of the dY
+# kernel, the x kernel and the finalize): duration, DRAM bytes, L2 red
+# requests, tensor-pipe activity, shared-memory wavefronts, instructions.
+# Usage: OUT=/tmp/o bash bench/prof-lora.sh ["SHAPE|PARAMS" ...]
+set -uo pipefail
+out=${OUT:-out}
+mkdir -p "$out"
+PHASE=none bash "$(dirname "${BASH_SOURCE[0]}")/session_h200.sh" >/dev/null 2>&1 # unpacks binz/
+export LD_LIBRARY_PATH=/usr/local/nvidia/lib64:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+export PATH=/usr/local/cuda/bin:$PATH
+nvidia-smi --query-gpu=name --format=csv,noheader
+metrics=gpu__time_duration.sum,lts__t_requests_op_red.sum,lts__t_sectors_op_red.sum,dram__bytes_read.sum,dram__bytes_write.sum
+metrics=$metrics,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,smsp__inst_executed.sum
+specs=("$@")
+if ((${#specs[@]} == 0)); then
+	specs=("t=2048,in=8960,out=1536,r=64,dx=base|bt=128,isplit=16,osplit=8,pdl=1,rg=2,stages=3,warps=8"
+		"t=2048,in=8960,out=1536,r=64,dx=base|bt=256,isplit=16,osplit=8,pdl=1,rg=1,stages=3,warps=8"
+		"t=2048,in=1536,out=1536,r=64,dx=base|bt=128,isplit=12,osplit=8,pdl=1,rg=2,stages=3,warps=8")
+fi
+i=0
+for spec in "${specs[@]}"; do
+	i=$((i + 1))
+	shape=${spec%%|*} params=${spec##*|}
+	GRADTUNE_WORKER_WRAP="ncu --log-file $out/ncu-$i.txt --metrics $metrics --launch-skip 24 --launch-count 9" \
+		timeout 150 ./bin/tune --kernel lora_bwd --shapes "$shape" --dtype bf16 --params "$params" --final-rounds 0 \
+		--db "$out/prof-$i.db" >"$out/tune-$i.log" 2>&1
+	echo "== $i rc=$? $shape $params"
+	grep -a "lora_bwd_\|gpu__time\|lts__t_req\|dram__bytes\|hmma\|wavefronts\|inst_exec" "$out/ncu-$i.txt" | head -30
+done
