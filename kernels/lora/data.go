@@ -120,7 +120,7 @@ func (family) Tolerance(s Shape, buffer string) kernels.Tolerance {
 // the terms' magnitudes, of an f32 sum of l exact products taken c
 // roundings per k16 step (a step's block sum and its addition, two more
 // for dh's lo half, one for a partial's red.add), plus 18 for the partials
-// of splits, the scale and the tickets.
+// of splits, the scale and the finalize.
 func gamma(l, c int) float64 { return float64(c*((l+15)/16)+18) * 0x1p-23 }
 
 // bernstein bounds |Σ| of l independent terms of mean 0, variance 1/9 and

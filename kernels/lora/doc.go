@@ -20,15 +20,15 @@
 //     is read at run time, not baked, since a contract scalar is an
 //     integer); dh, db, da, dx (Output, the dtype). A program's own: dh32
 //     [t×r] f32 (Scratch, or State with osplit > 1), db32 [out×r] and
-//     da32 [r×in] f32 and tickets [isplit + osplit (+ the row groups with
-//     osplit > 1)] (State: zero between runs, as the last CTAs leave
+//     da32 [r×in] f32 (State: zero between runs, as the finalize leaves
 //     them). With dx=base there is no a and no dx; the x kernel's ring
 //     holds x tiles only and it computes dA alone.
 //   - t is taken at run time: every GEMM kernel's last parameter is t
-//     (u32); grids, buffers and the tickets' counts are expressions of
+//     (u32); grids, buffers and the finalize's counts are expressions of
 //     it. A program is correct at every t up to (2³¹−1)/max(in, out).
 //   - Launches, in order: the dY kernel, over ⌈t/bt⌉·osplit CTAs; the x
-//     kernel, over ⌈t/(rg·bt)⌉·isplit CTAs.
+//     kernel, over ⌈t/(rg·bt)⌉·isplit CTAs; the finalize (dB, dA, and
+//     with osplit > 1 dh32's zeroing).
 //     With pdl every launch after the first is a programmatic dependent
 //     launch (sm_90): each kernel executes griddepcontrol.launch_dependents
 //     first, and a dependent one griddepcontrol.wait before it reads or
@@ -73,17 +73,9 @@
 //     splitting dh32, and holds them for every step. A rank
 //     that ends in half a k16 step (r mod 16 = 8) zeroes the missing half
 //     of the fragments.
-//   - Tickets: at its end every CTA performs its red.adds at gpu scope
-//     (membar.gl), passes the CTA's barrier, and counts itself by
-//     atom.inc on its share's ticket (wrapping at the contributors less
-//     one, so it is 0 again after the run). The CTA that counts last on a
-//     share of the dY kernel (over the ⌈t/bt⌉ row blocks) rounds that
-//     share's rows of db32 into dB and zeroes them; on a share of the x
-//     kernel (over the row groups), its columns of da32 into dA; with
-//     osplit > 1 the last of a row group's isplit x-kernel CTAs, all
-//     done reading dh32, zeroes the group's rows. It reads through L2
-//     (ld.global.cg) after a second membar.gl, four f32 a thread at a
-//     time.
+//   - Finalize: each thread rounds four f32 of an accumulator into its
+//     output and zeroes them where the accumulator is State; regions are
+//     laid end to end in one launch.
 //   - Space: bt ∈ {64, 128, 256}, warps ∈ {4, 8} with 16 or 32 rows per
 //     warp (eight warps only where 16 divides r); bt past 64 only where
 //     t > bt/2; rg ∈ {1, 2, 4}, rg·bt ≤ 256 rows and, past 1, at least

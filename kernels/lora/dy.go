@@ -35,10 +35,8 @@ func (g geom) holdH() bool {
 func emitDY(k *ptx.Func, g geom) {
 	dy, bw, h, scale := gen.Param(k, "dy"), gen.Param(k, "b"), gen.Param(k, "h"), gen.Param(k, "scale")
 	dh, dh32, db32 := gen.Param(k, "dh"), gen.Param(k, "dh32"), gen.Param(k, "db32")
-	db, tickets := gen.Param(k, "db"), gen.Param(k, "tickets")
 	t := k.LdParam(k.Param(Dim, ptx.U32))
 	k.ReqNTid(g.threads)
-	k.MaxNReg(255) // left to itself ptxas held some variants to 64 registers and spilled
 	if g.pdl {
 		k.GridDepLaunch() // the first launch: it reads nothing a launch of this run wrote
 	}
@@ -75,18 +73,6 @@ func emitDY(k *ptx.Func, g geom) {
 		dk.db(fr, slot, hTile, ch, db32)
 	}, ready)
 	dk.dhOut(dhAcc, c.row0, t, dh, dh32)
-	// The last row block to add into this share's rows of db32 rounds
-	// them into dB: ticket isplit + part, over the ⌈t/bt⌉ row blocks.
-	cc := gen.CeilDiv(chunks(g.out), g.osplit)
-	lastFinish(k, dk.w.tid, tickets, g.threads, g.dt,
-		[]ticket{{word: k.Add(ptx.U32, c.part, ptx.Imm(g.isplit)), last: groupsLess1(k, t, g.bt)}},
-		[]block{{acc: db32, out: db, ld: g.r, rows: cc * chunk, cols: g.r, row0: k.Mul(ptx.U32, c.first, ptx.Imm(chunk)),
-			col0: imm(k, 0), rowLim: ptx.Imm(g.out), colLim: ptx.Imm(g.r)}})
-}
-
-// groupsLess1 is the number of groups of rows rows in t, less one (u32).
-func groupsLess1(k *ptx.Func, t ptx.Reg, rows int) ptx.Reg {
-	return k.Sub(ptx.U32, k.Div(ptx.U32, k.Add(ptx.U32, t, ptx.Imm(rows-1)), ptx.Imm(rows)), ptx.Imm(1))
 }
 
 // dyFrags are the dY kernel's fragment offsets: dh's A (dY, K-major) per
@@ -210,6 +196,5 @@ func (dk *dyKernel) dhOut(acc [][4]ptx.Reg, row0, t, dh, dh32 ptx.Reg) {
 // leaves out the last k16 step of each chunk from dh (16 of every 64
 // reduction indices), dropLo the lo half of dh from dA, keepDA the
 // zeroing of dA's accumulators after a chunk's row group (rg > 1: the
-// next chunk adds the last one's sums), ticketOff a ticket's wrap one too
-// high (no CTA counts last).
-var planted struct{ dropStep, dropLo, keepDA, ticketOff bool }
+// next chunk adds the last one's sums).
+var planted struct{ dropStep, dropLo, keepDA bool }

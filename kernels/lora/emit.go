@@ -51,16 +51,21 @@ func (g geom) stageX() int {
 }
 func (g geom) smemX() int { return g.stages*g.stageX() + 2*g.rg*g.bt*g.rp*2 }
 
-// Emit generates one variant: the dY kernel and the x kernel (which
-// also rounds dh where its partials meet in dh32, osplit > 1), in one
-// module; the last CTA of each share rounds dB or dA (tickets). t is
-// every kernel's last parameter.
+// Emit generates one variant: the dY kernel, the x kernel (which also
+// rounds dh where its partials meet in dh32, osplit > 1) and the
+// finalize of dB and dA, in one module. t is every kernel's last
+// parameter.
 func (f family) Emit(s Shape, p Params) (kernels.Program, error) {
 	g := newGeom(s, p)
 	m := ptx.NewModule()
 	name := func(what string) string { return fmt.Sprintf("%s_%s_%v", f.Name(), what, s.DType) }
 	emitDY(m.Func(name("dy")), g)
 	emitX(m.Func(name("x")), g)
+	end := []region{{out: true, zero: true}, {out: true, zero: true}}
+	if g.osplit > 1 {
+		end = append(end, region{zero: true})
+	}
+	emitFinalize(m.Func(name("end")), g.dt, end, g.pdl)
 	built, err := m.Build()
 	if err != nil {
 		return kernels.Program{}, fmt.Errorf("building: %w", err)
@@ -83,11 +88,11 @@ func (f family) Emit(s Shape, p Params) (kernels.Program, error) {
 	}
 	dh32 := kernels.Buffer{Name: "dh32", DType: dtype.F32, Elems: t.TimesInt(g.r), Role: kernels.Scratch}
 	prog := kernels.Program{PTX: built.String(), RuntimeDims: []string{Dim}}
-	prog.Launches = append(prog.Launches, gemm(name("dy"), rows, g.osplit, g.smemDY(), "dy", "b", "h", "scale", "dh", "dh32", "db32", "db", "tickets"))
-	tickets := configs.Int(g.isplit + g.osplit)
+	prog.Launches = append(prog.Launches, gemm(name("dy"), rows, g.osplit, g.smemDY(), "dy", "b", "h", "scale", "dh", "dh32", "db32"))
+	endArgs := []finalArg{{"db32", "db", configs.Int(g.out * g.r)}, {"da32", "da", configs.Int(g.r * g.in)}}
 	if g.osplit > 1 {
 		dh32.Role = kernels.State
-		tickets = tickets.Plus(groups)
+		endArgs = append(endArgs, finalArg{"dh32", "", t.TimesInt(g.r)})
 	}
 	xBufs := []string{"x", "dh32", "da32"}
 	if g.dx {
@@ -96,15 +101,13 @@ func (f family) Emit(s Shape, p Params) (kernels.Program, error) {
 	if g.osplit > 1 {
 		xBufs = append(xBufs, "dh")
 	}
-	xBufs = append(xBufs, "da", "tickets")
-	prog.Launches = append(prog.Launches, gemm(name("x"), groups, g.isplit, g.smemX(), xBufs...))
+	prog.Launches = append(prog.Launches, gemm(name("x"), groups, g.isplit, g.smemX(), xBufs...), finalLaunch(name("end"), endArgs))
 	for i := 1; i < len(prog.Launches); i++ {
 		prog.Launches[i].Dependent = g.pdl
 	}
 	prog.Buffers = []kernels.Buffer{dh32,
 		{Name: "db32", DType: dtype.F32, Elems: configs.Int(g.out * g.r), Role: kernels.State},
-		{Name: "da32", DType: dtype.F32, Elems: configs.Int(g.r * g.in), Role: kernels.State},
-		{Name: "tickets", DType: dtype.I32, Elems: tickets, Role: kernels.State}}
+		{Name: "da32", DType: dtype.F32, Elems: configs.Int(g.r * g.in), Role: kernels.State}}
 	return prog, nil
 }
 
@@ -151,7 +154,6 @@ func ring(k *ptx.Func, smem ptx.Reg, stage, stages int, first, cnt ptx.Reg, load
 // row group).
 type cta struct {
 	row0, first, cnt ptx.Reg
-	block, part      ptx.Reg // its row group and its share
 }
 
 func newCTA(k *ptx.Func, rows, split, n int) cta {
@@ -169,7 +171,7 @@ func newCTA(k *ptx.Func, rows, split, n int) cta {
 	first := k.Mul(ptx.U32, part, ptx.Imm(cc))
 	// The rules leave no CTA without chunks: first < nc.
 	cnt := k.Min(ptx.U32, k.Sub(ptx.U32, k.Mov(ptx.U32, ptx.Imm(nc)), first), ptx.Imm(cc))
-	return cta{row0: k.Mul(ptx.U32, block, ptx.Imm(rows)), first: first, cnt: cnt, block: block, part: part}
+	return cta{row0: k.Mul(ptx.U32, block, ptx.Imm(rows)), first: first, cnt: cnt}
 }
 
 // warpCtx is what a GEMM kernel's warps share: the thread's lane and warp,

@@ -1,7 +1,7 @@
 package lora
 
 // Plant sets a bug emission plants (see planted) until the returned
-// function restores it: "dropStep", "dropLo", "keepDA" or "ticketOff".
+// function restores it: "dropStep", "dropLo" or "keepDA".
 func Plant(bug string) (restore func()) {
 	old := planted
 	switch bug {
@@ -11,9 +11,6 @@ func Plant(bug string) (restore func()) {
 		planted.dropLo = true
 	case "keepDA":
 		planted.keepDA = true
-	case "ticketOff":
-		planted.ticketOff = true
-
 	default:
 		panic("no planted bug " + bug)
 	}

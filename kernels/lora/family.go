@@ -60,11 +60,11 @@ func (s Shape) dx() bool { return s.DX != "base" }
 // Params is one variant: the CTA's rows and warps and ring depth (both
 // GEMM kernels) and each kernel's split of its columns.
 type Params struct {
-	BT     int  `axis:"bt" values:"64,128,256" doc:"token rows per CTA of both GEMM kernels"`
-	Warps  int  `axis:"warps" values:"4,8" doc:"warps per CTA of both GEMM kernels; each owns bt/warps rows (16 or 32)"`
-	Stages int  `axis:"stages" values:"2,3,4" doc:"cp.async ring slots of 64-column tiles (dY and B; x and A)"`
-	OSplit int  `axis:"osplit" values:"1,2,4,8,12,16,24" doc:"CTAs per row block of the dY kernel, each a share of out's 64-column chunks; past 1, dh's partials meet by red.add in an f32 state buffer"`
-	ISplit int  `axis:"isplit" values:"1,2,4,8,12,16,24" doc:"CTAs per row group of the x kernel, each a share of in's 64-column chunks"`
+	BT     int `axis:"bt" values:"64,128,256" doc:"token rows per CTA of both GEMM kernels"`
+	Warps  int `axis:"warps" values:"4,8" doc:"warps per CTA of both GEMM kernels; each owns bt/warps rows (16 or 32)"`
+	Stages int `axis:"stages" values:"2,3,4" doc:"cp.async ring slots of 64-column tiles (dY and B; x and A)"`
+	OSplit int `axis:"osplit" values:"1,2,4,8,12,16,24" doc:"CTAs per row block of the dY kernel, each a share of out's 64-column chunks; past 1, dh's partials meet by red.add in an f32 state buffer"`
+	ISplit int `axis:"isplit" values:"1,2,4,8,12,16,24" doc:"CTAs per row group of the x kernel, each a share of in's 64-column chunks"`
 	RG     int  `axis:"rg" values:"1,2,4" default:"1" doc:"row blocks of bt an x-kernel CTA takes for each of its chunks, dA summed over them in registers before its red.add (dh's hi and lo tiles of all of them in shared memory)"`
 	PDL    bool `axis:"pdl" values:"0,1" default:"0" doc:"1: every launch after the first is a programmatic dependent launch: each kernel lets the next one launch at its start (griddepcontrol.launch_dependents) and waits (griddepcontrol.wait) before it reads what earlier launches wrote; the x kernel issues its first tiles of x before it waits"`
 }

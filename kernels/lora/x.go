@@ -65,16 +65,16 @@ func emitX(k *ptx.Func, g geom) {
 	if g.osplit > 1 {
 		dh = gen.Param(k, "dh")
 	}
-	da, tickets := gen.Param(k, "da"), gen.Param(k, "tickets")
 	t := k.LdParam(k.Param(Dim, ptx.U32))
 	k.ReqNTid(g.threads)
 	if g.pdl {
 		k.GridDepLaunch()
 	}
-	// Left to itself ptxas held some variants to 64 or 128 registers and
-	// spilled (dA's accumulators live across the ring's steps beside dX's
-	// and the held fragments).
-	k.MaxNReg(255)
+	if g.rg > 1 {
+		// dA's accumulators live across the ring's steps beside dX's: left
+		// to itself ptxas held some variants to 128 registers and spilled.
+		k.MaxNReg(255)
+	}
 	smem := k.Mov(ptx.U32, k.DynamicShared("smem", 128))
 	xk := &xKernel{k: k, g: g, w: newWarpCtx(k)}
 	xk.wr0 = k.Mul(ptx.U32, xk.w.warp, ptx.Imm(g.wrows))
@@ -156,24 +156,6 @@ func emitX(k *ptx.Func, g geom) {
 		}
 		k.If(k.Setp("eq", ptx.U32, it.j, ptx.Imm(g.rg-1)), flush)
 	}, ready)
-	xk.finish(c, t, da32, da, dh32, tickets)
-}
-
-// finish ends the CTA: the last row group to add into its share's
-// columns of da32 rounds them into dA (ticket part, over the row
-// groups), and with osplit > 1 the last of its row group's isplit CTAs to
-// have read dh32 zeroes those rows (ticket isplit + osplit + group).
-func (xk *xKernel) finish(c cta, t, da32, da, dh32, tickets ptx.Reg) {
-	k, g := xk.k, xk.g
-	cc := gen.CeilDiv(chunks(g.in), g.isplit)
-	ts := []ticket{{word: c.part, last: groupsLess1(k, t, g.rg*g.bt)}}
-	bs := []block{{acc: da32, out: da, ld: g.in, rows: g.r, cols: cc * chunk, row0: imm(k, 0),
-		col0: k.Mul(ptx.U32, c.first, ptx.Imm(chunk)), rowLim: ptx.Imm(g.r), colLim: ptx.Imm(g.in)}}
-	if g.osplit > 1 {
-		ts = append(ts, ticket{word: k.Add(ptx.U32, c.block, ptx.Imm(g.isplit+g.osplit)), last: ptx.Imm(g.isplit - 1)})
-		bs = append(bs, block{acc: dh32, ld: g.r, rows: g.rg * g.bt, cols: g.r, row0: c.row0, col0: imm(k, 0), rowLim: t, colLim: ptx.Imm(g.r)})
-	}
-	lastFinish(k, xk.w.tid, tickets, g.threads, g.dt, ts, bs)
 }
 
 // xItem is one step of the x kernel's ring: chunk ch of row block j of
