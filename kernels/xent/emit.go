@@ -32,9 +32,13 @@ type geom struct {
 	eps               float64
 	reverse, zloss    bool
 	alias, labelLate  bool
-	onePass, unsynced bool // unsynced: a planted bug (no barrier before the one-pass merge)
+	onePass           bool
 	bulkIn, bulkOut   bool
-	bulkBug           string // a planted bug of the bulk copies (tests): "nowait" or "nofence"
+	// plant is a bug the one-pass kernel plants (tests): "unsynced", no
+	// barrier before the merge; "nowait", the part read before its bulk
+	// copy completes; "nofence", the gradient bulk-stored without the
+	// threads' proxy fence.
+	plant string
 }
 
 func newGeom(s Shape, p Params) geom {

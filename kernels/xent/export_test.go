@@ -21,28 +21,17 @@ func EmitAliased(s variants.Shape, p variants.Params, late bool) (kernels.Progra
 	return family{}.emit(g)
 }
 
-// EmitUnsynced emits one-pass variant p of shape s without the row's
-// barrier between publishing the CTAs' statistics and merging them.
-func EmitUnsynced(s variants.Shape, p variants.Params) (kernels.Program, error) {
+// EmitPlanted emits one-pass variant p of shape s with a planted bug:
+// "unsynced" (no barrier between publishing the CTAs' statistics and
+// merging them), "nowait" (the part read before its bulk copy has
+// completed) or "nofence" (the gradient bulk-stored without the threads'
+// proxy fence).
+func EmitPlanted(s variants.Shape, p variants.Params, bug string) (kernels.Program, error) {
 	sh, pv, err := kernels.DecodeVariant[Shape, Params](s, p)
 	if err != nil {
 		return kernels.Program{}, err
 	}
 	g := newGeom(sh, pv)
-	g.unsynced = true
-	return family{}.emit(g)
-}
-
-// EmitBulkBug emits one-pass variant p of shape s (copy=in or inout)
-// with a planted bug of its bulk copies: "nowait", the part read before
-// its copy has completed; "nofence", the gradient stored by the async
-// proxy without the threads' proxy fence.
-func EmitBulkBug(s variants.Shape, p variants.Params, bug string) (kernels.Program, error) {
-	sh, pv, err := kernels.DecodeVariant[Shape, Params](s, p)
-	if err != nil {
-		return kernels.Program{}, err
-	}
-	g := newGeom(sh, pv)
-	g.bulkBug = bug
+	g.plant = bug
 	return family{}.emit(g)
 }

@@ -66,7 +66,7 @@ func emitOnePass(k *ptx.Func, g geom) {
 	zl := labelLogit(k, g, logits, w.row, r.lab, first, ld...)
 	k.St(ptx.Shared, ptx.F32, ptx.At(pub, 0), []ptx.Reg{st.mL, st.s, st.z, zl})
 	k.Guard(t0, false)
-	if !g.unsynced {
+	if g.plant != "unsynced" {
 		rowSync(k, g)
 	}
 	st = clusterStat(k, g, pub, &r)
@@ -127,7 +127,7 @@ func bulkIn(k *ptx.Func, g geom, tid ptx.Reg, pt part, logits ptx.Reg) {
 			k.BulkLoad(ptx.At(pt.hold, 0), ptx.At(k.Add(ptx.U64, logits, pt.at), 0), pt.bytes, bar)
 		})
 	})
-	if g.bulkBug != "nowait" {
+	if g.plant != "nowait" {
 		k.MbarWait(bar, ptx.Imm(0))
 	}
 }
@@ -137,7 +137,7 @@ func bulkIn(k *ptx.Func, g geom, tid ptx.Reg, pt part, logits ptx.Reg) {
 // fences its writes for the async proxy, and after the CTA's barrier
 // thread 0 issues the store and waits until it has read the copy.
 func bulkOut(k *ptx.Func, g geom, tid ptx.Reg, pt part, out ptx.Reg) {
-	if g.bulkBug != "nofence" {
+	if g.plant != "nofence" {
 		k.FenceProxyAsync()
 	}
 	k.BarSync(0)

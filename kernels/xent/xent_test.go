@@ -418,63 +418,44 @@ func smallSpillAtLimit(r ptxas.Report) bool {
 	return r.Registers == 64 && r.SpillStores <= smallSpillBytes
 }
 
-// TestOnePassNeedsItsBarrier: the one-pass kernel without the row's
-// barrier between publishing the CTAs' statistics and merging them reads
-// statistics not yet written, which validation rejects (a race or wrong
-// values); with the barrier it passes.
-func TestOnePassNeedsItsBarrier(t *testing.T) {
-	s := simtest.Shape(t, fam, "t=9,v=1000", dtype.BF16)
-	p, err := variants.ParseParams("vec=4,block=128,vpt=1,split=2,reverse=0,pass=one,copy=ld")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ss := simtest.Session(t, fam, s, 2)
-	good, err := fam.Emit(s, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := simtest.ValidateProgram(ss, good); err != nil {
-		t.Fatalf("with the barrier: %v", err)
-	}
-	bad, err := xent.EmitUnsynced(s, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = simtest.ValidateProgram(ss, bad)
-	t.Logf("without: %v", err)
-	if err == nil {
-		t.Error("the one-pass kernel without its barrier passed validation")
-	}
-}
-
-// TestBulkCopiesNeedTheirWaits: the one-pass kernel that reads its part
-// before the bulk copy has completed, or bulk-stores a gradient its
-// threads wrote without a proxy fence, fails validation (the
-// interpreter's async-proxy rules); the same variant without the bug
-// passes.
-func TestBulkCopiesNeedTheirWaits(t *testing.T) {
-	s := simtest.Shape(t, fam, "t=5,v=1000", dtype.BF16)
-	p, err := variants.ParseParams("vec=8,block=128,vpt=1,split=2,reverse=0,pass=one,copy=inout")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ss := simtest.Session(t, fam, s, 1)
-	good, err := fam.Emit(s, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := simtest.ValidateProgram(ss, good); err != nil {
-		t.Fatalf("without a bug: %v", err)
-	}
-	for _, bug := range []string{"nowait", "nofence"} {
-		bad, err := xent.EmitBulkBug(s, p, bug)
+// TestOnePassPlants: the one-pass kernel without the row's barrier
+// between publishing the CTAs' statistics and merging them reads
+// statistics not yet written, and with bulk copies one that reads its
+// part before the copy has completed, or bulk-stores a gradient its
+// threads wrote without a proxy fence, breaks the interpreter's
+// async-proxy rules: validation rejects each, and passes the same
+// variant without the bug.
+func TestOnePassPlants(t *testing.T) {
+	for _, c := range []struct {
+		spec, params string
+		bugs         []string
+	}{
+		{"t=9,v=1000", "vec=4,block=128,vpt=1,split=2,reverse=0,pass=one,copy=ld", []string{"unsynced"}},
+		{"t=5,v=1000", "vec=8,block=128,vpt=1,split=2,reverse=0,pass=one,copy=inout", []string{"nowait", "nofence"}},
+	} {
+		s := simtest.Shape(t, fam, c.spec, dtype.BF16)
+		p, err := variants.ParseParams(c.params)
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = simtest.ValidateProgram(ss, bad)
-		t.Logf("%s: %v", bug, err)
-		if err == nil {
-			t.Errorf("%s: the one-pass kernel passed validation", bug)
+		ss := simtest.Session(t, fam, s, 2)
+		good, err := fam.Emit(s, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := simtest.ValidateProgram(ss, good); err != nil {
+			t.Fatalf("%s without a bug: %v", c.params, err)
+		}
+		for _, bug := range c.bugs {
+			bad, err := xent.EmitPlanted(s, p, bug)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = simtest.ValidateProgram(ss, bad)
+			t.Logf("%s: %v", bug, err)
+			if err == nil {
+				t.Errorf("%s: the one-pass kernel passed validation", bug)
+			}
 		}
 	}
 }

@@ -416,25 +416,17 @@ func (w *warp) bulkToCluster(in *inst, mask uint32) error {
 		if sc != c {
 			return w.fault(in, l, ErrTrap, uint64(src), true, "the source of cp.async.bulk.shared::cluster.shared::cta is in another CTA")
 		}
-		dc, dst, err := w.sharedAt(in, l, w.lanes(in.a[0])[l]+uint64(in.imm), int(n), 16)
-		if err != nil {
-			return err
-		}
-		bc, bar, _, err := w.mbarAt(in, l, true)
-		if err != nil {
-			return err
-		}
-		if bc != dc {
-			return w.fault(in, l, ErrTrap, uint64(bar), true, "the destination and the mbarrier of a bulk copy are in different CTAs")
-		}
 		for ch := src >> 4; ch < (src+n)>>4; ch++ {
 			if why := c.asyncRead(ch); why != "" {
 				return w.fault(in, l, ErrAsync, uint64(ch)*16, true, "cp.async.bulk reads shared memory that "+why)
 			}
-			c.hs.asyncRd[ch]++
 		}
-		for ch := dst >> 4; ch < (dst+n)>>4; ch++ {
-			dc.hs.asyncWr[ch]++
+		dc, dst, bar, err := w.bulkDest(in, l, n)
+		if err != nil {
+			return err
+		}
+		for ch := src >> 4; ch < (src+n)>>4; ch++ {
+			c.hs.asyncRd[ch]++
 		}
 		c.cl.loads = append(c.cl.loads, &bulkOp{w: w, in: in, lane: l, src: src, dst: dst, bar: bar, n: n, to: dc})
 	}
@@ -472,6 +464,28 @@ func (op *bulkOp) complete() error {
 		t.completePhase(mb)
 	}
 	return nil
+}
+
+// bulkDest checks lane l's destination of a cp.async.bulk into shared
+// memory (n bytes, 16-aligned) and its mbarrier, which must be in the
+// same CTA, and counts the destination as written until the copy
+// completes.
+func (w *warp) bulkDest(in *inst, l int, n uint32) (*ctaRun, uint32, uint32, error) {
+	dc, dst, err := w.sharedAt(in, l, w.lanes(in.a[0])[l]+uint64(in.imm), int(n), 16)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	bc, bar, _, err := w.mbarAt(in, l, true)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	if bc != dc {
+		return nil, 0, 0, w.fault(in, l, ErrTrap, uint64(bar), true, "the destination and the mbarrier of a bulk copy are in different CTAs")
+	}
+	for ch := dst >> 4; ch < (dst+n)>>4; ch++ {
+		dc.hs.asyncWr[ch]++
+	}
+	return dc, dst, bar, nil
 }
 
 // bulkSize is lane l's size operand of a cp.async.bulk: a positive
@@ -513,19 +527,9 @@ func (w *warp) bulkFromGlobal(in *inst, mask uint32) error {
 		if err != nil {
 			return err
 		}
-		dc, dst, err := w.sharedAt(in, l, w.lanes(in.a[0])[l]+uint64(in.imm), int(n), 16)
+		dc, dst, bar, err := w.bulkDest(in, l, n)
 		if err != nil {
 			return err
-		}
-		bc, bar, _, err := w.mbarAt(in, l, true)
-		if err != nil {
-			return err
-		}
-		if bc != dc {
-			return w.fault(in, l, ErrTrap, uint64(bar), true, "the destination and the mbarrier of a bulk copy are in different CTAs")
-		}
-		for ch := dst >> 4; ch < (dst+n)>>4; ch++ {
-			dc.hs.asyncWr[ch]++
 		}
 		data := slices.Clone(a.data[g-a.base : g-a.base+uint64(n)])
 		w.c.cl.loads = append(w.c.cl.loads, &bulkOp{w: w, in: in, lane: l, dst: dst, bar: bar, n: n, to: dc, data: data})
