@@ -330,6 +330,29 @@ func (r *Runner) tuneShape(ctx context.Context, f kernels.Family, s variants.Sha
 	cost := f.Cost(s)
 	r.emitted.Clear() // what the last shape's evalOne emitted first
 	var valid []*Result
+	seen := map[string]bool{}
+	eval1 := func(pr search.Proposal, m MeasureOpts) (*Result, error) {
+		seen[pr.Params.String()] = true
+		res := r.evalOne(ctx, f, s, pr.Params, cost, rec, nil, m, pr.Again)
+		sum.add(res)
+		if res.Reused {
+			sum.Reused++
+		} else if err := rec.Record(*res); err != nil {
+			return res, fmt.Errorf("recording %s %s %s: %w", f.Name(), s.Key(), pr.Params, err)
+		}
+		if res.Status == eval.OK {
+			valid, res = pool(valid, res, cost)
+		}
+		switch {
+		case res.Status == eval.OK:
+			sum.Valid++
+		case res.Status == eval.Skipped && len(res.Samples) > 0:
+			sum.Abandoned++
+		case res.Status.Failed():
+			sum.Failed++
+		}
+		return res, nil
+	}
 	for props := strat.Next(); len(props) > 0; props = strat.Next() {
 		if r.pool != nil {
 			// Emitting a large batch takes seconds: the worker starts on
@@ -340,25 +363,19 @@ func (r *Runner) tuneShape(ctx context.Context, f kernels.Family, s variants.Sha
 			if err := ctx.Err(); err != nil {
 				return sum, err
 			}
-			res := r.evalOne(ctx, f, s, pr.Params, cost, rec, nil, r.measureFor(pr, valid), pr.Again)
-			sum.add(res)
-			if res.Reused {
-				sum.Reused++
-			} else if err := rec.Record(*res); err != nil {
-				return sum, fmt.Errorf("recording %s %s %s: %w", f.Name(), s.Key(), pr.Params, err)
-			}
-			if res.Status == eval.OK {
-				valid, res = pool(valid, res, cost)
+			res, err := eval1(pr, r.measureFor(pr, valid))
+			if err != nil {
+				return sum, err
 			}
 			strat.Tell(pr, observe(res, valid))
-			switch {
-			case res.Status == eval.OK:
-				sum.Valid++
-			case res.Status == eval.Skipped && len(res.Samples) > 0:
-				sum.Abandoned++
-			case res.Status.Failed():
-				sum.Failed++
-			}
+		}
+	}
+	// The family's default point is every run's "vs default" reference:
+	// it is timed in full (never abandoned) even where a search rule
+	// leaves it out.
+	if def, ok := f.Space(s).First(); ok && !seen[def.String()] && matches(def, r.opt.Fix) && ctx.Err() == nil {
+		if _, err := eval1(search.Proposal{Params: def}, r.opt.Measure); err != nil {
+			return sum, err
 		}
 	}
 	c := Choose(valid)
@@ -725,4 +742,14 @@ func pooled(acc, res *Result, cost kernels.Cost) *Result {
 	}
 	_, p := pool([]*Result{acc}, res, cost)
 	return p
+}
+
+// matches reports whether p has every value fix gives.
+func matches(p, fix variants.Params) bool {
+	for k, v := range fix {
+		if p[k] != v {
+			return false
+		}
+	}
+	return true
 }

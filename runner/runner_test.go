@@ -380,6 +380,57 @@ func (toySearch) Space(variants.Shape) variants.Space {
 		}}}}.Space()
 }
 
+// toyNoDefault is toyFamily with a search rule that leaves out v=1, the
+// space's first point: its default variant.
+type toyNoDefault struct{ toyFamily }
+
+func (toyNoDefault) Space(variants.Shape) variants.Space {
+	return variants.Typed[toySearchParams]{Rules: []variants.Rule[toySearchParams]{{Name: "search: v=1 never wins", Axes: []string{"v"}, Search: true,
+		Check: func(p toySearchParams) error {
+			if p.V == 1 {
+				return errors.New("left out")
+			}
+			return nil
+		}}}}.Space()
+}
+
+// TestTuneTimesTheDefault: a default variant that the search rules leave
+// out is still timed, in full (the abandon rule does not stop it), so
+// that the run has its "vs default"; with an axis fixed to another value
+// it is not.
+func TestTuneTimesTheDefault(t *testing.T) {
+	answer := func(p string) (*evalResponse, error) {
+		med := map[string]float64{"v=1": 50, "v=2": 8, "v=3": 5, "v=4": 9}[p]
+		return &evalResponse{Outcome: Outcome{Status: "ok", Samples: samples(med)}}, nil
+	}
+	var starts, evals int
+	r := newRunner(t, answer, &starts, &evals)
+	r.opt.Abandon = 0.1
+	rec := newMem()
+	sums, err := r.Tune(context.Background(), []Job{{Family: toyNoDefault{}, Shapes: []variants.Shape{toyShape}}}, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var def Result
+	ok := false
+	for _, res := range rec.records {
+		if res.Key.Params == "v=1" {
+			def, ok = res, true
+		}
+	}
+	if s := sums[0]; s.Tried != 4 || !ok || def.Status != "ok" || s.Best == nil || s.Best.Key.Params != "v=3" {
+		t.Fatalf("tried %d, default %+v (recorded %v), best %+v: want all four tried, v=1 timed in full, v=3 best", s.Tried, def.Status, ok, s.Best)
+	}
+	r.opt.Fix = variants.Params{"v": "2"}
+	rec = newMem()
+	if _, err := r.Tune(context.Background(), []Job{{Family: toyNoDefault{}, Shapes: []variants.Shape{toyShape}}}, rec); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.done) != 1 {
+		t.Errorf("with v=2 fixed: %d variants recorded, want 1", len(rec.done))
+	}
+}
+
 // TestTuneSearchesTheSearchSpace: the tuner proposes the points of the
 // space's search (its search rules applied), and a fixed axis that a
 // search rule reads brings the region it leaves out back.
