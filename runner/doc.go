@@ -166,9 +166,8 @@
 // Options.Abandon turns on the abandon rule (Abandon), and halving's short
 // looks are recorded as skipped, so only full measurements win. The
 // family's default variant (its space's first point) is then timed in
-// full if the search did not propose it (a search rule may leave it out):
-// it is the run's "vs default" reference, unless a fixed axis excludes
-// it. With a
+// full where a search rule leaves it out: it is the run's "vs default"
+// reference (unless a fixed axis excludes it). With a
 // CompilePool (UseCompilePool) each batch of proposals is emitted and
 // compiled to cubins in helper processes (ServeCompile: the driver's
 // linker or ptxas) while the worker validates and measures; the worker

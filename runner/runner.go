@@ -323,7 +323,8 @@ func (r *Runner) tuneShape(ctx context.Context, f kernels.Family, s variants.Sha
 	if pl, ok := f.(PointLister); ok {
 		cfg.Points = pl.Points(s)
 	}
-	strat, err := search.New(cfg, f.Space(s).Search(r.opt.Fix), r.opt.Fix)
+	searched := f.Space(s).Search(r.opt.Fix)
+	strat, err := search.New(cfg, searched, r.opt.Fix)
 	if err != nil {
 		return sum, err
 	}
@@ -371,9 +372,9 @@ func (r *Runner) tuneShape(ctx context.Context, f kernels.Family, s variants.Sha
 		}
 	}
 	// The family's default point is every run's "vs default" reference:
-	// it is timed in full (never abandoned) even where a search rule
-	// leaves it out.
-	if def, ok := f.Space(s).First(); ok && !seen[def.String()] && matches(def, r.opt.Fix) && ctx.Err() == nil {
+	// where a search rule leaves it out, it is timed in full (never
+	// abandoned) all the same.
+	if def, ok := f.Space(s).First(); ok && searched.Check(def) != nil && !seen[def.String()] && matches(def, r.opt.Fix) && ctx.Err() == nil {
 		if _, err := eval1(search.Proposal{Params: def}, r.opt.Measure); err != nil {
 			return sum, err
 		}

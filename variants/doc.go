@@ -20,7 +20,7 @@
 // space keeps the points it refuses, so the interpreter's sweeps, Check
 // and recorded points see them, and only the tuner's search
 // (Space.Search) leaves them out, unless the user fixes an axis the rule
-// reads. The space's first point, the family's default variant, is timed
-// by every run all the same (runner.Runner.Tune): it is the "vs default"
-// reference.
+// reads. Where a search rule leaves out the space's first point, the
+// family's default variant, the tuner times it all the same
+// (runner.Runner.Tune): it is the "vs default" reference.
 package variants
