@@ -76,30 +76,12 @@ func emitX(k *ptx.Func, g geom) {
 		k.MaxNReg(255)
 	}
 	smem := k.Mov(ptx.U32, k.DynamicShared("smem", 128))
-	xk := &xKernel{k: k, g: g, w: newWarpCtx(k)}
-	xk.wr0 = k.Mul(ptx.U32, xk.w.warp, ptx.Imm(g.wrows))
-	mw, mbw, nbw := g.daSplit()
-	xk.mbw, xk.nbw = mbw, nbw
-	xk.mb0, xk.nb0 = imm(k, 0), k.Mul(ptx.U32, xk.w.warp, ptx.Imm(nbw))
-	if mw > 1 {
-		xk.mb0 = k.Mul(ptx.U32, k.And(ptx.U32, xk.w.warp, ptx.Imm(mw-1)), ptx.Imm(mbw))
-		xk.nb0 = k.Mul(ptx.U32, k.Shr(ptx.U32, xk.w.warp, ptx.Imm(gen.Log2(mw))), ptx.Imm(nbw))
-	}
+	xk := newXKernel(k, g)
 	c := newCTA(k, g.rg*g.bt, g.isplit, g.in)
 	hi := k.Add(ptx.U32, smem, ptx.Imm(g.stages*g.stageX()))
 	lo := k.Add(ptx.U32, hi, ptx.Imm(g.rg*g.bt*g.rp*2))
-	var dhOut ptx.Reg // the CTAs of part 0 of their row group store dh
-	if dh.Valid() {
-		dhOut = k.Setp("eq", ptx.U32, c.first, ptx.Imm(0))
-	}
 	fr := xk.frags()
-	split := func() {
-		xk.splitDH(dh32, hi, lo, c.row0, t, dh, dhOut)
-		if g.holdA() {
-			k.BarSync(0) // every warp's hi and lo rows are in shared memory
-			xk.held = xk.loadA(fr, hi, lo)
-		}
-	}
+	split := func() { xk.takeDH(fr, c, dh32, hi, lo, t, dh) }
 	var ready func() // with pdl: after the first x tiles are issued, wait for dh32, then split it
 	if g.pdl {
 		ready = func() {
@@ -156,6 +138,38 @@ func emitX(k *ptx.Func, g geom) {
 		}
 		k.If(k.Setp("eq", ptx.U32, it.j, ptx.Imm(g.rg-1)), flush)
 	}, ready)
+}
+
+// newXKernel sets up the x kernel's warps: their rows of dX and their
+// block of dA (daSplit).
+func newXKernel(k *ptx.Func, g geom) *xKernel {
+	xk := &xKernel{k: k, g: g, w: newWarpCtx(k)}
+	xk.wr0 = k.Mul(ptx.U32, xk.w.warp, ptx.Imm(g.wrows))
+	mw, mbw, nbw := g.daSplit()
+	xk.mbw, xk.nbw = mbw, nbw
+	xk.mb0, xk.nb0 = imm(k, 0), k.Mul(ptx.U32, xk.w.warp, ptx.Imm(nbw))
+	if mw > 1 {
+		xk.mb0 = k.Mul(ptx.U32, k.And(ptx.U32, xk.w.warp, ptx.Imm(mw-1)), ptx.Imm(mbw))
+		xk.nb0 = k.Mul(ptx.U32, k.Shr(ptx.U32, xk.w.warp, ptx.Imm(gen.Log2(mw))), ptx.Imm(nbw))
+	}
+	return xk
+}
+
+// takeDH splits the CTA's rows of dh32 into the hi and lo tiles (the
+// CTAs of part 0 of their row group also store dh rounded, where dh is
+// a buffer: osplit > 1) and, with holdA, loads the warp's A fragments of
+// dA from them once.
+func (xk *xKernel) takeDH(fr xFrags, c cta, dh32, hi, lo, t, dh ptx.Reg) {
+	k := xk.k
+	var dhOut ptx.Reg
+	if dh.Valid() {
+		dhOut = k.Setp("eq", ptx.U32, c.first, ptx.Imm(0))
+	}
+	xk.splitDH(dh32, hi, lo, c.row0, t, dh, dhOut)
+	if xk.g.holdA() {
+		k.BarSync(0) // every warp's hi and lo rows are in shared memory
+		xk.held = xk.loadA(fr, hi, lo)
+	}
 }
 
 // xItem is one step of the x kernel's ring: chunk ch of row block j of
