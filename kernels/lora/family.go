@@ -1,6 +1,7 @@
 package lora
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/gradtune/gradtune/configs"
@@ -60,11 +61,11 @@ func (s Shape) dx() bool { return s.DX != "base" }
 // Params is one variant: the CTA's rows and warps and ring depth (both
 // GEMM kernels) and each kernel's split of its columns.
 type Params struct {
-	BT     int `axis:"bt" values:"64,128,256" doc:"token rows per CTA of both GEMM kernels"`
-	Warps  int `axis:"warps" values:"4,8" doc:"warps per CTA of both GEMM kernels; each owns bt/warps rows (16 or 32)"`
-	Stages int `axis:"stages" values:"2,3,4" doc:"cp.async ring slots of 64-column tiles (dY and B; x and A)"`
-	OSplit int `axis:"osplit" values:"1,2,4,8,12,16,24" doc:"CTAs per row block of the dY kernel, each a share of out's 64-column chunks; past 1, dh's partials meet by red.add in an f32 state buffer"`
-	ISplit int `axis:"isplit" values:"1,2,4,8,12,16,24" doc:"CTAs per row group of the x kernel, each a share of in's 64-column chunks"`
+	BT     int  `axis:"bt" values:"64,128,256" doc:"token rows per CTA of both GEMM kernels"`
+	Warps  int  `axis:"warps" values:"4,8" doc:"warps per CTA of both GEMM kernels; each owns bt/warps rows (16 or 32)"`
+	Stages int  `axis:"stages" values:"2,3,4" doc:"cp.async ring slots of 64-column tiles (dY and B; x and A)"`
+	OSplit int  `axis:"osplit" values:"1,2,4,8,12,16,24" doc:"CTAs per row block of the dY kernel, each a share of out's 64-column chunks; past 1, dh's partials meet by red.add in an f32 state buffer"`
+	ISplit int  `axis:"isplit" values:"1,2,4,8,12,16,24" doc:"CTAs per row group of the x kernel, each a share of in's 64-column chunks"`
 	RG     int  `axis:"rg" values:"1,2,4" default:"1" doc:"row blocks of bt an x-kernel CTA takes for each of its chunks, dA summed over them in registers before its red.add (dh's hi and lo tiles of all of them in shared memory)"`
 	PDL    bool `axis:"pdl" values:"0,1" default:"0" doc:"1: every launch after the first is a programmatic dependent launch: each kernel lets the next one launch at its start (griddepcontrol.launch_dependents) and waits (griddepcontrol.wait) before it reads what earlier launches wrote; the x kernel issues its first tiles of x before it waits"`
 }
@@ -192,6 +193,12 @@ func (family) Space(s Shape) variants.Typed[Params] {
 		{Name: "x fill", Axes: []string{"bt", "rg", "isplit"}, Search: true, Check: func(p Params) error {
 			return fills("isplit", p.ISplit, chunks(s.In), gen.CeilDiv(gen.CeilDiv(s.T, p.BT), p.RG))
 		}},
+		{Name: searchPDL, Axes: []string{"pdl"}, Search: true, Check: func(p Params) error {
+			if !p.PDL {
+				return errors.New("pdl=0 (left to --params pdl=0)")
+			}
+			return nil
+		}},
 		{Name: "ring depth", Axes: []string{"stages", "osplit", "isplit", "rg"}, Check: func(p Params) error {
 			most := max(gen.CeilDiv(chunks(s.Out), p.OSplit), gen.CeilDiv(chunks(s.In), p.ISplit)*p.RG)
 			if p.Stages > 2 && p.Stages-1 > most {
@@ -208,6 +215,12 @@ func (family) Space(s Shape) variants.Typed[Params] {
 		}},
 	}}
 }
+
+// searchPDL is the search rule that leaves out pdl=0: over the 16
+// qwen1.5b shapes of testdata/issue27/step-1206c-h100 (an H100) its best
+// variant was slower than pdl=1's on every one (internal/evidence's
+// TestLoraSearchRules recomputes the bound).
+const searchPDL = "search: pdl=0, at least 1.03× the best pdl=1 on an H100 (testdata/issue27/step-1206c-h100/step.db.gz)"
 
 // fills (the x kernel's search rule): a kernel of rowBlocks·split CTAs
 // fills at least half a wave of the GPU, unless no split of nc chunks
