@@ -1,4 +1,4 @@
-package kernels
+package fill
 
 import (
 	"math/rand/v2"
@@ -46,12 +46,14 @@ func TestPCGAdvance(t *testing.T) {
 	}
 }
 
-func TestEncodeIsDTypeEncode(t *testing.T) {
+func TestEncodeIntoIsDTypeEncode(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
 	vals := serialUniform(dtype.F64, 3*pieceElems+5, -3, 3, 1, "enc")
 	for _, dt := range []dtype.DType{dtype.BF16, dtype.F16, dtype.F32, dtype.F64, dtype.U8} {
-		if got, want := Encode(dt, vals), dt.Encode(vals); string(got) != string(want) {
-			t.Errorf("%v: Encode differs from %v.Encode", dt, dt)
+		got := make([]byte, len(vals)*dt.Size())
+		EncodeInto(dt, got, vals)
+		if want := dt.Encode(vals); string(got) != string(want) {
+			t.Errorf("%v: EncodeInto differs from %v.Encode", dt, dt)
 		}
 	}
 }
