@@ -41,8 +41,14 @@ var (
 	sweepProblems []string
 )
 
-// allVariants emits every variant of every registered family, for every
-// dtype the family supports, at the sweep shapes, once for all tests.
+// emitSample is the share of each space allVariants emits: sweep.Pick of
+// one in emitSample (every axis value, then spread; every point with
+// GRADTUNE_SWEEP=ci or full).
+const emitSample = 1
+
+// allVariants emits the variants of the elementwise families, for every
+// dtype each supports, at the sweep shapes (a sample of each space:
+// emitSample), once for all tests.
 func allVariants(t *testing.T) []variant {
 	t.Helper()
 	sweepOnce.Do(func() { emitted, sweepProblems = emitAll() })
@@ -73,7 +79,7 @@ func emitAll() (out []variant, problems []string) {
 				if len(ps) == 0 {
 					problems = append(problems, fmt.Sprintf("%s %s: empty space", f.Name(), s.Key()))
 				}
-				for _, p := range ps {
+				for _, p := range sweep.Pick(ps, emitSample) {
 					prog, err := f.Emit(s, p)
 					if err != nil {
 						problems = append(problems, fmt.Sprintf("%s %s %s: %v", f.Name(), s.Key(), p, err))
@@ -100,14 +106,15 @@ type unique struct {
 	hash    int // of the PTX: picks the sample (internal/sweep)
 }
 
-// TestAssembleAllVariants assembles every distinct program of every
-// variant with ptxas (batched and cached: ptxas.Assembler.Check) and
-// reads ptxas' resource report (checkReport).
+// TestAssembleAllVariants assembles the distinct programs of the
+// variants allVariants emits with ptxas (batched and cached:
+// ptxas.Assembler.Check) and reads ptxas' resource report (checkReport).
 //
 // A deterministic sample of the distinct programs (by hash of the PTX) is
-// assembled: one in 24 for sm_90 and one in 96 for sm_80 (a third and a
-// twelfth with GRADTUNE_SWEEP=ci), or every one for both with full
-// (internal/sweep).
+// assembled: of every variant's, one in 48 for sm_90 and one in 192 for
+// sm_80 (one in 3 and in 12 with GRADTUNE_SWEEP=ci), or every one for
+// both with full (internal/sweep); assembleStride takes into account the
+// share allVariants emitted.
 func TestAssembleAllVariants(t *testing.T) {
 	start := time.Now()
 	all := allVariants(t)
@@ -139,7 +146,7 @@ func TestAssembleAllVariants(t *testing.T) {
 	var mods []ptxas.Module
 	for _, arch := range []string{"sm_90", "sm_80"} {
 		for _, u := range uniq {
-			if sweep.Take(u.hash, map[string]int{"sm_90": 12, "sm_80": 48}[arch]) {
+			if u.hash%assembleStride(map[string]int{"sm_90": 12, "sm_80": 48}[arch]) == 0 {
 				jobs = append(jobs, job{arch, u})
 				mods = append(mods, ptxas.Module{PTX: u.v.prog.PTX, Arch: arch})
 			}
@@ -168,8 +175,15 @@ func TestAssembleAllVariants(t *testing.T) {
 	if sweep.Full() && counts["sm_90"] != len(uniq) && len(failures) == 0 {
 		t.Errorf("assembled %d programs for sm_90, want all %d", counts["sm_90"], len(uniq))
 	}
-	t.Logf("%d variants, %d distinct programs; assembled %d for sm_90 and %d for sm_80 in %v (sm_90: %s)",
+	t.Logf("%d variants, %d distinct programs; assembled %d for sm_90 and %d for sm_80 in %v (sm_90: of every variant's, %s)",
 		len(all), len(uniq), counts["sm_90"], counts["sm_80"], time.Since(start).Round(time.Millisecond), sweep.Describe(12))
+}
+
+// assembleStride is the stride over the emitted variants' distinct
+// programs that assembles about one in sweep.Every(n) of every variant's:
+// allVariants emitted about one in sweep.Every(emitSample).
+func assembleStride(n int) int {
+	return max(1, sweep.Every(n)/sweep.Every(emitSample))
 }
 
 // rcpSpillBytes is the spill allowed to a kernel without a register cap

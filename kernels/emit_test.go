@@ -123,8 +123,10 @@ func mainForm(dt dtype.DType, vec int) (v, typ string) {
 	return v, typ
 }
 
-// TestEmitStructure checks the PTX and launch of every variant at the
-// sweep shapes for what can be read off the text without running it:
+// TestEmitStructure checks the PTX and launch of the variants at the
+// sweep shapes (allVariants: every axis value of each space, then a
+// sample; every variant with GRADTUNE_SWEEP=ci or full) for what can be
+// read off the text without running it:
 // launch geometry against the shape, the runtime dim's parameter,
 // directives, labels and registers, bounds checks only in the tail and
 // the leftover elements, the vector width and cache qualifiers of every
