@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/gradtune/gradtune/internal/parallel"
+	"github.com/gradtune/gradtune/internal/simtest"
 	"github.com/gradtune/gradtune/internal/sweep"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/catalog"
@@ -87,7 +88,7 @@ func TestFamiliesPassAnalyses(t *testing.T) {
 	)
 	parallel.Each(jobs, func(j job) {
 		n := 0
-		for _, p := range sweep.Pick(j.f.Space(j.s).Enumerate(), analysisSample) {
+		for _, p := range sweep.Pick(simtest.Enumerate(j.f, j.s), analysisSample) {
 			n++
 			_, err := j.f.Emit(j.s, p)
 			if err == nil {

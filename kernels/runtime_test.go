@@ -36,7 +36,7 @@ func TestRuntimeDimsOnInterpreter(t *testing.T) {
 			runs := 0
 			for _, dt := range f.DTypes() {
 				for _, s := range smallshapes.Of(f, dt) {
-					for _, p := range variants.Spread(f.Space(s).Enumerate(), 2) {
+					for _, p := range variants.Spread(simtest.Enumerate(f, s), 2) {
 						runs += checkRuntime(t, ss, f, s, p)
 					}
 				}

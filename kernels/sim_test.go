@@ -45,7 +45,7 @@ func TestVariantsOnInterpreter(t *testing.T) {
 					if err := ss.Prepare(f, s, 1); err != nil {
 						t.Fatalf("%s: %v", s.Key(), err)
 					}
-					for _, p := range simSample(f.Space(s).Enumerate(), s.Key()) {
+					for _, p := range simSample(simtest.Enumerate(f, s), s.Key()) {
 						prog, err := f.Emit(s, p)
 						if err != nil {
 							t.Errorf("%s %s: emit: %v", s.Key(), p, err)

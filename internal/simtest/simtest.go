@@ -30,17 +30,24 @@ type Case struct {
 var spaces sync.Map
 
 // Points returns f's shape for c and its space's points, in enumeration
-// order.
+// order (Enumerate).
 func Points(t testing.TB, f kernels.Family, c Case) (variants.Shape, []variants.Params) {
 	t.Helper()
 	s := Shape(t, f, c.Spec, c.DType)
+	return s, Enumerate(f, s)
+}
+
+// Enumerate returns the points of f's space at s, in enumeration order,
+// enumerated once per test binary. Callers share the slice and must not
+// change it or its points.
+func Enumerate(f kernels.Family, s variants.Shape) []variants.Params {
 	key := f.Name() + " " + s.Key()
 	if pts, ok := spaces.Load(key); ok {
-		return s, pts.([]variants.Params)
+		return pts.([]variants.Params)
 	}
 	pts := f.Space(s).Enumerate()
 	spaces.Store(key, pts)
-	return s, pts
+	return pts
 }
 
 // Run validates the variants of f at shape spec in dtype dt that keep
@@ -307,7 +314,7 @@ func PresetBounds(t testing.TB, f kernels.Family, preset string, tokens, n int, 
 	}
 	for _, s := range f.Shapes(pr, []dtype.DType{dtype.BF16}) {
 		taken := 0
-		for _, p := range f.Space(s).Enumerate() {
+		for _, p := range Enumerate(f, s) {
 			if taken == n || !split(s, p) {
 				continue
 			}

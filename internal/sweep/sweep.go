@@ -136,29 +136,29 @@ func PickGroups(groups [][]variants.Params, n int) [][]variants.Params {
 // non-empty group: greedily, the point with the most of these not yet
 // held (the first of equals), until none is missing.
 func cover(groups [][]variants.Params) []map[int]bool {
-	held := func(g int, p variants.Params) []string {
-		vs := []string{"group " + strconv.Itoa(g)}
-		for k, v := range p {
-			vs = append(vs, k+"="+v)
-		}
-		return vs
-	}
+	held := make([][][]string, len(groups)) // the values each point holds, its group first
 	missing := map[string]bool{}
 	chosen := make([]map[int]bool, len(groups))
 	for g, points := range groups {
 		chosen[g] = map[int]bool{}
-		for _, p := range points {
-			for _, v := range held(g, p) {
+		held[g] = make([][]string, len(points))
+		for i, p := range points {
+			vs := []string{"group " + strconv.Itoa(g)}
+			for k, v := range p {
+				vs = append(vs, k+"="+v)
+			}
+			held[g][i] = vs
+			for _, v := range vs {
 				missing[v] = true
 			}
 		}
 	}
 	for len(missing) > 0 {
 		bestG, bestI, gain := -1, -1, 0
-		for g, points := range groups {
-			for i, p := range points {
+		for g, points := range held {
+			for i, vs := range points {
 				n := 0
-				for _, v := range held(g, p) {
+				for _, v := range vs {
 					if missing[v] {
 						n++
 					}
@@ -169,7 +169,7 @@ func cover(groups [][]variants.Params) []map[int]bool {
 			}
 		}
 		chosen[bestG][bestI] = true
-		for _, v := range held(bestG, groups[bestG][bestI]) {
+		for _, v := range held[bestG][bestI] {
 			delete(missing, v)
 		}
 	}

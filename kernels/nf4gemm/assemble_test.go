@@ -6,6 +6,7 @@ import (
 
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/internal/ptxas"
+	"github.com/gradtune/gradtune/internal/simtest"
 	"github.com/gradtune/gradtune/internal/sweep"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/internal/ptxtest"
@@ -30,7 +31,7 @@ func assembleFamily(t *testing.T, f kernels.Family, every int) {
 	shapes := f.Shapes(pr, dts)
 	groups := make([][]variants.Params, len(shapes))
 	for i, vs := range shapes {
-		groups[i] = f.Space(vs).Enumerate()
+		groups[i] = simtest.Enumerate(f, vs)
 	}
 	for i, pts := range sweep.PickGroups(groups, every) {
 		vs := shapes[i]
@@ -72,7 +73,7 @@ func TestAssembleLoRA(t *testing.T) {
 		if shapes[i], err = f.Shape(sp, dtype.BF16); err != nil {
 			t.Fatal(err)
 		}
-		groups[i] = f.Space(shapes[i]).Enumerate()
+		groups[i] = simtest.Enumerate(f, shapes[i])
 	}
 	jobs := sm90aJobs(t, f, shapes, sweep.PickGroups(groups, 20))
 	ptxtest.ReportSorted(t, ptxtest.Assemble(t, jobs, true), 20)
@@ -91,7 +92,7 @@ func TestAssembleRegisterASplitK(t *testing.T) {
 	shapes := f.Shapes(pr, []dtype.DType{dtype.BF16})
 	groups := make([][]variants.Params, len(shapes))
 	for i, s := range shapes {
-		for _, ps := range f.Space(s).Enumerate() {
+		for _, ps := range simtest.Enumerate(f, s) {
 			if ps["dequant"] == "consumer" && ps["mma"] == "wgmma" && ps["splitk"] != "1" {
 				groups[i] = append(groups[i], ps)
 			}

@@ -122,7 +122,7 @@ func rowsRun(t *testing.T, dims string, dt dtype.DType, at int, rows []int, keep
 	s := shape(at)
 	var ps []variants.Params
 	var progs []kernels.Program
-	for _, p := range f.Space(s).Enumerate() {
+	for _, p := range simtest.Enumerate(f, s) {
 		if !keep(p) {
 			continue
 		}
@@ -366,7 +366,7 @@ func TestOddColumnsFill(t *testing.T) {
 			t.Fatal(err)
 		}
 		found := false
-		for _, p := range f.Space(s).Enumerate() {
+		for _, p := range simtest.Enumerate(f, s) {
 			if p["dequant"] == "unfused" && p.Agrees(fix) {
 				found = true
 				break
