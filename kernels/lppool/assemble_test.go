@@ -31,7 +31,7 @@ func TestAssemble(t *testing.T) {
 		for i, v := range all {
 			if sweep.Take(i+3, map[string]int{"sm_90": 16, "sm_80": 64}[arch]) {
 				jobs = append(jobs, job{arch, i})
-				mods = append(mods, ptxas.Module{PTX: v.prog.PTX, Arch: arch})
+				mods = append(mods, ptxas.Module{PTX: lpProgram(t, v).PTX, Arch: arch})
 			}
 		}
 	}
@@ -43,7 +43,7 @@ func TestAssemble(t *testing.T) {
 			problems = append(problems, fmt.Sprintf("%s: %s %s: %v", j.arch, v.shape.Key(), v.key, r.Err))
 			continue
 		}
-		for _, l := range v.prog.Launches {
+		for _, l := range lpProgram(t, v).Launches {
 			if !slices.ContainsFunc(r.Reports, func(r ptxas.Report) bool { return r.Function == l.Entry }) {
 				problems = append(problems, fmt.Sprintf("%s: %s %s: no report for kernel %s", j.arch, v.shape.Key(), v.key, l.Entry))
 			}

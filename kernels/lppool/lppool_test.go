@@ -10,6 +10,7 @@ import (
 
 	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/dtype"
+	"github.com/gradtune/gradtune/internal/sweep"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/variants"
 )
@@ -624,27 +625,27 @@ type lpVariant struct {
 	geom   geom
 	params Params
 	key    variants.Params
-	prog   kernels.Program
 }
 
 var (
 	lpVariantsOnce sync.Once
 	lpVariants     []lpVariant
 	lpVariantsErr  error
+	lpPrograms     sync.Map // "shape params" → kernels.Program
 )
 
-// lpAllVariants emits every variant of the benchmark shape and the odd
-// shapes in every dtype, once for all tests.
+// lpAllVariants lists every variant of the benchmark shape and the odd
+// shapes in every dtype, once for all tests; lpProgram emits them.
 func lpAllVariants(t *testing.T) []lpVariant {
 	t.Helper()
-	lpVariantsOnce.Do(func() { lpVariants, lpVariantsErr = lpEmitAll() })
+	lpVariantsOnce.Do(func() { lpVariants, lpVariantsErr = lpListAll() })
 	if lpVariantsErr != nil {
 		t.Fatal(lpVariantsErr)
 	}
 	return lpVariants
 }
 
-func lpEmitAll() ([]lpVariant, error) {
+func lpListAll() ([]lpVariant, error) {
 	var out []lpVariant
 	for _, dt := range fam.DTypes() {
 		for _, spec := range append([]string{lpBench}, lpOddShapes...) {
@@ -660,34 +661,77 @@ func lpEmitAll() ([]lpVariant, error) {
 				return nil, fmt.Errorf("%s: empty space", s.Key())
 			}
 			for _, p := range ps {
-				prog, err := fam.Emit(s, p)
-				if err != nil {
-					return nil, fmt.Errorf("%s %s: %w", s.Key(), p, err)
-				}
 				pv, err := variants.Decode[Params](p)
 				if err != nil {
 					return nil, fmt.Errorf("%s %s: %w", s.Key(), p, err)
 				}
-				out = append(out, lpVariant{s, geomOf(v), pv, p, prog})
+				out = append(out, lpVariant{s, geomOf(v), pv, p})
 			}
 		}
 	}
 	return out, nil
 }
 
-// TestPrograms checks the launches of every variant: entries that
-// exist in the module, arguments that name buffers of the shape or the
-// program and end with the batch dim n, the zeroing launch first for
-// scatter, grids that cover the work, and gather kernels of the benchmark
-// shape that need no guard at any n and so never read it.
+// lpProgram is v's program, emitted once for all tests.
+func lpProgram(t *testing.T, v lpVariant) kernels.Program {
+	t.Helper()
+	key := v.shape.Key() + " " + v.key.String()
+	if prog, ok := lpPrograms.Load(key); ok {
+		return prog.(kernels.Program)
+	}
+	prog, err := fam.Emit(v.shape, v.key)
+	if err != nil {
+		t.Fatalf("%s %s: %v", v.shape.Key(), v.key, err)
+	}
+	lpPrograms.Store(key, prog)
+	return prog
+}
+
+// lpSample is the variants of all that TestPrograms checks: sweep.Pick
+// of one in 4 of each shape's (every axis value of its space, then one
+// in 16; all with GRADTUNE_SWEEP=ci or full), in all's order.
+func lpSample(all []lpVariant) []lpVariant {
+	var groups [][]variants.Params
+	var members [][]lpVariant
+	for i, v := range all {
+		if i == 0 || v.shape.Key() != all[i-1].shape.Key() {
+			groups, members = append(groups, nil), append(members, nil)
+		}
+		g := len(groups) - 1
+		groups[g], members[g] = append(groups[g], v.key), append(members[g], v)
+	}
+	var out []lpVariant
+	for g, points := range groups {
+		j := 0
+		for _, p := range sweep.Pick(points, 4) { // in the group's order
+			for members[g][j].key.String() != p.String() {
+				j++
+			}
+			out = append(out, members[g][j])
+		}
+	}
+	return out
+}
+
+// TestPrograms checks the launches of the variants (lpSample: every axis
+// value of each shape's space, then one in 16; every variant with
+// GRADTUNE_SWEEP=ci or full): entries that exist in the module,
+// arguments that name buffers of the shape or the program and end with
+// the batch dim n, the zeroing launch first for scatter, grids that cover
+// the work, and gather kernels of the benchmark shape that need no guard
+// at any n and so never read it.
 func TestPrograms(t *testing.T) {
 	bench := map[string]bool{}
 	for _, dt := range fam.DTypes() {
 		bench[lpShape(t, lpBench, dt).Key()] = true
 	}
-	for _, v := range lpAllVariants(t) {
+	all := lpAllVariants(t)
+	sample := lpSample(all)
+	t.Logf("%d of %d variants", len(sample), len(all))
+	for _, v := range sample {
+		prog := lpProgram(t, v)
 		bufs := map[string]bool{}
-		for _, b := range append(fam.Buffers(v.shape), v.prog.Buffers...) {
+		for _, b := range append(fam.Buffers(v.shape), prog.Buffers...) {
 			bufs[b.Name] = true
 		}
 		want := 1
@@ -697,15 +741,15 @@ func TestPrograms(t *testing.T) {
 				want = 3
 			}
 		}
-		if len(v.prog.Launches) != want {
-			t.Fatalf("%s %s: %d launches, want %d", v.shape.Key(), v.key, len(v.prog.Launches), want)
+		if len(prog.Launches) != want {
+			t.Fatalf("%s %s: %d launches, want %d", v.shape.Key(), v.key, len(prog.Launches), want)
 		}
-		plan, err := kernels.PlanAt(fam, v.shape, v.prog, 132)
+		plan, err := kernels.PlanAt(fam, v.shape, prog, 132)
 		if err != nil {
 			t.Fatalf("%s %s: %v", v.shape.Key(), v.key, err)
 		}
 		for _, l := range plan.Launches {
-			if !strings.Contains(v.prog.PTX, ".visible .entry "+l.Entry+"(") {
+			if !strings.Contains(prog.PTX, ".visible .entry "+l.Entry+"(") {
 				t.Fatalf("%s %s: launch %s has no kernel", v.shape.Key(), v.key, l.Entry)
 			}
 			if l.Grid[0] < 1 || l.Block[0] < 1 || l.SharedBytes != 0 {
@@ -720,10 +764,10 @@ func TestPrograms(t *testing.T) {
 				}
 			}
 		}
-		if bench[v.shape.Key()] && v.params.Form == Gather && strings.Contains(v.prog.PTX, "ld.param.u32") {
+		if bench[v.shape.Key()] && v.params.Form == Gather && strings.Contains(prog.PTX, "ld.param.u32") {
 			t.Fatalf("%s %s: reads n, though every n fills every chunk of the benchmark shape", v.shape.Key(), v.key)
 		}
-		if want > 1 && !strings.HasSuffix(v.prog.Launches[0].Entry, "_zero") {
+		if want > 1 && !strings.HasSuffix(prog.Launches[0].Entry, "_zero") {
 			t.Fatalf("%s %s: scatter does not zero first", v.shape.Key(), v.key)
 		}
 		g := v.geom
