@@ -38,8 +38,8 @@ var analysisOddSpecs = []string{
 const analysisSample = 16
 
 // TestFamiliesPassAnalyses emits the variants of every family at the
-// qwen1.5b shapes (gemm_bwd's: kernels/gemm's TestEmitPreset, all of
-// them) and at small odd shapes: the static analyses of
+// qwen1.5b shapes (gemm_bwd's: kernels/gemm's TestEmitPreset, one in 16
+// of them) and at small odd shapes: the static analyses of
 // kernels/ptx run in Build, so an unsafe variant (a barrier under
 // non-uniform control, a shuffle mask that is not the lanes reaching it, a
 // shared access out of bounds) fails to emit with ptx.ErrUnsafe. It takes
@@ -57,7 +57,7 @@ func TestFamiliesPassAnalyses(t *testing.T) {
 	for _, f := range catalog.All() {
 		shapes := f.Shapes(preset, f.DTypes())
 		if f.Name() == "gemm_bwd" {
-			shapes = nil // kernels/gemm's TestEmitPreset emits every variant of them
+			shapes = nil // kernels/gemm's TestEmitPreset emits a larger sample of them
 		}
 		odd := 0
 		for _, sp := range analysisOddSpecs {

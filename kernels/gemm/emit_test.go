@@ -18,10 +18,11 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
-// TestEmitPreset emits every variant of the preset's shapes in both
-// dtypes: each passes Build's analyses (Emit builds), launches what the
-// rules promise (grid, block, shared memory) and declares its workspace
-// with split-K.
+// TestEmitPreset emits the variants of the preset's shapes (sweep.Pick
+// of each shape's: every axis value, then one in 16; every variant with
+// GRADTUNE_SWEEP=ci or full): each passes Build's analyses (Emit builds),
+// launches what the rules promise (grid, block, shared memory) and
+// declares its workspace with split-K.
 func TestEmitPreset(t *testing.T) {
 	f := Families()[0]
 	n := 0
@@ -29,7 +30,7 @@ func TestEmitPreset(t *testing.T) {
 		vs := sp.shape
 		s, _ := variants.DecodeShape[Shape](vs.Dims, vs.DType)
 		g := problemOf(s)
-		for _, ps := range sp.points {
+		for _, ps := range sweep.Pick(sp.points, 4) {
 			prog, err := f.Emit(vs, ps)
 			if err != nil {
 				t.Fatalf("%s %s: %v", vs.Key(), ps, err)
@@ -39,7 +40,7 @@ func TestEmitPreset(t *testing.T) {
 			n++
 		}
 	}
-	t.Logf("%d variants emitted", n)
+	t.Logf("%d variants emitted (%s)", n, sweep.Describe(4))
 }
 
 // evalAt evaluates expressions at shape s.
