@@ -242,15 +242,39 @@ func replayShape(kernel, shapeKey string, recorded map[string]bool) (*ReplayShap
 			}
 			return today.Check(p)
 		}}}}
-	// space's points, in its order, without walking the product of its axes.
-	var points []variants.Params
-	for _, p := range today.Enumerate() {
-		if recorded[p.String()] {
-			points = append(points, p)
-		}
-	}
-	m := memoFamily{Family: f, progs: &sync.Map{}, space: space, points: points}
+	m := memoFamily{Family: f, progs: &sync.Map{}, space: space, points: recordedPoints(today, recorded)}
 	return &ReplayShape{Family: m, Shape: s, Truth: map[string]float64{}, Full: map[string]bool{}}, nil
+}
+
+// recordedPoints are the points of today that recorded holds (by
+// Params.String), in today's enumeration order: the recorded params
+// today admits (Space.Check), ordered as the walk lists them, by the
+// position of each axis's value, first axis first. It takes a check per
+// recorded point where enumerating today's space walks the product of
+// its axes.
+func recordedPoints(today variants.Space, recorded map[string]bool) []variants.Params {
+	type ranked struct {
+		p    variants.Params
+		rank []int
+	}
+	var pts []ranked
+	for text := range recorded {
+		p, err := variants.ParseParams(text)
+		if err != nil || p.String() != text || today.Check(p) != nil {
+			continue
+		}
+		rank := make([]int, len(today.Axes))
+		for i, a := range today.Axes {
+			rank[i] = slices.Index(a.Values, p[a.Name])
+		}
+		pts = append(pts, ranked{p, rank})
+	}
+	slices.SortFunc(pts, func(a, b ranked) int { return slices.Compare(a.rank, b.rank) })
+	var out []variants.Params
+	for _, r := range pts {
+		out = append(out, r.p)
+	}
+	return out
 }
 
 // memoFamily is a family as a database replays it: its space is the

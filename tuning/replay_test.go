@@ -1,6 +1,7 @@
 package tuning
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/gradtune/gradtune/store"
@@ -63,17 +64,26 @@ func TestLoadReplayRecordedSpace(t *testing.T) {
 }
 
 // checkReplayedSpace: the replayed space accepts exactly its points among
-// today's (the family's) points.
+// today's (the family's) points, and lists them in today's enumeration
+// order.
 func checkReplayedSpace(t *testing.T, m memoFamily, s variants.Shape) {
 	t.Helper()
 	points := map[string]bool{}
+	var got, want []string
 	for _, p := range m.points {
 		points[p.String()] = true
+		got = append(got, p.String())
 	}
 	replayed := m.Space(s)
 	for _, p := range m.Family.Space(s).Enumerate() {
 		if err := replayed.Check(p); (err == nil) != points[p.String()] {
 			t.Errorf("%s %s: replayed space's Check = %v, a replayed point: %v", s.Key(), p, err, points[p.String()])
 		}
+		if points[p.String()] {
+			want = append(want, p.String())
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("%s: the replayed points are not in today's enumeration order:\n%v\nwant\n%v", s.Key(), got, want)
 	}
 }
