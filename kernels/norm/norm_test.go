@@ -10,6 +10,7 @@ import (
 
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/internal/rowtest"
+	"github.com/gradtune/gradtune/internal/simtest"
 	"github.com/gradtune/gradtune/kernels/internal/ptxtest"
 	"github.com/gradtune/gradtune/runner"
 	"github.com/gradtune/gradtune/runner/sim"
@@ -97,7 +98,7 @@ func TestStateLeftZero(t *testing.T) {
 			ref := f.Reference(s, f.Inputs(s, 1))
 			var pts []variants.Params
 			for _, strategy := range []string{"ticket", "atomic1"} {
-				pts = append(pts, variants.Spread(variants.Filter(f.Space(s).Enumerate(), variants.Params{"dgamma": strategy}), 6)...)
+				pts = append(pts, variants.Spread(variants.Filter(simtest.Enumerate(f, s), variants.Params{"dgamma": strategy}), 6)...)
 			}
 			for _, p := range pts {
 				for run := 0; run < 2; run++ {
@@ -118,7 +119,7 @@ func TestStateLeftZero(t *testing.T) {
 func TestStateCheckCatchesTicket(t *testing.T) {
 	f := rowtest.Family(t, "rmsnorm_bwd")
 	s := rowtest.Shape(t, f, "m=67,n=200", dtype.F32)
-	p := variants.Filter(f.Space(s).Enumerate(), variants.Params{"dgamma": "ticket"})[0]
+	p := variants.Filter(simtest.Enumerate(f, s), variants.Params{"dgamma": "ticket"})[0]
 	prog, err := f.Emit(s, p)
 	if err != nil {
 		t.Fatal(err)

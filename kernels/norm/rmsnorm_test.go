@@ -9,6 +9,8 @@ import (
 
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/internal/rowtest"
+	"github.com/gradtune/gradtune/internal/simtest"
+	"github.com/gradtune/gradtune/internal/sweep"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/internal/ptxtest"
 	"github.com/gradtune/gradtune/variants"
@@ -407,7 +409,10 @@ func TestNormPDL(t *testing.T) {
 	}
 }
 
-// TestNormAtomic1 checks the order of an atomic1 kernel (dgamma=atomic1):
+// TestNormAtomic1 checks, in the atomic1 variants (dgamma=atomic1) of the
+// model and odd shapes (sweep.Pick of each shape's: every axis value, then
+// one in 16; all of them with GRADTUNE_SWEEP=ci or full), the order of an
+// atomic1 kernel:
 // one launch; thread 0's start ticket (atom.inc wrapping at G−1, G the
 // CTAs launched) before the rows' copies; in each copy of the rows (the
 // full CTAs' and the last CTA's, package rows), the copies before the
@@ -422,7 +427,7 @@ func TestNormAtomic1(t *testing.T) {
 		for _, dt := range f.DTypes() {
 			for _, sp := range append([]string{rowtest.ModelShape[name]}, rowtest.OddShapes...) {
 				s := rowtest.Shape(t, f, sp, dt)
-				for _, p := range variants.Filter(f.Space(s).Enumerate(), variants.Params{"dgamma": "atomic1"}) {
+				for _, p := range sweep.Pick(variants.Filter(simtest.Enumerate(f, s), variants.Params{"dgamma": "atomic1"}), 4) {
 					prog, err := f.Emit(s, p)
 					if err != nil {
 						t.Fatalf("%s %s %s: %v", name, s.Key(), p, err)

@@ -13,6 +13,7 @@ import (
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/internal/ptxas"
 	"github.com/gradtune/gradtune/internal/rowtest"
+	"github.com/gradtune/gradtune/internal/simtest"
 	"github.com/gradtune/gradtune/internal/sweep"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/internal/ptxtest"
@@ -127,8 +128,7 @@ func TestRowSpaces(t *testing.T) {
 					t.Errorf("%s %s %v: %v", name, sp, dt, err)
 					continue
 				}
-				space := f.Space(s)
-				all := space.Enumerate()
+				all := simtest.Enumerate(f, s)
 				if len(all) == 0 {
 					t.Errorf("%s %s: empty space", name, s.Key())
 					continue
@@ -152,7 +152,7 @@ func TestRowSpaces(t *testing.T) {
 		// Bad params.
 		s := rowtest.Shape(t, f, "m=7,n=1536", dtype.F32)
 		sp := f.Space(s)
-		good := sp.Enumerate()[0]
+		good := simtest.Enumerate(f, s)[0]
 		for _, a := range sp.Axes {
 			if a.Doc == "" || len(a.Values) == 0 {
 				t.Errorf("%s: axis %s has no doc or no values", name, a.Name)
@@ -168,7 +168,7 @@ func TestRowSpaces(t *testing.T) {
 			}
 		}
 		allowed := map[string]bool{}
-		for _, p := range sp.Enumerate() {
+		for _, p := range simtest.Enumerate(f, s) {
 			allowed[p.String()] = true
 		}
 		for i, p := range sp.Product() {
@@ -479,8 +479,10 @@ func rowSimShapes(name string) []struct {
 }
 
 // TestRowVariantsOnInterpreter runs row variants on the CPU interpreter
-// through runner.Session (outputs poisoned, Scratch left as it is) and
-// checks each output against the reference with its own tolerance.
+// through runner.Session (outputs poisoned, Scratch left as it is), on
+// the random and the exact inputs by turns (both with GRADTUNE_SWEEP=ci
+// or full), and checks each output against the reference with its own
+// tolerance.
 func TestRowVariantsOnInterpreter(t *testing.T) {
 	onInterpreter(t, func(t *testing.T, name string, f kernels.Family, ss *runner.Session) (runs int) {
 		for _, dt := range f.DTypes() {
@@ -490,7 +492,7 @@ func TestRowVariantsOnInterpreter(t *testing.T) {
 					t.Fatalf("%s: %v", s.Key(), err)
 				}
 				ref := f.Reference(s, f.Inputs(s, 1))
-				pts := f.Space(s).Enumerate()
+				pts := simtest.Enumerate(f, s)
 				switch n := c.sample; {
 				case testing.Short():
 					pts = variants.Spread(pts, min(max(n, 1), 6))
@@ -501,7 +503,12 @@ func TestRowVariantsOnInterpreter(t *testing.T) {
 				}
 				for _, p := range pts {
 					runs++
-					if msg := rowtest.RunOnSim(ss, f, s, p, ref); msg != "" {
+					prog, err := f.Emit(s, p)
+					if err != nil {
+						t.Errorf("%s %s: emit: %v", s.Key(), p, err)
+						continue
+					}
+					if msg := rowtest.RunSweep(ss, f, s, prog, ref, runs); msg != "" {
 						t.Errorf("%s %s: %s", s.Key(), p, msg)
 					}
 				}
@@ -533,7 +540,7 @@ func TestRowSpaceSizes(t *testing.T) {
 		for _, dt := range f.DTypes() {
 			s := rowtest.Shape(t, f, rowtest.ModelShape[name], dt)
 			sp := f.Space(s)
-			n := len(sp.Enumerate())
+			n := len(simtest.Enumerate(f, s))
 			if n == 0 || n > 1500 {
 				t.Errorf("%s %s: %d points", name, s.Key(), n)
 			}
@@ -564,9 +571,10 @@ func runtimeGroups(name string) []variants.Params {
 // counts that leave the last CTA partly empty, and (rows of 6) 1999 rows,
 // whose partial variants' finalize walks several rounds of eight partial
 // rows per slice and a tail, with the last round of some slices ending
-// within eight rows of the end (with 2, 4 or 8 rows per CTA). Validation checks every output and that the
-// ticket and atomic1 counters, which wrap at the CTAs launched, are left
-// zero.
+// within eight rows of the end (with 2, 4 or 8 rows per CTA). Validation,
+// on the random and the exact inputs by turns (both with
+// GRADTUNE_SWEEP=ci or full), checks every output and that the ticket and
+// atomic1 counters, which wrap at the CTAs launched, are left zero.
 func TestRowRuntimeRows(t *testing.T) {
 	cases := []struct {
 		emitAt string
@@ -581,7 +589,7 @@ func TestRowRuntimeRows(t *testing.T) {
 			s := rowtest.Shape(t, f, c.emitAt, dt)
 			var progs []rowtest.Variant
 			for _, grp := range runtimeGroups(name) {
-				pts := variants.Filter(f.Space(s).Enumerate(), grp)
+				pts := variants.Filter(simtest.Enumerate(f, s), grp)
 				if len(pts) == 0 {
 					t.Errorf("%s: no variant with %s", s.Key(), grp)
 				}
@@ -601,7 +609,7 @@ func TestRowRuntimeRows(t *testing.T) {
 				ref := f.Reference(o, f.Inputs(o, 1))
 				for _, v := range progs {
 					runs++
-					if msg := rowtest.RunProgram(ss, f, o, v.Prog, ref); msg != "" {
+					if msg := rowtest.RunSweep(ss, f, o, v.Prog, ref, runs); msg != "" {
 						t.Errorf("%s emitted at m=%d, run at m=%d: %s", v, s.Get("m"), m, msg)
 					}
 				}
