@@ -185,6 +185,84 @@ func encodeSamples(samples []float64) any {
 	return string(b)
 }
 
+// decodeSamples reads a JSON array of sample times as encodeSamples
+// writes it, null (a non-finite sample) read as NaN; it refuses what is
+// not a JSON array of numbers and nulls. It parses the numbers itself:
+// encoding/json spends an allocation per element on the nulls' pointers.
+func decodeSamples(text string) ([]float64, error) {
+	inner, open := strings.CutPrefix(strings.Trim(text, jsonSpace), "[")
+	inner, closed := strings.CutSuffix(inner, "]")
+	if !open || !closed {
+		return nil, fmt.Errorf("not a JSON array: %.40q", text)
+	}
+	if strings.Trim(inner, jsonSpace) == "" {
+		return []float64{}, nil
+	}
+	parts := strings.Split(inner, ",")
+	out := make([]float64, len(parts))
+	for i, p := range parts {
+		p = strings.Trim(p, jsonSpace)
+		if p == "null" {
+			out[i] = math.NaN()
+			continue
+		}
+		if !isJSONNumber(p) {
+			return nil, fmt.Errorf("element %d, %.40q, is not a number or null", i, p)
+		}
+		v, err := strconv.ParseFloat(p, 64)
+		if err != nil {
+			return nil, fmt.Errorf("element %d: %w", i, err)
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+// jsonSpace is the white space JSON allows between tokens.
+const jsonSpace = " \t\n\r"
+
+// isJSONNumber reports whether s is a number in JSON's grammar:
+// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?.
+func isJSONNumber(s string) bool {
+	digits := func(i int) int { // the index after the digits from i
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		return i
+	}
+	i := 0
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(s) && s[i] == '0':
+		i++
+	case i < len(s) && s[i] >= '1' && s[i] <= '9':
+		i = digits(i)
+	default:
+		return false
+	}
+	if i < len(s) && s[i] == '.' {
+		if j := digits(i + 1); j > i+1 {
+			i = j
+		} else {
+			return false
+		}
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		j := digits(i)
+		if j == i {
+			return false
+		}
+		i = j
+	}
+	return i == len(s)
+}
+
 // encodeIndexes writes sample indexes as a JSON array; none is NULL.
 func encodeIndexes(idx []int) any {
 	if len(idx) == 0 {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"strings"
 	"time"
 
@@ -304,17 +303,8 @@ func scanEvaluation(s interface{ Scan(...any) error }) (Evaluation, error) {
 		}
 	}
 	if samples != "" {
-		var ps []*float64
-		if err := json.Unmarshal([]byte(samples), &ps); err != nil {
+		if e.Samples, err = decodeSamples(samples); err != nil {
 			return e, fmt.Errorf("evaluation %d: samples_json: %w", e.ID, err)
-		}
-		e.Samples = make([]float64, len(ps))
-		for i, p := range ps {
-			if p == nil {
-				e.Samples[i] = math.NaN()
-			} else {
-				e.Samples[i] = *p
-			}
 		}
 	}
 	return e, nil
