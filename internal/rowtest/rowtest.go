@@ -3,7 +3,6 @@ package rowtest
 import (
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -198,34 +197,17 @@ func RunOnSim(ss *runner.Session, f kernels.Family, s variants.Shape, p variants
 
 // RunProgram is RunOnSim for a given program.
 func RunProgram(ss *runner.Session, f kernels.Family, s variants.Shape, prog kernels.Program, ref map[string][]float64) string {
-	return RunProgramOn(ss, f, s, prog, ref, runner.RandomInputs, runner.ExactInputs)
-}
-
-// RunSweep is RunProgram for the i-th program of a sweep: validated on the
-// input sets simtest.SweepSets gives (by turns at the default level, both
-// with GRADTUNE_SWEEP=ci or full).
-func RunSweep(ss *runner.Session, f kernels.Family, s variants.Shape, prog kernels.Program, ref map[string][]float64, i int) string {
-	return RunProgramOn(ss, f, s, prog, ref, simtest.SweepSets(i)...)
-}
-
-// RunProgramOn is RunProgram on the input sets named
-// (runner.Session.ValidateOn); the outputs are checked against ref, the
-// reference of the random inputs, when those ran (they run last).
-func RunProgramOn(ss *runner.Session, f kernels.Family, s variants.Shape, prog kernels.Program, ref map[string][]float64, sets ...string) string {
 	l, err := ss.Load(prog)
 	if err != nil {
 		return "load: " + err.Error()
 	}
 	defer l.Unload()
-	c, err := ss.ValidateOn(l, sets...)
+	c, err := ss.Validate(l)
 	if err != nil {
 		return err.Error()
 	}
 	if !c.OK {
 		return c.Message
-	}
-	if !slices.ContainsFunc(c.Sets, func(sc runner.SetCheck) bool { return sc.Inputs == runner.RandomInputs }) {
-		return ""
 	}
 	for _, b := range f.Buffers(s) {
 		if b.Role != kernels.Output {

@@ -479,10 +479,8 @@ func rowSimShapes(name string) []struct {
 }
 
 // TestRowVariantsOnInterpreter runs row variants on the CPU interpreter
-// through runner.Session (outputs poisoned, Scratch left as it is), on
-// the random and the exact inputs by turns (both with GRADTUNE_SWEEP=ci
-// or full), and checks each output against the reference with its own
-// tolerance.
+// through runner.Session (outputs poisoned, Scratch left as it is) and
+// checks each output against the reference with its own tolerance.
 func TestRowVariantsOnInterpreter(t *testing.T) {
 	onInterpreter(t, func(t *testing.T, name string, f kernels.Family, ss *runner.Session) (runs int) {
 		for _, dt := range f.DTypes() {
@@ -503,12 +501,7 @@ func TestRowVariantsOnInterpreter(t *testing.T) {
 				}
 				for _, p := range pts {
 					runs++
-					prog, err := f.Emit(s, p)
-					if err != nil {
-						t.Errorf("%s %s: emit: %v", s.Key(), p, err)
-						continue
-					}
-					if msg := rowtest.RunSweep(ss, f, s, prog, ref, runs); msg != "" {
+					if msg := rowtest.RunOnSim(ss, f, s, p, ref); msg != "" {
 						t.Errorf("%s %s: %s", s.Key(), p, msg)
 					}
 				}
@@ -571,10 +564,9 @@ func runtimeGroups(name string) []variants.Params {
 // counts that leave the last CTA partly empty, and (rows of 6) 1999 rows,
 // whose partial variants' finalize walks several rounds of eight partial
 // rows per slice and a tail, with the last round of some slices ending
-// within eight rows of the end (with 2, 4 or 8 rows per CTA). Validation,
-// on the random and the exact inputs by turns (both with
-// GRADTUNE_SWEEP=ci or full), checks every output and that the ticket and
-// atomic1 counters, which wrap at the CTAs launched, are left zero.
+// within eight rows of the end (with 2, 4 or 8 rows per CTA). Validation checks every output and that the
+// ticket and atomic1 counters, which wrap at the CTAs launched, are left
+// zero.
 func TestRowRuntimeRows(t *testing.T) {
 	cases := []struct {
 		emitAt string
@@ -609,7 +601,7 @@ func TestRowRuntimeRows(t *testing.T) {
 				ref := f.Reference(o, f.Inputs(o, 1))
 				for _, v := range progs {
 					runs++
-					if msg := rowtest.RunSweep(ss, f, o, v.Prog, ref, runs); msg != "" {
+					if msg := rowtest.RunProgram(ss, f, o, v.Prog, ref); msg != "" {
 						t.Errorf("%s emitted at m=%d, run at m=%d: %s", v, s.Get("m"), m, msg)
 					}
 				}
