@@ -27,8 +27,9 @@ import (
 // directory but whose temporary file's name does not as {long}, and
 // model configs cut short ({cutcfg}), of an unknown model_type
 // ({gemma3cfg}), without hidden_size ({nohidden}) and with KV heads that
-// do not divide the heads ({kv3cfg}).
-func badInputFiles(t *testing.T) map[string]string {
+// do not divide the heads ({kv3cfg}). badInputFiles copies it for each
+// case.
+func badInputTemplate(t *testing.T) map[string]string {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "badinput") // t.TempDir's name holds the subtest's, braces and all
 	if err != nil {
@@ -83,6 +84,38 @@ func badInputFiles(t *testing.T) map[string]string {
 		t.Fatal(err)
 	}
 	raw.Close()
+	return files
+}
+
+// badInputFiles is a copy of the files of tmpl (badInputTemplate) in a
+// directory of its own, removed when t ends, named by the same keys.
+func badInputFiles(t *testing.T, tmpl map[string]string) map[string]string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "badinput")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	es, err := os.ReadDir(tmpl["{dir}"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range es {
+		b, err := os.ReadFile(filepath.Join(tmpl["{dir}"], e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files := map[string]string{}
+	for k, v := range tmpl {
+		if rel, err := filepath.Rel(tmpl["{dir}"], v); err == nil && !strings.HasPrefix(rel, "..") {
+			v = filepath.Join(dir, rel)
+		}
+		files[k] = v
+	}
 	return files
 }
 
@@ -343,13 +376,14 @@ func saidTwice(msg string) string {
 
 func TestBadInputs(t *testing.T) {
 	_, driverErr := cuda.Open()
+	tmpl := badInputTemplate(t)
 	for _, c := range badInputs {
 		name := strings.Join(c.args, " ")
 		t.Run(name, func(t *testing.T) {
 			if c.needsNoGPU && driverErr == nil {
 				t.Skip("an NVIDIA driver is present; this case fails for want of one")
 			}
-			files := badInputFiles(t)
+			files := badInputFiles(t, tmpl)
 			args := make([]string, len(c.args))
 			for i, a := range c.args {
 				for k, v := range files {
