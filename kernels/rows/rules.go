@@ -8,24 +8,29 @@ import (
 )
 
 // Rules are the constraints every row family shares, over the geometry
-// of a family's params at shape s.
+// of a family's params at shape s. Each lists (variants.Rule.Axes) the
+// row axes its outcome derives from and those Geom divides by (vec, vpt,
+// rows, rpg), so that the walk checks it as soon as they have their
+// values; the others' stale values change no part of Geom it reads.
 func Rules[P RowParams](c Config, s Shape) []variants.Rule[P] {
 	checks := []struct {
 		name  string
 		check func(Geom) error
+		axes  []string
 	}{
-		{"vec divides n", c.checkVec},
-		{"vpt leaves no chunk idle", c.checkVPT},
-		{"block size", c.checkBlock},
-		{"registers held", checkHeld},
-		{"unroll", checkUnroll},
-		{"enough CTAs", checkCTAs},
-		{"shared memory", checkSmem},
-		{"cp.async sizes", checkAsyncSizes},
+		{"vec divides n", c.checkVec, []string{"store"}},
+		{"vpt leaves no chunk idle", c.checkVPT, []string{"store"}},
+		{"block size", c.checkBlock, nil},
+		{"registers held", checkHeld, []string{"unroll", "prefetch", "store", "maxnreg"}},
+		{"unroll", checkUnroll, []string{"unroll", "prefetch", "store"}},
+		{"enough CTAs", checkCTAs, nil},
+		{"shared memory", checkSmem, []string{"unroll", "store"}},
+		{"cp.async sizes", checkAsyncSizes, []string{"store"}},
 	}
 	out := make([]variants.Rule[P], len(checks))
 	for i, ch := range checks {
-		out[i] = variants.Rule[P]{Name: ch.name, Check: func(p P) error { return ch.check(c.Geom(s, p.Row())) }}
+		axes := append([]string{"vec", "vpt", "rows", "rpg"}, ch.axes...)
+		out[i] = variants.Rule[P]{Name: ch.name, Check: func(p P) error { return ch.check(c.Geom(s, p.Row())) }, Axes: axes}
 	}
 	return out
 }
