@@ -6,7 +6,11 @@
 # launches (validation) and recording the next 9 (three runs of the dY
 # kernel, the x kernel and the finalize): duration, DRAM bytes, L2 red
 # requests, tensor-pipe activity, shared-memory wavefronts, instructions.
-# Usage: OUT=/tmp/o bash bench/prof-lora.sh ["SHAPE|PARAMS" ...]
+# With FULL=1 it records ncu's sections instead (speed of light, memory,
+# warp stalls, scheduler, occupancy, launch) for one run of the three
+# kernels, and prints them whole; with FULL=stalls, each kernel's warp
+# stall reasons (cycles per issued instruction, by reason).
+# Usage: OUT=/tmp/o [FULL=1] bash bench/prof-lora.sh ["SHAPE|PARAMS" ...]
 set -uo pipefail
 out=${OUT:-out}
 mkdir -p "$out"
@@ -26,9 +30,23 @@ i=0
 for spec in "${specs[@]}"; do
 	i=$((i + 1))
 	shape=${spec%%|*} params=${spec##*|}
-	GRADTUNE_WORKER_WRAP="ncu --log-file $out/ncu-$i.txt --metrics $metrics --launch-skip 24 --launch-count 9" \
+	what="--metrics $metrics --launch-count 9"
+	if [[ ${FULL:-0} == stalls ]]; then
+		st=""
+		for r in barrier long_scoreboard short_scoreboard math_pipe_throttle mio_throttle wait not_selected dispatch_stall lg_throttle membar selected no_instruction branch_resolving drain sleeping tex_throttle; do
+			st="$st,smsp__average_warps_issue_stalled_${r}_per_issue_active.ratio"
+		done
+		what="--metrics gpu__time_duration.sum,smsp__inst_executed.sum${st} --launch-count 3"
+	elif [[ ${FULL:-0} == 1 ]]; then
+		what="--section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats --section Occupancy --section LaunchStats --section ComputeWorkloadAnalysis --launch-count 3"
+	fi
+	GRADTUNE_WORKER_WRAP="ncu --log-file $out/ncu-$i.txt $what --launch-skip 24" \
 		timeout 150 ./bin/tune --kernel lora_bwd --shapes "$shape" --dtype bf16 --params "$params" --final-rounds 0 \
 		--db "$out/prof-$i.db" >"$out/tune-$i.log" 2>&1
 	echo "== $i rc=$? $shape $params"
-	grep -a "lora_bwd_\|gpu__time\|lts__t_req\|dram__bytes\|hmma\|wavefronts\|inst_exec" "$out/ncu-$i.txt" | head -30
+	if [[ ${FULL:-0} != 0 ]]; then
+		grep -a -v "^==PROF==\|^    ---" "$out/ncu-$i.txt" | grep -a -v "^ *$" | head -400
+	else
+		grep -a "lora_bwd_\|gpu__time\|lts__t_req\|dram__bytes\|hmma\|wavefronts\|inst_exec" "$out/ncu-$i.txt" | head -30
+	fi
 done

@@ -25,10 +25,11 @@ type dyKernel struct {
 // holdH reports whether the dY kernel's warps keep their B fragments of
 // dB (h, the same for every chunk) in registers instead of loading them
 // from the h tile at every chunk: where they fit in 64 registers (two
-// per n8 block and k16 step of the row block).
+// per n8 block and k16 step of the row block) and no register cap
+// holds the kernel to fewer.
 func (g geom) holdH() bool {
 	nbw := g.r / 8 / (g.warps / 4)
-	return g.bt/16*nbw*2 <= 64
+	return g.maxnreg == 0 && g.bt/16*nbw*2 <= 64
 }
 
 // emitDY writes the dY kernel.
@@ -37,6 +38,9 @@ func emitDY(k *ptx.Func, g geom) {
 	dh, dh32, db32 := gen.Param(k, "dh"), gen.Param(k, "dh32"), gen.Param(k, "db32")
 	t := k.LdParam(k.Param(Dim, ptx.U32))
 	k.ReqNTid(g.threads)
+	if g.maxnreg > 0 {
+		k.MaxNReg(g.maxnreg)
+	}
 	if g.pdl {
 		k.GridDepLaunch() // the first launch: it reads nothing a launch of this run wrote
 	}
@@ -137,7 +141,9 @@ func (dk *dyKernel) loadH(f dyFrags, hTile ptx.Reg) [][2]ptx.Reg {
 // ch and adds it into db32 [out × r].
 func (dk *dyKernel) db(f dyFrags, slot, hTile, ch, db32 ptx.Reg) {
 	k, g, w, ab := dk.k, dk.g, dk.w, gen.HalfType(dk.g.dt)
-	acc := zeroAcc(k, dk.nbw)
+	// Even and odd k16 steps accumulate apart, so that consecutive mma of
+	// an n8 block do not wait on each other; summed before the red.add.
+	acc := zeroAcc(k, 2*dk.nbw)
 	for kt := range g.bt / 16 {
 		a := aRegs(f.dbA, f.dbA.load(k, slot, kt), w.zero)
 		bs := dk.held
@@ -149,14 +155,15 @@ func (dk *dyKernel) db(f dyFrags, slot, hTile, ch, db32 ptx.Reg) {
 			}
 		}
 		for ni, b := range bs {
-			k.MmaSyncTo(ab, acc[ni], a, b, acc[ni])
+			d := acc[kt%2*dk.nbw+ni]
+			k.MmaSyncTo(ab, d, a, b, d)
 		}
 	}
 	o := k.Add(ptx.U32, k.Add(ptx.U32, k.Shl(ptx.U32, ch, ptx.Imm(6)), k.Shl(ptx.U32, dk.mw, ptx.Imm(4))), w.g4)
 	col := k.Add(ptx.U32, k.Shl(ptx.U32, dk.nb0, ptx.Imm(3)), w.tig)
 	inOut := func(row, _ ptx.Reg) ptx.Reg { return k.Setp("lt", ptx.U32, row, ptx.Imm(g.out)) }
-	for ni := range acc {
-		redQuad(k, w, db32, o, k.Add(ptx.U32, col, ptx.Imm(8*ni)), g.r, scaled(k, acc[ni], dk.s), inOut)
+	for ni := range dk.nbw {
+		redQuad(k, w, db32, o, k.Add(ptx.U32, col, ptx.Imm(8*ni)), g.r, scaled(k, sum4(k, acc[ni], acc[dk.nbw+ni]), dk.s), inOut)
 	}
 }
 

@@ -22,11 +22,12 @@ type geom struct {
 	rHalf               bool
 	tileBytes, rowBytes int // a [bt × 64] tile; one 64-column row
 	dx, pdl             bool
+	maxnreg             int // .maxnreg of the dY and x kernels; 0: none
 }
 
 func newGeom(s Shape, p Params) geom {
 	g := geom{dt: s.DType, in: s.In, out: s.Out, r: s.R, rp: max(8, gen.Pow2Ceil(s.R)),
-		bt: p.BT, warps: p.Warps, stages: p.Stages, osplit: p.OSplit, isplit: p.ISplit, rg: max(p.RG, 1), dx: s.dx(), pdl: p.PDL}
+		bt: p.BT, warps: p.Warps, stages: p.Stages, osplit: p.OSplit, isplit: p.ISplit, rg: max(p.RG, 1), dx: s.dx(), pdl: p.PDL, maxnreg: p.MaxNReg}
 	g.threads, g.wrows = 32*p.Warps, p.BT/p.Warps
 	g.mt = g.wrows / 16
 	g.kSteps, g.rHalf = gen.CeilDiv(s.R, 16), s.R%16 == 8
@@ -228,6 +229,14 @@ func redQuad(k *ptx.Func, w warpCtx, base, row, col ptx.Reg, ld int, c [4]ptx.Re
 		return
 	}
 	k.If(okOf(row, col), put)
+}
+
+// sum4 is the blockwise sum a + b of two accumulator fragments.
+func sum4(k *ptx.Func, a, b [4]ptx.Reg) [4]ptx.Reg {
+	for i := range a {
+		a[i] = k.Add(ptx.F32, a[i], b[i])
+	}
+	return a
 }
 
 // scaled is c times s.

@@ -33,6 +33,13 @@ const chunk = 64
 // maxShared is the dynamic shared memory a CTA may take on sm_90.
 const maxShared = 227 * 1024
 
+// smShared is an sm_90 SM's shared memory, of which each resident CTA
+// takes ctaReserved beside its own.
+const (
+	smShared    = 228 * 1024
+	ctaReserved = 1024
+)
+
 // waveSMs is the H200's SM count, for the rules on grid sizes.
 const waveSMs = 132
 
@@ -61,13 +68,14 @@ func (s Shape) dx() bool { return s.DX != "base" }
 // Params is one variant: the CTA's rows and warps and ring depth (both
 // GEMM kernels) and each kernel's split of its columns.
 type Params struct {
-	BT     int  `axis:"bt" values:"64,128,256" doc:"token rows per CTA of both GEMM kernels"`
-	Warps  int  `axis:"warps" values:"4,8" doc:"warps per CTA of both GEMM kernels; each owns bt/warps rows (16 or 32)"`
-	Stages int  `axis:"stages" values:"2,3,4" doc:"cp.async ring slots of 64-column tiles (dY and B; x and A)"`
-	OSplit int  `axis:"osplit" values:"1,2,4,8,12,16,24" doc:"CTAs per row block of the dY kernel, each a share of out's 64-column chunks; past 1, dh's partials meet by red.add in an f32 state buffer"`
-	ISplit int  `axis:"isplit" values:"1,2,4,8,12,16,24" doc:"CTAs per row group of the x kernel, each a share of in's 64-column chunks"`
-	RG     int  `axis:"rg" values:"1,2,4" default:"1" doc:"row blocks of bt an x-kernel CTA takes for each of its chunks, dA summed over them in registers before its red.add (dh's hi and lo tiles of all of them in shared memory)"`
-	PDL    bool `axis:"pdl" values:"0,1" default:"0" doc:"1: every launch after the first is a programmatic dependent launch: each kernel lets the next one launch at its start (griddepcontrol.launch_dependents) and waits (griddepcontrol.wait) before it reads what earlier launches wrote; the x kernel issues its first tiles of x before it waits"`
+	BT      int  `axis:"bt" values:"64,128,256" doc:"token rows per CTA of both GEMM kernels"`
+	Warps   int  `axis:"warps" values:"4,8" doc:"warps per CTA of both GEMM kernels; each owns bt/warps rows (16 or 32)"`
+	Stages  int  `axis:"stages" values:"2,3,4" doc:"cp.async ring slots of 64-column tiles (dY and B; x and A)"`
+	OSplit  int  `axis:"osplit" values:"1,2,4,8,12,16,24" doc:"CTAs per row block of the dY kernel, each a share of out's 64-column chunks; past 1, dh's partials meet by red.add in an f32 state buffer"`
+	ISplit  int  `axis:"isplit" values:"1,2,4,8,12,16,24" doc:"CTAs per row group of the x kernel, each a share of in's 64-column chunks"`
+	RG      int  `axis:"rg" values:"1,2,4" default:"1" doc:"row blocks of bt an x-kernel CTA takes for each of its chunks, dA summed over them in registers before its red.add (dh's hi and lo tiles of all of them in shared memory)"`
+	MaxNReg int  `axis:"maxnreg" values:"0,128" default:"0" doc:"registers per thread of the dY and x kernels (.maxnreg; 0: ptxas chooses); 128 lets two CTAs of 8 warps share an SM where their shared memory allows, at the cost of the held fragments"`
+	PDL     bool `axis:"pdl" values:"0,1" default:"0" doc:"1: every launch after the first is a programmatic dependent launch: each kernel lets the next one launch at its start (griddepcontrol.launch_dependents) and waits (griddepcontrol.wait) before it reads what earlier launches wrote; the x kernel issues its first tiles of x before it waits"`
 }
 
 type family struct{}
@@ -210,6 +218,19 @@ func (family) Space(s Shape) variants.Typed[Params] {
 			g := newGeom(s, p)
 			if b := max(g.smemDY(), g.smemX()); b > maxShared {
 				return fmt.Errorf("%d bytes of shared memory (at most %d)", b, maxShared)
+			}
+			return nil
+		}},
+		{Name: "register cap", Axes: []string{"bt", "warps", "stages", "rg", "maxnreg"}, Check: func(p Params) error {
+			if p.MaxNReg == 0 {
+				return nil
+			}
+			g := newGeom(s, p)
+			if p.Warps != 8 {
+				return fmt.Errorf("maxnreg=%d with %d warps: two CTAs of 4 warps fit an SM at 255 registers", p.MaxNReg, p.Warps)
+			}
+			if b := max(g.smemDY(), g.smemX()); 2*(b+ctaReserved) > smShared {
+				return fmt.Errorf("maxnreg=%d: %d bytes of shared memory a CTA leave no room for a second", p.MaxNReg, b)
 			}
 			return nil
 		}},

@@ -101,8 +101,10 @@ func TestVariantsOnInterpreter(t *testing.T) {
 		{Case: simtest.Case{Spec: "t=137,in=200,out=136,r=64", DType: dtype.BF16}, Params: "bt=64,warps=4,stages=2,osplit=2,isplit=2"},
 		{Case: simtest.Case{Spec: "t=300,in=200,out=136,r=32,dx=base", DType: dtype.F16}, Params: "bt=128,warps=4,stages=3,osplit=1,isplit=2"},
 		// pdl: dh's finalize, the x kernel whose tiles come before its
-		// wait, with and without dX and row groups
+		// wait, with and without dX and row groups; the register cap (no
+		// fragments held)
 		{Case: simtest.Case{Spec: "t=137,in=200,out=136,r=64", DType: dtype.BF16}, Params: "bt=128,warps=8,stages=3,osplit=2,isplit=4,pdl=1"},
+		{Case: simtest.Case{Spec: "t=137,in=200,out=136,r=64", DType: dtype.BF16}, Params: "bt=128,warps=8,stages=3,osplit=2,isplit=4,pdl=1,maxnreg=128"},
 		{Case: simtest.Case{Spec: "t=300,in=192,out=256,r=16,dx=base", DType: dtype.BF16}, Params: "bt=64,warps=4,stages=2,osplit=1,isplit=1,rg=2,pdl=1"},
 		{Case: simtest.Case{Spec: "t=70,in=136,out=72,r=40", DType: dtype.F16}, Params: "bt=64,warps=4,stages=3,osplit=2,isplit=2,pdl=1"},
 	})
@@ -117,8 +119,8 @@ func TestVariantsOnInterpreter(t *testing.T) {
 // missing wait: this reads the PTX.
 func TestDependentLaunches(t *testing.T) {
 	for _, c := range []struct{ spec, params string }{
-		{"t=137,in=200,out=136,r=64", "bt=128,warps=8,stages=3,osplit=2,isplit=4,rg=1,pdl=1"},
-		{"t=300,in=192,out=256,r=16,dx=base", "bt=64,warps=4,stages=2,osplit=1,isplit=1,rg=2,pdl=1"},
+		{"t=137,in=200,out=136,r=64", "bt=128,warps=8,stages=3,osplit=2,isplit=4,rg=1,pdl=1,maxnreg=0"},
+		{"t=300,in=192,out=256,r=16,dx=base", "bt=64,warps=4,stages=2,osplit=1,isplit=1,rg=2,pdl=1,maxnreg=0"},
 	} {
 		s, params := simtest.Shape(t, fam, c.spec, dtype.BF16), c.params
 		p, err := variants.ParseParams(params)
@@ -188,7 +190,7 @@ func TestWithoutDX(t *testing.T) {
 	if slices.Contains(names, "a") || slices.Contains(names, "dx") || len(names) != len(fam.Buffers(with))-2 {
 		t.Errorf("dx=base buffers %v", names)
 	}
-	p, _ := variants.ParseParams("bt=64,warps=4,stages=2,osplit=1,isplit=1,rg=1,pdl=0")
+	p, _ := variants.ParseParams("bt=64,warps=4,stages=2,osplit=1,isplit=1,rg=1,pdl=0,maxnreg=0")
 	prog, err := fam.Emit(without, p)
 	if err != nil {
 		t.Fatal(err)
@@ -222,7 +224,7 @@ func TestRuntimeTokens(t *testing.T) {
 func TestValidationCatchesBugs(t *testing.T) {
 	// out = 2048: the exact inputs' Σ_o dY·B passes 256, so dh's lo half
 	// is nonzero.
-	ss, emit := plantable(t, "t=130,in=64,out=2048,r=16", "bt=64,warps=4,stages=2,osplit=4,isplit=1,rg=1,pdl=0")
+	ss, emit := plantable(t, "t=130,in=64,out=2048,r=16", "bt=64,warps=4,stages=2,osplit=4,isplit=1,rg=1,pdl=0,maxnreg=0")
 	good := emit("")
 	if err := simtest.ValidateProgram(ss, good); err != nil {
 		t.Fatalf("the unbroken program: %v", err)
@@ -255,7 +257,7 @@ func TestValidationCatchesBugs(t *testing.T) {
 // not zero them after a chunk adds one chunk's sums into the next
 // chunk's dA, which validation must reject (and the right kernel pass).
 func TestRowGroupZeroesBetweenChunks(t *testing.T) {
-	ss, emit := plantable(t, "t=300,in=192,out=256,r=16,dx=base", "bt=64,warps=4,stages=2,osplit=1,isplit=1,rg=2,pdl=0")
+	ss, emit := plantable(t, "t=300,in=192,out=256,r=16,dx=base", "bt=64,warps=4,stages=2,osplit=1,isplit=1,rg=2,pdl=0,maxnreg=0")
 	good, bad := emit(""), emit("keepDA")
 	if err := simtest.ValidateProgram(ss, good); err != nil {
 		t.Fatalf("the unbroken program: %v", err)

@@ -43,10 +43,11 @@ func (g geom) daSplit() (mw, mbw, nbw int) {
 // holdA reports whether the x kernel keeps its warps' A fragments of dA
 // (dh's hi and lo, transposed) in registers for the CTA's life instead
 // of loading them from shared memory at every step: with one row block a
-// CTA (rg = 1), where they fit in 64 registers.
+// CTA (rg = 1), where they fit in 64 registers and no register cap holds
+// the kernel to fewer.
 func (g geom) holdA() bool {
 	_, mbw, _ := g.daSplit()
-	return g.rg == 1 && g.bt/16*mbw*2*4 <= 64
+	return g.maxnreg == 0 && g.rg == 1 && g.bt/16*mbw*2*4 <= 64
 }
 
 // emitX writes the x kernel.
@@ -70,7 +71,10 @@ func emitX(k *ptx.Func, g geom) {
 	if g.pdl {
 		k.GridDepLaunch()
 	}
-	if g.rg > 1 {
+	switch {
+	case g.maxnreg > 0:
+		k.MaxNReg(g.maxnreg)
+	case g.rg > 1:
 		// dA's accumulators live across the ring's steps beside dX's: left
 		// to itself ptxas held some variants to 128 registers and spilled.
 		k.MaxNReg(255)
@@ -305,8 +309,10 @@ func (xk *xKernel) dx(f xFrags, slot, hi, lo, row0, col0, t, dx ptx.Reg) {
 	}
 }
 
-// zeroDA is the warp's dA accumulators for one chunk, zeroed.
-func (xk *xKernel) zeroDA() [][4]ptx.Reg { return zeroAcc(xk.k, xk.mbw*xk.nbw) }
+// zeroDA is the warp's dA accumulators for one chunk, zeroed: the hi
+// products' blocks, then the lo products' (apart, so that the two mma of
+// a pair do not wait on each other), summed by flushDA.
+func (xk *xKernel) zeroDA() [][4]ptx.Reg { return zeroAcc(xk.k, 2*xk.mbw*xk.nbw) }
 
 // loadA loads the warp's A fragments of dA (per k16 step of the row
 // block, m16 block and tile: hi, then lo) from the tiles hi and lo.
@@ -345,7 +351,7 @@ func (xk *xKernel) addDA(f xFrags, slot, hi, lo ptx.Reg, acc [][4]ptx.Reg) {
 					a = aRegs(fa, fa.load(k, tile, kt), w.zero)
 				}
 				for ni, b := range bs {
-					d := acc[mb*xk.nbw+ni]
+					d := acc[(ti*len(f.daA)+mb)*xk.nbw+ni]
 					k.MmaSyncTo(ab, d, a, b, d)
 				}
 			}
@@ -354,7 +360,7 @@ func (xk *xKernel) addDA(f xFrags, slot, hi, lo ptx.Reg, acc [][4]ptx.Reg) {
 }
 
 // flushDA adds the warp's dA accumulators for the chunk at column col0
-// into da32 [r × in].
+// (hi's and lo's blocks summed) into da32 [r × in].
 func (xk *xKernel) flushDA(acc [][4]ptx.Reg, col0, da32 ptx.Reg) {
 	k, g, w := xk.k, xk.g, xk.w
 	col := k.Add(ptx.U32, k.Add(ptx.U32, col0, k.Shl(ptx.U32, xk.nb0, ptx.Imm(3))), w.tig)
@@ -370,7 +376,8 @@ func (xk *xKernel) flushDA(acc [][4]ptx.Reg, col0, da32 ptx.Reg) {
 		}
 		row := k.Add(ptx.U32, w.g4, k.Shl(ptx.U32, k.Add(ptx.U32, xk.mb0, ptx.Imm(mb)), ptx.Imm(4)))
 		for ni := range xk.nbw {
-			redQuad(k, w, da32, row, k.Add(ptx.U32, col, ptx.Imm(8*ni)), g.in, acc[mb*xk.nbw+ni], ok)
+			i := mb*xk.nbw + ni
+			redQuad(k, w, da32, row, k.Add(ptx.U32, col, ptx.Imm(8*ni)), g.in, sum4(k, acc[i], acc[len(acc)/2+i]), ok)
 		}
 	}
 }
