@@ -45,7 +45,8 @@
 //     twice: warp w adds its 16 or 32 rows of dY·B into dh's
 //     accumulators (ldmatrix, mma.sync m16n8k16), and warp w computes
 //     m16 block w mod 4 of the chunk's 64 rows of dYᵀ·h over the CTA's
-//     bt rows (ldmatrix.trans), n8 blocks of r split between w < 4 and
+//     bt rows (ldmatrix.trans; even and odd k16 steps in separate
+//     accumulators), n8 blocks of r split between w < 4 and
 //     w ≥ 4 with eight warps, scales it by s and adds it into db32 by
 //     red.global.add.v4.f32 (every partial into an f32 accumulator goes
 //     so: lane pairs regroup a fragment's two rows by gen.QuadRows, each
@@ -64,7 +65,8 @@
 //     Per step (a chunk of one row block) the ring holds the x tile
 //     [bt×64] and the A tile [r×64];
 //     warp w stores its rows of dX = hi·A + lo·A, rounded, and adds its
-//     block of hiᵀ·x + loᵀ·x into da32 by red.add: the warps form mw
+//     block of hiᵀ·x + loᵀ·x (the two products in separate accumulators,
+//     summed before the red.add) into da32 by red.add: the warps form mw
 //     groups (4, 2 or 1, dividing the rank's m16 blocks and the warps; 1
 //     where the rank ends in half a block), a group taking 1/mw of the
 //     rank's m16 blocks and a warp of it 64·mw/warps columns, so that
@@ -73,6 +75,24 @@
 //     splitting dh32, and holds them for every step. A rank
 //     that ends in half a k16 step (r mod 16 = 8) zeroes the missing half
 //     of the fragments.
+//   - The wgmma x kernel (mma=wgmma, sm_90a; warps=4, one warpgroup):
+//     the same CTAs, ring and dh split, every tile in the 128-byte swizzle
+//     from a 1024-aligned base, dh's hi and lo tiles 64 columns wide (rank
+//     columns past r zeroed). Per step one wgmma group: dX's [64 × 64]
+//     blocks (A dh's hi or lo rows, K-major; B the A tile, MN-major) and
+//     dA's chunk [64 × 64] (A the hi or lo tile read transposed, the rank
+//     as M; B the x tile, MN-major); each thread fences its copies and
+//     stores for the async proxy before the ring's barrier, and the
+//     group is waited for before the next step's copy overwrites the slot.
+//     With tparts = n > 0 (rg = isplit = 1) CTA c takes chunk c mod
+//     ⌈in/64⌉ over part ⌊c/⌈in/64⌉⌋ of the row blocks (⌈⌈t/bt⌉/n⌉ each,
+//     counted at run time, so a part may be empty): its A tile loaded once,
+//     each slot holding the block's x tile and dh32's rows, which each
+//     thread splits into the hi and lo tiles from the copies it made; dA
+//     meets n partials a column. With pdl it waits before its first copy.
+//   - maxnreg = 128 caps both GEMM kernels' registers so that two CTAs of
+//     8 warps share an SM (the rules ask shared memory for two); no
+//     fragments are held then.
 //   - Finalize: each thread rounds four f32 of an accumulator into its
 //     output and zeroes them where the accumulator is State; regions are
 //     laid end to end in one launch.
@@ -83,8 +103,13 @@
 //     a chunk and past 1 only while half the split would give fewer than
 //     two waves of 132 CTAs; stages ∈ {2, 3, 4}, past 2 only if the
 //     longer kernel's CTAs have stages−1 steps; both kernels' shared
-//     memory within 227 KB. The search leaves out x kernels of under half
-//     a wave of CTAs where a split could fill one ("x fill").
+//     memory within 227 KB; mma ∈ {sync, wgmma} (wgmma with 4 warps),
+//     tparts ∈ {0, 1, 2, 4, 6, 8} (past 0 with wgmma, rg = 1 and
+//     isplit = 1), maxnreg ∈ {0, 128} (128 with 8 warps and room for two
+//     CTAs). The search leaves out x kernels of under half a wave of CTAs
+//     where a split could fill one ("x fill"), parts past the row blocks,
+//     pdl=0 and the wgmma kernel over row groups (never faster than
+//     mma.sync's best on the 16 qwen1.5b shapes of an H100).
 //   - Reference: float64, dh unrounded.
 //   - Inputs: dY, x, h, A, B uniform in [−1, 1) rounded to the dtype; s
 //     uniform in [0.5, 2).

@@ -75,7 +75,7 @@ func emitDY(k *ptx.Func, g geom) {
 	ring(k, smem, g.stageDY(), g.stages, c.first, c.cnt, load, func(slot, ch ptx.Reg) {
 		dk.dh(fr, slot, dhAcc)
 		dk.db(fr, slot, hTile, ch, db32)
-	}, ready)
+	}, ready, false)
 	dk.dhOut(dhAcc, c.row0, t, dh, dh32)
 }
 

@@ -22,7 +22,11 @@ type geom struct {
 	rHalf               bool
 	tileBytes, rowBytes int // a [bt × 64] tile; one 64-column row
 	dx, pdl             bool
-	maxnreg             int // .maxnreg of the dY and x kernels; 0: none
+	maxnreg             int  // .maxnreg of the dY and x kernels; 0: none
+	wgmma               bool // the x kernel multiplies by wgmma (one warpgroup)
+	tparts              int  // with wgmma: parts of the rows an x-kernel CTA of one chunk streams; 0: row groups
+	hp                  int  // the pitch of dh's hi and lo tiles: rp, or 64 with wgmma
+	ar                  int  // the A tile's rows: r, or r rounded up to 16 with wgmma
 }
 
 func newGeom(s Shape, p Params) geom {
@@ -33,6 +37,10 @@ func newGeom(s Shape, p Params) geom {
 	g.kSteps, g.rHalf = gen.CeilDiv(s.R, 16), s.R%16 == 8
 	g.rowBytes = chunk * 2
 	g.tileBytes = p.BT * g.rowBytes
+	g.hp, g.ar = g.rp, g.r
+	if p.MMA == "wgmma" {
+		g.wgmma, g.hp, g.ar, g.tparts = true, chunk, 16*g.kSteps, p.TParts
+	}
 	return g
 }
 
@@ -41,16 +49,31 @@ func newGeom(s Shape, p Params) geom {
 func (g geom) stageDY() int { return g.tileBytes + chunk*g.rp*2 }
 func (g geom) smemDY() int  { return g.stages*g.stageDY() + g.bt*g.rp*2 }
 
-// The x kernel's ring slot: an x tile [bt × 64], then an A tile [r × 64]
-// (with dX only); after the ring, dh's hi and lo tiles [rg·bt × r] of
-// pitch rp.
+// The x kernel's ring slot: an x tile [bt × 64], then an A tile [ar × 64]
+// (with dX only) or, streaming (tparts), dh32's rows [bt × r] f32 of
+// pitch rp; after the ring, dh's hi and lo tiles [rg·bt × r] of pitch hp
+// and, streaming with dX, the CTA's one A tile. With wgmma every tile
+// starts at a multiple of 1024 bytes from a base the kernel rounds up
+// (1024 bytes more).
 func (g geom) stageX() int {
-	if !g.dx {
-		return g.tileBytes
+	switch {
+	case g.tparts > 0:
+		return g.tileBytes + g.bt*g.rp*4
+	case g.dx:
+		return g.tileBytes + g.ar*g.rowBytes
 	}
-	return g.tileBytes + g.r*g.rowBytes
+	return g.tileBytes
 }
-func (g geom) smemX() int { return g.stages*g.stageX() + 2*g.rg*g.bt*g.rp*2 }
+func (g geom) smemX() int {
+	b := g.stages*g.stageX() + 2*g.rg*g.bt*g.hp*2
+	if g.tparts > 0 && g.dx {
+		b += g.ar * g.rowBytes
+	}
+	if g.wgmma {
+		b += 1024
+	}
+	return b
+}
 
 // Emit generates one variant: the dY kernel, the x kernel (which also
 // rounds dh where its partials meet in dh32, osplit > 1) and the
@@ -102,7 +125,11 @@ func (f family) Emit(s Shape, p Params) (kernels.Program, error) {
 	if g.osplit > 1 {
 		xBufs = append(xBufs, "dh")
 	}
-	prog.Launches = append(prog.Launches, gemm(name("x"), groups, g.isplit, g.smemX(), xBufs...), finalLaunch(name("end"), endArgs))
+	xRows, xSplit := groups, g.isplit
+	if g.tparts > 0 {
+		xRows, xSplit = configs.Int(g.tparts), chunks(g.in)
+	}
+	prog.Launches = append(prog.Launches, gemm(name("x"), xRows, xSplit, g.smemX(), xBufs...), finalLaunch(name("end"), endArgs))
 	for i := 1; i < len(prog.Launches); i++ {
 		prog.Launches[i].Dependent = g.pdl
 	}
@@ -119,8 +146,11 @@ func (f family) Emit(s Shape, p Params) (kernels.Program, error) {
 // the chunk stages−1 ahead and computes. Every iteration commits a group,
 // empty or not, so that wait_group counts stay aligned. Copies issued
 // before ring belong to its first group. ready, when set, runs after the
-// first copies are issued and before the loop.
-func ring(k *ptx.Func, smem ptx.Reg, stage, stages int, first, cnt ptx.Reg, load, compute func(slot, c ptx.Reg), ready func()) {
+// first copies are issued and before the loop. With asyncRead (compute
+// reads the slots by wgmma, the async proxy) each thread fences its
+// completed copies, and its other shared-memory writes so far, for the
+// async proxy before the barrier.
+func ring(k *ptx.Func, smem ptx.Reg, stage, stages int, first, cnt ptx.Reg, load, compute func(slot, c ptx.Reg), ready func(), asyncRead bool) {
 	for s := range stages - 1 {
 		k.If(k.Setp("gt", ptx.U32, cnt, ptx.Imm(s)), func() {
 			load(k.Add(ptx.U32, smem, ptx.Imm(s*stage)), k.Add(ptx.U32, first, ptx.Imm(s)))
@@ -139,6 +169,9 @@ func ring(k *ptx.Func, smem ptx.Reg, stage, stages int, first, cnt ptx.Reg, load
 	wr := k.Add(ptx.U32, smem, ptx.Imm((stages-1)*stage))
 	k.For(ptx.U32, ptx.Imm(0), cnt, ptx.Imm(1), func(it ptx.Reg) {
 		k.CpAsyncWait(stages - 2)
+		if asyncRead {
+			k.FenceProxyAsync()
+		}
 		k.BarSync(0)
 		ahead := k.Add(ptx.U32, it, ptx.Imm(stages-1))
 		k.If(k.Setp("lt", ptx.U32, ahead, cnt), func() { load(wr, k.Add(ptx.U32, first, ahead)) })

@@ -68,14 +68,16 @@ func (s Shape) dx() bool { return s.DX != "base" }
 // Params is one variant: the CTA's rows and warps and ring depth (both
 // GEMM kernels) and each kernel's split of its columns.
 type Params struct {
-	BT      int  `axis:"bt" values:"64,128,256" doc:"token rows per CTA of both GEMM kernels"`
-	Warps   int  `axis:"warps" values:"4,8" doc:"warps per CTA of both GEMM kernels; each owns bt/warps rows (16 or 32)"`
-	Stages  int  `axis:"stages" values:"2,3,4" doc:"cp.async ring slots of 64-column tiles (dY and B; x and A)"`
-	OSplit  int  `axis:"osplit" values:"1,2,4,8,12,16,24" doc:"CTAs per row block of the dY kernel, each a share of out's 64-column chunks; past 1, dh's partials meet by red.add in an f32 state buffer"`
-	ISplit  int  `axis:"isplit" values:"1,2,4,8,12,16,24" doc:"CTAs per row group of the x kernel, each a share of in's 64-column chunks"`
-	RG      int  `axis:"rg" values:"1,2,4" default:"1" doc:"row blocks of bt an x-kernel CTA takes for each of its chunks, dA summed over them in registers before its red.add (dh's hi and lo tiles of all of them in shared memory)"`
-	MaxNReg int  `axis:"maxnreg" values:"0,128" default:"0" doc:"registers per thread of the dY and x kernels (.maxnreg; 0: ptxas chooses); 128 lets two CTAs of 8 warps share an SM where their shared memory allows, at the cost of the held fragments"`
-	PDL     bool `axis:"pdl" values:"0,1" default:"0" doc:"1: every launch after the first is a programmatic dependent launch: each kernel lets the next one launch at its start (griddepcontrol.launch_dependents) and waits (griddepcontrol.wait) before it reads what earlier launches wrote; the x kernel issues its first tiles of x before it waits"`
+	BT      int    `axis:"bt" values:"64,128,256" doc:"token rows per CTA of both GEMM kernels"`
+	Warps   int    `axis:"warps" values:"4,8" doc:"warps per CTA of both GEMM kernels; each owns bt/warps rows (16 or 32)"`
+	Stages  int    `axis:"stages" values:"2,3,4" doc:"cp.async ring slots of 64-column tiles (dY and B; x and A)"`
+	OSplit  int    `axis:"osplit" values:"1,2,4,8,12,16,24" doc:"CTAs per row block of the dY kernel, each a share of out's 64-column chunks; past 1, dh's partials meet by red.add in an f32 state buffer"`
+	ISplit  int    `axis:"isplit" values:"1,2,4,8,12,16,24" doc:"CTAs per row group of the x kernel, each a share of in's 64-column chunks"`
+	RG      int    `axis:"rg" values:"1,2,4" default:"1" doc:"row blocks of bt an x-kernel CTA takes for each of its chunks, dA summed over them in registers before its red.add (dh's hi and lo tiles of all of them in shared memory)"`
+	MMA     string `axis:"mma" values:"sync,wgmma" default:"sync" doc:"the x kernel's matrix instructions: mma.sync (sm_80 and up), or wgmma (sm_90a; one warpgroup, warps=4): dA's [64 × 64] chunk and dX's [64 × 64] blocks multiplied from shared memory, dh's hi and lo tiles padded to 64 columns"`
+	TParts  int    `axis:"tparts" values:"0,1,2,4,6,8" default:"0" doc:"0: an x-kernel CTA takes rg row blocks of its chunks; n > 0 (mma=wgmma, rg=1, isplit=1): each x-kernel CTA takes one chunk of in over 1/n of the row blocks (counted at run time), dh32's rows streamed through the ring beside x and split into hi and lo as they arrive, so dA meets n partial sums a column by red.add instead of one a row group"`
+	MaxNReg int    `axis:"maxnreg" values:"0,128" default:"0" doc:"registers per thread of the dY and x kernels (.maxnreg; 0: ptxas chooses); 128 lets two CTAs of 8 warps share an SM where their shared memory allows, at the cost of the held fragments"`
+	PDL     bool   `axis:"pdl" values:"0,1" default:"0" doc:"1: every launch after the first is a programmatic dependent launch: each kernel lets the next one launch at its start (griddepcontrol.launch_dependents) and waits (griddepcontrol.wait) before it reads what earlier launches wrote; the x kernel issues its first tiles of x before it waits"`
 }
 
 type family struct{}
@@ -195,11 +197,40 @@ func (family) Space(s Shape) variants.Typed[Params] {
 			}
 			return nil
 		}},
-		{Name: "x split", Axes: []string{"bt", "rg", "isplit"}, Check: func(p Params) error {
+		{Name: "streamed rows", Axes: []string{"bt", "rg", "isplit", "mma", "tparts"}, Check: func(p Params) error {
+			switch {
+			case p.TParts == 0:
+				return nil
+			case p.MMA != "wgmma" || p.RG != 1 || p.ISplit != 1:
+				return fmt.Errorf("tparts=%d streams dh32 into the wgmma x kernel: mma=wgmma, rg=1 and isplit=1 (a CTA a chunk)", p.TParts)
+			}
+			return nil
+		}},
+		{Name: "parts", Axes: []string{"bt", "tparts"}, Search: true, Check: func(p Params) error {
+			// A program is correct with empty parts (t is taken at run
+			// time); searching them at the shape's t is not wanted.
+			if p.TParts > 1 && p.TParts > gen.CeilDiv(s.T, p.BT) {
+				return fmt.Errorf("tparts=%d over %d row blocks leaves a part empty", p.TParts, gen.CeilDiv(s.T, p.BT))
+			}
+			return nil
+		}},
+		{Name: "x split", Axes: []string{"bt", "rg", "isplit", "tparts"}, Check: func(p Params) error {
+			if p.TParts > 0 {
+				return nil
+			}
 			return splitOK("isplit", p.ISplit, chunks(s.In), gen.CeilDiv(gen.CeilDiv(s.T, p.BT), p.RG))
 		}},
-		{Name: "x fill", Axes: []string{"bt", "rg", "isplit"}, Search: true, Check: func(p Params) error {
+		{Name: "x fill", Axes: []string{"bt", "rg", "isplit", "tparts"}, Search: true, Check: func(p Params) error {
+			if p.TParts > 0 {
+				return fills("tparts", p.TParts, gen.CeilDiv(s.T, p.BT), chunks(s.In))
+			}
 			return fills("isplit", p.ISplit, chunks(s.In), gen.CeilDiv(gen.CeilDiv(s.T, p.BT), p.RG))
+		}},
+		{Name: searchWGMMARows, Axes: []string{"mma", "tparts"}, Search: true, Check: func(p Params) error {
+			if p.MMA == "wgmma" && p.TParts == 0 {
+				return errors.New("mma=wgmma with row groups (left to --params mma=wgmma,tparts=0)")
+			}
+			return nil
 		}},
 		{Name: searchPDL, Axes: []string{"pdl"}, Search: true, Check: func(p Params) error {
 			if !p.PDL {
@@ -207,21 +238,31 @@ func (family) Space(s Shape) variants.Typed[Params] {
 			}
 			return nil
 		}},
-		{Name: "ring depth", Axes: []string{"stages", "osplit", "isplit", "rg"}, Check: func(p Params) error {
-			most := max(gen.CeilDiv(chunks(s.Out), p.OSplit), gen.CeilDiv(chunks(s.In), p.ISplit)*p.RG)
+		{Name: "ring depth", Axes: []string{"bt", "stages", "osplit", "isplit", "rg", "tparts"}, Check: func(p Params) error {
+			xSteps := gen.CeilDiv(chunks(s.In), p.ISplit) * p.RG
+			if p.TParts > 0 {
+				xSteps = gen.CeilDiv(gen.CeilDiv(s.T, p.BT), p.TParts)
+			}
+			most := max(gen.CeilDiv(chunks(s.Out), p.OSplit), xSteps)
 			if p.Stages > 2 && p.Stages-1 > most {
 				return fmt.Errorf("stages=%d for at most %d chunks per CTA", p.Stages, most)
 			}
 			return nil
 		}},
-		{Name: "shared memory", Axes: []string{"bt", "stages", "rg"}, Check: func(p Params) error {
+		{Name: "shared memory", Axes: []string{"bt", "stages", "rg", "mma", "tparts"}, Check: func(p Params) error {
 			g := newGeom(s, p)
 			if b := max(g.smemDY(), g.smemX()); b > maxShared {
 				return fmt.Errorf("%d bytes of shared memory (at most %d)", b, maxShared)
 			}
 			return nil
 		}},
-		{Name: "register cap", Axes: []string{"bt", "warps", "stages", "rg", "maxnreg"}, Check: func(p Params) error {
+		{Name: "wgmma", Axes: []string{"warps", "mma"}, Check: func(p Params) error {
+			if p.MMA == "wgmma" && p.Warps != 4 {
+				return fmt.Errorf("mma=wgmma with %d warps: the x kernel is one warpgroup (warps=4)", p.Warps)
+			}
+			return nil
+		}},
+		{Name: "register cap", Axes: []string{"bt", "warps", "stages", "rg", "mma", "tparts", "maxnreg"}, Check: func(p Params) error {
 			if p.MaxNReg == 0 {
 				return nil
 			}
@@ -242,6 +283,13 @@ func (family) Space(s Shape) variants.Typed[Params] {
 // variant was slower than pdl=1's on every one (internal/evidence's
 // TestLoraSearchRules recomputes the bound).
 const searchPDL = "search: pdl=0, at least 1.03× the best pdl=1 on an H100 (testdata/issue27/step-1206c-h100/step.db.gz)"
+
+// searchWGMMARows is the search rule that leaves out the wgmma x kernel
+// over row groups (tparts=0): over the 16 qwen1.5b shapes of
+// testdata/issue27/lora-1206d-h100/wg.db.gz (an H100) its best variant
+// was never faster than mma.sync's (internal/evidence recomputes the
+// bound); the streaming kernel (tparts > 0) stays in the search.
+const searchWGMMARows = "search: mma=wgmma with tparts=0, at least 1.00× the best mma=sync on an H100 (testdata/issue27/lora-1206d-h100/wg.db.gz)"
 
 // fills (the x kernel's search rule): a kernel of rowBlocks·split CTAs
 // fills at least half a wave of the GPU, unless no split of nc chunks

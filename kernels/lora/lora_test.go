@@ -107,6 +107,17 @@ func TestVariantsOnInterpreter(t *testing.T) {
 		{Case: simtest.Case{Spec: "t=137,in=200,out=136,r=64", DType: dtype.BF16}, Params: "bt=128,warps=8,stages=3,osplit=2,isplit=4,pdl=1,maxnreg=128"},
 		{Case: simtest.Case{Spec: "t=300,in=192,out=256,r=16,dx=base", DType: dtype.BF16}, Params: "bt=64,warps=4,stages=2,osplit=1,isplit=1,rg=2,pdl=1"},
 		{Case: simtest.Case{Spec: "t=70,in=136,out=72,r=40", DType: dtype.F16}, Params: "bt=64,warps=4,stages=3,osplit=2,isplit=2,pdl=1"},
+		// the wgmma x kernel: rank 64, a rank padded to 64 (40: dX's
+		// third k16 step half zero), row groups, dx=base, pdl
+		{Case: simtest.Case{Spec: "t=137,in=200,out=136,r=64", DType: dtype.BF16}, Params: "bt=128,warps=4,stages=3,osplit=2,isplit=2,mma=wgmma"},
+		{Case: simtest.Case{Spec: "t=70,in=136,out=72,r=40", DType: dtype.F16}, Params: "bt=64,warps=4,stages=2,osplit=1,isplit=1,pdl=1,mma=wgmma"},
+		{Case: simtest.Case{Spec: "t=300,in=192,out=256,r=16,dx=base", DType: dtype.BF16}, Params: "bt=64,warps=4,stages=2,osplit=1,isplit=1,rg=2,pdl=1,mma=wgmma"},
+		{Case: simtest.Case{Spec: "t=137,in=64,out=72,r=64,dx=base", DType: dtype.F16}, Params: "bt=128,warps=4,stages=2,osplit=1,isplit=1,rg=1,mma=wgmma"},
+		// dh32's rows streamed (tparts): dh stored by chunk 0's CTAs
+		// (osplit 2), a padded rank with pdl, uneven parts without dX
+		{Case: simtest.Case{Spec: "t=137,in=200,out=136,r=64", DType: dtype.BF16}, Params: "bt=64,warps=4,stages=3,osplit=2,isplit=1,mma=wgmma,tparts=2"},
+		{Case: simtest.Case{Spec: "t=70,in=136,out=72,r=40", DType: dtype.F16}, Params: "bt=64,warps=4,stages=2,osplit=1,isplit=1,pdl=1,mma=wgmma,tparts=1"},
+		{Case: simtest.Case{Spec: "t=300,in=192,out=256,r=16,dx=base", DType: dtype.BF16}, Params: "bt=128,warps=4,stages=2,osplit=1,isplit=1,mma=wgmma,tparts=2"},
 	})
 }
 
@@ -119,8 +130,8 @@ func TestVariantsOnInterpreter(t *testing.T) {
 // missing wait: this reads the PTX.
 func TestDependentLaunches(t *testing.T) {
 	for _, c := range []struct{ spec, params string }{
-		{"t=137,in=200,out=136,r=64", "bt=128,warps=8,stages=3,osplit=2,isplit=4,rg=1,pdl=1,maxnreg=0"},
-		{"t=300,in=192,out=256,r=16,dx=base", "bt=64,warps=4,stages=2,osplit=1,isplit=1,rg=2,pdl=1,maxnreg=0"},
+		{"t=137,in=200,out=136,r=64", "bt=128,warps=8,stages=3,osplit=2,isplit=4,rg=1,pdl=1,maxnreg=0,mma=sync,tparts=0"},
+		{"t=300,in=192,out=256,r=16,dx=base", "bt=64,warps=4,stages=2,osplit=1,isplit=1,rg=2,pdl=1,maxnreg=0,mma=sync,tparts=0"},
 	} {
 		s, params := simtest.Shape(t, fam, c.spec, dtype.BF16), c.params
 		p, err := variants.ParseParams(params)
@@ -190,7 +201,7 @@ func TestWithoutDX(t *testing.T) {
 	if slices.Contains(names, "a") || slices.Contains(names, "dx") || len(names) != len(fam.Buffers(with))-2 {
 		t.Errorf("dx=base buffers %v", names)
 	}
-	p, _ := variants.ParseParams("bt=64,warps=4,stages=2,osplit=1,isplit=1,rg=1,pdl=0,maxnreg=0")
+	p, _ := variants.ParseParams("bt=64,warps=4,stages=2,osplit=1,isplit=1,rg=1,pdl=0,maxnreg=0,mma=sync,tparts=0")
 	prog, err := fam.Emit(without, p)
 	if err != nil {
 		t.Fatal(err)
@@ -212,6 +223,9 @@ func TestWithoutDX(t *testing.T) {
 func TestRuntimeTokens(t *testing.T) {
 	simtest.RuntimeDim(t, fam, simtest.Case{Spec: "t=37,in=64,out=136,r=16", DType: dtype.BF16}, "t", []int{1, 16, 64, 130},
 		"bt=64,warps=4,stages=2,osplit=2,isplit=1", "bt=64,warps=4,stages=3,osplit=1,isplit=1")
+	// streamed rows in four parts: empty parts at 1, 16 and 130 tokens
+	simtest.RuntimeDim(t, fam, simtest.Case{Spec: "t=300,in=64,out=136,r=16", DType: dtype.BF16}, "t", []int{1, 16, 130},
+		"bt=64,warps=4,stages=2,osplit=2,isplit=1,mma=wgmma,tparts=4")
 }
 
 // TestValidationCatchesBugs plants bugs in emission: a k16 step of each
@@ -220,11 +234,18 @@ func TestRuntimeTokens(t *testing.T) {
 // random inputs' tolerance passes it, the exact inputs do not), and in
 // the PTX every red.add turned into a store (osplit=4: dh's and dB's
 // partials overwrite each other). Validation must reject each for the
-// buffer it breaks first, on the exact inputs at least.
+// buffer it breaks first, on the exact inputs at least; with either x
+// kernel (mma).
 func TestValidationCatchesBugs(t *testing.T) {
+	for _, mma := range []string{"sync", "wgmma"} {
+		t.Run(mma, func(t *testing.T) { catchesBugs(t, mma) })
+	}
+}
+
+func catchesBugs(t *testing.T, mma string) {
 	// out = 2048: the exact inputs' Σ_o dY·B passes 256, so dh's lo half
 	// is nonzero.
-	ss, emit := plantable(t, "t=130,in=64,out=2048,r=16", "bt=64,warps=4,stages=2,osplit=4,isplit=1,rg=1,pdl=0,maxnreg=0")
+	ss, emit := plantable(t, "t=130,in=64,out=2048,r=16", "bt=64,warps=4,stages=2,osplit=4,isplit=1,rg=1,pdl=0,maxnreg=0,tparts=0,mma="+mma)
 	good := emit("")
 	if err := simtest.ValidateProgram(ss, good); err != nil {
 		t.Fatalf("the unbroken program: %v", err)
@@ -253,20 +274,22 @@ func TestValidationCatchesBugs(t *testing.T) {
 }
 
 // TestRowGroupZeroesBetweenChunks: with rg = 2 a CTA sums dA over two row
-// blocks of each of its chunks in the same registers; a kernel that does
+// blocks of each of its chunks in the same registers (either mma); a kernel that does
 // not zero them after a chunk adds one chunk's sums into the next
 // chunk's dA, which validation must reject (and the right kernel pass).
 func TestRowGroupZeroesBetweenChunks(t *testing.T) {
-	ss, emit := plantable(t, "t=300,in=192,out=256,r=16,dx=base", "bt=64,warps=4,stages=2,osplit=1,isplit=1,rg=2,pdl=0,maxnreg=0")
-	good, bad := emit(""), emit("keepDA")
-	if err := simtest.ValidateProgram(ss, good); err != nil {
-		t.Fatalf("the unbroken program: %v", err)
-	}
-	if bad.PTX == good.PTX {
-		t.Fatal("the bug was not planted")
-	}
-	if c := simtest.CheckBothSets(t, ss, bad); c.OK || !strings.Contains(c.Message, "da") {
-		t.Errorf("validation says %q, want a failure of da", c.Message)
+	for _, mma := range []string{"sync", "wgmma"} {
+		ss, emit := plantable(t, "t=300,in=192,out=256,r=16,dx=base", "bt=64,warps=4,stages=2,osplit=1,isplit=1,rg=2,pdl=0,maxnreg=0,tparts=0,mma="+mma)
+		good, bad := emit(""), emit("keepDA")
+		if err := simtest.ValidateProgram(ss, good); err != nil {
+			t.Fatalf("mma=%s: the unbroken program: %v", mma, err)
+		}
+		if bad.PTX == good.PTX {
+			t.Fatalf("mma=%s: the bug was not planted", mma)
+		}
+		if c := simtest.CheckBothSets(t, ss, bad); c.OK || !strings.Contains(c.Message, "da") {
+			t.Errorf("mma=%s: validation says %q, want a failure of da", mma, c.Message)
+		}
 	}
 }
 
@@ -320,7 +343,7 @@ func TestExactInputs(t *testing.T) {
 }
 
 // TestAssemble assembles a sample of the preset shapes' variants for
-// sm_90: ptxas must accept them with no spill, no stack frame and no
+// sm_90 (sm_90a with wgmma): ptxas must accept them with no spill, no stack frame and no
 // warning.
 func TestAssemble(t *testing.T) {
 	ptxas.RequireOrSkip(t)
@@ -335,7 +358,11 @@ func TestAssemble(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				jobs = append(jobs, ptxtest.Job{What: s.Key() + " " + p.String(), Module: ptxas.Module{PTX: prog.PTX, Arch: "sm_90"}})
+				arch := "sm_90"
+				if p["mma"] == "wgmma" {
+					arch = "sm_90a"
+				}
+				jobs = append(jobs, ptxtest.Job{What: s.Key() + " " + p.String(), Module: ptxas.Module{PTX: prog.PTX, Arch: arch}})
 			}
 		}
 	}

@@ -47,30 +47,43 @@ func (g geom) daSplit() (mw, mbw, nbw int) {
 // the kernel to fewer.
 func (g geom) holdA() bool {
 	_, mbw, _ := g.daSplit()
-	return g.maxnreg == 0 && g.rg == 1 && g.bt/16*mbw*2*4 <= 64
+	return !g.wgmma && g.maxnreg == 0 && g.rg == 1 && g.bt/16*mbw*2*4 <= 64
 }
 
-// emitX writes the x kernel.
-func emitX(k *ptx.Func, g geom) {
-	var a, dx ptx.Reg
-	x := gen.Param(k, "x")
+// xParams are the x kernel's parameters: a and dx with dX only, dh
+// (which the x kernel rounds dh32 into) with osplit > 1.
+type xParams struct{ x, a, dh32, dx, da32, dh, t ptx.Reg }
+
+func declareX(k *ptx.Func, g geom) xParams {
+	var p xParams
+	p.x = gen.Param(k, "x")
 	if g.dx {
-		a = gen.Param(k, "a")
+		p.a = gen.Param(k, "a")
 	}
-	dh32 := gen.Param(k, "dh32")
+	p.dh32 = gen.Param(k, "dh32")
 	if g.dx {
-		dx = gen.Param(k, "dx")
+		p.dx = gen.Param(k, "dx")
 	}
-	da32 := gen.Param(k, "da32")
-	var dh ptx.Reg // with osplit > 1: the x kernel rounds dh32 into dh
+	p.da32 = gen.Param(k, "da32")
 	if g.osplit > 1 {
-		dh = gen.Param(k, "dh")
+		p.dh = gen.Param(k, "dh")
 	}
-	t := k.LdParam(k.Param(Dim, ptx.U32))
+	p.t = k.LdParam(k.Param(Dim, ptx.U32))
 	k.ReqNTid(g.threads)
 	if g.pdl {
 		k.GridDepLaunch()
 	}
+	return p
+}
+
+// emitX writes the x kernel.
+func emitX(k *ptx.Func, g geom) {
+	xp := declareX(k, g)
+	if g.wgmma {
+		emitXWG(k, g, xp)
+		return
+	}
+	dx, da32, t := xp.dx, xp.da32, xp.t
 	switch {
 	case g.maxnreg > 0:
 		k.MaxNReg(g.maxnreg)
@@ -81,46 +94,13 @@ func emitX(k *ptx.Func, g geom) {
 	}
 	smem := k.Mov(ptx.U32, k.DynamicShared("smem", 128))
 	xk := newXKernel(k, g)
-	c := newCTA(k, g.rg*g.bt, g.isplit, g.in)
-	hi := k.Add(ptx.U32, smem, ptx.Imm(g.stages*g.stageX()))
-	lo := k.Add(ptx.U32, hi, ptx.Imm(g.rg*g.bt*g.rp*2))
 	fr := xk.frags()
-	split := func() { xk.takeDH(fr, c, dh32, hi, lo, t, dh) }
-	var ready func() // with pdl: after the first x tiles are issued, wait for dh32, then split it
-	if g.pdl {
-		ready = func() {
-			k.GridDepWait()
-			split()
-		}
-	} else {
-		split()
-	}
-	xc := newTileCopy(k, xk.w.tid, g.bt, chunk, chunk, g.in, g.threads)
-	var ac *tileCopy
-	if g.dx {
-		ac = newTileCopy(k, xk.w.tid, g.r, chunk, chunk, g.in, g.threads)
-	}
-	load := func(slot, item ptx.Reg) {
-		it := xk.item(item, c.row0)
-		col := k.Shl(ptx.U32, it.ch, ptx.Imm(6))
-		xc.issue(slot, x, it.row0, col, t, ptx.Imm(g.in))
-		if g.dx {
-			ac.issue(k.Add(ptx.U32, slot, ptx.Imm(g.tileBytes)), a, imm(k, 0), col, ptx.Imm(g.r), ptx.Imm(g.in))
-		}
-	}
-	first, cnt := c.first, c.cnt
-	if g.rg > 1 {
-		first, cnt = k.Shl(ptx.U32, first, ptx.Imm(gen.Log2(g.rg))), k.Shl(ptx.U32, cnt, ptx.Imm(gen.Log2(g.rg)))
-	}
+	xr := xk.setup(xp, smem, fr)
 	acc := xk.zeroDA() // dA's accumulators, summed over a chunk's row blocks
-	ring(k, smem, g.stageX(), g.stages, first, cnt, load, func(slot, item ptx.Reg) {
-		it := xk.item(item, c.row0)
+	ring(k, smem, g.stageX(), g.stages, xr.first, xr.cnt, xr.load, func(slot, item ptx.Reg) {
+		it := xk.item(item, xr.c.row0)
 		col0 := k.Shl(ptx.U32, it.ch, ptx.Imm(6))
-		hiJ, loJ := hi, lo
-		if g.rg > 1 {
-			off := k.Mul(ptx.U32, it.j, ptx.Imm(g.bt*g.rp*2))
-			hiJ, loJ = k.Add(ptx.U32, hi, off), k.Add(ptx.U32, lo, off)
-		}
+		hiJ, loJ := xr.tiles(k, g, it)
 		if g.dx {
 			xk.dx(fr, slot, hiJ, loJ, it.row0, col0, t, dx)
 		}
@@ -141,7 +121,63 @@ func emitX(k *ptx.Func, g geom) {
 			return
 		}
 		k.If(k.Setp("eq", ptx.U32, it.j, ptx.Imm(g.rg-1)), flush)
-	}, ready)
+	}, xr.ready, false)
+}
+
+// xRing is what either x kernel sets up before its ring: the CTA's row
+// group and chunks, dh's hi and lo tiles (split at ready, or before ready
+// is set), the ring's items (chunk-major, rg row blocks each) and their
+// copies.
+type xRing struct {
+	c          cta
+	hi, lo     ptx.Reg
+	ready      func()
+	load       func(slot, item ptx.Reg)
+	first, cnt ptx.Reg
+}
+
+func (xk *xKernel) setup(xp xParams, smem ptx.Reg, fr xFrags) xRing {
+	k, g := xk.k, xk.g
+	var xr xRing
+	xr.c = newCTA(k, g.rg*g.bt, g.isplit, g.in)
+	xr.hi = k.Add(ptx.U32, smem, ptx.Imm(g.stages*g.stageX()))
+	xr.lo = k.Add(ptx.U32, xr.hi, ptx.Imm(g.rg*g.bt*g.hp*2))
+	split := func() { xk.takeDH(fr, xr.c, xp.dh32, xr.hi, xr.lo, xp.t, xp.dh) }
+	if g.pdl { // after the first x tiles are issued, wait for dh32, then split it
+		xr.ready = func() {
+			k.GridDepWait()
+			split()
+		}
+	} else {
+		split()
+	}
+	xc := newTileCopy(k, xk.w.tid, g.bt, chunk, chunk, g.in, g.threads)
+	var ac *tileCopy
+	if g.dx {
+		ac = newTileCopy(k, xk.w.tid, g.ar, chunk, chunk, g.in, g.threads)
+	}
+	xr.load = func(slot, item ptx.Reg) {
+		it := xk.item(item, xr.c.row0)
+		col := k.Shl(ptx.U32, it.ch, ptx.Imm(6))
+		xc.issue(slot, xp.x, it.row0, col, xp.t, ptx.Imm(g.in))
+		if g.dx {
+			ac.issue(k.Add(ptx.U32, slot, ptx.Imm(g.tileBytes)), xp.a, imm(k, 0), col, ptx.Imm(g.r), ptx.Imm(g.in))
+		}
+	}
+	xr.first, xr.cnt = xr.c.first, xr.c.cnt
+	if g.rg > 1 {
+		xr.first, xr.cnt = k.Shl(ptx.U32, xr.first, ptx.Imm(gen.Log2(g.rg))), k.Shl(ptx.U32, xr.cnt, ptx.Imm(gen.Log2(g.rg)))
+	}
+	return xr
+}
+
+// tiles are the hi and lo tiles of item it's row block.
+func (xr xRing) tiles(k *ptx.Func, g geom, it xItem) (hi, lo ptx.Reg) {
+	if g.rg == 1 {
+		return xr.hi, xr.lo
+	}
+	off := k.Mul(ptx.U32, it.j, ptx.Imm(g.bt*g.hp*2))
+	return k.Add(ptx.U32, xr.hi, off), k.Add(ptx.U32, xr.lo, off)
 }
 
 // newXKernel sets up the x kernel's warps: their rows of dX and their
@@ -170,6 +206,9 @@ func (xk *xKernel) takeDH(fr xFrags, c cta, dh32, hi, lo, t, dh ptx.Reg) {
 		dhOut = k.Setp("eq", ptx.U32, c.first, ptx.Imm(0))
 	}
 	xk.splitDH(dh32, hi, lo, c.row0, t, dh, dhOut)
+	if xk.g.wgmma && xk.g.r < xk.g.hp {
+		xk.padDH(hi, lo)
+	}
 	if xk.g.holdA() {
 		k.BarSync(0) // every warp's hi and lo rows are in shared memory
 		xk.held = xk.loadA(fr, hi, lo)
@@ -196,25 +235,14 @@ func (xk *xKernel) item(i, groupRow0 ptx.Reg) xItem {
 // out holds (and dh is a buffer) it also stores hi, dh rounded, into dh.
 func (xk *xKernel) splitDH(dh32, hi, lo, row0, t, dh, out ptx.Reg) {
 	k, g := xk.k, xk.g
-	pt := ptx.F16x2
-	if g.dt == dtype.BF16 {
-		pt = ptx.BF16x2
-	}
-	c := newTileCopy(k, xk.w.tid, g.rg*g.bt, g.r, g.rp, g.r, g.threads)
+	c := newTileCopy(k, xk.w.tid, g.rg*g.bt, g.r, g.hp, g.r, g.threads)
 	for i := range c.rowIn {
 		one := func() {
 			row := k.Add(ptx.U32, row0, c.rowIn[i])
 			ok := k.Setp("lt", ptx.U32, row, t)
 			elem := k.Mad(ptx.U32, row, ptx.Imm(g.r), c.colIn[i])
 			v := gen.LdF32(k, ptx.Global, ptx.At(k.Add(ptx.U64, dh32, k.MulWide(ptx.U32, elem, ptx.Imm(4))), 0), 8, ok)
-			var hw, lw []ptx.Reg
-			for j := 0; j < 8; j += 2 {
-				hw = append(hw, k.PackHalf2(pt, v[j+1], v[j]))
-			}
-			hv := gen.Widen(k, g.dt, hw)
-			for j := 0; j < 8; j += 2 {
-				lw = append(lw, k.PackHalf2(pt, k.Sub(ptx.F32, v[j+1], hv[j+1]), k.Sub(ptx.F32, v[j], hv[j])))
-			}
+			hw, lw := hiLo(k, g.dt, v)
 			k.St(ptx.Shared, ptx.B32, ptx.At(k.Add(ptx.U32, hi, c.sOff[i]), 0), hw)
 			k.St(ptx.Shared, ptx.B32, ptx.At(k.Add(ptx.U32, lo, c.sOff[i]), 0), lw)
 			if dh.Valid() {
@@ -229,6 +257,49 @@ func (xk *xKernel) splitDH(dh32, hi, lo, row0, t, dh, out ptx.Reg) {
 			one()
 		}
 	}
+}
+
+// padDH zeroes the columns r .. hp−1 of the hi and lo tiles, which wgmma
+// reads as rank rows (dA's, never stored) and k steps (dX's, times the A
+// tile's zero rows).
+func (xk *xKernel) padDH(hi, lo ptx.Reg) {
+	k, g := xk.k, xk.g
+	nz := (g.hp - g.r) / 8 // zero chunks a row
+	total := g.rg * g.bt * nz
+	z := k.Mov(ptx.B32, ptx.Imm(0))
+	for i := 0; i*g.threads < total; i++ {
+		q := k.Add(ptx.U32, xk.w.tid, ptx.Imm(i*g.threads))
+		one := func() {
+			row := k.Div(ptx.U32, q, ptx.Imm(nz))
+			cc := k.Add(ptx.U32, k.Sub(ptx.U32, q, k.Mul(ptx.U32, row, ptx.Imm(nz))), ptx.Imm(g.r/8))
+			off := gen.SwizzledTileOffset(k, row, cc, g.hp)
+			for _, tile := range []ptx.Reg{hi, lo} {
+				k.St(ptx.Shared, ptx.B32, ptx.At(k.Add(ptx.U32, tile, off), 0), []ptx.Reg{z, z, z, z})
+			}
+		}
+		if (i+1)*g.threads > total {
+			k.If(k.Setp("lt", ptx.U32, q, ptx.Imm(total)), one)
+		} else {
+			one()
+		}
+	}
+}
+
+// hiLo splits f32 values v (an even count) into hi = round(v) and lo =
+// round(v − hi) in dt, packed two a b32 (the first value low).
+func hiLo(k *ptx.Func, dt dtype.DType, v []ptx.Reg) (hw, lw []ptx.Reg) {
+	pt := ptx.F16x2
+	if dt == dtype.BF16 {
+		pt = ptx.BF16x2
+	}
+	for j := 0; j < len(v); j += 2 {
+		hw = append(hw, k.PackHalf2(pt, v[j+1], v[j]))
+	}
+	hv := gen.Widen(k, dt, hw)
+	for j := 0; j < len(v); j += 2 {
+		lw = append(lw, k.PackHalf2(pt, k.Sub(ptx.F32, v[j+1], hv[j+1]), k.Sub(ptx.F32, v[j], hv[j])))
+	}
+	return hw, lw
 }
 
 // xFrags are the x kernel's fragment offsets: dX's A (dh, K-major) per
@@ -246,12 +317,12 @@ func (xk *xKernel) frags() xFrags {
 	for kk := range g.kSteps {
 		half := g.rHalf && kk == g.kSteps-1
 		if g.dx {
-			f.dxA = append(f.dxA, aKMajor(k, l, g.rp, xk.wr0, imm(k, 2*kk), half))
+			f.dxA = append(f.dxA, aKMajor(k, l, g.hp, xk.wr0, imm(k, 2*kk), half))
 		}
 	}
 	for i := range xk.mbw {
 		mc := k.Shl(ptx.U32, k.Add(ptx.U32, xk.mb0, ptx.Imm(i)), ptx.Imm(1))
-		f.daA = append(f.daA, aMNMajor(k, l, g.rp, z, mc, g.rHalf && i == g.kSteps-1))
+		f.daA = append(f.daA, aMNMajor(k, l, g.hp, z, mc, g.rHalf && i == g.kSteps-1))
 	}
 	for nc := 0; g.dx && nc < chunk/8; nc += 2 {
 		f.dxB = append(f.dxB, bMNMajor(k, l, chunk, z, imm(k, nc), true, false))

@@ -1,0 +1,254 @@
+package lora
+
+import (
+	"github.com/gradtune/gradtune/kernels/gen"
+	"github.com/gradtune/gradtune/kernels/hopper"
+	"github.com/gradtune/gradtune/kernels/ptx"
+)
+
+// The x kernel with mma=wgmma (sm_90a): one warpgroup, the same ring,
+// CTA shares and dh split as the mma.sync kernel, every tile in the
+// 128-byte swizzle (gen.SwizzledTileOffset of 64-column rows) from a
+// 1024-aligned base. Per step it issues, as one wgmma group:
+//   - dX's blocks [64 × 64] (bt/64 of them): A dh's hi or lo rows (K-major,
+//     the rank), B the A tile (MN-major), ⌈r/16⌉ k16 steps each;
+//   - dA's chunk [64 × 64]: A dh's hi or lo tile read transposed (the rank
+//     as M, MN-major), B the x tile (MN-major), bt/16 k16 steps each;
+// then waits for it (the next step's copy overwrites this slot), stores
+// dX and, after the chunk's last row block, adds dA by red.add.
+
+// emitXWG writes the wgmma x kernel.
+func emitXWG(k *ptx.Func, g geom, xp xParams) {
+	if g.tparts > 0 {
+		emitXStream(k, g, xp)
+		return
+	}
+	base := hopper.AlignedBase(k)
+	xk := newXKernel(k, g)
+	xr := xk.setup(xp, base, xFrags{})
+	ab := gen.HalfType(g.dt)
+	da := k.WgmmaAcc(chunk) // dA's chunk: rank rows 16w + g4 (+8), columns 8j + tig (+1)
+	if g.rg > 1 || planted.keepDA {
+		// The first step's scale-d is a predicate ptxas cannot know false:
+		// defined here, not by ptxas between the wgmma (C7515).
+		for _, r := range da {
+			k.MovTo(r, ptx.F32Imm(0))
+		}
+	}
+	ring(k, base, g.stageX(), g.stages, xr.first, xr.cnt, xr.load, func(slot, item ptx.Reg) {
+		it := xk.item(item, xr.c.row0)
+		col0 := k.Shl(ptx.U32, it.ch, ptx.Imm(6))
+		hiJ, loJ := xr.tiles(k, g, it)
+		tiles := []ptx.Reg{hiJ, loJ}
+		if planted.dropLo {
+			tiles = tiles[:1]
+		}
+		k.WgmmaFence()
+		var dx [][]ptx.Reg
+		if g.dx {
+			dx = xk.wgDX(ab, k.Add(ptx.U32, slot, ptx.Imm(g.tileBytes)), tiles)
+		}
+		// dA's first product of a chunk overwrites what the last chunk left.
+		var first ptx.Operand = ptx.Imm(0)
+		switch {
+		case planted.keepDA:
+			first = k.Setp("ne", ptx.U32, item, xr.first)
+		case g.rg > 1:
+			first = k.Setp("ne", ptx.U32, it.j, ptx.Imm(0))
+		}
+		xk.wgDA(ab, da, slot, tiles, first)
+		k.WgmmaCommit()
+		k.WgmmaWait(0)
+		if g.dx {
+			xk.storeDXWG(dx, it.row0, col0, xp.t, xp.dx)
+		}
+		flush := func() { xk.flushDAWG(da, col0, xp.da32) }
+		if g.rg == 1 {
+			flush()
+			return
+		}
+		k.If(k.Setp("eq", ptx.U32, it.j, ptx.Imm(g.rg-1)), flush)
+	}, xr.ready, true)
+}
+
+// wgDA issues dA += hiᵀ·x + loᵀ·x over the step's row block into da, the
+// first product scaled by first (0 overwrites): A the hi or lo tile of
+// the block (the rank as M, MN-major), B the slot's x tile (MN-major).
+func (xk *xKernel) wgDA(ab ptx.Type, da []ptx.Reg, slot ptx.Reg, tiles []ptx.Reg, first ptx.Operand) {
+	k, g := xk.k, xk.g
+	for kt := range g.bt / 16 {
+		for ti, tile := range tiles {
+			var scale ptx.Operand = ptx.Imm(1)
+			if kt == 0 && ti == 0 {
+				scale = first
+			}
+			a := k.WgmmaDesc(k.Add(ptx.U32, tile, ptx.Imm(kt*16*g.rowBytes)), g.tileBytes, 1024, ptx.Swizzle128B)
+			b := k.WgmmaDesc(k.Add(ptx.U32, slot, ptx.Imm(kt*16*g.rowBytes)), g.tileBytes, 1024, ptx.Swizzle128B)
+			k.Wgmma(ab, da, a, b, ptx.WgmmaOpts{ScaleD: scale, TransA: true, TransB: true})
+		}
+	}
+}
+
+// wgDX issues dX = hi·A + lo·A for the step's row block, one accumulator
+// [64 × 64] per 64 rows; aTile is the chunk's A tile [ar × 64].
+func (xk *xKernel) wgDX(ab ptx.Type, aTile ptx.Reg, tiles []ptx.Reg) [][]ptx.Reg {
+	k, g := xk.k, xk.g
+	var out [][]ptx.Reg
+	for m := range g.bt / 64 {
+		acc := k.WgmmaAcc(chunk)
+		for kk := range g.kSteps {
+			for ti, tile := range tiles {
+				var scale ptx.Operand = ptx.Imm(1)
+				if kk == 0 && ti == 0 {
+					scale = ptx.Imm(0)
+				}
+				a := k.WgmmaDesc(k.Add(ptx.U32, tile, ptx.Imm(m*64*g.rowBytes+kk*32)), 16, 1024, ptx.Swizzle128B)
+				b := k.WgmmaDesc(k.Add(ptx.U32, aTile, ptx.Imm(kk*16*g.rowBytes)), g.ar*g.rowBytes, 1024, ptx.Swizzle128B)
+				k.Wgmma(ab, acc, a, b, ptx.WgmmaOpts{ScaleD: scale, TransB: true})
+			}
+		}
+		out = append(out, acc)
+	}
+	return out
+}
+
+// storeDXWG stores the row block's dX accumulators rounded: warp w of
+// block m holds rows 64m + 16w + g4 and +8; rows at or past t and
+// columns past in are left out.
+func (xk *xKernel) storeDXWG(acc [][]ptx.Reg, row0, col0, t, dx ptx.Reg) {
+	k, g, w := xk.k, xk.g, xk.w
+	col := k.Add(ptx.U32, col0, w.tig)
+	for m, d := range acc {
+		base := k.Add(ptx.U32, k.Add(ptx.U32, row0, k.Shl(ptx.U32, w.warp, ptx.Imm(4))), k.Add(ptx.U32, w.g4, ptx.Imm(64*m)))
+		for half := range 2 {
+			row := k.Add(ptx.U32, base, ptx.Imm(8*half))
+			rowOK := k.Setp("lt", ptx.U32, row, t)
+			for j := range chunk / 8 {
+				cn := k.Add(ptx.U32, col, ptx.Imm(8*j))
+				ok := k.And(ptx.Pred, rowOK, k.Setp("lt", ptx.U32, cn, ptx.Imm(g.in)))
+				elem := k.Mad(ptx.U32, row, ptx.Imm(g.in), cn)
+				gen.StVals(k, g.dt, ptx.At(k.Add(ptx.U64, dx, k.MulWide(ptx.U32, elem, ptx.Imm(g.dt.Size()))), 0), []ptx.Reg{d[4*j+2*half], d[4*j+2*half+1]}, ok)
+			}
+		}
+	}
+}
+
+// flushDAWG adds dA's chunk accumulator (columns from col0) into da32
+// [r × in]: rank rows at or past r and columns past in left out.
+func (xk *xKernel) flushDAWG(acc []ptx.Reg, col0, da32 ptx.Reg) {
+	k, g, w := xk.k, xk.g, xk.w
+	row := k.Add(ptx.U32, k.Shl(ptx.U32, w.warp, ptx.Imm(4)), w.g4)
+	col := k.Add(ptx.U32, col0, w.tig)
+	ok := func(row, cn ptx.Reg) ptx.Reg {
+		return k.And(ptx.Pred, k.Setp("lt", ptx.U32, row, ptx.Imm(g.r)), k.Setp("lt", ptx.U32, cn, ptx.Imm(g.in)))
+	}
+	for j := range chunk / 8 {
+		redQuad(k, w, da32, row, k.Add(ptx.U32, col, ptx.Imm(8*j)), g.in, [4]ptx.Reg(acc[4*j:4*j+4]), ok)
+	}
+}
+
+// emitXStream writes the streaming wgmma x kernel (tparts > 0): CTA c
+// takes chunk c mod nc of in (nc chunks) over part ⌊c/nc⌋ of the row
+// blocks, ⌈nb/tparts⌉ of them (nb = ⌈t/bt⌉ at run time; a last part may
+// have fewer or none). Its A tile is loaded once; each ring slot holds
+// the block's x tile and its rows of dh32, which each thread splits into
+// the hi and lo tiles from the copies it made itself; then the wgmma
+// step as emitXWG's, dA's partial added once, after the part's last block.
+func emitXStream(k *ptx.Func, g geom, xp xParams) {
+	base := hopper.AlignedBase(k)
+	xk := newXKernel(k, g)
+	nc := chunks(g.in)
+	id := k.Mov(ptx.U32, ptx.CtaidX)
+	part := k.Div(ptx.U32, id, ptx.Imm(nc))
+	col0 := k.Shl(ptx.U32, k.Sub(ptx.U32, id, k.Mul(ptx.U32, part, ptx.Imm(nc))), ptx.Imm(6))
+	nb := k.Shr(ptx.U32, k.Add(ptx.U32, xp.t, ptx.Imm(g.bt-1)), ptx.Imm(gen.Log2(g.bt)))
+	q := k.Div(ptx.U32, k.Add(ptx.U32, nb, ptx.Imm(g.tparts-1)), ptx.Imm(g.tparts))
+	b0 := k.Min(ptx.U32, k.Mul(ptx.U32, part, q), nb)
+	cnt := k.Min(ptx.U32, q, k.Sub(ptx.U32, nb, b0))
+	row0 := k.Mul(ptx.U32, b0, ptx.Imm(g.bt))
+	hi := k.Add(ptx.U32, base, ptx.Imm(g.stages*g.stageX()))
+	lo := k.Add(ptx.U32, hi, ptx.Imm(g.tileBytes))
+	aTile := k.Add(ptx.U32, lo, ptx.Imm(g.tileBytes))
+	if g.r < g.hp {
+		xk.padDH(hi, lo)
+	}
+	if g.dx { // the ring's first group
+		newTileCopy(k, xk.w.tid, g.ar, chunk, chunk, g.in, g.threads).issue(aTile, xp.a, imm(k, 0), col0, ptx.Imm(g.r), ptx.Imm(g.in))
+	}
+	if g.pdl {
+		k.GridDepWait() // the ring's first copies read dh32
+	}
+	xc := newTileCopy(k, xk.w.tid, g.bt, chunk, chunk, g.in, g.threads)
+	dc := newTileCopy(k, xk.w.tid, g.bt, 2*g.r, 2*g.rp, 2*g.r, g.threads) // dh32's rows as pairs of 16-bit units
+	load := func(slot, j ptx.Reg) {
+		row := k.Mad(ptx.U32, j, ptx.Imm(g.bt), row0)
+		xc.issue(slot, xp.x, row, col0, xp.t, ptx.Imm(g.in))
+		dc.issue(k.Add(ptx.U32, slot, ptx.Imm(g.tileBytes)), xp.dh32, row, imm(k, 0), xp.t, ptx.Imm(2*g.r))
+	}
+	var storeDH ptx.Reg // with osplit > 1 the CTAs of chunk 0 store dh rounded
+	if xp.dh.Valid() {
+		storeDH = k.Setp("eq", ptx.U32, col0, ptx.Imm(0))
+	}
+	ab := gen.HalfType(g.dt)
+	da := k.WgmmaAcc(chunk)
+	for _, r := range da { // scale-d is a predicate ptxas cannot know false on the first step (C7515)
+		k.MovTo(r, ptx.F32Imm(0))
+	}
+	tiles := []ptx.Reg{hi, lo}
+	if planted.dropLo {
+		tiles = tiles[:1]
+	}
+	ring(k, base, g.stageX(), g.stages, imm(k, 0), cnt, load, func(slot, j ptx.Reg) {
+		rowJ := k.Mad(ptx.U32, j, ptx.Imm(g.bt), row0)
+		xk.splitOwn(dc, k.Add(ptx.U32, slot, ptx.Imm(g.tileBytes)), hi, lo, rowJ, xp.t, xp.dh, storeDH)
+		k.FenceProxyAsync()
+		k.BarSync(0)
+		k.WgmmaFence()
+		var dx [][]ptx.Reg
+		if g.dx {
+			dx = xk.wgDX(ab, aTile, tiles)
+		}
+		var first ptx.Operand = k.Setp("ne", ptx.U32, j, ptx.Imm(0))
+		if planted.keepDA {
+			first = ptx.Imm(1)
+		}
+		xk.wgDA(ab, da, slot, tiles, first)
+		k.WgmmaCommit()
+		k.WgmmaWait(0)
+		if g.dx {
+			xk.storeDXWG(dx, rowJ, col0, xp.t, xp.dx)
+		}
+		k.If(k.Setp("eq", ptx.U32, j, k.Sub(ptx.U32, cnt, ptx.Imm(1))), func() { xk.flushDAWG(da, col0, xp.da32) })
+	}, nil, true)
+}
+
+// splitOwn splits the thread's own copies (dc's chunks: four f32 of a row
+// of dh32 each) in the slot's dh32 rows at rows into the hi and lo tiles;
+// where store holds (and dh is a buffer) it also stores hi, dh rounded,
+// for rows below t.
+func (xk *xKernel) splitOwn(dc *tileCopy, rows, hi, lo, row0, t, dh, store ptx.Reg) {
+	k, g := xk.k, xk.g
+	for i := range dc.rowIn {
+		one := func() {
+			v := k.Ld(ptx.Shared, ptx.F32, 4, ptx.At(k.Add(ptx.U32, rows, dc.sOff[i]), 0))
+			hw, lw := hiLo(k, g.dt, v)
+			rank := k.Shr(ptx.U32, dc.colIn[i], ptx.Imm(1))
+			off := k.Add(ptx.U32, gen.SwizzledTileOffset(k, dc.rowIn[i], k.Shr(ptx.U32, rank, ptx.Imm(3)), chunk),
+				k.Shl(ptx.U32, k.And(ptx.U32, rank, ptx.Imm(7)), ptx.Imm(1)))
+			k.St(ptx.Shared, ptx.B32, ptx.At(k.Add(ptx.U32, hi, off), 0), hw)
+			k.St(ptx.Shared, ptx.B32, ptx.At(k.Add(ptx.U32, lo, off), 0), lw)
+			if dh.Valid() {
+				row := k.Add(ptx.U32, row0, dc.rowIn[i])
+				ok := k.And(ptx.Pred, store, k.Setp("lt", ptx.U32, row, t))
+				elem := k.Mad(ptx.U32, row, ptx.Imm(g.r), rank)
+				k.St(ptx.Global, ptx.B32, ptx.At(k.Add(ptx.U64, dh, k.MulWide(ptx.U32, elem, ptx.Imm(2))), 0), hw)
+				k.Guard(ok, false)
+			}
+		}
+		if dc.has[i].Valid() {
+			k.If(dc.has[i], one)
+		} else {
+			one()
+		}
+	}
+}
