@@ -25,8 +25,10 @@ func TestLoraSearchRules(t *testing.T) {
 			func(p variants.Params) bool { return p["pdl"] == "0" },
 			func(p variants.Params) bool { return p["pdl"] == "1" }},
 		{"wgmma rows", "testdata/issue27/lora-1206d-h100/wg.db.gz",
-			`searchWGMMARows = "search: mma=wgmma with tparts=0, at least ([\d.]+)× the best mma=sync on an H100`,
-			func(p variants.Params) bool { return p["mma"] == "wgmma" && (p["tparts"] == "" || p["tparts"] == "0") },
+			`searchWGMMARows = "search: mma=wgmma with tparts=0 and warps=4, at least ([\d.]+)× the best mma=sync on an H100`,
+			func(p variants.Params) bool {
+				return p["mma"] == "wgmma" && (p["tparts"] == "" || p["tparts"] == "0") && p["warps"] == "4"
+			},
 			func(p variants.Params) bool { return p["mma"] == "sync" }},
 	} {
 		minRatio, shapes := math.Inf(1), 0

@@ -18,6 +18,7 @@ type geom struct {
 	osplit, isplit      int
 	rg                  int // row blocks an x-kernel CTA takes
 	threads, wrows, mt  int // wrows = bt/warps rows per warp, mt = wrows/16 m16 blocks
+	xThreads            int // the x kernel's: threads, or one warpgroup with wgmma
 	kSteps              int // ⌈r/16⌉ k16 steps over the rank
 	rHalf               bool
 	tileBytes, rowBytes int // a [bt × 64] tile; one 64-column row
@@ -37,9 +38,9 @@ func newGeom(s Shape, p Params) geom {
 	g.kSteps, g.rHalf = gen.CeilDiv(s.R, 16), s.R%16 == 8
 	g.rowBytes = chunk * 2
 	g.tileBytes = p.BT * g.rowBytes
-	g.hp, g.ar = g.rp, g.r
+	g.hp, g.ar, g.xThreads = g.rp, g.r, g.threads
 	if p.MMA == "wgmma" {
-		g.wgmma, g.hp, g.ar, g.tparts = true, chunk, 16*g.kSteps, p.TParts
+		g.wgmma, g.hp, g.ar, g.tparts, g.xThreads = true, chunk, 16*g.kSteps, p.TParts, 128
 	}
 	return g
 }
@@ -101,9 +102,9 @@ func (f family) Emit(s Shape, p Params) (kernels.Program, error) {
 	if g.rg > 1 {
 		groups = configs.CeilDiv(t, configs.Int(g.rg*g.bt))
 	}
-	gemm := func(entry string, rows configs.Expr, split int, smem int, bufs ...string) kernels.Launch {
+	gemm := func(entry string, rows configs.Expr, split, threads, smem int, bufs ...string) kernels.Launch {
 		l := kernels.Launch{Entry: entry, Grid: [3]configs.Expr{rows.TimesInt(split), configs.Int(1), configs.Int(1)},
-			Block: [3]int{g.threads, 1, 1}, SharedBytes: smem}
+			Block: [3]int{threads, 1, 1}, SharedBytes: smem}
 		for _, b := range bufs {
 			l.Args = append(l.Args, kernels.Arg{Buffer: b})
 		}
@@ -112,7 +113,7 @@ func (f family) Emit(s Shape, p Params) (kernels.Program, error) {
 	}
 	dh32 := kernels.Buffer{Name: "dh32", DType: dtype.F32, Elems: t.TimesInt(g.r), Role: kernels.Scratch}
 	prog := kernels.Program{PTX: built.String(), RuntimeDims: []string{Dim}}
-	prog.Launches = append(prog.Launches, gemm(name("dy"), rows, g.osplit, g.smemDY(), "dy", "b", "h", "scale", "dh", "dh32", "db32"))
+	prog.Launches = append(prog.Launches, gemm(name("dy"), rows, g.osplit, g.threads, g.smemDY(), "dy", "b", "h", "scale", "dh", "dh32", "db32"))
 	endArgs := []finalArg{{"db32", "db", configs.Int(g.out * g.r)}, {"da32", "da", configs.Int(g.r * g.in)}}
 	if g.osplit > 1 {
 		dh32.Role = kernels.State
@@ -129,7 +130,7 @@ func (f family) Emit(s Shape, p Params) (kernels.Program, error) {
 	if g.tparts > 0 {
 		xRows, xSplit = configs.Int(g.tparts), chunks(g.in)
 	}
-	prog.Launches = append(prog.Launches, gemm(name("x"), xRows, xSplit, g.smemX(), xBufs...), finalLaunch(name("end"), endArgs))
+	prog.Launches = append(prog.Launches, gemm(name("x"), xRows, xSplit, g.xThreads, g.smemX(), xBufs...), finalLaunch(name("end"), endArgs))
 	for i := 1; i < len(prog.Launches); i++ {
 		prog.Launches[i].Dependent = g.pdl
 	}

@@ -118,6 +118,9 @@ func TestVariantsOnInterpreter(t *testing.T) {
 		{Case: simtest.Case{Spec: "t=137,in=200,out=136,r=64", DType: dtype.BF16}, Params: "bt=64,warps=4,stages=3,osplit=2,isplit=1,mma=wgmma,tparts=2"},
 		{Case: simtest.Case{Spec: "t=70,in=136,out=72,r=40", DType: dtype.F16}, Params: "bt=64,warps=4,stages=2,osplit=1,isplit=1,pdl=1,mma=wgmma,tparts=1"},
 		{Case: simtest.Case{Spec: "t=300,in=192,out=256,r=16,dx=base", DType: dtype.BF16}, Params: "bt=128,warps=4,stages=2,osplit=1,isplit=1,mma=wgmma,tparts=2"},
+		// a warpgroup of x kernel beside an 8-warp dY kernel
+		{Case: simtest.Case{Spec: "t=137,in=200,out=136,r=64", DType: dtype.BF16}, Params: "bt=128,warps=8,stages=3,osplit=2,isplit=1,mma=wgmma,tparts=2"},
+		{Case: simtest.Case{Spec: "t=600,in=192,out=256,r=32", DType: dtype.F16}, Params: "bt=128,warps=8,stages=2,osplit=2,isplit=2,rg=2,mma=wgmma"},
 	})
 }
 
@@ -351,9 +354,10 @@ func TestAssemble(t *testing.T) {
 	for _, spec := range []string{gateUp, "t=2048,in=1536,out=1536,r=64"} {
 		for _, dt := range fam.DTypes() {
 			s := simtest.Shape(t, fam, spec, dt)
-			// One in 32: every axis value at least once, as many modules as
-			// one in 12 took before the splits 6, 12 and 24 joined.
-			for _, p := range sweep.Pick(fam.Space(s).Enumerate(), 32) {
+			// One in 96: every axis value at least once, about as many
+			// modules as one in 32 took before mma, tparts and maxnreg
+			// joined (the space grew 3 to 4 times).
+			for _, p := range sweep.Pick(fam.Space(s).Enumerate(), 96) {
 				prog, err := fam.Emit(s, p)
 				if err != nil {
 					t.Fatal(err)

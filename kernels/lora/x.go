@@ -69,7 +69,7 @@ func declareX(k *ptx.Func, g geom) xParams {
 		p.dh = gen.Param(k, "dh")
 	}
 	p.t = k.LdParam(k.Param(Dim, ptx.U32))
-	k.ReqNTid(g.threads)
+	k.ReqNTid(g.xThreads)
 	if g.pdl {
 		k.GridDepLaunch()
 	}
@@ -151,10 +151,10 @@ func (xk *xKernel) setup(xp xParams, smem ptx.Reg, fr xFrags) xRing {
 	} else {
 		split()
 	}
-	xc := newTileCopy(k, xk.w.tid, g.bt, chunk, chunk, g.in, g.threads)
+	xc := newTileCopy(k, xk.w.tid, g.bt, chunk, chunk, g.in, g.xThreads)
 	var ac *tileCopy
 	if g.dx {
-		ac = newTileCopy(k, xk.w.tid, g.ar, chunk, chunk, g.in, g.threads)
+		ac = newTileCopy(k, xk.w.tid, g.ar, chunk, chunk, g.in, g.xThreads)
 	}
 	xr.load = func(slot, item ptx.Reg) {
 		it := xk.item(item, xr.c.row0)
@@ -235,7 +235,7 @@ func (xk *xKernel) item(i, groupRow0 ptx.Reg) xItem {
 // out holds (and dh is a buffer) it also stores hi, dh rounded, into dh.
 func (xk *xKernel) splitDH(dh32, hi, lo, row0, t, dh, out ptx.Reg) {
 	k, g := xk.k, xk.g
-	c := newTileCopy(k, xk.w.tid, g.rg*g.bt, g.r, g.hp, g.r, g.threads)
+	c := newTileCopy(k, xk.w.tid, g.rg*g.bt, g.r, g.hp, g.r, g.xThreads)
 	for i := range c.rowIn {
 		one := func() {
 			row := k.Add(ptx.U32, row0, c.rowIn[i])
@@ -267,8 +267,8 @@ func (xk *xKernel) padDH(hi, lo ptx.Reg) {
 	nz := (g.hp - g.r) / 8 // zero chunks a row
 	total := g.rg * g.bt * nz
 	z := k.Mov(ptx.B32, ptx.Imm(0))
-	for i := 0; i*g.threads < total; i++ {
-		q := k.Add(ptx.U32, xk.w.tid, ptx.Imm(i*g.threads))
+	for i := 0; i*g.xThreads < total; i++ {
+		q := k.Add(ptx.U32, xk.w.tid, ptx.Imm(i*g.xThreads))
 		one := func() {
 			row := k.Div(ptx.U32, q, ptx.Imm(nz))
 			cc := k.Add(ptx.U32, k.Sub(ptx.U32, q, k.Mul(ptx.U32, row, ptx.Imm(nz))), ptx.Imm(g.r/8))
@@ -277,7 +277,7 @@ func (xk *xKernel) padDH(hi, lo ptx.Reg) {
 				k.St(ptx.Shared, ptx.B32, ptx.At(k.Add(ptx.U32, tile, off), 0), []ptx.Reg{z, z, z, z})
 			}
 		}
-		if (i+1)*g.threads > total {
+		if (i+1)*g.xThreads > total {
 			k.If(k.Setp("lt", ptx.U32, q, ptx.Imm(total)), one)
 		} else {
 			one()
@@ -380,10 +380,22 @@ func (xk *xKernel) dx(f xFrags, slot, hi, lo, row0, col0, t, dx ptx.Reg) {
 	}
 }
 
-// zeroDA is the warp's dA accumulators for one chunk, zeroed: the hi
-// products' blocks, then the lo products' (apart, so that the two mma of
-// a pair do not wait on each other), summed by flushDA.
-func (xk *xKernel) zeroDA() [][4]ptx.Reg { return zeroAcc(xk.k, 2*xk.mbw*xk.nbw) }
+// zeroDA is the warp's dA accumulators for one chunk, zeroed: with fewer
+// than independentAcc blocks, the hi products' blocks, then the lo
+// products' (apart, so that the two mma of a pair do not wait on each
+// other), summed by flushDA; else one set.
+func (xk *xKernel) zeroDA() [][4]ptx.Reg {
+	n := xk.mbw * xk.nbw
+	if n < independentAcc {
+		n *= 2
+	}
+	return zeroAcc(xk.k, n)
+}
+
+// independentAcc is how many accumulator blocks a warp's mma.sync chain
+// needs to interleave so that none waits on the one before: below it a
+// kernel splits its blocks in two sets, summed before they are stored.
+const independentAcc = 8
 
 // loadA loads the warp's A fragments of dA (per k16 step of the row
 // block, m16 block and tile: hi, then lo) from the tiles hi and lo.
@@ -422,7 +434,11 @@ func (xk *xKernel) addDA(f xFrags, slot, hi, lo ptx.Reg, acc [][4]ptx.Reg) {
 					a = aRegs(fa, fa.load(k, tile, kt), w.zero)
 				}
 				for ni, b := range bs {
-					d := acc[(ti*len(f.daA)+mb)*xk.nbw+ni]
+					set := 0 // the lo products' set, where there are two
+					if len(acc) > xk.mbw*xk.nbw {
+						set = ti
+					}
+					d := acc[(set*len(f.daA)+mb)*xk.nbw+ni]
 					k.MmaSyncTo(ab, d, a, b, d)
 				}
 			}
@@ -448,7 +464,11 @@ func (xk *xKernel) flushDA(acc [][4]ptx.Reg, col0, da32 ptx.Reg) {
 		row := k.Add(ptx.U32, w.g4, k.Shl(ptx.U32, k.Add(ptx.U32, xk.mb0, ptx.Imm(mb)), ptx.Imm(4)))
 		for ni := range xk.nbw {
 			i := mb*xk.nbw + ni
-			redQuad(k, w, da32, row, k.Add(ptx.U32, col, ptx.Imm(8*ni)), g.in, sum4(k, acc[i], acc[len(acc)/2+i]), ok)
+			q := acc[i]
+			if n := xk.mbw * xk.nbw; len(acc) > n {
+				q = sum4(k, q, acc[n+i])
+			}
+			redQuad(k, w, da32, row, k.Add(ptx.U32, col, ptx.Imm(8*ni)), g.in, q, ok)
 		}
 	}
 }

@@ -173,13 +173,13 @@ func emitXStream(k *ptx.Func, g geom, xp xParams) {
 		xk.padDH(hi, lo)
 	}
 	if g.dx { // the ring's first group
-		newTileCopy(k, xk.w.tid, g.ar, chunk, chunk, g.in, g.threads).issue(aTile, xp.a, imm(k, 0), col0, ptx.Imm(g.r), ptx.Imm(g.in))
+		newTileCopy(k, xk.w.tid, g.ar, chunk, chunk, g.in, g.xThreads).issue(aTile, xp.a, imm(k, 0), col0, ptx.Imm(g.r), ptx.Imm(g.in))
 	}
 	if g.pdl {
 		k.GridDepWait() // the ring's first copies read dh32
 	}
-	xc := newTileCopy(k, xk.w.tid, g.bt, chunk, chunk, g.in, g.threads)
-	dc := newTileCopy(k, xk.w.tid, g.bt, 2*g.r, 2*g.rp, 2*g.r, g.threads) // dh32's rows as pairs of 16-bit units
+	xc := newTileCopy(k, xk.w.tid, g.bt, chunk, chunk, g.in, g.xThreads)
+	dc := newTileCopy(k, xk.w.tid, g.bt, 2*g.r, 2*g.rp, 2*g.r, g.xThreads) // dh32's rows as pairs of 16-bit units
 	load := func(slot, j ptx.Reg) {
 		row := k.Mad(ptx.U32, j, ptx.Imm(g.bt), row0)
 		xc.issue(slot, xp.x, row, col0, xp.t, ptx.Imm(g.in))
