@@ -91,6 +91,10 @@
 #           fix-setmaxnreg's binary: no setmaxnreg.inc below the registers
 #           held at launch) into h200-gemm-fix.db, the database the gemm
 #           table is regenerated from when the branch lands      ~3 min
+#   lora    issue 27: lora_bwd on qwen1.5b at 2048 tokens into lora.db,
+#           then torch's GEMMs (bench/peers_step.py --kernels lora_bwd),
+#           then bench/research/lora_x.cu (what the x kernel's loads
+#           can read), compiled there by nvcc                  ~6 min
 #   steppeers  right after step, in the same session: bench/peers_step.py,
 #           the peers of the step's backward kernels (swiglu_bwd, rope_bwd, cross-entropy, linear cross-entropy):
 #           torch eager, torch.compile, Liger-Kernel and Cut Cross-Entropy
@@ -128,7 +132,7 @@ fi
 outside5() {
 	grep -a -o "[0-9.]*× the table" "$1" | awk '{r=$1+0; n++; if (r>1.05||r<0.95) o++} END {printf "%d ratios at the tuned shape, %d outside 5%%\n", n, o}'
 }
-for phase in ${PHASE:?PHASE=diag|dequantgap|dqlayout|gemmgap|nf4|nf4ab|nf4card|cardtime|refresh|rows|launch|shard|exact|gemm|nights|pytorch|step|lce|attn|steppeers|gemmfix}; do
+for phase in ${PHASE:?PHASE=diag|dequantgap|dqlayout|gemmgap|nf4|nf4ab|nf4card|cardtime|refresh|rows|launch|shard|exact|gemm|nights|pytorch|step|lce|attn|lora|steppeers|gemmfix}; do
 case $phase in
 nf4)
 	PHASE=all OUT=$out bash bench/issue22_h200.sh
@@ -348,6 +352,17 @@ attn)
 	timed python3 bench/peers_step.py --out "$out/peers-attn.jsonl" --tokens 8192 --kernels flash_attn_bwd > "$out/peers-attn.log" 2>&1
 	grep -a -A12 "^kernel " "$out/peers-attn.log"
 	;;
+lora)
+	timed ./bin/tune --kernel lora_bwd --shapes qwen1.5b --dtype bf16 --tokens 2048 \
+		--final-rounds 2 --db "$out/lora.db" > "$out/lora-tune.log" 2>&1
+	./bin/tune show --db "$out/lora.db" > "$out/lora-show.txt" 2>&1
+	cat "$out/lora-show.txt"
+	timed python3 bench/peers_step.py --out "$out/peers-lora-2048.jsonl" --tokens 2048 --kernels lora_bwd > "$out/peers-lora-2048.log" 2>&1
+	grep -a -A20 "^kernel " "$out/peers-lora-2048.log"
+	PATH=/usr/local/cuda/bin:$PATH nvcc -O3 -std=c++17 -arch=sm_90 -o /tmp/lora_x bench/research/lora_x.cu &&
+		timeout 120 /tmp/lora_x > "$out/lora_x.txt" 2>&1
+	cat "$out/lora_x.txt"
+	;;
 steppeers)
 	for t in ${STEP_TOKENS:-2048 8192}; do
 		timed python3 bench/peers_step.py --out "$out/peers-step-$t.jsonl" --tokens "$t" > "$out/peers-step-$t.log" 2>&1
@@ -356,7 +371,7 @@ steppeers)
 	done
 	;;
 *)
-	echo "PHASE=$phase: want diag, dequantgap, gemmgap, nf4, nf4card, cardtime, refresh, rows, launch, shard, exact, gemm, nights, pytorch, step, lce, attn, steppeers or gemmfix" >&2
+	echo "PHASE=$phase: want diag, dequantgap, gemmgap, nf4, nf4card, cardtime, refresh, rows, launch, shard, exact, gemm, nights, pytorch, step, lce, attn, lora, steppeers or gemmfix" >&2
 	exit 2
 	;;
 esac
