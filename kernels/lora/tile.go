@@ -48,27 +48,32 @@ func newTileCopy(k *ptx.Func, tid ptx.Reg, rows, cols, pitch, ld, threads int) *
 	return c
 }
 
+// each emits do(i) for each of the thread's chunks i, under the guard of
+// the ones a thread may not have.
+func (c *tileCopy) each(do func(i int)) {
+	for i := range c.rowIn {
+		if c.has[i].Valid() {
+			c.k.If(c.has[i], func() { do(i) })
+		} else {
+			do(i)
+		}
+	}
+}
+
 // issue copies the tile whose first element is (row0, col0) of the
 // matrix at base into shared memory at dst (u32), zero-filling the chunks
 // at rows ≥ rowLim or columns ≥ colLim (u32 operands).
 func (c *tileCopy) issue(dst, base ptx.Reg, row0, col0, rowLim, colLim ptx.Operand) {
 	k := c.k
-	for i := range c.rowIn {
-		copyOne := func() {
-			row := k.Add(ptx.U32, row0, c.rowIn[i])
-			col := k.Add(ptx.U32, col0, c.colIn[i])
-			ok := k.And(ptx.Pred, k.Setp("lt", ptx.U32, row, rowLim), k.Setp("lt", ptx.U32, col, colLim))
-			elem := k.Mad(ptx.U32, row, ptx.Imm(c.ld), col)
-			src := k.Selp(ptx.U64, k.Add(ptx.U64, base, k.MulWide(ptx.U32, elem, ptx.Imm(2))), base, ok)
-			size := k.Selp(ptx.U32, ptx.Imm(16), ptx.Imm(0), ok)
-			k.Raw(80, 70, "cp.async.cg.shared.global", ptx.At(k.Add(ptx.U32, dst, c.sOff[i]), 0), ptx.At(src, 0), ptx.Imm(16), size)
-		}
-		if c.has[i].Valid() {
-			k.If(c.has[i], copyOne)
-		} else {
-			copyOne()
-		}
-	}
+	c.each(func(i int) {
+		row := k.Add(ptx.U32, row0, c.rowIn[i])
+		col := k.Add(ptx.U32, col0, c.colIn[i])
+		ok := k.And(ptx.Pred, k.Setp("lt", ptx.U32, row, rowLim), k.Setp("lt", ptx.U32, col, colLim))
+		elem := k.Mad(ptx.U32, row, ptx.Imm(c.ld), col)
+		src := k.Selp(ptx.U64, k.Add(ptx.U64, base, k.MulWide(ptx.U32, elem, ptx.Imm(2))), base, ok)
+		size := k.Selp(ptx.U32, ptx.Imm(16), ptx.Imm(0), ok)
+		k.Raw(80, 70, "cp.async.cg.shared.global", ptx.At(k.Add(ptx.U32, dst, c.sOff[i]), 0), ptx.At(src, 0), ptx.Imm(16), size)
+	})
 }
 
 // lanes is a lane's place in ldmatrix's address pattern: lane 8·i + r

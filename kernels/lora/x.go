@@ -236,27 +236,26 @@ func (xk *xKernel) item(i, groupRow0 ptx.Reg) xItem {
 func (xk *xKernel) splitDH(dh32, hi, lo, row0, t, dh, out ptx.Reg) {
 	k, g := xk.k, xk.g
 	c := newTileCopy(k, xk.w.tid, g.rg*g.bt, g.r, g.hp, g.r, g.xThreads)
-	for i := range c.rowIn {
-		one := func() {
-			row := k.Add(ptx.U32, row0, c.rowIn[i])
-			ok := k.Setp("lt", ptx.U32, row, t)
-			elem := k.Mad(ptx.U32, row, ptx.Imm(g.r), c.colIn[i])
-			v := gen.LdF32(k, ptx.Global, ptx.At(k.Add(ptx.U64, dh32, k.MulWide(ptx.U32, elem, ptx.Imm(4))), 0), 8, ok)
-			hw, lw := hiLo(k, g.dt, v)
-			k.St(ptx.Shared, ptx.B32, ptx.At(k.Add(ptx.U32, hi, c.sOff[i]), 0), hw)
-			k.St(ptx.Shared, ptx.B32, ptx.At(k.Add(ptx.U32, lo, c.sOff[i]), 0), lw)
-			if dh.Valid() {
-				store := k.And(ptx.Pred, ok, out)
-				k.St(ptx.Global, ptx.B32, ptx.At(k.Add(ptx.U64, dh, k.MulWide(ptx.U32, elem, ptx.Imm(2))), 0), hw)
-				k.Guard(store, false)
-			}
+	c.each(func(i int) {
+		row := k.Add(ptx.U32, row0, c.rowIn[i])
+		ok := k.Setp("lt", ptx.U32, row, t)
+		elem := k.Mad(ptx.U32, row, ptx.Imm(g.r), c.colIn[i])
+		v := gen.LdF32(k, ptx.Global, ptx.At(k.Add(ptx.U64, dh32, k.MulWide(ptx.U32, elem, ptx.Imm(4))), 0), 8, ok)
+		hw, lw := hiLo(k, g.dt, v)
+		k.St(ptx.Shared, ptx.B32, ptx.At(k.Add(ptx.U32, hi, c.sOff[i]), 0), hw)
+		k.St(ptx.Shared, ptx.B32, ptx.At(k.Add(ptx.U32, lo, c.sOff[i]), 0), lw)
+		if dh.Valid() {
+			xk.storeDH(dh, elem, hw, k.And(ptx.Pred, ok, out))
 		}
-		if c.has[i].Valid() {
-			k.If(c.has[i], one)
-		} else {
-			one()
-		}
-	}
+	})
+}
+
+// storeDH stores hi (dh rounded, four or eight values packed two a b32)
+// at element elem of dh where ok holds.
+func (xk *xKernel) storeDH(dh, elem ptx.Reg, hw []ptx.Reg, ok ptx.Reg) {
+	k := xk.k
+	k.St(ptx.Global, ptx.B32, ptx.At(k.Add(ptx.U64, dh, k.MulWide(ptx.U32, elem, ptx.Imm(2))), 0), hw)
+	k.Guard(ok, false)
 }
 
 // padDH zeroes the columns r .. hp−1 of the hi and lo tiles, which wgmma

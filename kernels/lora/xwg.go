@@ -228,27 +228,17 @@ func emitXStream(k *ptx.Func, g geom, xp xParams) {
 // for rows below t.
 func (xk *xKernel) splitOwn(dc *tileCopy, rows, hi, lo, row0, t, dh, store ptx.Reg) {
 	k, g := xk.k, xk.g
-	for i := range dc.rowIn {
-		one := func() {
-			v := k.Ld(ptx.Shared, ptx.F32, 4, ptx.At(k.Add(ptx.U32, rows, dc.sOff[i]), 0))
-			hw, lw := hiLo(k, g.dt, v)
-			rank := k.Shr(ptx.U32, dc.colIn[i], ptx.Imm(1))
-			off := k.Add(ptx.U32, gen.SwizzledTileOffset(k, dc.rowIn[i], k.Shr(ptx.U32, rank, ptx.Imm(3)), chunk),
-				k.Shl(ptx.U32, k.And(ptx.U32, rank, ptx.Imm(7)), ptx.Imm(1)))
-			k.St(ptx.Shared, ptx.B32, ptx.At(k.Add(ptx.U32, hi, off), 0), hw)
-			k.St(ptx.Shared, ptx.B32, ptx.At(k.Add(ptx.U32, lo, off), 0), lw)
-			if dh.Valid() {
-				row := k.Add(ptx.U32, row0, dc.rowIn[i])
-				ok := k.And(ptx.Pred, store, k.Setp("lt", ptx.U32, row, t))
-				elem := k.Mad(ptx.U32, row, ptx.Imm(g.r), rank)
-				k.St(ptx.Global, ptx.B32, ptx.At(k.Add(ptx.U64, dh, k.MulWide(ptx.U32, elem, ptx.Imm(2))), 0), hw)
-				k.Guard(ok, false)
-			}
+	dc.each(func(i int) {
+		v := k.Ld(ptx.Shared, ptx.F32, 4, ptx.At(k.Add(ptx.U32, rows, dc.sOff[i]), 0))
+		hw, lw := hiLo(k, g.dt, v)
+		rank := k.Shr(ptx.U32, dc.colIn[i], ptx.Imm(1))
+		off := k.Add(ptx.U32, gen.SwizzledTileOffset(k, dc.rowIn[i], k.Shr(ptx.U32, rank, ptx.Imm(3)), chunk),
+			k.Shl(ptx.U32, k.And(ptx.U32, rank, ptx.Imm(7)), ptx.Imm(1)))
+		k.St(ptx.Shared, ptx.B32, ptx.At(k.Add(ptx.U32, hi, off), 0), hw)
+		k.St(ptx.Shared, ptx.B32, ptx.At(k.Add(ptx.U32, lo, off), 0), lw)
+		if dh.Valid() {
+			row := k.Add(ptx.U32, row0, dc.rowIn[i])
+			xk.storeDH(dh, k.Mad(ptx.U32, row, ptx.Imm(g.r), rank), hw, k.And(ptx.Pred, store, k.Setp("lt", ptx.U32, row, t)))
 		}
-		if dc.has[i].Valid() {
-			k.If(dc.has[i], one)
-		} else {
-			one()
-		}
-	}
+	})
 }
