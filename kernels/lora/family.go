@@ -66,16 +66,18 @@ type Shape struct {
 func (s Shape) dx() bool { return s.DX != "base" }
 
 // Params is one variant: the CTA's rows and warps and ring depth (both
-// GEMM kernels) and each kernel's split of its columns.
+// GEMM kernels) and each kernel's split of its columns. The x kernel's
+// kind (mma, tparts) comes right after the warps: the rules that read it
+// then prune the walk before the splits multiply it.
 type Params struct {
 	BT      int    `axis:"bt" values:"64,128,256" doc:"token rows per CTA of both GEMM kernels"`
 	Warps   int    `axis:"warps" values:"4,8" doc:"warps per CTA of both GEMM kernels; each owns bt/warps rows (16 or 32)"`
+	MMA     string `axis:"mma" values:"sync,wgmma" default:"sync" doc:"the x kernel's matrix instructions: mma.sync (sm_80 and up), or wgmma (sm_90a; one warpgroup whatever warps the dY kernel takes): dA's [64 × 64] chunk and dX's [64 × 64] blocks multiplied from shared memory, dh's hi and lo tiles padded to 64 columns"`
+	TParts  int    `axis:"tparts" values:"0,1,2,4,6,8" default:"0" doc:"0: an x-kernel CTA takes rg row blocks of its chunks; n > 0 (mma=wgmma, rg=1, isplit=1): each x-kernel CTA takes one chunk of in over 1/n of the row blocks (counted at run time), dh32's rows streamed through the ring beside x and split into hi and lo as they arrive, so dA meets n partial sums a column by red.add instead of one a row group"`
 	Stages  int    `axis:"stages" values:"2,3,4" doc:"cp.async ring slots of 64-column tiles (dY and B; x and A)"`
 	OSplit  int    `axis:"osplit" values:"1,2,4,8,12,16,24" doc:"CTAs per row block of the dY kernel, each a share of out's 64-column chunks; past 1, dh's partials meet by red.add in an f32 state buffer"`
 	ISplit  int    `axis:"isplit" values:"1,2,4,8,12,16,24" doc:"CTAs per row group of the x kernel, each a share of in's 64-column chunks"`
 	RG      int    `axis:"rg" values:"1,2,4" default:"1" doc:"row blocks of bt an x-kernel CTA takes for each of its chunks, dA summed over them in registers before its red.add (dh's hi and lo tiles of all of them in shared memory)"`
-	MMA     string `axis:"mma" values:"sync,wgmma" default:"sync" doc:"the x kernel's matrix instructions: mma.sync (sm_80 and up), or wgmma (sm_90a; one warpgroup whatever warps the dY kernel takes): dA's [64 × 64] chunk and dX's [64 × 64] blocks multiplied from shared memory, dh's hi and lo tiles padded to 64 columns"`
-	TParts  int    `axis:"tparts" values:"0,1,2,4,6,8" default:"0" doc:"0: an x-kernel CTA takes rg row blocks of its chunks; n > 0 (mma=wgmma, rg=1, isplit=1): each x-kernel CTA takes one chunk of in over 1/n of the row blocks (counted at run time), dh32's rows streamed through the ring beside x and split into hi and lo as they arrive, so dA meets n partial sums a column by red.add instead of one a row group"`
 	MaxNReg int    `axis:"maxnreg" values:"0,128" default:"0" doc:"registers per thread of the dY and x kernels (.maxnreg; 0: ptxas chooses); 128 lets two CTAs of 8 warps share an SM where their shared memory allows, at the cost of the held fragments"`
 	PDL     bool   `axis:"pdl" values:"0,1" default:"0" doc:"1: every launch after the first is a programmatic dependent launch: each kernel lets the next one launch at its start (griddepcontrol.launch_dependents) and waits (griddepcontrol.wait) before it reads what earlier launches wrote; the x kernel issues its first tiles of x before it waits"`
 }
@@ -214,10 +216,8 @@ func (family) Space(s Shape) variants.Typed[Params] {
 			}
 			return nil
 		}},
-		{Name: "x split", Axes: []string{"bt", "rg", "isplit", "tparts"}, Check: func(p Params) error {
-			if p.TParts > 0 {
-				return nil
-			}
+		{Name: "x split", Axes: []string{"bt", "rg", "isplit"}, Check: func(p Params) error {
+			// (streaming, isplit = 1 passes)
 			return splitOK("isplit", p.ISplit, chunks(s.In), gen.CeilDiv(gen.CeilDiv(s.T, p.BT), p.RG))
 		}},
 		{Name: "x fill", Axes: []string{"bt", "rg", "isplit", "tparts"}, Search: true, Check: func(p Params) error {
