@@ -75,7 +75,7 @@
 //     splitting dh32, and holds them for every step. A rank
 //     that ends in half a k16 step (r mod 16 = 8) zeroes the missing half
 //     of the fragments.
-//   - The wgmma x kernel (mma=wgmma, sm_90a; warps=4, one warpgroup):
+//   - The wgmma x kernel (mma=wgmma, sm_90a; one warpgroup, whatever warps the dY kernel takes):
 //     the same CTAs, ring and dh split, every tile in the 128-byte swizzle
 //     from a 1024-aligned base, dh's hi and lo tiles 64 columns wide (rank
 //     columns past r zeroed). Per step one wgmma group: dX's [64 × 64]
@@ -103,7 +103,7 @@
 //     a chunk and past 1 only while half the split would give fewer than
 //     two waves of 132 CTAs; stages ∈ {2, 3, 4}, past 2 only if the
 //     longer kernel's CTAs have stages−1 steps; both kernels' shared
-//     memory within 227 KB; mma ∈ {sync, wgmma} (wgmma with 4 warps),
+//     memory within 227 KB; mma ∈ {sync, wgmma},
 //     tparts ∈ {0, 1, 2, 4, 6, 8} (past 0 with wgmma, rg = 1 and
 //     isplit = 1), maxnreg ∈ {0, 128} (128 with 8 warps and room for two
 //     CTAs). The search leaves out x kernels of under half a wave of CTAs
