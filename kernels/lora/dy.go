@@ -141,13 +141,9 @@ func (dk *dyKernel) loadH(f dyFrags, hTile ptx.Reg) [][2]ptx.Reg {
 // ch and adds it into db32 [out × r].
 func (dk *dyKernel) db(f dyFrags, slot, hTile, ch, db32 ptx.Reg) {
 	k, g, w, ab := dk.k, dk.g, dk.w, gen.HalfType(dk.g.dt)
-	// With fewer than independentAcc blocks, even and odd k16 steps
-	// accumulate apart, so that consecutive mma of an n8 block do not
-	// wait on each other; summed before the red.add.
-	sets := 1
-	if dk.nbw < independentAcc {
-		sets = 2
-	}
+	// In two sets (accSets), even and odd k16 steps accumulate apart, so
+	// that consecutive mma of an n8 block do not wait on each other.
+	sets := accSets(dk.nbw)
 	acc := zeroAcc(k, sets*dk.nbw)
 	for kt := range g.bt / 16 {
 		a := aRegs(f.dbA, f.dbA.load(k, slot, kt), w.zero)
@@ -168,11 +164,7 @@ func (dk *dyKernel) db(f dyFrags, slot, hTile, ch, db32 ptx.Reg) {
 	col := k.Add(ptx.U32, k.Shl(ptx.U32, dk.nb0, ptx.Imm(3)), w.tig)
 	inOut := func(row, _ ptx.Reg) ptx.Reg { return k.Setp("lt", ptx.U32, row, ptx.Imm(g.out)) }
 	for ni := range dk.nbw {
-		q := acc[ni]
-		if sets == 2 {
-			q = sum4(k, q, acc[dk.nbw+ni])
-		}
-		redQuad(k, w, db32, o, k.Add(ptx.U32, col, ptx.Imm(8*ni)), g.r, scaled(k, q, dk.s), inOut)
+		redQuad(k, w, db32, o, k.Add(ptx.U32, col, ptx.Imm(8*ni)), g.r, scaled(k, setSum(k, acc, dk.nbw, ni), dk.s), inOut)
 	}
 }
 

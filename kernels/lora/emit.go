@@ -76,6 +76,9 @@ func (g geom) smemX() int {
 	return b
 }
 
+// smem is the larger of the two GEMM kernels' shared memory.
+func (g geom) smem() int { return max(g.smemDY(), g.smemX()) }
+
 // Emit generates one variant: the dY kernel, the x kernel (which also
 // rounds dh where its partials meet in dh32, osplit > 1) and the
 // finalize of dB and dA, in one module. t is every kernel's last

@@ -251,7 +251,7 @@ func (family) Space(s Shape) variants.Typed[Params] {
 		}},
 		{Name: "shared memory", Axes: []string{"bt", "stages", "rg", "mma", "tparts"}, Check: func(p Params) error {
 			g := newGeom(s, p)
-			if b := max(g.smemDY(), g.smemX()); b > maxShared {
+			if b := g.smem(); b > maxShared {
 				return fmt.Errorf("%d bytes of shared memory (at most %d)", b, maxShared)
 			}
 			return nil
@@ -264,7 +264,7 @@ func (family) Space(s Shape) variants.Typed[Params] {
 			if p.Warps != 8 {
 				return fmt.Errorf("maxnreg=%d with %d warps: two CTAs of 4 warps fit an SM at 255 registers", p.MaxNReg, p.Warps)
 			}
-			if b := max(g.smemDY(), g.smemX()); 2*(b+ctaReserved) > smShared {
+			if b := g.smem(); 2*(b+ctaReserved) > smShared {
 				return fmt.Errorf("maxnreg=%d: %d bytes of shared memory a CTA leave no room for a second", p.MaxNReg, b)
 			}
 			return nil

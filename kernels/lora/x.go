@@ -385,16 +385,32 @@ func (xk *xKernel) dx(f xFrags, slot, hi, lo, row0, col0, t, dx ptx.Reg) {
 // other), summed by flushDA; else one set.
 func (xk *xKernel) zeroDA() [][4]ptx.Reg {
 	n := xk.mbw * xk.nbw
-	if n < independentAcc {
-		n *= 2
-	}
-	return zeroAcc(xk.k, n)
+	return zeroAcc(xk.k, accSets(n)*n)
 }
 
 // independentAcc is how many accumulator blocks a warp's mma.sync chain
-// needs to interleave so that none waits on the one before: below it a
-// kernel splits its blocks in two sets, summed before they are stored.
+// needs to interleave so that none waits on the one before.
 const independentAcc = 8
+
+// accSets is how many sets a warp keeps n accumulator blocks in: below
+// independentAcc two, the second set summed into the first before the
+// blocks are stored (setSum).
+func accSets(n int) int {
+	if n < independentAcc {
+		return 2
+	}
+	return 1
+}
+
+// setSum is block i of accumulators acc of n blocks a set, its sets
+// summed.
+func setSum(k *ptx.Func, acc [][4]ptx.Reg, n, i int) [4]ptx.Reg {
+	q := acc[i]
+	for j := n + i; j < len(acc); j += n {
+		q = sum4(k, q, acc[j])
+	}
+	return q
+}
 
 // loadA loads the warp's A fragments of dA (per k16 step of the row
 // block, m16 block and tile: hi, then lo) from the tiles hi and lo.
@@ -433,10 +449,7 @@ func (xk *xKernel) addDA(f xFrags, slot, hi, lo ptx.Reg, acc [][4]ptx.Reg) {
 					a = aRegs(fa, fa.load(k, tile, kt), w.zero)
 				}
 				for ni, b := range bs {
-					set := 0 // the lo products' set, where there are two
-					if len(acc) > xk.mbw*xk.nbw {
-						set = ti
-					}
+					set := ti % accSets(xk.mbw*xk.nbw) // the lo products' set, where there are two
 					d := acc[(set*len(f.daA)+mb)*xk.nbw+ni]
 					k.MmaSyncTo(ab, d, a, b, d)
 				}
@@ -462,11 +475,7 @@ func (xk *xKernel) flushDA(acc [][4]ptx.Reg, col0, da32 ptx.Reg) {
 		}
 		row := k.Add(ptx.U32, w.g4, k.Shl(ptx.U32, k.Add(ptx.U32, xk.mb0, ptx.Imm(mb)), ptx.Imm(4)))
 		for ni := range xk.nbw {
-			i := mb*xk.nbw + ni
-			q := acc[i]
-			if n := xk.mbw * xk.nbw; len(acc) > n {
-				q = sum4(k, q, acc[n+i])
-			}
+			q := setSum(k, acc, xk.mbw*xk.nbw, mb*xk.nbw+ni)
 			redQuad(k, w, da32, row, k.Add(ptx.U32, col, ptx.Imm(8*ni)), g.in, q, ok)
 		}
 	}

@@ -26,28 +26,11 @@ func emitXWG(k *ptx.Func, g geom, xp xParams) {
 	base := hopper.AlignedBase(k)
 	xk := newXKernel(k, g)
 	xr := xk.setup(xp, base, xFrags{})
-	ab := gen.HalfType(g.dt)
-	da := k.WgmmaAcc(chunk) // dA's chunk: rank rows 16w + g4 (+8), columns 8j + tig (+1)
-	if g.rg > 1 || planted.keepDA {
-		// The first step's scale-d is a predicate ptxas cannot know false:
-		// defined here, not by ptxas between the wgmma (C7515).
-		for _, r := range da {
-			k.MovTo(r, ptx.F32Imm(0))
-		}
-	}
+	da := xk.daWG(g.rg > 1 || planted.keepDA) // dA's chunk: rank rows 16w + g4 (+8), columns 8j + tig (+1)
 	ring(k, base, g.stageX(), g.stages, xr.first, xr.cnt, xr.load, func(slot, item ptx.Reg) {
 		it := xk.item(item, xr.c.row0)
 		col0 := k.Shl(ptx.U32, it.ch, ptx.Imm(6))
 		hiJ, loJ := xr.tiles(k, g, it)
-		tiles := []ptx.Reg{hiJ, loJ}
-		if planted.dropLo {
-			tiles = tiles[:1]
-		}
-		k.WgmmaFence()
-		var dx [][]ptx.Reg
-		if g.dx {
-			dx = xk.wgDX(ab, k.Add(ptx.U32, slot, ptx.Imm(g.tileBytes)), tiles)
-		}
 		// dA's first product of a chunk overwrites what the last chunk left.
 		var first ptx.Operand = ptx.Imm(0)
 		switch {
@@ -56,12 +39,7 @@ func emitXWG(k *ptx.Func, g geom, xp xParams) {
 		case g.rg > 1:
 			first = k.Setp("ne", ptx.U32, it.j, ptx.Imm(0))
 		}
-		xk.wgDA(ab, da, slot, tiles, first)
-		k.WgmmaCommit()
-		k.WgmmaWait(0)
-		if g.dx {
-			xk.storeDXWG(dx, it.row0, col0, xp.t, xp.dx)
-		}
+		xk.wgStep(slot, k.Add(ptx.U32, slot, ptx.Imm(g.tileBytes)), hiJ, loJ, da, first, it.row0, col0, xp)
 		flush := func() { xk.flushDAWG(da, col0, xp.da32) }
 		if g.rg == 1 {
 			flush()
@@ -69,6 +47,44 @@ func emitXWG(k *ptx.Func, g geom, xp xParams) {
 		}
 		k.If(k.Setp("eq", ptx.U32, it.j, ptx.Imm(g.rg-1)), flush)
 	}, xr.ready, true)
+}
+
+// daWG is dA's chunk accumulator of a wgmma x kernel, zeroed where the
+// first step's scale-d is a predicate ptxas cannot know false (zeroed
+// here, not by ptxas between the wgmma: C7515).
+func (xk *xKernel) daWG(zero bool) []ptx.Reg {
+	da := xk.k.WgmmaAcc(chunk)
+	if zero {
+		for _, r := range da {
+			xk.k.MovTo(r, ptx.F32Imm(0))
+		}
+	}
+	return da
+}
+
+// wgStep issues a step's wgmma group on the x tile in slot and the hi
+// and lo tiles (hi alone with the planted dropLo): with dX its blocks
+// from aTile, and dA's chunk into da, the first product scaled by first;
+// it waits for the group (the slot is free after it) and stores dX's
+// rows from row0 at column col0.
+func (xk *xKernel) wgStep(slot, aTile, hi, lo ptx.Reg, da []ptx.Reg, first ptx.Operand, row0, col0 ptx.Reg, xp xParams) {
+	k, g := xk.k, xk.g
+	ab := gen.HalfType(g.dt)
+	tiles := []ptx.Reg{hi, lo}
+	if planted.dropLo {
+		tiles = tiles[:1]
+	}
+	k.WgmmaFence()
+	var dx [][]ptx.Reg
+	if g.dx {
+		dx = xk.wgDX(ab, aTile, tiles)
+	}
+	xk.wgDA(ab, da, slot, tiles, first)
+	k.WgmmaCommit()
+	k.WgmmaWait(0)
+	if g.dx {
+		xk.storeDXWG(dx, row0, col0, xp.t, xp.dx)
+	}
 }
 
 // wgDA issues dA += hiᵀ·x + loᵀ·x over the step's row block into da, the
@@ -189,56 +205,56 @@ func emitXStream(k *ptx.Func, g geom, xp xParams) {
 	if xp.dh.Valid() {
 		storeDH = k.Setp("eq", ptx.U32, col0, ptx.Imm(0))
 	}
-	ab := gen.HalfType(g.dt)
-	da := k.WgmmaAcc(chunk)
-	for _, r := range da { // scale-d is a predicate ptxas cannot know false on the first step (C7515)
-		k.MovTo(r, ptx.F32Imm(0))
-	}
-	tiles := []ptx.Reg{hi, lo}
-	if planted.dropLo {
-		tiles = tiles[:1]
-	}
+	da := xk.daWG(true)
+	split := xk.newSplit(dc)
 	ring(k, base, g.stageX(), g.stages, imm(k, 0), cnt, load, func(slot, j ptx.Reg) {
 		rowJ := k.Mad(ptx.U32, j, ptx.Imm(g.bt), row0)
-		xk.splitOwn(dc, k.Add(ptx.U32, slot, ptx.Imm(g.tileBytes)), hi, lo, rowJ, xp.t, xp.dh, storeDH)
+		split.own(k.Add(ptx.U32, slot, ptx.Imm(g.tileBytes)), hi, lo, rowJ, xp.t, xp.dh, storeDH)
 		k.FenceProxyAsync()
 		k.BarSync(0)
-		k.WgmmaFence()
-		var dx [][]ptx.Reg
-		if g.dx {
-			dx = xk.wgDX(ab, aTile, tiles)
-		}
 		var first ptx.Operand = k.Setp("ne", ptx.U32, j, ptx.Imm(0))
 		if planted.keepDA {
 			first = ptx.Imm(1)
 		}
-		xk.wgDA(ab, da, slot, tiles, first)
-		k.WgmmaCommit()
-		k.WgmmaWait(0)
-		if g.dx {
-			xk.storeDXWG(dx, rowJ, col0, xp.t, xp.dx)
-		}
+		xk.wgStep(slot, aTile, hi, lo, da, first, rowJ, col0, xp)
 		k.If(k.Setp("eq", ptx.U32, j, k.Sub(ptx.U32, cnt, ptx.Imm(1))), func() { xk.flushDAWG(da, col0, xp.da32) })
 	}, nil, true)
 }
 
-// splitOwn splits the thread's own copies (dc's chunks: four f32 of a row
-// of dh32 each) in the slot's dh32 rows at rows into the hi and lo tiles;
-// where store holds (and dh is a buffer) it also stores hi, dh rounded,
-// for rows below t.
-func (xk *xKernel) splitOwn(dc *tileCopy, rows, hi, lo, row0, t, dh, store ptx.Reg) {
-	k, g := xk.k, xk.g
+// ownSplit is a thread's part of the streaming kernel's dh split: per
+// chunk of its dh32 copies (four f32 of a row each), the chunk's first
+// rank and its offset in the hi and lo tiles, the same at every step.
+type ownSplit struct {
+	xk        *xKernel
+	dc        *tileCopy
+	rank, off []ptx.Reg
+}
+
+func (xk *xKernel) newSplit(dc *tileCopy) ownSplit {
+	k := xk.k
+	o := ownSplit{xk: xk, dc: dc}
+	for i := range dc.rowIn {
+		rank := k.Shr(ptx.U32, dc.colIn[i], ptx.Imm(1))
+		o.rank = append(o.rank, rank)
+		o.off = append(o.off, k.Add(ptx.U32, gen.SwizzledTileOffset(k, dc.rowIn[i], k.Shr(ptx.U32, rank, ptx.Imm(3)), chunk),
+			k.Shl(ptx.U32, k.And(ptx.U32, rank, ptx.Imm(7)), ptx.Imm(1))))
+	}
+	return o
+}
+
+// own splits the thread's own copies in the slot's dh32 rows at rows
+// into the hi and lo tiles; where store holds (and dh is a buffer) it
+// also stores hi, dh rounded, for rows below t.
+func (o ownSplit) own(rows, hi, lo, row0, t, dh, store ptx.Reg) {
+	k, g, dc := o.xk.k, o.xk.g, o.dc
 	dc.each(func(i int) {
 		v := k.Ld(ptx.Shared, ptx.F32, 4, ptx.At(k.Add(ptx.U32, rows, dc.sOff[i]), 0))
 		hw, lw := hiLo(k, g.dt, v)
-		rank := k.Shr(ptx.U32, dc.colIn[i], ptx.Imm(1))
-		off := k.Add(ptx.U32, gen.SwizzledTileOffset(k, dc.rowIn[i], k.Shr(ptx.U32, rank, ptx.Imm(3)), chunk),
-			k.Shl(ptx.U32, k.And(ptx.U32, rank, ptx.Imm(7)), ptx.Imm(1)))
-		k.St(ptx.Shared, ptx.B32, ptx.At(k.Add(ptx.U32, hi, off), 0), hw)
-		k.St(ptx.Shared, ptx.B32, ptx.At(k.Add(ptx.U32, lo, off), 0), lw)
+		k.St(ptx.Shared, ptx.B32, ptx.At(k.Add(ptx.U32, hi, o.off[i]), 0), hw)
+		k.St(ptx.Shared, ptx.B32, ptx.At(k.Add(ptx.U32, lo, o.off[i]), 0), lw)
 		if dh.Valid() {
 			row := k.Add(ptx.U32, row0, dc.rowIn[i])
-			xk.storeDH(dh, k.Mad(ptx.U32, row, ptx.Imm(g.r), rank), hw, k.And(ptx.Pred, store, k.Setp("lt", ptx.U32, row, t)))
+			o.xk.storeDH(dh, k.Mad(ptx.U32, row, ptx.Imm(g.r), o.rank[i]), hw, k.And(ptx.Pred, store, k.Setp("lt", ptx.U32, row, t)))
 		}
 	})
 }
