@@ -29,9 +29,11 @@ func TestLoraSearchRules(t *testing.T) {
 			[]run{{"testdata/issue27/step-1206c-h100/step.db.gz", 16}},
 			func(p variants.Params) bool { return p["pdl"] == "0" },
 			func(p variants.Params) bool { return p["pdl"] == "1" }},
-		{"wgmma rows", `searchWGMMARows = "search: mma=wgmma with tparts=0, at least ([\d.]+)× the best mma=sync on an H100`,
+		{"wgmma rows", `searchWGMMARows = "search: mma=wgmma with tparts=0 and xload=cp, at least ([\d.]+)× the best mma=sync on an H100`,
 			[]run{{"testdata/issue27/lora-1206d-h100/wg.db.gz", 16}, {"testdata/issue27/lora-1206d-h100/w8.db.gz", 4}},
-			func(p variants.Params) bool { return p["mma"] == "wgmma" && (p["tparts"] == "" || p["tparts"] == "0") },
+			func(p variants.Params) bool {
+				return p["mma"] == "wgmma" && (p["tparts"] == "" || p["tparts"] == "0") && p["xload"] != "tma"
+			},
 			func(p variants.Params) bool { return p["mma"] == "sync" }},
 	} {
 		minRatio := math.Inf(1)

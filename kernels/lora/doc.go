@@ -90,6 +90,13 @@
 //     each slot holding the block's x tile and dh32's rows, which each
 //     thread splits into the hi and lo tiles from the copies it made; dA
 //     meets n partials a column. With pdl it waits before its first copy.
+//     With xload=tma (over row groups) the CTA is two warpgroups: thread 0
+//     of the first brings each step's x tile (and A tile) as TMA boxes
+//     (64 columns, 128-byte swizzle; A's rows past r read as zeros) on the
+//     slot's full mbarrier, its first lap before pdl's wait; all threads
+//     split dh; the second warpgroup runs the steps and releases each slot
+//     (one arrival a warp on its empty mbarrier) once its wgmma group is
+//     complete, so no step passes a CTA barrier.
 //   - maxnreg = 128 caps both GEMM kernels' registers so that two CTAs of
 //     8 warps share an SM (the rules ask shared memory for two); no
 //     fragments are held then.

@@ -26,6 +26,7 @@ type geom struct {
 	maxnreg             int  // .maxnreg of the dY and x kernels; 0: none
 	wgmma               bool // the x kernel multiplies by wgmma (one warpgroup)
 	tparts              int  // with wgmma: parts of the rows an x-kernel CTA of one chunk streams; 0: row groups
+	tma                 bool // with wgmma over row groups: TMA fills the x kernel's ring
 	hp                  int  // the pitch of dh's hi and lo tiles: rp, or 64 with wgmma
 	ar                  int  // the A tile's rows: r, or r rounded up to 16 with wgmma
 }
@@ -41,6 +42,9 @@ func newGeom(s Shape, p Params) geom {
 	g.hp, g.ar, g.xThreads = g.rp, g.r, g.threads
 	if p.MMA == "wgmma" {
 		g.wgmma, g.hp, g.ar, g.tparts, g.xThreads = true, chunk, 16*g.kSteps, p.TParts, 128
+		if p.XLoad == "tma" {
+			g.tma, g.xThreads = true, 256 // a producer warpgroup and a consumer
+		}
 	}
 	return g
 }
@@ -69,6 +73,9 @@ func (g geom) smemX() int {
 	b := g.stages*g.stageX() + 2*g.rg*g.bt*g.hp*2
 	if g.tparts > 0 && g.dx {
 		b += g.ar * g.rowBytes
+	}
+	if g.tma {
+		b += 16 * g.stages // the ring's full and empty mbarriers
 	}
 	if g.wgmma {
 		b += 1024
@@ -109,6 +116,10 @@ func (f family) Emit(s Shape, p Params) (kernels.Program, error) {
 		l := kernels.Launch{Entry: entry, Grid: [3]configs.Expr{rows.TimesInt(split), configs.Int(1), configs.Int(1)},
 			Block: [3]int{threads, 1, 1}, SharedBytes: smem}
 		for _, b := range bufs {
+			if m, ok := g.xMap(b, t); ok {
+				l.Args = append(l.Args, kernels.Arg{TensorMap: m})
+				continue
+			}
 			l.Args = append(l.Args, kernels.Arg{Buffer: b})
 		}
 		l.Args = append(l.Args, tArg)
@@ -125,6 +136,12 @@ func (f family) Emit(s Shape, p Params) (kernels.Program, error) {
 	xBufs := []string{"x", "dh32", "da32"}
 	if g.dx {
 		xBufs = []string{"x", "a", "dh32", "dx", "da32"}
+	}
+	if g.tma {
+		xBufs[0] = "xmap"
+		if g.dx {
+			xBufs[1] = "amap"
+		}
 	}
 	if g.osplit > 1 {
 		xBufs = append(xBufs, "dh")
@@ -266,6 +283,26 @@ func redQuad(k *ptx.Func, w warpCtx, base, row, col ptx.Reg, ld int, c [4]ptx.Re
 		return
 	}
 	k.If(okOf(row, col), put)
+}
+
+// xMap is the tensor map of the TMA x kernel's parameter name ("xmap":
+// x [t × in] in boxes of bt rows; "amap": A [r × in] in boxes of ar rows
+// whose rows past r read as zeros), each box 64 columns in the 128-byte
+// swizzle; ok is false for any other name.
+func (g geom) xMap(name string, t configs.Expr) (*configs.TensorMap, bool) {
+	var buf string
+	var rows configs.Expr
+	var box int
+	switch name {
+	case "xmap":
+		buf, rows, box = "x", t, g.bt
+	case "amap":
+		buf, rows, box = "a", configs.Int(g.r), g.ar
+	default:
+		return nil, false
+	}
+	return &configs.TensorMap{Buffer: buf, DType: g.dt, Dims: []configs.Expr{configs.Int(g.in), rows},
+		Strides: []configs.Expr{configs.Int(2 * g.in)}, Box: []int{chunk, box}, Swizzle: 128}, true
 }
 
 // sum4 is the blockwise sum a + b of two accumulator fragments.

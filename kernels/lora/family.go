@@ -74,6 +74,7 @@ type Params struct {
 	Warps   int    `axis:"warps" values:"4,8" doc:"warps per CTA of both GEMM kernels; each owns bt/warps rows (16 or 32)"`
 	MMA     string `axis:"mma" values:"sync,wgmma" default:"sync" doc:"the x kernel's matrix instructions: mma.sync (sm_80 and up), or wgmma (sm_90a; one warpgroup whatever warps the dY kernel takes): dA's [64 × 64] chunk and dX's [64 × 64] blocks multiplied from shared memory, dh's hi and lo tiles padded to 64 columns"`
 	TParts  int    `axis:"tparts" values:"0,1,2,4,6,8" default:"0" doc:"0: an x-kernel CTA takes rg row blocks of its chunks; n > 0 (mma=wgmma, rg=1, isplit=1): each x-kernel CTA takes one chunk of in over 1/n of the row blocks (counted at run time), dh32's rows streamed through the ring beside x and split into hi and lo as they arrive, so dA meets n partial sums a column by red.add instead of one a row group"`
+	XLoad   string `axis:"xload" values:"cp,tma" default:"cp" doc:"how the wgmma x kernel over row groups (mma=wgmma, tparts=0) fills its ring: cp (every thread's cp.async, a CTA barrier a step) or tma (a producer warpgroup's thread issues TMA boxes on mbarriers, the consumer warpgroup releases each slot after its wgmma)"`
 	Stages  int    `axis:"stages" values:"2,3,4" doc:"cp.async ring slots of 64-column tiles (dY and B; x and A)"`
 	OSplit  int    `axis:"osplit" values:"1,2,4,8,12,16,24" doc:"CTAs per row block of the dY kernel, each a share of out's 64-column chunks; past 1, dh's partials meet by red.add in an f32 state buffer"`
 	ISplit  int    `axis:"isplit" values:"1,2,4,8,12,16,24" doc:"CTAs per row group of the x kernel, each a share of in's 64-column chunks"`
@@ -216,6 +217,12 @@ func (family) Space(s Shape) variants.Typed[Params] {
 			}
 			return nil
 		}},
+		{Name: "tma", Axes: []string{"mma", "tparts", "xload"}, Check: func(p Params) error {
+			if p.XLoad == "tma" && (p.MMA != "wgmma" || p.TParts != 0) {
+				return fmt.Errorf("xload=tma feeds the wgmma x kernel over row groups: mma=wgmma and tparts=0")
+			}
+			return nil
+		}},
 		{Name: "x split", Axes: []string{"bt", "rg", "isplit"}, Check: func(p Params) error {
 			// (streaming, isplit = 1 passes)
 			return splitOK("isplit", p.ISplit, chunks(s.In), gen.CeilDiv(gen.CeilDiv(s.T, p.BT), p.RG))
@@ -226,9 +233,9 @@ func (family) Space(s Shape) variants.Typed[Params] {
 			}
 			return fills("isplit", p.ISplit, chunks(s.In), gen.CeilDiv(gen.CeilDiv(s.T, p.BT), p.RG))
 		}},
-		{Name: searchWGMMARows, Axes: []string{"mma", "tparts"}, Search: true, Check: func(p Params) error {
-			if p.MMA == "wgmma" && p.TParts == 0 {
-				return errors.New("mma=wgmma with row groups (left to --params mma=wgmma,tparts=0)")
+		{Name: searchWGMMARows, Axes: []string{"mma", "tparts", "xload"}, Search: true, Check: func(p Params) error {
+			if p.MMA == "wgmma" && p.TParts == 0 && p.XLoad != "tma" {
+				return errors.New("mma=wgmma with row groups and cp.async (left to --params mma=wgmma,tparts=0,xload=cp)")
 			}
 			return nil
 		}},
@@ -249,14 +256,14 @@ func (family) Space(s Shape) variants.Typed[Params] {
 			}
 			return nil
 		}},
-		{Name: "shared memory", Axes: []string{"bt", "stages", "rg", "mma", "tparts"}, Check: func(p Params) error {
+		{Name: "shared memory", Axes: []string{"bt", "stages", "rg", "mma", "tparts", "xload"}, Check: func(p Params) error {
 			g := newGeom(s, p)
 			if b := g.smem(); b > maxShared {
 				return fmt.Errorf("%d bytes of shared memory (at most %d)", b, maxShared)
 			}
 			return nil
 		}},
-		{Name: "register cap", Axes: []string{"bt", "warps", "stages", "rg", "mma", "tparts", "maxnreg"}, Check: func(p Params) error {
+		{Name: "register cap", Axes: []string{"bt", "warps", "stages", "rg", "mma", "tparts", "xload", "maxnreg"}, Check: func(p Params) error {
 			if p.MaxNReg == 0 {
 				return nil
 			}
@@ -285,7 +292,7 @@ const searchPDL = "search: pdl=0, at least 1.03× the best pdl=1 on an H100 (tes
 // nor the four rank-64 shapes of w8.db.gz there (beside 4 or 8 warps),
 // H100 runs that internal/evidence recomputes the bound from; the
 // streaming kernel (tparts > 0) stays in the search.
-const searchWGMMARows = "search: mma=wgmma with tparts=0, at least 1.00× the best mma=sync on an H100 (testdata/issue27/lora-1206d-h100/wg.db.gz, w8.db.gz)"
+const searchWGMMARows = "search: mma=wgmma with tparts=0 and xload=cp, at least 1.00× the best mma=sync on an H100 (testdata/issue27/lora-1206d-h100/wg.db.gz, w8.db.gz)"
 
 // fills (the x kernel's search rule): a kernel of rowBlocks·split CTAs
 // fills at least half a wave of the GPU, unless no split of nc chunks

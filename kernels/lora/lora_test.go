@@ -121,6 +121,11 @@ func TestVariantsOnInterpreter(t *testing.T) {
 		// a warpgroup of x kernel beside an 8-warp dY kernel
 		{Case: simtest.Case{Spec: "t=137,in=200,out=136,r=64", DType: dtype.BF16}, Params: "bt=128,warps=8,stages=3,osplit=2,isplit=1,mma=wgmma,tparts=2"},
 		{Case: simtest.Case{Spec: "t=600,in=192,out=256,r=32", DType: dtype.F16}, Params: "bt=128,warps=8,stages=2,osplit=2,isplit=2,rg=2,mma=wgmma"},
+		// the ring filled by TMA: dX with A's boxes, row groups with pdl,
+		// a padded rank (A's rows past r read as zeros)
+		{Case: simtest.Case{Spec: "t=137,in=200,out=136,r=64", DType: dtype.BF16}, Params: "bt=128,warps=8,stages=3,osplit=2,isplit=2,mma=wgmma,xload=tma"},
+		{Case: simtest.Case{Spec: "t=300,in=192,out=256,r=16,dx=base", DType: dtype.BF16}, Params: "bt=64,warps=4,stages=2,osplit=1,isplit=1,rg=2,pdl=1,mma=wgmma,xload=tma"},
+		{Case: simtest.Case{Spec: "t=70,in=136,out=72,r=40", DType: dtype.F16}, Params: "bt=64,warps=4,stages=3,osplit=2,isplit=1,pdl=1,mma=wgmma,xload=tma"},
 	})
 }
 
@@ -133,8 +138,8 @@ func TestVariantsOnInterpreter(t *testing.T) {
 // missing wait: this reads the PTX.
 func TestDependentLaunches(t *testing.T) {
 	for _, c := range []struct{ spec, params string }{
-		{"t=137,in=200,out=136,r=64", "bt=128,warps=8,stages=3,osplit=2,isplit=4,rg=1,pdl=1,maxnreg=0,mma=sync,tparts=0"},
-		{"t=300,in=192,out=256,r=16,dx=base", "bt=64,warps=4,stages=2,osplit=1,isplit=1,rg=2,pdl=1,maxnreg=0,mma=sync,tparts=0"},
+		{"t=137,in=200,out=136,r=64", "bt=128,warps=8,stages=3,osplit=2,isplit=4,rg=1,pdl=1,maxnreg=0,mma=sync,tparts=0,xload=cp"},
+		{"t=300,in=192,out=256,r=16,dx=base", "bt=64,warps=4,stages=2,osplit=1,isplit=1,rg=2,pdl=1,maxnreg=0,mma=sync,tparts=0,xload=cp"},
 	} {
 		s, params := simtest.Shape(t, fam, c.spec, dtype.BF16), c.params
 		p, err := variants.ParseParams(params)
@@ -204,7 +209,7 @@ func TestWithoutDX(t *testing.T) {
 	if slices.Contains(names, "a") || slices.Contains(names, "dx") || len(names) != len(fam.Buffers(with))-2 {
 		t.Errorf("dx=base buffers %v", names)
 	}
-	p, _ := variants.ParseParams("bt=64,warps=4,stages=2,osplit=1,isplit=1,rg=1,pdl=0,maxnreg=0,mma=sync,tparts=0")
+	p, _ := variants.ParseParams("bt=64,warps=4,stages=2,osplit=1,isplit=1,rg=1,pdl=0,maxnreg=0,mma=sync,tparts=0,xload=cp")
 	prog, err := fam.Emit(without, p)
 	if err != nil {
 		t.Fatal(err)
@@ -239,8 +244,12 @@ func TestRuntimeTokens(t *testing.T) {
 // partials overwrite each other). Validation must reject each for the
 // buffer it breaks first, on the exact inputs at least; with either x
 // kernel (mma).
+// xKernels are the x kernels over row groups the planted bugs are
+// checked in: mma.sync, wgmma, and wgmma fed by TMA.
+var xKernels = []string{"mma=sync,xload=cp", "mma=wgmma,xload=cp", "mma=wgmma,xload=tma"}
+
 func TestValidationCatchesBugs(t *testing.T) {
-	for _, mma := range []string{"sync", "wgmma"} {
+	for _, mma := range xKernels {
 		t.Run(mma, func(t *testing.T) { catchesBugs(t, mma) })
 	}
 }
@@ -248,7 +257,7 @@ func TestValidationCatchesBugs(t *testing.T) {
 func catchesBugs(t *testing.T, mma string) {
 	// out = 2048: the exact inputs' Σ_o dY·B passes 256, so dh's lo half
 	// is nonzero.
-	ss, emit := plantable(t, "t=130,in=64,out=2048,r=16", "bt=64,warps=4,stages=2,osplit=4,isplit=1,rg=1,pdl=0,maxnreg=0,tparts=0,mma="+mma)
+	ss, emit := plantable(t, "t=130,in=64,out=2048,r=16", "bt=64,warps=4,stages=2,osplit=4,isplit=1,rg=1,pdl=0,maxnreg=0,tparts=0,"+mma)
 	good := emit("")
 	if err := simtest.ValidateProgram(ss, good); err != nil {
 		t.Fatalf("the unbroken program: %v", err)
@@ -281,17 +290,17 @@ func catchesBugs(t *testing.T, mma string) {
 // not zero them after a chunk adds one chunk's sums into the next
 // chunk's dA, which validation must reject (and the right kernel pass).
 func TestRowGroupZeroesBetweenChunks(t *testing.T) {
-	for _, mma := range []string{"sync", "wgmma"} {
-		ss, emit := plantable(t, "t=300,in=192,out=256,r=16,dx=base", "bt=64,warps=4,stages=2,osplit=1,isplit=1,rg=2,pdl=0,maxnreg=0,tparts=0,mma="+mma)
+	for _, mma := range xKernels {
+		ss, emit := plantable(t, "t=300,in=192,out=256,r=16,dx=base", "bt=64,warps=4,stages=2,osplit=1,isplit=1,rg=2,pdl=0,maxnreg=0,tparts=0,"+mma)
 		good, bad := emit(""), emit("keepDA")
 		if err := simtest.ValidateProgram(ss, good); err != nil {
-			t.Fatalf("mma=%s: the unbroken program: %v", mma, err)
+			t.Fatalf("%s: the unbroken program: %v", mma, err)
 		}
 		if bad.PTX == good.PTX {
-			t.Fatalf("mma=%s: the bug was not planted", mma)
+			t.Fatalf("%s: the bug was not planted", mma)
 		}
 		if c := simtest.CheckBothSets(t, ss, bad); c.OK || !strings.Contains(c.Message, "da") {
-			t.Errorf("mma=%s: validation says %q, want a failure of da", mma, c.Message)
+			t.Errorf("%s: validation says %q, want a failure of da", mma, c.Message)
 		}
 	}
 }

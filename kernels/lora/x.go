@@ -51,14 +51,22 @@ func (g geom) holdA() bool {
 }
 
 // xParams are the x kernel's parameters: a and dx with dX only, dh
-// (which the x kernel rounds dh32 into) with osplit > 1.
+// (which the x kernel rounds dh32 into) with osplit > 1; with xload=tma
+// x and a are their tensor maps' addresses.
 type xParams struct{ x, a, dh32, dx, da32, dh, t ptx.Reg }
 
 func declareX(k *ptx.Func, g geom) xParams {
 	var p xParams
-	p.x = gen.Param(k, "x")
-	if g.dx {
-		p.a = gen.Param(k, "a")
+	if g.tma {
+		p.x = k.TensorMapAddr(k.TensorMapParam("xmap"))
+		if g.dx {
+			p.a = k.TensorMapAddr(k.TensorMapParam("amap"))
+		}
+	} else {
+		p.x = gen.Param(k, "x")
+		if g.dx {
+			p.a = gen.Param(k, "a")
+		}
 	}
 	p.dh32 = gen.Param(k, "dh32")
 	if g.dx {

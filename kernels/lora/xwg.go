@@ -19,8 +19,12 @@ import (
 
 // emitXWG writes the wgmma x kernel.
 func emitXWG(k *ptx.Func, g geom, xp xParams) {
-	if g.tparts > 0 {
+	switch {
+	case g.tparts > 0:
 		emitXStream(k, g, xp)
+		return
+	case g.tma:
+		emitXTMA(k, g, xp)
 		return
 	}
 	base := hopper.AlignedBase(k)
@@ -135,7 +139,7 @@ func (xk *xKernel) storeDXWG(acc [][]ptx.Reg, row0, col0, t, dx ptx.Reg) {
 	k, g, w := xk.k, xk.g, xk.w
 	col := k.Add(ptx.U32, col0, w.tig)
 	for m, d := range acc {
-		base := k.Add(ptx.U32, k.Add(ptx.U32, row0, k.Shl(ptx.U32, w.warp, ptx.Imm(4))), k.Add(ptx.U32, w.g4, ptx.Imm(64*m)))
+		base := k.Add(ptx.U32, k.Add(ptx.U32, row0, k.Shl(ptx.U32, k.And(ptx.U32, w.warp, ptx.Imm(3)), ptx.Imm(4))), k.Add(ptx.U32, w.g4, ptx.Imm(64*m)))
 		for half := range 2 {
 			row := k.Add(ptx.U32, base, ptx.Imm(8*half))
 			rowOK := k.Setp("lt", ptx.U32, row, t)
@@ -153,7 +157,7 @@ func (xk *xKernel) storeDXWG(acc [][]ptx.Reg, row0, col0, t, dx ptx.Reg) {
 // [r × in]: rank rows at or past r and columns past in left out.
 func (xk *xKernel) flushDAWG(acc []ptx.Reg, col0, da32 ptx.Reg) {
 	k, g, w := xk.k, xk.g, xk.w
-	row := k.Add(ptx.U32, k.Shl(ptx.U32, w.warp, ptx.Imm(4)), w.g4)
+	row := k.Add(ptx.U32, k.Shl(ptx.U32, k.And(ptx.U32, w.warp, ptx.Imm(3)), ptx.Imm(4)), w.g4)
 	col := k.Add(ptx.U32, col0, w.tig)
 	ok := func(row, cn ptx.Reg) ptx.Reg {
 		return k.And(ptx.Pred, k.Setp("lt", ptx.U32, row, ptx.Imm(g.r)), k.Setp("lt", ptx.U32, cn, ptx.Imm(g.in)))
@@ -256,5 +260,116 @@ func (o ownSplit) own(rows, hi, lo, row0, t, dh, store ptx.Reg) {
 			row := k.Add(ptx.U32, row0, dc.rowIn[i])
 			o.xk.storeDH(dh, k.Mad(ptx.U32, row, ptx.Imm(g.r), o.rank[i]), hw, k.And(ptx.Pred, store, k.Setp("lt", ptx.U32, row, t)))
 		}
+	})
+}
+
+// emitXTMA writes the wgmma x kernel over row groups fed by TMA
+// (xload=tma): warpgroup 0's thread 0 brings each step's x tile (and A
+// tile) as 128-byte-swizzled boxes on the slot's full mbarrier, the first
+// lap of the ring before pdl's wait (x and A are inputs no launch
+// writes); all 256 threads split dh32 into the hi and lo tiles; then
+// warpgroup 1 runs the steps of emitXWG, releasing each slot (an arrival
+// a warp on its empty barrier) once its wgmma group is complete. No CTA
+// barrier is passed a step.
+func emitXTMA(k *ptx.Func, g geom, xp xParams) {
+	base := hopper.AlignedBase(k)
+	xk := newXKernel(k, g)
+	tid := xk.w.tid
+	hiOff := g.stages * g.stageX()
+	ring := hopper.Ring{N: g.stages, Stride: g.stageX(), Bars: hiOff + 2*g.rg*g.bt*g.hp*2}
+	hopper.InitBarriers(k, tid, func() {
+		for s := range g.stages {
+			ring.InitSlot(k, base, s, 1, 4)
+		}
+	})
+	k.BarSync(0)
+	c := newCTA(k, g.rg*g.bt, g.isplit, g.in)
+	hi := k.Add(ptx.U32, base, ptx.Imm(hiOff))
+	lo := k.Add(ptx.U32, hi, ptx.Imm(g.rg*g.bt*g.hp*2))
+	first, cnt := c.first, c.cnt
+	if g.rg > 1 {
+		first, cnt = k.Shl(ptx.U32, first, ptx.Imm(gen.Log2(g.rg))), k.Shl(ptx.U32, cnt, ptx.Imm(gen.Log2(g.rg)))
+	}
+	prod := ring.Cursor(k)
+	issue := func(i ptx.Reg) {
+		it := xk.item(k.Add(ptx.U32, first, i), c.row0)
+		col := k.Shl(ptx.U32, it.ch, ptx.Imm(6))
+		full, dst := prod.Full(base), prod.Data(base)
+		k.MbarArriveExpectTx(full, ptx.Imm(g.stageX()))
+		k.TmaLoad(ptx.At(dst, 0), xp.x, []ptx.Operand{col, it.row0}, full)
+		if g.dx {
+			k.TmaLoad(ptx.At(dst, int64(g.tileBytes)), xp.a, []ptx.Operand{col, ptx.Imm(0)}, full)
+		}
+		prod.Next()
+	}
+	lead := k.Setp("eq", ptx.U32, tid, ptx.Imm(0))
+	pre := k.Min(ptx.U32, cnt, ptx.Imm(g.stages))
+	k.If(lead, func() { k.For(ptx.U32, ptx.Imm(0), pre, ptx.Imm(1), issue) })
+	if g.pdl {
+		k.GridDepWait()
+	}
+	xk.takeDH(xFrags{}, c, xp.dh32, hi, lo, xp.t, xp.dh)
+	k.FenceProxyAsync() // the hi and lo tiles are read by wgmma
+	k.BarSync(0)
+	hopper.Roles(k, hopper.Warpgroup(k, tid), func() {
+		k.If(lead, func() {
+			k.For(ptx.U32, pre, cnt, ptx.Imm(1), func(i ptx.Reg) {
+				prod.WaitEmpty(base)
+				issue(i)
+			})
+		})
+	}, func() { xk.consumeTMA(ring, base, c, first, cnt, hi, lo, xp) })
+}
+
+// consumeTMA is the TMA x kernel's consumer warpgroup: emitXWG's step on
+// each slot as it fills, the slot released once its wgmma are complete.
+func (xk *xKernel) consumeTMA(ring hopper.Ring, base ptx.Reg, c cta, first, cnt, hi, lo ptx.Reg, xp xParams) {
+	k, g := xk.k, xk.g
+	ab := gen.HalfType(g.dt)
+	lane0 := k.Setp("eq", ptx.U32, xk.w.lane, ptx.Imm(0))
+	xr := xRing{c: c, hi: hi, lo: lo}
+	da := k.WgmmaAcc(chunk)
+	if g.rg > 1 || planted.keepDA {
+		for _, r := range da { // scale-d is a predicate ptxas cannot know false (C7515)
+			k.MovTo(r, ptx.F32Imm(0))
+		}
+	}
+	cons := ring.Cursor(k)
+	k.For(ptx.U32, ptx.Imm(0), cnt, ptx.Imm(1), func(i ptx.Reg) {
+		it := xk.item(k.Add(ptx.U32, first, i), c.row0)
+		col0 := k.Shl(ptx.U32, it.ch, ptx.Imm(6))
+		hiJ, loJ := xr.tiles(k, g, it)
+		tiles := []ptx.Reg{hiJ, loJ}
+		if planted.dropLo {
+			tiles = tiles[:1]
+		}
+		cons.WaitFull(base)
+		slot := cons.Data(base)
+		k.WgmmaFence()
+		var dx [][]ptx.Reg
+		if g.dx {
+			dx = xk.wgDX(ab, k.Add(ptx.U32, slot, ptx.Imm(g.tileBytes)), tiles)
+		}
+		var firstScale ptx.Operand = ptx.Imm(0)
+		switch {
+		case planted.keepDA:
+			firstScale = k.Setp("ne", ptx.U32, i, ptx.Imm(0))
+		case g.rg > 1:
+			firstScale = k.Setp("ne", ptx.U32, it.j, ptx.Imm(0))
+		}
+		xk.wgDA(ab, da, slot, tiles, firstScale)
+		k.WgmmaCommit()
+		k.WgmmaWait(0)
+		k.If(lane0, func() { k.MbarArriveDrop(cons.Empty(base)) })
+		cons.Next()
+		if g.dx {
+			xk.storeDXWG(dx, it.row0, col0, xp.t, xp.dx)
+		}
+		flush := func() { xk.flushDAWG(da, col0, xp.da32) }
+		if g.rg == 1 {
+			flush()
+			return
+		}
+		k.If(k.Setp("eq", ptx.U32, it.j, ptx.Imm(g.rg-1)), flush)
 	})
 }
