@@ -325,31 +325,14 @@ func emitXTMA(k *ptx.Func, g geom, xp xParams) {
 // each slot as it fills, the slot released once its wgmma are complete.
 func (xk *xKernel) consumeTMA(ring hopper.Ring, base ptx.Reg, c cta, first, cnt, hi, lo ptx.Reg, xp xParams) {
 	k, g := xk.k, xk.g
-	ab := gen.HalfType(g.dt)
 	lane0 := k.Setp("eq", ptx.U32, xk.w.lane, ptx.Imm(0))
 	xr := xRing{c: c, hi: hi, lo: lo}
-	da := k.WgmmaAcc(chunk)
-	if g.rg > 1 || planted.keepDA {
-		for _, r := range da { // scale-d is a predicate ptxas cannot know false (C7515)
-			k.MovTo(r, ptx.F32Imm(0))
-		}
-	}
+	da := xk.daWG(g.rg > 1 || planted.keepDA)
 	cons := ring.Cursor(k)
 	k.For(ptx.U32, ptx.Imm(0), cnt, ptx.Imm(1), func(i ptx.Reg) {
 		it := xk.item(k.Add(ptx.U32, first, i), c.row0)
 		col0 := k.Shl(ptx.U32, it.ch, ptx.Imm(6))
 		hiJ, loJ := xr.tiles(k, g, it)
-		tiles := []ptx.Reg{hiJ, loJ}
-		if planted.dropLo {
-			tiles = tiles[:1]
-		}
-		cons.WaitFull(base)
-		slot := cons.Data(base)
-		k.WgmmaFence()
-		var dx [][]ptx.Reg
-		if g.dx {
-			dx = xk.wgDX(ab, k.Add(ptx.U32, slot, ptx.Imm(g.tileBytes)), tiles)
-		}
 		var firstScale ptx.Operand = ptx.Imm(0)
 		switch {
 		case planted.keepDA:
@@ -357,14 +340,11 @@ func (xk *xKernel) consumeTMA(ring hopper.Ring, base ptx.Reg, c cta, first, cnt,
 		case g.rg > 1:
 			firstScale = k.Setp("ne", ptx.U32, it.j, ptx.Imm(0))
 		}
-		xk.wgDA(ab, da, slot, tiles, firstScale)
-		k.WgmmaCommit()
-		k.WgmmaWait(0)
-		k.If(lane0, func() { k.MbarArriveDrop(cons.Empty(base)) })
+		cons.WaitFull(base)
+		slot := cons.Data(base)
+		xk.wgStep(slot, k.Add(ptx.U32, slot, ptx.Imm(g.tileBytes)), hiJ, loJ, da, firstScale, it.row0, col0, xp)
+		k.If(lane0, func() { k.MbarArriveDrop(cons.Empty(base)) }) // the group is complete: the slot is free
 		cons.Next()
-		if g.dx {
-			xk.storeDXWG(dx, it.row0, col0, xp.t, xp.dx)
-		}
 		flush := func() { xk.flushDAWG(da, col0, xp.da32) }
 		if g.rg == 1 {
 			flush()
