@@ -16,6 +16,7 @@ type geom struct {
 	in, out, r, rp      int // rp: r rounded up to a power of two, the pitch of r-wide tiles
 	bt, warps, stages   int
 	osplit, isplit      int
+	cluster             int // the dY kernel's row blocks a cluster, summing dB's partials (clusterSum)
 	rg                  int // row blocks an x-kernel CTA takes
 	threads, wrows, mt  int // wrows = bt/warps rows per warp, mt = wrows/16 m16 blocks
 	xThreads            int // the x kernel's: threads, or one warpgroup with wgmma
@@ -33,7 +34,8 @@ type geom struct {
 
 func newGeom(s Shape, p Params) geom {
 	g := geom{dt: s.DType, in: s.In, out: s.Out, r: s.R, rp: max(8, gen.Pow2Ceil(s.R)),
-		bt: p.BT, warps: p.Warps, stages: p.Stages, osplit: p.OSplit, isplit: p.ISplit, rg: max(p.RG, 1), dx: s.dx(), pdl: p.PDL, maxnreg: p.MaxNReg}
+		bt: p.BT, warps: p.Warps, stages: p.Stages, osplit: p.OSplit, isplit: p.ISplit, rg: max(p.RG, 1), dx: s.dx(), pdl: p.PDL, maxnreg: p.MaxNReg,
+		cluster: max(p.Cluster, 1)}
 	g.threads, g.wrows = 32*p.Warps, p.BT/p.Warps
 	g.mt = g.wrows / 16
 	g.kSteps, g.rHalf = gen.CeilDiv(s.R, 16), s.R%16 == 8
@@ -52,7 +54,13 @@ func newGeom(s Shape, p Params) geom {
 // The dY kernel's ring slot: a dY tile [bt × 64], then a B tile [64 × r]
 // of pitch rp; after the ring, the h tile [bt × r] of pitch rp.
 func (g geom) stageDY() int { return g.tileBytes + chunk*g.rp*2 }
-func (g geom) smemDY() int  { return g.stages*g.stageDY() + g.bt*g.rp*2 }
+func (g geom) smemDY() int {
+	b := g.stages*g.stageDY() + g.bt*g.rp*2
+	if g.cluster > 1 {
+		b += clusterSumBytes(g.dbQuads(), g.threads)
+	}
+	return b
+}
 
 // The x kernel's ring slot: an x tile [bt × 64], then an A tile [ar × 64]
 // (with dX only) or, streaming (tparts), dh32's rows [bt × r] f32 of
@@ -127,7 +135,15 @@ func (f family) Emit(s Shape, p Params) (kernels.Program, error) {
 	}
 	dh32 := kernels.Buffer{Name: "dh32", DType: dtype.F32, Elems: t.TimesInt(g.r), Role: kernels.Scratch}
 	prog := kernels.Program{PTX: built.String(), RuntimeDims: []string{Dim}}
-	prog.Launches = append(prog.Launches, gemm(name("dy"), rows, g.osplit, g.threads, g.smemDY(), "dy", "b", "h", "scale", "dh", "dh32", "db32"))
+	dyRows := rows
+	if g.cluster > 1 { // whole clusters: the padding's row blocks are past t and add zeros
+		dyRows = configs.CeilDiv(rows, configs.Int(g.cluster)).TimesInt(g.cluster)
+	}
+	dyLaunch := gemm(name("dy"), dyRows, g.osplit, g.threads, g.smemDY(), "dy", "b", "h", "scale", "dh", "dh32", "db32")
+	if g.cluster > 1 {
+		dyLaunch.Cluster = [3]int{g.cluster, 1, 1}
+	}
+	prog.Launches = append(prog.Launches, dyLaunch)
 	endArgs := []finalArg{{"db32", "db", configs.Int(g.out * g.r)}, {"da32", "da", configs.Int(g.r * g.in)}}
 	if g.osplit > 1 {
 		dh32.Role = kernels.State
@@ -212,7 +228,20 @@ type cta struct {
 }
 
 func newCTA(k *ptx.Func, rows, split, n int) cta {
+	return newClusterCTA(k, rows, split, n, 1)
+}
+
+// newClusterCTA is newCTA with c consecutive CTAs (a cluster) taking c
+// consecutive row groups of one share: CTA id is rank id mod c of
+// cluster ⌊id/c⌋, whose share is its index mod split and whose first row
+// group is c times its index over split.
+func newClusterCTA(k *ptx.Func, rows, split, n, c int) cta {
 	id := k.Mov(ptx.U32, ptx.CtaidX)
+	rank := k.Mov(ptx.U32, ptx.Imm(0))
+	if c > 1 {
+		rank = k.And(ptx.U32, id, ptx.Imm(c-1))
+		id = k.Shr(ptx.U32, id, ptx.Imm(gen.Log2(c)))
+	}
 	block, part := id, k.Mov(ptx.U32, ptx.Imm(0))
 	switch {
 	case split > 1 && split&(split-1) == 0:
@@ -221,6 +250,9 @@ func newCTA(k *ptx.Func, rows, split, n int) cta {
 	case split > 1:
 		block = k.Div(ptx.U32, id, ptx.Imm(split))
 		part = k.Sub(ptx.U32, id, k.Mul(ptx.U32, block, ptx.Imm(split)))
+	}
+	if c > 1 {
+		block = k.Mad(ptx.U32, block, ptx.Imm(c), rank)
 	}
 	nc, cc := chunks(n), gen.CeilDiv(chunks(n), split)
 	first := k.Mul(ptx.U32, part, ptx.Imm(cc))

@@ -1,7 +1,8 @@
 package lora
 
 // Plant sets a bug emission plants (see planted) until the returned
-// function restores it: "dropStep", "dropLo" or "keepDA".
+// function restores it: "dropStep", "dropLo", "keepDA", "clusterEarly"
+// or "clusterDrop".
 func Plant(bug string) (restore func()) {
 	old := planted
 	switch bug {
@@ -11,6 +12,10 @@ func Plant(bug string) (restore func()) {
 		planted.dropLo = true
 	case "keepDA":
 		planted.keepDA = true
+	case "clusterEarly":
+		planted.clusterEarly = true
+	case "clusterDrop":
+		planted.clusterDrop = true
 	default:
 		panic("no planted bug " + bug)
 	}

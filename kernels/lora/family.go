@@ -79,6 +79,7 @@ type Params struct {
 	OSplit  int    `axis:"osplit" values:"1,2,4,8,12,16,24" doc:"CTAs per row block of the dY kernel, each a share of out's 64-column chunks; past 1, dh's partials meet by red.add in an f32 state buffer"`
 	ISplit  int    `axis:"isplit" values:"1,2,4,8,12,16,24" doc:"CTAs per row group of the x kernel, each a share of in's 64-column chunks"`
 	RG      int    `axis:"rg" values:"1,2,4" default:"1" doc:"row blocks of bt an x-kernel CTA takes for each of its chunks, dA summed over them in registers before its red.add (dh's hi and lo tiles of all of them in shared memory)"`
+	Cluster int    `axis:"cluster" values:"1,2,4,8" default:"1" doc:"consecutive row blocks of the dY kernel in one cluster (same share of out): dB's per-chunk partials are summed in distributed shared memory and each CTA sends 1/cluster of the sums by red.add"`
 	MaxNReg int    `axis:"maxnreg" values:"0,128" default:"0" doc:"registers per thread of the dY and x kernels (.maxnreg; 0: ptxas chooses); 128 lets two CTAs of 8 warps share an SM where their shared memory allows, at the cost of the held fragments"`
 	PDL     bool   `axis:"pdl" values:"0,1" default:"0" doc:"1: every launch after the first is a programmatic dependent launch: each kernel lets the next one launch at its start (griddepcontrol.launch_dependents) and waits (griddepcontrol.wait) before it reads what earlier launches wrote; the x kernel issues its first tiles of x before it waits"`
 }
@@ -239,6 +240,14 @@ func (family) Space(s Shape) variants.Typed[Params] {
 			}
 			return nil
 		}},
+		{Name: "cluster rows", Axes: []string{"bt", "cluster"}, Check: func(p Params) error {
+			// A program is correct with a cluster past t's row blocks
+			// (those CTAs add zeros); the shape's t is not offered one.
+			if p.Cluster > gen.CeilDiv(s.T, p.BT) {
+				return fmt.Errorf("cluster=%d over %d row blocks of the dY kernel", p.Cluster, gen.CeilDiv(s.T, p.BT))
+			}
+			return nil
+		}},
 		{Name: searchPDL, Axes: []string{"pdl"}, Search: true, Check: func(p Params) error {
 			if !p.PDL {
 				return errors.New("pdl=0 (left to --params pdl=0)")
@@ -256,14 +265,14 @@ func (family) Space(s Shape) variants.Typed[Params] {
 			}
 			return nil
 		}},
-		{Name: "shared memory", Axes: []string{"bt", "stages", "rg", "mma", "tparts", "xload"}, Check: func(p Params) error {
+		{Name: "shared memory", Axes: []string{"bt", "stages", "rg", "mma", "tparts", "xload", "cluster"}, Check: func(p Params) error {
 			g := newGeom(s, p)
 			if b := g.smem(); b > maxShared {
 				return fmt.Errorf("%d bytes of shared memory (at most %d)", b, maxShared)
 			}
 			return nil
 		}},
-		{Name: "register cap", Axes: []string{"bt", "warps", "stages", "rg", "mma", "tparts", "xload", "maxnreg"}, Check: func(p Params) error {
+		{Name: "register cap", Axes: []string{"bt", "warps", "stages", "rg", "mma", "tparts", "xload", "cluster", "maxnreg"}, Check: func(p Params) error {
 			if p.MaxNReg == 0 {
 				return nil
 			}
