@@ -32,14 +32,15 @@ type clusterSum struct {
 	rank, warp    ptx.Reg
 	phase         ptx.Reg // flushes so far
 	prevCh        ptx.Reg // the chunk of the pending phase
+	what          string  // the output the sums go to ("db", "da"), for planted bugs
 }
 
 // clusterSumBytes is the shared memory of a clusterSum: two buffers of
 // nq quads for each of threads threads.
 func clusterSumBytes(nq, threads int) int { return 2 * nq * threads * 16 }
 
-func newClusterSum(k *ptx.Func, c, nq, threads int, buf, tid, warp ptx.Reg) *clusterSum {
-	return &clusterSum{k: k, c: c, nq: nq, thread: threads, warps: threads / 32, buf: buf,
+func newClusterSum(k *ptx.Func, what string, c, nq, threads int, buf, tid, warp ptx.Reg) *clusterSum {
+	return &clusterSum{k: k, what: what, c: c, nq: nq, thread: threads, warps: threads / 32, buf: buf,
 		own:  k.Shl(ptx.U32, tid, ptx.Imm(4)),
 		rank: k.Mov(ptx.U32, ptx.ClusterCtaRank), warp: warp,
 		phase: k.Mov(ptx.U32, ptx.Imm(0)), prevCh: k.Mov(ptx.U32, ptx.Imm(0))}
@@ -57,7 +58,8 @@ func (cs *clusterSum) at(p ptx.Reg, q int) ptx.Reg {
 func (cs *clusterSum) flush(quads [][4]ptx.Reg, ch ptx.Reg, red func(ch ptx.Reg, q int, sum [4]ptx.Reg)) {
 	k := cs.k
 	pending := k.Setp("ne", ptx.U32, cs.phase, ptx.Imm(0))
-	if !planted.clusterEarly {
+	early := planted.clusterEarly == cs.what
+	if !early {
 		k.If(pending, func() { k.ClusterWait(true) })
 	}
 	for q, v := range quads {
@@ -65,7 +67,7 @@ func (cs *clusterSum) flush(quads [][4]ptx.Reg, ch ptx.Reg, red func(ch ptx.Reg,
 	}
 	k.If(pending, func() {
 		cs.sum(red)
-		if planted.clusterEarly {
+		if early {
 			k.ClusterWait(true)
 		}
 	})
@@ -95,7 +97,7 @@ func (cs *clusterSum) sum(red func(ch ptx.Reg, q int, sum [4]ptx.Reg)) {
 			addr := cs.at(p, q)
 			var s [4]ptx.Reg
 			n := cs.c
-			if planted.clusterDrop {
+			if planted.clusterDrop == cs.what {
 				n--
 			}
 			for r := range n {

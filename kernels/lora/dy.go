@@ -59,7 +59,7 @@ func emitDY(k *ptx.Func, g geom) {
 	c := newClusterCTA(k, g.bt, g.osplit, g.out, g.cluster)
 	hTile := k.Add(ptx.U32, smem, ptx.Imm(g.stages*g.stageDY()))
 	if g.cluster > 1 {
-		dk.cs = newClusterSum(k, g.cluster, dk.nbw, g.threads, k.Add(ptx.U32, hTile, ptx.Imm(g.bt*g.rp*2)), dk.w.tid, dk.w.warp)
+		dk.cs = newClusterSum(k, "db", g.cluster, dk.nbw, g.threads, k.Add(ptx.U32, hTile, ptx.Imm(g.bt*g.rp*2)), dk.w.tid, dk.w.warp)
 	}
 	newTileCopy(k, dk.w.tid, g.bt, g.r, g.rp, g.r, g.threads).issue(hTile, h, c.row0, imm(k, 0), t, ptx.Imm(g.r))
 	dyc := newTileCopy(k, dk.w.tid, g.bt, chunk, chunk, g.out, g.threads)
@@ -229,7 +229,11 @@ func (dk *dyKernel) dhOut(acc [][4]ptx.Reg, row0, t, dh, dh32 ptx.Reg) {
 // leaves out the last k16 step of each chunk from dh (16 of every 64
 // reduction indices), dropLo the lo half of dh from dA, keepDA the
 // zeroing of dA's accumulators after a chunk's row group (rg > 1: the
-// next chunk adds the last one's sums), clusterEarly the cluster's wait
-// before a partial is summed (the others' may not be stored yet),
-// clusterDrop the last rank's partial from the sum.
-var planted struct{ dropStep, dropLo, keepDA, clusterEarly, clusterDrop bool }
+// next chunk adds the last one's sums); clusterEarly the cluster's wait
+// before a partial of the named output ("db", "da") is summed (the
+// others' may not be stored yet), clusterDrop the last rank's partial
+// from its sum.
+var planted struct {
+	dropStep, dropLo, keepDA  bool
+	clusterEarly, clusterDrop string
+}

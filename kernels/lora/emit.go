@@ -17,6 +17,7 @@ type geom struct {
 	bt, warps, stages   int
 	osplit, isplit      int
 	cluster             int // the dY kernel's row blocks a cluster, summing dB's partials (clusterSum)
+	xcluster            int // the x kernel's row groups a cluster, summing dA's: cluster over row groups (tparts = 0), else 1
 	rg                  int // row blocks an x-kernel CTA takes
 	threads, wrows, mt  int // wrows = bt/warps rows per warp, mt = wrows/16 m16 blocks
 	xThreads            int // the x kernel's: threads, or one warpgroup with wgmma
@@ -36,6 +37,7 @@ func newGeom(s Shape, p Params) geom {
 	g := geom{dt: s.DType, in: s.In, out: s.Out, r: s.R, rp: max(8, gen.Pow2Ceil(s.R)),
 		bt: p.BT, warps: p.Warps, stages: p.Stages, osplit: p.OSplit, isplit: p.ISplit, rg: max(p.RG, 1), dx: s.dx(), pdl: p.PDL, maxnreg: p.MaxNReg,
 		cluster: max(p.Cluster, 1)}
+	g.xcluster = g.cluster
 	g.threads, g.wrows = 32*p.Warps, p.BT/p.Warps
 	g.mt = g.wrows / 16
 	g.kSteps, g.rHalf = gen.CeilDiv(s.R, 16), s.R%16 == 8
@@ -44,6 +46,7 @@ func newGeom(s Shape, p Params) geom {
 	g.hp, g.ar, g.xThreads = g.rp, g.r, g.threads
 	if p.MMA == "wgmma" {
 		g.wgmma, g.hp, g.ar, g.tparts, g.xThreads = true, chunk, 16*g.kSteps, p.TParts, 128
+		g.xcluster = 1 // the wgmma x kernels are not clustered
 		if p.XLoad == "tma" {
 			g.tma, g.xThreads = true, 256 // a producer warpgroup and a consumer
 		}
@@ -78,6 +81,15 @@ func (g geom) stageX() int {
 	return g.tileBytes
 }
 func (g geom) smemX() int {
+	b := g.smemXRing()
+	if g.xcluster > 1 {
+		b += clusterSumBytes(g.daQuads(), g.xThreads)
+	}
+	return b
+}
+
+// smemXRing is the x kernel's shared memory before clusterSum's buffers.
+func (g geom) smemXRing() int {
 	b := g.stages*g.stageX() + 2*g.rg*g.bt*g.hp*2
 	if g.tparts > 0 && g.dx {
 		b += g.ar * g.rowBytes
@@ -89,6 +101,13 @@ func (g geom) smemX() int {
 		b += 1024
 	}
 	return b
+}
+
+// daQuads is how many accumulator quads of dA an mma.sync x-kernel
+// thread holds: its warp's blocks (daSplit).
+func (g geom) daQuads() int {
+	_, mbw, nbw := g.daSplit()
+	return mbw * nbw
 }
 
 // smem is the larger of the two GEMM kernels' shared memory.
@@ -163,10 +182,17 @@ func (f family) Emit(s Shape, p Params) (kernels.Program, error) {
 		xBufs = append(xBufs, "dh")
 	}
 	xRows, xSplit := groups, g.isplit
+	if g.xcluster > 1 { // whole clusters: the padding's row groups are past t and add zeros
+		xRows = configs.CeilDiv(groups, configs.Int(g.xcluster)).TimesInt(g.xcluster)
+	}
 	if g.tparts > 0 {
 		xRows, xSplit = configs.Int(g.tparts), chunks(g.in)
 	}
-	prog.Launches = append(prog.Launches, gemm(name("x"), xRows, xSplit, g.xThreads, g.smemX(), xBufs...), finalLaunch(name("end"), endArgs))
+	xLaunch := gemm(name("x"), xRows, xSplit, g.xThreads, g.smemX(), xBufs...)
+	if g.xcluster > 1 {
+		xLaunch.Cluster = [3]int{g.xcluster, 1, 1}
+	}
+	prog.Launches = append(prog.Launches, xLaunch, finalLaunch(name("end"), endArgs))
 	for i := 1; i < len(prog.Launches); i++ {
 		prog.Launches[i].Dependent = g.pdl
 	}

@@ -147,7 +147,7 @@ func TestDependentLaunches(t *testing.T) {
 	for _, c := range []struct{ spec, params string }{
 		{"t=137,in=200,out=136,r=64", "bt=128,warps=8,stages=3,osplit=2,isplit=4,rg=1,pdl=1,maxnreg=0,mma=sync,tparts=0,xload=cp,cluster=1"},
 		{"t=300,in=192,out=256,r=16,dx=base", "bt=64,warps=4,stages=2,osplit=1,isplit=1,rg=2,pdl=1,maxnreg=0,mma=sync,tparts=0,xload=cp,cluster=1"},
-		{"t=300,in=192,out=256,r=16,dx=base", "bt=64,warps=4,stages=2,osplit=1,isplit=1,rg=2,pdl=1,maxnreg=0,mma=sync,tparts=0,xload=cp,cluster=4"},
+		{"t=300,in=192,out=256,r=16,dx=base", "bt=64,warps=4,stages=2,osplit=1,isplit=1,rg=2,pdl=1,maxnreg=0,mma=sync,tparts=0,xload=cp,cluster=2"},
 	} {
 		s, params := simtest.Shape(t, fam, c.spec, dtype.BF16), c.params
 		p, err := variants.ParseParams(params)
@@ -313,23 +313,25 @@ func TestRowGroupZeroesBetweenChunks(t *testing.T) {
 	}
 }
 
-// TestClusterSum: with cluster > 1 the dY kernel's CTAs of a cluster sum
-// dB's partials in shared memory; a sum read before the cluster's wait
-// (the others' partials not yet stored) and a sum that leaves out one
-// rank's partial both fail validation of db, and the right kernel passes.
+// TestClusterSum: with cluster > 1 the CTAs of a cluster sum dB's (dY
+// kernel) and dA's (mma.sync x kernel) partials in shared memory; a sum
+// read before the cluster's wait (the others' partials not yet stored)
+// and a sum that leaves out one rank's partial fail validation of both,
+// and the right kernel passes.
 func TestClusterSum(t *testing.T) {
-	ss, emit := plantable(t, "t=256,in=64,out=520,r=16,dx=base", "bt=64,warps=4,stages=2,osplit=2,isplit=1,rg=1,pdl=0,maxnreg=0,tparts=0,cluster=4,mma=sync,xload=cp")
+	ss, emit := plantable(t, "t=256,in=136,out=520,r=16,dx=base", "bt=64,warps=4,stages=2,osplit=2,isplit=1,rg=1,pdl=0,maxnreg=0,tparts=0,cluster=4,mma=sync,xload=cp")
 	good := emit("")
 	if err := simtest.ValidateProgram(ss, good); err != nil {
 		t.Fatalf("the unbroken program: %v", err)
 	}
-	for _, bug := range []string{"clusterEarly", "clusterDrop"} {
+	for _, bug := range []string{"clusterEarly db", "clusterDrop db", "clusterEarly da", "clusterDrop da"} {
 		bad := emit(bug)
 		if bad.PTX == good.PTX {
 			t.Fatalf("%s: the bug was not planted", bug)
 		}
-		if c := simtest.CheckBothSets(t, ss, bad); c.OK || !strings.Contains(c.Message, "db") {
-			t.Errorf("%s: validation says %q, want a failure of db", bug, c.Message)
+		out := bug[len(bug)-2:]
+		if c := simtest.CheckBothSets(t, ss, bad); c.OK || !strings.Contains(c.Message, out+"[") {
+			t.Errorf("%s: validation says %q, want a failure of %s", bug, c.Message, out)
 		} else {
 			t.Logf("%s: %s", bug, c.Message)
 		}
