@@ -42,7 +42,7 @@ func TestShapesAndSpace(t *testing.T) {
 	if len(pts) < 50 {
 		t.Errorf("%d points", len(pts))
 	}
-	for _, pt := range sweep.Pick(pts, 6) {
+	for _, pt := range sweep.Pick(pts, 24) {
 		prog, err := fam.Emit(s, pt)
 		if err != nil {
 			t.Fatalf("%s: %v", pt, err)
@@ -396,10 +396,11 @@ func TestAssemble(t *testing.T) {
 	for _, spec := range []string{gateUp, "t=2048,in=1536,out=1536,r=64"} {
 		for _, dt := range fam.DTypes() {
 			s := simtest.Shape(t, fam, spec, dt)
-			// One in 96: every axis value at least once, about as many
+			// One in 384: every axis value at least once, about as many
 			// modules as one in 32 took before mma, tparts and maxnreg
-			// joined (the space grew 3 to 4 times).
-			for _, p := range sweep.Pick(fam.Space(s).Enumerate(), 96) {
+			// joined (the space grew 3 to 4 times) and one in 96 before
+			// cluster did (4 times again at these shapes).
+			for _, p := range sweep.Pick(fam.Space(s).Enumerate(), 384) {
 				prog, err := fam.Emit(s, p)
 				if err != nil {
 					t.Fatal(err)
