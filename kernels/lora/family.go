@@ -251,6 +251,12 @@ func (family) Space(s Shape) variants.Typed[Params] {
 			}
 			return nil
 		}},
+		{Name: searchCluster, Axes: []string{"cluster"}, Search: true, Check: func(p Params) error {
+			if p.Cluster > 1 {
+				return fmt.Errorf("cluster=%d (left to --params cluster=%d)", p.Cluster, p.Cluster)
+			}
+			return nil
+		}},
 		{Name: searchPDL, Axes: []string{"pdl"}, Search: true, Check: func(p Params) error {
 			if !p.PDL {
 				return errors.New("pdl=0 (left to --params pdl=0)")
@@ -296,6 +302,10 @@ func (family) Space(s Shape) variants.Typed[Params] {
 // variant was slower than pdl=1's on every one (internal/evidence's
 // TestLoraSearchRules recomputes the bound).
 const searchPDL = "search: pdl=0, at least 1.03× the best pdl=1 on an H100 (testdata/issue27/step-1206c-h100/step.db.gz)"
+
+// searchCluster is the search rule that leaves out clusters until a GPU
+// run has timed them against the unclustered kernels.
+const searchCluster = "search: cluster > 1, not yet timed on a GPU"
 
 // searchWGMMARows is the search rule that leaves out the wgmma x kernel
 // over row groups (tparts=0): its best variant was never faster than
