@@ -39,9 +39,8 @@ const analysisSample = 16
 
 // analysisScale divides analysisSample's share further for a family
 // whose space is that many times the others' (lora_bwd's mma, tparts and
-// maxnreg axes made it four to five times as large, and cluster four
-// times again at the model's shapes); 0 means 1.
-var analysisScale = map[string]int{"lora_bwd": 16}
+// maxnreg axes made it four to five times as large); 0 means 1.
+var analysisScale = map[string]int{"lora_bwd": 4}
 
 // TestFamiliesPassAnalyses emits the variants of every family at the
 // qwen1.5b shapes (gemm_bwd's: kernels/gemm's TestEmitPreset, one in 16

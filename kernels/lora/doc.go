@@ -97,20 +97,6 @@
 //     split dh; the second warpgroup runs the steps and releases each slot
 //     (one arrival a warp on its empty mbarrier) once its wgmma group is
 //     complete, so no step passes a CTA barrier.
-//   - cluster = C > 1 makes C consecutive CTAs one cluster: the dY
-//     kernel's C row blocks of one share of out, and the mma.sync x
-//     kernel's C row groups of one share of in (CTA id is rank id mod C
-//     of cluster ⌊id/C⌋; grids rounded up to whole clusters, whose CTAs
-//     past t add zeros). Per chunk each CTA stores its partial of dB (dA)
-//     in the register layout into one of two shared buffers; quad q of
-//     warp w is then summed over the cluster, rank 0 first, by rank
-//     (q·warps + w) mod C, which sends it by red.add: 1/C of the red.add
-//     a CTA alone would issue. The cluster's barrier (arrive.release,
-//     wait.acquire) is met a chunk late: the wait for chunk i comes after
-//     chunk i+1 is computed, before its partial overwrites the buffer
-//     chunk i−1 used, and before chunk i is summed; a last barrier keeps
-//     every CTA until the others have read it. The wgmma x kernels are
-//     not clustered.
 //   - maxnreg = 128 caps both GEMM kernels' registers so that two CTAs of
 //     8 warps share an SM (the rules ask shared memory for two); no
 //     fragments are held then.
@@ -127,8 +113,7 @@
 //     memory within 227 KB; mma ∈ {sync, wgmma},
 //     tparts ∈ {0, 1, 2, 4, 6, 8} (past 0 with wgmma, rg = 1 and
 //     isplit = 1), maxnreg ∈ {0, 128} (128 with 8 warps and room for two
-//     CTAs), cluster ∈ {1, 2, 4, 8} (at most the dY kernel's row blocks
-//     and, clustered, the x kernel's row groups). The search leaves out x kernels of under half a wave of CTAs
+//     CTAs). The search leaves out x kernels of under half a wave of CTAs
 //     where a split could fill one ("x fill"), parts past the row blocks,
 //     pdl=0 and the wgmma kernel over row groups (never faster than
 //     mma.sync's best on the 16 qwen1.5b shapes of an H100).

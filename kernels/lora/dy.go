@@ -20,12 +20,7 @@ type dyKernel struct {
 	mw, nb0 ptx.Reg
 	nbw     int
 	held    [][2]ptx.Reg // with holdH: the warp's B fragments of dB (h), per (k16 step, n8 block)
-	cs      *clusterSum  // with cluster > 1: dB's partials summed over the cluster's row blocks
 }
-
-// dbQuads is how many accumulator quads of dB a dY-kernel thread holds:
-// its warp's n8 blocks of r.
-func (g geom) dbQuads() int { return g.r / 8 / (g.warps / 4) }
 
 // holdH reports whether the dY kernel's warps keep their B fragments of
 // dB (h, the same for every chunk) in registers instead of loading them
@@ -53,14 +48,12 @@ func emitDY(k *ptx.Func, g geom) {
 	dk := &dyKernel{k: k, g: g, w: newWarpCtx(k)}
 	dk.s = k.Ld(ptx.Global, ptx.F32, 1, ptx.At(scale, 0), gen.LdNC)[0]
 	dk.wr0 = k.Mul(ptx.U32, dk.w.warp, ptx.Imm(g.wrows))
-	dk.nbw = g.dbQuads()
+	wn := g.warps / 4
+	dk.nbw = g.r / 8 / wn
 	dk.mw = k.And(ptx.U32, dk.w.warp, ptx.Imm(3))
 	dk.nb0 = k.Mul(ptx.U32, k.Shr(ptx.U32, dk.w.warp, ptx.Imm(2)), ptx.Imm(dk.nbw))
-	c := newClusterCTA(k, g.bt, g.osplit, g.out, g.cluster)
+	c := newCTA(k, g.bt, g.osplit, g.out)
 	hTile := k.Add(ptx.U32, smem, ptx.Imm(g.stages*g.stageDY()))
-	if g.cluster > 1 {
-		dk.cs = newClusterSum(k, "db", g.cluster, dk.nbw, g.threads, k.Add(ptx.U32, hTile, ptx.Imm(g.bt*g.rp*2)), dk.w.tid, dk.w.warp)
-	}
 	newTileCopy(k, dk.w.tid, g.bt, g.r, g.rp, g.r, g.threads).issue(hTile, h, c.row0, imm(k, 0), t, ptx.Imm(g.r))
 	dyc := newTileCopy(k, dk.w.tid, g.bt, chunk, chunk, g.out, g.threads)
 	bc := newTileCopy(k, dk.w.tid, chunk, g.r, g.rp, g.r, g.threads)
@@ -84,9 +77,6 @@ func emitDY(k *ptx.Func, g geom) {
 		dk.db(fr, slot, hTile, ch, db32)
 	}, ready, false)
 	dk.dhOut(dhAcc, c.row0, t, dh, dh32)
-	if dk.cs != nil {
-		dk.cs.finish(func(ch ptx.Reg, ni int, q [4]ptx.Reg) { dk.redDB(ch, ni, q, db32) })
-	}
 }
 
 // dyFrags are the dY kernel's fragment offsets: dh's A (dY, K-major) per
@@ -170,27 +160,12 @@ func (dk *dyKernel) db(f dyFrags, slot, hTile, ch, db32 ptx.Reg) {
 			k.MmaSyncTo(ab, d, a, b, d)
 		}
 	}
-	quads := make([][4]ptx.Reg, dk.nbw)
-	for ni := range quads {
-		quads[ni] = scaled(k, setSum(k, acc, dk.nbw, ni), dk.s)
-	}
-	red := func(ch ptx.Reg, ni int, q [4]ptx.Reg) { dk.redDB(ch, ni, q, db32) }
-	if dk.cs != nil {
-		dk.cs.flush(quads, ch, red)
-		return
-	}
-	for ni, q := range quads {
-		red(ch, ni, q)
-	}
-}
-
-// redDB adds quad ni of the warp's block of dB for chunk ch into db32.
-func (dk *dyKernel) redDB(ch ptx.Reg, ni int, q [4]ptx.Reg, db32 ptx.Reg) {
-	k, g, w := dk.k, dk.g, dk.w
 	o := k.Add(ptx.U32, k.Add(ptx.U32, k.Shl(ptx.U32, ch, ptx.Imm(6)), k.Shl(ptx.U32, dk.mw, ptx.Imm(4))), w.g4)
 	col := k.Add(ptx.U32, k.Shl(ptx.U32, dk.nb0, ptx.Imm(3)), w.tig)
 	inOut := func(row, _ ptx.Reg) ptx.Reg { return k.Setp("lt", ptx.U32, row, ptx.Imm(g.out)) }
-	redQuad(k, w, db32, o, k.Add(ptx.U32, col, ptx.Imm(8*ni)), g.r, q, inOut)
+	for ni := range dk.nbw {
+		redQuad(k, w, db32, o, k.Add(ptx.U32, col, ptx.Imm(8*ni)), g.r, scaled(k, setSum(k, acc, dk.nbw, ni), dk.s), inOut)
+	}
 }
 
 // dhOut scales dh's accumulators by s and, with one CTA a row block,
@@ -229,11 +204,5 @@ func (dk *dyKernel) dhOut(acc [][4]ptx.Reg, row0, t, dh, dh32 ptx.Reg) {
 // leaves out the last k16 step of each chunk from dh (16 of every 64
 // reduction indices), dropLo the lo half of dh from dA, keepDA the
 // zeroing of dA's accumulators after a chunk's row group (rg > 1: the
-// next chunk adds the last one's sums); clusterEarly the cluster's wait
-// before a partial of the named output ("db", "da") is summed (the
-// others' may not be stored yet), clusterDrop the last rank's partial
-// from its sum.
-var planted struct {
-	dropStep, dropLo, keepDA  bool
-	clusterEarly, clusterDrop string
-}
+// next chunk adds the last one's sums).
+var planted struct{ dropStep, dropLo, keepDA bool }

@@ -16,8 +16,6 @@ type geom struct {
 	in, out, r, rp      int // rp: r rounded up to a power of two, the pitch of r-wide tiles
 	bt, warps, stages   int
 	osplit, isplit      int
-	cluster             int // the dY kernel's row blocks a cluster, summing dB's partials (clusterSum)
-	xcluster            int // the x kernel's row groups a cluster, summing dA's: cluster over row groups (tparts = 0), else 1
 	rg                  int // row blocks an x-kernel CTA takes
 	threads, wrows, mt  int // wrows = bt/warps rows per warp, mt = wrows/16 m16 blocks
 	xThreads            int // the x kernel's: threads, or one warpgroup with wgmma
@@ -35,9 +33,7 @@ type geom struct {
 
 func newGeom(s Shape, p Params) geom {
 	g := geom{dt: s.DType, in: s.In, out: s.Out, r: s.R, rp: max(8, gen.Pow2Ceil(s.R)),
-		bt: p.BT, warps: p.Warps, stages: p.Stages, osplit: p.OSplit, isplit: p.ISplit, rg: max(p.RG, 1), dx: s.dx(), pdl: p.PDL, maxnreg: p.MaxNReg,
-		cluster: max(p.Cluster, 1)}
-	g.xcluster = g.cluster
+		bt: p.BT, warps: p.Warps, stages: p.Stages, osplit: p.OSplit, isplit: p.ISplit, rg: max(p.RG, 1), dx: s.dx(), pdl: p.PDL, maxnreg: p.MaxNReg}
 	g.threads, g.wrows = 32*p.Warps, p.BT/p.Warps
 	g.mt = g.wrows / 16
 	g.kSteps, g.rHalf = gen.CeilDiv(s.R, 16), s.R%16 == 8
@@ -46,7 +42,6 @@ func newGeom(s Shape, p Params) geom {
 	g.hp, g.ar, g.xThreads = g.rp, g.r, g.threads
 	if p.MMA == "wgmma" {
 		g.wgmma, g.hp, g.ar, g.tparts, g.xThreads = true, chunk, 16*g.kSteps, p.TParts, 128
-		g.xcluster = 1 // the wgmma x kernels are not clustered
 		if p.XLoad == "tma" {
 			g.tma, g.xThreads = true, 256 // a producer warpgroup and a consumer
 		}
@@ -57,13 +52,7 @@ func newGeom(s Shape, p Params) geom {
 // The dY kernel's ring slot: a dY tile [bt × 64], then a B tile [64 × r]
 // of pitch rp; after the ring, the h tile [bt × r] of pitch rp.
 func (g geom) stageDY() int { return g.tileBytes + chunk*g.rp*2 }
-func (g geom) smemDY() int {
-	b := g.stages*g.stageDY() + g.bt*g.rp*2
-	if g.cluster > 1 {
-		b += clusterSumBytes(g.dbQuads(), g.threads)
-	}
-	return b
-}
+func (g geom) smemDY() int  { return g.stages*g.stageDY() + g.bt*g.rp*2 }
 
 // The x kernel's ring slot: an x tile [bt × 64], then an A tile [ar × 64]
 // (with dX only) or, streaming (tparts), dh32's rows [bt × r] f32 of
@@ -81,15 +70,6 @@ func (g geom) stageX() int {
 	return g.tileBytes
 }
 func (g geom) smemX() int {
-	b := g.smemXRing()
-	if g.xcluster > 1 {
-		b += clusterSumBytes(g.daQuads(), g.xThreads)
-	}
-	return b
-}
-
-// smemXRing is the x kernel's shared memory before clusterSum's buffers.
-func (g geom) smemXRing() int {
 	b := g.stages*g.stageX() + 2*g.rg*g.bt*g.hp*2
 	if g.tparts > 0 && g.dx {
 		b += g.ar * g.rowBytes
@@ -101,13 +81,6 @@ func (g geom) smemXRing() int {
 		b += 1024
 	}
 	return b
-}
-
-// daQuads is how many accumulator quads of dA an mma.sync x-kernel
-// thread holds: its warp's blocks (daSplit).
-func (g geom) daQuads() int {
-	_, mbw, nbw := g.daSplit()
-	return mbw * nbw
 }
 
 // smem is the larger of the two GEMM kernels' shared memory.
@@ -154,15 +127,7 @@ func (f family) Emit(s Shape, p Params) (kernels.Program, error) {
 	}
 	dh32 := kernels.Buffer{Name: "dh32", DType: dtype.F32, Elems: t.TimesInt(g.r), Role: kernels.Scratch}
 	prog := kernels.Program{PTX: built.String(), RuntimeDims: []string{Dim}}
-	dyRows := rows
-	if g.cluster > 1 { // whole clusters: the padding's row blocks are past t and add zeros
-		dyRows = configs.CeilDiv(rows, configs.Int(g.cluster)).TimesInt(g.cluster)
-	}
-	dyLaunch := gemm(name("dy"), dyRows, g.osplit, g.threads, g.smemDY(), "dy", "b", "h", "scale", "dh", "dh32", "db32")
-	if g.cluster > 1 {
-		dyLaunch.Cluster = [3]int{g.cluster, 1, 1}
-	}
-	prog.Launches = append(prog.Launches, dyLaunch)
+	prog.Launches = append(prog.Launches, gemm(name("dy"), rows, g.osplit, g.threads, g.smemDY(), "dy", "b", "h", "scale", "dh", "dh32", "db32"))
 	endArgs := []finalArg{{"db32", "db", configs.Int(g.out * g.r)}, {"da32", "da", configs.Int(g.r * g.in)}}
 	if g.osplit > 1 {
 		dh32.Role = kernels.State
@@ -182,17 +147,10 @@ func (f family) Emit(s Shape, p Params) (kernels.Program, error) {
 		xBufs = append(xBufs, "dh")
 	}
 	xRows, xSplit := groups, g.isplit
-	if g.xcluster > 1 { // whole clusters: the padding's row groups are past t and add zeros
-		xRows = configs.CeilDiv(groups, configs.Int(g.xcluster)).TimesInt(g.xcluster)
-	}
 	if g.tparts > 0 {
 		xRows, xSplit = configs.Int(g.tparts), chunks(g.in)
 	}
-	xLaunch := gemm(name("x"), xRows, xSplit, g.xThreads, g.smemX(), xBufs...)
-	if g.xcluster > 1 {
-		xLaunch.Cluster = [3]int{g.xcluster, 1, 1}
-	}
-	prog.Launches = append(prog.Launches, xLaunch, finalLaunch(name("end"), endArgs))
+	prog.Launches = append(prog.Launches, gemm(name("x"), xRows, xSplit, g.xThreads, g.smemX(), xBufs...), finalLaunch(name("end"), endArgs))
 	for i := 1; i < len(prog.Launches); i++ {
 		prog.Launches[i].Dependent = g.pdl
 	}
@@ -254,20 +212,7 @@ type cta struct {
 }
 
 func newCTA(k *ptx.Func, rows, split, n int) cta {
-	return newClusterCTA(k, rows, split, n, 1)
-}
-
-// newClusterCTA is newCTA with c consecutive CTAs (a cluster) taking c
-// consecutive row groups of one share: CTA id is rank id mod c of
-// cluster ⌊id/c⌋, whose share is its index mod split and whose first row
-// group is c times its index over split.
-func newClusterCTA(k *ptx.Func, rows, split, n, c int) cta {
 	id := k.Mov(ptx.U32, ptx.CtaidX)
-	rank := k.Mov(ptx.U32, ptx.Imm(0))
-	if c > 1 {
-		rank = k.And(ptx.U32, id, ptx.Imm(c-1))
-		id = k.Shr(ptx.U32, id, ptx.Imm(gen.Log2(c)))
-	}
 	block, part := id, k.Mov(ptx.U32, ptx.Imm(0))
 	switch {
 	case split > 1 && split&(split-1) == 0:
@@ -276,9 +221,6 @@ func newClusterCTA(k *ptx.Func, rows, split, n, c int) cta {
 	case split > 1:
 		block = k.Div(ptx.U32, id, ptx.Imm(split))
 		part = k.Sub(ptx.U32, id, k.Mul(ptx.U32, block, ptx.Imm(split)))
-	}
-	if c > 1 {
-		block = k.Mad(ptx.U32, block, ptx.Imm(c), rank)
 	}
 	nc, cc := chunks(n), gen.CeilDiv(chunks(n), split)
 	first := k.Mul(ptx.U32, part, ptx.Imm(cc))

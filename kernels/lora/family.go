@@ -79,7 +79,6 @@ type Params struct {
 	OSplit  int    `axis:"osplit" values:"1,2,4,8,12,16,24" doc:"CTAs per row block of the dY kernel, each a share of out's 64-column chunks; past 1, dh's partials meet by red.add in an f32 state buffer"`
 	ISplit  int    `axis:"isplit" values:"1,2,4,8,12,16,24" doc:"CTAs per row group of the x kernel, each a share of in's 64-column chunks"`
 	RG      int    `axis:"rg" values:"1,2,4" default:"1" doc:"row blocks of bt an x-kernel CTA takes for each of its chunks, dA summed over them in registers before its red.add (dh's hi and lo tiles of all of them in shared memory)"`
-	Cluster int    `axis:"cluster" values:"1,2,4,8" default:"1" doc:"consecutive row blocks of the dY kernel in one cluster (same share of out), and row groups of the mma.sync x kernel: each chunk's partials of dB (dA) are summed in distributed shared memory and each CTA sends 1/cluster of the sums by red.add"`
 	MaxNReg int    `axis:"maxnreg" values:"0,128" default:"0" doc:"registers per thread of the dY and x kernels (.maxnreg; 0: ptxas chooses); 128 lets two CTAs of 8 warps share an SM where their shared memory allows, at the cost of the held fragments"`
 	PDL     bool   `axis:"pdl" values:"0,1" default:"0" doc:"1: every launch after the first is a programmatic dependent launch: each kernel lets the next one launch at its start (griddepcontrol.launch_dependents) and waits (griddepcontrol.wait) before it reads what earlier launches wrote; the x kernel issues its first tiles of x before it waits"`
 }
@@ -240,23 +239,6 @@ func (family) Space(s Shape) variants.Typed[Params] {
 			}
 			return nil
 		}},
-		{Name: "cluster rows", Axes: []string{"bt", "rg", "mma", "tparts", "xload", "cluster"}, Check: func(p Params) error {
-			// A program is correct with a cluster past t's row blocks
-			// (those CTAs add zeros); the shape's t is not offered one.
-			if p.Cluster > gen.CeilDiv(s.T, p.BT) {
-				return fmt.Errorf("cluster=%d over %d row blocks of the dY kernel", p.Cluster, gen.CeilDiv(s.T, p.BT))
-			}
-			if g := newGeom(s, p); g.xcluster > 1 && g.xcluster > gen.CeilDiv(s.T, g.rg*g.bt) {
-				return fmt.Errorf("cluster=%d over %d row groups of the x kernel", p.Cluster, gen.CeilDiv(s.T, g.rg*g.bt))
-			}
-			return nil
-		}},
-		{Name: searchCluster, Axes: []string{"cluster"}, Search: true, Check: func(p Params) error {
-			if p.Cluster > 1 {
-				return fmt.Errorf("cluster=%d (left to --params cluster=%d)", p.Cluster, p.Cluster)
-			}
-			return nil
-		}},
 		{Name: searchPDL, Axes: []string{"pdl"}, Search: true, Check: func(p Params) error {
 			if !p.PDL {
 				return errors.New("pdl=0 (left to --params pdl=0)")
@@ -274,14 +256,14 @@ func (family) Space(s Shape) variants.Typed[Params] {
 			}
 			return nil
 		}},
-		{Name: "shared memory", Axes: []string{"bt", "stages", "rg", "mma", "tparts", "xload", "cluster"}, Check: func(p Params) error {
+		{Name: "shared memory", Axes: []string{"bt", "stages", "rg", "mma", "tparts", "xload"}, Check: func(p Params) error {
 			g := newGeom(s, p)
 			if b := g.smem(); b > maxShared {
 				return fmt.Errorf("%d bytes of shared memory (at most %d)", b, maxShared)
 			}
 			return nil
 		}},
-		{Name: "register cap", Axes: []string{"bt", "warps", "stages", "rg", "mma", "tparts", "xload", "cluster", "maxnreg"}, Check: func(p Params) error {
+		{Name: "register cap", Axes: []string{"bt", "warps", "stages", "rg", "mma", "tparts", "xload", "maxnreg"}, Check: func(p Params) error {
 			if p.MaxNReg == 0 {
 				return nil
 			}
@@ -302,10 +284,6 @@ func (family) Space(s Shape) variants.Typed[Params] {
 // variant was slower than pdl=1's on every one (internal/evidence's
 // TestLoraSearchRules recomputes the bound).
 const searchPDL = "search: pdl=0, at least 1.03× the best pdl=1 on an H100 (testdata/issue27/step-1206c-h100/step.db.gz)"
-
-// searchCluster is the search rule that leaves out clusters until a GPU
-// run has timed them against the unclustered kernels.
-const searchCluster = "search: cluster > 1, not yet timed on a GPU"
 
 // searchWGMMARows is the search rule that leaves out the wgmma x kernel
 // over row groups (tparts=0): its best variant was never faster than

@@ -105,11 +105,6 @@ func emitX(k *ptx.Func, g geom) {
 	fr := xk.frags()
 	xr := xk.setup(xp, smem, fr)
 	acc := xk.zeroDA() // dA's accumulators, summed over a chunk's row blocks
-	var cs *clusterSum
-	redCh := func(ch ptx.Reg, q int, v [4]ptx.Reg) { xk.redDA(k.Shl(ptx.U32, ch, ptx.Imm(6)), q, v, da32) }
-	if g.xcluster > 1 {
-		cs = newClusterSum(k, "da", g.xcluster, xk.mbw*xk.nbw, g.xThreads, k.Add(ptx.U32, smem, ptx.Imm(g.smemXRing())), xk.w.tid, xk.w.warp)
-	}
 	ring(k, smem, g.stageX(), g.stages, xr.first, xr.cnt, xr.load, func(slot, item ptx.Reg) {
 		it := xk.item(item, xr.c.row0)
 		col0 := k.Shl(ptx.U32, it.ch, ptx.Imm(6))
@@ -119,11 +114,7 @@ func emitX(k *ptx.Func, g geom) {
 		}
 		xk.addDA(fr, slot, hiJ, loJ, acc)
 		flush := func() {
-			if cs != nil {
-				cs.flush(xk.daQuads(acc), it.ch, redCh)
-			} else {
-				xk.flushDA(acc, col0, da32)
-			}
+			xk.flushDA(acc, col0, da32)
 			if planted.keepDA {
 				return
 			}
@@ -139,9 +130,6 @@ func emitX(k *ptx.Func, g geom) {
 		}
 		k.If(k.Setp("eq", ptx.U32, it.j, ptx.Imm(g.rg-1)), flush)
 	}, xr.ready, false)
-	if cs != nil {
-		cs.finish(redCh)
-	}
 }
 
 // xRing is what either x kernel sets up before its ring: the CTA's row
@@ -159,7 +147,7 @@ type xRing struct {
 func (xk *xKernel) setup(xp xParams, smem ptx.Reg, fr xFrags) xRing {
 	k, g := xk.k, xk.g
 	var xr xRing
-	xr.c = newClusterCTA(k, g.rg*g.bt, g.isplit, g.in, g.xcluster)
+	xr.c = newCTA(k, g.rg*g.bt, g.isplit, g.in)
 	xr.hi = k.Add(ptx.U32, smem, ptx.Imm(g.stages*g.stageX()))
 	xr.lo = k.Add(ptx.U32, xr.hi, ptx.Imm(g.rg*g.bt*g.hp*2))
 	split := func() { xk.takeDH(fr, xr.c, xp.dh32, xr.hi, xr.lo, xp.t, xp.dh) }
@@ -481,35 +469,22 @@ func (xk *xKernel) addDA(f xFrags, slot, hi, lo ptx.Reg, acc [][4]ptx.Reg) {
 // flushDA adds the warp's dA accumulators for the chunk at column col0
 // (hi's and lo's blocks summed) into da32 [r × in].
 func (xk *xKernel) flushDA(acc [][4]ptx.Reg, col0, da32 ptx.Reg) {
-	for q, v := range xk.daQuads(acc) {
-		xk.redDA(col0, q, v, da32)
-	}
-}
-
-// daQuads are the warp's dA blocks (mb, ni) in that order, their sets
-// summed.
-func (xk *xKernel) daQuads(acc [][4]ptx.Reg) [][4]ptx.Reg {
-	n := xk.mbw * xk.nbw
-	out := make([][4]ptx.Reg, n)
-	for i := range out {
-		out[i] = setSum(xk.k, acc, n, i)
-	}
-	return out
-}
-
-// redDA adds quad q of daQuads for the chunk at column col0 into da32.
-func (xk *xKernel) redDA(col0 ptx.Reg, q int, v [4]ptx.Reg, da32 ptx.Reg) {
 	k, g, w := xk.k, xk.g, xk.w
-	mb, ni := q/xk.nbw, q%xk.nbw
 	col := k.Add(ptx.U32, k.Add(ptx.U32, col0, k.Shl(ptx.U32, xk.nb0, ptx.Imm(3))), w.tig)
-	ok := func(_, cn ptx.Reg) ptx.Reg { return k.Setp("lt", ptx.U32, cn, ptx.Imm(g.in)) }
-	if g.rHalf && mb == g.kSteps-1 { // mbw = kSteps here (daSplit)
-		// The rank ends in this block's first 8 rows: the odd lanes'
-		// row g4+8 is past it.
-		ok = func(row, cn ptx.Reg) ptx.Reg {
-			return k.And(ptx.Pred, k.Setp("lt", ptx.U32, cn, ptx.Imm(g.in)), k.Setp("lt", ptx.U32, row, ptx.Imm(g.r)))
+	inIn := func(_, cn ptx.Reg) ptx.Reg { return k.Setp("lt", ptx.U32, cn, ptx.Imm(g.in)) }
+	for mb := range xk.mbw {
+		ok := inIn
+		if g.rHalf && mb == g.kSteps-1 { // mbw = kSteps here (daSplit)
+			// The rank ends in this block's first 8 rows: the odd lanes'
+			// row g4+8 is past it.
+			ok = func(row, cn ptx.Reg) ptx.Reg {
+				return k.And(ptx.Pred, inIn(row, cn), k.Setp("lt", ptx.U32, row, ptx.Imm(g.r)))
+			}
+		}
+		row := k.Add(ptx.U32, w.g4, k.Shl(ptx.U32, k.Add(ptx.U32, xk.mb0, ptx.Imm(mb)), ptx.Imm(4)))
+		for ni := range xk.nbw {
+			q := setSum(k, acc, xk.mbw*xk.nbw, mb*xk.nbw+ni)
+			redQuad(k, w, da32, row, k.Add(ptx.U32, col, ptx.Imm(8*ni)), g.in, q, ok)
 		}
 	}
-	row := k.Add(ptx.U32, w.g4, k.Shl(ptx.U32, k.Add(ptx.U32, xk.mb0, ptx.Imm(mb)), ptx.Imm(4)))
-	redQuad(k, w, da32, row, k.Add(ptx.U32, col, ptx.Imm(8*ni)), g.in, v, ok)
 }
