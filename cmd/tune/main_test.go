@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"flag"
+	"github.com/gradtune/gradtune/internal/simtest"
 	"os"
 	"path/filepath"
 	"testing"
@@ -20,6 +21,7 @@ const testHostMemory = 16 << 30
 // os.Executable() with "__worker", which is this binary under go test.
 // With "__tune" it is tune itself, for tests that kill a run.
 func TestMain(m *testing.M) {
+	simtest.FastGC()
 	if len(os.Args) > 1 && os.Args[1] == "__worker" {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}
