@@ -39,7 +39,7 @@ type pageChart struct {
 }
 
 var (
-	winnerHead = []string{"kernel", "shape", "dtype", "best params", "median µs", "95% CI µs", "GB/s", "% bound", "vs baseline", "ties", "valid/failed/skipped", "run"}
+	winnerHead = []string{"kernel", "shape", "dtype", "best params", "median µs", "95% CI µs", "GB/s", "extra MiB", "% bound", "vs baseline", "ties", "valid/failed/skipped", "run"}
 	peerHead   = []string{"kernel", "shape", "dtype", "best params", "ours µs (95% CI)", "ours GB/s", "% copy", "peer", "peer µs", "peer GB/s", "speedup"}
 	spreadHead = []string{"kernel", "shape", "dtype", "min µs", "Q1", "median", "Q3", "max", "IQR", "slow outliers", "fast outliers"}
 )
@@ -113,10 +113,10 @@ func stepNote(st *Step) string {
 func winnerRow(sh *results.Shape) []string {
 	v := sh.Winner
 	if v == nil {
-		return []string{sh.Kernel, sh.Size, sh.DType, "no winner", "-", "-", "-", "-", "-", "", countsText(sh), fmt.Sprint(sh.Run.ID)}
+		return []string{sh.Kernel, sh.Size, sh.DType, "no winner", "-", "-", "-", "-", "-", "-", "", countsText(sh), fmt.Sprint(sh.Run.ID)}
 	}
 	return []string{sh.Kernel, sh.Size, sh.DType, v.Key.Params, f2(v.MedianUS), interval(v), num(v.ThroughputGBps, 0),
-		boundText(sh, v), speedupText(sh), tieText(sh.Ties()), countsText(sh), fmt.Sprint(sh.Run.ID)}
+		extraText(sh), boundText(sh, v), speedupText(sh), tieText(sh.Ties()), countsText(sh), fmt.Sprint(sh.Run.ID)}
 }
 
 // peerRow is the comparison of a winner with its peer, as
@@ -187,7 +187,7 @@ var mdPage = texttemplate.Must(texttemplate.New("md").Funcs(funcs).Parse(`# {{.T
 {{rule (len .WinnerHead)}}
 {{range .Winners}}{{row .}}
 {{end}}
-% bound: of the run's measured copy bandwidth (BW), or of the GPU's compute peak for compute-bound kernels (TC: dense bf16/f16 tensor cores; FP32). vs baseline: the baseline's median over the winner's (default: the first valid point of its space). tie(n): n variants whose 95% CI overlaps the winner's.
+% bound: of the run's measured copy bandwidth (BW), or of the GPU's compute peak for compute-bound kernels (TC: dense bf16/f16 tensor cores; FP32). extra MiB: the device memory the winner allocates beside the shape's operands (its State and Scratch buffers). vs baseline: the baseline's median over the winner's (default: the first valid point of its space). tie(n): n variants whose 95% CI overlaps the winner's.
 {{if .Peers}}
 ## Peers
 
@@ -256,7 +256,7 @@ figcaption { font-size: 0.85em; color: #555; }
 <tr>{{range .WinnerHead}}<th>{{.}}</th>{{end}}</tr>
 {{range .Winners}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
 {{end}}</table>
-<p class="note">% bound: of the run's measured copy bandwidth (BW), or of the GPU's compute peak for compute-bound kernels (TC: dense bf16/f16 tensor cores; FP32). vs baseline: the baseline's median over the winner's (default: the first valid point of its space). tie(n): n variants whose 95% CI overlaps the winner's.</p>
+<p class="note">% bound: of the run's measured copy bandwidth (BW), or of the GPU's compute peak for compute-bound kernels (TC: dense bf16/f16 tensor cores; FP32). extra MiB: the device memory the winner allocates beside the shape's operands (its State and Scratch buffers). vs baseline: the baseline's median over the winner's (default: the first valid point of its space). tie(n): n variants whose 95% CI overlaps the winner's.</p>
 {{if .Peers}}<h2>Peers</h2>
 <table class="params">
 <tr>{{range .PeerHead}}<th>{{.}}</th>{{end}}</tr>

@@ -22,6 +22,21 @@ func WriteRuns(w io.Writer, set *results.Set) {
 	}
 }
 
+// extraText is the winner's extra device memory in MiB: "0" for none,
+// two decimals under 10 MiB, "-" where this build cannot emit it.
+func extraText(sh *results.Shape) string {
+	switch b := sh.WinnerExtra; {
+	case b < 0:
+		return "-"
+	case b == 0:
+		return "0"
+	case b < 10<<20:
+		return fmt.Sprintf("%.2f", float64(b)/(1<<20))
+	default:
+		return fmt.Sprintf("%.1f", float64(b)/(1<<20))
+	}
+}
+
 // countsText is a shape's "valid/failed/skipped" counts.
 func countsText(sh *results.Shape) string {
 	return fmt.Sprintf("%d/%d/%d", len(sh.Valid), len(sh.Failed)-sh.Skipped(), sh.Skipped())
@@ -37,23 +52,24 @@ func WriteWinners(w io.Writer, set *results.Set) error {
 		others = others || len(sh.Others) > 0
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	head := "kernel\tshape\tdtype\tbest params\tmedian µs\t95% CI µs\tGB/s\t% bound\tvs baseline\t"
+	head := "kernel\tshape\tdtype\tbest params\tmedian µs\t95% CI µs\tGB/s\textra MiB\t% bound\tvs baseline\t"
 	if others {
 		head += "vs others\t"
 	}
 	fmt.Fprintln(tw, head+"ties\tvalid/failed/skipped\trun\t")
 	for _, sh := range set.Shapes {
-		params, med, ci, gbps, bound, vs, ties := "-", "-", "-", "-", "-", "-", ""
+		params, med, ci, gbps, extra, bound, vs, ties := "-", "-", "-", "-", "-", "-", "-", ""
 		if v := sh.Winner; v != nil {
 			params = v.Key.Params
 			med = num(v.MedianUS, 2)
 			ci = interval(v)
 			gbps = num(v.ThroughputGBps, 0)
+			extra = extraText(sh)
 			bound = boundText(sh, v)
 			vs = speedupText(sh)
 			ties = tieText(sh.Ties())
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t", sh.Kernel, sh.Size, sh.DType, params, med, ci, gbps, bound, vs)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t", sh.Kernel, sh.Size, sh.DType, params, med, ci, gbps, extra, bound, vs)
 		if others {
 			fmt.Fprintf(tw, "%s\t", othersText(sh))
 		}
@@ -63,6 +79,7 @@ func WriteWinners(w io.Writer, set *results.Set) error {
 		return err
 	}
 	fmt.Fprintln(w, "% bound: of the run's measured copy bandwidth (BW), or of the GPU's compute peak for compute-bound kernels (TC: dense bf16/f16 tensor cores; FP32);")
+	fmt.Fprintln(w, "extra MiB: device memory the winner allocates beside the shape's operands (its State and Scratch buffers);")
 	fmt.Fprintln(w, "vs baseline: baseline median / winner median; tie(n): n variants whose 95% CI overlaps the winner's;")
 	if others {
 		fmt.Fprintln(w, "vs others: the same against the other baselines the run timed (dequant+cublas: a dequantization kernel, then cuBLAS on its bf16 weight, what bitsandbytes runs);")

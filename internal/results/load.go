@@ -215,11 +215,36 @@ func buildShape(db *store.DB, k groupKey, g *group, run store.Run) (*Shape, erro
 			sh.Others = append(sh.Others, Baseline{Name: name, MedianUS: others[name]})
 		}
 	}
+	sh.WinnerExtra = -1
 	if f, s, ok := familyShape(k.kernel, k.shape); ok {
 		c := f.Cost(s)
 		sh.Bytes, sh.Flops = c.Bytes, c.Flops
+		if sh.Winner != nil {
+			sh.WinnerExtra = extraBytes(f, s, sh.Winner.Key.Params)
+		}
 	}
 	return sh, nil
+}
+
+// extraBytes is the device memory the program of the recorded point
+// params allocates at s beside the shape's operands (State and Scratch
+// buffers), or -1 when this build cannot emit it.
+func extraBytes(f kernels.Family, s variants.Shape, params string) int64 {
+	p, err := f.Space(s).ParseRecorded(params)
+	if err != nil {
+		return -1
+	}
+	prog, err := f.Emit(s, p)
+	if err != nil {
+		return -1
+	}
+	var n int64
+	for _, b := range prog.Buffers {
+		if b.Role == kernels.State || b.Role == kernels.Scratch {
+			n += int64(kernels.Elems(b, s)) * int64(b.DType.Size())
+		}
+	}
+	return n
 }
 
 // findWinner returns the evaluation of the winning variant in the shape's

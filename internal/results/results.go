@@ -66,6 +66,11 @@ type Shape struct {
 	// Bytes and Flops are the family's cost model of one run at the
 	// shape, zero when the kernel is not in this build's catalog.
 	Bytes, Flops int64
+	// WinnerExtra is the device memory the winner's program allocates
+	// beside the shape's operands (its State and Scratch buffers), in
+	// bytes; -1 when this build cannot emit it (a kernel or a point it
+	// no longer has).
+	WinnerExtra int64
 }
 
 // Variant is one evaluation of a shape.
