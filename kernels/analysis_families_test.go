@@ -35,7 +35,7 @@ var analysisOddSpecs = []string{
 // analysisSample is the share of each space TestFamiliesPassAnalyses
 // emits by default: sweep.Pick of one in 2·analysisSample (every axis value,
 // then spread; one in 4 with GRADTUNE_SWEEP=ci, all with full).
-const analysisSample = 24
+const analysisSample = 16
 
 // analysisScale divides analysisSample's share further for a family
 // whose space is that many times the others' (lora_bwd's mma, tparts and

@@ -7,7 +7,6 @@ import (
 
 	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/internal/simtest"
-	"github.com/gradtune/gradtune/internal/sweep"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/catalog"
 	"github.com/gradtune/gradtune/runner"
@@ -27,9 +26,7 @@ var noRuntimeDim = []string{"nf4_dequant", "flash_attn_bwd"}
 // launches and buffers as expressions), and that PTX, launched as its
 // contract says at the other value, computes the other shape: validated
 // on the interpreter against the reference of the other shape. Every
-// family with a token dim has one. By default it takes a family's first
-// dtype only (the runtime dims' arithmetic is the same in every dtype);
-// GRADTUNE_SWEEP=ci or full takes them all.
+// family with a token dim has one.
 func TestRuntimeDimsOnInterpreter(t *testing.T) {
 	for _, f := range catalog.All() {
 		t.Run(f.Name(), func(t *testing.T) {
@@ -37,11 +34,7 @@ func TestRuntimeDimsOnInterpreter(t *testing.T) {
 			ss := runner.NewSession(sim.New(sim.Options{Workers: 1}))
 			defer ss.Release()
 			runs := 0
-			dts := f.DTypes()
-			if sweep.Current() == sweep.Sample {
-				dts = dts[:1]
-			}
-			for _, dt := range dts {
+			for _, dt := range f.DTypes() {
 				for _, s := range smallshapes.Of(f, dt) {
 					for _, p := range variants.Spread(simtest.Enumerate(f, s), 2) {
 						runs += checkRuntime(t, ss, f, s, p)

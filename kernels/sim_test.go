@@ -17,7 +17,7 @@ import (
 // simVariantsPerShape is how many variants of each small shape the
 // interpreter validates (spread evenly over the space, plus one chosen by
 // a hash of the shape so that different shapes cover different points):
-// 12 with GRADTUNE_SWEEP=ci or full, a third of that by default.
+// 12 with GRADTUNE_SWEEP=ci or full, half that by default.
 const simVariantsPerShape = 12
 
 // TestVariantsOnInterpreter validates a deterministic sample of every
@@ -72,7 +72,7 @@ func TestVariantsOnInterpreter(t *testing.T) {
 	}
 }
 
-// simSample picks simVariantsPerShape points (a third by default, 3 with
+// simSample picks simVariantsPerShape points (half by default, 3 with
 // -short) spread over all, and one more that depends on key.
 func simSample(all []variants.Params, key string) []variants.Params {
 	n := simVariantsPerShape
@@ -80,7 +80,7 @@ func simSample(all []variants.Params, key string) []variants.Params {
 	case testing.Short():
 		n = 3
 	case sweep.Current() == sweep.Sample:
-		n /= 3
+		n /= 2
 	}
 	out := variants.Spread(all, n)
 	if len(all) > len(out) {
