@@ -2,7 +2,9 @@
 // share: one variant emitted, loaded, validated against the family's
 // reference and unloaded on a runner.Session (Validate), and a shape's
 // variants validated that way on the interpreter (Run, RunPoints), or a
-// sample of several shapes' variants (Sample).
+// sample of several shapes' variants (Sample); and Main, the TestMain of
+// the packages whose tests run the interpreter (a collector target for
+// their allocation rate).
 package simtest
 
 import (
