@@ -25,7 +25,7 @@ func WriteRuns(w io.Writer, set *results.Set) {
 // extraText is the winner's extra device memory in MiB: "0" for none,
 // two decimals under 10 MiB, "-" where this build cannot emit it.
 func extraText(sh *results.Shape) string {
-	switch b := sh.WinnerExtra; {
+	switch b := sh.WinnerExtra(); {
 	case b < 0:
 		return "-"
 	case b == 0:

@@ -3,11 +3,11 @@ package main
 import (
 	"bytes"
 	"flag"
-	"github.com/gradtune/gradtune/internal/simtest"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/gradtune/gradtune/internal/simtest"
 	"github.com/gradtune/gradtune/tuning"
 )
 

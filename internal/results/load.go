@@ -215,13 +215,9 @@ func buildShape(db *store.DB, k groupKey, g *group, run store.Run) (*Shape, erro
 			sh.Others = append(sh.Others, Baseline{Name: name, MedianUS: others[name]})
 		}
 	}
-	sh.WinnerExtra = -1
 	if f, s, ok := familyShape(k.kernel, k.shape); ok {
 		c := f.Cost(s)
 		sh.Bytes, sh.Flops = c.Bytes, c.Flops
-		if sh.Winner != nil {
-			sh.WinnerExtra = extraBytes(f, s, sh.Winner.Key.Params)
-		}
 	}
 	return sh, nil
 }

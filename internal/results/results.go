@@ -66,11 +66,22 @@ type Shape struct {
 	// Bytes and Flops are the family's cost model of one run at the
 	// shape, zero when the kernel is not in this build's catalog.
 	Bytes, Flops int64
-	// WinnerExtra is the device memory the winner's program allocates
-	// beside the shape's operands (its State and Scratch buffers), in
-	// bytes; -1 when this build cannot emit it (a kernel or a point it
-	// no longer has).
-	WinnerExtra int64
+}
+
+// WinnerExtra is the device memory the winner's program allocates beside
+// the shape's operands (its State and Scratch buffers), in bytes; -1
+// without a winner or when this build cannot emit it (a kernel or a
+// point it no longer has). It emits the program: a table that shows it
+// asks, loading results does not.
+func (s *Shape) WinnerExtra() int64 {
+	if s.Winner == nil {
+		return -1
+	}
+	f, sh, ok := familyShape(s.Kernel, s.Key)
+	if !ok {
+		return -1
+	}
+	return extraBytes(f, sh, s.Winner.Key.Params)
 }
 
 // Variant is one evaluation of a shape.

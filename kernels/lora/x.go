@@ -57,16 +57,15 @@ type xParams struct{ x, a, dh32, dx, da32, dh, t ptx.Reg }
 
 func declareX(k *ptx.Func, g geom) xParams {
 	var p xParams
-	if g.tma {
-		p.x = k.TensorMapAddr(k.TensorMapParam("xmap"))
-		if g.dx {
-			p.a = k.TensorMapAddr(k.TensorMapParam("amap"))
+	operand := func(name string) ptx.Reg { // with TMA, the address of the operand's tensor map
+		if g.tma {
+			return k.TensorMapAddr(k.TensorMapParam(name + "map"))
 		}
-	} else {
-		p.x = gen.Param(k, "x")
-		if g.dx {
-			p.a = gen.Param(k, "a")
-		}
+		return gen.Param(k, name)
+	}
+	p.x = operand("x")
+	if g.dx {
+		p.a = operand("a")
 	}
 	p.dh32 = gen.Param(k, "dh32")
 	if g.dx {
@@ -124,12 +123,32 @@ func emitX(k *ptx.Func, g geom) {
 				}
 			}
 		}
-		if g.rg == 1 {
-			flush()
-			return
-		}
-		k.If(k.Setp("eq", ptx.U32, it.j, ptx.Imm(g.rg-1)), flush)
+		xk.afterBlock(it, flush)
 	}, xr.ready, false)
+}
+
+// afterBlock runs flush after the last row block of a chunk's group:
+// after every step with rg = 1, else where the step's block is rg−1.
+func (xk *xKernel) afterBlock(it xItem, flush func()) {
+	if xk.g.rg == 1 {
+		flush()
+		return
+	}
+	xk.k.If(xk.k.Setp("eq", ptx.U32, it.j, ptx.Imm(xk.g.rg-1)), flush)
+}
+
+// firstScale is the scale-d of a chunk's first product in a wgmma x
+// kernel over row groups: 0 (overwrite what the last chunk left) on a
+// group's first block and 1 after it; with the planted keepDA, 0 only on
+// the CTA's first step (notFirst, emitted only then, false).
+func (xk *xKernel) firstScale(it xItem, notFirst func() ptx.Reg) ptx.Operand {
+	switch {
+	case planted.keepDA:
+		return notFirst()
+	case xk.g.rg > 1:
+		return xk.k.Setp("ne", ptx.U32, it.j, ptx.Imm(0))
+	}
+	return ptx.Imm(0)
 }
 
 // xRing is what either x kernel sets up before its ring: the CTA's row

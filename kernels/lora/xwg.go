@@ -35,21 +35,9 @@ func emitXWG(k *ptx.Func, g geom, xp xParams) {
 		it := xk.item(item, xr.c.row0)
 		col0 := k.Shl(ptx.U32, it.ch, ptx.Imm(6))
 		hiJ, loJ := xr.tiles(k, g, it)
-		// dA's first product of a chunk overwrites what the last chunk left.
-		var first ptx.Operand = ptx.Imm(0)
-		switch {
-		case planted.keepDA:
-			first = k.Setp("ne", ptx.U32, item, xr.first)
-		case g.rg > 1:
-			first = k.Setp("ne", ptx.U32, it.j, ptx.Imm(0))
-		}
+		first := xk.firstScale(it, func() ptx.Reg { return k.Setp("ne", ptx.U32, item, xr.first) })
 		xk.wgStep(slot, k.Add(ptx.U32, slot, ptx.Imm(g.tileBytes)), hiJ, loJ, da, first, it.row0, col0, xp)
-		flush := func() { xk.flushDAWG(da, col0, xp.da32) }
-		if g.rg == 1 {
-			flush()
-			return
-		}
-		k.If(k.Setp("eq", ptx.U32, it.j, ptx.Imm(g.rg-1)), flush)
+		xk.afterBlock(it, func() { xk.flushDAWG(da, col0, xp.da32) })
 	}, xr.ready, true)
 }
 
@@ -139,7 +127,7 @@ func (xk *xKernel) storeDXWG(acc [][]ptx.Reg, row0, col0, t, dx ptx.Reg) {
 	k, g, w := xk.k, xk.g, xk.w
 	col := k.Add(ptx.U32, col0, w.tig)
 	for m, d := range acc {
-		base := k.Add(ptx.U32, k.Add(ptx.U32, row0, k.Shl(ptx.U32, k.And(ptx.U32, w.warp, ptx.Imm(3)), ptx.Imm(4))), k.Add(ptx.U32, w.g4, ptx.Imm(64*m)))
+		base := k.Add(ptx.U32, k.Add(ptx.U32, row0, xk.wgRow()), ptx.Imm(64*m))
 		for half := range 2 {
 			row := k.Add(ptx.U32, base, ptx.Imm(8*half))
 			rowOK := k.Setp("lt", ptx.U32, row, t)
@@ -153,11 +141,18 @@ func (xk *xKernel) storeDXWG(acc [][]ptx.Reg, row0, col0, t, dx ptx.Reg) {
 	}
 }
 
+// wgRow is the thread's row g4 of its warp's 16 in a wgmma accumulator
+// [64 × n]: 16·(warp mod 4) + g4 (the warp's place in its warpgroup).
+func (xk *xKernel) wgRow() ptx.Reg {
+	k, w := xk.k, xk.w
+	return k.Add(ptx.U32, k.Shl(ptx.U32, k.And(ptx.U32, w.warp, ptx.Imm(3)), ptx.Imm(4)), w.g4)
+}
+
 // flushDAWG adds dA's chunk accumulator (columns from col0) into da32
 // [r × in]: rank rows at or past r and columns past in left out.
 func (xk *xKernel) flushDAWG(acc []ptx.Reg, col0, da32 ptx.Reg) {
 	k, g, w := xk.k, xk.g, xk.w
-	row := k.Add(ptx.U32, k.Shl(ptx.U32, k.And(ptx.U32, w.warp, ptx.Imm(3)), ptx.Imm(4)), w.g4)
+	row := xk.wgRow()
 	col := k.Add(ptx.U32, col0, w.tig)
 	ok := func(row, cn ptx.Reg) ptx.Reg {
 		return k.And(ptx.Pred, k.Setp("lt", ptx.U32, row, ptx.Imm(g.r)), k.Setp("lt", ptx.U32, cn, ptx.Imm(g.in)))
@@ -333,23 +328,12 @@ func (xk *xKernel) consumeTMA(ring hopper.Ring, base ptx.Reg, c cta, first, cnt,
 		it := xk.item(k.Add(ptx.U32, first, i), c.row0)
 		col0 := k.Shl(ptx.U32, it.ch, ptx.Imm(6))
 		hiJ, loJ := xr.tiles(k, g, it)
-		var firstScale ptx.Operand = ptx.Imm(0)
-		switch {
-		case planted.keepDA:
-			firstScale = k.Setp("ne", ptx.U32, i, ptx.Imm(0))
-		case g.rg > 1:
-			firstScale = k.Setp("ne", ptx.U32, it.j, ptx.Imm(0))
-		}
+		first := xk.firstScale(it, func() ptx.Reg { return k.Setp("ne", ptx.U32, i, ptx.Imm(0)) })
 		cons.WaitFull(base)
 		slot := cons.Data(base)
-		xk.wgStep(slot, k.Add(ptx.U32, slot, ptx.Imm(g.tileBytes)), hiJ, loJ, da, firstScale, it.row0, col0, xp)
+		xk.wgStep(slot, k.Add(ptx.U32, slot, ptx.Imm(g.tileBytes)), hiJ, loJ, da, first, it.row0, col0, xp)
 		k.If(lane0, func() { k.MbarArriveDrop(cons.Empty(base)) }) // the group is complete: the slot is free
 		cons.Next()
-		flush := func() { xk.flushDAWG(da, col0, xp.da32) }
-		if g.rg == 1 {
-			flush()
-			return
-		}
-		k.If(k.Setp("eq", ptx.U32, it.j, ptx.Imm(g.rg-1)), flush)
+		xk.afterBlock(it, func() { xk.flushDAWG(da, col0, xp.da32) })
 	})
 }
