@@ -34,6 +34,10 @@ func (g geom) holdH() bool {
 
 // emitDY writes the dY kernel.
 func emitDY(k *ptx.Func, g geom) {
+	if g.dytma {
+		emitDYTMA(k, g)
+		return
+	}
 	dy, bw, h, scale := gen.Param(k, "dy"), gen.Param(k, "b"), gen.Param(k, "h"), gen.Param(k, "scale")
 	dh, dh32, db32 := gen.Param(k, "dh"), gen.Param(k, "dh32"), gen.Param(k, "db32")
 	t := k.LdParam(k.Param(Dim, ptx.U32))
@@ -192,9 +196,7 @@ func (dk *dyKernel) dhOut(acc [][4]ptx.Reg, row0, t, dh, dh32 ptx.Reg) {
 			for ni := range nb {
 				d := acc[mi*nb+ni]
 				v := []ptx.Reg{k.Mul(ptx.F32, d[2*half], dk.s), k.Mul(ptx.F32, d[2*half+1], dk.s)}
-				elem := k.Mad(ptx.U32, row, ptx.Imm(g.r), k.Add(ptx.U32, w.tig, ptx.Imm(8*ni)))
-				gen.StVals(k, g.dt, ptx.At(k.Add(ptx.U64, dh, k.MulWide(ptx.U32, elem, ptx.Imm(g.dt.Size()))), 0), v, ok)
-				gen.StF32(k, ptx.Global, ptx.At(k.Add(ptx.U64, dh32, k.MulWide(ptx.U32, elem, ptx.Imm(4))), 0), v, ok)
+				storeDHPair(k, g, row, k.Add(ptx.U32, w.tig, ptx.Imm(8*ni)), v, ok, dh, dh32)
 			}
 		}
 	}
@@ -205,4 +207,12 @@ func (dk *dyKernel) dhOut(acc [][4]ptx.Reg, row0, t, dh, dh32 ptx.Reg) {
 // reduction indices), dropLo the lo half of dh from dA, keepDA the
 // zeroing of dA's accumulators after a chunk's row group (rg > 1: the
 // next chunk adds the last one's sums).
+// storeDHPair stores two consecutive values of dh's row at col, scaled
+// and unrounded, to dh (rounded) and dh32, where ok holds.
+func storeDHPair(k *ptx.Func, g geom, row, col ptx.Reg, v []ptx.Reg, ok, dh, dh32 ptx.Reg) {
+	elem := k.Mad(ptx.U32, row, ptx.Imm(g.r), col)
+	gen.StVals(k, g.dt, ptx.At(k.Add(ptx.U64, dh, k.MulWide(ptx.U32, elem, ptx.Imm(g.dt.Size()))), 0), v, ok)
+	gen.StF32(k, ptx.Global, ptx.At(k.Add(ptx.U64, dh32, k.MulWide(ptx.U32, elem, ptx.Imm(4))), 0), v, ok)
+}
+
 var planted struct{ dropStep, dropLo, keepDA bool }

@@ -27,6 +27,7 @@ type geom struct {
 	wgmma               bool // the x kernel multiplies by wgmma (one warpgroup)
 	tparts              int  // with wgmma: parts of the rows an x-kernel CTA of one chunk streams; 0: row groups
 	tma                 bool // with wgmma over row groups: TMA fills the x kernel's ring
+	dytma               bool // the dY kernel is TMA-fed wgmma (dyload=tma)
 	hp                  int  // the pitch of dh's hi and lo tiles: rp, or 64 with wgmma
 	ar                  int  // the A tile's rows: r, or r rounded up to 16 with wgmma
 }
@@ -46,13 +47,27 @@ func newGeom(s Shape, p Params) geom {
 			g.tma, g.xThreads = true, 256 // a producer warpgroup and a consumer
 		}
 	}
+	g.dytma = p.DYLoad == "tma"
 	return g
 }
 
 // The dY kernel's ring slot: a dY tile [bt × 64], then a B tile [64 × r]
 // of pitch rp; after the ring, the h tile [bt × r] of pitch rp.
-func (g geom) stageDY() int { return g.tileBytes + chunk*g.rp*2 }
-func (g geom) smemDY() int  { return g.stages*g.stageDY() + g.bt*g.rp*2 }
+// With dyload=tma the B and h tiles are 64 columns wide (the rank
+// padded), every tile 1024-aligned from a base the kernel rounds up, and
+// the ring's mbarriers and h's follow the h tile.
+func (g geom) stageDY() int {
+	if g.dytma {
+		return g.tileBytes + chunk*g.rowBytes
+	}
+	return g.tileBytes + chunk*g.rp*2
+}
+func (g geom) smemDY() int {
+	if g.dytma {
+		return g.dyTMABars() + 16*g.stages + 8 + 1024
+	}
+	return g.stages*g.stageDY() + g.bt*g.rp*2
+}
 
 // The x kernel's ring slot: an x tile [bt × 64], then an A tile [ar × 64]
 // (with dX only) or, streaming (tparts), dh32's rows [bt × r] f32 of
@@ -116,7 +131,7 @@ func (f family) Emit(s Shape, p Params) (kernels.Program, error) {
 		l := kernels.Launch{Entry: entry, Grid: [3]configs.Expr{rows.TimesInt(split), configs.Int(1), configs.Int(1)},
 			Block: [3]int{threads, 1, 1}, SharedBytes: smem}
 		for _, b := range bufs {
-			if m, ok := g.xMap(b, t); ok {
+			if m, ok := g.tensorMap(b, t); ok {
 				l.Args = append(l.Args, kernels.Arg{TensorMap: m})
 				continue
 			}
@@ -127,7 +142,11 @@ func (f family) Emit(s Shape, p Params) (kernels.Program, error) {
 	}
 	dh32 := kernels.Buffer{Name: "dh32", DType: dtype.F32, Elems: t.TimesInt(g.r), Role: kernels.Scratch}
 	prog := kernels.Program{PTX: built.String(), RuntimeDims: []string{Dim}}
-	prog.Launches = append(prog.Launches, gemm(name("dy"), rows, g.osplit, g.threads, g.smemDY(), "dy", "b", "h", "scale", "dh", "dh32", "db32"))
+	dyBufs, dyThreads := []string{"dy", "b", "h", "scale", "dh", "dh32", "db32"}, g.threads
+	if g.dytma {
+		dyBufs[0], dyBufs[1], dyBufs[2], dyThreads = "dymap", "bmap", "hmap", dyTMAThreads
+	}
+	prog.Launches = append(prog.Launches, gemm(name("dy"), rows, g.osplit, dyThreads, g.smemDY(), dyBufs...))
 	endArgs := []finalArg{{"db32", "db", configs.Int(g.out * g.r)}, {"da32", "da", configs.Int(g.r * g.in)}}
 	if g.osplit > 1 {
 		dh32.Role = kernels.State
@@ -285,24 +304,33 @@ func redQuad(k *ptx.Func, w warpCtx, base, row, col ptx.Reg, ld int, c [4]ptx.Re
 	k.If(okOf(row, col), put)
 }
 
-// xMap is the tensor map of the TMA x kernel's parameter name ("xmap":
-// x [t × in] in boxes of bt rows; "amap": A [r × in] in boxes of ar rows
-// whose rows past r read as zeros), each box 64 columns in the 128-byte
-// swizzle; ok is false for any other name.
-func (g geom) xMap(name string, t configs.Expr) (*configs.TensorMap, bool) {
+// tensorMap is the tensor map of a TMA kernel's parameter name, each box
+// 64 columns in the 128-byte swizzle: "xmap", x [t × in] in boxes of bt
+// rows; "amap", A [r × in] in boxes of ar rows whose rows past r read as
+// zeros; "dymap", dY [t × out] in boxes of bt rows; "bmap", B [out × r]
+// in boxes of 64 rows and "hmap", h [t × r] in boxes of bt rows, both
+// with the columns past r read as zeros. ok is false for any other name.
+func (g geom) tensorMap(name string, t configs.Expr) (*configs.TensorMap, bool) {
 	var buf string
+	var cols int
 	var rows configs.Expr
 	var box int
 	switch name {
 	case "xmap":
-		buf, rows, box = "x", t, g.bt
+		buf, cols, rows, box = "x", g.in, t, g.bt
 	case "amap":
-		buf, rows, box = "a", configs.Int(g.r), g.ar
+		buf, cols, rows, box = "a", g.in, configs.Int(g.r), g.ar
+	case "dymap":
+		buf, cols, rows, box = "dy", g.out, t, g.bt
+	case "bmap":
+		buf, cols, rows, box = "b", g.r, configs.Int(g.out), chunk
+	case "hmap":
+		buf, cols, rows, box = "h", g.r, t, g.bt
 	default:
 		return nil, false
 	}
-	return &configs.TensorMap{Buffer: buf, DType: g.dt, Dims: []configs.Expr{configs.Int(g.in), rows},
-		Strides: []configs.Expr{configs.Int(2 * g.in)}, Box: []int{chunk, box}, Swizzle: 128}, true
+	return &configs.TensorMap{Buffer: buf, DType: g.dt, Dims: []configs.Expr{configs.Int(cols), rows},
+		Strides: []configs.Expr{configs.Int(2 * cols)}, Box: []int{chunk, box}, Swizzle: 128}, true
 }
 
 // sum4 is the blockwise sum a + b of two accumulator fragments.

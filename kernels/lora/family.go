@@ -75,6 +75,7 @@ type Params struct {
 	MMA     string `axis:"mma" values:"sync,wgmma" default:"sync" doc:"the x kernel's matrix instructions: mma.sync (sm_80 and up), or wgmma (sm_90a; one warpgroup whatever warps the dY kernel takes): dA's [64 × 64] chunk and dX's [64 × 64] blocks multiplied from shared memory, dh's hi and lo tiles padded to 64 columns"`
 	TParts  int    `axis:"tparts" values:"0,1,2,4,6,8" default:"0" doc:"0: an x-kernel CTA takes rg row blocks of its chunks; n > 0 (mma=wgmma, rg=1, isplit=1): each x-kernel CTA takes one chunk of in over 1/n of the row blocks (counted at run time), dh32's rows streamed through the ring beside x and split into hi and lo as they arrive, so dA meets n partial sums a column by red.add instead of one a row group"`
 	XLoad   string `axis:"xload" values:"cp,tma" default:"cp" doc:"how the wgmma x kernel over row groups (mma=wgmma, tparts=0) fills its ring: cp (every thread's cp.async, a CTA barrier a step) or tma (a producer warpgroup's thread issues TMA boxes on mbarriers, the consumer warpgroup releases each slot after its wgmma)"`
+	DYLoad  string `axis:"dyload" values:"cp,tma" default:"cp" doc:"the dY kernel: cp (warps of mma.sync on cp.async tiles, a CTA barrier a chunk) or tma (sm_90a: a producer warpgroup's thread issues TMA boxes of dY, B and h on mbarriers; a consumer warpgroup multiplies each chunk by wgmma, dh held in registers, and releases the slot; the rank padded to 64)"`
 	Stages  int    `axis:"stages" values:"2,3,4" doc:"cp.async ring slots of 64-column tiles (dY and B; x and A)"`
 	OSplit  int    `axis:"osplit" values:"1,2,4,8,12,16,24" doc:"CTAs per row block of the dY kernel, each a share of out's 64-column chunks; past 1, dh's partials meet by red.add in an f32 state buffer"`
 	ISplit  int    `axis:"isplit" values:"1,2,4,8,12,16,24" doc:"CTAs per row group of the x kernel, each a share of in's 64-column chunks"`
@@ -239,6 +240,18 @@ func (family) Space(s Shape) variants.Typed[Params] {
 			}
 			return nil
 		}},
+		{Name: "dY tma", Axes: []string{"dyload", "maxnreg"}, Check: func(p Params) error {
+			if p.DYLoad == "tma" && p.MaxNReg != 0 {
+				return fmt.Errorf("dyload=tma with maxnreg=%d: the TMA dY kernel's consumer holds dh's accumulators (up to 160 registers)", p.MaxNReg)
+			}
+			return nil
+		}},
+		{Name: searchDYTMA, Axes: []string{"dyload"}, Search: true, Check: func(p Params) error {
+			if p.DYLoad == "tma" {
+				return errors.New("dyload=tma (left to --params dyload=tma until timed)")
+			}
+			return nil
+		}},
 		{Name: searchPDL, Axes: []string{"pdl"}, Search: true, Check: func(p Params) error {
 			if !p.PDL {
 				return errors.New("pdl=0 (left to --params pdl=0)")
@@ -256,14 +269,14 @@ func (family) Space(s Shape) variants.Typed[Params] {
 			}
 			return nil
 		}},
-		{Name: "shared memory", Axes: []string{"bt", "stages", "rg", "mma", "tparts", "xload"}, Check: func(p Params) error {
+		{Name: "shared memory", Axes: []string{"bt", "stages", "rg", "mma", "tparts", "xload", "dyload"}, Check: func(p Params) error {
 			g := newGeom(s, p)
 			if b := g.smem(); b > maxShared {
 				return fmt.Errorf("%d bytes of shared memory (at most %d)", b, maxShared)
 			}
 			return nil
 		}},
-		{Name: "register cap", Axes: []string{"bt", "warps", "stages", "rg", "mma", "tparts", "xload", "maxnreg"}, Check: func(p Params) error {
+		{Name: "register cap", Axes: []string{"bt", "warps", "stages", "rg", "mma", "tparts", "xload", "dyload", "maxnreg"}, Check: func(p Params) error {
 			if p.MaxNReg == 0 {
 				return nil
 			}
@@ -278,6 +291,10 @@ func (family) Space(s Shape) variants.Typed[Params] {
 		}},
 	}}
 }
+
+// searchDYTMA is the search rule that leaves out the TMA dY kernel
+// until a run on the H200 times it.
+const searchDYTMA = "search: dyload=tma, not yet timed on a GPU"
 
 // searchPDL is the search rule that leaves out pdl=0: over the 16
 // qwen1.5b shapes of testdata/issue27/step-1206c-h100 (an H100) its best

@@ -126,6 +126,14 @@ func TestVariantsOnInterpreter(t *testing.T) {
 		{Case: simtest.Case{Spec: "t=137,in=200,out=136,r=64", DType: dtype.BF16}, Params: "bt=128,warps=8,stages=3,osplit=2,isplit=2,mma=wgmma,xload=tma"},
 		{Case: simtest.Case{Spec: "t=300,in=192,out=256,r=16,dx=base", DType: dtype.BF16}, Params: "bt=64,warps=4,stages=2,osplit=1,isplit=1,rg=2,pdl=1,mma=wgmma,xload=tma"},
 		{Case: simtest.Case{Spec: "t=70,in=136,out=72,r=40", DType: dtype.F16}, Params: "bt=64,warps=4,stages=3,osplit=2,isplit=1,pdl=1,mma=wgmma,xload=tma"},
+		// the TMA dY kernel: dh's partials by red.add and stored whole,
+		// 256-row blocks over a tail, a padded rank (40, 16: B's and h's
+		// columns past r read as zeros), out's last chunk part empty, with
+		// either x kernel
+		{Case: simtest.Case{Spec: "t=137,in=200,out=136,r=64", DType: dtype.BF16}, Params: "bt=128,warps=8,stages=3,osplit=2,isplit=2,dyload=tma"},
+		{Case: simtest.Case{Spec: "t=300,in=192,out=520,r=16,dx=base", DType: dtype.BF16}, Params: "bt=256,warps=8,stages=2,osplit=1,isplit=1,pdl=1,dyload=tma"},
+		{Case: simtest.Case{Spec: "t=70,in=136,out=72,r=40", DType: dtype.F16}, Params: "bt=64,warps=4,stages=3,osplit=1,isplit=2,pdl=1,dyload=tma"},
+		{Case: simtest.Case{Spec: "t=137,in=200,out=136,r=64", DType: dtype.BF16}, Params: "bt=128,warps=8,stages=3,osplit=2,isplit=2,mma=wgmma,xload=tma,dyload=tma"},
 	})
 }
 
@@ -138,8 +146,9 @@ func TestVariantsOnInterpreter(t *testing.T) {
 // missing wait: this reads the PTX.
 func TestDependentLaunches(t *testing.T) {
 	for _, c := range []struct{ spec, params string }{
-		{"t=137,in=200,out=136,r=64", "bt=128,warps=8,stages=3,osplit=2,isplit=4,rg=1,pdl=1,maxnreg=0,mma=sync,tparts=0,xload=cp"},
-		{"t=300,in=192,out=256,r=16,dx=base", "bt=64,warps=4,stages=2,osplit=1,isplit=1,rg=2,pdl=1,maxnreg=0,mma=sync,tparts=0,xload=cp"},
+		{"t=137,in=200,out=136,r=64", "bt=128,warps=8,stages=3,osplit=2,isplit=4,rg=1,pdl=1,maxnreg=0,mma=sync,tparts=0,xload=cp,dyload=cp"},
+		{"t=300,in=192,out=256,r=16,dx=base", "bt=64,warps=4,stages=2,osplit=1,isplit=1,rg=2,pdl=1,maxnreg=0,mma=sync,tparts=0,xload=cp,dyload=cp"},
+		{"t=137,in=200,out=136,r=64", "bt=128,warps=8,stages=3,osplit=2,isplit=4,rg=1,pdl=1,maxnreg=0,mma=sync,tparts=0,xload=cp,dyload=tma"},
 	} {
 		s, params := simtest.Shape(t, fam, c.spec, dtype.BF16), c.params
 		p, err := variants.ParseParams(params)
@@ -209,7 +218,7 @@ func TestWithoutDX(t *testing.T) {
 	if slices.Contains(names, "a") || slices.Contains(names, "dx") || len(names) != len(fam.Buffers(with))-2 {
 		t.Errorf("dx=base buffers %v", names)
 	}
-	p, _ := variants.ParseParams("bt=64,warps=4,stages=2,osplit=1,isplit=1,rg=1,pdl=0,maxnreg=0,mma=sync,tparts=0,xload=cp")
+	p, _ := variants.ParseParams("bt=64,warps=4,stages=2,osplit=1,isplit=1,rg=1,pdl=0,maxnreg=0,mma=sync,tparts=0,xload=cp,dyload=cp")
 	prog, err := fam.Emit(without, p)
 	if err != nil {
 		t.Fatal(err)
@@ -245,11 +254,12 @@ func TestRuntimeTokens(t *testing.T) {
 // buffer it breaks first, on the exact inputs at least; with either x
 // kernel (mma).
 // xKernels are the x kernels over row groups the planted bugs are
-// checked in: mma.sync, wgmma, and wgmma fed by TMA.
-var xKernels = []string{"mma=sync,xload=cp", "mma=wgmma,xload=cp", "mma=wgmma,xload=tma"}
+// checked in (beside the cp.async dY kernel): mma.sync, wgmma, and wgmma
+// fed by TMA; the bugs are also planted beside the TMA dY kernel.
+var xKernels = []string{"mma=sync,xload=cp,dyload=cp", "mma=wgmma,xload=cp,dyload=cp", "mma=wgmma,xload=tma,dyload=cp"}
 
 func TestValidationCatchesBugs(t *testing.T) {
-	for _, mma := range xKernels {
+	for _, mma := range append(xKernels, "mma=sync,xload=cp,dyload=tma") {
 		t.Run(mma, func(t *testing.T) { catchesBugs(t, mma) })
 	}
 }
@@ -372,7 +382,7 @@ func TestAssemble(t *testing.T) {
 					t.Fatal(err)
 				}
 				arch := "sm_90"
-				if p["mma"] == "wgmma" {
+				if p["mma"] == "wgmma" || p["dyload"] == "tma" {
 					arch = "sm_90a"
 				}
 				jobs = append(jobs, ptxtest.Job{What: s.Key() + " " + p.String(), Module: ptxas.Module{PTX: prog.PTX, Arch: arch}})

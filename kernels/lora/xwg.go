@@ -127,7 +127,7 @@ func (xk *xKernel) storeDXWG(acc [][]ptx.Reg, row0, col0, t, dx ptx.Reg) {
 	k, g, w := xk.k, xk.g, xk.w
 	col := k.Add(ptx.U32, col0, w.tig)
 	for m, d := range acc {
-		base := k.Add(ptx.U32, k.Add(ptx.U32, row0, xk.wgRow()), ptx.Imm(64*m))
+		base := k.Add(ptx.U32, k.Add(ptx.U32, row0, xk.w.wgRow(k)), ptx.Imm(64*m))
 		for half := range 2 {
 			row := k.Add(ptx.U32, base, ptx.Imm(8*half))
 			rowOK := k.Setp("lt", ptx.U32, row, t)
@@ -143,8 +143,7 @@ func (xk *xKernel) storeDXWG(acc [][]ptx.Reg, row0, col0, t, dx ptx.Reg) {
 
 // wgRow is the thread's row g4 of its warp's 16 in a wgmma accumulator
 // [64 × n]: 16·(warp mod 4) + g4 (the warp's place in its warpgroup).
-func (xk *xKernel) wgRow() ptx.Reg {
-	k, w := xk.k, xk.w
+func (w warpCtx) wgRow(k *ptx.Func) ptx.Reg {
 	return k.Add(ptx.U32, k.Shl(ptx.U32, k.And(ptx.U32, w.warp, ptx.Imm(3)), ptx.Imm(4)), w.g4)
 }
 
@@ -152,7 +151,7 @@ func (xk *xKernel) wgRow() ptx.Reg {
 // [r × in]: rank rows at or past r and columns past in left out.
 func (xk *xKernel) flushDAWG(acc []ptx.Reg, col0, da32 ptx.Reg) {
 	k, g, w := xk.k, xk.g, xk.w
-	row := xk.wgRow()
+	row := xk.w.wgRow(k)
 	col := k.Add(ptx.U32, col0, w.tig)
 	ok := func(row, cn ptx.Reg) ptx.Reg {
 		return k.And(ptx.Pred, k.Setp("lt", ptx.U32, row, ptx.Imm(g.r)), k.Setp("lt", ptx.U32, cn, ptx.Imm(g.in)))
