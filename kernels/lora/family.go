@@ -45,8 +45,14 @@ const waveSMs = 132
 
 // maxGroupRows bounds an x-kernel CTA's rows (rg·bt): dh's hi and lo
 // tiles of them sit in shared memory, and the copy that splits them is
-// unrolled over them (at 512 rows of rank 64 ptxas spills).
-const maxGroupRows = 256
+// unrolled over them (at 512 rows of rank 64 a warpgroup's copy spills);
+// the TMA x kernel splits with two warpgroups, so it takes twice as many.
+func maxGroupRows(xload string) int {
+	if xload == "tma" {
+		return 512
+	}
+	return 256
+}
 
 // Shape is one LoRA adapter's backward: t tokens, a base layer of in
 // inputs and out outputs, rank r; dx=base leaves the adapter's dX to the
@@ -78,7 +84,7 @@ type Params struct {
 	DYLoad  string `axis:"dyload" values:"cp,tma" default:"cp" doc:"the dY kernel: cp (warps of mma.sync on cp.async tiles, a CTA barrier a chunk) or tma (sm_90a: a producer warpgroup's thread issues TMA boxes of dY, B and h on mbarriers; a consumer warpgroup multiplies each chunk by wgmma, dh held in registers, and releases the slot; the rank padded to 64)"`
 	Stages  int    `axis:"stages" values:"2,3,4" doc:"cp.async ring slots of 64-column tiles (dY and B; x and A)"`
 	OSplit  int    `axis:"osplit" values:"1,2,4,8,12,16,24" doc:"CTAs per row block of the dY kernel, each a share of out's 64-column chunks; past 1, dh's partials meet by red.add in an f32 state buffer"`
-	ISplit  int    `axis:"isplit" values:"1,2,4,8,12,16,24" doc:"CTAs per row group of the x kernel, each a share of in's 64-column chunks"`
+	ISplit  int    `axis:"isplit" values:"1,2,4,8,12,16,24,28" doc:"CTAs per row group of the x kernel, each a share of in's 64-column chunks"`
 	RG      int    `axis:"rg" values:"1,2,4" default:"1" doc:"row blocks of bt an x-kernel CTA takes for each of its chunks, dA summed over them in registers before its red.add (dh's hi and lo tiles of all of them in shared memory)"`
 	MaxNReg int    `axis:"maxnreg" values:"0,128" default:"0" doc:"registers per thread of the dY and x kernels (.maxnreg; 0: ptxas chooses); 128 lets two CTAs of 8 warps share an SM where their shared memory allows, at the cost of the held fragments"`
 	PDL     bool   `axis:"pdl" values:"0,1" default:"0" doc:"1: every launch after the first is a programmatic dependent launch: each kernel lets the next one launch at its start (griddepcontrol.launch_dependents) and waits (griddepcontrol.wait) before it reads what earlier launches wrote; the x kernel issues its first tiles of x before it waits"`
@@ -192,12 +198,12 @@ func (family) Space(s Shape) variants.Typed[Params] {
 		{Name: "dY split", Axes: []string{"bt", "osplit"}, Check: func(p Params) error {
 			return splitOK("osplit", p.OSplit, chunks(s.Out), gen.CeilDiv(s.T, p.BT))
 		}},
-		{Name: "row groups", Axes: []string{"bt", "rg"}, Check: func(p Params) error {
+		{Name: "row groups", Axes: []string{"bt", "rg", "xload"}, Check: func(p Params) error {
 			switch {
 			case p.RG > 1 && 2*p.RG > gen.CeilDiv(s.T, p.BT):
 				return fmt.Errorf("rg=%d over %d row blocks leaves fewer than two groups", p.RG, gen.CeilDiv(s.T, p.BT))
-			case p.RG*p.BT > maxGroupRows:
-				return fmt.Errorf("rg·bt = %d rows of dh a CTA splits and holds (at most %d)", p.RG*p.BT, maxGroupRows)
+			case p.RG*p.BT > maxGroupRows(p.XLoad):
+				return fmt.Errorf("rg·bt = %d rows of dh a CTA splits and holds (at most %d with xload=%s)", p.RG*p.BT, maxGroupRows(p.XLoad), p.XLoad)
 			}
 			return nil
 		}},

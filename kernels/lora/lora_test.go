@@ -126,6 +126,8 @@ func TestVariantsOnInterpreter(t *testing.T) {
 		{Case: simtest.Case{Spec: "t=137,in=200,out=136,r=64", DType: dtype.BF16}, Params: "bt=128,warps=8,stages=3,osplit=2,isplit=2,mma=wgmma,xload=tma"},
 		{Case: simtest.Case{Spec: "t=300,in=192,out=256,r=16,dx=base", DType: dtype.BF16}, Params: "bt=64,warps=4,stages=2,osplit=1,isplit=1,rg=2,pdl=1,mma=wgmma,xload=tma"},
 		{Case: simtest.Case{Spec: "t=70,in=136,out=72,r=40", DType: dtype.F16}, Params: "bt=64,warps=4,stages=3,osplit=2,isplit=1,pdl=1,mma=wgmma,xload=tma"},
+		// the TMA x kernel's 512-row groups (split by both warpgroups)
+		{Case: simtest.Case{Spec: "t=1000,in=136,out=72,r=40", DType: dtype.BF16}, Params: "bt=128,warps=4,stages=2,osplit=1,isplit=1,rg=4,pdl=1,mma=wgmma,xload=tma"},
 		// the TMA dY kernel: dh's partials by red.add and stored whole,
 		// 256-row blocks over a tail, a padded rank (40, 16: B's and h's
 		// columns past r read as zeros), out's last chunk part empty, with
