@@ -55,6 +55,16 @@
 //     dh32 by red.add; the x kernel's CTAs of part 0 of each row group
 //     then store dh rounded (the hi half they split), so no launch
 //     rounds dh alone.
+//   - With dyload=tma (sm_90a) the dY kernel is two warpgroups over the
+//     same CTAs: thread 0 of the first brings the h tile once and, per
+//     chunk, the dY tile [bt × 64] and the B tile [64 × 64] as TMA boxes
+//     (128-byte swizzle; B's and h's columns past r read as zeros, the
+//     rank padded to 64) into a ring of stages slots on mbarriers; the
+//     second issues one wgmma group a chunk, dh += dY·B into bt/64
+//     accumulators [64 × 64] held to the end and dB's chunk dYᵀ·h (the dY
+//     tile read transposed), waits for it, releases the slot (an arrival a
+//     warp) and adds s·dB's chunk into db32 by red.add; dh goes out as
+//     above.
 //   - The x kernel: CTA c takes the rg row blocks [rg·bt·⌊c/isplit⌋,
 //     +rg·bt) and share c mod isplit of in's chunks, each chunk over each
 //     of its row blocks in turn; dA's accumulators sum a chunk over them
@@ -105,18 +115,21 @@
 //     laid end to end in one launch.
 //   - Space: bt ∈ {64, 128, 256}, warps ∈ {4, 8} with 16 or 32 rows per
 //     warp (eight warps only where 16 divides r); bt past 64 only where
-//     t > bt/2; rg ∈ {1, 2, 4}, rg·bt ≤ 256 rows and, past 1, at least
-//     two row groups; osplit, isplit ∈ {1, 2, 4, 8, 12, 16, 24}, leaving no CTA without
+//     t > bt/2; rg ∈ {1, 2, 4}, rg·bt ≤ 256 rows (512 with xload=tma,
+//     whose two warpgroups split dh) and, past 1, at least
+//     two row groups; osplit ∈ {1, 2, 4, 8, 12, 16, 24}, isplit the same
+//     and 28 (140 = 28·5 chunks: in = 8960 at a full wave), leaving no CTA without
 //     a chunk and past 1 only while half the split would give fewer than
 //     two waves of 132 CTAs; stages ∈ {2, 3, 4}, past 2 only if the
 //     longer kernel's CTAs have stages−1 steps; both kernels' shared
 //     memory within 227 KB; mma ∈ {sync, wgmma},
 //     tparts ∈ {0, 1, 2, 4, 6, 8} (past 0 with wgmma, rg = 1 and
-//     isplit = 1), maxnreg ∈ {0, 128} (128 with 8 warps and room for two
-//     CTAs). The search leaves out x kernels of under half a wave of CTAs
+//     isplit = 1), dyload ∈ {cp, tma} (tma without maxnreg), maxnreg ∈
+//     {0, 128} (128 with 8 warps and room for two CTAs). The search leaves out x kernels of under half a wave of CTAs
 //     where a split could fill one ("x fill"), parts past the row blocks,
-//     pdl=0 and the wgmma kernel over row groups (never faster than
-//     mma.sync's best on the 16 qwen1.5b shapes of an H100).
+//     pdl=0, the wgmma kernel over row groups with cp.async (never faster
+//     than mma.sync's best on the 16 qwen1.5b shapes of an H100) and
+//     dyload=tma (not yet timed).
 //   - Reference: float64, dh unrounded.
 //   - Inputs: dY, x, h, A, B uniform in [−1, 1) rounded to the dtype; s
 //     uniform in [0.5, 2).
