@@ -107,6 +107,15 @@
 //     split dh; the second warpgroup runs the steps and releases each slot
 //     (one arrival a warp on its empty mbarrier) once its wgmma group is
 //     complete, so no step passes a CTA barrier.
+//   - With fold=1 (xload=tma) there is no finalize launch: after its
+//     wait each x-kernel CTA rounds a grid-strided share of db32 into dB
+//     and zeroes it; at its end the consumer warpgroup makes its red.adds
+//     visible (membar.gl) and draws a ticket per chunk it took (atom.inc
+//     on a State word, wrapping at the row groups less one, so it is 0
+//     again after the run) and, with osplit > 1, one for its row group's
+//     dh32 (wrapping at isplit − 1); the CTA that draws a chunk's last
+//     rounds da32's columns into dA and zeroes them, the row group's last
+//     zeroes its rows of dh32.
 //   - maxnreg = 128 caps both GEMM kernels' registers so that two CTAs of
 //     8 warps share an SM (the rules ask shared memory for two); no
 //     fragments are held then.
@@ -124,12 +133,12 @@
 //     longer kernel's CTAs have stages−1 steps; both kernels' shared
 //     memory within 227 KB; mma ∈ {sync, wgmma},
 //     tparts ∈ {0, 1, 2, 4, 6, 8} (past 0 with wgmma, rg = 1 and
-//     isplit = 1), dyload ∈ {cp, tma} (tma without maxnreg), maxnreg ∈
+//     isplit = 1), dyload ∈ {cp, tma} (tma without maxnreg), fold ∈ {0, 1} (1
+//     with xload=tma), maxnreg ∈
 //     {0, 128} (128 with 8 warps and room for two CTAs). The search leaves out x kernels of under half a wave of CTAs
 //     where a split could fill one ("x fill"), parts past the row blocks,
-//     pdl=0, the wgmma kernel over row groups with cp.async (never faster
-//     than mma.sync's best on the 16 qwen1.5b shapes of an H100) and
-//     dyload=tma (not yet timed).
+//     pdl=0 and the wgmma kernel over row groups with cp.async (never faster
+//     than mma.sync's best on the 16 qwen1.5b shapes of an H100).
 //   - Reference: float64, dh unrounded.
 //   - Inputs: dY, x, h, A, B uniform in [−1, 1) rounded to the dtype; s
 //     uniform in [0.5, 2).

@@ -215,4 +215,4 @@ func storeDHPair(k *ptx.Func, g geom, row, col ptx.Reg, v []ptx.Reg, ok, dh, dh3
 	gen.StF32(k, ptx.Global, ptx.At(k.Add(ptx.U64, dh32, k.MulWide(ptx.U32, elem, ptx.Imm(4))), 0), v, ok)
 }
 
-var planted struct{ dropStep, dropLo, keepDA bool }
+var planted struct{ dropStep, dropLo, keepDA, drawEarly bool }

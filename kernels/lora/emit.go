@@ -28,6 +28,7 @@ type geom struct {
 	tparts              int  // with wgmma: parts of the rows an x-kernel CTA of one chunk streams; 0: row groups
 	tma                 bool // with wgmma over row groups: TMA fills the x kernel's ring
 	dytma               bool // the dY kernel is TMA-fed wgmma (dyload=tma)
+	fold                bool // the TMA x kernel finalizes: no third launch
 	hp                  int  // the pitch of dh's hi and lo tiles: rp, or 64 with wgmma
 	ar                  int  // the A tile's rows: r, or r rounded up to 16 with wgmma
 }
@@ -47,7 +48,7 @@ func newGeom(s Shape, p Params) geom {
 			g.tma, g.xThreads = true, 256 // a producer warpgroup and a consumer
 		}
 	}
-	g.dytma = p.DYLoad == "tma"
+	g.dytma, g.fold = p.DYLoad == "tma", p.Fold
 	return g
 }
 
@@ -92,6 +93,9 @@ func (g geom) smemX() int {
 	if g.tma {
 		b += 16 * g.stages // the ring's full and empty mbarriers
 	}
+	if g.fold {
+		b += 4 * (gen.CeilDiv(chunks(g.in), g.isplit) + 1) // the tickets drawn (static)
+	}
 	if g.wgmma {
 		b += 1024
 	}
@@ -115,7 +119,9 @@ func (f family) Emit(s Shape, p Params) (kernels.Program, error) {
 	if g.osplit > 1 {
 		end = append(end, region{zero: true})
 	}
-	emitFinalize(m.Func(name("end")), g.dt, end, g.pdl)
+	if !g.fold {
+		emitFinalize(m.Func(name("end")), g.dt, end, g.pdl)
+	}
 	built, err := m.Build()
 	if err != nil {
 		return kernels.Program{}, fmt.Errorf("building: %w", err)
@@ -165,17 +171,30 @@ func (f family) Emit(s Shape, p Params) (kernels.Program, error) {
 	if g.osplit > 1 {
 		xBufs = append(xBufs, "dh")
 	}
+	if g.fold {
+		xBufs = append(xBufs, "db32", "db", "da", "tickets")
+	}
 	xRows, xSplit := groups, g.isplit
 	if g.tparts > 0 {
 		xRows, xSplit = configs.Int(g.tparts), chunks(g.in)
 	}
-	prog.Launches = append(prog.Launches, gemm(name("x"), xRows, xSplit, g.xThreads, g.smemX(), xBufs...), finalLaunch(name("end"), endArgs))
+	prog.Launches = append(prog.Launches, gemm(name("x"), xRows, xSplit, g.xThreads, g.smemX(), xBufs...))
+	if !g.fold {
+		prog.Launches = append(prog.Launches, finalLaunch(name("end"), endArgs))
+	}
 	for i := 1; i < len(prog.Launches); i++ {
 		prog.Launches[i].Dependent = g.pdl
 	}
 	prog.Buffers = []kernels.Buffer{dh32,
 		{Name: "db32", DType: dtype.F32, Elems: configs.Int(g.out * g.r), Role: kernels.State},
 		{Name: "da32", DType: dtype.F32, Elems: configs.Int(g.r * g.in), Role: kernels.State}}
+	if g.fold {
+		tickets := configs.Int(chunks(g.in))
+		if g.osplit > 1 {
+			tickets = tickets.Plus(groups)
+		}
+		prog.Buffers = append(prog.Buffers, kernels.Buffer{Name: "tickets", DType: dtype.I32, Elems: tickets, Role: kernels.State})
+	}
 	return prog, nil
 }
 

@@ -1,7 +1,7 @@
 package lora
 
 // Plant sets a bug emission plants (see planted) until the returned
-// function restores it: "dropStep", "dropLo" or "keepDA".
+// function restores it: "dropStep", "dropLo", "keepDA" or "drawEarly".
 func Plant(bug string) (restore func()) {
 	old := planted
 	switch bug {
@@ -11,6 +11,8 @@ func Plant(bug string) (restore func()) {
 		planted.dropLo = true
 	case "keepDA":
 		planted.keepDA = true
+	case "drawEarly":
+		planted.drawEarly = true
 	default:
 		panic("no planted bug " + bug)
 	}

@@ -87,6 +87,7 @@ type Params struct {
 	ISplit  int    `axis:"isplit" values:"1,2,4,8,12,16,24,28" doc:"CTAs per row group of the x kernel, each a share of in's 64-column chunks"`
 	RG      int    `axis:"rg" values:"1,2,4" default:"1" doc:"row blocks of bt an x-kernel CTA takes for each of its chunks, dA summed over them in registers before its red.add (dh's hi and lo tiles of all of them in shared memory)"`
 	MaxNReg int    `axis:"maxnreg" values:"0,128" default:"0" doc:"registers per thread of the dY and x kernels (.maxnreg; 0: ptxas chooses); 128 lets two CTAs of 8 warps share an SM where their shared memory allows, at the cost of the held fragments"`
+	Fold    bool   `axis:"fold" values:"0,1" default:"0" doc:"1 (xload=tma): no finalize launch; the x kernel rounds dB's accumulator into dB (each CTA a share, after it waits for the dY kernel), and the last row group's CTA to add into a chunk of dA (a ticket a chunk) rounds it into dA, as the last reader of a row group's dh32 zeroes it"`
 	PDL     bool   `axis:"pdl" values:"0,1" default:"0" doc:"1: every launch after the first is a programmatic dependent launch: each kernel lets the next one launch at its start (griddepcontrol.launch_dependents) and waits (griddepcontrol.wait) before it reads what earlier launches wrote; the x kernel issues its first tiles of x before it waits"`
 }
 
@@ -246,15 +247,15 @@ func (family) Space(s Shape) variants.Typed[Params] {
 			}
 			return nil
 		}},
-		{Name: "dY tma", Axes: []string{"dyload", "maxnreg"}, Check: func(p Params) error {
-			if p.DYLoad == "tma" && p.MaxNReg != 0 {
-				return fmt.Errorf("dyload=tma with maxnreg=%d: the TMA dY kernel's consumer holds dh's accumulators (up to 160 registers)", p.MaxNReg)
+		{Name: "fold", Axes: []string{"mma", "tparts", "xload", "fold"}, Check: func(p Params) error {
+			if p.Fold && p.XLoad != "tma" {
+				return errors.New("fold=1 ends in the TMA x kernel: xload=tma")
 			}
 			return nil
 		}},
-		{Name: searchDYTMA, Axes: []string{"dyload"}, Search: true, Check: func(p Params) error {
-			if p.DYLoad == "tma" {
-				return errors.New("dyload=tma (left to --params dyload=tma until timed)")
+		{Name: "dY tma", Axes: []string{"dyload", "maxnreg"}, Check: func(p Params) error {
+			if p.DYLoad == "tma" && p.MaxNReg != 0 {
+				return fmt.Errorf("dyload=tma with maxnreg=%d: the TMA dY kernel's consumer holds dh's accumulators (up to 160 registers)", p.MaxNReg)
 			}
 			return nil
 		}},
@@ -275,14 +276,14 @@ func (family) Space(s Shape) variants.Typed[Params] {
 			}
 			return nil
 		}},
-		{Name: "shared memory", Axes: []string{"bt", "stages", "rg", "mma", "tparts", "xload", "dyload"}, Check: func(p Params) error {
+		{Name: "shared memory", Axes: []string{"bt", "stages", "isplit", "rg", "mma", "tparts", "xload", "dyload", "fold"}, Check: func(p Params) error {
 			g := newGeom(s, p)
 			if b := g.smem(); b > maxShared {
 				return fmt.Errorf("%d bytes of shared memory (at most %d)", b, maxShared)
 			}
 			return nil
 		}},
-		{Name: "register cap", Axes: []string{"bt", "warps", "stages", "rg", "mma", "tparts", "xload", "dyload", "maxnreg"}, Check: func(p Params) error {
+		{Name: "register cap", Axes: []string{"bt", "warps", "stages", "isplit", "rg", "mma", "tparts", "xload", "dyload", "fold", "maxnreg"}, Check: func(p Params) error {
 			if p.MaxNReg == 0 {
 				return nil
 			}
@@ -297,10 +298,6 @@ func (family) Space(s Shape) variants.Typed[Params] {
 		}},
 	}}
 }
-
-// searchDYTMA is the search rule that leaves out the TMA dY kernel
-// until a run on the H200 times it.
-const searchDYTMA = "search: dyload=tma, not yet timed on a GPU"
 
 // searchPDL is the search rule that leaves out pdl=0: over the 16
 // qwen1.5b shapes of testdata/issue27/step-1206c-h100 (an H100) its best

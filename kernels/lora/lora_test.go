@@ -51,8 +51,12 @@ func TestShapesAndSpace(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(plan.Launches) != 3 || !slices.Equal(prog.RuntimeDims, []string{"t"}) {
-			t.Errorf("%s: %d launches (want 3: dY, x, finalize), runtime %v", pt, len(plan.Launches), prog.RuntimeDims)
+		want := 3 // dY, x, finalize
+		if pt["fold"] == "1" {
+			want = 2 // the x kernel finalizes
+		}
+		if len(plan.Launches) != want || !slices.Equal(prog.RuntimeDims, []string{"t"}) {
+			t.Errorf("%s: %d launches (want %d), runtime %v", pt, len(plan.Launches), want, prog.RuntimeDims)
 		}
 	}
 	c := fam.Cost(s)
@@ -128,6 +132,11 @@ func TestVariantsOnInterpreter(t *testing.T) {
 		{Case: simtest.Case{Spec: "t=70,in=136,out=72,r=40", DType: dtype.F16}, Params: "bt=64,warps=4,stages=3,osplit=2,isplit=1,pdl=1,mma=wgmma,xload=tma"},
 		// the TMA x kernel's 512-row groups (split by both warpgroups)
 		{Case: simtest.Case{Spec: "t=1000,in=136,out=72,r=40", DType: dtype.BF16}, Params: "bt=128,warps=4,stages=2,osplit=1,isplit=1,rg=4,pdl=1,mma=wgmma,xload=tma"},
+		// fold: no finalize, the TMA x kernel's tickets (dA over 2 and 3
+		// row groups, dh32 over isplit 2), beside either dY kernel
+		{Case: simtest.Case{Spec: "t=137,in=200,out=136,r=64", DType: dtype.BF16}, Params: "bt=128,warps=8,stages=3,osplit=2,isplit=2,mma=wgmma,xload=tma,fold=1"},
+		{Case: simtest.Case{Spec: "t=300,in=192,out=256,r=16,dx=base", DType: dtype.BF16}, Params: "bt=64,warps=4,stages=2,osplit=1,isplit=1,rg=2,pdl=1,mma=wgmma,xload=tma,fold=1"},
+		{Case: simtest.Case{Spec: "t=1000,in=136,out=72,r=40", DType: dtype.F16}, Params: "bt=128,warps=4,stages=2,osplit=2,isplit=2,rg=4,pdl=1,mma=wgmma,xload=tma,dyload=tma,fold=1"},
 		// the TMA dY kernel: dh's partials by red.add and stored whole,
 		// 256-row blocks over a tail, a padded rank (40, 16: B's and h's
 		// columns past r read as zeros), out's last chunk part empty, with
@@ -153,7 +162,7 @@ func TestDependentLaunches(t *testing.T) {
 		{"t=137,in=200,out=136,r=64", "bt=128,warps=8,stages=3,osplit=2,isplit=4,rg=1,pdl=1,maxnreg=0,mma=sync,tparts=0,xload=cp,dyload=tma"},
 	} {
 		s, params := simtest.Shape(t, fam, c.spec, dtype.BF16), c.params
-		p, err := variants.ParseParams(params)
+		p, err := fam.Space(s).ParseRecorded(params) // an axis added since takes its default
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -220,7 +229,7 @@ func TestWithoutDX(t *testing.T) {
 	if slices.Contains(names, "a") || slices.Contains(names, "dx") || len(names) != len(fam.Buffers(with))-2 {
 		t.Errorf("dx=base buffers %v", names)
 	}
-	p, _ := variants.ParseParams("bt=64,warps=4,stages=2,osplit=1,isplit=1,rg=1,pdl=0,maxnreg=0,mma=sync,tparts=0,xload=cp,dyload=cp")
+	p, _ := fam.Space(without).ParseRecorded("bt=64,warps=4,stages=2,osplit=1,isplit=1,rg=1,pdl=0,maxnreg=0,mma=sync,tparts=0,xload=cp,dyload=cp")
 	prog, err := fam.Emit(without, p)
 	if err != nil {
 		t.Fatal(err)
@@ -324,7 +333,7 @@ func plantable(t *testing.T, spec, params string) (*runner.Session, func(bug str
 	t.Helper()
 	s := simtest.Shape(t, fam, spec, dtype.BF16)
 	ss := simtest.Session(t, fam, s, 2)
-	p, err := variants.ParseParams(params)
+	p, err := fam.Space(s).ParseRecorded(params) // an axis added since takes its default
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -392,4 +401,28 @@ func TestAssemble(t *testing.T) {
 		}
 	}
 	ptxtest.ReportSorted(t, ptxtest.Assemble(t, jobs, true), 20)
+}
+
+// TestFoldTickets: with fold=1 the CTA that draws a chunk's last ticket
+// rounds da32 into dA and zeroes it. A kernel whose first CTA to draw
+// takes itself for the last (drawEarly) rounds a partial sum and zeroes
+// it before the others add theirs; validation must reject it (dA wrong,
+// or da32 not left zero), on three row groups with dh32's tickets too.
+func TestFoldTickets(t *testing.T) {
+	ss, emit := plantable(t, "t=300,in=192,out=256,r=16", "bt=64,warps=4,stages=2,osplit=2,isplit=2,rg=2,pdl=1,maxnreg=0,mma=wgmma,tparts=0,xload=tma,dyload=cp,fold=1")
+	good, bad := emit(""), emit("drawEarly")
+	if err := simtest.ValidateProgram(ss, good); err != nil {
+		t.Fatalf("the unbroken program: %v", err)
+	}
+	if n := len(good.Launches); n != 2 {
+		t.Errorf("%d launches, want 2 (no finalize)", n)
+	}
+	if bad.PTX == good.PTX {
+		t.Fatal("the bug was not planted")
+	}
+	c := simtest.CheckBothSets(t, ss, bad)
+	if c.OK {
+		t.Errorf("drawEarly passed validation")
+	}
+	t.Logf("drawEarly: %s", c.Message)
 }

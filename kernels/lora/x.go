@@ -53,7 +53,10 @@ func (g geom) holdA() bool {
 // xParams are the x kernel's parameters: a and dx with dX only, dh
 // (which the x kernel rounds dh32 into) with osplit > 1; with xload=tma
 // x and a are their tensor maps' addresses.
-type xParams struct{ x, a, dh32, dx, da32, dh, t ptx.Reg }
+type xParams struct {
+	x, a, dh32, dx, da32, dh, t ptx.Reg
+	db32, db, da, tickets       ptx.Reg // with fold
+}
 
 func declareX(k *ptx.Func, g geom) xParams {
 	var p xParams
@@ -74,6 +77,9 @@ func declareX(k *ptx.Func, g geom) xParams {
 	p.da32 = gen.Param(k, "da32")
 	if g.osplit > 1 {
 		p.dh = gen.Param(k, "dh")
+	}
+	if g.fold {
+		p.db32, p.db, p.da, p.tickets = gen.Param(k, "db32"), gen.Param(k, "db"), gen.Param(k, "da"), gen.Param(k, "tickets")
 	}
 	p.t = k.LdParam(k.Param(Dim, ptx.U32))
 	k.ReqNTid(g.xThreads)

@@ -303,6 +303,9 @@ func emitXTMA(k *ptx.Func, g geom, xp xParams) {
 		k.GridDepWait()
 	}
 	xk.takeDH(xFrags{}, c, xp.dh32, hi, lo, xp.t, xp.dh)
+	if g.fold {
+		xk.foldDB(xp.db32, xp.db)
+	}
 	k.FenceProxyAsync() // the hi and lo tiles are read by wgmma
 	k.BarSync(0)
 	hopper.Roles(k, hopper.Warpgroup(k, tid), func() {
@@ -335,4 +338,7 @@ func (xk *xKernel) consumeTMA(ring hopper.Ring, base ptx.Reg, c cta, first, cnt,
 		cons.Next()
 		xk.afterBlock(it, func() { xk.flushDAWG(da, col0, xp.da32) })
 	})
+	if g.fold {
+		xk.foldEnd(c, xp.t, xp)
+	}
 }
