@@ -137,8 +137,9 @@
 //     with xload=tma), maxnreg ∈
 //     {0, 128} (128 with 8 warps and room for two CTAs). The search leaves out x kernels of under half a wave of CTAs
 //     where a split could fill one ("x fill"), parts past the row blocks,
-//     pdl=0 and the wgmma kernel over row groups with cp.async (never faster
-//     than mma.sync's best on the 16 qwen1.5b shapes of an H100).
+//     pdl=0, the wgmma kernel over row groups with cp.async (never faster
+//     than mma.sync's best on the 16 qwen1.5b shapes of an H100) and
+//     fold=1 (not yet timed; an earlier ticketed finalize was slower).
 //   - Reference: float64, dh unrounded.
 //   - Inputs: dY, x, h, A, B uniform in [−1, 1) rounded to the dtype; s
 //     uniform in [0.5, 2).
