@@ -67,7 +67,10 @@ func emitDYTMA(k *ptx.Func, g geom) {
 	}, func() {
 		s := k.Ld(ptx.Global, ptx.F32, 1, ptx.At(scale, 0), gen.LdNC)[0]
 		dt := &dyTMA{k: k, g: g, w: w, s: s}
-		dhAcc := dt.zeroed(g.bt / 64)
+		var dhAcc [][]ptx.Reg
+		for range g.bt / 64 {
+			dhAcc = append(dhAcc, zeroedWG(k))
+		}
 		k.MbarWait(hBar, ptx.Imm(0))
 		cons := ring.Cursor(k)
 		lane0 := k.Setp("eq", ptx.U32, w.lane, ptx.Imm(0))
@@ -93,20 +96,6 @@ type dyTMA struct {
 	g geom
 	w warpCtx
 	s ptx.Reg // the scale
-}
-
-// zeroed is n wgmma accumulators [64 × 64] of zeros, zeroed here (not by
-// ptxas between the wgmma: C7515).
-func (dt *dyTMA) zeroed(n int) [][]ptx.Reg {
-	var out [][]ptx.Reg
-	for range n {
-		acc := dt.k.WgmmaAcc(chunk)
-		for _, r := range acc {
-			dt.k.MovTo(r, ptx.F32Imm(0))
-		}
-		out = append(out, acc)
-	}
-	return out
 }
 
 // step issues the chunk's wgmma group on the slot (dY tile, then B tile)

@@ -42,16 +42,22 @@ func emitXWG(k *ptx.Func, g geom, xp xParams) {
 }
 
 // daWG is dA's chunk accumulator of a wgmma x kernel, zeroed where the
-// first step's scale-d is a predicate ptxas cannot know false (zeroed
-// here, not by ptxas between the wgmma: C7515).
+// first step's scale-d is a predicate ptxas cannot know false.
 func (xk *xKernel) daWG(zero bool) []ptx.Reg {
-	da := xk.k.WgmmaAcc(chunk)
 	if zero {
-		for _, r := range da {
-			xk.k.MovTo(r, ptx.F32Imm(0))
-		}
+		return zeroedWG(xk.k)
 	}
-	return da
+	return xk.k.WgmmaAcc(chunk)
+}
+
+// zeroedWG is a wgmma accumulator [64 × 64] of zeros, zeroed here (not
+// by ptxas between the wgmma: C7515).
+func zeroedWG(k *ptx.Func) []ptx.Reg {
+	acc := k.WgmmaAcc(chunk)
+	for _, r := range acc {
+		k.MovTo(r, ptx.F32Imm(0))
+	}
+	return acc
 }
 
 // wgStep issues a step's wgmma group on the x tile in slot and the hi
