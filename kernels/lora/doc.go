@@ -139,7 +139,8 @@
 //     where a split could fill one ("x fill"), parts past the row blocks,
 //     pdl=0, the wgmma kernel over row groups with cp.async (never faster
 //     than mma.sync's best on the 16 qwen1.5b shapes of an H100) and
-//     fold=1 (not yet timed; an earlier ticketed finalize was slower).
+//     what no GPU has timed yet: dyload=tma, fold=1, 512-row groups and
+//     isplit 28.
 //   - Reference: float64, dh unrounded.
 //   - Inputs: dY, x, h, A, B uniform in [−1, 1) rounded to the dtype; s
 //     uniform in [0.5, 2).

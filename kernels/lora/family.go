@@ -253,9 +253,16 @@ func (family) Space(s Shape) variants.Typed[Params] {
 			}
 			return nil
 		}},
-		{Name: searchFold, Axes: []string{"fold"}, Search: true, Check: func(p Params) error {
-			if p.Fold {
-				return errors.New("fold=1 (left to --params fold=1 until timed)")
+		{Name: searchUntimed, Axes: []string{"bt", "dyload", "isplit", "rg", "fold"}, Search: true, Check: func(p Params) error {
+			switch {
+			case p.DYLoad == "tma":
+				return errors.New("dyload=tma")
+			case p.Fold:
+				return errors.New("fold=1")
+			case p.RG*p.BT > maxGroupRows("cp"):
+				return fmt.Errorf("rg·bt = %d rows", p.RG*p.BT)
+			case p.ISplit == 28:
+				return errors.New("isplit=28")
 			}
 			return nil
 		}},
@@ -305,11 +312,12 @@ func (family) Space(s Shape) variants.Typed[Params] {
 	}}
 }
 
-// searchFold is the search rule that leaves out fold=1 until a run
-// times it: an earlier fold (the finalize in the last CTA of each share
-// of the mma.sync kernels, a ticket after a membar.gl that waits for the
-// CTA's red.adds) was slower on every shape of an H100 (docs/kernels/lora.md).
-const searchFold = "search: fold=1, not yet timed (an earlier ticketed finalize was slower on an H100)"
+// searchUntimed is the search rule that leaves out what no GPU has
+// timed yet: the TMA dY kernel, fold=1 (an earlier ticketed finalize was
+// slower on every shape of an H100: docs/kernels/lora.md), the TMA x
+// kernel's 512-row groups and isplit 28. --params naming any of its axes
+// searches them all.
+const searchUntimed = "search: dyload=tma, fold=1, 512-row groups and isplit=28, not yet timed on a GPU"
 
 // searchPDL is the search rule that leaves out pdl=0: over the 16
 // qwen1.5b shapes of testdata/issue27/step-1206c-h100 (an H100) its best
