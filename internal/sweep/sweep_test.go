@@ -20,7 +20,7 @@ func TestLevels(t *testing.T) {
 		every int // Every(12)
 		desc  string
 	}{
-		{"", Sample, 48, "a sample of one in 48 (GRADTUNE_SWEEP=ci takes 16 times as many, full all)"},
+		{"", Sample, 72, "a sample of one in 72 (GRADTUNE_SWEEP=ci takes 24 times as many, full all)"},
 		{"ci", CI, 3, "a sample of one in 3 (GRADTUNE_SWEEP=ci; full takes all)"},
 		{"full", All, 1, "all (GRADTUNE_SWEEP=full)"},
 	} {
