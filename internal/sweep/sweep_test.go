@@ -29,13 +29,13 @@ func TestLevels(t *testing.T) {
 			t.Errorf("GRADTUNE_SWEEP=%q: level %v, Every(12) %d, %q", c.env, Current(), Every(12), Describe(12))
 		}
 		n := 0
-		for i := range 96 {
+		for i := range 144 {
 			if Take(i, 12) {
 				n++
 			}
 		}
-		if n != 96/c.every {
-			t.Errorf("GRADTUNE_SWEEP=%q: Take keeps %d of 96, want %d", c.env, n, 96/c.every)
+		if n != 144/c.every {
+			t.Errorf("GRADTUNE_SWEEP=%q: Take keeps %d of 144, want %d", c.env, n, 144/c.every)
 		}
 	}
 	setLevel(t, "")
