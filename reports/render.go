@@ -166,7 +166,11 @@ func (r *Report) Markdown(images bool) (string, error) {
 	return b.String(), err
 }
 
+// winnerNote is the winners table's legend, on both pages.
+const winnerNote = "% bound: of the run's measured copy bandwidth (BW), or of the GPU's compute peak for compute-bound kernels (TC: dense bf16/f16 tensor cores; FP32). extra MiB: the device memory the winner allocates beside the shape's operands (its State and Scratch buffers). vs baseline: the baseline's median over the winner's (default: the first valid point of its space). tie(n): n variants whose 95% CI overlaps the winner's."
+
 var funcs = map[string]any{
+	"winnerNote": func() string { return winnerNote },
 	"row": func(cells []string) string {
 		esc := make([]string, len(cells))
 		for i, c := range cells {
@@ -187,7 +191,7 @@ var mdPage = texttemplate.Must(texttemplate.New("md").Funcs(funcs).Parse(`# {{.T
 {{rule (len .WinnerHead)}}
 {{range .Winners}}{{row .}}
 {{end}}
-% bound: of the run's measured copy bandwidth (BW), or of the GPU's compute peak for compute-bound kernels (TC: dense bf16/f16 tensor cores; FP32). extra MiB: the device memory the winner allocates beside the shape's operands (its State and Scratch buffers). vs baseline: the baseline's median over the winner's (default: the first valid point of its space). tie(n): n variants whose 95% CI overlaps the winner's.
+{{winnerNote}}
 {{if .Peers}}
 ## Peers
 
@@ -230,7 +234,9 @@ None: every evaluated variant was valid and timed.
 ![{{.Title}}](img/{{.Name}}.png)
 {{end}}{{end}}`))
 
-var htmlPage = htmltemplate.Must(htmltemplate.New("html").Parse(`<!DOCTYPE html>
+var htmlPage = htmltemplate.Must(htmltemplate.New("html").Funcs(htmltemplate.FuncMap{
+	"winnerNote": func() htmltemplate.HTML { return winnerNote }, // a constant, no markup
+}).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -256,7 +262,7 @@ figcaption { font-size: 0.85em; color: #555; }
 <tr>{{range .WinnerHead}}<th>{{.}}</th>{{end}}</tr>
 {{range .Winners}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
 {{end}}</table>
-<p class="note">% bound: of the run's measured copy bandwidth (BW), or of the GPU's compute peak for compute-bound kernels (TC: dense bf16/f16 tensor cores; FP32). extra MiB: the device memory the winner allocates beside the shape's operands (its State and Scratch buffers). vs baseline: the baseline's median over the winner's (default: the first valid point of its space). tie(n): n variants whose 95% CI overlaps the winner's.</p>
+<p class="note">{{winnerNote}}</p>
 {{if .Peers}}<h2>Peers</h2>
 <table class="params">
 <tr>{{range .PeerHead}}<th>{{.}}</th>{{end}}</tr>

@@ -235,7 +235,7 @@ func (wk *wgKernel) consumer(c, t, dk, dv ptx.Reg) {
 		q0, h := wk.loop.block(it)
 		r.WaitFull(wk.base)
 		wk.step(th, r.Data(wk.base), it, q0, h, dkAcc, dvAcc)
-		k.If(lane0, func() { k.MbarArriveDrop(r.Empty(wk.base)) })
+		r.Release(wk.base, lane0)
 		r.Next()
 	})
 	rows := rowStore{k: k, g: g, bi: wk.bi, kvh: wk.kvh, key: th.key, tig: th.tig}

@@ -34,7 +34,9 @@
 //   - A consumer releases a slot only when its wgmma no longer reads it:
 //     after wgmma.wait_group 1 the previous k-tile's slot, after the loop
 //     (wait_group 0) the last one (Releaser; one lane per warp arrives; in
-//     a cluster on the barrier at the same offset of every CTA, Release).
+//     a cluster on the barrier at the same offset of every CTA, Release);
+//     a consumer that waits for each slot's group releases it at once
+//     (Cursor.Release).
 //
 // # Warpgroups and register budgets (regs.go)
 //

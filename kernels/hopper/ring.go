@@ -84,6 +84,14 @@ func (c *Cursor) WaitEmpty(base ptx.Reg) {
 	c.k.MbarWait(c.Empty(base), c.k.Xor(ptx.U32, c.Phase, ptx.Imm(1)))
 }
 
+// Release frees the slot once the consumers' reads of it are complete
+// (their wgmma group waited for): the thread where elected holds, one a
+// consumer warp, arrives on its empty barrier (which counts those
+// arrivals).
+func (c *Cursor) Release(base, elected ptx.Reg) {
+	c.k.If(elected, func() { c.k.MbarArriveDrop(c.Empty(base)) })
+}
+
 // Next moves to the next slot, flipping the parity when the ring wraps.
 func (c *Cursor) Next() {
 	k := c.k

@@ -202,11 +202,6 @@ func (dk *dyKernel) dhOut(acc [][4]ptx.Reg, row0, t, dh, dh32 ptx.Reg) {
 	}
 }
 
-// planted holds bugs a test plants in emission (export_test.go): dropStep
-// leaves out the last k16 step of each chunk from dh (16 of every 64
-// reduction indices), dropLo the lo half of dh from dA, keepDA the
-// zeroing of dA's accumulators after a chunk's row group (rg > 1: the
-// next chunk adds the last one's sums).
 // storeDHPair stores two consecutive values of dh's row at col, scaled
 // and unrounded, to dh (rounded) and dh32, where ok holds.
 func storeDHPair(k *ptx.Func, g geom, row, col ptx.Reg, v []ptx.Reg, ok, dh, dh32 ptx.Reg) {
@@ -215,4 +210,10 @@ func storeDHPair(k *ptx.Func, g geom, row, col ptx.Reg, v []ptx.Reg, ok, dh, dh3
 	gen.StF32(k, ptx.Global, ptx.At(k.Add(ptx.U64, dh32, k.MulWide(ptx.U32, elem, ptx.Imm(4))), 0), v, ok)
 }
 
+// planted holds bugs a test plants in emission (export_test.go): dropStep
+// leaves out the last k16 step of each chunk from dh (16 of every 64
+// reduction indices), dropLo the lo half of dh from dA, keepDA the
+// zeroing of dA's accumulators after a chunk's row group (rg > 1: the
+// next chunk adds the last one's sums), drawEarly (fold) takes a chunk's
+// first ticket for its last.
 var planted struct{ dropStep, dropLo, keepDA, drawEarly bool }

@@ -27,7 +27,7 @@ func (g geom) dyTMABars() int { return g.stages*g.stageDY() + g.tileBytes }
 
 // emitDYTMA writes the TMA dY kernel.
 func emitDYTMA(k *ptx.Func, g geom) {
-	dy, bw, h := k.TensorMapAddr(k.TensorMapParam("dymap")), k.TensorMapAddr(k.TensorMapParam("bmap")), k.TensorMapAddr(k.TensorMapParam("hmap"))
+	dy, bw, h := operandParam(k, true, "dy"), operandParam(k, true, "b"), operandParam(k, true, "h")
 	scale := gen.Param(k, "scale")
 	dh, dh32, db32 := gen.Param(k, "dh"), gen.Param(k, "dh32"), gen.Param(k, "db32")
 	t := k.LdParam(k.Param(Dim, ptx.U32))
@@ -78,7 +78,7 @@ func emitDYTMA(k *ptx.Func, g geom) {
 			cons.WaitFull(base)
 			slot := cons.Data(base)
 			db := dt.step(slot, hTile, dhAcc)
-			k.If(lane0, func() { k.MbarArriveDrop(cons.Empty(base)) }) // the group is complete: the slot is free
+			cons.Release(base, lane0) // the group is complete
 			cons.Next()
 			dt.flushDB(db, k.Add(ptx.U32, c.first, i), db32)
 		})

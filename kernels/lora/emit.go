@@ -94,7 +94,7 @@ func (g geom) smemX() int {
 		b += 16 * g.stages // the ring's full and empty mbarriers
 	}
 	if g.fold {
-		b += 4 * (gen.CeilDiv(chunks(g.in), g.isplit) + 1) // the tickets drawn (static)
+		b += 4 * g.foldFlags() // the tickets drawn (static)
 	}
 	if g.wgmma {
 		b += 1024
@@ -115,18 +115,15 @@ func (f family) Emit(s Shape, p Params) (kernels.Program, error) {
 	name := func(what string) string { return fmt.Sprintf("%s_%s_%v", f.Name(), what, s.DType) }
 	emitDY(m.Func(name("dy")), g)
 	emitX(m.Func(name("x")), g)
-	end := []region{{out: true, zero: true}, {out: true, zero: true}}
-	if g.osplit > 1 {
-		end = append(end, region{zero: true})
-	}
-	if !g.fold {
+	t := configs.Var(Dim)
+	end := g.finalArgs(t)
+	if end != nil {
 		emitFinalize(m.Func(name("end")), g.dt, end, g.pdl)
 	}
 	built, err := m.Build()
 	if err != nil {
 		return kernels.Program{}, fmt.Errorf("building: %w", err)
 	}
-	t := configs.Var(Dim)
 	tArg := kernels.Arg{Scalar: t, Type: configs.U32}
 	rows := configs.CeilDiv(t, configs.Int(g.bt))
 	groups := rows
@@ -148,25 +145,17 @@ func (f family) Emit(s Shape, p Params) (kernels.Program, error) {
 	}
 	dh32 := kernels.Buffer{Name: "dh32", DType: dtype.F32, Elems: t.TimesInt(g.r), Role: kernels.Scratch}
 	prog := kernels.Program{PTX: built.String(), RuntimeDims: []string{Dim}}
-	dyBufs, dyThreads := []string{"dy", "b", "h", "scale", "dh", "dh32", "db32"}, g.threads
+	dyBufs, dyThreads := append(operandArgs(g.dytma, "dy", "b", "h"), "scale", "dh", "dh32", "db32"), g.threads
 	if g.dytma {
-		dyBufs[0], dyBufs[1], dyBufs[2], dyThreads = "dymap", "bmap", "hmap", dyTMAThreads
+		dyThreads = dyTMAThreads
 	}
 	prog.Launches = append(prog.Launches, gemm(name("dy"), rows, g.osplit, dyThreads, g.smemDY(), dyBufs...))
-	endArgs := []finalArg{{"db32", "db", configs.Int(g.out * g.r)}, {"da32", "da", configs.Int(g.r * g.in)}}
 	if g.osplit > 1 {
 		dh32.Role = kernels.State
-		endArgs = append(endArgs, finalArg{"dh32", "", t.TimesInt(g.r)})
 	}
-	xBufs := []string{"x", "dh32", "da32"}
+	xBufs := append(operandArgs(g.tma, "x"), "dh32", "da32")
 	if g.dx {
-		xBufs = []string{"x", "a", "dh32", "dx", "da32"}
-	}
-	if g.tma {
-		xBufs[0] = "xmap"
-		if g.dx {
-			xBufs[1] = "amap"
-		}
+		xBufs = append(operandArgs(g.tma, "x", "a"), "dh32", "dx", "da32")
 	}
 	if g.osplit > 1 {
 		xBufs = append(xBufs, "dh")
@@ -179,8 +168,8 @@ func (f family) Emit(s Shape, p Params) (kernels.Program, error) {
 		xRows, xSplit = configs.Int(g.tparts), chunks(g.in)
 	}
 	prog.Launches = append(prog.Launches, gemm(name("x"), xRows, xSplit, g.xThreads, g.smemX(), xBufs...))
-	if !g.fold {
-		prog.Launches = append(prog.Launches, finalLaunch(name("end"), endArgs))
+	if end != nil {
+		prog.Launches = append(prog.Launches, finalLaunch(name("end"), end))
 	}
 	for i := 1; i < len(prog.Launches); i++ {
 		prog.Launches[i].Dependent = g.pdl
@@ -321,6 +310,29 @@ func redQuad(k *ptx.Func, w warpCtx, base, row, col ptx.Reg, ld int, c [4]ptx.Re
 		return
 	}
 	k.If(okOf(row, col), put)
+}
+
+// operandParam declares a GEMM kernel's operand parameter name: with TMA
+// the address of its tensor map, parameter name+"map" (tensorMap), else
+// its global pointer.
+func operandParam(k *ptx.Func, tma bool, name string) ptx.Reg {
+	if tma {
+		return k.TensorMapAddr(k.TensorMapParam(name + "map"))
+	}
+	return gen.Param(k, name)
+}
+
+// operandArgs are the launch arguments of operands names as operandParam
+// declares them.
+func operandArgs(tma bool, names ...string) []string {
+	if !tma {
+		return names
+	}
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = n + "map"
+	}
+	return out
 }
 
 // tensorMap is the tensor map of a TMA kernel's parameter name, each box

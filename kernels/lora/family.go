@@ -247,7 +247,7 @@ func (family) Space(s Shape) variants.Typed[Params] {
 			}
 			return nil
 		}},
-		{Name: "fold", Axes: []string{"mma", "tparts", "xload", "fold"}, Check: func(p Params) error {
+		{Name: "fold", Axes: []string{"xload", "fold"}, Check: func(p Params) error {
 			if p.Fold && p.XLoad != "tma" {
 				return errors.New("fold=1 ends in the TMA x kernel: xload=tma")
 			}

@@ -24,24 +24,19 @@ import (
 // grid) into db and zeroes it. Every thread of the CTA takes part.
 func (xk *xKernel) foldDB(db32, db ptx.Reg) {
 	k, g := xk.k, xk.g
-	n := g.out * g.r / 4
-	first := k.Mad(ptx.U32, k.Mov(ptx.U32, ptx.CtaidX), ptx.Imm(g.xThreads), xk.w.tid)
-	stride := k.Mul(ptx.U32, k.Mov(ptx.U32, ptx.NCtaidX), ptx.Imm(g.xThreads))
-	k.For(ptx.U32, first, ptx.Imm(n), stride, func(q ptx.Reg) {
-		xk.roundOut(db32, db, q)
+	first := k.Shl(ptx.U32, k.Mad(ptx.U32, k.Mov(ptx.U32, ptx.CtaidX), ptx.Imm(g.xThreads), xk.w.tid), ptx.Imm(2))
+	stride := k.Mul(ptx.U32, k.Mov(ptx.U32, ptx.NCtaidX), ptx.Imm(4*g.xThreads))
+	k.For(ptx.U32, first, ptx.Imm(g.out*g.r), stride, func(e ptx.Reg) {
+		roundZero(k, g.dt, db32, db, e, foldLoad)
 	})
 }
 
-// roundOut rounds the f32 vector of four at index q of acc into out (the
-// dtype) and zeroes it.
-func (xk *xKernel) roundOut(acc, out, q ptx.Reg) {
-	k, dt := xk.k, xk.g.dt
-	src := ptx.At(k.Add(ptx.U64, acc, k.MulWide(ptx.U32, q, ptx.Imm(16))), 0)
-	v := gen.LdF32(k, ptx.Global, src, 4, ptx.Reg{}, ptx.LdOpts{Cache: ptx.CacheGlobal})
-	gen.StVals(k, dt, ptx.At(k.Add(ptx.U64, out, k.MulWide(ptx.U32, q, ptx.Imm(4*dt.Size()))), 0), v, ptx.Reg{})
-	z := k.Mov(ptx.F32, ptx.F32Imm(0))
-	k.St(ptx.Global, ptx.F32, src, []ptx.Reg{z, z, z, z})
-}
+// foldLoad reads what other CTAs' red.adds left in L2, past L1.
+var foldLoad = ptx.LdOpts{Cache: ptx.CacheGlobal}
+
+// foldFlags is the words of a fold kernel's drawn tickets in shared
+// memory: one per chunk a CTA takes, and its row group's dh32.
+func (g geom) foldFlags() int { return gen.CeilDiv(chunks(g.in), g.isplit) + 1 }
 
 // foldEnd is the end of a fold kernel's consumer warpgroup (threads
 // 128 .. 255, named barrier 1): its tickets for dA's chunks first ..
@@ -50,7 +45,7 @@ func (xk *xKernel) roundOut(acc, out, q ptx.Reg) {
 func (xk *xKernel) foldEnd(c cta, t ptx.Reg, xp xParams) {
 	k, g := xk.k, xk.g
 	ct := k.Sub(ptx.U32, xk.w.tid, ptx.Imm(128)) // the thread's index in the warpgroup
-	perCTA := gen.CeilDiv(chunks(g.in), g.isplit)
+	perCTA := g.foldFlags() - 1
 	flags := k.SharedArray("drew_last", ptx.U32, perCTA+1, 4)
 	fa := k.Mov(ptx.U32, flags)
 	groups := k.Div(ptx.U32, k.Add(ptx.U32, t, ptx.Imm(g.rg*g.bt-1)), ptx.Imm(g.rg*g.bt))
@@ -96,7 +91,7 @@ func (xk *xKernel) foldDA(ch, ct ptx.Reg, xp xParams) {
 		row := k.Shr(ptx.U32, v, ptx.Imm(4))
 		col := k.Add(ptx.U32, col0, k.Shl(ptx.U32, k.And(ptx.U32, v, ptx.Imm(15)), ptx.Imm(2)))
 		k.If(k.Setp("lt", ptx.U32, col, ptx.Imm(g.in)), func() {
-			xk.roundOut(xp.da32, xp.da, k.Shr(ptx.U32, k.Mad(ptx.U32, row, ptx.Imm(g.in), col), ptx.Imm(2)))
+			roundZero(k, g.dt, xp.da32, xp.da, k.Mad(ptx.U32, row, ptx.Imm(g.in), col), foldLoad)
 		})
 	})
 }

@@ -60,15 +60,9 @@ type xParams struct {
 
 func declareX(k *ptx.Func, g geom) xParams {
 	var p xParams
-	operand := func(name string) ptx.Reg { // with TMA, the address of the operand's tensor map
-		if g.tma {
-			return k.TensorMapAddr(k.TensorMapParam(name + "map"))
-		}
-		return gen.Param(k, name)
-	}
-	p.x = operand("x")
+	p.x = operandParam(k, g.tma, "x")
 	if g.dx {
-		p.a = operand("a")
+		p.a = operandParam(k, g.tma, "a")
 	}
 	p.dh32 = gen.Param(k, "dh32")
 	if g.dx {

@@ -340,7 +340,7 @@ func (xk *xKernel) consumeTMA(ring hopper.Ring, base ptx.Reg, c cta, first, cnt,
 		cons.WaitFull(base)
 		slot := cons.Data(base)
 		xk.wgStep(slot, k.Add(ptx.U32, slot, ptx.Imm(g.tileBytes)), hiJ, loJ, da, first, it.row0, col0, xp)
-		k.If(lane0, func() { k.MbarArriveDrop(cons.Empty(base)) }) // the group is complete: the slot is free
+		cons.Release(base, lane0) // the group is complete
 		cons.Next()
 		xk.afterBlock(it, func() { xk.flushDAWG(da, col0, xp.da32) })
 	})
