@@ -215,5 +215,6 @@ func storeDHPair(k *ptx.Func, g geom, row, col ptx.Reg, v []ptx.Reg, ok, dh, dh3
 // reduction indices), dropLo the lo half of dh from dA, keepDA the
 // zeroing of dA's accumulators after a chunk's row group (rg > 1: the
 // next chunk adds the last one's sums), drawEarly (fold) takes a chunk's
-// first ticket for its last.
-var planted struct{ dropStep, dropLo, keepDA, drawEarly bool }
+// first ticket for its last, dropBlock (dbsplit) has each dB CTA skip the
+// first row block of its part.
+var planted struct{ dropStep, dropLo, keepDA, drawEarly, dropBlock bool }

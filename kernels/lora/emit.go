@@ -28,6 +28,7 @@ type geom struct {
 	tparts              int  // with wgmma: parts of the rows an x-kernel CTA of one chunk streams; 0: row groups
 	tma                 bool // with wgmma over row groups: TMA fills the x kernel's ring
 	dytma               bool // the dY kernel is TMA-fed wgmma (dyload=tma)
+	dbsplit             int  // with dytma: dB's own CTAs a 64-column chunk of out; 0: none
 	fold                bool // the TMA x kernel finalizes: no third launch
 	hp                  int  // the pitch of dh's hi and lo tiles: rp, or 64 with wgmma
 	ar                  int  // the A tile's rows: r, or r rounded up to 16 with wgmma
@@ -48,7 +49,7 @@ func newGeom(s Shape, p Params) geom {
 			g.tma, g.xThreads = true, 256 // a producer warpgroup and a consumer
 		}
 	}
-	g.dytma, g.fold = p.DYLoad == "tma", p.Fold
+	g.dytma, g.fold, g.dbsplit = p.DYLoad == "tma", p.Fold, p.DBSplit
 	return g
 }
 
@@ -56,9 +57,14 @@ func newGeom(s Shape, p Params) geom {
 // of pitch rp; after the ring, the h tile [bt × r] of pitch rp.
 // With dyload=tma the B and h tiles are 64 columns wide (the rank
 // padded), every tile 1024-aligned from a base the kernel rounds up, and
-// the ring's mbarriers and h's follow the h tile.
+// the ring's mbarriers and h's follow the h tile. With dbsplit > 0 a
+// slot holds either a dh CTA's dY and B tiles or a dB CTA's dY and h
+// tiles, and no CTA keeps an h tile beside the ring.
 func (g geom) stageDY() int {
-	if g.dytma {
+	switch {
+	case g.dytma && g.dbsplit > 0:
+		return 2 * g.tileBytes // bt ≥ 64: at least a dY tile and a B tile
+	case g.dytma:
 		return g.tileBytes + chunk*g.rowBytes
 	}
 	return g.tileBytes + chunk*g.rp*2
@@ -150,6 +156,9 @@ func (f family) Emit(s Shape, p Params) (kernels.Program, error) {
 		dyThreads = dyTMAThreads
 	}
 	prog.Launches = append(prog.Launches, gemm(name("dy"), rows, g.osplit, dyThreads, g.smemDY(), dyBufs...))
+	if g.dbsplit > 0 { // dB's CTAs after dh's
+		prog.Launches[0].Grid[0] = rows.TimesInt(g.osplit).PlusInt(chunks(g.out) * g.dbsplit)
+	}
 	if g.osplit > 1 {
 		dh32.Role = kernels.State
 	}

@@ -1,7 +1,8 @@
 package lora
 
 // Plant sets a bug emission plants (see planted) until the returned
-// function restores it: "dropStep", "dropLo", "keepDA" or "drawEarly".
+// function restores it: "dropStep", "dropLo", "keepDA", "drawEarly" or
+// "dropBlock".
 func Plant(bug string) (restore func()) {
 	old := planted
 	switch bug {
@@ -13,6 +14,8 @@ func Plant(bug string) (restore func()) {
 		planted.keepDA = true
 	case "drawEarly":
 		planted.drawEarly = true
+	case "dropBlock":
+		planted.dropBlock = true
 	default:
 		panic("no planted bug " + bug)
 	}

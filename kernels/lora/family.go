@@ -82,6 +82,7 @@ type Params struct {
 	TParts  int    `axis:"tparts" values:"0,1,2,4,6,8" default:"0" doc:"0: an x-kernel CTA takes rg row blocks of its chunks; n > 0 (mma=wgmma, rg=1, isplit=1): each x-kernel CTA takes one chunk of in over 1/n of the row blocks (counted at run time), dh32's rows streamed through the ring beside x and split into hi and lo as they arrive, so dA meets n partial sums a column by red.add instead of one a row group"`
 	XLoad   string `axis:"xload" values:"cp,tma" default:"cp" doc:"how the wgmma x kernel over row groups (mma=wgmma, tparts=0) fills its ring: cp (every thread's cp.async, a CTA barrier a step) or tma (a producer warpgroup's thread issues TMA boxes on mbarriers, the consumer warpgroup releases each slot after its wgmma)"`
 	DYLoad  string `axis:"dyload" values:"cp,tma" default:"cp" doc:"the dY kernel: cp (warps of mma.sync on cp.async tiles, a CTA barrier a chunk) or tma (sm_90a: a producer warpgroup's thread issues TMA boxes of dY, B and h on mbarriers; a consumer warpgroup multiplies each chunk by wgmma, dh held in registers, and releases the slot; the rank padded to 64)"`
+	DBSplit int    `axis:"dbsplit" values:"0,1,2,4,8" default:"0" doc:"0: each dY-kernel CTA adds its rows' partial of dB; n > 0 (dyload=tma): the dY kernel's launch also takes ⌈out/64⌉·n CTAs, each summing one 64-column chunk of dB over 1/n of the row blocks (dY and h tiles in its ring) before one red.add, and the dh CTAs compute dh alone: dY is read twice (the second mostly from L2) and dB meets n partials an element instead of one a row block"`
 	Stages  int    `axis:"stages" values:"2,3,4" doc:"cp.async ring slots of 64-column tiles (dY and B; x and A)"`
 	OSplit  int    `axis:"osplit" values:"1,2,4,8,12,16,24" doc:"CTAs per row block of the dY kernel, each a share of out's 64-column chunks; past 1, dh's partials meet by red.add in an f32 state buffer"`
 	ISplit  int    `axis:"isplit" values:"1,2,4,8,12,16,24,28" doc:"CTAs per row group of the x kernel, each a share of in's 64-column chunks"`
@@ -253,16 +254,32 @@ func (family) Space(s Shape) variants.Typed[Params] {
 			}
 			return nil
 		}},
-		{Name: searchUntimed, Axes: []string{"bt", "dyload", "isplit", "rg", "fold"}, Search: true, Check: func(p Params) error {
+		{Name: searchUntimed, Axes: []string{"bt", "dyload", "isplit", "rg", "fold", "dbsplit"}, Search: true, Check: func(p Params) error {
 			switch {
 			case p.DYLoad == "tma":
 				return errors.New("dyload=tma")
+			case p.DBSplit > 0:
+				return fmt.Errorf("dbsplit=%d", p.DBSplit)
 			case p.Fold:
 				return errors.New("fold=1")
 			case p.RG*p.BT > maxGroupRows("cp"):
 				return fmt.Errorf("rg·bt = %d rows", p.RG*p.BT)
 			case p.ISplit == 28:
 				return errors.New("isplit=28")
+			}
+			return nil
+		}},
+		{Name: "dB CTAs", Axes: []string{"dyload", "dbsplit"}, Check: func(p Params) error {
+			if p.DBSplit > 0 && p.DYLoad != "tma" {
+				return fmt.Errorf("dbsplit=%d gives dB its own CTAs in the TMA dY kernel: dyload=tma", p.DBSplit)
+			}
+			return nil
+		}},
+		{Name: "dB split", Axes: []string{"bt", "dbsplit"}, Search: true, Check: func(p Params) error {
+			// A program is correct with empty parts (t is taken at run
+			// time); searching them at the shape's t is not wanted.
+			if p.DBSplit > 1 {
+				return splitOK("dbsplit", p.DBSplit, gen.CeilDiv(s.T, p.BT), chunks(s.Out))
 			}
 			return nil
 		}},
@@ -278,25 +295,28 @@ func (family) Space(s Shape) variants.Typed[Params] {
 			}
 			return nil
 		}},
-		{Name: "ring depth", Axes: []string{"bt", "stages", "osplit", "isplit", "rg", "tparts"}, Check: func(p Params) error {
+		{Name: "ring depth", Axes: []string{"bt", "stages", "osplit", "isplit", "rg", "tparts", "dbsplit"}, Check: func(p Params) error {
 			xSteps := gen.CeilDiv(chunks(s.In), p.ISplit) * p.RG
 			if p.TParts > 0 {
 				xSteps = gen.CeilDiv(gen.CeilDiv(s.T, p.BT), p.TParts)
 			}
 			most := max(gen.CeilDiv(chunks(s.Out), p.OSplit), xSteps)
+			if p.DBSplit > 0 {
+				most = max(most, gen.CeilDiv(gen.CeilDiv(s.T, p.BT), p.DBSplit))
+			}
 			if p.Stages > 2 && p.Stages-1 > most {
 				return fmt.Errorf("stages=%d for at most %d chunks per CTA", p.Stages, most)
 			}
 			return nil
 		}},
-		{Name: "shared memory", Axes: []string{"bt", "stages", "isplit", "rg", "mma", "tparts", "xload", "dyload", "fold"}, Check: func(p Params) error {
+		{Name: "shared memory", Axes: []string{"bt", "stages", "isplit", "rg", "mma", "tparts", "xload", "dyload", "fold", "dbsplit"}, Check: func(p Params) error {
 			g := newGeom(s, p)
 			if b := g.smem(); b > maxShared {
 				return fmt.Errorf("%d bytes of shared memory (at most %d)", b, maxShared)
 			}
 			return nil
 		}},
-		{Name: "register cap", Axes: []string{"bt", "warps", "stages", "isplit", "rg", "mma", "tparts", "xload", "dyload", "fold", "maxnreg"}, Check: func(p Params) error {
+		{Name: "register cap", Axes: []string{"bt", "warps", "stages", "isplit", "rg", "mma", "tparts", "xload", "dyload", "fold", "dbsplit", "maxnreg"}, Check: func(p Params) error {
 			if p.MaxNReg == 0 {
 				return nil
 			}
@@ -313,11 +333,11 @@ func (family) Space(s Shape) variants.Typed[Params] {
 }
 
 // searchUntimed is the search rule that leaves out what no GPU has
-// timed yet: the TMA dY kernel, fold=1 (an earlier ticketed finalize was
+// timed yet: the TMA dY kernel (and its dB CTAs, dbsplit), fold=1 (an earlier ticketed finalize was
 // slower on every shape of an H100: docs/kernels/lora.md), the TMA x
 // kernel's 512-row groups and isplit 28. --params naming any of its axes
 // searches them all.
-const searchUntimed = "search: dyload=tma, fold=1, 512-row groups and isplit=28, not yet timed on a GPU"
+const searchUntimed = "search: dyload=tma, dbsplit, fold=1, 512-row groups and isplit=28, not yet timed on a GPU"
 
 // searchPDL is the search rule that leaves out pdl=0: over the 16
 // qwen1.5b shapes of testdata/issue27/step-1206c-h100 (an H100) its best

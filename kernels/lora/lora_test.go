@@ -146,16 +146,22 @@ func TestVariantsOnInterpreter(t *testing.T) {
 		{Case: simtest.Case{Spec: "t=300,in=192,out=520,r=16,dx=base", DType: dtype.BF16}, Params: "bt=256,warps=8,stages=2,osplit=1,isplit=1,pdl=1,dyload=tma"},
 		{Case: simtest.Case{Spec: "t=70,in=136,out=72,r=40", DType: dtype.F16}, Params: "bt=64,warps=4,stages=3,osplit=1,isplit=2,pdl=1,dyload=tma"},
 		{Case: simtest.Case{Spec: "t=137,in=200,out=136,r=64", DType: dtype.BF16}, Params: "bt=128,warps=8,stages=3,osplit=2,isplit=2,mma=wgmma,xload=tma,dyload=tma"},
+		// dB's own CTAs (dbsplit): over all row blocks and over parts
+		// (one empty at t = 300: 5 blocks in parts of 2), out's last chunk
+		// part empty, dh whole or by red.add, a padded rank, with fold
+		{Case: simtest.Case{Spec: "t=137,in=200,out=136,r=64", DType: dtype.BF16}, Params: "bt=64,warps=4,stages=3,osplit=2,isplit=2,dyload=tma,dbsplit=1"},
+		{Case: simtest.Case{Spec: "t=300,in=192,out=520,r=16,dx=base", DType: dtype.BF16}, Params: "bt=64,warps=4,stages=2,osplit=1,isplit=1,pdl=1,dyload=tma,dbsplit=4"},
+		{Case: simtest.Case{Spec: "t=300,in=136,out=72,r=40", DType: dtype.F16}, Params: "bt=128,warps=4,stages=2,osplit=1,isplit=2,pdl=1,mma=wgmma,xload=tma,dyload=tma,dbsplit=2,fold=1"},
 	})
 }
 
 // sampledNewAxes keeps the sample's cost near what it was before the TMA
-// dY kernel and fold joined the space (together they multiply it by 2.7):
-// dyload=tma is sampled beside the cp.async x kernels at one point in
-// four (by a hash of the point), fold=1 not at all; the named points and
-// the planted bugs cover both beside the TMA x kernel.
+// dY kernel, fold and dbsplit joined the space: dyload=tma is sampled
+// beside the cp.async x kernels at one point in four (by a hash of the
+// point), fold=1 and dbsplit > 0 not at all; the named points and the
+// planted bugs cover them.
 func sampledNewAxes(p variants.Params) bool {
-	if p["fold"] == "1" {
+	if p["fold"] == "1" || p["dbsplit"] != "0" {
 		return false
 	}
 	if p["dyload"] != "tma" {
@@ -288,7 +294,7 @@ func TestRuntimeTokens(t *testing.T) {
 var xKernels = []string{"mma=sync,xload=cp,dyload=cp", "mma=wgmma,xload=cp,dyload=cp", "mma=wgmma,xload=tma,dyload=cp"}
 
 func TestValidationCatchesBugs(t *testing.T) {
-	for _, mma := range append(xKernels, "mma=sync,xload=cp,dyload=tma") {
+	for _, mma := range append(xKernels, "mma=sync,xload=cp,dyload=tma", "mma=sync,xload=cp,dyload=tma,dbsplit=2") {
 		t.Run(mma, func(t *testing.T) { catchesBugs(t, mma) })
 	}
 }
@@ -341,6 +347,25 @@ func TestRowGroupZeroesBetweenChunks(t *testing.T) {
 		if c := simtest.CheckBothSets(t, ss, bad); c.OK || !strings.Contains(c.Message, "da") {
 			t.Errorf("%s: validation says %q, want a failure of da", mma, c.Message)
 		}
+	}
+}
+
+// TestDBSplitSumsEveryBlock: with dbsplit each dB CTA sums its chunk over
+// its part's row blocks; one that skips the first block of its part
+// (over parts of 2 and 3 blocks, one part short at this t) must fail dB.
+func TestDBSplitSumsEveryBlock(t *testing.T) {
+	ss, emit := plantable(t, "t=300,in=64,out=136,r=16,dx=base", "bt=64,warps=4,stages=2,osplit=1,isplit=1,rg=1,pdl=1,maxnreg=0,tparts=0,mma=sync,xload=cp,dyload=tma,dbsplit=2")
+	good, bad := emit(""), emit("dropBlock")
+	if err := simtest.ValidateProgram(ss, good); err != nil {
+		t.Fatalf("the unbroken program: %v", err)
+	}
+	if bad.PTX == good.PTX {
+		t.Fatal("the bug was not planted")
+	}
+	if c := simtest.CheckBothSets(t, ss, bad); c.OK || !strings.Contains(c.Message, "db") {
+		t.Errorf("validation says %q, want a failure of db", c.Message)
+	} else {
+		t.Log(c.Message)
 	}
 }
 
