@@ -65,6 +65,15 @@
 //     tile read transposed), waits for it, releases the slot (an arrival a
 //     warp) and adds s·dB's chunk into db32 by red.add; dh goes out as
 //     above.
+//   - With dbsplit = n > 0 (dyload=tma) the dY kernel's launch has
+//     ⌈out/64⌉·n CTAs more, after the ⌈t/bt⌉·osplit of dh (counted at
+//     run time): dB CTA j takes chunk ⌊j/n⌋ of out over part j mod n of
+//     the row blocks (⌈⌈t/bt⌉/n⌉ each, so a part may be empty), each slot
+//     of its ring holding a row block's dY tile of the chunk and h tile;
+//     one wgmma group a slot adds dYᵀ·h into the chunk's accumulator, and
+//     at the end s times it goes into db32 by red.add (n partials an
+//     element). The dh CTAs' slots hold dY and B tiles only, no h tile,
+//     and they compute dh alone. A slot is two [bt × 64] tiles.
 //   - The x kernel: CTA c takes the rg row blocks [rg·bt·⌊c/isplit⌋,
 //     +rg·bt) and share c mod isplit of in's chunks, each chunk over each
 //     of its row blocks in turn; dA's accumulators sum a chunk over them
@@ -133,14 +142,16 @@
 //     longer kernel's CTAs have stages−1 steps; both kernels' shared
 //     memory within 227 KB; mma ∈ {sync, wgmma},
 //     tparts ∈ {0, 1, 2, 4, 6, 8} (past 0 with wgmma, rg = 1 and
-//     isplit = 1), dyload ∈ {cp, tma} (tma without maxnreg), fold ∈ {0, 1} (1
+//     isplit = 1), dyload ∈ {cp, tma} (tma without maxnreg), dbsplit ∈
+//     {0, 1, 2, 4, 8} (past 0 with dyload=tma), fold ∈ {0, 1} (1
 //     with xload=tma), maxnreg ∈
 //     {0, 128} (128 with 8 warps and room for two CTAs). The search leaves out x kernels of under half a wave of CTAs
 //     where a split could fill one ("x fill"), parts past the row blocks,
 //     pdl=0, the wgmma kernel over row groups with cp.async (never faster
-//     than mma.sync's best on the 16 qwen1.5b shapes of an H100) and
-//     what no GPU has timed yet: dyload=tma, fold=1, 512-row groups and
-//     isplit 28.
+//     than mma.sync's best on the 16 qwen1.5b shapes of an H100), dbsplit
+//     past 1 where half of it would give two waves of dB CTAs or a part is
+//     empty ("dB split"), and what no GPU has timed yet: dyload=tma,
+//     dbsplit, fold=1, 512-row groups and isplit 28.
 //   - Reference: float64, dh unrounded.
 //   - Inputs: dY, x, h, A, B uniform in [−1, 1) rounded to the dtype; s
 //     uniform in [0.5, 2).
