@@ -10,6 +10,8 @@
 # warp stalls, scheduler, occupancy, launch) for one run of the three
 # kernels, and prints them whole; with FULL=stalls, each kernel's warp
 # stall reasons (cycles per issued instruction, by reason).
+# KERNEL=<family> profiles another family's variants (then name them);
+# SKIP and COUNT change the launches skipped and recorded.
 # Usage: OUT=/tmp/o [FULL=1] bash bench/prof-lora.sh ["SHAPE|PARAMS" ...]
 set -uo pipefail
 out=${OUT:-out}
@@ -30,23 +32,23 @@ i=0
 for spec in "${specs[@]}"; do
 	i=$((i + 1))
 	shape=${spec%%|*} params=${spec##*|}
-	what="--metrics $metrics --launch-count 9"
+	what="--metrics $metrics --launch-count ${COUNT:-9}"
 	if [[ ${FULL:-0} == stalls ]]; then
 		st=""
 		for r in barrier long_scoreboard short_scoreboard math_pipe_throttle mio_throttle wait not_selected dispatch_stall lg_throttle membar selected no_instruction branch_resolving drain sleeping tex_throttle; do
 			st="$st,smsp__average_warps_issue_stalled_${r}_per_issue_active.ratio"
 		done
-		what="--metrics gpu__time_duration.sum,smsp__inst_executed.sum${st} --launch-count 3"
+		what="--metrics gpu__time_duration.sum,smsp__inst_executed.sum${st} --launch-count ${COUNT:-3}"
 	elif [[ ${FULL:-0} == 1 ]]; then
-		what="--section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats --section Occupancy --section LaunchStats --section ComputeWorkloadAnalysis --launch-count 3"
+		what="--section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats --section Occupancy --section LaunchStats --section ComputeWorkloadAnalysis --launch-count ${COUNT:-3}"
 	fi
-	GRADTUNE_WORKER_WRAP="ncu --log-file $out/ncu-$i.txt $what --launch-skip 24" \
-		timeout 150 ./bin/tune --kernel lora_bwd --shapes "$shape" --dtype bf16 --params "$params" --final-rounds 0 \
+	GRADTUNE_WORKER_WRAP="ncu --log-file $out/ncu-$i.txt $what --launch-skip ${SKIP:-24}" \
+		timeout 150 ./bin/tune --kernel "${KERNEL:-lora_bwd}" --shapes "$shape" --dtype bf16 --params "$params" --final-rounds 0 \
 		--db "$out/prof-$i.db" >"$out/tune-$i.log" 2>&1
 	echo "== $i rc=$? $shape $params"
 	if [[ ${FULL:-0} != 0 ]]; then
 		grep -a -v "^==PROF==\|^    ---" "$out/ncu-$i.txt" | grep -a -v "^ *$" | head -400
 	else
-		grep -a "lora_bwd_\|gpu__time\|lts__t_req\|dram__bytes\|hmma\|wavefronts\|inst_exec" "$out/ncu-$i.txt" | head -30
+		grep -a "${KERNEL:-lora_bwd}_\|gpu__time\|lts__t_req\|dram__bytes\|hmma\|wavefronts\|inst_exec" "$out/ncu-$i.txt" | head -30
 	fi
 done
