@@ -5,6 +5,7 @@ import (
 	"math"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -43,7 +44,7 @@ func TestShapesAndSpace(t *testing.T) {
 	if len(pts) < 50 {
 		t.Errorf("%d points", len(pts))
 	}
-	for _, pt := range sweep.Pick(pts, 6) {
+	for _, pt := range sweep.Pick(pts, 16) {
 		prog, err := fam.Emit(s, pt)
 		if err != nil {
 			t.Fatalf("%s: %v", pt, err)
@@ -58,6 +59,11 @@ func TestShapesAndSpace(t *testing.T) {
 		}
 		if len(plan.Launches) != want || !slices.Equal(prog.RuntimeDims, []string{"t"}) {
 			t.Errorf("%s: %d launches (want %d), runtime %v", pt, len(plan.Launches), want, prog.RuntimeDims)
+		}
+		// the dY kernel: ⌈t/bt⌉·osplit dh CTAs, then ⌈out/64⌉·dbsplit dB CTAs
+		bt, osplit, dbsplit := atoi(t, pt["bt"]), atoi(t, pt["osplit"]), atoi(t, pt["dbsplit"])
+		if g, want := plan.Launches[0].Grid[0], (2048+bt-1)/bt*osplit+140*dbsplit; g != want {
+			t.Errorf("%s: the dY kernel's grid %d, want %d", pt, g, want)
 		}
 	}
 	c := fam.Cost(s)
@@ -427,11 +433,11 @@ func TestAssemble(t *testing.T) {
 	for _, spec := range []string{gateUp, "t=2048,in=1536,out=1536,r=64"} {
 		for _, dt := range fam.DTypes() {
 			s := simtest.Shape(t, fam, spec, dt)
-			// One in 256: every axis value at least once, about as many
+			// One in 720: every axis value at least once, about as many
 			// modules as one in 32 took before mma, tparts and maxnreg
 			// joined (the space grew 3 to 4 times, then 2.7 times with
-			// dyload and fold).
-			for _, p := range sweep.Pick(fam.Space(s).Enumerate(), 256) {
+			// dyload and fold, 2.8 times with dbsplit).
+			for _, p := range sweep.Pick(fam.Space(s).Enumerate(), 720) {
 				prog, err := fam.Emit(s, p)
 				if err != nil {
 					t.Fatal(err)
@@ -469,4 +475,14 @@ func TestFoldTickets(t *testing.T) {
 		t.Errorf("drawEarly passed validation")
 	}
 	t.Logf("drawEarly: %s", c.Message)
+}
+
+// atoi is a test's strconv.Atoi.
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
