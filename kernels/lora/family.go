@@ -82,7 +82,7 @@ type Params struct {
 	TParts  int    `axis:"tparts" values:"0,1,2,4,6,8" default:"0" doc:"0: an x-kernel CTA takes rg row blocks of its chunks; n > 0 (mma=wgmma, rg=1, isplit=1): each x-kernel CTA takes one chunk of in over 1/n of the row blocks (counted at run time), dh32's rows streamed through the ring beside x and split into hi and lo as they arrive, so dA meets n partial sums a column by red.add instead of one a row group"`
 	XLoad   string `axis:"xload" values:"cp,tma" default:"cp" doc:"how the wgmma x kernel over row groups (mma=wgmma, tparts=0) fills its ring: cp (every thread's cp.async, a CTA barrier a step) or tma (a producer warpgroup's thread issues TMA boxes on mbarriers, the consumer warpgroup releases each slot after its wgmma)"`
 	DYLoad  string `axis:"dyload" values:"cp,tma" default:"cp" doc:"the dY kernel: cp (warps of mma.sync on cp.async tiles, a CTA barrier a chunk) or tma (sm_90a: a producer warpgroup's thread issues TMA boxes of dY, B and h on mbarriers; a consumer warpgroup multiplies each chunk by wgmma, dh held in registers, and releases the slot; the rank padded to 64)"`
-	DBSplit int    `axis:"dbsplit" values:"0,1,2,4,8" default:"0" doc:"0: each dY-kernel CTA adds its rows' partial of dB; n > 0 (dyload=tma): the dY kernel's launch also takes ⌈out/64⌉·n CTAs, each summing one 64-column chunk of dB over 1/n of the row blocks (dY and h tiles in its ring) before one red.add, and the dh CTAs compute dh alone: dY is read twice (the second mostly from L2) and dB meets n partials an element instead of one a row block"`
+	DBSplit int    `axis:"dbsplit" values:"0,1,2,4,8" default:"0" doc:"0: each dY-kernel CTA adds its rows' partial of dB; n > 0 (dyload=tma; at a shape, the n that give half a wave to two waves of dB CTAs, else 8 or 1): the dY kernel's launch also takes ⌈out/64⌉·n CTAs, each summing one 64-column chunk of dB over 1/n of the row blocks (dY and h tiles in its ring) before one red.add, and the dh CTAs compute dh alone: dY is read twice (the second mostly from L2) and dB meets n partials an element instead of one a row block"`
 	Stages  int    `axis:"stages" values:"2,3,4" doc:"cp.async ring slots of 64-column tiles (dY and B; x and A)"`
 	OSplit  int    `axis:"osplit" values:"1,2,4,8,12,16,24" doc:"CTAs per row block of the dY kernel, each a share of out's 64-column chunks; past 1, dh's partials meet by red.add in an f32 state buffer"`
 	ISplit  int    `axis:"isplit" values:"1,2,4,8,12,16,24,28" doc:"CTAs per row group of the x kernel, each a share of in's 64-column chunks"`
@@ -181,7 +181,7 @@ func chunks(n int) int { return gen.CeilDiv(n, chunk) }
 // (at half the split the grid would be under two waves); the ring no
 // deeper than the longer kernel's chunks per CTA; shared memory within sm_90's.
 func (family) Space(s Shape) variants.Typed[Params] {
-	return variants.Typed[Params]{Rules: []variants.Rule[Params]{
+	return variants.Typed[Params]{Values: map[string][]string{"dbsplit": variants.Ints(dbSplits(s.Out)...)}, Rules: []variants.Rule[Params]{
 		{Name: "rows per warp", Axes: []string{"bt", "warps"}, Check: func(p Params) error {
 			if w := p.BT / p.Warps; w != 16 && w != 32 {
 				return fmt.Errorf("bt/warps = %d rows per warp (want 16 or 32)", w)
@@ -275,11 +275,11 @@ func (family) Space(s Shape) variants.Typed[Params] {
 			}
 			return nil
 		}},
-		{Name: "dB split", Axes: []string{"bt", "dbsplit"}, Search: true, Check: func(p Params) error {
+		{Name: "dB parts", Axes: []string{"bt", "dbsplit"}, Search: true, Check: func(p Params) error {
 			// A program is correct with empty parts (t is taken at run
 			// time); searching them at the shape's t is not wanted.
-			if p.DBSplit > 1 {
-				return splitOK("dbsplit", p.DBSplit, gen.CeilDiv(s.T, p.BT), chunks(s.Out))
+			if nb := gen.CeilDiv(s.T, p.BT); p.DBSplit > 1 && gen.CeilDiv(nb, p.DBSplit)*(p.DBSplit-1) >= nb {
+				return fmt.Errorf("dbsplit=%d over %d row blocks leaves a part empty", p.DBSplit, nb)
 			}
 			return nil
 		}},
@@ -353,6 +353,26 @@ const searchPDL = "search: pdl=0, at least 1.03× the best pdl=1 on an H100 (tes
 // H100 runs that internal/evidence recomputes the bound from; the
 // streaming kernel (tparts > 0) stays in the search.
 const searchWGMMARows = "search: mma=wgmma with tparts=0 and xload=cp, at least 1.00× the best mma=sync on an H100 (testdata/issue27/lora-1206d-h100/wg.db.gz, w8.db.gz)"
+
+// dbSplits are a shape's dbsplit values: 0, and the n in 1, 2, 4, 8
+// that give ⌈out/64⌉·n dB CTAs from half a wave to two waves; where none
+// does, 8 under half a wave and 1 past two waves.
+func dbSplits(out int) []int {
+	nc, vals := chunks(out), []int{0}
+	for _, n := range []int{1, 2, 4, 8} {
+		if c := nc * n; c >= waveSMs/2 && c <= 2*waveSMs {
+			vals = append(vals, n)
+		}
+	}
+	switch {
+	case len(vals) > 1:
+	case nc*8 < waveSMs/2:
+		vals = append(vals, 8)
+	default:
+		vals = append(vals, 1)
+	}
+	return vals
+}
 
 // fills (the x kernel's search rule): a kernel of rowBlocks·split CTAs
 // fills at least half a wave of the GPU, unless no split of nc chunks
