@@ -37,7 +37,7 @@ import (
 // A sweep of "one in n" takes one in SampleFactor·n by default and one
 // in ⌈n/CIFactor⌉ with GRADTUNE_SWEEP=ci.
 const (
-	SampleFactor = 6
+	SampleFactor = 8
 	CIFactor     = 4
 )
 

@@ -20,7 +20,7 @@ func TestLevels(t *testing.T) {
 		every int // Every(12)
 		desc  string
 	}{
-		{"", Sample, 72, "a sample of one in 72 (GRADTUNE_SWEEP=ci takes 24 times as many, full all)"},
+		{"", Sample, 96, "a sample of one in 96 (GRADTUNE_SWEEP=ci takes 32 times as many, full all)"},
 		{"ci", CI, 3, "a sample of one in 3 (GRADTUNE_SWEEP=ci; full takes all)"},
 		{"full", All, 1, "all (GRADTUNE_SWEEP=full)"},
 	} {
@@ -29,13 +29,13 @@ func TestLevels(t *testing.T) {
 			t.Errorf("GRADTUNE_SWEEP=%q: level %v, Every(12) %d, %q", c.env, Current(), Every(12), Describe(12))
 		}
 		n := 0
-		for i := range 144 {
+		for i := range 288 {
 			if Take(i, 12) {
 				n++
 			}
 		}
-		if n != 144/c.every {
-			t.Errorf("GRADTUNE_SWEEP=%q: Take keeps %d of 144, want %d", c.env, n, 144/c.every)
+		if n != 288/c.every {
+			t.Errorf("GRADTUNE_SWEEP=%q: Take keeps %d of 288, want %d", c.env, n, 288/c.every)
 		}
 	}
 	setLevel(t, "")
