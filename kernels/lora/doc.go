@@ -142,15 +142,17 @@
 //     longer kernel's CTAs have stages−1 steps; both kernels' shared
 //     memory within 227 KB; mma ∈ {sync, wgmma},
 //     tparts ∈ {0, 1, 2, 4, 6, 8} (past 0 with wgmma, rg = 1 and
-//     isplit = 1), dyload ∈ {cp, tma} (tma without maxnreg), dbsplit ∈
-//     {0, 1, 2, 4, 8} (past 0 with dyload=tma), fold ∈ {0, 1} (1
+//     isplit = 1), dyload ∈ {cp, tma} (tma without maxnreg), dbsplit 0
+//     and, with dyload=tma, the n of 1, 2, 4, 8 that give ⌈out/64⌉·n dB
+//     CTAs from half a wave to two waves of 132 (where none does, 8 under
+//     half a wave, 1 past two waves), fold ∈ {0, 1} (1
 //     with xload=tma), maxnreg ∈
 //     {0, 128} (128 with 8 warps and room for two CTAs). The search leaves out x kernels of under half a wave of CTAs
 //     where a split could fill one ("x fill"), parts past the row blocks,
 //     pdl=0, the wgmma kernel over row groups with cp.async (never faster
 //     than mma.sync's best on the 16 qwen1.5b shapes of an H100), dbsplit
-//     past 1 where half of it would give two waves of dB CTAs or a part is
-//     empty ("dB split"), and what no GPU has timed yet: dyload=tma,
+//     parts left empty at the shape's t ("dB parts"), and what no GPU has
+//     timed yet: dyload=tma,
 //     dbsplit, fold=1, 512-row groups and isplit 28.
 //   - Reference: float64, dh unrounded.
 //   - Inputs: dY, x, h, A, B uniform in [−1, 1) rounded to the dtype; s
