@@ -18,11 +18,15 @@ import (
 //     chunk's columns as M; B the h tile, MN-major), bt/16 k16 steps;
 // waits for it, releases the slot (an arrival a warp on its empty
 // mbarrier) and adds s·dB's chunk into db32 by red.add. At the end dh
-// goes out as the mma.sync kernel's does (dhOut's rules).
+// goes out as the mma.sync kernel's does (dhOut's rules). With
+// dbsplit > 0 the dh CTAs leave dB out (no h tile) and the launch's last
+// ⌈out/64⌉·dbsplit CTAs are dB's (dbCTA): their slots hold a row block's
+// dY tile of one chunk and its h tile, and dB's chunk is summed in
+// registers over their part of the row blocks.
 
 // dyTMABars is the offset of the TMA dY kernel's mbarriers from its
-// aligned base: after the ring's slots and the h tile. The ring's full
-// and empty barriers come first, then h's.
+// aligned base: after the ring's slots and the h tile (none with
+// dbsplit > 0). The ring's full and empty barriers come first, then h's.
 func (g geom) dyTMABars() int {
 	if g.dbsplit > 0 {
 		return g.stages * g.stageDY()
