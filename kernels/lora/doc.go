@@ -151,9 +151,10 @@
 //     where a split could fill one ("x fill"), parts past the row blocks,
 //     pdl=0, the wgmma kernel over row groups with cp.async (never faster
 //     than mma.sync's best on the 16 qwen1.5b shapes of an H100), dbsplit
-//     parts left empty at the shape's t ("dB parts"), and what no GPU has
-//     timed yet: dyload=tma,
-//     dbsplit, fold=1, 512-row groups and isplit 28.
+//     parts left empty at the shape's t ("dB parts"), and what no H100
+//     run picked: the TMA dY kernel with dbsplit = 0 or beside another x
+//     kernel than the TMA one, and fold=1 (the TMA dY kernel with dbsplit
+//     beside the TMA x kernel won every rank-64 dx=base shape there).
 //   - Reference: float64, dh unrounded.
 //   - Inputs: dY, x, h, A, B uniform in [−1, 1) rounded to the dtype; s
 //     uniform in [0.5, 2).
