@@ -136,8 +136,8 @@ func (f family) Emit(s Shape, p Params) (kernels.Program, error) {
 	if g.rg > 1 {
 		groups = configs.CeilDiv(t, configs.Int(g.rg*g.bt))
 	}
-	gemm := func(entry string, rows configs.Expr, split, threads, smem int, bufs ...string) kernels.Launch {
-		l := kernels.Launch{Entry: entry, Grid: [3]configs.Expr{rows.TimesInt(split), configs.Int(1), configs.Int(1)},
+	gemm := func(entry string, grid configs.Expr, threads, smem int, bufs ...string) kernels.Launch {
+		l := kernels.Launch{Entry: entry, Grid: [3]configs.Expr{grid, configs.Int(1), configs.Int(1)},
 			Block: [3]int{threads, 1, 1}, SharedBytes: smem}
 		for _, b := range bufs {
 			if m, ok := g.tensorMap(b, t); ok {
@@ -155,10 +155,11 @@ func (f family) Emit(s Shape, p Params) (kernels.Program, error) {
 	if g.dytma {
 		dyThreads = dyTMAThreads
 	}
-	prog.Launches = append(prog.Launches, gemm(name("dy"), rows, g.osplit, dyThreads, g.smemDY(), dyBufs...))
+	dyGrid := rows.TimesInt(g.osplit)
 	if g.dbsplit > 0 { // dB's CTAs after dh's
-		prog.Launches[0].Grid[0] = rows.TimesInt(g.osplit).PlusInt(chunks(g.out) * g.dbsplit)
+		dyGrid = dyGrid.PlusInt(chunks(g.out) * g.dbsplit)
 	}
+	prog.Launches = append(prog.Launches, gemm(name("dy"), dyGrid, dyThreads, g.smemDY(), dyBufs...))
 	if g.osplit > 1 {
 		dh32.Role = kernels.State
 	}
@@ -176,7 +177,7 @@ func (f family) Emit(s Shape, p Params) (kernels.Program, error) {
 	if g.tparts > 0 {
 		xRows, xSplit = configs.Int(g.tparts), chunks(g.in)
 	}
-	prog.Launches = append(prog.Launches, gemm(name("x"), xRows, xSplit, g.xThreads, g.smemX(), xBufs...))
+	prog.Launches = append(prog.Launches, gemm(name("x"), xRows.TimesInt(xSplit), g.xThreads, g.smemX(), xBufs...))
 	if end != nil {
 		prog.Launches = append(prog.Launches, finalLaunch(name("end"), end))
 	}

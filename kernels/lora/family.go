@@ -328,13 +328,9 @@ func (family) Space(s Shape) variants.Typed[Params] {
 
 // searchUnwon is the search rule that leaves out what no GPU run has
 // picked: the TMA dY kernel with dB in its dh CTAs (dbsplit=0) or beside
-// another x kernel than the TMA one, and fold=1 (an earlier ticketed
-// finalize was slower on every shape of an H100: docs/kernels/lora.md).
-// On an H100 (testdata/issue27/lora-1206g-h100) the TMA dY kernel with
-// dbsplit beside the TMA x kernel won all four rank-64 dx=base shapes
-// (gate·up 41.54 µs, down 39.07 with 512-row groups and isplit 28,
-// against 44.19 and 42.93 by the search without them), so those are
-// searched. --params naming any of its axes searches them all.
+// another x kernel than the TMA one, and fold=1. The runs it rests on are
+// in docs/kernels/lora.md. --params naming any of its axes searches them
+// all.
 const searchUnwon = "search: dyload=tma with dbsplit=0 or another x kernel than xload=tma, and fold=1, never a winner on an H100 (testdata/issue27/lora-1206g-h100)"
 
 // searchPDL is the search rule that leaves out pdl=0: over the 16

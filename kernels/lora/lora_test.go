@@ -5,7 +5,6 @@ import (
 	"math"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -61,7 +60,13 @@ func TestShapesAndSpace(t *testing.T) {
 			t.Errorf("%s: %d launches (want %d), runtime %v", pt, len(plan.Launches), want, prog.RuntimeDims)
 		}
 		// the dY kernel: ⌈t/bt⌉·osplit dh CTAs, then ⌈out/64⌉·dbsplit dB CTAs
-		bt, osplit, dbsplit := atoi(t, pt["bt"]), atoi(t, pt["osplit"]), atoi(t, pt["dbsplit"])
+		var v [3]int
+		for i, axis := range []string{"bt", "osplit", "dbsplit"} {
+			if v[i], err = pt.Int(axis); err != nil {
+				t.Fatal(err)
+			}
+		}
+		bt, osplit, dbsplit := v[0], v[1], v[2]
 		if g, want := plan.Launches[0].Grid[0], (2048+bt-1)/bt*osplit+140*dbsplit; g != want {
 			t.Errorf("%s: the dY kernel's grid %d, want %d", pt, g, want)
 		}
@@ -476,14 +481,4 @@ func TestFoldTickets(t *testing.T) {
 		t.Errorf("drawEarly passed validation")
 	}
 	t.Logf("drawEarly: %s", c.Message)
-}
-
-// atoi is a test's strconv.Atoi.
-func atoi(t *testing.T, s string) int {
-	t.Helper()
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
 }
