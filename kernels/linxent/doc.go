@@ -44,7 +44,8 @@
 //     maximum merged into the row's running maximum mL (log₂ units, f32),
 //     P = 2^(z·log₂e − mL) written in the dtype, α = 2^(mL_old − mL),
 //     s = s_old·α + ΣP, and z[label] where the label is in the chunk
-//     (statistics [t×4] f32: mL, s, z[label], a pad word);
+//     (statistics [t×4] f32: mL, s, z[label], a pad word); every 2^ is
+//     ex2.approx.ftz (a value under 2⁻¹²⁶ is 0), as in cross_entropy_bwd;
 //     3. the gradient GEMM (gemm.Custom): acc[t×h] = α[row]·acc + P·w[c0:c0+w]
 //     in f32 (the first chunk stores P·w), B MN-major at the same offset.
 //     Then the finishing kernel, one CTA per row: lse = (mL + log₂ s)·ln 2,

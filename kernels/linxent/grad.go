@@ -44,7 +44,7 @@ func (gk gradKernel) emit(k *ptx.Func) {
 		hot = k.Mov(ptx.F32, ptx.F32Imm(0))
 	}
 	row.store(func(x, col ptx.Reg) ptx.Reg {
-		p := k.Ex2Approx(k.Fma(ptx.F32, x, log2e, negLse))
+		p := k.Ex2ApproxFtz(k.Fma(ptx.F32, x, log2e, negLse))
 		in := k.Setp("lt", ptx.U32, col, ptx.Imm(gk.w)) // the pad stays 0
 		off := k.Selp(ptx.F32, k.Add(ptx.F32, base, k.Selp(ptx.F32, hot, ptx.F32Imm(0), k.Setp("eq", ptx.U32, col, rel))), ptx.F32Imm(0), in)
 		return k.Fma(ptx.F32, c.gF, p, off)

@@ -116,7 +116,7 @@ func (sm softmax) emit(k *ptx.Func) {
 		mL = k.Max(ptx.F32, old[0], mL)
 	}
 	neg := k.Neg(ptx.F32, mL)
-	terms := c.store(func(x, _ ptx.Reg) ptx.Reg { return k.Ex2Approx(k.Fma(ptx.F32, x, log2e, neg)) })
+	terms := c.store(func(x, _ ptx.Reg) ptx.Reg { return k.Ex2ApproxFtz(k.Fma(ptx.F32, x, log2e, neg)) })
 	sum := red.sum(gen.SumTree(k, terms))
 	zsum := k.Mov(ptx.F32, ptx.F32Imm(0))
 	if smooth {
@@ -133,7 +133,7 @@ func (sm softmax) storeStats(k *ptx.Func, st, alpha, labels, zr, row, c0, mL, su
 	a, s := k.Mov(ptx.F32, ptx.F32Imm(0)), sum
 	zl, zs := k.Mov(ptx.F32, ptx.F32Imm(0)), zsum
 	if !sm.first {
-		a = k.Ex2Approx(k.Sub(ptx.F32, old[0], mL))
+		a = k.Ex2ApproxFtz(k.Sub(ptx.F32, old[0], mL))
 		s = k.Fma(ptx.F32, old[1], a, sum)
 		prev := gen.LdF32(k, ptx.Global, ptx.At(st, 8), 2, ptx.Reg{})
 		k.MovTo(zl, prev[0])

@@ -251,6 +251,12 @@ func (f *Func) Sqrt(t Type, a Operand) Reg { return f.floatOnly("sqrt.rn", t, a)
 // over the full range (PTX ISA); subnormal results are kept (no .ftz).
 func (f *Func) Ex2Approx(a Operand) Reg { return f.floatOnly("ex2.approx", F32, a) }
 
+// Ex2ApproxFtz returns 2^a by ex2.approx.ftz.f32: as Ex2Approx, but a
+// subnormal input counts as 0 and a result under 2^-126 is 0. It is one
+// MUFU operation; Ex2Approx adds a compare and two predicated multiplies
+// around it to keep subnormal results.
+func (f *Func) Ex2ApproxFtz(a Operand) Reg { return f.floatOnly("ex2.approx.ftz", F32, a) }
+
 // RsqrtApprox returns 1/√a by rsqrt.approx.f32: maximum relative error
 // 2^-22.9 (PTX ISA).
 func (f *Func) RsqrtApprox(a Operand) Reg { return f.floatOnly("rsqrt.approx", F32, a) }
@@ -264,7 +270,7 @@ func (f *Func) floatOnly(op string, t Type, a Operand) Reg {
 	if t != F32 && t != F64 {
 		f.errorf("%s needs f32 or f64, not %v", op, t)
 	}
-	if t == F64 && (op == "ex2.approx" || op == "tanh.approx") {
+	if t == F64 && (strings.HasPrefix(op, "ex2.approx") || op == "tanh.approx") {
 		f.errorf("%s has no f64 form", op)
 	}
 	return f.op2(op, t, a)

@@ -75,9 +75,13 @@
 //     CTA-uniform; the only barrier is the statistics kernel's merge of
 //     its warps.
 //   - Arithmetic in f32 in log₂ units: the running maximum is kept as
-//     m·log₂e rounded to f32, each term is ex2.approx of an fma, so a
+//     m·log₂e rounded to f32, each term is ex2.approx.ftz of an fma, so a
 //     rescale by an unchanged maximum is exactly 1; lse = (m·log₂e +
-//     lg2.approx(s))·ln 2.
+//     lg2.approx(s))·ln 2. ftz makes a term under 2⁻¹²⁶ (of the maximum,
+//     in the sum; of p, in the gradient) 0: at most v·2⁻¹²⁶ of a sum that
+//     is at least 1, and 2⁻¹²⁶·g of a gradient element, far inside the
+//     tolerance; it keeps ex2 one MUFU operation (without it ptxas adds a
+//     compare and two predicated multiplies to each).
 //   - Inputs: logits uniform in [−8, 8] rounded to the dtype; labels
 //     uniform in [0, v), every eighth row (offset by the seed)
 //     ignore_index; dloss uniform in [0.5, 2); n_valid their count;

@@ -106,7 +106,7 @@ func (gr gradient) of(w *walk, vi ptx.Reg, q int, v []ptx.Reg) []ptx.Reg {
 	hit := k.Setp("eq", ptx.U32, w.plus(vi, q), c.labVec)
 	res := make([]ptx.Reg, len(v))
 	for e, x := range v {
-		p := k.Ex2Approx(k.Fma(ptx.F32, x, log2e, gr.neg))
+		p := k.Ex2ApproxFtz(k.Fma(ptx.F32, x, log2e, gr.neg))
 		res[e] = k.Fma(ptx.F32, p, gr.gp, k.Selp(ptx.F32, c.hit[e], c.miss, hit))
 	}
 	return res

@@ -23,9 +23,9 @@ func (st stat) absorb(k *ptx.Func, xm, xs []ptx.Reg, smooth bool) {
 	neg := k.Neg(ptx.F32, mL)
 	terms := make([]ptx.Reg, len(xm))
 	for i, x := range xm {
-		terms[i] = k.Ex2Approx(k.Fma(ptx.F32, x, log2e, neg))
+		terms[i] = k.Ex2ApproxFtz(k.Fma(ptx.F32, x, log2e, neg))
 	}
-	scale := k.Ex2Approx(k.Sub(ptx.F32, st.mL, mL))
+	scale := k.Ex2ApproxFtz(k.Sub(ptx.F32, st.mL, mL))
 	k.MovTo(st.s, k.Fma(ptx.F32, st.s, scale, gen.SumTree(k, terms)))
 	k.MovTo(st.mL, mL)
 	if smooth {
@@ -54,8 +54,8 @@ func (st stat) absorbBatch(k *ptx.Func, vals [][]ptx.Reg, ok []ptx.Reg, smooth b
 // lanes of a butterfly agree.
 func merge(k *ptx.Func, a, b stat, smooth bool) stat {
 	mL := k.Max(ptx.F32, a.mL, b.mL)
-	sa := k.Mul(ptx.F32, a.s, k.Ex2Approx(k.Sub(ptx.F32, a.mL, mL)))
-	sb := k.Mul(ptx.F32, b.s, k.Ex2Approx(k.Sub(ptx.F32, b.mL, mL)))
+	sa := k.Mul(ptx.F32, a.s, k.Ex2ApproxFtz(k.Sub(ptx.F32, a.mL, mL)))
+	sb := k.Mul(ptx.F32, b.s, k.Ex2ApproxFtz(k.Sub(ptx.F32, b.mL, mL)))
 	z := a.z
 	if smooth {
 		z = k.Add(ptx.F32, a.z, b.z)
