@@ -157,6 +157,7 @@ type walk struct {
 	g         geom
 	tid       ptx.Reg // U32
 	row, part ptx.Reg // U32
+	begin     ptx.Reg // U32 the part's first vector in the row
 	cnt       ptx.Reg // U32 vectors of the part
 	vi        ptx.Reg // U32 index in the row of this thread's next vector
 	off       ptx.Reg // U64 byte offset in the tensor of that vector
@@ -171,10 +172,10 @@ func newWalk(k *ptx.Func, g geom, cta ptx.Reg) *walk {
 		w.row = k.Shr(ptx.U32, cta, ptx.Imm(gen.Log2(g.split)))
 		w.part = k.And(ptx.U32, cta, ptx.Imm(g.split-1))
 	}
-	begin := k.Mul(ptx.U32, w.part, ptx.Imm(g.cv))
-	left := k.Sub(ptx.U32, k.Mov(ptx.U32, ptx.Imm(g.nv)), k.Min(ptx.U32, begin, ptx.Imm(g.nv)))
+	w.begin = k.Mul(ptx.U32, w.part, ptx.Imm(g.cv))
+	left := k.Sub(ptx.U32, k.Mov(ptx.U32, ptx.Imm(g.nv)), k.Min(ptx.U32, w.begin, ptx.Imm(g.nv)))
 	w.cnt = k.Min(ptx.U32, left, ptx.Imm(g.cv))
-	w.vi = k.Add(ptx.U32, begin, w.tid)
+	w.vi = k.Add(ptx.U32, w.begin, w.tid)
 	w.off = k.Add(ptx.U64, k.MulWide(ptx.U32, w.row, ptx.Imm(g.v*g.dt.Size())), k.MulWide(ptx.U32, w.vi, ptx.Imm(g.vb)))
 	return w
 }

@@ -21,11 +21,12 @@ func EmitAliased(s variants.Shape, p variants.Params, late bool) (kernels.Progra
 	return family{}.emit(g)
 }
 
-// EmitPlanted emits one-pass variant p of shape s with a planted bug:
-// "unsynced" (no barrier between publishing the CTAs' statistics and
-// merging them), "nowait" (the part read before its bulk copy has
-// completed) or "nofence" (the gradient bulk-stored without the threads'
-// proxy fence).
+// EmitPlanted emits variant p of shape s with a planted bug: in the
+// one-pass kernel "unsynced" (no barrier between publishing the CTAs'
+// statistics and merging them), "nowait" (the part read before its bulk
+// copy has completed) or "nofence" (the gradient bulk-stored without the
+// threads' proxy fence); in either, "nolabel" (the label's element left
+// with the loop's off-label term).
 func EmitPlanted(s variants.Shape, p variants.Params, bug string) (kernels.Program, error) {
 	sh, pv, err := kernels.DecodeVariant[Shape, Params](s, p)
 	if err != nil {

@@ -10,8 +10,9 @@ import (
 // partials in order (every thread alike), and writes
 // dlogits = p·gp + coef with p = 2^(z·log₂e − lseL), lseL = mL + lg₂ s,
 // g = dloss/n_valid (0 for an ignored row), gp = g·(1 + 2λ·lse) (g
-// without z-loss) and coef = −g·ε/v, less g·(1−ε) at the label. The
-// part-0 CTA's thread 0 writes the row's lse and loss. The logits it
+// without z-loss) and coef = −g·ε/v, less g·(1−ε) at the label (which
+// fixLabel writes after the loop). The part-0 CTA's thread 0 writes the
+// row's lse and loss. The logits it
 // reads are its own part's, each element once, by the thread that then
 // writes its gradient, after the loads of its batch: so the gradient may
 // be written over the logits.
@@ -38,6 +39,15 @@ func emitGrad(k *ptx.Func, g geom) {
 	w.each(func(vi, off ptx.Reg, ok []ptx.Reg) {
 		gr.store(w, dlogits, vi, off, ok, w.load(logits, off, ok, ld...))
 	})
+	k.BarSync(0)
+	gr.fixLabel(w, r, func(lab ptx.Reg) ptx.Addr {
+		return ptx.At(k.Add(ptx.U64, dlogits, labelOffset(k, g, w.row, lab)), 0)
+	}, ptx.Global)
+}
+
+// labelOffset is the byte offset of z[row, lab] in a [t × v] tensor.
+func labelOffset(k *ptx.Func, g geom, row, lab ptx.Reg) ptx.Reg {
+	return k.Add(ptx.U64, k.MulWide(ptx.U32, row, ptx.Imm(g.v*g.dt.Size())), k.MulWide(ptx.U32, lab, ptx.Imm(g.dt.Size())))
 }
 
 // rowParams are the gradient's per-row inputs and outputs.
@@ -65,12 +75,14 @@ func declareGrad(k *ptx.Func, g geom, partials bool) gradParams {
 }
 
 // gradient is a row's gradient once its statistics are merged:
-// dlogits = 2^(z·log₂e − lseL)·gp + the coefficients.
+// dlogits = 2^(z·log₂e − lseL)·gp + miss, and + onLabel instead at the
+// label, which fixLabel writes over the loop's value from zl, z[label]
+// as the merged statistics hold it.
 type gradient struct {
-	k       *ptx.Func
-	g       geom
-	c       coefs
-	neg, gp ptx.Reg // −lseL and the p coefficient
+	k                      *ptx.Func
+	g                      geom
+	neg, gp, miss, onLabel ptx.Reg // −lseL, the p coefficient and the additive terms
+	zl                     ptx.Reg
 }
 
 // finishRow completes row r from its merged stat st: lse, validity and
@@ -82,12 +94,14 @@ func finishRow(k *ptx.Func, g geom, w *walk, st stat, r *rowEnd, p rowParams, la
 	r.valid = k.Setp("ne", ptx.U32, r.lab, ptx.Imm(ignoreBits))
 	gs, gp := scales(k, g, p.dloss, p.nValid, p.zscale, r)
 	first := k.And(ptx.Pred, k.Setp("eq", ptx.U32, w.part, ptx.Imm(0)), k.Setp("eq", ptx.U32, w.tid, ptx.Imm(0)))
+	zl := r.zl
 	if late != nil {
 		late(first)
 	}
 	k.If(first, func() { rowOut(k, g, p.lse, p.loss, st, *r) })
-	c := newCoefs(k, g, gs, r.lab)
-	return gradient{k: k, g: g, c: c, neg: k.Neg(ptx.F32, lseL), gp: gp}
+	miss := k.Mul(ptx.F32, gs, gen.F32Imm(-g.eps/float64(g.v)))
+	return gradient{k: k, g: g, neg: k.Neg(ptx.F32, lseL), gp: gp, miss: miss,
+		onLabel: k.Fma(ptx.F32, gs, gen.F32Imm(-(1 - g.eps)), miss), zl: zl}
 }
 
 // store writes the gradient of a batch's vectors (vals, as loaded at
@@ -95,21 +109,40 @@ func finishRow(k *ptx.Func, g geom, w *walk, st stat, r *rowEnd, p rowParams, la
 func (gr gradient) store(w *walk, out, vi, off ptx.Reg, ok []ptx.Reg, vals [][]ptx.Reg) {
 	at := gr.k.Add(ptx.U64, out, off)
 	for q, v := range vals {
-		gen.StVals(gr.k, gr.g.dt, ptx.At(at, int64(q*gr.g.block*gr.g.vb)), gr.of(w, vi, q, v), guardOf(ok, q))
+		gen.StVals(gr.k, gr.g.dt, ptx.At(at, int64(q*gr.g.block*gr.g.vb)), gr.of(v), guardOf(ok, q))
 	}
 }
 
-// of is the gradient of vector q of the batch at vector vi, whose values
-// are v.
-func (gr gradient) of(w *walk, vi ptx.Reg, q int, v []ptx.Reg) []ptx.Reg {
-	k, c := gr.k, gr.c
-	hit := k.Setp("eq", ptx.U32, w.plus(vi, q), c.labVec)
+// of is the gradient of a vector whose values are v, each element taken
+// as off the label.
+func (gr gradient) of(v []ptx.Reg) []ptx.Reg {
+	k := gr.k
 	res := make([]ptx.Reg, len(v))
 	for e, x := range v {
 		p := k.Ex2ApproxFtz(k.Fma(ptx.F32, x, log2e, gr.neg))
-		res[e] = k.Fma(ptx.F32, p, gr.gp, k.Selp(ptx.F32, c.hit[e], c.miss, hit))
+		res[e] = k.Fma(ptx.F32, p, gr.gp, gr.miss)
 	}
 	return res
+}
+
+// fixLabel writes the label's element (at(lab) its address in space sp)
+// with the label's term, where this CTA's part holds the label: thread
+// 0, from gr.zl, by the loop's arithmetic.
+// The caller's barrier orders it after the loop's store of the same
+// element by whichever thread held it. An ignored row's label, or one
+// outside [0, v), lies in no part.
+func (gr gradient) fixLabel(w *walk, r rowEnd, at func(lab ptx.Reg) ptx.Addr, sp ptx.Space) {
+	k, g := gr.k, gr.g
+	rel := k.Sub(ptx.U32, r.lab, k.Mul(ptx.U32, w.begin, ptx.Imm(g.vec)))
+	mine := k.Setp("lt", ptx.U32, rel, k.Mul(ptx.U32, w.cnt, ptx.Imm(g.vec)))
+	mine = k.And(ptx.Pred, mine, k.Setp("eq", ptx.U32, w.tid, ptx.Imm(0)))
+	if g.plant == "nolabel" {
+		return
+	}
+	k.If(mine, func() {
+		p := k.Ex2ApproxFtz(k.Fma(ptx.F32, gr.zl, log2e, gr.neg))
+		gen.StValsIn(k, sp, g.dt, at(r.lab), []ptx.Reg{k.Fma(ptx.F32, p, gr.gp, gr.onLabel)}, ptx.Reg{})
+	})
 }
 
 // scales returns g = dloss/n_valid (0 for an ignored row) and the p
@@ -171,28 +204,4 @@ func rowOut(k *ptx.Func, g geom, lse, loss ptx.Reg, st stat, r rowEnd) {
 	}
 	v = k.Selp(ptx.F32, v, ptx.F32Imm(0), r.valid)
 	k.St(ptx.Global, ptx.F32, ptx.At(k.Add(ptx.U64, loss, k.MulWide(ptx.U32, r.row, ptx.Imm(4))), 0), []ptx.Reg{v})
-}
-
-// coefs are a thread's additive terms of the gradient: miss = −g·ε/v,
-// hit[e] the term of element e of the vector holding the label
-// (miss − g·(1−ε) at the label's lane, miss elsewhere), and labVec that
-// vector's index (u32: ignore_index matches none).
-type coefs struct {
-	miss, labVec ptx.Reg
-	hit          []ptx.Reg
-}
-
-func newCoefs(k *ptx.Func, g geom, gs, lab ptx.Reg) coefs {
-	c := coefs{miss: k.Mul(ptx.F32, gs, gen.F32Imm(-g.eps/float64(g.v))), labVec: lab}
-	onLabel := k.Fma(ptx.F32, gs, gen.F32Imm(-(1 - g.eps)), c.miss)
-	if g.vec == 1 {
-		c.hit = []ptx.Reg{onLabel}
-		return c
-	}
-	c.labVec = k.Shr(ptx.U32, lab, ptx.Imm(gen.Log2(g.vec)))
-	lane := k.And(ptx.U32, lab, ptx.Imm(g.vec-1))
-	for e := 0; e < g.vec; e++ {
-		c.hit = append(c.hit, k.Selp(ptx.F32, onLabel, c.miss, k.Setp("eq", ptx.U32, lane, ptx.Imm(e))))
-	}
-	return c
 }

@@ -81,12 +81,22 @@ func emitOnePass(k *ptx.Func, g geom) {
 			return
 		}
 		for q, v := range w.widen(raw) {
-			gen.StValsIn(k, ptx.Shared, g.dt, ptx.At(pt.held(k, g, w.plus(vi, q)), 0), gr.of(w, vi, q, v), guardOf(ok, q))
+			gen.StValsIn(k, ptx.Shared, g.dt, ptx.At(pt.held(k, g, w.plus(vi, q)), 0), gr.of(v), guardOf(ok, q))
 		}
 	})
-	if g.bulkOut {
-		bulkOut(k, g, w.tid, pt, out)
+	if !g.bulkOut {
+		k.BarSync(0)
+		gr.fixLabel(w, r, func(lab ptx.Reg) ptx.Addr {
+			return ptx.At(k.Add(ptx.U64, out, labelOffset(k, g, w.row, lab)), 0)
+		}, ptx.Global)
+		return
 	}
+	bulkOut(k, g, w.tid, pt, out, func() {
+		gr.fixLabel(w, r, func(lab ptx.Reg) ptx.Addr {
+			rel := k.Sub(ptx.U32, lab, k.Mul(ptx.U32, pt.begin, ptx.Imm(g.vec)))
+			return ptx.At(k.Mad(ptx.U32, rel, ptx.Imm(g.dt.Size()), pt.hold), 0)
+		}, ptx.Shared)
+	})
 }
 
 // part is a one-pass CTA's part of its row: its first vector in the row
@@ -134,14 +144,19 @@ func bulkIn(k *ptx.Func, g geom, tid ptx.Reg, pt part, logits ptx.Reg) {
 
 // bulkOut writes the part's shared copy, which the threads have
 // overwritten with the gradient, to out by one bulk store: each thread
-// fences its writes for the async proxy, and after the CTA's barrier
-// thread 0 issues the store and waits until it has read the copy.
-func bulkOut(k *ptx.Func, g geom, tid ptx.Reg, pt part, out ptx.Reg) {
+// fences its writes for the async proxy; after the CTA's barrier, fix
+// (thread 0's writes into the copy) runs, and thread 0 fences again,
+// issues the store and waits until it has read the copy.
+func bulkOut(k *ptx.Func, g geom, tid ptx.Reg, pt part, out ptx.Reg, fix func()) {
 	if g.plant != "nofence" {
 		k.FenceProxyAsync()
 	}
 	k.BarSync(0)
+	fix()
 	k.If(k.And(ptx.Pred, k.Setp("eq", ptx.U32, tid, ptx.Imm(0)), k.Setp("ne", ptx.U32, pt.bytes, ptx.Imm(0))), func() {
+		if g.plant != "nofence" {
+			k.FenceProxyAsync()
+		}
 		k.BulkStore(ptx.At(k.Add(ptx.U64, out, pt.at), 0), ptx.At(pt.hold, 0), pt.bytes)
 		k.BulkCommit()
 		k.BulkWait(0, true)
