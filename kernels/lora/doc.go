@@ -77,8 +77,9 @@
 //   - The x kernel: CTA c takes the rg row blocks [rg·bt·⌊c/isplit⌋,
 //     +rg·bt) and share c mod isplit of in's chunks, each chunk over each
 //     of its row blocks in turn; dA's accumulators sum a chunk over them
-//     before one red.add. It reads its rows of dh32 once and
-//     stores each value v as hi = round(v) and lo = round(v − hi) in the
+//     before one red.add. It reads its rows of dh32 once (a thread
+//     issues the loads of 8 of its 16-byte chunks before it splits any)
+//     and stores each value v as hi = round(v) and lo = round(v − hi) in the
 //     dtype (v = hi + lo to 2⁻¹⁷ relative in bf16, 2⁻²² in f16; exact for
 //     integers below 2¹⁶), so dA and dX use dh in f32, not dh as stored.
 //     Per step (a chunk of one row block) the ring holds the x tile

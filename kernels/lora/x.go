@@ -260,22 +260,47 @@ func (xk *xKernel) item(i, groupRow0 ptx.Reg) xItem {
 // splitDH loads the CTA's rows of dh32 (zeros at or past t) and stores
 // hi = round(dh) and lo = round(dh − hi) in the tiles hi and lo; where
 // out holds (and dh is a buffer) it also stores hi, dh rounded, into dh.
+// A thread loads dhBatch of its chunks before it splits any of them.
 func (xk *xKernel) splitDH(dh32, hi, lo, row0, t, dh, out ptx.Reg) {
 	k, g := xk.k, xk.g
 	c := newTileCopy(k, xk.w.tid, g.rg*g.bt, g.r, g.hp, g.r, g.xThreads)
-	c.each(func(i int) {
-		row := k.Add(ptx.U32, row0, c.rowIn[i])
-		ok := k.Setp("lt", ptx.U32, row, t)
-		elem := k.Mad(ptx.U32, row, ptx.Imm(g.r), c.colIn[i])
-		v := gen.LdF32(k, ptx.Global, ptx.At(k.Add(ptx.U64, dh32, k.MulWide(ptx.U32, elem, ptx.Imm(4))), 0), 8, ok)
-		hw, lw := hiLo(k, g.dt, v)
-		k.St(ptx.Shared, ptx.B32, ptx.At(k.Add(ptx.U32, hi, c.sOff[i]), 0), hw)
-		k.St(ptx.Shared, ptx.B32, ptx.At(k.Add(ptx.U32, lo, c.sOff[i]), 0), lw)
-		if dh.Valid() {
-			xk.storeDH(dh, elem, hw, k.And(ptx.Pred, ok, out))
+	for b := 0; b < len(c.rowIn); b += dhBatch {
+		n := min(dhBatch, len(c.rowIn)-b)
+		elem, ok, vals := make([]ptx.Reg, n), make([]ptx.Reg, n), make([][]ptx.Reg, n)
+		for j := range n {
+			i := b + j
+			row := k.Add(ptx.U32, row0, c.rowIn[i])
+			ok[j] = k.Setp("lt", ptx.U32, row, t)
+			if c.has[i].Valid() {
+				ok[j] = k.And(ptx.Pred, ok[j], c.has[i])
+			}
+			elem[j] = k.Mad(ptx.U32, row, ptx.Imm(g.r), c.colIn[i])
+			vals[j] = gen.LdF32(k, ptx.Global, ptx.At(k.Add(ptx.U64, dh32, k.MulWide(ptx.U32, elem[j], ptx.Imm(4))), 0), 8, ok[j])
 		}
-	})
+		for j := range n {
+			i := b + j
+			hw, lw := hiLo(k, g.dt, vals[j])
+			for _, st := range []struct {
+				tile ptx.Reg
+				w    []ptx.Reg
+			}{{hi, hw}, {lo, lw}} {
+				k.St(ptx.Shared, ptx.B32, ptx.At(k.Add(ptx.U32, st.tile, c.sOff[i]), 0), st.w)
+				if c.has[i].Valid() {
+					k.Guard(c.has[i], false)
+				}
+			}
+			if dh.Valid() {
+				xk.storeDH(dh, elem[j], hw, k.And(ptx.Pred, ok[j], out))
+			}
+		}
+	}
 }
+
+// dhBatch is how many of its chunks of dh32 a thread of splitDH has in
+// flight: one round trip to memory a batch instead of one a chunk (at
+// 512 rows of rank 64 a thread has 16 chunks), for 8·dhBatch registers
+// that the split frees again.
+const dhBatch = 8
 
 // storeDH stores hi (dh rounded, four or eight values packed two a b32)
 // at element elem of dh where ok holds.
