@@ -95,6 +95,11 @@
 #           then torch's GEMMs (bench/peers_step.py --kernels lora_bwd),
 #           then bench/research/lora_x.cu (what the x kernel's loads
 #           can read), compiled there by nvcc                  ~6 min
+#   ce      issue 26: cross_entropy_bwd alone, 2048 and 8192 tokens (bf16,
+#           the default search), then torch.compile's and Liger's forward +
+#           backward at both (bench/peers_step.py --kernels cross_entropy
+#           --peers compile,liger) and the one-pass winner's Nsight Compute
+#           sections at 2048 (bench/prof-lora.sh)                ~5 min
 #   steppeers  right after step, in the same session: bench/peers_step.py,
 #           the peers of the step's backward kernels (swiglu_bwd, rope_bwd, cross-entropy, linear cross-entropy):
 #           torch eager, torch.compile, Liger-Kernel and Cut Cross-Entropy
@@ -132,7 +137,7 @@ fi
 outside5() {
 	grep -a -o "[0-9.]*× the table" "$1" | awk '{r=$1+0; n++; if (r>1.05||r<0.95) o++} END {printf "%d ratios at the tuned shape, %d outside 5%%\n", n, o}'
 }
-for phase in ${PHASE:?PHASE=diag|dequantgap|dqlayout|gemmgap|nf4|nf4ab|nf4card|cardtime|refresh|rows|launch|shard|exact|gemm|nights|pytorch|step|lce|attn|lora|steppeers|gemmfix}; do
+for phase in ${PHASE:?PHASE=diag|dequantgap|dqlayout|gemmgap|nf4|nf4ab|nf4card|cardtime|refresh|rows|launch|shard|exact|gemm|nights|pytorch|step|lce|attn|lora|ce|steppeers|gemmfix}; do
 case $phase in
 nf4)
 	PHASE=all OUT=$out bash bench/issue22_h200.sh
@@ -363,6 +368,18 @@ lora)
 		timeout 120 /tmp/lora_x > "$out/lora_x.txt" 2>&1
 	cat "$out/lora_x.txt"
 	;;
+ce)
+	timed ./bin/tune --kernel cross_entropy_bwd --shapes "t=2048,v=151936;t=8192,v=151936" --dtype bf16 \
+		--final-rounds 2 --db "$out/ce.db" > "$out/ce-tune.log" 2>&1
+	./bin/tune show --db "$out/ce.db" > "$out/ce-show.txt" 2>&1
+	cat "$out/ce-show.txt"
+	timed python3 bench/peers_step.py --out "$out/peers-ce.jsonl" --tokens 2048,8192 --kernels cross_entropy \
+		--peers compile,liger --no-copy > "$out/peers-ce.log" 2>&1
+	grep -a -A12 "^kernel " "$out/peers-ce.log"
+	best=$(./bin/tune show --db "$out/ce.db" --shapes "t=2048,v=151936" 2>/dev/null | awk '/cross_entropy_bwd  / {print $4; exit}')
+	[[ -n $best ]] && timed env KERNEL=cross_entropy_bwd SKIP=12 COUNT=1 FULL=1 OUT="$out/prof" \
+		bash bench/prof-lora.sh "t=2048,v=151936|$best" > "$out/ce-prof.log" 2>&1
+	;;
 steppeers)
 	for t in ${STEP_TOKENS:-2048 8192}; do
 		timed python3 bench/peers_step.py --out "$out/peers-step-$t.jsonl" --tokens "$t" > "$out/peers-step-$t.log" 2>&1
@@ -371,7 +388,7 @@ steppeers)
 	done
 	;;
 *)
-	echo "PHASE=$phase: want diag, dequantgap, gemmgap, nf4, nf4card, cardtime, refresh, rows, launch, shard, exact, gemm, nights, pytorch, step, lce, attn, lora, steppeers or gemmfix" >&2
+	echo "PHASE=$phase: want diag, dequantgap, gemmgap, nf4, nf4card, cardtime, refresh, rows, launch, shard, exact, gemm, nights, pytorch, step, lce, attn, lora, ce, steppeers or gemmfix" >&2
 	exit 2
 	;;
 esac
