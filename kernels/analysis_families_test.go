@@ -33,9 +33,15 @@ var analysisOddSpecs = []string{
 }
 
 // analysisSample is the share of each space TestFamiliesPassAnalyses
-// emits by default: sweep.Pick of one in 2·analysisSample (every axis value,
-// then spread; one in 4 with GRADTUNE_SWEEP=ci, all with full).
-const analysisSample = 16
+// emits: sweep.Pick of one in n (every axis value, then spread), n = 16
+// (one in 4 with GRADTUNE_SWEEP=ci, all with full), and 32 by default, so
+// that the README's command stays under three minutes.
+func analysisSample() int {
+	if sweep.Current() == sweep.Sample {
+		return 32
+	}
+	return 16
+}
 
 // analysisScale divides analysisSample's share further for a family
 // whose space is that many times the others' (lora_bwd's mma, tparts and
@@ -94,7 +100,7 @@ func TestFamiliesPassAnalyses(t *testing.T) {
 	)
 	parallel.Each(jobs, func(j job) {
 		n := 0
-		for _, p := range sweep.Pick(simtest.Enumerate(j.f, j.s), analysisSample*max(1, analysisScale[j.f.Name()])) {
+		for _, p := range sweep.Pick(simtest.Enumerate(j.f, j.s), analysisSample()*max(1, analysisScale[j.f.Name()])) {
 			n++
 			_, err := j.f.Emit(j.s, p)
 			if err == nil {
@@ -124,5 +130,5 @@ func TestFamiliesPassAnalyses(t *testing.T) {
 		}
 		t.Errorf("emit failed: %s", msg)
 	}
-	t.Logf("%d variants of %d families over %d shapes: %s", count, len(catalog.All()), len(jobs), sweep.Describe(analysisSample))
+	t.Logf("%d variants of %d families over %d shapes: %s", count, len(catalog.All()), len(jobs), sweep.Describe(analysisSample()))
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/internal/simtest"
+	"github.com/gradtune/gradtune/internal/sweep"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/catalog"
 	"github.com/gradtune/gradtune/runner"
@@ -36,7 +37,7 @@ func TestRuntimeDimsOnInterpreter(t *testing.T) {
 			runs := 0
 			for _, dt := range f.DTypes() {
 				for _, s := range smallshapes.Of(f, dt) {
-					for _, p := range variants.Spread(simtest.Enumerate(f, s), 2) {
+					for _, p := range variants.Spread(simtest.Enumerate(f, s), runtimeVariantsPerShape()) {
 						runs += checkRuntime(t, ss, f, s, p)
 					}
 				}
@@ -131,4 +132,14 @@ func resolvedBuffers(t *testing.T, bufs []kernels.Buffer, env configs.Env) strin
 		t.Fatal(err)
 	}
 	return fmt.Sprint(p.Buffers)
+}
+
+// runtimeVariantsPerShape is how many variants of each small shape
+// TestRuntimeDimsOnInterpreter runs at other values: 2 with
+// GRADTUNE_SWEEP=ci or full, 1 by default (the README's command).
+func runtimeVariantsPerShape() int {
+	if sweep.Current() == sweep.Sample {
+		return 1
+	}
+	return 2
 }

@@ -17,7 +17,7 @@ import (
 // simVariantsPerShape is how many variants of each small shape the
 // interpreter validates (spread evenly over the space, plus one chosen by
 // a hash of the shape so that different shapes cover different points):
-// 12 with GRADTUNE_SWEEP=ci or full, half that by default.
+// 12 with GRADTUNE_SWEEP=ci or full, a third of that by default.
 const simVariantsPerShape = 12
 
 // TestVariantsOnInterpreter validates a deterministic sample of every
@@ -80,7 +80,7 @@ func simSample(all []variants.Params, key string) []variants.Params {
 	case testing.Short():
 		n = 3
 	case sweep.Current() == sweep.Sample:
-		n /= 2
+		n /= 3
 	}
 	out := variants.Spread(all, n)
 	if len(all) > len(out) {
