@@ -258,6 +258,6 @@ func loadLabel(k *ptx.Func, g geom, labels, row ptx.Reg) ptx.Reg {
 // ignored row or a label outside the row reads nothing).
 func labelLogit(k *ptx.Func, g geom, logits, row, lab, ok ptx.Reg, o ...ptx.LdOpts) ptx.Reg {
 	ok = k.And(ptx.Pred, ok, k.Setp("lt", ptx.U32, lab, ptx.Imm(g.v)))
-	at := k.Add(ptx.U64, logits, k.Add(ptx.U64, k.MulWide(ptx.U32, row, ptx.Imm(g.v*g.dt.Size())), k.MulWide(ptx.U32, lab, ptx.Imm(g.dt.Size()))))
+	at := k.Add(ptx.U64, logits, labelOffset(k, g, row, lab))
 	return gen.LdVals(k, ptx.Global, g.dt, 1, ptx.At(at, 0), ok, o...)[0]
 }

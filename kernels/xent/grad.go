@@ -127,10 +127,10 @@ func (gr gradient) of(v []ptx.Reg) []ptx.Reg {
 
 // fixLabel writes the label's element (at(lab) its address in space sp)
 // with the label's term, where this CTA's part holds the label: thread
-// 0, from gr.zl, by the loop's arithmetic.
-// The caller's barrier orders it after the loop's store of the same
-// element by whichever thread held it. An ignored row's label, or one
-// outside [0, v), lies in no part.
+// 0, from gr.zl, by the loop's arithmetic. The caller's barrier orders
+// it after the loop's store of the same element by whichever thread
+// held it. An ignored row's label, or one outside [0, v), lies in no
+// part.
 func (gr gradient) fixLabel(w *walk, r rowEnd, at func(lab ptx.Reg) ptx.Addr, sp ptx.Space) {
 	k, g := gr.k, gr.g
 	rel := k.Sub(ptx.U32, r.lab, k.Mul(ptx.U32, w.begin, ptx.Imm(g.vec)))
