@@ -60,6 +60,15 @@ func (c *tileCopy) each(do func(i int)) {
 	}
 }
 
+// put stores the words w of chunk i into the tile at tile (shared), where
+// the thread has the chunk.
+func (c *tileCopy) put(tile ptx.Reg, i int, w []ptx.Reg) {
+	c.k.St(ptx.Shared, ptx.B32, ptx.At(c.k.Add(ptx.U32, tile, c.sOff[i]), 0), w)
+	if c.has[i].Valid() {
+		c.k.Guard(c.has[i], false)
+	}
+}
+
 // issue copies the tile whose first element is (row0, col0) of the
 // matrix at base into shared memory at dst (u32), zero-filling the chunks
 // at rows ≥ rowLim or columns ≥ colLim (u32 operands).

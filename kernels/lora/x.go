@@ -280,15 +280,8 @@ func (xk *xKernel) splitDH(dh32, hi, lo, row0, t, dh, out ptx.Reg) {
 		for j := range n {
 			i := b + j
 			hw, lw := hiLo(k, g.dt, vals[j])
-			for _, st := range []struct {
-				tile ptx.Reg
-				w    []ptx.Reg
-			}{{hi, hw}, {lo, lw}} {
-				k.St(ptx.Shared, ptx.B32, ptx.At(k.Add(ptx.U32, st.tile, c.sOff[i]), 0), st.w)
-				if c.has[i].Valid() {
-					k.Guard(c.has[i], false)
-				}
-			}
+			c.put(hi, i, hw)
+			c.put(lo, i, lw)
 			if dh.Valid() {
 				xk.storeDH(dh, elem[j], hw, k.And(ptx.Pred, ok[j], out))
 			}

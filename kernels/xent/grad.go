@@ -39,10 +39,7 @@ func emitGrad(k *ptx.Func, g geom) {
 	w.each(func(vi, off ptx.Reg, ok []ptx.Reg) {
 		gr.store(w, dlogits, vi, off, ok, w.load(logits, off, ok, ld...))
 	})
-	k.BarSync(0)
-	gr.fixLabel(w, r, func(lab ptx.Reg) ptx.Addr {
-		return ptx.At(k.Add(ptx.U64, dlogits, labelOffset(k, g, w.row, lab)), 0)
-	}, ptx.Global)
+	gr.fixLabelIn(w, r, dlogits)
 }
 
 // labelOffset is the byte offset of z[row, lab] in a [t × v] tensor.
@@ -125,13 +122,23 @@ func (gr gradient) of(v []ptx.Reg) []ptx.Reg {
 	return res
 }
 
-// fixLabel writes the label's element (at(lab) its address in space sp)
-// with the label's term, where this CTA's part holds the label: thread
-// 0, from gr.zl, by the loop's arithmetic. The caller's barrier orders
-// it after the loop's store of the same element by whichever thread
-// held it. An ignored row's label, or one outside [0, v), lies in no
-// part.
-func (gr gradient) fixLabel(w *walk, r rowEnd, at func(lab ptx.Reg) ptx.Addr, sp ptx.Space) {
+// fixLabelIn is fixLabel for a gradient stored by the threads into out
+// (global memory): after the CTA's barrier, which orders it after the
+// loop's store of the same element by whichever thread held it.
+func (gr gradient) fixLabelIn(w *walk, r rowEnd, out ptx.Reg) {
+	k := gr.k
+	k.BarSync(0)
+	gr.fixLabel(w, r, ptx.Global, func(lab, _ ptx.Reg) ptx.Reg {
+		return k.Add(ptx.U64, out, labelOffset(k, gr.g, w.row, lab))
+	})
+}
+
+// fixLabel writes the label's element with the label's term, where this
+// CTA's part holds the label: thread 0, from gr.zl, by the loop's
+// arithmetic, into space sp at at(lab, rel), rel the label's element
+// index in the part. An ignored row's label, or one outside [0, v), lies
+// in no part.
+func (gr gradient) fixLabel(w *walk, r rowEnd, sp ptx.Space, at func(lab, rel ptx.Reg) ptx.Reg) {
 	k, g := gr.k, gr.g
 	rel := k.Sub(ptx.U32, r.lab, k.Mul(ptx.U32, w.begin, ptx.Imm(g.vec)))
 	mine := k.Setp("lt", ptx.U32, rel, k.Mul(ptx.U32, w.cnt, ptx.Imm(g.vec)))
@@ -141,7 +148,7 @@ func (gr gradient) fixLabel(w *walk, r rowEnd, at func(lab ptx.Reg) ptx.Addr, sp
 	}
 	k.If(mine, func() {
 		p := k.Ex2ApproxFtz(k.Fma(ptx.F32, gr.zl, log2e, gr.neg))
-		gen.StValsIn(k, sp, g.dt, at(r.lab), []ptx.Reg{k.Fma(ptx.F32, p, gr.gp, gr.onLabel)}, ptx.Reg{})
+		gen.StValsIn(k, sp, g.dt, ptx.At(at(r.lab, rel), 0), []ptx.Reg{k.Fma(ptx.F32, p, gr.gp, gr.onLabel)}, ptx.Reg{})
 	})
 }
 

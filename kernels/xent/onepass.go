@@ -35,7 +35,7 @@ func emitOnePass(k *ptx.Func, g geom) {
 		ld = []ptx.LdOpts{gen.LdNC}
 	}
 	w := newWalk(k, g, cta)
-	pt.begin = k.Mul(ptx.U32, w.part, ptx.Imm(g.cv))
+	pt.begin = w.begin
 	if g.bulkIn {
 		pt.at = k.Add(ptx.U64, k.MulWide(ptx.U32, w.row, ptx.Imm(g.v*g.dt.Size())), k.MulWide(ptx.U32, pt.begin, ptx.Imm(g.vb)))
 		pt.bytes = k.Mul(ptx.U32, w.cnt, ptx.Imm(g.vb))
@@ -85,17 +85,13 @@ func emitOnePass(k *ptx.Func, g geom) {
 		}
 	})
 	if !g.bulkOut {
-		k.BarSync(0)
-		gr.fixLabel(w, r, func(lab ptx.Reg) ptx.Addr {
-			return ptx.At(k.Add(ptx.U64, out, labelOffset(k, g, w.row, lab)), 0)
-		}, ptx.Global)
+		gr.fixLabelIn(w, r, out)
 		return
 	}
 	bulkOut(k, g, w.tid, pt, out, func() {
-		gr.fixLabel(w, r, func(lab ptx.Reg) ptx.Addr {
-			rel := k.Sub(ptx.U32, lab, k.Mul(ptx.U32, pt.begin, ptx.Imm(g.vec)))
-			return ptx.At(k.Mad(ptx.U32, rel, ptx.Imm(g.dt.Size()), pt.hold), 0)
-		}, ptx.Shared)
+		gr.fixLabel(w, r, ptx.Shared, func(_, rel ptx.Reg) ptx.Reg {
+			return k.Mad(ptx.U32, rel, ptx.Imm(g.dt.Size()), pt.hold)
+		})
 	})
 }
 
