@@ -64,7 +64,9 @@
 //     accumulators [64 × 64] held to the end and dB's chunk dYᵀ·h (the dY
 //     tile read transposed), waits for it, releases the slot (an arrival a
 //     warp) and adds s·dB's chunk into db32 by red.add; dh goes out as
-//     above.
+//     above. Where a group only accumulates (the dh CTAs and the dB CTAs
+//     of dbsplit, below) it stays in flight while the next is issued, and
+//     the slot is released a step late (wgmma.wait_group 1).
 //   - With dbsplit = n > 0 (dyload=tma) the dY kernel's launch has
 //     ⌈out/64⌉·n CTAs more, after the ⌈t/bt⌉·osplit of dh (counted at
 //     run time): dB CTA j takes chunk ⌊j/n⌋ of out over part j mod n of
@@ -101,9 +103,11 @@
 //     columns past r zeroed). Per step one wgmma group: dX's [64 × 64]
 //     blocks (A dh's hi or lo rows, K-major; B the A tile, MN-major) and
 //     dA's chunk [64 × 64] (A the hi or lo tile read transposed, the rank
-//     as M; B the x tile, MN-major); each thread fences its copies and
-//     stores for the async proxy before the ring's barrier, and the
-//     group is waited for before the next step's copy overwrites the slot.
+//     as M; B the x tile, MN-major; the hi and the lo products in
+//     accumulators of their own, summed before the red.add); each thread
+//     fences its copies and stores for the async proxy before the ring's
+//     barrier, and the group is waited for before the next step's copy
+//     overwrites the slot.
 //     With tparts = n > 0 (rg = isplit = 1) CTA c takes chunk c mod
 //     ⌈in/64⌉ over part ⌊c/⌈in/64⌉⌋ of the row blocks (⌈⌈t/bt⌉/n⌉ each,
 //     counted at run time, so a part may be empty): its A tile loaded once,
@@ -116,7 +120,14 @@
 //     slot's full mbarrier, its first lap before pdl's wait; all threads
 //     split dh; the second warpgroup runs the steps and releases each slot
 //     (one arrival a warp on its empty mbarrier) once its wgmma group is
-//     complete, so no step passes a CTA barrier.
+//     complete, so no step passes a CTA barrier. Without fold the CTAs
+//     of a row group split its ⌈in/64⌉·rg steps (a chunk of one row
+//     block, chunk-major) evenly, part p taking [⌊p·S/isplit⌋,
+//     ⌊(p+1)·S/isplit⌋), so that a CTA may begin or end inside a chunk and
+//     add a partial sum of fewer than rg blocks. Without dX a step's group
+//     stays in flight while the next is issued: after committing step i
+//     the consumer waits until one group is pending (wgmma.wait_group 1)
+//     and releases step i−1's slot; a chunk's flush waits for all.
 //   - With fold=1 (xload=tma) there is no finalize launch: after its
 //     wait each x-kernel CTA rounds a grid-strided share of db32 into dB
 //     and zeroes it; at its end the consumer warpgroup makes its red.adds
@@ -137,9 +148,10 @@
 //     t > bt/2; rg ∈ {1, 2, 4}, rg·bt ≤ 256 rows (512 with xload=tma,
 //     whose two warpgroups split dh) and, past 1, at least
 //     two row groups; osplit ∈ {1, 2, 4, 8, 12, 16, 24}, isplit the same
-//     and 28 (140 = 28·5 chunks: in = 8960 at a full wave), leaving no CTA without
-//     a chunk and past 1 only while half the split would give fewer than
-//     two waves of 132 CTAs; stages ∈ {2, 3, 4}, past 2 only if the
+//     and 28 (140 = 28·5 chunks: in = 8960 at a full wave) and 33 (132
+//     CTAs over four row groups), leaving no CTA without a chunk (a step,
+//     split evenly) and past 1 only while half the split would give fewer
+//     than two waves of 132 CTAs; stages ∈ {2, 3, 4}, past 2 only if the
 //     longer kernel's CTAs have stages−1 steps; both kernels' shared
 //     memory within 227 KB; mma ∈ {sync, wgmma},
 //     tparts ∈ {0, 1, 2, 4, 6, 8} (past 0 with wgmma, rg = 1 and

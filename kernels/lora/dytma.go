@@ -176,7 +176,8 @@ func (dt *dyTMA) produceDB(d dbCTA, h ptx.Reg) {
 }
 
 // consumeDH is a dh CTA's consumer: per chunk one wgmma group, dh += dY·B
-// (and, fused, dB's chunk dYᵀ·h, added into db32 once the slot is
+// (lagged: a group in flight while the next is issued; fused, also dB's
+// chunk dYᵀ·h, added into db32 once the group is complete and the slot
 // released); at the end dh goes out (dhOut).
 func (dt *dyTMA) consumeDH(c cta, t, dh, dh32 ptx.Reg, f *fusedDB) {
 	k, g := dt.k, dt.g
@@ -189,44 +190,37 @@ func (dt *dyTMA) consumeDH(c cta, t, dh, dh32 ptx.Reg, f *fusedDB) {
 	}
 	cons := dt.ring.Cursor(k)
 	lane0 := k.Setp("eq", ptx.U32, dt.w.lane, ptx.Imm(0))
+	if f == nil {
+		lagged(k, cons, dt.base, lane0, ptx.Imm(0), c.cnt, func(slot ptx.Reg) { dt.dhGroup(slot, dhAcc) })
+		dt.dhOut(dhAcc, c.row0, t, dh, dh32)
+		return
+	}
 	k.For(ptx.U32, ptx.Imm(0), c.cnt, ptx.Imm(1), func(i ptx.Reg) {
 		cons.WaitFull(dt.base)
 		slot := cons.Data(dt.base)
 		k.WgmmaFence()
 		dt.dhGroup(slot, dhAcc)
-		var db []ptx.Reg
-		if f != nil {
-			db = k.WgmmaAcc(chunk)
-			dt.dbGroup(slot, f.hTile, db, true)
-		}
+		db := k.WgmmaAcc(chunk)
+		dt.dbGroup(slot, f.hTile, db, true)
 		k.WgmmaCommit()
 		k.WgmmaWait(0)
 		cons.Release(dt.base, lane0) // the group is complete
 		cons.Next()
-		if f != nil {
-			dt.flushDB(db, k.Add(ptx.U32, c.first, i), f.db32)
-		}
+		dt.flushDB(db, k.Add(ptx.U32, c.first, i), f.db32)
 	})
 	dt.dhOut(dhAcc, c.row0, t, dh, dh32)
 }
 
 // consumeDB is a dB CTA's consumer: per row block one wgmma group adds
-// dYᵀ·h into the chunk's accumulator; at the end s times it goes into
-// db32 by red.add.
+// dYᵀ·h into the chunk's accumulator (lagged); at the end s times it
+// goes into db32 by red.add.
 func (dt *dyTMA) consumeDB(d dbCTA, db32 ptx.Reg) {
 	k, g := dt.k, dt.g
 	acc := zeroedWG(k)
 	cons := dt.ring.Cursor(k)
 	lane0 := k.Setp("eq", ptx.U32, dt.w.lane, ptx.Imm(0))
-	k.For(ptx.U32, ptx.Imm(d.start), d.cnt, ptx.Imm(1), func(ptx.Reg) {
-		cons.WaitFull(dt.base)
-		slot := cons.Data(dt.base)
-		k.WgmmaFence()
+	lagged(k, cons, dt.base, lane0, ptx.Imm(d.start), d.cnt, func(slot ptx.Reg) {
 		dt.dbGroup(slot, k.Add(ptx.U32, slot, ptx.Imm(g.tileBytes)), acc, false)
-		k.WgmmaCommit()
-		k.WgmmaWait(0)
-		cons.Release(dt.base, lane0)
-		cons.Next()
 	})
 	k.If(k.Setp("gt", ptx.U32, d.cnt, ptx.Imm(d.start)), func() { dt.flushDB(acc, d.chunk, db32) })
 }
@@ -305,4 +299,24 @@ func (dt *dyTMA) dhOut(dh [][]ptx.Reg, row0, t, dhBuf, dh32 ptx.Reg) {
 			}
 		}
 	}
+}
+
+// lagged consumes the ring's steps from..cnt−1 whose wgmma groups only
+// accumulate (no register is read between them): per step it waits for
+// the slot, issues the group (issue, on the slot's data), commits it,
+// waits until only that group is pending and releases the step before's
+// slot (one elected thread a warp, lane0); after the last step it waits
+// for all and releases the last slot.
+func lagged(k *ptx.Func, cons *hopper.Cursor, base, lane0 ptx.Reg, from ptx.Operand, cnt ptx.Reg, issue func(slot ptx.Reg)) {
+	rel := hopper.NewReleaser(k, 1)
+	k.For(ptx.U32, from, cnt, ptx.Imm(1), func(i ptx.Reg) {
+		cons.WaitFull(base)
+		k.WgmmaFence()
+		issue(cons.Data(base))
+		k.WgmmaCommit()
+		k.WgmmaWait(1)
+		rel.Step(k.And(ptx.Pred, lane0, k.Setp("ne", ptx.U32, i, from)), cons, base)
+	})
+	k.WgmmaWait(0)
+	rel.Last(k.And(ptx.Pred, lane0, k.Setp("gt", ptx.U32, cnt, from)))
 }

@@ -246,6 +246,7 @@ func ring(k *ptx.Func, smem ptx.Reg, stage, stages int, first, cnt ptx.Reg, load
 // row group).
 type cta struct {
 	row0, first, cnt ptx.Reg
+	part             ptx.Reg // the CTA's share of the split, 0 to split−1
 }
 
 func newCTA(k *ptx.Func, rows, split, n int) cta {
@@ -263,7 +264,7 @@ func newCTA(k *ptx.Func, rows, split, n int) cta {
 	first := k.Mul(ptx.U32, part, ptx.Imm(cc))
 	// The rules leave no CTA without chunks: first < nc.
 	cnt := k.Min(ptx.U32, k.Sub(ptx.U32, k.Mov(ptx.U32, ptx.Imm(nc)), first), ptx.Imm(cc))
-	return cta{row0: k.Mul(ptx.U32, block, ptx.Imm(rows)), first: first, cnt: cnt}
+	return cta{row0: k.Mul(ptx.U32, block, ptx.Imm(rows)), first: first, cnt: cnt, part: part}
 }
 
 // warpCtx is what a GEMM kernel's warps share: the thread's lane and warp,

@@ -85,7 +85,7 @@ type Params struct {
 	DBSplit int    `axis:"dbsplit" values:"0,1,2,4,8" default:"0" doc:"0: each dY-kernel CTA adds its rows' partial of dB; n > 0 (dyload=tma; at a shape, the n that give half a wave to two waves of dB CTAs, else 8 or 1): the dY kernel's launch also takes ⌈out/64⌉·n CTAs, each summing one 64-column chunk of dB over 1/n of the row blocks (dY and h tiles in its ring) before one red.add, and the dh CTAs compute dh alone: dY is read twice (the second mostly from L2) and dB meets n partials an element instead of one a row block"`
 	Stages  int    `axis:"stages" values:"2,3,4" doc:"cp.async ring slots of 64-column tiles (dY and B; x and A)"`
 	OSplit  int    `axis:"osplit" values:"1,2,4,8,12,16,24" doc:"CTAs per row block of the dY kernel, each a share of out's 64-column chunks; past 1, dh's partials meet by red.add in an f32 state buffer"`
-	ISplit  int    `axis:"isplit" values:"1,2,4,8,12,16,24,28" doc:"CTAs per row group of the x kernel, each a share of in's 64-column chunks"`
+	ISplit  int    `axis:"isplit" values:"1,2,4,8,12,16,24,28,33" doc:"CTAs per row group of the x kernel, each a share of in's 64-column chunks (with xload=tma and fold=0 an even share of the group's steps, a step a chunk of one row block: 33 fills 132 SMs with four row groups)"`
 	RG      int    `axis:"rg" values:"1,2,4" default:"1" doc:"row blocks of bt an x-kernel CTA takes for each of its chunks, dA summed over them in registers before its red.add (dh's hi and lo tiles of all of them in shared memory)"`
 	MaxNReg int    `axis:"maxnreg" values:"0,128" default:"0" doc:"registers per thread of the dY and x kernels (.maxnreg; 0: ptxas chooses); 128 lets two CTAs of 8 warps share an SM where their shared memory allows, at the cost of the held fragments"`
 	Fold    bool   `axis:"fold" values:"0,1" default:"0" doc:"1 (xload=tma): no finalize launch; the x kernel rounds dB's accumulator into dB (each CTA a share, after it waits for the dY kernel), and the last row group's CTA to add into a chunk of dA (a ticket a chunk) rounds it into dA, as the last reader of a row group's dh32 zeroes it"`
@@ -198,7 +198,7 @@ func (family) Space(s Shape) variants.Typed[Params] {
 			return nil
 		}},
 		{Name: "dY split", Axes: []string{"bt", "osplit"}, Check: func(p Params) error {
-			return splitOK("osplit", p.OSplit, chunks(s.Out), gen.CeilDiv(s.T, p.BT))
+			return splitOK("osplit", p.OSplit, chunks(s.Out), gen.CeilDiv(s.T, p.BT), false)
 		}},
 		{Name: "row groups", Axes: []string{"bt", "rg", "xload"}, Check: func(p Params) error {
 			switch {
@@ -232,9 +232,13 @@ func (family) Space(s Shape) variants.Typed[Params] {
 			}
 			return nil
 		}},
-		{Name: "x split", Axes: []string{"bt", "rg", "isplit"}, Check: func(p Params) error {
+		{Name: "x split", Axes: []string{"bt", "rg", "isplit", "xload", "fold"}, Check: func(p Params) error {
 			// (streaming, isplit = 1 passes)
-			return splitOK("isplit", p.ISplit, chunks(s.In), gen.CeilDiv(gen.CeilDiv(s.T, p.BT), p.RG))
+			groups := gen.CeilDiv(gen.CeilDiv(s.T, p.BT), p.RG)
+			if p.XLoad == "tma" && !p.Fold { // the steps split evenly
+				return splitOK("isplit", p.ISplit, chunks(s.In)*p.RG, groups, true)
+			}
+			return splitOK("isplit", p.ISplit, chunks(s.In), groups, false)
 		}},
 		{Name: "x fill", Axes: []string{"bt", "rg", "isplit", "tparts"}, Search: true, Check: func(p Params) error {
 			if p.TParts > 0 {
@@ -380,12 +384,14 @@ func fills(axis string, split, nc, rowBlocks int) error {
 	return nil
 }
 
-// splitOK: split CTAs per row block over nc chunks leave none empty, and
-// a split past 1 is wanted only while half of it would put fewer than two
-// waves of CTAs on the GPU.
-func splitOK(axis string, split, nc, rowBlocks int) error {
+// splitOK: split CTAs per row block over nc chunks (steps, split evenly
+// where even holds) leave none empty, and a split past 1 is wanted only
+// while half of it would put fewer than two waves of CTAs on the GPU.
+func splitOK(axis string, split, nc, rowBlocks int, even bool) error {
 	switch {
-	case gen.CeilDiv(nc, split)*(split-1) >= nc:
+	case even && split > nc:
+		return fmt.Errorf("%s=%d over %d steps leaves a CTA without one", axis, split, nc)
+	case !even && gen.CeilDiv(nc, split)*(split-1) >= nc:
 		return fmt.Errorf("%s=%d over %d chunks leaves a CTA without one", axis, split, nc)
 	case split > 1 && rowBlocks*split/2 >= 2*waveSMs:
 		return fmt.Errorf("%s=%d: %d row blocks fill two waves at half of it", axis, split, rowBlocks)

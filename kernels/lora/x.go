@@ -129,12 +129,21 @@ func emitX(k *ptx.Func, g geom) {
 
 // afterBlock runs flush after the last row block of a chunk's group:
 // after every step with rg = 1, else where the step's block is rg−1.
-func (xk *xKernel) afterBlock(it xItem, flush func()) {
+func (xk *xKernel) afterBlock(it xItem, flush func()) { xk.afterBlockOr(it, ptx.Reg{}, flush) }
+
+// afterBlockOr runs flush after the last row block of a chunk's group
+// or, where last is a register, where it holds.
+func (xk *xKernel) afterBlockOr(it xItem, last ptx.Reg, flush func()) {
+	k := xk.k
 	if xk.g.rg == 1 {
 		flush()
 		return
 	}
-	xk.k.If(xk.k.Setp("eq", ptx.U32, it.j, ptx.Imm(xk.g.rg-1)), flush)
+	end := k.Setp("eq", ptx.U32, it.j, ptx.Imm(xk.g.rg-1))
+	if last.Valid() {
+		end = k.Or(ptx.Pred, end, last)
+	}
+	k.If(end, flush)
 }
 
 // firstScale is the scale-d of a chunk's first product in a wgmma x

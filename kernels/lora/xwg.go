@@ -15,7 +15,9 @@ import (
 //   - dA's chunk [64 × 64]: A dh's hi or lo tile read transposed (the rank
 //     as M, MN-major), B the x tile (MN-major), bt/16 k16 steps each;
 // then waits for it (the next step's copy overwrites this slot), stores
-// dX and, after the chunk's last row block, adds dA by red.add.
+// dX and, after the chunk's last row block, adds dA by red.add. Fed by
+// TMA without dX, the group stays in flight while the next is issued
+// (consumeTMA).
 
 // emitXWG writes the wgmma x kernel.
 func emitXWG(k *ptx.Func, g geom, xp xParams) {
@@ -41,13 +43,39 @@ func emitXWG(k *ptx.Func, g geom, xp xParams) {
 	}, xr.ready, true)
 }
 
-// daWG is dA's chunk accumulator of a wgmma x kernel, zeroed where the
-// first step's scale-d is a predicate ptxas cannot know false.
-func (xk *xKernel) daWG(zero bool) []ptx.Reg {
-	if zero {
-		return zeroedWG(xk.k)
+// daAcc is dA's chunk in a wgmma x kernel: the hi and the lo products
+// in accumulators of their own (lo none with the planted dropLo), two
+// chains of wgmma that the tensor pipe overlaps, summed at the flush.
+type daAcc [2][]ptx.Reg
+
+// daWG is dA's chunk accumulators, zeroed where the first step's
+// scale-d is a predicate ptxas cannot know false.
+func (xk *xKernel) daWG(zero bool) daAcc {
+	n := 2
+	if planted.dropLo {
+		n = 1
 	}
-	return xk.k.WgmmaAcc(chunk)
+	var da daAcc
+	for i := range n {
+		if zero {
+			da[i] = zeroedWG(xk.k)
+		} else {
+			da[i] = xk.k.WgmmaAcc(chunk)
+		}
+	}
+	return da
+}
+
+// sum is the chunk's dA: hi's products plus lo's.
+func (da daAcc) sum(k *ptx.Func) []ptx.Reg {
+	if da[1] == nil {
+		return da[0]
+	}
+	s := make([]ptx.Reg, len(da[0]))
+	for i := range s {
+		s[i] = k.Add(ptx.F32, da[0][i], da[1][i])
+	}
+	return s
 }
 
 // zeroedWG is a wgmma accumulator [64 × 64] of zeros, zeroed here (not
@@ -60,12 +88,21 @@ func zeroedWG(k *ptx.Func) []ptx.Reg {
 	return acc
 }
 
-// wgStep issues a step's wgmma group on the x tile in slot and the hi
-// and lo tiles (hi alone with the planted dropLo): with dX its blocks
-// from aTile, and dA's chunk into da, the first product scaled by first;
-// it waits for the group (the slot is free after it) and stores dX's
-// rows from row0 at column col0.
-func (xk *xKernel) wgStep(slot, aTile, hi, lo ptx.Reg, da []ptx.Reg, first ptx.Operand, row0, col0 ptx.Reg, xp xParams) {
+// wgStep issues a step's wgmma group (wgIssue), waits for it (the slot
+// is free after it) and stores dX's rows from row0 at column col0.
+func (xk *xKernel) wgStep(slot, aTile, hi, lo ptx.Reg, da daAcc, first ptx.Operand, row0, col0 ptx.Reg, xp xParams) {
+	dx := xk.wgIssue(slot, aTile, hi, lo, da, first)
+	xk.k.WgmmaWait(0)
+	if xk.g.dx {
+		xk.storeDXWG(dx, row0, col0, xp.t, xp.dx)
+	}
+}
+
+// wgIssue issues and commits a step's wgmma group on the x tile in slot
+// and the hi and lo tiles (hi alone with the planted dropLo): with dX
+// its blocks from aTile, and dA's chunk into da, the first products
+// scaled by first. It returns dX's accumulators, in flight.
+func (xk *xKernel) wgIssue(slot, aTile, hi, lo ptx.Reg, da daAcc, first ptx.Operand) [][]ptx.Reg {
 	k, g := xk.k, xk.g
 	ab := gen.HalfType(g.dt)
 	tiles := []ptx.Reg{hi, lo}
@@ -79,26 +116,24 @@ func (xk *xKernel) wgStep(slot, aTile, hi, lo ptx.Reg, da []ptx.Reg, first ptx.O
 	}
 	xk.wgDA(ab, da, slot, tiles, first)
 	k.WgmmaCommit()
-	k.WgmmaWait(0)
-	if g.dx {
-		xk.storeDXWG(dx, row0, col0, xp.t, xp.dx)
-	}
+	return dx
 }
 
-// wgDA issues dA += hiᵀ·x + loᵀ·x over the step's row block into da, the
-// first product scaled by first (0 overwrites): A the hi or lo tile of
-// the block (the rank as M, MN-major), B the slot's x tile (MN-major).
-func (xk *xKernel) wgDA(ab ptx.Type, da []ptx.Reg, slot ptx.Reg, tiles []ptx.Reg, first ptx.Operand) {
+// wgDA issues dA += hiᵀ·x (into da[0]) and loᵀ·x (into da[1]) over the
+// step's row block, each chain's first product scaled by first (0
+// overwrites): A the hi or lo tile of the block (the rank as M,
+// MN-major), B the slot's x tile (MN-major).
+func (xk *xKernel) wgDA(ab ptx.Type, da daAcc, slot ptx.Reg, tiles []ptx.Reg, first ptx.Operand) {
 	k, g := xk.k, xk.g
 	for kt := range g.bt / 16 {
 		for ti, tile := range tiles {
 			var scale ptx.Operand = ptx.Imm(1)
-			if kt == 0 && ti == 0 {
+			if kt == 0 {
 				scale = first
 			}
 			a := k.WgmmaDesc(k.Add(ptx.U32, tile, ptx.Imm(kt*16*g.rowBytes)), g.tileBytes, 1024, ptx.Swizzle128B)
 			b := k.WgmmaDesc(k.Add(ptx.U32, slot, ptx.Imm(kt*16*g.rowBytes)), g.tileBytes, 1024, ptx.Swizzle128B)
-			k.Wgmma(ab, da, a, b, ptx.WgmmaOpts{ScaleD: scale, TransA: true, TransB: true})
+			k.Wgmma(ab, da[ti], a, b, ptx.WgmmaOpts{ScaleD: scale, TransA: true, TransB: true})
 		}
 	}
 }
@@ -153,10 +188,11 @@ func (w warpCtx) wgRow(k *ptx.Func) ptx.Reg {
 	return k.Add(ptx.U32, k.Shl(ptx.U32, k.And(ptx.U32, w.warp, ptx.Imm(3)), ptx.Imm(4)), w.g4)
 }
 
-// flushDAWG adds dA's chunk accumulator (columns from col0) into da32
+// flushDAWG adds dA's chunk (columns from col0) into da32
 // [r × in]: rank rows at or past r and columns past in left out.
-func (xk *xKernel) flushDAWG(acc []ptx.Reg, col0, da32 ptx.Reg) {
+func (xk *xKernel) flushDAWG(da daAcc, col0, da32 ptx.Reg) {
 	k, g, w := xk.k, xk.g, xk.w
+	acc := da.sum(k)
 	row := xk.w.wgRow(k)
 	col := k.Add(ptx.U32, col0, w.tig)
 	ok := func(row, cn ptx.Reg) ptx.Reg {
@@ -286,10 +322,7 @@ func emitXTMA(k *ptx.Func, g geom, xp xParams) {
 	c := newCTA(k, g.rg*g.bt, g.isplit, g.in)
 	hi := k.Add(ptx.U32, base, ptx.Imm(hiOff))
 	lo := k.Add(ptx.U32, hi, ptx.Imm(g.rg*g.bt*g.hp*2))
-	first, cnt := c.first, c.cnt
-	if g.rg > 1 {
-		first, cnt = k.Shl(ptx.U32, first, ptx.Imm(gen.Log2(g.rg))), k.Shl(ptx.U32, cnt, ptx.Imm(gen.Log2(g.rg)))
-	}
+	first, cnt := xk.steps(c)
 	prod := ring.Cursor(k)
 	issue := func(i ptx.Reg) {
 		it := xk.item(k.Add(ptx.U32, first, i), c.row0)
@@ -324,26 +357,72 @@ func emitXTMA(k *ptx.Func, g geom, xp xParams) {
 	}, func() { xk.consumeTMA(ring, base, c, first, cnt, hi, lo, xp) })
 }
 
+// steps are the TMA x kernel CTA's first step and count (a step a chunk
+// of one row block; chunk-major, rg blocks each). With fold a CTA takes
+// whole chunks (newCTA's), as fold's tickets count a chunk's row groups;
+// otherwise the row group's nc·rg steps are split evenly, part p taking
+// [⌊p·S/isplit⌋, ⌊(p+1)·S/isplit⌋), so a CTA may begin or end inside a
+// chunk (and flush a chunk's partial sum of fewer than rg blocks).
+func (xk *xKernel) steps(c cta) (first, cnt ptx.Reg) {
+	k, g := xk.k, xk.g
+	if g.fold {
+		if g.rg == 1 {
+			return c.first, c.cnt
+		}
+		sh := ptx.Imm(gen.Log2(g.rg))
+		return k.Shl(ptx.U32, c.first, sh), k.Shl(ptx.U32, c.cnt, sh)
+	}
+	s := chunks(g.in) * g.rg
+	at := func(p ptx.Reg) ptx.Reg { return k.Div(ptx.U32, k.Mul(ptx.U32, p, ptx.Imm(s)), ptx.Imm(g.isplit)) }
+	first = at(c.part)
+	return first, k.Sub(ptx.U32, at(k.Add(ptx.U32, c.part, ptx.Imm(1))), first)
+}
+
 // consumeTMA is the TMA x kernel's consumer warpgroup: emitXWG's step on
 // each slot as it fills, the slot released once its wgmma are complete.
+// Without dX (whose accumulators are stored after each step) a step's
+// group stays in flight while the next is issued: the consumer waits
+// until one group is pending and releases the slot before (a chunk's
+// flush waits for all).
 func (xk *xKernel) consumeTMA(ring hopper.Ring, base ptx.Reg, c cta, first, cnt, hi, lo ptx.Reg, xp xParams) {
 	k, g := xk.k, xk.g
 	lane0 := k.Setp("eq", ptx.U32, xk.w.lane, ptx.Imm(0))
 	xr := xRing{c: c, hi: hi, lo: lo}
 	da := xk.daWG(g.rg > 1 || planted.keepDA)
 	cons := ring.Cursor(k)
+	rel := hopper.NewReleaser(k, 1)
 	k.For(ptx.U32, ptx.Imm(0), cnt, ptx.Imm(1), func(i ptx.Reg) {
 		it := xk.item(k.Add(ptx.U32, first, i), c.row0)
 		col0 := k.Shl(ptx.U32, it.ch, ptx.Imm(6))
 		hiJ, loJ := xr.tiles(k, g, it)
+		// A CTA that begins inside a chunk adds onto daWG's zeros.
 		first := xk.firstScale(it, func() ptx.Reg { return k.Setp("ne", ptx.U32, i, ptx.Imm(0)) })
 		cons.WaitFull(base)
 		slot := cons.Data(base)
-		xk.wgStep(slot, k.Add(ptx.U32, slot, ptx.Imm(g.tileBytes)), hiJ, loJ, da, first, it.row0, col0, xp)
-		cons.Release(base, lane0) // the group is complete
-		cons.Next()
-		xk.afterBlock(it, func() { xk.flushDAWG(da, col0, xp.da32) })
+		if g.dx {
+			xk.wgStep(slot, k.Add(ptx.U32, slot, ptx.Imm(g.tileBytes)), hiJ, loJ, da, first, it.row0, col0, xp)
+			cons.Release(base, lane0) // the group is complete
+			cons.Next()
+		} else {
+			xk.wgIssue(slot, ptx.Reg{}, hiJ, loJ, da, first)
+			k.WgmmaWait(1)
+			rel.Step(k.And(ptx.Pred, lane0, k.Setp("ne", ptx.U32, i, ptx.Imm(0))), cons, base)
+		}
+		var last ptx.Reg
+		if !g.fold {
+			last = k.Setp("eq", ptx.U32, i, k.Sub(ptx.U32, cnt, ptx.Imm(1))) // or end inside one
+		}
+		xk.afterBlockOr(it, last, func() {
+			if !g.dx {
+				k.WgmmaWait(0)
+			}
+			xk.flushDAWG(da, col0, xp.da32)
+		})
 	})
+	if !g.dx {
+		k.WgmmaWait(0)
+		rel.Last(k.And(ptx.Pred, lane0, k.Setp("ne", ptx.U32, cnt, ptx.Imm(0))))
+	}
 	if g.fold {
 		xk.foldEnd(c, xp.t, xp)
 	}
