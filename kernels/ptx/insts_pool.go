@@ -15,3 +15,9 @@ func (f *Func) Lg2Approx(a Operand) Reg { return f.floatOnly("lg2.approx", F32, 
 // are kept (no .ftz). One MUFU operation, where the exactly rounded Rcp
 // (rcp.rn.f32) is a multi-instruction sequence with a slow path.
 func (f *Func) RcpApprox(a Operand) Reg { return f.floatOnly("rcp.approx", F32, a) }
+
+// RcpApproxFtz returns 1/a by rcp.approx.ftz.f32: as RcpApprox, but a
+// subnormal input counts as 0 and a result under 2^-126 is 0. It is one
+// MUFU operation; RcpApprox adds the compares and scaling that keep
+// subnormals.
+func (f *Func) RcpApproxFtz(a Operand) Reg { return f.floatOnly("rcp.approx.ftz", F32, a) }
