@@ -103,11 +103,11 @@
 //     columns past r zeroed). Per step one wgmma group: dX's [64 × 64]
 //     blocks (A dh's hi or lo rows, K-major; B the A tile, MN-major) and
 //     dA's chunk [64 × 64] (A the hi or lo tile read transposed, the rank
-//     as M; B the x tile, MN-major; the hi and the lo products in
-//     accumulators of their own, summed before the red.add); each thread
-//     fences its copies and stores for the async proxy before the ring's
-//     barrier, and the group is waited for before the next step's copy
-//     overwrites the slot.
+//     as M; B the x tile, MN-major; without dX the hi and the lo
+//     products in accumulators of their own, summed before the red.add);
+//     each thread fences its copies and stores for the async proxy before
+//     the ring's barrier, and the group is waited for before the next
+//     step's copy overwrites the slot.
 //     With tparts = n > 0 (rg = isplit = 1) CTA c takes chunk c mod
 //     ⌈in/64⌉ over part ⌊c/⌈in/64⌉⌋ of the row blocks (⌈⌈t/bt⌉/n⌉ each,
 //     counted at run time, so a part may be empty): its A tile loaded once,
@@ -124,10 +124,12 @@
 //     of a row group split its ⌈in/64⌉·rg steps (a chunk of one row
 //     block, chunk-major) evenly, part p taking [⌊p·S/isplit⌋,
 //     ⌊(p+1)·S/isplit⌋), so that a CTA may begin or end inside a chunk and
-//     add a partial sum of fewer than rg blocks. Without dX a step's group
-//     stays in flight while the next is issued: after committing step i
-//     the consumer waits until one group is pending (wgmma.wait_group 1)
-//     and releases step i−1's slot; a chunk's flush waits for all.
+//     add a partial sum of fewer than rg blocks. Without dX and with
+//     rg > 1 a step's group stays in flight while the next is issued:
+//     after committing step i the consumer waits until one group is
+//     pending (wgmma.wait_group 1) and releases step i−1's slot, unless
+//     step i begins a chunk; a flush (a chunk's last block, the CTA's last
+//     step) waits for all and releases its own step's slot.
 //   - With fold=1 (xload=tma) there is no finalize launch: after its
 //     wait each x-kernel CTA rounds a grid-strided share of db32 into dB
 //     and zeroes it; at its end the consumer warpgroup makes its red.adds

@@ -175,10 +175,11 @@ func (dt *dyTMA) produceDB(d dbCTA, h ptx.Reg) {
 	})
 }
 
-// consumeDH is a dh CTA's consumer: per chunk one wgmma group, dh += dY·B
-// (lagged: a group in flight while the next is issued; fused, also dB's
-// chunk dYᵀ·h, added into db32 once the group is complete and the slot
-// released); at the end dh goes out (dhOut).
+// consumeDH is a dh CTA's consumer: per chunk one wgmma group, dh += dY·B,
+// lagged (a group in flight while the next is issued); fused, the group
+// also computes dB's chunk dYᵀ·h, so it is waited for every chunk and
+// the chunk added into db32 once the slot is released. At the end dh
+// goes out (dhOut).
 func (dt *dyTMA) consumeDH(c cta, t, dh, dh32 ptx.Reg, f *fusedDB) {
 	k, g := dt.k, dt.g
 	var dhAcc [][]ptx.Reg
@@ -301,15 +302,15 @@ func (dt *dyTMA) dhOut(dh [][]ptx.Reg, row0, t, dhBuf, dh32 ptx.Reg) {
 	}
 }
 
-// lagged consumes the ring's steps from..cnt−1 whose wgmma groups only
+// lagged consumes the ring's steps from..end−1 whose wgmma groups only
 // accumulate (no register is read between them): per step it waits for
 // the slot, issues the group (issue, on the slot's data), commits it,
 // waits until only that group is pending and releases the step before's
 // slot (one elected thread a warp, lane0); after the last step it waits
 // for all and releases the last slot.
-func lagged(k *ptx.Func, cons *hopper.Cursor, base, lane0 ptx.Reg, from ptx.Operand, cnt ptx.Reg, issue func(slot ptx.Reg)) {
+func lagged(k *ptx.Func, cons *hopper.Cursor, base, lane0 ptx.Reg, from ptx.Operand, end ptx.Reg, issue func(slot ptx.Reg)) {
 	rel := hopper.NewReleaser(k, 1)
-	k.For(ptx.U32, from, cnt, ptx.Imm(1), func(i ptx.Reg) {
+	k.For(ptx.U32, from, end, ptx.Imm(1), func(i ptx.Reg) {
 		cons.WaitFull(base)
 		k.WgmmaFence()
 		issue(cons.Data(base))
@@ -318,5 +319,5 @@ func lagged(k *ptx.Func, cons *hopper.Cursor, base, lane0 ptx.Reg, from ptx.Oper
 		rel.Step(k.And(ptx.Pred, lane0, k.Setp("ne", ptx.U32, i, from)), cons, base)
 	})
 	k.WgmmaWait(0)
-	rel.Last(k.And(ptx.Pred, lane0, k.Setp("gt", ptx.U32, cnt, from)))
+	rel.Last(k.And(ptx.Pred, lane0, k.Setp("gt", ptx.U32, end, from)))
 }

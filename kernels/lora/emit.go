@@ -262,7 +262,9 @@ func newCTA(k *ptx.Func, rows, split, n int) cta {
 	}
 	nc, cc := chunks(n), gen.CeilDiv(chunks(n), split)
 	first := k.Mul(ptx.U32, part, ptx.Imm(cc))
-	// The rules leave no CTA without chunks: first < nc.
+	// The rules leave no CTA without chunks (first < nc) where the split
+	// is of chunks; the TMA x kernel's even split of steps (xKernel.steps)
+	// uses part alone.
 	cnt := k.Min(ptx.U32, k.Sub(ptx.U32, k.Mov(ptx.U32, ptx.Imm(nc)), first), ptx.Imm(cc))
 	return cta{row0: k.Mul(ptx.U32, block, ptx.Imm(rows)), first: first, cnt: cnt, part: part}
 }

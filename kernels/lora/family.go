@@ -234,17 +234,15 @@ func (family) Space(s Shape) variants.Typed[Params] {
 		}},
 		{Name: "x split", Axes: []string{"bt", "rg", "isplit", "xload", "fold"}, Check: func(p Params) error {
 			// (streaming, isplit = 1 passes)
-			groups := gen.CeilDiv(gen.CeilDiv(s.T, p.BT), p.RG)
-			if p.XLoad == "tma" && !p.Fold { // the steps split evenly
-				return splitOK("isplit", p.ISplit, chunks(s.In)*p.RG, groups, true)
-			}
-			return splitOK("isplit", p.ISplit, chunks(s.In), groups, false)
+			units, even := p.xUnits(s)
+			return splitOK("isplit", p.ISplit, units, gen.CeilDiv(gen.CeilDiv(s.T, p.BT), p.RG), even)
 		}},
-		{Name: "x fill", Axes: []string{"bt", "rg", "isplit", "tparts"}, Search: true, Check: func(p Params) error {
+		{Name: "x fill", Axes: []string{"bt", "rg", "isplit", "tparts", "xload", "fold"}, Search: true, Check: func(p Params) error {
 			if p.TParts > 0 {
 				return fills("tparts", p.TParts, gen.CeilDiv(s.T, p.BT), chunks(s.In))
 			}
-			return fills("isplit", p.ISplit, chunks(s.In), gen.CeilDiv(gen.CeilDiv(s.T, p.BT), p.RG))
+			units, _ := p.xUnits(s)
+			return fills("isplit", p.ISplit, units, gen.CeilDiv(gen.CeilDiv(s.T, p.BT), p.RG))
 		}},
 		{Name: searchWGMMARows, Axes: []string{"mma", "tparts", "xload"}, Search: true, Check: func(p Params) error {
 			if p.MMA == "wgmma" && p.TParts == 0 && p.XLoad != "tma" {
@@ -293,8 +291,11 @@ func (family) Space(s Shape) variants.Typed[Params] {
 			}
 			return nil
 		}},
-		{Name: "ring depth", Axes: []string{"bt", "stages", "osplit", "isplit", "rg", "tparts", "dbsplit"}, Check: func(p Params) error {
+		{Name: "ring depth", Axes: []string{"bt", "stages", "osplit", "isplit", "rg", "tparts", "dbsplit", "xload", "fold"}, Check: func(p Params) error {
 			xSteps := gen.CeilDiv(chunks(s.In), p.ISplit) * p.RG
+			if units, even := p.xUnits(s); even {
+				xSteps = gen.CeilDiv(units, p.ISplit)
+			}
 			if p.TParts > 0 {
 				xSteps = gen.CeilDiv(gen.CeilDiv(s.T, p.BT), p.TParts)
 			}
@@ -382,6 +383,16 @@ func fills(axis string, split, nc, rowBlocks int) error {
 		return fmt.Errorf("%s=%d: %d CTAs, under half a wave", axis, split, rowBlocks*split)
 	}
 	return nil
+}
+
+// xUnits are what the x kernel's isplit CTAs of a row group share: its
+// steps (a chunk of one row block), split evenly, with xload=tma and
+// fold=0 (xKernel.steps); else in's chunks, rg steps each.
+func (p Params) xUnits(s Shape) (units int, even bool) {
+	if p.XLoad == "tma" && !p.Fold {
+		return chunks(s.In) * p.RG, true
+	}
+	return chunks(s.In), false
 }
 
 // splitOK: split CTAs per row block over nc chunks (steps, split evenly

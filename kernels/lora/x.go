@@ -239,7 +239,7 @@ func (xk *xKernel) takeDH(fr xFrags, c cta, dh32, hi, lo, t, dh ptx.Reg) {
 	k := xk.k
 	var dhOut ptx.Reg
 	if dh.Valid() {
-		dhOut = k.Setp("eq", ptx.U32, c.first, ptx.Imm(0))
+		dhOut = k.Setp("eq", ptx.U32, c.part, ptx.Imm(0))
 	}
 	xk.splitDH(dh32, hi, lo, c.row0, t, dh, dhOut)
 	if xk.g.wgmma && xk.g.r < xk.g.hp {

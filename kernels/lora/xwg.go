@@ -15,9 +15,9 @@ import (
 //   - dA's chunk [64 × 64]: A dh's hi or lo tile read transposed (the rank
 //     as M, MN-major), B the x tile (MN-major), bt/16 k16 steps each;
 // then waits for it (the next step's copy overwrites this slot), stores
-// dX and, after the chunk's last row block, adds dA by red.add. Fed by
-// TMA without dX, the group stays in flight while the next is issued
-// (consumeTMA).
+// dX and, after the chunk's last row block (or, fed by TMA, the CTA's
+// last step), adds dA by red.add. Fed by TMA without dX, the group stays
+// in flight while the next is issued (consumeTMA).
 
 // emitXWG writes the wgmma x kernel.
 func emitXWG(k *ptx.Func, g geom, xp xParams) {
@@ -43,16 +43,18 @@ func emitXWG(k *ptx.Func, g geom, xp xParams) {
 	}, xr.ready, true)
 }
 
-// daAcc is dA's chunk in a wgmma x kernel: the hi and the lo products
-// in accumulators of their own (lo none with the planted dropLo), two
-// chains of wgmma that the tensor pipe overlaps, summed at the flush.
+// daAcc is dA's chunk in a wgmma x kernel. Without dX the hi and the lo
+// products have accumulators of their own, two chains of wgmma that the
+// tensor pipe overlaps, summed at the flush; with dX (whose accumulators
+// leave no registers for a second: 249–253 a thread at bt = 256) and with
+// the planted dropLo, lo is nil and both products chain into hi's.
 type daAcc [2][]ptx.Reg
 
 // daWG is dA's chunk accumulators, zeroed where the first step's
 // scale-d is a predicate ptxas cannot know false.
 func (xk *xKernel) daWG(zero bool) daAcc {
 	n := 2
-	if planted.dropLo {
+	if xk.g.dx || planted.dropLo {
 		n = 1
 	}
 	var da daAcc
@@ -119,21 +121,25 @@ func (xk *xKernel) wgIssue(slot, aTile, hi, lo ptx.Reg, da daAcc, first ptx.Oper
 	return dx
 }
 
-// wgDA issues dA += hiᵀ·x (into da[0]) and loᵀ·x (into da[1]) over the
-// step's row block, each chain's first product scaled by first (0
-// overwrites): A the hi or lo tile of the block (the rank as M,
-// MN-major), B the slot's x tile (MN-major).
+// wgDA issues dA += hiᵀ·x (into da[0]) and loᵀ·x (into da[1], or da[0]
+// where there is no da[1]) over the step's row block, each accumulator's
+// first product scaled by first (0 overwrites): A the hi or lo tile of
+// the block (the rank as M, MN-major), B the slot's x tile (MN-major).
 func (xk *xKernel) wgDA(ab ptx.Type, da daAcc, slot ptx.Reg, tiles []ptx.Reg, first ptx.Operand) {
 	k, g := xk.k, xk.g
 	for kt := range g.bt / 16 {
 		for ti, tile := range tiles {
+			acc := da[ti]
+			if acc == nil {
+				acc = da[0]
+			}
 			var scale ptx.Operand = ptx.Imm(1)
-			if kt == 0 {
+			if kt == 0 && (ti == 0 || da[ti] != nil) {
 				scale = first
 			}
 			a := k.WgmmaDesc(k.Add(ptx.U32, tile, ptx.Imm(kt*16*g.rowBytes)), g.tileBytes, 1024, ptx.Swizzle128B)
 			b := k.WgmmaDesc(k.Add(ptx.U32, slot, ptx.Imm(kt*16*g.rowBytes)), g.tileBytes, 1024, ptx.Swizzle128B)
-			k.Wgmma(ab, da[ti], a, b, ptx.WgmmaOpts{ScaleD: scale, TransA: true, TransB: true})
+			k.Wgmma(ab, acc, a, b, ptx.WgmmaOpts{ScaleD: scale, TransA: true, TransB: true})
 		}
 	}
 }
@@ -380,49 +386,49 @@ func (xk *xKernel) steps(c cta) (first, cnt ptx.Reg) {
 
 // consumeTMA is the TMA x kernel's consumer warpgroup: emitXWG's step on
 // each slot as it fills, the slot released once its wgmma are complete.
-// Without dX (whose accumulators are stored after each step) a step's
-// group stays in flight while the next is issued: the consumer waits
-// until one group is pending and releases the slot before (a chunk's
-// flush waits for all).
+// Without dX and over row groups (rg > 1: a flush every rg steps) a
+// step's group stays in flight while the next is issued: after committing
+// step i the consumer waits until one group is pending and releases step
+// i−1's slot, unless i begins a chunk (its flush, which waits for all,
+// released that slot already). A CTA's last step always flushes.
 func (xk *xKernel) consumeTMA(ring hopper.Ring, base ptx.Reg, c cta, first, cnt, hi, lo ptx.Reg, xp xParams) {
 	k, g := xk.k, xk.g
 	lane0 := k.Setp("eq", ptx.U32, xk.w.lane, ptx.Imm(0))
 	xr := xRing{c: c, hi: hi, lo: lo}
 	da := xk.daWG(g.rg > 1 || planted.keepDA)
 	cons := ring.Cursor(k)
+	lag := !g.dx && g.rg > 1
 	rel := hopper.NewReleaser(k, 1)
 	k.For(ptx.U32, ptx.Imm(0), cnt, ptx.Imm(1), func(i ptx.Reg) {
 		it := xk.item(k.Add(ptx.U32, first, i), c.row0)
 		col0 := k.Shl(ptx.U32, it.ch, ptx.Imm(6))
 		hiJ, loJ := xr.tiles(k, g, it)
 		// A CTA that begins inside a chunk adds onto daWG's zeros.
-		first := xk.firstScale(it, func() ptx.Reg { return k.Setp("ne", ptx.U32, i, ptx.Imm(0)) })
+		scale := xk.firstScale(it, func() ptx.Reg { return k.Setp("ne", ptx.U32, i, ptx.Imm(0)) })
 		cons.WaitFull(base)
 		slot := cons.Data(base)
-		if g.dx {
-			xk.wgStep(slot, k.Add(ptx.U32, slot, ptx.Imm(g.tileBytes)), hiJ, loJ, da, first, it.row0, col0, xp)
+		if lag {
+			xk.wgIssue(slot, ptx.Reg{}, hiJ, loJ, da, scale)
+			k.WgmmaWait(1)
+			inChunk := k.And(ptx.Pred, k.Setp("ne", ptx.U32, i, ptx.Imm(0)), k.Setp("ne", ptx.U32, it.j, ptx.Imm(0)))
+			rel.Step(k.And(ptx.Pred, lane0, inChunk), cons, base)
+		} else {
+			xk.wgStep(slot, k.Add(ptx.U32, slot, ptx.Imm(g.tileBytes)), hiJ, loJ, da, scale, it.row0, col0, xp)
 			cons.Release(base, lane0) // the group is complete
 			cons.Next()
-		} else {
-			xk.wgIssue(slot, ptx.Reg{}, hiJ, loJ, da, first)
-			k.WgmmaWait(1)
-			rel.Step(k.And(ptx.Pred, lane0, k.Setp("ne", ptx.U32, i, ptx.Imm(0))), cons, base)
 		}
 		var last ptx.Reg
 		if !g.fold {
 			last = k.Setp("eq", ptx.U32, i, k.Sub(ptx.U32, cnt, ptx.Imm(1))) // or end inside one
 		}
 		xk.afterBlockOr(it, last, func() {
-			if !g.dx {
+			if lag {
 				k.WgmmaWait(0)
+				rel.Last(lane0) // this step's slot
 			}
 			xk.flushDAWG(da, col0, xp.da32)
 		})
 	})
-	if !g.dx {
-		k.WgmmaWait(0)
-		rel.Last(k.And(ptx.Pred, lane0, k.Setp("ne", ptx.U32, cnt, ptx.Imm(0))))
-	}
 	if g.fold {
 		xk.foldEnd(c, xp.t, xp)
 	}
