@@ -36,12 +36,7 @@ var analysisOddSpecs = []string{
 // emits: sweep.Pick of one in n (every axis value, then spread), n = 16
 // (one in 4 with GRADTUNE_SWEEP=ci, all with full), and 32 by default, so
 // that the README's command stays under three minutes.
-func analysisSample() int {
-	if sweep.Current() == sweep.Sample {
-		return 32
-	}
-	return 16
-}
+func analysisSample() int { return sweep.ByDefault(32, 16) }
 
 // analysisScale divides analysisSample's share further for a family
 // whose space is that many times the others' (lora_bwd's mma, tparts and

@@ -137,9 +137,4 @@ func resolvedBuffers(t *testing.T, bufs []kernels.Buffer, env configs.Env) strin
 // runtimeVariantsPerShape is how many variants of each small shape
 // TestRuntimeDimsOnInterpreter runs at other values: 2 with
 // GRADTUNE_SWEEP=ci or full, 1 by default (the README's command).
-func runtimeVariantsPerShape() int {
-	if sweep.Current() == sweep.Sample {
-		return 1
-	}
-	return 2
-}
+func runtimeVariantsPerShape() int { return sweep.ByDefault(1, 2) }

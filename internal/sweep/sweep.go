@@ -71,6 +71,16 @@ func Current() Level {
 // Full reports whether the exhaustive sweeps are asked for.
 func Full() bool { return Current() == All }
 
+// ByDefault is atDefault at the default level and deeper with
+// GRADTUNE_SWEEP=ci or full: a count a test lowers where the README's
+// command must stay short.
+func ByDefault(atDefault, deeper int) int {
+	if Current() == Sample {
+		return atDefault
+	}
+	return deeper
+}
+
 // Every is the stride of a sweep of one in n at the current level:
 // SampleFactor·n by default, ⌈n/CIFactor⌉ with GRADTUNE_SWEEP=ci, 1 with
 // full.

@@ -25,6 +25,9 @@ func TestLevels(t *testing.T) {
 		{"full", All, 1, "all (GRADTUNE_SWEEP=full)"},
 	} {
 		setLevel(t, c.env)
+		if want := map[bool]int{true: 1, false: 2}[c.level == Sample]; ByDefault(1, 2) != want {
+			t.Errorf("GRADTUNE_SWEEP=%q: ByDefault(1, 2) = %d, want %d", c.env, ByDefault(1, 2), want)
+		}
 		if Current() != c.level || Every(12) != c.every || Describe(12) != c.desc || Full() != (c.level == All) {
 			t.Errorf("GRADTUNE_SWEEP=%q: level %v, Every(12) %d, %q", c.env, Current(), Every(12), Describe(12))
 		}

@@ -303,21 +303,28 @@ func (dt *dyTMA) dhOut(dh [][]ptx.Reg, row0, t, dhBuf, dh32 ptx.Reg) {
 }
 
 // lagged consumes the ring's steps from..end−1 whose wgmma groups only
-// accumulate (no register is read between them): per step it waits for
-// the slot, issues the group (issue, on the slot's data), commits it,
-// waits until only that group is pending and releases the step before's
-// slot (one elected thread a warp, lane0); after the last step it waits
-// for all and releases the last slot.
+// accumulate (no register is read between them), each by lagStep, the
+// step before's slot released from the second step on; after the last
+// step it waits for all and releases the last slot.
 func lagged(k *ptx.Func, cons *hopper.Cursor, base, lane0 ptx.Reg, from ptx.Operand, end ptx.Reg, issue func(slot ptx.Reg)) {
 	rel := hopper.NewReleaser(k, 1)
 	k.For(ptx.U32, from, end, ptx.Imm(1), func(i ptx.Reg) {
-		cons.WaitFull(base)
-		k.WgmmaFence()
-		issue(cons.Data(base))
-		k.WgmmaCommit()
-		k.WgmmaWait(1)
-		rel.Step(k.And(ptx.Pred, lane0, k.Setp("ne", ptx.U32, i, from)), cons, base)
+		lagStep(k, cons, rel, base, k.And(ptx.Pred, lane0, k.Setp("ne", ptx.U32, i, from)), issue)
 	})
 	k.WgmmaWait(0)
 	rel.Last(k.And(ptx.Pred, lane0, k.Setp("gt", ptx.U32, end, from)))
+}
+
+// lagStep is one step of a consumer that keeps a wgmma group in flight:
+// it waits for the cursor's slot, issues the step's group on its data
+// (issue, between the fence and the commit), waits until only that group
+// is pending and, where release holds (one elected thread a warp),
+// releases the step before's slot; the cursor moves on.
+func lagStep(k *ptx.Func, cons *hopper.Cursor, rel *hopper.Releaser, base, release ptx.Reg, issue func(slot ptx.Reg)) {
+	cons.WaitFull(base)
+	k.WgmmaFence()
+	issue(cons.Data(base))
+	k.WgmmaCommit()
+	k.WgmmaWait(1)
+	rel.Step(release, cons, base)
 }

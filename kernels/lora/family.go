@@ -292,9 +292,10 @@ func (family) Space(s Shape) variants.Typed[Params] {
 			return nil
 		}},
 		{Name: "ring depth", Axes: []string{"bt", "stages", "osplit", "isplit", "rg", "tparts", "dbsplit", "xload", "fold"}, Check: func(p Params) error {
-			xSteps := gen.CeilDiv(chunks(s.In), p.ISplit) * p.RG
-			if units, even := p.xUnits(s); even {
-				xSteps = gen.CeilDiv(units, p.ISplit)
+			units, even := p.xUnits(s)
+			xSteps := gen.CeilDiv(units, p.ISplit)
+			if !even {
+				xSteps *= p.RG
 			}
 			if p.TParts > 0 {
 				xSteps = gen.CeilDiv(gen.CeilDiv(s.T, p.BT), p.TParts)

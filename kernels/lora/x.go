@@ -200,11 +200,18 @@ func (xk *xKernel) setup(xp xParams, smem ptx.Reg, fr xFrags) xRing {
 			ac.issue(k.Add(ptx.U32, slot, ptx.Imm(g.tileBytes)), xp.a, imm(k, 0), col, ptx.Imm(g.r), ptx.Imm(g.in))
 		}
 	}
-	xr.first, xr.cnt = xr.c.first, xr.c.cnt
-	if g.rg > 1 {
-		xr.first, xr.cnt = k.Shl(ptx.U32, xr.first, ptx.Imm(gen.Log2(g.rg))), k.Shl(ptx.U32, xr.cnt, ptx.Imm(gen.Log2(g.rg)))
-	}
+	xr.first, xr.cnt = xk.chunkSteps(xr.c)
 	return xr
+}
+
+// chunkSteps are the first step and the step count of a CTA that takes
+// whole chunks (newCTA's first and cnt), rg steps a chunk.
+func (xk *xKernel) chunkSteps(c cta) (first, cnt ptx.Reg) {
+	if xk.g.rg == 1 {
+		return c.first, c.cnt
+	}
+	sh := ptx.Imm(gen.Log2(xk.g.rg))
+	return xk.k.Shl(ptx.U32, c.first, sh), xk.k.Shl(ptx.U32, c.cnt, sh)
 }
 
 // tiles are the hi and lo tiles of item it's row block.

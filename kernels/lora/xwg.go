@@ -90,34 +90,35 @@ func zeroedWG(k *ptx.Func) []ptx.Reg {
 	return acc
 }
 
-// wgStep issues a step's wgmma group (wgIssue), waits for it (the slot
+// wgStep issues a step's wgmma group (wgGroup), waits for it (the slot
 // is free after it) and stores dX's rows from row0 at column col0.
 func (xk *xKernel) wgStep(slot, aTile, hi, lo ptx.Reg, da daAcc, first ptx.Operand, row0, col0 ptx.Reg, xp xParams) {
-	dx := xk.wgIssue(slot, aTile, hi, lo, da, first)
-	xk.k.WgmmaWait(0)
+	k := xk.k
+	k.WgmmaFence()
+	dx := xk.wgGroup(slot, aTile, hi, lo, da, first)
+	k.WgmmaCommit()
+	k.WgmmaWait(0)
 	if xk.g.dx {
 		xk.storeDXWG(dx, row0, col0, xp.t, xp.dx)
 	}
 }
 
-// wgIssue issues and commits a step's wgmma group on the x tile in slot
-// and the hi and lo tiles (hi alone with the planted dropLo): with dX
-// its blocks from aTile, and dA's chunk into da, the first products
-// scaled by first. It returns dX's accumulators, in flight.
-func (xk *xKernel) wgIssue(slot, aTile, hi, lo ptx.Reg, da daAcc, first ptx.Operand) [][]ptx.Reg {
-	k, g := xk.k, xk.g
+// wgGroup issues a step's wgmma on the x tile in slot and the hi and lo
+// tiles (hi alone with the planted dropLo): with dX its blocks from
+// aTile, and dA's chunk into da, the first products scaled by first. It
+// returns dX's accumulators; the caller fences before and commits after.
+func (xk *xKernel) wgGroup(slot, aTile, hi, lo ptx.Reg, da daAcc, first ptx.Operand) [][]ptx.Reg {
+	g := xk.g
 	ab := gen.HalfType(g.dt)
 	tiles := []ptx.Reg{hi, lo}
 	if planted.dropLo {
 		tiles = tiles[:1]
 	}
-	k.WgmmaFence()
 	var dx [][]ptx.Reg
 	if g.dx {
 		dx = xk.wgDX(ab, aTile, tiles)
 	}
 	xk.wgDA(ab, da, slot, tiles, first)
-	k.WgmmaCommit()
 	return dx
 }
 
@@ -129,12 +130,12 @@ func (xk *xKernel) wgDA(ab ptx.Type, da daAcc, slot ptx.Reg, tiles []ptx.Reg, fi
 	k, g := xk.k, xk.g
 	for kt := range g.bt / 16 {
 		for ti, tile := range tiles {
-			acc := da[ti]
-			if acc == nil {
-				acc = da[0]
+			acc, own := da[ti], true
+			if acc == nil { // lo's products chain into hi's accumulator
+				acc, own = da[0], ti == 0
 			}
 			var scale ptx.Operand = ptx.Imm(1)
-			if kt == 0 && (ti == 0 || da[ti] != nil) {
+			if kt == 0 && own {
 				scale = first
 			}
 			a := k.WgmmaDesc(k.Add(ptx.U32, tile, ptx.Imm(kt*16*g.rowBytes)), g.tileBytes, 1024, ptx.Swizzle128B)
@@ -372,11 +373,7 @@ func emitXTMA(k *ptx.Func, g geom, xp xParams) {
 func (xk *xKernel) steps(c cta) (first, cnt ptx.Reg) {
 	k, g := xk.k, xk.g
 	if g.fold {
-		if g.rg == 1 {
-			return c.first, c.cnt
-		}
-		sh := ptx.Imm(gen.Log2(g.rg))
-		return k.Shl(ptx.U32, c.first, sh), k.Shl(ptx.U32, c.cnt, sh)
+		return xk.chunkSteps(c)
 	}
 	s := chunks(g.in) * g.rg
 	at := func(p ptx.Reg) ptx.Reg { return k.Div(ptx.U32, k.Mul(ptx.U32, p, ptx.Imm(s)), ptx.Imm(g.isplit)) }
@@ -405,14 +402,14 @@ func (xk *xKernel) consumeTMA(ring hopper.Ring, base ptx.Reg, c cta, first, cnt,
 		hiJ, loJ := xr.tiles(k, g, it)
 		// A CTA that begins inside a chunk adds onto daWG's zeros.
 		scale := xk.firstScale(it, func() ptx.Reg { return k.Setp("ne", ptx.U32, i, ptx.Imm(0)) })
-		cons.WaitFull(base)
-		slot := cons.Data(base)
 		if lag {
-			xk.wgIssue(slot, ptx.Reg{}, hiJ, loJ, da, scale)
-			k.WgmmaWait(1)
 			inChunk := k.And(ptx.Pred, k.Setp("ne", ptx.U32, i, ptx.Imm(0)), k.Setp("ne", ptx.U32, it.j, ptx.Imm(0)))
-			rel.Step(k.And(ptx.Pred, lane0, inChunk), cons, base)
+			lagStep(k, cons, rel, base, k.And(ptx.Pred, lane0, inChunk), func(slot ptx.Reg) {
+				xk.wgGroup(slot, ptx.Reg{}, hiJ, loJ, da, scale)
+			})
 		} else {
+			cons.WaitFull(base)
+			slot := cons.Data(base)
 			xk.wgStep(slot, k.Add(ptx.U32, slot, ptx.Imm(g.tileBytes)), hiJ, loJ, da, scale, it.row0, col0, xp)
 			cons.Release(base, lane0) // the group is complete
 			cons.Next()
