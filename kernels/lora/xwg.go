@@ -404,6 +404,9 @@ func (xk *xKernel) consumeTMA(ring hopper.Ring, base ptx.Reg, c cta, first, cnt,
 		scale := xk.firstScale(it, func() ptx.Reg { return k.Setp("ne", ptx.U32, i, ptx.Imm(0)) })
 		if lag {
 			inChunk := k.And(ptx.Pred, k.Setp("ne", ptx.U32, i, ptx.Imm(0)), k.Setp("ne", ptx.U32, it.j, ptx.Imm(0)))
+			if planted.releaseTwice {
+				inChunk = k.Setp("ne", ptx.U32, i, ptx.Imm(0))
+			}
 			lagStep(k, cons, rel, base, k.And(ptx.Pred, lane0, inChunk), func(slot ptx.Reg) {
 				xk.wgGroup(slot, ptx.Reg{}, hiJ, loJ, da, scale)
 			})

@@ -47,6 +47,11 @@ type ctaRun struct {
 	warps  []*warp
 	smem   []byte
 	shadow []shadow
+	// wgRead holds, per 16-byte chunk of shared memory and warp, the
+	// stamp of the interval in which the warp's last retired wgmma read
+	// the chunk (0: none); a TMA or bulk load into the chunk is checked
+	// against each (race.go).
+	wgRead []uint32
 	// The race detector's clock: clock numbers intervals (stamps); every
 	// access stamped below floor happens before everything now.
 	clock, floor uint32
@@ -103,6 +108,9 @@ func newCtaRun(l *launchCtx) *ctaRun {
 	c := &ctaRun{l: l, smem: make([]byte, l.smem)}
 	if l.race && l.smem > 0 {
 		c.shadow = make([]shadow, (l.smem+1)/2)
+		if l.hopper {
+			c.wgRead = make([]uint32, (l.smem+15)/16*l.nwarps)
+		}
 	}
 	if l.k.localBytes > 0 {
 		c.local = make([]byte, l.k.localBytes*l.nthreads)
@@ -140,6 +148,7 @@ func (c *ctaRun) resetAt(ctaid [3]int) {
 	}
 	if c.clock > 1<<31 { // far from wrapping around: start the stamps again
 		clear(c.shadow)
+		clear(c.wgRead)
 		c.clock = 0
 	}
 	c.done = 0

@@ -87,7 +87,9 @@
 // (the pause of a spin loop on a flag in global memory) and after an
 // atom or red with release semantics (so that a warp waiting on the flag
 // it raises runs before it writes anything more: a flag raised before its
-// data shows). Yielded warps run again once no other warp can run and
+// data shows) and after an mbarrier.arrive (so that a producer its
+// arrival wakes loads while the consumer's wgmma may still be in flight:
+// a slot released early shows). Yielded warps run again once no other warp can run and
 // every in-flight TMA load has completed. A barrier
 // phase completes on the arrival that completes its count (or on the
 // exit of the last warp a whole-CTA barrier waited for). When no warp
@@ -125,7 +127,8 @@
 //     only its rows of A and all of B). Until the wgmma.wait_group that
 //     retires its group, no instruction but wgmma may read or write its
 //     accumulator or A registers (ErrAsync), no generic store and no TMA
-//     load may write the shared memory it reads (ErrAsync), and a warp
+//     or bulk load may write the shared memory it reads, nor be issued
+//     into it (ErrAsync), and a warp
 //     may not exit. A warp's first wgmma.mma_async must follow a
 //     wgmma.fence. wgmma.*, setmaxnreg are warpgroup-collective: all 32
 //     lanes of all four warps of a complete warpgroup execute the same
@@ -207,7 +210,14 @@
 // interval): a write is then checked against that interval for every
 // one of them, which is conservative (it can report a race that a
 // reader's earlier interval would have excused) when readers of
-// different intervals are merged.
+// different intervals are merged. A wgmma's shared-memory operands count
+// as read by its warp in the interval of the wgmma.wait_group that
+// retires it, kept per warp and 16-byte chunk; a TMA or bulk load into
+// the CTA's own shared memory is checked at issue against each such read
+// (ErrRace): the reading warp must have released the slot after its wait
+// and the issuing thread's mbarrier wait must have acquired that release
+// (a slot released before the wait, by another warp, or twice, so that
+// the producer's wait acquires an earlier release, fails here).
 //
 // wgmma numerics: the 16 products of a k16 step are exact in float64,
 // summed in k order in float64, added to the old accumulator (scale-d)

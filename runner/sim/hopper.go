@@ -472,7 +472,9 @@ func (w *warp) mbarUpdate(in *inst, mask uint32) error {
 			}
 		}
 		if mb.pending == 0 && mb.tx == 0 {
-			c.completePhase(mb)
+			if err := c.completePhase(mb); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -481,7 +483,7 @@ func (w *warp) mbarUpdate(in *inst, mask uint32) error {
 // completePhase ends the current phase of mb (of CTA c): the next
 // begins, waiters whose phase completed are released (their try_wait
 // returns true), and a new race-detection interval begins.
-func (c *ctaRun) completePhase(mb *mbarrier) {
+func (c *ctaRun) completePhase(mb *mbarrier) error {
 	mb.done[mb.phase&1], mb.rel = mb.rel, [32]uint32{}
 	mb.phase++
 	mb.pending, mb.tx = mb.count, 0
@@ -499,6 +501,7 @@ func (c *ctaRun) completePhase(mb *mbarrier) {
 		w.state = wsRun
 	}
 	mb.waiters = keep
+	return nil
 }
 
 // mbarWait executes try_wait (blocking until the phase completes: it

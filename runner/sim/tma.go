@@ -238,11 +238,19 @@ func (w *warp) tmaLoad(in *inst, mask uint32) error {
 				op.targets = append(op.targets, c.cl.ctas[bits.TrailingZeros32(cm)])
 			}
 		}
+		if dc == c {
+			if err := w.asyncWriteCheck(in, l, dst, n); err != nil {
+				return err
+			}
+		}
 		for _, t := range op.targets {
 			if t.hs.mbars[bar] == nil {
 				return w.fault(in, l, ErrUninitialized, uint64(bar), true, "TMA load signals an mbarrier that mbarrier.init never initialized")
 			}
 			for ch := dst >> 4; ch < (dst+uint32(n))>>4; ch++ {
+				if t.hs.asyncRd[ch] != 0 {
+					return w.fault(in, l, ErrAsync, uint64(ch)*16, true, inFlightRead)
+				}
 				t.hs.asyncWr[ch]++
 			}
 		}
@@ -250,6 +258,9 @@ func (w *warp) tmaLoad(in *inst, mask uint32) error {
 	}
 	return nil
 }
+
+// inFlightRead says why a load into shared memory may not be issued.
+const inFlightRead = "is issued into shared memory that an in-flight wgmma.mma_async or bulk store still reads (its slot released before wgmma.wait_group or cp.async.bulk.wait_group, or released twice)"
 
 // asyncCopy is an in-flight asynchronous copy into shared memory that
 // completes transactions on an mbarrier: a TMA load or a bulk copy.
@@ -293,7 +304,9 @@ func (op *tmaOp) complete() error {
 			return w.fault(op.in, op.lane, ErrUninitialized, uint64(op.bar), true, "TMA load completes on an mbarrier that is no longer initialized")
 		}
 		if mb.tx -= int64(n); mb.pending == 0 && mb.tx == 0 {
-			t.completePhase(mb)
+			if err := t.completePhase(mb); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -421,7 +434,8 @@ func (w *warp) bulkToCluster(in *inst, mask uint32) error {
 				return w.fault(in, l, ErrAsync, uint64(ch)*16, true, "cp.async.bulk reads shared memory that "+why)
 			}
 		}
-		dc, dst, bar, err := w.bulkDest(in, l, n)
+		ownSrc := func(ch uint32) bool { return ch >= src>>4 && ch < (src+n)>>4 } // a copy onto its own source
+		dc, dst, bar, err := w.bulkDest(in, l, n, ownSrc)
 		if err != nil {
 			return err
 		}
@@ -461,7 +475,7 @@ func (op *bulkOp) complete() error {
 		return op.w.fault(op.in, op.lane, ErrUninitialized, uint64(op.bar), true, "a bulk copy completes on an mbarrier that is no longer initialized")
 	}
 	if mb.tx -= int64(op.n); mb.pending == 0 && mb.tx == 0 {
-		t.completePhase(mb)
+		return t.completePhase(mb)
 	}
 	return nil
 }
@@ -470,7 +484,7 @@ func (op *bulkOp) complete() error {
 // memory (n bytes, 16-aligned) and its mbarrier, which must be in the
 // same CTA, and counts the destination as written until the copy
 // completes.
-func (w *warp) bulkDest(in *inst, l int, n uint32) (*ctaRun, uint32, uint32, error) {
+func (w *warp) bulkDest(in *inst, l int, n uint32, own func(ch uint32) bool) (*ctaRun, uint32, uint32, error) {
 	dc, dst, err := w.sharedAt(in, l, w.lanes(in.a[0])[l]+uint64(in.imm), int(n), 16)
 	if err != nil {
 		return nil, 0, 0, err
@@ -482,7 +496,15 @@ func (w *warp) bulkDest(in *inst, l int, n uint32) (*ctaRun, uint32, uint32, err
 	if bc != dc {
 		return nil, 0, 0, w.fault(in, l, ErrTrap, uint64(bar), true, "the destination and the mbarrier of a bulk copy are in different CTAs")
 	}
+	if dc == w.c {
+		if err := w.asyncWriteCheck(in, l, dst, int(n)); err != nil {
+			return nil, 0, 0, err
+		}
+	}
 	for ch := dst >> 4; ch < (dst+n)>>4; ch++ {
+		if dc.hs.asyncRd[ch] != 0 && !(dc == w.c && own(ch)) {
+			return nil, 0, 0, w.fault(in, l, ErrAsync, uint64(ch)*16, true, inFlightRead)
+		}
 		dc.hs.asyncWr[ch]++
 	}
 	return dc, dst, bar, nil
@@ -527,7 +549,7 @@ func (w *warp) bulkFromGlobal(in *inst, mask uint32) error {
 		if err != nil {
 			return err
 		}
-		dc, dst, bar, err := w.bulkDest(in, l, n)
+		dc, dst, bar, err := w.bulkDest(in, l, n, func(uint32) bool { return false })
 		if err != nil {
 			return err
 		}

@@ -344,6 +344,7 @@ func (w *warp) wgWait(n int) {
 		}
 		for _, ch := range g.chunks {
 			rd[ch]--
+			w.asyncReadDone(ch)
 		}
 	}
 }
