@@ -64,9 +64,7 @@
 //     accumulators [64 × 64] held to the end and dB's chunk dYᵀ·h (the dY
 //     tile read transposed), waits for it, releases the slot (an arrival a
 //     warp) and adds s·dB's chunk into db32 by red.add; dh goes out as
-//     above. Where a group only accumulates (the dh CTAs and the dB CTAs
-//     of dbsplit, below) it stays in flight while the next is issued, and
-//     the slot is released a step late (wgmma.wait_group 1).
+//     above.
 //   - With dbsplit = n > 0 (dyload=tma) the dY kernel's launch has
 //     ⌈out/64⌉·n CTAs more, after the ⌈t/bt⌉·osplit of dh (counted at
 //     run time): dB CTA j takes chunk ⌊j/n⌋ of out over part j mod n of
@@ -103,9 +101,7 @@
 //     columns past r zeroed). Per step one wgmma group: dX's [64 × 64]
 //     blocks (A dh's hi or lo rows, K-major; B the A tile, MN-major) and
 //     dA's chunk [64 × 64] (A the hi or lo tile read transposed, the rank
-//     as M; B the x tile, MN-major; without dX the hi and the lo
-//     products in accumulators of their own, summed before the red.add);
-//     each thread fences its copies and stores for the async proxy before
+//     as M; B the x tile, MN-major); each thread fences its copies and stores for the async proxy before
 //     the ring's barrier, and the group is waited for before the next
 //     step's copy overwrites the slot.
 //     With tparts = n > 0 (rg = isplit = 1) CTA c takes chunk c mod
@@ -124,12 +120,10 @@
 //     of a row group split its ⌈in/64⌉·rg steps (a chunk of one row
 //     block, chunk-major) evenly, part p taking [⌊p·S/isplit⌋,
 //     ⌊(p+1)·S/isplit⌋), so that a CTA may begin or end inside a chunk and
-//     add a partial sum of fewer than rg blocks. Without dX and with
-//     rg > 1 a step's group stays in flight while the next is issued:
-//     after committing step i the consumer waits until one group is
-//     pending (wgmma.wait_group 1) and releases step i−1's slot, unless
-//     step i begins a chunk; a flush (a chunk's last block, the CTA's last
-//     step) waits for all and releases its own step's slot.
+//     add a partial sum of fewer than rg blocks. Every consumer waits for
+//     its group before it releases the slot: keeping a group in flight
+//     (wait_group 1, the slot released a step late) holds one slot more
+//     and gained nothing on an H100 (testdata/issue27/ab-1207b-h100).
 //   - With fold=1 (xload=tma) there is no finalize launch: after its
 //     wait each x-kernel CTA rounds a grid-strided share of db32 into dB
 //     and zeroes it; at its end the consumer warpgroup makes its red.adds

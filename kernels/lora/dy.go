@@ -216,7 +216,5 @@ func storeDHPair(k *ptx.Func, g geom, row, col ptx.Reg, v []ptx.Reg, ok, dh, dh3
 // zeroing of dA's accumulators after a chunk's row group (rg > 1: the
 // next chunk adds the last one's sums), drawEarly (fold) takes a chunk's
 // first ticket for its last, dropBlock (dbsplit) has each dB CTA skip the
-// first row block of its part, releaseTwice has the TMA x kernel's
-// lagging consumer release at a chunk's first step the slot its flush
-// released already.
-var planted struct{ dropStep, dropLo, keepDA, drawEarly, dropBlock, releaseTwice bool }
+// first row block of its part.
+var planted struct{ dropStep, dropLo, keepDA, drawEarly, dropBlock bool }

@@ -175,11 +175,9 @@ func (dt *dyTMA) produceDB(d dbCTA, h ptx.Reg) {
 	})
 }
 
-// consumeDH is a dh CTA's consumer: per chunk one wgmma group, dh += dY·B,
-// lagged (a group in flight while the next is issued); fused, the group
-// also computes dB's chunk dYᵀ·h, so it is waited for every chunk and
-// the chunk added into db32 once the slot is released. At the end dh
-// goes out (dhOut).
+// consumeDH is a dh CTA's consumer: per chunk one wgmma group, dh += dY·B
+// (and, fused, dB's chunk dYᵀ·h, added into db32 once the slot is
+// released); at the end dh goes out (dhOut).
 func (dt *dyTMA) consumeDH(c cta, t, dh, dh32 ptx.Reg, f *fusedDB) {
 	k, g := dt.k, dt.g
 	var dhAcc [][]ptx.Reg
@@ -191,37 +189,44 @@ func (dt *dyTMA) consumeDH(c cta, t, dh, dh32 ptx.Reg, f *fusedDB) {
 	}
 	cons := dt.ring.Cursor(k)
 	lane0 := k.Setp("eq", ptx.U32, dt.w.lane, ptx.Imm(0))
-	if f == nil {
-		lagged(k, cons, dt.base, lane0, ptx.Imm(0), c.cnt, func(slot ptx.Reg) { dt.dhGroup(slot, dhAcc) })
-		dt.dhOut(dhAcc, c.row0, t, dh, dh32)
-		return
-	}
 	k.For(ptx.U32, ptx.Imm(0), c.cnt, ptx.Imm(1), func(i ptx.Reg) {
 		cons.WaitFull(dt.base)
 		slot := cons.Data(dt.base)
 		k.WgmmaFence()
 		dt.dhGroup(slot, dhAcc)
-		db := k.WgmmaAcc(chunk)
-		dt.dbGroup(slot, f.hTile, db, true)
+		var db []ptx.Reg
+		if f != nil {
+			db = k.WgmmaAcc(chunk)
+			dt.dbGroup(slot, f.hTile, db, true)
+		}
 		k.WgmmaCommit()
 		k.WgmmaWait(0)
 		cons.Release(dt.base, lane0) // the group is complete
 		cons.Next()
-		dt.flushDB(db, k.Add(ptx.U32, c.first, i), f.db32)
+		if f != nil {
+			dt.flushDB(db, k.Add(ptx.U32, c.first, i), f.db32)
+		}
 	})
 	dt.dhOut(dhAcc, c.row0, t, dh, dh32)
 }
 
 // consumeDB is a dB CTA's consumer: per row block one wgmma group adds
-// dYᵀ·h into the chunk's accumulator (lagged); at the end s times it
-// goes into db32 by red.add.
+// dYᵀ·h into the chunk's accumulator; at the end s times it goes into
+// db32 by red.add.
 func (dt *dyTMA) consumeDB(d dbCTA, db32 ptx.Reg) {
 	k, g := dt.k, dt.g
 	acc := zeroedWG(k)
 	cons := dt.ring.Cursor(k)
 	lane0 := k.Setp("eq", ptx.U32, dt.w.lane, ptx.Imm(0))
-	lagged(k, cons, dt.base, lane0, ptx.Imm(d.start), d.cnt, func(slot ptx.Reg) {
+	k.For(ptx.U32, ptx.Imm(d.start), d.cnt, ptx.Imm(1), func(ptx.Reg) {
+		cons.WaitFull(dt.base)
+		slot := cons.Data(dt.base)
+		k.WgmmaFence()
 		dt.dbGroup(slot, k.Add(ptx.U32, slot, ptx.Imm(g.tileBytes)), acc, false)
+		k.WgmmaCommit()
+		k.WgmmaWait(0)
+		cons.Release(dt.base, lane0)
+		cons.Next()
 	})
 	k.If(k.Setp("gt", ptx.U32, d.cnt, ptx.Imm(d.start)), func() { dt.flushDB(acc, d.chunk, db32) })
 }
@@ -300,31 +305,4 @@ func (dt *dyTMA) dhOut(dh [][]ptx.Reg, row0, t, dhBuf, dh32 ptx.Reg) {
 			}
 		}
 	}
-}
-
-// lagged consumes the ring's steps from..end−1 whose wgmma groups only
-// accumulate (no register is read between them), each by lagStep, the
-// step before's slot released from the second step on; after the last
-// step it waits for all and releases the last slot.
-func lagged(k *ptx.Func, cons *hopper.Cursor, base, lane0 ptx.Reg, from ptx.Operand, end ptx.Reg, issue func(slot ptx.Reg)) {
-	rel := hopper.NewReleaser(k, 1)
-	k.For(ptx.U32, from, end, ptx.Imm(1), func(i ptx.Reg) {
-		lagStep(k, cons, rel, base, k.And(ptx.Pred, lane0, k.Setp("ne", ptx.U32, i, from)), issue)
-	})
-	k.WgmmaWait(0)
-	rel.Last(k.And(ptx.Pred, lane0, k.Setp("gt", ptx.U32, end, from)))
-}
-
-// lagStep is one step of a consumer that keeps a wgmma group in flight:
-// it waits for the cursor's slot, issues the step's group on its data
-// (issue, between the fence and the commit), waits until only that group
-// is pending and, where release holds (one elected thread a warp),
-// releases the step before's slot; the cursor moves on.
-func lagStep(k *ptx.Func, cons *hopper.Cursor, rel *hopper.Releaser, base, release ptx.Reg, issue func(slot ptx.Reg)) {
-	cons.WaitFull(base)
-	k.WgmmaFence()
-	issue(cons.Data(base))
-	k.WgmmaCommit()
-	k.WgmmaWait(1)
-	rel.Step(release, cons, base)
 }

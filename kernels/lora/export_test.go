@@ -1,8 +1,8 @@
 package lora
 
 // Plant sets a bug emission plants (see planted) until the returned
-// function restores it: "dropStep", "dropLo", "keepDA", "drawEarly",
-// "dropBlock" or "releaseTwice".
+// function restores it: "dropStep", "dropLo", "keepDA", "drawEarly" or
+// "dropBlock".
 func Plant(bug string) (restore func()) {
 	old := planted
 	switch bug {
@@ -16,8 +16,6 @@ func Plant(bug string) (restore func()) {
 		planted.drawEarly = true
 	case "dropBlock":
 		planted.dropBlock = true
-	case "releaseTwice":
-		planted.releaseTwice = true
 	default:
 		panic("no planted bug " + bug)
 	}

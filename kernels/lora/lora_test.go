@@ -394,33 +394,6 @@ func TestDBSplitSumsEveryBlock(t *testing.T) {
 	}
 }
 
-// TestRingSlotReleasedOnce: the lagging consumer of the TMA x kernel
-// (rg > 1, no dX) releases each slot once. One that releases at a
-// chunk's first step the slot the chunk's flush released already moves
-// that slot's empty barrier a phase ahead of the producer, which then
-// loads over a slot whose wgmma read came after the release it waited
-// for: the interpreter's race check must say so (two- and three-slot
-// rings, row groups of several chunks, steps split over two CTAs).
-func TestRingSlotReleasedOnce(t *testing.T) {
-	const race = "loads into shared memory that a wgmma of warp 4 read with no release ordering the two"
-	for _, c := range []struct{ params, want string }{
-		{"bt=64,warps=4,stages=2,osplit=1,isplit=1,rg=2,pdl=1,maxnreg=0,tparts=0,mma=wgmma,xload=tma,dyload=cp", race},
-		{"bt=64,warps=4,stages=3,osplit=1,isplit=2,rg=4,pdl=1,maxnreg=0,tparts=0,mma=wgmma,xload=tma,dyload=tma", race},
-	} {
-		ss, emit := plantable(t, "t=600,in=264,out=72,r=24,dx=base", c.params)
-		good, bad := emit(""), emit("releaseTwice")
-		if err := simtest.ValidateProgram(ss, good); err != nil {
-			t.Fatalf("%s: the unbroken program: %v", c.params, err)
-		}
-		if bad.PTX == good.PTX {
-			t.Fatalf("%s: the bug was not planted", c.params)
-		}
-		if err := simtest.ValidateProgram(ss, bad); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: validation says %v, want %q", c.params, err, c.want)
-		}
-	}
-}
-
 // plantable prepares an interpreter session for the bf16 shape spec and
 // returns it with the emitter of params' program, a named bug planted
 // (none for "").

@@ -16,8 +16,7 @@ import (
 //     as M, MN-major), B the x tile (MN-major), bt/16 k16 steps each;
 // then waits for it (the next step's copy overwrites this slot), stores
 // dX and, after the chunk's last row block (or, fed by TMA, the CTA's
-// last step), adds dA by red.add. Fed by TMA without dX, the group stays
-// in flight while the next is issued (consumeTMA).
+// last step), adds dA by red.add.
 
 // emitXWG writes the wgmma x kernel.
 func emitXWG(k *ptx.Func, g geom, xp xParams) {
@@ -43,41 +42,13 @@ func emitXWG(k *ptx.Func, g geom, xp xParams) {
 	}, xr.ready, true)
 }
 
-// daAcc is dA's chunk in a wgmma x kernel. Without dX the hi and the lo
-// products have accumulators of their own, two chains of wgmma that the
-// tensor pipe overlaps, summed at the flush; with dX (whose accumulators
-// leave no registers for a second: 249–253 a thread at bt = 256) and with
-// the planted dropLo, lo is nil and both products chain into hi's.
-type daAcc [2][]ptx.Reg
-
-// daWG is dA's chunk accumulators, zeroed where the first step's
-// scale-d is a predicate ptxas cannot know false.
-func (xk *xKernel) daWG(zero bool) daAcc {
-	n := 2
-	if xk.g.dx || planted.dropLo {
-		n = 1
+// daWG is dA's chunk accumulator of a wgmma x kernel, zeroed where the
+// first step's scale-d is a predicate ptxas cannot know false.
+func (xk *xKernel) daWG(zero bool) []ptx.Reg {
+	if zero {
+		return zeroedWG(xk.k)
 	}
-	var da daAcc
-	for i := range n {
-		if zero {
-			da[i] = zeroedWG(xk.k)
-		} else {
-			da[i] = xk.k.WgmmaAcc(chunk)
-		}
-	}
-	return da
-}
-
-// sum is the chunk's dA: hi's products plus lo's.
-func (da daAcc) sum(k *ptx.Func) []ptx.Reg {
-	if da[1] == nil {
-		return da[0]
-	}
-	s := make([]ptx.Reg, len(da[0]))
-	for i := range s {
-		s[i] = k.Add(ptx.F32, da[0][i], da[1][i])
-	}
-	return s
+	return xk.k.WgmmaAcc(chunk)
 }
 
 // zeroedWG is a wgmma accumulator [64 × 64] of zeros, zeroed here (not
@@ -90,57 +61,45 @@ func zeroedWG(k *ptx.Func) []ptx.Reg {
 	return acc
 }
 
-// wgStep issues a step's wgmma group (wgGroup), waits for it (the slot
-// is free after it) and stores dX's rows from row0 at column col0.
-func (xk *xKernel) wgStep(slot, aTile, hi, lo ptx.Reg, da daAcc, first ptx.Operand, row0, col0 ptx.Reg, xp xParams) {
-	k := xk.k
-	k.WgmmaFence()
-	dx := xk.wgGroup(slot, aTile, hi, lo, da, first)
-	k.WgmmaCommit()
-	k.WgmmaWait(0)
-	if xk.g.dx {
-		xk.storeDXWG(dx, row0, col0, xp.t, xp.dx)
-	}
-}
-
-// wgGroup issues a step's wgmma on the x tile in slot and the hi and lo
-// tiles (hi alone with the planted dropLo): with dX its blocks from
-// aTile, and dA's chunk into da, the first products scaled by first. It
-// returns dX's accumulators; the caller fences before and commits after.
-func (xk *xKernel) wgGroup(slot, aTile, hi, lo ptx.Reg, da daAcc, first ptx.Operand) [][]ptx.Reg {
-	g := xk.g
+// wgStep issues a step's wgmma group on the x tile in slot and the hi
+// and lo tiles (hi alone with the planted dropLo): with dX its blocks
+// from aTile, and dA's chunk into da, the first product scaled by first;
+// it waits for the group (the slot is free after it) and stores dX's
+// rows from row0 at column col0.
+func (xk *xKernel) wgStep(slot, aTile, hi, lo ptx.Reg, da []ptx.Reg, first ptx.Operand, row0, col0 ptx.Reg, xp xParams) {
+	k, g := xk.k, xk.g
 	ab := gen.HalfType(g.dt)
 	tiles := []ptx.Reg{hi, lo}
 	if planted.dropLo {
 		tiles = tiles[:1]
 	}
+	k.WgmmaFence()
 	var dx [][]ptx.Reg
 	if g.dx {
 		dx = xk.wgDX(ab, aTile, tiles)
 	}
 	xk.wgDA(ab, da, slot, tiles, first)
-	return dx
+	k.WgmmaCommit()
+	k.WgmmaWait(0)
+	if g.dx {
+		xk.storeDXWG(dx, row0, col0, xp.t, xp.dx)
+	}
 }
 
-// wgDA issues dA += hiᵀ·x (into da[0]) and loᵀ·x (into da[1], or da[0]
-// where there is no da[1]) over the step's row block, each accumulator's
+// wgDA issues dA += hiᵀ·x + loᵀ·x over the step's row block into da, the
 // first product scaled by first (0 overwrites): A the hi or lo tile of
 // the block (the rank as M, MN-major), B the slot's x tile (MN-major).
-func (xk *xKernel) wgDA(ab ptx.Type, da daAcc, slot ptx.Reg, tiles []ptx.Reg, first ptx.Operand) {
+func (xk *xKernel) wgDA(ab ptx.Type, da []ptx.Reg, slot ptx.Reg, tiles []ptx.Reg, first ptx.Operand) {
 	k, g := xk.k, xk.g
 	for kt := range g.bt / 16 {
 		for ti, tile := range tiles {
-			acc, own := da[ti], true
-			if acc == nil { // lo's products chain into hi's accumulator
-				acc, own = da[0], ti == 0
-			}
 			var scale ptx.Operand = ptx.Imm(1)
-			if kt == 0 && own {
+			if kt == 0 && ti == 0 {
 				scale = first
 			}
 			a := k.WgmmaDesc(k.Add(ptx.U32, tile, ptx.Imm(kt*16*g.rowBytes)), g.tileBytes, 1024, ptx.Swizzle128B)
 			b := k.WgmmaDesc(k.Add(ptx.U32, slot, ptx.Imm(kt*16*g.rowBytes)), g.tileBytes, 1024, ptx.Swizzle128B)
-			k.Wgmma(ab, acc, a, b, ptx.WgmmaOpts{ScaleD: scale, TransA: true, TransB: true})
+			k.Wgmma(ab, da, a, b, ptx.WgmmaOpts{ScaleD: scale, TransA: true, TransB: true})
 		}
 	}
 }
@@ -195,11 +154,10 @@ func (w warpCtx) wgRow(k *ptx.Func) ptx.Reg {
 	return k.Add(ptx.U32, k.Shl(ptx.U32, k.And(ptx.U32, w.warp, ptx.Imm(3)), ptx.Imm(4)), w.g4)
 }
 
-// flushDAWG adds dA's chunk (columns from col0) into da32
+// flushDAWG adds dA's chunk accumulator (columns from col0) into da32
 // [r × in]: rank rows at or past r and columns past in left out.
-func (xk *xKernel) flushDAWG(da daAcc, col0, da32 ptx.Reg) {
+func (xk *xKernel) flushDAWG(acc []ptx.Reg, col0, da32 ptx.Reg) {
 	k, g, w := xk.k, xk.g, xk.w
-	acc := da.sum(k)
 	row := xk.w.wgRow(k)
 	col := k.Add(ptx.U32, col0, w.tig)
 	ok := func(row, cn ptx.Reg) ptx.Reg {
@@ -382,52 +340,30 @@ func (xk *xKernel) steps(c cta) (first, cnt ptx.Reg) {
 }
 
 // consumeTMA is the TMA x kernel's consumer warpgroup: emitXWG's step on
-// each slot as it fills, the slot released once its wgmma are complete.
-// Without dX and over row groups (rg > 1: a flush every rg steps) a
-// step's group stays in flight while the next is issued: after committing
-// step i the consumer waits until one group is pending and releases step
-// i−1's slot, unless i begins a chunk (its flush, which waits for all,
-// released that slot already). A CTA's last step always flushes.
+// each slot as it fills, the slot released once its wgmma are complete;
+// a chunk's dA goes out after its last block or the CTA's last step.
 func (xk *xKernel) consumeTMA(ring hopper.Ring, base ptx.Reg, c cta, first, cnt, hi, lo ptx.Reg, xp xParams) {
 	k, g := xk.k, xk.g
 	lane0 := k.Setp("eq", ptx.U32, xk.w.lane, ptx.Imm(0))
 	xr := xRing{c: c, hi: hi, lo: lo}
 	da := xk.daWG(g.rg > 1 || planted.keepDA)
 	cons := ring.Cursor(k)
-	lag := !g.dx && g.rg > 1
-	rel := hopper.NewReleaser(k, 1)
 	k.For(ptx.U32, ptx.Imm(0), cnt, ptx.Imm(1), func(i ptx.Reg) {
 		it := xk.item(k.Add(ptx.U32, first, i), c.row0)
 		col0 := k.Shl(ptx.U32, it.ch, ptx.Imm(6))
 		hiJ, loJ := xr.tiles(k, g, it)
 		// A CTA that begins inside a chunk adds onto daWG's zeros.
 		scale := xk.firstScale(it, func() ptx.Reg { return k.Setp("ne", ptx.U32, i, ptx.Imm(0)) })
-		if lag {
-			inChunk := k.And(ptx.Pred, k.Setp("ne", ptx.U32, i, ptx.Imm(0)), k.Setp("ne", ptx.U32, it.j, ptx.Imm(0)))
-			if planted.releaseTwice {
-				inChunk = k.Setp("ne", ptx.U32, i, ptx.Imm(0))
-			}
-			lagStep(k, cons, rel, base, k.And(ptx.Pred, lane0, inChunk), func(slot ptx.Reg) {
-				xk.wgGroup(slot, ptx.Reg{}, hiJ, loJ, da, scale)
-			})
-		} else {
-			cons.WaitFull(base)
-			slot := cons.Data(base)
-			xk.wgStep(slot, k.Add(ptx.U32, slot, ptx.Imm(g.tileBytes)), hiJ, loJ, da, scale, it.row0, col0, xp)
-			cons.Release(base, lane0) // the group is complete
-			cons.Next()
-		}
+		cons.WaitFull(base)
+		slot := cons.Data(base)
+		xk.wgStep(slot, k.Add(ptx.U32, slot, ptx.Imm(g.tileBytes)), hiJ, loJ, da, scale, it.row0, col0, xp)
+		cons.Release(base, lane0) // the group is complete
+		cons.Next()
 		var last ptx.Reg
 		if !g.fold {
 			last = k.Setp("eq", ptx.U32, i, k.Sub(ptx.U32, cnt, ptx.Imm(1))) // or end inside one
 		}
-		xk.afterBlockOr(it, last, func() {
-			if lag {
-				k.WgmmaWait(0)
-				rel.Last(lane0) // this step's slot
-			}
-			xk.flushDAWG(da, col0, xp.da32)
-		})
+		xk.afterBlockOr(it, last, func() { xk.flushDAWG(da, col0, xp.da32) })
 	})
 	if g.fold {
 		xk.foldEnd(c, xp.t, xp)
