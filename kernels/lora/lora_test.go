@@ -144,16 +144,15 @@ func TestVariantsOnInterpreter(t *testing.T) {
 		{Case: simtest.Case{Spec: "t=70,in=136,out=72,r=40", DType: dtype.F16}, Params: "bt=64,warps=4,stages=3,osplit=2,isplit=1,pdl=1,mma=wgmma,xload=tma"},
 		// the TMA x kernel's 512-row groups (split by both warpgroups)
 		{Case: simtest.Case{Spec: "t=1000,in=136,out=72,r=40", DType: dtype.BF16}, Params: "bt=128,warps=4,stages=2,osplit=1,isplit=1,rg=4,pdl=1,mma=wgmma,xload=tma"},
-		// without dX a step's group stays in flight while the next is
-		// issued: two-slot rings over 512- and 256-row groups of several
-		// chunks, a group's last block short of t
+		// without dX: two-slot rings over 512- and 256-row groups of
+		// several chunks, a group's last block short of t
 		{Case: simtest.Case{Spec: "t=1000,in=200,out=136,r=64,dx=base", DType: dtype.BF16}, Params: "bt=128,warps=8,stages=2,osplit=2,isplit=1,rg=4,pdl=1,mma=wgmma,xload=tma,dyload=tma,dbsplit=8"},
 		{Case: simtest.Case{Spec: "t=700,in=264,out=72,r=24,dx=base", DType: dtype.F16}, Params: "bt=64,warps=4,stages=2,osplit=1,isplit=1,rg=4,pdl=1,mma=wgmma,xload=tma"},
 		// the group's steps split evenly: CTAs that begin and end inside
 		// a chunk (16 steps over 12, 12 over 8), with and without dX
 		{Case: simtest.Case{Spec: "t=1000,in=200,out=136,r=64,dx=base", DType: dtype.BF16}, Params: "bt=128,warps=8,stages=2,osplit=2,isplit=12,rg=4,pdl=1,mma=wgmma,xload=tma,dyload=tma,dbsplit=8"},
 		{Case: simtest.Case{Spec: "t=600,in=136,out=72,r=40", DType: dtype.BF16}, Params: "bt=64,warps=4,stages=3,osplit=1,isplit=8,rg=4,pdl=1,mma=wgmma,xload=tma"},
-		// one block a group without dX (every step flushes: no lag), and
+		// one block a group without dX (every step flushes), and
 		// isplit = 33 over a group's 34 steps
 		{Case: simtest.Case{Spec: "t=300,in=264,out=136,r=64,dx=base", DType: dtype.BF16}, Params: "bt=128,warps=8,stages=3,osplit=2,isplit=2,rg=1,pdl=1,mma=wgmma,xload=tma,dyload=tma,dbsplit=8"},
 		{Case: simtest.Case{Spec: "t=300,in=1088,out=72,r=40,dx=base", DType: dtype.F16}, Params: "bt=64,warps=4,stages=3,osplit=1,isplit=33,rg=2,pdl=1,mma=wgmma,xload=tma"},

@@ -87,9 +87,7 @@
 // (the pause of a spin loop on a flag in global memory) and after an
 // atom or red with release semantics (so that a warp waiting on the flag
 // it raises runs before it writes anything more: a flag raised before its
-// data shows) and after an mbarrier.arrive (so that a producer its
-// arrival wakes loads while the consumer's wgmma may still be in flight:
-// a slot released early shows). Yielded warps run again once no other warp can run and
+// data shows). Yielded warps run again once no other warp can run and
 // every in-flight TMA load has completed. A barrier
 // phase completes on the arrival that completes its count (or on the
 // exit of the last warp a whole-CTA barrier waited for). When no warp
@@ -212,12 +210,15 @@
 // reader's earlier interval would have excused) when readers of
 // different intervals are merged. A wgmma's shared-memory operands count
 // as read by its warp in the interval of the wgmma.wait_group that
-// retires it, kept per warp and 16-byte chunk; a TMA or bulk load into
-// the CTA's own shared memory is checked at issue against each such read
-// (ErrRace): the reading warp must have released the slot after its wait
-// and the issuing thread's mbarrier wait must have acquired that release
-// (a slot released before the wait, by another warp, or twice, so that
-// the producer's wait acquires an earlier release, fails here).
+// retires it, kept per warp and 16-byte chunk; a TMA or bulk load of
+// which the issuing CTA is a target is checked at issue against each such
+// read in that CTA (ErrRace): what the reading warp did after its wait
+// (an mbarrier arrival) must be ordered before the issuing warp's
+// present. A slot released before the wait, or twice (so that the
+// producer's wait acquires an earlier release), fails here; so does one
+// released by another warp of the warpgroup on the readers' behalf, a
+// pattern the GPU allows (wgmma is warpgroup-wide) but the interpreter
+// does not model: every reading warp releases.
 //
 // wgmma numerics: the 16 products of a k16 step are exact in float64,
 // summed in k order in float64, added to the old accumulator (scale-d)

@@ -470,7 +470,6 @@ func (w *warp) exec() error {
 			if stop {
 				return nil
 			}
-			yield = in.op == opMbarArrive && mask != 0 // the warps it wakes run before it goes on
 		default:
 			return w.fault(in, 0, ErrParse, 0, false, "opcode not implemented")
 		}

@@ -472,9 +472,7 @@ func (w *warp) mbarUpdate(in *inst, mask uint32) error {
 			}
 		}
 		if mb.pending == 0 && mb.tx == 0 {
-			if err := c.completePhase(mb); err != nil {
-				return err
-			}
+			c.completePhase(mb)
 		}
 	}
 	return nil
@@ -483,7 +481,7 @@ func (w *warp) mbarUpdate(in *inst, mask uint32) error {
 // completePhase ends the current phase of mb (of CTA c): the next
 // begins, waiters whose phase completed are released (their try_wait
 // returns true), and a new race-detection interval begins.
-func (c *ctaRun) completePhase(mb *mbarrier) error {
+func (c *ctaRun) completePhase(mb *mbarrier) {
 	mb.done[mb.phase&1], mb.rel = mb.rel, [32]uint32{}
 	mb.phase++
 	mb.pending, mb.tx = mb.count, 0
@@ -501,7 +499,6 @@ func (c *ctaRun) completePhase(mb *mbarrier) error {
 		w.state = wsRun
 	}
 	mb.waiters = keep
-	return nil
 }
 
 // mbarWait executes try_wait (blocking until the phase completes: it

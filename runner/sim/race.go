@@ -151,7 +151,8 @@ func (w *warp) asyncReadDone(ch uint32) {
 }
 
 // asyncWriteCheck checks that the warp's asynchronous copy into its own
-// CTA's n bytes at addr (a TMA or bulk load, checked at issue) comes
+// CTA's n bytes at addr (a TMA or bulk load of which the CTA is a
+// target, checked at issue) comes
 // after every wgmma's read of them, warp by warp: each reading warp
 // released the slot (its wgmma.wait_group, then an mbarrier arrival)
 // and the issuing thread's wait acquired that.
@@ -161,7 +162,7 @@ func (w *warp) asyncWriteCheck(in *inst, lane int, addr uint32, n int) error {
 		return nil
 	}
 	nw := c.l.nwarps
-	for ch := addr >> 4; ch < (addr+uint32(n)+15)>>4; ch++ {
+	for ch := addr >> 4; ch < (addr+uint32(n))>>4; ch++ {
 		for v, e := range c.wgRead[int(ch)*nw : int(ch+1)*nw] {
 			if e != 0 && v != w.id && !w.before(e, 1<<v) {
 				return c.execError(in, w, lane, ErrRace, uint64(ch)*16, true,

@@ -238,12 +238,12 @@ func (w *warp) tmaLoad(in *inst, mask uint32) error {
 				op.targets = append(op.targets, c.cl.ctas[bits.TrailingZeros32(cm)])
 			}
 		}
-		if dc == c {
-			if err := w.asyncWriteCheck(in, l, dst, n); err != nil {
-				return err
-			}
-		}
 		for _, t := range op.targets {
+			if t == c {
+				if err := w.asyncWriteCheck(in, l, dst, n); err != nil {
+					return err
+				}
+			}
 			if t.hs.mbars[bar] == nil {
 				return w.fault(in, l, ErrUninitialized, uint64(bar), true, "TMA load signals an mbarrier that mbarrier.init never initialized")
 			}
@@ -304,9 +304,7 @@ func (op *tmaOp) complete() error {
 			return w.fault(op.in, op.lane, ErrUninitialized, uint64(op.bar), true, "TMA load completes on an mbarrier that is no longer initialized")
 		}
 		if mb.tx -= int64(n); mb.pending == 0 && mb.tx == 0 {
-			if err := t.completePhase(mb); err != nil {
-				return err
-			}
+			t.completePhase(mb)
 		}
 	}
 	return nil
@@ -434,8 +432,7 @@ func (w *warp) bulkToCluster(in *inst, mask uint32) error {
 				return w.fault(in, l, ErrAsync, uint64(ch)*16, true, "cp.async.bulk reads shared memory that "+why)
 			}
 		}
-		ownSrc := func(ch uint32) bool { return ch >= src>>4 && ch < (src+n)>>4 } // a copy onto its own source
-		dc, dst, bar, err := w.bulkDest(in, l, n, ownSrc)
+		dc, dst, bar, err := w.bulkDest(in, l, n)
 		if err != nil {
 			return err
 		}
@@ -475,7 +472,7 @@ func (op *bulkOp) complete() error {
 		return op.w.fault(op.in, op.lane, ErrUninitialized, uint64(op.bar), true, "a bulk copy completes on an mbarrier that is no longer initialized")
 	}
 	if mb.tx -= int64(op.n); mb.pending == 0 && mb.tx == 0 {
-		return t.completePhase(mb)
+		t.completePhase(mb)
 	}
 	return nil
 }
@@ -484,7 +481,7 @@ func (op *bulkOp) complete() error {
 // memory (n bytes, 16-aligned) and its mbarrier, which must be in the
 // same CTA, and counts the destination as written until the copy
 // completes.
-func (w *warp) bulkDest(in *inst, l int, n uint32, own func(ch uint32) bool) (*ctaRun, uint32, uint32, error) {
+func (w *warp) bulkDest(in *inst, l int, n uint32) (*ctaRun, uint32, uint32, error) {
 	dc, dst, err := w.sharedAt(in, l, w.lanes(in.a[0])[l]+uint64(in.imm), int(n), 16)
 	if err != nil {
 		return nil, 0, 0, err
@@ -502,7 +499,7 @@ func (w *warp) bulkDest(in *inst, l int, n uint32, own func(ch uint32) bool) (*c
 		}
 	}
 	for ch := dst >> 4; ch < (dst+n)>>4; ch++ {
-		if dc.hs.asyncRd[ch] != 0 && !(dc == w.c && own(ch)) {
+		if dc.hs.asyncRd[ch] != 0 {
 			return nil, 0, 0, w.fault(in, l, ErrAsync, uint64(ch)*16, true, inFlightRead)
 		}
 		dc.hs.asyncWr[ch]++
@@ -549,7 +546,7 @@ func (w *warp) bulkFromGlobal(in *inst, mask uint32) error {
 		if err != nil {
 			return err
 		}
-		dc, dst, bar, err := w.bulkDest(in, l, n, func(uint32) bool { return false })
+		dc, dst, bar, err := w.bulkDest(in, l, n)
 		if err != nil {
 			return err
 		}
