@@ -65,10 +65,8 @@ func (rl *Releaser) Step(ok ptx.Reg, c *Cursor, base ptx.Reg) {
 	c.Next()
 }
 
-// Last releases the slot of the k-tile Step last recorded where ok: after
-// the loop (ok false where it ran no k-tile), or inside it once a
-// wgmma.wait_group 0 has completed that k-tile's group (the next Step
-// must then not release it again).
+// Last releases the last k-tile's slot where ok (false where the loop
+// ran no k-tile).
 func (rl *Releaser) Last(ok ptx.Reg) {
 	rl.k.If(ok, func() { Release(rl.k, rl.prev, rl.cluster) })
 }

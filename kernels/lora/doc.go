@@ -101,9 +101,9 @@
 //     columns past r zeroed). Per step one wgmma group: dX's [64 × 64]
 //     blocks (A dh's hi or lo rows, K-major; B the A tile, MN-major) and
 //     dA's chunk [64 × 64] (A the hi or lo tile read transposed, the rank
-//     as M; B the x tile, MN-major); each thread fences its copies and stores for the async proxy before
-//     the ring's barrier, and the group is waited for before the next
-//     step's copy overwrites the slot.
+//     as M; B the x tile, MN-major); each thread fences its copies and
+//     stores for the async proxy before the ring's barrier, and the group
+//     is waited for before the next step's copy overwrites the slot.
 //     With tparts = n > 0 (rg = isplit = 1) CTA c takes chunk c mod
 //     ⌈in/64⌉ over part ⌊c/⌈in/64⌉⌋ of the row blocks (⌈⌈t/bt⌉/n⌉ each,
 //     counted at run time, so a part may be empty): its A tile loaded once,
@@ -121,9 +121,8 @@
 //     block, chunk-major) evenly, part p taking [⌊p·S/isplit⌋,
 //     ⌊(p+1)·S/isplit⌋), so that a CTA may begin or end inside a chunk and
 //     add a partial sum of fewer than rg blocks. Every consumer waits for
-//     its group before it releases the slot: keeping a group in flight
-//     (wait_group 1, the slot released a step late) holds one slot more
-//     and gained nothing on an H100 (testdata/issue27/ab-1207b-h100).
+//     its group before it releases the slot (a group kept in flight holds
+//     one slot more: docs/kernels/lora.md).
 //   - With fold=1 (xload=tma) there is no finalize launch: after its
 //     wait each x-kernel CTA rounds a grid-strided share of db32 into dB
 //     and zeroes it; at its end the consumer warpgroup makes its red.adds

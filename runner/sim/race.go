@@ -123,22 +123,13 @@ func (w *warp) raceCheck(in *inst, lane int, addr uint64, n int, write, atomic, 
 			if atomic {
 				s.wTid = tidAtomic
 			}
+		case s.rEpoch < floor || s.rTid == tid || w.before(s.rEpoch, s.rWarps):
+			s.rEpoch, s.rTid, s.rWarps = e, tid, me // earlier reads are ordered before this one
 		default:
-			w.recordRead(s, tid)
+			s.rEpoch, s.rTid, s.rWarps = max(s.rEpoch, e), tidMany, s.rWarps|me
 		}
 	}
 	return nil
-}
-
-// recordRead records a read of granule s by thread tid in the warp's
-// present interval.
-func (w *warp) recordRead(s *shadow, tid int32) {
-	e, me := w.stamp, uint32(1)<<w.id
-	if s.rEpoch < w.c.floor || s.rTid == tid || w.before(s.rEpoch, s.rWarps) {
-		s.rEpoch, s.rTid, s.rWarps = e, tid, me // earlier reads are ordered before this one
-		return
-	}
-	s.rEpoch, s.rTid, s.rWarps = max(s.rEpoch, e), tidMany, s.rWarps|me
 }
 
 // asyncReadDone records that the warp's retired wgmma read the 16-byte
@@ -150,19 +141,18 @@ func (w *warp) asyncReadDone(ch uint32) {
 	}
 }
 
-// asyncWriteCheck checks that the warp's asynchronous copy into its own
-// CTA's n bytes at addr (a TMA or bulk load of which the CTA is a
-// target, checked at issue) comes
-// after every wgmma's read of them, warp by warp: each reading warp
-// released the slot (its wgmma.wait_group, then an mbarrier arrival)
-// and the issuing thread's wait acquired that.
-func (w *warp) asyncWriteCheck(in *inst, lane int, addr uint32, n int) error {
+// asyncWriteCheck checks, at its issue, that the warp's asynchronous load
+// into n bytes at addr of its own CTA comes after every other warp's
+// retired wgmma read of them: what the reader did after its wait (its
+// arrival on the slot's empty mbarrier) is ordered before the warp's
+// present.
+func (w *warp) asyncWriteCheck(in *inst, lane int, addr, n uint32) error {
 	c := w.c
 	if c.wgRead == nil {
 		return nil
 	}
 	nw := c.l.nwarps
-	for ch := addr >> 4; ch < (addr+uint32(n))>>4; ch++ {
+	for ch := addr >> 4; ch < (addr+n)>>4; ch++ {
 		for v, e := range c.wgRead[int(ch)*nw : int(ch+1)*nw] {
 			if e != 0 && v != w.id && !w.before(e, 1<<v) {
 				return c.execError(in, w, lane, ErrRace, uint64(ch)*16, true,

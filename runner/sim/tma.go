@@ -239,19 +239,11 @@ func (w *warp) tmaLoad(in *inst, mask uint32) error {
 			}
 		}
 		for _, t := range op.targets {
-			if t == c {
-				if err := w.asyncWriteCheck(in, l, dst, n); err != nil {
-					return err
-				}
-			}
 			if t.hs.mbars[bar] == nil {
 				return w.fault(in, l, ErrUninitialized, uint64(bar), true, "TMA load signals an mbarrier that mbarrier.init never initialized")
 			}
-			for ch := dst >> 4; ch < (dst+uint32(n))>>4; ch++ {
-				if t.hs.asyncRd[ch] != 0 {
-					return w.fault(in, l, ErrAsync, uint64(ch)*16, true, inFlightRead)
-				}
-				t.hs.asyncWr[ch]++
+			if err := w.loadInto(in, l, t, dst, uint32(n)); err != nil {
+				return err
 			}
 		}
 		c.cl.loads = append(c.cl.loads, op)
@@ -259,8 +251,27 @@ func (w *warp) tmaLoad(in *inst, mask uint32) error {
 	return nil
 }
 
-// inFlightRead says why a load into shared memory may not be issued.
-const inFlightRead = "is issued into shared memory that an in-flight wgmma.mma_async or bulk store still reads (its slot released before wgmma.wait_group or cp.async.bulk.wait_group, or released twice)"
+// loadInto counts the n bytes at dst of CTA t as written by an
+// asynchronous load (a TMA or bulk load) the warp issues: no in-flight
+// wgmma or bulk store may read them, and in the warp's own CTA every
+// retired wgmma's read of them must be released to it (asyncWriteCheck).
+// A reader issued later finds them written (asyncRead), so the load's
+// completion needs no check of its own.
+func (w *warp) loadInto(in *inst, l int, t *ctaRun, dst, n uint32) error {
+	if t == w.c {
+		if err := w.asyncWriteCheck(in, l, dst, n); err != nil {
+			return err
+		}
+	}
+	for ch := dst >> 4; ch < (dst+n)>>4; ch++ {
+		if t.hs.asyncRd[ch] != 0 {
+			return w.fault(in, l, ErrAsync, uint64(ch)*16, true,
+				"is issued into shared memory that an in-flight wgmma.mma_async or bulk store still reads (its slot released before wgmma.wait_group or cp.async.bulk.wait_group, or released twice)")
+		}
+		t.hs.asyncWr[ch]++
+	}
+	return nil
+}
 
 // asyncCopy is an in-flight asynchronous copy into shared memory that
 // completes transactions on an mbarrier: a TMA load or a bulk copy.
@@ -286,10 +297,6 @@ func (op *tmaOp) complete() error {
 	n := tm.boxBytes()
 	for _, t := range op.targets {
 		for ch := op.dst >> 4; ch < (op.dst+uint32(n))>>4; ch++ {
-			if t.hs.asyncRd[ch] != 0 {
-				return w.fault(op.in, op.lane, ErrAsync, uint64(ch)*16, true,
-					"the TMA load overwrites shared memory that an in-flight wgmma.mma_async or bulk tensor store still reads (its buffer was refilled before the wait)")
-			}
 			t.hs.asyncWr[ch]--
 		}
 		for off := 0; off < n; off += tm.esize {
@@ -449,11 +456,6 @@ func (w *warp) bulkToCluster(in *inst, mask uint32) error {
 func (op *bulkOp) complete() error {
 	c, t := op.w.c, op.to
 	for ch := op.dst >> 4; ch < (op.dst+op.n)>>4; ch++ {
-		ownSrc := op.data == nil && t == c && ch >= op.src>>4 && ch < (op.src+op.n)>>4
-		if t.hs.asyncRd[ch] != 0 && !ownSrc {
-			return op.w.fault(op.in, op.lane, ErrAsync, uint64(ch)*16, true,
-				"the bulk copy overwrites shared memory that an in-flight wgmma.mma_async or bulk store still reads")
-		}
 		t.hs.asyncWr[ch]--
 	}
 	if op.data != nil {
@@ -493,16 +495,8 @@ func (w *warp) bulkDest(in *inst, l int, n uint32) (*ctaRun, uint32, uint32, err
 	if bc != dc {
 		return nil, 0, 0, w.fault(in, l, ErrTrap, uint64(bar), true, "the destination and the mbarrier of a bulk copy are in different CTAs")
 	}
-	if dc == w.c {
-		if err := w.asyncWriteCheck(in, l, dst, int(n)); err != nil {
-			return nil, 0, 0, err
-		}
-	}
-	for ch := dst >> 4; ch < (dst+n)>>4; ch++ {
-		if dc.hs.asyncRd[ch] != 0 {
-			return nil, 0, 0, w.fault(in, l, ErrAsync, uint64(ch)*16, true, inFlightRead)
-		}
-		dc.hs.asyncWr[ch]++
+	if err := w.loadInto(in, l, dc, dst, n); err != nil {
+		return nil, 0, 0, err
 	}
 	return dc, dst, bar, nil
 }
