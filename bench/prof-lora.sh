@@ -11,7 +11,9 @@
 # kernels, and prints them whole; with FULL=stalls, each kernel's warp
 # stall reasons (cycles per issued instruction, by reason).
 # KERNEL=<family> profiles another family's variants (then name them);
-# SKIP and COUNT change the launches skipped and recorded.
+# SKIP and COUNT change the launches skipped and recorded; NCU_ARGS adds
+# ncu options (--clock-control none: durations at the card's own clocks);
+# TUNE names another tune binary than bin/tune.
 # Usage: OUT=/tmp/o [FULL=1] bash bench/prof-lora.sh ["SHAPE|PARAMS" ...]
 set -uo pipefail
 out=${OUT:-out}
@@ -42,8 +44,8 @@ for spec in "${specs[@]}"; do
 	elif [[ ${FULL:-0} == 1 ]]; then
 		what="--section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats --section Occupancy --section LaunchStats --section ComputeWorkloadAnalysis --launch-count ${COUNT:-3}"
 	fi
-	GRADTUNE_WORKER_WRAP="ncu --log-file $out/ncu-$i.txt $what --launch-skip ${SKIP:-24}" \
-		timeout 150 ./bin/tune --kernel "${KERNEL:-lora_bwd}" --shapes "$shape" --dtype bf16 --params "$params" --final-rounds 0 \
+	GRADTUNE_WORKER_WRAP="ncu ${NCU_ARGS:-} --log-file $out/ncu-$i.txt $what --launch-skip ${SKIP:-24}" \
+		timeout 150 "${TUNE:-./bin/tune}" --kernel "${KERNEL:-lora_bwd}" --shapes "$shape" --dtype bf16 --params "$params" --final-rounds 0 \
 		--db "$out/prof-$i.db" >"$out/tune-$i.log" 2>&1
 	echo "== $i rc=$? $shape $params"
 	if [[ ${FULL:-0} != 0 ]]; then
