@@ -276,12 +276,13 @@ func (xk *xKernel) item(i, groupRow0 ptx.Reg) xItem {
 // splitDH loads the CTA's rows of dh32 (zeros at or past t) and stores
 // hi = round(dh) and lo = round(dh − hi) in the tiles hi and lo; where
 // out holds (and dh is a buffer) it also stores hi, dh rounded, into dh.
-// A thread loads dhBatch of its chunks before it splits any of them.
+// A thread loads g.dhBatch() of its chunks before it splits any of them.
 func (xk *xKernel) splitDH(dh32, hi, lo, row0, t, dh, out ptx.Reg) {
 	k, g := xk.k, xk.g
 	c := newTileCopy(k, xk.w.tid, g.rg*g.bt, g.r, g.hp, g.r, g.xThreads)
-	for b := 0; b < len(c.rowIn); b += dhBatch {
-		n := min(dhBatch, len(c.rowIn)-b)
+	batch := g.dhBatch()
+	for b := 0; b < len(c.rowIn); b += batch {
+		n := min(batch, len(c.rowIn)-b)
 		elem, ok, vals := make([]ptx.Reg, n), make([]ptx.Reg, n), make([][]ptx.Reg, n)
 		for j := range n {
 			i := b + j
@@ -307,9 +308,17 @@ func (xk *xKernel) splitDH(dh32, hi, lo, row0, t, dh, out ptx.Reg) {
 
 // dhBatch is how many of its chunks of dh32 a thread of splitDH has in
 // flight: one round trip to memory a batch instead of one a chunk (at
-// 512 rows of rank 64 a thread has 16 chunks), for 8·dhBatch registers
-// that the split frees again.
-const dhBatch = 8
+// 512 rows of rank 64 a thread has 16 chunks), for 8 registers a chunk
+// that the split frees again. The TMA x kernel takes all of them at
+// once (its shared memory holds it to one CTA an SM, whose 256 threads
+// have 255 registers each to spend); the others 8, so that two CTAs of
+// 8 warps may share an SM.
+func (g geom) dhBatch() int {
+	if g.tma {
+		return 1 << 10
+	}
+	return 8
+}
 
 // storeDH stores hi (dh rounded, four or eight values packed two a b32)
 // at element elem of dh where ok holds.
