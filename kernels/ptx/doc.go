@@ -84,6 +84,7 @@
 //   - TMA: TensorMapParam (a `.param .align 64 .b8 name[128]` the runner
 //     fills with a tensor map by value), TensorMapAddr (its generic
 //     address, the operand ptxas takes), TmaLoad, TmaLoadMulticast,
+//     TmaLoadHinted (with an L2 eviction policy from CreatePolicy),
 //     TmaStore, BulkCommit, BulkWait;
 //   - FenceProxyAsync, FenceMbarrierInit, ClusterArrive, ClusterWait,
 //     Mapa, the cluster special registers (ClusterCtaRank ...),

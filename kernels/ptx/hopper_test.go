@@ -61,12 +61,13 @@ func hopperModule() *ptx.Module {
 			k.If(k.ElectSync(0xffffffff), func() {
 				phase := k.Mov(ptx.U32, ptx.Imm(1)) // the first pass finds empty free
 				tmap := k.TensorMapAddr(tmA)
+				once := k.CreatePolicy(ptx.L2EvictFirst) // A is read once
 				k.For(ptx.U32, ptx.Imm(0), kTiles, ptx.Imm(1), func(i ptx.Reg) {
 					k.MbarWait(empty, phase)
 					k.MovTo(phase, k.Xor(ptx.U32, phase, ptx.Imm(1)))
 					k.MbarArriveExpectTx(full, ptx.Imm(8192+16384))
 					kc := k.Shl(ptx.U32, i, ptx.Imm(6))
-					k.TmaLoad(ptx.At(base, hA), tmap, []ptx.Operand{kc, k.Mov(ptx.U32, ptx.CtaidY)}, full)
+					k.TmaLoadHinted(ptx.At(base, hA), tmap, []ptx.Operand{kc, k.Mov(ptx.U32, ptx.CtaidY)}, full, once)
 					k.If(k.Setp("eq", ptx.U32, rank, ptx.Imm(0)), func() {
 						k.TmaLoadMulticast(ptx.At(base, hB), k.TensorMapAddr(tmB), []ptx.Operand{kc, ptx.Imm(0), k.Mov(ptx.U32, ptx.CtaidX)}, full, ptx.Imm(3))
 					})

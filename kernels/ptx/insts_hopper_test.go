@@ -69,6 +69,14 @@ func TestHopperHelpers(t *testing.T) {
 			"cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%rd2, {64, %r3}], [%r2+1024];",
 			"cp.async.bulk.commit_group;\n\tcp.async.bulk.wait_group.read 1;\n\tcp.async.bulk.wait_group 0;",
 		}, "sm_90 8.0"},
+		{"TMA load with an L2 cache policy", func(e env) {
+			tm := e.k.TensorMapAddr(e.k.TensorMapParam("m"))
+			once := e.k.CreatePolicy(ptx.L2EvictFirst)
+			e.k.TmaLoadHinted(ptx.At(e.base, 1024), tm, []ptx.Operand{ptx.Imm(0), ptx.Imm(0)}, ptx.At(e.base, 0), once)
+		}, []string{
+			"createpolicy.fractional.L2::evict_first.b64 %rd3;",
+			"cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint [%r2+1024], [%rd2, {0, 0}], [%r2], %rd3;",
+		}, "sm_90 8.0"},
 		{"fences", func(e env) { e.k.FenceProxyAsync(); e.k.FenceMbarrierInit() },
 			[]string{"fence.proxy.async.shared::cta;\n\tfence.mbarrier_init.release.cluster;"}, "sm_90 8.0"},
 		{"cluster barrier", func(e env) { e.k.ClusterArrive(false); e.k.ClusterWait(false) },

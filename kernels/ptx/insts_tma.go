@@ -151,7 +151,40 @@ func (f *Func) tensorAddr(what string, tmap Reg, coords []Operand) (TensorAddr, 
 // current phase must expect them (MbarArriveExpectTx). One thread issues
 // it (see ElectSync).
 func (f *Func) TmaLoad(dst Addr, tmap Reg, coords []Operand, bar Addr) {
-	f.tmaLoad(dst, tmap, coords, bar, nil)
+	f.tmaLoad(dst, tmap, coords, bar, nil, Reg{})
+}
+
+// TmaLoadHinted is TmaLoad with .L2::cache_hint: the lines it brings
+// into L2 take the eviction priority of policy (a CreatePolicy register),
+// e.g. evict_first for an operand read once, so that streaming it does
+// not push out lines the kernel still needs.
+func (f *Func) TmaLoadHinted(dst Addr, tmap Reg, coords []Operand, bar Addr, policy Reg) {
+	f.check("cp.async.bulk.tensor cache policy", U64, policy)
+	f.tmaLoad(dst, tmap, coords, bar, nil, policy)
+}
+
+// L2Priority is an L2 eviction priority a cache policy applies.
+type L2Priority string
+
+// The priorities createpolicy takes.
+const (
+	L2EvictFirst  L2Priority = "L2::evict_first"  // replaced before normal lines
+	L2EvictNormal L2Priority = "L2::evict_normal" // as without a hint
+	L2EvictLast   L2Priority = "L2::evict_last"   // replaced after normal lines
+)
+
+// CreatePolicy emits createpolicy.fractional.p.b64 (fraction 1.0): an
+// opaque cache policy, for the .L2::cache_hint forms of memory
+// operations, that gives every line they touch priority p.
+func (f *Func) CreatePolicy(p L2Priority) Reg {
+	switch p {
+	case L2EvictFirst, L2EvictNormal, L2EvictLast:
+	default:
+		f.errorf("createpolicy: priority %q", p)
+	}
+	d := f.Reg(U64)
+	f.emit(&Inst{Op: "createpolicy.fractional." + string(p) + ".b64", Args: []Operand{d}})
+	return d
 }
 
 // TmaLoadMulticast is TmaLoad into the same offsets of every CTA of the
@@ -159,10 +192,10 @@ func (f *Func) TmaLoad(dst Addr, tmap Reg, coords []Operand, bar Addr) {
 // its own barrier at bar's offset (.multicast::cluster).
 func (f *Func) TmaLoadMulticast(dst Addr, tmap Reg, coords []Operand, bar Addr, ctaMask Operand) {
 	f.check("cp.async.bulk.tensor ctaMask", U16, ctaMask)
-	f.tmaLoad(dst, tmap, coords, bar, ctaMask)
+	f.tmaLoad(dst, tmap, coords, bar, ctaMask, Reg{})
 }
 
-func (f *Func) tmaLoad(dst Addr, tmap Reg, coords []Operand, bar Addr, mask Operand) {
+func (f *Func) tmaLoad(dst Addr, tmap Reg, coords []Operand, bar Addr, mask Operand, policy Reg) {
 	const what = "cp.async.bulk.tensor"
 	f.checkAddr(what+" destination", Shared, dst)
 	f.checkAddr(what+" mbarrier", Shared, bar)
@@ -175,6 +208,10 @@ func (f *Func) tmaLoad(dst Addr, tmap Reg, coords []Operand, bar Addr, mask Oper
 	if mask != nil {
 		op += ".multicast::cluster"
 		args = append(args, mask)
+	}
+	if policy.Valid() {
+		op += ".L2::cache_hint"
+		args = append(args, policy)
 	}
 	f.emit(&Inst{Op: op, Args: args})
 }

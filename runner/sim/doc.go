@@ -50,6 +50,8 @@
 // forms on the 16 named barriers, with thread counts (see Barriers),
 // bar.warp.sync, membar, fence,
 // prefetch and griddepcontrol (no effect: launches run in order);
+// createpolicy.fractional and the .L2::cache_hint operand of TMA loads
+// (no effect: the interpreter has no L2);
 // shfl.sync idx/up/down/bfly with the PTX ISA's clamp and segment rules; vote.sync; redux.sync; activemask; atom and red on
 // global and shared memory (add, min, max, inc, dec, and, or, xor, exch,
 // cas; integer, f32, f64 and half types), and sm_90's vector reduction

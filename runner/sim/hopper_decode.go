@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"math"
 	"strconv"
 	"strings"
 )
@@ -73,6 +74,7 @@ func init() {
 	reg(q((*decoder).decMbar), "mbarrier.init", "mbarrier.arrive", "mbarrier.expect_tx", "mbarrier.complete_tx",
 		"mbarrier.try_wait", "mbarrier.test_wait")
 	reg(q((*decoder).decTma), "cp.async.bulk.tensor")
+	reg(q((*decoder).decCreatePolicy), "createpolicy")
 	reg(q((*decoder).decTmaReduce), "cp.reduce.async.bulk.tensor")
 	reg(q((*decoder).decBulk), "cp.async.bulk")
 	reg(q(func(d *decoder, in *inst, q []string) error { in.op = opBulkCommit; d.k.hopper = true; return nil }), "cp.async.bulk.commit_group")
@@ -346,6 +348,7 @@ func (d *decoder) decTma(in *inst, q []string) error {
 	}
 	args := d.st.args
 	tmapArg := 1
+	hint := has(q, "L2::cache_hint")
 	switch {
 	case load && has(q, "mbarrier::complete_tx::bytes"):
 		in.op = opTmaLoad
@@ -353,9 +356,17 @@ func (d *decoder) decTma(in *inst, q []string) error {
 		if in.mode2&tmaMulticast != 0 {
 			want = 4
 		}
-		if len(args) < want {
-			return d.errf("cp.async.bulk.tensor load takes [dst], [tensorMap, {coordinates}], [mbar]%s",
-				map[bool]string{true: ", ctaMask", false: ""}[want == 4])
+		if hint && want == 4 {
+			return d.errf("cp.async.bulk.tensor: .multicast::cluster with .L2::cache_hint is not supported")
+		}
+		if len(args) != want+map[bool]int{true: 1}[hint] {
+			return d.errf("cp.async.bulk.tensor load takes [dst], [tensorMap, {coordinates}], [mbar]%s%s",
+				map[bool]string{true: ", ctaMask", false: ""}[want == 4], map[bool]string{true: ", cachePolicy", false: ""}[hint])
+		}
+		if hint { // the policy only steers L2's replacement: read, no effect
+			if _, err := d.src(args[3], tyB64, in); err != nil {
+				return err
+			}
 		}
 		b, off, _, err := d.addr(args[0], in)
 		if err != nil {
@@ -587,4 +598,41 @@ func (d *decoder) decStmatrix(in *inst, q []string) error {
 		}
 	}
 	return nil
+}
+
+// decCreatePolicy: createpolicy.fractional.L2::{evict_first, evict_normal,
+// evict_last, evict_unchanged}.b64 d{, fraction}. A policy steers only L2's
+// replacement, which the interpreter has none of: d gets an opaque value
+// that the .L2::cache_hint operations it reaches ignore.
+func (d *decoder) decCreatePolicy(in *inst, q []string) error {
+	if len(q) != 3 || q[0] != "fractional" || q[2] != "b64" || !strings.HasPrefix(q[1], "L2::evict_") {
+		return d.errf("only createpolicy.fractional.L2::evict_*.b64 is supported")
+	}
+	if err := d.nargs(1, 2); err != nil {
+		return err
+	}
+	if len(d.st.args) == 2 {
+		o := d.st.args[1]
+		if f := floatImm(o); o.kind != oFloat || !(f > 0 && f <= 1) {
+			return d.errf("createpolicy: the fraction must be a float constant in (0, 1]")
+		}
+	}
+	in.op, in.t = opMov, tyB64
+	var err error
+	if in.d[0], err = d.dst(d.st.args[0], in); err != nil {
+		return err
+	}
+	in.a[0] = d.constant(policyValue)
+	return nil
+}
+
+// policyValue is the opaque value a createpolicy leaves in its register.
+const policyValue = 0x10000000_00000000
+
+// floatImm is the value of a float immediate (oFloat) operand.
+func floatImm(o operand) float64 {
+	if o.fbits == 32 {
+		return float64(math.Float32frombits(uint32(o.u)))
+	}
+	return math.Float64frombits(o.u)
 }

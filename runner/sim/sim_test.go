@@ -369,6 +369,8 @@ func TestParseErrors(t *testing.T) {
 		{"const space", "\tld.const.u32 %r1, [%r2];\n", ".const space is not supported"},
 		{"missing mode", "\tcvt.f16.f32 %r1, %r2;\n", "needs a float rounding mode"},
 		{"garbage", "\tmov.u32 %r1, #3;\n", "unexpected character '#'"},
+		{"range policy", "\t.reg .b64 %rd<2>;\n\tcreatepolicy.range.L2::evict_first.b64 %rd1;\n", "only createpolicy.fractional"},
+		{"policy fraction", "\t.reg .b64 %rd<2>;\n\tcreatepolicy.fractional.L2::evict_last.b64 %rd1, 2.0;\n", "fraction must be a float constant in (0, 1]"},
 	}
 	for _, c := range cases {
 		_, err := sim.Parse(head + c.body + "\tret;\n}\n")

@@ -198,6 +198,7 @@ var table = []Row{
 		Effects: Dest | Load, SM: 90, PTX: 78, Raise: mbar},
 	{Name: "cp.async.bulk", Args: []Kind{Addr, Addr, Src, Addr, Src}, Opt: 2, Spaces: Global | Shared,
 		Effects: Load | Store | Async, SM: 90, PTX: 80},
+	{Name: "createpolicy", Args: []Kind{Dst, Src}, Opt: 1, Effects: pureDS, SM: 80, PTX: 74},
 	{Name: "cp.async.bulk.tensor", Args: []Kind{Addr, Addr, Addr, Src}, Opt: 2, Spaces: Global | Shared,
 		Effects: Load | Store | Async, SM: 90, PTX: 80},
 	{Name: "cp.reduce.async.bulk.tensor", Args: []Kind{Addr, Addr}, Spaces: Global | Shared,
