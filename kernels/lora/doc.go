@@ -113,8 +113,10 @@
 //     With xload=tma (over row groups) the CTA is two warpgroups: thread 0
 //     of the first brings each step's x tile (and A tile) as TMA boxes
 //     (64 columns, 128-byte swizzle; A's rows past r read as zeros) on the
-//     slot's full mbarrier, its first lap before pdl's wait; all threads
-//     split dh; the second warpgroup runs the steps and releases each slot
+//     slot's full mbarrier, its first lap before pdl's wait; x's boxes
+//     carry an L2 evict_first policy (x is read once; dh32 and da32 stay
+//     in L2); all threads load every chunk of dh32 they split before
+//     splitting any (one round trip); the second warpgroup runs the steps and releases each slot
 //     (one arrival a warp on its empty mbarrier) once its wgmma group is
 //     complete, so no step passes a CTA barrier. Without fold the CTAs
 //     of a row group split its ⌈in/64⌉·rg steps (a chunk of one row

@@ -266,7 +266,8 @@ func (o ownSplit) own(rows, hi, lo, row0, t, dh, store ptx.Reg) {
 
 // emitXTMA writes the wgmma x kernel over row groups fed by TMA
 // (xload=tma): warpgroup 0's thread 0 brings each step's x tile (and A
-// tile) as 128-byte-swizzled boxes on the slot's full mbarrier, the first
+// tile) as 128-byte-swizzled boxes on the slot's full mbarrier (x's with
+// an L2 evict_first policy: it is read once), the first
 // lap of the ring before pdl's wait (x and A are inputs no launch
 // writes); all 256 threads split dh32 into the hi and lo tiles; then
 // warpgroup 1 runs the steps of emitXWG, releasing each slot (an arrival
@@ -289,12 +290,16 @@ func emitXTMA(k *ptx.Func, g geom, xp xParams) {
 	lo := k.Add(ptx.U32, hi, ptx.Imm(g.rg*g.bt*g.hp*2))
 	first, cnt := xk.steps(c)
 	prod := ring.Cursor(k)
+	// x is read once: its lines go first when L2 must make room, so that
+	// streaming it keeps dh32 and dA's accumulator (whose lines take the
+	// red.add of every CTA) in L2 instead of pushing them out.
+	once := k.CreatePolicy(ptx.L2EvictFirst)
 	issue := func(i ptx.Reg) {
 		it := xk.item(k.Add(ptx.U32, first, i), c.row0)
 		col := k.Shl(ptx.U32, it.ch, ptx.Imm(6))
 		full, dst := prod.Full(base), prod.Data(base)
 		k.MbarArriveExpectTx(full, ptx.Imm(g.stageX()))
-		k.TmaLoad(ptx.At(dst, 0), xp.x, []ptx.Operand{col, it.row0}, full)
+		k.TmaLoadHinted(ptx.At(dst, 0), xp.x, []ptx.Operand{col, it.row0}, full, once)
 		if g.dx {
 			k.TmaLoad(ptx.At(dst, int64(g.tileBytes)), xp.a, []ptx.Operand{col, ptx.Imm(0)}, full)
 		}
