@@ -6,6 +6,8 @@
 // with loads and stores plain, evict_first or evict_last by
 // createpolicy + L2::cache_hint. Build and run on the GPU host:
 //   nvcc -O3 -arch=sm_90a -o /tmp/evict bench/research/evict.cu && /tmp/evict
+// An H100's answer: testdata/issue27/ab-1207d-h100/evict.txt (no mix beats
+// plain loads and stores on a kernel whose every line is streamed).
 #include <cstdio>
 #include <cstdlib>
 #include <cstdint>
