@@ -116,9 +116,10 @@
 //     slot's full mbarrier, its first lap before pdl's wait; x's boxes
 //     carry an L2 evict_first policy (x is read once; dh32 and da32 stay
 //     in L2); all threads load every chunk of dh32 they split before
-//     splitting any (one round trip); the second warpgroup runs the steps and releases each slot
-//     (one arrival a warp on its empty mbarrier) once its wgmma group is
-//     complete, so no step passes a CTA barrier. Without fold the CTAs
+//     splitting any (one round trip); the second warpgroup runs the
+//     steps and releases each slot (one arrival a warp on its empty
+//     mbarrier) once its wgmma group is complete, so no step passes a CTA
+//     barrier. Without fold the CTAs
 //     of a row group split its ⌈in/64⌉·rg steps (a chunk of one row
 //     block, chunk-major) evenly, part p taking [⌊p·S/isplit⌋,
 //     ⌊(p+1)·S/isplit⌋), so that a CTA may begin or end inside a chunk and

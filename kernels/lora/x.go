@@ -276,11 +276,11 @@ func (xk *xKernel) item(i, groupRow0 ptx.Reg) xItem {
 // splitDH loads the CTA's rows of dh32 (zeros at or past t) and stores
 // hi = round(dh) and lo = round(dh − hi) in the tiles hi and lo; where
 // out holds (and dh is a buffer) it also stores hi, dh rounded, into dh.
-// A thread loads g.dhBatch() of its chunks before it splits any of them.
+// A thread loads g.dhBatch of its chunks before it splits any of them.
 func (xk *xKernel) splitDH(dh32, hi, lo, row0, t, dh, out ptx.Reg) {
 	k, g := xk.k, xk.g
 	c := newTileCopy(k, xk.w.tid, g.rg*g.bt, g.r, g.hp, g.r, g.xThreads)
-	batch := g.dhBatch()
+	batch := g.dhBatch(len(c.rowIn))
 	for b := 0; b < len(c.rowIn); b += batch {
 		n := min(batch, len(c.rowIn)-b)
 		elem, ok, vals := make([]ptx.Reg, n), make([]ptx.Reg, n), make([][]ptx.Reg, n)
@@ -306,16 +306,16 @@ func (xk *xKernel) splitDH(dh32, hi, lo, row0, t, dh, out ptx.Reg) {
 	}
 }
 
-// dhBatch is how many of its chunks of dh32 a thread of splitDH has in
-// flight: one round trip to memory a batch instead of one a chunk (at
-// 512 rows of rank 64 a thread has 16 chunks), for 8 registers a chunk
-// that the split frees again. The TMA x kernel takes all of them at
-// once (its shared memory holds it to one CTA an SM, whose 256 threads
-// have 255 registers each to spend); the others 8, so that two CTAs of
-// 8 warps may share an SM.
-func (g geom) dhBatch() int {
+// dhBatch is how many of its n chunks of dh32 a thread of splitDH has
+// in flight: one round trip to memory a batch instead of one a chunk, for
+// 8 registers a chunk that the split frees again. The TMA x kernel takes
+// all n at once (at 512 rows of rank 64, 16): its shared memory holds it
+// to one CTA an SM, whose 256 threads have registers to spare. The
+// others take 8: their CTAs of 128 threads have up to 16 chunks a thread
+// at 256 rows, beside the fragments they hold.
+func (g geom) dhBatch(n int) int {
 	if g.tma {
-		return 1 << 10
+		return n
 	}
 	return 8
 }

@@ -293,13 +293,13 @@ func emitXTMA(k *ptx.Func, g geom, xp xParams) {
 	// x is read once: its lines go first when L2 must make room, so that
 	// streaming it keeps dh32 and dA's accumulator (whose lines take the
 	// red.add of every CTA) in L2 instead of pushing them out.
-	once := k.CreatePolicy(ptx.L2EvictFirst)
+	xPolicy := k.CreatePolicy(ptx.L2EvictFirst)
 	issue := func(i ptx.Reg) {
 		it := xk.item(k.Add(ptx.U32, first, i), c.row0)
 		col := k.Shl(ptx.U32, it.ch, ptx.Imm(6))
 		full, dst := prod.Full(base), prod.Data(base)
 		k.MbarArriveExpectTx(full, ptx.Imm(g.stageX()))
-		k.TmaLoadHinted(ptx.At(dst, 0), xp.x, []ptx.Operand{col, it.row0}, full, once)
+		k.TmaLoadHinted(ptx.At(dst, 0), xp.x, []ptx.Operand{col, it.row0}, full, xPolicy)
 		if g.dx {
 			k.TmaLoad(ptx.At(dst, int64(g.tileBytes)), xp.a, []ptx.Operand{col, ptx.Imm(0)}, full)
 		}

@@ -132,6 +132,14 @@ func TestHopperErrors(t *testing.T) {
 		write func(k *ptx.Func, s, d ptx.Reg) string
 		want  string
 	}{
+		{"createpolicy priority", func(k *ptx.Func, s, d ptx.Reg) string {
+			k.CreatePolicy("L2::evict_soon")
+			return here(-1)
+		}, `createpolicy: priority "L2::evict_soon"`},
+		{"TMA cache policy not 64-bit", func(k *ptx.Func, s, d ptx.Reg) string {
+			k.TmaLoadHinted(ptx.At(s, 0), k.TensorMapAddr(k.TensorMapParam("m")), []ptx.Operand{ptx.Imm(0), ptx.Imm(0)}, ptx.At(s, 8), s)
+			return here(-1)
+		}, "cp.async.bulk.tensor cache policy: register %r1 is u32"},
 		{"wgmma N", func(k *ptx.Func, s, d ptx.Reg) string {
 			k.Wgmma(ptx.BF16, make([]ptx.Reg, 6), d, d, ptx.WgmmaOpts{})
 			return here(-1)

@@ -174,8 +174,8 @@ const (
 )
 
 // CreatePolicy emits createpolicy.fractional.p.b64 (fraction 1.0): an
-// opaque cache policy, for the .L2::cache_hint forms of memory
-// operations, that gives every line they touch priority p.
+// opaque cache policy that gives every line an .L2::cache_hint operation
+// touches priority p. Of the builder's operations TmaLoadHinted takes one.
 func (f *Func) CreatePolicy(p L2Priority) Reg {
 	switch p {
 	case L2EvictFirst, L2EvictNormal, L2EvictLast:

@@ -549,6 +549,14 @@ func (d *decoder) sreg(kind sreg) int32 {
 // src resolves a source operand of an instruction of type t to a slot.
 // Registers and special registers are checked for initialization by the
 // caller through rchk; constants never need it.
+// floatImm is the value of a float immediate (oFloat) operand.
+func floatImm(o operand) float64 {
+	if o.fbits == 32 {
+		return float64(math.Float32frombits(uint32(o.u)))
+	}
+	return math.Float64frombits(o.u)
+}
+
 func (d *decoder) src(o operand, t ptype, in *inst) (int32, error) {
 	switch o.kind {
 	case oReg:
@@ -590,13 +598,7 @@ func (d *decoder) src(o operand, t ptype, in *inst) (int32, error) {
 		}
 		return d.constant(v), nil
 	case oFloat:
-		f := 0.0
-		switch o.fbits {
-		case 32:
-			f = float64(math.Float32frombits(uint32(o.u)))
-		default:
-			f = math.Float64frombits(o.u)
-		}
+		f := floatImm(o)
 		switch t {
 		case tyF32:
 			if o.fbits == 32 {

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"math"
 	"strconv"
 	"strings"
 )
@@ -325,8 +324,9 @@ func (d *decoder) decMbar(in *inst, q []string) error {
 	return d.errf("mbarrier.%s is not supported", q[0])
 }
 
-// decTma: cp.async.bulk.tensor.{2d,3d}.shared::cluster.global.tile.mbarrier::complete_tx::bytes{.multicast::cluster}
-// [dst], [tmap, {c...}], [mbar]{, ctaMask}; cp.async.bulk.tensor.{2d,3d}.global.shared::cta.tile.bulk_group [tmap, {c...}], [src].
+// decTma: cp.async.bulk.tensor.{2d,3d}.shared::cluster.global.tile.mbarrier::complete_tx::bytes{.multicast::cluster | .L2::cache_hint}
+// [dst], [tmap, {c...}], [mbar]{, ctaMask | cachePolicy}; cp.async.bulk.tensor.{2d,3d}.global.shared::cta.tile.bulk_group{.L2::cache_hint}
+// [tmap, {c...}], [src]{, cachePolicy}.
 func (d *decoder) decTma(in *inst, q []string) error {
 	d.k.hopper = true
 	in.space = spShared // the shared-memory operands are shared::cta or shared::cluster addresses
@@ -339,7 +339,7 @@ func (d *decoder) decTma(in *inst, q []string) error {
 	store := q[4] == "global" && strings.HasPrefix(q[5], "shared")
 	for _, x := range q[6:] {
 		switch {
-		case x == "tile", x == "bulk_group", x == "mbarrier::complete_tx::bytes", strings.HasPrefix(x, "L2::"):
+		case x == "tile", x == "bulk_group", x == "mbarrier::complete_tx::bytes", x == "L2::cache_hint":
 		case x == "multicast::cluster":
 			in.mode2 |= tmaMulticast
 		default:
@@ -363,10 +363,8 @@ func (d *decoder) decTma(in *inst, q []string) error {
 			return d.errf("cp.async.bulk.tensor load takes [dst], [tensorMap, {coordinates}], [mbar]%s%s",
 				map[bool]string{true: ", ctaMask", false: ""}[want == 4], map[bool]string{true: ", cachePolicy", false: ""}[hint])
 		}
-		if hint { // the policy only steers L2's replacement: read, no effect
-			if _, err := d.src(args[3], tyB64, in); err != nil {
-				return err
-			}
+		if err := d.policy(args, want, hint, in); err != nil {
+			return err
 		}
 		b, off, _, err := d.addr(args[0], in)
 		if err != nil {
@@ -384,6 +382,12 @@ func (d *decoder) decTma(in *inst, q []string) error {
 	case store && has(q, "bulk_group"):
 		in.op = opTmaStore
 		tmapArg = 0
+		if len(args) != 2+map[bool]int{true: 1}[hint] {
+			return d.errf("cp.async.bulk.tensor store takes [tensorMap, {coordinates}], [src]%s", map[bool]string{true: ", cachePolicy", false: ""}[hint])
+		}
+		if err := d.policy(args, 2, hint, in); err != nil {
+			return err
+		}
 		b, off, _, err := d.addr(args[1], in)
 		if err != nil {
 			return err
@@ -605,7 +609,7 @@ func (d *decoder) decStmatrix(in *inst, q []string) error {
 // replacement, which the interpreter has none of: d gets an opaque value
 // that the .L2::cache_hint operations it reaches ignore.
 func (d *decoder) decCreatePolicy(in *inst, q []string) error {
-	if len(q) != 3 || q[0] != "fractional" || q[2] != "b64" || !strings.HasPrefix(q[1], "L2::evict_") {
+	if len(q) != 3 || q[0] != "fractional" || q[2] != "b64" || !l2Priorities[q[1]] {
 		return d.errf("only createpolicy.fractional.L2::evict_*.b64 is supported")
 	}
 	if err := d.nargs(1, 2); err != nil {
@@ -613,7 +617,7 @@ func (d *decoder) decCreatePolicy(in *inst, q []string) error {
 	}
 	if len(d.st.args) == 2 {
 		o := d.st.args[1]
-		if f := floatImm(o); o.kind != oFloat || !(f > 0 && f <= 1) {
+		if o.kind != oFloat || !(floatImm(o) > 0 && floatImm(o) <= 1) {
 			return d.errf("createpolicy: the fraction must be a float constant in (0, 1]")
 		}
 	}
@@ -626,13 +630,19 @@ func (d *decoder) decCreatePolicy(in *inst, q []string) error {
 	return nil
 }
 
+// l2Priorities are the priorities createpolicy.fractional takes.
+var l2Priorities = map[string]bool{"L2::evict_first": true, "L2::evict_normal": true, "L2::evict_last": true, "L2::evict_unchanged": true}
+
+// policy decodes the cache-policy operand args[at] of an .L2::cache_hint
+// form (hint): a b64 register read for the checks of its definition; the
+// policy only steers L2's replacement, which the interpreter has none of.
+func (d *decoder) policy(args []operand, at int, hint bool, in *inst) error {
+	if !hint {
+		return nil
+	}
+	_, err := d.src(args[at], tyB64, in)
+	return err
+}
+
 // policyValue is the opaque value a createpolicy leaves in its register.
 const policyValue = 0x10000000_00000000
-
-// floatImm is the value of a float immediate (oFloat) operand.
-func floatImm(o operand) float64 {
-	if o.fbits == 32 {
-		return float64(math.Float32frombits(uint32(o.u)))
-	}
-	return math.Float64frombits(o.u)
-}

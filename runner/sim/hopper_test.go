@@ -485,7 +485,8 @@ func TestStmatrix(t *testing.T) {
 
 // TestBuilderHopperPTX: the module kernels/ptx's Hopper API prints (its
 // golden file) decodes: tensor maps by parameter address (mov, cvta.param),
-// immediate coordinates, elect.sync _|p, register-A wgmma.
+// immediate coordinates, elect.sync _|p, register-A wgmma, createpolicy and
+// a TMA load with its cache policy.
 func TestBuilderHopperPTX(t *testing.T) {
 	text, err := os.ReadFile("../../kernels/ptx/testdata/hopper.golden")
 	if err != nil {

@@ -370,6 +370,10 @@ func TestParseErrors(t *testing.T) {
 		{"missing mode", "\tcvt.f16.f32 %r1, %r2;\n", "needs a float rounding mode"},
 		{"garbage", "\tmov.u32 %r1, #3;\n", "unexpected character '#'"},
 		{"range policy", "\t.reg .b64 %rd<2>;\n\tcreatepolicy.range.L2::evict_first.b64 %rd1;\n", "only createpolicy.fractional"},
+		{"policy priority", "\t.reg .b64 %rd<2>;\n\tcreatepolicy.fractional.L2::evict_soon.b64 %rd1;\n", "only createpolicy.fractional.L2::evict_*.b64"},
+		{"TMA eviction qualifier", "\tcp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::evict_first [%r1], [p, {%r1, %r1}], [%r2];\n", "unsupported qualifier .L2::evict_first"},
+		{"TMA policy missing", "\tcp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint [%r1], [p, {%r1, %r1}], [%r2];\n", "[mbar], cachePolicy"},
+		{"TMA multicast with a policy", "\t.reg .b64 %rd<2>;\n\t.reg .b16 %rs<2>;\n\tcp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster.L2::cache_hint [%r1], [p, {%r1, %r1}], [%r2], %rs1, %rd1;\n", ".multicast::cluster with .L2::cache_hint is not supported"},
 		{"policy fraction", "\t.reg .b64 %rd<2>;\n\tcreatepolicy.fractional.L2::evict_last.b64 %rd1, 2.0;\n", "fraction must be a float constant in (0, 1]"},
 	}
 	for _, c := range cases {

@@ -60,6 +60,7 @@ var table = []Row{
 	{Name: "isspacep", Args: ds, Spaces: Global | Shared | Local | Const | Param, Effects: pureDS, SM: 20, PTX: 20},
 	{Name: "cvt", Args: dss, Opt: 1, Effects: pureDS, SM: 20, PTX: 10, Raise: []Raise{cvtBF16}},
 	{Name: "prefetch", Args: []Kind{Addr}, Spaces: Global | Local | Generic, SM: 20, PTX: 20},
+	{Name: "createpolicy", Args: []Kind{Dst, Src}, Opt: 1, Effects: pureDS, SM: 80, PTX: 74},
 	{Name: "prefetchu", Args: []Kind{Addr}, Spaces: Generic, SM: 20, PTX: 20},
 
 	// Integer and floating-point arithmetic.
@@ -198,8 +199,7 @@ var table = []Row{
 		Effects: Dest | Load, SM: 90, PTX: 78, Raise: mbar},
 	{Name: "cp.async.bulk", Args: []Kind{Addr, Addr, Src, Addr, Src}, Opt: 2, Spaces: Global | Shared,
 		Effects: Load | Store | Async, SM: 90, PTX: 80},
-	{Name: "createpolicy", Args: []Kind{Dst, Src}, Opt: 1, Effects: pureDS, SM: 80, PTX: 74},
-	{Name: "cp.async.bulk.tensor", Args: []Kind{Addr, Addr, Addr, Src}, Opt: 2, Spaces: Global | Shared,
+	{Name: "cp.async.bulk.tensor", Args: []Kind{Addr, Addr, Addr, Src, Src}, Opt: 3, Spaces: Global | Shared,
 		Effects: Load | Store | Async, SM: 90, PTX: 80},
 	{Name: "cp.reduce.async.bulk.tensor", Args: []Kind{Addr, Addr}, Spaces: Global | Shared,
 		Effects: Load | Store | Async, SM: 90, PTX: 80},
