@@ -546,9 +546,6 @@ func (d *decoder) sreg(kind sreg) int32 {
 	return s
 }
 
-// src resolves a source operand of an instruction of type t to a slot.
-// Registers and special registers are checked for initialization by the
-// caller through rchk; constants never need it.
 // floatImm is the value of a float immediate (oFloat) operand.
 func floatImm(o operand) float64 {
 	if o.fbits == 32 {
@@ -557,6 +554,9 @@ func floatImm(o operand) float64 {
 	return math.Float64frombits(o.u)
 }
 
+// src resolves a source operand of an instruction of type t to a slot.
+// Registers and special registers are checked for initialization by the
+// caller through rchk; constants never need it.
 func (d *decoder) src(o operand, t ptype, in *inst) (int32, error) {
 	switch o.kind {
 	case oReg:

@@ -348,7 +348,11 @@ func (d *decoder) decTma(in *inst, q []string) error {
 	}
 	args := d.st.args
 	tmapArg := 1
-	hint := has(q, "L2::cache_hint")
+	// An .L2::cache_hint form takes the policy as its last operand.
+	policyArgs, policyName := 0, ""
+	if has(q, "L2::cache_hint") {
+		policyArgs, policyName = 1, ", cachePolicy"
+	}
 	switch {
 	case load && has(q, "mbarrier::complete_tx::bytes"):
 		in.op = opTmaLoad
@@ -356,14 +360,14 @@ func (d *decoder) decTma(in *inst, q []string) error {
 		if in.mode2&tmaMulticast != 0 {
 			want = 4
 		}
-		if hint && want == 4 {
+		if policyArgs > 0 && want == 4 {
 			return d.errf("cp.async.bulk.tensor: .multicast::cluster with .L2::cache_hint is not supported")
 		}
-		if len(args) != want+map[bool]int{true: 1}[hint] {
+		if len(args) != want+policyArgs {
 			return d.errf("cp.async.bulk.tensor load takes [dst], [tensorMap, {coordinates}], [mbar]%s%s",
-				map[bool]string{true: ", ctaMask", false: ""}[want == 4], map[bool]string{true: ", cachePolicy", false: ""}[hint])
+				map[bool]string{true: ", ctaMask", false: ""}[want == 4], policyName)
 		}
-		if err := d.policy(args, want, hint, in); err != nil {
+		if err := d.policy(args[want:], in); err != nil {
 			return err
 		}
 		b, off, _, err := d.addr(args[0], in)
@@ -382,10 +386,10 @@ func (d *decoder) decTma(in *inst, q []string) error {
 	case store && has(q, "bulk_group"):
 		in.op = opTmaStore
 		tmapArg = 0
-		if len(args) != 2+map[bool]int{true: 1}[hint] {
-			return d.errf("cp.async.bulk.tensor store takes [tensorMap, {coordinates}], [src]%s", map[bool]string{true: ", cachePolicy", false: ""}[hint])
+		if len(args) != 2+policyArgs {
+			return d.errf("cp.async.bulk.tensor store takes [tensorMap, {coordinates}], [src]%s", policyName)
 		}
-		if err := d.policy(args, 2, hint, in); err != nil {
+		if err := d.policy(args[2:], in); err != nil {
 			return err
 		}
 		b, off, _, err := d.addr(args[1], in)
@@ -633,15 +637,17 @@ func (d *decoder) decCreatePolicy(in *inst, q []string) error {
 // l2Priorities are the priorities createpolicy.fractional takes.
 var l2Priorities = map[string]bool{"L2::evict_first": true, "L2::evict_normal": true, "L2::evict_last": true, "L2::evict_unchanged": true}
 
-// policy decodes the cache-policy operand args[at] of an .L2::cache_hint
-// form (hint): a b64 register read for the checks of its definition; the
-// policy only steers L2's replacement, which the interpreter has none of.
-func (d *decoder) policy(args []operand, at int, hint bool, in *inst) error {
-	if !hint {
-		return nil
+// policy decodes the cache-policy operand of an .L2::cache_hint form, the
+// one operand of rest (none without the hint): a b64 register read for
+// the checks of its definition; the policy only steers L2's replacement,
+// which the interpreter has none of.
+func (d *decoder) policy(rest []operand, in *inst) error {
+	for _, o := range rest {
+		if _, err := d.src(o, tyB64, in); err != nil {
+			return err
+		}
 	}
-	_, err := d.src(args[at], tyB64, in)
-	return err
+	return nil
 }
 
 // policyValue is the opaque value a createpolicy leaves in its register.

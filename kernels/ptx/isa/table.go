@@ -60,8 +60,8 @@ var table = []Row{
 	{Name: "isspacep", Args: ds, Spaces: Global | Shared | Local | Const | Param, Effects: pureDS, SM: 20, PTX: 20},
 	{Name: "cvt", Args: dss, Opt: 1, Effects: pureDS, SM: 20, PTX: 10, Raise: []Raise{cvtBF16}},
 	{Name: "prefetch", Args: []Kind{Addr}, Spaces: Global | Local | Generic, SM: 20, PTX: 20},
-	{Name: "createpolicy", Args: []Kind{Dst, Src}, Opt: 1, Effects: pureDS, SM: 80, PTX: 74},
 	{Name: "prefetchu", Args: []Kind{Addr}, Spaces: Generic, SM: 20, PTX: 20},
+	{Name: "createpolicy", Args: []Kind{Dst, Src}, Opt: 1, Effects: pureDS, SM: 80, PTX: 74},
 
 	// Integer and floating-point arithmetic.
 	{Name: "add", Args: dss, Effects: pureDS, SM: 20, PTX: 10, Raise: bf16},
