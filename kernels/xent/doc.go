@@ -60,11 +60,12 @@
 //     (fence.proxy.async), and after the CTA's barrier thread 0 writes
 //     the part out by one bulk store and waits until it has been read.
 //   - The loop writes every element with the off-label term (−g·ε/v);
-//     after it and the CTA's barrier, thread 0 of the CTA whose part holds
-//     the label writes the label's element again, from zl by the same
-//     arithmetic with the label's term (into the shared copy, before the
-//     bulk store, with copy=inout). An ignored row's label, or one
-//     outside [0, v), lies in no part.
+//     after it, the thread that stored the vector holding the label (in
+//     the CTA whose part holds it) writes the label's element again, from
+//     zl by the same arithmetic with the label's term; its own program
+//     order puts the second store after the first, so no barrier is
+//     needed (with copy=inout, into the shared copy before its fence).
+//     An ignored row's label, or one outside [0, v), lies in no part.
 //   - Alias-safe: the gradient kernel reads no logit but its part's, each
 //     element once, by the thread that writes its gradient, before that
 //     store (a batch's loads precede its stores); z[label] comes from the

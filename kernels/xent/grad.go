@@ -122,33 +122,32 @@ func (gr gradient) of(v []ptx.Reg) []ptx.Reg {
 	return res
 }
 
-// fixLabelIn is fixLabel for a gradient stored by the threads into out
-// (global memory): after the CTA's barrier, which orders it after the
-// loop's store of the same element by whichever thread held it.
-func (gr gradient) fixLabelIn(w *walk, r rowEnd, out ptx.Reg) {
-	k := gr.k
-	k.BarSync(0)
-	gr.fixLabel(w, r, ptx.Global, func(lab, _ ptx.Reg) ptx.Reg {
-		return k.Add(ptx.U64, out, labelOffset(k, gr.g, w.row, lab))
-	})
-}
-
 // fixLabel writes the label's element with the label's term, where this
-// CTA's part holds the label: thread 0, from gr.zl, by the loop's
-// arithmetic, into space sp at at(lab, rel), rel the label's element
-// index in the part. An ignored row's label, or one outside [0, v), lies
-// in no part.
+// CTA's part holds the label: by the thread whose loop stored the
+// vector holding it (vector rel/vec of the part, at thread (rel/vec) mod
+// block), after that store in its own program order, so no barrier
+// orders the two; from gr.zl, by the loop's arithmetic, into space sp at
+// at(lab, rel), rel the label's element index in the part. An ignored
+// row's label, or one outside [0, v), lies in no part.
 func (gr gradient) fixLabel(w *walk, r rowEnd, sp ptx.Space, at func(lab, rel ptx.Reg) ptx.Reg) {
 	k, g := gr.k, gr.g
 	rel := k.Sub(ptx.U32, r.lab, k.Mul(ptx.U32, w.begin, ptx.Imm(g.vec)))
 	mine := k.Setp("lt", ptx.U32, rel, k.Mul(ptx.U32, w.cnt, ptx.Imm(g.vec)))
-	mine = k.And(ptx.Pred, mine, k.Setp("eq", ptx.U32, w.tid, ptx.Imm(0)))
+	owner := k.And(ptx.U32, k.Shr(ptx.U32, rel, ptx.Imm(gen.Log2(g.vec))), ptx.Imm(g.block-1))
+	mine = k.And(ptx.Pred, mine, k.Setp("eq", ptx.U32, w.tid, owner))
 	if g.plant == "nolabel" {
 		return
 	}
 	k.If(mine, func() {
 		p := k.Ex2ApproxFtz(k.Fma(ptx.F32, gr.zl, log2e, gr.neg))
 		gen.StValsIn(k, sp, g.dt, ptx.At(at(r.lab, rel), 0), []ptx.Reg{k.Fma(ptx.F32, p, gr.gp, gr.onLabel)}, ptx.Reg{})
+	})
+}
+
+// fixLabelIn is fixLabel for a gradient stored into out (global memory).
+func (gr gradient) fixLabelIn(w *walk, r rowEnd, out ptx.Reg) {
+	gr.fixLabel(w, r, ptx.Global, func(lab, _ ptx.Reg) ptx.Reg {
+		return gr.k.Add(ptx.U64, out, labelOffset(gr.k, gr.g, w.row, lab))
 	})
 }
 

@@ -88,11 +88,10 @@ func emitOnePass(k *ptx.Func, g geom) {
 		gr.fixLabelIn(w, r, out)
 		return
 	}
-	bulkOut(k, g, w.tid, pt, out, func() {
-		gr.fixLabel(w, r, ptx.Shared, func(_, rel ptx.Reg) ptx.Reg {
-			return k.Mad(ptx.U32, rel, ptx.Imm(g.dt.Size()), pt.hold)
-		})
+	gr.fixLabel(w, r, ptx.Shared, func(_, rel ptx.Reg) ptx.Reg {
+		return k.Mad(ptx.U32, rel, ptx.Imm(g.dt.Size()), pt.hold)
 	})
+	bulkOut(k, g, w.tid, pt, out)
 }
 
 // part is a one-pass CTA's part of its row: its first vector in the row
@@ -140,19 +139,14 @@ func bulkIn(k *ptx.Func, g geom, tid ptx.Reg, pt part, logits ptx.Reg) {
 
 // bulkOut writes the part's shared copy, which the threads have
 // overwritten with the gradient, to out by one bulk store: each thread
-// fences its writes for the async proxy; after the CTA's barrier, fix
-// (thread 0's writes into the copy) runs, and thread 0 fences again,
-// issues the store and waits until it has read the copy.
-func bulkOut(k *ptx.Func, g geom, tid ptx.Reg, pt part, out ptx.Reg, fix func()) {
+// fences its writes for the async proxy; after the CTA's barrier thread
+// 0 issues the store and waits until it has read the copy.
+func bulkOut(k *ptx.Func, g geom, tid ptx.Reg, pt part, out ptx.Reg) {
 	if g.plant != "nofence" {
 		k.FenceProxyAsync()
 	}
 	k.BarSync(0)
-	fix()
 	k.If(k.And(ptx.Pred, k.Setp("eq", ptx.U32, tid, ptx.Imm(0)), k.Setp("ne", ptx.U32, pt.bytes, ptx.Imm(0))), func() {
-		if g.plant != "nofence" {
-			k.FenceProxyAsync()
-		}
 		k.BulkStore(ptx.At(k.Add(ptx.U64, out, pt.at), 0), ptx.At(pt.hold, 0), pt.bytes)
 		k.BulkCommit()
 		k.BulkWait(0, true)
