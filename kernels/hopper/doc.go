@@ -40,6 +40,11 @@
 //
 // # Warpgroups and register budgets (regs.go)
 //
+// An sm_90 SM's register file, threads and shared memory are constants
+// here (RegsPerSM, ThreadsPerSM, SharedPerSM less CTASharedReserved a
+// CTA); RegsFor is the most registers per thread that let n CTAs share
+// the file, CTAsByShared how many CTAs of a size shared memory holds.
+//
 // Warpgroup 0 is the producer (Roles), then the consumers, then any
 // fill warpgroups (a written B's). Under the register split (Split) the
 // kernel declares .maxnreg InitialRegs(threads) = min(255, 65536/threads

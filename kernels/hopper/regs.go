@@ -9,10 +9,29 @@ const ProducerRegs = 40
 // MaxConsumerRegs is the most a consumer warpgroup raises itself to.
 const MaxConsumerRegs = 240
 
+// An sm_90 SM's resources: its register file, its threads, and its
+// shared memory, of which each resident CTA takes CTASharedReserved
+// beside its own; a CTA may take at most MaxCTAShared.
+const (
+	RegsPerSM         = 65536
+	ThreadsPerSM      = 2048
+	SharedPerSM       = 228 * 1024
+	CTASharedReserved = 1024
+	MaxCTAShared      = 227 * 1024
+)
+
+// RegsFor is the most registers per thread (a multiple of 8, at most
+// 255) that let ctas CTAs of threads threads share an SM's register file.
+func RegsFor(threads, ctas int) int { return min(255, RegsPerSM/(threads*ctas)/8*8) }
+
+// CTAsByShared is how many CTAs of shared bytes each an SM's shared
+// memory holds.
+func CTAsByShared(shared int) int { return SharedPerSM / (shared + CTASharedReserved) }
+
 // InitialRegs is the registers per thread a kernel of threads threads
 // under the register split holds from its launch: its .maxnreg, the most
-// that lets one CTA fill the register file, a multiple of 8, at most 255.
-func InitialRegs(threads int) int { return min(255, 65536/threads/8*8) }
+// that lets one CTA fill the register file.
+func InitialRegs(threads int) int { return RegsFor(threads, 1) }
 
 // ConsumerBudget is what a consumer warpgroup's thread may raise itself to
 // (setmaxnreg.inc) when the producer warpgroup and fillWGs filling ones

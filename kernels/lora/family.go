@@ -8,6 +8,7 @@ import (
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/gen"
+	"github.com/gradtune/gradtune/kernels/hopper"
 	"github.com/gradtune/gradtune/variants"
 )
 
@@ -29,16 +30,6 @@ const (
 // chunk is the columns of dY (dY kernel) and of x (x kernel) one ring
 // slot holds: 64 16-bit elements, eight 16-byte chunks a row.
 const chunk = 64
-
-// maxShared is the dynamic shared memory a CTA may take on sm_90.
-const maxShared = 227 * 1024
-
-// smShared is an sm_90 SM's shared memory, of which each resident CTA
-// takes ctaReserved beside its own.
-const (
-	smShared    = 228 * 1024
-	ctaReserved = 1024
-)
 
 // waveSMs is the H200's SM count, for the rules on grid sizes.
 const waveSMs = 132
@@ -311,8 +302,8 @@ func (family) Space(s Shape) variants.Typed[Params] {
 		}},
 		{Name: "shared memory", Axes: []string{"bt", "stages", "isplit", "rg", "mma", "tparts", "xload", "dyload", "fold", "dbsplit"}, Check: func(p Params) error {
 			g := newGeom(s, p)
-			if b := g.smem(); b > maxShared {
-				return fmt.Errorf("%d bytes of shared memory (at most %d)", b, maxShared)
+			if b := g.smem(); b > hopper.MaxCTAShared {
+				return fmt.Errorf("%d bytes of shared memory (at most %d)", b, hopper.MaxCTAShared)
 			}
 			return nil
 		}},
@@ -324,7 +315,7 @@ func (family) Space(s Shape) variants.Typed[Params] {
 			if p.Warps != 8 {
 				return fmt.Errorf("maxnreg=%d with %d warps: two CTAs of 4 warps fit an SM at 255 registers", p.MaxNReg, p.Warps)
 			}
-			if b := g.smem(); 2*(b+ctaReserved) > smShared {
+			if b := g.smem(); hopper.CTAsByShared(b) < 2 {
 				return fmt.Errorf("maxnreg=%d: %d bytes of shared memory a CTA leave no room for a second", p.MaxNReg, b)
 			}
 			return nil

@@ -7,6 +7,7 @@ import (
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/gen"
+	"github.com/gradtune/gradtune/kernels/hopper"
 	"github.com/gradtune/gradtune/kernels/ptx"
 	"github.com/gradtune/gradtune/kernels/rows"
 )
@@ -34,6 +35,7 @@ type geom struct {
 	alias, labelLate  bool
 	onePass           bool
 	bulkIn, bulkOut   bool
+	maxnreg           int // the kernels' .maxnreg (regCap)
 	// plant is a bug the one-pass kernel plants (tests): "unsynced", no
 	// barrier before the merge; "nowait", the part read before its bulk
 	// copy completes; "nofence", the gradient bulk-stored without the
@@ -47,8 +49,33 @@ func newGeom(s Shape, p Params) geom {
 		labBytes: s.labelType().Size(), zloss: s.zloss(), alias: s.grad() == "logits", onePass: p.Pass == "one",
 		bulkIn: p.Copy != "ld", bulkOut: p.Copy == "inout"}
 	g.cv = gen.CeilDiv(g.nv, g.split)
+	g.maxnreg = regCap(g, p.Regs)
 	return g
 }
+
+// regCap is the kernels' .maxnreg. With regs=free it is the most that
+// lets one CTA fill the register file (without a cap ptxas sizes a
+// 512-thread CTA for three a SM, 40 registers, and spills the heavier
+// gradient variants: vec·vpt = 16 with smoothing, z-loss and i64
+// labels). With regs=smem it is the most that lets as many CTAs share an
+// SM as their parts' shared memory (and the SM's threads) allow, but no
+// fewer than heldRegs: ptxas otherwise takes what it likes, 55 registers
+// instead of 48 for one form of the same one-pass kernel, four CTAs a SM
+// where shared memory holds five.
+func regCap(g geom, regs string) int {
+	free := hopper.RegsFor(g.block, 1)
+	if regs != "smem" {
+		return free
+	}
+	ctas := min(hopper.CTAsByShared(g.cv*g.vb+statSlack), hopper.ThreadsPerSM/g.block)
+	return min(free, max(hopper.RegsFor(g.block, ctas), heldRegs(g.vec*g.vpt)))
+}
+
+// heldRegs is the fewest registers a one-pass thread holding held values
+// a batch takes without spilling, its heaviest options (smoothing, z-loss,
+// i64 labels) included: held + 32, a multiple of 8 (ptxas 12.4: 16
+// values spill at 32 and fit 40, 32 spill at 56 and fit 64).
+func heldRegs(held int) int { return (held + 32 + 7) / 8 * 8 }
 
 // statWords is the f32 words of one partial: (m·log₂e, Σ2^(z·log₂e −
 // that), Σz, zl), zl = z[row, label] in part 0's partial (0 on an
@@ -109,14 +136,11 @@ func (f family) emitOne(g geom) (kernels.Program, error) {
 	}}, RuntimeDims: []string{Dim}}, nil
 }
 
-// declareBlock declares a kernel's CTA: block threads, and .maxnreg at
-// the registers one CTA a SM may take (65536/block, at most 255).
-// Without a cap ptxas sizes a 512-thread CTA for three a SM (40
-// registers) and spills the heavier gradient variants (vec·vpt = 16 with
-// smoothing, z-loss and i64 labels); with it they take what they need.
+// declareBlock declares a kernel's CTA: block threads, and .maxnreg
+// (regCap).
 func declareBlock(k *ptx.Func, g geom) {
 	k.ReqNTid(g.block)
-	k.MaxNReg(min(255, 65536/g.block/8*8))
+	k.MaxNReg(g.maxnreg)
 }
 
 // gradArgs is the arguments of a kernel that writes the gradient

@@ -7,6 +7,7 @@ import (
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/gen"
+	"github.com/gradtune/gradtune/kernels/hopper"
 	"github.com/gradtune/gradtune/kernels/rows"
 	"github.com/gradtune/gradtune/variants"
 )
@@ -78,6 +79,7 @@ type Params struct {
 	Reverse bool   `axis:"reverse" values:"0,1" doc:"1: the gradient kernel takes the rows last to first, starting on those the statistics kernel read last (still in L2)"`
 	Pass    string `axis:"pass" values:"two,one" doc:"two: a statistics kernel, then a gradient kernel that reads the logits again; one: a cluster of split CTAs a row keeps its part in shared memory and merges the statistics over distributed shared memory, reading the logits once"`
 	Copy    string `axis:"copy" values:"ld,in,inout" default:"ld" doc:"pass=one: ld, the threads load the part and copy it into shared memory; in, one bulk copy (cp.async.bulk) brings the part in; inout, and the gradient, written over that copy, goes out by one bulk store (16-byte vectors)"`
+	Regs    string `axis:"regs" values:"free,smem" default:"free" doc:"free: .maxnreg lets one CTA fill the register file; smem (pass=one): .maxnreg lets as many CTAs share an SM as the parts' shared memory does, so registers never bind tighter"`
 }
 
 type family struct{}
@@ -199,6 +201,12 @@ func (family) Space(s Shape) variants.Typed[Params] {
 				}
 				return nil
 			}},
+			{Name: "registers by shared memory: one pass", Axes: []string{"pass", "regs"}, Check: func(p Params) error {
+				if p.Regs == "smem" && p.Pass != "one" {
+					return fmt.Errorf("regs=smem caps a one-pass CTA's registers by its part's shared memory (pass=one)")
+				}
+				return nil
+			}},
 			{Name: "block fits the part", Axes: []string{"vec", "block", "vpt", "split"}, Check: func(p Params) error {
 				cv := gen.CeilDiv(s.V/p.Vec, p.Split)
 				if need := max(minBlock, gen.Pow2Ceil(gen.CeilDiv(cv, p.VPT))); p.Block > need {
@@ -218,5 +226,8 @@ const (
 )
 
 // maxHold is the shared memory a one-pass CTA may hold its part of a row
-// in: sm_90's 227 KB less a KB for the statistics' slots.
-const maxHold = 226 * 1024
+// in: sm_90's 227 KB less statSlack for the statistics' slots.
+const (
+	maxHold   = hopper.MaxCTAShared - statSlack
+	statSlack = 1024
+)

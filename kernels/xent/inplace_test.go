@@ -73,7 +73,7 @@ func TestInPlace(t *testing.T) {
 		if got := strings.Join(roles, " "); !strings.HasPrefix(got, "logits:inout ") || strings.Contains(got, "dlogits") {
 			t.Errorf("%s: buffers %s, want the logits inout and no dlogits", spec, got)
 		}
-		for _, params := range []string{"vec=8,block=128,vpt=1,split=4,reverse=1,pass=two,copy=ld", "vec=4,block=128,vpt=2,split=4,reverse=0,pass=two,copy=ld", "vec=8,block=128,vpt=1,split=4,reverse=0,pass=one,copy=ld", "vec=8,block=128,vpt=2,split=2,reverse=0,pass=one,copy=inout"} {
+		for _, params := range []string{"vec=8,block=128,vpt=1,split=4,reverse=1,pass=two,copy=ld,regs=free", "vec=4,block=128,vpt=2,split=4,reverse=0,pass=two,copy=ld,regs=free", "vec=8,block=128,vpt=1,split=4,reverse=0,pass=one,copy=ld,regs=free", "vec=8,block=128,vpt=2,split=2,reverse=0,pass=one,copy=inout,regs=free"} {
 			p, err := variants.ParseParams(params)
 			if err != nil {
 				t.Fatal(err)
@@ -94,7 +94,7 @@ func TestInPlace(t *testing.T) {
 				}
 			}
 		}
-		bad := aliased(t, vs, "vec=8,block=128,vpt=1,split=4,reverse=1,pass=two,copy=ld", true)
+		bad := aliased(t, vs, "vec=8,block=128,vpt=1,split=4,reverse=1,pass=two,copy=ld,regs=free", true)
 		if c, err := validateTwice(vs, bad, 1); err != nil || c.OK || !strings.Contains(c.Message, "loss[") {
 			t.Errorf("%s: z[label] read after other parts wrote: %v %q, want a loss failure", spec, err, c.Message)
 		}

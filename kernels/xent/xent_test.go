@@ -245,37 +245,37 @@ var simCases = []simtest.Case{
 func TestVariantsOnInterpreter(t *testing.T) {
 	simtest.Sample(t, fam, simCases, 8, func(variants.Params) bool { return true })
 	simtest.RunNamed(t, fam, []simtest.Point{
-		{Case: simCases[4], Params: "vec=8,block=128,vpt=1,split=4,reverse=1,pass=two,copy=ld"},
-		{Case: simCases[4], Params: "vec=8,block=128,vpt=4,split=4,reverse=0,pass=two,copy=ld"},
-		{Case: simCases[1], Params: "vec=1,block=128,vpt=2,split=16,reverse=1,pass=two,copy=ld"},
-		{Case: simCases[2], Params: "vec=1,block=128,vpt=4,split=16,reverse=0,pass=two,copy=ld"},
-		{Case: simCases[3], Params: "vec=1,block=128,vpt=1,split=2,reverse=0,pass=two,copy=ld"},
-		{Case: simCases[0], Params: "vec=4,block=128,vpt=1,split=1,reverse=1,pass=two,copy=ld"},
+		{Case: simCases[4], Params: "vec=8,block=128,vpt=1,split=4,reverse=1,pass=two,copy=ld,regs=free"},
+		{Case: simCases[4], Params: "vec=8,block=128,vpt=4,split=4,reverse=0,pass=two,copy=ld,regs=free"},
+		{Case: simCases[1], Params: "vec=1,block=128,vpt=2,split=16,reverse=1,pass=two,copy=ld,regs=free"},
+		{Case: simCases[2], Params: "vec=1,block=128,vpt=4,split=16,reverse=0,pass=two,copy=ld,regs=free"},
+		{Case: simCases[3], Params: "vec=1,block=128,vpt=1,split=2,reverse=0,pass=two,copy=ld,regs=free"},
+		{Case: simCases[0], Params: "vec=4,block=128,vpt=1,split=1,reverse=1,pass=two,copy=ld,regs=free"},
 		// Two rows of the model's vocabulary, on the longest chain of
 		// sums the space has there (297 iterations per thread).
-		{Case: simtest.Case{Spec: "t=2,v=151936", DType: dtype.BF16}, Params: "vec=4,block=128,vpt=1,split=1,reverse=0,pass=two,copy=ld"},
-		{Case: simtest.Case{Spec: "t=2,v=151936,smooth=0.1,zloss=1", DType: dtype.F32}, Params: "vec=4,block=1024,vpt=4,split=16,reverse=1,pass=two,copy=ld"},
+		{Case: simtest.Case{Spec: "t=2,v=151936", DType: dtype.BF16}, Params: "vec=4,block=128,vpt=1,split=1,reverse=0,pass=two,copy=ld,regs=free"},
+		{Case: simtest.Case{Spec: "t=2,v=151936,smooth=0.1,zloss=1", DType: dtype.F32}, Params: "vec=4,block=1024,vpt=4,split=16,reverse=1,pass=two,copy=ld,regs=free"},
 		// The options alone and combined: i64 labels (row 6 ignored),
 		// z-loss with smoothing, both with smoothing over empty CTAs.
-		{Case: simtest.Case{Spec: "t=9,v=1000,labels=i64", DType: dtype.BF16}, Params: "vec=8,block=128,vpt=1,split=2,reverse=1,pass=two,copy=ld"},
-		{Case: simtest.Case{Spec: "t=17,v=1003,smooth=0.1,zloss=1", DType: dtype.F32}, Params: "vec=1,block=128,vpt=2,split=4,reverse=0,pass=two,copy=ld"},
-		{Case: simtest.Case{Spec: "t=10,v=40,smooth=0.05,labels=i64,zloss=1", DType: dtype.F16}, Params: "vec=8,block=128,vpt=1,split=4,reverse=1,pass=two,copy=ld"},
+		{Case: simtest.Case{Spec: "t=9,v=1000,labels=i64", DType: dtype.BF16}, Params: "vec=8,block=128,vpt=1,split=2,reverse=1,pass=two,copy=ld,regs=free"},
+		{Case: simtest.Case{Spec: "t=17,v=1003,smooth=0.1,zloss=1", DType: dtype.F32}, Params: "vec=1,block=128,vpt=2,split=4,reverse=0,pass=two,copy=ld,regs=free"},
+		{Case: simtest.Case{Spec: "t=10,v=40,smooth=0.05,labels=i64,zloss=1", DType: dtype.F16}, Params: "vec=8,block=128,vpt=1,split=4,reverse=1,pass=two,copy=ld,regs=free"},
 		// one pass: a CTA a row, and clusters of 2, 4 and 8 with tails,
 		// smoothing, i64 labels and z-loss
-		{Case: simCases[4], Params: "vec=8,block=128,vpt=2,split=1,reverse=0,pass=one,copy=ld"},
-		{Case: simCases[4], Params: "vec=4,block=128,vpt=1,split=2,reverse=0,pass=one,copy=ld"},
-		{Case: simCases[1], Params: "vec=1,block=128,vpt=4,split=8,reverse=0,pass=one,copy=ld"},
-		{Case: simtest.Case{Spec: "t=17,v=1003,smooth=0.1,zloss=1", DType: dtype.F32}, Params: "vec=1,block=128,vpt=2,split=4,reverse=0,pass=one,copy=ld"},
-		{Case: simtest.Case{Spec: "t=10,v=40,smooth=0.05,labels=i64,zloss=1", DType: dtype.F16}, Params: "vec=8,block=128,vpt=1,split=4,reverse=0,pass=one,copy=ld"},
+		{Case: simCases[4], Params: "vec=8,block=128,vpt=2,split=1,reverse=0,pass=one,copy=ld,regs=free"},
+		{Case: simCases[4], Params: "vec=4,block=128,vpt=1,split=2,reverse=0,pass=one,copy=ld,regs=free"},
+		{Case: simCases[1], Params: "vec=1,block=128,vpt=4,split=8,reverse=0,pass=one,copy=ld,regs=smem"},
+		{Case: simtest.Case{Spec: "t=17,v=1003,smooth=0.1,zloss=1", DType: dtype.F32}, Params: "vec=1,block=128,vpt=2,split=4,reverse=0,pass=one,copy=ld,regs=smem"},
+		{Case: simtest.Case{Spec: "t=10,v=40,smooth=0.05,labels=i64,zloss=1", DType: dtype.F16}, Params: "vec=8,block=128,vpt=1,split=4,reverse=0,pass=one,copy=ld,regs=smem"},
 		// one pass by bulk copies: a CTA a row; parts with tails, an
 		// empty part (v=40 is 5 vectors over 4 CTAs: parts of 2, 2, 1, 0)
 		// and the options; f32's 16 bytes are 4 values
-		{Case: simCases[0], Params: "vec=8,block=128,vpt=1,split=1,reverse=0,pass=one,copy=in"},
-		{Case: simCases[0], Params: "vec=8,block=128,vpt=2,split=2,reverse=0,pass=one,copy=inout"},
-		{Case: simCases[4], Params: "vec=8,block=128,vpt=1,split=4,reverse=0,pass=one,copy=inout"},
-		{Case: simtest.Case{Spec: "t=10,v=40,smooth=0.05,labels=i64,zloss=1", DType: dtype.F16}, Params: "vec=8,block=128,vpt=1,split=4,reverse=0,pass=one,copy=in"},
-		{Case: simtest.Case{Spec: "t=6,v=1004,smooth=0.1,zloss=1", DType: dtype.F32}, Params: "vec=4,block=128,vpt=4,split=8,reverse=0,pass=one,copy=inout"},
-		{Case: simtest.Case{Spec: "t=2,v=151936", DType: dtype.BF16}, Params: "vec=8,block=256,vpt=2,split=8,reverse=0,pass=one,copy=inout"},
+		{Case: simCases[0], Params: "vec=8,block=128,vpt=1,split=1,reverse=0,pass=one,copy=in,regs=smem"},
+		{Case: simCases[0], Params: "vec=8,block=128,vpt=2,split=2,reverse=0,pass=one,copy=inout,regs=smem"},
+		{Case: simCases[4], Params: "vec=8,block=128,vpt=1,split=4,reverse=0,pass=one,copy=inout,regs=smem"},
+		{Case: simtest.Case{Spec: "t=10,v=40,smooth=0.05,labels=i64,zloss=1", DType: dtype.F16}, Params: "vec=8,block=128,vpt=1,split=4,reverse=0,pass=one,copy=in,regs=smem"},
+		{Case: simtest.Case{Spec: "t=6,v=1004,smooth=0.1,zloss=1", DType: dtype.F32}, Params: "vec=4,block=128,vpt=4,split=8,reverse=0,pass=one,copy=inout,regs=smem"},
+		{Case: simtest.Case{Spec: "t=2,v=151936", DType: dtype.BF16}, Params: "vec=8,block=256,vpt=2,split=8,reverse=0,pass=one,copy=inout,regs=smem"},
 	})
 }
 
@@ -284,9 +284,9 @@ func TestVariantsOnInterpreter(t *testing.T) {
 // one with i64 labels and z-loss at t = 1 and 8.
 func TestRuntimeTokens(t *testing.T) {
 	simtest.RuntimeDim(t, fam, simtest.Case{Spec: "t=9,v=1000,smooth=0.05", DType: dtype.BF16}, "t", []int{1, 4, 8, 33},
-		"vec=8,block=128,vpt=2,split=4,reverse=1,pass=two,copy=ld", "vec=4,block=128,vpt=1,split=1,reverse=0,pass=two,copy=ld")
+		"vec=8,block=128,vpt=2,split=4,reverse=1,pass=two,copy=ld,regs=free", "vec=4,block=128,vpt=1,split=1,reverse=0,pass=two,copy=ld,regs=free")
 	simtest.RuntimeDim(t, fam, simtest.Case{Spec: "t=9,v=1000,labels=i64,zloss=1", DType: dtype.BF16}, "t", []int{1, 8},
-		"vec=8,block=128,vpt=1,split=2,reverse=0,pass=two,copy=ld")
+		"vec=8,block=128,vpt=1,split=2,reverse=0,pass=two,copy=ld,regs=free")
 }
 
 // validBase is the session of bf16 shape spec on the interpreter and
@@ -299,7 +299,7 @@ func validBase(t *testing.T, spec string) (*runner.Session, kernels.Program) {
 	if err := ss.Prepare(fam, s, 1); err != nil {
 		t.Fatal(err)
 	}
-	p, _ := variants.ParseParams("vec=8,block=128,vpt=1,split=2,reverse=0,pass=two,copy=ld")
+	p, _ := variants.ParseParams("vec=8,block=128,vpt=1,split=2,reverse=0,pass=two,copy=ld,regs=free")
 	prog, err := fam.Emit(s, p)
 	if err != nil {
 		t.Fatal(err)
@@ -431,9 +431,9 @@ func TestOnePassPlants(t *testing.T) {
 		spec, params string
 		bugs         []string
 	}{
-		{"t=9,v=1000", "vec=4,block=128,vpt=1,split=2,reverse=0,pass=one,copy=ld", []string{"unsynced", "nolabel"}},
-		{"t=5,v=1000", "vec=8,block=128,vpt=1,split=2,reverse=0,pass=one,copy=inout", []string{"nowait", "nofence", "nolabel"}},
-		{"t=9,v=1000", "vec=4,block=128,vpt=2,split=4,reverse=1,pass=two,copy=ld", []string{"nolabel"}},
+		{"t=9,v=1000", "vec=4,block=128,vpt=1,split=2,reverse=0,pass=one,copy=ld,regs=smem", []string{"unsynced", "nolabel"}},
+		{"t=5,v=1000", "vec=8,block=128,vpt=1,split=2,reverse=0,pass=one,copy=inout,regs=smem", []string{"nowait", "nofence", "nolabel"}},
+		{"t=9,v=1000", "vec=4,block=128,vpt=2,split=4,reverse=1,pass=two,copy=ld,regs=free", []string{"nolabel"}},
 	} {
 		s := simtest.Shape(t, fam, c.spec, dtype.BF16)
 		p, err := variants.ParseParams(c.params)
@@ -459,5 +459,37 @@ func TestOnePassPlants(t *testing.T) {
 				t.Errorf("%s: the one-pass kernel passed validation", bug)
 			}
 		}
+	}
+}
+
+// TestRegsBySharedMemory: regs=smem caps the one-pass kernel's registers
+// so that as many CTAs share an SM as their parts' shared memory allows
+// (the model shape's 256-thread CTAs hold 37,984 bytes each, five a SM:
+// 48 registers), never below what its held values need (vpt=4: 64);
+// regs=free leaves one CTA the register file; pass=two refuses smem.
+func TestRegsBySharedMemory(t *testing.T) {
+	s := simtest.Shape(t, fam, modelSpec, dtype.BF16)
+	maxnreg := regexp.MustCompile(`\.maxnreg (\d+)`)
+	for _, c := range []struct{ params, want string }{
+		{"vec=8,block=256,vpt=2,split=8,reverse=0,pass=one,copy=ld,regs=smem", "48"},
+		{"vec=8,block=256,vpt=2,split=8,reverse=0,pass=one,copy=ld,regs=free", "255"},
+		{"vec=8,block=256,vpt=4,split=8,reverse=0,pass=one,copy=ld,regs=smem", "64"},
+		{"vec=8,block=512,vpt=2,split=4,reverse=0,pass=one,copy=inout,regs=smem", "64"},
+	} {
+		p, err := variants.ParseParams(c.params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prog, err := fam.Emit(s, p)
+		if err != nil {
+			t.Fatalf("%s: %v", c.params, err)
+		}
+		if m := maxnreg.FindStringSubmatch(prog.PTX); m == nil || m[1] != c.want {
+			t.Errorf("%s: .maxnreg %v, want %s", c.params, m, c.want)
+		}
+	}
+	p, _ := variants.ParseParams("vec=8,block=256,vpt=2,split=8,reverse=0,pass=two,copy=ld,regs=smem")
+	if _, err := fam.Emit(s, p); err == nil || !strings.Contains(err.Error(), "regs=smem") {
+		t.Errorf("pass=two, regs=smem: %v", err)
 	}
 }
