@@ -35,6 +35,7 @@ type geom struct {
 	alias, labelLate  bool
 	onePass           bool
 	bulkIn, bulkOut   bool
+	stream            bool // with bulkIn: one bulk copy a loop step, each on its own mbarrier
 	maxnreg           int // the kernels' .maxnreg (regCap)
 	// plant is a bug the one-pass kernel plants (tests): "unsynced", no
 	// barrier before the merge; "nowait", the part read before its bulk
@@ -47,7 +48,7 @@ func newGeom(s Shape, p Params) geom {
 	g := geom{dt: s.DType, v: s.V, vec: p.Vec, vb: p.Vec * s.DType.Size(), nv: s.V / p.Vec,
 		block: p.Block, vpt: p.VPT, split: p.Split, eps: s.eps(), reverse: p.Reverse,
 		labBytes: s.labelType().Size(), zloss: s.zloss(), alias: s.grad() == "logits", onePass: p.Pass == "one",
-		bulkIn: p.Copy != "ld", bulkOut: p.Copy == "inout"}
+		bulkIn: p.Copy != "ld", bulkOut: p.Copy == "inout", stream: p.Copy == "stream"}
 	g.cv = gen.CeilDiv(g.nv, g.split)
 	g.maxnreg = regCap(g, p.Regs)
 	return g
@@ -209,11 +210,17 @@ func newWalk(k *ptx.Func, g geom, cta ptx.Reg) *walk {
 // iterations where all are in the part, and otherwise holds each one's
 // guard. The loop count is CTA-uniform.
 func (w *walk) each(batch func(vi, off ptx.Reg, ok []ptx.Reg)) {
+	w.eachStep(func(_, vi, off ptx.Reg, ok []ptx.Reg) { batch(vi, off, ok) })
+}
+
+// eachStep is each with the iteration's index (u32) first: the loop
+// step, of block·vpt vectors, that the batch begins.
+func (w *walk) eachStep(batch func(it, vi, off ptx.Reg, ok []ptx.Reg)) {
 	k, g := w.k, w.g
 	step := g.block * g.vpt
 	full := k.Div(ptx.U32, w.cnt, ptx.Imm(step))
-	k.For(ptx.U32, ptx.Imm(0), full, ptx.Imm(1), func(ptx.Reg) {
-		batch(w.vi, w.off, nil)
+	k.For(ptx.U32, ptx.Imm(0), full, ptx.Imm(1), func(it ptx.Reg) {
+		batch(it, w.vi, w.off, nil)
 		k.MovTo(w.vi, k.Add(ptx.U32, w.vi, ptx.Imm(step)))
 		k.MovTo(w.off, k.Add(ptx.U64, w.off, ptx.Imm(step*g.vb)))
 	})
@@ -223,7 +230,7 @@ func (w *walk) each(batch func(vi, off ptx.Reg, ok []ptx.Reg)) {
 		for q := range ok {
 			ok[q] = k.Setp("lt", ptx.U32, w.plus(w.tid, q), rem)
 		}
-		batch(w.vi, w.off, ok)
+		batch(full, w.vi, w.off, ok)
 	})
 }
 

@@ -78,7 +78,7 @@ type Params struct {
 	Split   int    `axis:"split" values:"1,2,4,8,16" doc:"CTAs per row, both kernels: each takes ⌈v/vec/split⌉ vectors of its row; the gradient kernel merges the statistics kernel's split partial (max, sum-exp) pairs"`
 	Reverse bool   `axis:"reverse" values:"0,1" doc:"1: the gradient kernel takes the rows last to first, starting on those the statistics kernel read last (still in L2)"`
 	Pass    string `axis:"pass" values:"two,one" doc:"two: a statistics kernel, then a gradient kernel that reads the logits again; one: a cluster of split CTAs a row keeps its part in shared memory and merges the statistics over distributed shared memory, reading the logits once"`
-	Copy    string `axis:"copy" values:"ld,in,inout" default:"ld" doc:"pass=one: ld, the threads load the part and copy it into shared memory; in, one bulk copy (cp.async.bulk) brings the part in; inout, and the gradient, written over that copy, goes out by one bulk store (16-byte vectors)"`
+	Copy    string `axis:"copy" values:"ld,in,inout,stream" default:"ld" doc:"pass=one: ld, the threads load the part and copy it into shared memory; in, one bulk copy (cp.async.bulk) brings the part in; inout, and the gradient, written over that copy, goes out by one bulk store; stream, one bulk copy per loop step, each on its own mbarrier, so the threads absorb a step while the later ones are in flight (16-byte vectors)"`
 	Regs    string `axis:"regs" values:"free,smem" default:"free" doc:"free: .maxnreg lets one CTA fill the register file; smem (pass=one): .maxnreg lets as many CTAs share an SM as the parts' shared memory does, so registers never bind tighter"`
 }
 
@@ -204,6 +204,13 @@ func (family) Space(s Shape) variants.Typed[Params] {
 			{Name: "registers by shared memory: one pass", Axes: []string{"pass", "regs"}, Check: func(p Params) error {
 				if p.Regs == "smem" && p.Pass != "one" {
 					return fmt.Errorf("regs=smem caps a one-pass CTA's registers by its part's shared memory (pass=one)")
+				}
+				return nil
+			}},
+			{Name: "a stream of steps", Axes: []string{"vec", "block", "vpt", "split", "copy"}, Check: func(p Params) error {
+				cv := gen.CeilDiv(s.V/p.Vec, p.Split)
+				if step := p.Block * p.VPT; p.Copy == "stream" && cv < 2*step {
+					return fmt.Errorf("copy=stream: %d vectors a part make fewer than two steps of %d (copy=in brings them in at once)", cv, step)
 				}
 				return nil
 			}},

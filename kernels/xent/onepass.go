@@ -42,12 +42,21 @@ func emitOnePass(k *ptx.Func, g geom) {
 	}
 	smooth := g.eps > 0
 	st := newStat(k)
-	if g.bulkIn {
+	switch {
+	case g.stream:
+		landed := streamIn(k, g, w.tid, w.cnt, pt, logits)
+		w.eachStep(func(it, vi, off ptx.Reg, ok []ptx.Reg) {
+			if g.plant != "nowait" {
+				k.MbarWait(landed(it), ptx.Imm(0))
+			}
+			st.absorbBatch(k, w.widen(pt.load(k, g, w, vi, ok)), ok, smooth)
+		})
+	case g.bulkIn:
 		bulkIn(k, g, w.tid, pt, logits)
 		w.each(func(vi, off ptx.Reg, ok []ptx.Reg) {
 			st.absorbBatch(k, w.widen(pt.load(k, g, w, vi, ok)), ok, smooth)
 		})
-	} else {
+	default:
 		w.each(func(vi, off ptx.Reg, ok []ptx.Reg) {
 			raw := w.loadRaw(logits, off, ok, ld...)
 			for q, r := range raw {
@@ -135,6 +144,38 @@ func bulkIn(k *ptx.Func, g geom, tid ptx.Reg, pt part, logits ptx.Reg) {
 	if g.plant != "nowait" {
 		k.MbarWait(bar, ptx.Imm(0))
 	}
+}
+
+// streamIn brings the part (cnt vectors) into its shared copy one loop
+// step (block·vpt vectors) at a time: thread 0 initializes an mbarrier a step, and after
+// the CTA's barrier sets each to expect its step's bytes and issues its
+// bulk copy (none for a step past the part, whose barrier completes at
+// once). It returns the address of step it's barrier, on which every
+// thread waits (parity 0) before reading the step.
+func streamIn(k *ptx.Func, g geom, tid, cnt ptx.Reg, pt part, logits ptx.Reg) func(it ptx.Reg) ptx.Addr {
+	step := g.block * g.vpt
+	steps := g.cv/step + 1 // the remainder's index is cnt/step, even where it has no vectors
+	bars := k.Mov(ptx.U32, k.SharedArray("landed", ptx.B64, steps, 8))
+	bar := func(it ptx.Reg) ptx.Addr { return ptx.At(k.Mad(ptx.U32, it, ptx.Imm(8), bars), 0) }
+	t0 := k.Setp("eq", ptx.U32, tid, ptx.Imm(0))
+	k.If(t0, func() {
+		k.For(ptx.U32, ptx.Imm(0), ptx.Imm(steps), ptx.Imm(1), func(it ptx.Reg) { k.MbarInit(bar(it), ptx.Imm(1)) })
+	})
+	k.BarSync(0)
+	k.If(t0, func() {
+		k.For(ptx.U32, ptx.Imm(0), ptx.Imm(steps), ptx.Imm(1), func(it ptx.Reg) {
+			first := k.Min(ptx.U32, k.Mul(ptx.U32, it, ptx.Imm(step)), cnt)
+			n := k.Min(ptx.U32, k.Sub(ptx.U32, cnt, first), ptx.Imm(step))
+			bytes := k.Mul(ptx.U32, n, ptx.Imm(g.vb))
+			k.MbarArriveExpectTx(bar(it), bytes)
+			k.If(k.Setp("ne", ptx.U32, bytes, ptx.Imm(0)), func() {
+				skip := k.Mul(ptx.U32, first, ptx.Imm(g.vb))
+				src := k.Add(ptx.U64, k.Add(ptx.U64, logits, pt.at), k.Cvt(ptx.U64, ptx.U32, "", skip))
+				k.BulkLoad(ptx.At(k.Add(ptx.U32, pt.hold, skip), 0), ptx.At(src, 0), bytes, bar(it))
+			})
+		})
+	})
+	return bar
 }
 
 // bulkOut writes the part's shared copy, which the threads have

@@ -276,6 +276,12 @@ func TestVariantsOnInterpreter(t *testing.T) {
 		{Case: simtest.Case{Spec: "t=10,v=40,smooth=0.05,labels=i64,zloss=1", DType: dtype.F16}, Params: "vec=8,block=128,vpt=1,split=4,reverse=0,pass=one,copy=in,regs=smem"},
 		{Case: simtest.Case{Spec: "t=6,v=1004,smooth=0.1,zloss=1", DType: dtype.F32}, Params: "vec=4,block=128,vpt=4,split=8,reverse=0,pass=one,copy=inout,regs=smem"},
 		{Case: simtest.Case{Spec: "t=2,v=151936", DType: dtype.BF16}, Params: "vec=8,block=256,vpt=2,split=8,reverse=0,pass=one,copy=inout,regs=smem"},
+		// streamed bulk copies: parts of 1025 and 1024 vectors (steps of
+		// 128: a remainder of one vector, and none), 513 and 512 with the
+		// options, the model shape
+		{Case: simtest.Case{Spec: "t=3,v=16392", DType: dtype.BF16}, Params: "vec=8,block=128,vpt=1,split=2,reverse=0,pass=one,copy=stream,regs=smem"},
+		{Case: simtest.Case{Spec: "t=6,v=4100,smooth=0.1,labels=i64,zloss=1", DType: dtype.F32}, Params: "vec=4,block=128,vpt=1,split=2,reverse=0,pass=one,copy=stream,regs=free"},
+		{Case: simtest.Case{Spec: "t=2,v=151936", DType: dtype.BF16}, Params: "vec=8,block=256,vpt=2,split=8,reverse=0,pass=one,copy=stream,regs=smem"},
 	})
 }
 
@@ -433,6 +439,7 @@ func TestOnePassPlants(t *testing.T) {
 	}{
 		{"t=9,v=1000", "vec=4,block=128,vpt=1,split=2,reverse=0,pass=one,copy=ld,regs=smem", []string{"unsynced", "nolabel"}},
 		{"t=5,v=1000", "vec=8,block=128,vpt=1,split=2,reverse=0,pass=one,copy=inout,regs=smem", []string{"nowait", "nofence", "nolabel"}},
+		{"t=3,v=16392", "vec=8,block=128,vpt=1,split=2,reverse=0,pass=one,copy=stream,regs=smem", []string{"nowait", "nolabel"}},
 		{"t=9,v=1000", "vec=4,block=128,vpt=2,split=4,reverse=1,pass=two,copy=ld,regs=free", []string{"nolabel"}},
 	} {
 		s := simtest.Shape(t, fam, c.spec, dtype.BF16)
