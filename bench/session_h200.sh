@@ -100,6 +100,11 @@
 #           backward at both (bench/peers_step.py --kernels cross_entropy
 #           --peers compile,liger) and the one-pass winner's Nsight Compute
 #           sections at 2048 (bench/prof-lora.sh)                ~5 min
+#   mix     issue 27: bench/research/mix.cu (what SwiGLU backward's stream
+#           mix of 3 reads and 2 writes reaches under the cold protocol's
+#           memset flush, and after a clean one), then swiglu_bwd's default
+#           search at [2048 x 8960] bf16 and its peers (torch.compile,
+#           Liger) in the same call                             ~2 min
 #   steppeers  right after step, in the same session: bench/peers_step.py,
 #           the peers of the step's backward kernels (swiglu_bwd, rope_bwd, cross-entropy, linear cross-entropy):
 #           torch eager, torch.compile, Liger-Kernel and Cut Cross-Entropy
@@ -380,6 +385,18 @@ ce)
 	[[ -n $best ]] && timed env KERNEL=cross_entropy_bwd SKIP=12 COUNT=1 FULL=1 OUT="$out/prof" \
 		bash bench/prof-lora.sh "t=2048,v=151936|$best" > "$out/ce-prof.log" 2>&1
 	;;
+mix)
+	PATH=/usr/local/cuda/bin:$PATH nvcc -O3 -arch=sm_90a -o /tmp/mix bench/research/mix.cu &&
+		timeout 60 /tmp/mix > "$out/mix.txt" 2>&1
+	cat "$out/mix.txt"
+	timed ./bin/tune --kernel swiglu_bwd --shapes "m=2048,n=8960" --dtype bf16 --final-rounds 3 \
+		--db "$out/swiglu.db" > "$out/swiglu-tune.log" 2>&1
+	./bin/tune show --db "$out/swiglu.db" > "$out/swiglu-show.txt" 2>&1
+	cat "$out/swiglu-show.txt"
+	timed python3 bench/peers_step.py --out "$out/peers-swiglu.jsonl" --tokens 2048 --kernels swiglu_bwd \
+		--peers compile,liger --no-copy > "$out/peers-swiglu.log" 2>&1
+	grep -a -A8 "^kernel " "$out/peers-swiglu.log"
+	;;
 steppeers)
 	for t in ${STEP_TOKENS:-2048 8192}; do
 		timed python3 bench/peers_step.py --out "$out/peers-step-$t.jsonl" --tokens "$t" > "$out/peers-step-$t.log" 2>&1
@@ -388,7 +405,7 @@ steppeers)
 	done
 	;;
 *)
-	echo "PHASE=$phase: want diag, dequantgap, gemmgap, nf4, nf4card, cardtime, refresh, rows, launch, shard, exact, gemm, nights, pytorch, step, lce, attn, lora, ce, steppeers or gemmfix" >&2
+	echo "PHASE=$phase: want diag, dequantgap, gemmgap, nf4, nf4card, cardtime, refresh, rows, launch, shard, exact, gemm, nights, pytorch, step, lce, attn, lora, ce, mix, steppeers or gemmfix" >&2
 	exit 2
 	;;
 esac
