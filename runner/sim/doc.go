@@ -93,9 +93,11 @@
 // every in-flight TMA load has completed. A barrier
 // phase completes on the arrival that completes its count (or on the
 // exit of the last warp a whole-CTA barrier waited for). When no warp
-// can run, every in-flight
-// TMA load completes (in issue order); when still none can, the cluster
-// is deadlocked: ErrDeadlock names every waiting warp, the mbarrier it
+// can run, the in-flight TMA loads and bulk copies that complete on an
+// mbarrier some warp waits on complete (in issue order), the others stay
+// in flight (so a warp that waits on one barrier and reads what a copy on
+// another writes reads it in flight); where none does, every one
+// completes. When still no warp can run, the cluster is deadlocked: ErrDeadlock names every waiting warp, the mbarrier it
 // waits on, its phase, pending arrivals and tx-count, and every named
 // barrier with an open phase, its count, the warps that arrived and the
 // warps that wait. A try_wait never

@@ -560,3 +560,56 @@ func TestBulkGlobalCopies(t *testing.T) {
 		}
 	}
 }
+
+// twoBulkKernel brings two 32-byte halves of in into shared memory by two
+// cp.async.bulk copies on two mbarriers; every thread waits on the first
+// barrier, and on the second too when both is set, then thread 0 stores
+// the second half's first word to out.
+func twoBulkKernel(both bool) *ptx.Module {
+	m := ptx.NewModule()
+	k := m.Func("two")
+	in := k.Cvta(ptx.Global, k.LdParam(k.Param("in", ptx.U64)))
+	out := k.Cvta(ptx.Global, k.LdParam(k.Param("out", ptx.U64)))
+	hold := k.Mov(ptx.U32, k.SharedArray("hold", ptx.B32, 16, 16))
+	bars := k.Mov(ptx.U32, k.SharedArray("bars", ptx.B64, 2, 8))
+	bar := func(i int64) ptx.Addr { return ptx.At(bars, 8*i) }
+	t0 := k.Setp("eq", ptx.U32, k.Mov(ptx.U32, ptx.TidX), ptx.Imm(0))
+	k.If(t0, func() { k.MbarInit(bar(0), ptx.Imm(1)); k.MbarInit(bar(1), ptx.Imm(1)) })
+	k.BarSync(0)
+	k.If(t0, func() {
+		for i := range int64(2) {
+			k.MbarArriveExpectTx(bar(i), ptx.Imm(32))
+			k.BulkLoad(ptx.At(hold, 32*i), ptx.At(in, 32*i), ptx.Imm(32), bar(i))
+		}
+	})
+	k.MbarWait(bar(0), ptx.Imm(0))
+	if both {
+		k.MbarWait(bar(1), ptx.Imm(0))
+	}
+	k.If(t0, func() {
+		v := k.Ld(ptx.Shared, ptx.B32, 1, ptx.At(hold, 32))
+		k.St(ptx.Global, ptx.B32, ptx.At(out, 0), v)
+	})
+	return m
+}
+
+// TestCopiesLandOnTheirBarrier: a copy completes only when a warp waits
+// on its own mbarrier (or nothing else can make progress), so reading the
+// second copy's bytes after waiting on the first barrier alone is an
+// access to an in-flight copy; waiting on both reads the bytes.
+func TestCopiesLandOnTheirBarrier(t *testing.T) {
+	in := make([]byte, 64)
+	for i := range in {
+		in[i] = byte(i + 1)
+	}
+	out, err := launch(t, twoBulkKernel(true), "two", 1, 32, 0, in, make([]byte, 16))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out[1][0] != 33 {
+		t.Errorf("out[0] = %d, want 33", out[1][0])
+	}
+	if _, err := launch(t, twoBulkKernel(false), "two", 1, 32, 0, in, make([]byte, 16)); err == nil || !strings.Contains(err.Error(), "in-flight") {
+		t.Errorf("the second copy read after waiting on the first barrier alone: %v, want an in-flight access", err)
+	}
+}

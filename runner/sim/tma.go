@@ -275,20 +275,59 @@ func (w *warp) loadInto(in *inst, l int, t *ctaRun, dst, n uint32) error {
 
 // asyncCopy is an in-flight asynchronous copy into shared memory that
 // completes transactions on an mbarrier: a TMA load or a bulk copy.
-type asyncCopy interface{ complete() error }
+// completes reports whether it completes on one of the mbarriers in set.
+type asyncCopy interface {
+	complete() error
+	completes(set map[*mbarrier]bool) bool
+}
 
-// completeLoads completes every in-flight TMA load, in issue order.
+// completeLoads completes in-flight copies, in issue order, once no warp
+// can run: only those that complete on an mbarrier a blocked warp waits
+// on, where any does, else every one. Copies nobody waits for stay in
+// flight, so a warp that waits on one step's barrier and reads another
+// step's data reads it before it lands.
 func (cl *clusterRun) completeLoads() error {
+	waited := cl.waitedMbars()
 	loads := cl.loads
 	cl.loads = nil
+	var later []asyncCopy
+	pick := len(waited) > 0 && slices.ContainsFunc(loads, func(op asyncCopy) bool { return op.completes(waited) })
 	for _, op := range loads {
+		if pick && !op.completes(waited) {
+			later = append(later, op)
+			continue
+		}
 		if err := op.complete(); err != nil {
 			return err
 		}
 	}
-	cl.loads = loads[:0]
+	cl.loads = append(later, cl.loads...)
 	return nil
 }
+
+// waitedMbars is the mbarriers the cluster's warps are blocked on.
+func (cl *clusterRun) waitedMbars() map[*mbarrier]bool {
+	set := map[*mbarrier]bool{}
+	for _, c := range cl.ctas {
+		for _, w := range c.warps {
+			if w.state == wsMbar {
+				set[w.hw.wait.bar] = true
+			}
+		}
+	}
+	return set
+}
+
+func (op *tmaOp) completes(set map[*mbarrier]bool) bool {
+	for _, t := range op.targets {
+		if set[t.hs.mbars[op.bar]] {
+			return true
+		}
+	}
+	return false
+}
+
+func (op *bulkOp) completes(set map[*mbarrier]bool) bool { return set[op.to.hs.mbars[op.bar]] }
 
 // complete writes the box read at issue to every target and completes
 // its transactions on their mbarriers.
