@@ -20,8 +20,9 @@ const (
 	MaxCTAShared      = 227 * 1024
 )
 
-// RegsFor is the most registers per thread (a multiple of 8, at most
-// 255) that let ctas CTAs of threads threads share an SM's register file.
+// RegsFor is the most registers per thread that let ctas CTAs of threads
+// threads share an SM's register file: rounded down to a multiple of 8,
+// and at most 255.
 func RegsFor(threads, ctas int) int { return min(255, RegsPerSM/(threads*ctas)/8*8) }
 
 // CTAsByShared is how many CTAs of shared bytes each an SM's shared

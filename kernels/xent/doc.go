@@ -45,16 +45,16 @@
 //   - One pass (pass=one, sm_90): one launch of t·split CTAs in clusters
 //     of split (no cluster at split 1), CTA rank c taking part c of row
 //     c's cluster as above; it copies its raw vectors into its dynamic
-//     shared memory (⌈v/vec/split⌉·vec elements, at most 226 KB; split
-//     at most 8, reverse 0) while it absorbs them (copy=ld), or thread 0
+//     shared memory (⌈v/vec/split⌉·vec elements; with the static arrays
+//     at most 227 KB; split at most 8, reverse 0) while it absorbs them (copy=ld), or thread 0
 //     brings the whole part in by one cp.async.bulk on an mbarrier and
 //     the threads absorb it from there (copy=in, inout: 16-byte vectors,
 //     so every part starts and ends on 16 bytes), or one bulk copy per
 //     loop step (block·vpt vectors), each on its own mbarrier, which the
 //     threads wait on before the step, so they absorb a step while the
-//     later ones are in flight (copy=stream: at least two whole steps a
-//     part), publishes its partial
-//     (and part 0's zl, read before any barrier) in a static slot, and
+//     later ones are in flight (copy=stream: the longest part at least
+//     two whole steps), publishes its partial (and part 0's zl, read
+//     before any barrier) in a static slot, and
 //     after a cluster barrier every thread merges the split partials in
 //     rank order through distributed shared memory (mapa, ld.shared::
 //     cluster); a second cluster barrier keeps each slot alive until

@@ -36,11 +36,12 @@ type geom struct {
 	onePass           bool
 	bulkIn, bulkOut   bool
 	stream            bool // with bulkIn: one bulk copy a loop step, each on its own mbarrier
-	maxnreg           int // the kernels' .maxnreg (regCap)
+	maxnreg           int  // the kernels' .maxnreg (regCap)
 	// plant is a bug the one-pass kernel plants (tests): "unsynced", no
 	// barrier before the merge; "nowait", the part read before its bulk
-	// copy completes; "nofence", the gradient bulk-stored without the
-	// threads' proxy fence.
+	// copy completes; "prevstep", copy=stream's step read after waiting
+	// on the step before's barrier; "nofence", the gradient bulk-stored
+	// without the threads' proxy fence.
 	plant string
 }
 
@@ -59,8 +60,8 @@ func newGeom(s Shape, p Params) geom {
 // 512-thread CTA for three a SM, 40 registers, and spills the heavier
 // gradient variants: vec·vpt = 16 with smoothing, z-loss and i64
 // labels). With regs=smem it is the most that lets as many CTAs share an
-// SM as their parts' shared memory (and the SM's threads) allow, but no
-// fewer than heldRegs: ptxas otherwise takes what it likes, 55 registers
+// SM as their shared memory (onePassShared) and the SM's threads allow,
+// but no fewer than heldRegs: ptxas otherwise takes what it likes, 55 registers
 // instead of 48 for one form of the same one-pass kernel, four CTAs a SM
 // where shared memory holds five.
 func regCap(g geom, regs string) int {
@@ -68,8 +69,29 @@ func regCap(g geom, regs string) int {
 	if regs != "smem" {
 		return free
 	}
-	ctas := min(hopper.CTAsByShared(g.cv*g.vb+statSlack), hopper.ThreadsPerSM/g.block)
+	ctas := max(1, min(hopper.CTAsByShared(g.onePassShared()), hopper.ThreadsPerSM/g.block))
 	return min(free, max(hopper.RegsFor(g.block, ctas), heldRegs(g.vec*g.vpt)))
+}
+
+// bulkCopies is the one-pass kernel's bulk copies of its part (bulkIn):
+// none with copy=ld, one with copy=in and inout, cv/step + 1 with
+// copy=stream (step = block·vpt vectors).
+func (g geom) bulkCopies() int {
+	switch {
+	case g.stream:
+		return g.cv/(g.block*g.vpt) + 1
+	case g.bulkIn:
+		return 1
+	}
+	return 0
+}
+
+// onePassShared is a one-pass CTA's shared memory: its part (dynamic);
+// the published statistics, an mbarrier a bulk copy (padded to 16 bytes,
+// since ctaMerge's 16-aligned warp slots follow them) and the warps'
+// slots (static).
+func (g geom) onePassShared() int {
+	return g.cv*g.vb + 4*statWords*(1+g.block/32) + gen.CeilDiv(8*g.bulkCopies(), 16)*16
 }
 
 // heldRegs is the fewest registers a one-pass thread holding held values

@@ -79,7 +79,7 @@ type Params struct {
 	Reverse bool   `axis:"reverse" values:"0,1" doc:"1: the gradient kernel takes the rows last to first, starting on those the statistics kernel read last (still in L2)"`
 	Pass    string `axis:"pass" values:"two,one" doc:"two: a statistics kernel, then a gradient kernel that reads the logits again; one: a cluster of split CTAs a row keeps its part in shared memory and merges the statistics over distributed shared memory, reading the logits once"`
 	Copy    string `axis:"copy" values:"ld,in,inout,stream" default:"ld" doc:"pass=one: ld, the threads load the part and copy it into shared memory; in, one bulk copy (cp.async.bulk) brings the part in; inout, and the gradient, written over that copy, goes out by one bulk store; stream, one bulk copy per loop step, each on its own mbarrier, so the threads absorb a step while the later ones are in flight (16-byte vectors)"`
-	Regs    string `axis:"regs" values:"free,smem" default:"free" doc:"free: .maxnreg lets one CTA fill the register file; smem (pass=one): .maxnreg lets as many CTAs share an SM as the parts' shared memory does, so registers never bind tighter"`
+	Regs    string `axis:"regs" values:"free,smem" default:"free" doc:"free: .maxnreg lets one CTA fill the register file; smem (pass=one, where it caps lower): .maxnreg lets as many CTAs share an SM as their shared memory does, unless the held values need more (vec·vpt + 32)"`
 }
 
 type family struct{}
@@ -175,18 +175,17 @@ func (family) Space(s Shape) variants.Typed[Params] {
 				}
 				return nil
 			}},
-			{Name: "one pass: a portable cluster holding its row", Axes: []string{"vec", "split", "reverse", "pass"}, Check: func(p Params) error {
+			{Name: "one pass: a portable cluster holding its row", Axes: []string{"vec", "block", "vpt", "split", "reverse", "pass", "copy"}, Check: func(p Params) error {
 				if p.Pass != "one" {
 					return nil
 				}
-				hold := gen.CeilDiv(s.V/p.Vec, p.Split) * p.Vec * s.DType.Size()
-				switch {
+				switch b := newGeom(s, p).onePassShared(); {
 				case p.Reverse:
 					return fmt.Errorf("pass=one takes reverse=0 (one kernel)")
 				case p.Split > 8:
 					return fmt.Errorf("pass=one, split=%d: a cluster of at most 8 CTAs (portable)", p.Split)
-				case hold > maxHold:
-					return fmt.Errorf("pass=one, split=%d: %d bytes of a row a CTA (at most %d of shared memory)", p.Split, hold, maxHold)
+				case b > hopper.MaxCTAShared:
+					return fmt.Errorf("pass=one, split=%d: %d bytes of shared memory a CTA, its part of a row among them (at most %d)", p.Split, b, hopper.MaxCTAShared)
 				}
 				return nil
 			}},
@@ -201,9 +200,15 @@ func (family) Space(s Shape) variants.Typed[Params] {
 				}
 				return nil
 			}},
-			{Name: "registers by shared memory: one pass", Axes: []string{"pass", "regs"}, Check: func(p Params) error {
-				if p.Regs == "smem" && p.Pass != "one" {
-					return fmt.Errorf("regs=smem caps a one-pass CTA's registers by its part's shared memory (pass=one)")
+			{Name: "registers by shared memory: one pass, a lower cap", Axes: []string{"vec", "block", "vpt", "split", "pass", "copy", "regs"}, Check: func(p Params) error {
+				switch {
+				case p.Regs != "smem":
+					return nil
+				case p.Pass != "one":
+					return fmt.Errorf("regs=smem caps a one-pass CTA's registers by its shared memory (pass=one)")
+				}
+				if g := newGeom(s, p); g.maxnreg == regCap(g, "free") {
+					return fmt.Errorf("regs=smem: the cap is regs=free's %d registers (shared memory or the held values allow no fewer)", g.maxnreg)
 				}
 				return nil
 			}},
@@ -230,11 +235,4 @@ func (family) Space(s Shape) variants.Typed[Params] {
 const (
 	maxHeld  = 32
 	minBlock = 128
-)
-
-// maxHold is the shared memory a one-pass CTA may hold its part of a row
-// in: sm_90's 227 KB less statSlack for the statistics' slots.
-const (
-	maxHold   = hopper.MaxCTAShared - statSlack
-	statSlack = 1024
 )
