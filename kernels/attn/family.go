@@ -7,14 +7,12 @@ import (
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/gen"
+	"github.com/gradtune/gradtune/kernels/hopper"
 	"github.com/gradtune/gradtune/variants"
 )
 
 // Families is flash_attn_bwd.
 func Families() []kernels.Family { return []kernels.Family{kernels.Define(family{})} }
-
-// maxShared is the dynamic shared memory a CTA may take on sm_90.
-const maxShared = 227 * 1024
 
 // maxAccRegs bounds a thread's f32 accumulators in the main kernel: Sᵀ
 // and dPᵀ of its m16 key block ([16 × bm] each) and dK, dV ([16 × d]
@@ -159,8 +157,8 @@ func (family) Space(s Shape) variants.Typed[Params] {
 			return nil
 		}},
 		{Name: "shared memory", Axes: []string{"mma", "bm", "bn", "stages", "dq"}, Check: func(p Params) error {
-			if b := newGeom(s, p).smemOf(p.MMA); b > maxShared {
-				return fmt.Errorf("%d bytes of shared memory (at most %d)", b, maxShared)
+			if b := newGeom(s, p).smemOf(p.MMA); b > hopper.MaxCTAShared {
+				return fmt.Errorf("%d bytes of shared memory (at most %d)", b, hopper.MaxCTAShared)
 			}
 			return nil
 		}},

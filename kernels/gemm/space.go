@@ -11,14 +11,14 @@ import (
 
 // Limits the rules enforce.
 const (
-	numSMs        = 132        // H200 multiprocessors: what "one wave" means in the rules
-	smemMax       = 227 * 1024 // dynamic shared memory per CTA on sm_90 (sm_80: 163 KB, see syncSmemMax)
-	syncSmemMax   = 163 * 1024 // on sm_80, which the sync path also targets
-	smemSlack     = 1024       // to round the dynamic shared base up to 1024 bytes (128B swizzle)
-	regOverhead   = 48         // registers besides the accumulators (addresses, counters, descriptors)
-	groupRows     = 8          // tile rows per group of the grouped order
-	smallTileMaxK = 8          // wgmma tiles under 128×128 also for reductions this short (k-tiles)
-	skFixupMax    = 256 << 10  // bytes of partials a stream-K owner may add (about)
+	numSMs        = 132                 // H200 multiprocessors: what "one wave" means in the rules
+	smemMax       = hopper.MaxCTAShared // dynamic shared memory per CTA on sm_90 (sm_80: 163 KB, see syncSmemMax)
+	syncSmemMax   = 163 * 1024          // on sm_80, which the sync path also targets
+	smemSlack     = 1024                // to round the dynamic shared base up to 1024 bytes (128B swizzle)
+	regOverhead   = 48                  // registers besides the accumulators (addresses, counters, descriptors)
+	groupRows     = 8                   // tile rows per group of the grouped order
+	smallTileMaxK = 8                   // wgmma tiles under 128×128 also for reductions this short (k-tiles)
+	skFixupMax    = 256 << 10           // bytes of partials a stream-K owner may add (about)
 )
 
 // splitKs are the split-K factors.

@@ -113,8 +113,8 @@ func rsCheck(s GEMMShape, p GEMMParams) error {
 	case p.Stages < 2 || p.Stages > max(rk.kCount(), 2):
 		return fmt.Errorf("stages=%d over %d k-tiles a split", p.Stages, rk.kCount())
 	}
-	if n := rk.smem(); n > 227*1024 {
-		return fmt.Errorf("%d bytes of shared memory, more than %d", n, 227*1024)
+	if n := rk.smem(); n > hopper.MaxCTAShared {
+		return fmt.Errorf("%d bytes of shared memory, more than %d", n, hopper.MaxCTAShared)
 	}
 	return nil
 }
