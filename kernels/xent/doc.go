@@ -72,8 +72,8 @@
 //     An ignored row's label, or one outside [0, v), lies in no part.
 //   - Registers (regs): .maxnreg lets one CTA fill the register file
 //     (free), or, in the one pass, lets as many CTAs share an SM as
-//     their parts' shared memory allows, never below vec·vpt + 32
-//     rounded up to 8 (smem).
+//     their shared memory allows, never below 1.5·vec·vpt + 16 rounded
+//     up to 8 (smem).
 //   - Alias-safe: the gradient kernel reads no logit but its part's, each
 //     element once, by the thread that writes its gradient, before that
 //     store (a batch's loads precede its stores); z[label] comes from the

@@ -96,9 +96,9 @@ func (g geom) onePassShared() int {
 
 // heldRegs is the fewest registers a one-pass thread holding held values
 // a batch takes without spilling, its heaviest options (smoothing, z-loss,
-// i64 labels) included: held + 32, a multiple of 8 (ptxas 12.4: 16
-// values spill at 32 and fit 40, 32 spill at 56 and fit 64).
-func heldRegs(held int) int { return (held + 32 + 7) / 8 * 8 }
+// i64 labels) included: 1.5·held + 16, rounded up to 8 (ptxas 12.4: 8
+// values fit 32; 16 spill at 32 and fit 40; 32 spill at 56 and fit 64).
+func heldRegs(held int) int { return (3*held/2 + 16 + 7) / 8 * 8 }
 
 // statWords is the f32 words of one partial: (m·log₂e, Σ2^(z·log₂e −
 // that), Σz, zl), zl = z[row, label] in part 0's partial (0 on an

@@ -79,7 +79,7 @@ type Params struct {
 	Reverse bool   `axis:"reverse" values:"0,1" doc:"1: the gradient kernel takes the rows last to first, starting on those the statistics kernel read last (still in L2)"`
 	Pass    string `axis:"pass" values:"two,one" doc:"two: a statistics kernel, then a gradient kernel that reads the logits again; one: a cluster of split CTAs a row keeps its part in shared memory and merges the statistics over distributed shared memory, reading the logits once"`
 	Copy    string `axis:"copy" values:"ld,in,inout,stream" default:"ld" doc:"pass=one: ld, the threads load the part and copy it into shared memory; in, one bulk copy (cp.async.bulk) brings the part in; inout, and the gradient, written over that copy, goes out by one bulk store; stream, one bulk copy per loop step, each on its own mbarrier, so the threads absorb a step while the later ones are in flight (16-byte vectors)"`
-	Regs    string `axis:"regs" values:"free,smem" default:"free" doc:"free: .maxnreg lets one CTA fill the register file; smem (pass=one, where it caps lower): .maxnreg lets as many CTAs share an SM as their shared memory does, unless the held values need more (vec·vpt + 32)"`
+	Regs    string `axis:"regs" values:"free,smem" default:"free" doc:"free: .maxnreg lets one CTA fill the register file; smem (pass=one, where it caps lower): .maxnreg lets as many CTAs share an SM as their shared memory does, unless the held values need more (1.5·vec·vpt + 16)"`
 }
 
 type family struct{}

@@ -4,7 +4,6 @@ import (
 	"slices"
 
 	"github.com/gradtune/gradtune/kernels/gen"
-	"github.com/gradtune/gradtune/kernels/hopper"
 	"github.com/gradtune/gradtune/kernels/ptx"
 )
 
@@ -14,7 +13,8 @@ import (
 // (copy=ld: each thread copies the vectors it loads; copy=in and inout:
 // one bulk copy brings the whole part in, and the threads absorb it from
 // shared memory; copy=stream: one bulk copy a loop step, each step
-// absorbed once its own copy has landed). Thread 0 publishes the CTA's stat (and, in part 0, z[label])
+// absorbed once its own copy has landed). Thread 0 publishes the CTA's
+// stat (and, in part 0, z[label])
 // in shared memory; after a cluster barrier every thread merges the
 // split stats in rank order from the cluster's shared memory (the
 // two-pass gradient kernel's merge, so the same rounding); a second
@@ -45,15 +45,15 @@ func emitOnePass(k *ptx.Func, g geom) {
 	smooth := g.eps > 0
 	st := newStat(k)
 	switch {
-	case g.bulkIn:
-		landed := bulkIn(k, g, w.tid, w.cnt, pt, logits)
-		if !g.stream && g.plant != "nowait" {
-			k.MbarWait(landed(k.Mov(ptx.U32, ptx.Imm(0))), ptx.Imm(0))
-		}
+	case g.stream:
+		landed := streamIn(k, g, w.tid, w.cnt, pt, logits)
 		w.eachStep(func(it, vi, off ptx.Reg, ok []ptx.Reg) {
-			if g.stream {
-				waitStep(k, g, landed, it)
-			}
+			waitStep(k, g, landed, it)
+			st.absorbBatch(k, w.widen(pt.load(k, g, w, vi, ok)), ok, smooth)
+		})
+	case g.bulkIn:
+		bulkIn(k, g, w.tid, pt, logits)
+		w.each(func(vi, off ptx.Reg, ok []ptx.Reg) {
 			st.absorbBatch(k, w.widen(pt.load(k, g, w, vi, ok)), ok, smooth)
 		})
 	default:
@@ -126,34 +126,51 @@ func (pt part) load(k *ptx.Func, g geom, w *walk, vi ptx.Reg, ok []ptx.Reg) [][]
 	return raw
 }
 
-// bulkIn brings the part (cnt vectors) into its shared copy by bulk
-// copies: one for the whole part, or with copy=stream one a loop step
-// (block·vpt vectors; cv/step + 1 of them, since the static check bounds
-// the remainder step's index cnt/step only by cv/step). Thread 0
-// initializes an mbarrier a copy, and after the CTA's barrier sets each to
-// expect its copy's bytes and issues it (none past the part: that barrier
-// completes at once). It returns the address of the barrier of copy it;
-// the threads wait on it (parity 0) before they read what it brings.
-func bulkIn(k *ptx.Func, g geom, tid, cnt ptx.Reg, pt part, logits ptx.Reg) func(it ptx.Reg) ptx.Addr {
-	step, copies := g.cv, g.bulkCopies()
-	if g.stream {
-		step = g.block * g.vpt
-	}
-	bars := k.Mov(ptx.U32, k.SharedArray("landed", ptx.B64, copies, 8))
-	bar := func(it ptx.Reg) ptx.Addr { return ptx.At(k.Mad(ptx.U32, it, ptx.Imm(8), bars), 0) }
-	each := func(body func(it ptx.Reg)) {
-		if copies == 1 {
-			body(k.Mov(ptx.U32, ptx.Imm(0)))
-			return
-		}
-		k.For(ptx.U32, ptx.Imm(0), ptx.Imm(copies), ptx.Imm(1), body)
-	}
-	hopper.InitBarriers(k, tid, func() { each(func(it ptx.Reg) { k.MbarInit(bar(it), ptx.Imm(1)) }) })
+// bulkIn brings the part into its shared copy: thread 0 initializes an
+// mbarrier, and after the CTA's barrier sets it to expect the part's
+// bytes and issues one bulk copy (none for an empty part); every thread
+// waits for it.
+func bulkIn(k *ptx.Func, g geom, tid ptx.Reg, pt part, logits ptx.Reg) {
+	bar := ptx.At(k.Mov(ptx.U32, k.SharedArray("full", ptx.B64, 1, 8)), 0)
+	t0 := k.Setp("eq", ptx.U32, tid, ptx.Imm(0))
+	k.If(t0, func() { k.MbarInit(bar, ptx.Imm(1)) })
 	k.BarSync(0)
-	k.If(k.Setp("eq", ptx.U32, tid, ptx.Imm(0)), func() {
-		each(func(it ptx.Reg) {
+	k.If(t0, func() {
+		k.MbarArriveExpectTx(bar, pt.bytes)
+		k.If(k.Setp("ne", ptx.U32, pt.bytes, ptx.Imm(0)), func() {
+			k.BulkLoad(ptx.At(pt.hold, 0), ptx.At(k.Add(ptx.U64, logits, pt.at), 0), pt.bytes, bar)
+		})
+	})
+	if g.plant != "nowait" {
+		k.MbarWait(bar, ptx.Imm(0))
+	}
+}
+
+// streamIn brings the part (cnt vectors) into its shared copy one loop
+// step (block·vpt vectors) at a time: thread 0 initializes an mbarrier a
+// step (bulkCopies: the longest part's whole steps and one more, since
+// the static check bounds the remainder step's index cnt/step only by
+// cv/step), and after the CTA's barrier sets each to expect its step's
+// bytes and issues its bulk copy (none for a step past the part, whose
+// barrier completes at once). It returns the address of the barrier of
+// step it, on which every thread waits (parity 0) before reading the
+// step. Like bulkIn's, the copies are the CTA's own, into its own shared
+// memory on its own barriers: the CTA's barrier orders the inits before
+// them (fence.mbarrier_init is for a cluster's remote arrivals).
+func streamIn(k *ptx.Func, g geom, tid, cnt ptx.Reg, pt part, logits ptx.Reg) func(it ptx.Reg) ptx.Addr {
+	step, steps := g.block*g.vpt, g.bulkCopies()
+	bars := k.Mov(ptx.U32, k.SharedArray("landed", ptx.B64, steps, 8))
+	bar := func(it ptx.Reg) ptx.Addr { return ptx.At(k.Mad(ptx.U32, it, ptx.Imm(8), bars), 0) }
+	t0 := k.Setp("eq", ptx.U32, tid, ptx.Imm(0))
+	k.If(t0, func() {
+		k.For(ptx.U32, ptx.Imm(0), ptx.Imm(steps), ptx.Imm(1), func(it ptx.Reg) { k.MbarInit(bar(it), ptx.Imm(1)) })
+	})
+	k.BarSync(0)
+	k.If(t0, func() {
+		k.For(ptx.U32, ptx.Imm(0), ptx.Imm(steps), ptx.Imm(1), func(it ptx.Reg) {
 			first := k.Min(ptx.U32, k.Mul(ptx.U32, it, ptx.Imm(step)), cnt)
-			bytes := k.Mul(ptx.U32, k.Min(ptx.U32, k.Sub(ptx.U32, cnt, first), ptx.Imm(step)), ptx.Imm(g.vb))
+			n := k.Min(ptx.U32, k.Sub(ptx.U32, cnt, first), ptx.Imm(step))
+			bytes := k.Mul(ptx.U32, n, ptx.Imm(g.vb))
 			k.MbarArriveExpectTx(bar(it), bytes)
 			k.If(k.Setp("ne", ptx.U32, bytes, ptx.Imm(0)), func() {
 				skip := k.Mul(ptx.U32, first, ptx.Imm(g.vb))
@@ -165,9 +182,8 @@ func bulkIn(k *ptx.Func, g geom, tid, cnt ptx.Reg, pt part, logits ptx.Reg) func
 	return bar
 }
 
-// waitStep waits on step it's copy (copy=stream), or plants g.plant's
-// bug: "nowait", no wait; "prevstep", each step after the first waits
-// on the one before.
+// waitStep waits on step it's copy, or plants g.plant's bug: "nowait",
+// no wait; "prevstep", each step after the first waits on the one before.
 func waitStep(k *ptx.Func, g geom, landed func(it ptx.Reg) ptx.Addr, it ptx.Reg) {
 	switch g.plant {
 	case "nowait":
