@@ -61,9 +61,9 @@ func newGeom(s Shape, p Params) geom {
 // gradient variants: vec·vpt = 16 with smoothing, z-loss and i64
 // labels). With regs=smem it is the most that lets as many CTAs share an
 // SM as their shared memory (onePassShared) and the SM's threads allow,
-// but no fewer than heldRegs: ptxas otherwise takes what it likes, 55 registers
-// instead of 48 for one form of the same one-pass kernel, four CTAs a SM
-// where shared memory holds five.
+// but no fewer than heldRegs: uncapped, ptxas takes what it likes (55
+// registers instead of 48 for one form of the same one-pass kernel: four
+// CTAs a SM where shared memory holds five).
 func regCap(g geom, regs string) int {
 	free := hopper.RegsFor(g.block, 1)
 	if regs != "smem" {
