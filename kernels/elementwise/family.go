@@ -7,6 +7,7 @@ import (
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/gen"
+	"github.com/gradtune/gradtune/kernels/hopper"
 	"github.com/gradtune/gradtune/kernels/ptx"
 	"github.com/gradtune/gradtune/variants"
 )
@@ -253,7 +254,7 @@ func program(ptxText, entry string, operands []string, dim string, units configs
 	if p.Grid == GridStride {
 		// One full-occupancy wave (2048 threads per SM), never more CTAs
 		// than there is work for (configs.Resolve caps the grid).
-		l.GridPerSM = 2048 / p.Block
+		l.GridPerSM = hopper.ThreadsPerSM / p.Block
 	}
 	return kernels.Program{PTX: ptxText, Launches: []kernels.Launch{l}, RuntimeDims: []string{dim}}
 }
