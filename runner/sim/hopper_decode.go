@@ -620,8 +620,7 @@ func (d *decoder) decCreatePolicy(in *inst, q []string) error {
 		return err
 	}
 	if len(d.st.args) == 2 {
-		o := d.st.args[1]
-		if o.kind != oFloat || !(floatImm(o) > 0 && floatImm(o) <= 1) {
+		if o := d.st.args[1]; o.kind != oFloat || !(floatImm(o) > 0 && floatImm(o) <= 1) {
 			return d.errf("createpolicy: the fraction must be a float constant in (0, 1]")
 		}
 	}

@@ -275,59 +275,47 @@ func (w *warp) loadInto(in *inst, l int, t *ctaRun, dst, n uint32) error {
 
 // asyncCopy is an in-flight asynchronous copy into shared memory that
 // completes transactions on an mbarrier: a TMA load or a bulk copy.
-// completes reports whether it completes on one of the mbarriers in set.
+// awaited reports whether a warp is blocked on one of its mbarriers.
 type asyncCopy interface {
 	complete() error
-	completes(set map[*mbarrier]bool) bool
+	awaited() bool
 }
 
 // completeLoads completes in-flight copies, in issue order, once no warp
-// can run: only those that complete on an mbarrier a blocked warp waits
-// on, where any does, else every one. Copies nobody waits for stay in
-// flight, so a warp that waits on one step's barrier and reads another
-// step's data reads it before it lands.
+// can run: only those a blocked warp waits on, where any is, else every
+// one. Copies nobody waits for stay in flight, so a warp that waits on
+// one step's barrier and reads another step's data reads it before it
+// lands.
 func (cl *clusterRun) completeLoads() error {
-	waited := cl.waitedMbars()
-	loads := cl.loads
-	cl.loads = nil
-	var later []asyncCopy
-	pick := len(waited) > 0 && slices.ContainsFunc(loads, func(op asyncCopy) bool { return op.completes(waited) })
-	for _, op := range loads {
-		if pick && !op.completes(waited) {
+	var ready, later []asyncCopy
+	for _, op := range cl.loads {
+		if op.awaited() {
+			ready = append(ready, op)
+		} else {
 			later = append(later, op)
-			continue
 		}
+	}
+	if len(ready) == 0 {
+		ready, later = later, nil
+	}
+	cl.loads = later
+	for _, op := range ready {
 		if err := op.complete(); err != nil {
 			return err
 		}
 	}
-	cl.loads = append(later, cl.loads...)
 	return nil
 }
 
-// waitedMbars is the mbarriers the cluster's warps are blocked on.
-func (cl *clusterRun) waitedMbars() map[*mbarrier]bool {
-	set := map[*mbarrier]bool{}
-	for _, c := range cl.ctas {
-		for _, w := range c.warps {
-			if w.state == wsMbar {
-				set[w.hw.wait.bar] = true
-			}
-		}
-	}
-	return set
+// waitedOn reports whether a warp is blocked on mb (its waiters are the
+// warps whose try_wait blocks on it).
+func waitedOn(mb *mbarrier) bool { return mb != nil && len(mb.waiters) > 0 }
+
+func (op *tmaOp) awaited() bool {
+	return slices.ContainsFunc(op.targets, func(t *ctaRun) bool { return waitedOn(t.hs.mbars[op.bar]) })
 }
 
-func (op *tmaOp) completes(set map[*mbarrier]bool) bool {
-	for _, t := range op.targets {
-		if set[t.hs.mbars[op.bar]] {
-			return true
-		}
-	}
-	return false
-}
-
-func (op *bulkOp) completes(set map[*mbarrier]bool) bool { return set[op.to.hs.mbars[op.bar]] }
+func (op *bulkOp) awaited() bool { return waitedOn(op.to.hs.mbars[op.bar]) }
 
 // complete writes the box read at issue to every target and completes
 // its transactions on their mbarriers.
