@@ -80,6 +80,7 @@ type Params struct {
 	RG      int    `axis:"rg" values:"1,2,4" default:"1" doc:"row blocks of bt an x-kernel CTA takes for each of its chunks, dA summed over them in registers before its red.add (dh's hi and lo tiles of all of them in shared memory)"`
 	MaxNReg int    `axis:"maxnreg" values:"0,128" default:"0" doc:"registers per thread of the dY and x kernels (.maxnreg; 0: ptxas chooses); 128 lets two CTAs of 8 warps share an SM where their shared memory allows, at the cost of the held fragments"`
 	Fold    bool   `axis:"fold" values:"0,1" default:"0" doc:"1 (xload=tma): no finalize launch; the x kernel rounds dB's accumulator into dB (each CTA a share, after it waits for the dY kernel), and the last row group's CTA to add into a chunk of dA (a ticket a chunk) rounds it into dA, as the last reader of a row group's dh32 zeroes it"`
+	XPF     bool   `axis:"xpf" values:"0,1" default:"0" doc:"1 (dyload=tma, xload=tma): warp 1 of each dY-kernel CTA prefetches a share of x's tiles into L2 (cp.async.bulk.prefetch.tensor, the x kernel's boxes), so that x's DRAM reads overlap the dY kernel and the x kernel, which waits for dh, finds x in L2"`
 	PDL     bool   `axis:"pdl" values:"0,1" default:"0" doc:"1: every launch after the first is a programmatic dependent launch: each kernel lets the next one launch at its start (griddepcontrol.launch_dependents) and waits (griddepcontrol.wait) before it reads what earlier launches wrote; the x kernel issues its first tiles of x before it waits"`
 }
 
@@ -253,6 +254,12 @@ func (family) Space(s Shape) variants.Typed[Params] {
 				return errors.New("dyload=tma with dbsplit=0 or beside an x kernel other than xload=tma")
 			case p.Fold:
 				return errors.New("fold=1")
+			}
+			return nil
+		}},
+		{Name: "x prefetch", Axes: []string{"xload", "dyload", "xpf"}, Check: func(p Params) error {
+			if p.XPF && (p.DYLoad != "tma" || p.XLoad != "tma") {
+				return errors.New("xpf=1 prefetches the TMA x kernel's boxes from the TMA dY kernel: dyload=tma and xload=tma")
 			}
 			return nil
 		}},

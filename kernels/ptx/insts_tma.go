@@ -187,6 +187,20 @@ func (f *Func) CreatePolicy(p L2Priority) Reg {
 	return d
 }
 
+// TmaPrefetchL2 emits cp.async.bulk.prefetch.tensor.Nd.L2.global.tile
+// [tmap, {coords}]: the box at coords is brought into L2, with nothing
+// to wait for and no change to what any load returns. A kernel that
+// runs before the one that reads the box issues it, so that the box's
+// DRAM reads overlap the earlier kernel's work.
+func (f *Func) TmaPrefetchL2(tmap Reg, coords []Operand) {
+	const what = "cp.async.bulk.prefetch.tensor"
+	ta, ok := f.tensorAddr(what, tmap, coords)
+	if !ok {
+		return
+	}
+	f.emit(&Inst{Op: fmt.Sprintf("cp.async.bulk.prefetch.tensor.%dd.L2.global.tile", len(coords)), Args: []Operand{ta}})
+}
+
 // TmaLoadMulticast is TmaLoad into the same offsets of every CTA of the
 // cluster whose rank is set in ctaMask (u16), each completing bytes on
 // its own barrier at bar's offset (.multicast::cluster).
