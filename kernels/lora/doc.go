@@ -126,6 +126,11 @@
 //     add a partial sum of fewer than rg blocks. Every consumer waits for
 //     its group before it releases the slot (a group kept in flight holds
 //     one slot more: docs/kernels/lora.md).
+//   - With xpf=1 (dyload=tma, xload=tma) the lanes of warp 1 of each
+//     dY-kernel CTA issue cp.async.bulk.prefetch.tensor of the x kernel's
+//     boxes of x (box q = ctaid + nctaid·(lane + 32·i), row block by row
+//     block), so that the launch brings all of x into L2 while its own
+//     loads of dY leave DRAM idle; the prefetch changes no value.
 //   - With fold=1 (xload=tma) there is no finalize launch: after its
 //     wait each x-kernel CTA rounds a grid-strided share of db32 into dB
 //     and zeroes it; at its end the consumer warpgroup makes its red.adds
@@ -157,7 +162,7 @@
 //     and, with dyload=tma, the n of 1, 2, 4, 8 that give ⌈out/64⌉·n dB
 //     CTAs from half a wave to two waves of 132 (where none does, 8 under
 //     half a wave, 1 past two waves), fold ∈ {0, 1} (1
-//     with xload=tma), maxnreg ∈
+//     with xload=tma), xpf ∈ {0, 1} (1 with dyload=tma and xload=tma), maxnreg ∈
 //     {0, 128} (128 with 8 warps and room for two CTAs). The search leaves out x kernels of under half a wave of CTAs
 //     where a split could fill one ("x fill"), parts past the row blocks,
 //     pdl=0, the wgmma kernel over row groups with cp.async (never faster
