@@ -7,7 +7,8 @@
 // kernel). Each under three flushes before every sample: none (hot), a
 // 128 MB memset (gradtune's and do_bench's: L2 left full of dirty lines,
 // written back during the timed kernel) and a 128 MB read (L2 left full of
-// clean lines). Rates are against a 1 GiB cudaMemcpy (gradtune's copy
+// clean lines). expand and expand4 are nf4_dequant's mix (a quarter-size
+// input read, the output written). Rates are against a 1 GiB cudaMemcpy (gradtune's copy
 // bandwidth, measured hot). Build and run on the GPU host:
 //   nvcc -O3 -arch=sm_90a -o /tmp/mix bench/research/mix.cu && /tmp/mix
 #include <cstdio>
@@ -55,6 +56,27 @@ __global__ void __launch_bounds__(128) swiglu(const uint4* const* in, uint4* con
   st(out[0] + i, o1); st(out[1] + i, o2);
 }
 
+// expand: nf4_dequant's stream shape, one byte read for four written: a
+// thread reads 4 bytes and writes 16 (a quarter-size input array), or
+// (expand4) reads 16 and writes 64 as four 16-byte stores a warp apart.
+__global__ void __launch_bounds__(128) expand(const uint4* const* in, uint4* const* out, int n) {
+  int i = blockIdx.x * 128 + threadIdx.x;
+  if (i >= n) return;
+  unsigned c;
+  asm volatile("ld.global.nc.b32 %0, [%1];" : "=r"(c) : "l"((const unsigned*)in[0] + i));
+  st(out[0] + i, make_uint4(c, c + 1, c + 2, c + 3));
+}
+__global__ void __launch_bounds__(128) expand4(const uint4* const* in, uint4* const* out, int n) {
+  int i = blockIdx.x * 128 + threadIdx.x;
+  if (i >= n / 4) return;
+  uint4 c = ld(in[0] + i);
+  int base = (i / 32) * 128 + i % 32;
+  st(out[0] + base, make_uint4(c.x, c.x, c.x, c.x));
+  st(out[0] + base + 32, make_uint4(c.y, c.y, c.y, c.y));
+  st(out[0] + base + 64, make_uint4(c.z, c.z, c.z, c.z));
+  st(out[0] + base + 96, make_uint4(c.w, c.w, c.w, c.w));
+}
+
 __global__ void readAll(const uint4* p, size_t n, unsigned* sink) {
   uint4 x = make_uint4(0, 0, 0, 0);
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) { uint4 v = ld(p + i); x.x ^= v.x; }
@@ -92,7 +114,7 @@ int main() {
   float cu = bench([&] { CK(cudaMemcpyAsync(cd, cs, cn, cudaMemcpyDeviceToDevice)); }, HOT, 10);
   double copy = 2.0 * cn / (cu * 1e-6) / 1e9;
   printf("copy of 1 GiB: %.1f us, %.0f GB/s\n", cu, copy);
-  auto run = [&](const char* name, int arrays, void (*k)(const uint4* const*, uint4* const*, int)) {
+  auto run = [&](const char* name, double arrays, void (*k)(const uint4* const*, uint4* const*, int)) {
     for (Flush fl : {HOT, DIRTY, CLEAN}) {
       float us = bench([&] { k<<<(n + 127) / 128, 128>>>(din, dout, n); CK(cudaGetLastError()); }, fl);
       double gbs = arrays * (double)B / (us * 1e-6) / 1e9;
@@ -105,6 +127,8 @@ int main() {
     run("move 3 reads, 2 writes", 5, move<3, 2>);
     run("move 2 reads, 2 writes", 4, move<2, 2>);
     run("swiglu_bwd (3r 2w)", 5, swiglu);
+    run("expand 4 B -> 16 B", 1.25, expand);
+    run("expand4 16 B -> 64 B", 1.25, expand4);
   }
   return 0;
 }
