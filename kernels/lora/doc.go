@@ -170,7 +170,8 @@
 //     parts left empty at the shape's t ("dB parts"), and what no H100
 //     run picked: the TMA dY kernel with dbsplit = 0 or beside another x
 //     kernel than the TMA one, and fold=1 (the TMA dY kernel with dbsplit
-//     beside the TMA x kernel won every rank-64 dx=base shape there).
+//     beside the TMA x kernel won every rank-64 dx=base shape there), and
+//     xpf=1 until a GPU has timed it.
 //   - Reference: float64, dh unrounded.
 //   - Inputs: dY, x, h, A, B uniform in [−1, 1) rounded to the dtype; s
 //     uniform in [0.5, 2).

@@ -263,6 +263,12 @@ func (family) Space(s Shape) variants.Typed[Params] {
 			}
 			return nil
 		}},
+		{Name: searchUntimedXPF, Axes: []string{"xpf"}, Search: true, Check: func(p Params) error {
+			if p.XPF {
+				return errors.New("xpf=1 (left to --params xpf=1)")
+			}
+			return nil
+		}},
 		{Name: "dB CTAs", Axes: []string{"dyload", "dbsplit"}, Check: func(p Params) error {
 			if p.DBSplit > 0 && p.DYLoad != "tma" {
 				return fmt.Errorf("dbsplit=%d gives dB its own CTAs in the TMA dY kernel: dyload=tma", p.DBSplit)
@@ -336,6 +342,11 @@ func (family) Space(s Shape) variants.Typed[Params] {
 // in docs/kernels/lora.md. --params naming any of its axes searches them
 // all.
 const searchUnwon = "search: dyload=tma with dbsplit=0 or another x kernel than xload=tma, and fold=1, never a winner on an H100 (testdata/issue27/lora-1206g-h100)"
+
+// searchUntimedXPF is the search rule that leaves out xpf=1 until a GPU
+// run shows where it wins: it adds a quarter to the space the search
+// walks at rank 64. --params xpf=1 searches it.
+const searchUntimedXPF = "search: xpf=1, not yet timed on a GPU"
 
 // searchPDL is the search rule that leaves out pdl=0: over the 16
 // qwen1.5b shapes of testdata/issue27/step-1206c-h100 (an H100) its best

@@ -455,11 +455,12 @@ func TestAssemble(t *testing.T) {
 	for _, spec := range []string{gateUp, "t=2048,in=1536,out=1536,r=64"} {
 		for _, dt := range fam.DTypes() {
 			s := simtest.Shape(t, fam, spec, dt)
-			// One in 384: every axis value at least once, about as many
+			// One in 512: every axis value at least once, about as many
 			// modules as one in 32 took before mma, tparts and maxnreg
 			// joined (the space grew 3 to 4 times, then 2.7 times with
-			// dyload and fold, 1.4 to 1.9 times with dbsplit).
-			for _, p := range sweep.Pick(fam.Space(s).Enumerate(), 384) {
+			// dyload and fold, 1.4 to 1.9 times with dbsplit, 1.4 times
+			// with xpf).
+			for _, p := range sweep.Pick(fam.Space(s).Enumerate(), 512) {
 				prog, err := fam.Emit(s, p)
 				if err != nil {
 					t.Fatal(err)
