@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gradtune/gradtune/eval"
 	"github.com/gradtune/gradtune/internal/outfile"
 	"github.com/gradtune/gradtune/internal/results"
 	"github.com/gradtune/gradtune/store"
@@ -185,5 +186,25 @@ func TestWinnersOtherBaselines(t *testing.T) {
 	}
 	if strings.Contains(b.String(), "vs others") {
 		t.Errorf("a column of other baselines without any:\n%s", b.String())
+	}
+}
+
+// TestVariantsMarkSkipped: the ranked list counts and marks a variant the
+// early-stop rule abandoned as skipped, and a launch failure as failed.
+func TestVariantsMarkSkipped(t *testing.T) {
+	ev := func(params string, st eval.Status, msg string) *results.Variant {
+		return &results.Variant{Evaluation: store.Evaluation{Key: store.Key{Params: params}, Status: st, Message: msg}}
+	}
+	sh := &results.Shape{Kernel: "lora_bwd", Key: "t=2048", Run: store.Run{ID: 1, GPUName: "H100"},
+		Failed: []*results.Variant{ev("bt=64", eval.Skipped, "abandoned after 6 samples"), ev("bt=128", eval.LaunchError, "worker died")}}
+	var b strings.Builder
+	if err := WriteVariants(&b, sh); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{"0 valid, 1 failed, 1 skipped", "\nskipped  bt=64  ", "\nfailed   bt=128  "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("ranked list lacks %q:\n%s", want, out)
+		}
 	}
 }

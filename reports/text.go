@@ -115,7 +115,8 @@ func writeNotes(w io.Writer, set *results.Set) {
 }
 
 // WriteVariants writes the ranked list of one shape: every valid variant
-// fastest first, then the failures.
+// fastest first, then the failures, and the variants the early-stop rule
+// abandoned marked skipped (never failed).
 func WriteVariants(w io.Writer, sh *results.Shape) error {
 	fmt.Fprintf(w, "%s %s in run %d (%s): %d valid, %d failed, %d skipped\n", sh.Kernel, sh.Key, sh.Run.ID, sh.Run.GPUName,
 		len(sh.Valid), len(sh.Failed)-sh.Skipped(), sh.Skipped())
@@ -134,7 +135,11 @@ func WriteVariants(w io.Writer, sh *results.Shape) error {
 		return err
 	}
 	for _, v := range sh.Failed {
-		fmt.Fprintf(w, "failed  %s  %s: %s\n", v.Key.Params, v.Status, v.Message)
+		label := "failed "
+		if v.Status == eval.Skipped {
+			label = "skipped"
+		}
+		fmt.Fprintf(w, "%s  %s  %s: %s\n", label, v.Key.Params, v.Status, v.Message)
 	}
 	return nil
 }
