@@ -126,11 +126,6 @@
 //     add a partial sum of fewer than rg blocks. Every consumer waits for
 //     its group before it releases the slot (a group kept in flight holds
 //     one slot more: docs/kernels/lora.md).
-//   - With xpf=1 (dyload=tma, xload=tma) the lanes of warp 1 of each
-//     dY-kernel CTA issue cp.async.bulk.prefetch.tensor of the x kernel's
-//     boxes of x (box q = ctaid + nctaid·(lane + 32·i), row block by row
-//     block), so that the launch brings all of x into L2 while its own
-//     loads of dY leave DRAM idle; the prefetch changes no value.
 //   - With fold=1 (xload=tma) there is no finalize launch: after its
 //     wait each x-kernel CTA rounds a grid-strided share of db32 into dB
 //     and zeroes it; at its end the consumer warpgroup makes its red.adds
@@ -162,7 +157,7 @@
 //     and, with dyload=tma, the n of 1, 2, 4, 8 that give ⌈out/64⌉·n dB
 //     CTAs from half a wave to two waves of 132 (where none does, 8 under
 //     half a wave, 1 past two waves), fold ∈ {0, 1} (1
-//     with xload=tma), xpf ∈ {0, 1} (1 with dyload=tma and xload=tma), maxnreg ∈
+//     with xload=tma), maxnreg ∈
 //     {0, 128} (128 with 8 warps and room for two CTAs). The search leaves out x kernels of under half a wave of CTAs
 //     where a split could fill one ("x fill"), parts past the row blocks,
 //     pdl=0, the wgmma kernel over row groups with cp.async (never faster
@@ -170,8 +165,7 @@
 //     parts left empty at the shape's t ("dB parts"), and what no H100
 //     run picked: the TMA dY kernel with dbsplit = 0 or beside another x
 //     kernel than the TMA one, and fold=1 (the TMA dY kernel with dbsplit
-//     beside the TMA x kernel won every rank-64 dx=base shape there), and
-//     xpf=1 until a GPU has timed it.
+//     beside the TMA x kernel won every rank-64 dx=base shape there).
 //   - Reference: float64, dh unrounded.
 //   - Inputs: dY, x, h, A, B uniform in [−1, 1) rounded to the dtype; s
 //     uniform in [0.5, 2).

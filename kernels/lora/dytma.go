@@ -39,10 +39,6 @@ func emitDYTMA(k *ptx.Func, g geom) {
 	dy, bw, h := operandParam(k, true, "dy"), operandParam(k, true, "b"), operandParam(k, true, "h")
 	scale := gen.Param(k, "scale")
 	dh, dh32, db32 := gen.Param(k, "dh"), gen.Param(k, "dh32"), gen.Param(k, "db32")
-	var xmap ptx.Reg
-	if g.xpf {
-		xmap = operandParam(k, true, "x")
-	}
 	t := k.LdParam(k.Param(Dim, ptx.U32))
 	k.ReqNTid(dyTMAThreads)
 	if g.pdl {
@@ -61,9 +57,6 @@ func emitDYTMA(k *ptx.Func, g geom) {
 		}
 	})
 	k.BarSync(0)
-	if g.xpf {
-		prefetchX(k, g, w, xmap, t)
-	}
 	c := newCTA(k, g.bt, g.osplit, g.out)
 	dt := &dyTMA{k: k, g: g, w: w, ring: ring, base: base, dy: dy, lead: k.Setp("eq", ptx.U32, w.tid, ptx.Imm(0))}
 	wg := hopper.Warpgroup(k, w.tid)
@@ -87,24 +80,6 @@ func emitDYTMA(k *ptx.Func, g geom) {
 	}, func() {
 		loadScale()
 		k.IfElse(d.is, func() { dt.consumeDB(d, db32) }, func() { dt.consumeDH(c, t, dh, dh32, nil) })
-	})
-}
-
-// prefetchX (xpf): the lanes of warp 1 bring into L2 the x kernel's
-// boxes [bt rows × 64 columns] q = ctaid + nctaid·(lane + 32·i), the
-// boxes numbered row block by row block, so that the launch's CTAs
-// together prefetch all of x while its loads of dY leave DRAM idle.
-func prefetchX(k *ptx.Func, g geom, w warpCtx, xmap, t ptx.Reg) {
-	k.If(k.Setp("eq", ptx.U32, w.warp, ptx.Imm(1)), func() {
-		nc := chunks(g.in)
-		boxes := k.Mul(ptx.U32, k.Shr(ptx.U32, k.Add(ptx.U32, t, ptx.Imm(g.bt-1)), ptx.Imm(gen.Log2(g.bt))), ptx.Imm(nc))
-		n := k.Mov(ptx.U32, ptx.NCtaidX)
-		q0 := k.Mad(ptx.U32, w.lane, n, k.Mov(ptx.U32, ptx.CtaidX))
-		k.For(ptx.U32, q0, boxes, k.Shl(ptx.U32, n, ptx.Imm(5)), func(q ptx.Reg) {
-			rb := k.Div(ptx.U32, q, ptx.Imm(nc))
-			col := k.Shl(ptx.U32, k.Sub(ptx.U32, q, k.Mul(ptx.U32, rb, ptx.Imm(nc))), ptx.Imm(6))
-			k.TmaPrefetchL2(xmap, []ptx.Operand{col, k.Shl(ptx.U32, rb, ptx.Imm(gen.Log2(g.bt)))})
-		})
 	})
 }
 

@@ -30,7 +30,6 @@ type geom struct {
 	dytma               bool // the dY kernel is TMA-fed wgmma (dyload=tma)
 	dbsplit             int  // with dytma: dB's own CTAs a 64-column chunk of out; 0: none
 	fold                bool // the TMA x kernel finalizes: no third launch
-	xpf                 bool // the TMA dY kernel prefetches x's tiles into L2
 	hp                  int  // the pitch of dh's hi and lo tiles: rp, or 64 with wgmma
 	ar                  int  // the A tile's rows: r, or r rounded up to 16 with wgmma
 }
@@ -50,7 +49,7 @@ func newGeom(s Shape, p Params) geom {
 			g.tma, g.xThreads = true, 256 // a producer warpgroup and a consumer
 		}
 	}
-	g.dytma, g.fold, g.dbsplit, g.xpf = p.DYLoad == "tma", p.Fold, p.DBSplit, p.XPF
+	g.dytma, g.fold, g.dbsplit = p.DYLoad == "tma", p.Fold, p.DBSplit
 	return g
 }
 
@@ -153,9 +152,6 @@ func (f family) Emit(s Shape, p Params) (kernels.Program, error) {
 	dh32 := kernels.Buffer{Name: "dh32", DType: dtype.F32, Elems: t.TimesInt(g.r), Role: kernels.Scratch}
 	prog := kernels.Program{PTX: built.String(), RuntimeDims: []string{Dim}}
 	dyBufs, dyThreads := append(operandArgs(g.dytma, "dy", "b", "h"), "scale", "dh", "dh32", "db32"), g.threads
-	if g.xpf {
-		dyBufs = append(dyBufs, "xmap")
-	}
 	if g.dytma {
 		dyThreads = dyTMAThreads
 	}

@@ -80,7 +80,6 @@ type Params struct {
 	RG      int    `axis:"rg" values:"1,2,4" default:"1" doc:"row blocks of bt an x-kernel CTA takes for each of its chunks, dA summed over them in registers before its red.add (dh's hi and lo tiles of all of them in shared memory)"`
 	MaxNReg int    `axis:"maxnreg" values:"0,128" default:"0" doc:"registers per thread of the dY and x kernels (.maxnreg; 0: ptxas chooses); 128 lets two CTAs of 8 warps share an SM where their shared memory allows, at the cost of the held fragments"`
 	Fold    bool   `axis:"fold" values:"0,1" default:"0" doc:"1 (xload=tma): no finalize launch; the x kernel rounds dB's accumulator into dB (each CTA a share, after it waits for the dY kernel), and the last row group's CTA to add into a chunk of dA (a ticket a chunk) rounds it into dA, as the last reader of a row group's dh32 zeroes it"`
-	XPF     bool   `axis:"xpf" values:"0,1" default:"0" doc:"1 (dyload=tma, xload=tma): warp 1 of each dY-kernel CTA prefetches a share of x's tiles into L2 (cp.async.bulk.prefetch.tensor, the x kernel's boxes), so that x's DRAM reads overlap the dY kernel and the x kernel, which waits for dh, finds x in L2"`
 	PDL     bool   `axis:"pdl" values:"0,1" default:"0" doc:"1: every launch after the first is a programmatic dependent launch: each kernel lets the next one launch at its start (griddepcontrol.launch_dependents) and waits (griddepcontrol.wait) before it reads what earlier launches wrote; the x kernel issues its first tiles of x before it waits"`
 }
 
@@ -257,18 +256,6 @@ func (family) Space(s Shape) variants.Typed[Params] {
 			}
 			return nil
 		}},
-		{Name: "x prefetch", Axes: []string{"xload", "dyload", "xpf"}, Check: func(p Params) error {
-			if p.XPF && (p.DYLoad != "tma" || p.XLoad != "tma") {
-				return errors.New("xpf=1 prefetches the TMA x kernel's boxes from the TMA dY kernel: dyload=tma and xload=tma")
-			}
-			return nil
-		}},
-		{Name: searchUntimedXPF, Axes: []string{"xpf"}, Search: true, Check: func(p Params) error {
-			if p.XPF {
-				return errors.New("xpf=1 (left to --params xpf=1)")
-			}
-			return nil
-		}},
 		{Name: "dB CTAs", Axes: []string{"dyload", "dbsplit"}, Check: func(p Params) error {
 			if p.DBSplit > 0 && p.DYLoad != "tma" {
 				return fmt.Errorf("dbsplit=%d gives dB its own CTAs in the TMA dY kernel: dyload=tma", p.DBSplit)
@@ -342,11 +329,6 @@ func (family) Space(s Shape) variants.Typed[Params] {
 // in docs/kernels/lora.md. --params naming any of its axes searches them
 // all.
 const searchUnwon = "search: dyload=tma with dbsplit=0 or another x kernel than xload=tma, and fold=1, never a winner on an H100 (testdata/issue27/lora-1206g-h100)"
-
-// searchUntimedXPF is the search rule that leaves out xpf=1 until a GPU
-// run shows where it wins: it adds a quarter to the space the search
-// walks at rank 64. --params xpf=1 searches it.
-const searchUntimedXPF = "search: xpf=1, not yet timed on a GPU"
 
 // searchPDL is the search rule that leaves out pdl=0: over the 16
 // qwen1.5b shapes of testdata/issue27/step-1206c-h100 (an H100) its best

@@ -176,20 +176,16 @@ func TestVariantsOnInterpreter(t *testing.T) {
 		{Case: simtest.Case{Spec: "t=137,in=200,out=136,r=64", DType: dtype.BF16}, Params: "bt=64,warps=4,stages=3,osplit=2,isplit=2,dyload=tma,dbsplit=8"},
 		{Case: simtest.Case{Spec: "t=1000,in=192,out=520,r=16,dx=base", DType: dtype.BF16}, Params: "bt=64,warps=4,stages=2,osplit=1,isplit=1,pdl=1,dyload=tma,dbsplit=8"},
 		{Case: simtest.Case{Spec: "t=300,in=136,out=72,r=40", DType: dtype.F16}, Params: "bt=128,warps=4,stages=2,osplit=1,isplit=2,pdl=1,mma=wgmma,xload=tma,dyload=tma,dbsplit=8,fold=1"},
-		// x's boxes prefetched by the dY kernel (xpf): its tensor map
-		// among the dY kernel's arguments, a tail row block
-		{Case: simtest.Case{Spec: "t=1000,in=200,out=136,r=64,dx=base", DType: dtype.BF16}, Params: "bt=128,warps=8,stages=2,osplit=2,isplit=12,rg=4,pdl=1,mma=wgmma,xload=tma,dyload=tma,dbsplit=8,xpf=1"},
-		{Case: simtest.Case{Spec: "t=137,in=200,out=136,r=64", DType: dtype.BF16}, Params: "bt=128,warps=8,stages=3,osplit=2,isplit=2,mma=wgmma,xload=tma,dyload=tma,xpf=1"},
 	})
 }
 
 // sampledNewAxes keeps the sample's cost near what it was before the TMA
-// dY kernel, fold, dbsplit and xpf joined the space: dyload=tma is
-// sampled beside the cp.async x kernels at one point in four (by a hash
-// of the point), fold=1, dbsplit > 0 and xpf=1 not at all; the named
-// points and the planted bugs cover them.
+// dY kernel, fold and dbsplit joined the space: dyload=tma is sampled
+// beside the cp.async x kernels at one point in four (by a hash of the
+// point), fold=1 and dbsplit > 0 not at all; the named points and the
+// planted bugs cover them.
 func sampledNewAxes(p variants.Params) bool {
-	if p["fold"] == "1" || p["dbsplit"] != "0" || p["xpf"] == "1" {
+	if p["fold"] == "1" || p["dbsplit"] != "0" {
 		return false
 	}
 	if p["dyload"] != "tma" {
@@ -455,12 +451,11 @@ func TestAssemble(t *testing.T) {
 	for _, spec := range []string{gateUp, "t=2048,in=1536,out=1536,r=64"} {
 		for _, dt := range fam.DTypes() {
 			s := simtest.Shape(t, fam, spec, dt)
-			// One in 512: every axis value at least once, about as many
+			// One in 384: every axis value at least once, about as many
 			// modules as one in 32 took before mma, tparts and maxnreg
 			// joined (the space grew 3 to 4 times, then 2.7 times with
-			// dyload and fold, 1.4 to 1.9 times with dbsplit, 1.4 times
-			// with xpf).
-			for _, p := range sweep.Pick(fam.Space(s).Enumerate(), 512) {
+			// dyload and fold, 1.4 to 1.9 times with dbsplit).
+			for _, p := range sweep.Pick(fam.Space(s).Enumerate(), 384) {
 				prog, err := fam.Emit(s, p)
 				if err != nil {
 					t.Fatal(err)
