@@ -115,8 +115,8 @@ func writeNotes(w io.Writer, set *results.Set) {
 }
 
 // WriteVariants writes the ranked list of one shape: every valid variant
-// fastest first, then the failures, and the variants the early-stop rule
-// abandoned marked skipped (never failed).
+// fastest first, then the others, a variant whose status is skipped (the
+// early-stop rule's, the prescreen's) marked skipped, never failed.
 func WriteVariants(w io.Writer, sh *results.Shape) error {
 	fmt.Fprintf(w, "%s %s in run %d (%s): %d valid, %d failed, %d skipped\n", sh.Kernel, sh.Key, sh.Run.ID, sh.Run.GPUName,
 		len(sh.Valid), len(sh.Failed)-sh.Skipped(), sh.Skipped())

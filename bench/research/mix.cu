@@ -4,12 +4,13 @@
 // thread, 128-thread CTAs: R arrays read, W written (the XOR of the reads,
 // so no load is dead), for the mixes (1,1), (2,1), (3,2) - SwiGLU
 // backward's - and (2,2); then SwiGLU backward itself (evict.cu's plain
-// kernel). Each under three flushes before every sample: none (hot), a
-// 128 MB memset (gradtune's and do_bench's: L2 left full of dirty lines,
-// written back during the timed kernel) and a 128 MB read (L2 left full of
-// clean lines). expand and expand4 are nf4_dequant's mix (a quarter-size
-// input read, the output written). Rates are against a 1 GiB cudaMemcpy (gradtune's copy
-// bandwidth, measured hot). Build and run on the GPU host:
+// kernel); then nf4_dequant's mix (expand, expand4: a quarter-size input
+// read, the output written). Each under three flushes before every
+// sample: none (hot), a 128 MB memset (gradtune's and do_bench's: L2 left
+// full of dirty lines, written back during the timed kernel) and a 128 MB
+// read (L2 left full of clean lines). Rates are against a 1 GiB
+// cudaMemcpy (gradtune's copy bandwidth, measured hot). Build and run on
+// the GPU host:
 //   nvcc -O3 -arch=sm_90a -o /tmp/mix bench/research/mix.cu && /tmp/mix
 #include <cstdio>
 #include <cstdlib>
@@ -114,21 +115,23 @@ int main() {
   float cu = bench([&] { CK(cudaMemcpyAsync(cd, cs, cn, cudaMemcpyDeviceToDevice)); }, HOT, 10);
   double copy = 2.0 * cn / (cu * 1e-6) / 1e9;
   printf("copy of 1 GiB: %.1f us, %.0f GB/s\n", cu, copy);
-  auto run = [&](const char* name, double arrays, void (*k)(const uint4* const*, uint4* const*, int)) {
+  // threads: the kernel's threads (n, one 16-byte vector of the output
+  // each, unless it says otherwise).
+  auto run = [&](const char* name, double arrays, void (*k)(const uint4* const*, uint4* const*, int), int threads) {
     for (Flush fl : {HOT, DIRTY, CLEAN}) {
-      float us = bench([&] { k<<<(n + 127) / 128, 128>>>(din, dout, n); CK(cudaGetLastError()); }, fl);
+      float us = bench([&] { k<<<(threads + 127) / 128, 128>>>(din, dout, n); CK(cudaGetLastError()); }, fl);
       double gbs = arrays * (double)B / (us * 1e-6) / 1e9;
       printf("%-22s %s %8.2f us %6.0f GB/s %5.1f%% of copy\n", name, flushName[fl], us, gbs, 100 * gbs / copy);
     }
   };
   for (int rep = 0; rep < 2; rep++) {
-    run("move 1 read, 1 write", 2, move<1, 1>);
-    run("move 2 reads, 1 write", 3, move<2, 1>);
-    run("move 3 reads, 2 writes", 5, move<3, 2>);
-    run("move 2 reads, 2 writes", 4, move<2, 2>);
-    run("swiglu_bwd (3r 2w)", 5, swiglu);
-    run("expand 4 B -> 16 B", 1.25, expand);
-    run("expand4 16 B -> 64 B", 1.25, expand4);
+    run("move 1 read, 1 write", 2, move<1, 1>, n);
+    run("move 2 reads, 1 write", 3, move<2, 1>, n);
+    run("move 3 reads, 2 writes", 5, move<3, 2>, n);
+    run("move 2 reads, 2 writes", 4, move<2, 2>, n);
+    run("swiglu_bwd (3r 2w)", 5, swiglu, n);
+    run("expand 4 B -> 16 B", 1.25, expand, n);
+    run("expand4 16 B -> 64 B", 1.25, expand4, n / 4);
   }
   return 0;
 }

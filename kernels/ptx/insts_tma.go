@@ -188,10 +188,11 @@ func (f *Func) CreatePolicy(p L2Priority) Reg {
 }
 
 // TmaPrefetchL2 emits cp.async.bulk.prefetch.tensor.Nd.L2.global.tile
-// [tmap, {coords}]: the box at coords is brought into L2, with nothing
-// to wait for and no change to what any load returns. A kernel that
-// runs before the one that reads the box issues it, so that the box's
-// DRAM reads overlap the earlier kernel's work.
+// [tmap, {coords}]: the box at coords (2 or 3, innermost first, in
+// elements; s32) of the tensor map whose generic address is tmap
+// (TensorMapAddr) is brought into L2. It is a hint: nothing completes
+// for a thread to wait for, and no load returns another value. One
+// thread issues it.
 func (f *Func) TmaPrefetchL2(tmap Reg, coords []Operand) {
 	const what = "cp.async.bulk.prefetch.tensor"
 	ta, ok := f.tensorAddr(what, tmap, coords)
