@@ -77,10 +77,6 @@ func TestHopperHelpers(t *testing.T) {
 			"createpolicy.fractional.L2::evict_first.b64 %rd3;",
 			"cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint [%r2+1024], [%rd2, {0, 0}], [%r2], %rd3;",
 		}, "sm_90 8.0"},
-		{"TMA prefetch into L2", func(e env) {
-			tm := e.k.TensorMapAddr(e.k.TensorMapParam("m"))
-			e.k.TmaPrefetchL2(tm, []ptx.Operand{ptx.Imm(64), e.k.Mov(ptx.U32, ptx.CtaidX)})
-		}, []string{"cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%rd2, {64, %r3}];"}, "sm_90 8.0"},
 		{"fences", func(e env) { e.k.FenceProxyAsync(); e.k.FenceMbarrierInit() },
 			[]string{"fence.proxy.async.shared::cta;\n\tfence.mbarrier_init.release.cluster;"}, "sm_90 8.0"},
 		{"cluster barrier", func(e env) { e.k.ClusterArrive(false); e.k.ClusterWait(false) },

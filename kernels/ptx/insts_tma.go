@@ -187,21 +187,6 @@ func (f *Func) CreatePolicy(p L2Priority) Reg {
 	return d
 }
 
-// TmaPrefetchL2 emits cp.async.bulk.prefetch.tensor.Nd.L2.global.tile
-// [tmap, {coords}]: the box at coords (2 or 3, innermost first, in
-// elements; s32) of the tensor map whose generic address is tmap
-// (TensorMapAddr) is brought into L2. It is a hint: nothing completes
-// for a thread to wait for, and no load returns another value. One
-// thread issues it.
-func (f *Func) TmaPrefetchL2(tmap Reg, coords []Operand) {
-	const what = "cp.async.bulk.prefetch.tensor"
-	ta, ok := f.tensorAddr(what, tmap, coords)
-	if !ok {
-		return
-	}
-	f.emit(&Inst{Op: fmt.Sprintf("cp.async.bulk.prefetch.tensor.%dd.L2.global.tile", len(coords)), Args: []Operand{ta}})
-}
-
 // TmaLoadMulticast is TmaLoad into the same offsets of every CTA of the
 // cluster whose rank is set in ctaMask (u16), each completing bytes on
 // its own barrier at bar's offset (.multicast::cluster).

@@ -73,13 +73,16 @@ func regCap(g geom, regs string) int {
 	return min(free, max(hopper.RegsFor(g.block, ctas), heldRegs(g.vec*g.vpt)))
 }
 
+// step is a loop step's vectors: block threads of vpt each.
+func (g geom) step() int { return g.block * g.vpt }
+
 // bulkCopies is the one-pass kernel's bulk copies of its part (bulkIn):
 // none with copy=ld, one with copy=in and inout, cv/step + 1 with
-// copy=stream (step = block·vpt vectors).
+// copy=stream.
 func (g geom) bulkCopies() int {
 	switch {
 	case g.stream:
-		return g.cv/(g.block*g.vpt) + 1
+		return g.cv/g.step() + 1
 	case g.bulkIn:
 		return 1
 	}
@@ -239,7 +242,7 @@ func (w *walk) each(batch func(vi, off ptx.Reg, ok []ptx.Reg)) {
 // step, of block·vpt vectors, that the batch begins.
 func (w *walk) eachStep(batch func(it, vi, off ptx.Reg, ok []ptx.Reg)) {
 	k, g := w.k, w.g
-	step := g.block * g.vpt
+	step := g.step()
 	full := k.Div(ptx.U32, w.cnt, ptx.Imm(step))
 	k.For(ptx.U32, ptx.Imm(0), full, ptx.Imm(1), func(it ptx.Reg) {
 		batch(it, w.vi, w.off, nil)

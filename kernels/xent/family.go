@@ -213,8 +213,8 @@ func (family) Space(s Shape) variants.Typed[Params] {
 				return nil
 			}},
 			{Name: "a stream of steps", Axes: []string{"vec", "block", "vpt", "split", "copy"}, Check: func(p Params) error {
-				if g := newGeom(s, p); g.stream && g.cv < 2*g.block*g.vpt {
-					return fmt.Errorf("copy=stream: %d vectors a part make fewer than two steps of %d (copy=in brings them in at once)", g.cv, g.block*g.vpt)
+				if g := newGeom(s, p); g.stream && g.cv < 2*g.step() {
+					return fmt.Errorf("copy=stream: %d vectors a part make fewer than two steps of %d (copy=in brings them in at once)", g.cv, g.step())
 				}
 				return nil
 			}},

@@ -158,7 +158,7 @@ func bulkIn(k *ptx.Func, g geom, tid ptx.Reg, pt part, logits ptx.Reg) {
 // memory on its own barriers: the CTA's barrier orders the inits before
 // them (fence.mbarrier_init is for a cluster's remote arrivals).
 func streamIn(k *ptx.Func, g geom, tid, cnt ptx.Reg, pt part, logits ptx.Reg) func(it ptx.Reg) ptx.Addr {
-	step, steps := g.block*g.vpt, g.bulkCopies()
+	step, steps := g.step(), g.bulkCopies()
 	bars := k.Mov(ptx.U32, k.SharedArray("landed", ptx.B64, steps, 8))
 	bar := func(it ptx.Reg) ptx.Addr { return ptx.At(k.Mad(ptx.U32, it, ptx.Imm(8), bars), 0) }
 	t0 := k.Setp("eq", ptx.U32, tid, ptx.Imm(0))

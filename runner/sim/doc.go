@@ -49,8 +49,7 @@
 // bar.sync, bar.arrive, bar.red (popc, and, or) and their barrier.*
 // forms on the 16 named barriers, with thread counts (see Barriers),
 // bar.warp.sync, membar, fence,
-// prefetch, cp.async.bulk.prefetch.tensor and griddepcontrol (no effect:
-// the interpreter has no L2, and launches run in order);
+// prefetch and griddepcontrol (no effect: launches run in order);
 // createpolicy.fractional and the .L2::cache_hint operand of TMA loads
 // (no effect: the interpreter has no L2);
 // shfl.sync idx/up/down/bfly with the PTX ISA's clamp and segment rules; vote.sync; redux.sync; activemask; atom and red on

@@ -74,8 +74,6 @@ func init() {
 		"mbarrier.try_wait", "mbarrier.test_wait")
 	reg(q((*decoder).decTma), "cp.async.bulk.tensor")
 	reg(q((*decoder).decCreatePolicy), "createpolicy")
-	// A prefetch into L2 changes no value a load returns.
-	reg(q(func(d *decoder, in *inst, q []string) error { in.op = opNop; d.k.hopper = true; return nil }), "cp.async.bulk.prefetch.tensor")
 	reg(q((*decoder).decTmaReduce), "cp.reduce.async.bulk.tensor")
 	reg(q((*decoder).decBulk), "cp.async.bulk")
 	reg(q(func(d *decoder, in *inst, q []string) error { in.op = opBulkCommit; d.k.hopper = true; return nil }), "cp.async.bulk.commit_group")

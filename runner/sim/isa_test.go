@@ -22,7 +22,7 @@ func TestSemanticsHaveRows(t *testing.T) {
 	}
 	// Rows the interpreter executes only as a no-op must promise nothing
 	// it would skip: no destination, no memory access.
-	for _, name := range []string{"membar", "fence", "nanosleep", "prefetch", "prefetchu", "cp.async.bulk.prefetch.tensor", "griddepcontrol"} {
+	for _, name := range []string{"membar", "fence", "nanosleep", "prefetch", "prefetchu", "griddepcontrol"} {
 		r, _ := isa.Lookup(name)
 		if r == nil || r.Effects&(isa.Dest|isa.Load|isa.Store) != 0 {
 			t.Errorf("%s runs as a no-op, but its row is %+v", name, r)

@@ -201,7 +201,6 @@ var table = []Row{
 		Effects: Load | Store | Async, SM: 90, PTX: 80},
 	{Name: "cp.async.bulk.tensor", Args: []Kind{Addr, Addr, Addr, Src, Src}, Opt: 3, Spaces: Global | Shared,
 		Effects: Load | Store | Async, SM: 90, PTX: 80},
-	{Name: "cp.async.bulk.prefetch.tensor", Args: []Kind{Addr}, Spaces: Global, SM: 90, PTX: 80},
 	{Name: "cp.reduce.async.bulk.tensor", Args: []Kind{Addr, Addr}, Spaces: Global | Shared,
 		Effects: Load | Store | Async, SM: 90, PTX: 80},
 	{Name: "cp.async.bulk.commit_group", Args: none, Effects: Async, SM: 90, PTX: 80},
