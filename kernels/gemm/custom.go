@@ -38,6 +38,39 @@ type Custom struct {
 	Scale string
 	// Accumulate adds to what C holds, C += A·B, rounded once to OutDT.
 	Accumulate bool
+	// Epilogue, when set, writes each finished tile in place of the
+	// stores (direct epilogue, no Scale or Accumulate); its parameters
+	// follow C's and its arguments come from Args.
+	Epilogue TileEpilogue
+}
+
+// A TileEpilogue is a caller's epilogue of a Custom: it declares its
+// kernel parameters (after C's), gives the launch's arguments for them,
+// and writes a consumer thread's part of each finished tile. Customs
+// that share an Entry must share the emitted code.
+type TileEpilogue interface {
+	Declare(k *ptx.Func)
+	Args() []kernels.Arg
+	Store(k *ptx.Func, t Tile)
+}
+
+// A Tile is a consumer thread's part of a finished tile of C in the
+// wgmma accumulator layout: Acc[mb][4j+2h+e] is C's element at row
+// Row + 64mb + 8h and column Col + 8j + e (j < BN/8, h and e 0 or 1).
+// The four threads of a quad (Lane%4, consecutive lanes) hold the same
+// rows. RowOK(dr) is row Row + dr inside C (computed at its first use,
+// which must dominate the later ones); ColOK[j] column group j inside
+// C; Out the address of the thread's first element of C (u64), rows
+// Cols elements apart.
+type Tile struct {
+	Acc      [][]ptx.Reg
+	Row, Col ptx.Reg
+	Col0     ptx.Reg // the tile's first column
+	Lane     ptx.Reg
+	RowOK    func(dr int) ptx.Reg
+	ColOK    []ptx.Reg
+	Out      ptx.Reg
+	BN       int
 }
 
 // Operand is a GEMM operand in its buffer: LD elements between the
@@ -58,7 +91,7 @@ func (c Custom) problem(t int) problem {
 		return operand{buf: o.Buffer, kMajor: o.KMajor, ld: o.LD, off: o.Offset, rows: o.Rows}
 	}
 	g := problem{r: t, c: c.Cols, l: c.Red, mRows: true, a: op(c.A), b: op(c.B), out: c.Out, in: c.In, od: c.OutDT,
-		dim: c.Dim, scale: c.Scale, accumulate: c.Accumulate}
+		dim: c.Dim, scale: c.Scale, accumulate: c.Accumulate, epi: c.Epilogue}
 	if c.M > 0 {
 		g.r, g.l, g.mRows = c.M, t, false
 	}
@@ -78,6 +111,8 @@ func (c Custom) Check() error {
 		return fmt.Errorf("gemm %s: A takes no row count", c.Entry)
 	case c.Scale != "" && c.OutDT != dtype.F32:
 		return fmt.Errorf("gemm %s: a scaled epilogue accumulates into f32, not %v", c.Entry, c.OutDT)
+	case c.Epilogue != nil && (c.Scale != "" || c.Accumulate || c.M > 0):
+		return fmt.Errorf("gemm %s: an epilogue of the caller's takes t as C's rows and no Scale or Accumulate", c.Entry)
 	case c.OutOffset%16 != 0:
 		return fmt.Errorf("gemm %s: output offset %d must be a multiple of 16 bytes", c.Entry, c.OutOffset)
 	case c.Cols%8 != 0 || c.A.LD%8 != 0 || c.B.LD%8 != 0:
@@ -139,6 +174,9 @@ func (c Custom) Launch(p Params) kernels.Launch {
 	l := (&wgKernel{g: g, p: p}).launch(c.Entry, out)
 	if c.Scale != "" {
 		l.Args = append(l.Args, kernels.Arg{Buffer: c.Scale})
+	}
+	if c.Epilogue != nil {
+		l.Args = append(l.Args, c.Epilogue.Args()...)
 	}
 	l.Args = append(l.Args, g.mArg())
 	if p.Persistent {

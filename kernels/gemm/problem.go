@@ -33,6 +33,9 @@ type problem struct {
 	// accumulate: the epilogue adds to what C holds, C += A·B (Custom
 	// only, direct epilogue).
 	accumulate bool
+	// epi, when set, is a Custom caller's epilogue (Custom only, direct
+	// epilogue).
+	epi TileEpilogue
 	// lora is the rank of a LoRA adapter whose dX, dh·A, the GEMM adds
 	// (grad=dx): the reduction goes on past its l elements through
 	// loraTiles more k-tiles of dh [M×lora] (A, K-major) and a [lora×K]

@@ -363,6 +363,9 @@ func (wk *wgKernel) body() []kernels.Arg {
 	if wk.g.scale != "" {
 		wk.scale = gen.Param(k, "scale")
 	}
+	if wk.g.epi != nil {
+		wk.g.epi.Declare(k)
+	}
 	var ws, flags ptx.Sym
 	if p.Order == StreamK {
 		ws, flags = k.Param("ws", ptx.U64), k.Param("flags", ptx.U64)
@@ -734,6 +737,11 @@ func (wk *wgKernel) epilogue(c ptx.Reg, t tile, cw, l ptx.Reg, acc [][]ptx.Reg) 
 		c = splitSlice(k, c, t.split, r, g.c)
 	}
 	ds := wk.newDirectStore(c, od, t, r, cw, l)
+	if wk.g.epi != nil {
+		wk.g.epi.Store(k, Tile{Acc: acc, Row: ds.row, Col: ds.col, Col0: t.col0, Lane: k.And(ptx.U32, l, ptx.Imm(31)),
+			RowOK: ds.rowBound, ColOK: ds.colOK, Out: ds.ptr, BN: wk.p.BN})
+		return
+	}
 	if wk.g.scale != "" || wk.g.accumulate {
 		ds.accumulate(wk.scale, acc)
 		return
@@ -754,6 +762,7 @@ type directStore struct {
 	od    dtype.DType
 	ptr   ptx.Reg   // u64: the thread's first pair
 	row   ptx.Reg   // u32: the thread's first row of C
+	col   ptx.Reg   // u32: the thread's first column of C
 	rows  *bound    // the thread's first row of C against r
 	colOK []ptx.Reg // column group j is inside C
 	rowOK map[int]ptx.Reg
@@ -768,7 +777,7 @@ func (wk *wgKernel) newDirectStore(c ptx.Reg, od dtype.DType, t tile, r ext, cw,
 	row := k.Add(ptx.U32, k.Mad(ptx.U32, cw, ptx.Imm(wk.rowsPC), t.row0), wrow)
 	col := k.Add(ptx.U32, t.col0, k.Shl(ptx.U32, k.And(ptx.U32, lane, ptx.Imm(3)), ptx.Imm(1)))
 	ds := &directStore{wk: wk, od: od, rowOK: map[int]ptx.Reg{}}
-	ds.row = row
+	ds.row, ds.col = row, col
 	ds.ptr = k.Add(ptx.U64, c, k.MulWide(ptx.U32, k.Mad(ptx.U32, row, ptx.Imm(g.c), col), ptx.Imm(od.Size())))
 	for j := range wk.p.BN / 8 {
 		ds.colOK = append(ds.colOK, k.Setp("lt", ptx.S32, col, ptx.Imm(g.c-8*j)))

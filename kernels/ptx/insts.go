@@ -660,6 +660,19 @@ func (f *Func) BarSync(id int) {
 	f.emit(&Inst{Op: "bar.sync", Args: []Operand{Imm(id)}})
 }
 
+// BarRedOr emits bar.red.or.pred at barrier id over the whole CTA: every
+// thread waits, and the result (CTA-uniform) is whether p holds in any
+// thread.
+func (f *Func) BarRedOr(id int, p Reg) Reg {
+	if id < 0 || id > 15 {
+		f.errorf("bar.red %d: barrier id must be 0..15", id)
+	}
+	f.check("bar.red", Pred, p)
+	d := f.Reg(Pred)
+	f.emit(&Inst{Op: "bar.red.or.pred", Args: []Operand{d, Imm(id), p}})
+	return d
+}
+
 // BarSyncN emits bar.sync id, threads: the warps that reach named
 // barrier id wait until threads of them (a multiple of 32) have, so that
 // some warpgroups of a CTA sync among themselves.
