@@ -32,7 +32,14 @@ type rowCoefs struct {
 // loadCoefs loads row's statistics and label and forms its
 // coefficients; zscale is the zloss_scale pointer (with z-loss).
 func loadCoefs(k *ptx.Func, tm terms, row, stats, labels, dloss, nValid, zscale ptx.Reg) rowCoefs {
-	c := rowCoefs{st: gen.LdF32(k, ptx.Global, ptx.At(k.Add(ptx.U64, stats, k.MulWide(ptx.U32, row, ptx.Imm(4*statWords))), 0), 4, ptx.Reg{})}
+	st := gen.LdF32(k, ptx.Global, ptx.At(k.Add(ptx.U64, stats, k.MulWide(ptx.U32, row, ptx.Imm(4*statWords))), 0), 4, ptx.Reg{})
+	return coefsOf(k, tm, st, row, labels, dloss, nValid, zscale)
+}
+
+// coefsOf forms row's coefficients from its statistics st (mL, s,
+// z[label], Σz).
+func coefsOf(k *ptx.Func, tm terms, st []ptx.Reg, row, labels, dloss, nValid, zscale ptx.Reg) rowCoefs {
+	c := rowCoefs{st: st}
 	c.lab = k.Ld(ptx.Global, ptx.U32, 1, ptx.At(k.Add(ptx.U64, labels, k.MulWide(ptx.U32, row, ptx.Imm(tm.labBytes))), 0), gen.LdNC)[0]
 	c.valid = k.Setp("ne", ptx.U32, c.lab, ptx.Imm(IgnoreIndex))
 	c.lseL = k.Add(ptx.F32, c.st[0], k.Lg2Approx(c.st[1]))

@@ -95,6 +95,10 @@ type bugs struct {
 	noOneHot  bool // the dW pass's gradient leaves out −g at the label
 	noWSum    bool // dx leaves out label smoothing's −g·ε/v·Σ_c w_c
 	noZFactor bool // dx leaves out z-loss's factor 1 + 2λ·lse
+	noFlag    bool // the epilogue path does not flag a clamped row for repair
+	// clamp, when not 0, replaces clampL (not a bug: a low bound sends
+	// the rows of a test's inputs through the repair kernel)
+	clamp float64
 }
 
 func emit(s Shape, p Params, b bugs) (kernels.Program, error) {
@@ -125,6 +129,9 @@ func emit(s Shape, p Params, b bugs) (kernels.Program, error) {
 	coefArgs := []kernels.Arg{{Buffer: "dloss"}, {Buffer: "n_valid"}}
 	if tm.zloss {
 		coefArgs = append(coefArgs, kernels.Arg{Buffer: "zloss_scale"})
+	}
+	if p.Softmax == softmaxEpilogue {
+		return emitOnline(m, s, p, b, addGEMM, &launches)
 	}
 	maxLD := 0
 	for _, c := range chunksOf(s, p) {

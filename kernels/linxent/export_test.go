@@ -9,13 +9,17 @@ import (
 // stores each chunk's P·w over the accumulator instead of rescaling and
 // adding; labelOff takes z[label] one class late; noOneHot leaves −g at
 // the label out of the dW pass's gradient; noWSum leaves label
-// smoothing's Σ_c w_c out of dx; noZFactor z-loss's factor.
+// smoothing's Σ_c w_c out of dx; noZFactor z-loss's factor. With
+// softmax=epilogue, lowClamp (not a bug) clamps probabilities half a bit
+// over their reference, so that most rows go through the repair kernel,
+// and lowClampNoFlag does so without flagging them.
 func EmitBuggy(s variants.Shape, p variants.Params, bug string) (kernels.Program, error) {
 	sh, pv, err := kernels.DecodeVariant[Shape, Params](s, p)
 	if err != nil {
 		return kernels.Program{}, err
 	}
 	b := map[string]bugs{"noRescale": {noRescale: true}, "labelOff": {labelOff: true}, "noOneHot": {noOneHot: true},
-		"noWSum": {noWSum: true}, "noZFactor": {noZFactor: true}}[bug]
+		"noWSum": {noWSum: true}, "noZFactor": {noZFactor: true},
+		"lowClamp": {clamp: 0.5}, "lowClampNoFlag": {clamp: 0.5, noFlag: true}}[bug]
 	return emit(sh, pv, b)
 }

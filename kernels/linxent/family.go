@@ -66,16 +66,17 @@ func (s Shape) labelType() dtype.DType {
 // the logits GEMM (z) and of the gradient GEMM (dx), and the softmax
 // kernel's CTA.
 type Params struct {
-	Chunk  int  `axis:"chunk" values:"256,512,1024,2048,4096,8192" doc:"vocabulary rows of w per chunk: the logits of a chunk, [t×chunk] f32, and its probabilities are the only per-class data stored"`
-	ZBM    int  `axis:"zbm" values:"64,128,256" doc:"tile rows (tokens) of the logits GEMM"`
-	ZBN    int  `axis:"zbn" values:"64,128,192,256" doc:"tile columns (classes) of the logits GEMM"`
-	ZPers  bool `axis:"zpers" values:"0,1" doc:"1: the logits GEMM runs a persistent grid"`
-	DBM    int  `axis:"dbm" values:"64,128,256" doc:"tile rows (tokens) of the gradient GEMM"`
-	DBN    int  `axis:"dbn" values:"64,128,192,256" doc:"tile columns (hidden) of the gradient GEMM"`
-	DPers  bool `axis:"dpers" values:"0,1" doc:"1: the gradient GEMM runs a persistent grid"`
-	SBlock int  `axis:"sblock" values:"128,256,512" doc:"threads per CTA of the softmax kernel (one row of a chunk each)"`
-	WBM    int  `axis:"wbm" values:"64,128,256" doc:"tile rows (classes) of the dW GEMM (dw=1 or 2; 128 without dW)"`
-	WBN    int  `axis:"wbn" values:"64,128,192,256" doc:"tile columns (hidden) of the dW GEMM (dw=1 or 2; 128 without dW)"`
+	Softmax string `axis:"softmax" values:"kernel,epilogue" doc:"kernel: a softmax kernel per chunk reads the f32 logits the logits GEMM stored; epilogue: the logits GEMM's epilogue writes the probabilities against the row's maximum over the chunks before (no f32 logits, no softmax kernel; without dW)"`
+	Chunk   int    `axis:"chunk" values:"256,512,1024,2048,4096,8192" doc:"vocabulary rows of w per chunk: the logits of a chunk, [t×chunk] f32, and its probabilities are the only per-class data stored"`
+	ZBM     int    `axis:"zbm" values:"64,128,256" doc:"tile rows (tokens) of the logits GEMM"`
+	ZBN     int    `axis:"zbn" values:"64,128,192,256" doc:"tile columns (classes) of the logits GEMM"`
+	ZPers   bool   `axis:"zpers" values:"0,1" doc:"1: the logits GEMM runs a persistent grid"`
+	DBM     int    `axis:"dbm" values:"64,128,256" doc:"tile rows (tokens) of the gradient GEMM"`
+	DBN     int    `axis:"dbn" values:"64,128,192,256" doc:"tile columns (hidden) of the gradient GEMM"`
+	DPers   bool   `axis:"dpers" values:"0,1" doc:"1: the gradient GEMM runs a persistent grid"`
+	SBlock  int    `axis:"sblock" values:"128,256,512" doc:"threads per CTA of the softmax kernel (one row of a chunk each)"`
+	WBM     int    `axis:"wbm" values:"64,128,256" doc:"tile rows (classes) of the dW GEMM (dw=1 or 2; 128 without dW)"`
+	WBN     int    `axis:"wbn" values:"64,128,192,256" doc:"tile columns (hidden) of the dW GEMM (dw=1 or 2; 128 without dW)"`
 }
 
 type family struct{}
@@ -174,6 +175,17 @@ func (family) Space(s Shape) variants.Typed[Params] {
 			}
 			return nil
 		}},
+		{Name: "epilogue path", Axes: []string{"softmax", "sblock"}, Check: func(p Params) error {
+			switch {
+			case p.Softmax != softmaxEpilogue:
+				return nil
+			case s.DW != dwNone:
+				return fmt.Errorf("softmax=epilogue: the dW pass needs the logits (dw=0 only)")
+			case p.SBlock != 128:
+				return fmt.Errorf("softmax=epilogue runs no softmax kernel: sblock 128 only")
+			}
+			return nil
+		}},
 		{Name: "softmax CTA", Axes: []string{"chunk", "sblock"}, Check: func(p Params) error {
 			w := padded(min(p.Chunk, s.V))
 			if vecs := gen.CeilDiv(w/4, p.SBlock); vecs > maxVecs {
@@ -207,6 +219,9 @@ func (family) Space(s Shape) variants.Typed[Params] {
 		}},
 	}}
 }
+
+// softmaxEpilogue is the softmax axis's value of the epilogue path.
+const softmaxEpilogue = "epilogue"
 
 // maxVecs bounds the 4-float vectors a softmax thread holds.
 const maxVecs = 16

@@ -22,7 +22,8 @@ var fam = linxent.Families()[0]
 // TestNamedOnInterpreter validates chosen variants on the interpreter.
 func TestNamedOnInterpreter(t *testing.T) {
 	simtest.RunNamed(t, fam, []simtest.Point{
-		{Case: simtest.Case{Spec: "t=70,h=128,v=300", DType: dtype.BF16}, Params: "chunk=256,zbm=128,zbn=128,zpers=0,dbm=128,dbn=128,dpers=0,sblock=128,wbm=128,wbn=128"},
+		{Case: simtest.Case{Spec: "t=70,h=128,v=300", DType: dtype.BF16}, Params: "softmax=kernel,chunk=256,zbm=128,zbn=128,zpers=0,dbm=128,dbn=128,dpers=0,sblock=128,wbm=128,wbn=128"},
+		{Case: simtest.Case{Spec: "t=70,h=128,v=300", DType: dtype.BF16}, Params: "softmax=epilogue,chunk=256,zbm=128,zbn=128,zpers=0,dbm=128,dbn=128,dpers=0,sblock=128,wbm=128,wbn=128"},
 	})
 }
 
@@ -31,19 +32,30 @@ func TestNamedOnInterpreter(t *testing.T) {
 // (loss wrong), the dW pass's gradient without −g at the label (dw
 // wrong), dx without label smoothing's column sums or without z-loss's
 // factor: each fails validation naming that buffer.
+//
+// The epilogue path (softmax=epilogue): the same bugs, and rows clamped
+// half a bit over their reference without the flag that sends them to
+// the repair kernel (dx wrong); with the flag the program is valid.
 func TestValidationCatchesBugs(t *testing.T) {
 	ss := runner.NewSession(sim.New(sim.Options{Workers: 2}))
 	defer ss.Release()
-	p, _ := variants.ParseParams("chunk=256,zbm=128,zbn=128,zpers=0,dbm=128,dbn=128,dpers=0,sblock=128,wbm=128,wbn=128")
+	const rest = "chunk=256,zbm=128,zbn=128,zpers=0,dbm=128,dbn=128,dpers=0,sblock=128,wbm=128,wbn=128"
 	// smoothing's term g·ε/v·Σ_c w_c is visible past the probabilities'
 	// rounding only where ε/v is large: a short vocabulary, ε = 0.9
 	for _, c := range []struct {
-		spec string
-		bugs map[string]string
+		spec, softmax string
+		bugs          map[string]string
 	}{
-		{"t=70,h=128,v=300,dw=1,smooth=0.1,zloss=1", map[string]string{"noRescale": "dx", "labelOff": "loss", "noOneHot": "dw", "noZFactor": "dx"}},
-		{"t=70,h=128,v=40,smooth=0.9", map[string]string{"noWSum": "dx"}},
+		{"t=70,h=128,v=300,dw=1,smooth=0.1,zloss=1", "kernel", map[string]string{"noRescale": "dx", "labelOff": "loss", "noOneHot": "dw", "noZFactor": "dx"}},
+		{"t=70,h=128,v=40,smooth=0.9", "kernel", map[string]string{"noWSum": "dx"}},
+		{"t=70,h=128,v=600,smooth=0.1,zloss=1", "epilogue", map[string]string{"noRescale": "dx", "labelOff": "loss", "noZFactor": "dx",
+			"lowClamp": "", "lowClampNoFlag": "dx"}},
+		{"t=70,h=128,v=40,smooth=0.9", "epilogue", map[string]string{"noWSum": "dx"}},
 	} {
+		p, err := variants.ParseParams("softmax=" + c.softmax + "," + rest)
+		if err != nil {
+			t.Fatal(err)
+		}
 		s := simtest.Shape(t, fam, c.spec, dtype.BF16)
 		if err := ss.Prepare(fam, s, 1); err != nil {
 			t.Fatal(err)
@@ -64,6 +76,12 @@ func TestValidationCatchesBugs(t *testing.T) {
 				t.Fatalf("%s: the bug was not planted", bug)
 			}
 			err = simtest.ValidateProgram(ss, prog)
+			if buffer == "" {
+				if err != nil {
+					t.Errorf("%s %s: %v", c.spec, bug, err)
+				}
+				continue
+			}
 			if err == nil || !strings.Contains(err.Error(), buffer) {
 				t.Errorf("%s %s: validation says %v, want a failure of %s", c.spec, bug, err, buffer)
 			}
@@ -91,6 +109,9 @@ func TestSpace(t *testing.T) {
 			chunk, _ := pt.Int("chunk")
 			nc := (151936 + chunk - 1) / chunk
 			want := 3*nc + 1 + dw*(3*nc-1)
+			if pt["softmax"] == "epilogue" { // the probe, two per chunk, repair and finish
+				want = 2*nc + 3
+			}
 			if len(prog.Launches) != want || !slices.Equal(prog.RuntimeDims, []string{"t"}) {
 				t.Errorf("%s: %d launches (want %d), runtime %v", pt, len(prog.Launches), want, prog.RuntimeDims)
 			}
@@ -133,10 +154,17 @@ func TestVariantsOnInterpreter(t *testing.T) {
 		return true
 	})
 	simtest.RunNamed(t, fam, []simtest.Point{
-		{Case: simtest.Case{Spec: "t=600,h=64,v=2100", DType: dtype.BF16}, Params: "chunk=1024,zbm=64,zbn=64,zpers=1,dbm=64,dbn=64,dpers=0,sblock=256,wbm=128,wbn=128"},
-		{Case: simCases[4], Params: "chunk=512,zbm=256,zbn=128,zpers=0,dbm=128,dbn=64,dpers=0,sblock=128,wbm=128,wbn=128"},
-		{Case: simCases[6], Params: "chunk=256,zbm=128,zbn=128,zpers=0,dbm=128,dbn=128,dpers=0,sblock=128,wbm=256,wbn=128"},
-		{Case: simCases[3], Params: "chunk=256,zbm=64,zbn=64,zpers=0,dbm=64,dbn=192,dpers=0,sblock=128,wbm=128,wbn=128"},
+		{Case: simtest.Case{Spec: "t=600,h=64,v=2100", DType: dtype.BF16}, Params: "softmax=kernel,chunk=1024,zbm=64,zbn=64,zpers=1,dbm=64,dbn=64,dpers=0,sblock=256,wbm=128,wbn=128"},
+		{Case: simCases[4], Params: "softmax=kernel,chunk=512,zbm=256,zbn=128,zpers=0,dbm=128,dbn=64,dpers=0,sblock=128,wbm=128,wbn=128"},
+		{Case: simCases[6], Params: "softmax=kernel,chunk=256,zbm=128,zbn=128,zpers=0,dbm=128,dbn=128,dpers=0,sblock=128,wbm=256,wbn=128"},
+		{Case: simCases[3], Params: "softmax=kernel,chunk=256,zbm=64,zbn=64,zpers=0,dbm=64,dbn=192,dpers=0,sblock=128,wbm=128,wbn=128"},
+		// the epilogue path: persistent 64×64 logits tiles, 256-row tiles,
+		// f16 with i64 labels, one token, smoothing with z-loss
+		{Case: simtest.Case{Spec: "t=600,h=64,v=2100", DType: dtype.BF16}, Params: "softmax=epilogue,chunk=1024,zbm=64,zbn=64,zpers=1,dbm=64,dbn=64,dpers=0,sblock=128,wbm=128,wbn=128"},
+		{Case: simCases[4], Params: "softmax=epilogue,chunk=512,zbm=256,zbn=128,zpers=0,dbm=128,dbn=64,dpers=0,sblock=128,wbm=128,wbn=128"},
+		{Case: simCases[3], Params: "softmax=epilogue,chunk=256,zbm=64,zbn=64,zpers=0,dbm=64,dbn=192,dpers=0,sblock=128,wbm=128,wbn=128"},
+		{Case: simCases[0], Params: "softmax=epilogue,chunk=256,zbm=128,zbn=128,zpers=0,dbm=128,dbn=128,dpers=0,sblock=128,wbm=128,wbn=128"},
+		{Case: simCases[7], Params: "softmax=epilogue,chunk=256,zbm=128,zbn=128,zpers=0,dbm=128,dbn=128,dpers=0,sblock=128,wbm=128,wbn=128"},
 	})
 }
 
@@ -144,7 +172,7 @@ func TestVariantsOnInterpreter(t *testing.T) {
 // other t, and computes t = 1, 16 and 200 on the interpreter.
 func TestRuntimeTokens(t *testing.T) {
 	simtest.RuntimeDim(t, fam, simCases[1], "t", []int{1, 16, 200},
-		"chunk=256,zbm=128,zbn=128,zpers=0,dbm=128,dbn=128,dpers=0,sblock=128,wbm=128,wbn=128")
+		"softmax=kernel,chunk=256,zbm=128,zbn=128,zpers=0,dbm=128,dbn=128,dpers=0,sblock=128,wbm=128,wbn=128")
 }
 
 // TestAssemble assembles a sample of the qwen1.5b head's variants, in

@@ -1,0 +1,380 @@
+package linxent
+
+import (
+	"fmt"
+
+	"github.com/gradtune/gradtune/configs"
+	"github.com/gradtune/gradtune/dtype"
+	"github.com/gradtune/gradtune/kernels"
+	"github.com/gradtune/gradtune/kernels/gemm"
+	"github.com/gradtune/gradtune/kernels/gen"
+	"github.com/gradtune/gradtune/kernels/ptx"
+)
+
+// The epilogue path (softmax=epilogue): the logits GEMM's epilogue turns
+// its tile into probabilities, so no f32 logits are stored and no
+// softmax kernel runs. Each chunk's probabilities are taken against a
+// reference known before the chunk: ref_j, the row's maximum over the
+// chunks before j (log₂ units; ref_0 from a probe launch, the logits
+// GEMM of chunk 0 that only takes the maximum). The epilogue of chunk j
+// writes P = 2^(z·log₂e − ref_j) in the dtype, adds the tile's ΣP into
+// s_j and its Σz into zs_j (label smoothing), raises ref_{j+1} to the
+// tile's maximum (an atomic max of an order-preserving u32 image of the
+// f32), stores z[label] where the label is in the tile, and, in the
+// tiles of the first column, α = 2^(ref_{j−1} − ref_j) for chunk j's
+// gradient GEMM, acc = α·acc + P·w, whose accumulator is then against
+// ref_j. The finishing kernel takes R = ref_n and S = Σ_j s_j·2^(ref_j − R).
+//
+// A logit more than clampL above its reference (log₂ units, ≈ 69 nats
+// above every logit of the chunks before it) would overflow: its P is
+// clamped and the row flagged, and the repair kernel recomputes a
+// flagged row exactly, one CTA a row (rows not flagged return at once).
+
+// clampL bounds z·log₂e − ref: 2^clampL times a chunk's classes and
+// |w| stays far inside f32.
+const clampL = 100
+
+// rowStats is the layout of a row's words in the State buffer rows
+// (u32 and f32), for n chunks: refs 0..n (order-preserving u32 images),
+// s_j, zs_j, z[label], the repair flag. The program's last kernel zeroes
+// them.
+type rowStats struct{ n int }
+
+func (r rowStats) ref(j int) int  { return j }
+func (r rowStats) sum(j int) int  { return r.n + 1 + j }
+func (r rowStats) zsum(j int) int { return 2*r.n + 1 + j }
+func (r rowStats) zlab() int      { return 3*r.n + 1 }
+func (r rowStats) flag() int      { return 3*r.n + 2 }
+func (r rowStats) stride() int    { return 3*r.n + 3 }
+
+// at is the address of the row's word i.
+func (r rowStats) at(k *ptx.Func, rows, row ptx.Reg, i int) ptx.Addr {
+	return ptx.At(k.Add(ptx.U64, rows, k.MulWide(ptx.U32, row, ptx.Imm(4*r.stride()))), int64(4*i))
+}
+
+// ordered is f's order-preserving u32 image: the sign bit flipped for a
+// positive f, every bit for a negative one (0, the zeroed word, is below
+// every image of a number).
+func ordered(k *ptx.Func, f ptx.Reg) ptx.Reg {
+	b := k.Mov(ptx.B32, f)
+	neg := k.Setp("lt", ptx.S32, b, ptx.Imm(0))
+	return k.Selp(ptx.B32, k.Xor(ptx.B32, b, ptx.Imm(-1)), k.Xor(ptx.B32, b, ptx.Imm(-1<<31)), neg)
+}
+
+// fromOrdered inverts ordered.
+func fromOrdered(k *ptx.Func, u ptx.Reg) ptx.Reg {
+	pos := k.Setp("lt", ptx.S32, u, ptx.Imm(0))
+	return k.BitsToF32(k.Selp(ptx.B32, k.Xor(ptx.B32, u, ptx.Imm(-1<<31)), k.Xor(ptx.B32, u, ptx.Imm(-1)), pos))
+}
+
+// quad combines a value over the four threads of a quad (the threads of
+// an accumulator row).
+func quad(k *ptx.Func, v ptx.Reg, op func(a, b ptx.Reg) ptx.Reg) ptx.Reg {
+	for _, off := range []int64{1, 2} {
+		v = op(v, k.BitsToF32(k.ShflSync("bfly", v, ptx.Imm(off), ptx.Imm(31), 0xffffffff)))
+	}
+	return v
+}
+
+// probsEpilogue is the logits GEMM's epilogue of the epilogue path
+// (probe: only ref_0, the chunk's maximum). w is the chunk's classes,
+// ld its padded width; the chunk's index and first class come at run
+// time, so every chunk of one width shares the kernel.
+type probsEpilogue struct {
+	dt       dtype.DType
+	st       rowStats
+	w, ld    int
+	probe    bool
+	tm       terms
+	j, c0    int
+	clamp    float64 // clampL, or a test's lower bound
+	labelOff bool    // planted bug: z[label] one column late
+	noFlag   bool    // planted bug: a clamped row is not flagged
+
+	rows, labels, alpha ptx.Reg
+	jp, c0p             ptx.Reg
+}
+
+func (e *probsEpilogue) entry() string {
+	kind := "zs"
+	if e.probe {
+		kind = "zp"
+	}
+	return fmt.Sprintf("%s_%s%d_w%d_%v", prefix, kind, e.ld, e.w, e.dt)
+}
+
+func (e *probsEpilogue) Declare(k *ptx.Func) {
+	e.rows, e.labels, e.alpha = gen.Param(k, "rows"), gen.Param(k, "labels"), gen.Param(k, "alpha")
+	e.jp, e.c0p = k.LdParam(k.Param("j", ptx.U32)), k.LdParam(k.Param("c0", ptx.U32))
+}
+
+func (e *probsEpilogue) Args() []kernels.Arg {
+	return []kernels.Arg{{Buffer: "rows"}, {Buffer: "labels"}, {Buffer: "alpha"},
+		{Scalar: configs.Int(e.j), Type: configs.U32}, {Scalar: configs.Int(e.c0), Type: configs.U32}}
+}
+
+// Store takes each of the thread's accumulator rows through the
+// softmax (see the path's comment above).
+func (e *probsEpilogue) Store(k *ptx.Func, t gemm.Tile) {
+	for mb := range t.Acc {
+		for h := range 2 {
+			e.row(k, t, mb, h)
+		}
+	}
+}
+
+// row is the epilogue of the thread's accumulator row 64mb + 8h.
+func (e *probsEpilogue) row(k *ptx.Func, t gemm.Tile, mb, h int) {
+	dr := 64*mb + 8*h
+	rowOK := t.RowOK(dr)
+	row := k.Add(ptx.U32, t.Row, ptx.Imm(dr))
+	// chunk j's words of the row: word(i) is word i of chunk 0's layout
+	// moved j words on
+	base := k.Add(ptx.U64, e.rows, k.MulWide(ptx.U32, k.Mad(ptx.U32, row, ptx.Imm(e.st.stride()), e.jp), ptx.Imm(4)))
+	word := func(i int) ptx.Addr { return ptx.At(base, int64(4*i)) }
+	neg := k.Mov(ptx.F32, ptx.F32Imm(0))
+	if !e.probe {
+		refU := k.Mov(ptx.B32, ptx.Imm(0))
+		k.LdTo(ptx.Global, ptx.B32, []ptx.Reg{refU}, word(e.st.ref(0)))
+		k.Guard(rowOK, false)
+		neg = k.Neg(ptx.F32, fromOrdered(k, refU))
+	}
+	dmax := k.Mov(ptx.F32, negInf)
+	sum, zs := k.Mov(ptx.F32, ptx.F32Imm(0)), k.Mov(ptx.F32, ptx.F32Imm(0))
+	smooth := e.tm.eps > 0 && !e.probe
+	for j := range t.BN / 8 {
+		ps := make([]ptx.Reg, 2)
+		for i := range ps {
+			x := t.Acc[mb][4*j+2*h+i]
+			d := k.Fma(ptx.F32, x, log2e, neg)
+			if e.w%t.BN != 0 { // columns past the chunk (the pad, the last tile's rest) hold no class
+				col := k.Add(ptx.U32, t.Col, ptx.Imm(8*j+i))
+				d = k.Selp(ptx.F32, d, negInf, k.Setp("lt", ptx.U32, col, ptx.Imm(e.w)))
+			}
+			k.MovTo(dmax, k.Max(ptx.F32, dmax, d))
+			if e.probe {
+				continue
+			}
+			ps[i] = k.Ex2ApproxFtz(k.Min(ptx.F32, d, gen.F32Imm(e.clamp)))
+			k.MovTo(sum, k.Add(ptx.F32, sum, ps[i]))
+			if smooth {
+				k.MovTo(zs, k.Add(ptx.F32, zs, x))
+			}
+		}
+		if !e.probe {
+			gen.StVals(k, e.dt, ptx.At(t.Out, int64((dr*e.ld+8*j)*e.dt.Size())), ps, k.And(ptx.Pred, rowOK, t.ColOK[j]))
+		}
+	}
+	dmax = quad(k, dmax, func(a, b ptx.Reg) ptx.Reg { return k.Max(ptx.F32, a, b) })
+	lead := k.And(ptx.Pred, rowOK, k.Setp("eq", ptx.U32, k.And(ptx.U32, t.Lane, ptx.Imm(3)), ptx.Imm(0)))
+	if e.probe {
+		k.If(lead, func() { k.Red(ptx.Global, "max", ptx.U32, word(e.st.ref(0)), ordered(k, dmax)) })
+		return
+	}
+	add := func(a, b ptx.Reg) ptx.Reg { return k.Add(ptx.F32, a, b) }
+	sum = quad(k, sum, add)
+	if smooth {
+		zs = quad(k, zs, add)
+	}
+	k.If(lead, func() {
+		k.Red(ptx.Global, "add", ptx.F32, word(e.st.sum(0)), sum)
+		if smooth {
+			k.Red(ptx.Global, "add", ptx.F32, word(e.st.zsum(0)), zs)
+		}
+		ref := k.Neg(ptx.F32, neg)
+		k.Red(ptx.Global, "max", ptx.U32, word(e.st.ref(1)), ordered(k, k.Add(ptx.F32, ref, k.Max(ptx.F32, dmax, ptx.F32Imm(0)))))
+		if !e.noFlag {
+			flagAt := e.st.at(k, e.rows, row, e.st.flag())
+			k.If(k.Setp("gt", ptx.F32, dmax, gen.F32Imm(e.clamp)), func() {
+				k.St(ptx.Global, ptx.U32, flagAt, []ptx.Reg{k.Mov(ptx.U32, ptx.Imm(1))})
+			})
+		}
+		k.Comment("the first column's tiles: alpha = 2^(ref_{j-1} - ref_j) for the gradient GEMM (chunks past the first)")
+		k.If(k.And(ptx.Pred, k.Setp("ne", ptx.U32, e.jp, ptx.Imm(0)), k.Setp("eq", ptx.U32, t.Col0, ptx.Imm(0))), func() {
+			prev := fromOrdered(k, k.Ld(ptx.Global, ptx.B32, 1, ptx.At(k.Sub(ptx.U64, base, ptx.Imm(4)), 0))[0])
+			a := k.Ex2ApproxFtz(k.Add(ptx.F32, prev, neg))
+			k.St(ptx.Global, ptx.F32, ptx.At(k.Add(ptx.U64, e.alpha, k.MulWide(ptx.U32, row, ptx.Imm(4))), 0), []ptx.Reg{a})
+		})
+	})
+	e.label(k, t, mb, h, row, rowOK)
+}
+
+// label stores z[label] (the f32 logit) from the thread that holds it:
+// the thread's columns are Col + 8j + e, so a label at rel = label − c0 −
+// Col is its own where rel < BN and rel%8 < 2.
+func (e *probsEpilogue) label(k *ptx.Func, t gemm.Tile, mb, h int, row, rowOK ptx.Reg) {
+	lab := k.Mov(ptx.U32, ptx.Imm(-1))
+	k.LdTo(ptx.Global, ptx.U32, []ptx.Reg{lab}, ptx.At(k.Add(ptx.U64, e.labels, k.MulWide(ptx.U32, row, ptx.Imm(e.tm.labBytes))), 0), gen.LdNC)
+	k.Guard(rowOK, false)
+	inChunk := k.Sub(ptx.U32, lab, e.c0p) // an ignored or earlier label wraps past w
+	if e.labelOff {
+		inChunk = k.Add(ptx.U32, inChunk, ptx.Imm(1))
+	}
+	rel := k.Sub(ptx.U32, inChunk, t.Col)
+	hit := k.And(ptx.Pred, k.Setp("lt", ptx.U32, inChunk, ptx.Imm(e.w)), k.Setp("lt", ptx.U32, rel, ptx.Imm(t.BN)))
+	hit = k.And(ptx.Pred, hit, k.Setp("eq", ptx.U32, k.And(ptx.U32, rel, ptx.Imm(6)), ptx.Imm(0)))
+	k.If(k.And(ptx.Pred, hit, rowOK), func() {
+		z := t.Acc[mb][2*h]
+		for j := range t.BN / 8 {
+			for i := range 2 {
+				if j+i > 0 {
+					z = k.Selp(ptx.F32, t.Acc[mb][4*j+2*h+i], z, k.Setp("eq", ptx.U32, rel, ptx.Imm(8*j+i)))
+				}
+			}
+		}
+		k.St(ptx.Global, ptx.F32, e.st.at(k, e.rows, row, e.st.zlab()), []ptx.Reg{z})
+	})
+}
+
+// epiGEMM is chunk c's logits GEMM of the epilogue path (the probe where
+// probe is set), writing P over the chunk's row of p, and its variant.
+func (c chunk) epiGEMM(s Shape, p Params, st rowStats, probe bool, b bugs) (gemm.Custom, gemm.Params, error) {
+	e := &probsEpilogue{dt: s.DType, st: st, w: c.w, ld: c.ld, probe: probe, tm: termsOf(s), j: c.j, c0: c.c0,
+		clamp: clampL, labelOff: b.labelOff, noFlag: b.noFlag}
+	if b.clamp > 0 {
+		e.clamp = b.clamp
+	}
+	g := gemm.Custom{Entry: e.entry(), Dim: Dim, Cols: c.ld, Red: s.H, In: s.DType,
+		A:   gemm.Operand{Buffer: "x", KMajor: true, LD: s.H},
+		B:   gemm.Operand{Buffer: "w", KMajor: true, LD: s.H, Offset: c.wOffset(s), Rows: c.w},
+		Out: "p", OutDT: s.DType, Epilogue: e}
+	gp, err := g.Params(s.T, p.ZBM, p.ZBN, p.ZPers)
+	return g, gp, err
+}
+
+// repairBlock is the repair kernel's CTA: eight warps, a class each.
+const repairBlock = 256
+
+// repair recomputes a flagged row exactly (CTA r, row r; the others
+// return): each warp takes every eighth class, its logit a dot product
+// of x[r] and w[c] summed over the warp; the row's maximum M (log₂
+// units) in a first pass, then Σ 2^(z·log₂e − M) and acc = Σ p·w[c]
+// (shared-memory adds) in a second. It writes acc's row, and M and the
+// sum into rec [t×2].
+type repair struct {
+	dt   dtype.DType
+	v, h int
+	st   rowStats
+}
+
+func (r repair) entry() string { return fmt.Sprintf("%s_repair_%v", prefix, r.dt) }
+
+func (r repair) emit(k *ptx.Func) {
+	k.ReqNTid(repairBlock)
+	x, w, rows, rec, acc := gen.Param(k, "x"), gen.Param(k, "w"), gen.Param(k, "rows"), gen.Param(k, "rec"), gen.Param(k, "acc")
+	row, tid := k.Mov(ptx.U32, ptx.CtaidX), k.Mov(ptx.U32, ptx.TidX)
+	flag := k.Ld(ptx.Global, ptx.U32, 1, r.st.at(k, rows, row, r.st.flag()))[0]
+	k.IfNot(k.BarRedOr(0, k.Setp("ne", ptx.U32, flag, ptx.Imm(0))), k.Ret)
+	lane, warp := k.And(ptx.U32, tid, ptx.Imm(31)), k.Shr(ptx.U32, tid, ptx.Imm(5))
+	accs := k.Mov(ptx.U32, k.SharedArray("accs", ptx.F32, r.h, 16))
+	k.For(ptx.U32, tid, ptx.Imm(r.h), ptx.Imm(repairBlock), func(i ptx.Reg) {
+		k.St(ptx.Shared, ptx.F32, ptx.At(k.Mad(ptx.U32, i, ptx.Imm(4), accs), 0), []ptx.Reg{k.Mov(ptx.F32, ptx.F32Imm(0))})
+	})
+	k.BarSync(0)
+	size := r.dt.Size()
+	xr := k.Add(ptx.U64, x, k.MulWide(ptx.U32, row, ptx.Imm(r.h*size)))
+	// classes runs body(c, wr, zL) for the warp's classes: wr is w[c]'s
+	// row, zL the logit in log₂ units, on every lane
+	classes := func(body func(c, wr, zL ptx.Reg)) {
+		k.For(ptx.U32, warp, ptx.Imm(r.v), ptx.Imm(repairBlock/32), func(c ptx.Reg) {
+			wr := k.Add(ptx.U64, w, k.MulWide(ptx.U32, c, ptx.Imm(r.h*size)))
+			d := k.Mov(ptx.F32, ptx.F32Imm(0))
+			k.For(ptx.U32, lane, ptx.Imm(r.h/4), ptx.Imm(32), func(k4 ptx.Reg) {
+				off := k.MulWide(ptx.U32, k4, ptx.Imm(4*size))
+				wv := gen.LdVals(k, ptx.Global, r.dt, 4, ptx.At(k.Add(ptx.U64, wr, off), 0), ptx.Reg{}, gen.LdNC)
+				xv := gen.LdVals(k, ptx.Global, r.dt, 4, ptx.At(k.Add(ptx.U64, xr, off), 0), ptx.Reg{}, gen.LdNC)
+				for i := range wv {
+					k.MovTo(d, k.Fma(ptx.F32, wv[i], xv[i], d))
+				}
+			})
+			for off := int64(16); off >= 1; off /= 2 {
+				k.MovTo(d, k.Add(ptx.F32, d, k.BitsToF32(k.ShflSync("bfly", d, ptx.Imm(off), ptx.Imm(31), 0xffffffff))))
+			}
+			body(c, wr, k.Mul(ptx.F32, d, log2e))
+		})
+	}
+	red := newBlockReduce(k, tid, repairBlock)
+	m := k.Mov(ptx.F32, negInf)
+	classes(func(_, _, zL ptx.Reg) { k.MovTo(m, k.Max(ptx.F32, m, zL)) })
+	mL := red.max(m)
+	negM := k.Neg(ptx.F32, mL)
+	s := k.Mov(ptx.F32, ptx.F32Imm(0))
+	classes(func(_, wr, zL ptx.Reg) {
+		p := k.Ex2ApproxFtz(k.Add(ptx.F32, zL, negM))
+		k.MovTo(s, k.Add(ptx.F32, s, p))
+		k.For(ptx.U32, lane, ptx.Imm(r.h/4), ptx.Imm(32), func(k4 ptx.Reg) {
+			wv := gen.LdVals(k, ptx.Global, r.dt, 4, ptx.At(k.Add(ptx.U64, wr, k.MulWide(ptx.U32, k4, ptx.Imm(4*size))), 0), ptx.Reg{}, gen.LdNC)
+			at := k.Mad(ptx.U32, k4, ptx.Imm(16), accs)
+			for i := range wv {
+				k.Red(ptx.Shared, "add", ptx.F32, ptx.At(at, int64(4*i)), k.Mul(ptx.F32, p, wv[i]))
+			}
+		})
+	})
+	// every lane of a warp holds the warp's sum: count lane 0's
+	sum := red.sum(k.Selp(ptx.F32, s, ptx.F32Imm(0), k.Setp("eq", ptx.U32, lane, ptx.Imm(0))))
+	k.BarSync(0)
+	accR := k.Add(ptx.U64, acc, k.MulWide(ptx.U32, row, ptx.Imm(4*r.h)))
+	k.For(ptx.U32, tid, ptx.Imm(r.h), ptx.Imm(repairBlock), func(i ptx.Reg) {
+		v := k.Ld(ptx.Shared, ptx.F32, 1, ptx.At(k.Mad(ptx.U32, i, ptx.Imm(4), accs), 0))
+		k.St(ptx.Global, ptx.F32, ptx.At(k.Add(ptx.U64, accR, k.MulWide(ptx.U32, i, ptx.Imm(4))), 0), v)
+	})
+	k.If(k.Setp("eq", ptx.U32, tid, ptx.Imm(0)), func() {
+		k.St(ptx.Global, ptx.F32, ptx.At(k.Add(ptx.U64, rec, k.MulWide(ptx.U32, row, ptx.Imm(8))), 0), []ptx.Reg{mL, sum})
+	})
+}
+
+// emitOnline writes the epilogue path's launches into m after the
+// column sums' (launches): the probe, per chunk the logits GEMM with the
+// softmax epilogue and the gradient GEMM (addGEMM adds a GEMM's kernel
+// and launch), the repair kernel and the finishing kernel.
+func emitOnline(m *ptx.Module, s Shape, p Params, b bugs, addGEMM func(gemm.Custom, gemm.Params, error) error, launches *[]kernels.Launch) (kernels.Program, error) {
+	cs := chunksOf(s, p)
+	st := rowStats{n: len(cs)}
+	tm := termsOf(s)
+	if err := addGEMM(cs[0].epiGEMM(s, p, st, true, b)); err != nil {
+		return kernels.Program{}, err
+	}
+	maxLD := 0
+	for _, c := range cs {
+		maxLD = max(maxLD, c.ld)
+		if err := addGEMM(c.epiGEMM(s, p, st, false, b)); err != nil {
+			return kernels.Program{}, err
+		}
+		if err := addGEMM(c.dxGEMM(s, p, c.first || b.noRescale)); err != nil {
+			return kernels.Program{}, err
+		}
+	}
+	grid := [3]configs.Expr{configs.Var(Dim), configs.Int(1), configs.Int(1)}
+	rp := repair{dt: s.DType, v: s.V, h: s.H, st: st}
+	rp.emit(m.Func(rp.entry()))
+	*launches = append(*launches, kernels.Launch{Entry: rp.entry(), Grid: grid, Block: [3]int{repairBlock, 1, 1},
+		Args: []kernels.Arg{{Buffer: "x"}, {Buffer: "w"}, {Buffer: "rows"}, {Buffer: "rec"}, {Buffer: "acc"}}})
+	fin := finish{dt: s.DType, h: s.H, tm: tm, online: &st, noWSum: b.noWSum, noZFactor: b.noZFactor}
+	fin.emit(m.Func(fin.entry()))
+	args := []kernels.Arg{{Buffer: "acc"}, {Buffer: "w"}, {Buffer: "labels"}, {Buffer: "rows"}, {Buffer: "rec"}, {Buffer: "dloss"},
+		{Buffer: "n_valid"}, {Buffer: "dx"}, {Buffer: "lse"}, {Buffer: "loss"}}
+	if tm.zloss {
+		args = append(args, kernels.Arg{Buffer: "zloss_scale"})
+	}
+	ws := wsumKernels{dt: s.DType, v: s.V, h: s.H}
+	if tm.eps > 0 {
+		args = append(args, ws.sums())
+	}
+	*launches = append(*launches, kernels.Launch{Entry: fin.entry(), Grid: grid, Block: [3]int{finishBlock, 1, 1}, Args: args})
+	built, err := m.Build()
+	if err != nil {
+		return kernels.Program{}, fmt.Errorf("building: %w", err)
+	}
+	t := configs.Var(Dim)
+	prog := kernels.Program{PTX: built.String(), Launches: *launches, RuntimeDims: []string{Dim}, Buffers: []kernels.Buffer{
+		{Name: "p", DType: s.DType, Elems: t.TimesInt(maxLD), Role: kernels.Scratch},
+		{Name: "acc", DType: dtype.F32, Elems: t.TimesInt(s.H), Role: kernels.Scratch},
+		{Name: "alpha", DType: dtype.F32, Elems: t, Role: kernels.Scratch},
+		{Name: "rec", DType: dtype.F32, Elems: t.TimesInt(2), Role: kernels.Scratch},
+		{Name: "rows", DType: dtype.F32, Elems: t.TimesInt(st.stride()), Role: kernels.State},
+	}}
+	if tm.eps > 0 {
+		prog.Buffers = append(prog.Buffers, ws.buffer())
+	}
+	return prog, nil
+}
