@@ -42,6 +42,13 @@ type Custom struct {
 	// stores (direct epilogue, no Scale or Accumulate); its parameters
 	// follow C's and its arguments come from Args.
 	Epilogue TileEpilogue
+	// Chained runs the kernel in a chain of programmatic dependent
+	// launches: every CTA lets the next launch start as it begins
+	// (griddepcontrol.launch_dependents), and, where WaitPrior, the
+	// producer waits for the previous launch (griddepcontrol.wait) before
+	// its first load and the launch is Dependent. Nothing of the kernel
+	// touches memory before that wait: its stores follow the loads.
+	Chained, WaitPrior bool
 }
 
 // A TileEpilogue is a caller's epilogue of a Custom: it declares its
@@ -111,6 +118,8 @@ func (c Custom) Check() error {
 		return fmt.Errorf("gemm %s: A takes no row count", c.Entry)
 	case c.Scale != "" && c.OutDT != dtype.F32:
 		return fmt.Errorf("gemm %s: a scaled epilogue accumulates into f32, not %v", c.Entry, c.OutDT)
+	case c.WaitPrior && !c.Chained:
+		return fmt.Errorf("gemm %s: WaitPrior is a link of a chain (Chained)", c.Entry)
 	case c.Epilogue != nil && (c.Scale != "" || c.Accumulate || c.M > 0):
 		return fmt.Errorf("gemm %s: an epilogue of the caller's takes t as C's rows and no Scale or Accumulate", c.Entry)
 	case c.OutOffset%16 != 0:
@@ -158,7 +167,8 @@ func AddCustom(m *ptx.Module, c Custom, p Params) error {
 	if err := c.Check(); err != nil {
 		return err
 	}
-	wk := newWgKernel(m, wgBuild{entry: c.Entry, g: c.problem(0), p: p})
+	wk := newWgKernel(m, wgBuild{entry: c.Entry, g: c.problem(0), p: p, waitPrior: c.WaitPrior})
+	wk.launchNext = c.Chained
 	wk.body()
 	return nil
 }
@@ -182,6 +192,7 @@ func (c Custom) Launch(p Params) kernels.Launch {
 	if p.Persistent {
 		l.GridPerSM = 1
 	}
+	l.Dependent = c.WaitPrior
 	return l
 }
 

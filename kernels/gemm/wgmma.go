@@ -95,6 +95,9 @@ type wgKernel struct {
 	// (griddepcontrol.wait) before its first load, for a dependent launch
 	// after the one that writes B.
 	waitPrior bool
+	// launchNext: every CTA executes griddepcontrol.launch_dependents as
+	// it begins (a Custom's chain)
+	launchNext bool
 }
 
 // wgBuild is what buildWgmma writes: the kernel's entry (red: the split-K
@@ -397,6 +400,10 @@ func (wk *wgKernel) body() []kernels.Arg {
 		}
 	})
 	wk.clusterSync()
+	if wk.launchNext {
+		k.Comment("a chain: the next launch may start; it waits for this one before its first load")
+		k.GridDepLaunch()
+	}
 	hopper.Roles(k, wg, func() {
 		k.Comment("producer warpgroup: one thread issues the TMA loads")
 		if p.RegSplit {

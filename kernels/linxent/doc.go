@@ -58,6 +58,23 @@
 //     differ only in the chunk's offset are one entry launched with other
 //     tensor maps: a program has at most two logits GEMMs, three gradient
 //     GEMMs and three softmax kernels, whatever v is.
+//   - softmax=epilogue (without dW): no f32 logits and no softmax kernel.
+//     A probe launch (chunk 0's logits GEMM keeping only each row's
+//     maximum) gives ref_0; then per chunk j two launches: the logits GEMM
+//     whose epilogue (gemm.TileEpilogue, online.go) writes
+//     P = 2^(z·log₂e − ref_j) in the dtype, where ref_j is the row's
+//     maximum over the chunks before j (log₂ units), adds the tile's ΣP
+//     into s_j (and Σz into zs_j), raises ref_{j+1} by an atomic max of
+//     an order-preserving u32 image, stores z[label] from the thread
+//     holding it, and in the first column's tiles α = 2^(ref_{j−1} −
+//     ref_j); and the gradient GEMM as above. The finishing kernel takes
+//     mL = ref_n, s = Σ_j s_j·2^(ref_j − mL) and scales acc by
+//     2^(ref_{n−1} − mL). A logit more than 100 bits over its reference
+//     is clamped and its row flagged; the repair kernel (one CTA a row,
+//     returning at once on unflagged rows) recomputes a flagged row's
+//     maximum, sum and Σ p·w exactly from x and w, and the finishing
+//     kernel takes those instead. The per-row words (refs, sums, z[label],
+//     the flag: 3n+3 per row, State) are zeroed by the finishing kernel.
 //   - dW (dw=1, 2): after the finishing kernel, a second pass over the
 //     chunks, last to first: the logits GEMM again (not for the last
 //     chunk, whose logits are still in z), the gradient kernel writing G

@@ -74,6 +74,7 @@ type Params struct {
 	DBM     int    `axis:"dbm" values:"64,128,256" doc:"tile rows (tokens) of the gradient GEMM"`
 	DBN     int    `axis:"dbn" values:"64,128,192,256" doc:"tile columns (hidden) of the gradient GEMM"`
 	DPers   bool   `axis:"dpers" values:"0,1" doc:"1: the gradient GEMM runs a persistent grid"`
+	PDL     int    `axis:"pdl" values:"0,1" doc:"1 (softmax=epilogue): the GEMMs run as a chain of programmatic dependent launches, each starting during the previous one's tail and waiting for it before its first load"`
 	SBlock  int    `axis:"sblock" values:"128,256,512" doc:"threads per CTA of the softmax kernel (one row of a chunk each)"`
 	WBM     int    `axis:"wbm" values:"64,128,256" doc:"tile rows (classes) of the dW GEMM (dw=1 or 2; 128 without dW)"`
 	WBN     int    `axis:"wbn" values:"64,128,192,256" doc:"tile columns (hidden) of the dW GEMM (dw=1 or 2; 128 without dW)"`
@@ -175,8 +176,10 @@ func (family) Space(s Shape) variants.Typed[Params] {
 			}
 			return nil
 		}},
-		{Name: "epilogue path", Axes: []string{"softmax", "sblock"}, Check: func(p Params) error {
+		{Name: "epilogue path", Axes: []string{"softmax", "sblock", "pdl"}, Check: func(p Params) error {
 			switch {
+			case p.Softmax != softmaxEpilogue && p.PDL != 0:
+				return fmt.Errorf("pdl=1 chains the epilogue path's GEMMs (softmax=epilogue)")
 			case p.Softmax != softmaxEpilogue:
 				return nil
 			case s.DW != dwNone:

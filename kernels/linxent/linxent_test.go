@@ -22,8 +22,8 @@ var fam = linxent.Families()[0]
 // TestNamedOnInterpreter validates chosen variants on the interpreter.
 func TestNamedOnInterpreter(t *testing.T) {
 	simtest.RunNamed(t, fam, []simtest.Point{
-		{Case: simtest.Case{Spec: "t=70,h=128,v=300", DType: dtype.BF16}, Params: "softmax=kernel,chunk=256,zbm=128,zbn=128,zpers=0,dbm=128,dbn=128,dpers=0,sblock=128,wbm=128,wbn=128"},
-		{Case: simtest.Case{Spec: "t=70,h=128,v=300", DType: dtype.BF16}, Params: "softmax=epilogue,chunk=256,zbm=128,zbn=128,zpers=0,dbm=128,dbn=128,dpers=0,sblock=128,wbm=128,wbn=128"},
+		{Case: simtest.Case{Spec: "t=70,h=128,v=300", DType: dtype.BF16}, Params: "softmax=kernel,pdl=0,chunk=256,zbm=128,zbn=128,zpers=0,dbm=128,dbn=128,dpers=0,sblock=128,wbm=128,wbn=128"},
+		{Case: simtest.Case{Spec: "t=70,h=128,v=300", DType: dtype.BF16}, Params: "softmax=epilogue,pdl=1,chunk=256,zbm=128,zbn=128,zpers=0,dbm=128,dbn=128,dpers=0,sblock=128,wbm=128,wbn=128"},
 	})
 }
 
@@ -39,7 +39,7 @@ func TestNamedOnInterpreter(t *testing.T) {
 func TestValidationCatchesBugs(t *testing.T) {
 	ss := runner.NewSession(sim.New(sim.Options{Workers: 2}))
 	defer ss.Release()
-	const rest = "chunk=256,zbm=128,zbn=128,zpers=0,dbm=128,dbn=128,dpers=0,sblock=128,wbm=128,wbn=128"
+	const rest = "pdl=0,chunk=256,zbm=128,zbn=128,zpers=0,dbm=128,dbn=128,dpers=0,sblock=128,wbm=128,wbn=128"
 	// smoothing's term g·ε/v·Σ_c w_c is visible past the probabilities'
 	// rounding only where ε/v is large: a short vocabulary, ε = 0.9
 	for _, c := range []struct {
@@ -154,17 +154,17 @@ func TestVariantsOnInterpreter(t *testing.T) {
 		return true
 	})
 	simtest.RunNamed(t, fam, []simtest.Point{
-		{Case: simtest.Case{Spec: "t=600,h=64,v=2100", DType: dtype.BF16}, Params: "softmax=kernel,chunk=1024,zbm=64,zbn=64,zpers=1,dbm=64,dbn=64,dpers=0,sblock=256,wbm=128,wbn=128"},
-		{Case: simCases[4], Params: "softmax=kernel,chunk=512,zbm=256,zbn=128,zpers=0,dbm=128,dbn=64,dpers=0,sblock=128,wbm=128,wbn=128"},
-		{Case: simCases[6], Params: "softmax=kernel,chunk=256,zbm=128,zbn=128,zpers=0,dbm=128,dbn=128,dpers=0,sblock=128,wbm=256,wbn=128"},
-		{Case: simCases[3], Params: "softmax=kernel,chunk=256,zbm=64,zbn=64,zpers=0,dbm=64,dbn=192,dpers=0,sblock=128,wbm=128,wbn=128"},
+		{Case: simtest.Case{Spec: "t=600,h=64,v=2100", DType: dtype.BF16}, Params: "softmax=kernel,pdl=0,chunk=1024,zbm=64,zbn=64,zpers=1,dbm=64,dbn=64,dpers=0,sblock=256,wbm=128,wbn=128"},
+		{Case: simCases[4], Params: "softmax=kernel,pdl=0,chunk=512,zbm=256,zbn=128,zpers=0,dbm=128,dbn=64,dpers=0,sblock=128,wbm=128,wbn=128"},
+		{Case: simCases[6], Params: "softmax=kernel,pdl=0,chunk=256,zbm=128,zbn=128,zpers=0,dbm=128,dbn=128,dpers=0,sblock=128,wbm=256,wbn=128"},
+		{Case: simCases[3], Params: "softmax=kernel,pdl=0,chunk=256,zbm=64,zbn=64,zpers=0,dbm=64,dbn=192,dpers=0,sblock=128,wbm=128,wbn=128"},
 		// the epilogue path: persistent 64×64 logits tiles, 256-row tiles,
 		// f16 with i64 labels, one token, smoothing with z-loss
-		{Case: simtest.Case{Spec: "t=600,h=64,v=2100", DType: dtype.BF16}, Params: "softmax=epilogue,chunk=1024,zbm=64,zbn=64,zpers=1,dbm=64,dbn=64,dpers=0,sblock=128,wbm=128,wbn=128"},
-		{Case: simCases[4], Params: "softmax=epilogue,chunk=512,zbm=256,zbn=128,zpers=0,dbm=128,dbn=64,dpers=0,sblock=128,wbm=128,wbn=128"},
-		{Case: simCases[3], Params: "softmax=epilogue,chunk=256,zbm=64,zbn=64,zpers=0,dbm=64,dbn=192,dpers=0,sblock=128,wbm=128,wbn=128"},
-		{Case: simCases[0], Params: "softmax=epilogue,chunk=256,zbm=128,zbn=128,zpers=0,dbm=128,dbn=128,dpers=0,sblock=128,wbm=128,wbn=128"},
-		{Case: simCases[7], Params: "softmax=epilogue,chunk=256,zbm=128,zbn=128,zpers=0,dbm=128,dbn=128,dpers=0,sblock=128,wbm=128,wbn=128"},
+		{Case: simtest.Case{Spec: "t=600,h=64,v=2100", DType: dtype.BF16}, Params: "softmax=epilogue,pdl=1,chunk=1024,zbm=64,zbn=64,zpers=1,dbm=64,dbn=64,dpers=0,sblock=128,wbm=128,wbn=128"},
+		{Case: simCases[4], Params: "softmax=epilogue,pdl=1,chunk=512,zbm=256,zbn=128,zpers=0,dbm=128,dbn=64,dpers=0,sblock=128,wbm=128,wbn=128"},
+		{Case: simCases[3], Params: "softmax=epilogue,pdl=0,chunk=256,zbm=64,zbn=64,zpers=0,dbm=64,dbn=192,dpers=0,sblock=128,wbm=128,wbn=128"},
+		{Case: simCases[0], Params: "softmax=epilogue,pdl=1,chunk=256,zbm=128,zbn=128,zpers=0,dbm=128,dbn=128,dpers=0,sblock=128,wbm=128,wbn=128"},
+		{Case: simCases[7], Params: "softmax=epilogue,pdl=1,chunk=256,zbm=128,zbn=128,zpers=0,dbm=128,dbn=128,dpers=0,sblock=128,wbm=128,wbn=128"},
 	})
 }
 
@@ -172,7 +172,7 @@ func TestVariantsOnInterpreter(t *testing.T) {
 // other t, and computes t = 1, 16 and 200 on the interpreter.
 func TestRuntimeTokens(t *testing.T) {
 	simtest.RuntimeDim(t, fam, simCases[1], "t", []int{1, 16, 200},
-		"softmax=kernel,chunk=256,zbm=128,zbn=128,zpers=0,dbm=128,dbn=128,dpers=0,sblock=128,wbm=128,wbn=128")
+		"softmax=kernel,pdl=0,chunk=256,zbm=128,zbn=128,zpers=0,dbm=128,dbn=128,dpers=0,sblock=128,wbm=128,wbn=128")
 }
 
 // TestAssemble assembles a sample of the qwen1.5b head's variants, in

@@ -237,7 +237,7 @@ func (c chunk) epiGEMM(s Shape, p Params, st rowStats, probe bool, b bugs) (gemm
 	g := gemm.Custom{Entry: e.entry(), Dim: Dim, Cols: c.ld, Red: s.H, In: s.DType,
 		A:   gemm.Operand{Buffer: "x", KMajor: true, LD: s.H},
 		B:   gemm.Operand{Buffer: "w", KMajor: true, LD: s.H, Offset: c.wOffset(s), Rows: c.w},
-		Out: "p", OutDT: s.DType, Epilogue: e}
+		Out: "p", OutDT: s.DType, Epilogue: e, Chained: p.PDL == 1, WaitPrior: p.PDL == 1 && !probe}
 	gp, err := g.Params(s.T, p.ZBM, p.ZBN, p.ZPers)
 	return g, gp, err
 }
@@ -340,7 +340,9 @@ func emitOnline(m *ptx.Module, s Shape, p Params, b bugs, addGEMM func(gemm.Cust
 		if err := addGEMM(c.epiGEMM(s, p, st, false, b)); err != nil {
 			return kernels.Program{}, err
 		}
-		if err := addGEMM(c.dxGEMM(s, p, c.first || b.noRescale)); err != nil {
+		g, gp, err := c.dxGEMM(s, p, c.first || b.noRescale)
+		g.Chained, g.WaitPrior = p.PDL == 1, p.PDL == 1
+		if err := addGEMM(g, gp, err); err != nil {
 			return kernels.Program{}, err
 		}
 	}
