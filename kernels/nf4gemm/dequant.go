@@ -45,6 +45,9 @@ type DequantParams struct {
 	Bytes   int    `axis:"bytes" values:"4,8,16" doc:"packed bytes per thread (8, 16 or 32 codes)"`
 	Lookup  Lookup `axis:"lookup" values:"smem,prmt,sel" doc:"code to value: shared-memory table, prmt byte tables, selp tree"`
 	Unroll  int    `axis:"unroll" values:"1,2,4" default:"1" doc:"units a thread converts, their loads issued together"`
+	// launchNext: the kernel lets the next launch start as it begins
+	// (nf4_gemm_bwd's early=1), not an axis of nf4_dequant
+	launchNext bool
 }
 
 // dequantDef is nf4_dequant.
@@ -126,6 +129,10 @@ func (dequantDef) Emit(s DequantShape, p DequantParams) (kernels.Program, error)
 func emitDequant(m *ptx.Module, w weight, dt dtype.DType, p DequantParams, entry, out string) kernels.Launch {
 	k := m.Func(entry)
 	k.ReqNTid(p.Threads)
+	if p.launchNext {
+		k.Comment("the GEMM may launch now: it waits for this kernel before its first load")
+		k.GridDepLaunch()
+	}
 	bufs := map[string]ptx.Reg{}
 	args := bufferParams(k, bufs, append([]string{"w4", out}, w.scaleNames()...)...)
 	tid := k.Mov(ptx.U32, ptx.TidX)

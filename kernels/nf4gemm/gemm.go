@@ -85,6 +85,7 @@ type GEMMParams struct {
 	Cluster    int           `axis:"cluster" values:"1,2,4" default:"1" doc:"CTAs on consecutive tile rows that share the dequantized W tile (wgmma, per tile): each dequantizes 64/cluster of a k-tile's rows and copies them into the others' shared memory"`
 	SplitK     int           `axis:"splitk" values:"1,2,3,4" default:"1" doc:"splits of the reduction, summed by a second launch (unfused and streamed: gemm_bwd's; register-A: its own, below one wave of tiles, summed by gemm_bwd's reduce)"`
 	Order      gemm.Order    `axis:"order" values:"m,grouped,streamk" default:"m" doc:"tile order (unfused and streamed: gemm_bwd's): down the rows, grouped, or stream-K"`
+	Early      int           `axis:"early" values:"0,1" default:"0" doc:"1 (unfused): the dequantization kernel lets the GEMM launch as it starts (griddepcontrol.launch_dependents), so the GEMM's CTAs start and set up during its last wave and wait for it before their first load"`
 	DKernel    string        `axis:"dkernel" values:"8x256,4x128" default:"8x256" doc:"the unfused path's dequantization kernel (nf4_dequant's): packed bytes a thread × threads a CTA"`
 }
 

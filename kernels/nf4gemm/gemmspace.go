@@ -29,7 +29,7 @@ func (gemmDef) Space(s GEMMShape) variants.Typed[GEMMParams] {
 		rule("pipeline no deeper than the k-loop", pipelineDepth, "mma", "bk", "stages", "dequant"),
 		rule("per-tile dequantization: order=m, split-K on the register-A path alone", fusedAxes, "mma", "dequant", "splitk", "order"),
 		rule("register-A split-K only below one wave, into at most two", registerASplit, "mma", "bm", "bn", "dequant", "splitk"),
-		rule("dkernel: the unfused path's", unfusedKernel, "dequant", "dkernel"),
+		rule("dkernel, early: the unfused path's", unfusedKernel, "dequant", "dkernel", "early"),
 		rule("96 and 160 columns only where their last wave is fuller", oddColumnsFill, "bm", "bn"),
 		rule("dequantized once: gemm_bwd's dX point", denseAxes),
 		rule("wgmma: what gemm_bwd's path emits, the deepest ring", wgmmaFits),
@@ -126,12 +126,12 @@ func registerASplit(s GEMMShape, p GEMMParams) error {
 }
 
 // unfusedKernel: only the unfused path runs a dequantization kernel of
-// its own; the others take dkernel's default. The unfused path tunes it
+// its own; the others take dkernel's and early's defaults. The unfused path tunes it
 // because neither of its kernels wins at every weight, lookup and scale
 // format (docs/kernels/nf4.md gives nf4_dequant's H200 figures).
 func unfusedKernel(_ GEMMShape, p GEMMParams) error {
-	if p.Dequant != Unfused && p.DKernel != "8x256" {
-		return fmt.Errorf("dequant=%s takes dkernel=8x256 (only the unfused path runs that kernel)", p.Dequant)
+	if p.Dequant != Unfused && (p.DKernel != "8x256" || p.Early != 0) {
+		return fmt.Errorf("dequant=%s takes dkernel=8x256 and early=0 (only the unfused path runs that kernel)", p.Dequant)
 	}
 	return nil
 }

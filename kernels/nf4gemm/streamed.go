@@ -38,7 +38,7 @@ const deqBuffer = "w_deq"
 // unfusedDequant is the dequantization kernel of an unfused variant: its
 // dkernel's bytes and threads, the variant's lookup.
 func unfusedDequant(p GEMMParams) DequantParams {
-	d := DequantParams{Threads: 256, Bytes: 8, Lookup: p.Lookup}
+	d := DequantParams{Threads: 256, Bytes: 8, Lookup: p.Lookup, launchNext: p.Early == 1}
 	if p.DKernel == "4x128" {
 		d.Threads, d.Bytes = 128, 4
 	}
