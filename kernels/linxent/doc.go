@@ -69,7 +69,7 @@
 //     holding it, and in the first column's tiles α = 2^(ref_{j−1} −
 //     ref_j); and the gradient GEMM as above. The finishing kernel takes
 //     mL = ref_n, s = Σ_j s_j·2^(ref_j − mL) and scales acc by
-//     2^(ref_{n−1} − mL). A logit more than 100 bits over its reference
+//     2^(ref_{n−1} − mL). A logit more than 100 bits (f16: 15) over its reference
 //     is clamped and its row flagged; the repair kernel (one CTA a row,
 //     returning at once on unflagged rows) recomputes a flagged row's
 //     maximum, sum and Σ p·w exactly from x and w, and the finishing

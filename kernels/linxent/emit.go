@@ -96,7 +96,7 @@ type bugs struct {
 	noWSum    bool // dx leaves out label smoothing's −g·ε/v·Σ_c w_c
 	noZFactor bool // dx leaves out z-loss's factor 1 + 2λ·lse
 	noFlag    bool // the epilogue path does not flag a clamped row for repair
-	// clamp, when not 0, replaces clampL (not a bug: a low bound sends
+	// clamp, when not 0, replaces clampOf's bound (not a bug: a low bound sends
 	// the rows of a test's inputs through the repair kernel)
 	clamp float64
 }

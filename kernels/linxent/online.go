@@ -25,14 +25,21 @@ import (
 // gradient GEMM, acc = α·acc + P·w, whose accumulator is then against
 // ref_j. The finishing kernel takes R = ref_n and S = Σ_j s_j·2^(ref_j − R).
 //
-// A logit more than clampL above its reference (log₂ units, ≈ 69 nats
-// above every logit of the chunks before it) would overflow: its P is
-// clamped and the row flagged, and the repair kernel recomputes a
-// flagged row exactly, one CTA a row (rows not flagged return at once).
+// A logit more than clampOf(dtype) above its reference (log₂ units)
+// would overflow P or the sums: its P is clamped and the row flagged,
+// and the repair kernel recomputes a flagged row exactly, one CTA a row
+// (rows not flagged return at once).
 
-// clampL bounds z·log₂e − ref: 2^clampL times a chunk's classes and
-// |w| stays far inside f32.
-const clampL = 100
+// clampOf bounds z·log₂e − ref in the dtype of P: bf16 (f32's range)
+// 100 bits (≈ 69 nats), where 2^100 times a chunk's classes and |w|
+// stays far inside f32; f16 15 bits (≈ 10 nats), under its largest
+// finite value 65504.
+func clampOf(dt dtype.DType) float64 {
+	if dt == dtype.F16 {
+		return 15
+	}
+	return 100
+}
 
 // rowStats is the layout of a row's words in the State buffer rows
 // (u32 and f32), for n chunks: refs 0..n (order-preserving u32 images),
@@ -87,7 +94,7 @@ type probsEpilogue struct {
 	probe    bool
 	tm       terms
 	j, c0    int
-	clamp    float64 // clampL, or a test's lower bound
+	clamp    float64 // clampOf(dt), or a test's lower bound
 	labelOff bool    // planted bug: z[label] one column late
 	noFlag   bool    // planted bug: a clamped row is not flagged
 
@@ -230,7 +237,7 @@ func (e *probsEpilogue) label(k *ptx.Func, t gemm.Tile, mb, h int, row, rowOK pt
 // probe is set), writing P over the chunk's row of p, and its variant.
 func (c chunk) epiGEMM(s Shape, p Params, st rowStats, probe bool, b bugs) (gemm.Custom, gemm.Params, error) {
 	e := &probsEpilogue{dt: s.DType, st: st, w: c.w, ld: c.ld, probe: probe, tm: termsOf(s), j: c.j, c0: c.c0,
-		clamp: clampL, labelOff: b.labelOff, noFlag: b.noFlag}
+		clamp: clampOf(s.DType), labelOff: b.labelOff, noFlag: b.noFlag}
 	if b.clamp > 0 {
 		e.clamp = b.clamp
 	}
