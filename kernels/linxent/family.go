@@ -67,7 +67,7 @@ func (s Shape) labelType() dtype.DType {
 // kernel's CTA.
 type Params struct {
 	Softmax string `axis:"softmax" values:"kernel,epilogue" doc:"kernel: a softmax kernel per chunk reads the f32 logits the logits GEMM stored; epilogue: the logits GEMM's epilogue writes the probabilities against the row's maximum over the chunks before (no f32 logits, no softmax kernel; without dW)"`
-	Chunk   int    `axis:"chunk" values:"256,512,1024,2048,4096,8192" doc:"vocabulary rows of w per chunk: the logits of a chunk, [t×chunk] f32, and its probabilities are the only per-class data stored"`
+	Chunk   int    `axis:"chunk" values:"256,512,1024,2048,4096,8192" doc:"vocabulary rows of w per chunk: a chunk's probabilities [t×chunk] (and with softmax=kernel its f32 logits) are the only per-class data stored"`
 	ZBM     int    `axis:"zbm" values:"64,128,256" doc:"tile rows (tokens) of the logits GEMM"`
 	ZBN     int    `axis:"zbn" values:"64,128,192,256" doc:"tile columns (classes) of the logits GEMM"`
 	ZPers   bool   `axis:"zpers" values:"0,1" doc:"1: the logits GEMM runs a persistent grid"`
@@ -186,6 +186,8 @@ func (family) Space(s Shape) variants.Typed[Params] {
 				return fmt.Errorf("softmax=epilogue: the dW pass needs the logits (dw=0 only)")
 			case p.SBlock != 128:
 				return fmt.Errorf("softmax=epilogue runs no softmax kernel: sblock 128 only")
+			case 4*s.H > maxRepairSmem:
+				return fmt.Errorf("softmax=epilogue: the repair kernel's row of h=%d f32 sums passes %d bytes of static shared memory", s.H, maxRepairSmem)
 			}
 			return nil
 		}},

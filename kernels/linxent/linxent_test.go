@@ -51,12 +51,17 @@ func TestValidationCatchesBugs(t *testing.T) {
 		{"t=70,h=128,v=600,smooth=0.1,zloss=1", "epilogue", map[string]string{"noRescale": "dx", "labelOff": "loss", "noZFactor": "dx",
 			"lowClamp": "", "lowClampNoFlag": "dx"}},
 		{"t=70,h=128,v=40,smooth=0.9", "epilogue", map[string]string{"noWSum": "dx"}},
+		{"t=45,h=64,v=600,labels=i64,f16", "epilogue", map[string]string{"lowClamp": "", "lowClampNoFlag": "dx"}},
 	} {
 		p, err := variants.ParseParams("softmax=" + c.softmax + "," + rest)
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := simtest.Shape(t, fam, c.spec, dtype.BF16)
+		spec, dt := c.spec, dtype.BF16
+		if f, ok := strings.CutSuffix(spec, ",f16"); ok {
+			spec, dt = f, dtype.F16
+		}
+		s := simtest.Shape(t, fam, spec, dt)
 		if err := ss.Prepare(fam, s, 1); err != nil {
 			t.Fatal(err)
 		}

@@ -252,6 +252,10 @@ func (c chunk) epiGEMM(s Shape, p Params, st rowStats, probe bool, b bugs) (gemm
 // repairBlock is the repair kernel's CTA: eight warps, a class each.
 const repairBlock = 256
 
+// maxRepairSmem bounds the repair kernel's static shared memory (its
+// row of h f32 sums), under the 48 KB a kernel may declare statically.
+const maxRepairSmem = 46 * 1024
+
 // repair recomputes a flagged row exactly (CTA r, row r; the others
 // return): each warp takes every eighth class, its logit a dot product
 // of x[r] and w[c] summed over the warp; the row's maximum M (log₂
@@ -337,6 +341,9 @@ func (r repair) emit(k *ptx.Func) {
 func emitOnline(m *ptx.Module, s Shape, p Params, b bugs, addGEMM func(gemm.Custom, gemm.Params, error) error, launches *[]kernels.Launch) (kernels.Program, error) {
 	cs := chunksOf(s, p)
 	st := rowStats{n: len(cs)}
+	if st.n > finishBlock { // the finishing kernel's thread j takes chunk j
+		return kernels.Program{}, fmt.Errorf("%d chunks: the epilogue path takes at most %d", st.n, finishBlock)
+	}
 	tm := termsOf(s)
 	if err := addGEMM(cs[0].epiGEMM(s, p, st, true, b)); err != nil {
 		return kernels.Program{}, err
