@@ -43,7 +43,7 @@ func (gemmDef) Space(s GEMMShape) variants.Typed[GEMMParams] {
 
 // searchEarly is measured on an H100 only (the H200 has not timed
 // early=1), against the committed winners' early=0 in one call.
-const searchEarly = "search: early=1 only at weights of at most 4M elements; at 1536×8960 it was 1.9–7.0% slower, at 1536×1536 3.7% faster at 512 tokens (testdata/nf4/early-1207-h100)"
+const searchEarly = "search: early=1 at weights past 4M elements, 1.9–7.0% slower at 1536×8960 on an H100 (3.7% faster at 1536×1536, 512 tokens; testdata/nf4/early-1207-h100)"
 
 // earlyWeight is the largest weight (N·K elements) the search tries
 // early=1 at.
