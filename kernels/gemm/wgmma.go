@@ -828,12 +828,20 @@ func (ds *directStore) rowBound(dr int) ptx.Reg {
 // accumulate stores C = scale[row]·C + acc (C + acc where scale is not
 // valid) for the thread's pairs, rounded once to C's dtype: each row's
 // factor and each pair's old value are loaded under the store's guards,
-// so rows and columns outside C read nothing.
+// so rows and columns outside C read nothing. A row's old values are
+// loaded accGroup pairs at a time, a group ahead of the sums and stores,
+// so that their latencies overlap instead of following one another.
 func (ds *directStore) accumulate(scale ptx.Reg, acc [][]ptx.Reg) {
 	k, od := ds.wk.k, ds.od
 	var at ptx.Reg
 	if scale.Valid() {
 		at = k.Add(ptx.U64, scale, k.MulWide(ptx.U32, ds.row, ptx.Imm(4)))
+	}
+	type pending struct {
+		j   int
+		off int64
+		ok  ptx.Reg
+		old []ptx.Reg
 	}
 	for mb := range acc {
 		for h := range 2 {
@@ -843,20 +851,39 @@ func (ds *directStore) accumulate(scale ptx.Reg, acc [][]ptx.Reg) {
 			if scale.Valid() {
 				f = gen.LdVals(k, ptx.Global, dtype.F32, 1, ptx.At(at, int64(4*dr)), rowOK)[0]
 			}
-			for j := range ds.wk.p.BN / 8 {
-				off := int64(dr*ds.wk.g.c+8*j) * int64(od.Size())
-				ok := k.And(ptx.Pred, rowOK, ds.colOK[j])
-				old := gen.LdVals(k, ptx.Global, od, 2, ptx.At(ds.ptr, off), ok)
-				v := []ptx.Reg{acc[mb][4*j+2*h], acc[mb][4*j+2*h+1]}
-				for i := range v {
-					if f.Valid() {
-						v[i] = k.Fma(ptx.F32, f, old[i], v[i])
-					} else {
-						v[i] = k.Add(ptx.F32, old[i], v[i])
-					}
+			load := func(j0 int) []pending {
+				var g []pending
+				for j := j0; j < min(j0+accGroup, ds.wk.p.BN/8); j++ {
+					off := int64(dr*ds.wk.g.c+8*j) * int64(od.Size())
+					ok := k.And(ptx.Pred, rowOK, ds.colOK[j])
+					g = append(g, pending{j: j, off: off, ok: ok, old: gen.LdVals(k, ptx.Global, od, 2, ptx.At(ds.ptr, off), ok)})
 				}
-				gen.StVals(k, od, ptx.At(ds.ptr, off), v, ok)
+				return g
 			}
+			store := func(g []pending) {
+				for _, q := range g {
+					v := []ptx.Reg{acc[mb][4*q.j+2*h], acc[mb][4*q.j+2*h+1]}
+					for i := range v {
+						if f.Valid() {
+							v[i] = k.Fma(ptx.F32, f, q.old[i], v[i])
+						} else {
+							v[i] = k.Add(ptx.F32, q.old[i], v[i])
+						}
+					}
+					gen.StVals(k, od, ptx.At(ds.ptr, q.off), v, q.ok)
+				}
+			}
+			cur := load(0)
+			for j0 := accGroup; j0 < ds.wk.p.BN/8; j0 += accGroup {
+				next := load(j0)
+				store(cur)
+				cur = next
+			}
+			store(cur)
 		}
 	}
 }
+
+// accGroup is the pairs of old values an accumulating epilogue loads
+// ahead of its stores.
+const accGroup = 8

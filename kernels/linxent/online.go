@@ -121,30 +121,56 @@ func (e *probsEpilogue) Args() []kernels.Arg {
 }
 
 // Store takes each of the thread's accumulator rows through the
-// softmax (see the path's comment above).
+// softmax (see the path's comment above). Every row's reference and
+// label are loaded first, so that their latencies overlap.
 func (e *probsEpilogue) Store(k *ptx.Func, t gemm.Tile) {
+	var rows []accRow
 	for mb := range t.Acc {
 		for h := range 2 {
-			e.row(k, t, mb, h)
+			rows = append(rows, e.loadRow(k, t, mb, h))
 		}
+	}
+	for _, r := range rows {
+		e.row(k, t, r)
 	}
 }
 
-// row is the epilogue of the thread's accumulator row 64mb + 8h.
-func (e *probsEpilogue) row(k *ptx.Func, t gemm.Tile, mb, h int) {
+// accRow is one of a thread's accumulator rows (64mb + 8h below its
+// first): C's row, whether it is inside C, its words of chunk j
+// (base), its reference as loaded (ordered u32) and its label.
+type accRow struct {
+	mb, h            int
+	row, rowOK, base ptx.Reg
+	refU, lab        ptx.Reg
+}
+
+// loadRow issues the loads of the thread's accumulator row 64mb + 8h:
+// its reference (not in the probe) and its label.
+func (e *probsEpilogue) loadRow(k *ptx.Func, t gemm.Tile, mb, h int) accRow {
 	dr := 64*mb + 8*h
-	rowOK := t.RowOK(dr)
-	row := k.Add(ptx.U32, t.Row, ptx.Imm(dr))
-	// chunk j's words of the row: word(i) is word i of chunk 0's layout
-	// moved j words on
-	base := k.Add(ptx.U64, e.rows, k.MulWide(ptx.U32, k.Mad(ptx.U32, row, ptx.Imm(e.st.stride()), e.jp), ptx.Imm(4)))
+	r := accRow{mb: mb, h: h, rowOK: t.RowOK(dr), row: k.Add(ptx.U32, t.Row, ptx.Imm(dr))}
+	// chunk j's words of the row: word i of chunk 0's layout moved j
+	// words on
+	r.base = k.Add(ptx.U64, e.rows, k.MulWide(ptx.U32, k.Mad(ptx.U32, r.row, ptx.Imm(e.st.stride()), e.jp), ptx.Imm(4)))
+	if e.probe {
+		return r
+	}
+	r.refU = k.Mov(ptx.B32, ptx.Imm(0))
+	k.LdTo(ptx.Global, ptx.B32, []ptx.Reg{r.refU}, ptx.At(r.base, int64(4*e.st.ref(0))))
+	k.Guard(r.rowOK, false)
+	r.lab = k.Mov(ptx.U32, ptx.Imm(-1))
+	k.LdTo(ptx.Global, ptx.U32, []ptx.Reg{r.lab}, ptx.At(k.Add(ptx.U64, e.labels, k.MulWide(ptx.U32, r.row, ptx.Imm(e.tm.labBytes))), 0), gen.LdNC)
+	k.Guard(r.rowOK, false)
+	return r
+}
+
+// row is the epilogue of one of the thread's accumulator rows.
+func (e *probsEpilogue) row(k *ptx.Func, t gemm.Tile, r accRow) {
+	mb, h, dr, row, rowOK, base := r.mb, r.h, 64*r.mb+8*r.h, r.row, r.rowOK, r.base
 	word := func(i int) ptx.Addr { return ptx.At(base, int64(4*i)) }
 	neg := k.Mov(ptx.F32, ptx.F32Imm(0))
 	if !e.probe {
-		refU := k.Mov(ptx.B32, ptx.Imm(0))
-		k.LdTo(ptx.Global, ptx.B32, []ptx.Reg{refU}, word(e.st.ref(0)))
-		k.Guard(rowOK, false)
-		neg = k.Neg(ptx.F32, fromOrdered(k, refU))
+		neg = k.Neg(ptx.F32, fromOrdered(k, r.refU))
 	}
 	dmax := k.Mov(ptx.F32, negInf)
 	sum, zs := k.Mov(ptx.F32, ptx.F32Imm(0)), k.Mov(ptx.F32, ptx.F32Imm(0))
@@ -203,16 +229,13 @@ func (e *probsEpilogue) row(k *ptx.Func, t gemm.Tile, mb, h int) {
 			k.St(ptx.Global, ptx.F32, ptx.At(k.Add(ptx.U64, e.alpha, k.MulWide(ptx.U32, row, ptx.Imm(4))), 0), []ptx.Reg{a})
 		})
 	})
-	e.label(k, t, mb, h, row, rowOK)
+	e.label(k, t, mb, h, row, rowOK, r.lab)
 }
 
 // label stores z[label] (the f32 logit) from the thread that holds it:
 // the thread's columns are Col + 8j + e, so a label at rel = label − c0 −
 // Col is its own where rel < BN and rel%8 < 2.
-func (e *probsEpilogue) label(k *ptx.Func, t gemm.Tile, mb, h int, row, rowOK ptx.Reg) {
-	lab := k.Mov(ptx.U32, ptx.Imm(-1))
-	k.LdTo(ptx.Global, ptx.U32, []ptx.Reg{lab}, ptx.At(k.Add(ptx.U64, e.labels, k.MulWide(ptx.U32, row, ptx.Imm(e.tm.labBytes))), 0), gen.LdNC)
-	k.Guard(rowOK, false)
+func (e *probsEpilogue) label(k *ptx.Func, t gemm.Tile, mb, h int, row, rowOK, lab ptx.Reg) {
 	inChunk := k.Sub(ptx.U32, lab, e.c0p) // an ignored or earlier label wraps past w
 	if e.labelOff {
 		inChunk = k.Add(ptx.U32, inChunk, ptx.Imm(1))
