@@ -96,7 +96,10 @@
 //     small tiles only where 128×128 ones leave SMs idle), a persistent
 //     grid only past one wave of the first chunk's tiles; sblock threads
 //     holding at most 16 vectors of a row, no more than a row needs; the
-//     dW GEMM's tile wbm×wbn (128×128, a single point, without dW).
+//     dW GEMM's tile wbm×wbn (128×128, a single point, without dW);
+//     softmax=epilogue only without dW, with sblock 128 (it runs no
+//     softmax kernel) and h at most 11776 (the repair kernel's row of f32
+//     sums in static shared memory); pdl=1 only with softmax=epilogue.
 //   - Inputs: x uniform in [−1, 1], w uniform in [−6/√h, 6/√h] (logits of
 //     standard deviation 2 at every h), rounded to the dtype; labels
 //     uniform in [0, v), every eighth row (offset by the seed)
