@@ -170,8 +170,7 @@ func AddCustom(m *ptx.Module, c Custom, p Params) error {
 	if c.Epilogue != nil && (p.Epilogue != Direct || p.SplitK != 1 || p.Order == StreamK) {
 		return fmt.Errorf("gemm %s: an epilogue of the caller's takes whole tiles in registers: the direct epilogue, no split, no stream-K", c.Entry)
 	}
-	wk := newWgKernel(m, wgBuild{entry: c.Entry, g: c.problem(0), p: p, waitPrior: c.WaitPrior})
-	wk.launchNext = c.Chained
+	wk := newWgKernel(m, wgBuild{entry: c.Entry, g: c.problem(0), p: p, waitPrior: c.WaitPrior, launchNext: c.Chained})
 	wk.body()
 	return nil
 }

@@ -105,7 +105,7 @@ type wgKernel struct {
 // TMA loads of B's buffer, written by src (its fillers: the producer's
 // warps 1..3 and fillWGs warpgroups; its raw data in each slot or in a
 // ring of rawRing slots of its own), or TMA loads of a buffer that prod
-// writes during the kernel; waitPrior as in wgKernel.
+// writes during the kernel; waitPrior and launchNext as in wgKernel.
 type wgBuild struct {
 	entry, red       string
 	g                problem
@@ -114,6 +114,7 @@ type wgBuild struct {
 	fillWGs, rawRing int
 	prod             BProducer
 	waitPrior        bool
+	launchNext       bool
 	// before adds kernels of the caller's to the module and returns the
 	// launches that run ahead of the GEMM's and the buffers they own.
 	before func(m *ptx.Module) ([]kernels.Launch, []kernels.Buffer)
@@ -226,7 +227,7 @@ func buildWgmma(b wgBuild) (kernels.Program, error) {
 // its shared-memory layout.
 func newWgKernel(m *ptx.Module, b wgBuild) *wgKernel {
 	g, p, src := b.g, b.p, b.src
-	wk := &wgKernel{g: g, p: p, src: src, fillWGs: b.fillWGs, rawRing: b.rawRing, waitPrior: b.waitPrior}
+	wk := &wgKernel{g: g, p: p, src: src, fillWGs: b.fillWGs, rawRing: b.rawRing, waitPrior: b.waitPrior, launchNext: b.launchNext}
 	if b.prod != nil {
 		wk.prod = &produced{src: b.prod, wk: wk}
 	}
@@ -745,7 +746,7 @@ func (wk *wgKernel) epilogue(c ptx.Reg, t tile, cw, l ptx.Reg, acc [][]ptx.Reg) 
 	}
 	ds := wk.newDirectStore(c, od, t, r, cw, l)
 	if wk.g.epi != nil {
-		wk.g.epi.Store(k, Tile{Acc: acc, Row: ds.row, Col: ds.col, Col0: t.col0, Lane: k.And(ptx.U32, l, ptx.Imm(31)),
+		wk.g.epi.Store(k, Tile{Acc: acc, Row: ds.row, Col: ds.col, Col0: t.col0, Lane: ds.lane,
 			RowOK: ds.rowBound, ColOK: ds.colOK, Out: ds.ptr, BN: wk.p.BN})
 		return
 	}
@@ -770,6 +771,7 @@ type directStore struct {
 	ptr   ptx.Reg   // u64: the thread's first pair
 	row   ptx.Reg   // u32: the thread's first row of C
 	col   ptx.Reg   // u32: the thread's first column of C
+	lane  ptx.Reg   // u32: the thread's lane
 	rows  *bound    // the thread's first row of C against r
 	colOK []ptx.Reg // column group j is inside C
 	rowOK map[int]ptx.Reg
@@ -784,7 +786,7 @@ func (wk *wgKernel) newDirectStore(c ptx.Reg, od dtype.DType, t tile, r ext, cw,
 	row := k.Add(ptx.U32, k.Mad(ptx.U32, cw, ptx.Imm(wk.rowsPC), t.row0), wrow)
 	col := k.Add(ptx.U32, t.col0, k.Shl(ptx.U32, k.And(ptx.U32, lane, ptx.Imm(3)), ptx.Imm(1)))
 	ds := &directStore{wk: wk, od: od, rowOK: map[int]ptx.Reg{}}
-	ds.row, ds.col = row, col
+	ds.row, ds.col, ds.lane = row, col, lane
 	ds.ptr = k.Add(ptx.U64, c, k.MulWide(ptx.U32, k.Mad(ptx.U32, row, ptx.Imm(g.c), col), ptx.Imm(od.Size())))
 	for j := range wk.p.BN / 8 {
 		ds.colOK = append(ds.colOK, k.Setp("lt", ptx.S32, col, ptx.Imm(g.c-8*j)))

@@ -77,6 +77,11 @@ const prefix = "linear_cross_entropy_bwd"
 // smoothing; 0 without).
 const statWords = 4
 
+// rowsGrid is the grid of the kernels that take one row a CTA: t CTAs.
+func rowsGrid() [3]configs.Expr {
+	return [3]configs.Expr{configs.Var(Dim), configs.Int(1), configs.Int(1)}
+}
+
 // finishBlock is the finishing kernel's CTA.
 const finishBlock = 128
 
@@ -118,7 +123,7 @@ func emit(s Shape, p Params, b bugs) (kernels.Program, error) {
 		launches = append(launches, g.Launch(gp))
 		return nil
 	}
-	grid := [3]configs.Expr{configs.Var(Dim), configs.Int(1), configs.Int(1)}
+	grid := rowsGrid()
 	tm := termsOf(s)
 	ws := wsumKernels{dt: s.DType, v: s.V, h: s.H}
 	if tm.eps > 0 {
@@ -131,7 +136,7 @@ func emit(s Shape, p Params, b bugs) (kernels.Program, error) {
 		coefArgs = append(coefArgs, kernels.Arg{Buffer: "zloss_scale"})
 	}
 	if p.Softmax == softmaxEpilogue {
-		return emitOnline(m, s, p, b, addGEMM, &launches)
+		return emitOnline(m, s, p, b, ws, addGEMM, &launches)
 	}
 	maxLD := 0
 	for _, c := range chunksOf(s, p) {
@@ -152,16 +157,7 @@ func emit(s Shape, p Params, b bugs) (kernels.Program, error) {
 		}
 	}
 	fin := finish{dt: s.DType, h: s.H, tm: tm, noWSum: b.noWSum, noZFactor: b.noZFactor}
-	fin.emit(m.Func(fin.entry()))
-	finArgs := []kernels.Arg{{Buffer: "acc"}, {Buffer: "w"}, {Buffer: "labels"}, {Buffer: "stats"}, {Buffer: "dloss"}, {Buffer: "n_valid"},
-		{Buffer: "dx"}, {Buffer: "lse"}, {Buffer: "loss"}}
-	if tm.zloss {
-		finArgs = append(finArgs, kernels.Arg{Buffer: "zloss_scale"})
-	}
-	if tm.eps > 0 {
-		finArgs = append(finArgs, ws.sums())
-	}
-	launches = append(launches, kernels.Launch{Entry: fin.entry(), Grid: grid, Block: [3]int{finishBlock, 1, 1}, Args: finArgs})
+	launches = append(launches, fin.add(m, ws))
 	if s.DW != dwNone {
 		cs := chunksOf(s, p)
 		for i := len(cs) - 1; i >= 0; i-- {

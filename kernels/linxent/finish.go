@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/gradtune/gradtune/dtype"
+	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/gen"
 	"github.com/gradtune/gradtune/kernels/ptx"
 )
@@ -32,6 +33,29 @@ func (f finish) entry() string {
 		return fmt.Sprintf("%s_finish_online_%v", prefix, f.dt)
 	}
 	return fmt.Sprintf("%s_finish_%v", prefix, f.dt)
+}
+
+// add writes the kernel into m and returns its launch, one CTA a row:
+// acc, w, labels, the statistics (stats, or rows and rec on the
+// epilogue path), dloss, n_valid, dx, lse, loss, then zloss_scale and
+// ws's column sums where the loss has them.
+func (f finish) add(m *ptx.Module, ws wsumKernels) kernels.Launch {
+	f.emit(m.Func(f.entry()))
+	args := []kernels.Arg{{Buffer: "acc"}, {Buffer: "w"}, {Buffer: "labels"}}
+	if f.online == nil {
+		args = append(args, kernels.Arg{Buffer: "stats"})
+	} else {
+		args = append(args, kernels.Arg{Buffer: "rows"}, kernels.Arg{Buffer: "rec"})
+	}
+	args = append(args, kernels.Arg{Buffer: "dloss"}, kernels.Arg{Buffer: "n_valid"}, kernels.Arg{Buffer: "dx"}, kernels.Arg{Buffer: "lse"},
+		kernels.Arg{Buffer: "loss"})
+	if f.tm.zloss {
+		args = append(args, kernels.Arg{Buffer: "zloss_scale"})
+	}
+	if f.tm.eps > 0 {
+		args = append(args, ws.sums())
+	}
+	return kernels.Launch{Entry: f.entry(), Grid: rowsGrid(), Block: [3]int{finishBlock, 1, 1}, Args: args}
 }
 
 func (f finish) emit(k *ptx.Func) {
@@ -109,14 +133,15 @@ func (f finish) emit(k *ptx.Func) {
 // the factor 1.
 func (f finish) onlineStats(k *ptx.Func, rows, rec, row, tid ptx.Reg) (st []ptx.Reg, scale ptx.Reg) {
 	rs := *f.online
-	ld := func(i int) ptx.Reg { return k.Ld(ptx.Global, ptx.B32, 1, rs.at(k, rows, row, i))[0] }
+	rowAt := rs.rowAt(k, rows, row)
+	ld := func(i int) ptx.Reg { return k.Ld(ptx.Global, ptx.B32, 1, ptx.At(rowAt, int64(4*i)))[0] }
 	flagged := k.Setp("ne", ptx.B32, ld(rs.flag()), ptx.Imm(0))
 	mL := fromOrdered(k, ld(rs.ref(rs.n)))
 	accRef := fromOrdered(k, ld(rs.ref(rs.n-1)))
 	zl := k.BitsToF32(ld(rs.zlab()))
 	term, zt := k.Mov(ptx.F32, ptx.F32Imm(0)), k.Mov(ptx.F32, ptx.F32Imm(0))
 	k.If(k.Setp("lt", ptx.U32, tid, ptx.Imm(rs.n)), func() {
-		base := k.Add(ptx.U64, rows, k.MulWide(ptx.U32, k.Mad(ptx.U32, row, ptx.Imm(rs.stride()), tid), ptx.Imm(4)))
+		base := wordAt(k, rowAt, tid) // chunk tid's words
 		w := func(i int) ptx.Reg { return k.Ld(ptx.Global, ptx.B32, 1, ptx.At(base, int64(4*i)))[0] }
 		refj := fromOrdered(k, w(rs.ref(0)))
 		k.MovTo(term, k.Mul(ptx.F32, k.BitsToF32(w(rs.sum(0))), k.Ex2ApproxFtz(k.Sub(ptx.F32, refj, mL))))
@@ -140,8 +165,7 @@ func (f finish) onlineStats(k *ptx.Func, rows, rec, row, tid ptx.Reg) (st []ptx.
 	k.Comment("every thread has read the row's words: zero them for the next run")
 	k.BarSync(0)
 	k.For(ptx.U32, tid, ptx.Imm(rs.stride()), ptx.Imm(finishBlock), func(i ptx.Reg) {
-		k.St(ptx.Global, ptx.U32, ptx.At(k.Add(ptx.U64, rows, k.MulWide(ptx.U32, k.Mad(ptx.U32, row, ptx.Imm(rs.stride()), i), ptx.Imm(4))), 0),
-			[]ptx.Reg{k.Mov(ptx.U32, ptx.Imm(0))})
+		k.St(ptx.Global, ptx.U32, ptx.At(wordAt(k, rowAt, i), 0), []ptx.Reg{k.Mov(ptx.U32, ptx.Imm(0))})
 	})
 	return []ptx.Reg{mL, s, zl, zs}, scale
 }

@@ -54,9 +54,16 @@ func (r rowStats) zlab() int      { return 3*r.n + 1 }
 func (r rowStats) flag() int      { return 3*r.n + 2 }
 func (r rowStats) stride() int    { return 3*r.n + 3 }
 
-// at is the address of the row's word i.
-func (r rowStats) at(k *ptx.Func, rows, row ptx.Reg, i int) ptx.Addr {
-	return ptx.At(k.Add(ptx.U64, rows, k.MulWide(ptx.U32, row, ptx.Imm(4*r.stride()))), int64(4*i))
+// rowAt is the address (u64) of row's word 0 in rows; word i is 4i
+// bytes on.
+func (r rowStats) rowAt(k *ptx.Func, rows, row ptx.Reg) ptx.Reg {
+	return k.Add(ptx.U64, rows, k.MulWide(ptx.U32, row, ptx.Imm(4*r.stride())))
+}
+
+// wordAt is the address (u64) of word i (u32, at run time) of the row at
+// rowAt.
+func wordAt(k *ptx.Func, rowAt, i ptx.Reg) ptx.Reg {
+	return k.Add(ptx.U64, rowAt, k.MulWide(ptx.U32, i, ptx.Imm(4)))
 }
 
 // ordered is f's order-preserving u32 image: the sign bit flipped for a
@@ -72,15 +79,6 @@ func ordered(k *ptx.Func, f ptx.Reg) ptx.Reg {
 func fromOrdered(k *ptx.Func, u ptx.Reg) ptx.Reg {
 	pos := k.Setp("lt", ptx.S32, u, ptx.Imm(0))
 	return k.BitsToF32(k.Selp(ptx.B32, k.Xor(ptx.B32, u, ptx.Imm(-1<<31)), k.Xor(ptx.B32, u, ptx.Imm(-1)), pos))
-}
-
-// quad combines a value over the four threads of a quad (the threads of
-// an accumulator row).
-func quad(k *ptx.Func, v ptx.Reg, op func(a, b ptx.Reg) ptx.Reg) ptx.Reg {
-	for _, off := range []int64{1, 2} {
-		v = op(v, k.BitsToF32(k.ShflSync("bfly", v, ptx.Imm(off), ptx.Imm(31), 0xffffffff)))
-	}
-	return v
 }
 
 // probsEpilogue is the logits GEMM's epilogue of the epilogue path
@@ -136,12 +134,13 @@ func (e *probsEpilogue) Store(k *ptx.Func, t gemm.Tile) {
 }
 
 // accRow is one of a thread's accumulator rows (64mb + 8h below its
-// first): C's row, whether it is inside C, its words of chunk j
-// (base), its reference as loaded (ordered u32) and its label.
+// first): C's row, whether it is inside C, its words (rowAt) and those
+// of chunk j (base: word i of chunk 0's layout moved j words on), its
+// reference as loaded (ordered u32) and its label.
 type accRow struct {
-	mb, h            int
-	row, rowOK, base ptx.Reg
-	refU, lab        ptx.Reg
+	mb, h                   int
+	row, rowOK, rowAt, base ptx.Reg
+	refU, lab               ptx.Reg
 }
 
 // loadRow issues the loads of the thread's accumulator row 64mb + 8h:
@@ -149,9 +148,8 @@ type accRow struct {
 func (e *probsEpilogue) loadRow(k *ptx.Func, t gemm.Tile, mb, h int) accRow {
 	dr := 64*mb + 8*h
 	r := accRow{mb: mb, h: h, rowOK: t.RowOK(dr), row: k.Add(ptx.U32, t.Row, ptx.Imm(dr))}
-	// chunk j's words of the row: word i of chunk 0's layout moved j
-	// words on
-	r.base = k.Add(ptx.U64, e.rows, k.MulWide(ptx.U32, k.Mad(ptx.U32, r.row, ptx.Imm(e.st.stride()), e.jp), ptx.Imm(4)))
+	r.rowAt = e.st.rowAt(k, e.rows, r.row)
+	r.base = wordAt(k, r.rowAt, e.jp)
 	if e.probe {
 		return r
 	}
@@ -168,9 +166,11 @@ func (e *probsEpilogue) loadRow(k *ptx.Func, t gemm.Tile, mb, h int) accRow {
 func (e *probsEpilogue) row(k *ptx.Func, t gemm.Tile, r accRow) {
 	mb, h, dr, row, rowOK, base := r.mb, r.h, 64*r.mb+8*r.h, r.row, r.rowOK, r.base
 	word := func(i int) ptx.Addr { return ptx.At(base, int64(4*i)) }
+	var ref ptx.Reg // the reference, log₂ units (the probe's is 0)
 	neg := k.Mov(ptx.F32, ptx.F32Imm(0))
 	if !e.probe {
-		neg = k.Neg(ptx.F32, fromOrdered(k, r.refU))
+		ref = fromOrdered(k, r.refU)
+		neg = k.Neg(ptx.F32, ref)
 	}
 	dmax := k.Mov(ptx.F32, negInf)
 	sum, zs := k.Mov(ptx.F32, ptx.F32Imm(0)), k.Mov(ptx.F32, ptx.F32Imm(0))
@@ -198,26 +198,25 @@ func (e *probsEpilogue) row(k *ptx.Func, t gemm.Tile, r accRow) {
 			gen.StVals(k, e.dt, ptx.At(t.Out, int64((dr*e.ld+8*j)*e.dt.Size())), ps, k.And(ptx.Pred, rowOK, t.ColOK[j]))
 		}
 	}
-	dmax = quad(k, dmax, func(a, b ptx.Reg) ptx.Reg { return k.Max(ptx.F32, a, b) })
+	dmax = butterfly(k, dmax, quadLanes, func(a, b ptx.Reg) ptx.Reg { return k.Max(ptx.F32, a, b) })
 	lead := k.And(ptx.Pred, rowOK, k.Setp("eq", ptx.U32, k.And(ptx.U32, t.Lane, ptx.Imm(3)), ptx.Imm(0)))
 	if e.probe {
 		k.If(lead, func() { k.Red(ptx.Global, "max", ptx.U32, word(e.st.ref(0)), ordered(k, dmax)) })
 		return
 	}
 	add := func(a, b ptx.Reg) ptx.Reg { return k.Add(ptx.F32, a, b) }
-	sum = quad(k, sum, add)
+	sum = butterfly(k, sum, quadLanes, add)
 	if smooth {
-		zs = quad(k, zs, add)
+		zs = butterfly(k, zs, quadLanes, add)
 	}
 	k.If(lead, func() {
 		k.Red(ptx.Global, "add", ptx.F32, word(e.st.sum(0)), sum)
 		if smooth {
 			k.Red(ptx.Global, "add", ptx.F32, word(e.st.zsum(0)), zs)
 		}
-		ref := k.Neg(ptx.F32, neg)
 		k.Red(ptx.Global, "max", ptx.U32, word(e.st.ref(1)), ordered(k, k.Add(ptx.F32, ref, k.Max(ptx.F32, dmax, ptx.F32Imm(0)))))
 		if !e.noFlag {
-			flagAt := e.st.at(k, e.rows, row, e.st.flag())
+			flagAt := ptx.At(r.rowAt, int64(4*e.st.flag()))
 			k.If(k.Setp("gt", ptx.F32, dmax, gen.F32Imm(e.clamp)), func() {
 				k.St(ptx.Global, ptx.U32, flagAt, []ptx.Reg{k.Mov(ptx.U32, ptx.Imm(1))})
 			})
@@ -229,21 +228,22 @@ func (e *probsEpilogue) row(k *ptx.Func, t gemm.Tile, r accRow) {
 			k.St(ptx.Global, ptx.F32, ptx.At(k.Add(ptx.U64, e.alpha, k.MulWide(ptx.U32, row, ptx.Imm(4))), 0), []ptx.Reg{a})
 		})
 	})
-	e.label(k, t, mb, h, row, rowOK, r.lab)
+	e.label(k, t, r)
 }
 
 // label stores z[label] (the f32 logit) from the thread that holds it:
 // the thread's columns are Col + 8j + e, so a label at rel = label − c0 −
 // Col is its own where rel < BN and rel%8 < 2.
-func (e *probsEpilogue) label(k *ptx.Func, t gemm.Tile, mb, h int, row, rowOK, lab ptx.Reg) {
-	inChunk := k.Sub(ptx.U32, lab, e.c0p) // an ignored or earlier label wraps past w
+func (e *probsEpilogue) label(k *ptx.Func, t gemm.Tile, r accRow) {
+	mb, h := r.mb, r.h
+	inChunk := k.Sub(ptx.U32, r.lab, e.c0p) // an ignored or earlier label wraps past w
 	if e.labelOff {
 		inChunk = k.Add(ptx.U32, inChunk, ptx.Imm(1))
 	}
 	rel := k.Sub(ptx.U32, inChunk, t.Col)
 	hit := k.And(ptx.Pred, k.Setp("lt", ptx.U32, inChunk, ptx.Imm(e.w)), k.Setp("lt", ptx.U32, rel, ptx.Imm(t.BN)))
 	hit = k.And(ptx.Pred, hit, k.Setp("eq", ptx.U32, k.And(ptx.U32, rel, ptx.Imm(6)), ptx.Imm(0)))
-	k.If(k.And(ptx.Pred, hit, rowOK), func() {
+	k.If(k.And(ptx.Pred, hit, r.rowOK), func() {
 		z := t.Acc[mb][2*h]
 		for j := range t.BN / 8 {
 			for i := range 2 {
@@ -252,7 +252,7 @@ func (e *probsEpilogue) label(k *ptx.Func, t gemm.Tile, mb, h int, row, rowOK, l
 				}
 			}
 		}
-		k.St(ptx.Global, ptx.F32, e.st.at(k, e.rows, row, e.st.zlab()), []ptx.Reg{z})
+		k.St(ptx.Global, ptx.F32, ptx.At(r.rowAt, int64(4*e.st.zlab())), []ptx.Reg{z})
 	})
 }
 
@@ -297,7 +297,7 @@ func (r repair) emit(k *ptx.Func) {
 	k.ReqNTid(repairBlock)
 	x, w, rows, rec, acc := gen.Param(k, "x"), gen.Param(k, "w"), gen.Param(k, "rows"), gen.Param(k, "rec"), gen.Param(k, "acc")
 	row, tid := k.Mov(ptx.U32, ptx.CtaidX), k.Mov(ptx.U32, ptx.TidX)
-	flag := k.Ld(ptx.Global, ptx.U32, 1, r.st.at(k, rows, row, r.st.flag()))[0]
+	flag := k.Ld(ptx.Global, ptx.U32, 1, ptx.At(r.st.rowAt(k, rows, row), int64(4*r.st.flag())))[0]
 	k.IfNot(k.BarRedOr(0, k.Setp("ne", ptx.U32, flag, ptx.Imm(0))), k.Ret)
 	lane, warp := k.And(ptx.U32, tid, ptx.Imm(31)), k.Shr(ptx.U32, tid, ptx.Imm(5))
 	accs := k.Mov(ptx.U32, k.SharedArray("accs", ptx.F32, r.h, 16))
@@ -321,9 +321,7 @@ func (r repair) emit(k *ptx.Func) {
 					k.MovTo(d, k.Fma(ptx.F32, wv[i], xv[i], d))
 				}
 			})
-			for off := int64(16); off >= 1; off /= 2 {
-				k.MovTo(d, k.Add(ptx.F32, d, k.BitsToF32(k.ShflSync("bfly", d, ptx.Imm(off), ptx.Imm(31), 0xffffffff))))
-			}
+			d = butterfly(k, d, warpLanes, func(a, b ptx.Reg) ptx.Reg { return k.Add(ptx.F32, a, b) })
 			body(c, wr, k.Mul(ptx.F32, d, log2e))
 		})
 	}
@@ -358,10 +356,10 @@ func (r repair) emit(k *ptx.Func) {
 }
 
 // emitOnline writes the epilogue path's launches into m after the
-// column sums' (launches): the probe, per chunk the logits GEMM with the
-// softmax epilogue and the gradient GEMM (addGEMM adds a GEMM's kernel
-// and launch), the repair kernel and the finishing kernel.
-func emitOnline(m *ptx.Module, s Shape, p Params, b bugs, addGEMM func(gemm.Custom, gemm.Params, error) error, launches *[]kernels.Launch) (kernels.Program, error) {
+// column sums' (ws's, in launches): the probe, per chunk the logits GEMM
+// with the softmax epilogue and the gradient GEMM (addGEMM adds a GEMM's
+// kernel and launch), the repair kernel and the finishing kernel.
+func emitOnline(m *ptx.Module, s Shape, p Params, b bugs, ws wsumKernels, addGEMM func(gemm.Custom, gemm.Params, error) error, launches *[]kernels.Launch) (kernels.Program, error) {
 	cs := chunksOf(s, p)
 	st := rowStats{n: len(cs)}
 	if st.n > finishBlock { // the finishing kernel's thread j takes chunk j
@@ -383,23 +381,11 @@ func emitOnline(m *ptx.Module, s Shape, p Params, b bugs, addGEMM func(gemm.Cust
 			return kernels.Program{}, err
 		}
 	}
-	grid := [3]configs.Expr{configs.Var(Dim), configs.Int(1), configs.Int(1)}
 	rp := repair{dt: s.DType, v: s.V, h: s.H, st: st}
 	rp.emit(m.Func(rp.entry()))
-	*launches = append(*launches, kernels.Launch{Entry: rp.entry(), Grid: grid, Block: [3]int{repairBlock, 1, 1},
-		Args: []kernels.Arg{{Buffer: "x"}, {Buffer: "w"}, {Buffer: "rows"}, {Buffer: "rec"}, {Buffer: "acc"}}})
 	fin := finish{dt: s.DType, h: s.H, tm: tm, online: &st, noWSum: b.noWSum, noZFactor: b.noZFactor}
-	fin.emit(m.Func(fin.entry()))
-	args := []kernels.Arg{{Buffer: "acc"}, {Buffer: "w"}, {Buffer: "labels"}, {Buffer: "rows"}, {Buffer: "rec"}, {Buffer: "dloss"},
-		{Buffer: "n_valid"}, {Buffer: "dx"}, {Buffer: "lse"}, {Buffer: "loss"}}
-	if tm.zloss {
-		args = append(args, kernels.Arg{Buffer: "zloss_scale"})
-	}
-	ws := wsumKernels{dt: s.DType, v: s.V, h: s.H}
-	if tm.eps > 0 {
-		args = append(args, ws.sums())
-	}
-	*launches = append(*launches, kernels.Launch{Entry: fin.entry(), Grid: grid, Block: [3]int{finishBlock, 1, 1}, Args: args})
+	*launches = append(*launches, kernels.Launch{Entry: rp.entry(), Grid: rowsGrid(), Block: [3]int{repairBlock, 1, 1},
+		Args: []kernels.Arg{{Buffer: "x"}, {Buffer: "w"}, {Buffer: "rows"}, {Buffer: "rec"}, {Buffer: "acc"}}}, fin.add(m, ws))
 	built, err := m.Build()
 	if err != nil {
 		return kernels.Program{}, fmt.Errorf("building: %w", err)

@@ -32,9 +32,7 @@ func (r *blockReduce) sum(v ptx.Reg) ptx.Reg {
 
 func (r *blockReduce) reduce(v ptx.Reg, op func(a, b ptx.Reg) ptx.Reg) ptx.Reg {
 	k := r.k
-	for off := 16; off >= 1; off /= 2 {
-		v = op(v, k.BitsToF32(k.ShflSync("bfly", v, ptx.Imm(off), ptx.Imm(31), 0xffffffff)))
-	}
+	v = butterfly(k, v, warpLanes, op)
 	r.arrays++
 	slots := k.Mov(ptx.U32, k.SharedArray("warps"+string(rune('0'+r.arrays)), ptx.F32, r.warps, 16))
 	k.St(ptx.Shared, ptx.F32, ptx.At(k.Mad(ptx.U32, r.warp, ptx.Imm(4), slots), 0), []ptx.Reg{v})
@@ -42,3 +40,20 @@ func (r *blockReduce) reduce(v ptx.Reg, op func(a, b ptx.Reg) ptx.Reg) ptx.Reg {
 	k.BarSync(0)
 	return gen.Tree(gen.LdF32(k, ptx.Shared, ptx.At(slots, 0), r.warps, ptx.Reg{}), op)
 }
+
+// butterfly combines v with op across the lanes at the xor distances
+// offs, in that order (shfl.sync.bfly over the whole warp): every lane
+// of each group the distances span ends with the group's result.
+func butterfly(k *ptx.Func, v ptx.Reg, offs []int64, op func(a, b ptx.Reg) ptx.Reg) ptx.Reg {
+	for _, off := range offs {
+		v = op(v, k.BitsToF32(k.ShflSync("bfly", v, ptx.Imm(off), ptx.Imm(31), 0xffffffff)))
+	}
+	return v
+}
+
+// warpLanes are a whole warp's distances; quadLanes the four threads of
+// a wgmma accumulator row's.
+var (
+	warpLanes = []int64{16, 8, 4, 2, 1}
+	quadLanes = []int64{1, 2}
+)
