@@ -38,6 +38,12 @@ type Custom struct {
 	Scale string
 	// Accumulate adds to what C holds, C += A·B, rounded once to OutDT.
 	Accumulate bool
+	// Reduce adds A·B to what C holds (f32) with atomic adds
+	// (red.global.add.v2.f32): C's old values are never loaded, so the
+	// epilogue issues its adds and the CTA ends. Each element of C takes
+	// one add per launch, so launches that follow one another add in
+	// their order.
+	Reduce bool
 	// Epilogue, when set, writes each finished tile in place of the
 	// stores (direct epilogue, no Scale or Accumulate); its parameters
 	// follow C's and its arguments come from Args.
@@ -98,7 +104,7 @@ func (c Custom) problem(t int) problem {
 		return operand{buf: o.Buffer, kMajor: o.KMajor, ld: o.LD, off: o.Offset, rows: o.Rows}
 	}
 	g := problem{r: t, c: c.Cols, l: c.Red, mRows: true, a: op(c.A), b: op(c.B), out: c.Out, in: c.In, od: c.OutDT,
-		dim: c.Dim, scale: c.Scale, accumulate: c.Accumulate, epi: c.Epilogue}
+		dim: c.Dim, scale: c.Scale, accumulate: c.Accumulate, reduce: c.Reduce, epi: c.Epilogue}
 	if c.M > 0 {
 		g.r, g.l, g.mRows = c.M, t, false
 	}
@@ -118,10 +124,12 @@ func (c Custom) Check() error {
 		return fmt.Errorf("gemm %s: A takes no row count", c.Entry)
 	case c.Scale != "" && c.OutDT != dtype.F32:
 		return fmt.Errorf("gemm %s: a scaled epilogue accumulates into f32, not %v", c.Entry, c.OutDT)
+	case c.Reduce && (c.OutDT != dtype.F32 || c.Scale != "" || c.Accumulate):
+		return fmt.Errorf("gemm %s: Reduce adds into f32 with neither Scale nor Accumulate", c.Entry)
 	case c.WaitPrior && !c.Chained:
 		return fmt.Errorf("gemm %s: WaitPrior is a link of a chain (Chained)", c.Entry)
-	case c.Epilogue != nil && (c.Scale != "" || c.Accumulate || c.M > 0):
-		return fmt.Errorf("gemm %s: an epilogue of the caller's takes t as C's rows and no Scale or Accumulate", c.Entry)
+	case c.Epilogue != nil && (c.Scale != "" || c.Accumulate || c.Reduce || c.M > 0):
+		return fmt.Errorf("gemm %s: an epilogue of the caller's takes t as C's rows and no Scale, Accumulate or Reduce", c.Entry)
 	case c.OutOffset%16 != 0:
 		return fmt.Errorf("gemm %s: output offset %d must be a multiple of 16 bytes", c.Entry, c.OutOffset)
 	case c.Cols%8 != 0 || c.A.LD%8 != 0 || c.B.LD%8 != 0:

@@ -21,6 +21,7 @@ import (
 //	       whose 40 rows leave the last 8 columns of C zero
 //	scale  C[t×64] f32 = s[row]·C + x[t×72]·w[8:80]: an MN-major B at an
 //	       offset, C an inout buffer rescaled per row
+//	reduce C[t×64] f32 += x[t×72]·w[8:80] by atomic adds (Reduce)
 //	dw     C[16:56] bf16 of a [100×64] buffer += Gᵀ·x, G [t×48] (40 of its
 //	       columns), x [t×64]: t as the reduction, an output offset, an
 //	       epilogue that adds in bf16
@@ -28,7 +29,7 @@ type customCase struct{}
 
 type customShape struct {
 	T     int    `dim:"t"`
-	Case  string `dim:"case" values:"chunk,scale,dw"`
+	Case  string `dim:"case" values:"chunk,scale,reduce,dw"`
 	DType dtype.DType
 }
 
@@ -55,10 +56,14 @@ func (customCase) custom(s customShape) gemm.Custom {
 		return gemm.Custom{Entry: "chunk", Dim: "t", Cols: 48, Red: 64, In: s.DType,
 			A: gemm.Operand{Buffer: "x", KMajor: true, LD: 64}, B: gemm.Operand{Buffer: "w", KMajor: true, LD: 64, Offset: 64 * 64 * 2, Rows: 40},
 			Out: "c", OutDT: dtype.F32}
-	case "scale":
-		return gemm.Custom{Entry: "scale", Dim: "t", Cols: 64, Red: 72, In: s.DType,
+	case "scale", "reduce":
+		c := gemm.Custom{Entry: s.Case, Dim: "t", Cols: 64, Red: 72, In: s.DType,
 			A: gemm.Operand{Buffer: "x", KMajor: true, LD: 72}, B: gemm.Operand{Buffer: "w", LD: 64, Offset: 8 * 64 * 2},
 			Out: "c", OutDT: dtype.F32, Scale: "s"}
+		if s.Case == "reduce" {
+			c.Scale, c.Reduce = "", true
+		}
+		return c
 	}
 	return gemm.Custom{Entry: "dw", Dim: "t", M: 40, Cols: 64, In: s.DType,
 		A: gemm.Operand{Buffer: "g", LD: 48}, B: gemm.Operand{Buffer: "x", LD: 64},
@@ -91,10 +96,13 @@ func (customCase) Buffers(s customShape) []kernels.Buffer {
 	case "chunk":
 		return []kernels.Buffer{in("x", t.TimesInt(64)), in("w", configs.Int(200*64)),
 			{Name: "c", DType: dtype.F32, Elems: t.TimesInt(48), Role: kernels.Output}}
-	case "scale":
-		return []kernels.Buffer{in("x", t.TimesInt(72)), in("w", configs.Int(80*64)),
-			{Name: "s", DType: dtype.F32, Elems: t, Role: kernels.Input},
+	case "scale", "reduce":
+		b := []kernels.Buffer{in("x", t.TimesInt(72)), in("w", configs.Int(80*64)),
 			{Name: "c", DType: dtype.F32, Elems: t.TimesInt(64), Role: kernels.InOut}}
+		if s.Case == "scale" {
+			b = append(b, kernels.Buffer{Name: "s", DType: dtype.F32, Elems: t, Role: kernels.Input})
+		}
+		return b
 	}
 	return []kernels.Buffer{in("g", t.TimesInt(48)), in("x", t.TimesInt(64)),
 		{Name: "c", DType: dtype.BF16, Elems: configs.Int(100 * 64), Role: kernels.InOut}}
@@ -125,11 +133,14 @@ func (customCase) Reference(s customShape, in map[string][]float64) map[string][
 			}
 		}
 		return map[string][]float64{"c": c}
-	case "scale":
+	case "scale", "reduce":
 		c := make([]float64, t*64)
 		for r := range t {
 			for j := range 64 {
-				v := in["s"][r] * in["c"][r*64+j]
+				v := in["c"][r*64+j]
+				if s.Case == "scale" {
+					v *= in["s"][r]
+				}
 				for k := range 72 {
 					v += in["x"][r*72+k] * in["w"][(8+k)*64+j]
 				}
@@ -167,7 +178,7 @@ var customFam = kernels.Define(customCase{})
 // t with a tail of every tile, one CTA per tile and persistent.
 func TestCustom(t *testing.T) {
 	var pts []simtest.Point
-	for _, c := range []string{"chunk", "scale", "dw"} {
+	for _, c := range []string{"chunk", "scale", "reduce", "dw"} {
 		for _, p := range []string{"bm=64,bn=64,pers=0", "bm=128,bn=128,pers=0", "bm=64,bn=64,pers=1"} {
 			pts = append(pts, simtest.Point{Case: simtest.Case{Spec: fmt.Sprintf("t=%d,case=%s", 150, c), DType: dtype.BF16}, Params: p})
 		}

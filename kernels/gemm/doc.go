@@ -182,7 +182,9 @@
 // so a chunk of a weight is the same kernel at every offset, launched
 // with other maps. Scale makes the direct epilogue accumulate into an
 // f32 C, C = scale[row]·C + A·B: each row's factor and the old pair are
-// loaded under the store's guards. Custom.Params picks the ring, the
+// loaded under the store's guards; Reduce adds A·B into an f32 C by
+// red.global.add.v2.f32 under the same guards, loading nothing.
+// Custom.Params picks the ring, the
 // consumers and the order from the tile alone, so the kernel does not
 // depend on t.
 //

@@ -33,6 +33,9 @@ type problem struct {
 	// accumulate: the epilogue adds to what C holds, C += A·B (Custom
 	// only, direct epilogue).
 	accumulate bool
+	// reduce: the epilogue adds A·B to C (f32) with atomic adds, loading
+	// nothing (Custom only, direct epilogue).
+	reduce bool
 	// epi, when set, is a Custom caller's epilogue (Custom only, direct
 	// epilogue).
 	epi TileEpilogue

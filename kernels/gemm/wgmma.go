@@ -754,6 +754,10 @@ func (wk *wgKernel) epilogue(c ptx.Reg, t tile, cw, l ptx.Reg, acc [][]ptx.Reg) 
 		ds.accumulate(wk.scale, acc)
 		return
 	}
+	if wk.g.reduce {
+		ds.reduce(acc)
+		return
+	}
 	for mb := range acc {
 		for h := range 2 {
 			for j := range wk.p.BN / 8 {
@@ -882,6 +886,23 @@ func (ds *directStore) accumulate(scale ptx.Reg, acc [][]ptx.Reg) {
 				cur = next
 			}
 			store(cur)
+		}
+	}
+}
+
+// reduce adds the thread's pairs to C (f32) with atomic adds, under the
+// stores' guards.
+func (ds *directStore) reduce(acc [][]ptx.Reg) {
+	k := ds.wk.k
+	for mb := range acc {
+		for h := range 2 {
+			dr := 64*mb + 8*h
+			rowOK := ds.rowBound(dr)
+			for j := range ds.wk.p.BN / 8 {
+				ok := k.And(ptx.Pred, rowOK, ds.colOK[j])
+				k.RedAddF32(ptx.At(ds.ptr, int64(dr*ds.wk.g.c+8*j)*4), []ptx.Reg{acc[mb][4*j+2*h], acc[mb][4*j+2*h+1]})
+				k.Guard(ok, false)
+			}
 		}
 	}
 }

@@ -75,6 +75,12 @@
 //     maximum, sum and Σ p·w exactly from x and w, and the finishing
 //     kernel takes those instead. The per-row words (refs, sums, z[label],
 //     the flag: 3n+3 per row, State) are zeroed by the finishing kernel.
+//     ref=fixed (bf16): every chunk's reference is ref_0, so the logits
+//     GEMMs raise no ref_{j+1} and write no α, the gradient GEMMs past
+//     the first add P·w into acc by red.global.add.v2.f32 (gemm.Custom
+//     Reduce: nothing loaded, one add an element a launch, in the
+//     launches' order), and s = Σ_j s_j. A logit more than 100 bits over
+//     chunk 0's maximum is repaired as above.
 //   - dW (dw=1, 2): after the finishing kernel, a second pass over the
 //     chunks, last to first: the logits GEMM again (not for the last
 //     chunk, whose logits are still in z), the gradient kernel writing G
@@ -99,7 +105,9 @@
 //     dW GEMM's tile wbm×wbn (128×128, a single point, without dW);
 //     softmax=epilogue only without dW, with sblock 128 (it runs no
 //     softmax kernel) and h at most 11776 (the repair kernel's row of f32
-//     sums in static shared memory); pdl=1 only with softmax=epilogue.
+//     sums in static shared memory); pdl=1 and ref=fixed only with
+//     softmax=epilogue, ref=fixed only in bf16 (f16's 15 bits of headroom
+//     over chunk 0's maximum would send rows to the repair kernel).
 //   - Inputs: x uniform in [−1, 1], w uniform in [−6/√h, 6/√h] (logits of
 //     standard deviation 2 at every h), rounded to the dtype; labels
 //     uniform in [0, v), every eighth row (offset by the seed)

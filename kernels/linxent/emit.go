@@ -49,7 +49,12 @@ func (c chunk) dxGEMM(s Shape, p Params, first bool) (gemm.Custom, gemm.Params, 
 		A:   gemm.Operand{Buffer: "p", KMajor: true, LD: c.ld},
 		B:   gemm.Operand{Buffer: "w", LD: s.H, Offset: c.wOffset(s), Rows: c.w},
 		Out: "acc", OutDT: dtype.F32}
-	if !first {
+	switch {
+	case first:
+	case p.Ref == refFixed:
+		g.Entry += "_red"
+		g.Reduce = true
+	default:
 		g.Entry += "_acc"
 		g.Scale = "alpha"
 	}

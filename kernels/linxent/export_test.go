@@ -7,7 +7,7 @@ import (
 
 // EmitBuggy emits variant p of shape s with a planted bug: noRescale
 // stores each chunk's P·w over the accumulator instead of rescaling and
-// adding; labelOff takes z[label] one class late; noOneHot leaves −g at
+// adding (ref=fixed: instead of adding); labelOff takes z[label] one class late; noOneHot leaves −g at
 // the label out of the dW pass's gradient; noWSum leaves label
 // smoothing's Σ_c w_c out of dx; noZFactor z-loss's factor. With
 // softmax=epilogue, lowClamp (not a bug) clamps probabilities half a bit

@@ -74,6 +74,7 @@ type Params struct {
 	DBM     int    `axis:"dbm" values:"64,128,256" doc:"tile rows (tokens) of the gradient GEMM"`
 	DBN     int    `axis:"dbn" values:"64,128,192,256" doc:"tile columns (hidden) of the gradient GEMM"`
 	DPers   bool   `axis:"dpers" values:"0,1" doc:"1: the gradient GEMM runs a persistent grid"`
+	Ref     string `axis:"ref" values:"running,fixed" default:"running" doc:"softmax=epilogue: running: each chunk's probabilities are against the row's maximum over the chunks before, and each gradient GEMM rescales the accumulator (loads and stores it); fixed (bf16): every chunk's are against chunk 0's maximum, and the gradient GEMMs add into the accumulator with atomic adds, loading nothing"`
 	PDL     int    `axis:"pdl" values:"0,1" doc:"1 (softmax=epilogue): the GEMMs run as a chain of programmatic dependent launches, each starting during the previous one's tail and waiting for it before its first load"`
 	SBlock  int    `axis:"sblock" values:"128,256,512" doc:"threads per CTA of the softmax kernel (one row of a chunk each)"`
 	WBM     int    `axis:"wbm" values:"64,128,256" doc:"tile rows (classes) of the dW GEMM (dw=1 or 2; 128 without dW)"`
@@ -176,10 +177,14 @@ func (family) Space(s Shape) variants.Typed[Params] {
 			}
 			return nil
 		}},
-		{Name: "epilogue path", Axes: []string{"softmax", "sblock", "pdl"}, Check: func(p Params) error {
+		{Name: "epilogue path", Axes: []string{"softmax", "sblock", "pdl", "ref"}, Check: func(p Params) error {
 			switch {
 			case p.Softmax != softmaxEpilogue && p.PDL != 0:
 				return fmt.Errorf("pdl=1 chains the epilogue path's GEMMs (softmax=epilogue)")
+			case p.Softmax != softmaxEpilogue && p.Ref != refRunning:
+				return fmt.Errorf("ref=%s is the epilogue path's reference (softmax=epilogue)", p.Ref)
+			case p.Ref == refFixed && s.DType != dtype.BF16:
+				return fmt.Errorf("ref=fixed: %v probabilities overflow %v bits above chunk 0's maximum; bf16 only", s.DType, clampOf(s.DType))
 			case p.Softmax != softmaxEpilogue:
 				return nil
 			case s.DW != dwNone:
@@ -227,6 +232,12 @@ func (family) Space(s Shape) variants.Typed[Params] {
 
 // softmaxEpilogue is the softmax axis's value of the epilogue path.
 const softmaxEpilogue = "epilogue"
+
+// The ref axis's values.
+const (
+	refRunning = "running"
+	refFixed   = "fixed"
+)
 
 // maxVecs bounds the 4-float vectors a softmax thread holds.
 const maxVecs = 16

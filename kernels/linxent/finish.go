@@ -129,6 +129,7 @@ func (f finish) emit(k *ptx.Func) {
 // onlineStats is the epilogue path's statistics of row (mL, s,
 // z[label], Σz) and acc's factor 2^(ref_{n−1} − mL), after which the
 // CTA zeroes the row's words: mL = ref_n, s = Σ_j s_j·2^(ref_j − mL)
+// (ref=fixed: every ref_j is ref_0, and the factor 1)
 // (thread j takes chunk j), or on a repaired row mL and s from rec and
 // the factor 1.
 func (f finish) onlineStats(k *ptx.Func, rows, rec, row, tid ptx.Reg) (st []ptx.Reg, scale ptx.Reg) {
@@ -136,14 +137,14 @@ func (f finish) onlineStats(k *ptx.Func, rows, rec, row, tid ptx.Reg) (st []ptx.
 	rowAt := rs.rowAt(k, rows, row)
 	ld := func(i int) ptx.Reg { return k.Ld(ptx.Global, ptx.B32, 1, ptx.At(rowAt, int64(4*i)))[0] }
 	flagged := k.Setp("ne", ptx.B32, ld(rs.flag()), ptx.Imm(0))
-	mL := fromOrdered(k, ld(rs.ref(rs.n)))
-	accRef := fromOrdered(k, ld(rs.ref(rs.n-1)))
+	mL := fromOrdered(k, ld(rs.final()))
+	accRef := fromOrdered(k, ld(rs.accRef()))
 	zl := k.BitsToF32(ld(rs.zlab()))
 	term, zt := k.Mov(ptx.F32, ptx.F32Imm(0)), k.Mov(ptx.F32, ptx.F32Imm(0))
 	k.If(k.Setp("lt", ptx.U32, tid, ptx.Imm(rs.n)), func() {
 		base := wordAt(k, rowAt, tid) // chunk tid's words
 		w := func(i int) ptx.Reg { return k.Ld(ptx.Global, ptx.B32, 1, ptx.At(base, int64(4*i)))[0] }
-		refj := fromOrdered(k, w(rs.ref(0)))
+		refj := fromOrdered(k, k.Ld(ptx.Global, ptx.B32, 1, rs.refOf(rowAt, base))[0])
 		k.MovTo(term, k.Mul(ptx.F32, k.BitsToF32(w(rs.sum(0))), k.Ex2ApproxFtz(k.Sub(ptx.F32, refj, mL))))
 		if f.tm.eps > 0 {
 			k.MovTo(zt, k.BitsToF32(w(rs.zsum(0))))

@@ -24,6 +24,7 @@ func TestNamedOnInterpreter(t *testing.T) {
 	simtest.RunNamed(t, fam, []simtest.Point{
 		{Case: simtest.Case{Spec: "t=70,h=128,v=300", DType: dtype.BF16}, Params: "softmax=kernel,pdl=0,chunk=256,zbm=128,zbn=128,zpers=0,dbm=128,dbn=128,dpers=0,sblock=128,wbm=128,wbn=128"},
 		{Case: simtest.Case{Spec: "t=70,h=128,v=300", DType: dtype.BF16}, Params: "softmax=epilogue,pdl=1,chunk=256,zbm=128,zbn=128,zpers=0,dbm=128,dbn=128,dpers=0,sblock=128,wbm=128,wbn=128"},
+		{Case: simtest.Case{Spec: "t=70,h=128,v=300", DType: dtype.BF16}, Params: "softmax=epilogue,ref=fixed,pdl=1,chunk=256,zbm=128,zbn=128,zpers=0,dbm=128,dbn=128,dpers=0,sblock=128,wbm=128,wbn=128"},
 	})
 }
 
@@ -33,9 +34,11 @@ func TestNamedOnInterpreter(t *testing.T) {
 // wrong), dx without label smoothing's column sums or without z-loss's
 // factor: each fails validation naming that buffer.
 //
-// The epilogue path (softmax=epilogue): the same bugs, and rows clamped
-// half a bit over their reference without the flag that sends them to
-// the repair kernel (dx wrong); with the flag the program is valid.
+// The epilogue path (softmax=epilogue), with either reference: the same
+// bugs (ref=fixed: each chunk's atomic adds replaced by stores), and rows
+// clamped half a bit over their reference without the flag that sends
+// them to the repair kernel (dx wrong); with the flag the program is
+// valid.
 func TestValidationCatchesBugs(t *testing.T) {
 	ss := runner.NewSession(sim.New(sim.Options{Workers: 2}))
 	defer ss.Release()
@@ -52,16 +55,18 @@ func TestValidationCatchesBugs(t *testing.T) {
 			"lowClamp": "", "lowClampNoFlag": "dx"}},
 		{"t=70,h=128,v=40,smooth=0.9", "epilogue", map[string]string{"noWSum": "dx"}},
 		{"t=45,h=64,v=600,labels=i64,f16", "epilogue", map[string]string{"lowClamp": "", "lowClampNoFlag": "dx"}},
+		{"t=70,h=128,v=600,smooth=0.1,zloss=1", "epilogue,ref=fixed", map[string]string{"noRescale": "dx", "labelOff": "loss", "noZFactor": "dx",
+			"lowClamp": "", "lowClampNoFlag": "dx"}},
 	} {
-		p, err := variants.ParseParams("softmax=" + c.softmax + "," + rest)
-		if err != nil {
-			t.Fatal(err)
-		}
 		spec, dt := c.spec, dtype.BF16
 		if f, ok := strings.CutSuffix(spec, ",f16"); ok {
 			spec, dt = f, dtype.F16
 		}
 		s := simtest.Shape(t, fam, spec, dt)
+		p, err := fam.Space(s).ParseRecorded("softmax=" + c.softmax + "," + rest)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := ss.Prepare(fam, s, 1); err != nil {
 			t.Fatal(err)
 		}
@@ -170,6 +175,11 @@ func TestVariantsOnInterpreter(t *testing.T) {
 		{Case: simCases[3], Params: "softmax=epilogue,pdl=0,chunk=256,zbm=64,zbn=64,zpers=0,dbm=64,dbn=192,dpers=0,sblock=128,wbm=128,wbn=128"},
 		{Case: simCases[0], Params: "softmax=epilogue,pdl=1,chunk=256,zbm=128,zbn=128,zpers=0,dbm=128,dbn=128,dpers=0,sblock=128,wbm=128,wbn=128"},
 		{Case: simCases[7], Params: "softmax=epilogue,pdl=1,chunk=256,zbm=128,zbn=128,zpers=0,dbm=128,dbn=128,dpers=0,sblock=128,wbm=128,wbn=128"},
+		// ref=fixed: the same tilings but f16's
+		{Case: simtest.Case{Spec: "t=600,h=64,v=2100", DType: dtype.BF16}, Params: "softmax=epilogue,ref=fixed,pdl=1,chunk=1024,zbm=64,zbn=64,zpers=1,dbm=64,dbn=64,dpers=0,sblock=128,wbm=128,wbn=128"},
+		{Case: simCases[4], Params: "softmax=epilogue,ref=fixed,pdl=1,chunk=512,zbm=256,zbn=128,zpers=0,dbm=128,dbn=64,dpers=0,sblock=128,wbm=128,wbn=128"},
+		{Case: simCases[0], Params: "softmax=epilogue,ref=fixed,pdl=1,chunk=256,zbm=128,zbn=128,zpers=0,dbm=128,dbn=128,dpers=0,sblock=128,wbm=128,wbn=128"},
+		{Case: simCases[7], Params: "softmax=epilogue,ref=fixed,pdl=0,chunk=256,zbm=128,zbn=128,zpers=0,dbm=128,dbn=192,dpers=0,sblock=128,wbm=128,wbn=128"},
 	})
 }
 

@@ -25,6 +25,12 @@ import (
 // gradient GEMM, acc = α·acc + P·w, whose accumulator is then against
 // ref_j. The finishing kernel takes R = ref_n and S = Σ_j s_j·2^(ref_j − R).
 //
+// With ref=fixed every chunk's reference is ref_0: the gradient GEMMs
+// then add P·w into the accumulator with atomic adds (no α, nothing
+// loaded), and S = Σ_j s_j. Chunk 0's maximum is at most the row's, so
+// nothing underflows that would not against the row's maximum; a logit
+// past the clamp above it is repaired as below.
+//
 // A logit more than clampOf(dtype) above its reference (log₂ units)
 // would overflow P or the sums: its P is clamped and the row flagged,
 // and the repair kernel recomputes a flagged row exactly, one CTA a row
@@ -44,8 +50,12 @@ func clampOf(dt dtype.DType) float64 {
 // rowStats is the layout of a row's words in the State buffer rows
 // (u32 and f32), for n chunks: refs 0..n (order-preserving u32 images),
 // s_j, zs_j, z[label], the repair flag. The program's last kernel zeroes
-// them.
-type rowStats struct{ n int }
+// them. fixed: every chunk is against ref_0 (ref=fixed), and refs 1..n
+// stay 0.
+type rowStats struct {
+	n     int
+	fixed bool
+}
 
 func (r rowStats) ref(j int) int  { return j }
 func (r rowStats) sum(j int) int  { return r.n + 1 + j }
@@ -53,6 +63,32 @@ func (r rowStats) zsum(j int) int { return 2*r.n + 1 + j }
 func (r rowStats) zlab() int      { return 3*r.n + 1 }
 func (r rowStats) flag() int      { return 3*r.n + 2 }
 func (r rowStats) stride() int    { return 3*r.n + 3 }
+
+// refOf is the address of the word that holds the reference of the chunk
+// whose words start at base (wordAt(rowAt, j)): base's ref(0), or ref_0,
+// rowAt's, where fixed.
+func (r rowStats) refOf(rowAt, base ptx.Reg) ptx.Addr {
+	if r.fixed {
+		return ptx.At(rowAt, 4*int64(r.ref(0)))
+	}
+	return ptx.At(base, 4*int64(r.ref(0)))
+}
+
+// final is the word of the reference the row's sums end against (ref_n)
+// and accRef the accumulator's (ref_{n−1}); ref_0 for both where fixed.
+func (r rowStats) final() int {
+	if r.fixed {
+		return r.ref(0)
+	}
+	return r.ref(r.n)
+}
+
+func (r rowStats) accRef() int {
+	if r.fixed {
+		return r.ref(0)
+	}
+	return r.ref(r.n - 1)
+}
 
 // rowAt is the address (u64) of row's word 0 in rows; word i is 4i
 // bytes on.
@@ -154,7 +190,7 @@ func (e *probsEpilogue) loadRow(k *ptx.Func, t gemm.Tile, mb, h int) accRow {
 		return r
 	}
 	r.refU = k.Mov(ptx.B32, ptx.Imm(0))
-	k.LdTo(ptx.Global, ptx.B32, []ptx.Reg{r.refU}, ptx.At(r.base, int64(4*e.st.ref(0))))
+	k.LdTo(ptx.Global, ptx.B32, []ptx.Reg{r.refU}, e.st.refOf(r.rowAt, r.base))
 	k.Guard(r.rowOK, false)
 	r.lab = k.Mov(ptx.U32, ptx.Imm(-1))
 	k.LdTo(ptx.Global, ptx.U32, []ptx.Reg{r.lab}, ptx.At(k.Add(ptx.U64, e.labels, k.MulWide(ptx.U32, r.row, ptx.Imm(e.tm.labBytes))), 0), gen.LdNC)
@@ -214,12 +250,17 @@ func (e *probsEpilogue) row(k *ptx.Func, t gemm.Tile, r accRow) {
 		if smooth {
 			k.Red(ptx.Global, "add", ptx.F32, word(e.st.zsum(0)), zs)
 		}
-		k.Red(ptx.Global, "max", ptx.U32, word(e.st.ref(1)), ordered(k, k.Add(ptx.F32, ref, k.Max(ptx.F32, dmax, ptx.F32Imm(0)))))
+		if !e.st.fixed {
+			k.Red(ptx.Global, "max", ptx.U32, word(e.st.ref(1)), ordered(k, k.Add(ptx.F32, ref, k.Max(ptx.F32, dmax, ptx.F32Imm(0)))))
+		}
 		if !e.noFlag {
 			flagAt := ptx.At(r.rowAt, int64(4*e.st.flag()))
 			k.If(k.Setp("gt", ptx.F32, dmax, gen.F32Imm(e.clamp)), func() {
 				k.St(ptx.Global, ptx.U32, flagAt, []ptx.Reg{k.Mov(ptx.U32, ptx.Imm(1))})
 			})
+		}
+		if e.st.fixed {
+			return
 		}
 		k.Comment("the first column's tiles: alpha = 2^(ref_{j-1} - ref_j) for the gradient GEMM (chunks past the first)")
 		k.If(k.And(ptx.Pred, k.Setp("ne", ptx.U32, e.jp, ptx.Imm(0)), k.Setp("eq", ptx.U32, t.Col0, ptx.Imm(0))), func() {
@@ -361,7 +402,7 @@ func (r repair) emit(k *ptx.Func) {
 // kernel and launch), the repair kernel and the finishing kernel.
 func emitOnline(m *ptx.Module, s Shape, p Params, b bugs, ws wsumKernels, addGEMM func(gemm.Custom, gemm.Params, error) error, launches *[]kernels.Launch) (kernels.Program, error) {
 	cs := chunksOf(s, p)
-	st := rowStats{n: len(cs)}
+	st := rowStats{n: len(cs), fixed: p.Ref == refFixed}
 	if st.n > finishBlock { // the finishing kernel's thread j takes chunk j
 		return kernels.Program{}, fmt.Errorf("%d chunks: the epilogue path takes at most %d", st.n, finishBlock)
 	}
