@@ -86,6 +86,59 @@ type Tile struct {
 	BN       int
 }
 
+// A QuadStore stores rows of a tile of 16-bit values as 16-byte vectors:
+// for each group g of four column groups, the quad's four threads
+// exchange their packed pairs (a 4×4 transpose in two shfl.bfly rounds),
+// so that thread q of the quad holds and stores the eight columns of
+// column group 4g + q. One warp's store then writes 64 contiguous bytes
+// of each of its eight rows instead of 16. Every thread of the warp must
+// run each Group (the shuffles take the whole warp).
+type QuadStore struct {
+	t   Tile
+	q   ptx.Reg    // u32: the thread's place in its quad
+	low [2]ptx.Reg // bit b of q is 0
+}
+
+// NewQuadStore sets up t's thread for QuadStore's groups.
+func (t Tile) NewQuadStore(k *ptx.Func) *QuadStore {
+	qs := &QuadStore{t: t, q: k.And(ptx.U32, t.Lane, ptx.Imm(3))}
+	for b := range qs.low {
+		qs.low[b] = k.Setp("eq", ptx.U32, k.And(ptx.U32, qs.q, ptx.Imm(1<<b)), ptx.Imm(0))
+	}
+	return qs
+}
+
+// Group stores group g of the thread's row dr below Row: words[i] the
+// packed pair at columns Col + 8(4g+i) and the next. Nothing is stored
+// where rowOK is false or at columns past cols, the row stride of Out (a
+// multiple of 8, as C's columns are).
+func (qs *QuadStore) Group(k *ptx.Func, dr, cols, g int, words []ptx.Reg, rowOK ptx.Reg) {
+	if len(words) != 4 || 32*g >= qs.t.BN || cols%8 != 0 {
+		panic(fmt.Sprintf("gemm: QuadStore group %d of %d words, a %d-column tile, rows of %d", g, len(words), qs.t.BN, cols))
+	}
+	a := append([]ptx.Reg(nil), words...)
+	for _, bit := range []int{1, 0} {
+		m := 1 << bit
+		for i := range 4 {
+			if i&m != 0 {
+				continue
+			}
+			// the thread whose bit is 0 sends a[i|m] and takes the
+			// partner's a[i] there; the other the reverse
+			send := k.Selp(ptx.B32, a[i|m], a[i], qs.low[bit])
+			recv := k.ShflSync("bfly", send, ptx.Imm(int64(m)), ptx.Imm(31), 0xffffffff)
+			a[i|m], a[i] = k.Selp(ptx.B32, recv, a[i|m], qs.low[bit]), k.Selp(ptx.B32, a[i], recv, qs.low[bit])
+		}
+	}
+	// the thread stores from column Col0 + 8q = Col + 6q (computed here,
+	// not held across the tile's rows)
+	first := k.Mad(ptx.U32, qs.q, ptx.Imm(6), qs.t.Col)
+	ok := k.And(ptx.Pred, rowOK, k.Setp("lt", ptx.S32, first, ptx.Imm(int64(cols-32*g)))) // signed: cols − 32g may be negative
+	at := k.Add(ptx.U64, qs.t.Out, k.MulWide(ptx.U32, qs.q, ptx.Imm(12)))
+	k.St(ptx.Global, ptx.B32, ptx.At(at, int64(2*(dr*cols+32*g))), a)
+	k.Guard(ok, false)
+}
+
 // Operand is a GEMM operand in its buffer: LD elements between the
 // buffer's rows, the first element Offset bytes in (a multiple of 16);
 // Rows, when not 0, the buffer's rows past Offset that hold it (B only).

@@ -100,10 +100,7 @@ func StValsIn(k *ptx.Func, sp ptx.Space, dt dtype.DType, at ptx.Addr, vals []ptx
 	case len(vals) == 1:
 		k.St(sp, ptx.B16, at, []ptx.Reg{k.Cvt(HalfType(dt), ptx.F32, "rn", vals[0])}, o...)
 	default:
-		pt := ptx.F16x2
-		if dt == dtype.BF16 {
-			pt = ptx.BF16x2
-		}
+		pt := Half2Type(dt)
 		words := make([]ptx.Reg, len(vals)/2)
 		for i := range words {
 			words[i] = k.PackHalf2(pt, vals[2*i+1], vals[2*i])
@@ -121,6 +118,14 @@ func HalfType(dt dtype.DType) ptx.Type {
 		return ptx.BF16
 	}
 	return ptx.F16
+}
+
+// Half2Type is the packed pair type of a 16-bit dtype.
+func Half2Type(dt dtype.DType) ptx.Type {
+	if dt == dtype.BF16 {
+		return ptx.BF16x2
+	}
+	return ptx.F16x2
 }
 
 // LdNC selects the read-only data path (ld.global.nc).

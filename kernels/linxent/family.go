@@ -75,6 +75,7 @@ type Params struct {
 	DBN     int    `axis:"dbn" values:"64,128,192,256" doc:"tile columns (hidden) of the gradient GEMM"`
 	DPers   bool   `axis:"dpers" values:"0,1" doc:"1: the gradient GEMM runs a persistent grid"`
 	Ref     string `axis:"ref" values:"running,fixed" default:"running" doc:"softmax=epilogue: running: each chunk's probabilities are against the row's maximum over the chunks before, and each gradient GEMM rescales the accumulator (loads and stores it); fixed (bf16): every chunk's are against chunk 0's maximum, and the gradient GEMMs add into the accumulator with atomic adds, loading nothing"`
+	PStore  string `axis:"pstore" values:"pair,quad" default:"pair" doc:"softmax=epilogue: how the logits GEMM's epilogue stores P: pair (each thread its 4-byte pairs as the accumulator holds them) or quad (the quad's four threads exchange pairs by shuffles, so that each stores 16 contiguous bytes)"`
 	PDL     int    `axis:"pdl" values:"0,1" doc:"1 (softmax=epilogue): the GEMMs run as a chain of programmatic dependent launches, each starting during the previous one's tail and waiting for it before its first load"`
 	SBlock  int    `axis:"sblock" values:"128,256,512" doc:"threads per CTA of the softmax kernel (one row of a chunk each)"`
 	WBM     int    `axis:"wbm" values:"64,128,256" doc:"tile rows (classes) of the dW GEMM (dw=1 or 2; 128 without dW)"`
@@ -177,10 +178,12 @@ func (family) Space(s Shape) variants.Typed[Params] {
 			}
 			return nil
 		}},
-		{Name: "epilogue path", Axes: []string{"softmax", "sblock", "pdl", "ref"}, Check: func(p Params) error {
+		{Name: "epilogue path", Axes: []string{"softmax", "sblock", "pdl", "ref", "pstore"}, Check: func(p Params) error {
 			switch {
 			case p.Softmax != softmaxEpilogue && p.PDL != 0:
 				return fmt.Errorf("pdl=1 chains the epilogue path's GEMMs (softmax=epilogue)")
+			case p.Softmax != softmaxEpilogue && p.PStore != pstorePair:
+				return fmt.Errorf("pstore=%s is the epilogue path's store of P (softmax=epilogue)", p.PStore)
 			case p.Softmax != softmaxEpilogue && p.Ref != refRunning:
 				return fmt.Errorf("ref=%s is the epilogue path's reference (softmax=epilogue)", p.Ref)
 			case p.Ref == refFixed && s.DType != dtype.BF16:
@@ -193,6 +196,14 @@ func (family) Space(s Shape) variants.Typed[Params] {
 				return fmt.Errorf("softmax=epilogue runs no softmax kernel: sblock 128 only")
 			case 4*s.H > maxRepairSmem:
 				return fmt.Errorf("softmax=epilogue: the repair kernel's row of h=%d f32 sums passes %d bytes of static shared memory", s.H, maxRepairSmem)
+			}
+			return nil
+		}},
+		{Name: "quad store", Axes: []string{"pstore", "zbn"}, Check: func(p Params) error {
+			if p.PStore == pstoreQuad && p.ZBN > 128 {
+				// where a chunk ends inside a tile, its column checks
+				// beside the exchange spill at 192 and 256 (ptxas 12.4)
+				return fmt.Errorf("pstore=quad: zbn 64 or 128")
 			}
 			return nil
 		}},
@@ -233,10 +244,12 @@ func (family) Space(s Shape) variants.Typed[Params] {
 // softmaxEpilogue is the softmax axis's value of the epilogue path.
 const softmaxEpilogue = "epilogue"
 
-// The ref axis's values.
+// The ref and pstore axes' values.
 const (
 	refRunning = "running"
 	refFixed   = "fixed"
+	pstorePair = "pair"
+	pstoreQuad = "quad"
 )
 
 // maxVecs bounds the 4-float vectors a softmax thread holds.

@@ -55,7 +55,7 @@ func TestValidationCatchesBugs(t *testing.T) {
 			"lowClamp": "", "lowClampNoFlag": "dx"}},
 		{"t=70,h=128,v=40,smooth=0.9", "epilogue", map[string]string{"noWSum": "dx"}},
 		{"t=45,h=64,v=600,labels=i64,f16", "epilogue", map[string]string{"lowClamp": "", "lowClampNoFlag": "dx"}},
-		{"t=70,h=128,v=600,smooth=0.1,zloss=1", "epilogue,ref=fixed", map[string]string{"noRescale": "dx", "labelOff": "loss", "noZFactor": "dx",
+		{"t=70,h=128,v=600,smooth=0.1,zloss=1", "epilogue,ref=fixed,pstore=quad", map[string]string{"noRescale": "dx", "labelOff": "loss", "noZFactor": "dx",
 			"lowClamp": "", "lowClampNoFlag": "dx"}},
 	} {
 		spec, dt := c.spec, dtype.BF16
@@ -175,11 +175,15 @@ func TestVariantsOnInterpreter(t *testing.T) {
 		{Case: simCases[3], Params: "softmax=epilogue,pdl=0,chunk=256,zbm=64,zbn=64,zpers=0,dbm=64,dbn=192,dpers=0,sblock=128,wbm=128,wbn=128"},
 		{Case: simCases[0], Params: "softmax=epilogue,pdl=1,chunk=256,zbm=128,zbn=128,zpers=0,dbm=128,dbn=128,dpers=0,sblock=128,wbm=128,wbn=128"},
 		{Case: simCases[7], Params: "softmax=epilogue,pdl=1,chunk=256,zbm=128,zbn=128,zpers=0,dbm=128,dbn=128,dpers=0,sblock=128,wbm=128,wbn=128"},
-		// ref=fixed: the same tilings but f16's
-		{Case: simtest.Case{Spec: "t=600,h=64,v=2100", DType: dtype.BF16}, Params: "softmax=epilogue,ref=fixed,pdl=1,chunk=1024,zbm=64,zbn=64,zpers=1,dbm=64,dbn=64,dpers=0,sblock=128,wbm=128,wbn=128"},
+		// ref=fixed: the same tilings but f16's; pstore=quad at the tile
+		// widths it takes (64, 128), with 256-row tiles and a last chunk's
+		// tail
+		{Case: simtest.Case{Spec: "t=600,h=64,v=2100", DType: dtype.BF16}, Params: "softmax=epilogue,ref=fixed,pstore=quad,pdl=1,chunk=1024,zbm=64,zbn=64,zpers=1,dbm=64,dbn=64,dpers=0,sblock=128,wbm=128,wbn=128"},
 		{Case: simCases[4], Params: "softmax=epilogue,ref=fixed,pdl=1,chunk=512,zbm=256,zbn=128,zpers=0,dbm=128,dbn=64,dpers=0,sblock=128,wbm=128,wbn=128"},
-		{Case: simCases[0], Params: "softmax=epilogue,ref=fixed,pdl=1,chunk=256,zbm=128,zbn=128,zpers=0,dbm=128,dbn=128,dpers=0,sblock=128,wbm=128,wbn=128"},
+		{Case: simCases[0], Params: "softmax=epilogue,ref=fixed,pstore=quad,pdl=1,chunk=256,zbm=128,zbn=128,zpers=0,dbm=128,dbn=128,dpers=0,sblock=128,wbm=128,wbn=128"},
 		{Case: simCases[7], Params: "softmax=epilogue,ref=fixed,pdl=0,chunk=256,zbm=128,zbn=128,zpers=0,dbm=128,dbn=192,dpers=0,sblock=128,wbm=128,wbn=128"},
+		{Case: simCases[4], Params: "softmax=epilogue,ref=fixed,pstore=quad,pdl=1,chunk=512,zbm=256,zbn=128,zpers=0,dbm=128,dbn=128,dpers=0,sblock=128,wbm=128,wbn=128"},
+		{Case: simCases[3], Params: "softmax=epilogue,pstore=quad,pdl=0,chunk=256,zbm=64,zbn=128,zpers=0,dbm=64,dbn=64,dpers=0,sblock=128,wbm=128,wbn=128"},
 	})
 }
 

@@ -129,6 +129,7 @@ type probsEpilogue struct {
 	tm       terms
 	j, c0    int
 	clamp    float64 // clampOf(dt), or a test's lower bound
+	quad     bool    // P stored by a gemm.QuadStore (pstore=quad)
 	labelOff bool    // planted bug: z[label] one column late
 	noFlag   bool    // planted bug: a clamped row is not flagged
 
@@ -164,8 +165,12 @@ func (e *probsEpilogue) Store(k *ptx.Func, t gemm.Tile) {
 			rows = append(rows, e.loadRow(k, t, mb, h))
 		}
 	}
+	var qs *gemm.QuadStore
+	if e.quad && !e.probe {
+		qs = t.NewQuadStore(k)
+	}
 	for _, r := range rows {
-		e.row(k, t, r)
+		e.row(k, t, r, qs)
 	}
 }
 
@@ -198,8 +203,9 @@ func (e *probsEpilogue) loadRow(k *ptx.Func, t gemm.Tile, mb, h int) accRow {
 	return r
 }
 
-// row is the epilogue of one of the thread's accumulator rows.
-func (e *probsEpilogue) row(k *ptx.Func, t gemm.Tile, r accRow) {
+// row is the epilogue of one of the thread's accumulator rows; P goes
+// out through qs where set.
+func (e *probsEpilogue) row(k *ptx.Func, t gemm.Tile, r accRow, qs *gemm.QuadStore) {
 	mb, h, dr, row, rowOK, base := r.mb, r.h, 64*r.mb+8*r.h, r.row, r.rowOK, r.base
 	word := func(i int) ptx.Addr { return ptx.At(base, int64(4*i)) }
 	var ref ptx.Reg // the reference, log₂ units (the probe's is 0)
@@ -208,17 +214,27 @@ func (e *probsEpilogue) row(k *ptx.Func, t gemm.Tile, r accRow) {
 		ref = fromOrdered(k, r.refU)
 		neg = k.Neg(ptx.F32, ref)
 	}
-	dmax := k.Mov(ptx.F32, negInf)
-	sum, zs := k.Mov(ptx.F32, ptx.F32Imm(0)), k.Mov(ptx.F32, ptx.F32Imm(0))
+	// the row's maximum and sums run in chains independent partials
+	// (column group j adds into partial j%chains), so that their adds
+	// overlap instead of waiting on one another
+	var dmaxs, sums, zss [chains]ptx.Reg
+	for c := range chains {
+		dmaxs[c], sums[c], zss[c] = k.Mov(ptx.F32, negInf), k.Mov(ptx.F32, ptx.F32Imm(0)), k.Mov(ptx.F32, ptx.F32Imm(0))
+	}
 	smooth := e.tm.eps > 0 && !e.probe
+	var left ptx.Reg // the chunk's classes from the thread's first column on (s32), where a tile can pass them
+	if e.w%t.BN != 0 {
+		left = k.Sub(ptx.S32, ptx.Imm(e.w), t.Col)
+	}
+	var words []ptx.Reg // the pairs packed, for qs's next group
 	for j := range t.BN / 8 {
+		dmax, sum, zs := dmaxs[j%chains], sums[j%chains], zss[j%chains]
 		ps := make([]ptx.Reg, 2)
 		for i := range ps {
 			x := t.Acc[mb][4*j+2*h+i]
 			d := k.Fma(ptx.F32, x, log2e, neg)
-			if e.w%t.BN != 0 { // columns past the chunk (the pad, the last tile's rest) hold no class
-				col := k.Add(ptx.U32, t.Col, ptx.Imm(8*j+i))
-				d = k.Selp(ptx.F32, d, negInf, k.Setp("lt", ptx.U32, col, ptx.Imm(e.w)))
+			if left.Valid() { // columns past the chunk (the pad, the last tile's rest) hold no class
+				d = k.Selp(ptx.F32, d, negInf, k.Setp("gt", ptx.S32, left, ptx.Imm(8*j+i)))
 			}
 			k.MovTo(dmax, k.Max(ptx.F32, dmax, d))
 			if e.probe {
@@ -230,20 +246,29 @@ func (e *probsEpilogue) row(k *ptx.Func, t gemm.Tile, r accRow) {
 				k.MovTo(zs, k.Add(ptx.F32, zs, x))
 			}
 		}
-		if !e.probe {
+		switch {
+		case e.probe:
+		case qs != nil:
+			words = append(words, k.PackHalf2(gen.Half2Type(e.dt), ps[1], ps[0]))
+			if len(words) == 4 {
+				qs.Group(k, dr, e.ld, j/4, words, rowOK)
+				words = nil
+			}
+		default:
 			gen.StVals(k, e.dt, ptx.At(t.Out, int64((dr*e.ld+8*j)*e.dt.Size())), ps, k.And(ptx.Pred, rowOK, t.ColOK[j]))
 		}
 	}
-	dmax = butterfly(k, dmax, quadLanes, func(a, b ptx.Reg) ptx.Reg { return k.Max(ptx.F32, a, b) })
+	maxOf := func(a, b ptx.Reg) ptx.Reg { return k.Max(ptx.F32, a, b) }
+	add := func(a, b ptx.Reg) ptx.Reg { return k.Add(ptx.F32, a, b) }
+	dmax := butterfly(k, fold(dmaxs[:], maxOf), quadLanes, maxOf)
 	lead := k.And(ptx.Pred, rowOK, k.Setp("eq", ptx.U32, k.And(ptx.U32, t.Lane, ptx.Imm(3)), ptx.Imm(0)))
 	if e.probe {
 		k.If(lead, func() { k.Red(ptx.Global, "max", ptx.U32, word(e.st.ref(0)), ordered(k, dmax)) })
 		return
 	}
-	add := func(a, b ptx.Reg) ptx.Reg { return k.Add(ptx.F32, a, b) }
-	sum = butterfly(k, sum, quadLanes, add)
+	sum, zs := butterfly(k, fold(sums[:], add), quadLanes, add), zss[0]
 	if smooth {
-		zs = butterfly(k, zs, quadLanes, add)
+		zs = butterfly(k, fold(zss[:], add), quadLanes, add)
 	}
 	k.If(lead, func() {
 		k.Red(ptx.Global, "add", ptx.F32, word(e.st.sum(0)), sum)
@@ -270,6 +295,22 @@ func (e *probsEpilogue) row(k *ptx.Func, t gemm.Tile, r accRow) {
 		})
 	})
 	e.label(k, t, r)
+}
+
+// chains is the independent partials of a row's maximum and sums in the
+// softmax epilogue.
+const chains = 2
+
+// fold combines the partials pairwise, (p0 op p1) op (p2 op p3).
+func fold(ps []ptx.Reg, op func(a, b ptx.Reg) ptx.Reg) ptx.Reg {
+	for len(ps) > 1 {
+		var next []ptx.Reg
+		for i := 0; i < len(ps); i += 2 {
+			next = append(next, op(ps[i], ps[i+1]))
+		}
+		ps = next
+	}
+	return ps[0]
 }
 
 // label stores z[label] (the f32 logit) from the thread that holds it:
@@ -301,7 +342,7 @@ func (e *probsEpilogue) label(k *ptx.Func, t gemm.Tile, r accRow) {
 // probe is set), writing P over the chunk's row of p, and its variant.
 func (c chunk) epiGEMM(s Shape, p Params, st rowStats, probe bool, b bugs) (gemm.Custom, gemm.Params, error) {
 	e := &probsEpilogue{dt: s.DType, st: st, w: c.w, ld: c.ld, probe: probe, tm: termsOf(s), j: c.j, c0: c.c0,
-		clamp: clampOf(s.DType), labelOff: b.labelOff, noFlag: b.noFlag}
+		clamp: clampOf(s.DType), quad: p.PStore == pstoreQuad, labelOff: b.labelOff, noFlag: b.noFlag}
 	if b.clamp > 0 {
 		e.clamp = b.clamp
 	}
