@@ -60,7 +60,8 @@
 //     GEMMs and three softmax kernels, whatever v is.
 //   - softmax=epilogue (without dW): no f32 logits and no softmax kernel.
 //     A probe launch (chunk 0's logits GEMM keeping only each row's
-//     maximum) gives ref_0; then per chunk j two launches: the logits GEMM
+//     maximum; probe=2048: over chunk 0's first 2048 classes, one wave of
+//     tiles) gives ref_0; then per chunk j two launches: the logits GEMM
 //     whose epilogue (gemm.TileEpilogue, online.go) writes
 //     P = 2^(z·log₂e − ref_j) in the dtype, where ref_j is the row's
 //     maximum over the chunks before j (log₂ units), adds the tile's ΣP

@@ -16,7 +16,8 @@ import (
 // softmax kernel runs. Each chunk's probabilities are taken against a
 // reference known before the chunk: ref_j, the row's maximum over the
 // chunks before j (log₂ units; ref_0 from a probe launch, the logits
-// GEMM of chunk 0 that only takes the maximum). The epilogue of chunk j
+// GEMM of chunk 0, or of its first p.Probe classes, that only takes the
+// maximum). The epilogue of chunk j
 // writes P = 2^(z·log₂e − ref_j) in the dtype, adds the tile's ΣP into
 // s_j and its Σz into zs_j (label smoothing), raises ref_{j+1} to the
 // tile's maximum (an atomic max of an order-preserving u32 image of the
@@ -448,7 +449,11 @@ func emitOnline(m *ptx.Module, s Shape, p Params, b bugs, ws wsumKernels, addGEM
 		return kernels.Program{}, fmt.Errorf("%d chunks: the epilogue path takes at most %d", st.n, finishBlock)
 	}
 	tm := termsOf(s)
-	if err := addGEMM(cs[0].epiGEMM(s, p, st, true, b)); err != nil {
+	probe := cs[0]
+	if p.Probe > 0 {
+		probe.w, probe.ld = p.Probe, padded(p.Probe)
+	}
+	if err := addGEMM(probe.epiGEMM(s, p, st, true, b)); err != nil {
 		return kernels.Program{}, err
 	}
 	maxLD := 0
