@@ -41,11 +41,11 @@ type Custom struct {
 	// Reduce adds A·B to what C holds (f32) with atomic adds
 	// (red.global.add.v2.f32): C's old values are never loaded, so the
 	// epilogue issues its adds and the CTA ends. Each element of C takes
-	// one add per launch, so launches that follow one another add in
-	// their order.
+	// one add per launch, so launches of which each waits for the one
+	// before (not chained, or WaitPrior) add in their order.
 	Reduce bool
 	// Epilogue, when set, writes each finished tile in place of the
-	// stores (direct epilogue, no Scale or Accumulate); its parameters
+	// stores (direct epilogue, no Scale, Accumulate or Reduce); its parameters
 	// follow C's and its arguments come from Args.
 	Epilogue TileEpilogue
 	// Chained runs the kernel in a chain of programmatic dependent
@@ -74,10 +74,12 @@ type TileEpilogue interface {
 // rows. RowOK(dr) is row Row + dr inside C (computed at its first use,
 // which must dominate the later ones); ColOK[j] column group j inside
 // C; Out the address of the thread's first element of C (u64), rows
-// Cols elements apart.
+// Cols elements of OutDT apart.
 type Tile struct {
 	Acc      [][]ptx.Reg
 	Row, Col ptx.Reg
+	Cols     int
+	OutDT    dtype.DType
 	Col0     ptx.Reg // the tile's first column
 	Lane     ptx.Reg
 	RowOK    func(dr int) ptx.Reg
@@ -99,8 +101,12 @@ type QuadStore struct {
 	low [2]ptx.Reg // bit b of q is 0
 }
 
-// NewQuadStore sets up t's thread for QuadStore's groups.
+// NewQuadStore sets up t's thread for QuadStore's groups (C of a 16-bit
+// dtype, BN a multiple of 32).
 func (t Tile) NewQuadStore(k *ptx.Func) *QuadStore {
+	if t.OutDT.Size() != 2 || t.BN%32 != 0 {
+		panic(fmt.Sprintf("gemm: a QuadStore of %v values in %d-column tiles (16-bit, a multiple of 32)", t.OutDT, t.BN))
+	}
 	qs := &QuadStore{t: t, q: k.And(ptx.U32, t.Lane, ptx.Imm(3))}
 	for b := range qs.low {
 		qs.low[b] = k.Setp("eq", ptx.U32, k.And(ptx.U32, qs.q, ptx.Imm(1<<b)), ptx.Imm(0))
@@ -110,12 +116,12 @@ func (t Tile) NewQuadStore(k *ptx.Func) *QuadStore {
 
 // Group stores group g of the thread's row dr below Row: words[i] the
 // packed pair at columns Col + 8(4g+i) and the next. Nothing is stored
-// where rowOK is false or at columns past cols, the row stride of Out (a
-// multiple of 8, as C's columns are).
-func (qs *QuadStore) Group(k *ptx.Func, dr, cols, g int, words []ptx.Reg, rowOK ptx.Reg) {
-	if len(words) != 4 || 32*g >= qs.t.BN || cols%8 != 0 {
-		panic(fmt.Sprintf("gemm: QuadStore group %d of %d words, a %d-column tile, rows of %d", g, len(words), qs.t.BN, cols))
+// where rowOK is false or at columns past C's (a multiple of 8).
+func (qs *QuadStore) Group(k *ptx.Func, dr, g int, words []ptx.Reg, rowOK ptx.Reg) {
+	if len(words) != 4 || 32*g >= qs.t.BN {
+		panic(fmt.Sprintf("gemm: QuadStore group %d of %d words in a %d-column tile", g, len(words), qs.t.BN))
 	}
+	cols := qs.t.Cols
 	a := append([]ptx.Reg(nil), words...)
 	for _, bit := range []int{1, 0} {
 		m := 1 << bit
@@ -228,8 +234,8 @@ func AddCustom(m *ptx.Module, c Custom, p Params) error {
 	if err := c.Check(); err != nil {
 		return err
 	}
-	if c.Epilogue != nil && (p.Epilogue != Direct || p.SplitK != 1 || p.Order == StreamK) {
-		return fmt.Errorf("gemm %s: an epilogue of the caller's takes whole tiles in registers: the direct epilogue, no split, no stream-K", c.Entry)
+	if (c.Epilogue != nil || c.Scale != "" || c.Accumulate || c.Reduce) && (p.Epilogue != Direct || p.SplitK != 1 || p.Order == StreamK) {
+		return fmt.Errorf("gemm %s: an epilogue of the caller's, Scale, Accumulate and Reduce take whole tiles in registers: the direct epilogue, no split, no stream-K", c.Entry)
 	}
 	wk := newWgKernel(m, wgBuild{entry: c.Entry, g: c.problem(0), p: p, waitPrior: c.WaitPrior, launchNext: c.Chained})
 	wk.body()

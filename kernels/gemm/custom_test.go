@@ -21,6 +21,9 @@ import (
 //	       whose 40 rows leave the last 8 columns of C zero
 //	scale  C[t×64] f32 = s[row]·C + x[t×72]·w[8:80]: an MN-major B at an
 //	       offset, C an inout buffer rescaled per row
+//	quad   the chunk case's C in bf16, written by a TileEpilogue through
+//	       a QuadStore (16-byte stores after the quad's exchange; tiles
+//	       of 64 and 128 columns over C's 48)
 //	reduce C[t×64] f32 += x[t×72]·w[8:80] by atomic adds (Reduce)
 //	dw     C[16:56] bf16 of a [100×64] buffer += Gᵀ·x, G [t×48] (40 of its
 //	       columns), x [t×64]: t as the reduction, an output offset, an
@@ -29,7 +32,7 @@ type customCase struct{}
 
 type customShape struct {
 	T     int    `dim:"t"`
-	Case  string `dim:"case" values:"chunk,scale,reduce,dw"`
+	Case  string `dim:"case" values:"chunk,quad,scale,reduce,dw"`
 	DType dtype.DType
 }
 
@@ -52,10 +55,14 @@ func (customCase) Cost(customShape) kernels.Cost { return kernels.Cost{Bytes: 1}
 // custom is the shape's GEMM.
 func (customCase) custom(s customShape) gemm.Custom {
 	switch s.Case {
-	case "chunk":
-		return gemm.Custom{Entry: "chunk", Dim: "t", Cols: 48, Red: 64, In: s.DType,
+	case "chunk", "quad":
+		c := gemm.Custom{Entry: s.Case, Dim: "t", Cols: 48, Red: 64, In: s.DType,
 			A: gemm.Operand{Buffer: "x", KMajor: true, LD: 64}, B: gemm.Operand{Buffer: "w", KMajor: true, LD: 64, Offset: 64 * 64 * 2, Rows: 40},
 			Out: "c", OutDT: dtype.F32}
+		if s.Case == "quad" {
+			c.OutDT, c.Epilogue = dtype.BF16, quadEpilogue{}
+		}
+		return c
 	case "scale", "reduce":
 		c := gemm.Custom{Entry: s.Case, Dim: "t", Cols: 64, Red: 72, In: s.DType,
 			A: gemm.Operand{Buffer: "x", KMajor: true, LD: 72}, B: gemm.Operand{Buffer: "w", LD: 64, Offset: 8 * 64 * 2},
@@ -93,9 +100,13 @@ func (customCase) Buffers(s customShape) []kernels.Buffer {
 		return kernels.Buffer{Name: name, DType: dtype.BF16, Elems: e, Role: kernels.Input}
 	}
 	switch s.Case {
-	case "chunk":
+	case "chunk", "quad":
+		od := dtype.F32
+		if s.Case == "quad" {
+			od = dtype.BF16
+		}
 		return []kernels.Buffer{in("x", t.TimesInt(64)), in("w", configs.Int(200*64)),
-			{Name: "c", DType: dtype.F32, Elems: t.TimesInt(48), Role: kernels.Output}}
+			{Name: "c", DType: od, Elems: t.TimesInt(48), Role: kernels.Output}}
 	case "scale", "reduce":
 		b := []kernels.Buffer{in("x", t.TimesInt(72)), in("w", configs.Int(80*64)),
 			{Name: "c", DType: dtype.F32, Elems: t.TimesInt(64), Role: kernels.InOut}}
@@ -123,7 +134,7 @@ func (f customCase) Inputs(s customShape, seed uint64) map[string][]float64 {
 func (customCase) Reference(s customShape, in map[string][]float64) map[string][]float64 {
 	t := s.T
 	switch s.Case {
-	case "chunk":
+	case "chunk", "quad":
 		c := make([]float64, t*48)
 		for r := range t {
 			for j := range 40 {
@@ -166,10 +177,34 @@ func (customCase) Reference(s customShape, in map[string][]float64) map[string][
 func (customCase) Tolerance(s customShape, _ string) kernels.Tolerance {
 	n := float64(max(72, s.T))
 	tol := kernels.Tolerance{Atol: 2 * n * n * 0x1p-23}
-	if s.Case == "dw" {
+	if s.Case == "dw" || s.Case == "quad" {
 		return kernels.StoreTol(tol, dtype.BF16)
 	}
 	return tol
+}
+
+// quadEpilogue stores each row of a finished tile in bf16 through a
+// gemm.QuadStore.
+type quadEpilogue struct{}
+
+func (quadEpilogue) Declare(*ptx.Func)   {}
+func (quadEpilogue) Args() []kernels.Arg { return nil }
+func (quadEpilogue) Store(k *ptx.Func, t gemm.Tile) {
+	qs := t.NewQuadStore(k)
+	for mb := range t.Acc {
+		for h := range 2 {
+			dr := 64*mb + 8*h
+			ok := t.RowOK(dr)
+			var words []ptx.Reg
+			for j := range t.BN / 8 {
+				words = append(words, k.PackHalf2(ptx.BF16x2, t.Acc[mb][4*j+2*h+1], t.Acc[mb][4*j+2*h]))
+				if len(words) == 4 {
+					qs.Group(k, dr, j/4, words, ok)
+					words = nil
+				}
+			}
+		}
+	}
 }
 
 var customFam = kernels.Define(customCase{})
@@ -178,7 +213,7 @@ var customFam = kernels.Define(customCase{})
 // t with a tail of every tile, one CTA per tile and persistent.
 func TestCustom(t *testing.T) {
 	var pts []simtest.Point
-	for _, c := range []string{"chunk", "scale", "reduce", "dw"} {
+	for _, c := range []string{"chunk", "quad", "scale", "reduce", "dw"} {
 		for _, p := range []string{"bm=64,bn=64,pers=0", "bm=128,bn=128,pers=0", "bm=64,bn=64,pers=1"} {
 			pts = append(pts, simtest.Point{Case: simtest.Case{Spec: fmt.Sprintf("t=%d,case=%s", 150, c), DType: dtype.BF16}, Params: p})
 		}

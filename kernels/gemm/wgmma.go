@@ -746,7 +746,7 @@ func (wk *wgKernel) epilogue(c ptx.Reg, t tile, cw, l ptx.Reg, acc [][]ptx.Reg) 
 	}
 	ds := wk.newDirectStore(c, od, t, r, cw, l)
 	if wk.g.epi != nil {
-		wk.g.epi.Store(k, Tile{Acc: acc, Row: ds.row, Col: ds.col, Col0: t.col0, Lane: ds.lane,
+		wk.g.epi.Store(k, Tile{Acc: acc, Row: ds.row, Col: ds.col, Cols: g.c, OutDT: od, Col0: t.col0, Lane: ds.lane,
 			RowOK: ds.rowBound, ColOK: ds.colOK, Out: ds.ptr, BN: wk.p.BN})
 		return
 	}

@@ -60,8 +60,8 @@
 //     GEMMs and three softmax kernels, whatever v is.
 //   - softmax=epilogue (without dW): no f32 logits and no softmax kernel.
 //     A probe launch (chunk 0's logits GEMM keeping only each row's
-//     maximum; probe=2048: over chunk 0's first 2048 classes, one wave of
-//     tiles) gives ref_0; then per chunk j two launches: the logits GEMM
+//     maximum; probe=2048: over chunk 0's first 2048 classes, a launch of
+//     2048 columns' tiles) gives ref_0; then per chunk j two launches: the logits GEMM
 //     whose epilogue (gemm.TileEpilogue, online.go) writes
 //     P = 2^(z·log₂e − ref_j) in the dtype, where ref_j is the row's
 //     maximum over the chunks before j (log₂ units), adds the tile's ΣP
@@ -106,9 +106,12 @@
 //     dW GEMM's tile wbm×wbn (128×128, a single point, without dW);
 //     softmax=epilogue only without dW, with sblock 128 (it runs no
 //     softmax kernel) and h at most 11776 (the repair kernel's row of f32
-//     sums in static shared memory); pdl=1 and ref=fixed only with
-//     softmax=epilogue, ref=fixed only in bf16 (f16's 15 bits of headroom
-//     over chunk 0's maximum would send rows to the repair kernel).
+//     sums in static shared memory); pdl, ref, pstore and probe past
+//     their defaults only with softmax=epilogue; ref=fixed and probe=2048
+//     only in bf16 (f16's 15 bits of headroom over a reference from fewer
+//     classes would send rows to the repair kernel); probe below chunk
+//     0's classes; pstore=quad with zbn 64 or 128 (wider tiles spill
+//     under ptxas 12.4).
 //   - Inputs: x uniform in [−1, 1], w uniform in [−6/√h, 6/√h] (logits of
 //     standard deviation 2 at every h), rounded to the dtype; labels
 //     uniform in [0, v), every eighth row (offset by the seed)

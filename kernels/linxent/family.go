@@ -74,9 +74,9 @@ type Params struct {
 	DBM     int    `axis:"dbm" values:"64,128,256" doc:"tile rows (tokens) of the gradient GEMM"`
 	DBN     int    `axis:"dbn" values:"64,128,192,256" doc:"tile columns (hidden) of the gradient GEMM"`
 	DPers   bool   `axis:"dpers" values:"0,1" doc:"1: the gradient GEMM runs a persistent grid"`
-	Ref     string `axis:"ref" values:"running,fixed" default:"running" doc:"softmax=epilogue: running: each chunk's probabilities are against the row's maximum over the chunks before, and each gradient GEMM rescales the accumulator (loads and stores it); fixed (bf16): every chunk's are against chunk 0's maximum, and the gradient GEMMs add into the accumulator with atomic adds, loading nothing"`
+	Ref     string `axis:"ref" values:"running,fixed" default:"running" doc:"softmax=epilogue: running: each chunk's probabilities are against the row's maximum over the chunks before, and each gradient GEMM rescales the accumulator (loads and stores it); fixed (bf16): every chunk's are against ref_0 (chunk 0's maximum, or the probe's classes'), and the gradient GEMMs add into the accumulator with atomic adds, loading nothing"`
 	PStore  string `axis:"pstore" values:"pair,quad" default:"pair" doc:"softmax=epilogue: how the logits GEMM's epilogue stores P: pair (each thread its 4-byte pairs as the accumulator holds them) or quad (the quad's four threads exchange pairs by shuffles, so that each stores 16 contiguous bytes)"`
-	Probe   int    `axis:"probe" values:"0,2048" default:"0" doc:"softmax=epilogue: the classes whose maximum gives ref_0: 0, chunk 0's; 2048, the first 2048 (a launch of one wave of tiles instead of the chunk's waves; a row whose logits pass its reference by more than the clamp goes to the repair kernel either way)"`
+	Probe   int    `axis:"probe" values:"0,2048" default:"0" doc:"softmax=epilogue: the classes whose maximum gives ref_0: 0, chunk 0's; 2048 (bf16), the first 2048 (a probe launch of 2048 columns' tiles instead of the chunk's; a row whose logits pass its reference by more than the clamp goes to the repair kernel either way)"`
 	PDL     int    `axis:"pdl" values:"0,1" doc:"1 (softmax=epilogue): the GEMMs run as a chain of programmatic dependent launches, each starting during the previous one's tail and waiting for it before its first load"`
 	SBlock  int    `axis:"sblock" values:"128,256,512" doc:"threads per CTA of the softmax kernel (one row of a chunk each)"`
 	WBM     int    `axis:"wbm" values:"64,128,256" doc:"tile rows (classes) of the dW GEMM (dw=1 or 2; 128 without dW)"`
@@ -187,6 +187,8 @@ func (family) Space(s Shape) variants.Typed[Params] {
 				return fmt.Errorf("pstore=%s is the epilogue path's store of P (softmax=epilogue)", p.PStore)
 			case p.Softmax != softmaxEpilogue && p.Probe != 0:
 				return fmt.Errorf("probe=%d narrows the epilogue path's probe (softmax=epilogue)", p.Probe)
+			case p.Probe != 0 && s.DType != dtype.BF16:
+				return fmt.Errorf("probe=%d: %v probabilities overflow %v bits above the probe's maximum; bf16 only", p.Probe, s.DType, clampOf(s.DType))
 			case p.Probe >= min(p.Chunk, s.V):
 				return fmt.Errorf("probe=%d: chunk 0 has %d classes (probe=0 takes them all)", p.Probe, min(p.Chunk, s.V))
 			case p.Softmax != softmaxEpilogue && p.Ref != refRunning:
@@ -206,8 +208,9 @@ func (family) Space(s Shape) variants.Typed[Params] {
 		}},
 		{Name: "quad store", Axes: []string{"pstore", "zbn"}, Check: func(p Params) error {
 			if p.PStore == pstoreQuad && p.ZBN > 128 {
-				// where a chunk ends inside a tile, its column checks
-				// beside the exchange spill at 192 and 256 (ptxas 12.4)
+				// not a correctness bound: where a chunk ends inside a
+				// tile, its column checks beside the exchange spill
+				// registers at 192 and 256 columns (ptxas 12.4)
 				return fmt.Errorf("pstore=quad: zbn 64 or 128")
 			}
 			return nil

@@ -38,8 +38,9 @@ import (
 // (rows not flagged return at once).
 
 // clampOf bounds z·log₂e − ref in the dtype of P: bf16 (f32's range)
-// 100 bits (≈ 69 nats), where 2^100 times a chunk's classes and |w|
-// stays far inside f32; f16 15 bits (≈ 10 nats), under its largest
+// 100 bits (≈ 69 nats), where 2^100 times the vocabulary's classes (all
+// of them against one reference with ref=fixed) and |w| stays far inside
+// f32; f16 15 bits (≈ 10 nats), under its largest
 // finite value 65504.
 func clampOf(dt dtype.DType) float64 {
 	if dt == dtype.F16 {
@@ -215,8 +216,8 @@ func (e *probsEpilogue) row(k *ptx.Func, t gemm.Tile, r accRow, qs *gemm.QuadSto
 		ref = fromOrdered(k, r.refU)
 		neg = k.Neg(ptx.F32, ref)
 	}
-	// the row's maximum and sums run in chains independent partials
-	// (column group j adds into partial j%chains), so that their adds
+	// the row's maximum and sums run in `chains` independent partials
+	// (column group j goes into partial j%chains), so that their adds
 	// overlap instead of waiting on one another
 	var dmaxs, sums, zss [chains]ptx.Reg
 	for c := range chains {
@@ -252,12 +253,15 @@ func (e *probsEpilogue) row(k *ptx.Func, t gemm.Tile, r accRow, qs *gemm.QuadSto
 		case qs != nil:
 			words = append(words, k.PackHalf2(gen.Half2Type(e.dt), ps[1], ps[0]))
 			if len(words) == 4 {
-				qs.Group(k, dr, e.ld, j/4, words, rowOK)
+				qs.Group(k, dr, j/4, words, rowOK)
 				words = nil
 			}
 		default:
 			gen.StVals(k, e.dt, ptx.At(t.Out, int64((dr*e.ld+8*j)*e.dt.Size())), ps, k.And(ptx.Pred, rowOK, t.ColOK[j]))
 		}
+	}
+	if len(words) != 0 { // NewQuadStore takes BN a multiple of 32: whole groups
+		panic(fmt.Sprintf("linxent: %d pairs of P left unstored", len(words)))
 	}
 	maxOf := func(a, b ptx.Reg) ptx.Reg { return k.Max(ptx.F32, a, b) }
 	add := func(a, b ptx.Reg) ptx.Reg { return k.Add(ptx.F32, a, b) }
@@ -302,7 +306,8 @@ func (e *probsEpilogue) row(k *ptx.Func, t gemm.Tile, r accRow, qs *gemm.QuadSto
 // softmax epilogue.
 const chains = 2
 
-// fold combines the partials pairwise, (p0 op p1) op (p2 op p3).
+// fold combines the partials pairwise, (p0 op p1) op (p2 op p3); their
+// count is a power of two.
 func fold(ps []ptx.Reg, op func(a, b ptx.Reg) ptx.Reg) ptx.Reg {
 	for len(ps) > 1 {
 		var next []ptx.Reg
