@@ -55,6 +55,12 @@ type Custom struct {
 	// its first load and the launch is Dependent. Nothing of the kernel
 	// touches memory before that wait: its stores follow the loads.
 	Chained, WaitPrior bool
+	// WaitAtEpilogue moves WaitPrior's wait from the producer's first
+	// load to the consumers' epilogue (each consumer thread waits before
+	// its first tile's epilogue): for a GEMM whose operands no launch of
+	// the chain writes, so that its main loop overlaps the previous
+	// launch's tail, and only what its epilogue reads or writes waits.
+	WaitAtEpilogue bool
 }
 
 // A TileEpilogue is a caller's epilogue of a Custom: it declares its
@@ -187,6 +193,8 @@ func (c Custom) Check() error {
 		return fmt.Errorf("gemm %s: Reduce adds into f32 with neither Scale nor Accumulate", c.Entry)
 	case c.WaitPrior && !c.Chained:
 		return fmt.Errorf("gemm %s: WaitPrior is a link of a chain (Chained)", c.Entry)
+	case c.WaitAtEpilogue && !c.WaitPrior:
+		return fmt.Errorf("gemm %s: WaitAtEpilogue moves WaitPrior's wait (WaitPrior)", c.Entry)
 	case c.Epilogue != nil && (c.Scale != "" || c.Accumulate || c.Reduce || c.M > 0):
 		return fmt.Errorf("gemm %s: an epilogue of the caller's takes t as C's rows and no Scale, Accumulate or Reduce", c.Entry)
 	case c.OutOffset%16 != 0:
@@ -237,7 +245,7 @@ func AddCustom(m *ptx.Module, c Custom, p Params) error {
 	if (c.Epilogue != nil || c.Scale != "" || c.Accumulate || c.Reduce) && (p.Epilogue != Direct || p.SplitK != 1 || p.Order == StreamK) {
 		return fmt.Errorf("gemm %s: an epilogue of the caller's, Scale, Accumulate and Reduce take whole tiles in registers: the direct epilogue, no split, no stream-K", c.Entry)
 	}
-	wk := newWgKernel(m, wgBuild{entry: c.Entry, g: c.problem(0), p: p, waitPrior: c.WaitPrior, launchNext: c.Chained})
+	wk := newWgKernel(m, wgBuild{entry: c.Entry, g: c.problem(0), p: p, waitPrior: c.WaitPrior, waitAtEpilogue: c.WaitAtEpilogue, launchNext: c.Chained})
 	wk.body()
 	return nil
 }

@@ -95,6 +95,10 @@ type wgKernel struct {
 	// (griddepcontrol.wait) before its first load, for a dependent launch
 	// after the one that writes B.
 	waitPrior bool
+	// waitAtEpilogue: with waitPrior, the consumers wait before each
+	// epilogue instead of the producer before its first load (a
+	// Custom's WaitAtEpilogue)
+	waitAtEpilogue bool
 	// launchNext: every CTA executes griddepcontrol.launch_dependents as
 	// it begins (a Custom's chain)
 	launchNext bool
@@ -114,6 +118,7 @@ type wgBuild struct {
 	fillWGs, rawRing int
 	prod             BProducer
 	waitPrior        bool
+	waitAtEpilogue   bool
 	launchNext       bool
 	// before adds kernels of the caller's to the module and returns the
 	// launches that run ahead of the GEMM's and the buffers they own.
@@ -227,7 +232,7 @@ func buildWgmma(b wgBuild) (kernels.Program, error) {
 // its shared-memory layout.
 func newWgKernel(m *ptx.Module, b wgBuild) *wgKernel {
 	g, p, src := b.g, b.p, b.src
-	wk := &wgKernel{g: g, p: p, src: src, fillWGs: b.fillWGs, rawRing: b.rawRing, waitPrior: b.waitPrior, launchNext: b.launchNext}
+	wk := &wgKernel{g: g, p: p, src: src, fillWGs: b.fillWGs, rawRing: b.rawRing, waitPrior: b.waitPrior, waitAtEpilogue: b.waitAtEpilogue, launchNext: b.launchNext}
 	if b.prod != nil {
 		wk.prod = &produced{src: b.prod, wk: wk}
 	}
@@ -411,7 +416,7 @@ func (wk *wgKernel) body() []kernels.Arg {
 			wk.split().EnterProducer(k)
 		}
 		k.If(k.Setp("eq", ptx.U32, tid, ptx.Imm(0)), func() {
-			if wk.waitPrior {
+			if wk.waitPrior && !wk.waitAtEpilogue {
 				k.Comment("a dependent launch: B is written by the previous grid")
 				k.GridDepWait()
 			}
@@ -738,6 +743,10 @@ func (wk *wgKernel) consumer(base ptx.Reg, t tile, cw ptx.Reg, acc [][]ptx.Reg, 
 // both in or both out (C has a multiple of 8 columns).
 func (wk *wgKernel) epilogue(c ptx.Reg, t tile, cw, l ptx.Reg, acc [][]ptx.Reg) {
 	k, g := wk.k, wk.g
+	if wk.waitAtEpilogue {
+		k.Comment("a dependent launch: what the epilogue reads and writes follows the previous grid")
+		k.GridDepWait()
+	}
 	od := g.od
 	r := rowsExt(wk.k, wk.g, wk.m)
 	if wk.p.SplitK > 1 {

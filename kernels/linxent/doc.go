@@ -76,6 +76,13 @@
 //     maximum, sum and Σ p·w exactly from x and w, and the finishing
 //     kernel takes those instead. The per-row words (refs, sums, z[label],
 //     the flag: 3n+3 per row, State) are zeroed by the finishing kernel.
+//     pdl=1 chains the GEMMs as programmatic dependent launches (each
+//     CTA lets the next launch start as it begins; each GEMM's producer
+//     waits for the previous launch before its first load); pdl=2 moves
+//     the logits GEMMs' wait to their epilogue, since no launch of the
+//     chain writes x or w, so that their main loop overlaps the previous
+//     gradient GEMM's tail (the interpreter runs launches one after
+//     another: it checks the values, not this ordering).
 //     ref=fixed (bf16): every chunk's reference is ref_0, so the logits
 //     GEMMs raise no ref_{j+1} and write no α, the gradient GEMMs past
 //     the first add P·w into acc by red.global.add.v2.f32 (gemm.Custom

@@ -77,7 +77,7 @@ type Params struct {
 	Ref     string `axis:"ref" values:"running,fixed" default:"running" doc:"softmax=epilogue: running: each chunk's probabilities are against the row's maximum over the chunks before, and each gradient GEMM rescales the accumulator (loads and stores it); fixed (bf16): every chunk's are against ref_0 (chunk 0's maximum, or the probe's classes'), and the gradient GEMMs add into the accumulator with atomic adds, loading nothing"`
 	PStore  string `axis:"pstore" values:"pair,quad" default:"pair" doc:"softmax=epilogue: how the logits GEMM's epilogue stores P: pair (each thread its 4-byte pairs as the accumulator holds them) or quad (the quad's four threads exchange pairs by shuffles, so that each stores 16 contiguous bytes)"`
 	Probe   int    `axis:"probe" values:"0,2048" default:"0" doc:"softmax=epilogue: the classes whose maximum gives ref_0: 0, chunk 0's; 2048 (bf16), the first 2048 (a probe launch of 2048 columns' tiles instead of the chunk's; a row whose logits pass its reference by more than the clamp goes to the repair kernel either way)"`
-	PDL     int    `axis:"pdl" values:"0,1" doc:"1 (softmax=epilogue): the GEMMs run as a chain of programmatic dependent launches, each starting during the previous one's tail and waiting for it before its first load"`
+	PDL     int    `axis:"pdl" values:"0,1,2" doc:"softmax=epilogue: 1, the GEMMs run as a chain of programmatic dependent launches, each starting during the previous one's tail and waiting for it before its first load; 2, as 1, but the logits GEMMs, whose operands x and w nothing in the chain writes, wait only before their epilogue, so that their main loop overlaps the gradient GEMM's tail"`
 	SBlock  int    `axis:"sblock" values:"128,256,512" doc:"threads per CTA of the softmax kernel (one row of a chunk each)"`
 	WBM     int    `axis:"wbm" values:"64,128,256" doc:"tile rows (classes) of the dW GEMM (dw=1 or 2; 128 without dW)"`
 	WBN     int    `axis:"wbn" values:"64,128,192,256" doc:"tile columns (hidden) of the dW GEMM (dw=1 or 2; 128 without dW)"`
@@ -251,6 +251,10 @@ func (family) Space(s Shape) variants.Typed[Params] {
 
 // softmaxEpilogue is the softmax axis's value of the epilogue path.
 const softmaxEpilogue = "epilogue"
+
+// pdlEpilogue is the pdl axis's value at which the logits GEMMs wait for
+// the previous launch only before their epilogue.
+const pdlEpilogue = 2
 
 // The ref and pstore axes' values.
 const (

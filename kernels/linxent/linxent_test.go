@@ -184,10 +184,10 @@ func TestVariantsOnInterpreter(t *testing.T) {
 		{Case: simCases[7], Params: "softmax=epilogue,ref=fixed,pdl=0,chunk=256,zbm=128,zbn=128,zpers=0,dbm=128,dbn=192,dpers=0,sblock=128,wbm=128,wbn=128"},
 		{Case: simCases[4], Params: "softmax=epilogue,ref=fixed,pstore=quad,pdl=1,chunk=512,zbm=256,zbn=128,zpers=0,dbm=128,dbn=128,dpers=0,sblock=128,wbm=128,wbn=128"},
 		// probe=2048 on a chunk of 4096: ref_0 from the first 2048 classes;
-		// with the running reference; a 192-column probe tile past them
-		// (v = 3000, one chunk)
+		// with the running reference (and pdl=2); a 192-column probe tile
+		// past them (v = 3000, one chunk)
 		{Case: simtest.Case{Spec: "t=130,h=64,v=9000", DType: dtype.BF16}, Params: "softmax=epilogue,ref=fixed,probe=2048,pstore=quad,pdl=1,chunk=4096,zbm=128,zbn=128,zpers=0,dbm=128,dbn=64,dpers=0,sblock=128,wbm=128,wbn=128"},
-		{Case: simtest.Case{Spec: "t=130,h=64,v=9000", DType: dtype.BF16}, Params: "softmax=epilogue,probe=2048,pdl=1,chunk=4096,zbm=128,zbn=128,zpers=0,dbm=128,dbn=64,dpers=0,sblock=128,wbm=128,wbn=128"},
+		{Case: simtest.Case{Spec: "t=130,h=64,v=9000", DType: dtype.BF16}, Params: "softmax=epilogue,probe=2048,pdl=2,chunk=4096,zbm=128,zbn=128,zpers=0,dbm=128,dbn=64,dpers=0,sblock=128,wbm=128,wbn=128"},
 		{Case: simtest.Case{Spec: "t=70,h=64,v=3000", DType: dtype.BF16}, Params: "softmax=epilogue,ref=fixed,probe=2048,pdl=0,chunk=4096,zbm=128,zbn=192,zpers=0,dbm=128,dbn=64,dpers=0,sblock=128,wbm=128,wbn=128"},
 		{Case: simCases[3], Params: "softmax=epilogue,pstore=quad,pdl=0,chunk=256,zbm=64,zbn=128,zpers=0,dbm=64,dbn=64,dpers=0,sblock=128,wbm=128,wbn=128"},
 	})

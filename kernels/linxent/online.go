@@ -355,7 +355,8 @@ func (c chunk) epiGEMM(s Shape, p Params, st rowStats, probe bool, b bugs) (gemm
 	g := gemm.Custom{Entry: e.entry(), Dim: Dim, Cols: c.ld, Red: s.H, In: s.DType,
 		A:   gemm.Operand{Buffer: "x", KMajor: true, LD: s.H},
 		B:   gemm.Operand{Buffer: "w", KMajor: true, LD: s.H, Offset: c.wOffset(s), Rows: c.w},
-		Out: "p", OutDT: s.DType, Epilogue: e, Chained: p.PDL == 1, WaitPrior: p.PDL == 1 && !probe}
+		Out: "p", OutDT: s.DType, Epilogue: e, Chained: p.PDL > 0, WaitPrior: p.PDL > 0 && !probe,
+		WaitAtEpilogue: p.PDL == pdlEpilogue && !probe}
 	gp, err := g.Params(s.T, p.ZBM, p.ZBN, p.ZPers)
 	return g, gp, err
 }
@@ -468,7 +469,7 @@ func emitOnline(m *ptx.Module, s Shape, p Params, b bugs, ws wsumKernels, addGEM
 			return kernels.Program{}, err
 		}
 		g, gp, err := c.dxGEMM(s, p, c.first || b.noRescale)
-		g.Chained, g.WaitPrior = p.PDL == 1, p.PDL == 1
+		g.Chained, g.WaitPrior = p.PDL > 0, p.PDL > 0
 		if err := addGEMM(g, gp, err); err != nil {
 			return kernels.Program{}, err
 		}
