@@ -137,8 +137,8 @@ func (f finish) onlineStats(k *ptx.Func, rows, rec, row, tid ptx.Reg) (st []ptx.
 	rowAt := rs.rowAt(k, rows, row)
 	ld := func(i int) ptx.Reg { return k.Ld(ptx.Global, ptx.B32, 1, ptx.At(rowAt, int64(4*i)))[0] }
 	flagged := k.Setp("ne", ptx.B32, ld(rs.flag()), ptx.Imm(0))
-	mL := fromOrdered(k, ld(rs.final()))
-	accRef := fromOrdered(k, ld(rs.accRef()))
+	mL := fromOrdered(k, ld(rs.refAt(rs.n)))
+	accRef := fromOrdered(k, ld(rs.refAt(rs.n-1)))
 	zl := k.BitsToF32(ld(rs.zlab()))
 	term, zt := k.Mov(ptx.F32, ptx.F32Imm(0)), k.Mov(ptx.F32, ptx.F32Imm(0))
 	k.If(k.Setp("lt", ptx.U32, tid, ptx.Imm(rs.n)), func() {

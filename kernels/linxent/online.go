@@ -76,20 +76,13 @@ func (r rowStats) refOf(rowAt, base ptx.Reg) ptx.Addr {
 	return ptx.At(base, 4*int64(r.ref(0)))
 }
 
-// final is the word of the reference the row's sums end against (ref_n)
-// and accRef the accumulator's (ref_{n−1}); ref_0 for both where fixed.
-func (r rowStats) final() int {
+// refAt is the word of ref_j, or of ref_0, every chunk's reference,
+// where fixed.
+func (r rowStats) refAt(j int) int {
 	if r.fixed {
 		return r.ref(0)
 	}
-	return r.ref(r.n)
-}
-
-func (r rowStats) accRef() int {
-	if r.fixed {
-		return r.ref(0)
-	}
-	return r.ref(r.n - 1)
+	return r.ref(j)
 }
 
 // rowAt is the address (u64) of row's word 0 in rows; word i is 4i
