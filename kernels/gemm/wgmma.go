@@ -822,11 +822,15 @@ func (ds *directStore) rowsOf(mBlocks int) {
 // pair stores v0, v1 at rows 64mb + 8h and columns 8j of the thread's
 // (the row's bound checked once per row).
 func (ds *directStore) pair(mb, h, j int, v0, v1 ptx.Reg) {
-	k, g := ds.wk.k, ds.wk.g
-	dr := 64*mb + 8*h
-	rowOK := ds.rowBound(dr)
-	off := int64(dr*g.c+8*j) * int64(ds.od.Size())
-	gen.StVals(k, ds.od, ptx.At(ds.ptr, off), []ptx.Reg{v0, v1}, k.And(ptx.Pred, rowOK, ds.colOK[j]))
+	at, ok := ds.slot(64*mb+8*h, j)
+	gen.StVals(ds.wk.k, ds.od, at, []ptx.Reg{v0, v1}, ok)
+}
+
+// slot is the address of the thread's pair at row dr below its first
+// and column group j, and whether it lies inside C.
+func (ds *directStore) slot(dr, j int) (ptx.Addr, ptx.Reg) {
+	ok := ds.wk.k.And(ptx.Pred, ds.rowBound(dr), ds.colOK[j])
+	return ptx.At(ds.ptr, int64(dr*ds.wk.g.c+8*j)*int64(ds.od.Size())), ok
 }
 
 // rowBound is the bound of the thread's row dr below its first, computed
@@ -848,13 +852,13 @@ func (ds *directStore) rowBound(dr int) ptx.Reg {
 // so that their latencies overlap instead of following one another.
 func (ds *directStore) accumulate(scale ptx.Reg, acc [][]ptx.Reg) {
 	k, od := ds.wk.k, ds.od
-	var at ptx.Reg
+	var scaleAt ptx.Reg
 	if scale.Valid() {
-		at = k.Add(ptx.U64, scale, k.MulWide(ptx.U32, ds.row, ptx.Imm(4)))
+		scaleAt = k.Add(ptx.U64, scale, k.MulWide(ptx.U32, ds.row, ptx.Imm(4)))
 	}
 	type pending struct {
 		j   int
-		off int64
+		at  ptx.Addr
 		ok  ptx.Reg
 		old []ptx.Reg
 	}
@@ -864,14 +868,13 @@ func (ds *directStore) accumulate(scale ptx.Reg, acc [][]ptx.Reg) {
 			rowOK := ds.rowBound(dr)
 			var f ptx.Reg
 			if scale.Valid() {
-				f = gen.LdVals(k, ptx.Global, dtype.F32, 1, ptx.At(at, int64(4*dr)), rowOK)[0]
+				f = gen.LdVals(k, ptx.Global, dtype.F32, 1, ptx.At(scaleAt, int64(4*dr)), rowOK)[0]
 			}
 			load := func(j0 int) []pending {
 				var g []pending
 				for j := j0; j < min(j0+accGroup, ds.wk.p.BN/8); j++ {
-					off := int64(dr*ds.wk.g.c+8*j) * int64(od.Size())
-					ok := k.And(ptx.Pred, rowOK, ds.colOK[j])
-					g = append(g, pending{j: j, off: off, ok: ok, old: gen.LdVals(k, ptx.Global, od, 2, ptx.At(ds.ptr, off), ok)})
+					at, ok := ds.slot(dr, j)
+					g = append(g, pending{j: j, at: at, ok: ok, old: gen.LdVals(k, ptx.Global, od, 2, at, ok)})
 				}
 				return g
 			}
@@ -885,7 +888,7 @@ func (ds *directStore) accumulate(scale ptx.Reg, acc [][]ptx.Reg) {
 							v[i] = k.Add(ptx.F32, q.old[i], v[i])
 						}
 					}
-					gen.StVals(k, od, ptx.At(ds.ptr, q.off), v, q.ok)
+					gen.StVals(k, od, q.at, v, q.ok)
 				}
 			}
 			cur := load(0)
@@ -905,11 +908,9 @@ func (ds *directStore) reduce(acc [][]ptx.Reg) {
 	k := ds.wk.k
 	for mb := range acc {
 		for h := range 2 {
-			dr := 64*mb + 8*h
-			rowOK := ds.rowBound(dr)
 			for j := range ds.wk.p.BN / 8 {
-				ok := k.And(ptx.Pred, rowOK, ds.colOK[j])
-				k.RedAddF32(ptx.At(ds.ptr, int64(dr*ds.wk.g.c+8*j)*4), []ptx.Reg{acc[mb][4*j+2*h], acc[mb][4*j+2*h+1]})
+				at, ok := ds.slot(64*mb+8*h, j)
+				k.RedAddF32(at, []ptx.Reg{acc[mb][4*j+2*h], acc[mb][4*j+2*h+1]})
 				k.Guard(ok, false)
 			}
 		}

@@ -98,7 +98,7 @@
 //     ring as deep as fits, independent of t). Four GEMMs per chunk, one
 //     more than the floor with dW.
 //   - Scratch (the program's): z [t·ld] f32, p [t·ld] in the dtype, acc
-//     [t·h] f32, alpha [t] f32, stats [t·4] f32 (mL, s, z[label], Σz),
+//     [t·h] f32, alpha [t] f32 (not with ref=fixed), stats [t·4] f32 (mL, s, z[label], Σz),
 //     with label smoothing wsum [33·h] f32: with chunk = 4096 at
 //     t = 2048, h = 1536, 61 MB, a tenth of the bf16 logits (622 MB).
 //   - The token count t is taken at run time (RuntimeDims): the GEMMs

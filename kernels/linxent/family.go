@@ -180,23 +180,16 @@ func (family) Space(s Shape) variants.Typed[Params] {
 			return nil
 		}},
 		{Name: "epilogue path", Axes: []string{"softmax", "sblock", "pdl", "ref", "pstore", "probe", "chunk"}, Check: func(p Params) error {
+			onlyEpilogue := p.PDL != 0 || p.Ref != refRunning || p.PStore != pstorePair || p.Probe != 0
 			switch {
-			case p.Softmax != softmaxEpilogue && p.PDL != 0:
-				return fmt.Errorf("pdl=1 chains the epilogue path's GEMMs (softmax=epilogue)")
-			case p.Softmax != softmaxEpilogue && p.PStore != pstorePair:
-				return fmt.Errorf("pstore=%s is the epilogue path's store of P (softmax=epilogue)", p.PStore)
-			case p.Softmax != softmaxEpilogue && p.Probe != 0:
-				return fmt.Errorf("probe=%d narrows the epilogue path's probe (softmax=epilogue)", p.Probe)
-			case p.Probe != 0 && s.DType != dtype.BF16:
-				return fmt.Errorf("probe=%d: %v probabilities overflow %v bits above the probe's maximum; bf16 only", p.Probe, s.DType, clampOf(s.DType))
-			case p.Probe >= min(p.Chunk, s.V):
-				return fmt.Errorf("probe=%d: chunk 0 has %d classes (probe=0 takes them all)", p.Probe, min(p.Chunk, s.V))
-			case p.Softmax != softmaxEpilogue && p.Ref != refRunning:
-				return fmt.Errorf("ref=%s is the epilogue path's reference (softmax=epilogue)", p.Ref)
-			case p.Ref == refFixed && s.DType != dtype.BF16:
-				return fmt.Errorf("ref=fixed: %v probabilities overflow %v bits above chunk 0's maximum; bf16 only", s.DType, clampOf(s.DType))
+			case p.Softmax != softmaxEpilogue && onlyEpilogue:
+				return fmt.Errorf("pdl=%d, ref=%s, pstore=%s, probe=%d: past 0, running, pair and 0 these are the epilogue path's (softmax=epilogue)", p.PDL, p.Ref, p.PStore, p.Probe)
 			case p.Softmax != softmaxEpilogue:
 				return nil
+			case (p.Ref == refFixed || p.Probe != 0) && s.DType != dtype.BF16:
+				return fmt.Errorf("ref=%s, probe=%d: %v probabilities overflow %v bits above a reference from fewer classes; ref=fixed and probe=2048 are bf16 only", p.Ref, p.Probe, s.DType, clampOf(s.DType))
+			case p.Probe >= min(p.Chunk, s.V):
+				return fmt.Errorf("probe=%d: chunk 0 has %d classes (probe=0 takes them all)", p.Probe, min(p.Chunk, s.V))
 			case s.DW != dwNone:
 				return fmt.Errorf("softmax=epilogue: the dW pass needs the logits (dw=0 only)")
 			case p.SBlock != 128:

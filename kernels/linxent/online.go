@@ -140,14 +140,24 @@ func (e *probsEpilogue) entry() string {
 	return fmt.Sprintf("%s_%s%d_w%d_%v", prefix, kind, e.ld, e.w, e.dt)
 }
 
+// writesAlpha: the epilogue writes α for the gradient GEMM (a chunk's
+// logits GEMM, not the probe's, with the running reference).
+func (e *probsEpilogue) writesAlpha() bool { return !e.probe && !e.st.fixed }
+
 func (e *probsEpilogue) Declare(k *ptx.Func) {
-	e.rows, e.labels, e.alpha = gen.Param(k, "rows"), gen.Param(k, "labels"), gen.Param(k, "alpha")
+	e.rows, e.labels = gen.Param(k, "rows"), gen.Param(k, "labels")
+	if e.writesAlpha() {
+		e.alpha = gen.Param(k, "alpha")
+	}
 	e.jp, e.c0p = k.LdParam(k.Param("j", ptx.U32)), k.LdParam(k.Param("c0", ptx.U32))
 }
 
 func (e *probsEpilogue) Args() []kernels.Arg {
-	return []kernels.Arg{{Buffer: "rows"}, {Buffer: "labels"}, {Buffer: "alpha"},
-		{Scalar: configs.Int(e.j), Type: configs.U32}, {Scalar: configs.Int(e.c0), Type: configs.U32}}
+	args := []kernels.Arg{{Buffer: "rows"}, {Buffer: "labels"}}
+	if e.writesAlpha() {
+		args = append(args, kernels.Arg{Buffer: "alpha"})
+	}
+	return append(args, kernels.Arg{Scalar: configs.Int(e.j), Type: configs.U32}, kernels.Arg{Scalar: configs.Int(e.c0), Type: configs.U32})
 }
 
 // Store takes each of the thread's accumulator rows through the
@@ -212,11 +222,17 @@ func (e *probsEpilogue) row(k *ptx.Func, t gemm.Tile, r accRow, qs *gemm.QuadSto
 	// the row's maximum and sums run in `chains` independent partials
 	// (column group j goes into partial j%chains), so that their adds
 	// overlap instead of waiting on one another
+	smooth := e.tm.eps > 0 && !e.probe
 	var dmaxs, sums, zss [chains]ptx.Reg
 	for c := range chains {
-		dmaxs[c], sums[c], zss[c] = k.Mov(ptx.F32, negInf), k.Mov(ptx.F32, ptx.F32Imm(0)), k.Mov(ptx.F32, ptx.F32Imm(0))
+		dmaxs[c] = k.Mov(ptx.F32, negInf)
+		if !e.probe {
+			sums[c] = k.Mov(ptx.F32, ptx.F32Imm(0))
+		}
+		if smooth {
+			zss[c] = k.Mov(ptx.F32, ptx.F32Imm(0))
+		}
 	}
-	smooth := e.tm.eps > 0 && !e.probe
 	var left ptx.Reg // the chunk's classes from the thread's first column on (s32), where a tile can pass them
 	if e.w%t.BN != 0 {
 		left = k.Sub(ptx.S32, ptx.Imm(e.w), t.Col)
@@ -264,7 +280,8 @@ func (e *probsEpilogue) row(k *ptx.Func, t gemm.Tile, r accRow, qs *gemm.QuadSto
 		k.If(lead, func() { k.Red(ptx.Global, "max", ptx.U32, word(e.st.ref(0)), ordered(k, dmax)) })
 		return
 	}
-	sum, zs := butterfly(k, fold(sums[:], add), quadLanes, add), zss[0]
+	sum := butterfly(k, fold(sums[:], add), quadLanes, add)
+	var zs ptx.Reg
 	if smooth {
 		zs = butterfly(k, fold(zss[:], add), quadLanes, add)
 	}
@@ -282,7 +299,7 @@ func (e *probsEpilogue) row(k *ptx.Func, t gemm.Tile, r accRow, qs *gemm.QuadSto
 				k.St(ptx.Global, ptx.U32, flagAt, []ptx.Reg{k.Mov(ptx.U32, ptx.Imm(1))})
 			})
 		}
-		if e.st.fixed {
+		if !e.writesAlpha() {
 			return
 		}
 		k.Comment("the first column's tiles: alpha = 2^(ref_{j-1} - ref_j) for the gradient GEMM (chunks past the first)")
@@ -374,6 +391,14 @@ type repair struct {
 }
 
 func (r repair) entry() string { return fmt.Sprintf("%s_repair_%v", prefix, r.dt) }
+
+// add writes the kernel into m and returns its launch, one CTA a row:
+// x, w, rows, rec, acc.
+func (r repair) add(m *ptx.Module) kernels.Launch {
+	r.emit(m.Func(r.entry()))
+	return kernels.Launch{Entry: r.entry(), Grid: rowsGrid(), Block: [3]int{repairBlock, 1, 1},
+		Args: []kernels.Arg{{Buffer: "x"}, {Buffer: "w"}, {Buffer: "rows"}, {Buffer: "rec"}, {Buffer: "acc"}}}
+}
 
 func (r repair) emit(k *ptx.Func) {
 	k.ReqNTid(repairBlock)
@@ -467,11 +492,8 @@ func emitOnline(m *ptx.Module, s Shape, p Params, b bugs, ws wsumKernels, addGEM
 			return kernels.Program{}, err
 		}
 	}
-	rp := repair{dt: s.DType, v: s.V, h: s.H, st: st}
-	rp.emit(m.Func(rp.entry()))
 	fin := finish{dt: s.DType, h: s.H, tm: tm, online: &st, noWSum: b.noWSum, noZFactor: b.noZFactor}
-	*launches = append(*launches, kernels.Launch{Entry: rp.entry(), Grid: rowsGrid(), Block: [3]int{repairBlock, 1, 1},
-		Args: []kernels.Arg{{Buffer: "x"}, {Buffer: "w"}, {Buffer: "rows"}, {Buffer: "rec"}, {Buffer: "acc"}}}, fin.add(m, ws))
+	*launches = append(*launches, repair{dt: s.DType, v: s.V, h: s.H, st: st}.add(m), fin.add(m, ws))
 	built, err := m.Build()
 	if err != nil {
 		return kernels.Program{}, fmt.Errorf("building: %w", err)
@@ -480,10 +502,12 @@ func emitOnline(m *ptx.Module, s Shape, p Params, b bugs, ws wsumKernels, addGEM
 	prog := kernels.Program{PTX: built.String(), Launches: *launches, RuntimeDims: []string{Dim}, Buffers: []kernels.Buffer{
 		{Name: "p", DType: s.DType, Elems: t.TimesInt(maxLD), Role: kernels.Scratch},
 		{Name: "acc", DType: dtype.F32, Elems: t.TimesInt(s.H), Role: kernels.Scratch},
-		{Name: "alpha", DType: dtype.F32, Elems: t, Role: kernels.Scratch},
 		{Name: "rec", DType: dtype.F32, Elems: t.TimesInt(2), Role: kernels.Scratch},
 		{Name: "rows", DType: dtype.F32, Elems: t.TimesInt(st.stride()), Role: kernels.State},
 	}}
+	if !st.fixed { // the running reference's factors α
+		prog.Buffers = append(prog.Buffers, kernels.Buffer{Name: "alpha", DType: dtype.F32, Elems: t, Role: kernels.Scratch})
+	}
 	if tm.eps > 0 {
 		prog.Buffers = append(prog.Buffers, ws.buffer())
 	}
