@@ -207,23 +207,34 @@ func (c Custom) Check() error {
 	return nil
 }
 
-// Params is the variant of a bm×bn tile for c at t tokens: bk 64, the
-// deepest ring that fits and the reduction uses, one or two consumers
-// with a register split, tiles in groups, a persistent grid or one CTA per
-// tile, no split, no cluster, direct stores: nothing in it depends on t,
-// so the kernel is the same at every t. It refuses a tile the wgmma
-// path's rules refuse at t.
-func (c Custom) Params(t, bm, bn int, persistent bool) (Params, error) {
+// Tiling is what a Custom's caller chooses: BM×BN tiles, a
+// persistent grid or one CTA per tile, and PerSM, the CTAs an SM is to
+// hold at once (Params.PerSM; 0 or 1: one).
+type Tiling struct {
+	BM, BN     int
+	Persistent bool
+	PerSM      int
+}
+
+// Params is the variant of tiling tl for c at t tokens: bk 64, the
+// deepest ring that fits (in 1/PerSM of the shared memory) and the
+// reduction uses, one or two consumers with a register split, tiles in
+// groups, a persistent grid (PerSM CTAs an SM) or one CTA per tile, no
+// split, no cluster, direct stores: nothing in it depends on t, so the
+// kernel is the same at every t. It refuses a tile the wgmma path's
+// rules refuse at t.
+func (c Custom) Params(t int, tl Tiling) (Params, error) {
 	g := c.problem(t)
-	p := Params{MMA: WGMMA, BM: bm, BN: bn, BK: 64, Consumers: wgConsumers(bm), Cluster: 1, SplitK: 1, Reduce: ReduceLaunch,
-		Order: Grouped, Persistent: persistent, Epilogue: Direct, RegSplit: true}
+	bm, bn := tl.BM, tl.BN
+	p := Params{MMA: WGMMA, BM: bm, BN: bn, BK: 64, Consumers: wgConsumersAt(bm, max(tl.PerSM, 1)), Cluster: 1, SplitK: 1, Reduce: ReduceLaunch,
+		Order: Grouped, Persistent: tl.Persistent, Epilogue: Direct, RegSplit: true, PerSM: tl.PerSM}
 	p.Stages = ringDepth(g, p)
 	if c.M > 0 {
 		p.Stages = maxStages(g, p) // the reduction is t: the ring may not depend on it
 	}
 	for _, rule := range []func(problem, Params) error{tileShape, warpLayout, registers, sharedFits} {
 		if err := rule(g, p); err != nil {
-			return Params{}, fmt.Errorf("gemm %s at bm=%d bn=%d: %w", c.Entry, bm, bn, err)
+			return Params{}, fmt.Errorf("gemm %s at bm=%d bn=%d (%d an SM): %w", c.Entry, bm, bn, p.ctas(), err)
 		}
 	}
 	return p, nil
@@ -267,7 +278,7 @@ func (c Custom) Launch(p Params) kernels.Launch {
 	}
 	l.Args = append(l.Args, g.mArg())
 	if p.Persistent {
-		l.GridPerSM = 1
+		l.GridPerSM = p.ctas()
 	}
 	l.Dependent = c.WaitPrior
 	return l

@@ -2,6 +2,7 @@ package gemm_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/gradtune/gradtune/configs"
@@ -9,6 +10,7 @@ import (
 	"github.com/gradtune/gradtune/internal/simtest"
 	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/gemm"
+	"github.com/gradtune/gradtune/kernels/hopper"
 	"github.com/gradtune/gradtune/kernels/ptx"
 	"github.com/gradtune/gradtune/variants"
 )
@@ -40,6 +42,7 @@ type customParams struct {
 	BM   int  `axis:"bm" values:"64,128"`
 	BN   int  `axis:"bn" values:"64,128"`
 	Pers bool `axis:"pers" values:"0,1"`
+	CTAs int  `axis:"ctas" values:"1,2" default:"1"`
 }
 
 func (customCase) Name() string                                      { return "gemm_custom_test" }
@@ -79,7 +82,7 @@ func (customCase) custom(s customShape) gemm.Custom {
 
 func (f customCase) Emit(s customShape, p customParams) (kernels.Program, error) {
 	c := f.custom(s)
-	gp, err := c.Params(s.T, p.BM, p.BN, p.Pers)
+	gp, err := c.Params(s.T, gemm.Tiling{BM: p.BM, BN: p.BN, Persistent: p.Pers, PerSM: p.CTAs})
 	if err != nil {
 		return kernels.Program{}, err
 	}
@@ -214,7 +217,7 @@ var customFam = kernels.Define(customCase{})
 func TestCustom(t *testing.T) {
 	var pts []simtest.Point
 	for _, c := range []string{"chunk", "quad", "scale", "reduce", "dw"} {
-		for _, p := range []string{"bm=64,bn=64,pers=0", "bm=128,bn=128,pers=0", "bm=64,bn=64,pers=1"} {
+		for _, p := range []string{"bm=64,bn=64,pers=0", "bm=128,bn=128,pers=0", "bm=64,bn=64,pers=1", "bm=128,bn=128,pers=1,ctas=2"} {
 			pts = append(pts, simtest.Point{Case: simtest.Case{Spec: fmt.Sprintf("t=%d,case=%s", 150, c), DType: dtype.BF16}, Params: p})
 		}
 	}
@@ -237,5 +240,38 @@ func TestCustomIndependentOfT(t *testing.T) {
 				t.Errorf("%s: the kernel at t=%d differs from t=1's", c, tt)
 			}
 		}
+	}
+}
+
+// TestCustomTwoAnSM: a tiling of two CTAs an SM declares registers and
+// shared memory that let two share an SM, and one consumer warpgroup
+// takes a 128-row tile.
+func TestCustomTwoAnSM(t *testing.T) {
+	c := customCase{}.custom(customShape{T: 150, Case: "chunk", DType: dtype.BF16})
+	p, err := c.Params(150, gemm.Tiling{BM: 128, BN: 128, PerSM: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Consumers != 1 {
+		t.Errorf("consumers = %d, want 1", p.Consumers)
+	}
+	m := ptx.NewModule()
+	if err := gemm.AddCustom(m, c, p); err != nil {
+		t.Fatal(err)
+	}
+	built, err := m.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := c.Launch(p)
+	threads := l.Block[0]
+	if !strings.Contains(built.String(), fmt.Sprintf(".maxnreg %d", hopper.RegsFor(threads, 2))) || 2*threads*hopper.RegsFor(threads, 2) > hopper.RegsPerSM {
+		t.Errorf("%d threads: want .maxnreg %d, two CTAs in the register file", threads, hopper.RegsFor(threads, 2))
+	}
+	if 2*(l.SharedBytes+hopper.CTASharedReserved) > hopper.SharedPerSM {
+		t.Errorf("%d bytes of shared memory: two CTAs do not fit an SM", l.SharedBytes)
+	}
+	if _, err := c.Params(150, gemm.Tiling{BM: 128, BN: 256, PerSM: 2}); err == nil {
+		t.Error("128×256 at two an SM: accepted, though its 256 accumulators pass one consumer's share of the registers")
 	}
 }

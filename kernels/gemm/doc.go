@@ -185,8 +185,11 @@
 // loaded under the store's guards; Reduce adds A·B into an f32 C by
 // red.global.add.v2.f32 under the same guards, loading nothing.
 // Custom.Params picks the ring, the
-// consumers and the order from the tile alone, so the kernel does not
-// depend on t.
+// consumers and the order from the tiling alone, so the kernel does not
+// depend on t. A Tiling of PerSM = 2 is built for two CTAs an SM: the
+// ring within half the shared memory, .maxnreg half the register file
+// (hopper.Split's CTAs), one consumer warpgroup per 128 tile rows; so
+// that one CTA's epilogue overlaps the other's k-loop.
 //
 // # M at run time
 //

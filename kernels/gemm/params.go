@@ -62,4 +62,12 @@ type Params struct {
 	Persistent bool     `axis:"persistent" values:"0,1" doc:"1: one CTA per SM loops over tiles (wgmma)"`
 	Epilogue   Epilogue `axis:"epilogue" values:"direct,tma" doc:"direct stores from registers, or shared memory + TMA store (wgmma)"`
 	RegSplit   bool     `axis:"regsplit" values:"0,1" doc:"1: setmaxnreg moves registers from the producer warpgroup to the consumers (wgmma)"`
+	// PerSM is how many of the kernel's CTAs an SM is to hold at once
+	// (0: one): each takes at most 1/PerSM of the SM's shared memory and
+	// registers, so that one CTA's epilogue runs beside another's main
+	// loop. Not an axis of gemm_bwd's: a Custom's caller sets it (wgmma).
+	PerSM int
 }
+
+// ctas is the CTAs of p an SM holds at once.
+func (p Params) ctas() int { return max(p.PerSM, 1) }

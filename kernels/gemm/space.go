@@ -164,14 +164,26 @@ func oddColumns(p Params) error {
 // otherwise.
 func warpLayout(_ problem, p Params) error {
 	switch {
-	case p.MMA == WGMMA && (p.Consumers != wgConsumers(p.BM) || !p.RegSplit):
-		return fmt.Errorf("mma=wgmma takes regsplit=1 and consumers=2, or consumers=1 with bm=64, 3 with bm=192")
+	case p.MMA == WGMMA && (p.Consumers != wgConsumersAt(p.BM, p.ctas()) || !p.RegSplit):
+		return fmt.Errorf("mma=wgmma takes regsplit=1 and consumers=2, or consumers=1 with bm=64, 3 with bm=192 (with two CTAs an SM, one a 128 rows)")
 	case p.MMA == Sync && p.Consumers > 2:
 		return fmt.Errorf("mma=sync takes 4 or 8 warps (consumers 1 or 2)")
 	case p.MMA == Sync && p.Consumers == 2 && (p.BM != 128 || p.BN != 128):
 		return fmt.Errorf("mma=sync takes consumers=2 only with 128×128 tiles")
 	}
 	return nil
+}
+
+// wgConsumersAt is the consumer warpgroups of a bm-row wgmma tile of
+// which an SM holds ctas CTAs: wgConsumers for one; for more, one
+// warpgroup per 128 rows (two m64 blocks each), since four warpgroups of
+// two CTAs already keep the tensor cores fed and each warpgroup more
+// takes registers from the accumulators.
+func wgConsumersAt(bm, ctas int) int {
+	if ctas > 1 {
+		return max(1, bm/128)
+	}
+	return wgConsumers(bm)
 }
 
 // wgConsumers is the consumer warpgroups of a bm-row wgmma tile: one
@@ -213,13 +225,13 @@ func accRegs(p Params) int {
 // else the register file shared by the CTA's threads (at most 255).
 func regCap(p Params) int {
 	if p.RegSplit {
-		return consumerRegs(p.Consumers)
+		return consumerRegs(p)
 	}
 	threads := 128 * p.Consumers
 	if p.MMA == WGMMA {
 		threads += 128 // the producer warpgroup
 	}
-	return hopper.InitialRegs(threads)
+	return hopper.RegsFor(threads, p.ctas())
 }
 
 func registers(_ problem, p Params) error {
@@ -249,6 +261,9 @@ func smemBytes(g problem, p Params, stages int) int {
 func smemLimit(p Params) int {
 	if p.MMA == Sync {
 		return syncSmemMax
+	}
+	if p.ctas() > 1 {
+		return hopper.SharedPerSM/p.ctas() - hopper.CTASharedReserved
 	}
 	return smemMax
 }

@@ -133,8 +133,8 @@ func (wk *wgKernel) threads() int { return wk.split().Threads() }
 // consumerRegs is setmaxnreg.inc's budget for a consumer thread: what the
 // register file leaves after the producer's hopper.ProducerRegs, at most
 // 240.
-func consumerRegs(consumers int) int {
-	return hopper.Split{Producer: hopper.ProducerRegs, Consumers: consumers}.ConsumerRegs()
+func consumerRegs(p Params) int {
+	return hopper.Split{Producer: hopper.ProducerRegs, Consumers: p.Consumers, CTAs: p.ctas()}.ConsumerRegs()
 }
 
 // emitWgmma writes the wgmma path's program.

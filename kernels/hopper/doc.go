@@ -47,8 +47,9 @@
 //
 // Warpgroup 0 is the producer (Roles), then the consumers, then any
 // fill warpgroups (a written B's). Under the register split (Split) the
-// kernel declares .maxnreg InitialRegs(threads) = min(255, 65536/threads
-// rounded down to 8): what one CTA per SM holds per thread at launch.
+// kernel declares .maxnreg Held() = min(255, 65536/(threads·CTAs)
+// rounded down to 8): what each of CTAs CTAs an SM (one unless the
+// Split says more) holds per thread at launch.
 // The producer and fill warpgroups lower themselves to Producer registers
 // (setmaxnreg.dec; ProducerRegs = 40 for a TMA producer) and the
 // consumers raise themselves to ConsumerBudget: what the others leave,

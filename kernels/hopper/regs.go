@@ -42,36 +42,43 @@ func InitialRegs(threads int) int { return RegsFor(threads, 1) }
 // warpgroups' registers after the split must fit that (an inc that asks
 // for more waits forever).
 func ConsumerBudget(producer, fillWGs, consumers int) int {
-	wgs := 1 + fillWGs + consumers
-	held := InitialRegs(128*wgs) * wgs
-	return min(MaxConsumerRegs, (held-producer*(1+fillWGs))/consumers/8*8)
+	return Split{Producer: producer, Fill: fillWGs, Consumers: consumers}.ConsumerRegs()
 }
 
 // Split is a CTA's warpgroups under the register split: warpgroup 0 the
 // producer, then Consumers consumer warpgroups, then Fill warpgroups that
-// keep the producer's registers (a written B's fillers).
+// keep the producer's registers (a written B's fillers). CTAs is how many
+// such CTAs share an SM's register file (0 or 1: one).
 type Split struct {
 	Producer  int // registers of the producer and fill warpgroups
 	Fill      int // warpgroups beside the producer that lower themselves
 	Consumers int // consumer warpgroups
+	CTAs      int // CTAs an SM holds at once (0: one)
 }
 
 // Threads is the CTA's threads.
 func (s Split) Threads() int { return 128 * (1 + s.Fill + s.Consumers) }
 
+// Held is the registers per thread the CTA holds from its launch: its
+// .maxnreg, the most that lets CTAs of them fill the register file.
+func (s Split) Held() int { return RegsFor(s.Threads(), max(s.CTAs, 1)) }
+
 // ConsumerRegs is the consumers' setmaxnreg.inc budget.
-func (s Split) ConsumerRegs() int { return ConsumerBudget(s.Producer, s.Fill, s.Consumers) }
+func (s Split) ConsumerRegs() int {
+	held := s.Held() * (1 + s.Fill + s.Consumers)
+	return min(MaxConsumerRegs, (held-s.Producer*(1+s.Fill))/s.Consumers/8*8)
+}
 
 // Reallocates reports whether the consumers' budget exceeds the
 // registers a thread holds at launch, so that the split has registers to
 // move. Where it does not (one consumer at 256 threads holds 255), the
 // consumers' setmaxnreg.inc would ask for fewer than they hold, which the
 // PTX ISA leaves undefined: such a kernel runs without the split.
-func (s Split) Reallocates() bool { return s.ConsumerRegs() > InitialRegs(s.Threads()) }
+func (s Split) Reallocates() bool { return s.ConsumerRegs() > s.Held() }
 
-// Declare sets the kernel's .maxnreg to what it holds at launch
-// (InitialRegs): setmaxnreg needs it.
-func (s Split) Declare(k *ptx.Func) { k.MaxNReg(InitialRegs(s.Threads())) }
+// Declare sets the kernel's .maxnreg to what it holds at launch (Held):
+// setmaxnreg needs it, and it is what lets CTAs of them share an SM.
+func (s Split) Declare(k *ptx.Func) { k.MaxNReg(s.Held()) }
 
 // EnterProducer lowers a producer or fill warpgroup to Producer
 // registers (setmaxnreg.dec); EnterConsumer raises a consumer to

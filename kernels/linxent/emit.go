@@ -38,7 +38,7 @@ func (c chunk) zGEMM(s Shape, p Params) (gemm.Custom, gemm.Params, error) {
 		A:   gemm.Operand{Buffer: "x", KMajor: true, LD: s.H},
 		B:   gemm.Operand{Buffer: "w", KMajor: true, LD: s.H, Offset: c.wOffset(s), Rows: c.w},
 		Out: "z", OutDT: dtype.F32}
-	gp, err := g.Params(s.T, p.ZBM, p.ZBN, p.ZPers)
+	gp, err := g.Params(s.T, p.zTiling())
 	return g, gp, err
 }
 
@@ -58,7 +58,7 @@ func (c chunk) dxGEMM(s Shape, p Params, first bool) (gemm.Custom, gemm.Params, 
 		g.Entry += "_acc"
 		g.Scale = "alpha"
 	}
-	gp, err := g.Params(s.T, p.DBM, p.DBN, p.DPers)
+	gp, err := g.Params(s.T, gemm.Tiling{BM: p.DBM, BN: p.DBN, Persistent: p.DPers})
 	return g, gp, err
 }
 
@@ -70,7 +70,7 @@ func (c chunk) dwGEMM(s Shape, p Params) (gemm.Custom, gemm.Params, error) {
 		A:   gemm.Operand{Buffer: "p", LD: c.ld},
 		B:   gemm.Operand{Buffer: "x", LD: s.H},
 		Out: "dw", OutDT: dtype.F32, OutOffset: c.c0 * s.H * 4, Accumulate: s.DW == dwAdd}
-	gp, err := g.Params(s.T, p.WBM, p.WBN, false)
+	gp, err := g.Params(s.T, gemm.Tiling{BM: p.WBM, BN: p.WBN})
 	return g, gp, err
 }
 

@@ -71,6 +71,7 @@ type Params struct {
 	ZBM     int    `axis:"zbm" values:"64,128,256" doc:"tile rows (tokens) of the logits GEMM"`
 	ZBN     int    `axis:"zbn" values:"64,128,192,256" doc:"tile columns (classes) of the logits GEMM"`
 	ZPers   bool   `axis:"zpers" values:"0,1" doc:"1: the logits GEMM runs a persistent grid"`
+	ZCTAs   int    `axis:"zctas" values:"1,2" default:"1" doc:"softmax=epilogue: CTAs of the logits GEMM an SM holds at once: 2 gives each half the shared memory (a shallower ring) and registers (one consumer warpgroup per 128 rows), so that one CTA's softmax epilogue runs beside another's main loop"`
 	DBM     int    `axis:"dbm" values:"64,128,256" doc:"tile rows (tokens) of the gradient GEMM"`
 	DBN     int    `axis:"dbn" values:"64,128,192,256" doc:"tile columns (hidden) of the gradient GEMM"`
 	DPers   bool   `axis:"dpers" values:"0,1" doc:"1: the gradient GEMM runs a persistent grid"`
@@ -179,11 +180,11 @@ func (family) Space(s Shape) variants.Typed[Params] {
 			}
 			return nil
 		}},
-		{Name: "epilogue path", Axes: []string{"softmax", "sblock", "pdl", "ref", "pstore", "probe", "chunk"}, Check: func(p Params) error {
-			onlyEpilogue := p.PDL != 0 || p.Ref != refRunning || p.PStore != pstorePair || p.Probe != 0
+		{Name: "epilogue path", Axes: []string{"softmax", "sblock", "pdl", "ref", "pstore", "probe", "zctas", "chunk"}, Check: func(p Params) error {
+			onlyEpilogue := p.PDL != 0 || p.Ref != refRunning || p.PStore != pstorePair || p.Probe != 0 || p.ZCTAs != 1
 			switch {
 			case p.Softmax != softmaxEpilogue && onlyEpilogue:
-				return fmt.Errorf("pdl=%d, ref=%s, pstore=%s, probe=%d: past 0, running, pair and 0 these are the epilogue path's (softmax=epilogue)", p.PDL, p.Ref, p.PStore, p.Probe)
+				return fmt.Errorf("pdl=%d, ref=%s, pstore=%s, probe=%d, zctas=%d: past 0, running, pair, 0 and 1 these are the epilogue path's (softmax=epilogue)", p.PDL, p.Ref, p.PStore, p.Probe, p.ZCTAs)
 			case p.Softmax != softmaxEpilogue:
 				return nil
 			case (p.Ref == refFixed || p.Probe != 0) && s.DType != dtype.BF16:
@@ -218,7 +219,7 @@ func (family) Space(s Shape) variants.Typed[Params] {
 			}
 			return nil
 		}},
-		{Name: "logits GEMM tiles", Axes: []string{"chunk", "zbm", "zbn", "zpers"}, Check: func(p Params) error {
+		{Name: "logits GEMM tiles", Axes: []string{"chunk", "zbm", "zbn", "zpers", "zctas"}, Check: func(p Params) error {
 			return checkGEMMs(s, p, true)
 		}},
 		{Name: "gradient GEMM tiles", Axes: []string{"chunk", "dbm", "dbn", "dpers"}, Check: func(p Params) error {
@@ -240,6 +241,11 @@ func (family) Space(s Shape) variants.Typed[Params] {
 			return nil
 		}},
 	}}
+}
+
+// zTiling is the logits GEMM's tiling.
+func (p Params) zTiling() gemm.Tiling {
+	return gemm.Tiling{BM: p.ZBM, BN: p.ZBN, Persistent: p.ZPers, PerSM: p.ZCTAs}
 }
 
 // softmaxEpilogue is the softmax axis's value of the epilogue path.

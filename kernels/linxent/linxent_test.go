@@ -190,6 +190,12 @@ func TestVariantsOnInterpreter(t *testing.T) {
 		{Case: simtest.Case{Spec: "t=130,h=64,v=9000", DType: dtype.BF16}, Params: "softmax=epilogue,probe=2048,pdl=2,chunk=4096,zbm=128,zbn=128,zpers=0,dbm=128,dbn=64,dpers=0,sblock=128,wbm=128,wbn=128"},
 		{Case: simtest.Case{Spec: "t=70,h=64,v=3000", DType: dtype.BF16}, Params: "softmax=epilogue,ref=fixed,probe=2048,pdl=0,chunk=4096,zbm=128,zbn=192,zpers=0,dbm=128,dbn=64,dpers=0,sblock=128,wbm=128,wbn=128"},
 		{Case: simCases[3], Params: "softmax=epilogue,pstore=quad,pdl=0,chunk=256,zbm=64,zbn=128,zpers=0,dbm=64,dbn=64,dpers=0,sblock=128,wbm=128,wbn=128"},
+		// zctas=2: one consumer warpgroup over a 128-row tile's two m64
+		// blocks (the running reference at one token, smoothing with
+		// z-loss and pdl=2, the fixed reference with quads and the probe)
+		{Case: simCases[0], Params: "softmax=epilogue,zctas=2,pdl=1,chunk=256,zbm=128,zbn=128,zpers=0,dbm=128,dbn=128,dpers=0,sblock=128,wbm=128,wbn=128"},
+		{Case: simCases[7], Params: "softmax=epilogue,zctas=2,pdl=2,chunk=256,zbm=128,zbn=128,zpers=0,dbm=128,dbn=64,dpers=0,sblock=128,wbm=128,wbn=128"},
+		{Case: simtest.Case{Spec: "t=130,h=64,v=9000", DType: dtype.BF16}, Params: "softmax=epilogue,zctas=2,ref=fixed,probe=2048,pstore=quad,pdl=1,chunk=4096,zbm=128,zbn=128,zpers=0,dbm=128,dbn=64,dpers=0,sblock=128,wbm=128,wbn=128"},
 	})
 }
 

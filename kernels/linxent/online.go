@@ -367,7 +367,7 @@ func (c chunk) epiGEMM(s Shape, p Params, st rowStats, probe bool, b bugs) (gemm
 		B:   gemm.Operand{Buffer: "w", KMajor: true, LD: s.H, Offset: c.wOffset(s), Rows: c.w},
 		Out: "p", OutDT: s.DType, Epilogue: e, Chained: p.PDL > 0, WaitPrior: p.PDL > 0 && !probe,
 		WaitAtEpilogue: p.PDL == pdlEpilogue && !probe}
-	gp, err := g.Params(s.T, p.ZBM, p.ZBN, p.ZPers)
+	gp, err := g.Params(s.T, p.zTiling())
 	return g, gp, err
 }
 
