@@ -3,9 +3,10 @@
 # (twenty-fifth session), built and validated on the interpreter but not
 # timed (no device machine came), in one device call of about 4 minutes:
 # the binary of 3373847 (ref=fixed alone, 16% faster than ref=running on
-# an H100) against the head's two chains, pstore=quad, probe=2048 and
-# pdl=2, alternated; then torch.compile's and torch's head GEMMs; then the
-# model strategy over the new axes. Build here:
+# an H100) against the head's two chains, pstore=quad, probe=2048, pdl=2
+# and zctas=2 (two logits-GEMM CTAs an SM), alternated; then
+# torch.compile's and torch's head GEMMs; then the model strategy over
+# the new axes. Build here:
 #   go build -o bin/tune ./cmd/tune   (the head; xz into binz/tune.xz)
 #   git worktree add /tmp/old 3373847 && (cd /tmp/old && go build -o /tmp/tune-old ./cmd/tune)
 #   xz -c /tmp/tune-old > binz/tune-old.xz
@@ -24,10 +25,10 @@ lce() { timed "./bin/$1" --kernel linear_cross_entropy_bwd --shapes "$S" --dtype
   "./bin/$1" show --db "$o/$3.db" --variants > "$o/$3-variants.txt" 2>&1; grep -a "softmax=" "$o/$3-variants.txt" | head -1 | cut -c1-200; }
 for r in 1 2; do
   lce tune-old "$B,pdl=1,zbm=128,zbn=256" old-$r --no-abandon --fresh
-  lce tune "$B,pdl=1,zbm=128,zbn=256,pstore=pair" pair-$r --no-abandon --fresh
-  lce tune "$B,pdl=1,zbm=256,zbn=128,pstore=quad" quad-$r --no-abandon --fresh
   lce tune "$B,pdl=1,zbm=256,zbn=128,pstore=quad,probe=2048" quadp-$r --no-abandon --fresh
   lce tune "$B,pdl=2,zbm=256,zbn=128,pstore=quad,probe=2048" quadp2-$r --no-abandon --fresh
+  lce tune "$B,pdl=1,zbm=128,zbn=128,zctas=2,pstore=quad,probe=2048" two-$r --no-abandon --fresh
+  lce tune "$B,pdl=2,zbm=128,zbn=128,zctas=2,pstore=quad,probe=2048" two2-$r --no-abandon --fresh
   pack
 done
 timed python3 bench/peers_step.py --out "$o/peers-lce.jsonl" --tokens 2048 --kernels linear_cross_entropy --peers compile,mm,liger --no-copy > "$o/peers-lce.log" 2>&1
