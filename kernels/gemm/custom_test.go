@@ -243,35 +243,43 @@ func TestCustomIndependentOfT(t *testing.T) {
 	}
 }
 
-// TestCustomTwoAnSM: a tiling of two CTAs an SM declares registers and
-// shared memory that let two share an SM, and one consumer warpgroup
-// takes a 128-row tile.
+// TestCustomTwoAnSM: a tiling of two CTAs an SM at a reduction long
+// enough for a deep ring declares registers and shared memory that let
+// two share an SM (a three-slot ring, .maxnreg and setmaxnreg within half
+// the register file), one consumer warpgroup takes a 128-row tile, and a
+// persistent grid launches two CTAs an SM.
 func TestCustomTwoAnSM(t *testing.T) {
-	c := customCase{}.custom(customShape{T: 150, Case: "chunk", DType: dtype.BF16})
-	p, err := c.Params(150, gemm.Tiling{BM: 128, BN: 128, PerSM: 2})
-	if err != nil {
-		t.Fatal(err)
+	c := gemm.Custom{Entry: "two", Dim: "t", Cols: 1024, Red: 1536, In: dtype.BF16,
+		A: gemm.Operand{Buffer: "x", KMajor: true, LD: 1536}, B: gemm.Operand{Buffer: "w", KMajor: true, LD: 1536},
+		Out: "c", OutDT: dtype.BF16}
+	half := hopper.SharedPerSM/2 - hopper.CTASharedReserved
+	for _, pers := range []bool{false, true} {
+		p, err := c.Params(2048, gemm.Tiling{BM: 128, BN: 128, Persistent: pers, PerSM: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := ptx.NewModule()
+		if err := gemm.AddCustom(m, c, p); err != nil {
+			t.Fatal(err)
+		}
+		built, err := m.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, src := c.Launch(p), built.String()
+		split := hopper.Split{Producer: hopper.ProducerRegs, Consumers: 1, CTAs: 2}
+		switch {
+		case p.Consumers != 1 || l.Block[0] != 256:
+			t.Errorf("consumers = %d, %d threads: want one consumer warpgroup (256 threads)", p.Consumers, l.Block[0])
+		case p.Stages != 3 || l.SharedBytes > half:
+			t.Errorf("stages = %d, %d bytes of shared memory: want a ring of 3 within %d", p.Stages, l.SharedBytes, half)
+		case !strings.Contains(src, ".maxnreg 128") || !strings.Contains(src, fmt.Sprintf("setmaxnreg.inc.sync.aligned.u32 %d", split.ConsumerRegs())):
+			t.Errorf("want .maxnreg 128 and setmaxnreg.inc %d (two CTAs of 256 threads in the register file)", split.ConsumerRegs())
+		case pers && l.GridPerSM != 2:
+			t.Errorf("a persistent grid of %d CTAs an SM, want 2", l.GridPerSM)
+		}
 	}
-	if p.Consumers != 1 {
-		t.Errorf("consumers = %d, want 1", p.Consumers)
-	}
-	m := ptx.NewModule()
-	if err := gemm.AddCustom(m, c, p); err != nil {
-		t.Fatal(err)
-	}
-	built, err := m.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := c.Launch(p)
-	threads := l.Block[0]
-	if !strings.Contains(built.String(), fmt.Sprintf(".maxnreg %d", hopper.RegsFor(threads, 2))) || 2*threads*hopper.RegsFor(threads, 2) > hopper.RegsPerSM {
-		t.Errorf("%d threads: want .maxnreg %d, two CTAs in the register file", threads, hopper.RegsFor(threads, 2))
-	}
-	if 2*(l.SharedBytes+hopper.CTASharedReserved) > hopper.SharedPerSM {
-		t.Errorf("%d bytes of shared memory: two CTAs do not fit an SM", l.SharedBytes)
-	}
-	if _, err := c.Params(150, gemm.Tiling{BM: 128, BN: 256, PerSM: 2}); err == nil {
+	if _, err := c.Params(2048, gemm.Tiling{BM: 128, BN: 256, PerSM: 2}); err == nil {
 		t.Error("128×256 at two an SM: accepted, though its 256 accumulators pass one consumer's share of the registers")
 	}
 }

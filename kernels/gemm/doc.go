@@ -231,8 +231,10 @@
 //     three consumers, 232 with two, 240 with one; else 65536/threads, at
 //     most 255). The split moves registers between warpgroups only: after
 //     it they hold at most what the CTA got at launch, .maxnreg per thread
-//     (hopper.ConsumerBudget); an inc past that waits forever, which the
-//     interpreter reports as a deadlock.
+//     (hopper.Split.ConsumerRegs); an inc past that waits forever, which
+//     the interpreter reports as a deadlock. A Custom's tiling of PerSM = 2
+//     (not gemm_bwd's) halves the CTA's share: 216 for its one consumer
+//     per 128 rows, ≤ 113 KB of shared memory.
 //   - shared memory: stages·(BM+BN)·BK·2 (+ the TMA-store tile, barriers
 //     and 1 KB of alignment slack for wgmma) ≤ 227 KB (sync: 163 KB, for
 //     sm_80).

@@ -154,6 +154,9 @@ func buildWgmma(b wgBuild) (kernels.Program, error) {
 	if p.Epilogue == TMAStore && p.SplitK > 1 {
 		return kernels.Program{}, fmt.Errorf("mma=wgmma: split-K partials are stored directly")
 	}
+	if p.PerSM > 1 {
+		return kernels.Program{}, fmt.Errorf("mma=wgmma: %d CTAs an SM is a Custom's tiling (gemm.Tiling), not gemm_bwd's", p.PerSM)
+	}
 	if p.Order == StreamK && (!p.Persistent || p.SplitK > 1 || p.Cluster > 1) {
 		return kernels.Program{}, fmt.Errorf("mma=wgmma: order=streamk takes persistent=1 splitk=1 cluster=1")
 	}

@@ -52,7 +52,7 @@
 // Split says more) holds per thread at launch.
 // The producer and fill warpgroups lower themselves to Producer registers
 // (setmaxnreg.dec; ProducerRegs = 40 for a TMA producer) and the
-// consumers raise themselves to ConsumerBudget: what the others leave,
+// consumers raise themselves to Split.ConsumerRegs: what the others leave,
 // divided among the consumers, rounded down to 8, at most 240. setmaxnreg
 // only moves registers between the CTA's warpgroups; an inc past what the
 // CTA holds waits forever (the interpreter reports a deadlock). A
@@ -72,8 +72,9 @@
 // # Tile schedulers (sched.go)
 //
 // ForTiles gives a CTA its linear tile index, or walks ctaid, ctaid +
-// nctaid, ... in a persistent grid (launched with GridPerSM 1 and a grid
-// of the tile count, so no CTA is idle); DownRows, AlongCols and Grouped
+// nctaid, ... in a persistent grid (launched with GridPerSM the CTAs an
+// SM holds, one but for a gemm.Tiling's PerSM, and a grid of the tile
+// count, so no CTA is idle); DownRows, AlongCols and Grouped
 // map the index to a tile row and column. Stream-K and split-K stay in
 // kernels/gemm: they depend on its problem and workspaces.
 //

@@ -90,9 +90,10 @@
 //     launches' order), and s = Σ_j s_j. A logit more than 100 bits over
 //     chunk 0's maximum is repaired as above.
 //     zctas=2 builds the logits GEMMs (and the probe) for two CTAs an
-//     SM (gemm.Tiling's PerSM): each within half the shared memory (a
-//     ring of three 128×128 slots) and half the register file, one
-//     consumer warpgroup over a 128-row tile, so that one CTA's softmax
+//     SM (gemm.Tiling's PerSM): each within half the shared memory (three
+//     32 KB stages of x's and w's 128×64 tiles, against six) and half the
+//     register file, one consumer warpgroup over a 128-row tile, so that
+//     one CTA's softmax
 //     epilogue (the exponentials and P's stores after its k-loop) runs
 //     while the other's k-loop keeps the tensor cores busy.
 //   - dW (dw=1, 2): after the finishing kernel, a second pass over the
@@ -121,8 +122,9 @@
 //     softmax kernel) and h at most 11776 (the repair kernel's row of f32
 //     sums in static shared memory); pdl, ref, pstore, probe and zctas
 //     past their defaults only with softmax=epilogue (zctas=2 where one
-//     consumer's accumulators fit half the register file: 128×128 tiles
-//     at the LM head's reduction); ref=fixed and probe=2048
+//     consumer's accumulators fit half the register file, at most 128
+//     columns of 128 rows: at the LM head, where tiles under 128×128 are
+//     out for its long reduction, 128×128 alone); ref=fixed and probe=2048
 //     only in bf16 (f16's 15 bits of headroom over a reference from fewer
 //     classes would send rows to the repair kernel); probe below chunk
 //     0's classes; pstore=quad with zbn 64 or 128 (wider tiles spill

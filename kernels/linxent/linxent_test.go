@@ -14,6 +14,7 @@ import (
 
 	"github.com/gradtune/gradtune/dtype"
 	"github.com/gradtune/gradtune/internal/simtest"
+	"github.com/gradtune/gradtune/kernels/hopper"
 	"github.com/gradtune/gradtune/kernels/linxent"
 )
 
@@ -126,6 +127,43 @@ func TestSpace(t *testing.T) {
 				t.Errorf("%s: %d launches (want %d), runtime %v", pt, len(prog.Launches), want, prog.RuntimeDims)
 			}
 		}
+	}
+}
+
+// TestTwoAnSM: at the LM head, zctas=2 gives the probe and the logits
+// GEMMs one consumer warpgroup (256 threads) and at most half an SM's
+// shared memory, and the gradient GEMMs keep theirs.
+func TestTwoAnSM(t *testing.T) {
+	s := simtest.Shape(t, fam, "t=2048,h=1536,v=151936", dtype.BF16)
+	pt, err := variants.ParseParams("softmax=epilogue,ref=fixed,probe=2048,pstore=quad,pdl=1,chunk=8192,zbm=128,zbn=128,zctas=2,zpers=0,dbm=128,dbn=192,dpers=0,sblock=128,wbm=128,wbn=128")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fam.Space(s).Check(pt); err != nil {
+		t.Fatal(err)
+	}
+	prog, err := fam.Emit(s, pt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	half := hopper.SharedPerSM/2 - hopper.CTASharedReserved
+	var z, dx int
+	for _, l := range prog.Launches {
+		switch {
+		case strings.Contains(l.Entry, "_zs") || strings.Contains(l.Entry, "_zp"):
+			z++
+			if l.Block[0] != 256 || l.SharedBytes > half {
+				t.Errorf("%s: %d threads, %d bytes of shared memory: want 256 and at most %d", l.Entry, l.Block[0], l.SharedBytes, half)
+			}
+		case strings.Contains(l.Entry, "_dx"):
+			dx++
+			if l.SharedBytes <= half {
+				t.Errorf("%s: %d bytes of shared memory: the gradient GEMM keeps one CTA an SM", l.Entry, l.SharedBytes)
+			}
+		}
+	}
+	if z != 20 || dx != 19 {
+		t.Errorf("%d logits launches and %d gradient launches, want 20 and 19", z, dx)
 	}
 }
 
