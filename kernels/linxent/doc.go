@@ -93,9 +93,9 @@
 //     SM (gemm.Tiling's PerSM): each within half the shared memory (three
 //     32 KB stages of x's and w's 128×64 tiles, against six) and half the
 //     register file, one consumer warpgroup over a 128-row tile, so that
-//     one CTA's softmax
-//     epilogue (the exponentials and P's stores after its k-loop) runs
-//     while the other's k-loop keeps the tensor cores busy.
+//     one CTA's softmax epilogue (the exponentials and P's stores after
+//     its k-loop) runs while the other's k-loop keeps the tensor cores
+//     busy.
 //   - dW (dw=1, 2): after the finishing kernel, a second pass over the
 //     chunks, last to first: the logits GEMM again (not for the last
 //     chunk, whose logits are still in z), the gradient kernel writing G
