@@ -237,7 +237,7 @@ func (wk *wgKernel) fillers() int {
 
 // split is the kernel's warpgroups under the register split.
 func (wk *wgKernel) split() hopper.Split {
-	return hopper.Split{Producer: wk.producerRegs(), Fill: wk.fillWGs, Consumers: wk.p.Consumers, CTAs: wk.p.ctas()}
+	return hopper.Split{Producer: wk.producerRegs(), Fill: wk.fillWGs, Consumers: wk.p.Consumers, CTAs: wk.p.CTAs()}
 }
 
 // producerRegs is the producer warpgroup's setmaxnreg.dec budget.

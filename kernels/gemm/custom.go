@@ -225,16 +225,16 @@ type Tiling struct {
 // rules refuse at t.
 func (c Custom) Params(t int, tl Tiling) (Params, error) {
 	g := c.problem(t)
-	bm, bn := tl.BM, tl.BN
-	p := Params{MMA: WGMMA, BM: bm, BN: bn, BK: 64, Consumers: wgConsumersAt(bm, max(tl.PerSM, 1)), Cluster: 1, SplitK: 1, Reduce: ReduceLaunch,
+	p := Params{MMA: WGMMA, BM: tl.BM, BN: tl.BN, BK: 64, Cluster: 1, SplitK: 1, Reduce: ReduceLaunch,
 		Order: Grouped, Persistent: tl.Persistent, Epilogue: Direct, RegSplit: true, PerSM: tl.PerSM}
+	p.Consumers = wgConsumersAt(p.BM, p.CTAs())
 	p.Stages = ringDepth(g, p)
 	if c.M > 0 {
 		p.Stages = maxStages(g, p) // the reduction is t: the ring may not depend on it
 	}
 	for _, rule := range []func(problem, Params) error{tileShape, warpLayout, registers, sharedFits} {
 		if err := rule(g, p); err != nil {
-			return Params{}, fmt.Errorf("gemm %s at bm=%d bn=%d (%d an SM): %w", c.Entry, bm, bn, p.ctas(), err)
+			return Params{}, fmt.Errorf("gemm %s at bm=%d bn=%d (%d an SM): %w", c.Entry, p.BM, p.BN, p.CTAs(), err)
 		}
 	}
 	return p, nil
@@ -278,7 +278,7 @@ func (c Custom) Launch(p Params) kernels.Launch {
 	}
 	l.Args = append(l.Args, g.mArg())
 	if p.Persistent {
-		l.GridPerSM = p.ctas()
+		l.GridPerSM = p.CTAs()
 	}
 	l.Dependent = c.WaitPrior
 	return l

@@ -69,5 +69,5 @@ type Params struct {
 	PerSM int
 }
 
-// ctas is the CTAs of p an SM holds at once.
-func (p Params) ctas() int { return max(p.PerSM, 1) }
+// CTAs is the CTAs of p an SM holds at once (PerSM, at least one).
+func (p Params) CTAs() int { return max(p.PerSM, 1) }

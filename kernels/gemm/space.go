@@ -164,8 +164,8 @@ func oddColumns(p Params) error {
 // otherwise.
 func warpLayout(_ problem, p Params) error {
 	switch {
-	case p.MMA == WGMMA && (p.Consumers != wgConsumersAt(p.BM, p.ctas()) || !p.RegSplit):
-		return fmt.Errorf("mma=wgmma takes regsplit=1 and consumers=2, or consumers=1 with bm=64, 3 with bm=192 (with two CTAs an SM, one a 128 rows)")
+	case p.MMA == WGMMA && (p.Consumers != wgConsumersAt(p.BM, p.CTAs()) || !p.RegSplit):
+		return fmt.Errorf("mma=wgmma takes regsplit=1 and consumers=2, or consumers=1 with bm=64, 3 with bm=192 (with two CTAs an SM, one per 128 rows)")
 	case p.MMA == Sync && p.Consumers > 2:
 		return fmt.Errorf("mma=sync takes 4 or 8 warps (consumers 1 or 2)")
 	case p.MMA == Sync && p.Consumers == 2 && (p.BM != 128 || p.BN != 128):
@@ -231,7 +231,7 @@ func regCap(p Params) int {
 	if p.MMA == WGMMA {
 		threads += 128 // the producer warpgroup
 	}
-	return hopper.RegsFor(threads, p.ctas())
+	return hopper.RegsFor(threads, p.CTAs())
 }
 
 func registers(_ problem, p Params) error {
@@ -262,8 +262,8 @@ func smemLimit(p Params) int {
 	if p.MMA == Sync {
 		return syncSmemMax
 	}
-	if p.ctas() > 1 {
-		return hopper.SharedPerSM/p.ctas() - hopper.CTASharedReserved
+	if p.CTAs() > 1 {
+		return hopper.SharedPerSM/p.CTAs() - hopper.CTASharedReserved
 	}
 	return smemMax
 }

@@ -134,7 +134,7 @@ func (wk *wgKernel) threads() int { return wk.split().Threads() }
 // register file leaves after the producer's hopper.ProducerRegs, at most
 // 240.
 func consumerRegs(p Params) int {
-	return hopper.Split{Producer: hopper.ProducerRegs, Consumers: p.Consumers, CTAs: p.ctas()}.ConsumerRegs()
+	return hopper.Split{Producer: hopper.ProducerRegs, Consumers: p.Consumers, CTAs: p.CTAs()}.ConsumerRegs()
 }
 
 // emitWgmma writes the wgmma path's program.

@@ -282,8 +282,8 @@ func checkGEMMs(s Shape, p Params, z bool) error {
 		switch {
 		case err != nil:
 			return err
-		case i == 0 && gp.Persistent && g.Tiles(s.T, gp) <= gemm.Wave*max(gp.PerSM, 1):
-			return fmt.Errorf("a persistent grid for %d tiles (one wave of %d CTAs an SM)", g.Tiles(s.T, gp), max(gp.PerSM, 1))
+		case i == 0 && gp.Persistent && g.Tiles(s.T, gp) <= gemm.Wave*gp.CTAs():
+			return fmt.Errorf("a persistent grid for %d tiles (one wave of %d CTAs an SM)", g.Tiles(s.T, gp), gp.CTAs())
 		}
 	}
 	return nil
