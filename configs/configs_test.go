@@ -316,3 +316,47 @@ func compileC(t *testing.T, header []byte, body string) string {
 	}
 	return strings.TrimSpace(string(out))
 }
+
+// TestCTAsPerSMWritten: a launch built for two CTAs an SM keeps
+// ctas_per_sm through JSON (and asks for the largest carveout when
+// resolved), the C header gives it, and a negative count is refused.
+func TestCTAsPerSMWritten(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("h200", "gemm.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(data), "ctas_per_sm") {
+		t.Fatal("the committed table already has ctas_per_sm: the test wants a table without")
+	}
+	tb, err := Parse(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb.Entries[0].Launches[0].CTAsPerSM = 2
+	var js bytes.Buffer
+	if err := WriteJSON(&js, tb); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(js.String(), `"ctas_per_sm": 2`); n != 1 {
+		t.Errorf("%d launches with \"ctas_per_sm\": 2 in the JSON, want 1", n)
+	}
+	back, err := Parse(bytes.NewReader(js.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, o := back.Entries[0].Launches[0], back.Entries[1].Launches[0]; !l.MaxCarveout() || o.MaxCarveout() {
+		t.Errorf("read back: ctas_per_sm %d and %d, want 2 and none", l.CTAsPerSM, o.CTAsPerSM)
+	}
+	var c bytes.Buffer
+	if err := WriteC(&c, tb, "gradtune_gemm"); err != nil {
+		t.Fatal(err)
+	}
+	out := compileC(t, c.Bytes(), `printf("%d %d\n", gradtune_gemm_configs[0].launches[0].ctas_per_sm, gradtune_gemm_configs[1].launches[0].ctas_per_sm);`)
+	if out != "2 0" {
+		t.Errorf("C program printed %q, want \"2 0\"", out)
+	}
+	bad := strings.Replace(js.String(), `"ctas_per_sm": 2`, `"ctas_per_sm": -1`, 1)
+	if _, err := Parse(strings.NewReader(bad)); !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), "ctas_per_sm -1") {
+		t.Errorf("a negative ctas_per_sm: err = %v", err)
+	}
+}

@@ -49,7 +49,9 @@
 //     state (zeroed once; every run leaves it zero);
 //   - a Launch names its entry and gives its grid, block, cluster, dynamic
 //     shared memory (with the opt-in above 48 KiB), whether it is a
-//     programmatic dependent launch, and its parameters in order;
+//     programmatic dependent launch, the CTAs an SM its kernel was built
+//     for (ctas_per_sm, absent for one: past one the launcher sets the
+//     largest shared-memory carveout first), and its parameters in order;
 //   - an Arg is a buffer's address plus a byte offset, a scalar of a PTX
 //     type (u32 or u64), or a TMA tensor map of a buffer with every field
 //     of cuTensorMapEncodeTiled (element type, rank, dims and byte

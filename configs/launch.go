@@ -111,8 +111,19 @@ type Launch struct {
 	// order is also correct. The first launch of a program is never
 	// dependent.
 	Dependent bool
+	// CTAsPerSM, above one, says that the kernel was built for that many
+	// CTAs an SM at once, each within its share of the SM's shared memory
+	// and registers: the launcher asks for the largest shared-memory
+	// carveout (MaxCarveout), which they may need.
+	CTAsPerSM int
 	Args      []Arg
 }
+
+// MaxCarveout reports whether the function's preferred shared-memory
+// carveout must be set to the largest
+// (CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT = 100) before the
+// launch, so that CTAsPerSM CTAs share an SM.
+func (l Launch) MaxCarveout() bool { return l.CTAsPerSM > 1 }
 
 // DefaultSharedLimit is the dynamic shared memory a launch may use
 // without opting in (48 KiB).
@@ -132,6 +143,7 @@ type launchJSON struct {
 	SharedBytes int     `json:"shared_bytes"`
 	OptIn       bool    `json:"shared_opt_in"`
 	Dependent   bool    `json:"dependent"`
+	CTAsPerSM   int     `json:"ctas_per_sm,omitempty"`
 	Args        []Arg   `json:"args"`
 }
 
@@ -142,7 +154,7 @@ func (l Launch) MarshalJSON() ([]byte, error) {
 	if c == ([3]int{}) {
 		c = [3]int{1, 1, 1}
 	}
-	return json.Marshal(launchJSON{l.Entry, l.Grid, l.GridPerSM, l.Block, c, l.SharedBytes, l.OptIn(), l.Dependent, l.Args})
+	return json.Marshal(launchJSON{l.Entry, l.Grid, l.GridPerSM, l.Block, c, l.SharedBytes, l.OptIn(), l.Dependent, l.CTAsPerSM, l.Args})
 }
 
 // UnmarshalJSON reads what MarshalJSON writes and checks that the opt-in
@@ -156,9 +168,12 @@ func (l *Launch) UnmarshalJSON(data []byte) error {
 	if c == ([3]int{1, 1, 1}) {
 		c = [3]int{}
 	}
-	*l = Launch{j.Entry, j.Grid, j.GridPerSM, j.Block, c, j.SharedBytes, j.Dependent, j.Args}
+	*l = Launch{j.Entry, j.Grid, j.GridPerSM, j.Block, c, j.SharedBytes, j.Dependent, j.CTAsPerSM, j.Args}
 	if l.OptIn() != j.OptIn {
 		return fmt.Errorf("launch %s: shared_opt_in %v with %d bytes of dynamic shared memory (the opt-in is needed exactly above %d)", l.Entry, j.OptIn, l.SharedBytes, DefaultSharedLimit)
+	}
+	if l.CTAsPerSM < 0 {
+		return fmt.Errorf("launch %s: ctas_per_sm %d: want 0 (the driver's choice) or more", l.Entry, l.CTAsPerSM)
 	}
 	return nil
 }

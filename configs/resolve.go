@@ -44,6 +44,7 @@ type LaunchSpec struct {
 	Cluster     [3]int
 	SharedBytes int
 	OptIn       bool
+	MaxCarveout bool // set the largest shared-memory carveout first (Launch.MaxCarveout)
 	Dependent   bool
 	Args        []ArgSpec
 }
@@ -131,7 +132,7 @@ func resolveLaunch(l Launch, bufs map[string]BufferSpec, env Env) (LaunchSpec, e
 	if l.Entry == "" {
 		return LaunchSpec{}, errors.New("no entry name")
 	}
-	s := LaunchSpec{Entry: l.Entry, Block: l.Block, SharedBytes: l.SharedBytes, OptIn: l.OptIn(), Dependent: l.Dependent}
+	s := LaunchSpec{Entry: l.Entry, Block: l.Block, SharedBytes: l.SharedBytes, OptIn: l.OptIn(), MaxCarveout: l.MaxCarveout(), Dependent: l.Dependent}
 	for d := range 3 {
 		s.Block[d] = max(s.Block[d], 1)
 		s.Cluster[d] = max(l.Cluster[d], 1)

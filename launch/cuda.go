@@ -85,6 +85,11 @@ func Functions(mod *cuda.Module, plan configs.Plan) ([]any, error) {
 				return nil, fmt.Errorf("launch %s: %w", l.Entry, err)
 			}
 		}
+		if l.MaxCarveout {
+			if err := f.PreferMaxShared(); err != nil {
+				return nil, fmt.Errorf("launch %s: %w", l.Entry, err)
+			}
+		}
 		out = append(out, f)
 	}
 	return out, nil

@@ -63,6 +63,14 @@ type Function interface {
 	Resources(threads, dynSmem int) (Resources, error)
 }
 
+// CarveoutSetter is a Function whose preferred shared-memory carveout can
+// be set to the largest, as a launch built for several CTAs an SM asks
+// (configs.Launch.MaxCarveout). The simulator's functions have no
+// carveout.
+type CarveoutSetter interface {
+	PreferMaxShared() error
+}
+
 // Resources of a compiled kernel.
 type Resources struct {
 	Registers   int

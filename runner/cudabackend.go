@@ -195,6 +195,10 @@ type cudaFunction struct {
 	maxShared int
 }
 
+// PreferMaxShared asks for the largest shared-memory carveout
+// (CarveoutSetter).
+func (f cudaFunction) PreferMaxShared() error { return f.f.PreferMaxShared() }
+
 // Resources reads the kernel's resources and opts it in to dynSmem bytes
 // of dynamic shared memory when static and dynamic together are over the
 // 48 KiB a launch gets without it (48 KiB of dynamic beside a static

@@ -428,6 +428,11 @@ func (ss *Session) bind(l *Loaded) error {
 		if err != nil {
 			return err
 		}
+		if c, ok := fn.(CarveoutSetter); ok && ln.MaxCarveout {
+			if err := c.PreferMaxShared(); err != nil {
+				return fmt.Errorf("launch %s: %w", ln.Entry, err)
+			}
+		}
 		res, err := fn.Resources(ln.Threads(), ln.SharedBytes)
 		if err != nil {
 			return err

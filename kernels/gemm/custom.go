@@ -280,6 +280,9 @@ func (c Custom) Launch(p Params) kernels.Launch {
 	if p.Persistent {
 		l.GridPerSM = p.CTAs()
 	}
+	if p.CTAs() > 1 {
+		l.CTAsPerSM = p.CTAs()
+	}
 	l.Dependent = c.WaitPrior
 	return l
 }

@@ -277,6 +277,8 @@ func TestCustomTwoAnSM(t *testing.T) {
 			t.Errorf("want .maxnreg 128 and setmaxnreg.inc %d (two CTAs of 256 threads in the register file)", split.ConsumerRegs())
 		case pers && l.GridPerSM != 2:
 			t.Errorf("a persistent grid of %d CTAs an SM, want 2", l.GridPerSM)
+		case !l.MaxCarveout():
+			t.Errorf("ctas_per_sm %d: the launch does not ask for the largest carveout", l.CTAsPerSM)
 		}
 	}
 	if _, err := c.Params(2048, gemm.Tiling{BM: 128, BN: 256, PerSM: 2}); err == nil {

@@ -189,7 +189,9 @@
 // depend on t. A Tiling of PerSM = 2 is built for two CTAs an SM: the
 // ring within half the shared memory, .maxnreg half the register file
 // (hopper.Split's CTAs), one consumer warpgroup per 128 tile rows; so
-// that one CTA's epilogue overlaps the other's k-loop.
+// that one CTA's epilogue overlaps the other's k-loop. Its launch says so
+// (configs.Launch.CTAsPerSM), and launchers ask for the largest
+// shared-memory carveout, which two such CTAs need.
 //
 // # M at run time
 //

@@ -135,12 +135,20 @@ class Launch:
     dependent: bool
     args: List[Arg]
     grid_per_sm: int = 0
+    ctas_per_sm: int = 0
 
     @property
     def opt_in(self):
         """Whether the function's maximum dynamic shared memory must be
         raised to shared_bytes first."""
         return self.shared_bytes > DEFAULT_SHARED_LIMIT
+
+    @property
+    def max_carveout(self):
+        """Whether the function's preferred shared-memory carveout must be
+        set to the largest first: the kernel was built for ctas_per_sm CTAs
+        an SM."""
+        return self.ctas_per_sm > 1
 
 
 # ---- decoding, as the Go types' UnmarshalJSON do
@@ -231,7 +239,7 @@ def decode_arg(v):
     raise DecodeError(f"argument kind {_go_q(kind)}: want pointer, tensor_map or scalar")
 
 
-_LAUNCH_FIELDS = ("entry", "grid", "grid_per_sm", "block", "cluster", "shared_bytes", "shared_opt_in", "dependent", "args")
+_LAUNCH_FIELDS = ("entry", "grid", "grid_per_sm", "block", "cluster", "shared_bytes", "shared_opt_in", "dependent", "ctas_per_sm", "args")
 
 
 def decode_launch(v):
@@ -248,12 +256,15 @@ def decode_launch(v):
         shared_bytes=_go.as_int(f.get("shared_bytes"), "launch.shared_bytes"),
         dependent=_go.as_bool(f.get("dependent"), "launch.dependent"),
         args=[decode_arg(a) for a in _go.as_list(f.get("args"), "launch.args")],
-        grid_per_sm=_go.as_int(f.get("grid_per_sm"), "launch.grid_per_sm"))
+        grid_per_sm=_go.as_int(f.get("grid_per_sm"), "launch.grid_per_sm"),
+        ctas_per_sm=_go.as_int(f.get("ctas_per_sm"), "launch.ctas_per_sm"))
     opt_in = _go.as_bool(f.get("shared_opt_in"), "launch.shared_opt_in")
     if l.opt_in != opt_in:
         raise DecodeError(
             f"launch {l.entry}: shared_opt_in {str(opt_in).lower()} with {l.shared_bytes} bytes of dynamic shared memory "
             f"(the opt-in is needed exactly above {DEFAULT_SHARED_LIMIT})")
+    if l.ctas_per_sm < 0:
+        raise DecodeError(f"launch {l.entry}: ctas_per_sm {l.ctas_per_sm}: want 0 (the driver's choice) or more")
     return l
 
 
@@ -402,6 +413,7 @@ class LaunchSpec:
     opt_in: bool
     dependent: bool
     args: List[ArgSpec]
+    max_carveout: bool = False
 
     @property
     def clustered(self):
@@ -481,7 +493,7 @@ def _resolve_launch(l, bufs, env):
         raise BadProgram("no entry name")
     block = [max(x, 1) for x in l.block]
     cluster = [max(x, 1) for x in l.cluster]
-    s = LaunchSpec(l.entry, [0, 0, 0], block, cluster, l.shared_bytes, l.opt_in, l.dependent, [])
+    s = LaunchSpec(l.entry, [0, 0, 0], block, cluster, l.shared_bytes, l.opt_in, l.dependent, [], l.max_carveout)
     if s.threads > 1024 or l.block[0] < 1:
         raise BadProgram(f"block {_go.format_ints(l.block)}: want 1 to 1024 threads")
     n = cluster[0] * cluster[1] * cluster[2]

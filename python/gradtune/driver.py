@@ -147,6 +147,10 @@ class Driver:
         """Opts function in to nbytes of dynamic shared memory."""
         raise NotImplementedError
 
+    def prefer_max_shared(self, function):
+        self._check("cuFuncSetAttribute", self.fn["cuFuncSetAttribute"](function, FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100),
+                    "(the largest shared-memory carveout)")
+
     def allow_non_portable_cluster(self, function):
         """Allows function clusters of more than 8 CTAs."""
         raise NotImplementedError
@@ -178,6 +182,7 @@ TENSOR_OOB_FILLS = {"zero": 0, "nan": 1}
 LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4
 LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6
 FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT = 9
 FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 14
 MAX_PORTABLE_CLUSTER = 8
 JIT_ERROR_LOG_BUFFER, JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 5, 6

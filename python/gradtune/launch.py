@@ -47,6 +47,8 @@ def functions(drv, module, plan):
         f = drv.get_function(module, l.entry)
         if l.opt_in:
             drv.set_max_dynamic_shared(f, l.shared_bytes)
+        if l.max_carveout:
+            drv.prefer_max_shared(f)
         if l.cluster[0] * l.cluster[1] * l.cluster[2] > 8:
             drv.allow_non_portable_cluster(f)
         out.append(f)

@@ -28,6 +28,9 @@ class FakeDriver(driver.Driver):
     def allow_non_portable_cluster(self, function):
         self.calls.append(("allow_non_portable_cluster", function))
 
+    def prefer_max_shared(self, function):
+        self.calls.append(("prefer_max_shared", function))
+
     def encode_tensor_map(self, spec, base):
         self.calls.append(("encode_tensor_map", spec.buffer, base))
         # A recognisable map: the base, then rank and dims.

@@ -203,6 +203,11 @@ class Decode(unittest.TestCase):
         self.assertEqual([str(g) for g in contract.decode_launch(dict(base, grid=[4, 5, 6, 7])).grid], ["4", "5", "6"])
         # Keys match ignoring case, as encoding/json matches them.
         self.assertEqual(contract.decode_launch(dict(base, ENTRY="K")).entry, "K")
+        # ctas_per_sm: absent is the driver's choice; past one, the largest carveout.
+        self.assertFalse(l.max_carveout)
+        self.assertTrue(contract.decode_launch(dict(base, ctas_per_sm=2)).max_carveout)
+        with self.assertRaisesRegex(DecodeError, "ctas_per_sm -1"):
+            contract.decode_launch(dict(base, ctas_per_sm=-1))
 
     def test_dtypes(self):
         self.assertEqual([contract.parse_dtype(s) for s in ("float32", " BF16", "half", "double", "u8", "i32", "i64")], ["f32", "bf16", "f16", "f64", "u8", "i32", "i64"])

@@ -56,6 +56,13 @@ class Pack(unittest.TestCase):
 
 
 class BindAndRun(unittest.TestCase):
+    def test_max_carveout(self):
+        plan = rows_plan()
+        plan.launches[0].max_carveout = True
+        fake = FakeDriver()
+        launch.functions(fake, "module", plan)
+        self.assertEqual([c for c in fake.calls if c[0] == "prefer_max_shared"], [("prefer_max_shared", "fn:rows_main")])
+
     def test_rows(self):
         plan = rows_plan()
         fake = FakeDriver()
@@ -63,6 +70,7 @@ class BindAndRun(unittest.TestCase):
         self.assertEqual(funcs, ["fn:rows_main", "fn:rows_finalize"])
         self.assertIn(("set_max_dynamic_shared", "fn:rows_finalize", 65536), fake.calls)
         self.assertNotIn(("set_max_dynamic_shared", "fn:rows_main", 0), fake.calls)
+        self.assertFalse([c for c in fake.calls if c[0] == "prefer_max_shared"])
         mem, bufs = memory(plan)
         bound = launch.bind(fake, plan, funcs, mem)
         self.assertIn(("encode_tensor_map", "dy", bufs["dy"][0]), fake.calls)

@@ -30,6 +30,9 @@ const (
 	funcPTXVersion           = 5 // CU_FUNC_ATTRIBUTE_PTX_VERSION
 	funcBinaryVersion        = 6 // CU_FUNC_ATTRIBUTE_BINARY_VERSION
 	funcMaxDynamicSharedSize = 8 // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+	// funcPreferredSharedCarveout is
+	// CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT.
+	funcPreferredSharedCarveout = 9
 	// funcNonPortableClusterSizeAllowed is
 	// CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED.
 	funcNonPortableClusterSizeAllowed = 14
@@ -236,6 +239,15 @@ func (f *Function) SetMaxDynamicShared(bytes int) error {
 	}
 	return f.d.check("cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)",
 		f.d.api.cuFuncSetAttribute(f.h, funcMaxDynamicSharedSize, int32(bytes)))
+}
+
+// PreferMaxShared sets f's preferred shared-memory carveout to the
+// largest the device has (CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT
+// = 100, CU_SHAREDMEM_CARVEOUT_MAX_SHARED), so that CTAs built to share an
+// SM find its shared memory configured for all of them.
+func (f *Function) PreferMaxShared() error {
+	return f.d.check("cuFuncSetAttribute(PREFERRED_SHARED_MEMORY_CARVEOUT)",
+		f.d.api.cuFuncSetAttribute(f.h, funcPreferredSharedCarveout, 100))
 }
 
 // MaxActiveBlocksPerSM returns how many blocks of blockSize threads, each
