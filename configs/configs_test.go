@@ -7,6 +7,7 @@ import (
 
 	"go/parser"
 	"go/token"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -318,8 +319,9 @@ func compileC(t *testing.T, header []byte, body string) string {
 }
 
 // TestCTAsPerSMWritten: a launch built for two CTAs an SM keeps
-// ctas_per_sm through JSON (and asks for the largest carveout when
-// resolved), the C header gives it, and a negative count is refused.
+// ctas_per_sm through JSON and asks for the largest carveout when
+// resolved, a negative count is refused by the reader and the writer, and
+// the C header gives it.
 func TestCTAsPerSMWritten(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join("h200", "gemm.json"))
 	if err != nil {
@@ -344,9 +346,25 @@ func TestCTAsPerSMWritten(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l, o := back.Entries[0].Launches[0], back.Entries[1].Launches[0]; !l.MaxCarveout() || o.MaxCarveout() {
-		t.Errorf("read back: ctas_per_sm %d and %d, want 2 and none", l.CTAsPerSM, o.CTAsPerSM)
+	for i, want := range []bool{true, false} {
+		e := back.Entries[i]
+		plan, err := e.Plan(mustShape(t, e.Shape), 132)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := plan.Launches[0].MaxCarveout; got != want {
+			t.Errorf("entry %d resolved: MaxCarveout %v, want %v", i, got, want)
+		}
 	}
+	bad := strings.Replace(js.String(), `"ctas_per_sm": 2`, `"ctas_per_sm": -1`, 1)
+	if _, err := Parse(strings.NewReader(bad)); !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), "ctas_per_sm -1") {
+		t.Errorf("a negative ctas_per_sm: err = %v", err)
+	}
+	tb.Entries[1].Launches[0].CTAsPerSM = -1
+	if err := WriteJSON(io.Discard, tb); err == nil || !strings.Contains(err.Error(), "ctas_per_sm -1") {
+		t.Errorf("writing a negative ctas_per_sm: err = %v", err)
+	}
+	tb.Entries[1].Launches[0].CTAsPerSM = 0
 	var c bytes.Buffer
 	if err := WriteC(&c, tb, "gradtune_gemm"); err != nil {
 		t.Fatal(err)
@@ -354,9 +372,5 @@ func TestCTAsPerSMWritten(t *testing.T) {
 	out := compileC(t, c.Bytes(), `printf("%d %d\n", gradtune_gemm_configs[0].launches[0].ctas_per_sm, gradtune_gemm_configs[1].launches[0].ctas_per_sm);`)
 	if out != "2 0" {
 		t.Errorf("C program printed %q, want \"2 0\"", out)
-	}
-	bad := strings.Replace(js.String(), `"ctas_per_sm": 2`, `"ctas_per_sm": -1`, 1)
-	if _, err := Parse(strings.NewReader(bad)); !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), "ctas_per_sm -1") {
-		t.Errorf("a negative ctas_per_sm: err = %v", err)
 	}
 }

@@ -146,6 +146,9 @@ func resolveLaunch(l Launch, bufs map[string]BufferSpec, env Env) (LaunchSpec, e
 	if l.SharedBytes < 0 {
 		return LaunchSpec{}, fmt.Errorf("shared memory %d bytes", l.SharedBytes)
 	}
+	if l.CTAsPerSM < 0 {
+		return LaunchSpec{}, fmt.Errorf("ctas_per_sm %d: want 0 (the driver's choice) or more", l.CTAsPerSM)
+	}
 	for d, e := range l.Grid {
 		v, err := e.EvalInt(env)
 		if err != nil {

@@ -71,8 +71,9 @@ func (c CUDA) Launch(fn any, l configs.LaunchSpec, args []any) error {
 	return err
 }
 
-// Functions looks up the entry of every launch of plan in mod and opts
-// each in to its launch's dynamic shared memory.
+// Functions looks up the entry of every launch of plan in mod, opts each
+// in to its launch's dynamic shared memory and, for a launch built for
+// several CTAs an SM, sets the largest shared-memory carveout.
 func Functions(mod *cuda.Module, plan configs.Plan) ([]any, error) {
 	var out []any
 	for _, l := range plan.Launches {

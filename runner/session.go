@@ -417,8 +417,10 @@ func (ss *Session) resolve(p kernels.Program) (configs.Plan, error) {
 	return configs.Resolve(p.Launches, append(slices.Clip(ss.symbolic), p.Buffers...), ss.env)
 }
 
-// bind looks up the function of each launch of l, reads its resources
-// (which opts it in to the launch's dynamic shared memory) and binds the
+// bind looks up the function of each launch of l, sets the largest
+// shared-memory carveout where the launch was built for several CTAs an
+// SM, reads its resources (which opts it in to the launch's dynamic
+// shared memory) and binds the
 // arguments: to the session's buffers, and again to the exact inputs'
 // when the session has them.
 func (ss *Session) bind(l *Loaded) error {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/gradtune/gradtune/configs"
 	"github.com/gradtune/gradtune/kernels/catalog"
 	"github.com/gradtune/gradtune/tuning"
 )
@@ -54,8 +55,17 @@ func cmdEmit(fs *flagSet, stdout, stderr io.Writer) error {
 		if l.GridPerSM > 0 {
 			grid = fmt.Sprintf("[%d×SMs 1 1]", l.GridPerSM)
 		}
-		fmt.Fprintf(stdout, "// launch %s grid %s block %v smem %d\n", l.Entry, grid, l.Block, l.SharedBytes)
+		fmt.Fprintf(stdout, "// launch %s grid %s block %v smem %d%s\n", l.Entry, grid, l.Block, l.SharedBytes, ctasPerSM(l))
 	}
 	fmt.Fprint(stdout, prog.PTX)
 	return nil
+}
+
+// ctasPerSM is " ctas_per_sm N" for a launch built for several CTAs an
+// SM, else nothing.
+func ctasPerSM(l configs.Launch) string {
+	if !l.MaxCarveout() {
+		return ""
+	}
+	return fmt.Sprintf(" ctas_per_sm %d", l.CTAsPerSM)
 }

@@ -191,7 +191,7 @@
 // (hopper.Split's CTAs), one consumer warpgroup per 128 tile rows; so
 // that one CTA's epilogue overlaps the other's k-loop. Its launch says so
 // (configs.Launch.CTAsPerSM), and launchers ask for the largest
-// shared-memory carveout, which two such CTAs need.
+// shared-memory carveout, which two such CTAs may need.
 //
 // # M at run time
 //

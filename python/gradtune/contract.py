@@ -501,6 +501,8 @@ def _resolve_launch(l, bufs, env):
         raise BadProgram(f"cluster {_go.format_ints(l.cluster)}: {n} CTAs, at most 16")
     if l.shared_bytes < 0:
         raise BadProgram(f"shared memory {l.shared_bytes} bytes")
+    if l.ctas_per_sm < 0:
+        raise BadProgram(f"ctas_per_sm {l.ctas_per_sm}: want 0 (the driver's choice) or more")
     for d, e in enumerate(l.grid):
         s.grid[d] = _eval_int(e, env, f"grid[{d}]")
     if l.grid_per_sm > 0:

@@ -148,8 +148,9 @@ class Driver:
         raise NotImplementedError
 
     def prefer_max_shared(self, function):
-        self._check("cuFuncSetAttribute", self.fn["cuFuncSetAttribute"](function, FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100),
-                    "(the largest shared-memory carveout)")
+        """Sets function's preferred shared-memory carveout to the largest
+        (a launch built for several CTAs an SM)."""
+        raise NotImplementedError
 
     def allow_non_portable_cluster(self, function):
         """Allows function clusters of more than 8 CTAs."""
@@ -339,6 +340,10 @@ class CUDADriver(Driver):
     def set_max_dynamic_shared(self, function, nbytes):
         self._check("cuFuncSetAttribute", self.fn["cuFuncSetAttribute"](function, FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, nbytes),
                     f"(max dynamic shared memory {nbytes} bytes)")
+
+    def prefer_max_shared(self, function):
+        self._check("cuFuncSetAttribute", self.fn["cuFuncSetAttribute"](function, FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100),
+                    "(the largest shared-memory carveout)")
 
     def allow_non_portable_cluster(self, function):
         self._check("cuFuncSetAttribute", self.fn["cuFuncSetAttribute"](function, FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),

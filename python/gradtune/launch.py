@@ -13,8 +13,9 @@ Rules:
     every later dependent launch of the bound plan, in plain stream order,
     which is what the kernel's griddepcontrol.wait waits for anyway.
   - functions() looks every launch's entry up once per module and opts it
-    in to its dynamic shared memory above 48 KiB (and to clusters of more
-    than 8 CTAs).
+    in to its dynamic shared memory above 48 KiB (to clusters of more than
+    8 CTAs, and to the largest shared-memory carveout where the launch was
+    built for several CTAs an SM).
   - A bound plan depends on nothing but the plan, its functions and the
     buffers' addresses and sizes: Bindings keeps the last few per buffer
     set, so a caller that passes the same buffers again (a training loop

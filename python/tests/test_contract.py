@@ -21,7 +21,7 @@ def two_launches():
     ls = [
         Launch("a", [cdiv(m, 8), const(1), const(1)], [128, 1, 1], [2, 1, 1], 100 << 10, False, [
             Arg("tensor_map", tensor_map=TensorMap("x", "bf16", [const(64), m], [const(128)], [64, 32], swizzle=128)),
-            Arg("pointer", buffer="flags"), Arg("scalar", type="u32", value=m)], grid_per_sm=2),
+            Arg("pointer", buffer="flags"), Arg("scalar", type="u32", value=m)], grid_per_sm=2, ctas_per_sm=2),
         Launch("b", [const(1)] * 3, [32, 1, 1], [0, 0, 0], 0, True,
                [Arg("pointer", buffer="y", offset=const(4)), Arg("scalar", type="u64", value=const(7))]),
     ]
@@ -38,6 +38,7 @@ class Resolve(unittest.TestCase):
             tm = a.args[0].tensor_map
             self.assertEqual((tm.dims[1], tm.l2_promotion, tm.interleave, tm.oob_fill, tm.elem_strides), (m, 128, "none", "zero", [1, 1]))
             self.assertEqual((a.args[2].type, a.args[2].scalar), ("u32", m))
+            self.assertEqual((a.max_carveout, b.max_carveout), (True, False))
             self.assertEqual((b.cluster, b.clustered, b.dependent, b.args[0].offset, b.args[1].scalar), ([1, 1, 1], False, True, 4, 7))
             self.assertEqual((p.buffer("y").elems, p.buffer("y").nbytes), (m, 4 * m))
             self.assertEqual(p.referenced(), {"x", "flags", "y"})
@@ -67,6 +68,7 @@ class Resolve(unittest.TestCase):
             ("no entry", lambda ls, b: setattr(ls[1], "entry", ""), None, "no entry name"),
             ("map offset misaligned", lambda ls, b: setattr(ls[0].args[0].tensor_map, "offset", const(8)), None,
              "tensor map of x: offset 8 bytes: want a multiple of 16 bytes"),
+            ("ctas_per_sm negative", lambda ls, b: setattr(ls[1], "ctas_per_sm", -1), None, "ctas_per_sm -1"),
             ("map offset negative", lambda ls, b: setattr(ls[0].args[0].tensor_map, "offset", const(-16)), None,
              "offset -16 bytes: want a multiple of 16 bytes, at least 0"),
             # x is exactly the map's 64 x m bf16 elements: an offset of one

@@ -237,6 +237,12 @@ def read_params(params, packed):
 
 
 class CUDACalls(unittest.TestCase):
+    def test_prefer_max_shared(self):
+        d = cuda_with()
+        d.prefer_max_shared("f0")
+        self.assertEqual(d.fn["cuFuncSetAttribute"].calls, [("f0", driver.FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100)])
+        self.assertEqual(driver.FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 9)
+
     def test_launch_kernel(self):
         plan = rows_plan()
         fake = FakeDriver()
