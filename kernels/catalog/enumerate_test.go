@@ -86,6 +86,10 @@ func TestEnumerateIsTheProductWalk(t *testing.T) {
 			if sweep.Current() == sweep.Sample { // 381k points in its last shape's product (three dbsplit values): that shape alone
 				shapes = shapes[len(shapes)-1:]
 			}
+		case "linear_cross_entropy_bwd":
+			if sweep.Current() == sweep.Sample { // the walk doubled with zctas: bf16's shape (f16's differs in the bf16-only values, walked at ci)
+				shapes = shapes[:1]
+			}
 		case "nf4_gemm_bwd":
 			if sweep.Current() == sweep.Sample {
 				continue
