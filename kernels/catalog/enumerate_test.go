@@ -87,8 +87,8 @@ func TestEnumerateIsTheProductWalk(t *testing.T) {
 				shapes = shapes[len(shapes)-1:]
 			}
 		case "linear_cross_entropy_bwd":
-			if sweep.Current() == sweep.Sample { // the walk doubled with zctas: bf16's shape (f16's differs in the bf16-only values, walked at ci)
-				shapes = shapes[:1]
+			if sweep.Current() == sweep.Sample { // a walk of 15 s a shape since zctas, walked at ci
+				continue
 			}
 		case "nf4_gemm_bwd":
 			if sweep.Current() == sweep.Sample {
