@@ -172,9 +172,6 @@ func (l *Launch) UnmarshalJSON(data []byte) error {
 	if l.OptIn() != j.OptIn {
 		return fmt.Errorf("launch %s: shared_opt_in %v with %d bytes of dynamic shared memory (the opt-in is needed exactly above %d)", l.Entry, j.OptIn, l.SharedBytes, DefaultSharedLimit)
 	}
-	if l.CTAsPerSM < 0 {
-		return fmt.Errorf("launch %s: ctas_per_sm %d: want 0 (the driver's choice) or more", l.Entry, l.CTAsPerSM)
-	}
 	return nil
 }
 

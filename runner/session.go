@@ -420,9 +420,8 @@ func (ss *Session) resolve(p kernels.Program) (configs.Plan, error) {
 // bind looks up the function of each launch of l, sets the largest
 // shared-memory carveout where the launch was built for several CTAs an
 // SM, reads its resources (which opts it in to the launch's dynamic
-// shared memory) and binds the
-// arguments: to the session's buffers, and again to the exact inputs'
-// when the session has them.
+// shared memory) and binds the arguments: to the session's buffers, and
+// again to the exact inputs' when the session has them.
 func (ss *Session) bind(l *Loaded) error {
 	var funcs []any
 	for i, ln := range l.plan.Launches {
