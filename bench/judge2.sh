@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The second judging call of 2026-12-07 (twenty-seventh session), after
+# bench/h200_judge.sh ran on an H100 whose LCE peers were cut at 20 s:
+# the LCE winner (pstore=quad, probe=2048, zctas=1) at 2048 tokens either
+# side of torch.compile, torch's head GEMMs and Liger in one call; the
+# lora rank-64 winners with torch's three GEMMs; then PHASE=ce of
+# bench/session_h200.sh. Build and carry as bench/h200_judge.sh says;
+# results in $OUT/j2.tgz.
+start=$(date +%s)
+PHASE=none bash bench/session_h200.sh >/dev/null 2>&1 # unpacks binz/ into bin/
+export LD_LIBRARY_PATH=/usr/local/nvidia/lib64:/usr/local/cuda/lib64
+source bench/timed.sh
+export DEADLINE=$((start + ${BUDGET:-560})) RESERVE=8
+o=$OUT/j2; mkdir -p "$o"
+pack() { tar czf "$OUT/j2.tgz" -C "$OUT" j2; }
+nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv > "$o/nvidia-smi.csv"
+S="t=2048,h=1536,v=151936"
+W="softmax=epilogue,ref=fixed,chunk=8192,dbm=128,dbn=192,dpers=0,sblock=128,wbm=128,wbn=128,zpers=0,pdl=1,zbm=256,zbn=128,zctas=1,pstore=quad,probe=2048"
+lce() { timed ./bin/tune --kernel linear_cross_entropy_bwd --shapes "$S" --dtype bf16 --ref-cache /tmp/lce-refs --params "$W" \
+	--final-rounds 2 --no-abandon --fresh --db "$o/lce-$1.db" > "$o/lce-$1.log" 2>&1
+  ./bin/tune show --db "$o/lce-$1.db" --variants 2>&1 | grep -a "softmax=" | head -1 | cut -c1-240; }
+lce 1
+timed python3 bench/peers_step.py --out "$o/peers-lce.jsonl" --tokens 2048 --kernels linear_cross_entropy --peers compile,mm,liger --no-copy > "$o/peers-lce.log" 2>&1
+grep -a -A6 "^kernel " "$o/peers-lce.log"
+lce 2
+pack
+T="t=2048,r=64,dx=base"
+DN="$T,in=8960,out=1536"; GU="$T,in=1536,out=8960"; QO="$T,in=1536,out=1536"; KV="$T,in=1536,out=256"
+P_DN="bt=128,dbsplit=4,dyload=tma,fold=0,isplit=33,maxnreg=0,mma=wgmma,osplit=4,pdl=1,rg=4,tparts=0,warps=8,xload=tma"
+P_GU="bt=64,dbsplit=1,dyload=tma,fold=0,isplit=8,maxnreg=0,mma=wgmma,osplit=4,pdl=1,rg=2,stages=4,tparts=0,warps=4,xload=tma"
+P_QO="bt=64,dbsplit=4,dyload=tma,fold=0,isplit=8,maxnreg=0,mma=wgmma,osplit=4,pdl=1,rg=2,stages=3,tparts=0,warps=4,xload=tma"
+P_KV="bt=64,dbsplit=8,dyload=tma,fold=0,isplit=12,maxnreg=0,mma=wgmma,osplit=1,pdl=1,rg=4,stages=4,tparts=0,warps=4,xload=tma"
+for s in DN GU QO KV; do
+  sh=${!s}; p=P_$s; p=${!p}
+  timed ./bin/tune --kernel lora_bwd --shapes "$sh" --params "$p" --dtype bf16 --final-rounds 3 --no-abandon --fresh --db "$o/w-$s.db" >> "$o/w.log" 2>&1
+  ./bin/tune show --db "$o/w-$s.db" --variants > "$o/w-$s-variants.txt" 2>&1
+done
+grep -a -h "bt=" "$o"/w-*-variants.txt | cut -c1-30,100-220
+timed python3 bench/peers_step.py --out "$o/peers-lora-2048.jsonl" --tokens 2048 --kernels lora_bwd --peers "3 GEMMs" --no-copy > "$o/peers-lora-2048.log" 2>&1
+grep -a "torch 3" "$o/peers-lora-2048.log"
+pack
+PHASE=ce OUT=$o bash bench/session_h200.sh > "$o/ce-phase.log" 2>&1
+tail -30 "$o/ce-phase.log"
+pack
+rm -rf "$o"
