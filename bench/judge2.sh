@@ -3,8 +3,9 @@
 # bench/h200_judge.sh ran on an H100 whose LCE peers were cut at 20 s:
 # the LCE winner (pstore=quad, probe=2048, zctas=1) at 2048 tokens either
 # side of torch.compile, torch's head GEMMs and Liger in one call; the
-# lora rank-64 winners with torch's three GEMMs; then PHASE=ce of
-# bench/session_h200.sh. Build and carry as bench/h200_judge.sh says;
+# lora rank-64 winners with torch's three GEMMs; cross_entropy_bwd's
+# search with its peers (PHASE=ce of bench/session_h200.sh without the
+# profile); our own gemm_bwd at the LM head's two GEMMs. Build and carry as bench/h200_judge.sh says;
 # results in $OUT/j2.tgz.
 start=$(date +%s)
 PHASE=none bash bench/session_h200.sh >/dev/null 2>&1 # unpacks binz/ into bin/
@@ -39,7 +40,18 @@ grep -a -h "bt=" "$o"/w-*-variants.txt | cut -c1-30,100-220
 timed python3 bench/peers_step.py --out "$o/peers-lora-2048.jsonl" --tokens 2048 --kernels lora_bwd --peers "3 GEMMs" --no-copy > "$o/peers-lora-2048.log" 2>&1
 grep -a "torch 3" "$o/peers-lora-2048.log"
 pack
-PHASE=ce OUT=$o bash bench/session_h200.sh > "$o/ce-phase.log" 2>&1
-tail -30 "$o/ce-phase.log"
+timed ./bin/tune --kernel cross_entropy_bwd --shapes "t=2048,v=151936;t=8192,v=151936" --dtype bf16 \
+	--final-rounds 2 --db "$o/ce.db" > "$o/ce-tune.log" 2>&1
+./bin/tune show --db "$o/ce.db" > "$o/ce-show.txt" 2>&1
+cat "$o/ce-show.txt"
+timed python3 bench/peers_step.py --out "$o/peers-ce.jsonl" --tokens 2048,8192 --kernels cross_entropy \
+	--peers compile,liger --no-copy > "$o/peers-ce.log" 2>&1
+grep -a -A12 "^kernel " "$o/peers-ce.log"
+pack
+# our own two head GEMMs: logits = x·Wᵀ as a dx GEMM over h, and dX = P·W
+timed ./bin/tune --kernel gemm_bwd --shapes "m=2048,n=1536,k=151936,grad=dx;m=2048,n=151936,k=1536,grad=dx" --dtype bf16 \
+	--strategy model --budget 8 --final-rounds 2 --db "$o/head-gemm.db" > "$o/head-gemm.log" 2>&1
+./bin/tune show --db "$o/head-gemm.db" > "$o/head-gemm-show.txt" 2>&1
+cat "$o/head-gemm-show.txt"
 pack
 rm -rf "$o"
