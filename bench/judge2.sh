@@ -3,9 +3,11 @@
 # bench/h200_judge.sh ran on an H100 whose LCE peers were cut at 20 s:
 # the LCE winner (pstore=quad, probe=2048, zctas=1) at 2048 tokens either
 # side of torch.compile, torch's head GEMMs and Liger in one call; the
-# lora rank-64 winners with torch's three GEMMs; cross_entropy_bwd's
-# search with its peers (PHASE=ce of bench/session_h200.sh without the
-# profile); our own gemm_bwd at the LM head's two GEMMs. Build and carry as bench/h200_judge.sh says;
+# lora rank-64 winners with torch's three GEMMs; on an H200 only,
+# cross_entropy_bwd's search with its peers (PHASE=ce of
+# bench/session_h200.sh without the profile); the LCE winner at 8192
+# tokens with torch.compile and torch's head GEMMs; our own gemm_bwd at
+# the LM head's two GEMMs. Build and carry as bench/h200_judge.sh says;
 # results in $OUT/j2.tgz.
 start=$(date +%s)
 PHASE=none bash bench/session_h200.sh >/dev/null 2>&1 # unpacks binz/ into bin/
@@ -40,13 +42,22 @@ grep -a -h "bt=" "$o"/w-*-variants.txt | cut -c1-30,100-220
 timed python3 bench/peers_step.py --out "$o/peers-lora-2048.jsonl" --tokens 2048 --kernels lora_bwd --peers "3 GEMMs" --no-copy > "$o/peers-lora-2048.log" 2>&1
 grep -a "torch 3" "$o/peers-lora-2048.log"
 pack
-timed ./bin/tune --kernel cross_entropy_bwd --shapes "t=2048,v=151936;t=8192,v=151936" --dtype bf16 \
-	--final-rounds 2 --db "$o/ce.db" > "$o/ce-tune.log" 2>&1
-./bin/tune show --db "$o/ce.db" > "$o/ce-show.txt" 2>&1
-cat "$o/ce-show.txt"
-timed python3 bench/peers_step.py --out "$o/peers-ce.jsonl" --tokens 2048,8192 --kernels cross_entropy \
-	--peers compile,liger --no-copy > "$o/peers-ce.log" 2>&1
-grep -a -A12 "^kernel " "$o/peers-ce.log"
+if grep -q H200 "$o/nvidia-smi.csv"; then # cross-entropy on given logits is judged on the H200 only
+	timed ./bin/tune --kernel cross_entropy_bwd --shapes "t=2048,v=151936;t=8192,v=151936" --dtype bf16 \
+		--final-rounds 2 --db "$o/ce.db" > "$o/ce-tune.log" 2>&1
+	./bin/tune show --db "$o/ce.db" > "$o/ce-show.txt" 2>&1
+	cat "$o/ce-show.txt"
+	timed python3 bench/peers_step.py --out "$o/peers-ce.jsonl" --tokens 2048,8192 --kernels cross_entropy \
+		--peers compile,liger --no-copy > "$o/peers-ce.log" 2>&1
+	grep -a -A12 "^kernel " "$o/peers-ce.log"
+	pack
+fi
+# the LCE at 8192 tokens with torch.compile and torch's head GEMMs
+timed ./bin/tune --kernel linear_cross_entropy_bwd --shapes t=8192,h=1536,v=151936 --dtype bf16 --params "$W" \
+	--final-rounds 2 --no-abandon --fresh --db "$o/lce8k.db" > "$o/lce8k.log" 2>&1
+./bin/tune show --db "$o/lce8k.db" --variants 2>&1 | grep -a "softmax=" | head -1 | cut -c1-240
+timed python3 bench/peers_step.py --out "$o/peers-lce-8192.jsonl" --tokens 8192 --kernels linear_cross_entropy --peers compile,mm --no-copy > "$o/peers-lce-8192.log" 2>&1
+grep -a -A6 "^kernel " "$o/peers-lce-8192.log"
 pack
 # our own two head GEMMs: logits = x·Wᵀ as a dx GEMM over h, and dX = P·W
 timed ./bin/tune --kernel gemm_bwd --shapes "m=2048,n=1536,k=151936,grad=dx;m=2048,n=151936,k=1536,grad=dx" --dtype bf16 \
