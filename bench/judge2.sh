@@ -3,7 +3,8 @@
 # bench/h200_judge.sh ran on an H100 whose LCE peers were cut at 20 s:
 # the LCE winner (pstore=quad, probe=2048, zctas=1) at 2048 tokens either
 # side of torch.compile, torch's head GEMMs and Liger in one call; the
-# lora rank-64 winners with torch's three GEMMs; on an H200 only,
+# lora rank-64 winners and a rank-16 model search at q·o and k·v, with
+# torch's three GEMMs; on an H200 only,
 # cross_entropy_bwd's search with its peers (PHASE=ce of
 # bench/session_h200.sh without the profile); the LCE winner at 8192
 # tokens with torch.compile and torch's head GEMMs; our own gemm_bwd at
@@ -39,6 +40,11 @@ for s in DN GU QO KV; do
   ./bin/tune show --db "$o/w-$s.db" --variants > "$o/w-$s-variants.txt" 2>&1
 done
 grep -a -h "bt=" "$o"/w-*-variants.txt | cut -c1-30,100-220
+# rank 16 at q·o and k·v, never timed: the model strategy, 12 variants
+timed ./bin/tune --kernel lora_bwd --shapes "t=2048,r=16,dx=base,in=1536,out=1536;t=2048,r=16,dx=base,in=1536,out=256" --dtype bf16 \
+	--strategy model --budget 12 --final-rounds 3 --db "$o/r16.db" > "$o/r16.log" 2>&1
+./bin/tune show --db "$o/r16.db" > "$o/r16-show.txt" 2>&1
+cat "$o/r16-show.txt"
 timed python3 bench/peers_step.py --out "$o/peers-lora-2048.jsonl" --tokens 2048 --kernels lora_bwd --peers "3 GEMMs" --no-copy > "$o/peers-lora-2048.log" 2>&1
 grep -a "torch 3" "$o/peers-lora-2048.log"
 pack
