@@ -321,7 +321,7 @@ func compileC(t *testing.T, header []byte, body string) string {
 // TestCTAsPerSMWritten: a launch built for two CTAs an SM keeps
 // ctas_per_sm through JSON and asks for the largest carveout when
 // resolved, a negative count is refused by the reader and the writer, and
-// the C header gives it.
+// the C header gives it (and a launch's When, "" where it has none).
 func TestCTAsPerSMWritten(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join("h200", "gemm.json"))
 	if err != nil {
@@ -365,12 +365,14 @@ func TestCTAsPerSMWritten(t *testing.T) {
 		t.Errorf("writing a negative ctas_per_sm: err = %v", err)
 	}
 	tb.Entries[1].Launches[0].CTAsPerSM = 0
+	tb.Entries[1].Launches[0].When = Var("m").Minus(Int(2048))
 	var c bytes.Buffer
 	if err := WriteC(&c, tb, "gradtune_gemm"); err != nil {
 		t.Fatal(err)
 	}
-	out := compileC(t, c.Bytes(), `printf("%d %d\n", gradtune_gemm_configs[0].launches[0].ctas_per_sm, gradtune_gemm_configs[1].launches[0].ctas_per_sm);`)
-	if out != "2 0" {
-		t.Errorf("C program printed %q, want \"2 0\"", out)
+	out := compileC(t, c.Bytes(), `printf("%d %d [%s] [%s]\n", gradtune_gemm_configs[0].launches[0].ctas_per_sm, gradtune_gemm_configs[1].launches[0].ctas_per_sm,
+		gradtune_gemm_configs[0].launches[0].when, gradtune_gemm_configs[1].launches[0].when);`)
+	if out != "2 0 [] [m - 2048]" {
+		t.Errorf("C program printed %q, want \"2 0 [] [m - 2048]\"", out)
 	}
 }

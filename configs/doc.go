@@ -51,7 +51,11 @@
 //     shared memory (with the opt-in above 48 KiB), whether it is a
 //     programmatic dependent launch, the CTAs an SM its kernel was built
 //     for (ctas_per_sm, absent for one: past one the launcher sets the
-//     largest shared-memory carveout first), and its parameters in order;
+//     largest shared-memory carveout first), optionally When, an
+//     expression of the dims: at a shape where it is 0 or less the launch
+//     is left out of the plan (a pass over rows the token count does not
+//     reach; the plan's first launch is then not dependent), and its
+//     parameters in order;
 //   - an Arg is a buffer's address plus a byte offset, a scalar of a PTX
 //     type (u32 or u64), or a TMA tensor map of a buffer with every field
 //     of cuTensorMapEncodeTiled (element type, rank, dims and byte

@@ -116,8 +116,16 @@ type Launch struct {
 	// and registers: the launcher asks for the largest shared-memory
 	// carveout (MaxCarveout), which they may need.
 	CTAsPerSM int
-	Args      []Arg
+	// When, where set, makes the launch conditional: at a shape where it
+	// evaluates to 0 or less the launch is left out of the plan (it has
+	// nothing to do there, and its grid or tensor maps may not exist),
+	// as a pass over rows the token count does not reach.
+	When Expr
+	Args []Arg
 }
+
+// Conditional reports whether the launch has a When.
+func (l Launch) Conditional() bool { return l.When.n != nil }
 
 // MaxCarveout reports whether the function's preferred shared-memory
 // carveout must be set to the largest
@@ -144,6 +152,7 @@ type launchJSON struct {
 	OptIn       bool    `json:"shared_opt_in"`
 	Dependent   bool    `json:"dependent"`
 	CTAsPerSM   int     `json:"ctas_per_sm,omitempty"`
+	When        *Expr   `json:"when,omitempty"`
 	Args        []Arg   `json:"args"`
 }
 
@@ -154,7 +163,11 @@ func (l Launch) MarshalJSON() ([]byte, error) {
 	if c == ([3]int{}) {
 		c = [3]int{1, 1, 1}
 	}
-	return json.Marshal(launchJSON{l.Entry, l.Grid, l.GridPerSM, l.Block, c, l.SharedBytes, l.OptIn(), l.Dependent, l.CTAsPerSM, l.Args})
+	var when *Expr
+	if l.Conditional() {
+		when = &l.When
+	}
+	return json.Marshal(launchJSON{l.Entry, l.Grid, l.GridPerSM, l.Block, c, l.SharedBytes, l.OptIn(), l.Dependent, l.CTAsPerSM, when, l.Args})
 }
 
 // UnmarshalJSON reads what MarshalJSON writes and checks that the opt-in
@@ -168,7 +181,10 @@ func (l *Launch) UnmarshalJSON(data []byte) error {
 	if c == ([3]int{1, 1, 1}) {
 		c = [3]int{}
 	}
-	*l = Launch{j.Entry, j.Grid, j.GridPerSM, j.Block, c, j.SharedBytes, j.Dependent, j.CTAsPerSM, j.Args}
+	*l = Launch{j.Entry, j.Grid, j.GridPerSM, j.Block, c, j.SharedBytes, j.Dependent, j.CTAsPerSM, Expr{}, j.Args}
+	if j.When != nil {
+		l.When = *j.When
+	}
 	if l.OptIn() != j.OptIn {
 		return fmt.Errorf("launch %s: shared_opt_in %v with %d bytes of dynamic shared memory (the opt-in is needed exactly above %d)", l.Entry, j.OptIn, l.SharedBytes, DefaultSharedLimit)
 	}

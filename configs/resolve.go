@@ -81,6 +81,8 @@ var ErrBadProgram = errors.New("program cannot be launched as described")
 // "sms" when a launch uses GridPerSM) and checks them: buffer names
 // unique with known roles; blocks of 1 to 1024 threads; grids a multiple
 // of their clusters of at most 16 CTAs; the first launch not dependent;
+// a launch whose When is 0 or less left out (the plan's first launch is
+// then not dependent either);
 // every argument naming a known buffer, offsets and tensors inside their
 // buffers (a tensor map's from its offset to its last byte), tensor maps
 // that cuTensorMapEncodeTiled accepts, scalars that fit their type.
@@ -102,11 +104,23 @@ func Resolve(launches []Launch, buffers []Buffer, env Env) (Plan, error) {
 		if i == 0 && l.Dependent {
 			return Plan{}, fmt.Errorf("%w: launch 0 (%s) is dependent, but the first launch of a program must not be", ErrBadProgram, l.Entry)
 		}
+		if l.Conditional() {
+			v, err := l.When.Eval(env)
+			if err != nil {
+				return Plan{}, fmt.Errorf("%w: launch %d (%s): when: %w", ErrBadProgram, i, l.Entry, err)
+			}
+			if v <= 0 {
+				continue
+			}
+		}
 		ls, err := resolveLaunch(l, bufs, env)
 		if err != nil {
 			return Plan{}, fmt.Errorf("%w: launch %d (%s): %w", ErrBadProgram, i, l.Entry, err)
 		}
 		p.Launches = append(p.Launches, ls)
+	}
+	if len(p.Launches) > 0 { // what comes first in the plan waits for nothing of it
+		p.Launches[0].Dependent = false
 	}
 	return p, nil
 }

@@ -54,6 +54,47 @@ func TestResolve(t *testing.T) {
 	}
 }
 
+// TestResolveWhen: a launch whose When is 0 or less is left out, and
+// the plan's first launch is then not dependent; a When that cannot be
+// evaluated is refused.
+func TestResolveWhen(t *testing.T) {
+	ls, bufs := twoLaunches()
+	ls[0].When = Var("m").Minus(Int(100))
+	for _, c := range []struct {
+		m       int64
+		entries string
+		dep     bool
+	}{{101, "a b", true}, {100, "b", false}, {7, "b", false}} {
+		p, err := Resolve(ls, bufs, Env{"m": c.m, "sms": 132})
+		if err != nil {
+			t.Fatalf("m=%d: %v", c.m, err)
+		}
+		var entries []string
+		for _, l := range p.Launches {
+			entries = append(entries, l.Entry)
+		}
+		if got := strings.Join(entries, " "); got != c.entries || p.Launches[len(p.Launches)-1].Dependent != c.dep {
+			t.Errorf("m=%d: launches %q (last dependent %v), want %q (%v)", c.m, got, p.Launches[len(p.Launches)-1].Dependent, c.entries, c.dep)
+		}
+	}
+	ls[0].When = Var("n")
+	if _, err := Resolve(ls, bufs, Env{"m": 64, "sms": 132}); err == nil || !strings.Contains(err.Error(), "launch 0 (a): when:") {
+		t.Errorf("a When over an unknown dim: %v", err)
+	}
+	// JSON: absent is always, and a When round-trips.
+	data, err := json.Marshal(ls[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Launch
+	if err := json.Unmarshal(data, &back); err != nil || !back.When.Equal(ls[0].When) {
+		t.Errorf("when through JSON: %s -> %v (%v)", data, back.When, err)
+	}
+	if data, _ := json.Marshal(ls[1]); strings.Contains(string(data), "when") {
+		t.Errorf("a launch without When writes %s", data)
+	}
+}
+
 func TestResolveRefuses(t *testing.T) {
 	for _, c := range []struct {
 		name string

@@ -118,13 +118,14 @@ struct gradtune_arg {
 	const struct gradtune_tensor_map *tensor_map;
 };
 
-/* When grid_per_sm > 0, grid[0] is min(grid_per_sm * SMs, grid[0]), rounded down to whole clusters. When ctas_per_sm > 1, set the function's preferred shared-memory carveout to 100 (the largest) before launching. */
+/* When grid_per_sm > 0, grid[0] is min(grid_per_sm * SMs, grid[0]), rounded down to whole clusters. When ctas_per_sm > 1, set the function's preferred shared-memory carveout to 100 (the largest) before launching. When "when" is not "", skip the launch at shapes where it evaluates to 0 or less; the first launch made is then never dependent. */
 struct gradtune_launch {
 	const char *entry;
 	const char *grid[3];
 	int grid_per_sm;
 	int block[3], cluster[3];
 	int shared_bytes, shared_opt_in, dependent, ctas_per_sm;
+	const char *when;
 	int nargs;
 	const struct gradtune_arg *args;
 };
@@ -292,10 +293,14 @@ func writeCEntryData(b *strings.Builder, prefix string, i int, e Entry) {
 		if c == ([3]int{}) {
 			c = [3]int{1, 1, 1}
 		}
-		fmt.Fprintf(b, "\t{%s, {%s, %s, %s}, %d, {%d, %d, %d}, {%d, %d, %d}, %d, %d, %d, %d, %d, %s},\n", cString(l.Entry),
+		when := ""
+		if l.Conditional() {
+			when = l.When.String()
+		}
+		fmt.Fprintf(b, "\t{%s, {%s, %s, %s}, %d, {%d, %d, %d}, {%d, %d, %d}, %d, %d, %d, %d, %s, %d, %s},\n", cString(l.Entry),
 			cString(l.Grid[0].String()), cString(l.Grid[1].String()), cString(l.Grid[2].String()), l.GridPerSM,
 			l.Block[0], l.Block[1], l.Block[2], c[0], c[1], c[2],
-			l.SharedBytes, cBool(l.OptIn()), cBool(l.Dependent), l.CTAsPerSM, len(l.Args), args)
+			l.SharedBytes, cBool(l.OptIn()), cBool(l.Dependent), l.CTAsPerSM, cString(when), len(l.Args), args)
 	}
 	b.WriteString("};\n")
 	if len(e.Buffers) > 0 {

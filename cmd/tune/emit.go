@@ -55,10 +55,18 @@ func cmdEmit(fs *flagSet, stdout, stderr io.Writer) error {
 		if l.GridPerSM > 0 {
 			grid = fmt.Sprintf("[%d×SMs 1 1]", l.GridPerSM)
 		}
-		fmt.Fprintf(stdout, "// launch %s grid %s block %v smem %d%s\n", l.Entry, grid, l.Block, l.SharedBytes, ctasPerSM(l))
+		fmt.Fprintf(stdout, "// launch %s grid %s block %v smem %d%s%s\n", l.Entry, grid, l.Block, l.SharedBytes, ctasPerSM(l), when(l))
 	}
 	fmt.Fprint(stdout, prog.PTX)
 	return nil
+}
+
+// when is " when E" for a conditional launch, else "".
+func when(l configs.Launch) string {
+	if !l.Conditional() {
+		return ""
+	}
+	return " when " + l.When.String()
 }
 
 // ctasPerSM is " ctas_per_sm N" for a launch built for several CTAs an

@@ -21,7 +21,8 @@ so a sub-tensor (rows j*C to j*C+C-1 of a weight) is a map of its own.
 Resolve's checks, as configs.Resolve makes them, with the same messages:
 buffer names unique with known roles; blocks of 1 to 1024 threads; clusters
 of at most 16 CTAs and grids that are whole clusters; the first launch not
-dependent; every argument naming a known buffer, offsets and tensors inside
+dependent; a launch whose when is 0 or less left out (the plan's first
+launch is then not dependent either); every argument naming a known buffer, offsets and tensors inside
 their buffers (a tensor map's from its offset to its last byte), tensor maps
 the driver accepts, scalars that fit their type.
 """
@@ -136,6 +137,9 @@ class Launch:
     args: List[Arg]
     grid_per_sm: int = 0
     ctas_per_sm: int = 0
+    # when, where set, makes the launch conditional: at a shape where it
+    # evaluates to 0 or less the launch is left out of the plan.
+    when: Optional[Expr] = None
 
     @property
     def opt_in(self):
@@ -239,7 +243,7 @@ def decode_arg(v):
     raise DecodeError(f"argument kind {_go_q(kind)}: want pointer, tensor_map or scalar")
 
 
-_LAUNCH_FIELDS = ("entry", "grid", "grid_per_sm", "block", "cluster", "shared_bytes", "shared_opt_in", "dependent", "ctas_per_sm", "args")
+_LAUNCH_FIELDS = ("entry", "grid", "grid_per_sm", "block", "cluster", "shared_bytes", "shared_opt_in", "dependent", "ctas_per_sm", "when", "args")
 
 
 def decode_launch(v):
@@ -257,7 +261,8 @@ def decode_launch(v):
         dependent=_go.as_bool(f.get("dependent"), "launch.dependent"),
         args=[decode_arg(a) for a in _go.as_list(f.get("args"), "launch.args")],
         grid_per_sm=_go.as_int(f.get("grid_per_sm"), "launch.grid_per_sm"),
-        ctas_per_sm=_go.as_int(f.get("ctas_per_sm"), "launch.ctas_per_sm"))
+        ctas_per_sm=_go.as_int(f.get("ctas_per_sm"), "launch.ctas_per_sm"),
+        when=None if f.get("when") is None else decode_expr(f.get("when")))
     opt_in = _go.as_bool(f.get("shared_opt_in"), "launch.shared_opt_in")
     if l.opt_in != opt_in:
         raise DecodeError(
@@ -454,6 +459,13 @@ def _eval_int(e, env, what):
         raise BadProgram(f"{what}: {err}") from None
 
 
+def _eval_when(e, env, what):
+    try:
+        return e.eval(env)
+    except ExprError as err:
+        raise BadProgram(f"{what}: {err}") from None
+
+
 def resolve(launches, buffers, env):
     """Evaluates launches and buffers in env (the shape's dims, and "sms"
     when a launch uses grid_per_sm) and checks them (see the module doc).
@@ -473,10 +485,14 @@ def resolve(launches, buffers, env):
     for i, l in enumerate(launches):
         if i == 0 and l.dependent:
             raise BadProgram(f"{prefix}launch 0 ({l.entry}) is dependent, but the first launch of a program must not be")
+        if l.when is not None and _eval_when(l.when, env, f"{prefix}launch {i} ({l.entry}): when") <= 0:
+            continue
         try:
             out.append(_resolve_launch(l, bufs, env))
         except BadProgram as e:
             raise BadProgram(f"{prefix}launch {i} ({l.entry}): {e}") from None
+    if out:  # what comes first in the plan waits for nothing of it
+        out[0].dependent = False
     return Plan(specs, out)
 
 

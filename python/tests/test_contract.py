@@ -43,6 +43,18 @@ class Resolve(unittest.TestCase):
             self.assertEqual((p.buffer("y").elems, p.buffer("y").nbytes), (m, 4 * m))
             self.assertEqual(p.referenced(), {"x", "flags", "y"})
 
+    def test_when(self):
+        # A launch whose when is 0 or less is left out; the plan's first
+        # launch is then not dependent.
+        ls, bufs = two_launches()
+        ls[0].when = var("m") - const(100)
+        for m, entries, dep in ((101, ["a", "b"], True), (100, ["b"], False), (7, ["b"], False)):
+            p = contract.resolve(ls, bufs, {"m": m, "sms": 132})
+            self.assertEqual(([l.entry for l in p.launches], p.launches[-1].dependent), (entries, dep))
+        ls[0].when = var("n")
+        with self.assertRaisesRegex(BadProgram, r"launch 0 \(a\): when: .*\"n\""):
+            contract.resolve(ls, bufs, {"m": 64, "sms": 132})
+
     def test_refuses(self):
         def edit(f):
             return f
@@ -210,6 +222,9 @@ class Decode(unittest.TestCase):
         self.assertTrue(contract.decode_launch(dict(base, ctas_per_sm=2)).max_carveout)
         with self.assertRaisesRegex(DecodeError, "ctas_per_sm -1"):
             contract.decode_launch(dict(base, ctas_per_sm=-1))
+        # when: absent is always; an expression's text or a number.
+        self.assertIsNone(l.when)
+        self.assertEqual(str(contract.decode_launch(dict(base, when="m-2048")).when), "m - 2048")
 
     def test_dtypes(self):
         self.assertEqual([contract.parse_dtype(s) for s in ("float32", " BF16", "half", "double", "u8", "i32", "i64")], ["f32", "bf16", "f16", "f64", "u8", "i32", "i64"])
