@@ -240,6 +240,24 @@ func apply(o op, a, b int64) (int64, error) {
 	return 0, fmt.Errorf("unknown operation %d", o)
 }
 
+// Subst is e with every occurrence of the variable name replaced by by,
+// folded as the constructors fold.
+func (e Expr) Subst(name string, by Expr) Expr {
+	var walk func(*node) Expr
+	walk = func(n *node) Expr {
+		switch {
+		case n == nil:
+			return Expr{}
+		case n.op == opVar && n.name == name:
+			return by
+		case n.op == opConst || n.op == opVar:
+			return Expr{n}
+		}
+		return binaryExpr(n.op, walk(n.a), walk(n.b))
+	}
+	return walk(e.n)
+}
+
 // Vars lists e's variables, sorted.
 func (e Expr) Vars() []string {
 	var out []string

@@ -116,3 +116,27 @@ func TestExprVars(t *testing.T) {
 		t.Errorf("Vars = %s", got)
 	}
 }
+
+// TestExprSubst: a variable replaced by an expression, the rest kept, and
+// constants folded where the replacement makes them so.
+func TestExprSubst(t *testing.T) {
+	e, _ := ParseExpr("min(sms*2, cdiv(m*n, 1024)) + m")
+	rows := Min(Int(2048), Max(Var("t").Minus(Int(4096)), Int(0)))
+	for _, c := range []struct {
+		by   Expr
+		want string
+	}{
+		{rows, "min(sms*2, cdiv(min(2048, max(t - 4096, 0))*n, 1024)) + min(2048, max(t - 4096, 0))"},
+		{Int(1024), "min(sms*2, cdiv(1024*n, 1024)) + 1024"},
+		{Var("m"), e.String()},
+	} {
+		if got := e.Subst("m", c.by).String(); got != c.want {
+			t.Errorf("Subst(m, %s) = %s, want %s", c.by, got, c.want)
+		}
+	}
+	if got := e.Subst("m", Int(1024)).Subst("n", Int(8)).Subst("sms", Int(132)); !got.IsConst() {
+		t.Errorf("every variable replaced by a constant: %s, want a constant", got)
+	} else if v, _ := got.Value(); v != 8+1024 {
+		t.Errorf("every variable replaced: %d, want %d", v, 8+1024)
+	}
+}

@@ -124,6 +124,41 @@ type Launch struct {
 	Args []Arg
 }
 
+// Subst is l with the variable name replaced by by in every expression:
+// grid, When, and the arguments' offsets, scalars and tensor maps (a
+// launch of a kernel over a part of the rows, the part's count for the
+// dim).
+func (l Launch) Subst(name string, by Expr) Launch {
+	sub := func(e Expr) Expr { return e.Subst(name, by) }
+	for d := range l.Grid {
+		l.Grid[d] = sub(l.Grid[d])
+	}
+	if l.Conditional() {
+		l.When = sub(l.When)
+	}
+	args := make([]Arg, len(l.Args))
+	for i, a := range l.Args {
+		a.Offset, a.Scalar = sub(a.Offset), sub(a.Scalar)
+		if a.TensorMap != nil {
+			m := *a.TensorMap
+			m.Offset = sub(m.Offset)
+			m.Dims, m.Strides = substAll(m.Dims, sub), substAll(m.Strides, sub)
+			a.TensorMap = &m
+		}
+		args[i] = a
+	}
+	l.Args = args
+	return l
+}
+
+func substAll(es []Expr, sub func(Expr) Expr) []Expr {
+	out := make([]Expr, len(es))
+	for i, e := range es {
+		out[i] = sub(e)
+	}
+	return out
+}
+
 // Conditional reports whether the launch has a When.
 func (l Launch) Conditional() bool { return l.When.n != nil }
 

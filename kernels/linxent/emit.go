@@ -38,7 +38,7 @@ func (c chunk) zGEMM(s Shape, p Params) (gemm.Custom, gemm.Params, error) {
 		A:   gemm.Operand{Buffer: "x", KMajor: true, LD: s.H},
 		B:   gemm.Operand{Buffer: "w", KMajor: true, LD: s.H, Offset: c.wOffset(s), Rows: c.w},
 		Out: "z", OutDT: dtype.F32}
-	gp, err := g.Params(s.T, p.zTiling())
+	gp, err := g.Params(p.passRows(s), p.zTiling())
 	return g, gp, err
 }
 
@@ -58,7 +58,7 @@ func (c chunk) dxGEMM(s Shape, p Params, first bool) (gemm.Custom, gemm.Params, 
 		g.Entry += "_acc"
 		g.Scale = "alpha"
 	}
-	gp, err := g.Params(s.T, gemm.Tiling{BM: p.DBM, BN: p.DBN, Persistent: p.DPers})
+	gp, err := g.Params(p.passRows(s), gemm.Tiling{BM: p.DBM, BN: p.DBN, Persistent: p.DPers})
 	return g, gp, err
 }
 
@@ -106,6 +106,8 @@ type bugs struct {
 	noWSum    bool // dx leaves out label smoothing's −g·ε/v·Σ_c w_c
 	noZFactor bool // dx leaves out z-loss's factor 1 + 2λ·lse
 	noFlag    bool // the epilogue path does not flag a clamped row for repair
+	// samePassRows: every pass's gradient GEMMs add into the first pass's rows of acc
+	samePassRows bool
 	// clamp, when not 0, replaces clampOf's bound (not a bug: a low bound sends
 	// the rows of a test's inputs through the repair kernel)
 	clamp float64

@@ -23,3 +23,16 @@ func EmitBuggy(s variants.Shape, p variants.Params, bug string) (kernels.Program
 		"lowClamp": {clamp: 0.5}, "lowClampNoFlag": {clamp: 0.5, noFlag: true}}[bug]
 	return emit(sh, pv, b)
 }
+
+// EmitPasses emits variant p of shape s with passes over blocks of tblock
+// rows (any count, past the axis's values, so that the interpreter's
+// shapes have several); samePassRows plants the bug of every pass's
+// gradient adding into the first pass's rows.
+func EmitPasses(s variants.Shape, p variants.Params, tblock int, samePassRows bool) (kernels.Program, error) {
+	sh, pv, err := kernels.DecodeVariant[Shape, Params](s, p)
+	if err != nil {
+		return kernels.Program{}, err
+	}
+	pv.TBlock = tblock
+	return emit(sh, pv, bugs{samePassRows: samePassRows})
+}

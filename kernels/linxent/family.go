@@ -78,6 +78,7 @@ type Params struct {
 	Ref     string `axis:"ref" values:"running,fixed" default:"running" doc:"softmax=epilogue: running: each chunk's probabilities are against the row's maximum over the chunks before, and each gradient GEMM rescales the accumulator (loads and stores it); fixed (bf16): every chunk's are against ref_0 (chunk 0's maximum, or the probe's classes'), and the gradient GEMMs add into the accumulator with atomic adds, loading nothing"`
 	PStore  string `axis:"pstore" values:"pair,quad" default:"pair" doc:"softmax=epilogue: how the logits GEMM's epilogue stores P: pair (each thread its 4-byte pairs as the accumulator holds them) or quad (the quad's four threads exchange pairs by shuffles, so that each stores 16 contiguous bytes)"`
 	Probe   int    `axis:"probe" values:"0,2048" default:"0" doc:"softmax=epilogue: the classes whose maximum gives ref_0: 0, chunk 0's; 2048 (bf16), the first 2048 (a probe launch of 2048 columns' tiles instead of the chunk's; a row whose logits pass its reference by more than the clamp goes to the repair kernel either way)"`
+	TBlock  int    `axis:"tblock" values:"0,2048,4096" default:"0" doc:"softmax=epilogue with ref=fixed: 0, every row in one pass over the vocabulary; past 0, passes over blocks of that many rows (at most four, the last taking the rest), so that a pass's probabilities and accumulator rows stay in L2 at large token counts"`
 	PDL     int    `axis:"pdl" values:"0,1,2" doc:"softmax=epilogue: 1, the GEMMs run as a chain of programmatic dependent launches, each starting during the previous one's tail and waiting for it before its first load; 2, as 1, but the logits GEMMs, whose operands x and w nothing in the chain writes, wait only before their epilogue, so that their main loop overlaps the gradient GEMM's tail"`
 	SBlock  int    `axis:"sblock" values:"128,256,512" doc:"threads per CTA of the softmax kernel (one row of a chunk each)"`
 	WBM     int    `axis:"wbm" values:"64,128,256" doc:"tile rows (classes) of the dW GEMM (dw=1 or 2; 128 without dW)"`
@@ -180,11 +181,15 @@ func (family) Space(s Shape) variants.Typed[Params] {
 			}
 			return nil
 		}},
-		{Name: "epilogue path", Axes: []string{"softmax", "sblock", "pdl", "ref", "pstore", "probe", "zctas", "chunk"}, Check: func(p Params) error {
-			onlyEpilogue := p.PDL != 0 || p.Ref != refRunning || p.PStore != pstorePair || p.Probe != 0 || p.ZCTAs != 1
+		{Name: "epilogue path", Axes: []string{"softmax", "sblock", "pdl", "ref", "pstore", "probe", "zctas", "tblock", "chunk"}, Check: func(p Params) error {
+			onlyEpilogue := p.PDL != 0 || p.Ref != refRunning || p.PStore != pstorePair || p.Probe != 0 || p.ZCTAs != 1 || p.TBlock != 0
 			switch {
 			case p.Softmax != softmaxEpilogue && onlyEpilogue:
-				return fmt.Errorf("pdl=%d, ref=%s, pstore=%s, probe=%d, zctas=%d: past 0, running, pair, 0 and 1 these are the epilogue path's (softmax=epilogue)", p.PDL, p.Ref, p.PStore, p.Probe, p.ZCTAs)
+				return fmt.Errorf("pdl=%d, ref=%s, pstore=%s, probe=%d, zctas=%d, tblock=%d: past 0, running, pair, 0, 1 and 0 these are the epilogue path's (softmax=epilogue)", p.PDL, p.Ref, p.PStore, p.Probe, p.ZCTAs, p.TBlock)
+			case p.TBlock != 0 && p.Ref != refFixed:
+				return fmt.Errorf("tblock=%d: passes over blocks of rows take ref=fixed (the running reference's α is not offset per pass)", p.TBlock)
+			case p.TBlock != 0 && s.T <= p.TBlock:
+				return fmt.Errorf("tblock=%d at t=%d: one block holds every row (tblock=0)", p.TBlock, s.T)
 			case p.Softmax != softmaxEpilogue:
 				return nil
 			case (p.Ref == refFixed || p.Probe != 0) && s.DType != dtype.BF16:
@@ -243,6 +248,15 @@ func (family) Space(s Shape) variants.Typed[Params] {
 	}}
 }
 
+// passRows is the rows of a pass at the shape's t: the GEMMs' tiles are
+// chosen for it.
+func (p Params) passRows(s Shape) int {
+	if p.TBlock == 0 {
+		return s.T
+	}
+	return min(s.T, p.TBlock)
+}
+
 // zTiling is the logits GEMM's tiling.
 func (p Params) zTiling() gemm.Tiling {
 	return gemm.Tiling{BM: p.ZBM, BN: p.ZBN, Persistent: p.ZPers, PerSM: p.ZCTAs}
@@ -282,8 +296,8 @@ func checkGEMMs(s Shape, p Params, z bool) error {
 		switch {
 		case err != nil:
 			return err
-		case i == 0 && gp.Persistent && g.Tiles(s.T, gp) <= gemm.Wave*gp.CTAs():
-			return fmt.Errorf("a persistent grid for %d tiles (one wave of %d CTAs an SM)", g.Tiles(s.T, gp), gp.CTAs())
+		case i == 0 && gp.Persistent && g.Tiles(p.passRows(s), gp) <= gemm.Wave*gp.CTAs():
+			return fmt.Errorf("a persistent grid for %d tiles (one wave of %d CTAs an SM)", g.Tiles(p.passRows(s), gp), gp.CTAs())
 		}
 	}
 	return nil

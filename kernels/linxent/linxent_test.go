@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"github.com/gradtune/gradtune/internal/ptxas"
 	"github.com/gradtune/gradtune/internal/sweep"
+	"github.com/gradtune/gradtune/kernels"
 	"github.com/gradtune/gradtune/kernels/internal/ptxtest"
 	"github.com/gradtune/gradtune/runner"
 	"github.com/gradtune/gradtune/runner/sim"
@@ -135,7 +136,7 @@ func TestSpace(t *testing.T) {
 // shared memory, and the gradient GEMMs keep theirs.
 func TestTwoAnSM(t *testing.T) {
 	s := simtest.Shape(t, fam, "t=2048,h=1536,v=151936", dtype.BF16)
-	pt, err := variants.ParseParams("softmax=epilogue,ref=fixed,probe=2048,pstore=quad,pdl=1,chunk=8192,zbm=128,zbn=128,zctas=2,zpers=0,dbm=128,dbn=192,dpers=0,sblock=128,wbm=128,wbn=128")
+	pt, err := fam.Space(s).ParseRecorded("softmax=epilogue,ref=fixed,probe=2048,pstore=quad,pdl=1,chunk=8192,zbm=128,zbn=128,zctas=2,zpers=0,dbm=128,dbn=192,dpers=0,sblock=128,wbm=128,wbn=128")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,6 +236,45 @@ func TestVariantsOnInterpreter(t *testing.T) {
 		{Case: simCases[7], Params: "softmax=epilogue,zctas=2,pdl=2,chunk=256,zbm=128,zbn=128,zpers=0,dbm=128,dbn=64,dpers=0,sblock=128,wbm=128,wbn=128"},
 		{Case: simtest.Case{Spec: "t=130,h=64,v=9000", DType: dtype.BF16}, Params: "softmax=epilogue,zctas=2,ref=fixed,probe=2048,pstore=quad,pdl=1,chunk=4096,zbm=128,zbn=128,zpers=0,dbm=128,dbn=64,dpers=0,sblock=128,wbm=128,wbn=128"},
 	})
+}
+
+// TestPasses: passes over blocks of rows (tblock, here 64 rows so that
+// the interpreter's shapes have several) emitted at t = 200 compute t =
+// 200 (the fourth pass takes 8 rows), 300 (it takes the 108 past the
+// third block) and 100 (the third and fourth are left out, the second
+// takes 36 rows); with every pass adding into the first pass's rows of
+// the accumulator, dx fails.
+func TestPasses(t *testing.T) {
+	ss := runner.NewSession(sim.New(sim.Options{Workers: 2}))
+	defer ss.Release()
+	s := simtest.Shape(t, fam, "t=200,h=64,v=600", dtype.BF16)
+	p, err := fam.Space(s).ParseRecorded("softmax=epilogue,ref=fixed,pstore=quad,probe=0,pdl=1,chunk=256,zbm=64,zbn=64,zpers=0,dbm=64,dbn=64,dpers=0,sblock=128,wbm=128,wbn=128")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog, err := linxent.EmitPasses(s, p, 64, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tokens := range []int{200, 300, 100} {
+		o, err := kernels.WithDim(fam, s, "t", tokens)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ss.Prepare(fam, o, 1); err != nil {
+			t.Fatal(err)
+		}
+		if err := simtest.ValidateProgram(ss, prog); err != nil {
+			t.Errorf("t=%d: %v", tokens, err)
+		}
+	}
+	buggy, err := linxent.EmitPasses(s, p, 64, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := simtest.ValidateProgram(ss, buggy); err == nil || !strings.Contains(err.Error(), "dx") {
+		t.Errorf("every pass adding into the first pass's rows: validation says %v, want a failure of dx", err)
+	}
 }
 
 // TestRuntimeTokens: a program emitted at t=70 is the program emitted at

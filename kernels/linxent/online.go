@@ -117,16 +117,18 @@ func fromOrdered(k *ptx.Func, u ptx.Reg) ptx.Reg {
 // ld its padded width; the chunk's index and first class come at run
 // time, so every chunk of one width shares the kernel.
 type probsEpilogue struct {
-	dt       dtype.DType
-	st       rowStats
-	w, ld    int
-	probe    bool
-	tm       terms
-	j, c0    int
-	clamp    float64 // clampOf(dt), or a test's lower bound
-	quad     bool    // P stored by a gemm.QuadStore (pstore=quad)
-	labelOff bool    // planted bug: z[label] one column late
-	noFlag   bool    // planted bug: a clamped row is not flagged
+	dt        dtype.DType
+	st        rowStats
+	w, ld     int
+	probe     bool
+	tm        terms
+	j, c0     int
+	r0        int     // the pass's first row: the rows' words and labels are read from there
+	labelSize int     // bytes of a label
+	clamp     float64 // clampOf(dt), or a test's lower bound
+	quad      bool    // P stored by a gemm.QuadStore (pstore=quad)
+	labelOff  bool    // planted bug: z[label] one column late
+	noFlag    bool    // planted bug: a clamped row is not flagged
 
 	rows, labels, alpha ptx.Reg
 	jp, c0p             ptx.Reg
@@ -153,7 +155,8 @@ func (e *probsEpilogue) Declare(k *ptx.Func) {
 }
 
 func (e *probsEpilogue) Args() []kernels.Arg {
-	args := []kernels.Arg{{Buffer: "rows"}, {Buffer: "labels"}}
+	args := []kernels.Arg{{Buffer: "rows", Offset: configs.Int(e.r0 * e.st.stride() * 4)},
+		{Buffer: "labels", Offset: configs.Int(e.r0 * e.labelSize)}}
 	if e.writesAlpha() {
 		args = append(args, kernels.Arg{Buffer: "alpha"})
 	}
@@ -355,15 +358,16 @@ func (e *probsEpilogue) label(k *ptx.Func, t gemm.Tile, r accRow) {
 }
 
 // epiGEMM is chunk c's logits GEMM of the epilogue path (the probe where
-// probe is set), writing P over the chunk's row of p, and its variant.
-func (c chunk) epiGEMM(s Shape, p Params, st rowStats, probe bool, b bugs) (gemm.Custom, gemm.Params, error) {
-	e := &probsEpilogue{dt: s.DType, st: st, w: c.w, ld: c.ld, probe: probe, tm: termsOf(s), j: c.j, c0: c.c0,
-		clamp: clampOf(s.DType), quad: p.PStore == pstoreQuad, labelOff: b.labelOff, noFlag: b.noFlag}
+// probe is set) over the rows from r0 on, writing P over the chunk's row
+// of p, and its variant.
+func (c chunk) epiGEMM(s Shape, p Params, st rowStats, probe bool, r0 int, b bugs) (gemm.Custom, gemm.Params, error) {
+	e := &probsEpilogue{dt: s.DType, st: st, w: c.w, ld: c.ld, probe: probe, tm: termsOf(s), j: c.j, c0: c.c0, r0: r0,
+		labelSize: s.labelType().Size(), clamp: clampOf(s.DType), quad: p.PStore == pstoreQuad, labelOff: b.labelOff, noFlag: b.noFlag}
 	if b.clamp > 0 {
 		e.clamp = b.clamp
 	}
 	g := gemm.Custom{Entry: e.entry(), Dim: Dim, Cols: c.ld, Red: s.H, In: s.DType,
-		A:   gemm.Operand{Buffer: "x", KMajor: true, LD: s.H},
+		A:   gemm.Operand{Buffer: "x", KMajor: true, LD: s.H, Offset: r0 * s.H * s.DType.Size()},
 		B:   gemm.Operand{Buffer: "w", KMajor: true, LD: s.H, Offset: c.wOffset(s), Rows: c.w},
 		Out: "p", OutDT: s.DType, Epilogue: e, Chained: p.PDL > 0, WaitPrior: p.PDL > 0 && !probe,
 		WaitAtEpilogue: p.PDL == pdlEpilogue && !probe}
@@ -462,6 +466,60 @@ func (r repair) emit(k *ptx.Func) {
 	})
 }
 
+// maxPasses is the passes over blocks of rows a program with tblock > 0
+// makes: its launches do not depend on the shape's t (a runtime dim), so
+// the last pass takes every row past the third block.
+const maxPasses = 4
+
+// A pass is the chunk loop over rows [r0, r0 + rows) (rows an expression
+// of t, 0 where t does not reach r0).
+type pass struct {
+	r0   int
+	rows configs.Expr
+}
+
+// passesOf is p's passes: one over every row with tblock 0, else
+// maxPasses of tblock rows, the last taking the rest.
+func passesOf(p Params) []pass {
+	t := configs.Var(Dim)
+	if p.TBlock == 0 {
+		return []pass{{0, t}}
+	}
+	var out []pass
+	for k := range maxPasses {
+		r0 := k * p.TBlock
+		rows := configs.Max(t.Minus(configs.Int(r0)), configs.Int(0))
+		if k < maxPasses-1 {
+			rows = configs.Min(configs.Int(p.TBlock), rows)
+		}
+		out = append(out, pass{r0, rows})
+	}
+	return out
+}
+
+// maxPassRows is the most rows a pass of p takes at run time: the rows
+// of p (probabilities) a program needs.
+func maxPassRows(p Params) configs.Expr {
+	t := configs.Var(Dim)
+	if p.TBlock == 0 {
+		return t
+	}
+	return configs.Max(configs.Min(configs.Int(p.TBlock), t), t.Minus(configs.Int((maxPasses-1)*p.TBlock)))
+}
+
+// restrict makes the last of launches a launch of the pass: its dim the
+// pass's rows, made only where the pass has rows (the first pass always).
+func (ps pass) restrict(launches []kernels.Launch) {
+	if ps.r0 == 0 && ps.rows.Equal(configs.Var(Dim)) {
+		return
+	}
+	l := &launches[len(launches)-1]
+	*l = l.Subst(Dim, ps.rows)
+	if ps.r0 > 0 {
+		l.When = ps.rows
+	}
+}
+
 // emitOnline writes the epilogue path's launches into m after the
 // column sums' (ws's, in launches): the probe, per chunk the logits GEMM
 // with the softmax epilogue and the gradient GEMM (addGEMM adds a GEMM's
@@ -477,19 +535,28 @@ func emitOnline(m *ptx.Module, s Shape, p Params, b bugs, ws wsumKernels, addGEM
 	if p.Probe > 0 {
 		probe.w, probe.ld = p.Probe, padded(p.Probe)
 	}
-	if err := addGEMM(probe.epiGEMM(s, p, st, true, b)); err != nil {
+	if err := addGEMM(probe.epiGEMM(s, p, st, true, 0, b)); err != nil {
 		return kernels.Program{}, err
 	}
 	maxLD := 0
 	for _, c := range cs {
 		maxLD = max(maxLD, c.ld)
-		if err := addGEMM(c.epiGEMM(s, p, st, false, b)); err != nil {
-			return kernels.Program{}, err
-		}
-		g, gp, err := c.dxGEMM(s, p, c.first || b.noRescale)
-		g.Chained, g.WaitPrior = p.PDL > 0, p.PDL > 0
-		if err := addGEMM(g, gp, err); err != nil {
-			return kernels.Program{}, err
+	}
+	for _, ps := range passesOf(p) {
+		for _, c := range cs {
+			if err := addGEMM(c.epiGEMM(s, p, st, false, ps.r0, b)); err != nil {
+				return kernels.Program{}, err
+			}
+			ps.restrict(*launches)
+			g, gp, err := c.dxGEMM(s, p, c.first || b.noRescale)
+			g.Chained, g.WaitPrior = p.PDL > 0, p.PDL > 0
+			if !b.samePassRows {
+				g.OutOffset = ps.r0 * s.H * 4
+			}
+			if err := addGEMM(g, gp, err); err != nil {
+				return kernels.Program{}, err
+			}
+			ps.restrict(*launches)
 		}
 	}
 	fin := finish{dt: s.DType, h: s.H, tm: tm, online: &st, noWSum: b.noWSum, noZFactor: b.noZFactor}
@@ -500,7 +567,7 @@ func emitOnline(m *ptx.Module, s Shape, p Params, b bugs, ws wsumKernels, addGEM
 	}
 	t := configs.Var(Dim)
 	prog := kernels.Program{PTX: built.String(), Launches: *launches, RuntimeDims: []string{Dim}, Buffers: []kernels.Buffer{
-		{Name: "p", DType: s.DType, Elems: t.TimesInt(maxLD), Role: kernels.Scratch},
+		{Name: "p", DType: s.DType, Elems: maxPassRows(p).TimesInt(maxLD), Role: kernels.Scratch},
 		{Name: "acc", DType: dtype.F32, Elems: t.TimesInt(s.H), Role: kernels.Scratch},
 		{Name: "rec", DType: dtype.F32, Elems: t.TimesInt(2), Role: kernels.Scratch},
 		{Name: "rows", DType: dtype.F32, Elems: t.TimesInt(st.stride()), Role: kernels.State},
