@@ -96,6 +96,17 @@
 //     one CTA's softmax epilogue (the exponentials and P's stores after
 //     its k-loop) runs while the other's k-loop keeps the tensor cores
 //     busy.
+//     tblock > 0 (ref=fixed) runs the chunk loop in passes over blocks
+//     of tblock rows (passes.go): maxPasses = 4 passes, pass k over rows
+//     from k·tblock, the last taking every row past the third block, so
+//     that the launches do not depend on t; each pass's launches are the
+//     one-pass launches with the GEMMs' row count (the dim t) replaced by
+//     the pass's rows, x, the rows' words, the labels and acc offset to
+//     its first row, and made only where it has rows (configs.Launch's
+//     When). The probe, the repair and the finishing kernel take every
+//     row at once; p holds one pass's rows. A pass's probabilities
+//     (tblock × chunk) and accumulator rows stay in L2 where those of
+//     every row would not (at 8192 tokens and chunk 8192, 134 and 50 MB).
 //   - dW (dw=1, 2): after the finishing kernel, a second pass over the
 //     chunks, last to first: the logits GEMM again (not for the last
 //     chunk, whose logits are still in z), the gradient kernel writing G
@@ -121,7 +132,8 @@
 //     softmax=epilogue only without dW, with sblock 128 (it runs no
 //     softmax kernel) and h at most 11776 (the repair kernel's row of f32
 //     sums in static shared memory); pdl, ref, pstore, probe and zctas
-//     past their defaults only with softmax=epilogue (zctas=2 where one
+//     past their defaults only with softmax=epilogue; tblock only with
+//     ref=fixed and below t (zctas=2 where one
 //     consumer's accumulators fit half the register file, at most 128
 //     columns of 128 rows: at the LM head, where tiles under 128×128 are
 //     out for its long reduction, 128×128 alone); ref=fixed and probe=2048
