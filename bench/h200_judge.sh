@@ -9,7 +9,7 @@
 # on x, never timed on an H200) with torch's three GEMMs; SwiGLU's
 # stream-mix floor and search with peers (PHASE=mix). Then, in a second
 # call, PHASE=ce of bench/session_h200.sh. Build here:
-#   go build -ldflags='-s -w' -o bin/tune ./cmd/tune && xz -6 -T0 -c bin/tune > binz/tune.xz
+#   GOAMD64=v3 go build -ldflags='-s -w' -o bin/tune ./cmd/tune && xz -6 -T0 -c bin/tune > binz/tune.xz
 # and run with carry ["binz"] (testdata/ moved aside); results in
 # $OUT/lce.tgz and $OUT/b.tgz.
 start=$(date +%s)

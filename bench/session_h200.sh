@@ -2,7 +2,7 @@
 # The H200 runs the open issues wait for, in the order their device time
 # is worth spending, one phase per device command (each within the
 # device's 10-minute limit). Build here first:
-#   go build -o bin/tune ./cmd/tune && CGO_ENABLED=0 go build -o bin/trainer ./examples/trainer
+#   GOAMD64=v3 go build -o bin/tune ./cmd/tune && CGO_ENABLED=0 go build -o bin/trainer ./examples/trainer
 #   go test -c -o bin/runner.test ./runner
 # then, on the GPU host, PHASE="<name> [<name>...]" bash bench/session_h200.sh
 # with carry ["bin"]; everything goes to ${OUT:-out}. Where the tracked

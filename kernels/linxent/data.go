@@ -111,12 +111,7 @@ func refRows(s Shape, in, out map[string][]float64, r0, r1 int) {
 	lambda, eps := zlossScale(s, in), s.eps()
 	h, v, n := s.H, s.V, r1-r0
 	z := make([]float64, n*v)
-	for c := range v {
-		wc := w[c*h : (c+1)*h]
-		for i := range n {
-			z[i*v+c] = dot(x[(r0+i)*h:(r0+i+1)*h], wc)
-		}
-	}
+	logitsOf(x, w, z, h, v, r0, n)
 	coef := make([]float64, n*v) // g·p, 0 on an ignored row
 	for i := range n {
 		r, zr := r0+i, z[i*v:(i+1)*v]
@@ -145,17 +140,7 @@ func refRows(s Shape, in, out map[string][]float64, r0, r1 int) {
 		}
 		coef[i*v+lab] -= g * (1 - eps)
 	}
-	for c := range v {
-		wc := w[c*h : (c+1)*h]
-		for i := range n {
-			if k := coef[i*v+c]; k != 0 {
-				d := out["dx"][(r0+i)*h : (r0+i+1)*h]
-				for j, wv := range wc {
-					d[j] += k * wv
-				}
-			}
-		}
-	}
+	addGrads(out["dx"], w, coef, h, v, r0, n)
 }
 
 // zlossScale is λ, 0 without z-loss.
