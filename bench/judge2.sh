@@ -7,8 +7,10 @@
 # torch's three GEMMs; on an H200 only,
 # cross_entropy_bwd's search with its peers (PHASE=ce of
 # bench/session_h200.sh without the profile); the LCE winner at 8192
-# tokens with torch.compile and torch's head GEMMs; our own gemm_bwd at
-# the LM head's two GEMMs. Build and carry as bench/h200_judge.sh says;
+# tokens, one pass and passes over 2048-row blocks (tblock), with
+# torch.compile and torch's head GEMMs; our own gemm_bwd at the LM head's
+# two GEMMs. Build with GOAMD64=v3 (bench/h200_judge.sh): the 8192-token
+# reference took 146 s of device time without. Build and carry as bench/h200_judge.sh says;
 # results in $OUT/j2.tgz.
 start=$(date +%s)
 PHASE=none bash bench/session_h200.sh >/dev/null 2>&1 # unpacks binz/ into bin/
@@ -58,12 +60,13 @@ if grep -q H200 "$o/nvidia-smi.csv"; then # cross-entropy on given logits is jud
 	grep -a -A12 "^kernel " "$o/peers-ce.log"
 	pack
 fi
-# the LCE at 8192 tokens, chunks of 8192 and 4096 classes (P of 134 and
-# 67 MB against a 50-60 MB L2), with torch.compile and torch's head GEMMs
-for c in 8192 4096; do
+# the LCE at 8192 tokens: passes over 2048-row blocks (tblock=2048, P of
+# 33.5 MB a pass) against one pass at chunks of 8192 and 4096 classes (P
+# of 134 and 67 MB against a 50-60 MB L2), one reference between them
+for c in chunk=8192,tblock=2048 chunk=8192,tblock=0 chunk=4096,tblock=0; do
 	timed ./bin/tune --kernel linear_cross_entropy_bwd --shapes t=8192,h=1536,v=151936 --dtype bf16 --ref-cache /tmp/lce-refs \
-		--params "${W/chunk=8192/chunk=$c}" --final-rounds 2 --no-abandon --fresh --db "$o/lce8k-$c.db" > "$o/lce8k-$c.log" 2>&1
-	./bin/tune show --db "$o/lce8k-$c.db" --variants 2>&1 | grep -a "softmax=" | head -1 | cut -c1-240
+		--params "${W/chunk=8192/$c}" --final-rounds 2 --no-abandon --fresh --db "$o/lce8k-${c//[=,]/}.db" > "$o/lce8k-${c//[=,]/}.log" 2>&1
+	./bin/tune show --db "$o/lce8k-${c//[=,]/}.db" --variants 2>&1 | grep -a "softmax=" | head -1 | cut -c1-240
 done
 timed python3 bench/peers_step.py --out "$o/peers-lce-8192.jsonl" --tokens 8192 --kernels linear_cross_entropy --peers compile,mm --no-copy > "$o/peers-lce-8192.log" 2>&1
 grep -a -A6 "^kernel " "$o/peers-lce-8192.log"
