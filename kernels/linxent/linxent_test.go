@@ -235,6 +235,8 @@ func TestVariantsOnInterpreter(t *testing.T) {
 		{Case: simCases[0], Params: "softmax=epilogue,zctas=2,pdl=1,chunk=256,zbm=128,zbn=128,zpers=0,dbm=128,dbn=128,dpers=0,sblock=128,wbm=128,wbn=128"},
 		{Case: simCases[7], Params: "softmax=epilogue,zctas=2,pdl=2,chunk=256,zbm=128,zbn=128,zpers=0,dbm=128,dbn=64,dpers=0,sblock=128,wbm=128,wbn=128"},
 		{Case: simtest.Case{Spec: "t=130,h=64,v=9000", DType: dtype.BF16}, Params: "softmax=epilogue,zctas=2,ref=fixed,probe=2048,pstore=quad,pdl=1,chunk=4096,zbm=128,zbn=128,zpers=0,dbm=128,dbn=64,dpers=0,sblock=128,wbm=128,wbn=128"},
+		// tblock=2048 at 2100 tokens: a pass of 2048 rows and one of 52
+		{Case: simtest.Case{Spec: "t=2100,h=64,v=600", DType: dtype.BF16}, Params: "softmax=epilogue,tblock=2048,ref=fixed,pstore=quad,pdl=1,chunk=256,zbm=128,zbn=128,zpers=0,dbm=128,dbn=64,dpers=0,sblock=128,wbm=128,wbn=128"},
 	})
 }
 
