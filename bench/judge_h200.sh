@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
-# The second judging call of 2026-12-07 (twenty-seventh session), after
-# bench/h200_judge.sh ran on an H100 whose LCE peers were cut at 20 s:
-# the LCE winner (pstore=quad, probe=2048, zctas=1) at 2048 tokens either
-# side of torch.compile, torch's head GEMMs and Liger in one call; the
-# lora rank-64 winners and a rank-16 model search at q·o and k·v, with
-# torch's three GEMMs; on an H200 only,
-# cross_entropy_bwd's search with its peers (PHASE=ce of
-# bench/session_h200.sh without the profile); the LCE winner at 8192
-# tokens, one pass and passes over 2048-row blocks (tblock), with
-# torch.compile and torch's head GEMMs; our own gemm_bwd at the LM head's
-# two GEMMs. Build with GOAMD64=v3 (bench/h200_judge.sh): the 8192-token
-# reference took 146 s of device time without. Build and carry as bench/h200_judge.sh says;
-# results in $OUT/j2.tgz.
+# The judging call ready since 2026-12-07 (twenty-seventh session; about
+# 9.5 minutes, BUDGET=560) for issues 26 and 27, best on an H200: the LCE
+# winner (pstore=quad, probe=2048) at 2048 tokens either side of
+# torch.compile, torch's head GEMMs and Liger; the lora rank-64 winners
+# and a rank-16 model search at q·o and k·v with torch's three GEMMs; on
+# an H200 only, cross_entropy_bwd's search with its peers (PHASE=ce of
+# bench/session_h200.sh without the profile); the LCE at 8192 tokens, one
+# pass and passes over 2048-row blocks (tblock), with torch.compile and
+# torch's head GEMMs; our own gemm_bwd at the LM head's two GEMMs. Build
+# here (GOAMD64=v3: the 8192-token reference took 146 s of device time
+# without):
+#   GOAMD64=v3 go build -ldflags='-s -w' -o bin/tune ./cmd/tune && xz -6 -T0 -c bin/tune > binz/tune.xz
+# and run it with carry ["binz"] (testdata/ moved aside); results in
+# $OUT/j2.tgz.
 start=$(date +%s)
 PHASE=none bash bench/session_h200.sh >/dev/null 2>&1 # unpacks binz/ into bin/
 export LD_LIBRARY_PATH=/usr/local/nvidia/lib64:/usr/local/cuda/lib64
