@@ -365,7 +365,8 @@ func TestCTAsPerSMWritten(t *testing.T) {
 		t.Errorf("writing a negative ctas_per_sm: err = %v", err)
 	}
 	tb.Entries[1].Launches[0].CTAsPerSM = 0
-	tb.Entries[1].Launches[0].When = Var("m").Minus(Int(2048))
+	when := Var("m").Minus(Int(2048))
+	tb.Entries[1].Launches[0].When = &when
 	var c bytes.Buffer
 	if err := WriteC(&c, tb, "gradtune_gemm"); err != nil {
 		t.Fatal(err)

@@ -116,11 +116,11 @@ type Launch struct {
 	// and registers: the launcher asks for the largest shared-memory
 	// carveout (MaxCarveout), which they may need.
 	CTAsPerSM int
-	// When, where set, makes the launch conditional: at a shape where it
-	// evaluates to 0 or less the launch is left out of the plan (it has
-	// nothing to do there, and its grid or tensor maps may not exist),
-	// as a pass over rows the token count does not reach.
-	When Expr
+	// When, where not nil, makes the launch conditional: at a shape
+	// where it evaluates to 0 or less the launch is left out of the plan
+	// (it has nothing to do there, and its grid or tensor maps may not
+	// exist), as a pass over rows the token count does not reach.
+	When *Expr
 	Args []Arg
 }
 
@@ -133,8 +133,9 @@ func (l Launch) Subst(name string, by Expr) Launch {
 	for d := range l.Grid {
 		l.Grid[d] = sub(l.Grid[d])
 	}
-	if l.Conditional() {
-		l.When = sub(l.When)
+	if l.When != nil {
+		w := sub(*l.When)
+		l.When = &w
 	}
 	args := make([]Arg, len(l.Args))
 	for i, a := range l.Args {
@@ -158,9 +159,6 @@ func substAll(es []Expr, sub func(Expr) Expr) []Expr {
 	}
 	return out
 }
-
-// Conditional reports whether the launch has a When.
-func (l Launch) Conditional() bool { return l.When.n != nil }
 
 // MaxCarveout reports whether the function's preferred shared-memory
 // carveout must be set to the largest
@@ -198,11 +196,7 @@ func (l Launch) MarshalJSON() ([]byte, error) {
 	if c == ([3]int{}) {
 		c = [3]int{1, 1, 1}
 	}
-	var when *Expr
-	if l.Conditional() {
-		when = &l.When
-	}
-	return json.Marshal(launchJSON{l.Entry, l.Grid, l.GridPerSM, l.Block, c, l.SharedBytes, l.OptIn(), l.Dependent, l.CTAsPerSM, when, l.Args})
+	return json.Marshal(launchJSON{l.Entry, l.Grid, l.GridPerSM, l.Block, c, l.SharedBytes, l.OptIn(), l.Dependent, l.CTAsPerSM, l.When, l.Args})
 }
 
 // UnmarshalJSON reads what MarshalJSON writes and checks that the opt-in
@@ -216,10 +210,7 @@ func (l *Launch) UnmarshalJSON(data []byte) error {
 	if c == ([3]int{1, 1, 1}) {
 		c = [3]int{}
 	}
-	*l = Launch{j.Entry, j.Grid, j.GridPerSM, j.Block, c, j.SharedBytes, j.Dependent, j.CTAsPerSM, Expr{}, j.Args}
-	if j.When != nil {
-		l.When = *j.When
-	}
+	*l = Launch{j.Entry, j.Grid, j.GridPerSM, j.Block, c, j.SharedBytes, j.Dependent, j.CTAsPerSM, j.When, j.Args}
 	if l.OptIn() != j.OptIn {
 		return fmt.Errorf("launch %s: shared_opt_in %v with %d bytes of dynamic shared memory (the opt-in is needed exactly above %d)", l.Entry, j.OptIn, l.SharedBytes, DefaultSharedLimit)
 	}

@@ -104,7 +104,7 @@ func Resolve(launches []Launch, buffers []Buffer, env Env) (Plan, error) {
 		if i == 0 && l.Dependent {
 			return Plan{}, fmt.Errorf("%w: launch 0 (%s) is dependent, but the first launch of a program must not be", ErrBadProgram, l.Entry)
 		}
-		if l.Conditional() {
+		if l.When != nil {
 			v, err := l.When.Eval(env)
 			if err != nil {
 				return Plan{}, fmt.Errorf("%w: launch %d (%s): when: %w", ErrBadProgram, i, l.Entry, err)

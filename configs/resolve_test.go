@@ -59,7 +59,8 @@ func TestResolve(t *testing.T) {
 // evaluated is refused.
 func TestResolveWhen(t *testing.T) {
 	ls, bufs := twoLaunches()
-	ls[0].When = Var("m").Minus(Int(100))
+	when := Var("m").Minus(Int(100))
+	ls[0].When = &when
 	for _, c := range []struct {
 		m       int64
 		entries string
@@ -77,7 +78,8 @@ func TestResolveWhen(t *testing.T) {
 			t.Errorf("m=%d: launches %q (last dependent %v), want %q (%v)", c.m, got, p.Launches[len(p.Launches)-1].Dependent, c.entries, c.dep)
 		}
 	}
-	ls[0].When = Var("n")
+	unknown := Var("n")
+	ls[0].When = &unknown
 	if _, err := Resolve(ls, bufs, Env{"m": 64, "sms": 132}); err == nil || !strings.Contains(err.Error(), "launch 0 (a): when:") {
 		t.Errorf("a When over an unknown dim: %v", err)
 	}
@@ -87,11 +89,23 @@ func TestResolveWhen(t *testing.T) {
 		t.Fatal(err)
 	}
 	var back Launch
-	if err := json.Unmarshal(data, &back); err != nil || !back.When.Equal(ls[0].When) {
+	if err := json.Unmarshal(data, &back); err != nil || back.When == nil || !back.When.Equal(*ls[0].When) {
 		t.Errorf("when through JSON: %s -> %v (%v)", data, back.When, err)
 	}
 	if data, _ := json.Marshal(ls[1]); strings.Contains(string(data), "when") {
 		t.Errorf("a launch without When writes %s", data)
+	}
+	// A When of the constant 0 is a condition never met, through JSON too.
+	zero := Int(0)
+	ls[0].When = &zero
+	data, _ = json.Marshal(ls[0])
+	back = Launch{}
+	if err := json.Unmarshal(data, &back); err != nil {
+		t.Fatal(err)
+	}
+	ls[0] = back
+	if p, err := Resolve(ls, bufs, Env{"m": 1000, "sms": 132}); err != nil || len(p.Launches) != 1 || p.Launches[0].Entry != "b" {
+		t.Errorf("when 0 (%s): %+v, %v; want launch b alone", data, p.Launches, err)
 	}
 }
 

@@ -118,7 +118,7 @@ struct gradtune_arg {
 	const struct gradtune_tensor_map *tensor_map;
 };
 
-/* When grid_per_sm > 0, grid[0] is min(grid_per_sm * SMs, grid[0]), rounded down to whole clusters. When ctas_per_sm > 1, set the function's preferred shared-memory carveout to 100 (the largest) before launching. When "when" is not "", skip the launch at shapes where it evaluates to 0 or less; the first launch made is then never dependent. */
+/* When grid_per_sm > 0, grid[0] is min(grid_per_sm * SMs, grid[0]), rounded down to whole clusters. When ctas_per_sm > 1, set the function's preferred shared-memory carveout to 100 (the largest) before launching. When "when" is not "" (no condition), skip the launch at shapes where it evaluates to 0 or less; the first launch made is then never dependent. */
 struct gradtune_launch {
 	const char *entry;
 	const char *grid[3];
@@ -294,7 +294,7 @@ func writeCEntryData(b *strings.Builder, prefix string, i int, e Entry) {
 			c = [3]int{1, 1, 1}
 		}
 		when := ""
-		if l.Conditional() {
+		if l.When != nil {
 			when = l.When.String()
 		}
 		fmt.Fprintf(b, "\t{%s, {%s, %s, %s}, %d, {%d, %d, %d}, {%d, %d, %d}, %d, %d, %d, %d, %s, %d, %s},\n", cString(l.Entry),

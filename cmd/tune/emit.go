@@ -63,7 +63,7 @@ func cmdEmit(fs *flagSet, stdout, stderr io.Writer) error {
 
 // when is " when E" for a conditional launch, else "".
 func when(l configs.Launch) string {
-	if !l.Conditional() {
+	if l.When == nil {
 		return ""
 	}
 	return " when " + l.When.String()

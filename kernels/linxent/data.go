@@ -151,9 +151,8 @@ func zlossScale(s Shape, in map[string][]float64) float64 {
 	return in["zloss_scale"][0]
 }
 
-// dot is Σ a·b over four running sums: one sum's chain of dependent
-// additions would bound the reference (8192 tokens of Qwen's head took
-// 147 s on 16 cores), four let the additions overlap.
+// dot is Σ a·b over four running sums, so that the additions overlap
+// instead of waiting on one another.
 func dot(a, b []float64) float64 {
 	b = b[:len(a)]
 	var s0, s1, s2, s3 float64

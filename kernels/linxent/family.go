@@ -224,10 +224,10 @@ func (family) Space(s Shape) variants.Typed[Params] {
 			}
 			return nil
 		}},
-		{Name: "logits GEMM tiles", Axes: []string{"chunk", "zbm", "zbn", "zpers", "zctas"}, Check: func(p Params) error {
+		{Name: "logits GEMM tiles", Axes: []string{"chunk", "zbm", "zbn", "zpers", "zctas", "tblock", "probe", "softmax"}, Check: func(p Params) error {
 			return checkGEMMs(s, p, true)
 		}},
-		{Name: "gradient GEMM tiles", Axes: []string{"chunk", "dbm", "dbn", "dpers"}, Check: func(p Params) error {
+		{Name: "gradient GEMM tiles", Axes: []string{"chunk", "dbm", "dbn", "dpers", "tblock"}, Check: func(p Params) error {
 			return checkGEMMs(s, p, false)
 		}},
 		{Name: "dW GEMM tiles", Axes: []string{"chunk", "wbm", "wbn"}, Check: func(p Params) error {
@@ -248,13 +248,13 @@ func (family) Space(s Shape) variants.Typed[Params] {
 	}}
 }
 
-// passRows is the rows of a pass at the shape's t: the GEMMs' tiles are
-// chosen for it.
+// passRows is the rows of a pass, for which the pass's GEMMs' tiles are
+// chosen: t with tblock 0, else tblock (the space takes tblock below t).
 func (p Params) passRows(s Shape) int {
 	if p.TBlock == 0 {
 		return s.T
 	}
-	return min(s.T, p.TBlock)
+	return p.TBlock
 }
 
 // zTiling is the logits GEMM's tiling.
@@ -299,6 +299,10 @@ func checkGEMMs(s Shape, p Params, z bool) error {
 		case i == 0 && gp.Persistent && g.Tiles(p.passRows(s), gp) <= gemm.Wave*gp.CTAs():
 			return fmt.Errorf("a persistent grid for %d tiles (one wave of %d CTAs an SM)", g.Tiles(p.passRows(s), gp), gp.CTAs())
 		}
+	}
+	if z && p.Softmax == softmaxEpilogue && p.TBlock != 0 { // the probe takes every row at once
+		_, _, err := probeChunk(s, p).epiGEMM(s, p, rowStats{n: 1}, true, 0, bugs{})
+		return err
 	}
 	return nil
 }

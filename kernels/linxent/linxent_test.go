@@ -243,8 +243,8 @@ func TestVariantsOnInterpreter(t *testing.T) {
 // TestPasses: passes over blocks of rows (tblock, here 64 rows so that
 // the interpreter's shapes have several) emitted at t = 200 compute t =
 // 200 (the fourth pass takes 8 rows), 300 (it takes the 108 past the
-// third block) and 100 (the third and fourth are left out, the second
-// takes 36 rows); with every pass adding into the first pass's rows of
+// third block), 100 (the third and fourth are left out, the second
+// takes 36 rows) and 192 (the fourth's rows fold to 0); with every pass adding into the first pass's rows of
 // the accumulator, dx fails.
 func TestPasses(t *testing.T) {
 	ss := runner.NewSession(sim.New(sim.Options{Workers: 2}))
@@ -258,7 +258,7 @@ func TestPasses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, tokens := range []int{200, 300, 100} {
+	for _, tokens := range []int{200, 300, 100, 192} {
 		o, err := kernels.WithDim(fam, s, "t", tokens)
 		if err != nil {
 			t.Fatal(err)

@@ -117,18 +117,17 @@ func fromOrdered(k *ptx.Func, u ptx.Reg) ptx.Reg {
 // ld its padded width; the chunk's index and first class come at run
 // time, so every chunk of one width shares the kernel.
 type probsEpilogue struct {
-	dt        dtype.DType
-	st        rowStats
-	w, ld     int
-	probe     bool
-	tm        terms
-	j, c0     int
-	r0        int     // the pass's first row: the rows' words and labels are read from there
-	labelSize int     // bytes of a label
-	clamp     float64 // clampOf(dt), or a test's lower bound
-	quad      bool    // P stored by a gemm.QuadStore (pstore=quad)
-	labelOff  bool    // planted bug: z[label] one column late
-	noFlag    bool    // planted bug: a clamped row is not flagged
+	dt       dtype.DType
+	st       rowStats
+	w, ld    int
+	probe    bool
+	tm       terms
+	j, c0    int
+	r0       int     // the pass's first row: the rows' words and labels are read from there
+	clamp    float64 // clampOf(dt), or a test's lower bound
+	quad     bool    // P stored by a gemm.QuadStore (pstore=quad)
+	labelOff bool    // planted bug: z[label] one column late
+	noFlag   bool    // planted bug: a clamped row is not flagged
 
 	rows, labels, alpha ptx.Reg
 	jp, c0p             ptx.Reg
@@ -156,7 +155,7 @@ func (e *probsEpilogue) Declare(k *ptx.Func) {
 
 func (e *probsEpilogue) Args() []kernels.Arg {
 	args := []kernels.Arg{{Buffer: "rows", Offset: configs.Int(e.r0 * e.st.stride() * 4)},
-		{Buffer: "labels", Offset: configs.Int(e.r0 * e.labelSize)}}
+		{Buffer: "labels", Offset: configs.Int(e.r0 * e.tm.labBytes)}}
 	if e.writesAlpha() {
 		args = append(args, kernels.Arg{Buffer: "alpha"})
 	}
@@ -362,7 +361,7 @@ func (e *probsEpilogue) label(k *ptx.Func, t gemm.Tile, r accRow) {
 // of p, and its variant.
 func (c chunk) epiGEMM(s Shape, p Params, st rowStats, probe bool, r0 int, b bugs) (gemm.Custom, gemm.Params, error) {
 	e := &probsEpilogue{dt: s.DType, st: st, w: c.w, ld: c.ld, probe: probe, tm: termsOf(s), j: c.j, c0: c.c0, r0: r0,
-		labelSize: s.labelType().Size(), clamp: clampOf(s.DType), quad: p.PStore == pstoreQuad, labelOff: b.labelOff, noFlag: b.noFlag}
+		clamp: clampOf(s.DType), quad: p.PStore == pstoreQuad, labelOff: b.labelOff, noFlag: b.noFlag}
 	if b.clamp > 0 {
 		e.clamp = b.clamp
 	}
@@ -371,8 +370,22 @@ func (c chunk) epiGEMM(s Shape, p Params, st rowStats, probe bool, r0 int, b bug
 		B:   gemm.Operand{Buffer: "w", KMajor: true, LD: s.H, Offset: c.wOffset(s), Rows: c.w},
 		Out: "p", OutDT: s.DType, Epilogue: e, Chained: p.PDL > 0, WaitPrior: p.PDL > 0 && !probe,
 		WaitAtEpilogue: p.PDL == pdlEpilogue && !probe}
-	gp, err := g.Params(s.T, p.zTiling())
+	rows := p.passRows(s)
+	if probe { // over every row at once
+		rows = s.T
+	}
+	gp, err := g.Params(rows, p.zTiling())
 	return g, gp, err
+}
+
+// probeChunk is the classes the probe takes: chunk 0, or its first
+// p.Probe.
+func probeChunk(s Shape, p Params) chunk {
+	c := chunksOf(s, p)[0]
+	if p.Probe > 0 {
+		c.w, c.ld = p.Probe, padded(p.Probe)
+	}
+	return c
 }
 
 // repairBlock is the repair kernel's CTA: eight warps, a class each.
@@ -477,10 +490,7 @@ func emitOnline(m *ptx.Module, s Shape, p Params, b bugs, ws wsumKernels, addGEM
 		return kernels.Program{}, fmt.Errorf("%d chunks: the epilogue path takes at most %d", st.n, finishBlock)
 	}
 	tm := termsOf(s)
-	probe := cs[0]
-	if p.Probe > 0 {
-		probe.w, probe.ld = p.Probe, padded(p.Probe)
-	}
+	probe := probeChunk(s, p)
 	if err := addGEMM(probe.epiGEMM(s, p, st, true, 0, b)); err != nil {
 		return kernels.Program{}, err
 	}

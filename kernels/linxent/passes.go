@@ -55,6 +55,6 @@ func (ps pass) restrict(launches []kernels.Launch) {
 	l := &launches[len(launches)-1]
 	*l = l.Subst(Dim, ps.rows)
 	if ps.r0 > 0 {
-		l.When = ps.rows
+		l.When = &ps.rows
 	}
 }

@@ -3,8 +3,8 @@ package linxent
 // The reference's two products over a block of rows in float64, four
 // rows and two classes at a time: every
 // element of w loaded serves four rows, and every element of x (or of a
-// row of dx) two classes. One running sum per product, so the sums are
-// those of a plain loop over h in order.
+// row of dx) two classes. Each logit is one running sum over h in order;
+// each element of dx takes the classes in order, two a step.
 
 // logitsOf sets z[i·v + c] = x[r0+i]·w[c] for the n rows from r0.
 func logitsOf(x, w, z []float64, h, v, r0, n int) {

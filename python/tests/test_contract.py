@@ -51,6 +51,9 @@ class Resolve(unittest.TestCase):
         for m, entries, dep in ((101, ["a", "b"], True), (100, ["b"], False), (7, ["b"], False)):
             p = contract.resolve(ls, bufs, {"m": m, "sms": 132})
             self.assertEqual(([l.entry for l in p.launches], p.launches[-1].dependent), (entries, dep))
+        ls[0].when = contract.decode_launch(dict(entry="a", grid=[1, 1, 1], block=[32, 1, 1], cluster=[1, 1, 1], shared_bytes=0,
+                                                  shared_opt_in=False, dependent=False, args=[], when=0)).when
+        self.assertEqual([l.entry for l in contract.resolve(ls, bufs, {"m": 1000, "sms": 132}).launches], ["b"])  # when 0: never
         ls[0].when = var("n")
         with self.assertRaisesRegex(BadProgram, r"launch 0 \(a\): when: .*\"n\""):
             contract.resolve(ls, bufs, {"m": 64, "sms": 132})
