@@ -68,6 +68,7 @@ func (s Shape) labelType() dtype.DType {
 type Params struct {
 	Softmax string `axis:"softmax" values:"kernel,epilogue" doc:"kernel: a softmax kernel per chunk reads the f32 logits the logits GEMM stored; epilogue: the logits GEMM's epilogue writes the probabilities against the row's maximum over the chunks before (no f32 logits, no softmax kernel; without dW)"`
 	Chunk   int    `axis:"chunk" values:"256,512,1024,2048,4096,8192" doc:"vocabulary rows of w per chunk: a chunk's probabilities [t×chunk] (and with softmax=kernel its f32 logits) are the only per-class data stored"`
+	TBlock  int    `axis:"tblock" values:"0,2048,4096" default:"0" doc:"softmax=epilogue with ref=fixed: 0, every row in one pass over the vocabulary; past 0, passes over blocks of that many rows (at most four, the last taking the rest), so that a pass's probabilities and accumulator rows stay in L2 at large token counts"`
 	ZBM     int    `axis:"zbm" values:"64,128,256" doc:"tile rows (tokens) of the logits GEMM"`
 	ZBN     int    `axis:"zbn" values:"64,128,192,256" doc:"tile columns (classes) of the logits GEMM"`
 	ZPers   bool   `axis:"zpers" values:"0,1" doc:"1: the logits GEMM runs a persistent grid"`
@@ -78,7 +79,6 @@ type Params struct {
 	Ref     string `axis:"ref" values:"running,fixed" default:"running" doc:"softmax=epilogue: running: each chunk's probabilities are against the row's maximum over the chunks before, and each gradient GEMM rescales the accumulator (loads and stores it); fixed (bf16): every chunk's are against ref_0 (chunk 0's maximum, or the probe's classes'), and the gradient GEMMs add into the accumulator with atomic adds, loading nothing"`
 	PStore  string `axis:"pstore" values:"pair,quad" default:"pair" doc:"softmax=epilogue: how the logits GEMM's epilogue stores P: pair (each thread its 4-byte pairs as the accumulator holds them) or quad (the quad's four threads exchange pairs by shuffles, so that each stores 16 contiguous bytes)"`
 	Probe   int    `axis:"probe" values:"0,2048" default:"0" doc:"softmax=epilogue: the classes whose maximum gives ref_0: 0, chunk 0's; 2048 (bf16), the first 2048 (a probe launch of 2048 columns' tiles instead of the chunk's; a row whose logits pass its reference by more than the clamp goes to the repair kernel either way)"`
-	TBlock  int    `axis:"tblock" values:"0,2048,4096" default:"0" doc:"softmax=epilogue with ref=fixed: 0, every row in one pass over the vocabulary; past 0, passes over blocks of that many rows (at most four, the last taking the rest), so that a pass's probabilities and accumulator rows stay in L2 at large token counts"`
 	PDL     int    `axis:"pdl" values:"0,1,2" doc:"softmax=epilogue: 1, the GEMMs run as a chain of programmatic dependent launches, each starting during the previous one's tail and waiting for it before its first load; 2, as 1, but the logits GEMMs, whose operands x and w nothing in the chain writes, wait only before their epilogue, so that their main loop overlaps the gradient GEMM's tail"`
 	SBlock  int    `axis:"sblock" values:"128,256,512" doc:"threads per CTA of the softmax kernel (one row of a chunk each)"`
 	WBM     int    `axis:"wbm" values:"64,128,256" doc:"tile rows (classes) of the dW GEMM (dw=1 or 2; 128 without dW)"`
@@ -188,8 +188,6 @@ func (family) Space(s Shape) variants.Typed[Params] {
 				return fmt.Errorf("pdl=%d, ref=%s, pstore=%s, probe=%d, zctas=%d, tblock=%d: past 0, running, pair, 0, 1 and 0 these are the epilogue path's (softmax=epilogue)", p.PDL, p.Ref, p.PStore, p.Probe, p.ZCTAs, p.TBlock)
 			case p.TBlock != 0 && p.Ref != refFixed:
 				return fmt.Errorf("tblock=%d: passes over blocks of rows take ref=fixed (the running reference's α is not offset per pass)", p.TBlock)
-			case p.TBlock != 0 && s.T <= p.TBlock:
-				return fmt.Errorf("tblock=%d at t=%d: one block holds every row (tblock=0)", p.TBlock, s.T)
 			case p.Softmax != softmaxEpilogue:
 				return nil
 			case (p.Ref == refFixed || p.Probe != 0) && s.DType != dtype.BF16:
@@ -224,10 +222,23 @@ func (family) Space(s Shape) variants.Typed[Params] {
 			}
 			return nil
 		}},
-		{Name: "logits GEMM tiles", Axes: []string{"chunk", "zbm", "zbn", "zpers", "zctas", "tblock", "probe", "softmax"}, Check: func(p Params) error {
+		{Name: "row blocks", Axes: []string{"tblock"}, Check: func(p Params) error {
+			if p.TBlock != 0 && s.T <= p.TBlock {
+				return fmt.Errorf("tblock=%d at t=%d: one block holds every row (tblock=0)", p.TBlock, s.T)
+			}
+			return nil
+		}},
+		{Name: "logits GEMM tiles", Axes: []string{"chunk", "tblock", "zbm", "zbn", "zpers", "zctas"}, Check: func(p Params) error {
 			return checkGEMMs(s, p, true)
 		}},
-		{Name: "gradient GEMM tiles", Axes: []string{"chunk", "dbm", "dbn", "dpers", "tblock"}, Check: func(p Params) error {
+		{Name: "probe tiles", Axes: []string{"softmax", "chunk", "tblock", "zbm", "zbn", "zpers", "zctas", "probe"}, Check: func(p Params) error {
+			if p.Softmax != softmaxEpilogue || p.TBlock == 0 { // the probe's tiles are the first chunk's
+				return nil
+			}
+			_, _, err := probeChunk(s, p).epiGEMM(s, p, rowStats{n: 1}, true, 0, bugs{}) // over every row at once
+			return err
+		}},
+		{Name: "gradient GEMM tiles", Axes: []string{"chunk", "tblock", "dbm", "dbn", "dpers"}, Check: func(p Params) error {
 			return checkGEMMs(s, p, false)
 		}},
 		{Name: "dW GEMM tiles", Axes: []string{"chunk", "wbm", "wbn"}, Check: func(p Params) error {
@@ -299,10 +310,6 @@ func checkGEMMs(s Shape, p Params, z bool) error {
 		case i == 0 && gp.Persistent && g.Tiles(p.passRows(s), gp) <= gemm.Wave*gp.CTAs():
 			return fmt.Errorf("a persistent grid for %d tiles (one wave of %d CTAs an SM)", g.Tiles(p.passRows(s), gp), gp.CTAs())
 		}
-	}
-	if z && p.Softmax == softmaxEpilogue && p.TBlock != 0 { // the probe takes every row at once
-		_, _, err := probeChunk(s, p).epiGEMM(s, p, rowStats{n: 1}, true, 0, bugs{})
-		return err
 	}
 	return nil
 }
