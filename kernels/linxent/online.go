@@ -499,20 +499,25 @@ func emitOnline(m *ptx.Module, s Shape, p Params, b bugs, ws wsumKernels, addGEM
 		maxLD = max(maxLD, c.ld)
 	}
 	for _, ps := range passesOf(p) {
-		for _, c := range cs {
-			if err := addGEMM(c.epiGEMM(s, p, st, false, ps.r0, b)); err != nil {
-				return kernels.Program{}, err
+		addPass := func(g gemm.Custom, gp gemm.Params, err error) error { // a GEMM launch of the pass
+			if err := addGEMM(g, gp, err); err != nil {
+				return err
 			}
 			ps.restrict(*launches)
+			return nil
+		}
+		for _, c := range cs {
+			if err := addPass(c.epiGEMM(s, p, st, false, ps.r0, b)); err != nil {
+				return kernels.Program{}, err
+			}
 			g, gp, err := c.dxGEMM(s, p, c.first || b.noRescale)
 			g.Chained, g.WaitPrior = p.PDL > 0, p.PDL > 0
 			if !b.samePassRows {
 				g.OutOffset = ps.r0 * s.H * 4
 			}
-			if err := addGEMM(g, gp, err); err != nil {
+			if err := addPass(g, gp, err); err != nil {
 				return kernels.Program{}, err
 			}
-			ps.restrict(*launches)
 		}
 	}
 	fin := finish{dt: s.DType, h: s.H, tm: tm, online: &st, noWSum: b.noWSum, noZFactor: b.noZFactor}

@@ -452,16 +452,11 @@ class Plan:
         return out
 
 
-def _eval_int(e, env, what):
+def _eval_int(e, env, what, signed=False):
+    """e's value (at least 0 unless signed), a BadProgram naming what
+    where it has none."""
     try:
-        return e.eval_int(env)
-    except ExprError as err:
-        raise BadProgram(f"{what}: {err}") from None
-
-
-def _eval_when(e, env, what):
-    try:
-        return e.eval(env)
+        return e.eval(env) if signed else e.eval_int(env)
     except ExprError as err:
         raise BadProgram(f"{what}: {err}") from None
 
@@ -485,7 +480,7 @@ def resolve(launches, buffers, env):
     for i, l in enumerate(launches):
         if i == 0 and l.dependent:
             raise BadProgram(f"{prefix}launch 0 ({l.entry}) is dependent, but the first launch of a program must not be")
-        if l.when is not None and _eval_when(l.when, env, f"{prefix}launch {i} ({l.entry}): when") <= 0:
+        if l.when is not None and _eval_int(l.when, env, f"{prefix}launch {i} ({l.entry}): when", signed=True) <= 0:
             continue
         try:
             out.append(_resolve_launch(l, bufs, env))
